@@ -1,0 +1,49 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "gemvault",
+    products: [
+        .executable(name: "gemvault", targets: ["gemvault"]),
+    ],
+    targets: [
+        // MARK: C libraries and shims
+
+        /// libsodium from the Debian package, reached only through VaultCore's `Sodium` wrapper.
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        /// libedit for the chat prompt's line editing (BSD licence; clean Ctrl-C behaviour).
+        .systemLibrary(name: "CEditLine", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
+        /// prctl, termios and signal glue that Swift cannot call directly.
+        .target(name: "CSystemShims"),
+        /// libcurl loaded with dlopen on first use, so vault commands never map the network stack.
+        .target(name: "CCurlStream", linkerSettings: [.linkedLibrary("dl")]),
+
+        // MARK: Library modules
+
+        /// Secret bytes, the libsodium wrapper, the vault file format and the on-disk store.
+        .target(name: "VaultCore", dependencies: ["CSodium", "CSystemShims"]),
+        /// The controlling terminal: hidden prompts, capabilities, colour, escape neutralising.
+        .target(name: "TerminalIO", dependencies: ["VaultCore", "CSystemShims"]),
+        /// Paths, the settings schema and layers, key sources and provenance, doctor checks.
+        .target(name: "GemvaultConfig", dependencies: ["VaultCore"]),
+        /// The Gemini REST client: wire types, SSE parsing, errors and retry. No terminal code.
+        .target(name: "GeminiClient", dependencies: ["VaultCore", "CCurlStream"]),
+        /// The chat REPL, its slash commands and the conversation model.
+        .target(name: "ChatUI", dependencies: ["GeminiClient", "TerminalIO", "CEditLine", "CSystemShims"]),
+        /// The command table, the command functions and the one error-to-exit-code map.
+        .target(name: "GemvaultCLI", dependencies: ["VaultCore", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims"]),
+
+        // MARK: Executable
+
+        .executableTarget(name: "gemvault", dependencies: ["GemvaultCLI"]),
+
+        // MARK: Tests
+
+        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
+        .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore"]),
+        .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "GeminiClient"]),
+        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI"]),
+    ]
+)

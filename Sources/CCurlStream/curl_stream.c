@@ -1,0 +1,196 @@
+// libcurl is opened with dlopen on the first request. Linking it normally would make
+// the dynamic loader map libcurl, OpenSSL and some thirty other libraries at every
+// start, and `gemvault key get` must start in a few milliseconds.
+#define _GNU_SOURCE
+#include "CCurlStream.h"
+
+#include <curl/curl.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static struct {
+    void *handle;
+    CURLcode (*global_init)(long);
+    CURL *(*easy_init)(void);
+    CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+    CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+    void (*easy_cleanup)(CURL *);
+    const char *(*easy_strerror)(CURLcode);
+    CURLM *(*multi_init)(void);
+    CURLMcode (*multi_add_handle)(CURLM *, CURL *);
+    CURLMcode (*multi_remove_handle)(CURLM *, CURL *);
+    CURLMcode (*multi_perform)(CURLM *, int *);
+    CURLMcode (*multi_poll)(CURLM *, struct curl_waitfd *, unsigned int, int, int *);
+    CURLMsg *(*multi_info_read)(CURLM *, int *);
+    CURLMcode (*multi_cleanup)(CURLM *);
+    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+    void (*slist_free_all)(struct curl_slist *);
+} curl;
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static int load_ok = 0;
+
+#define BIND(field, symbol) \
+    if (!(*(void **)(&curl.field) = dlsym(curl.handle, symbol))) return;
+
+static void load_library(void) {
+    curl.handle = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (!curl.handle) return;
+    BIND(global_init, "curl_global_init")
+    BIND(easy_init, "curl_easy_init")
+    BIND(easy_setopt, "curl_easy_setopt")
+    BIND(easy_getinfo, "curl_easy_getinfo")
+    BIND(easy_cleanup, "curl_easy_cleanup")
+    BIND(easy_strerror, "curl_easy_strerror")
+    BIND(multi_init, "curl_multi_init")
+    BIND(multi_add_handle, "curl_multi_add_handle")
+    BIND(multi_remove_handle, "curl_multi_remove_handle")
+    BIND(multi_perform, "curl_multi_perform")
+    BIND(multi_poll, "curl_multi_poll")
+    BIND(multi_info_read, "curl_multi_info_read")
+    BIND(multi_cleanup, "curl_multi_cleanup")
+    BIND(slist_append, "curl_slist_append")
+    BIND(slist_free_all, "curl_slist_free_all")
+    if (curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return;
+    load_ok = 1;
+}
+
+int gv_http_library_loaded(void) {
+    void *probe = dlopen("libcurl.so.4", RTLD_NOW | RTLD_NOLOAD);
+    if (probe) { dlclose(probe); return 1; }
+    return 0;
+}
+
+typedef struct transfer {
+    CURL *easy;
+    gv_http_data_callback on_data;
+    void *context;
+    long status;
+    int aborted;
+    struct timespec last_activity;
+} transfer;
+
+static long elapsed_ms(const struct timespec *since) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - since->tv_sec) * 1000 + (now.tv_nsec - since->tv_nsec) / 1000000;
+}
+
+static size_t receive_body(char *data, size_t size, size_t count, void *user) {
+    transfer *t = user;
+    size_t length = size * count;
+    clock_gettime(CLOCK_MONOTONIC, &t->last_activity);
+    if (t->status == 0) curl.easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
+    if (t->on_data(t->status, (const unsigned char *)data, length, t->context) != 0) {
+        t->aborted = 1;
+        return 0;
+    }
+    return length;
+}
+
+static size_t receive_header(char *data, size_t size, size_t count, void *user) {
+    (void)data;
+    transfer *t = user;
+    clock_gettime(CLOCK_MONOTONIC, &t->last_activity);
+    return size * count;
+}
+
+static void wipe_and_free(struct curl_slist *list) {
+    // The list holds the API key header; libcurl would free it without wiping.
+    for (struct curl_slist *node = list; node; node = node->next)
+        if (node->data) explicit_bzero(node->data, strlen(node->data));
+    curl.slist_free_all(list);
+}
+
+static void set_message(char *message, size_t capacity, const char *text) {
+    if (capacity == 0) return;
+    snprintf(message, capacity, "%s", text);
+}
+
+int gv_http_perform(const gv_http_request *request, gv_http_data_callback on_data,
+                    gv_http_tick_callback on_tick, void *context, long *status,
+                    char *message, size_t message_capacity) {
+    *status = 0;
+    set_message(message, message_capacity, "");
+    pthread_once(&load_once, load_library);
+    if (!load_ok) {
+        set_message(message, message_capacity, "libcurl.so.4 could not be loaded");
+        return GV_HTTP_LIBRARY_MISSING;
+    }
+
+    transfer t = {0};
+    t.on_data = on_data;
+    t.context = context;
+    t.easy = curl.easy_init();
+    CURLM *multi = curl.multi_init();
+    if (!t.easy || !multi) {
+        set_message(message, message_capacity, "libcurl could not start a transfer");
+        if (t.easy) curl.easy_cleanup(t.easy);
+        if (multi) curl.multi_cleanup(multi);
+        return GV_HTTP_TRANSPORT_ERROR;
+    }
+
+    struct curl_slist *headers = NULL;
+    for (size_t i = 0; i < request->header_count; i++)
+        headers = curl.slist_append(headers, request->headers[i]);
+    // Without this libcurl adds "Expect: 100-continue" to large POSTs and waits a second.
+    headers = curl.slist_append(headers, "Expect:");
+
+    char curl_error[CURL_ERROR_SIZE] = {0};
+    curl.easy_setopt(t.easy, CURLOPT_URL, request->url);
+    curl.easy_setopt(t.easy, CURLOPT_HTTPHEADER, headers);
+    curl.easy_setopt(t.easy, CURLOPT_NOSIGNAL, 1L);
+    curl.easy_setopt(t.easy, CURLOPT_USERAGENT, "gemvault");
+    curl.easy_setopt(t.easy, CURLOPT_ERRORBUFFER, curl_error);
+    curl.easy_setopt(t.easy, CURLOPT_WRITEFUNCTION, receive_body);
+    curl.easy_setopt(t.easy, CURLOPT_WRITEDATA, &t);
+    curl.easy_setopt(t.easy, CURLOPT_HEADERFUNCTION, receive_header);
+    curl.easy_setopt(t.easy, CURLOPT_HEADERDATA, &t);
+    curl.easy_setopt(t.easy, CURLOPT_CONNECTTIMEOUT_MS, request->idle_timeout_ms);
+    curl.easy_setopt(t.easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl.easy_setopt(t.easy, CURLOPT_FOLLOWLOCATION, 0L);
+    if (request->body) {
+        curl.easy_setopt(t.easy, CURLOPT_POST, 1L);
+        curl.easy_setopt(t.easy, CURLOPT_POSTFIELDS, (const char *)request->body);
+        curl.easy_setopt(t.easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)request->body_length);
+    } else {
+        curl.easy_setopt(t.easy, CURLOPT_HTTPGET, 1L);
+    }
+
+    clock_gettime(CLOCK_MONOTONIC, &t.last_activity);
+    curl.multi_add_handle(multi, t.easy);
+    int outcome = GV_HTTP_COMPLETE;
+    int running = 1;
+    while (running) {
+        if (curl.multi_perform(multi, &running) != CURLM_OK) break;
+        if (!running) break;
+        curl.multi_poll(multi, NULL, 0, 100, NULL);
+        if (on_tick && on_tick(context) != 0) { outcome = GV_HTTP_CANCELLED; break; }
+        if (elapsed_ms(&t.last_activity) > request->idle_timeout_ms) { outcome = GV_HTTP_IDLE_TIMEOUT; break; }
+    }
+
+    if (outcome == GV_HTTP_COMPLETE) {
+        int pending = 0;
+        CURLMsg *done = curl.multi_info_read(multi, &pending);
+        CURLcode code = done && done->msg == CURLMSG_DONE ? done->data.result : CURLE_OK;
+        if (t.aborted) {
+            outcome = GV_HTTP_ABORTED;
+        } else if (code == CURLE_OPERATION_TIMEDOUT) {
+            outcome = GV_HTTP_IDLE_TIMEOUT;
+        } else if (code != CURLE_OK) {
+            outcome = GV_HTTP_TRANSPORT_ERROR;
+            set_message(message, message_capacity, curl_error[0] ? curl_error : curl.easy_strerror(code));
+        }
+    }
+    if (t.status == 0) curl.easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &t.status);
+    *status = t.status;
+
+    curl.multi_remove_handle(multi, t.easy);
+    curl.easy_cleanup(t.easy);
+    curl.multi_cleanup(multi);
+    wipe_and_free(headers);
+    return outcome;
+}

@@ -1,0 +1,45 @@
+#ifndef GEMVAULT_CURL_STREAM_H
+#define GEMVAULT_CURL_STREAM_H
+
+#include <stddef.h>
+
+/// One HTTP request. Header strings are copied by libcurl and wiped after the transfer.
+typedef struct gv_http_request {
+    const char *method;               /* "GET" or "POST" */
+    const char *url;
+    const char *const *headers;       /* "Name: value" strings */
+    size_t header_count;
+    const unsigned char *body;        /* may be NULL for GET */
+    size_t body_length;
+    long idle_timeout_ms;             /* limit on connecting, on the first byte, and on any silence */
+} gv_http_request;
+
+/// Called with each piece of the response body as it arrives, with the HTTP status.
+/// Return 0 to continue, anything else to abort the transfer.
+typedef int (*gv_http_data_callback)(long status, const unsigned char *data, size_t length, void *context);
+/// Called about every 100 ms while waiting. Return nonzero to cancel the transfer.
+typedef int (*gv_http_tick_callback)(void *context);
+
+enum {
+    GV_HTTP_COMPLETE = 0,
+    GV_HTTP_LIBRARY_MISSING = 1, /* libcurl.so.4 could not be loaded */
+    GV_HTTP_TRANSPORT_ERROR = 2, /* connection refused, reset, DNS, TLS ... (message filled in) */
+    GV_HTTP_IDLE_TIMEOUT = 3,
+    GV_HTTP_CANCELLED = 4,       /* the tick callback asked to stop */
+    GV_HTTP_ABORTED = 5,         /* the data callback asked to stop */
+};
+
+/// Performs the request, streaming the body to `on_data`. Fills `status` and, on a
+/// transport error, `message` (NUL-terminated, at most `message_capacity` bytes).
+int gv_http_perform(const gv_http_request *request,
+                    gv_http_data_callback on_data,
+                    gv_http_tick_callback on_tick,
+                    void *context,
+                    long *status,
+                    char *message,
+                    size_t message_capacity);
+
+/// 1 when libcurl is already mapped into this process, else 0 (for tests of lazy loading).
+int gv_http_library_loaded(void);
+
+#endif

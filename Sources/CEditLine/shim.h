@@ -1,0 +1,3 @@
+// libedit's readline header uses FILE without including stdio.h.
+#include <stdio.h>
+#include <editline/readline.h>

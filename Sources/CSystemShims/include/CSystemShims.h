@@ -1,0 +1,44 @@
+#ifndef GEMVAULT_SYSTEM_SHIMS_H
+#define GEMVAULT_SYSTEM_SHIMS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/// Sets RLIMIT_CORE to 0 and PR_SET_DUMPABLE to 0. Returns 0, or -1 with errno set.
+int gv_disable_core_dumps(void);
+
+/// Reports PR_GET_DUMPABLE (1 or 0), or -1 on error.
+int gv_is_dumpable(void);
+
+/// Result codes of gv_tty_read_secret.
+enum {
+    GV_TTY_OK = 0,
+    GV_TTY_NO_TERMINAL = 1, /* no controlling terminal (ENXIO and friends) */
+    GV_TTY_IO_ERROR = 2,
+    GV_TTY_TOO_LONG = 3,
+    GV_TTY_EOF = 4,
+};
+
+/// Prompts on /dev/tty with echo off and reads one line into `buffer`.
+///
+/// The terminal's settings are restored on every path: a SIGINT, SIGTERM,
+/// SIGHUP or SIGQUIT during the read restores them from a signal handler,
+/// then re-raises the signal with its default action.
+int gv_tty_read_secret(const char *prompt, unsigned char *buffer, size_t capacity, size_t *length);
+
+/// Writes a message to /dev/tty (for prompts that must not reach stdout). Returns 0 or -1.
+int gv_tty_write(const char *text);
+
+/// Installs a SIGINT handler without SA_RESTART that only records the signal.
+/// Blocking reads then return EINTR, which libedit reports as a NULL line.
+void gv_interrupt_install(void);
+/// Restores the default SIGINT action.
+void gv_interrupt_uninstall(void);
+/// Returns 1 if a SIGINT arrived since the last clear, else 0.
+int gv_interrupt_pending(void);
+void gv_interrupt_clear(void);
+
+/// Terminal width of fd, or 0 when unknown.
+int gv_terminal_columns(int fd);
+
+#endif

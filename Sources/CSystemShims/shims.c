@@ -1,0 +1,119 @@
+#define _GNU_SOURCE
+#include "CSystemShims.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <termios.h>
+#include <unistd.h>
+
+int gv_disable_core_dumps(void) {
+    struct rlimit none = {0, 0};
+    if (setrlimit(RLIMIT_CORE, &none) != 0) return -1;
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return -1;
+    return 0;
+}
+
+int gv_is_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }
+
+// The signal handler cannot capture state, so the terminal being restored lives here.
+static int saved_tty_fd = -1;
+static struct termios saved_tty;
+static const int guarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP};
+#define GUARDED_COUNT (sizeof(guarded_signals) / sizeof(guarded_signals[0]))
+
+static void restore_tty_and_reraise(int sig) {
+    if (saved_tty_fd >= 0) {
+        tcsetattr(saved_tty_fd, TCSAFLUSH, &saved_tty);
+        (void)!write(saved_tty_fd, "\n", 1);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+int gv_tty_write(const char *text) {
+    int fd = open("/dev/tty", O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return -1;
+    size_t len = strlen(text);
+    ssize_t n = write(fd, text, len);
+    close(fd);
+    return n == (ssize_t)len ? 0 : -1;
+}
+
+int gv_tty_read_secret(const char *prompt, unsigned char *buffer, size_t capacity, size_t *length) {
+    *length = 0;
+    int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return GV_TTY_NO_TERMINAL;
+    struct termios original;
+    if (tcgetattr(fd, &original) != 0) { close(fd); return GV_TTY_NO_TERMINAL; }
+
+    saved_tty = original;
+    saved_tty_fd = fd;
+    struct sigaction guard, previous[GUARDED_COUNT];
+    memset(&guard, 0, sizeof guard);
+    guard.sa_handler = restore_tty_and_reraise;
+    sigemptyset(&guard.sa_mask);
+    for (size_t i = 0; i < GUARDED_COUNT; i++) sigaction(guarded_signals[i], &guard, &previous[i]);
+
+    struct termios silent = original;
+    silent.c_lflag &= ~(tcflag_t)(ECHO | ECHOE | ECHOK);
+    silent.c_lflag |= ECHONL;
+    int result = GV_TTY_OK;
+    if (tcsetattr(fd, TCSAFLUSH, &silent) != 0) result = GV_TTY_IO_ERROR;
+    if (result == GV_TTY_OK && write(fd, prompt, strlen(prompt)) < 0) result = GV_TTY_IO_ERROR;
+
+    size_t used = 0;
+    while (result == GV_TTY_OK) {
+        unsigned char byte;
+        ssize_t n = read(fd, &byte, 1);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) { result = GV_TTY_IO_ERROR; break; }
+        if (n == 0) { result = used == 0 ? GV_TTY_EOF : GV_TTY_OK; break; }
+        if (byte == '\n' || byte == '\r') break;
+        if (used == capacity) { result = GV_TTY_TOO_LONG; continue; }
+        buffer[used++] = byte;
+        byte = 0;
+    }
+    if (result == GV_TTY_TOO_LONG) {
+        // Drain the rest of the line so it does not leak into the next prompt.
+        unsigned char byte;
+        while (read(fd, &byte, 1) == 1 && byte != '\n') {}
+    }
+
+    tcsetattr(fd, TCSAFLUSH, &original);
+    for (size_t i = 0; i < GUARDED_COUNT; i++) sigaction(guarded_signals[i], &previous[i], NULL);
+    saved_tty_fd = -1;
+    close(fd);
+    *length = result == GV_TTY_OK ? used : 0;
+    return result;
+}
+
+static volatile sig_atomic_t interrupt_flag = 0;
+
+static void note_interrupt(int sig) {
+    (void)sig;
+    interrupt_flag = 1;
+}
+
+void gv_interrupt_install(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = note_interrupt;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = 0; // no SA_RESTART: blocking reads must return EINTR
+    sigaction(SIGINT, &action, NULL);
+}
+
+void gv_interrupt_uninstall(void) { signal(SIGINT, SIG_DFL); }
+int gv_interrupt_pending(void) { return interrupt_flag != 0; }
+void gv_interrupt_clear(void) { interrupt_flag = 0; }
+
+int gv_terminal_columns(int fd) {
+    struct winsize size;
+    if (ioctl(fd, TIOCGWINSZ, &size) != 0) return 0;
+    return size.ws_col;
+}

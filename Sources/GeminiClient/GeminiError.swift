@@ -1,0 +1,27 @@
+/// A failed API call, already worded for a person. The key is never part of the text.
+public struct GeminiError: Error, Sendable, Equatable {
+    public enum Category: Sendable, Equatable {
+        /// The API answered and refused (4xx, a blocked prompt, a final quota): exit 6.
+        case refused
+        /// No usable answer: connection failures and 5xx after retries, timeouts: exit 7.
+        case network
+        /// The user pressed Ctrl-C: exit 130.
+        case interrupted
+    }
+
+    public let category: Category
+    public let message: String
+    public let hint: String?
+    /// The HTTP status, when there was one.
+    public let status: Int?
+    /// Google's status name (`INVALID_ARGUMENT`) or a local reason (`timeout`).
+    public let reason: String
+
+    public init(category: Category, message: String, hint: String? = nil, status: Int? = nil, reason: String) {
+        self.category = category
+        self.message = message
+        self.hint = hint
+        self.status = status
+        self.reason = reason
+    }
+}

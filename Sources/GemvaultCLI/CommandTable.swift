@@ -1,0 +1,233 @@
+/// An option a command accepts: a flag (`value == nil`) or an option with a value.
+struct OptionSpec: Sendable {
+    let name: String
+    let value: String?
+    let help: String
+}
+
+/// One row of the command table. The parser, `--help`, `help COMMAND` and the CLI reference
+/// are all generated from these rows.
+struct CommandSpec: Sendable {
+    let path: [String]
+    let arguments: String
+    let argumentRange: ClosedRange<Int>
+    let summary: String
+    let options: [OptionSpec]
+    let details: String
+    let run: @Sendable (Invocation) throws -> Void
+
+    var name: String { path.joined(separator: " ") }
+
+    var usage: String {
+        let optionText = options.map { "[\($0.name)\($0.value.map { " " + $0 } ?? "")]" }.joined(separator: " ")
+        return (["gemvault", name] + [optionText, arguments].filter { !$0.isEmpty }).joined(separator: " ")
+    }
+}
+
+/// Options every command accepts.
+let globalOptions: [OptionSpec] = [
+    OptionSpec(name: "--vault", value: "PATH", help: "vault file (default $GEMVAULT_VAULT, then $XDG_DATA_HOME/gemvault/vault)"),
+    OptionSpec(name: "--passphrase-fd", value: "N", help: "read the passphrase as one line from file descriptor N"),
+    OptionSpec(name: "--passphrase-file", value: "PATH", help: "read the passphrase from the first line of a private file"),
+    OptionSpec(name: "--help", value: nil, help: "show help for the command"),
+]
+
+let jsonOption = OptionSpec(name: "--json", value: nil, help: "print machine-readable JSON")
+let newPassphraseOptions = [
+    OptionSpec(name: "--new-passphrase-fd", value: "N", help: "read the new passphrase as one line from file descriptor N"),
+    OptionSpec(name: "--new-passphrase-file", value: "PATH", help: "read the new passphrase from the first line of a private file"),
+]
+let keySourceOptions = [
+    OptionSpec(name: "--key", value: "NAME", help: "vault key to use (default: the 'key' setting, then 'default')"),
+    OptionSpec(name: "--key-file", value: "PATH", help: "read the API key from a private file; wins over every other source"),
+    OptionSpec(name: "--allow-insecure-endpoint", value: nil, help: "allow a plain-http endpoint that is not on loopback"),
+]
+let generationOptions = [
+    OptionSpec(name: "--model", value: "M", help: "model name (setting 'model')"),
+    OptionSpec(name: "--system", value: "TEXT", help: "system instruction (setting 'system_prompt')"),
+    OptionSpec(name: "--temperature", value: "T", help: "sampling temperature, 0 to 2"),
+    OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the first byte and between stream events"),
+]
+
+/// Flags that override a setting, by setting name.
+let settingFlags: [String: String] = [
+    "--model": "model", "--system": "system_prompt", "--temperature": "temperature", "--timeout": "timeout", "--key": "key",
+]
+
+/// The whole command surface.
+let commandTable: [CommandSpec] = vaultCommands + configCommands + chatCommands
+
+/// The result of parsing argv against the table.
+struct Invocation {
+    let command: CommandSpec
+    let positionals: [String]
+    let options: [String: String]
+    let context: Context
+
+    func flag(_ name: String) -> Bool { options[name] != nil }
+    func value(_ name: String) -> String? { options[name] }
+
+    /// A numeric file descriptor option.
+    func descriptor(_ name: String) throws -> Int32? {
+        guard let text = options[name] else { return nil }
+        guard let fd = Int32(text), fd >= 0 else { throw UsageError("\(name) takes a file descriptor number, not '\(text)'", command: command) }
+        return fd
+    }
+}
+
+/// A mistake in how the command was called (exit 64).
+struct UsageError: Error {
+    let message: String
+    let command: CommandSpec?
+    init(_ message: String, command: CommandSpec? = nil) {
+        self.message = message
+        self.command = command
+    }
+}
+
+/// What argv asked for.
+enum ParsedCommand {
+    case run(CommandSpec, positionals: [String], options: [String: String])
+    case help(CommandSpec?)
+    case groupHelp([String])
+    case version
+}
+
+enum ArgumentParser {
+    /// Finds the longest command path that matches, then reads options and arguments.
+    /// `--` ends option parsing; options may appear before or after arguments.
+    static func parse(_ argv: [String]) throws -> ParsedCommand {
+        // Global options may come before the command: `gemvault --vault PATH key list`.
+        var leading: [String] = []
+        var rest = argv[...]
+        while let word = rest.first, let option = globalOptions.first(where: { word == $0.name || word.hasPrefix($0.name + "=") }), option.name != "--help" {
+            leading.append(word)
+            rest = rest.dropFirst()
+            if option.value != nil, !word.contains("=") {
+                guard let value = rest.first else { throw UsageError("\(word) needs a value (\(option.value!))") }
+                leading.append(value)
+                rest = rest.dropFirst()
+            }
+        }
+        let commandWords = rest.prefix { !$0.hasPrefix("-") }
+        let arguments = Array(commandWords) + leading + Array(rest.dropFirst(commandWords.count))
+        if arguments.isEmpty || arguments == ["--help"] || arguments == ["-h"] { return .help(nil) }
+        if arguments == ["--version"] || arguments == ["-V"] { return .version }
+        if arguments.first == "help" {
+            let topic = Array(arguments.dropFirst())
+            if topic.isEmpty { return .help(nil) }
+            guard let spec = commandTable.first(where: { $0.path == topic }) else {
+                if commandTable.contains(where: { $0.path.starts(with: topic) }) { return .groupHelp(topic) }
+                throw UsageError("no command '\(topic.joined(separator: " "))'")
+            }
+            return .help(spec)
+        }
+        let words = arguments.prefix { !$0.hasPrefix("-") }
+        guard let spec = commandTable.filter({ words.starts(with: $0.path) }).max(by: { $0.path.count < $1.path.count }) else {
+            let group = Array(words.prefix(1))
+            if !group.isEmpty, commandTable.contains(where: { $0.path.first == group[0] }) {
+                if arguments.contains("--help") { return .groupHelp(group) }
+                throw UsageError("'\(group[0])' needs a subcommand: " + commandTable.filter { $0.path.first == group[0] }.map { $0.path.dropFirst().joined(separator: " ") }.joined(separator: ", "))
+            }
+            throw UsageError("unknown command '\(arguments[0])'")
+        }
+        var positionals: [String] = []
+        var options: [String: String] = [:]
+        let allowed = spec.options + globalOptions
+        var index = spec.path.count
+        var onlyPositionals = false
+        while index < arguments.count {
+            let word = arguments[index]
+            index += 1
+            if onlyPositionals || !word.hasPrefix("-") || word == "-" { positionals.append(word); continue }
+            if word == "--" { onlyPositionals = true; continue }
+            if word == "-h" { return .help(spec) }
+            var name = word
+            var inline: String?
+            if let equals = word.firstIndex(of: "="), word.hasPrefix("--") {
+                name = String(word[..<equals])
+                inline = String(word[word.index(after: equals)...])
+            }
+            guard let option = allowed.first(where: { $0.name == name }) else {
+                throw UsageError("unknown option '\(name)' for 'gemvault \(spec.name)'", command: spec)
+            }
+            if option.name == "--help" { return .help(spec) }
+            if option.value != nil {
+                if let inline { options[name] = inline; continue }
+                guard index < arguments.count else { throw UsageError("\(name) needs a value (\(option.value!))", command: spec) }
+                options[name] = arguments[index]
+                index += 1
+            } else {
+                guard inline == nil else { throw UsageError("\(name) takes no value", command: spec) }
+                options[name] = ""
+            }
+        }
+        guard spec.argumentRange.contains(positionals.count) else {
+            let expected = spec.argumentRange.lowerBound == spec.argumentRange.upperBound
+                ? "\(spec.argumentRange.lowerBound)" : "\(spec.argumentRange.lowerBound) to \(spec.argumentRange.upperBound)"
+            throw UsageError("'gemvault \(spec.name)' takes \(expected) argument\(spec.argumentRange.upperBound == 1 ? "" : "s"), got \(positionals.count)", command: spec)
+        }
+        return .run(spec, positionals: positionals, options: options)
+    }
+}
+
+/// Help text generated from the table.
+enum HelpText {
+    static func overview() -> String {
+        var text = """
+        gemvault \(gemvaultVersion): keeps Gemini API keys in an encrypted vault and chats with Gemini
+
+        Usage: gemvault COMMAND [OPTIONS] [ARGUMENTS]
+
+        Commands:
+
+        """
+        let width = (commandTable.map { $0.name.count + 1 + $0.arguments.count }.max() ?? 20) + 2
+        for spec in commandTable {
+            let left = spec.arguments.isEmpty ? spec.name : spec.name + " " + spec.arguments
+            text += "  " + left.padding(to: width) + spec.summary + "\n"
+        }
+        text += "\nGlobal options:\n"
+        for option in globalOptions { text += optionLine(option) }
+        text += """
+
+        Exit codes: 0 success, 1 failure, 64 usage, 3 wrong passphrase or recovery code,
+        4 vault damaged or unsupported, 5 no API key, 6 API refused, 7 network or server failure, 130 interrupted.
+
+        Run 'gemvault help COMMAND' or 'gemvault COMMAND --help' for details.
+
+        """
+        return text
+    }
+
+    static func command(_ spec: CommandSpec) -> String {
+        var text = "Usage: \(spec.usage)\n\n\(spec.summary)\n"
+        if !spec.details.isEmpty { text += "\n\(spec.details)\n" }
+        if !spec.options.isEmpty {
+            text += "\nOptions:\n"
+            for option in spec.options { text += optionLine(option) }
+        }
+        text += "\nGlobal options:\n"
+        for option in globalOptions { text += optionLine(option) }
+        return text
+    }
+
+    static func group(_ prefix: [String]) -> String {
+        var text = "Usage: gemvault \(prefix.joined(separator: " ")) SUBCOMMAND\n\nSubcommands:\n"
+        for spec in commandTable where spec.path.starts(with: prefix) {
+            text += "  " + (spec.name + " " + spec.arguments).padding(to: 34) + spec.summary + "\n"
+        }
+        return text
+    }
+
+    private static func optionLine(_ option: OptionSpec) -> String {
+        let left = option.name + (option.value.map { " " + $0 } ?? "")
+        return "  " + left.padding(to: 28) + option.help + "\n"
+    }
+}
+
+extension String {
+    func padding(to width: Int) -> String {
+        count >= width ? self + " " : self + String(repeating: " ", count: width - count)
+    }
+}

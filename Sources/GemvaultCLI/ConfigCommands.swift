@@ -1,0 +1,1 @@
+let configCommands: [CommandSpec] = []

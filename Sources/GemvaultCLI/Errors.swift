@@ -1,0 +1,146 @@
+import GeminiClient
+import GemvaultConfig
+import TerminalIO
+import VaultCore
+
+/// The exit codes every command shares (Docs/cli.md).
+enum ExitCode: Int32 {
+    case success = 0
+    case failure = 1
+    case wrongSecret = 3
+    case damaged = 4
+    case noKey = 5
+    case apiRefused = 6
+    case network = 7
+    case usage = 64
+    case interrupted = 130
+}
+
+/// A failure with a message that needs no further mapping.
+struct CommandFailure: Error {
+    let code: ExitCode
+    let message: String
+    let hint: String?
+    init(_ code: ExitCode, _ message: String, hint: String? = nil) {
+        self.code = code
+        self.message = message
+        self.hint = hint
+    }
+}
+
+/// The one place where errors become messages, hints and exit codes.
+enum ErrorReport {
+    static func report(_ error: Error) -> ExitCode {
+        let (code, message, hint) = describe(error)
+        if !message.isEmpty { Console.error(message) }
+        if let hint { Console.hint(hint) }
+        return code
+    }
+
+    static func describe(_ error: Error) -> (ExitCode, String, String?) {
+        switch error {
+        case let failure as CommandFailure:
+            return (failure.code, failure.message, failure.hint)
+        case let usage as UsageError:
+            let hint = usage.command.map { "usage: \($0.usage)" } ?? "run 'gemvault --help' for the list of commands"
+            return (.usage, usage.message, hint)
+        case let vault as VaultError:
+            return describe(vault)
+        case let input as SecretInputError:
+            return describe(input)
+        case let config as ConfigError:
+            return describe(config)
+        case let api as GeminiError:
+            return describe(api)
+        default:
+            return (.failure, "\(error)", nil)
+        }
+    }
+
+    static func describe(_ error: VaultError) -> (ExitCode, String, String?) {
+        switch error {
+        case .notFound(let path):
+            return (.failure, "no vault at \(path)", "create one with 'gemvault init'")
+        case .alreadyExists(let path):
+            return (.failure, "a vault already exists at \(path)", "use 'gemvault init --force' to replace it (the old file is kept as \(path).bak)")
+        case .insecureFile(let path, let problem, let fix):
+            return (.failure, "refusing to read \(path): it \(problem)", fix)
+        case .wrongPassphrase:
+            return (.wrongSecret, "wrong passphrase", "if it is lost, run 'gemvault recover' with the recovery code")
+        case .wrongRecoveryCode:
+            return (.wrongSecret, "wrong recovery code", "the code has 32 characters in groups of four, as 'gemvault init' printed it")
+        case .damaged(let path, let detail):
+            return (.damaged, "the vault \(path) is damaged: \(detail)", "the previous version may still be in \(path).bak")
+        case .tampered(let path):
+            return (.damaged, "the vault \(path) failed authentication: it was modified after it was written", "restore a trusted copy, such as \(path).bak")
+        case .unsupportedVersion(let path, let version):
+            return (.damaged, "the vault \(path) has format version \(version), which this gemvault does not read", "upgrade gemvault")
+        case .kdfParametersRejected(let path, let detail):
+            return (.damaged, "the vault \(path) was refused: \(detail)", "a vault written by gemvault never has such parameters; restore a trusted copy")
+        case .io(let operation, let path, let code):
+            return (.failure, "\(operation) \(path): \(errnoText(code))", nil)
+        case .keyNotFound(let name):
+            return (.failure, "no key named '\(name)' in the vault", "list the keys with 'gemvault key list'")
+        case .invalidName(let name):
+            return (.usage, "'\(name)' is not a valid name: use letters, digits, '.', '-' and '_', at most 128 bytes", nil)
+        case .valueTooLarge(let what):
+            return (.usage, "the value for \(what) is too large", nil)
+        }
+    }
+
+    static func describe(_ error: SecretInputError) -> (ExitCode, String, String?) {
+        switch error {
+        case .noTerminal:
+            return (.failure, "no terminal to ask for the passphrase", "pass it with --passphrase-fd N or --passphrase-file PATH")
+        case .empty: return (.usage, "an empty value was given", nil)
+        case .tooLong(let limit): return (.usage, "the value is longer than \(limit) bytes", nil)
+        case .mismatch: return (.usage, "the two entries do not match", nil)
+        case .unreadable(let what): return (.failure, "cannot read \(what)", nil)
+        case .insecure(let vault): return describe(vault)
+        }
+    }
+
+    static func describe(_ error: ConfigError) -> (ExitCode, String, String?) {
+        switch error {
+        case .invalidValue(let layer, let setting, let message, let fromFlag):
+            return (fromFlag ? .usage : .failure, "\(layer): \(setting): \(message)", nil)
+        case .unknownSetting(let name):
+            return (.usage, "unknown setting '\(name)'", "settings: " + SettingsSchema.names.joined(separator: ", "))
+        case .invalidFile(let path, let reason):
+            return (.failure, "\(path): \(reason)", nil)
+        case .unreadable(let path, let reason):
+            return (.failure, "cannot read \(path): \(reason)", nil)
+        case .insecureEndpoint(let url, let layer):
+            return (.usage, "\(layer): endpoint: \(url) is plain http on a non-loopback host; the API key would travel unencrypted",
+                    "use https, or pass --allow-insecure-endpoint if you really mean it")
+        case .noKey(let reasons):
+            return (.noKey, "no API key available (" + reasons.joined(separator: "; ") + ")",
+                    "store one with 'gemvault key set', or export GEMINI_API_KEY, or write it to the key file, or set key_command")
+        case .vaultNeedsPassphrase(let path):
+            return (.noKey, "the API key is in the vault \(path), but there is no terminal to ask for its passphrase",
+                    "pass --passphrase-fd N or --passphrase-file PATH, or export GEMINI_API_KEY for this process")
+        case .keyCommandFailed(let command, let detail, let stderr):
+            let shown = stderr.isEmpty ? "" : "; its stderr: " + EscapeNeutralizer.neutralize(stderr)
+            return (.noKey, "key_command '\(command)' \(detail)\(shown)", "check the command with: gemvault config get key_command")
+        case .keyFile(let vault):
+            let (_, message, hint) = describe(vault)
+            return (.noKey, message, hint)
+        }
+    }
+
+    static func describe(_ error: GeminiError) -> (ExitCode, String, String?) {
+        let code: ExitCode
+        switch error.category {
+        case .refused: code = .apiRefused
+        case .network: code = .network
+        case .interrupted: code = .interrupted
+        }
+        return (code, error.message, error.hint)
+    }
+
+    static func errnoText(_ code: Int32) -> String { String(cString: strerror(code)) }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

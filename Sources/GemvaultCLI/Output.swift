@@ -1,0 +1,58 @@
+import FoundationEssentials
+import Glibc
+import TerminalIO
+import VaultCore
+
+enum Output {
+    /// Pretty JSON with sorted keys on stdout.
+    static func json<T: Encodable>(_ value: T) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(value)) ?? Data("null".utf8)
+        Console.out(String(decoding: data, as: UTF8.self) + "\n")
+    }
+
+    /// Writes secret bytes to a descriptor without building a `String`.
+    static func writeSecret(_ secret: SecretBytes, to fd: Int32 = STDOUT_FILENO, newline: Bool = true) {
+        secret.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 { if errno == EINTR { continue }; return }
+                offset += n
+            }
+        }
+        if newline { Console.write(fd, "\n") }
+    }
+
+    /// `2026-11-29T19:02:21Z`
+    static func isoDate(_ seconds: Int64) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+    }
+
+    static func now() -> Int64 { Int64(time(nil)) }
+
+    /// "3 days", "5 hours" …
+    static func age(since seconds: Int64, now: Int64 = now()) -> String {
+        let elapsed = max(0, now - seconds)
+        switch elapsed {
+        case ..<120: return "\(elapsed) seconds"
+        case ..<7200: return "\(elapsed / 60) minutes"
+        case ..<172_800: return "\(elapsed / 3600) hours"
+        default: return "\(elapsed / 86400) days"
+        }
+    }
+
+    static func table(_ rows: [[String]]) -> String {
+        guard let first = rows.first else { return "" }
+        var widths = Array(repeating: 0, count: first.count)
+        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+        return rows.map { row in
+            row.enumerated().map { i, cell in i == row.count - 1 ? cell : cell.padding(to: widths[i] + 1) }.joined()
+        }.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,209 @@
+import Glibc
+import GemvaultConfig
+import TerminalIO
+import VaultCore
+
+let vaultCommands: [CommandSpec] = [
+    CommandSpec(path: ["init"], arguments: "", argumentRange: 0...0,
+                summary: "create the vault and print its recovery code once",
+                options: [OptionSpec(name: "--kdf", value: "PRESET", help: "Argon2id cost: interactive, moderate (default) or sensitive"),
+                          OptionSpec(name: "--force", value: nil, help: "replace an existing vault (the old file is kept as vault.bak)"),
+                          jsonOption],
+                details: "The passphrase is asked twice on the terminal, or read from --passphrase-fd or --passphrase-file.\nThe recovery code goes to stdout once; keep it offline. It opens the vault if the passphrase is lost.",
+                run: VaultCommand.initialize),
+    CommandSpec(path: ["key", "set"], arguments: "[NAME]", argumentRange: 0...1,
+                summary: "store or replace an API key (hidden prompt, or stdin when it is not a terminal)",
+                options: [], details: "NAME defaults to 'default'. The key is never taken from the command line. A replaced key is kept in the key's history.",
+                run: VaultCommand.setKey),
+    CommandSpec(path: ["key", "get"], arguments: "[NAME]", argumentRange: 0...1,
+                summary: "print a key and a newline on stdout, for scripts",
+                options: [], details: "", run: VaultCommand.getKey),
+    CommandSpec(path: ["key", "list"], arguments: "", argumentRange: 0...0,
+                summary: "list key names, masked values and dates",
+                options: [jsonOption], details: "", run: VaultCommand.listKeys),
+    CommandSpec(path: ["key", "rm"], arguments: "NAME", argumentRange: 1...1,
+                summary: "remove a key", options: [], details: "", run: VaultCommand.removeKey),
+    CommandSpec(path: ["passwd"], arguments: "", argumentRange: 0...0,
+                summary: "change the passphrase (rewraps the data key only)",
+                options: newPassphraseOptions, details: "", run: VaultCommand.changePassphrase),
+    CommandSpec(path: ["recover"], arguments: "", argumentRange: 0...0,
+                summary: "set a new passphrase using the recovery code",
+                options: newPassphraseOptions,
+                details: "The recovery code is asked on the terminal, or read from stdin when stdin is not a terminal.",
+                run: VaultCommand.recover),
+    CommandSpec(path: ["inspect"], arguments: "", argumentRange: 0...0,
+                summary: "show the vault's header without a passphrase",
+                options: [jsonOption], details: "", run: VaultCommand.inspect),
+]
+
+enum VaultCommand {
+    static func initialize(_ call: Invocation) throws {
+        let context = call.context
+        let presetName = call.value("--kdf") ?? "moderate"
+        guard let preset = KDFParameters.Preset(rawValue: presetName) else {
+            throw UsageError("--kdf takes interactive, moderate or sensitive, not '\(presetName)'", command: call.command)
+        }
+        if context.store.exists && !call.flag("--force") { throw VaultError.alreadyExists(path: context.vaultPath) }
+        if FileSecurity.mode(of: context.vaultPath) != nil { try FileSecurity.checkPrivateFile(context.vaultPath) }
+        let passphrase = try SecretInput.readNew(from: try context.passphraseSource(),
+                                                 prompt: "New passphrase for \(context.vaultPath): ", confirmPrompt: "Repeat the passphrase: ")
+        Context.checkNewPassphrase(passphrase)
+        let code = RecoveryCode.generate()
+        let document = try VaultDocument.create(passphrase: passphrase, recoveryCode: code, kdf: preset.parameters)
+        try context.store.withExclusiveLock {
+            if context.store.exists && !call.flag("--force") { throw VaultError.alreadyExists(path: context.vaultPath) }
+            try context.store.writeAtomically(try document.sealed())
+        }
+        if call.flag("--json") {
+            let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+            Output.json(InitResult(vault: context.vaultPath, kdf: preset.rawValue, recovery_code: text))
+        } else {
+            Console.err("gemvault: created \(context.vaultPath) (Argon2id \(preset.rawValue))\n")
+            Console.err("gemvault: the recovery code below is shown only this once; write it down and keep it offline\n")
+            Output.writeSecret(code)
+        }
+    }
+
+    struct InitResult: Encodable {
+        let vault: String
+        let kdf: String
+        let recovery_code: String
+    }
+
+    static func setKey(_ call: Invocation) throws {
+        let context = call.context
+        let name = call.positionals.first ?? "default"
+        try VaultContents.validateName(name)
+        guard context.store.exists else { throw VaultError.notFound(path: context.vaultPath) }
+        // The key first: stdin may be the key while the passphrase comes from the terminal or a descriptor.
+        let source: SecretSource = Terminal.stdinIsTerminal ? .terminal : .standardInput
+        let key = try SecretInput.read(from: source, prompt: "API key for '\(name)': ").trimmingWhitespace()
+        guard key.count > 0 else { throw SecretInputError.empty }
+        if !key.looksLikeGeminiKey {
+            Console.warning("the value does not look like a Gemini API key (AIza followed by 35 characters); storing it anyway")
+        }
+        let passphrase = try context.readPassphrase()
+        var replaced = false
+        try context.modifyVault(unlockWith: passphrase) { document in
+            replaced = document.contents.key(named: name) != nil
+            try document.contents.setKey(name, secret: key, now: Output.now())
+        }
+        Console.err("gemvault: \(replaced ? "replaced" : "stored") key '\(name)' (\(key.masked))\n")
+    }
+
+    static func getKey(_ call: Invocation) throws {
+        let name = call.positionals.first ?? "default"
+        let document = try call.context.openVault()
+        guard let stored = document.contents.key(named: name) else { throw VaultError.keyNotFound(name: name) }
+        Output.writeSecret(stored.secret)
+    }
+
+    struct KeyListing: Encodable {
+        let name: String
+        let masked: String
+        let created: String
+        let updated: String
+        let previous_versions: Int
+    }
+
+    static func listKeys(_ call: Invocation) throws {
+        let document = try call.context.openVault()
+        let listings = document.contents.keys.map {
+            KeyListing(name: $0.name, masked: $0.secret.masked, created: Output.isoDate($0.created),
+                       updated: Output.isoDate($0.updated), previous_versions: $0.previous.count)
+        }
+        if call.flag("--json") { Output.json(listings); return }
+        if listings.isEmpty {
+            Console.err("gemvault: the vault holds no keys; add one with 'gemvault key set'\n")
+            return
+        }
+        Console.out(Output.table([["NAME", "KEY", "CREATED", "UPDATED"]] + listings.map { [$0.name, $0.masked, $0.created, $0.updated] }))
+    }
+
+    static func removeKey(_ call: Invocation) throws {
+        let name = call.positionals[0]
+        let passphrase = try call.context.readPassphrase()
+        try call.context.modifyVault(unlockWith: passphrase) { try $0.contents.removeKey(name) }
+        Console.err("gemvault: removed key '\(name)'\n")
+    }
+
+    static func readNewPassphrase(_ call: Invocation) throws -> SecretBytes {
+        let source: SecretSource
+        if let fd = try call.descriptor("--new-passphrase-fd") { source = .fileDescriptor(fd) }
+        else if let path = call.value("--new-passphrase-file") { source = .file(path) }
+        else { source = .terminal }
+        let passphrase = try SecretInput.readNew(from: source, prompt: "New passphrase: ", confirmPrompt: "Repeat the new passphrase: ")
+        Context.checkNewPassphrase(passphrase)
+        return passphrase
+    }
+
+    static func changePassphrase(_ call: Invocation) throws {
+        let context = call.context
+        guard context.store.exists else { throw VaultError.notFound(path: context.vaultPath) }
+        let current = try SecretInput.read(from: try context.passphraseSource(), prompt: "Current passphrase for \(context.vaultPath): ")
+        // Check the current passphrase before asking for a new one.
+        let file = try VaultFile.parse(try context.store.read(), path: context.vaultPath, policy: context.kdfPolicy)
+        _ = try VaultDocument.open(file, path: context.vaultPath, passphrase: current)
+        let new = try readNewPassphrase(call)
+        try context.modifyVault(unlockWith: current) { try $0.replacePassphrase(with: new) }
+        Console.err("gemvault: passphrase changed; the recovery code still works\n")
+    }
+
+    static func recover(_ call: Invocation) throws {
+        let context = call.context
+        guard context.store.exists else { throw VaultError.notFound(path: context.vaultPath) }
+        let source: SecretSource = Terminal.stdinIsTerminal ? .terminal : .fileDescriptor(STDIN_FILENO)
+        let code = try SecretInput.read(from: source, prompt: "Recovery code: ")
+        let file = try VaultFile.parse(try context.store.read(), path: context.vaultPath, policy: context.kdfPolicy)
+        _ = try VaultDocument.open(file, path: context.vaultPath, recoveryCode: code)
+        let new = try readNewPassphrase(call)
+        try context.modifyVault(unlockWith: code, recovery: true) { try $0.replacePassphrase(with: new) }
+        Console.err("gemvault: new passphrase set; the recovery code stays the same\n")
+    }
+
+    struct SlotInfo: Encodable {
+        let kind: String
+        let kdf: String
+        let ops_limit: UInt32
+        let mem_limit_bytes: UInt64
+        let preset: String?
+    }
+
+    struct InspectResult: Encodable {
+        let path: String
+        let format_version: Int
+        let generation: UInt64
+        let file_bytes: Int
+        let payload_bytes: Int
+        let slots: [SlotInfo]
+        let checksum: String
+        let mode: String
+    }
+
+    static func inspect(_ call: Invocation) throws {
+        let context = call.context
+        let bytes = try context.store.read()
+        let file = try VaultFile.parse(bytes, path: context.vaultPath, policy: context.kdfPolicy)
+        let result = InspectResult(
+            path: context.vaultPath, format_version: Int(file.formatVersion), generation: file.generation,
+            file_bytes: bytes.count, payload_bytes: file.payloadSize,
+            slots: file.slots.map { SlotInfo(kind: $0.kind.name, kdf: "argon2id13", ops_limit: $0.kdf.opsLimit,
+                                             mem_limit_bytes: $0.kdf.memLimit, preset: $0.kdf.presetName) },
+            checksum: "ok", mode: FileSecurity.mode(of: context.vaultPath).map(FileSecurity.octal) ?? "?")
+        if call.flag("--json") { Output.json(result); return }
+        var text = """
+        vault:          \(result.path)
+        format version: \(result.format_version)
+        generation:     \(result.generation)
+        file size:      \(result.file_bytes) bytes (payload \(result.payload_bytes) bytes, padded)
+        checksum:       ok
+        mode:           \(result.mode)
+        key slots:
+
+        """
+        for slot in result.slots {
+            text += "  \(slot.kind.padding(to: 11))argon2id13, \(slot.ops_limit) passes, \(slot.mem_limit_bytes >> 20) MiB\(slot.preset.map { " (\($0))" } ?? "")\n"
+        }
+        Console.out(text)
+    }
+}

@@ -1,0 +1,187 @@
+import Glibc
+import VaultCore
+
+/// A place an API key can come from, in the order they are consulted.
+public enum KeySource: Sendable, Equatable {
+    case keyFileFlag(path: String)
+    case environment(variable: String)
+    case vault(path: String, name: String)
+    case keyFile(path: String)
+    case keyCommand(command: String)
+
+    public var label: String {
+        switch self {
+        case .keyFileFlag(let path): "--key-file \(path)"
+        case .environment(let variable): "environment variable \(variable)"
+        case .vault(let path, let name): "vault \(path), key '\(name)'"
+        case .keyFile(let path): "key file \(path)"
+        case .keyCommand(let command): "key_command (\(command.split(separator: " ").first ?? ""))"
+        }
+    }
+
+    public var kind: String {
+        switch self {
+        case .keyFileFlag: "key-file-flag"
+        case .environment: "environment"
+        case .vault: "vault"
+        case .keyFile: "key-file"
+        case .keyCommand: "key-command"
+        }
+    }
+
+    /// How to replace a key that came from here.
+    public var replaceHint: String {
+        switch self {
+        case .keyFileFlag(let path), .keyFile(let path): "write the new key into \(path) (mode 0600)"
+        case .environment(let variable): "unset \(variable) or export the new key in it"
+        case .vault(_, let name): "run 'gemvault key set \(name)' to store the new key"
+        case .keyCommand: "update the secret your key_command reads"
+        }
+    }
+}
+
+/// The key for a request, and where it came from.
+public struct ResolvedKey {
+    public let secret: SecretBytes
+    public let source: KeySource
+    /// Unix seconds the key was last set, when known.
+    public let updated: Int64?
+}
+
+/// A source that also holds a key but loses to the winner.
+public struct ShadowedSource: Sendable, Equatable {
+    public let source: KeySource
+    public let note: String
+}
+
+/// Walks the key sources in order: --key-file, GOOGLE_API_KEY, GEMINI_API_KEY, the vault,
+/// the key file, key_command. The first that has a key wins.
+public struct KeyResolver {
+    public var keyFileFlag: String?
+    public var environment: [String: String]
+    public var paths: Paths
+    public var vaultPath: String
+    /// `--key NAME` when given: then a missing vault key is an error, not a fall-through.
+    public var explicitKeyName: String?
+    public var settings: Settings
+    /// Opens the vault when it exists; throws when no passphrase can be had.
+    public var openVault: () throws -> VaultContents?
+    public var warn: (String) -> Void
+
+    public init(keyFileFlag: String?, environment: [String: String], paths: Paths, vaultPath: String,
+                explicitKeyName: String?, settings: Settings,
+                openVault: @escaping () throws -> VaultContents?, warn: @escaping (String) -> Void) {
+        self.keyFileFlag = keyFileFlag
+        self.environment = environment
+        self.paths = paths
+        self.vaultPath = vaultPath
+        self.explicitKeyName = explicitKeyName
+        self.settings = settings
+        self.openVault = openVault
+        self.warn = warn
+    }
+
+    public var keyName: String { explicitKeyName ?? settings.keyName }
+
+    /// The variable the environment step uses, warning once when both are set and differ.
+    func environmentKey(warnIfBoth: Bool) -> (variable: String, value: String)? {
+        let google = environment["GOOGLE_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        let gemini = environment["GEMINI_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        if let google {
+            if warnIfBoth, let gemini, gemini != google {
+                warn("both GOOGLE_API_KEY and GEMINI_API_KEY are set; using GOOGLE_API_KEY")
+            }
+            return ("GOOGLE_API_KEY", google)
+        }
+        if let gemini { return ("GEMINI_API_KEY", gemini) }
+        return nil
+    }
+
+    public func resolve() throws -> ResolvedKey {
+        var reasons: [String] = []
+        if let path = keyFileFlag {
+            return try readKeyFile(path, source: .keyFileFlag(path: path), required: true)!
+        }
+        if let (variable, value) = environmentKey(warnIfBoth: true) {
+            return ResolvedKey(secret: SecretBytes(utf8: value).trimmingWhitespace(), source: .environment(variable: variable), updated: nil)
+        }
+        reasons.append("GOOGLE_API_KEY and GEMINI_API_KEY are not set")
+        if VaultStore(path: vaultPath).exists {
+            if let contents = try openVault() {
+                if let stored = contents.key(named: keyName) {
+                    return ResolvedKey(secret: stored.secret, source: .vault(path: vaultPath, name: keyName), updated: stored.updated)
+                }
+                if explicitKeyName != nil { throw VaultError.keyNotFound(name: keyName) }
+                reasons.append("the vault \(vaultPath) has no key '\(keyName)'")
+            }
+        } else {
+            reasons.append("there is no vault at \(vaultPath)")
+        }
+        if let key = try readKeyFile(paths.keyFile, source: .keyFile(path: paths.keyFile), required: false) {
+            return key
+        }
+        reasons.append("there is no key file at \(paths.keyFile)")
+        if let command = settings.string("key_command"), !command.isEmpty {
+            let secret = try KeyCommand.run(command, timeout: settings.double("key_command_timeout") ?? 10, environment: environment)
+            return ResolvedKey(secret: secret, source: .keyCommand(command: command), updated: nil)
+        }
+        reasons.append("key_command is not set")
+        throw ConfigError.noKey(reasons: reasons)
+    }
+
+    /// Sources below or beside `winner` that also hold a key (checked without any prompt).
+    public func shadowed(by winner: KeySource) -> [ShadowedSource] {
+        var found: [ShadowedSource] = []
+        let order = ["key-file-flag", "environment", "vault", "key-file", "key-command"]
+        let winnerRank = order.firstIndex(of: winner.kind) ?? 0
+        func consider(_ source: KeySource, _ note: String) {
+            if source != winner, (order.firstIndex(of: source.kind) ?? 0) >= winnerRank { found.append(ShadowedSource(source: source, note: note)) }
+        }
+        let google = environment["GOOGLE_API_KEY"].map { !$0.isEmpty } ?? false
+        let gemini = environment["GEMINI_API_KEY"].map { !$0.isEmpty } ?? false
+        if google { consider(.environment(variable: "GOOGLE_API_KEY"), "GOOGLE_API_KEY is set") }
+        if gemini { consider(.environment(variable: "GEMINI_API_KEY"), "GEMINI_API_KEY is set") }
+        if VaultStore(path: vaultPath).exists { consider(.vault(path: vaultPath, name: keyName), "a vault exists at \(vaultPath)") }
+        if FileSecurity.mode(of: paths.keyFile) != nil { consider(.keyFile(path: paths.keyFile), "a key file exists at \(paths.keyFile)") }
+        if let command = settings.string("key_command"), !command.isEmpty { consider(.keyCommand(command: command), "key_command is set") }
+        return found
+    }
+
+    private func readKeyFile(_ path: String, source: KeySource, required: Bool) throws -> ResolvedKey? {
+        guard FileSecurity.mode(of: path) != nil else {
+            if required { throw ConfigError.unreadable(path: path, reason: "no such file") }
+            return nil
+        }
+        do {
+            let secret = try SecretInput.readKeyFile(path)
+            var info = stat()
+            let updated: Int64? = stat(path, &info) == 0 ? Int64(info.st_mtim.tv_sec) : nil
+            return ResolvedKey(secret: secret, source: source, updated: updated)
+        } catch let error as VaultError {
+            throw ConfigError.keyFile(error)
+        }
+    }
+}
+
+enum SecretInput {
+    /// A key file's contents, trimmed, after the same checks as the vault.
+    static func readKeyFile(_ path: String) throws -> SecretBytes {
+        try FileSecurity.checkPrivateFile(path)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { throw VaultError.io(operation: "open", path: path, errno: errno) }
+        defer { close(fd) }
+        let buffer = SecretBytes(count: 8192)
+        var length = 0
+        while length < buffer.count {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + length, $0.count - length) }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { throw VaultError.io(operation: "read", path: path, errno: errno) }
+            if n == 0 { break }
+            length += n
+        }
+        buffer.truncate(to: length)
+        let key = buffer.trimmingWhitespace()
+        guard key.count > 0 else { throw ConfigError.unreadable(path: path, reason: "the file is empty") }
+        return key
+    }
+}

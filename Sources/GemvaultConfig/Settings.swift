@@ -1,0 +1,125 @@
+/// Where an effective value came from, lowest layer first.
+public enum SettingOrigin: Sendable, Equatable {
+    case builtIn
+    case configFile(path: String)
+    case vault(path: String)
+    case environment(variable: String)
+    case flag(String)
+
+    public var label: String {
+        switch self {
+        case .builtIn: "default"
+        case .configFile(let path): "config file \(path)"
+        case .vault(let path): "vault \(path)"
+        case .environment(let variable): "environment \(variable)"
+        case .flag(let flag): "flag \(flag)"
+        }
+    }
+
+    public var kind: String {
+        switch self {
+        case .builtIn: "default"
+        case .configFile: "config-file"
+        case .vault: "vault"
+        case .environment: "environment"
+        case .flag: "flag"
+        }
+    }
+
+    /// The short name used in validation errors: `config.json: temperature: …`.
+    var layerName: String {
+        switch self {
+        case .builtIn: "default"
+        case .configFile: "config.json"
+        case .vault: "vault"
+        case .environment(let variable): variable
+        case .flag(let flag): flag
+        }
+    }
+}
+
+/// An effective setting with its origin.
+public struct ResolvedSetting: Sendable, Equatable {
+    public let name: String
+    public let value: String?
+    public let origin: SettingOrigin
+}
+
+/// The inputs of each layer.
+public struct SettingLayers: Sendable {
+    public var configFile: ConfigFile?
+    public var vaultPath: String?
+    public var vaultSettings: [String: String]?
+    public var environment: [String: String]
+    /// Setting name to (flag spelling, value).
+    public var flags: [String: (flag: String, value: String)]
+    public var allowInsecureEndpoint: Bool
+
+    public init(configFile: ConfigFile? = nil, vaultPath: String? = nil, vaultSettings: [String: String]? = nil,
+                environment: [String: String] = [:], flags: [String: (flag: String, value: String)] = [:],
+                allowInsecureEndpoint: Bool = false) {
+        self.configFile = configFile
+        self.vaultPath = vaultPath
+        self.vaultSettings = vaultSettings
+        self.environment = environment
+        self.flags = flags
+        self.allowInsecureEndpoint = allowInsecureEndpoint
+    }
+}
+
+/// Every effective setting, validated, each knowing its layer.
+public struct Settings: Sendable {
+    public let all: [ResolvedSetting]
+
+    /// Resolves defaults < config file < vault < environment < flags.
+    public static func resolve(_ layers: SettingLayers) throws(ConfigError) -> Settings {
+        var resolved: [ResolvedSetting] = []
+        for spec in SettingsSchema.all {
+            var candidates: [(String, SettingOrigin)] = []
+            if let value = spec.defaultValue { candidates.append((value, .builtIn)) }
+            if let file = layers.configFile, let value = file.values[spec.name] { candidates.append((value, .configFile(path: file.path))) }
+            if let vault = layers.vaultSettings, let value = vault[spec.name] { candidates.append((value, .vault(path: layers.vaultPath ?? "vault"))) }
+            if spec.name == "endpoint", let value = layers.environment["GOOGLE_GEMINI_BASE_URL"], !value.isEmpty {
+                candidates.append((value, .environment(variable: "GOOGLE_GEMINI_BASE_URL")))
+            }
+            if let value = layers.environment[spec.environmentVariable], !value.isEmpty {
+                candidates.append((value, .environment(variable: spec.environmentVariable)))
+            }
+            if let flag = layers.flags[spec.name] { candidates.append((flag.value, .flag(flag.flag))) }
+
+            // Every layer is validated, not only the winner: a broken config file is reported
+            // even while an environment variable hides it.
+            var winner: ResolvedSetting?
+            for (raw, origin) in candidates {
+                switch spec.validate(raw) {
+                case .success(let value):
+                    if spec.name == "endpoint", let url = EndpointURL(value), !url.isSecure, !layers.allowInsecureEndpoint {
+                        throw .insecureEndpoint(value, layer: origin.layerName)
+                    }
+                    winner = ResolvedSetting(name: spec.name, value: value, origin: origin)
+                case .failure(let problem):
+                    if case .flag = origin {
+                        throw .invalidValue(layer: origin.layerName, setting: spec.name, message: problem.message, fromFlag: true)
+                    }
+                    throw .invalidValue(layer: origin.layerName, setting: spec.name, message: problem.message, fromFlag: false)
+                }
+            }
+            resolved.append(winner ?? ResolvedSetting(name: spec.name, value: nil, origin: .builtIn))
+        }
+        return Settings(all: resolved)
+    }
+
+    public subscript(_ name: String) -> ResolvedSetting {
+        all.first { $0.name == name } ?? ResolvedSetting(name: name, value: nil, origin: .builtIn)
+    }
+
+    public func string(_ name: String) -> String? { self[name].value }
+    public func double(_ name: String) -> Double? { self[name].value.flatMap(Double.init) }
+    public func int(_ name: String) -> Int? { self[name].value.flatMap { Int($0) } }
+
+    public var model: String { string("model") ?? defaultModel }
+    public var endpoint: String { string("endpoint") ?? defaultEndpoint }
+    public var apiVersion: String { string("api_version") ?? "v1beta" }
+    public var timeout: Double { double("timeout") ?? 60 }
+    public var keyName: String { string("key") ?? "default" }
+}

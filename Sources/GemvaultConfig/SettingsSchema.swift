@@ -1,0 +1,133 @@
+/// The default model, named in this one place.
+public let defaultModel = "gemini-3.6-flash"
+public let defaultEndpoint = "https://generativelanguage.googleapis.com"
+
+/// What values a setting accepts.
+public enum SettingKind: Sendable {
+    case text
+    case number(ClosedRange<Double>)
+    case integer(ClosedRange<Int>)
+    case choice([String])
+    case endpoint
+    case keyName
+}
+
+/// One setting: its name, accepted values, default and environment variable.
+public struct SettingSpec: Sendable {
+    public let name: String
+    public let kind: SettingKind
+    public let defaultValue: String?
+    public let summary: String
+    /// Values that may carry a secret (a key command's arguments) are masked when shown.
+    public let mayHoldSecret: Bool
+
+    public var environmentVariable: String { "GEMVAULT_" + name.uppercased() }
+
+    /// The canonical form of `raw`, or a message saying why it is refused.
+    public func validate(_ raw: String) -> Result<String, SettingProblem> {
+        let value = raw.trimmingSpaces
+        switch kind {
+        case .text:
+            return .success(raw)
+        case .keyName:
+            let ok = !value.isEmpty && value.utf8.allSatisfy { $0 == 0x2d || $0 == 0x5f || $0 == 0x2e || ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7a) }
+            return ok ? .success(value) : .failure(SettingProblem("\(quoted(value)) is not a key name (letters, digits, '-', '_', '.')"))
+        case .number(let range):
+            guard let number = Double(value), number.isFinite else { return .failure(SettingProblem("\(quoted(value)) is not a number")) }
+            guard range.contains(number) else { return .failure(SettingProblem("\(value) is outside \(format(range.lowerBound))...\(format(range.upperBound))")) }
+            return .success(format(number))
+        case .integer(let range):
+            guard let number = Int(value) else { return .failure(SettingProblem("\(quoted(value)) is not a whole number")) }
+            guard range.contains(number) else { return .failure(SettingProblem("\(value) is outside \(range.lowerBound)...\(range.upperBound)")) }
+            return .success(String(number))
+        case .choice(let options):
+            let lowered = value.lowercased()
+            guard options.contains(lowered) else { return .failure(SettingProblem("\(quoted(value)) is not one of \(options.joined(separator: ", "))")) }
+            return .success(lowered)
+        case .endpoint:
+            guard let url = EndpointURL(value) else { return .failure(SettingProblem("\(quoted(value)) is not an http or https URL")) }
+            return .success(url.normalized)
+        }
+    }
+
+    private func quoted(_ value: String) -> String { "'\(value)'" }
+    private func format(_ number: Double) -> String {
+        number == number.rounded() && abs(number) < 1e15 ? String(Int(number)) : String(number)
+    }
+}
+
+public struct SettingProblem: Error, Sendable, Equatable {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+}
+
+/// Every setting, in the order `config explain` lists them.
+public enum SettingsSchema {
+    public static let all: [SettingSpec] = [
+        SettingSpec(name: "model", kind: .text, defaultValue: defaultModel, summary: "Gemini model for chat and ask", mayHoldSecret: false),
+        SettingSpec(name: "temperature", kind: .number(0...2), defaultValue: nil, summary: "sampling temperature (model default when unset)", mayHoldSecret: false),
+        SettingSpec(name: "top_p", kind: .number(0...1), defaultValue: nil, summary: "nucleus sampling probability", mayHoldSecret: false),
+        SettingSpec(name: "top_k", kind: .integer(1...1000), defaultValue: nil, summary: "top-k sampling", mayHoldSecret: false),
+        SettingSpec(name: "max_output_tokens", kind: .integer(1...1_000_000), defaultValue: nil, summary: "upper bound on reply tokens", mayHoldSecret: false),
+        SettingSpec(name: "system_prompt", kind: .text, defaultValue: nil, summary: "system instruction sent with every conversation", mayHoldSecret: false),
+        SettingSpec(name: "endpoint", kind: .endpoint, defaultValue: defaultEndpoint, summary: "API base URL (https, or http on loopback)", mayHoldSecret: false),
+        SettingSpec(name: "api_version", kind: .choice(["v1beta", "v1", "v1alpha"]), defaultValue: "v1beta", summary: "API version path segment", mayHoldSecret: false),
+        SettingSpec(name: "timeout", kind: .number(1...3600), defaultValue: "60", summary: "seconds to wait for the first byte or between stream events", mayHoldSecret: false),
+        SettingSpec(name: "key", kind: .keyName, defaultValue: "default", summary: "name of the vault key to use", mayHoldSecret: false),
+        SettingSpec(name: "key_command", kind: .text, defaultValue: nil, summary: "command whose stdout is the API key (run without a shell)", mayHoldSecret: true),
+        SettingSpec(name: "key_command_timeout", kind: .number(1...600), defaultValue: "10", summary: "seconds before key_command is stopped", mayHoldSecret: false),
+        SettingSpec(name: "rotation_days", kind: .integer(0...3650), defaultValue: "90", summary: "age in days after which a key should be rotated (0: never)", mayHoldSecret: false),
+        SettingSpec(name: "history", kind: .choice(["on", "off"]), defaultValue: "on", summary: "keep encrypted conversation history", mayHoldSecret: false),
+        SettingSpec(name: "color", kind: .choice(["auto", "always", "never"]), defaultValue: "auto", summary: "colour output", mayHoldSecret: false),
+    ]
+
+    public static func spec(named name: String) -> SettingSpec? { all.first { $0.name == name } }
+    public static var names: [String] { all.map(\.name) }
+}
+
+/// A parsed base URL.
+public struct EndpointURL: Sendable, Equatable {
+    public let scheme: String
+    public let host: String
+    public let normalized: String
+
+    public init?(_ text: String) {
+        let lowered = text.lowercased()
+        let scheme: String
+        if lowered.hasPrefix("https://") { scheme = "https" } else if lowered.hasPrefix("http://") { scheme = "http" } else { return nil }
+        let rest = text.dropFirst(scheme.count + 3)
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard !authority.isEmpty, !authority.contains("@"), !rest.contains("?"), !rest.contains("#"),
+              !text.contains(where: { $0 == " " || $0.asciiValue.map { $0 < 0x20 } == true }) else { return nil }
+        var host = String(authority)
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return nil }
+            host = String(host[host.index(after: host.startIndex)..<close])
+        } else if let colon = host.lastIndex(of: ":") {
+            guard Int(host[host.index(after: colon)...]) != nil else { return nil }
+            host = String(host[..<colon])
+        }
+        guard !host.isEmpty else { return nil }
+        self.scheme = scheme
+        self.host = host.lowercased()
+        var trimmed = text
+        while trimmed.hasSuffix("/") { trimmed.removeLast() }
+        self.normalized = trimmed
+    }
+
+    /// Loopback hosts, where plain http cannot be sniffed by another machine.
+    public var isLoopback: Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    public var isSecure: Bool { scheme == "https" || isLoopback }
+}
+
+extension String {
+    var trimmingSpaces: String {
+        let scalars = unicodeScalars
+        guard let start = scalars.firstIndex(where: { !$0.properties.isWhitespace }) else { return "" }
+        let end = scalars.lastIndex(where: { !$0.properties.isWhitespace })!
+        return String(scalars[start...end])
+    }
+}

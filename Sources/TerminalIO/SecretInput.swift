@@ -1,0 +1,110 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CSystemShims
+import VaultCore
+
+/// Where a secret line (a passphrase, a recovery code, an API key) is read from.
+public enum SecretSource: Sendable, Equatable {
+    /// The controlling terminal, with echo off.
+    case terminal
+    /// One line from an already open file descriptor.
+    case fileDescriptor(Int32)
+    /// The first line of a file, which must be private to the user.
+    case file(String)
+    /// All of standard input (for `key set` in a pipe), trimmed.
+    case standardInput
+}
+
+/// Why a secret could not be read.
+public enum SecretInputError: Error, Equatable, Sendable {
+    case noTerminal
+    case empty
+    case tooLong(limit: Int)
+    case mismatch
+    case unreadable(String)
+    case insecure(VaultError)
+}
+
+/// Reads secrets straight into `SecretBytes`; nothing passes through a `String`.
+public enum SecretInput {
+    public static let maximumLength = 4096
+
+    /// Reads one secret. `prompt` is shown only on the terminal.
+    public static func read(from source: SecretSource, prompt: String) throws(SecretInputError) -> SecretBytes {
+        let secret: SecretBytes
+        switch source {
+        case .terminal:
+            secret = try readFromTerminal(prompt: prompt)
+        case .fileDescriptor(let fd):
+            secret = try readLine(fd: fd, name: "file descriptor \(fd)", wholeInput: false)
+        case .file(let path):
+            do { try FileSecurity.checkPrivateFile(path) } catch { throw .insecure(error) }
+            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard fd >= 0 else { throw .unreadable("\(path): \(String(cString: strerror(errno)))") }
+            defer { close(fd) }
+            secret = try readLine(fd: fd, name: path, wholeInput: false)
+        case .standardInput:
+            secret = try readLine(fd: STDIN_FILENO, name: "standard input", wholeInput: true).trimmingWhitespace()
+        }
+        guard secret.count > 0 else { throw .empty }
+        return secret
+    }
+
+    /// Asks twice on the terminal and insists the answers match; other sources are read once.
+    public static func readNew(from source: SecretSource, prompt: String, confirmPrompt: String) throws(SecretInputError) -> SecretBytes {
+        let first = try read(from: source, prompt: prompt)
+        guard source == .terminal else { return first }
+        let second = try read(from: .terminal, prompt: confirmPrompt)
+        guard first.isEqual(to: second) else { throw .mismatch }
+        return first
+    }
+
+    public static var hasTerminal: Bool {
+        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
+        guard fd >= 0 else { return false }
+        close(fd)
+        return true
+    }
+
+    private static func readFromTerminal(prompt: String) throws(SecretInputError) -> SecretBytes {
+        let buffer = SecretBytes(count: maximumLength)
+        var length = 0
+        let result = buffer.withUnsafeMutableBytes { raw in
+            gv_tty_read_secret(prompt, raw.baseAddress!.assumingMemoryBound(to: UInt8.self), raw.count, &length)
+        }
+        switch Int(result) {
+        case Int(GV_TTY_OK): buffer.truncate(to: length); return buffer
+        case Int(GV_TTY_NO_TERMINAL): throw .noTerminal
+        case Int(GV_TTY_TOO_LONG): throw .tooLong(limit: maximumLength)
+        case Int(GV_TTY_EOF): throw .empty
+        default: throw .unreadable("the terminal")
+        }
+    }
+
+    /// Reads byte by byte so that nothing past the first line is consumed from a shared descriptor.
+    private static func readLine(fd: Int32, name: String, wholeInput: Bool) throws(SecretInputError) -> SecretBytes {
+        let buffer = SecretBytes(count: maximumLength)
+        var length = 0
+        var failure: SecretInputError?
+        buffer.withUnsafeMutableBytes { raw in
+            while true {
+                var byte: UInt8 = 0
+                let n = Glibc.read(fd, &byte, 1)
+                if n < 0 && errno == EINTR { continue }
+                if n < 0 { failure = .unreadable("\(name): \(String(cString: strerror(errno)))"); return }
+                if n == 0 { return }
+                if !wholeInput && byte == 0x0a { return }
+                guard length < raw.count else { failure = .tooLong(limit: maximumLength); return }
+                raw[length] = byte
+                length += 1
+                byte = 0
+            }
+        }
+        if let failure { throw failure }
+        buffer.truncate(to: length)
+        // A line read from a file or descriptor may end in CR LF.
+        if !wholeInput, length > 0, buffer.withUnsafeBytes({ $0[length - 1] }) == 0x0d { buffer.truncate(to: length - 1) }
+        return buffer
+    }
+}

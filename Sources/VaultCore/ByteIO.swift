@@ -1,0 +1,49 @@
+/// Appends little-endian integers and length-prefixed fields to a byte array.
+struct ByteWriter {
+    private(set) var bytes: [UInt8] = []
+
+    mutating func append(_ raw: [UInt8]) { bytes.append(contentsOf: raw) }
+    mutating func append<T: FixedWidthInteger>(_ value: T) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+}
+
+/// Reads little-endian integers from a buffer, failing (not trapping) past its end.
+struct ByteReader {
+    struct OutOfBounds: Error {}
+
+    let buffer: UnsafeRawBufferPointer
+    private(set) var offset = 0
+
+    init(_ buffer: UnsafeRawBufferPointer) { self.buffer = buffer }
+
+    var remaining: Int { buffer.count - offset }
+
+    mutating func read<T: FixedWidthInteger>(_: T.Type) throws(OutOfBounds) -> T {
+        let size = MemoryLayout<T>.size
+        guard remaining >= size else { throw OutOfBounds() }
+        var value: T = 0
+        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + size])) }
+        offset += size
+        return T(littleEndian: value)
+    }
+
+    mutating func readBytes(_ count: Int) throws(OutOfBounds) -> [UInt8] {
+        guard count >= 0, remaining >= count else { throw OutOfBounds() }
+        defer { offset += count }
+        return Array(buffer[offset..<offset + count])
+    }
+
+    /// The next `count` bytes copied straight into secret memory.
+    mutating func readSecret(_ count: Int) throws(OutOfBounds) -> SecretBytes {
+        guard count >= 0, remaining >= count else { throw OutOfBounds() }
+        defer { offset += count }
+        return SecretBytes(copying: UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + count]))
+    }
+
+    mutating func readUTF8(_ count: Int) throws(OutOfBounds) -> String {
+        let raw = try readBytes(count)
+        guard let text = String(validating: raw, as: UTF8.self) else { throw OutOfBounds() }
+        return text
+    }
+}

@@ -1,0 +1,59 @@
+internal import CSodium
+
+/// Argon2id cost parameters, as stored in each key slot.
+public struct KDFParameters: Equatable, Sendable {
+    public var opsLimit: UInt32
+    /// Memory in bytes.
+    public var memLimit: UInt64
+
+    public init(opsLimit: UInt32, memLimit: UInt64) {
+        self.opsLimit = opsLimit
+        self.memLimit = memLimit
+    }
+
+    /// libsodium's named presets.
+    public enum Preset: String, CaseIterable, Sendable {
+        case interactive, moderate, sensitive
+
+        public var parameters: KDFParameters {
+            switch self {
+            case .interactive: KDFParameters(opsLimit: UInt32(crypto_pwhash_opslimit_interactive()), memLimit: UInt64(crypto_pwhash_memlimit_interactive()))
+            case .moderate: KDFParameters(opsLimit: UInt32(crypto_pwhash_opslimit_moderate()), memLimit: UInt64(crypto_pwhash_memlimit_moderate()))
+            case .sensitive: KDFParameters(opsLimit: UInt32(crypto_pwhash_opslimit_sensitive()), memLimit: UInt64(crypto_pwhash_memlimit_sensitive()))
+            }
+        }
+    }
+
+    /// The name of the preset these parameters equal, if any.
+    public var presetName: String? { Preset.allCases.first { $0.parameters == self }?.rawValue }
+
+    /// libsodium's absolute minimum (1 pass, 8 KiB): for unit tests through the library only.
+    public static let testingMinimum = KDFParameters(opsLimit: UInt32(crypto_pwhash_opslimit_min()), memLimit: UInt64(crypto_pwhash_memlimit_min()))
+}
+
+/// The range of KDF parameters a reader accepts from a file.
+///
+/// Below the floor an attacker who can write the file could make the next passphrase entry
+/// cheap to brute-force; above the ceiling a file could make unlocking exhaust memory.
+public struct KDFPolicy: Sendable {
+    public var minimum: KDFParameters
+    public var maximum: KDFParameters
+
+    /// What the command line accepts: from libsodium's interactive preset to 16 passes and 4 GiB.
+    public static let standard = KDFPolicy(
+        minimum: KDFParameters.Preset.interactive.parameters,
+        maximum: KDFParameters(opsLimit: 16, memLimit: 4 << 30))
+
+    /// For unit tests through the library, which use the cheapest parameters.
+    public static let testing = KDFPolicy(minimum: .testingMinimum, maximum: standard.maximum)
+
+    public func check(_ parameters: KDFParameters) -> String? {
+        if parameters.opsLimit < minimum.opsLimit || parameters.memLimit < minimum.memLimit {
+            return "Argon2id parameters (\(parameters.opsLimit) passes, \(parameters.memLimit >> 10) KiB) are below the accepted minimum (\(minimum.opsLimit) passes, \(minimum.memLimit >> 10) KiB)"
+        }
+        if parameters.opsLimit > maximum.opsLimit || parameters.memLimit > maximum.memLimit {
+            return "Argon2id parameters (\(parameters.opsLimit) passes, \(parameters.memLimit >> 10) KiB) are above the accepted maximum (\(maximum.opsLimit) passes, \(maximum.memLimit >> 10) KiB)"
+        }
+        return nil
+    }
+}

@@ -1,0 +1,116 @@
+/// Secret material in memory from `sodium_malloc`: guard pages, locked against swap, wiped when released.
+///
+/// Bytes are reachable only inside `withUnsafeBytes`, so nothing copies them into ordinary
+/// Swift storage by accident. Use it for passphrases, derived keys, the data key, the
+/// decrypted payload and API keys.
+public final class SecretBytes: @unchecked Sendable {
+    private let pointer: UnsafeMutableRawPointer
+    /// The number of bytes held.
+    public private(set) var count: Int
+
+    /// Zero-filled secret memory of `count` bytes.
+    public init(count: Int) {
+        self.count = count
+        self.pointer = Sodium.allocate(count)
+    }
+
+    /// A copy of `bytes` in secret memory. The caller stays responsible for wiping its source.
+    public convenience init(copying bytes: UnsafeRawBufferPointer) {
+        self.init(count: bytes.count)
+        if bytes.count > 0 { pointer.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+    }
+
+    /// A copy of part of another secret.
+    public convenience init(slicing other: SecretBytes, range: Range<Int>) {
+        precondition(range.lowerBound >= 0 && range.upperBound <= other.count)
+        self.init(count: range.count)
+        other.withUnsafeBytes { source in
+            if range.count > 0 { pointer.copyMemory(from: source.baseAddress! + range.lowerBound, byteCount: range.count) }
+        }
+    }
+
+    deinit { Sodium.free(pointer) }
+
+    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try body(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
+    public func withUnsafeMutableBytes<R, E: Error>(_ body: (UnsafeMutableRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try body(UnsafeMutableRawBufferPointer(start: pointer, count: count))
+    }
+
+    /// Shortens the visible length in place (the tail is wiped), for buffers read to an unknown length.
+    public func truncate(to newCount: Int) {
+        precondition(newCount >= 0 && newCount <= count)
+        Sodium.wipe(pointer + newCount, count - newCount)
+        count = newCount
+    }
+
+    /// Runs `body` with a NUL-terminated copy, itself in secret memory, for C APIs such as HTTP headers.
+    public func withCString<R>(prefix: String = "", _ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
+        let prefixBytes = Array(prefix.utf8)
+        let terminated = SecretBytes(count: prefixBytes.count + count + 1)
+        terminated.withUnsafeMutableBytes { out in
+            out.copyBytes(from: prefixBytes)
+            if count > 0 { (out.baseAddress! + prefixBytes.count).copyMemory(from: pointer, byteCount: count) }
+        }
+        return try body(terminated.pointer.assumingMemoryBound(to: CChar.self))
+    }
+
+    /// Constant-time comparison.
+    public func isEqual(to other: SecretBytes) -> Bool {
+        withUnsafeBytes { a in other.withUnsafeBytes { b in Sodium.constantTimeEqual(a, b) } }
+    }
+
+    /// Whether every byte is printable ASCII; API keys always are.
+    public var isPrintableASCII: Bool {
+        withUnsafeBytes { $0.allSatisfy { $0 >= 0x20 && $0 < 0x7f } }
+    }
+
+    /// The first four and last four characters with an ellipsis between them, for display.
+    /// Values of 12 bytes or fewer, or not printable ASCII, are not shown at all.
+    public var masked: String {
+        guard count > 12, isPrintableASCII else { return "****" }
+        return withUnsafeBytes { bytes in
+            String(decoding: bytes.prefix(4), as: UTF8.self) + "…" + String(decoding: bytes.suffix(4), as: UTF8.self)
+        }
+    }
+
+    /// Whether the value looks like a Gemini API key: `AIza` followed by 35 URL-safe base64 characters.
+    public var looksLikeGeminiKey: Bool {
+        withUnsafeBytes { bytes in
+            guard bytes.count == 39, bytes.starts(with: Array("AIza".utf8)) else { return false }
+            return bytes.dropFirst(4).allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte == 0x2d || byte == 0x5f
+            }
+        }
+    }
+
+    /// A copy with leading and trailing ASCII white space (including CR and LF) removed.
+    public func trimmingWhitespace() -> SecretBytes {
+        withUnsafeBytes { bytes in
+            func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0a || b == 0x0d }
+            let start = bytes.firstIndex { !isSpace($0) } ?? bytes.count
+            let end = (bytes.lastIndex { !isSpace($0) } ?? -1) + 1
+            return SecretBytes(slicing: self, range: start..<max(start, end))
+        }
+    }
+}
+
+extension SecretBytes {
+    /// Secret memory holding `text`'s UTF-8 bytes. Only for values that were never secret in
+    /// ordinary memory (test vectors, generated codes) or that are wiped right after.
+    public convenience init(utf8 text: String) {
+        var bytes = Array(text.utf8)
+        self.init(count: bytes.count)
+        withUnsafeMutableBytes { $0.copyBytes(from: bytes) }
+        bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { Sodium.wipe(base, $0.count) } }
+    }
+
+    /// Random secret bytes.
+    public static func random(count: Int) -> SecretBytes {
+        let secret = SecretBytes(count: count)
+        Sodium.fillRandom(secret)
+        return secret
+    }
+}

@@ -1,0 +1,155 @@
+internal import CSodium
+
+/// The only place that calls libsodium. Every return code becomes a thrown error.
+enum Sodium {
+    /// `sodium_init` runs once, on first use of any wrapper.
+    private static let initialized: Bool = sodium_init() >= 0
+
+    static func ensureInitialized() {
+        precondition(initialized, "libsodium failed to initialise")
+    }
+
+    static let xchachaKeyBytes = Int(crypto_aead_xchacha20poly1305_ietf_keybytes())
+    static let xchachaNonceBytes = Int(crypto_aead_xchacha20poly1305_ietf_npubbytes())
+    static let xchachaTagBytes = Int(crypto_aead_xchacha20poly1305_ietf_abytes())
+    static let pwhashSaltBytes = Int(crypto_pwhash_saltbytes())
+    static let pwhashAlgorithmArgon2id13 = Int(crypto_pwhash_alg_argon2id13())
+
+    /// Random bytes for salts and nonces. The corresponding libsodium function is `randombytes_buf`.
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        ensureInitialized()
+        var bytes = [UInt8](repeating: 0, count: count)
+        bytes.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, count) }
+        return bytes
+    }
+
+    /// Fills secret memory with random bytes. The corresponding libsodium function is `randombytes_buf`.
+    static func fillRandom(_ secret: SecretBytes) {
+        ensureInitialized()
+        secret.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
+    }
+
+    /// A uniformly random number below `bound`. The corresponding libsodium function is `randombytes_uniform`.
+    static func randomUniform(_ bound: UInt32) -> UInt32 {
+        ensureInitialized()
+        return randombytes_uniform(bound)
+    }
+
+    /// Argon2id13 key derivation. The corresponding libsodium function is `crypto_pwhash`.
+    static func argon2id(secret: SecretBytes, salt: [UInt8], opsLimit: UInt64, memLimit: UInt64, outputBytes: Int) throws(SodiumError) -> SecretBytes {
+        ensureInitialized()
+        guard salt.count == pwhashSaltBytes, secret.count > 0 else { throw .invalidInput("salt or secret length") }
+        let output = SecretBytes(count: outputBytes)
+        let rc = output.withUnsafeMutableBytes { out in
+            secret.withUnsafeBytes { input in
+                crypto_pwhash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(outputBytes),
+                                     input.baseAddress!.assumingMemoryBound(to: CChar.self), UInt64(input.count), salt,
+                                     opsLimit, Int(memLimit), crypto_pwhash_alg_argon2id13())
+            }
+        }
+        guard rc == 0 else { throw .outOfMemory }
+        return output
+    }
+
+    /// Seals `plaintext`, returning ciphertext followed by the 16-byte tag.
+    /// The corresponding libsodium function is `crypto_aead_xchacha20poly1305_ietf_encrypt`.
+    static func xchachaSeal(_ plaintext: UnsafeRawBufferPointer, additionalData: [UInt8], nonce: [UInt8], key: SecretBytes) throws(SodiumError) -> [UInt8] {
+        ensureInitialized()
+        guard nonce.count == xchachaNonceBytes, key.count == xchachaKeyBytes else { throw .invalidInput("nonce or key length") }
+        var ciphertext = [UInt8](repeating: 0, count: plaintext.count + xchachaTagBytes)
+        var written: UInt64 = 0
+        let rc = ciphertext.withUnsafeMutableBufferPointer { out in
+            key.withUnsafeBytes { keyBytes in
+                crypto_aead_xchacha20poly1305_ietf_encrypt(
+                    out.baseAddress!, &written,
+                    plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(plaintext.count),
+                    additionalData, UInt64(additionalData.count), nil, nonce,
+                    keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+        guard rc == 0, Int(written) == ciphertext.count else { throw .invalidInput("encryption failed") }
+        return ciphertext
+    }
+
+    /// Opens a sealed box into secret memory; throws `.authenticationFailed` when the tag does not verify.
+    /// The corresponding libsodium function is `crypto_aead_xchacha20poly1305_ietf_decrypt`.
+    static func xchachaOpen(_ ciphertext: ArraySlice<UInt8>, additionalData: [UInt8], nonce: [UInt8], key: SecretBytes) throws(SodiumError) -> SecretBytes {
+        ensureInitialized()
+        guard nonce.count == xchachaNonceBytes, key.count == xchachaKeyBytes else { throw .invalidInput("nonce or key length") }
+        guard ciphertext.count >= xchachaTagBytes else { throw .authenticationFailed }
+        let plaintext = SecretBytes(count: ciphertext.count - xchachaTagBytes)
+        var written: UInt64 = 0
+        let rc = ciphertext.withUnsafeBufferPointer { input in
+            plaintext.withUnsafeMutableBytes { out in
+                key.withUnsafeBytes { keyBytes in
+                    crypto_aead_xchacha20poly1305_ietf_decrypt(
+                        out.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? UnsafeMutablePointer(mutating: input.baseAddress!),
+                        &written, nil, input.baseAddress!, UInt64(input.count),
+                        additionalData, UInt64(additionalData.count), nonce,
+                        keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                }
+            }
+        }
+        guard rc == 0 else { throw .authenticationFailed }
+        return plaintext
+    }
+
+    /// Unkeyed BLAKE2b with a 32-byte digest. The corresponding libsodium function is `crypto_generichash`.
+    static func blake2b256(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
+        ensureInitialized()
+        var digest = [UInt8](repeating: 0, count: 32)
+        bytes.withUnsafeBufferPointer { input in
+            _ = crypto_generichash(&digest, 32, input.baseAddress, UInt64(input.count), nil, 0)
+        }
+        return digest
+    }
+
+    /// Allocates guarded, locked memory. The corresponding libsodium function is `sodium_malloc`.
+    static func allocate(_ count: Int) -> UnsafeMutableRawPointer {
+        ensureInitialized()
+        guard let pointer = sodium_malloc(max(count, 1)) else { fatalError("sodium_malloc failed") }
+        sodium_memzero(pointer, max(count, 1))
+        return pointer
+    }
+
+    /// Wipes and frees memory from `allocate`. The corresponding libsodium function is `sodium_free`.
+    static func free(_ pointer: UnsafeMutableRawPointer) { sodium_free(pointer) }
+
+    /// Zeroes memory in a way the compiler cannot elide. The corresponding libsodium function is `sodium_memzero`.
+    static func wipe(_ pointer: UnsafeMutableRawPointer, _ count: Int) { sodium_memzero(pointer, count) }
+
+    /// Constant-time equality. The corresponding libsodium function is `sodium_memcmp`.
+    static func constantTimeEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        guard a.count == b.count else { return false }
+        if a.count == 0 { return true }
+        return sodium_memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0
+    }
+
+    /// ISO/IEC 7816-4 padding up to a multiple of `blockSize`, in place; returns the padded length.
+    /// The corresponding libsodium function is `sodium_pad`.
+    static func pad(_ buffer: UnsafeMutableRawBufferPointer, unpaddedLength: Int, blockSize: Int) throws(SodiumError) -> Int {
+        var padded = 0
+        let rc = sodium_pad(&padded, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), unpaddedLength, blockSize, buffer.count)
+        guard rc == 0 else { throw .invalidInput("padding") }
+        return padded
+    }
+
+    /// The length before padding. The corresponding libsodium function is `sodium_unpad`.
+    static func unpad(_ buffer: UnsafeRawBufferPointer, blockSize: Int) throws(SodiumError) -> Int {
+        var unpadded = 0
+        guard buffer.count > 0 else { throw .invalidInput("padding") }
+        let rc = sodium_unpad(&unpadded, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), buffer.count, blockSize)
+        guard rc == 0 else { throw .invalidInput("padding") }
+        return unpadded
+    }
+
+    /// The linked libsodium's version string. The corresponding libsodium function is `sodium_version_string`.
+    static var versionString: String { String(cString: sodium_version_string()) }
+}
+
+/// A libsodium call that failed.
+enum SodiumError: Error, Equatable {
+    case authenticationFailed
+    case outOfMemory
+    case invalidInput(String)
+}

@@ -1,0 +1,185 @@
+/// A key's earlier value, kept so a rotation can be rolled back.
+public struct RetiredSecret {
+    public let secret: SecretBytes
+    /// Unix seconds when it was replaced.
+    public let retired: Int64
+}
+
+/// One named API key with its dates and earlier values.
+public struct StoredKey {
+    public let name: String
+    public let secret: SecretBytes
+    /// Unix seconds.
+    public let created: Int64
+    public let updated: Int64
+    /// Newest first, at most `VaultContents.retiredLimit`.
+    public let previous: [RetiredSecret]
+}
+
+/// The decrypted payload: named keys, settings, and the key that will encrypt conversation history.
+///
+/// The conversation key is created once, at `init`, and travels inside the payload, so
+/// `passwd`, `recover` and a future `rekey` (which re-encrypts the payload) all keep it.
+public final class VaultContents {
+    public static let payloadVersion: UInt8 = 1
+    public static let retiredLimit = 5
+    static let paddingBlock = 512
+    static let maxNameBytes = 128
+    static let maxSecretBytes = 4096
+    static let maxSettingBytes = 65536
+
+    public private(set) var keys: [StoredKey]
+    public private(set) var settings: [String: String]
+    public let conversationKey: SecretBytes
+
+    public init(keys: [StoredKey] = [], settings: [String: String] = [:], conversationKey: SecretBytes = .random(count: 32)) {
+        self.keys = keys.sorted { $0.name < $1.name }
+        self.settings = settings
+        self.conversationKey = conversationKey
+    }
+
+    public func key(named name: String) -> StoredKey? { keys.first { $0.name == name } }
+
+    /// Stores or replaces a key; a replaced value moves to the key's history.
+    public func setKey(_ name: String, secret: SecretBytes, now: Int64) throws(VaultError) {
+        try Self.validateName(name)
+        guard secret.count > 0, secret.count <= Self.maxSecretBytes else { throw .valueTooLarge("key \(name)") }
+        if let index = keys.firstIndex(where: { $0.name == name }) {
+            let old = keys[index]
+            let history = Array(([RetiredSecret(secret: old.secret, retired: now)] + old.previous).prefix(Self.retiredLimit))
+            keys[index] = StoredKey(name: name, secret: secret, created: old.created, updated: now, previous: history)
+        } else {
+            keys.append(StoredKey(name: name, secret: secret, created: now, updated: now, previous: []))
+            keys.sort { $0.name < $1.name }
+        }
+    }
+
+    public func removeKey(_ name: String) throws(VaultError) {
+        guard let index = keys.firstIndex(where: { $0.name == name }) else { throw .keyNotFound(name: name) }
+        keys.remove(at: index)
+    }
+
+    public func setSetting(_ name: String, value: String) throws(VaultError) {
+        try Self.validateName(name)
+        guard value.utf8.count <= Self.maxSettingBytes else { throw .valueTooLarge("setting \(name)") }
+        settings[name] = value
+    }
+
+    @discardableResult
+    public func removeSetting(_ name: String) -> Bool { settings.removeValue(forKey: name) != nil }
+
+    public static func validateName(_ name: String) throws(VaultError) {
+        let allowed = name.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a)
+                || byte == 0x2d || byte == 0x5f || byte == 0x2e
+        }
+        guard !name.isEmpty, name.utf8.count <= maxNameBytes, allowed, name.first != "-" else { throw .invalidName(name) }
+    }
+
+    // MARK: Encoding
+
+    /// The padded plaintext payload, in secret memory. Layout in Docs/vault-format.md.
+    func encoded() throws(VaultError) -> SecretBytes {
+        var length = 1 + 32 + 2 + 2
+        for key in keys {
+            length += 2 + key.name.utf8.count + 2 + key.secret.count + 8 + 8 + 1
+            for old in key.previous { length += 2 + old.secret.count + 8 }
+        }
+        for (name, value) in settings { length += 2 + name.utf8.count + 4 + value.utf8.count }
+        let buffer = SecretBytes(count: length + Self.paddingBlock)
+        return try buffer.withUnsafeMutableBytes { raw throws(VaultError) in
+            var writer = SecretWriter(buffer: raw)
+            writer.append(Self.payloadVersion)
+            conversationKey.withUnsafeBytes { writer.append($0) }
+            writer.append(UInt16(keys.count))
+            for key in keys {
+                writer.appendField(key.name)
+                writer.append(UInt16(key.secret.count))
+                key.secret.withUnsafeBytes { writer.append($0) }
+                writer.append(key.created)
+                writer.append(key.updated)
+                writer.append(UInt8(key.previous.count))
+                for old in key.previous {
+                    writer.append(UInt16(old.secret.count))
+                    old.secret.withUnsafeBytes { writer.append($0) }
+                    writer.append(old.retired)
+                }
+            }
+            writer.append(UInt16(settings.count))
+            for name in settings.keys.sorted() {
+                writer.appendField(name)
+                let value = Array(settings[name]!.utf8)
+                writer.append(UInt32(value.count))
+                value.withUnsafeBytes { writer.append($0) }
+            }
+            precondition(writer.offset == length)
+            let padded = try mapSodium { () throws(SodiumError) in
+                try Sodium.pad(raw, unpaddedLength: length, blockSize: Self.paddingBlock)
+            }
+            buffer.truncate(to: padded)
+            return buffer
+        }
+    }
+
+    /// Parses a padded payload; any inconsistency is reported as damage.
+    static func decode(_ payload: SecretBytes, path: String) throws(VaultError) -> VaultContents {
+        do {
+            return try payload.withUnsafeBytes { padded in
+                let length = try Sodium.unpad(padded, blockSize: paddingBlock)
+                var reader = ByteReader(UnsafeRawBufferPointer(rebasing: padded[0..<length]))
+                guard try reader.read(UInt8.self) == payloadVersion else {
+                    throw VaultError.unsupportedVersion(path: path, version: Int(padded[0]))
+                }
+                let conversationKey = try reader.readSecret(32)
+                var keys: [StoredKey] = []
+                for _ in 0..<Int(try reader.read(UInt16.self)) {
+                    let name = try reader.readUTF8(Int(try reader.read(UInt16.self)))
+                    let secret = try reader.readSecret(Int(try reader.read(UInt16.self)))
+                    let created = try reader.read(Int64.self)
+                    let updated = try reader.read(Int64.self)
+                    var previous: [RetiredSecret] = []
+                    for _ in 0..<Int(try reader.read(UInt8.self)) {
+                        let old = try reader.readSecret(Int(try reader.read(UInt16.self)))
+                        previous.append(RetiredSecret(secret: old, retired: try reader.read(Int64.self)))
+                    }
+                    keys.append(StoredKey(name: name, secret: secret, created: created, updated: updated, previous: previous))
+                }
+                var settings: [String: String] = [:]
+                for _ in 0..<Int(try reader.read(UInt16.self)) {
+                    let name = try reader.readUTF8(Int(try reader.read(UInt16.self)))
+                    settings[name] = try reader.readUTF8(Int(try reader.read(UInt32.self)))
+                }
+                guard reader.remaining == 0 else { throw ByteReader.OutOfBounds() }
+                return VaultContents(keys: keys, settings: settings, conversationKey: conversationKey)
+            }
+        } catch let error as VaultError {
+            throw error
+        } catch {
+            throw .damaged(path: path, detail: "the decrypted payload is malformed")
+        }
+    }
+}
+
+/// Writes into a fixed secret buffer; the caller sized it exactly.
+private struct SecretWriter {
+    let buffer: UnsafeMutableRawBufferPointer
+    private(set) var offset = 0
+
+    init(buffer: UnsafeMutableRawBufferPointer) { self.buffer = buffer }
+
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count > 0 else { return }
+        (buffer.baseAddress! + offset).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+        offset += bytes.count
+    }
+
+    mutating func append<T: FixedWidthInteger>(_ value: T) {
+        withUnsafeBytes(of: value.littleEndian) { append($0) }
+    }
+
+    mutating func appendField(_ text: String) {
+        let bytes = Array(text.utf8)
+        append(UInt16(bytes.count))
+        bytes.withUnsafeBytes { append($0) }
+    }
+}
