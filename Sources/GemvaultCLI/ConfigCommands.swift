@@ -1,1 +1,236 @@
-let configCommands: [CommandSpec] = []
+import GemvaultConfig
+import TerminalIO
+import VaultCore
+
+let configCommands: [CommandSpec] = [
+    CommandSpec(path: ["config", "set"], arguments: "KEY VALUE", argumentRange: 2...2,
+                summary: "store a setting in the vault (--file: in config.json)",
+                options: [fileOption], details: settingsList, run: ConfigCommand.set),
+    CommandSpec(path: ["config", "get"], arguments: "KEY", argumentRange: 1...1,
+                summary: "print a setting stored in the vault (--file: in config.json)",
+                options: [fileOption], details: "", run: ConfigCommand.get),
+    CommandSpec(path: ["config", "unset"], arguments: "KEY", argumentRange: 1...1,
+                summary: "remove a setting from the vault (--file: from config.json)",
+                options: [fileOption], details: "", run: ConfigCommand.unset),
+    CommandSpec(path: ["config", "list"], arguments: "", argumentRange: 0...0,
+                summary: "list the settings stored in the vault (--file: in config.json)",
+                options: [fileOption, jsonOption], details: "", run: ConfigCommand.list),
+    CommandSpec(path: ["config", "explain"], arguments: "", argumentRange: 0...0,
+                summary: "every effective setting, its value and the layer it came from",
+                options: [jsonOption, OptionSpec(name: "--no-vault", value: nil, help: "do not open the vault (its layer is skipped)"),
+                          OptionSpec(name: "--allow-insecure-endpoint", value: nil, help: "allow a plain-http endpoint that is not on loopback")] + generationOptions,
+                details: "Layers, lowest first: default, config file, vault, environment (GEMVAULT_<NAME>), flags.",
+                run: ConfigCommand.explain),
+    CommandSpec(path: ["key", "which"], arguments: "", argumentRange: 0...0,
+                summary: "which source the API key would come from now, and what it shadows",
+                options: [jsonOption] + keySourceOptions, details: keyOrder, run: ConfigCommand.which),
+    CommandSpec(path: ["doctor"], arguments: "", argumentRange: 0...0,
+                summary: "check this machine for the risks of a shared machine",
+                options: [jsonOption], details: "Exits 0 when nothing was found, 1 otherwise. Each finding comes with its fix.",
+                run: ConfigCommand.doctor),
+]
+
+let fileOption = OptionSpec(name: "--file", value: nil, help: "use the plain config file instead of the vault")
+let settingsList = "Settings: " + SettingsSchema.names.joined(separator: ", ") + "."
+let keyOrder = """
+The key comes from the first of: --key-file PATH; GOOGLE_API_KEY, then GEMINI_API_KEY;
+the vault (--key NAME, else the 'key' setting, else 'default'); the key file
+$XDG_CONFIG_HOME/gemvault/api-key; the key_command setting.
+"""
+
+extension Context {
+    /// The config file, with a warning for each unknown key.
+    func loadConfigFile() throws -> ConfigFile {
+        let file = try ConfigFile.load(path: paths.configFile)
+        for key in file.unknownKeys { Console.warning("\(paths.configFile): unknown setting '\(key)' is ignored") }
+        return file
+    }
+
+    /// Every layer except the vault's, from the config file, the environment and the flags.
+    func settingLayers(_ call: Invocation) throws -> SettingLayers {
+        var flags: [String: (flag: String, value: String)] = [:]
+        for (flag, setting) in settingFlags { if let value = call.value(flag) { flags[setting] = (flag, value) } }
+        return SettingLayers(configFile: try loadConfigFile(), vaultPath: vaultPath, environment: environment,
+                             flags: flags, allowInsecureEndpoint: call.flag("--allow-insecure-endpoint"))
+    }
+
+    /// The resolver for the key; the vault is opened only when its turn comes.
+    func keyResolver(_ call: Invocation) throws -> KeyResolver {
+        KeyResolver(keyFileFlag: call.value("--key-file"), environment: environment, paths: paths, vaultPath: vaultPath,
+                    explicitKeyName: call.value("--key"), layers: try settingLayers(call),
+                    openVault: {
+                        guard self.canReadPassphrase else { throw ConfigError.vaultNeedsPassphrase(path: self.vaultPath) }
+                        return try self.openVault().contents
+                    },
+                    warn: { Console.warning($0) })
+    }
+}
+
+enum ConfigCommand {
+    static func checkedSetting(_ name: String) throws -> SettingSpec {
+        guard let spec = SettingsSchema.spec(named: name) else { throw ConfigError.unknownSetting(name) }
+        return spec
+    }
+
+    static func set(_ call: Invocation) throws {
+        let (name, raw) = (call.positionals[0], call.positionals[1])
+        let spec = try checkedSetting(name)
+        let layer = call.flag("--file") ? "config.json" : "vault"
+        let value: String
+        switch spec.validate(raw) {
+        case .success(let valid): value = valid
+        case .failure(let problem): throw ConfigError.invalidValue(layer: layer, setting: name, message: problem.message, fromFlag: true)
+        }
+        if spec.name == "endpoint", let url = EndpointURL(value), !url.isSecure {
+            Console.warning("\(value) is plain http on a non-loopback host; commands will refuse it without --allow-insecure-endpoint")
+        }
+        let context = call.context
+        if call.flag("--file") {
+            var file = try context.loadConfigFile()
+            file.set(name, value)
+            try file.save()
+        } else {
+            guard context.store.exists else { throw VaultError.notFound(path: context.vaultPath) }
+            let passphrase = try context.readPassphrase()
+            try context.modifyVault(unlockWith: passphrase) { try $0.contents.setSetting(name, value: value) }
+        }
+        Console.err("gemvault: \(name) set in the \(layer)\n")
+    }
+
+    static func stored(_ call: Invocation) throws -> [String: String] {
+        if call.flag("--file") { return try call.context.loadConfigFile().values }
+        return try call.context.openVault().contents.settings
+    }
+
+    static func get(_ call: Invocation) throws {
+        let name = call.positionals[0]
+        _ = try checkedSetting(name)
+        guard let value = try stored(call)[name] else {
+            throw CommandFailure(.failure, "\(name) is not set in the \(call.flag("--file") ? "config file" : "vault")",
+                                 hint: "'gemvault config explain' shows the effective value and where it comes from")
+        }
+        Console.out(value + "\n")
+    }
+
+    static func unset(_ call: Invocation) throws {
+        let name = call.positionals[0]
+        _ = try checkedSetting(name)
+        let context = call.context
+        var removed = false
+        if call.flag("--file") {
+            var file = try context.loadConfigFile()
+            removed = file.unset(name)
+            if removed { try file.save() }
+        } else {
+            let passphrase = try context.readPassphrase()
+            try context.modifyVault(unlockWith: passphrase) { removed = $0.contents.removeSetting(name) }
+        }
+        Console.err(removed ? "gemvault: \(name) unset\n" : "gemvault: \(name) was not set\n")
+    }
+
+    static func list(_ call: Invocation) throws {
+        let values = try stored(call)
+        if call.flag("--json") { Output.json(values); return }
+        for name in values.keys.sorted() { Console.out("\(name)=\(display(name, values[name]!))\n") }
+    }
+
+    static func display(_ name: String, _ value: String) -> String {
+        SettingsSchema.spec(named: name)?.mayHoldSecret == true ? SecretBytes(utf8: value).masked : value
+    }
+
+    struct ExplainedSetting: Encodable {
+        let name: String
+        let value: String?
+        let origin: String
+        let layer: String
+    }
+
+    struct Explanation: Encodable {
+        let settings: [ExplainedSetting]
+        let vault: String
+    }
+
+    static func explain(_ call: Invocation) throws {
+        let context = call.context
+        var layers = try context.settingLayers(call)
+        var vaultState: String
+        if call.flag("--no-vault") {
+            vaultState = "skipped (--no-vault)"
+        } else if !context.store.exists {
+            vaultState = "absent"
+        } else if !context.canReadPassphrase {
+            vaultState = "not opened (no terminal; pass --passphrase-fd or --passphrase-file)"
+            Console.warning("the vault was not opened, so its settings are not shown")
+        } else {
+            layers.vaultSettings = try context.openVault().contents.settings
+            vaultState = "opened"
+        }
+        let settings = try Settings.resolve(layers)
+        let explained = settings.all.map { setting in
+            ExplainedSetting(name: setting.name, value: setting.value.map { display(setting.name, $0) },
+                             origin: setting.origin.label, layer: setting.origin.kind)
+        }
+        if call.flag("--json") { Output.json(Explanation(settings: explained, vault: vaultState)); return }
+        Console.out(Output.table([["SETTING", "VALUE", "ORIGIN"]] + explained.map { [$0.name, $0.value ?? "(unset)", $0.origin] }))
+        Console.err("gemvault: vault layer: \(vaultState)\n")
+    }
+
+    struct WhichResult: Encodable {
+        let source: String
+        let detail: String
+        let name: String?
+        let masked: String
+        let updated: String?
+        let age_days: Int64?
+        let shadowed: [Shadow]
+
+        struct Shadow: Encodable {
+            let source: String
+            let detail: String
+        }
+    }
+
+    static func which(_ call: Invocation) throws {
+        let resolver = try call.context.keyResolver(call)
+        let (key, settings) = try resolver.resolve()
+        let shadowed = resolver.shadowed(by: key.source, settings: settings)
+        var name: String?
+        if case .vault(_, let keyName) = key.source { name = keyName }
+        let result = WhichResult(
+            source: key.source.kind, detail: key.source.label, name: name, masked: key.secret.masked,
+            updated: key.updated.map(Output.isoDate), age_days: key.updated.map { (Output.now() - $0) / 86400 },
+            shadowed: shadowed.map { WhichResult.Shadow(source: $0.source.kind, detail: $0.note) })
+        for shadow in shadowed { Console.warning("\(shadow.note), but it is shadowed by \(key.source.label)") }
+        if call.flag("--json") { Output.json(result); return }
+        var text = "source: \(key.source.label)\nkey:    \(key.secret.masked)\n"
+        if let updated = key.updated { text += "age:    \(Output.age(since: updated)) (set \(Output.isoDate(updated)))\n" }
+        Console.out(text)
+        if let days = result.age_days, let limit = settings.int("rotation_days"), limit > 0, days >= Int64(limit) {
+            Console.warning("the key is \(days) days old; rotation_days is \(limit)")
+        }
+    }
+
+    struct DoctorReport: Encodable {
+        let clean: Bool
+        let checks: [String]
+        let findings: [Finding]
+    }
+
+    static func doctor(_ call: Invocation) throws {
+        let context = call.context
+        // Settings are read without the vault: doctor never asks for a passphrase.
+        let layers = SettingLayers(configFile: try? ConfigFile.load(path: context.paths.configFile), environment: context.environment,
+                                   allowInsecureEndpoint: true)
+        let doctor = Doctor(paths: context.paths, vaultPath: context.vaultPath, environment: context.environment,
+                            settings: try? Settings.resolve(layers), coreDumpsDisabled: !ProcessHardening.isDumpable)
+        let findings = doctor.run()
+        if call.flag("--json") {
+            Output.json(DoctorReport(clean: findings.isEmpty, checks: Doctor.checks, findings: findings))
+        } else if findings.isEmpty {
+            Console.out("ok: no findings (checked \(Doctor.checks.joined(separator: ", ")))\n")
+        } else {
+            for finding in findings { Console.out("[\(finding.check)] \(finding.message)\n    fix: \(finding.fix)\n") }
+        }
+        if !findings.isEmpty { throw CommandFailure(.failure, "", hint: nil) }
+    }
+}

@@ -63,25 +63,33 @@ public struct KeyResolver {
     public var vaultPath: String
     /// `--key NAME` when given: then a missing vault key is an error, not a fall-through.
     public var explicitKeyName: String?
-    public var settings: Settings
+    /// Every settings layer except the vault's, which is added once the vault is open.
+    public var layers: SettingLayers
     /// Opens the vault when it exists; throws when no passphrase can be had.
     public var openVault: () throws -> VaultContents?
     public var warn: (String) -> Void
 
     public init(keyFileFlag: String?, environment: [String: String], paths: Paths, vaultPath: String,
-                explicitKeyName: String?, settings: Settings,
+                explicitKeyName: String?, layers: SettingLayers,
                 openVault: @escaping () throws -> VaultContents?, warn: @escaping (String) -> Void) {
         self.keyFileFlag = keyFileFlag
         self.environment = environment
         self.paths = paths
         self.vaultPath = vaultPath
         self.explicitKeyName = explicitKeyName
-        self.settings = settings
+        self.layers = layers
         self.openVault = openVault
         self.warn = warn
     }
 
-    public var keyName: String { explicitKeyName ?? settings.keyName }
+    /// The effective settings, with the vault's layer when `vaultSettings` is given.
+    public func settings(vaultSettings: [String: String]? = nil) throws -> Settings {
+        var all = layers
+        if let vaultSettings { all.vaultSettings = vaultSettings; all.vaultPath = vaultPath }
+        return try Settings.resolve(all)
+    }
+
+    func keyName(_ settings: Settings) -> String { explicitKeyName ?? settings.keyName }
 
     /// The variable the environment step uses, warning once when both are set and differ.
     func environmentKey(warnIfBoth: Bool) -> (variable: String, value: String)? {
@@ -97,40 +105,45 @@ public struct KeyResolver {
         return nil
     }
 
-    public func resolve() throws -> ResolvedKey {
+    /// The key and the effective settings (with the vault's layer when the vault was opened).
+    public func resolve() throws -> (key: ResolvedKey, settings: Settings) {
         var reasons: [String] = []
+        var settings = try self.settings()
         if let path = keyFileFlag {
-            return try readKeyFile(path, source: .keyFileFlag(path: path), required: true)!
+            return (try readKeyFile(path, source: .keyFileFlag(path: path), required: true)!, settings)
         }
         if let (variable, value) = environmentKey(warnIfBoth: true) {
-            return ResolvedKey(secret: SecretBytes(utf8: value).trimmingWhitespace(), source: .environment(variable: variable), updated: nil)
+            let secret = SecretBytes(utf8: value).trimmingWhitespace()
+            return (ResolvedKey(secret: secret, source: .environment(variable: variable), updated: nil), settings)
         }
         reasons.append("GOOGLE_API_KEY and GEMINI_API_KEY are not set")
         if VaultStore(path: vaultPath).exists {
             if let contents = try openVault() {
-                if let stored = contents.key(named: keyName) {
-                    return ResolvedKey(secret: stored.secret, source: .vault(path: vaultPath, name: keyName), updated: stored.updated)
+                settings = try self.settings(vaultSettings: contents.settings)
+                let name = keyName(settings)
+                if let stored = contents.key(named: name) {
+                    return (ResolvedKey(secret: stored.secret, source: .vault(path: vaultPath, name: name), updated: stored.updated), settings)
                 }
-                if explicitKeyName != nil { throw VaultError.keyNotFound(name: keyName) }
-                reasons.append("the vault \(vaultPath) has no key '\(keyName)'")
+                if explicitKeyName != nil { throw VaultError.keyNotFound(name: name) }
+                reasons.append("the vault \(vaultPath) has no key '\(name)'")
             }
         } else {
             reasons.append("there is no vault at \(vaultPath)")
         }
         if let key = try readKeyFile(paths.keyFile, source: .keyFile(path: paths.keyFile), required: false) {
-            return key
+            return (key, settings)
         }
         reasons.append("there is no key file at \(paths.keyFile)")
         if let command = settings.string("key_command"), !command.isEmpty {
             let secret = try KeyCommand.run(command, timeout: settings.double("key_command_timeout") ?? 10, environment: environment)
-            return ResolvedKey(secret: secret, source: .keyCommand(command: command), updated: nil)
+            return (ResolvedKey(secret: secret, source: .keyCommand(command: command), updated: nil), settings)
         }
         reasons.append("key_command is not set")
         throw ConfigError.noKey(reasons: reasons)
     }
 
     /// Sources below or beside `winner` that also hold a key (checked without any prompt).
-    public func shadowed(by winner: KeySource) -> [ShadowedSource] {
+    public func shadowed(by winner: KeySource, settings: Settings) -> [ShadowedSource] {
         var found: [ShadowedSource] = []
         let order = ["key-file-flag", "environment", "vault", "key-file", "key-command"]
         let winnerRank = order.firstIndex(of: winner.kind) ?? 0
@@ -141,7 +154,7 @@ public struct KeyResolver {
         let gemini = environment["GEMINI_API_KEY"].map { !$0.isEmpty } ?? false
         if google { consider(.environment(variable: "GOOGLE_API_KEY"), "GOOGLE_API_KEY is set") }
         if gemini { consider(.environment(variable: "GEMINI_API_KEY"), "GEMINI_API_KEY is set") }
-        if VaultStore(path: vaultPath).exists { consider(.vault(path: vaultPath, name: keyName), "a vault exists at \(vaultPath)") }
+        if VaultStore(path: vaultPath).exists { consider(.vault(path: vaultPath, name: keyName(settings)), "a vault exists at \(vaultPath)") }
         if FileSecurity.mode(of: paths.keyFile) != nil { consider(.keyFile(path: paths.keyFile), "a key file exists at \(paths.keyFile)") }
         if let command = settings.string("key_command"), !command.isEmpty { consider(.keyCommand(command: command), "key_command is set") }
         return found

@@ -1,7 +1,7 @@
 internal import CSodium
 
 /// The only place that calls libsodium. Every return code becomes a thrown error.
-enum Sodium {
+public enum Sodium {
     /// `sodium_init` runs once, on first use of any wrapper.
     private static let initialized: Bool = sodium_init() >= 0
 
@@ -152,4 +152,9 @@ enum SodiumError: Error, Equatable {
     case authenticationFailed
     case outOfMemory
     case invalidInput(String)
+}
+
+extension Sodium {
+    /// A uniformly random fraction in [0, 1), for backoff jitter.
+    public static func uniformFraction() -> Double { Double(randomUniform(1 << 30)) / Double(1 << 30) }
 }

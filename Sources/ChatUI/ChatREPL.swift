@@ -1,0 +1,232 @@
+@preconcurrency import CEditLine
+import CSystemShims
+import GeminiClient
+import Glibc
+import TerminalIO
+
+/// The interactive chat: libedit input, streaming replies that Ctrl-C stops, slash commands.
+public final class ChatREPL {
+    public var conversation: Conversation
+    private let client: GeminiClient
+    private let style: Style
+    private let interactive: Bool
+    private var pendingRetry: String?
+
+    public init(conversation: Conversation, client: GeminiClient, style: Style, interactive: Bool) {
+        self.conversation = conversation
+        self.client = client
+        self.style = style
+        self.interactive = interactive
+    }
+
+    var userLabel: String { style.bold(style.blue("you ›")) + " " }
+    var modelLabel: String { style.bold(style.gray("gemini ›")) + " " }
+
+    /// Runs until /exit or Ctrl-D.
+    public func run() {
+        gv_interrupt_install()
+        defer { gv_interrupt_uninstall() }
+        if interactive {
+            // Bracketed paste: a pasted block arrives between ESC[200~ and ESC[201~ and is sent as one message.
+            Console.out("\u{1B}[?2004h")
+            Console.err(style.dim("gemvault chat with \(conversation.model). Enter sends, \"\"\" starts a multi-line block, /help lists commands, Ctrl-D leaves.") + "\n")
+        }
+        defer { if interactive { Console.out("\u{1B}[?2004l") } }
+        while let input = readMessage() {
+            let trimmed = input.trimmingCharacters
+            if trimmed.isEmpty { continue }
+            if trimmed.hasPrefix("/") {
+                if !slashCommand(trimmed) { break }
+                if let message = pendingRetry {
+                    pendingRetry = nil
+                    send(message)
+                }
+                continue
+            }
+            send(input)
+        }
+    }
+
+    // MARK: Input
+
+    private func readLine(_ prompt: String) -> String?? {
+        gv_interrupt_clear()
+        guard let raw = readline(prompt) else {
+            // libedit returns NULL for Ctrl-D and, with our handler, for Ctrl-C.
+            if gv_interrupt_pending() != 0 { return .some(nil) }
+            return nil
+        }
+        defer { free(raw) }
+        return .some(String(cString: raw))
+    }
+
+    /// One message: a line, a pasted block, or a `"""` block. nil at end of input.
+    func readMessage() -> String? {
+        while true {
+            guard let line = readLine(interactive ? userLabel : "") else { return nil }
+            guard var text = line else {
+                Console.err("\n" + style.dim("(Ctrl-C only stops a reply; type /exit or press Ctrl-D to leave)") + "\n")
+                continue
+            }
+            if text.contains("\u{1B}[200~") {
+                text = text.replacingAll("\u{1B}[200~", with: "")
+                while !text.contains("\u{1B}[201~") {
+                    guard let next = readLine(""), let more = next else { break }
+                    text += "\n" + more
+                }
+                text = text.replacingAll("\u{1B}[201~", with: "")
+            } else if text.trimmingCharacters == "\"\"\"" {
+                var lines: [String] = []
+                while true {
+                    guard let next = readLine(interactive ? style.dim("…    ") : ""), let more = next else { break }
+                    if more.trimmingCharacters == "\"\"\"" { break }
+                    lines.append(more)
+                }
+                text = lines.joined(separator: "\n")
+            }
+            if !text.isEmpty && SecretScanner.findings(in: text).isEmpty && !text.contains("\n") { add_history(text) }
+            return text
+        }
+    }
+
+    // MARK: Sending
+
+    func send(_ message: String) {
+        for finding in SecretScanner.findings(in: message) {
+            Console.warning("the message contains what looks like \(finding); it is being sent to Gemini")
+        }
+        gv_interrupt_clear()
+        let printer = ReplyPrinter(spinner: interactive && Terminal.stderrIsTerminal, prefix: modelLabel)
+        do {
+            let result = try client.streamGenerateContent(model: conversation.model, request: conversation.request(for: message),
+                                                          handlers: printer.handlers())
+            printer.finish()
+            if result.interrupted {
+                Console.err(style.yellow("[interrupted]") + "\n")
+            }
+            conversation.record(user: message, result: result)
+        } catch let partial as PartialReply {
+            printer.finish()
+            report(partial.error)
+            // A reply cut short by the model (MAX_TOKENS …) is still a reply.
+            if !partial.result.text.isEmpty { conversation.record(user: message, result: partial.result) }
+        } catch let error as GeminiError {
+            printer.finish()
+            report(error)
+        } catch {
+            printer.finish()
+            Console.error("\(error)")
+        }
+        gv_interrupt_clear()
+    }
+
+    private func report(_ error: GeminiError) {
+        if error.category == .interrupted { Console.err(style.yellow("[interrupted]") + "\n"); return }
+        Console.error(error.message)
+        if let hint = error.hint { Console.hint(hint) }
+    }
+
+    // MARK: Slash commands
+
+    static let help = """
+    /help               this list
+    /model [NAME]       show or change the model
+    /system [TEXT]      show or set the system instruction (/system off removes it)
+    /temperature T      set the temperature (0 to 2)
+    /clear              start a new conversation
+    /retry              send the last message again
+    /undo               remove the last exchange
+    /usage              tokens of the last reply and of this session
+    /save FILE          write the conversation as Markdown (mode 0600)
+    /exit               leave (Ctrl-D works too)
+    """
+
+    /// Returns false when the chat should end.
+    func slashCommand(_ line: String) -> Bool {
+        let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+        let argument = parts.count > 1 ? parts[1].trimmingCharacters : ""
+        switch parts[0] {
+        case "/exit", "/quit":
+            return false
+        case "/help":
+            Console.err(Self.help + "\n")
+        case "/model":
+            if argument.isEmpty { Console.err("model: \(conversation.model)\n") }
+            else if (try? GeminiClient.modelResource(argument)) == nil { Console.error("'\(argument)' is not a valid model name") }
+            else { conversation.model = argument; Console.err("model set to \(argument)\n") }
+        case "/system":
+            if argument.isEmpty { Console.err("system: \(conversation.systemPrompt ?? "(none)")\n") }
+            else if argument == "off" { conversation.systemPrompt = nil; Console.err("system instruction removed\n") }
+            else { conversation.systemPrompt = argument; Console.err("system instruction set\n") }
+        case "/temperature":
+            guard let value = Double(argument), (0...2).contains(value) else {
+                Console.error("/temperature takes a number from 0 to 2")
+                return true
+            }
+            conversation.generation.temperature = value
+            Console.err("temperature set to \(argument)\n")
+        case "/clear":
+            conversation.clear()
+            Console.err("new conversation\n")
+        case "/undo":
+            if conversation.undo() == nil { Console.err("nothing to undo\n") } else { Console.err("removed the last exchange\n") }
+        case "/retry":
+            guard let message = conversation.undo() else { Console.err("nothing to retry\n"); return true }
+            pendingRetry = message
+        case "/usage":
+            if let usage = conversation.lastUsage {
+                Console.err("last reply: prompt \(usage.promptTokenCount ?? 0), reply \(usage.candidatesTokenCount ?? 0), thoughts \(usage.thoughtsTokenCount ?? 0), total \(usage.totalTokenCount ?? 0) tokens\n")
+            } else {
+                Console.err("no reply yet\n")
+            }
+            Console.err("session: \(conversation.sessionTokens) tokens\n")
+        case "/save":
+            guard !argument.isEmpty else { Console.error("/save needs a file name"); return true }
+            if let problem = Self.save(conversation.markdown(), to: argument) { Console.error(problem) }
+            else { Console.err("saved to \(argument)\n") }
+        default:
+            Console.error("unknown command \(parts[0]); /help lists them")
+        }
+        return true
+    }
+
+    /// Writes a private file without following a symlink at the destination.
+    static func save(_ text: String, to path: String) -> String? {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { return "cannot write \(path): \(String(cString: strerror(errno)))" }
+        defer { close(fd) }
+        Console.write(fd, text)
+        return nil
+    }
+}
+
+extension String {
+    var trimmingCharacters: String {
+        let scalars = unicodeScalars
+        guard let start = scalars.firstIndex(where: { !$0.properties.isWhitespace }) else { return "" }
+        let end = scalars.lastIndex(where: { !$0.properties.isWhitespace })!
+        return String(scalars[start...end])
+    }
+
+    func replacingAll(_ target: String, with replacement: String) -> String {
+        var result = ""
+        var rest = self[...]
+        while let range = rest.range(of: target) {
+            result += rest[..<range.lowerBound] + replacement
+            rest = rest[range.upperBound...]
+        }
+        return result + rest
+    }
+}
+
+private extension Substring {
+    func range(of target: String) -> Range<Substring.Index>? {
+        guard !target.isEmpty else { return nil }
+        var index = startIndex
+        while index < endIndex {
+            if self[index...].hasPrefix(target) { return index..<self.index(index, offsetBy: target.count) }
+            index = self.index(after: index)
+        }
+        return nil
+    }
+}

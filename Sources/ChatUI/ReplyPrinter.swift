@@ -1,0 +1,68 @@
+import CSystemShims
+import GeminiClient
+import Glibc
+import TerminalIO
+
+/// Prints a streaming reply: a spinner on stderr until the first text, then the text on
+/// stdout with control and escape sequences neutralised. Retries are announced on stderr.
+public final class ReplyPrinter {
+    private let spinnerEnabled: Bool
+    private var spinnerShown = false
+    private var frame = 0
+    private var receivedText = false
+    private let frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
+    private let prefix: String
+    public private(set) var endsWithNewline = true
+
+    /// `prefix` is written before the first text (the chat's label).
+    public init(spinner: Bool, prefix: String = "") {
+        self.spinnerEnabled = spinner
+        self.prefix = prefix
+    }
+
+    /// Handlers that print, and cancel on Ctrl-C.
+    public func handlers() -> StreamHandlers {
+        StreamHandlers(
+            onText: { [self] text in self.print(text) },
+            onRetry: { [self] notice in
+                self.clearSpinner()
+                Console.warning("retrying in \(Self.seconds(notice.delay)) (\(notice.reason))")
+            },
+            onTick: { [self] in self.tick() },
+            isCancelled: { gv_interrupt_pending() != 0 })
+    }
+
+    public func print(_ text: String) {
+        clearSpinner()
+        if !receivedText {
+            receivedText = true
+            Console.out(prefix)
+        }
+        let safe = EscapeNeutralizer.neutralize(text)
+        Console.out(safe)
+        if let last = safe.last { endsWithNewline = last == "\n" }
+    }
+
+    func tick() {
+        guard spinnerEnabled, !receivedText else { return }
+        Console.err("\r" + frames[frame % frames.count] + " waiting for Gemini…")
+        spinnerShown = true
+        frame += 1
+    }
+
+    public func clearSpinner() {
+        guard spinnerShown else { return }
+        Console.err("\r\u{1B}[2K")
+        spinnerShown = false
+    }
+
+    /// Ends the reply on a fresh line.
+    public func finish() {
+        clearSpinner()
+        if receivedText && !endsWithNewline { Console.out("\n"); endsWithNewline = true }
+    }
+
+    static func seconds(_ value: Double) -> String {
+        value >= 10 || value == value.rounded() ? "\(Int(value.rounded())) s" : "\((value * 10).rounded() / 10) s"
+    }
+}

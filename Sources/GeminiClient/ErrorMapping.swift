@@ -1,0 +1,120 @@
+import FoundationEssentials
+
+/// Turns Google's error bodies and finish reasons into `GeminiError`s a person can act on.
+///
+/// Google's `DebugInfo` details can quote part of the key ("Invalid API key: AIzv…"), so
+/// no text from `details` is ever shown, and messages are cut before any key-shaped token.
+public struct ErrorMapper: Sendable {
+    /// Where the key came from, for "the key from X was rejected".
+    public var keyOrigin: String
+    /// How to replace a key from that source.
+    public var keyReplaceHint: String
+    public var model: String
+    public var apiVersion: String
+
+    public init(keyOrigin: String, keyReplaceHint: String, model: String, apiVersion: String) {
+        self.keyOrigin = keyOrigin
+        self.keyReplaceHint = keyReplaceHint
+        self.model = model
+        self.apiVersion = apiVersion
+    }
+
+    /// An HTTP error status with its body (or an `{"error":…}` received inside a stream).
+    public func apiError(status: Int, body: [UInt8]) -> GeminiError {
+        let envelope = Self.decodeEnvelope(body)
+        let code = envelope?.error.code ?? status
+        let statusName = envelope?.error.status ?? "HTTP \(status)"
+        let message = Self.redact(envelope?.error.message ?? "no error message")
+        let details = envelope?.error.details ?? []
+        let reasons = details.compactMap(\.reason)
+
+        if reasons.contains("API_KEY_INVALID") || message.contains("API key not valid") {
+            return GeminiError(category: .refused, message: "the API key from \(keyOrigin) was rejected by Gemini (API_KEY_INVALID)",
+                               hint: keyReplaceHint, status: code, reason: "API_KEY_INVALID")
+        }
+        if reasons.contains("SERVICE_DISABLED") {
+            return GeminiError(category: .refused, message: "the Generative Language API is not enabled for the key's project (\(code) \(statusName))",
+                               hint: "enable it in the Google Cloud console for the project the key belongs to, or create a key at https://aistudio.google.com",
+                               status: code, reason: "SERVICE_DISABLED")
+        }
+        switch code {
+        case 403:
+            return GeminiError(category: .refused, message: "permission denied (\(code) \(statusName)): \(message)",
+                               hint: "check that the key from \(keyOrigin) may call the Gemini API", status: code, reason: statusName)
+        case 404:
+            return GeminiError(category: .refused, message: "model '\(model)' was not found for API version \(apiVersion) (\(code) \(statusName))",
+                               hint: "run 'gemvault models' to list the models your key can use", status: code, reason: statusName)
+        case 429:
+            let final = Self.isDailyQuota(details)
+            return GeminiError(category: .refused,
+                               message: final ? "the daily quota is used up (429 \(statusName)): \(message)" : "rate limited (429 \(statusName)): \(message)",
+                               hint: final ? "wait for the quota to reset or use a key with a higher tier" : "wait a moment and try again",
+                               status: code, reason: statusName)
+        case 500...599:
+            return GeminiError(category: .network, message: "the Gemini server failed (\(code) \(statusName)): \(message)",
+                               hint: "try again later", status: code, reason: statusName)
+        default:
+            return GeminiError(category: .refused, message: "Gemini refused the request (\(code) \(statusName)): \(message)",
+                               status: code, reason: statusName)
+        }
+    }
+
+    /// A response that ended for a reason other than STOP, or a prompt that was blocked.
+    public func finishProblem(finishReason: String?, blockReason: String?, hasText: Bool) -> GeminiError? {
+        if let blockReason {
+            return GeminiError(category: .refused, message: "the prompt was blocked by Gemini (\(blockReason))",
+                               hint: "rephrase the prompt", reason: "blocked:\(blockReason)")
+        }
+        switch finishReason {
+        case nil, "STOP", "FINISH_REASON_UNSPECIFIED":
+            return nil
+        case "MAX_TOKENS":
+            return GeminiError(category: .refused, message: "the reply was cut off at the output token limit (MAX_TOKENS)",
+                               hint: "raise max_output_tokens, or ask for a shorter answer", reason: "MAX_TOKENS")
+        case "SAFETY":
+            return GeminiError(category: .refused, message: "the reply was stopped by Gemini's safety filters (SAFETY)",
+                               hint: "rephrase the prompt", reason: "SAFETY")
+        case "RECITATION":
+            return GeminiError(category: .refused, message: "the reply was stopped because it recited source material (RECITATION)",
+                               hint: "ask for a summary in your own words", reason: "RECITATION")
+        case let other?:
+            return GeminiError(category: .refused, message: "the reply ended early (\(other))", reason: other)
+        }
+    }
+
+    /// The delay RetryInfo asks for (`"40s"`, `"1.5s"`, `"200ms"`), in seconds.
+    static func retryDelay(_ body: [UInt8]) -> Double? {
+        guard let details = decodeEnvelope(body)?.error.details else { return nil }
+        for detail in details {
+            guard let text = detail.retryDelay else { continue }
+            if text.hasSuffix("ms"), let value = Double(text.dropLast(2)) { return value / 1000 }
+            if text.hasSuffix("s"), let value = Double(text.dropLast()) { return value }
+        }
+        return nil
+    }
+
+    static func isDailyQuota(_ details: [ErrorEnvelope.Detail]) -> Bool {
+        details.flatMap { $0.violations ?? [] }.contains { ($0.quotaId ?? "").contains("PerDay") }
+    }
+
+    static func decodeEnvelope(_ body: [UInt8]) -> ErrorEnvelope? {
+        var trimmed = body[...]
+        while let first = trimmed.first, first == 0x20 || first == 0x0A || first == 0x0D || first == 0x09 { trimmed = trimmed.dropFirst() }
+        // Without alt=sse errors can come wrapped in an array.
+        if trimmed.first == UInt8(ascii: "["), let list = try? JSONDecoder().decode([ErrorEnvelope].self, from: Data(trimmed)) { return list.first }
+        return try? JSONDecoder().decode(ErrorEnvelope.self, from: Data(trimmed))
+    }
+
+    /// Drops any word that looks like an API key, and shortens very long messages.
+    static func redact(_ message: String) -> String {
+        let words = message.split(separator: " ", omittingEmptySubsequences: false).map { word -> String in
+            word.contains("AIza") ? "[redacted]" : String(word)
+        }
+        let joined = words.joined(separator: " ").replacingNewlines
+        return joined.count > 400 ? String(joined.prefix(400)) + "…" : joined
+    }
+}
+
+extension String {
+    var replacingNewlines: String { split(separator: "\n", omittingEmptySubsequences: true).joined(separator: " ") }
+}

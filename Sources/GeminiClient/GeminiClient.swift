@@ -1,0 +1,317 @@
+import FoundationEssentials
+import Glibc
+import VaultCore
+
+/// Where and how to reach the API.
+public struct ClientConfiguration: Sendable {
+    public var endpoint: String
+    public var apiVersion: String
+    /// Seconds allowed for connecting, for the first byte, and for any silence between events.
+    public var timeout: Double
+    public var maxAttempts: Int
+    /// The first backoff delay in seconds; it doubles per attempt up to `maxBackoff`.
+    public var initialBackoff: Double
+    public var maxBackoff: Double
+    /// RetryInfo delays longer than this are not waited for.
+    public var maxRetryInfoDelay: Double
+
+    public init(endpoint: String, apiVersion: String, timeout: Double, maxAttempts: Int = 5,
+                initialBackoff: Double = 1, maxBackoff: Double = 30, maxRetryInfoDelay: Double = 120) {
+        self.endpoint = endpoint
+        self.apiVersion = apiVersion
+        self.timeout = timeout
+        self.maxAttempts = maxAttempts
+        self.initialBackoff = initialBackoff
+        self.maxBackoff = maxBackoff
+        self.maxRetryInfoDelay = maxRetryInfoDelay
+    }
+}
+
+/// A retry about to happen, for the caller to show.
+public struct RetryNotice: Sendable, Equatable {
+    public let delay: Double
+    public let attempt: Int
+    public let reason: String
+}
+
+/// How the caller follows a request: text as it arrives, retries, ticks while waiting, cancellation.
+public struct StreamHandlers {
+    public var onText: (String) -> Void
+    public var onRetry: (RetryNotice) -> Void
+    public var onTick: () -> Void
+    public var isCancelled: () -> Bool
+
+    public init(onText: @escaping (String) -> Void = { _ in }, onRetry: @escaping (RetryNotice) -> Void = { _ in },
+                onTick: @escaping () -> Void = {}, isCancelled: @escaping () -> Bool = { false }) {
+        self.onText = onText
+        self.onRetry = onRetry
+        self.onTick = onTick
+        self.isCancelled = isCancelled
+    }
+}
+
+/// The outcome of one model turn.
+public struct TurnResult: Sendable {
+    public var text: String
+    public var finishReason: String?
+    public var usage: UsageMetadata?
+    public var modelVersion: String?
+    /// True when the caller cancelled; `text` is the partial reply.
+    public var interrupted: Bool
+}
+
+/// A Gemini REST client. It holds the key only as `SecretBytes` and sends it only in the
+/// `x-goog-api-key` header; it never writes to a terminal.
+public final class GeminiClient {
+    public let configuration: ClientConfiguration
+    public let errors: ErrorMapper
+    private let apiKey: SecretBytes
+
+    public init(configuration: ClientConfiguration, apiKey: SecretBytes, errors: ErrorMapper) {
+        self.configuration = configuration
+        self.apiKey = apiKey
+        self.errors = errors
+    }
+
+    /// `models/NAME` for a bare name; names that could alter the URL are refused.
+    public static func modelResource(_ name: String) throws -> String {
+        let bad = name.isEmpty || name.contains("..") || name.contains { "?&#% \t\n".contains($0) }
+        guard !bad else { throw GeminiError(category: .refused, message: "'\(name)' is not a valid model name", reason: "invalid-model") }
+        return name.contains("/") ? name : "models/" + name
+    }
+
+    func url(_ path: String) -> String { "\(configuration.endpoint)/\(configuration.apiVersion)/\(path)" }
+
+    // MARK: Streaming
+
+    /// Streams a reply with `:streamGenerateContent?alt=sse`, retrying failures that happen
+    /// before any text arrived. Thought parts are skipped.
+    public func streamGenerateContent(model: String, request: GenerateContentRequest, handlers: StreamHandlers) throws -> TurnResult {
+        let body = try encode(request)
+        let target = url(try Self.modelResource(model) + ":streamGenerateContent?alt=sse")
+        return try withRetries(handlers: handlers) { () throws -> Attempt<TurnResult> in
+            var parser = SSEParser()
+            var result = TurnResult(text: "", finishReason: nil, usage: nil, modelVersion: nil, interrupted: false)
+            var errorBody: [UInt8] = []
+            var httpStatus = 0
+            var streamError: GeminiError?
+            var blockReason: String?
+
+            func handle(_ events: [[UInt8]]) {
+                for event in events where streamError == nil {
+                    if let envelope = ErrorMapper.decodeEnvelope(event), envelope.error.code != nil || envelope.error.status != nil {
+                        streamError = errors.apiError(status: envelope.error.code ?? 500, body: event)
+                        continue
+                    }
+                    guard let chunk = try? JSONDecoder().decode(GenerateContentResponse.self, from: Data(event)) else {
+                        streamError = GeminiError(category: .network, message: "the server sent an event that is not a Gemini response", reason: "bad-event")
+                        continue
+                    }
+                    let text = chunk.visibleText
+                    if !text.isEmpty {
+                        result.text += text
+                        handlers.onText(text)
+                    }
+                    if let reason = chunk.candidates?.first?.finishReason { result.finishReason = reason }
+                    if let usage = chunk.usageMetadata { result.usage = usage }
+                    if let version = chunk.modelVersion { result.modelVersion = version }
+                    if let block = chunk.promptFeedback?.blockReason { blockReason = block }
+                }
+            }
+
+            let outcome = HTTPTransport.perform(
+                method: "POST", url: target, apiKey: apiKey, body: body, idleTimeout: configuration.timeout,
+                onData: { status, bytes in
+                    httpStatus = status
+                    if status != 200 {
+                        errorBody.append(contentsOf: bytes)
+                        return errorBody.count < 1 << 20
+                    }
+                    handle(parser.feed(bytes))
+                    return streamError == nil
+                },
+                onTick: {
+                    handlers.onTick()
+                    return handlers.isCancelled()
+                })
+
+            switch outcome {
+            case .cancelled:
+                result.interrupted = true
+                return .done(result)
+            case .libraryMissing:
+                throw GeminiError(category: .network, message: "libcurl (libcurl.so.4) is not installed", hint: "apt-get install libcurl4", reason: "libcurl")
+            case .transportError(let message):
+                return .retry(GeminiError(category: .network, message: "cannot reach \(configuration.endpoint): \(message)", reason: "connection"),
+                              delay: nil, anyText: !result.text.isEmpty)
+            case .idleTimeout:
+                throw GeminiError(category: .network, message: "no data from the server for \(Int(configuration.timeout)) s (timeout)",
+                                  hint: "raise the limit with --timeout SECONDS or the 'timeout' setting", reason: "timeout")
+            case .complete(let status), .aborted(let status):
+                if status != 200 && httpStatus != 200 {
+                    let error = errors.apiError(status: status, body: errorBody)
+                    return .retry(error, delay: ErrorMapper.retryDelay(errorBody), anyText: false)
+                }
+                handle(parser.finish())
+                if streamError == nil, !parser.extra.isEmpty {
+                    // A bare JSON error after the events (Google's mid-stream failure).
+                    streamError = errors.apiError(status: 500, body: parser.extra)
+                }
+                if let streamError { return .retry(streamError, delay: nil, anyText: !result.text.isEmpty) }
+                if let problem = errors.finishProblem(finishReason: result.finishReason, blockReason: blockReason, hasText: !result.text.isEmpty) {
+                    throw PartialReply(error: problem, result: result)
+                }
+                return .done(result)
+            }
+        }
+    }
+
+    // MARK: Unary calls
+
+    /// One whole reply with `:generateContent`.
+    public func generateContent(model: String, request: GenerateContentRequest, handlers: StreamHandlers) throws -> TurnResult {
+        let body = try encode(request)
+        let target = url(try Self.modelResource(model) + ":generateContent")
+        let response: GenerateContentResponse = try call(method: "POST", url: target, body: body, handlers: handlers)
+        let result = TurnResult(text: response.visibleText, finishReason: response.candidates?.first?.finishReason,
+                                usage: response.usageMetadata, modelVersion: response.modelVersion, interrupted: false)
+        if let problem = errors.finishProblem(finishReason: result.finishReason, blockReason: response.promptFeedback?.blockReason, hasText: !result.text.isEmpty) {
+            throw PartialReply(error: problem, result: result)
+        }
+        return result
+    }
+
+    /// Every model, following `nextPageToken` (at most 50 pages).
+    public func listModels(handlers: StreamHandlers = StreamHandlers()) throws -> [ModelInfo] {
+        var models: [ModelInfo] = []
+        var token: String?
+        for _ in 0..<50 {
+            var target = url("models?pageSize=1000")
+            if let token { target += "&pageToken=" + Self.percentEncode(token) }
+            let page: ListModelsResponse = try call(method: "GET", url: target, body: nil, handlers: handlers)
+            models += page.models ?? []
+            guard let next = page.nextPageToken, !next.isEmpty else { break }
+            token = next
+        }
+        return models
+    }
+
+    /// Tokens in `contents` for `model`, with `:countTokens`.
+    public func countTokens(model: String, contents: [Content], handlers: StreamHandlers = StreamHandlers()) throws -> Int {
+        let target = url(try Self.modelResource(model) + ":countTokens")
+        let response: CountTokensResponse = try call(method: "POST", url: target, body: try encode(CountTokensRequest(contents: contents)), handlers: handlers)
+        return response.totalTokens ?? 0
+    }
+
+    private func call<Response: Decodable>(method: String, url: String, body: [UInt8]?, handlers: StreamHandlers) throws -> Response {
+        try withRetries(handlers: handlers) { () throws -> Attempt<Response> in
+            var received: [UInt8] = []
+            let outcome = HTTPTransport.perform(
+                method: method, url: url, apiKey: apiKey, body: body, idleTimeout: configuration.timeout,
+                onData: { _, bytes in
+                    received.append(contentsOf: bytes)
+                    return received.count < 64 << 20
+                },
+                onTick: {
+                    handlers.onTick()
+                    return handlers.isCancelled()
+                })
+            switch outcome {
+            case .cancelled:
+                throw GeminiError(category: .interrupted, message: "interrupted", reason: "interrupted")
+            case .libraryMissing:
+                throw GeminiError(category: .network, message: "libcurl (libcurl.so.4) is not installed", hint: "apt-get install libcurl4", reason: "libcurl")
+            case .transportError(let message):
+                return .retry(GeminiError(category: .network, message: "cannot reach \(configuration.endpoint): \(message)", reason: "connection"), delay: nil, anyText: false)
+            case .idleTimeout:
+                throw GeminiError(category: .network, message: "no data from the server for \(Int(configuration.timeout)) s (timeout)",
+                                  hint: "raise the limit with --timeout SECONDS or the 'timeout' setting", reason: "timeout")
+            case .complete(let status), .aborted(let status):
+                guard status == 200 else {
+                    return .retry(errors.apiError(status: status, body: received), delay: ErrorMapper.retryDelay(received), anyText: false)
+                }
+                guard let decoded = try? JSONDecoder().decode(Response.self, from: Data(received)) else {
+                    throw GeminiError(category: .network, message: "the server's answer is not valid JSON", reason: "bad-json")
+                }
+                return .done(decoded)
+            }
+        }
+    }
+
+    // MARK: Retry
+
+    enum Attempt<T> {
+        case done(T)
+        /// A failure; retried when retryable and no text reached the caller.
+        case retry(GeminiError, delay: Double?, anyText: Bool)
+    }
+
+    /// Retries 429 (honouring RetryInfo, never a daily quota), 500, 502, 503, 504 and
+    /// connection failures, with exponential backoff and ±25 % jitter.
+    func withRetries<T>(handlers: StreamHandlers, _ body: () throws -> Attempt<T>) throws -> T {
+        var attempt = 1
+        while true {
+            switch try body() {
+            case .done(let value):
+                return value
+            case .retry(let error, let retryInfo, let anyText):
+                let retryable = !anyText && Self.isRetryable(error) && attempt < configuration.maxAttempts
+                guard retryable else { throw error }
+                var delay = min(configuration.maxBackoff, configuration.initialBackoff * Double(1 << min(attempt - 1, 16)))
+                delay *= 0.75 + Double(Sodium.uniformFraction()) * 0.5
+                if let retryInfo {
+                    guard retryInfo <= configuration.maxRetryInfoDelay else { throw error }
+                    delay = retryInfo
+                }
+                handlers.onRetry(RetryNotice(delay: delay, attempt: attempt, reason: Self.shortReason(error)))
+                if Self.sleep(delay, isCancelled: handlers.isCancelled) {
+                    throw GeminiError(category: .interrupted, message: "interrupted while waiting to retry", reason: "interrupted")
+                }
+                attempt += 1
+            }
+        }
+    }
+
+    static func isRetryable(_ error: GeminiError) -> Bool {
+        if error.reason == "connection" { return true }
+        guard let status = error.status else { return false }
+        if status == 429 { return !error.message.hasPrefix("the daily quota") }
+        return [500, 502, 503, 504].contains(status)
+    }
+
+    static func shortReason(_ error: GeminiError) -> String {
+        if let status = error.status { return "\(status) \(error.reason)" }
+        return error.reason
+    }
+
+    /// Sleeps in short slices; returns true when cancelled.
+    static func sleep(_ seconds: Double, isCancelled: () -> Bool) -> Bool {
+        var remaining = seconds
+        while remaining > 0 {
+            if isCancelled() { return true }
+            let slice = min(remaining, 0.05)
+            usleep(useconds_t(slice * 1_000_000))
+            remaining -= slice
+        }
+        return isCancelled()
+    }
+
+    private func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+        Array(try JSONEncoder().encode(value))
+    }
+
+    static func percentEncode(_ text: String) -> String {
+        var result = ""
+        for byte in text.utf8 {
+            let safe = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte == 0x2d || byte == 0x5f || byte == 0x2e || byte == 0x7e
+            result += safe ? String(UnicodeScalar(byte)) : "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+        }
+        return result
+    }
+}
+
+/// A reply that ended with a problem (MAX_TOKENS, SAFETY …) after some text may have arrived.
+public struct PartialReply: Error {
+    public let error: GeminiError
+    public let result: TurnResult
+}

@@ -1,0 +1,78 @@
+import CCurlStream
+import Glibc
+import VaultCore
+
+/// One HTTP exchange over libcurl, with the body streamed to a closure as it arrives.
+struct HTTPTransport {
+    enum Outcome: Equatable {
+        case complete(status: Int)
+        case aborted(status: Int)
+        case idleTimeout(status: Int)
+        case cancelled
+        case transportError(String)
+        case libraryMissing
+    }
+
+    /// State the C callbacks reach through their context pointer.
+    private final class Callbacks {
+        let onData: (Int, UnsafeRawBufferPointer) -> Bool
+        let onTick: () -> Bool
+        init(onData: @escaping (Int, UnsafeRawBufferPointer) -> Bool, onTick: @escaping () -> Bool) {
+            self.onData = onData
+            self.onTick = onTick
+        }
+    }
+
+    /// Sends the request. `onData` returns false to abort; `onTick` returns true to cancel.
+    /// The API key is copied into the header list only inside secret memory, and libcurl's
+    /// copy is wiped by the C layer after the transfer.
+    static func perform(method: String, url: String, apiKey: SecretBytes, body: [UInt8]?, idleTimeout: Double,
+                        onData: @escaping (Int, UnsafeRawBufferPointer) -> Bool, onTick: @escaping () -> Bool) -> Outcome {
+        let callbacks = Callbacks(onData: onData, onTick: onTick)
+        let context = Unmanaged.passRetained(callbacks)
+        defer { context.release() }
+        let plainHeaders: [UnsafeMutablePointer<CChar>?] = ["Content-Type: application/json", "Accept: */*"].map { (text: String) in strdup(text) }
+        defer { plainHeaders.forEach { free($0) } }
+        var status = 0
+        var message = [CChar](repeating: 0, count: 512)
+        let result: Int32 = apiKey.withCString(prefix: "x-goog-api-key: ") { keyHeader in
+            var headers: [UnsafePointer<CChar>?] = plainHeaders.map { UnsafePointer($0) } + [keyHeader]
+            return headers.withUnsafeMutableBufferPointer { headerPointers in
+                method.withCString { methodPointer in
+                    url.withCString { urlPointer in
+                        let bodyCopy = body ?? []
+                        return bodyCopy.withUnsafeBufferPointer { bodyPointer in
+                            var request = gv_http_request(
+                                method: methodPointer, url: urlPointer,
+                                headers: headerPointers.baseAddress, header_count: headerPointers.count,
+                                body: body == nil ? nil : bodyPointer.baseAddress,
+                                body_length: bodyCopy.count, idle_timeout_ms: Int(idleTimeout * 1000))
+                            var statusCode = 0
+                            let rc = gv_http_perform(&request, { status, data, length, context in
+                                let callbacks = Unmanaged<Callbacks>.fromOpaque(context!).takeUnretainedValue()
+                                return callbacks.onData(status, UnsafeRawBufferPointer(start: data, count: length)) ? 0 : 1
+                            }, { context in
+                                let callbacks = Unmanaged<Callbacks>.fromOpaque(context!).takeUnretainedValue()
+                                return callbacks.onTick() ? 1 : 0
+                            }, context.toOpaque(), &statusCode, &message, message.count)
+                            status = statusCode
+                            return rc
+                        }
+                    }
+                }
+            }
+        }
+        switch Int(result) {
+        case Int(GV_HTTP_COMPLETE): return .complete(status: status)
+        case Int(GV_HTTP_ABORTED): return .aborted(status: status)
+        case Int(GV_HTTP_IDLE_TIMEOUT): return .idleTimeout(status: status)
+        case Int(GV_HTTP_CANCELLED): return .cancelled
+        case Int(GV_HTTP_LIBRARY_MISSING): return .libraryMissing
+        default:
+            return .transportError(message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
+        }
+    }
+
+    /// Whether libcurl has been mapped into this process (vault commands must leave it unmapped).
+    static var libraryLoaded: Bool { gv_http_library_loaded() == 1 }
+}

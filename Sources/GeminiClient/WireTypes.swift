@@ -1,0 +1,135 @@
+/// Request and response shapes of the Gemini REST API (v1beta), in its camelCase JSON.
+/// Decoders ignore unknown keys and keep enums as strings, so new server values never fail a decode.
+
+public struct Part: Codable, Sendable, Equatable {
+    public var text: String?
+    /// Thought-summary parts; never printed and never kept in history.
+    public var thought: Bool?
+
+    public init(text: String) {
+        self.text = text
+        self.thought = nil
+    }
+}
+
+public struct Content: Codable, Sendable, Equatable {
+    public var role: String?
+    public var parts: [Part]?
+
+    public init(role: String, text: String) {
+        self.role = role
+        self.parts = [Part(text: text)]
+    }
+
+    /// The visible text: thought parts left out.
+    public var visibleText: String {
+        (parts ?? []).filter { $0.thought != true }.compactMap(\.text).joined()
+    }
+}
+
+public struct GenerationConfig: Codable, Sendable, Equatable {
+    public var temperature: Double?
+    public var topP: Double?
+    public var topK: Int?
+    public var maxOutputTokens: Int?
+
+    public init(temperature: Double? = nil, topP: Double? = nil, topK: Int? = nil, maxOutputTokens: Int? = nil) {
+        self.temperature = temperature
+        self.topP = topP
+        self.topK = topK
+        self.maxOutputTokens = maxOutputTokens
+    }
+}
+
+public struct GenerateContentRequest: Codable, Sendable, Equatable {
+    public var contents: [Content]
+    public var systemInstruction: Content?
+    public var generationConfig: GenerationConfig?
+
+    public init(contents: [Content], systemInstruction: Content? = nil, generationConfig: GenerationConfig? = nil) {
+        self.contents = contents
+        self.systemInstruction = systemInstruction
+        self.generationConfig = generationConfig
+    }
+}
+
+public struct UsageMetadata: Codable, Sendable, Equatable {
+    public var promptTokenCount: Int?
+    public var candidatesTokenCount: Int?
+    public var thoughtsTokenCount: Int?
+    public var totalTokenCount: Int?
+}
+
+public struct Candidate: Codable, Sendable {
+    public var content: Content?
+    public var finishReason: String?
+    public var finishMessage: String?
+}
+
+public struct PromptFeedback: Codable, Sendable {
+    public var blockReason: String?
+    public var blockReasonMessage: String?
+}
+
+public struct GenerateContentResponse: Codable, Sendable {
+    public var candidates: [Candidate]?
+    public var promptFeedback: PromptFeedback?
+    public var usageMetadata: UsageMetadata?
+    public var modelVersion: String?
+    public var responseId: String?
+
+    public var visibleText: String { candidates?.first?.content?.visibleText ?? "" }
+}
+
+public struct ModelInfo: Codable, Sendable, Equatable {
+    public var name: String
+    public var displayName: String?
+    public var description: String?
+    public var inputTokenLimit: Int?
+    public var outputTokenLimit: Int?
+    public var supportedGenerationMethods: [String]?
+
+    public var shortName: String { name.hasPrefix("models/") ? String(name.dropFirst(7)) : name }
+}
+
+struct ListModelsResponse: Codable, Sendable {
+    var models: [ModelInfo]?
+    var nextPageToken: String?
+}
+
+struct CountTokensRequest: Codable, Sendable {
+    var contents: [Content]
+}
+
+public struct CountTokensResponse: Codable, Sendable {
+    public var totalTokens: Int?
+}
+
+/// Google's error envelope: `{"error": {"code", "message", "status", "details": [...]}}`.
+struct ErrorEnvelope: Decodable, Sendable {
+    struct Body: Decodable, Sendable {
+        var code: Int?
+        var message: String?
+        var status: String?
+        var details: [Detail]?
+    }
+
+    struct Detail: Decodable, Sendable {
+        var type: String?
+        var reason: String?
+        var retryDelay: String?
+        var violations: [Violation]?
+
+        enum CodingKeys: String, CodingKey {
+            case type = "@type"
+            case reason, retryDelay, violations
+        }
+    }
+
+    struct Violation: Decodable, Sendable {
+        var quotaId: String?
+        var quotaMetric: String?
+    }
+
+    var error: Body
+}
