@@ -49,10 +49,10 @@ public struct ErrorMapper: Sendable {
             return GeminiError(category: .refused,
                                message: final ? "the daily quota is used up (429 \(statusName)): \(message)" : "rate limited (429 \(statusName)): \(message)",
                                hint: final ? "wait for the quota to reset or use a key with a higher tier" : "wait a moment and try again",
-                               status: code, reason: statusName)
-        case 500...599:
+                               status: code, reason: statusName, serverMessage: message)
+        case 499, 500...599:
             return GeminiError(category: .network, message: "the Gemini server failed (\(code) \(statusName)): \(message)",
-                               hint: "try again later", status: code, reason: statusName)
+                               hint: "try again later", status: code, reason: statusName, serverMessage: message)
         default:
             return GeminiError(category: .refused, message: "Gemini refused the request (\(code) \(statusName)): \(message)",
                                status: code, reason: statusName)

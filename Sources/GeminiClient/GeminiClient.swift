@@ -142,7 +142,7 @@ public final class GeminiClient {
             case .libraryMissing:
                 throw GeminiError(category: .network, message: "libcurl (libcurl.so.4) is not installed", hint: "apt-get install libcurl4", reason: "libcurl")
             case .transportError(let message):
-                return .retry(GeminiError(category: .network, message: "cannot reach \(configuration.endpoint): \(message)", reason: "connection"),
+                return .retry(GeminiError(category: .network, message: "the connection to \(configuration.endpoint) failed: \(message)", reason: "connection"),
                               delay: nil, anyText: !result.text.isEmpty)
             case .idleTimeout:
                 throw GeminiError(category: .network, message: "no data from the server for \(Int(configuration.timeout)) s (timeout)",
@@ -222,7 +222,7 @@ public final class GeminiClient {
             case .libraryMissing:
                 throw GeminiError(category: .network, message: "libcurl (libcurl.so.4) is not installed", hint: "apt-get install libcurl4", reason: "libcurl")
             case .transportError(let message):
-                return .retry(GeminiError(category: .network, message: "cannot reach \(configuration.endpoint): \(message)", reason: "connection"), delay: nil, anyText: false)
+                return .retry(GeminiError(category: .network, message: "the connection to \(configuration.endpoint) failed: \(message)", reason: "connection"), delay: nil, anyText: false)
             case .idleTimeout:
                 throw GeminiError(category: .network, message: "no data from the server for \(Int(configuration.timeout)) s (timeout)",
                                   hint: "raise the limit with --timeout SECONDS or the 'timeout' setting", reason: "timeout")
@@ -279,9 +279,12 @@ public final class GeminiClient {
         return [500, 502, 503, 504].contains(status)
     }
 
+    /// "503 UNAVAILABLE: The model is overloaded" for a retry notice.
     static func shortReason(_ error: GeminiError) -> String {
-        if let status = error.status { return "\(status) \(error.reason)" }
-        return error.reason
+        guard let status = error.status else { return error.reason }
+        var text = "\(status) \(error.reason)"
+        if let first = error.serverMessage?.split(separator: ".").first, !first.isEmpty { text += ": " + first.prefix(80) }
+        return text
     }
 
     /// Sleeps in short slices; returns true when cancelled.

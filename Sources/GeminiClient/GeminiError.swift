@@ -16,12 +16,15 @@ public struct GeminiError: Error, Sendable, Equatable {
     public let status: Int?
     /// Google's status name (`INVALID_ARGUMENT`) or a local reason (`timeout`).
     public let reason: String
+    /// The server's own message, redacted, for short notices such as retries.
+    public let serverMessage: String?
 
-    public init(category: Category, message: String, hint: String? = nil, status: Int? = nil, reason: String) {
+    public init(category: Category, message: String, hint: String? = nil, status: Int? = nil, reason: String, serverMessage: String? = nil) {
         self.category = category
         self.message = message
         self.hint = hint
         self.status = status
         self.reason = reason
+        self.serverMessage = serverMessage
     }
 }

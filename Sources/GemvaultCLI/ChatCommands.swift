@@ -31,7 +31,8 @@ enum ChatCommand {
     static func client(_ call: Invocation) throws -> (GeminiClient, Settings) {
         let resolver = try call.context.keyResolver(call)
         let (key, settings) = try resolver.resolve()
-        let configuration = ClientConfiguration(endpoint: settings.endpoint, apiVersion: settings.apiVersion, timeout: settings.timeout)
+        let configuration = ClientConfiguration(endpoint: settings.endpoint, apiVersion: settings.apiVersion, timeout: settings.timeout,
+                                                maxAttempts: (settings.int("retries") ?? 4) + 1)
         let errors = ErrorMapper(keyOrigin: key.source.label, keyReplaceHint: key.source.replaceHint,
                                  model: settings.model, apiVersion: settings.apiVersion)
         return (GeminiClient(configuration: configuration, apiKey: key.secret, errors: errors), settings)
@@ -100,6 +101,9 @@ enum ChatCommand {
         } catch let partial as PartialReply {
             result = partial.result
             failure = partial.error
+        } catch {
+            printer.finish()
+            throw error
         }
         conversation.record(user: prompt, result: result)
         if json {

@@ -73,6 +73,7 @@ public enum SettingsSchema {
         SettingSpec(name: "endpoint", kind: .endpoint, defaultValue: defaultEndpoint, summary: "API base URL (https, or http on loopback)", mayHoldSecret: false),
         SettingSpec(name: "api_version", kind: .choice(["v1beta", "v1", "v1alpha"]), defaultValue: "v1beta", summary: "API version path segment", mayHoldSecret: false),
         SettingSpec(name: "timeout", kind: .number(1...3600), defaultValue: "60", summary: "seconds to wait for the first byte or between stream events", mayHoldSecret: false),
+        SettingSpec(name: "retries", kind: .integer(0...10), defaultValue: "4", summary: "retries after 429, 5xx and connection failures", mayHoldSecret: false),
         SettingSpec(name: "key", kind: .keyName, defaultValue: "default", summary: "name of the vault key to use", mayHoldSecret: false),
         SettingSpec(name: "key_command", kind: .text, defaultValue: nil, summary: "command whose stdout is the API key (run without a shell)", mayHoldSecret: true),
         SettingSpec(name: "key_command_timeout", kind: .number(1...600), defaultValue: "10", summary: "seconds before key_command is stopped", mayHoldSecret: false),

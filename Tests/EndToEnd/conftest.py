@@ -1,0 +1,86 @@
+"""Shared fixtures for the end-to-end tests: they run the built gemvault binary as a user would."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+PASSPHRASE = "correct horse battery staple"
+GOOD_KEY = "AIzaSyD3mo-Key_0123456789abcdefghijklmn"
+assert len(GOOD_KEY) == 39
+
+
+def binary_path():
+    path = os.environ.get("GEMVAULT_BIN")
+    if path:
+        return path
+    out = subprocess.run(["swift", "build", "--show-bin-path"], cwd=ROOT, capture_output=True, text=True, check=True)
+    return os.path.join(out.stdout.strip(), "gemvault")
+
+
+BIN = binary_path()
+
+
+class Result:
+    def __init__(self, proc):
+        self.code = proc.returncode
+        self.out = proc.stdout
+        self.err = proc.stderr
+
+    def __repr__(self):
+        return "Result(code=%r, out=%r, err=%r)" % (self.code, self.out, self.err)
+
+
+class Env:
+    """An isolated user: its own HOME and XDG folders, and helpers to run gemvault."""
+
+    def __init__(self, tmp_path):
+        self.root = str(tmp_path)
+        self.home = os.path.join(self.root, "home")
+        os.makedirs(self.home, mode=0o700)
+        self.vars = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": self.home,
+            "XDG_DATA_HOME": os.path.join(self.home, ".local/share"),
+            "XDG_CONFIG_HOME": os.path.join(self.home, ".config"),
+            "XDG_STATE_HOME": os.path.join(self.home, ".local/state"),
+            "LANG": "C.UTF-8",
+            "SWIFT_BACKTRACE": "enable=no",
+        }
+        self.vault = os.path.join(self.vars["XDG_DATA_HOME"], "gemvault/vault")
+        self.passfile = os.path.join(self.root, "pass")
+        self.write_private(self.passfile, PASSPHRASE + "\n")
+
+    def write_private(self, path, text, mode=0o600):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as handle:
+            handle.write(text)
+        os.chmod(path, mode)
+
+    def run(self, *args, input=None, env=None, pass_fds=(), timeout=60, passphrase=True):
+        full_env = dict(self.vars)
+        if env:
+            full_env.update(env)
+        argv = [BIN] + list(args)
+        if passphrase and "--passphrase-file" not in args and "--passphrase-fd" not in args:
+            argv += ["--passphrase-file", self.passfile]
+        proc = subprocess.run(argv, input=input, env=full_env, capture_output=True, text=True,
+                              pass_fds=pass_fds, timeout=timeout, start_new_session=True)
+        return Result(proc)
+
+    def init(self, kdf="interactive"):
+        result = self.run("init", "--kdf", kdf, "--json")
+        assert result.code == 0, result
+        return json.loads(result.out)["recovery_code"]
+
+    def vault_bytes(self):
+        with open(self.vault, "rb") as handle:
+            return handle.read()
+
+
+@pytest.fixture
+def env(tmp_path):
+    return Env(tmp_path)

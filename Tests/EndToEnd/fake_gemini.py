@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""A local fake of the Gemini REST API that speaks Google's wire format and misbehaves on demand.
+
+Answers are built from the files in fixtures/. The scenario is chosen by the model name in the
+URL: `models/<scenario>[~tag]:streamGenerateContent`. A tag makes per-scenario counters (for
+"fail once, then succeed") independent between tests. Every request is logged as one JSON line
+to --log (method, path, headers, body) so tests can check what the client sent.
+
+Scenarios: ok, lf, split, slow, thinking, echo, escape, error-before, error-mid, error-mid-data,
+retry-429, retry-503, always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
+drop, hang, hang-first. Unknown scenario names answer 404 NOT_FOUND like Google does.
+A key starting with "AIzaBAD" gets 400 API_KEY_INVALID.
+"""
+import argparse
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "fixtures")
+COUNTERS = {}
+LOCK = threading.Lock()
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name), "rb") as handle:
+        return handle.read()
+
+
+def event(obj):
+    return b"data: " + json.dumps(obj, separators=(",", ": "), ensure_ascii=False).encode() + b"\r\n\r\n"
+
+
+def text_chunk(text, finish=None, usage=None):
+    candidate = {"content": {"parts": [{"text": text}], "role": "model"}}
+    if finish:
+        candidate["finishReason"] = finish
+    body = {"candidates": [candidate], "modelVersion": "gemini-3.6-flash"}
+    if usage:
+        body["usageMetadata"] = usage
+    return body
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    log_path = None
+
+    def log_message(self, *args):
+        pass
+
+    # -- plumbing -------------------------------------------------------------------------
+    def record(self, body):
+        if not self.log_path:
+            return
+        entry = {"method": self.command, "path": self.path, "headers": dict(self.headers.items()),
+                 "body": body.decode("utf-8", "replace")}
+        with LOCK, open(self.log_path, "a") as log:
+            log.write(json.dumps(entry) + "\n")
+
+    def send_json(self, status, payload, content_type="application/json; charset=UTF-8"):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def start_stream(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def chunk(self, data):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def end_stream(self):
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def count(self, model):
+        with LOCK:
+            COUNTERS[model] = COUNTERS.get(model, 0) + 1
+            return COUNTERS[model]
+
+    # -- routes ---------------------------------------------------------------------------
+    def do_GET(self):
+        self.record(b"")
+        if not self.authorised():
+            return
+        if self.path.startswith("/v1beta/models?") or self.path == "/v1beta/models":
+            page = fixture("models-page2.json" if "pageToken=" in self.path else "models-page1.json")
+            self.send_json(200, page)
+        else:
+            self.send_json(404, fixture("error-not-found.json").replace(b"{MODEL}", b"unknown"))
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(length)
+        self.record(body)
+        if not self.authorised():
+            return
+        path = self.path.split("?")[0]
+        if not path.startswith("/v1beta/models/") or ":" not in path:
+            self.send_json(404, fixture("error-not-found.json").replace(b"{MODEL}", b"unknown"))
+            return
+        model, method = path[len("/v1beta/models/"):].rsplit(":", 1)
+        scenario = model.split("~")[0]
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError:
+            self.send_json(400, json.dumps({"error": {"code": 400, "message": "Invalid JSON payload received.", "status": "INVALID_ARGUMENT"}}, indent=2).encode())
+            return
+        if method == "countTokens":
+            words = sum(len(p.get("text", "").split()) for c in request.get("contents", []) for p in c.get("parts", []))
+            self.send_json(200, json.dumps({"totalTokens": words}, indent=2).encode())
+            return
+        if method == "generateContent":
+            self.unary(model, scenario, request)
+        elif method == "streamGenerateContent" and "alt=sse" in self.path:
+            self.stream(model, scenario, request)
+        else:
+            self.send_json(404, fixture("error-not-found.json").replace(b"{MODEL}", model.encode()))
+
+    def authorised(self):
+        key = self.headers.get("x-goog-api-key")
+        if not key:
+            self.send_json(403, json.dumps({"error": {"code": 403, "message": "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.", "status": "PERMISSION_DENIED"}}, indent=2).encode())
+            return False
+        if key.startswith("AIzaBAD"):
+            # Google's DebugInfo quotes part of the key; the client must not show it.
+            self.send_json(400, fixture("error-invalid-key.json").replace(b"{KEY_PREFIX}", key[:12].encode()))
+            return False
+        return True
+
+    def failure_first(self, model, scenario):
+        """Errors answered before any streaming starts; returns True when one was sent."""
+        if scenario == "retry-429" and self.count(model) == 1:
+            self.send_json(429, fixture("error-429-retryinfo.json"))
+        elif scenario == "retry-503" and self.count(model) == 1:
+            self.send_json(503, fixture("error-503.json"))
+        elif scenario == "always-503":
+            self.count(model)
+            self.send_json(503, fixture("error-503.json"))
+        elif scenario == "quota-day":
+            self.count(model)
+            self.send_json(429, fixture("error-429-daily.json"))
+        elif scenario == "disabled":
+            self.send_json(403, fixture("error-403-disabled.json"))
+        elif scenario not in SCENARIOS:
+            # Google sends the error pretty-printed, and with text/event-stream on stream requests.
+            self.send_json(404, fixture("error-not-found.json").replace(b"{MODEL}", model.encode()), "text/event-stream")
+        else:
+            return False
+        return True
+
+    def unary(self, model, scenario, request):
+        if self.failure_first(model, scenario):
+            return
+        if scenario == "echo":
+            self.send_json(200, json.dumps(echo_reply(request), indent=2).encode())
+        elif scenario == "blocked":
+            self.send_json(200, json.dumps({"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 6, "totalTokenCount": 6}}, indent=2).encode())
+        elif scenario in ("max-tokens", "safety", "recitation"):
+            reason = scenario.replace("-", "_").upper()
+            self.send_json(200, json.dumps(text_chunk("Partial answer", reason), indent=2).encode())
+        else:
+            self.send_json(200, fixture("unary-basic.json"))
+
+    def stream(self, model, scenario, request):
+        if self.failure_first(model, scenario):
+            return
+        basic = fixture("stream-basic.sse")
+        events = [e + b"\r\n\r\n" for e in basic.split(b"\r\n\r\n") if e]
+        if scenario == "thinking":
+            events = [fixture("stream-thinking.sse")]
+        elif scenario == "echo":
+            events = [event(echo_reply(request))]
+        elif scenario == "escape":
+            evil = "red \x1b[31mALERT\x1b[0m clip \x1b]52;c;ZXZpbA==\x07 title \x1b]0;pwned\x07 bell\x07 c1 \u009b2J end\n"
+            events = [event(text_chunk(evil, "STOP"))]
+        elif scenario == "blocked":
+            events = [fixture("stream-blocked.sse")]
+        elif scenario in ("max-tokens", "safety", "recitation"):
+            reason = scenario.replace("-", "_").upper()
+            events = [event(text_chunk("Partial answer")), event(text_chunk("", reason))]
+        self.start_stream()
+        try:
+            if scenario == "lf":
+                for e in events:
+                    self.chunk(e.replace(b"\r\n", b"\n"))
+            elif scenario == "split":
+                for byte in b"".join(events):
+                    self.chunk(bytes([byte]))
+                    time.sleep(0.0005)
+            elif scenario == "slow":
+                for e in events:
+                    self.chunk(e)
+                    time.sleep(0.4)
+            elif scenario == "error-mid":
+                self.chunk(fixture("stream-error-mid.txt"))
+            elif scenario == "error-mid-data":
+                self.chunk(events[0])
+                self.chunk(event(json.loads(fixture("error-503.json"))))
+            elif scenario == "drop":
+                self.chunk(events[0])
+                time.sleep(0.1)
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
+            elif scenario in ("hang", "hang-first"):
+                if scenario == "hang":
+                    self.chunk(events[0])
+                for _ in range(600):  # bounded: at most 60 s, or until the client leaves
+                    time.sleep(0.1)
+                    self.wfile.write(b"")
+                    if client_gone(self.connection):
+                        return
+                return
+            elif scenario == "slow-long":
+                for i in range(100):
+                    self.chunk(event(text_chunk("tick %d " % i)))
+                    time.sleep(0.1)
+            else:
+                for e in events:
+                    self.chunk(e)
+            self.end_stream()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+def client_gone(connection):
+    try:
+        connection.setblocking(False)
+        data = connection.recv(1, socket.MSG_PEEK)
+        return data == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    finally:
+        connection.setblocking(True)
+
+
+def echo_reply(request):
+    contents = request.get("contents", [])
+    last = contents[-1]["parts"][0]["text"] if contents else ""
+    roles = ",".join(c.get("role", "?") for c in contents)
+    system = request.get("systemInstruction", {}).get("parts", [{}])[0].get("text", "")
+    config = request.get("generationConfig", {})
+    text = "echo turns=%d roles=%s system=%s temperature=%s last=%s\n" % (len(contents), roles, system or "-", config.get("temperature", "-"), last)
+    return {"candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 3 * len(contents), "candidatesTokenCount": 5, "totalTokenCount": 3 * len(contents) + 5},
+            "modelVersion": "gemini-3.6-flash"}
+
+
+SCENARIOS = {"ok", "lf", "split", "slow", "slow-long", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
+             "retry-503", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
+             "hang", "hang-first", "gemini-3.6-flash"}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--log")
+    args = parser.parse_args()
+    Handler.log_path = args.log
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.daemon_threads = True
+    print("PORT %d" % server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
