@@ -20,12 +20,25 @@ public final class ChatREPL {
     }
 
     var userLabel: String { style.bold(style.blue("you ›")) + " " }
+    /// The prompt for libedit: escape sequences wrapped in \u{1}…\u{2} so they take no columns.
+    var userPrompt: String { promptText("you ›", code: "1;34") + " " }
+    var continuationPrompt: String { promptText("…", code: "2") + "    " }
+
+    private func promptText(_ text: String, code: String) -> String {
+        guard style.enabled else { return text }
+        return "\u{1}\u{1B}[\(code)m\u{2}\(text)\u{1}\u{1B}[0m\u{2}"
+    }
     var modelLabel: String { style.bold(style.gray("gemini ›")) + " " }
 
     /// Runs until /exit or Ctrl-D.
     public func run() {
         gv_interrupt_install()
         defer { gv_interrupt_uninstall() }
+        // libedit needs the locale to handle UTF-8 in prompts and input.
+        setlocale(LC_CTYPE, "")
+        // Set before libedit initialises (using_history does that), or it is never consulted.
+        rl_getc_function = gv_paste_getc
+        using_history()
         if interactive {
             // Bracketed paste: a pasted block arrives between ESC[200~ and ESC[201~ and is sent as one message.
             Console.out("\u{1B}[?2004h")
@@ -63,22 +76,24 @@ public final class ChatREPL {
     /// One message: a line, a pasted block, or a `"""` block. nil at end of input.
     func readMessage() -> String? {
         while true {
-            guard let line = readLine(interactive ? userLabel : "") else { return nil }
+            guard let line = readLine(interactive ? userPrompt : "") else { return nil }
             guard var text = line else {
                 Console.err("\n" + style.dim("(Ctrl-C only stops a reply; type /exit or press Ctrl-D to leave)") + "\n")
                 continue
             }
-            if text.contains("\u{1B}[200~") {
-                text = text.replacingAll("\u{1B}[200~", with: "")
-                while !text.contains("\u{1B}[201~") {
-                    guard let next = readLine(""), let more = next else { break }
-                    text += "\n" + more
+            if let pasted = takePaste() {
+                // The paste joins what was typed before it; Enter on the next line sends it all.
+                text += pasted
+                while true {
+                    guard let next = readLine(interactive ? continuationPrompt : ""), let more = next else { break }
+                    if let again = takePaste() { text += "\n" + more + again; continue }
+                    if !more.isEmpty { text += "\n" + more }
+                    break
                 }
-                text = text.replacingAll("\u{1B}[201~", with: "")
             } else if text.trimmingCharacters == "\"\"\"" {
                 var lines: [String] = []
                 while true {
-                    guard let next = readLine(interactive ? style.dim("…    ") : ""), let more = next else { break }
+                    guard let next = readLine(interactive ? continuationPrompt : ""), let more = next else { break }
                     if more.trimmingCharacters == "\"\"\"" { break }
                     lines.append(more)
                 }
@@ -87,6 +102,15 @@ public final class ChatREPL {
             if !text.isEmpty && SecretScanner.findings(in: text).isEmpty && !text.contains("\n") { add_history(text) }
             return text
         }
+    }
+
+    /// The block pasted during the last read, shown on screen since libedit did not draw it.
+    private func takePaste() -> String? {
+        guard let raw = gv_paste_take() else { return nil }
+        defer { free(raw) }
+        let text = String(cString: raw)
+        if interactive { Console.out(style.dim(EscapeNeutralizer.neutralize(text)) + "\n") }
+        return text
     }
 
     // MARK: Sending

@@ -44,10 +44,11 @@ public final class ReplyPrinter {
     }
 
     func tick() {
-        guard spinnerEnabled, !receivedText else { return }
+        frame += 1
+        // Quick replies get no spinner: it starts after about 300 ms.
+        guard spinnerEnabled, !receivedText, frame > 3 else { return }
         Console.err("\r" + frames[frame % frames.count] + " waiting for Gemini…")
         spinnerShown = true
-        frame += 1
     }
 
     public func clearSpinner() {

@@ -84,3 +84,47 @@ class Env:
 @pytest.fixture
 def env(tmp_path):
     return Env(tmp_path)
+
+
+class FakeGemini:
+    """The fake Gemini server, on 127.0.0.1 and a free port, with its request log."""
+
+    def __init__(self, tmp_dir):
+        self.log = os.path.join(tmp_dir, "requests.log")
+        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "fake_gemini.py"), "--log", self.log],
+                                     stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        assert line.startswith("PORT "), line
+        self.port = int(line.split()[1])
+        self.url = "http://127.0.0.1:%d" % self.port
+
+    def requests(self):
+        if not os.path.exists(self.log):
+            return []
+        with open(self.log) as handle:
+            return [json.loads(line) for line in handle]
+
+    def clear(self):
+        if os.path.exists(self.log):
+            os.remove(self.log)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def fake_server(tmp_path_factory):
+    server = FakeGemini(str(tmp_path_factory.mktemp("fake")))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def api(env, fake_server):
+    """An environment whose key comes from GEMINI_API_KEY and whose endpoint is the fake server."""
+    fake_server.clear()
+    env.vars["GEMVAULT_ENDPOINT"] = fake_server.url
+    env.vars["GEMINI_API_KEY"] = GOOD_KEY
+    env.server = fake_server
+    return env

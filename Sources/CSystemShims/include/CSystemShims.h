@@ -42,3 +42,12 @@ void gv_interrupt_clear(void);
 int gv_terminal_columns(int fd);
 
 #endif
+
+#include <stdio.h>
+
+/// A getc for libedit (rl_getc_function) that understands bracketed paste: the text between
+/// ESC[200~ and ESC[201~ is collected aside (newlines included) and the line ends, so a
+/// pasted block arrives as one message. EINTR (Ctrl-C) reads as EOF.
+int gv_paste_getc(FILE *stream);
+/// Hands over the last pasted block (malloc'd, NUL-terminated) or NULL; the caller frees it.
+char *gv_paste_take(void);

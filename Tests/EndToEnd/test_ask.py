@@ -1,0 +1,205 @@
+"""ask and models against the fake Gemini server: wire format, streaming, errors, retries, safety."""
+import json
+import os
+import signal
+import subprocess
+import time
+import uuid
+
+from conftest import BIN, GOOD_KEY
+
+REPLY = "Bonjour, the fake server says héllo wörld 你好 🚀.\n"
+
+
+def tag(scenario):
+    return "%s~%s" % (scenario, uuid.uuid4().hex[:8])
+
+
+def ask(api, *args, **kw):
+    kw.setdefault("passphrase", False)
+    return api.run("ask", *args, **kw)
+
+
+def test_streams_the_reply_and_sends_the_key_only_in_the_header(api):
+    result = ask(api, "--model", "ok", "hello", "world")
+    assert result.code == 0, result
+    assert result.out == REPLY
+    [request] = api.server.requests()
+    assert request["path"] == "/v1beta/models/ok:streamGenerateContent?alt=sse"
+    assert request["headers"]["x-goog-api-key"] == GOOD_KEY
+    assert GOOD_KEY not in request["path"]
+    assert json.loads(request["body"]) == {"contents": [{"role": "user", "parts": [{"text": "hello world"}]}]}
+
+
+def test_framing_variants_give_the_same_text(api):
+    for scenario in ("lf", "split", "slow"):
+        result = ask(api, "--model", scenario, "hi")
+        assert (result.code, result.out) == (0, REPLY), (scenario, result)
+
+
+def test_stdin_is_added_to_the_prompt_and_settings_reach_the_request(api):
+    result = ask(api, "--model", "echo", "--temperature", "0.3", "--system", "be terse", "review this", input="diff --git a b\n+x\n")
+    assert result.code == 0, result
+    assert "system=be terse temperature=0.3 last=review this\n\ndiff --git a b\n+x" in result.out
+    body = json.loads(api.server.requests()[0]["body"])
+    assert body["systemInstruction"]["parts"][0]["text"] == "be terse"
+    assert body["generationConfig"] == {"temperature": 0.3}
+
+
+def test_settings_from_config_reach_the_request(api):
+    api.run("config", "set", "--file", "top_k", "7", passphrase=False)
+    api.run("config", "set", "--file", "max_output_tokens", "99", passphrase=False)
+    ask(api, "--model", "echo", "x")
+    body = json.loads(api.server.requests()[0]["body"])
+    assert body["generationConfig"] == {"topK": 7, "maxOutputTokens": 99}
+
+
+def test_json_and_no_stream(api):
+    result = ask(api, "--model", "ok", "--json", "hi")
+    data = json.loads(result.out)
+    assert data["text"] == REPLY and data["finishReason"] == "STOP"
+    assert data["usage"]["totalTokenCount"] == 23 and data["model"] == "gemini-3.6-flash"
+    unary = ask(api, "--model", "ok", "--no-stream", "hi")
+    assert unary.code == 0 and unary.out == "A whole answer at once.\n"
+    assert api.server.requests()[-1]["path"] == "/v1beta/models/ok:generateContent"
+
+
+def test_count_tokens(api):
+    result = ask(api, "--model", "ok", "--count-tokens", "one two three four")
+    assert (result.code, result.out) == (0, "4\n")
+    assert api.server.requests()[0]["path"].endswith(":countTokens")
+
+
+def test_thought_parts_are_never_printed(api):
+    result = ask(api, "--model", "thinking", "what is the answer")
+    assert result.code == 0 and result.out == "Forty-two.\n"
+    assert "secret thought" not in result.out + result.err
+
+
+def test_escape_sequences_are_neutralised(api):
+    result = ask(api, "--model", "escape", "hi")
+    assert result.code == 0
+    assert "\x1b" not in result.out and "\x07" not in result.out and "\u009b" not in result.out
+    assert "^[[31mALERT" in result.out and "^[]52;c;" in result.out
+
+
+def test_invalid_key_names_its_source_and_never_echoes_it(api):
+    bad = "AIzaBADKEYx0123456789abcdefghijklmnopqr"
+    result = ask(api, "--model", "ok", "hi", env={"GEMINI_API_KEY": bad})
+    assert result.code == 6
+    assert "environment variable GEMINI_API_KEY" in result.err and "API_KEY_INVALID" in result.err
+    assert "unset GEMINI_API_KEY" in result.err
+    assert bad[:8] not in result.err and bad not in result.out
+
+
+def test_invalid_vault_key_hint_names_key_set(api):
+    api.init()
+    api.run("key", "set", "work", input="AIzaBADKEYx0123456789abcdefghijklmnopqr")
+    result = api.run("ask", "--key", "work", "--model", "ok", "hi", env={"GEMINI_API_KEY": ""})
+    assert result.code == 6 and "gemvault key set work" in result.err
+
+
+def test_api_errors_and_exit_codes(api):
+    cases = {
+        "no-such-model": (6, "not found for API version v1beta", "gemvault models"),
+        "disabled": (6, "not enabled", None),
+        "blocked": (6, "blocked by Gemini (SAFETY)", None),
+        "safety": (6, "safety filters (SAFETY)", None),
+        "recitation": (6, "RECITATION", None),
+        "max-tokens": (6, "MAX_TOKENS", "max_output_tokens"),
+        "quota-day": (6, "daily quota", None),
+        "error-mid": (7, "499 CANCELLED", None),
+        "error-mid-data": (7, "503 UNAVAILABLE", None),
+        "drop": (7, "connection", None),
+    }
+    for scenario, (code, text, hint) in cases.items():
+        result = ask(api, "--model", tag(scenario), "hi", env={"GEMVAULT_RETRIES": "1"})
+        assert result.code == code, (scenario, result)
+        assert text in result.err, (scenario, result)
+        if hint:
+            assert hint in result.err
+    # A partial reply stays on stdout, ended by a newline, before the error.
+    partial = ask(api, "--model", "max-tokens", "hi")
+    assert partial.out == "Partial answer\n"
+
+
+def test_daily_quota_is_not_retried(api):
+    ask(api, "--model", tag("quota-day"), "hi")
+    assert len(api.server.requests()) == 1
+
+
+def test_429_with_retry_info_then_success(api):
+    started = time.time()
+    result = ask(api, "--model", tag("retry-429"), "hi")
+    assert result.code == 0 and result.out == REPLY
+    assert "retrying in 1 s (429 RESOURCE_EXHAUSTED: You exceeded your current quota" in result.err
+    assert time.time() - started >= 1.0
+    assert len(api.server.requests()) == 2
+
+
+def test_503_then_success_and_persistent_503(api):
+    result = ask(api, "--model", tag("retry-503"), "hi")
+    assert result.code == 0 and "retrying in" in result.err and "503 UNAVAILABLE: The model is overloaded" in result.err
+    api.server.clear()
+    result = ask(api, "--model", tag("always-503"), "hi", env={"GEMVAULT_RETRIES": "2"})
+    assert result.code == 7 and "503" in result.err
+    assert len(api.server.requests()) == 3
+
+
+def test_connection_refused_is_a_network_failure(api):
+    result = ask(api, "--model", "ok", "hi", env={"GEMVAULT_ENDPOINT": "http://127.0.0.1:9", "GEMVAULT_RETRIES": "0"})
+    assert result.code == 7 and "connection to http://127.0.0.1:9 failed" in result.err
+
+
+def test_a_stream_that_never_ends_hits_the_timeout(api):
+    started = time.time()
+    result = ask(api, "--model", "hang", "--timeout", "1", "hi")
+    assert result.code == 7 and "timeout" in result.err
+    assert result.out.startswith("Bonjour")
+    assert time.time() - started < 10
+    result = ask(api, "--model", "hang-first", "hi", env={"GEMVAULT_TIMEOUT": "1"})
+    assert result.code == 7 and "no data from the server for 1 s" in result.err
+
+
+def test_ctrl_c_stops_ask_with_130_and_keeps_partial_text(api):
+    proc = subprocess.Popen([BIN, "ask", "--model", "slow-long", "hi"], env=api.vars, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 130
+    assert out.startswith(b"tick 0 ") and out.endswith(b"\n")
+
+
+def test_key_shaped_prompt_warns_before_sending(api):
+    result = ask(api, "--model", "ok", "my key is AIzaSyLeaked-0123456789abcdefghijklmnop")
+    assert "looks like a Google API key" in result.err
+
+
+def test_models_lists_generate_content_models_across_pages(api):
+    result = api.run("models", passphrase=False)
+    assert result.code == 0, result
+    assert "gemini-3.6-flash" in result.out and "gemini-3.1-pro-preview" in result.out
+    assert "embedding" not in result.out and "1048576" in result.out
+    data = json.loads(api.run("models", "--json", passphrase=False).out)
+    assert [m["name"] for m in data] == ["gemini-3.6-flash", "gemini-3.1-pro-preview"]
+    paths = [r["path"] for r in api.server.requests()]
+    assert any("pageToken=Cg9tb2RlbHMvcGFnZS0y%2F%2B%3D" in p for p in paths), paths
+
+
+def test_no_key_exits_5_before_any_request(api):
+    result = api.run("ask", "hi", env={"GEMINI_API_KEY": ""}, passphrase=False)
+    assert result.code == 5
+    assert api.server.requests() == []
+
+
+def test_ask_with_vault_key_and_passphrase_fd(api):
+    api.init()
+    api.run("key", "set", input=GOOD_KEY.replace("D3", "V4"))
+    result = api.run("ask", "--model", "ok", "hi", env={"GEMINI_API_KEY": ""})
+    assert result.code == 0
+    assert api.server.requests()[0]["headers"]["x-goog-api-key"] == GOOD_KEY.replace("D3", "V4")
+
+
+def test_empty_prompt_is_a_usage_error(api):
+    result = ask(api, input="")
+    assert result.code == 64

@@ -1,0 +1,303 @@
+"""The chat REPL and the passphrase prompts in a real pseudo-terminal."""
+import os
+import re
+import stat
+import time
+
+import pytest
+
+from conftest import BIN, GOOD_KEY, PASSPHRASE
+from ptyrun import PtySession
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+@pytest.fixture
+def chat(api):
+    sessions = []
+
+    def start(*args, env=None):
+        full = dict(api.vars)
+        full.update(env or {})
+        session = PtySession([BIN, "chat"] + list(args), full)
+        sessions.append(session)
+        session.expect(r"you ›")
+        return session
+
+    yield start
+    for session in sessions:
+        session.close()
+
+
+def plain(text):
+    return ANSI.sub("", text)
+
+
+def test_send_multi_turn_and_labels(chat):
+    s = chat("--model", "echo")
+    s.mark()
+    s.line("hello there")
+    s.expect(r"gemini › .*echo turns=1 roles=user system=- temperature=- last=hello there")
+    s.expect(r"you ›")
+    s.mark()
+    s.line("second")
+    s.expect(r"turns=3 roles=user,model,user .*last=second")
+    # Labels are coloured on a terminal: blue for you, gray for gemini.
+    assert "\x1b[90m" in s.raw() and "34m" in s.raw()
+    s.send("\x04")
+    assert s.wait() == 0
+
+
+def test_no_color_gives_plain_labels(chat):
+    s = chat("--model", "echo", env={"NO_COLOR": "1"})
+    s.mark()
+    s.line("hi")
+    s.expect(r"last=hi")
+    reply = s.raw()
+    assert "\x1b[9" not in reply and "\x1b[1m" not in reply
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_ctrl_c_stops_a_reply_keeps_partial_and_chat_goes_on(chat, api):
+    s = chat("--model", "slow-long")
+    s.mark()
+    s.line("count for me")
+    s.expect(r"tick 2 ")
+    s.send("\x03")
+    s.expect(r"\[interrupted\]")
+    s.expect(r"you ›")
+    after = plain(s.text())
+    assert "tick 99" not in after
+    # The partial reply is kept as the model's turn.
+    s.line("/model echo")
+    s.expect(r"model set to echo")
+    s.mark()
+    s.line("and now?")
+    s.expect(r"turns=3 roles=user,model,user .*last=and now\?")
+    import json
+    bodies = [json.loads(r["body"]) for r in api.server.requests() if "echo" in r["path"]]
+    partial = bodies[-1]["contents"][1]["parts"][0]["text"]
+    assert partial.startswith("tick 0 tick 1 tick 2") and "tick 99" not in partial
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_ctrl_c_at_empty_prompt_only_hints(chat):
+    s = chat("--model", "echo")
+    s.mark()
+    s.send("\x03")
+    s.expect(r"Ctrl-C only stops a reply")
+    s.expect(r"you ›")
+    s.send("half a line\x03")
+    s.expect(r"Ctrl-C only stops a reply")
+    s.mark()
+    s.line("still here")
+    s.expect(r"turns=1 .*last=still here")
+    s.send("\x04")
+    assert s.wait() == 0
+
+
+def test_slash_commands(chat, tmp_path):
+    s = chat("--model", "echo")
+    s.line("/help")
+    s.expect(r"/usage")
+    s.line("/system be brief")
+    s.expect(r"system instruction set")
+    s.line("/temperature 0.7")
+    s.expect(r"temperature set to 0.7")
+    s.mark()
+    s.line("one")
+    s.expect(r"turns=1 roles=user system=be brief temperature=0.7 last=one")
+    s.line("two")
+    s.expect(r"turns=3 .*last=two")
+    s.line("/undo")
+    s.expect(r"removed the last exchange")
+    s.mark()
+    s.line("three")
+    s.expect(r"turns=3 .*last=three")
+    s.mark()
+    s.line("/retry")
+    s.expect(r"turns=3 .*last=three")
+    s.line("/usage")
+    s.expect(r"last reply: prompt 9, reply 5, thoughts 0, total 14 tokens")
+    target = str(tmp_path / "chat.md")
+    s.line("/save " + target)
+    s.expect(r"saved to")
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
+    saved = open(target).read()
+    assert "## You\n\none" in saved and "## You\n\nthree" in saved and "two" not in saved
+    s.line("/clear")
+    s.expect(r"new conversation")
+    s.mark()
+    s.line("fresh")
+    s.expect(r"turns=1 .*last=fresh")
+    s.line("/bogus")
+    s.expect(r"unknown command /bogus")
+    s.line("/model")
+    s.expect(r"model: echo")
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_multi_line_block_and_bracketed_paste(chat, api):
+    import json
+    s = chat("--model", "echo")
+    s.line('"""')
+    s.line("first line")
+    s.line("second line")
+    s.line('"""')
+    s.expect(r"turns=1")
+    s.mark()
+    s.send("look: \x1b[200~pasted one\rpasted two\x1b[201~")
+    s.line("")
+    s.expect(r"turns=3")
+    bodies = [json.loads(r["body"]) for r in api.server.requests()]
+    assert bodies[0]["contents"][-1]["parts"][0]["text"] == "first line\nsecond line"
+    assert bodies[1]["contents"][-1]["parts"][0]["text"] == "look: pasted one\npasted two"
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_streaming_reply_text_is_neutralised_in_the_terminal(chat):
+    s = chat("--model", "escape")
+    s.mark()
+    s.line("hi")
+    s.expect(r"end")
+    text = s.raw()
+    assert "\x1b]52" not in text and "\x1b]0;" not in text and "\x1b[31m" not in text
+    assert "^[]52;c;" in text
+    s.line("/exit")
+    s.wait()
+
+
+def test_key_shaped_input_warns_and_errors_keep_the_chat_alive(chat):
+    s = chat("--model", "echo")
+    s.mark()
+    s.line("here AIzaSyLeaked-0123456789abcdefghijklmnop")
+    s.expect(r"looks like a Google API key")
+    s.line("/model no-such-model")
+    s.mark()
+    s.line("hello?")
+    s.expect(r"not found for API version v1beta")
+    s.expect(r"gemvault models")
+    s.line("/model echo")
+    s.mark()
+    s.line("again")
+    # The failed turn left no trace in the history.
+    s.expect(r"turns=3 roles=user,model,user")
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_spinner_while_waiting_then_timeout(chat):
+    s = chat("--model", "hang-first", "--timeout", "2")
+    s.mark()
+    s.line("anyone?")
+    s.expect(r"waiting for Gemini")
+    s.expect(r"no data from the server for 2 s")
+    s.expect(r"you ›")
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_chat_unlocks_the_vault_on_the_terminal(api):
+    api.init()
+    api.run("key", "set", input=GOOD_KEY.replace("D3", "T7"))
+    vars_ = dict(api.vars)
+    vars_["GEMINI_API_KEY"] = ""
+    s = PtySession([BIN, "chat", "--model", "echo"], vars_)
+    try:
+        s.expect(r"Passphrase for .*vault: ")
+        s.mark()
+        s.line(PASSPHRASE)
+        s.expect(r"you ›")
+        assert PASSPHRASE not in s.text()
+        s.line("hi")
+        s.expect(r"last=hi")
+        assert api.server.requests()[-1]["headers"]["x-goog-api-key"] == GOOD_KEY.replace("D3", "T7")
+        s.line("/exit")
+        assert s.wait() == 0
+    finally:
+        s.close()
+
+
+def test_init_prompts_twice_without_echo(env):
+    s = PtySession([BIN, "init", "--kdf", "interactive"], env.vars)
+    try:
+        s.expect(r"New passphrase for .*: ")
+        s.line("typed secret 12345")
+        s.expect(r"Repeat the passphrase: ")
+        s.line("typed secret 12345")
+        code = s.wait(timeout=30)
+        assert code == 0, s.text()
+        assert "typed secret" not in s.text()
+        assert re.search(r"[0-9A-Z]{4}(-[0-9A-Z]{4}){7}", s.text())
+    finally:
+        s.close()
+    assert env.run("key", "list", "--passphrase-file", write(env, "typed secret 12345")).code == 0
+
+
+def write(env, text):
+    path = os.path.join(env.root, "pp-tty")
+    env.write_private(path, text + "\n")
+    return path
+
+
+def test_init_mismatch_is_refused(env):
+    s = PtySession([BIN, "init", "--kdf", "interactive"], env.vars)
+    try:
+        s.expect(r"New passphrase")
+        s.line("one passphrase here")
+        s.expect(r"Repeat")
+        s.line("another passphrase")
+        assert s.wait() == 64
+        assert "do not match" in s.text()
+    finally:
+        s.close()
+    assert not os.path.exists(env.vault)
+
+
+def test_ctrl_c_at_the_passphrase_prompt_restores_echo(env):
+    env.init()
+    s = PtySession([BIN, "key", "list"], env.vars)
+    try:
+        s.expect(r"Passphrase for")
+        time.sleep(0.1)
+        assert not s.echo_enabled()
+        s.send("half typed\x03")
+        code = s.wait()
+        assert code == -2 or code == 130, code
+        assert s.echo_enabled()
+    finally:
+        s.close()
+
+
+def test_key_set_hidden_prompt_on_terminal(env):
+    env.init()
+    s = PtySession([BIN, "key", "set", "tty", "--passphrase-file", env.passfile], env.vars)
+    try:
+        s.expect(r"API key for 'tty': ")
+        s.line(GOOD_KEY)
+        assert s.wait(timeout=30) == 0
+        assert GOOD_KEY not in s.text()
+    finally:
+        s.close()
+    assert env.run("key", "get", "tty").out == GOOD_KEY + "\n"
+
+
+def test_passwd_and_recover_on_the_terminal(env):
+    code = env.init()
+    s = PtySession([BIN, "recover"], env.vars)
+    try:
+        s.expect(r"Recovery code: ")
+        s.line(code)
+        s.expect(r"New passphrase: ")
+        s.line("recovered on a tty!")
+        s.expect(r"Repeat the new passphrase: ")
+        s.line("recovered on a tty!")
+        assert s.wait(timeout=30) == 0, s.text()
+        assert code not in s.text().split("Recovery code: ")[1]
+    finally:
+        s.close()
+    assert env.run("key", "list", "--passphrase-file", write(env, "recovered on a tty!")).code == 0
