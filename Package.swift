@@ -39,10 +39,10 @@ let package = Package(
 
         // MARK: Tests
 
-        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
         .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore"]),
-        .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "GeminiClient"]),
         .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI"]),
     ]

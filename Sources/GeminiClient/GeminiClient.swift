@@ -58,6 +58,14 @@ public struct TurnResult: Sendable {
     public var modelVersion: String?
     /// True when the caller cancelled; `text` is the partial reply.
     public var interrupted: Bool
+
+    public init(text: String, finishReason: String?, usage: UsageMetadata?, modelVersion: String?, interrupted: Bool) {
+        self.text = text
+        self.finishReason = finishReason
+        self.usage = usage
+        self.modelVersion = modelVersion
+        self.interrupted = interrupted
+    }
 }
 
 /// A Gemini REST client. It holds the key only as `SecretBytes` and sends it only in the

@@ -58,6 +58,13 @@ public struct UsageMetadata: Codable, Sendable, Equatable {
     public var candidatesTokenCount: Int?
     public var thoughtsTokenCount: Int?
     public var totalTokenCount: Int?
+
+    public init(promptTokenCount: Int? = nil, candidatesTokenCount: Int? = nil, thoughtsTokenCount: Int? = nil, totalTokenCount: Int? = nil) {
+        self.promptTokenCount = promptTokenCount
+        self.candidatesTokenCount = candidatesTokenCount
+        self.thoughtsTokenCount = thoughtsTokenCount
+        self.totalTokenCount = totalTokenCount
+    }
 }
 
 public struct Candidate: Codable, Sendable {

@@ -1,0 +1,49 @@
+import GeminiClient
+import Testing
+@testable import ChatUI
+
+private func result(_ text: String, interrupted: Bool = false, total: Int? = nil) -> TurnResult {
+    var usage = UsageMetadata()
+    usage.totalTokenCount = total
+    return TurnResult(text: text, finishReason: interrupted ? nil : "STOP", usage: total == nil ? nil : usage, modelVersion: nil, interrupted: interrupted)
+}
+
+@Suite struct ConversationTests {
+    @Test func requestCarriesWholeHistoryAndOptions() {
+        var conversation = Conversation(model: "m", systemPrompt: "terse", generation: GenerationConfig(temperature: 0.2))
+        conversation.record(user: "one", result: result("uno"))
+        let request = conversation.request(for: "two")
+        #expect(request.contents.map(\.role) == ["user", "model", "user"])
+        #expect(request.contents.map(\.visibleText) == ["one", "uno", "two"])
+        #expect(request.systemInstruction?.visibleText == "terse")
+        #expect(request.generationConfig?.temperature == 0.2)
+        #expect(Conversation(model: "m", systemPrompt: nil, generation: GenerationConfig()).request(for: "x").generationConfig == nil)
+    }
+
+    @Test func interruptedTurnsKeepOnlyTheirPartialText() {
+        var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationConfig())
+        conversation.record(user: "stopped early", result: result("", interrupted: true))
+        #expect(conversation.turns.isEmpty)
+        conversation.record(user: "stopped later", result: result("half an ans", interrupted: true, total: 10))
+        #expect(conversation.turns == [Conversation.Turn(user: "stopped later", model: "half an ans", interrupted: true)])
+        #expect(conversation.sessionTokens == 10)
+        #expect(conversation.markdown().contains("_[interrupted]_"))
+    }
+
+    @Test func undoAndClear() {
+        var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationConfig())
+        conversation.record(user: "a", result: result("1"))
+        conversation.record(user: "b", result: result("2"))
+        #expect(conversation.undo() == "b" && conversation.turns.count == 1)
+        conversation.clear()
+        #expect(conversation.turns.isEmpty && conversation.undo() == nil)
+    }
+}
+
+@Suite struct SecretScannerTests {
+    @Test func findsKeysAndPrivateKeys() {
+        #expect(SecretScanner.findings(in: "k=AIzaSyUnitTest-0123456789abcdefghijklmn;") == ["a Google API key (AIza…)"])
+        #expect(SecretScanner.findings(in: "-----BEGIN RSA PRIVATE KEY-----\nabc") == ["a PEM private key"])
+        #expect(SecretScanner.findings(in: "AIza is a prefix, AIzaShort").isEmpty)
+    }
+}

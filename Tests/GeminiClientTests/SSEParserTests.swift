@@ -1,0 +1,162 @@
+import Foundation
+import Testing
+@testable import GeminiClient
+
+/// The fixture files the fake server also replays, in Google's wire format.
+func fixture(_ name: String) throws -> [UInt8] {
+    let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("EndToEnd/fixtures/\(name)")
+    return [UInt8](try Data(contentsOf: url))
+}
+
+private func texts(_ events: [[UInt8]]) throws -> String {
+    try events.map { try JSONDecoder().decode(GenerateContentResponse.self, from: Data($0)).visibleText }.joined()
+}
+
+private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], extra: [UInt8]) {
+    var parser = SSEParser()
+    var events: [[UInt8]] = []
+    var index = 0
+    while index < bytes.count {
+        let end = min(bytes.count, index + chunkSize)
+        events += Array(bytes[index..<end]).withUnsafeBytes { parser.feed($0) }
+        index = end
+    }
+    events += parser.finish()
+    return (events, parser.extra)
+}
+
+@Suite struct SSEParserTests {
+    static let expected = "Bonjour, the fake server says héllo wörld 你好 🚀.\n"
+
+    @Test(arguments: [1, 2, 3, 7, 64, 100_000])
+    func crlfStreamSplitAnywhere(chunkSize: Int) throws {
+        let (events, extra) = parseAll(try fixture("stream-basic.sse"), chunkSize: chunkSize)
+        #expect(events.count == 3)
+        #expect(try texts(events) == Self.expected)
+        #expect(extra.isEmpty)
+    }
+
+    @Test func lfFramingAndAMissingFinalBlankLine() throws {
+        var bytes = try fixture("stream-basic.sse").filter { $0 != 0x0D }
+        bytes.removeLast(2)
+        let (events, _) = parseAll(bytes, chunkSize: 5)
+        #expect(try texts(events) == Self.expected)
+    }
+
+    @Test func bareErrorAfterEventsLandsInExtra() throws {
+        let (events, extra) = parseAll(try fixture("stream-error-mid.txt"), chunkSize: 1)
+        #expect(events.count == 1)
+        let error = ErrorMapper.decodeEnvelope(extra)
+        #expect(error?.error.code == 499 && error?.error.status == "CANCELLED")
+    }
+
+    @Test func thoughtPartsAreNotVisibleText() throws {
+        let (events, _) = parseAll(try fixture("stream-thinking.sse"), chunkSize: 9)
+        #expect(try texts(events) == "Forty-two.")
+    }
+
+    @Test func commentsAndOtherFieldsAreIgnored() {
+        var parser = SSEParser()
+        let input = Array(": keep-alive\nevent: message\nid: 7\ndata:{\"a\":1}\n\n".utf8)
+        let events = input.withUnsafeBytes { parser.feed($0) }
+        #expect(events == [Array("{\"a\":1}".utf8)])
+        #expect(parser.extra.isEmpty)
+    }
+}
+
+@Suite struct ErrorMapperTests {
+    let mapper = ErrorMapper(keyOrigin: "environment variable GEMINI_API_KEY", keyReplaceHint: "unset GEMINI_API_KEY",
+                             model: "gemini-x", apiVersion: "v1beta")
+
+    @Test func invalidKeyNamesTheSourceAndHidesDetails() throws {
+        let body = Array(String(decoding: try fixture("error-invalid-key.json"), as: UTF8.self)
+            .replacingOccurrences(of: "{KEY_PREFIX}", with: "AIzaSyLEAKED").utf8)
+        let error = mapper.apiError(status: 400, body: body)
+        #expect(error.category == .refused && error.reason == "API_KEY_INVALID")
+        #expect(error.message.contains("environment variable GEMINI_API_KEY"))
+        #expect(!error.message.contains("AIzaSyLEAKED") && error.hint == "unset GEMINI_API_KEY")
+    }
+
+    @Test func statusesMapToCategories() throws {
+        #expect(mapper.apiError(status: 404, body: try fixture("error-not-found.json")).hint?.contains("gemvault models") == true)
+        #expect(mapper.apiError(status: 403, body: try fixture("error-403-disabled.json")).reason == "SERVICE_DISABLED")
+        let overloaded = mapper.apiError(status: 503, body: try fixture("error-503.json"))
+        #expect(overloaded.category == .network && overloaded.serverMessage?.hasPrefix("The model is overloaded") == true)
+        let garbage = mapper.apiError(status: 502, body: Array("<html>bad gateway</html>".utf8))
+        #expect(garbage.category == .network && garbage.status == 502)
+    }
+
+    @Test func retryInfoAndDailyQuota() throws {
+        #expect(ErrorMapper.retryDelay(try fixture("error-429-retryinfo.json")) == 1)
+        #expect(ErrorMapper.retryDelay(Array(#"{"error":{"code":429,"details":[{"@type":"x","retryDelay":"250ms"}]}}"#.utf8)) == 0.25)
+        let daily = mapper.apiError(status: 429, body: try fixture("error-429-daily.json"))
+        #expect(daily.message.hasPrefix("the daily quota") && !GeminiClient.isRetryable(daily))
+        let minute = mapper.apiError(status: 429, body: try fixture("error-429-retryinfo.json"))
+        #expect(GeminiClient.isRetryable(minute))
+    }
+
+    @Test func finishReasons() {
+        #expect(mapper.finishProblem(finishReason: "STOP", blockReason: nil, hasText: true) == nil)
+        #expect(mapper.finishProblem(finishReason: nil, blockReason: "SAFETY", hasText: false)?.reason == "blocked:SAFETY")
+        for reason in ["SAFETY", "RECITATION", "MAX_TOKENS", "OTHER"] {
+            #expect(mapper.finishProblem(finishReason: reason, blockReason: nil, hasText: true)?.reason == reason)
+        }
+    }
+
+    @Test func redactionDropsKeyShapedWords() {
+        #expect(ErrorMapper.redact("Invalid API key: AIzaSyABC123 please") == "Invalid API key: [redacted] please")
+    }
+}
+
+@Suite struct ClientPolicyTests {
+    @Test func modelNamesAreCheckedBeforeTheyReachAURL() throws {
+        #expect(try GeminiClient.modelResource("gemini-3.6-flash") == "models/gemini-3.6-flash")
+        #expect(try GeminiClient.modelResource("tunedModels/mine") == "tunedModels/mine")
+        for bad in ["", "../admin", "a?key=1", "a b", "x#y"] {
+            #expect(throws: GeminiError.self) { try GeminiClient.modelResource(bad) }
+        }
+    }
+
+    @Test func retriesStopAtTheLimitAndHonourRetryInfo() throws {
+        let client = GeminiClient(configuration: ClientConfiguration(endpoint: "http://127.0.0.1:9", apiVersion: "v1beta", timeout: 1,
+                                                                     maxAttempts: 3, initialBackoff: 0.01, maxBackoff: 0.02),
+                                  apiKey: .init(utf8: "k"), errors: ErrorMapper(keyOrigin: "", keyReplaceHint: "", model: "m", apiVersion: "v1beta"))
+        var notices: [RetryNotice] = []
+        var calls = 0
+        let unavailable = GeminiError(category: .network, message: "m", status: 503, reason: "UNAVAILABLE")
+        #expect(throws: unavailable) {
+            try client.withRetries(handlers: StreamHandlers(onRetry: { notices.append($0) })) { () -> GeminiClient.Attempt<Int> in
+                calls += 1
+                return .retry(unavailable, delay: nil, anyText: false)
+            }
+        }
+        #expect(calls == 3 && notices.count == 2)
+        calls = 0
+        let value = try client.withRetries(handlers: StreamHandlers(onRetry: { notices.append($0) })) { () -> GeminiClient.Attempt<Int> in
+            calls += 1
+            return calls == 1 ? .retry(GeminiError(category: .refused, message: "m", status: 429, reason: "R"), delay: 0.05, anyText: false) : .done(7)
+        }
+        #expect(value == 7 && notices.last?.delay == 0.05)
+        // Text already shown is never repeated by a retry.
+        #expect(throws: unavailable) {
+            try client.withRetries(handlers: StreamHandlers()) { () -> GeminiClient.Attempt<Int> in .retry(unavailable, delay: nil, anyText: true) }
+        }
+    }
+
+    @Test func percentEncodingOfPageTokens() {
+        #expect(GeminiClient.percentEncode("Cg9t/+=") == "Cg9t%2F%2B%3D")
+    }
+
+    @Test func requestsEncodeInCamelCase() throws {
+        let request = GenerateContentRequest(contents: [Content(role: "user", text: "hi")], systemInstruction: Content(role: "user", text: "s"),
+                                             generationConfig: GenerationConfig(temperature: 0.5, topK: 3, maxOutputTokens: 9))
+        let json = String(decoding: try JSONEncoder().encode(request), as: UTF8.self)
+        #expect(json.contains("\"systemInstruction\"") && json.contains("\"maxOutputTokens\":9") && json.contains("\"topK\":3"))
+        #expect(!json.contains("topP"))
+    }
+
+    @Test func theNetworkLibraryIsNotLoadedUntilARequest() {
+        #expect(!HTTPTransport.libraryLoaded)
+    }
+}

@@ -1,0 +1,64 @@
+import Testing
+@testable import GemvaultCLI
+
+@Suite struct ArgumentParserTests {
+    @Test func globalOptionsMayComeFirstOrLast() throws {
+        guard case .run(let spec, let positionals, let options) = try ArgumentParser.parse(["--vault", "/v", "key", "get", "work", "--passphrase-fd=3"]) else {
+            Issue.record("not a run")
+            return
+        }
+        #expect(spec.name == "key get" && positionals == ["work"])
+        #expect(options == ["--vault": "/v", "--passphrase-fd": "3"])
+    }
+
+    @Test func doubleDashEndsOptions() throws {
+        guard case .run(_, let positionals, _) = try ArgumentParser.parse(["ask", "--", "--not-an-option", "x"]) else { return }
+        #expect(positionals == ["--not-an-option", "x"])
+    }
+
+    @Test func helpAndVersionForms() throws {
+        guard case .help(let spec) = try ArgumentParser.parse(["help", "key", "set"]) else { Issue.record("help"); return }
+        #expect(spec?.name == "key set")
+        guard case .help(let other) = try ArgumentParser.parse(["config", "explain", "--help"]) else { Issue.record("help"); return }
+        #expect(other?.name == "config explain")
+        guard case .groupHelp(let group) = try ArgumentParser.parse(["help", "key"]) else { Issue.record("group"); return }
+        #expect(group == ["key"])
+        guard case .version = try ArgumentParser.parse(["--version"]) else { Issue.record("version"); return }
+    }
+
+    @Test(arguments: [["nope"], ["key"], ["key", "rm"], ["init", "--kdf"], ["key", "list", "--json=yes"], ["ask", "--bogus"]])
+    func usageErrors(_ argv: [String]) {
+        #expect(throws: UsageError.self) { try ArgumentParser.parse(argv) }
+    }
+
+    @Test func theTableIsConsistent() {
+        let names = commandTable.map(\.name)
+        #expect(Set(names).count == names.count)
+        let overview = HelpText.overview()
+        for spec in commandTable {
+            #expect(overview.contains(spec.name))
+            #expect(HelpText.command(spec).hasPrefix("Usage: gemvault \(spec.name)"))
+            let optionNames = spec.options.map(\.name)
+            #expect(Set(optionNames).count == optionNames.count, "\(spec.name) repeats an option")
+        }
+    }
+
+    @Test func errorsMapToDocumentedExitCodes() {
+        #expect(ErrorReport.describe(UsageError("x")).0 == .usage)
+        #expect(ErrorReport.describe(VaultCoreError.wrong).0 == .wrongSecret)
+        #expect(ErrorReport.describe(VaultCoreError.damaged).0 == .damaged)
+        #expect(ErrorReport.describe(ConfigErrorCase.noKey).0 == .noKey)
+    }
+}
+
+import GemvaultConfig
+import VaultCore
+
+private enum VaultCoreError {
+    static let wrong = VaultError.wrongPassphrase
+    static let damaged = VaultError.damaged(path: "p", detail: "d")
+}
+
+private enum ConfigErrorCase {
+    static let noKey = ConfigError.noKey(reasons: [])
+}

@@ -1,0 +1,123 @@
+import FoundationEssentials
+import Testing
+@testable import GemvaultConfig
+
+@Suite struct SettingsTests {
+    @Test func layersResolveLowestToHighestWithOrigins() throws {
+        let file = ConfigFile(path: "/c/config.json", values: ["model": "file", "timeout": "5", "temperature": "0.1"])
+        let layers = SettingLayers(configFile: file, vaultPath: "/v", vaultSettings: ["model": "vault", "temperature": "0.2"],
+                                   environment: ["GEMVAULT_MODEL": "env"], flags: ["temperature": (flag: "--temperature", value: "0.3")])
+        let settings = try Settings.resolve(layers)
+        #expect(settings["model"].value == "env" && settings["model"].origin == .environment(variable: "GEMVAULT_MODEL"))
+        #expect(settings["temperature"].value == "0.3" && settings["temperature"].origin == .flag("--temperature"))
+        #expect(settings["timeout"].origin == .configFile(path: "/c/config.json"))
+        #expect(settings["api_version"].origin == .builtIn && settings.apiVersion == "v1beta")
+        #expect(settings.model == "env" && settings.timeout == 5)
+        #expect(settings["top_p"].value == nil)
+    }
+
+    @Test func validationErrorsNameTheLayer() {
+        #expect(throws: ConfigError.invalidValue(layer: "config.json", setting: "temperature", message: "3.5 is outside 0...2", fromFlag: false)) {
+            try Settings.resolve(SettingLayers(configFile: ConfigFile(path: "/c", values: ["temperature": "3.5"])))
+        }
+        #expect(throws: ConfigError.invalidValue(layer: "--temperature", setting: "temperature", message: "'hot' is not a number", fromFlag: true)) {
+            try Settings.resolve(SettingLayers(flags: ["temperature": (flag: "--temperature", value: "hot")]))
+        }
+        #expect(throws: ConfigError.invalidValue(layer: "GEMVAULT_COLOR", setting: "color", message: "'pink' is not one of auto, always, never", fromFlag: false)) {
+            try Settings.resolve(SettingLayers(environment: ["GEMVAULT_COLOR": "pink"]))
+        }
+    }
+
+    @Test func endpointsMustBeSecureUnlessLoopbackOrAllowed() throws {
+        #expect(throws: ConfigError.insecureEndpoint("http://example.com", layer: "GEMVAULT_ENDPOINT")) {
+            try Settings.resolve(SettingLayers(environment: ["GEMVAULT_ENDPOINT": "http://example.com"]))
+        }
+        #expect(try Settings.resolve(SettingLayers(environment: ["GEMVAULT_ENDPOINT": "http://[::1]:8080/"])).endpoint == "http://[::1]:8080")
+        #expect(try Settings.resolve(SettingLayers(environment: ["GEMVAULT_ENDPOINT": "http://example.com"], allowInsecureEndpoint: true)).endpoint == "http://example.com")
+        #expect(EndpointURL("https://user:pw@host") == nil && EndpointURL("ftp://x") == nil && EndpointURL("https://h/?key=1") == nil)
+        #expect(EndpointURL("http://127.0.0.5:1")?.isLoopback == true && EndpointURL("http://localhost")?.isLoopback == true)
+    }
+
+    @Test func configFileParsing() throws {
+        let parsed = try ConfigFile.parse(Data(#"{"version": 1, "temperature": 0.5, "history": false, "nope": "x"}"#.utf8), path: "/c")
+        #expect(parsed.values == ["temperature": "0.5", "history": "off"] && parsed.unknownKeys == ["nope"])
+        #expect(throws: ConfigError.self) { try ConfigFile.parse(Data(#"{"version": 2}"#.utf8), path: "/c") }
+        #expect(throws: ConfigError.self) { try ConfigFile.parse(Data("[1,2]".utf8), path: "/c") }
+    }
+
+    @Test func everySettingHasAnEnvironmentVariable() {
+        #expect(SettingsSchema.all.map(\.environmentVariable).contains("GEMVAULT_KEY_COMMAND_TIMEOUT"))
+        #expect(Set(SettingsSchema.names).count == SettingsSchema.all.count)
+    }
+
+    @Test func paths() {
+        let paths = Paths(environment: ["HOME": "/h", "XDG_CONFIG_HOME": "relative/ignored"])
+        #expect(paths.vault(flag: nil) == "/h/.local/share/gemvault/vault")
+        #expect(paths.configFile == "/h/.config/gemvault/config.json" && paths.keyFile == "/h/.config/gemvault/api-key")
+        #expect(Paths(environment: ["HOME": "/h", "GEMVAULT_VAULT": "/x"]).vault(flag: nil) == "/x")
+        #expect(Paths(environment: ["GEMVAULT_VAULT": "/x"]).vault(flag: "/f") == "/f")
+    }
+}
+
+@Suite struct KeyCommandTests {
+    @Test func splittingHonoursQuotesWithoutExpanding() {
+        #expect(KeyCommand.split(#"op read "op://a b/c" --x='y z' $HOME"#) == ["op", "read", "op://a b/c", "--x=y z", "$HOME"])
+        #expect(KeyCommand.split(#"a\ b c"#) == ["a b", "c"])
+        #expect(KeyCommand.split("unbalanced 'quote") == nil && KeyCommand.split("   ") == nil)
+    }
+
+    @Test func runCapturesStdoutAndReportsFailures() throws {
+        let key = try KeyCommand.run("printf ' AIzaSyFromCommand \\n'", timeout: 5, environment: ["PATH": "/usr/bin:/bin"])
+        #expect(key.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } == "AIzaSyFromCommand")
+        #expect {
+            try KeyCommand.run("sh -c 'echo nope >&2; exit 4'", timeout: 5, environment: ["PATH": "/usr/bin:/bin"])
+        } throws: { error in
+            guard case ConfigError.keyCommandFailed(_, let detail, let stderr) = error else { return false }
+            return detail == "exited with status 4" && stderr == "nope"
+        }
+        #expect {
+            try KeyCommand.run("sleep 5", timeout: 0.3, environment: ["PATH": "/usr/bin:/bin"])
+        } throws: { error in
+            guard case ConfigError.keyCommandFailed(_, let detail, _) = error else { return false }
+            return detail.hasPrefix("timed out")
+        }
+    }
+}
+
+@Suite struct KeyResolverTests {
+    func resolver(_ environment: [String: String], warnings: Box) -> KeyResolver {
+        KeyResolver(keyFileFlag: nil, environment: environment, paths: Paths(environment: ["HOME": "/nonexistent"]),
+                    vaultPath: "/nonexistent/vault", explicitKeyName: nil, layers: SettingLayers(environment: environment),
+                    openVault: { nil }, warn: { warnings.messages.append($0) })
+    }
+
+    final class Box: @unchecked Sendable { var messages: [String] = [] }
+
+    @Test func googleWinsOverGeminiWithOneWarning() throws {
+        let box = Box()
+        let (key, _) = try resolver(["GOOGLE_API_KEY": "g-key-value-long", "GEMINI_API_KEY": "m-key-value-long"], warnings: box).resolve()
+        #expect(key.source == .environment(variable: "GOOGLE_API_KEY"))
+        #expect(box.messages == ["both GOOGLE_API_KEY and GEMINI_API_KEY are set; using GOOGLE_API_KEY"])
+    }
+
+    @Test func nothingAnywhereListsEveryReason() {
+        #expect {
+            try resolver([:], warnings: Box()).resolve()
+        } throws: { error in
+            guard case ConfigError.noKey(let reasons) = error else { return false }
+            return reasons.count == 4
+        }
+    }
+}
+
+@Suite struct DoctorTests {
+    @Test func hidepidIsReadFromMountOptions() {
+        let paths = Paths(environment: ["HOME": "/nonexistent"])
+        func findings(_ mounts: String) -> [Finding] {
+            Doctor(paths: paths, vaultPath: "/nonexistent/v", environment: [:], settings: nil, procMounts: mounts, coreDumpsDisabled: true).hidepidFindings()
+        }
+        #expect(findings("proc /proc proc rw,nosuid,nodev,noexec,relatime 0 0\n").count == 1)
+        #expect(findings("proc /proc proc rw,relatime,hidepid=invisible 0 0\n").isEmpty)
+        #expect(findings("proc /proc proc rw,hidepid=2 0 0\n").isEmpty)
+    }
+}

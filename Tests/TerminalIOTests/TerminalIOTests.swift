@@ -1,0 +1,48 @@
+import Testing
+@testable import TerminalIO
+
+@Suite struct EscapeNeutralizerTests {
+    @Test func controlSequencesBecomeVisible() {
+        #expect(EscapeNeutralizer.neutralize("\u{1B}[31mred\u{1B}[0m") == "^[[31mred^[[0m")
+        #expect(EscapeNeutralizer.neutralize("\u{1B}]52;c;ZXZpbA==\u{07}") == "^[]52;c;ZXZpbA==^G")
+        #expect(EscapeNeutralizer.neutralize("a\u{9B}2J") == "a\\u{9b}2J")
+        #expect(EscapeNeutralizer.neutralize("over\rwrite") == "over^Mwrite")
+    }
+
+    @Test func ordinaryTextIsUntouched() {
+        let text = "tab\there\nline two — 你好 🚀\r\n"
+        #expect(EscapeNeutralizer.neutralize(text) == "tab\there\nline two — 你好 🚀\n")
+    }
+}
+
+@Suite struct StyleTests {
+    @Test func colourDecision() {
+        #expect(Style.decide(mode: .auto, environment: [:], isTerminal: true).enabled)
+        #expect(!Style.decide(mode: .auto, environment: ["NO_COLOR": "1"], isTerminal: true).enabled)
+        #expect(!Style.decide(mode: .auto, environment: [:], isTerminal: false).enabled)
+        #expect(!Style.decide(mode: .auto, environment: ["TERM": "dumb"], isTerminal: true).enabled)
+        #expect(Style.decide(mode: .always, environment: ["NO_COLOR": "1"], isTerminal: false).enabled)
+        #expect(!Style.decide(mode: .never, environment: [:], isTerminal: true).enabled)
+        #expect(Style(enabled: false).blue("x") == "x" && Style(enabled: true).blue("x") == "\u{1B}[34mx\u{1B}[0m")
+    }
+}
+
+@Suite struct SecretInputTests {
+    @Test func descriptorReadsOneLineAndLeavesTheRest() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        let text = Array("first secret\r\nsecond\n".utf8)
+        _ = text.withUnsafeBytes { write(fds[1], $0.baseAddress!, $0.count) }
+        close(fds[1])
+        let first = try SecretInput.read(from: .fileDescriptor(fds[0]), prompt: "")
+        let second = try SecretInput.read(from: .fileDescriptor(fds[0]), prompt: "")
+        #expect(first.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } == "first secret")
+        #expect(second.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } == "second")
+        #expect(throws: SecretInputError.empty) { try SecretInput.read(from: .fileDescriptor(fds[0]), prompt: "") }
+        close(fds[0])
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

@@ -1,0 +1,181 @@
+import Foundation
+import Testing
+@testable import VaultCore
+
+/// Vaults made with the cheapest KDF parameters; the CLI's floor is tested end to end.
+private func makeVault(keys: [(String, String)] = [("default", "AIzaSyUnitTest-0123456789abcdefghijklmn")]) throws -> (bytes: [UInt8], code: SecretBytes) {
+    let code = RecoveryCode.generate()
+    let document = try VaultDocument.create(passphrase: SecretBytes(utf8: "unit passphrase"), recoveryCode: code,
+                                            kdf: .testingMinimum, recoveryKDF: .testingMinimum)
+    for (name, value) in keys { try document.contents.setKey(name, secret: SecretBytes(utf8: value), now: 1_700_000_000) }
+    try document.contents.setSetting("model", value: "gemini-test")
+    return (try document.sealed(), code)
+}
+
+private func open(_ bytes: [UInt8], passphrase: String = "unit passphrase") throws -> VaultDocument {
+    let file = try VaultFile.parse(bytes, path: "test", policy: .testing)
+    return try VaultDocument.open(file, path: "test", passphrase: SecretBytes(utf8: passphrase))
+}
+
+private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
+
+@Suite struct VaultFormatTests {
+    @Test func roundTripKeepsKeysSettingsAndDates() throws {
+        let (bytes, _) = try makeVault()
+        let document = try open(bytes)
+        let key = try #require(document.contents.key(named: "default"))
+        #expect(text(key.secret) == "AIzaSyUnitTest-0123456789abcdefghijklmn")
+        #expect(key.created == 1_700_000_000)
+        #expect(document.contents.settings == ["model": "gemini-test"])
+        #expect(document.file.generation == 1)
+        #expect(Array(bytes.prefix(8)) == Array("GEMVAULT".utf8))
+    }
+
+    @Test func wrongPassphraseIsItsOwnError() throws {
+        let (bytes, _) = try makeVault()
+        #expect(throws: VaultError.wrongPassphrase) { try open(bytes, passphrase: "not it") }
+    }
+
+    @Test func recoveryCodeOpensAndWrongCodeIsRefused() throws {
+        let (bytes, code) = try makeVault()
+        let file = try VaultFile.parse(bytes, path: "test", policy: .testing)
+        let typed = SecretBytes(utf8: text(code).lowercased().replacingOccurrences(of: "-", with: " "))
+        let document = try VaultDocument.open(file, path: "test", recoveryCode: typed)
+        #expect(document.contents.key(named: "default") != nil)
+        #expect(throws: VaultError.wrongRecoveryCode) {
+            try VaultDocument.open(file, path: "test", recoveryCode: SecretBytes(utf8: "0000-0000-0000-0000-0000-0000-0000-0000"))
+        }
+        #expect(throws: VaultError.wrongRecoveryCode) {
+            try VaultDocument.open(file, path: "test", recoveryCode: SecretBytes(utf8: "too short"))
+        }
+    }
+
+    @Test func replacingThePassphraseKeepsEverything() throws {
+        let (bytes, code) = try makeVault(keys: [("a", "AIzaSyFirst-0123456789abcdefghijklmnopq"), ("b", "AIzaSySecond-0123456789abcdefghijklmnop")])
+        let document = try open(bytes)
+        try document.replacePassphrase(with: SecretBytes(utf8: "new passphrase"))
+        let rewritten = try document.sealed()
+        #expect(throws: VaultError.wrongPassphrase) { try open(rewritten) }
+        let reopened = try open(rewritten, passphrase: "new passphrase")
+        #expect(reopened.contents.keys.map(\.name) == ["a", "b"])
+        #expect(reopened.contents.conversationKey.isEqual(to: document.contents.conversationKey))
+        let file = try VaultFile.parse(rewritten, path: "t", policy: .testing)
+        #expect(try VaultDocument.open(file, path: "t", recoveryCode: code).contents.keys.count == 2)
+    }
+
+    @Test func everySingleByteChangeIsDetected() throws {
+        let (bytes, _) = try makeVault()
+        for index in bytes.indices {
+            var damaged = bytes
+            damaged[index] ^= 0x20
+            #expect(throws: VaultError.self) { try VaultFile.parse(damaged, path: "t", policy: .testing) }
+            do {
+                _ = try VaultFile.parse(damaged, path: "t", policy: .testing)
+            } catch let error {
+                guard case .damaged = error else { Issue.record("byte \(index): \(error)"); continue }
+            }
+        }
+    }
+
+    @Test func everyTruncationIsDetected() throws {
+        let (bytes, _) = try makeVault()
+        for length in 0..<bytes.count {
+            do {
+                _ = try VaultFile.parse(Array(bytes.prefix(length)), path: "t", policy: .testing)
+                Issue.record("truncation to \(length) bytes was accepted")
+            } catch let error {
+                guard case .damaged = error else { Issue.record("length \(length): \(error)"); continue }
+            }
+        }
+    }
+
+    @Test func forgedChecksumIsCaughtByAuthentication() throws {
+        let (bytes, _) = try makeVault()
+        var forged = Array(bytes.dropLast(32))
+        forged[10] ^= 1  // generation counter
+        forged += Sodium.blake2b256(forged[...])
+        #expect(throws: VaultError.tampered(path: "test")) { try open(forged) }
+    }
+
+    @Test func kdfParametersOutsideThePolicyAreRefused() throws {
+        let (bytes, _) = try makeVault()
+        #expect {
+            try VaultFile.parse(bytes, path: "t", policy: .standard)
+        } throws: { error in
+            guard case VaultError.kdfParametersRejected(_, let detail) = error else { return false }
+            return detail.contains("below the accepted minimum")
+        }
+    }
+
+    @Test func paddingHidesKeyLength() throws {
+        let short = try makeVault(keys: [("default", "AIza-short")]).bytes
+        let long = try makeVault(keys: [("default", String(repeating: "k", count: 300))]).bytes
+        #expect(short.count == long.count)
+    }
+
+    @Test func replacedKeysMoveToHistoryUpToTheLimit() throws {
+        let contents = VaultContents()
+        for round in 0..<8 { try contents.setKey("k", secret: SecretBytes(utf8: "value\(round)"), now: Int64(round)) }
+        let key = try #require(contents.key(named: "k"))
+        #expect(text(key.secret) == "value7")
+        #expect(key.previous.count == VaultContents.retiredLimit)
+        #expect(text(key.previous[0].secret) == "value6" && key.created == 0 && key.updated == 7)
+    }
+
+    @Test(arguments: ["", "-dash", "has space", "ü", String(repeating: "a", count: 129)])
+    func invalidNamesAreRefused(name: String) {
+        #expect(throws: VaultError.invalidName(name)) { try VaultContents.validateName(name) }
+    }
+
+    @Test func committedVectorDecrypts() throws {
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+        let bytes = [UInt8](try Data(contentsOf: fixtures.appendingPathComponent("vector-v1.vault")))
+        let expected = try JSONSerialization.jsonObject(with: Data(contentsOf: fixtures.appendingPathComponent("vector-v1.json"))) as! [String: Any]
+        let file = try VaultFile.parse(bytes, path: "vector", policy: .standard)
+        let document = try VaultDocument.open(file, path: "vector", passphrase: SecretBytes(utf8: expected["passphrase"] as! String))
+        let keys = expected["keys"] as! [String: String]
+        #expect(text(try #require(document.contents.key(named: "default")).secret) == keys["default"])
+        #expect(document.contents.settings == expected["settings"] as! [String: String])
+        let byCode = try VaultDocument.open(file, path: "vector", recoveryCode: SecretBytes(utf8: expected["recovery_code"] as! String))
+        #expect(byCode.contents.keys.count == 1)
+    }
+}
+
+@Suite struct SecretBytesTests {
+    @Test func maskingShowsFirstAndLastFour() {
+        #expect(SecretBytes(utf8: "AIzaSyUnitTest-0123456789abcdefghijklmn").masked == "AIza…klmn")
+        #expect(SecretBytes(utf8: "short").masked == "****")
+        #expect(SecretBytes(utf8: "\u{1}\u{2}binary-looking-value").masked == "****")
+    }
+
+    @Test func geminiKeyShape() {
+        #expect(SecretBytes(utf8: "AIzaSyUnitTest-0123456789abcdefghijklmn").looksLikeGeminiKey)
+        #expect(!SecretBytes(utf8: "AIzaSyUnitTest-0123456789abcdefghijklm").looksLikeGeminiKey)
+        #expect(!SecretBytes(utf8: "BIzaSyUnitTest-0123456789abcdefghijklmn").looksLikeGeminiKey)
+    }
+
+    @Test func trimmingAndTruncation() {
+        #expect(text(SecretBytes(utf8: " \t key \r\n").trimmingWhitespace()) == "key")
+        let secret = SecretBytes(utf8: "abcdef")
+        secret.truncate(to: 3)
+        #expect(text(secret) == "abc")
+        #expect(secret.withCString(prefix: "h: ") { String(cString: $0) } == "h: abc")
+    }
+}
+
+@Suite struct RecoveryCodeTests {
+    @Test func generatedCodesAreGroupedBase32AndDistinct() {
+        let first = text(RecoveryCode.generate())
+        let second = text(RecoveryCode.generate())
+        #expect(first != second)
+        #expect(first.count == 39 && first.split(separator: "-").count == 8)
+        #expect(first.replacingOccurrences(of: "-", with: "").allSatisfy { "0123456789ABCDEFGHJKMNPQRSTVWXYZ".contains($0) })
+    }
+
+    @Test func normalisationForgivesCaseSeparatorsAndLookalikes() throws {
+        let canonical = try #require(RecoveryCode.normalize(SecretBytes(utf8: "oiLa-bcde fghj-kmnp qrst-vwxy z012-3456\n")))
+        #expect(text(canonical) == "011ABCDEFGHJKMNPQRSTVWXYZ0123456")
+        #expect(RecoveryCode.normalize(SecretBytes(utf8: "oiLa-bcde fghj-kmnp qrst-vwxy z012-3456-7")) == nil)
+        #expect(RecoveryCode.normalize(SecretBytes(utf8: "UUUU-0000-0000-0000-0000-0000-0000-0000")) == nil)
+    }
+}
