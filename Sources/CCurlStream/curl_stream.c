@@ -37,7 +37,7 @@ static int load_ok = 0;
     if (!(*(void **)(&curl.field) = dlsym(curl.handle, symbol))) return;
 
 static void load_library(void) {
-    curl.handle = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    curl.handle = dlopen("libcurl.so.4", RTLD_LAZY | RTLD_LOCAL);
     if (!curl.handle) return;
     BIND(global_init, "curl_global_init")
     BIND(easy_init, "curl_easy_init")
@@ -56,6 +56,35 @@ static void load_library(void) {
     BIND(slist_free_all, "curl_slist_free_all")
     if (curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return;
     load_ok = 1;
+}
+
+static void *preload_thread(void *unused) {
+    (void)unused;
+    pthread_once(&load_once, load_library);
+    return NULL;
+}
+
+void gv_http_preload(void) {
+    pthread_t thread;
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&thread, &attributes, preload_thread, NULL) != 0) pthread_once(&load_once, load_library);
+    pthread_attr_destroy(&attributes);
+}
+
+// For the commands that talk to the API, libcurl starts loading before Swift's main runs,
+// overlapping the runtime's own start-up. Only the first command word is looked at, after
+// the global options, so a vault command never maps the network stack.
+__attribute__((constructor)) static void preload_for_network_commands(int argc, char **argv) {
+    int i = 1;
+    while (i < argc && argv[i][0] == '-') {
+        int takes_value = (strcmp(argv[i], "--vault") == 0 || strcmp(argv[i], "--passphrase-fd") == 0 ||
+                           strcmp(argv[i], "--passphrase-file") == 0);
+        i += takes_value ? 2 : 1;
+    }
+    if (i < argc && (strcmp(argv[i], "ask") == 0 || strcmp(argv[i], "chat") == 0 || strcmp(argv[i], "models") == 0))
+        gv_http_preload();
 }
 
 int gv_http_library_loaded(void) {

@@ -81,6 +81,9 @@ public final class GeminiClient {
         self.errors = errors
     }
 
+    /// Starts loading the network library while the caller resolves the key and settings.
+    public static func prepareNetwork() { HTTPTransport.preload() }
+
     /// `models/NAME` for a bare name; names that could alter the URL are refused.
     public static func modelResource(_ name: String) throws -> String {
         let bad = name.isEmpty || name.contains("..") || name.contains { "?&#% \t\n".contains($0) }

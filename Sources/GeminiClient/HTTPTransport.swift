@@ -73,6 +73,9 @@ struct HTTPTransport {
         }
     }
 
+    /// Begins loading libcurl in the background; the first request waits for it.
+    static func preload() { gv_http_preload() }
+
     /// Whether libcurl has been mapped into this process (vault commands must leave it unmapped).
     static var libraryLoaded: Bool { gv_http_library_loaded() == 1 }
 }

@@ -29,6 +29,7 @@ let chatCommands: [CommandSpec] = [
 enum ChatCommand {
     /// Resolves the key and settings, then builds a client.
     static func client(_ call: Invocation) throws -> (GeminiClient, Settings) {
+        GeminiClient.prepareNetwork()
         let resolver = try call.context.keyResolver(call)
         let (key, settings) = try resolver.resolve()
         let configuration = ClientConfiguration(endpoint: settings.endpoint, apiVersion: settings.apiVersion, timeout: settings.timeout,

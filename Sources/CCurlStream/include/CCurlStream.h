@@ -42,4 +42,8 @@ int gv_http_perform(const gv_http_request *request,
 /// 1 when libcurl is already mapped into this process, else 0 (for tests of lazy loading).
 int gv_http_library_loaded(void);
 
+/// Starts loading libcurl on a background thread, so the work overlaps with resolving the
+/// key and settings. gv_http_perform waits for it. Safe to call more than once.
+void gv_http_preload(void);
+
 #endif
