@@ -90,6 +90,7 @@ enum ParsedCommand {
     case run(CommandSpec, positionals: [String], options: [String: String])
     case help(CommandSpec?)
     case groupHelp([String])
+    case reference
     case version
 }
 
@@ -113,6 +114,7 @@ enum ArgumentParser {
         let arguments = Array(commandWords) + leading + Array(rest.dropFirst(commandWords.count))
         if arguments.isEmpty || arguments == ["--help"] || arguments == ["-h"] { return .help(nil) }
         if arguments == ["--version"] || arguments == ["-V"] { return .version }
+        if arguments == ["help", "--reference"] { return .reference }
         if arguments.first == "help" {
             let topic = Array(arguments.dropFirst())
             if topic.isEmpty { return .help(nil) }
@@ -217,6 +219,25 @@ enum HelpText {
         for spec in commandTable where spec.path.starts(with: prefix) {
             text += "  " + (spec.name + " " + spec.arguments).padding(to: 34) + spec.summary + "\n"
         }
+        return text
+    }
+
+    /// The Markdown command reference in Docs/cli.md, generated from the table.
+    static func reference() -> String {
+        var text = ""
+        for spec in commandTable {
+            text += "### `gemvault \(spec.name)\(spec.arguments.isEmpty ? "" : " " + spec.arguments)`\n\n\(spec.summary).\n\n"
+            if !spec.details.isEmpty { text += spec.details.split(separator: "\n").joined(separator: " ") + "\n\n" }
+            if !spec.options.isEmpty {
+                text += "| Option | Meaning |\n|---|---|\n"
+                for option in spec.options {
+                    text += "| `\(option.name)\(option.value.map { " " + $0 } ?? "")` | \(option.help) |\n"
+                }
+                text += "\n"
+            }
+        }
+        text += "### Global options\n\n| Option | Meaning |\n|---|---|\n"
+        for option in globalOptions { text += "| `\(option.name)\(option.value.map { " " + $0 } ?? "")` | \(option.help) |\n" }
         return text
     }
 

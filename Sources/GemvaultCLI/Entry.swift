@@ -18,6 +18,8 @@ public enum GemvaultMain {
                 Console.out(spec.map(HelpText.command) ?? HelpText.overview())
             case .groupHelp(let prefix):
                 Console.out(HelpText.group(prefix))
+            case .reference:
+                Console.out(HelpText.reference())
             case .run(let spec, let positionals, let options):
                 let context = Context(environment: environment, options: options)
                 try spec.run(Invocation(command: spec, positionals: positionals, options: options, context: context))

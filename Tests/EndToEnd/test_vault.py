@@ -403,3 +403,11 @@ def test_secrets_never_reach_argv_or_errors(env):
     assert GOOD_KEY.encode() not in cmdline and PASSPHRASE.encode() not in cmdline
     wrong = env.run("key", "get", "--passphrase-file", env.passfile + ".nope", passphrase=False)
     assert GOOD_KEY not in wrong.err and code not in wrong.err
+
+
+def test_cli_reference_in_docs_matches_the_command_table():
+    generated = subprocess.run([BIN, "help", "--reference"], capture_output=True, text=True).stdout
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "Docs", "cli.md")) as handle:
+        doc = handle.read()
+    section = doc.split("<!-- BEGIN GENERATED REFERENCE -->\n")[1].split("<!-- END GENERATED REFERENCE -->")[0]
+    assert section == generated
