@@ -29,7 +29,7 @@ let package = Package(
         /// The Gemini REST client: wire types, SSE parsing, errors and retry. No terminal code.
         .target(name: "GeminiClient", dependencies: ["VaultCore", "CCurlStream"]),
         /// The chat REPL, its slash commands and the conversation model.
-        .target(name: "ChatUI", dependencies: ["GeminiClient", "TerminalIO", "CEditLine", "CSystemShims"]),
+        .target(name: "ChatUI", dependencies: ["GeminiClient", "TerminalIO", "VaultCore", "CEditLine", "CSystemShims"]),
         /// The command table, the command functions and the one error-to-exit-code map.
         .target(name: "GemvaultCLI", dependencies: ["VaultCore", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims"]),
 

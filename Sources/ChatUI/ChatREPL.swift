@@ -3,6 +3,7 @@ import CSystemShims
 import GeminiClient
 import Glibc
 import TerminalIO
+import VaultCore
 
 /// The interactive chat: libedit input, streaming replies that Ctrl-C stops, slash commands.
 public final class ChatREPL {
@@ -46,7 +47,7 @@ public final class ChatREPL {
         }
         defer { if interactive { Console.out("\u{1B}[?2004l") } }
         while let input = readMessage() {
-            let trimmed = input.trimmingCharacters
+            let trimmed = input.trimmedWhitespace
             if trimmed.isEmpty { continue }
             if trimmed.hasPrefix("/") {
                 if !slashCommand(trimmed) { break }
@@ -90,11 +91,11 @@ public final class ChatREPL {
                     if !more.isEmpty { text += "\n" + more }
                     break
                 }
-            } else if text.trimmingCharacters == "\"\"\"" {
+            } else if text.trimmedWhitespace == "\"\"\"" {
                 var lines: [String] = []
                 while true {
                     guard let next = readLine(interactive ? continuationPrompt : ""), let more = next else { break }
-                    if more.trimmingCharacters == "\"\"\"" { break }
+                    if more.trimmedWhitespace == "\"\"\"" { break }
                     lines.append(more)
                 }
                 text = lines.joined(separator: "\n")
@@ -168,7 +169,7 @@ public final class ChatREPL {
     /// Returns false when the chat should end.
     func slashCommand(_ line: String) -> Bool {
         let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
-        let argument = parts.count > 1 ? parts[1].trimmingCharacters : ""
+        let argument = parts.count > 1 ? parts[1].trimmedWhitespace : ""
         switch parts[0] {
         case "/exit", "/quit":
             return false
@@ -225,13 +226,6 @@ public final class ChatREPL {
 }
 
 extension String {
-    var trimmingCharacters: String {
-        let scalars = unicodeScalars
-        guard let start = scalars.firstIndex(where: { !$0.properties.isWhitespace }) else { return "" }
-        let end = scalars.lastIndex(where: { !$0.properties.isWhitespace })!
-        return String(scalars[start...end])
-    }
-
     func replacingAll(_ target: String, with replacement: String) -> String {
         var result = ""
         var rest = self[...]

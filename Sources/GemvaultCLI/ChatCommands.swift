@@ -69,10 +69,10 @@ enum ChatCommand {
     static func ask(_ call: Invocation) throws {
         var prompt = call.positionals.joined(separator: " ")
         if !Terminal.stdinIsTerminal {
-            let input = readStandardInput()
+            let input = try readStandardInput()
             if !input.isEmpty { prompt = prompt.isEmpty ? input : prompt + "\n\n" + input }
         }
-        guard !prompt.trimmingSpaces.isEmpty else {
+        guard !prompt.trimmedWhitespace.isEmpty else {
             throw UsageError("nothing to ask: give a prompt or pipe text in", command: call.command)
         }
         let (client, settings) = try client(call)
@@ -138,24 +138,12 @@ enum ChatCommand {
         Console.out(Output.table([["MODEL", "INPUT TOKENS", "OUTPUT TOKENS", "NAME"]] + rows))
     }
 
-    static func readStandardInput() -> String {
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress!, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            bytes += chunk[0..<n]
+    /// Standard input as text (at most 16 MiB), for `git diff | gemvault ask`.
+    static func readStandardInput() throws -> String {
+        do {
+            return String(decoding: try PlainIO.readAll(fd: STDIN_FILENO, limit: 16 << 20), as: UTF8.self)
+        } catch {
+            throw CommandFailure(.failure, "cannot read standard input (\(error)); the limit is 16 MiB")
         }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-}
-
-extension String {
-    var trimmingSpaces: String {
-        var scalars = Substring(self)
-        while let first = scalars.first, first.isWhitespace { scalars = scalars.dropFirst() }
-        while let last = scalars.last, last.isWhitespace { scalars = scalars.dropLast() }
-        return String(scalars)
     }
 }

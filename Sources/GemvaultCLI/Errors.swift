@@ -1,4 +1,5 @@
 import GeminiClient
+import Glibc
 import GemvaultConfig
 import TerminalIO
 import VaultCore
@@ -141,6 +142,3 @@ enum ErrorReport {
     static func errnoText(_ code: Int32) -> String { String(cString: strerror(code)) }
 }
 
-#if canImport(Glibc)
-import Glibc
-#endif

@@ -24,16 +24,16 @@ public struct ConfigFile: Sendable {
         guard FileSecurity.mode(of: path) != nil else { return ConfigFile(path: path) }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16384)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-            if n <= 0 { break }
-            bytes += chunk[0..<n]
-            if bytes.count > 1 << 20 { close(fd); throw .invalidFile(path: path, reason: "larger than 1 MiB") }
+        defer { close(fd) }
+        do {
+            return try parse(Data(try PlainIO.readAll(fd: fd, limit: 1 << 20)), path: path)
+        } catch let error as ConfigError {
+            throw error
+        } catch PlainIO.ReadFailure.failed(let code) {
+            throw .unreadable(path: path, reason: String(cString: strerror(code)))
+        } catch {
+            throw .invalidFile(path: path, reason: "larger than 1 MiB")
         }
-        close(fd)
-        return try parse(Data(bytes), path: path)
     }
 
     static func parse(_ data: Data, path: String) throws(ConfigError) -> ConfigFile {

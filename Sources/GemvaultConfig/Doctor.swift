@@ -18,7 +18,7 @@ public struct Doctor {
     public var coreDumpsDisabled: Bool
 
     public init(paths: Paths, vaultPath: String, environment: [String: String], settings: Settings?,
-                procMounts: String = Doctor.readText("/proc/mounts") ?? "", coreDumpsDisabled: Bool) {
+                procMounts: String = PlainIO.readText("/proc/mounts") ?? "", coreDumpsDisabled: Bool) {
         self.paths = paths
         self.vaultPath = vaultPath
         self.environment = environment
@@ -117,7 +117,7 @@ public struct Doctor {
         var findings: [Finding] = []
         for name in [".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile", ".zshenv"] {
             let path = paths.home + "/" + name
-            guard let text = Self.readText(path) else { continue }
+            guard let text = PlainIO.readText(path) else { continue }
             for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                 let trimmed = line.drop { $0 == " " || $0 == "\t" }
                 guard !trimmed.hasPrefix("#") else { continue }
@@ -147,7 +147,7 @@ public struct Doctor {
                 if entry.pointee.d_type == UInt8(DT_DIR) {
                     if depth < 3, !name.hasPrefix("."), name != "node_modules" { queue.append((path, depth + 1)) }
                 } else if name == ".env" || name.hasPrefix(".env.") {
-                    guard let text = Self.readText(path, limit: 65536) else { continue }
+                    guard let text = PlainIO.readText(path, limit: 65536) else { continue }
                     if Self.keyAssignment.contains(where: { text.contains($0) }) {
                         findings.append(Finding(check: "dotenv", message: "\(path) holds a Gemini API key in plain text",
                                                 fix: "remove the key from \(path), revoke it, and keep the new one in the vault"))
@@ -167,19 +167,5 @@ public struct Doctor {
         }
         return [Finding(check: "endpoint", message: "the endpoint \(settings.endpoint) (from \(origin)) sends your key unencrypted over the network",
                         fix: "set an https endpoint: gemvault config unset endpoint")]
-    }
-
-    public static func readText(_ path: String, limit: Int = 1 << 20) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16384)
-        while bytes.count < limit {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-            if n <= 0 { break }
-            bytes += chunk[0..<n]
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

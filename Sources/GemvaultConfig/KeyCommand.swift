@@ -100,7 +100,7 @@ public enum KeyCommand {
         if timedOut || overflow { kill(pid, SIGKILL) }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let stderrText = String(decoding: errorText, as: UTF8.self).trimmingSpaces
+        let stderrText = String(decoding: errorText, as: UTF8.self).trimmedWhitespace
         if timedOut {
             throw .keyCommandFailed(command: arguments[0], detail: "timed out after \(Int(timeout)) s (key_command_timeout)", stderr: stderrText)
         }

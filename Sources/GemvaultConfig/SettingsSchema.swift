@@ -1,3 +1,5 @@
+import VaultCore
+
 /// The default model, named in this one place.
 public let defaultModel = "gemini-3.6-flash"
 public let defaultEndpoint = "https://generativelanguage.googleapis.com"
@@ -25,7 +27,7 @@ public struct SettingSpec: Sendable {
 
     /// The canonical form of `raw`, or a message saying why it is refused.
     public func validate(_ raw: String) -> Result<String, SettingProblem> {
-        let value = raw.trimmingSpaces
+        let value = raw.trimmedWhitespace
         switch kind {
         case .text:
             return .success(raw)
@@ -122,13 +124,4 @@ public struct EndpointURL: Sendable, Equatable {
     }
 
     public var isSecure: Bool { scheme == "https" || isLoopback }
-}
-
-extension String {
-    var trimmingSpaces: String {
-        let scalars = unicodeScalars
-        guard let start = scalars.firstIndex(where: { !$0.properties.isWhitespace }) else { return "" }
-        let end = scalars.lastIndex(where: { !$0.properties.isWhitespace })!
-        return String(scalars[start...end])
-    }
 }

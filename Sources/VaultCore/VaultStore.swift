@@ -19,7 +19,8 @@ public struct VaultStore: Sendable {
     public var lockPath: String { path + ".lock" }
     public var backupPath: String { path + ".bak" }
 
-    public var exists: Bool { access(path, F_OK) == 0 || FileSecurity.mode(of: path) != nil }
+    /// Whether anything (even a dangling symlink) is at the vault's path.
+    public var exists: Bool { FileSecurity.mode(of: path) != nil }
 
     /// Reads the vault's bytes after the permission checks; nil when there is no vault.
     public func readIfPresent() throws(VaultError) -> [UInt8]? {
@@ -30,7 +31,13 @@ public struct VaultStore: Sendable {
             throw .io(operation: "open", path: path, errno: errno)
         }
         defer { close(fd) }
-        return try readAll(fd: fd, path: path)
+        do {
+            return try PlainIO.readAll(fd: fd, limit: VaultFile.maxPayload + 4096)
+        } catch .failed(let code) {
+            throw .io(operation: "read", path: path, errno: code)
+        } catch {
+            throw .damaged(path: path, detail: "the file is larger than any vault")
+        }
     }
 
     /// Reads the vault, failing with `.notFound` when there is none.
@@ -113,24 +120,6 @@ public struct VaultStore: Sendable {
         guard fd >= 0 else { return }
         fsync(fd)
         close(fd)
-    }
-}
-
-/// Reads a whole file descriptor into memory.
-func readAll(fd: Int32, path: String) throws(VaultError) -> [UInt8] {
-    var result: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-        if n < 0 {
-            if errno == EINTR { continue }
-            throw .io(operation: "read", path: path, errno: errno)
-        }
-        if n == 0 { return result }
-        result += chunk[0..<n]
-        if result.count > VaultFile.maxPayload + 4096 {
-            throw .damaged(path: path, detail: "the file is larger than any vault")
-        }
     }
 }
 

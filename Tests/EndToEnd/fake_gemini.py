@@ -6,7 +6,7 @@ URL: `models/<scenario>[~tag]:streamGenerateContent`. A tag makes per-scenario c
 "fail once, then succeed") independent between tests. Every request is logged as one JSON line
 to --log (method, path, headers, body) so tests can check what the client sent.
 
-Scenarios: ok, lf, split, slow, thinking, echo, escape, error-before, error-mid, error-mid-data,
+Scenarios: ok, lf, split, slow, slow-long, steady, thinking, echo, escape, error-before, error-mid, error-mid-data,
 retry-429, retry-503, always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
 drop, hang, hang-first. Unknown scenario names answer 404 NOT_FOUND like Google does.
 A key starting with "AIzaBAD" gets 400 API_KEY_INVALID.
@@ -54,10 +54,14 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- plumbing -------------------------------------------------------------------------
     def record(self, body):
+        # A request through a proxy arrives in absolute form: note it and keep the path.
+        proxied = self.path.startswith("http://")
+        if proxied:
+            self.path = "/" + self.path.split("/", 3)[3]
         if not self.log_path:
             return
         entry = {"method": self.command, "path": self.path, "headers": dict(self.headers.items()),
-                 "body": body.decode("utf-8", "replace")}
+                 "body": body.decode("utf-8", "replace"), "proxied": proxied}
         with LOCK, open(self.log_path, "a") as log:
             log.write(json.dumps(entry) + "\n")
 
@@ -221,6 +225,10 @@ class Handler(BaseHTTPRequestHandler):
                     if client_gone(self.connection):
                         return
                 return
+            elif scenario == "steady":
+                for i in range(12):
+                    self.chunk(event(text_chunk("step %d " % i)))
+                    time.sleep(0.3)
             elif scenario == "slow-long":
                 for i in range(100):
                     self.chunk(event(text_chunk("tick %d " % i)))
@@ -258,7 +266,7 @@ def echo_reply(request):
             "modelVersion": "gemini-3.6-flash"}
 
 
-SCENARIOS = {"ok", "lf", "split", "slow", "slow-long", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
+SCENARIOS = {"ok", "lf", "split", "slow", "slow-long", "steady", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
              "hang", "hang-first", "gemini-3.6-flash"}
 

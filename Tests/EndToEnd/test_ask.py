@@ -161,6 +161,22 @@ def test_a_stream_that_never_ends_hits_the_timeout(api):
     assert result.code == 7 and "no data from the server for 1 s" in result.err
 
 
+def test_timeout_bounds_silence_not_a_long_reply(api):
+    # Twelve events 0.3 s apart take about 3.6 s; a 1 s timeout must not cut them off.
+    result = ask(api, "--model", "steady", "--timeout", "1", "hi")
+    assert result.code == 0, result
+    assert result.out.startswith("step 0 ") and "step 11" in result.out
+
+
+def test_requests_go_through_a_proxy_from_the_environment(api):
+    # The fake server doubles as an HTTP proxy: it sees the absolute-form request line.
+    result = ask(api, "--model", "ok", "--allow-insecure-endpoint", "hi",
+                 env={"GEMVAULT_ENDPOINT": "http://gemini.invalid", "http_proxy": api.server.url})
+    assert result.code == 0 and result.out == REPLY, result
+    [request] = api.server.requests()
+    assert request["proxied"] and request["path"] == "/v1beta/models/ok:streamGenerateContent?alt=sse"
+
+
 def test_ctrl_c_stops_ask_with_130_and_keeps_partial_text(api):
     proc = subprocess.Popen([BIN, "ask", "--model", "slow-long", "hi"], env=api.vars, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(1.0)
