@@ -108,7 +108,9 @@ public final class GeminiClient {
             var streamError: GeminiError?
             var blockReason: String?
 
+            var eventCount = 0
             func handle(_ events: [[UInt8]]) {
+                eventCount += events.count
                 for event in events where streamError == nil {
                     if let envelope = ErrorMapper.decodeEnvelope(event), envelope.error.code != nil || envelope.error.status != nil {
                         streamError = errors.apiError(status: envelope.error.code ?? 500, body: event)
@@ -150,14 +152,8 @@ public final class GeminiClient {
             case .cancelled:
                 result.interrupted = true
                 return .done(result)
-            case .libraryMissing:
-                throw GeminiError(category: .network, message: "libcurl (libcurl.so.4) is not installed", hint: "apt-get install libcurl4", reason: "libcurl")
-            case .transportError(let message):
-                return .retry(GeminiError(category: .network, message: "the connection to \(configuration.endpoint) failed: \(message)", reason: "connection"),
-                              delay: nil, anyText: !result.text.isEmpty)
-            case .idleTimeout:
-                throw GeminiError(category: .network, message: "no data from the server for \(Int(configuration.timeout)) s (timeout)",
-                                  hint: "raise the limit with --timeout SECONDS or the 'timeout' setting", reason: "timeout")
+            case .libraryMissing, .transportError, .idleTimeout:
+                return try transportFailure(outcome, anyText: !result.text.isEmpty)
             case .complete(let status), .aborted(let status):
                 if status != 200 && httpStatus != 200 {
                     let error = errors.apiError(status: status, body: errorBody)
@@ -165,8 +161,13 @@ public final class GeminiClient {
                 }
                 handle(parser.finish())
                 if streamError == nil, !parser.extra.isEmpty {
-                    // A bare JSON error after the events (Google's mid-stream failure).
-                    streamError = errors.apiError(status: 500, body: parser.extra)
+                    // A bare JSON error after the events is Google's mid-stream failure; anything else is not Gemini.
+                    streamError = ErrorMapper.decodeEnvelope(parser.extra) != nil
+                        ? errors.apiError(status: 500, body: parser.extra)
+                        : GeminiError(category: .network, message: "the server's answer is not a Gemini event stream", reason: "bad-stream")
+                }
+                if streamError == nil, eventCount == 0 {
+                    streamError = GeminiError(category: .network, message: "the server ended the stream without a reply", reason: "empty-stream")
                 }
                 if let streamError { return .retry(streamError, delay: nil, anyText: !result.text.isEmpty) }
                 if let problem = errors.finishProblem(finishReason: result.finishReason, blockReason: blockReason, hasText: !result.text.isEmpty) {
@@ -230,13 +231,8 @@ public final class GeminiClient {
             switch outcome {
             case .cancelled:
                 throw GeminiError(category: .interrupted, message: "interrupted", reason: "interrupted")
-            case .libraryMissing:
-                throw GeminiError(category: .network, message: "libcurl (libcurl.so.4) is not installed", hint: "apt-get install libcurl4", reason: "libcurl")
-            case .transportError(let message):
-                return .retry(GeminiError(category: .network, message: "the connection to \(configuration.endpoint) failed: \(message)", reason: "connection"), delay: nil, anyText: false)
-            case .idleTimeout:
-                throw GeminiError(category: .network, message: "no data from the server for \(Int(configuration.timeout)) s (timeout)",
-                                  hint: "raise the limit with --timeout SECONDS or the 'timeout' setting", reason: "timeout")
+            case .libraryMissing, .transportError, .idleTimeout:
+                return try transportFailure(outcome, anyText: false)
             case .complete(let status), .aborted(let status):
                 guard status == 200 else {
                     return .retry(errors.apiError(status: status, body: received), delay: ErrorMapper.retryDelay(received), anyText: false)
@@ -246,6 +242,20 @@ public final class GeminiClient {
                 }
                 return .done(decoded)
             }
+        }
+    }
+
+    /// A transfer that produced no HTTP answer: a retryable connection failure, or a final one.
+    private func transportFailure<T>(_ outcome: HTTPTransport.Outcome, anyText: Bool) throws -> Attempt<T> {
+        switch outcome {
+        case .transportError(let message):
+            return .retry(GeminiError(category: .network, message: "the connection to \(configuration.endpoint) failed: \(message)", reason: "connection"),
+                          delay: nil, anyText: anyText)
+        case .idleTimeout:
+            throw GeminiError(category: .network, message: "no data from the server for \(Int(configuration.timeout)) s (timeout)",
+                              hint: "raise the limit with --timeout SECONDS or the 'timeout' setting", reason: "timeout")
+        default:
+            throw GeminiError(category: .network, message: "libcurl (libcurl.so.4) cannot be loaded", hint: "install it: apt-get install libcurl4", reason: "libcurl")
         }
     }
 

@@ -16,15 +16,19 @@ public struct Doctor {
     public var settings: Settings?
     public var procMounts: String
     public var coreDumpsDisabled: Bool
+    /// /proc/<parent>/limits: the shell's core-dump limit applies to every other program it starts.
+    public var parentLimits: String
 
     public init(paths: Paths, vaultPath: String, environment: [String: String], settings: Settings?,
-                procMounts: String = PlainIO.readText("/proc/mounts") ?? "", coreDumpsDisabled: Bool) {
+                procMounts: String = PlainIO.readText("/proc/mounts") ?? "", coreDumpsDisabled: Bool,
+                parentLimits: String = PlainIO.readText("/proc/\(getppid())/limits") ?? "") {
         self.paths = paths
         self.vaultPath = vaultPath
         self.environment = environment
         self.settings = settings
         self.procMounts = procMounts
         self.coreDumpsDisabled = coreDumpsDisabled
+        self.parentLimits = parentLimits
     }
 
     /// The names of every check, in the order they run.
@@ -34,10 +38,7 @@ public struct Doctor {
         var findings: [Finding] = []
         findings += fileFindings()
         findings += hidepidFindings()
-        if !coreDumpsDisabled {
-            findings.append(Finding(check: "core-dumps", message: "gemvault could not disable core dumps for itself",
-                                    fix: "run gemvault where setrlimit(RLIMIT_CORE) and prctl(PR_SET_DUMPABLE) are allowed"))
-        }
+        findings += coreDumpFindings()
         findings += environmentFindings()
         findings += startupFileFindings()
         findings += dotenvFindings()
@@ -99,6 +100,26 @@ public struct Doctor {
         guard !hidden else { return [] }
         return [Finding(check: "hidepid", message: "other users can read every process's command line in /proc (no hidepid)",
                         fix: "mount -o remount,hidepid=invisible /proc (and add hidepid=invisible to /proc in /etc/fstab); never pass secrets as arguments")]
+    }
+
+    // MARK: Core dumps
+
+    func coreDumpFindings() -> [Finding] {
+        var findings: [Finding] = []
+        if !coreDumpsDisabled {
+            findings.append(Finding(check: "core-dumps", message: "gemvault could not disable core dumps for itself",
+                                    fix: "run gemvault where setrlimit(RLIMIT_CORE) and prctl(PR_SET_DUMPABLE) are allowed"))
+        }
+        // "Max core file size   <soft>   <hard>   bytes": a soft limit above 0 lets programs dump.
+        if let line = parentLimits.split(separator: "\n").first(where: { $0.hasPrefix("Max core file size") }) {
+            let soft = line.dropFirst("Max core file size".count).split(separator: " ").first.map(String.init) ?? "0"
+            if soft != "0" {
+                findings.append(Finding(check: "core-dumps",
+                                        message: "the shell that started gemvault allows core dumps (ulimit -c is \(soft)); another program holding a key, such as a script with GEMINI_API_KEY, could write it to disk",
+                                        fix: "add 'ulimit -c 0' to your shell's startup file"))
+            }
+        }
+        return findings
     }
 
     // MARK: Keys outside the vault

@@ -6,7 +6,7 @@ URL: `models/<scenario>[~tag]:streamGenerateContent`. A tag makes per-scenario c
 "fail once, then succeed") independent between tests. Every request is logged as one JSON line
 to --log (method, path, headers, body) so tests can check what the client sent.
 
-Scenarios: ok, lf, split, slow, slow-long, steady, thinking, echo, escape, error-before, error-mid, error-mid-data,
+Scenarios: ok, lf, split, slow, slow-long, steady, garbage, empty, not-json, thinking, echo, escape, error-before, error-mid, error-mid-data,
 retry-429, retry-503, always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
 drop, hang, hang-first. Unknown scenario names answer 404 NOT_FOUND like Google does.
 A key starting with "AIzaBAD" gets 400 API_KEY_INVALID.
@@ -225,6 +225,12 @@ class Handler(BaseHTTPRequestHandler):
                     if client_gone(self.connection):
                         return
                 return
+            elif scenario == "garbage":
+                self.chunk(b"<html><body>502 Bad Gateway</body></html>\r\n")
+            elif scenario == "empty":
+                pass
+            elif scenario == "not-json":
+                self.chunk(b"data: {this is not json\r\n\r\n")
             elif scenario == "steady":
                 for i in range(12):
                     self.chunk(event(text_chunk("step %d " % i)))
@@ -266,7 +272,7 @@ def echo_reply(request):
             "modelVersion": "gemini-3.6-flash"}
 
 
-SCENARIOS = {"ok", "lf", "split", "slow", "slow-long", "steady", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
+SCENARIOS = {"ok", "lf", "split", "slow", "slow-long", "steady", "garbage", "empty", "not-json", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
              "hang", "hang-first", "gemini-3.6-flash"}
 

@@ -111,6 +111,9 @@ def test_api_errors_and_exit_codes(api):
         "error-mid": (7, "499 CANCELLED", None),
         "error-mid-data": (7, "503 UNAVAILABLE", None),
         "drop": (7, "connection", None),
+        "garbage": (7, "not a Gemini event stream", None),
+        "empty": (7, "without a reply", None),
+        "not-json": (7, "not a Gemini response", None),
     }
     for scenario, (code, text, hint) in cases.items():
         result = ask(api, "--model", tag(scenario), "hi", env={"GEMVAULT_RETRIES": "1"})

@@ -271,6 +271,17 @@ def test_doctor_finds_a_loose_setup(env):
     assert human.code == 1 and "fix:" in human.out
 
 
+def test_doctor_notices_a_shell_that_allows_core_dumps(env):
+    env.init()
+    script = 'ulimit -S -c 0; "$0" doctor --json; ulimit -S -c unlimited; "$0" doctor --json; true'
+    proc = subprocess.run(["bash", "-c", script, __import__("conftest").BIN], env=env.vars, capture_output=True, text=True)
+    decoder = json.JSONDecoder()
+    first, end = decoder.raw_decode(proc.stdout)
+    second, _ = decoder.raw_decode(proc.stdout[end:].lstrip())
+    assert not any(f["check"] == "core-dumps" for f in first["findings"])
+    assert any(f["check"] == "core-dumps" and "ulimit -c is unlimited" in f["message"] for f in second["findings"])
+
+
 def test_doctor_hidepid_check_against_a_real_proc_mount(env):
     if os.geteuid() != 0 or subprocess.run(["which", "unshare"], capture_output=True).returncode != 0:
         pytest.skip("needs root and unshare to mount a private /proc with hidepid")
