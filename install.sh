@@ -48,7 +48,7 @@ swift build -c release --static-swift-stdlib --product gemvault >/dev/null
 binary="$(swift build -c release --static-swift-stdlib --show-bin-path)/gemvault"
 
 mkdir -p "$prefix/bin"
-install -m 0755 "$binary" "$prefix/bin/gemvault.new"
+install -s -m 0755 "$binary" "$prefix/bin/gemvault.new"
 mv -f "$prefix/bin/gemvault.new" "$prefix/bin/gemvault"
 echo "install.sh: installed $prefix/bin/gemvault ($("$prefix/bin/gemvault" --version))"
 

@@ -73,20 +73,6 @@ void gv_http_preload(void) {
     pthread_attr_destroy(&attributes);
 }
 
-// For the commands that talk to the API, libcurl starts loading before Swift's main runs,
-// overlapping the runtime's own start-up. Only the first command word is looked at, after
-// the global options, so a vault command never maps the network stack.
-__attribute__((constructor)) static void preload_for_network_commands(int argc, char **argv) {
-    int i = 1;
-    while (i < argc && argv[i][0] == '-') {
-        int takes_value = (strcmp(argv[i], "--vault") == 0 || strcmp(argv[i], "--passphrase-fd") == 0 ||
-                           strcmp(argv[i], "--passphrase-file") == 0);
-        i += takes_value ? 2 : 1;
-    }
-    if (i < argc && (strcmp(argv[i], "ask") == 0 || strcmp(argv[i], "chat") == 0 || strcmp(argv[i], "models") == 0))
-        gv_http_preload();
-}
-
 int gv_http_library_loaded(void) {
     void *probe = dlopen("libcurl.so.4", RTLD_NOW | RTLD_NOLOAD);
     if (probe) { dlclose(probe); return 1; }

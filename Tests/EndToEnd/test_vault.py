@@ -411,3 +411,13 @@ def test_cli_reference_in_docs_matches_the_command_table():
         doc = handle.read()
     section = doc.split("<!-- BEGIN GENERATED REFERENCE -->\n")[1].split("<!-- END GENERATED REFERENCE -->")[0]
     assert section == generated
+
+
+def test_vault_owned_by_someone_else_is_refused(env):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give the vault to another uid")
+    env.init()
+    os.chown(env.vault, 54321, 54321)
+    result = env.run("key", "list")
+    assert result.code == 1
+    assert "owned by uid 54321, not by you" in result.err and "chown 0 %s" % env.vault in result.err
