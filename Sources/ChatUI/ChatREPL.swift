@@ -20,7 +20,6 @@ public final class ChatREPL {
         self.interactive = interactive
     }
 
-    var userLabel: String { style.bold(style.blue("you ›")) + " " }
     /// The prompt for libedit: escape sequences wrapped in \u{1}…\u{2} so they take no columns.
     var userPrompt: String { promptText("you ›", code: "1;34") + " " }
     var continuationPrompt: String { promptText("…", code: "2") + "    " }
@@ -40,12 +39,13 @@ public final class ChatREPL {
         // Set before libedit initialises (using_history does that), or it is never consulted.
         rl_getc_function = gv_paste_getc
         using_history()
+        // Bracketed paste: a pasted block arrives between ESC[200~ and ESC[201~ and joins one message.
+        let bracketedPaste = interactive && Terminal.stdoutIsTerminal
+        if bracketedPaste { Console.out("\u{1B}[?2004h") }
+        defer { if bracketedPaste { Console.out("\u{1B}[?2004l") } }
         if interactive {
-            // Bracketed paste: a pasted block arrives between ESC[200~ and ESC[201~ and is sent as one message.
-            Console.out("\u{1B}[?2004h")
             Console.err(style.dim("gemvault chat with \(conversation.model). Enter sends, \"\"\" starts a multi-line block, /help lists commands, Ctrl-D leaves.") + "\n")
         }
-        defer { if interactive { Console.out("\u{1B}[?2004l") } }
         while let input = readMessage() {
             let trimmed = input.trimmedWhitespace
             if trimmed.isEmpty { continue }

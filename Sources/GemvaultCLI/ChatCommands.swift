@@ -76,7 +76,7 @@ enum ChatCommand {
             throw UsageError("nothing to ask: give a prompt or pipe text in", command: call.command)
         }
         let (client, settings) = try client(call)
-        var conversation = try conversation(settings)
+        let conversation = try conversation(settings)
         for finding in SecretScanner.findings(in: prompt) {
             Console.warning("the prompt contains what looks like \(finding); it is being sent to Gemini")
         }
@@ -106,7 +106,6 @@ enum ChatCommand {
             printer.finish()
             throw error
         }
-        conversation.record(user: prompt, result: result)
         if json {
             printer.clearSpinner()
             Output.json(AskResult(text: result.text, model: result.modelVersion ?? conversation.model, finishReason: result.finishReason,

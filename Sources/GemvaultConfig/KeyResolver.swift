@@ -166,7 +166,7 @@ public struct KeyResolver {
             return nil
         }
         do {
-            let secret = try SecretInput.readKeyFile(path)
+            let secret = try KeyFile.read(path)
             var info = stat()
             let updated: Int64? = stat(path, &info) == 0 ? Int64(info.st_mtim.tv_sec) : nil
             return ResolvedKey(secret: secret, source: source, updated: updated)
@@ -176,9 +176,9 @@ public struct KeyResolver {
     }
 }
 
-enum SecretInput {
+enum KeyFile {
     /// A key file's contents, trimmed, after the same checks as the vault.
-    static func readKeyFile(_ path: String) throws -> SecretBytes {
+    static func read(_ path: String) throws -> SecretBytes {
         try FileSecurity.checkPrivateFile(path)
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw VaultError.io(operation: "open", path: path, errno: errno) }
@@ -186,7 +186,7 @@ enum SecretInput {
         let buffer = SecretBytes(count: 8192)
         var length = 0
         while length < buffer.count {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + length, $0.count - length) }
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + length, $0.count - length) }
             if n < 0 && errno == EINTR { continue }
             if n < 0 { throw VaultError.io(operation: "read", path: path, errno: errno) }
             if n == 0 { break }

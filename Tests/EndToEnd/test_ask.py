@@ -222,3 +222,11 @@ def test_ask_with_vault_key_and_passphrase_fd(api):
 def test_empty_prompt_is_a_usage_error(api):
     result = ask(api, input="")
     assert result.code == 64
+
+
+def test_chat_reads_a_script_from_a_pipe(api):
+    result = api.run("chat", "--model", "echo", input="hello\nsecond\n/usage\n", passphrase=False)
+    assert result.code == 0, result
+    assert "turns=1 roles=user" in result.out and "turns=3 roles=user,model,user" in result.out
+    assert "\x1b" not in result.out
+    assert "session: 22 tokens" in result.err
