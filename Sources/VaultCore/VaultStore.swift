@@ -98,13 +98,11 @@ public struct VaultStore: Sendable {
             throw failure
         }
         if FileSecurity.mode(of: path) != nil {
-            let backupTemp = backupPath + ".tmp"
-            unlink(backupTemp)
-            if link(path, backupTemp) != 0 || rename(backupTemp, backupPath) != 0 {
-                let code = errno
-                unlink(backupTemp)
+            do {
+                try keepBackup()
+            } catch {
                 unlink(temp)
-                throw .io(operation: "keep backup", path: backupPath, errno: code)
+                throw error
             }
         }
         guard rename(temp, path) == 0 else {
@@ -113,6 +111,31 @@ public struct VaultStore: Sendable {
             throw .io(operation: "rename", path: path, errno: code)
         }
         syncDirectory()
+    }
+
+    /// Makes the current vault `vault.bak`: a hard link, or a copy where links are not supported.
+    private func keepBackup() throws(VaultError) {
+        let backupTemp = backupPath + ".tmp"
+        unlink(backupTemp)
+        if link(path, backupTemp) != 0 {
+            guard [EPERM, EXDEV, EMLINK, ENOTSUP].contains(errno) else {
+                throw .io(operation: "keep backup", path: backupPath, errno: errno)
+            }
+            let bytes = try read()
+            let fd = open(backupTemp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            guard fd >= 0 else { throw .io(operation: "keep backup", path: backupTemp, errno: errno) }
+            let copied = bytes.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) == $0.count } && fsync(fd) == 0
+            close(fd)
+            guard copied else {
+                unlink(backupTemp)
+                throw .io(operation: "keep backup", path: backupTemp, errno: errno)
+            }
+        }
+        guard rename(backupTemp, backupPath) == 0 else {
+            let code = errno
+            unlink(backupTemp)
+            throw .io(operation: "keep backup", path: backupPath, errno: code)
+        }
     }
 
     private func syncDirectory() {
