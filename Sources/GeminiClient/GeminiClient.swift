@@ -141,6 +141,9 @@ public final class GeminiClient {
                         return errorBody.count < 1 << 20
                     }
                     handle(parser.feed(bytes))
+                    if parser.overflowed {
+                        streamError = GeminiError(category: .network, message: "the server sent an event larger than \(parser.limit >> 20) MiB", reason: "oversized-event")
+                    }
                     return streamError == nil
                 },
                 onTick: {

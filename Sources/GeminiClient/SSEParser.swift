@@ -8,12 +8,22 @@ public struct SSEParser: Sendable {
     private var dataLines: [[UInt8]] = []
     /// Non-SSE lines seen so far, in order.
     public private(set) var extra: [UInt8] = []
+    /// Set when a line, an event or the extra text grew past `limit`; the rest is dropped.
+    public private(set) var overflowed = false
+    /// The largest line, event or block of extra text accepted from a server.
+    public let limit: Int
 
-    public init() {}
+    public init(limit: Int = 16 << 20) { self.limit = limit }
 
     /// Feeds bytes and returns the payloads of the events they completed.
     public mutating func feed(_ bytes: UnsafeRawBufferPointer) -> [[UInt8]] {
+        guard !overflowed else { return [] }
         buffer.append(contentsOf: bytes)
+        if buffer.count > limit || extra.count > limit || dataLines.reduce(0, { $0 + $1.count }) > limit {
+            overflowed = true
+            buffer.removeAll()
+            return []
+        }
         var events: [[UInt8]] = []
         var start = 0
         while let newline = buffer[start...].firstIndex(of: 0x0A) {

@@ -56,6 +56,14 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
         #expect(try texts(events) == "Forty-two.")
     }
 
+    @Test func anEndlessLineIsCutOffAtTheLimit() {
+        var parser = SSEParser(limit: 1024)
+        let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 300)
+        for _ in 0..<10 { _ = chunk.withUnsafeBytes { parser.feed($0) } }
+        #expect(parser.overflowed)
+        #expect(parser.finish().isEmpty)
+    }
+
     @Test func commentsAndOtherFieldsAreIgnored() {
         var parser = SSEParser()
         let input = Array(": keep-alive\nevent: message\nid: 7\ndata:{\"a\":1}\n\n".utf8)

@@ -7,6 +7,7 @@ import Testing
         #expect(EscapeNeutralizer.neutralize("\u{1B}]52;c;ZXZpbA==\u{07}") == "^[]52;c;ZXZpbA==^G")
         #expect(EscapeNeutralizer.neutralize("a\u{9B}2J") == "a\\u{9b}2J")
         #expect(EscapeNeutralizer.neutralize("over\rwrite") == "over^Mwrite")
+        #expect(EscapeNeutralizer.neutralize("abc\u{202E}fed") == "abc\\u{202e}fed")
     }
 
     @Test func ordinaryTextIsUntouched() {
