@@ -60,7 +60,7 @@ public struct Doctor {
             guard lstat(directory, &info) == 0 else { continue }
             if info.st_uid != geteuid() {
                 findings.append(Finding(check: "files", message: "\(directory) is owned by uid \(info.st_uid), not by you",
-                                        fix: "chown \(geteuid()) \(FileSecurity.shellQuoted(directory))"))
+                                        fix: "sudo chown \(geteuid()) \(FileSecurity.shellQuoted(directory))"))
             }
             if info.st_mode & 0o077 != 0 {
                 findings.append(Finding(check: "files", message: "\(directory) is open to group or others (mode \(FileSecurity.octal(UInt32(info.st_mode & 0o777))))",
@@ -79,7 +79,7 @@ public struct Doctor {
         var findings: [Finding] = []
         if info.st_uid != geteuid() {
             findings.append(Finding(check: "files", message: "\(path) is owned by uid \(info.st_uid), not by you",
-                                    fix: "chown \(geteuid()) \(FileSecurity.shellQuoted(path))"))
+                                    fix: "sudo chown \(geteuid()) \(FileSecurity.shellQuoted(path))"))
         }
         let forbidden: UInt32 = allowGroupRead ? 0o022 : 0o077
         if UInt32(info.st_mode) & forbidden != 0 {

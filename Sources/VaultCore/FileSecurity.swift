@@ -21,7 +21,7 @@ public enum FileSecurity {
         }
         if info.st_uid != geteuid() {
             throw .insecureFile(path: path, problem: "is owned by uid \(info.st_uid), not by you (uid \(geteuid()))",
-                                fix: "chown \(geteuid()) \(shellQuoted(path))")
+                                fix: "sudo chown \(geteuid()) \(shellQuoted(path))")
         }
         if info.st_mode & 0o077 != 0 {
             throw .insecureFile(path: path, problem: "is readable or writable by group or others (mode \(octal(info.st_mode & 0o777)))",
