@@ -224,7 +224,13 @@ def test_dotenv_in_working_directory_is_never_read(env):
 
 
 def doctor(env, extra_env=None):
-    result = env.run("doctor", "--json", env=extra_env or {}, passphrase=False)
+    """Runs doctor from a shell whose core-dump limit is 0, whatever the limit of the machine running the tests."""
+    full = dict(env.vars)
+    full.update(extra_env or {})
+    proc = subprocess.run(["bash", "-c", 'ulimit -S -c 0; "$0" "$@"; exit $?', __import__("conftest").BIN, "doctor", "--json"],
+                          env=full, capture_output=True, text=True)
+    from conftest import Result
+    result = Result(proc)
     return result, json.loads(result.out)
 
 
@@ -239,8 +245,9 @@ def test_doctor_on_a_clean_setup(env):
     assert machine_checks(report["findings"]) == [], report
     assert set(report["checks"]) >= {"files", "hidepid", "core-dumps", "environment", "shell-startup", "dotenv", "endpoint"}
     assert result.code == (0 if report["clean"] else 1)
-    human = env.run("doctor", passphrase=False)
-    assert human.code == result.code
+    human = subprocess.run(["bash", "-c", 'ulimit -S -c 0; "$0" doctor; exit $?', __import__("conftest").BIN],
+                           env=env.vars, capture_output=True, text=True)
+    assert human.returncode == result.code
 
 
 def test_doctor_finds_a_loose_setup(env):
