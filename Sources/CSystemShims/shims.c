@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <termios.h>
@@ -33,15 +32,6 @@ static void restore_tty_and_reraise(int sig) {
     }
     signal(sig, SIG_DFL);
     raise(sig);
-}
-
-int gv_tty_write(const char *text) {
-    int fd = open("/dev/tty", O_WRONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) return -1;
-    size_t len = strlen(text);
-    ssize_t n = write(fd, text, len);
-    close(fd);
-    return n == (ssize_t)len ? 0 : -1;
 }
 
 int gv_tty_read_secret(const char *prompt, unsigned char *buffer, size_t capacity, size_t *length) {
@@ -111,9 +101,3 @@ void gv_interrupt_install(void) {
 void gv_interrupt_uninstall(void) { signal(SIGINT, SIG_DFL); }
 int gv_interrupt_pending(void) { return interrupt_flag != 0; }
 void gv_interrupt_clear(void) { interrupt_flag = 0; }
-
-int gv_terminal_columns(int fd) {
-    struct winsize size;
-    if (ioctl(fd, TIOCGWINSZ, &size) != 0) return 0;
-    return size.ws_col;
-}

@@ -25,10 +25,7 @@ public struct Style: Sendable {
 
     public func bold(_ text: String) -> String { wrap("1", text) }
     public func dim(_ text: String) -> String { wrap("2", text) }
-    public func red(_ text: String) -> String { wrap("31", text) }
-    public func green(_ text: String) -> String { wrap("32", text) }
     public func yellow(_ text: String) -> String { wrap("33", text) }
     public func blue(_ text: String) -> String { wrap("34", text) }
-    public func cyan(_ text: String) -> String { wrap("36", text) }
     public func gray(_ text: String) -> String { wrap("90", text) }
 }

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CSystemShims
 
 /// What the process is attached to, and how it may be styled.
 public enum Terminal {
@@ -10,15 +9,6 @@ public enum Terminal {
     public static var stdinIsTerminal: Bool { isTerminal(STDIN_FILENO) }
     public static var stdoutIsTerminal: Bool { isTerminal(STDOUT_FILENO) }
     public static var stderrIsTerminal: Bool { isTerminal(STDERR_FILENO) }
-
-    public static func columns(_ fd: Int32 = STDOUT_FILENO) -> Int {
-        let width = Int(gv_terminal_columns(fd))
-        return width > 0 ? width : 80
-    }
-
-    /// Writes text on the controlling terminal, never on stdout.
-    @discardableResult
-    public static func writeToTTY(_ text: String) -> Bool { gv_tty_write(text) == 0 }
 }
 
 /// Output streams with the stderr grammar the project uses everywhere.

@@ -26,9 +26,6 @@ enum {
 /// then re-raises the signal with its default action.
 int gv_tty_read_secret(const char *prompt, unsigned char *buffer, size_t capacity, size_t *length);
 
-/// Writes a message to /dev/tty (for prompts that must not reach stdout). Returns 0 or -1.
-int gv_tty_write(const char *text);
-
 /// Installs a SIGINT handler without SA_RESTART that only records the signal.
 /// Blocking reads then return EINTR, which libedit reports as a NULL line.
 void gv_interrupt_install(void);
@@ -37,9 +34,6 @@ void gv_interrupt_uninstall(void);
 /// Returns 1 if a SIGINT arrived since the last clear, else 0.
 int gv_interrupt_pending(void);
 void gv_interrupt_clear(void);
-
-/// Terminal width of fd, or 0 when unknown.
-int gv_terminal_columns(int fd);
 
 #endif
 
