@@ -60,7 +60,7 @@ public struct ErrorMapper: Sendable {
     }
 
     /// A response that ended for a reason other than STOP, or a prompt that was blocked.
-    public func finishProblem(finishReason: String?, blockReason: String?, hasText: Bool) -> GeminiError? {
+    public func finishProblem(finishReason: String?, blockReason: String?) -> GeminiError? {
         if let blockReason {
             return GeminiError(category: .refused, message: "the prompt was blocked by Gemini (\(blockReason))",
                                hint: "rephrase the prompt", reason: "blocked:\(blockReason)")

@@ -104,11 +104,11 @@ public final class GeminiClient {
             var parser = SSEParser()
             var result = TurnResult(text: "", finishReason: nil, usage: nil, modelVersion: nil, interrupted: false)
             var errorBody: [UInt8] = []
-            var httpStatus = 0
             var streamError: GeminiError?
             var blockReason: String?
 
             var eventCount = 0
+            let decoder = JSONDecoder()
             func handle(_ events: [[UInt8]]) {
                 eventCount += events.count
                 for event in events where streamError == nil {
@@ -116,7 +116,7 @@ public final class GeminiClient {
                         streamError = errors.apiError(status: envelope.error.code ?? 500, body: event)
                         continue
                     }
-                    guard let chunk = try? JSONDecoder().decode(GenerateContentResponse.self, from: Data(event)) else {
+                    guard let chunk = try? decoder.decode(GenerateContentResponse.self, from: Data(event)) else {
                         streamError = GeminiError(category: .network, message: "the server sent an event that is not a Gemini response", reason: "bad-event")
                         continue
                     }
@@ -135,7 +135,6 @@ public final class GeminiClient {
             let outcome = HTTPTransport.perform(
                 method: "POST", url: target, apiKey: apiKey, body: body, idleTimeout: configuration.timeout,
                 onData: { status, bytes in
-                    httpStatus = status
                     if status != 200 {
                         errorBody.append(contentsOf: bytes)
                         return errorBody.count < 1 << 20
@@ -158,7 +157,7 @@ public final class GeminiClient {
             case .libraryMissing, .transportError, .idleTimeout:
                 return try transportFailure(outcome, anyText: !result.text.isEmpty)
             case .complete(let status), .aborted(let status):
-                if status != 200 && httpStatus != 200 {
+                if status != 200 {
                     let error = errors.apiError(status: status, body: errorBody)
                     return .retry(error, delay: ErrorMapper.retryDelay(errorBody), anyText: false)
                 }
@@ -173,7 +172,7 @@ public final class GeminiClient {
                     streamError = GeminiError(category: .network, message: "the server ended the stream without a reply", reason: "empty-stream")
                 }
                 if let streamError { return .retry(streamError, delay: nil, anyText: !result.text.isEmpty) }
-                if let problem = errors.finishProblem(finishReason: result.finishReason, blockReason: blockReason, hasText: !result.text.isEmpty) {
+                if let problem = errors.finishProblem(finishReason: result.finishReason, blockReason: blockReason) {
                     throw PartialReply(error: problem, result: result)
                 }
                 return .done(result)
@@ -190,7 +189,7 @@ public final class GeminiClient {
         let response: GenerateContentResponse = try call(method: "POST", url: target, body: body, handlers: handlers)
         let result = TurnResult(text: response.visibleText, finishReason: response.candidates?.first?.finishReason,
                                 usage: response.usageMetadata, modelVersion: response.modelVersion, interrupted: false)
-        if let problem = errors.finishProblem(finishReason: result.finishReason, blockReason: response.promptFeedback?.blockReason, hasText: !result.text.isEmpty) {
+        if let problem = errors.finishProblem(finishReason: result.finishReason, blockReason: response.promptFeedback?.blockReason) {
             throw PartialReply(error: problem, result: result)
         }
         return result

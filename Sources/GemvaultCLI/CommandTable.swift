@@ -66,13 +66,6 @@ struct Invocation {
 
     func flag(_ name: String) -> Bool { options[name] != nil }
     func value(_ name: String) -> String? { options[name] }
-
-    /// A numeric file descriptor option.
-    func descriptor(_ name: String) throws -> Int32? {
-        guard let text = options[name] else { return nil }
-        guard let fd = Int32(text), fd >= 0 else { throw UsageError("\(name) takes a file descriptor number, not '\(text)'", command: command) }
-        return fd
-    }
 }
 
 /// A mistake in how the command was called (exit 64).

@@ -22,11 +22,16 @@ struct Context {
 
     /// Where the current passphrase comes from: --passphrase-fd, --passphrase-file, or the terminal.
     func passphraseSource() throws -> SecretSource {
-        if let text = options["--passphrase-fd"] {
-            guard let fd = Int32(text), fd >= 0 else { throw UsageError("--passphrase-fd takes a file descriptor number, not '\(text)'") }
+        try secretSource(fdOption: "--passphrase-fd", fileOption: "--passphrase-file")
+    }
+
+    /// A descriptor option, else a file option, else the terminal.
+    func secretSource(fdOption: String, fileOption: String) throws -> SecretSource {
+        if let text = options[fdOption] {
+            guard let fd = Int32(text), fd >= 0 else { throw UsageError("\(fdOption) takes a file descriptor number, not '\(text)'") }
             return .fileDescriptor(fd)
         }
-        if let path = options["--passphrase-file"] { return .file(path) }
+        if let path = options[fileOption] { return .file(path) }
         return .terminal
     }
 
@@ -39,10 +44,14 @@ struct Context {
         try SecretInput.read(from: try passphraseSource(), prompt: "Passphrase for \(vaultPath): ")
     }
 
+    /// Reads the vault and checks it without any secret: permissions, checksum, structure, KDF bounds.
+    func readVaultFile() throws -> VaultFile {
+        try VaultFile.parse(try store.read(), path: vaultPath, policy: kdfPolicy)
+    }
+
     /// Reads and parses the vault, then opens it with the passphrase (no lock: reads are atomic).
     func openVault() throws -> VaultDocument {
-        let bytes = try store.read()
-        let file = try VaultFile.parse(bytes, path: vaultPath, policy: kdfPolicy)
+        let file = try readVaultFile()
         let passphrase = try readPassphrase()
         return try VaultDocument.open(file, path: vaultPath, passphrase: passphrase)
     }
@@ -51,8 +60,7 @@ struct Context {
     /// typing a passphrase never holds up other writers.
     func modifyVault(unlockWith secret: SecretBytes, recovery: Bool = false, _ change: (VaultDocument) throws -> Void) throws {
         try store.withExclusiveLock {
-            let bytes = try store.read()
-            let file = try VaultFile.parse(bytes, path: vaultPath, policy: kdfPolicy)
+            let file = try readVaultFile()
             let document = recovery
                 ? try VaultDocument.open(file, path: vaultPath, recoveryCode: secret)
                 : try VaultDocument.open(file, path: vaultPath, passphrase: secret)

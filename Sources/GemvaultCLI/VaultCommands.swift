@@ -128,10 +128,7 @@ enum VaultCommand {
     }
 
     static func readNewPassphrase(_ call: Invocation) throws -> SecretBytes {
-        let source: SecretSource
-        if let fd = try call.descriptor("--new-passphrase-fd") { source = .fileDescriptor(fd) }
-        else if let path = call.value("--new-passphrase-file") { source = .file(path) }
-        else { source = .terminal }
+        let source = try call.context.secretSource(fdOption: "--new-passphrase-fd", fileOption: "--new-passphrase-file")
         let passphrase = try SecretInput.readNew(from: source, prompt: "New passphrase: ", confirmPrompt: "Repeat the new passphrase: ")
         Context.checkNewPassphrase(passphrase)
         return passphrase
@@ -142,8 +139,7 @@ enum VaultCommand {
         guard context.store.exists else { throw VaultError.notFound(path: context.vaultPath) }
         let current = try SecretInput.read(from: try context.passphraseSource(), prompt: "Current passphrase for \(context.vaultPath): ")
         // Check the current passphrase before asking for a new one.
-        let file = try VaultFile.parse(try context.store.read(), path: context.vaultPath, policy: context.kdfPolicy)
-        _ = try VaultDocument.open(file, path: context.vaultPath, passphrase: current)
+        _ = try VaultDocument.open(try context.readVaultFile(), path: context.vaultPath, passphrase: current)
         let new = try readNewPassphrase(call)
         try context.modifyVault(unlockWith: current) { try $0.replacePassphrase(with: new) }
         Console.err("gemvault: passphrase changed; the recovery code still works\n")
@@ -154,8 +150,7 @@ enum VaultCommand {
         guard context.store.exists else { throw VaultError.notFound(path: context.vaultPath) }
         let source: SecretSource = Terminal.stdinIsTerminal ? .terminal : .fileDescriptor(STDIN_FILENO)
         let code = try SecretInput.read(from: source, prompt: "Recovery code: ")
-        let file = try VaultFile.parse(try context.store.read(), path: context.vaultPath, policy: context.kdfPolicy)
-        _ = try VaultDocument.open(file, path: context.vaultPath, recoveryCode: code)
+        _ = try VaultDocument.open(try context.readVaultFile(), path: context.vaultPath, recoveryCode: code)
         let new = try readNewPassphrase(call)
         try context.modifyVault(unlockWith: code, recovery: true) { try $0.replacePassphrase(with: new) }
         Console.err("gemvault: new passphrase set; the recovery code stays the same\n")

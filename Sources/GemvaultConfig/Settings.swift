@@ -98,10 +98,7 @@ public struct Settings: Sendable {
                     }
                     winner = ResolvedSetting(name: spec.name, value: value, origin: origin)
                 case .failure(let problem):
-                    if case .flag = origin {
-                        throw .invalidValue(layer: origin.layerName, setting: spec.name, message: problem.message, fromFlag: true)
-                    }
-                    throw .invalidValue(layer: origin.layerName, setting: spec.name, message: problem.message, fromFlag: false)
+                    throw .invalidValue(layer: origin.layerName, setting: spec.name, message: problem.message, fromFlag: origin.kind == "flag")
                 }
             }
             resolved.append(winner ?? ResolvedSetting(name: spec.name, value: nil, origin: .builtIn))

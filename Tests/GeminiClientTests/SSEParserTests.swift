@@ -105,10 +105,10 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
     }
 
     @Test func finishReasons() {
-        #expect(mapper.finishProblem(finishReason: "STOP", blockReason: nil, hasText: true) == nil)
-        #expect(mapper.finishProblem(finishReason: nil, blockReason: "SAFETY", hasText: false)?.reason == "blocked:SAFETY")
+        #expect(mapper.finishProblem(finishReason: "STOP", blockReason: nil) == nil)
+        #expect(mapper.finishProblem(finishReason: nil, blockReason: "SAFETY")?.reason == "blocked:SAFETY")
         for reason in ["SAFETY", "RECITATION", "MAX_TOKENS", "OTHER"] {
-            #expect(mapper.finishProblem(finishReason: reason, blockReason: nil, hasText: true)?.reason == reason)
+            #expect(mapper.finishProblem(finishReason: reason, blockReason: nil)?.reason == reason)
         }
     }
 
