@@ -20,18 +20,22 @@ let package = Package(
 
         // MARK: Library modules
 
+        /// Descriptors with EINTR-safe I/O, the trusted-file open, folders, atomic writes, locks,
+        /// and the one process spawner. Every system call that is not crypto or terminal lives here.
+        .target(name: "SystemIO", dependencies: ["CSystemShims"]),
+
         /// Secret bytes, the libsodium wrapper, the vault file format and the on-disk store.
-        .target(name: "VaultCore", dependencies: ["CSodium", "CSystemShims"]),
+        .target(name: "VaultCore", dependencies: ["CSodium", "CSystemShims", "SystemIO"]),
         /// The controlling terminal: hidden prompts, capabilities, colour, escape neutralising.
-        .target(name: "TerminalIO", dependencies: ["VaultCore", "CSystemShims"]),
+        .target(name: "TerminalIO", dependencies: ["VaultCore", "SystemIO", "CSystemShims"]),
         /// Paths, the settings schema and layers, key sources and provenance, doctor checks.
-        .target(name: "GemvaultConfig", dependencies: ["VaultCore"]),
+        .target(name: "GemvaultConfig", dependencies: ["VaultCore", "SystemIO"]),
         /// The Gemini REST client: wire types, SSE parsing, errors and retry. No terminal code.
-        .target(name: "GeminiClient", dependencies: ["VaultCore", "CCurlStream"]),
+        .target(name: "GeminiClient", dependencies: ["VaultCore", "SystemIO", "CCurlStream"]),
         /// The chat REPL, its slash commands and the conversation model.
-        .target(name: "ChatUI", dependencies: ["GeminiClient", "TerminalIO", "VaultCore", "CEditLine", "CSystemShims"]),
+        .target(name: "ChatUI", dependencies: ["GeminiClient", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["VaultCore", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims"]),
+        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims"]),
 
         // MARK: Executable
 
@@ -39,9 +43,10 @@ let package = Package(
 
         // MARK: Tests
 
-        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"]),
+        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO"], exclude: ["Fixtures"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
-        .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore"]),
+        .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "SystemIO"]),
         .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "GeminiClient"]),
         .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI"]),

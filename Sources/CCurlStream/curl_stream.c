@@ -167,6 +167,8 @@ int gv_http_perform(const gv_http_request *request, gv_http_data_callback on_dat
     curl.easy_setopt(t.easy, CURLOPT_CONNECTTIMEOUT_MS, request->idle_timeout_ms);
     curl.easy_setopt(t.easy, CURLOPT_PROTOCOLS_STR, "http,https");
     curl.easy_setopt(t.easy, CURLOPT_FOLLOWLOCATION, 0L);
+    // An empty proxy string disables every proxy, whatever the environment says.
+    if (request->no_proxy) curl.easy_setopt(t.easy, CURLOPT_PROXY, "");
     if (request->body) {
         curl.easy_setopt(t.easy, CURLOPT_POST, 1L);
         curl.easy_setopt(t.easy, CURLOPT_POSTFIELDS, (const char *)request->body);

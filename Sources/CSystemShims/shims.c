@@ -101,3 +101,8 @@ void gv_interrupt_install(void) {
 void gv_interrupt_uninstall(void) { signal(SIGINT, SIG_DFL); }
 int gv_interrupt_pending(void) { return interrupt_flag != 0; }
 void gv_interrupt_clear(void) { interrupt_flag = 0; }
+
+#include <spawn.h>
+int gv_spawn_close_above_stdio(posix_spawn_file_actions_t *actions) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, 3);
+}

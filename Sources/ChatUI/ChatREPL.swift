@@ -1,5 +1,6 @@
 @preconcurrency import CEditLine
 import CSystemShims
+import SystemIO
 import GeminiClient
 import Glibc
 import TerminalIO
@@ -215,13 +216,22 @@ public final class ChatREPL {
         return true
     }
 
-    /// Writes a private file without following a symlink at the destination.
+    /// Writes the user's own private file (0600 before any byte is written); refuses a
+    /// symlink, a file of another user, or anything that is not a regular file.
     static func save(_ text: String, to path: String) -> String? {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { return "cannot write \(path): \(String(cString: strerror(errno)))" }
-        defer { close(fd) }
-        Console.write(fd, text)
-        return nil
+        do {
+            try TrustedFile.createPrivate(path).writeAll(text)
+            return nil
+        } catch let error as TrustedOpenError {
+            switch error {
+            case .refused(let failure): return "\(failure.message); \(failure.fix)"
+            case .failed(let system): return "cannot write \(path): \(system.reason)"
+            }
+        } catch let error as SystemError {
+            return "cannot write \(path): \(error.reason)"
+        } catch {
+            return "cannot write \(path): \(error)"
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import SystemIO
 import VaultCore
 
 /// Where and how to reach the API.
@@ -91,6 +92,9 @@ public final class GeminiClient {
         return name.contains("/") ? name : "models/" + name
     }
 
+    /// Whether proxies are skipped: for plain http to loopback.
+    var direct: Bool { EndpointURL(configuration.endpoint)?.bypassesProxy ?? false }
+
     func url(_ path: String) -> String { "\(configuration.endpoint)/\(configuration.apiVersion)/\(path)" }
 
     // MARK: Streaming
@@ -133,7 +137,7 @@ public final class GeminiClient {
             }
 
             let outcome = HTTPTransport.perform(
-                method: "POST", url: target, apiKey: apiKey, body: body, idleTimeout: configuration.timeout,
+                method: "POST", url: target, apiKey: apiKey, body: body, idleTimeout: configuration.timeout, direct: direct,
                 onData: { status, bytes in
                     if status != 200 {
                         errorBody.append(contentsOf: bytes)
@@ -221,7 +225,7 @@ public final class GeminiClient {
         try withRetries(handlers: handlers) { () throws -> Attempt<Response> in
             var received: [UInt8] = []
             let outcome = HTTPTransport.perform(
-                method: method, url: url, apiKey: apiKey, body: body, idleTimeout: configuration.timeout,
+                method: method, url: url, apiKey: apiKey, body: body, idleTimeout: configuration.timeout, direct: direct,
                 onData: { _, bytes in
                     received.append(contentsOf: bytes)
                     return received.count < 64 << 20
@@ -281,7 +285,7 @@ public final class GeminiClient {
                 let retryable = !anyText && Self.isRetryable(error) && attempt < configuration.maxAttempts
                 guard retryable else { throw error }
                 var delay = min(configuration.maxBackoff, configuration.initialBackoff * Double(1 << min(attempt - 1, 16)))
-                delay *= 0.75 + Double(Sodium.uniformFraction()) * 0.5
+                delay *= Double.random(in: 0.75...1.25)
                 if let retryInfo {
                     guard retryInfo <= configuration.maxRetryInfoDelay else { throw error }
                     delay = retryInfo

@@ -26,7 +26,7 @@ struct HTTPTransport {
     /// Sends the request. `onData` returns false to abort; `onTick` returns true to cancel.
     /// The API key is copied into the header list only inside secret memory, and libcurl's
     /// copy is wiped by the C layer after the transfer.
-    static func perform(method: String, url: String, apiKey: SecretBytes, body: [UInt8]?, idleTimeout: Double,
+    static func perform(method: String, url: String, apiKey: SecretBytes, body: [UInt8]?, idleTimeout: Double, direct: Bool,
                         onData: @escaping (Int, UnsafeRawBufferPointer) -> Bool, onTick: @escaping () -> Bool) -> Outcome {
         let callbacks = Callbacks(onData: onData, onTick: onTick)
         let context = Unmanaged.passRetained(callbacks)
@@ -46,7 +46,7 @@ struct HTTPTransport {
                                 method: methodPointer, url: urlPointer,
                                 headers: headerPointers.baseAddress, header_count: headerPointers.count,
                                 body: body == nil ? nil : bodyPointer.baseAddress,
-                                body_length: bodyCopy.count, idle_timeout_ms: Int(idleTimeout * 1000))
+                                body_length: bodyCopy.count, idle_timeout_ms: Int(idleTimeout * 1000), no_proxy: direct ? 1 : 0)
                             var statusCode = 0
                             let rc = gv_http_perform(&request, { status, data, length, context in
                                 let callbacks = Unmanaged<Callbacks>.fromOpaque(context!).takeUnretainedValue()

@@ -3,6 +3,7 @@ import CSystemShims
 import GeminiClient
 import GemvaultConfig
 import Glibc
+import SystemIO
 import TerminalIO
 import VaultCore
 
@@ -140,7 +141,7 @@ enum ChatCommand {
     /// Standard input as text (at most 16 MiB), for `git diff | gemvault ask`.
     static func readStandardInput() throws -> String {
         do {
-            return String(decoding: try PlainIO.readAll(fd: STDIN_FILENO, limit: 16 << 20), as: UTF8.self)
+            return String(decoding: try FileDescriptor.standardInput.readAll(limit: 16 << 20), as: UTF8.self)
         } catch {
             throw CommandFailure(.failure, "cannot read standard input (\(error)); the limit is 16 MiB")
         }

@@ -1,4 +1,5 @@
 import GemvaultConfig
+import SystemIO
 import TerminalIO
 import VaultCore
 
@@ -42,7 +43,7 @@ extension Context {
     /// The config file, with a warning for each unknown key.
     func loadConfigFile() throws -> ConfigFile {
         let file = try ConfigFile.load(path: paths.configFile)
-        for key in file.unknownKeys { Console.warning("\(paths.configFile): unknown setting '\(key)' is ignored") }
+        for key in file.unknownKeys { Console.warning("\(paths.configFile): unknown setting '\(EscapeNeutralizer.neutralize(key))' is ignored") }
         return file
     }
 
@@ -109,7 +110,7 @@ enum ConfigCommand {
             throw CommandFailure(.failure, "\(name) is not set in the \(call.flag("--file") ? "config file" : "vault")",
                                  hint: "'gemvault config explain' shows the effective value and where it comes from")
         }
-        Console.out(value + "\n")
+        Console.out(display(name, value) + "\n")
     }
 
     static func unset(_ call: Invocation) throws {
@@ -134,8 +135,10 @@ enum ConfigCommand {
         for name in values.keys.sorted() { Console.out("\(name)=\(display(name, values[name]!))\n") }
     }
 
+    /// What a setting shows: masked when it may hold a secret, and with escape sequences
+    /// neutralised, since a value may come from a file someone else wrote.
     static func display(_ name: String, _ value: String) -> String {
-        SettingsSchema.spec(named: name)?.mayHoldSecret == true ? SecretBytes(utf8: value).masked : value
+        SettingsSchema.spec(named: name)?.mayHoldSecret == true ? SecretBytes(utf8: value).masked : EscapeNeutralizer.neutralize(value)
     }
 
     struct ExplainedSetting: Encodable {

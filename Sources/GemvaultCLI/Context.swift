@@ -1,5 +1,5 @@
-import Glibc
 import GemvaultConfig
+import SystemIO
 import TerminalIO
 import VaultCore
 
@@ -18,7 +18,12 @@ struct Context {
     }
 
     var vaultPath: String { paths.vault(flag: options["--vault"]) }
-    var store: VaultStore { VaultStore(path: vaultPath) }
+    /// GEMVAULT_LOCK_TIMEOUT seconds, 10 by default.
+    var store: VaultStore {
+        VaultStore(path: vaultPath, lockTimeout: environment["GEMVAULT_LOCK_TIMEOUT"].flatMap(Double.init).map { max(0, $0) } ?? 10)
+    }
+    var generations: GenerationRecord { GenerationRecord(stateDirectory: paths.stateHome) }
+    var acceptsRollback: Bool { options["--accept-rollback"] != nil }
 
     /// Where the current passphrase comes from: --passphrase-fd, --passphrase-file, or the terminal.
     func passphraseSource() throws -> SecretSource {
@@ -41,32 +46,59 @@ struct Context {
     }
 
     func readPassphrase() throws -> SecretBytes {
-        try SecretInput.read(from: try passphraseSource(), prompt: "Passphrase for \(vaultPath): ")
+        let passphrase = try SecretInput.read(from: try passphraseSource(), prompt: "Passphrase for \(vaultPath): ")
+        Redaction.register(passphrase)
+        return passphrase
     }
 
-    /// Reads the vault and checks it without any secret: permissions, checksum, structure, KDF bounds.
+    /// Reads the vault and checks it without any secret: permissions, checksum, structure,
+    /// KDF bounds, and that it is not older than a generation already seen.
     func readVaultFile() throws -> VaultFile {
-        try VaultFile.parse(try store.read(), path: vaultPath, policy: kdfPolicy)
+        try checked(VaultFile.parse(try store.read(), path: vaultPath, policy: kdfPolicy))
+    }
+
+    /// Refuses a file older than the highest generation seen for its vault id.
+    func checked(_ file: VaultFile) throws -> VaultFile {
+        guard !acceptsRollback, let id = file.vaultIDHex, let seen = try generations.highestSeen(vaultID: id),
+              file.generation < seen else { return file }
+        throw VaultError.rolledBack(path: vaultPath, generation: file.generation, seen: seen)
+    }
+
+    /// Records an authenticated file's generation. With --accept-rollback the record follows it down.
+    func remember(_ file: VaultFile) throws {
+        guard let id = file.vaultIDHex else { return }
+        try generations.record(vaultID: id, generation: file.generation, allowLower: acceptsRollback)
     }
 
     /// Reads and parses the vault, then opens it with the passphrase (no lock: reads are atomic).
     func openVault() throws -> VaultDocument {
         let file = try readVaultFile()
-        let passphrase = try readPassphrase()
-        return try VaultDocument.open(file, path: vaultPath, passphrase: passphrase)
+        let document = try VaultDocument.open(file, path: vaultPath, passphrase: try readPassphrase())
+        try remember(document.file)
+        return document
     }
 
     /// A locked read-modify-write. `secret` is read before the lock is taken so that a person
     /// typing a passphrase never holds up other writers.
-    func modifyVault(unlockWith secret: SecretBytes, recovery: Bool = false, _ change: (VaultDocument) throws -> Void) throws {
-        try store.withExclusiveLock {
-            let file = try readVaultFile()
+    func modifyVault(unlockWith secret: SecretBytes, recovery: Bool = false, backup: VaultStore.Backup = .previous,
+                     _ change: (VaultDocument) throws -> Void) throws {
+        let store = self.store
+        try store.withExclusiveLock(onWait: { Console.err("gemvault: \($0)\n") }) { session in
+            guard let bytes = try session.read() else { throw VaultError.notFound(path: vaultPath) }
+            let file = try checked(VaultFile.parse(bytes, path: vaultPath, policy: kdfPolicy))
             let document = recovery
                 ? try VaultDocument.open(file, path: vaultPath, recoveryCode: secret)
                 : try VaultDocument.open(file, path: vaultPath, passphrase: secret)
             try change(document)
-            try store.writeAtomically(try document.sealed())
+            try save(document, in: session, backup: backup)
         }
+    }
+
+    /// Seals and writes a document above every generation seen, then records the new one.
+    func save(_ document: VaultDocument, in session: VaultStore.WriteSession, backup: VaultStore.Backup) throws {
+        let seen = document.file.vaultIDHex.flatMap { try? generations.highestSeen(vaultID: $0) } ?? 0
+        try store.write(try document.sealed(minimumGeneration: seen), in: session, backup: backup)
+        try remember(document.file)
     }
 
     /// Warns about short passphrases; counts characters, not bytes.

@@ -1,4 +1,5 @@
 import Glibc
+import SystemIO
 import TerminalIO
 import VaultCore
 
@@ -8,6 +9,8 @@ public let gemvaultVersion = "0.1.0"
 public enum GemvaultMain {
     public static func run(arguments: [String], environment: [String: String]) -> Int32 {
         ProcessHardening.disableCoreDumps()
+        // libcurl would write TLS session secrets to this file (mode 0644 at that).
+        unsetenv("SSLKEYLOGFILE")
         // A closed stdout (| head) must end the process quietly, not kill it mid-save.
         signal(SIGPIPE, SIG_IGN)
         do {

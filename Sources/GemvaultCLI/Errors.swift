@@ -1,6 +1,6 @@
 import GeminiClient
-import Glibc
 import GemvaultConfig
+import SystemIO
 import TerminalIO
 import VaultCore
 
@@ -64,29 +64,56 @@ enum ErrorReport {
             return (.failure, "no vault at \(path)", "create one with 'gemvault init'")
         case .alreadyExists(let path):
             return (.failure, "a vault already exists at \(path)", "use 'gemvault init --force' to replace it (the old file is kept as \(path).bak)")
-        case .insecureFile(let path, let problem, let fix):
-            return (.failure, "refusing to read \(path): it \(problem)", fix)
+        case .refused(let failure):
+            return (.failure, failure.message, failure.fix)
         case .wrongPassphrase:
             return (.wrongSecret, "wrong passphrase", "if it is lost, run 'gemvault recover' with the recovery code")
         case .wrongRecoveryCode:
             return (.wrongSecret, "wrong recovery code", "the code has 32 characters in groups of four, as 'gemvault init' printed it")
         case .damaged(let path, let detail):
-            return (.damaged, "the vault \(path) is damaged: \(detail)", "the previous version may still be in \(path).bak")
+            return (.damaged, "the vault \(path) is damaged: \(detail)", restoreHint(path))
+        case .slotsDamaged(let path, let detail):
+            return (.damaged, "the vault \(path) has damaged key slots: \(detail)", restoreHint(path))
         case .tampered(let path):
-            return (.damaged, "the vault \(path) failed authentication: it was modified after it was written", "restore a trusted copy, such as \(path).bak")
+            return (.damaged, "the vault \(path) failed authentication: it was modified after it was written", restoreHint(path))
         case .unsupportedVersion(let path, let version):
-            return (.damaged, "the vault \(path) has format version \(version), which this gemvault does not read", "upgrade gemvault")
+            return (.damaged, "the vault \(path) has file format version \(version), which this gemvault (reads 1 and 2) does not know",
+                    "upgrade gemvault if a newer one wrote it; otherwise the file is damaged")
+        case .unsupportedPayloadVersion(let path, let version):
+            return (.damaged, "the vault \(path) opened, but its encrypted contents have version \(version), which this gemvault does not know",
+                    "upgrade gemvault if a newer one wrote it")
+        case .payloadDamaged(let path, let detail):
+            return (.damaged, "the vault \(path) opened, but its encrypted contents are not what gemvault writes: \(detail)", restoreHint(path))
         case .kdfParametersRejected(let path, let detail):
-            return (.damaged, "the vault \(path) was refused: \(detail)", "a vault written by gemvault never has such parameters; restore a trusted copy")
-        case .io(let operation, let path, let code):
-            return (.failure, "\(operation) \(path): \(errnoText(code))", nil)
+            return (.damaged, "the vault \(path) was refused before asking for the passphrase: \(detail)",
+                    "a vault written by gemvault never has such parameters; " + (restoreHint(path) ?? "restore a trusted copy"))
+        case .rolledBack(let path, let generation, let seen):
+            return (.damaged, "the vault \(path) is generation \(generation), but generation \(seen) of it was seen before: an old copy was restored over a newer one",
+                    "if you restored it on purpose, run the command again with --accept-rollback")
+        case .lockTimedOut(let path, let seconds, let holder):
+            return (.failure, "another gemvault is writing the vault: \(path) stayed locked for \(Int(seconds)) s" + (holder.map { " (held by \($0))" } ?? ""),
+                    "try again when it is done; GEMVAULT_LOCK_TIMEOUT sets how long to wait")
+        case .writeFailed(let path, let reason):
+            return (.failure, "could not save the vault \(path): \(reason); the vault is unchanged", nil)
+        case .system(let error):
+            return (.failure, "\(error.operation) \(error.path): \(error.reason)", nil)
+        case .cryptoFailure(let detail):
+            return (.failure, "libsodium failed (\(detail)); the machine may be out of memory", nil)
         case .keyNotFound(let name):
             return (.failure, "no key named '\(name)' in the vault", "list the keys with 'gemvault key list'")
         case .invalidName(let name):
-            return (.usage, "'\(name)' is not a valid name: use letters, digits, '.', '-' and '_', at most 128 bytes", nil)
+            return (.usage, "'\(EscapeNeutralizer.neutralize(name))' is not a valid name: use letters, digits, '.', '-' and '_', at most 128 bytes", nil)
         case .valueTooLarge(let what):
             return (.usage, "the value for \(what) is too large", nil)
+        case .noBackup(let path):
+            return (.failure, "there is no backup at \(path)", nil)
         }
+    }
+
+    /// Names the command that restores the backup, only when there is one to restore.
+    static func restoreHint(_ path: String) -> String? {
+        guard !path.hasSuffix(".bak"), FileStatus.of(link: path + ".bak") != nil else { return nil }
+        return "the previous version is in \(path).bak: 'gemvault restore-backup' checks it and puts it back"
     }
 
     static func describe(_ error: SecretInputError) -> (ExitCode, String, String?) {
@@ -97,7 +124,7 @@ enum ErrorReport {
         case .tooLong(let limit): return (.usage, "the value is longer than \(limit) bytes", nil)
         case .mismatch: return (.usage, "the two entries do not match", nil)
         case .unreadable(let what): return (.failure, "cannot read \(what)", nil)
-        case .insecure(let vault): return describe(vault)
+        case .refused(let failure): return (.failure, failure.message, failure.fix)
         }
     }
 
@@ -124,8 +151,10 @@ enum ErrorReport {
             let shown = stderr.isEmpty ? "" : "; its stderr: " + EscapeNeutralizer.neutralize(stderr)
             return (.noKey, "key_command '\(command)' \(detail)\(shown)", "check the command with: gemvault config get key_command")
         case .keyFile(let vault):
-            let (_, message, hint) = describe(vault)
-            return (.noKey, message, hint)
+            let (code, message, hint) = describe(vault)
+            return (code == .failure ? .noKey : code, message, hint)
+        case .refused(let failure):
+            return (.failure, failure.message, failure.fix)
         }
     }
 
@@ -139,6 +168,5 @@ enum ErrorReport {
         return (code, error.message, error.hint)
     }
 
-    static func errnoText(_ code: Int32) -> String { String(cString: strerror(code)) }
 }
 

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import Glibc
+import SystemIO
 import TerminalIO
 import VaultCore
 
@@ -13,28 +13,15 @@ enum Output {
     }
 
     /// Writes secret bytes to a descriptor without building a `String`.
-    static func writeSecret(_ secret: SecretBytes, to fd: Int32 = STDOUT_FILENO, newline: Bool = true) {
-        secret.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 { if errno == EINTR { continue }; return }
-                offset += n
-            }
-        }
-        if newline { Console.write(fd, "\n") }
+    static func writeSecret(_ secret: SecretBytes, to file: FileDescriptor = .standardOutput, newline: Bool = true) {
+        secret.withUnsafeBytes { raw in _ = try? file.writeAll(raw) }
+        if newline { try? file.writeAll("\n") }
     }
 
     /// `2026-11-29T19:02:21Z`
-    static func isoDate(_ seconds: Int64) -> String {
-        var time = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&time, &parts)
-        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
-    }
+    static func isoDate(_ seconds: Int64) -> String { Clock.isoDate(seconds) }
 
-    static func now() -> Int64 { Int64(time(nil)) }
+    static func now() -> Int64 { Clock.now() }
 
     /// "3 days", "5 hours" …
     static func age(since seconds: Int64, now: Int64 = now()) -> String {

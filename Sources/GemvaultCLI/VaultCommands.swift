@@ -1,5 +1,5 @@
-import Glibc
 import GemvaultConfig
+import SystemIO
 import TerminalIO
 import VaultCore
 
@@ -24,13 +24,25 @@ let vaultCommands: [CommandSpec] = [
     CommandSpec(path: ["key", "rm"], arguments: "NAME", argumentRange: 1...1,
                 summary: "remove a key", options: [], details: "", run: VaultCommand.removeKey),
     CommandSpec(path: ["passwd"], arguments: "", argumentRange: 0...0,
-                summary: "change the passphrase (rewraps the data key only)",
-                options: newPassphraseOptions, details: "", run: VaultCommand.changePassphrase),
-    CommandSpec(path: ["recover"], arguments: "", argumentRange: 0...0,
-                summary: "set a new passphrase using the recovery code",
+                summary: "change the passphrase and put the vault under a new data key",
                 options: newPassphraseOptions,
-                details: "The recovery code is asked on the terminal, or read from stdin when stdin is not a terminal.",
+                details: "Afterwards the old passphrase opens nothing written since, not even together with an old copy of the vault.\nvault.bak is replaced by the new vault. The recovery code keeps working.",
+                run: VaultCommand.changePassphrase),
+    CommandSpec(path: ["recover"], arguments: "", argumentRange: 0...0,
+                summary: "set a new passphrase using the recovery code (also a new data key)",
+                options: newPassphraseOptions,
+                details: "The recovery code is asked on the terminal, or read from stdin when stdin is not a terminal. It keeps working afterwards.",
                 run: VaultCommand.recover),
+    CommandSpec(path: ["rekey"], arguments: "", argumentRange: 0...0,
+                summary: "put the vault under a new data key, keeping the passphrase",
+                options: [],
+                details: "Old copies of the vault (backups, synced versions) then open nothing written afterwards. vault.bak is replaced by the new vault.",
+                run: VaultCommand.rekey),
+    CommandSpec(path: ["restore-backup"], arguments: "", argumentRange: 0...0,
+                summary: "check vault.bak with the passphrase and make it the vault again",
+                options: [],
+                details: "For a damaged vault. The damaged file is kept beside it under a dated name. The restored vault gets a new generation, so the rollback check does not trip.",
+                run: VaultCommand.restoreBackup),
     CommandSpec(path: ["inspect"], arguments: "", argumentRange: 0...0,
                 summary: "show the vault's header without a passphrase",
                 options: [jsonOption], details: "", run: VaultCommand.inspect),
@@ -44,15 +56,15 @@ enum VaultCommand {
             throw UsageError("--kdf takes interactive, moderate or sensitive, not '\(presetName)'", command: call.command)
         }
         if context.store.exists && !call.flag("--force") { throw VaultError.alreadyExists(path: context.vaultPath) }
-        if FileSecurity.mode(of: context.vaultPath) != nil { try FileSecurity.checkPrivateFile(context.vaultPath) }
+        if context.store.exists { _ = try context.store.read() }
         let passphrase = try SecretInput.readNew(from: try context.passphraseSource(),
                                                  prompt: "New passphrase for \(context.vaultPath): ", confirmPrompt: "Repeat the passphrase: ")
         Context.checkNewPassphrase(passphrase)
         let code = RecoveryCode.generate()
-        let document = try VaultDocument.create(passphrase: passphrase, recoveryCode: code, kdf: preset.parameters)
-        try context.store.withExclusiveLock {
-            if context.store.exists && !call.flag("--force") { throw VaultError.alreadyExists(path: context.vaultPath) }
-            try context.store.writeAtomically(try document.sealed())
+        let document = try VaultDocument.create(path: context.vaultPath, passphrase: passphrase, recoveryCode: code, kdf: preset.parameters)
+        try context.store.withExclusiveLock { session in
+            if try session.read() != nil && !call.flag("--force") { throw VaultError.alreadyExists(path: context.vaultPath) }
+            try context.save(document, in: session, backup: .previous)
         }
         if call.flag("--json") {
             let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
@@ -138,22 +150,66 @@ enum VaultCommand {
         let context = call.context
         guard context.store.exists else { throw VaultError.notFound(path: context.vaultPath) }
         let current = try SecretInput.read(from: try context.passphraseSource(), prompt: "Current passphrase for \(context.vaultPath): ")
+        Redaction.register(current)
         // Check the current passphrase before asking for a new one.
         _ = try VaultDocument.open(try context.readVaultFile(), path: context.vaultPath, passphrase: current)
         let new = try readNewPassphrase(call)
-        try context.modifyVault(unlockWith: current) { try $0.replacePassphrase(with: new) }
-        Console.err("gemvault: passphrase changed; the recovery code still works\n")
+        try rekeyVault(context, unlockWith: current, newPassphrase: new)
+        Console.err("gemvault: passphrase changed and the vault is under a new data key; the old passphrase opens nothing written from now on. The recovery code still works.\n")
     }
 
     static func recover(_ call: Invocation) throws {
         let context = call.context
         guard context.store.exists else { throw VaultError.notFound(path: context.vaultPath) }
-        let source: SecretSource = Terminal.stdinIsTerminal ? .terminal : .fileDescriptor(STDIN_FILENO)
+        let source: SecretSource = Terminal.stdinIsTerminal ? .terminal : .fileDescriptor(FileDescriptor.standardInput.raw)
         let code = try SecretInput.read(from: source, prompt: "Recovery code: ")
+        Redaction.register(code)
         _ = try VaultDocument.open(try context.readVaultFile(), path: context.vaultPath, recoveryCode: code)
         let new = try readNewPassphrase(call)
-        try context.modifyVault(unlockWith: code, recovery: true) { try $0.replacePassphrase(with: new) }
-        Console.err("gemvault: new passphrase set; the recovery code stays the same\n")
+        try rekeyVault(context, unlockWith: code, recovery: true, newPassphrase: new)
+        Console.err("gemvault: new passphrase set and the vault is under a new data key; the recovery code stays the same\n")
+    }
+
+    static func rekey(_ call: Invocation) throws {
+        let context = call.context
+        guard context.store.exists else { throw VaultError.notFound(path: context.vaultPath) }
+        let passphrase = try context.readPassphrase()
+        try rekeyVault(context, unlockWith: passphrase, newPassphrase: nil)
+        Console.err("gemvault: the vault is under a new data key; old copies of it open nothing written from now on\n")
+    }
+
+    /// A new data key, and vault.bak replaced by the result, so no retired slot survives.
+    /// A format 1 recovery slot that had to be replaced yields a new code, shown once.
+    static func rekeyVault(_ context: Context, unlockWith secret: SecretBytes, recovery: Bool = false, newPassphrase: SecretBytes?) throws {
+        var newCode: SecretBytes?
+        try context.modifyVault(unlockWith: secret, recovery: recovery, backup: .new) { document in
+            newCode = try document.rekey(newPassphrase: newPassphrase)
+        }
+        if let newCode {
+            Console.err("gemvault: this vault's recovery slot was of the old format and could not follow the new data key without the code;\n")
+            Console.err("gemvault: here is its new recovery code, shown only this once (the old code no longer works). Write it down and keep it offline.\n")
+            Output.writeSecret(newCode, to: .standardError)
+        }
+    }
+
+    static func restoreBackup(_ call: Invocation) throws {
+        let context = call.context
+        let store = context.store
+        let passphrase = try context.readPassphrase()
+        var kept: String?
+        var generation: UInt64 = 0
+        try store.withExclusiveLock(onWait: { Console.err("gemvault: \($0)\n") }) { session in
+            let backup = try VaultFile.parse(try session.readBackup(), path: store.backupPath, policy: context.kdfPolicy)
+            let document = try VaultDocument.open(backup, path: store.backupPath, passphrase: passphrase)
+            // Nothing is lost: the vault being replaced stays beside it, whatever state it is in.
+            if store.exists {
+                kept = try session.keepAside(suffix: ".damaged-" + Output.isoDate(Output.now()).filter { $0 != ":" && $0 != "-" })
+            }
+            try context.save(document, in: session, backup: .unchanged)
+            generation = document.file.generation
+        }
+        if let kept { Console.err("gemvault: the replaced vault was kept as \(kept)\n") }
+        Console.err("gemvault: restored \(store.backupPath) as \(store.path) (now generation \(generation))\n")
     }
 
     struct SlotInfo: Encodable {
@@ -173,6 +229,8 @@ enum VaultCommand {
         let slots: [SlotInfo]
         let checksum: String
         let mode: String
+        let vault_id: String?
+        let highest_generation_seen: UInt64?
     }
 
     static func inspect(_ call: Invocation) throws {
@@ -184,12 +242,14 @@ enum VaultCommand {
             file_bytes: bytes.count, payload_bytes: file.payloadSize,
             slots: file.slots.map { SlotInfo(kind: $0.kind.name, kdf: "argon2id13", ops_limit: $0.kdf.opsLimit,
                                              mem_limit_bytes: $0.kdf.memLimit, preset: $0.kdf.presetName) },
-            checksum: "ok", mode: FileSecurity.mode(of: context.vaultPath).map(FileSecurity.octal) ?? "?")
+            checksum: "ok", mode: FileStatus.of(link: context.vaultPath)?.octalMode ?? "?",
+            vault_id: file.vaultIDHex, highest_generation_seen: try file.vaultIDHex.flatMap { try context.generations.highestSeen(vaultID: $0) })
         if call.flag("--json") { Output.json(result); return }
         var text = """
         vault:          \(result.path)
         format version: \(result.format_version)
-        generation:     \(result.generation)
+        vault id:       \(result.vault_id ?? "none (format 1; one is added on the next save)")
+        generation:     \(result.generation)\(result.highest_generation_seen.map { $0 > result.generation ? " (OLDER than generation \($0), seen before: an old copy was restored)" : "" } ?? "")
         file size:      \(result.file_bytes) bytes (payload \(result.payload_bytes) bytes, padded)
         checksum:       ok
         mode:           \(result.mode)

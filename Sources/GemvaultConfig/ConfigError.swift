@@ -1,3 +1,4 @@
+import SystemIO
 import VaultCore
 
 /// Errors of the configuration layer.
@@ -14,4 +15,6 @@ public enum ConfigError: Error, Equatable, Sendable {
     case vaultNeedsPassphrase(path: String)
     case keyCommandFailed(command: String, detail: String, stderr: String)
     case keyFile(VaultError)
+    /// config.json or its folder could be changed by another user.
+    case refused(FileCheckFailure)
 }

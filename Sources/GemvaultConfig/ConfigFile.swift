@@ -1,5 +1,5 @@
-import Glibc
 import FoundationEssentials
+import SystemIO
 import VaultCore
 
 /// `$XDG_CONFIG_HOME/gemvault/config.json`: `{"version": 1, "model": "...", "temperature": 0.7}`.
@@ -19,21 +19,30 @@ public struct ConfigFile: Sendable {
         self.unknownKeys = unknownKeys
     }
 
-    /// Loads the file, or an empty one when it does not exist.
+    /// Loads the file, or an empty one when it does not exist. It can name a program to run
+    /// (key_command) and where the key is sent (endpoint), so it must be the user's own, in a
+    /// folder of the user's, and writable by nobody else; it may stay readable.
     public static func load(path: String) throws(ConfigError) -> ConfigFile {
-        guard FileSecurity.mode(of: path) != nil else { return ConfigFile(path: path) }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
-        defer { close(fd) }
-        do {
-            return try parse(Data(try PlainIO.readAll(fd: fd, limit: 1 << 20)), path: path)
-        } catch let error as ConfigError {
-            throw error
-        } catch PlainIO.ReadFailure.failed(let code) {
-            throw .unreadable(path: path, reason: String(cString: strerror(code)))
+        let (directory, name) = TrustedFolder.parent(of: path)
+        let file: FileDescriptor?
+        do throws(TrustedOpenError) {
+            guard let folder = try TrustedFolder.open(directory) else { return ConfigFile(path: path) }
+            file = try TrustedFile.open(name, in: folder, requirement: .configuration)
         } catch {
-            throw .invalidFile(path: path, reason: "larger than 1 MiB")
+            switch error {
+            case .refused(let failure): throw .refused(failure)
+            case .failed(let failure): throw .unreadable(path: path, reason: failure.reason)
+            }
         }
+        guard let file else { return ConfigFile(path: path) }
+        let bytes: [UInt8]
+        do throws(FileDescriptor.ReadFailure) { bytes = try file.readAll(limit: 1 << 20) } catch {
+            switch error {
+            case .failed(let failure): throw .unreadable(path: path, reason: failure.reason)
+            case .tooLarge: throw .invalidFile(path: path, reason: "larger than 1 MiB")
+            }
+        }
+        return try parse(Data(bytes), path: path)
     }
 
     static func parse(_ data: Data, path: String) throws(ConfigError) -> ConfigFile {
@@ -75,7 +84,9 @@ public struct ConfigFile: Sendable {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(object) else { throw .invalidFile(path: path, reason: "could not encode") }
         do {
-            try VaultStore(path: path).writePlainFile(Array(data) + [0x0a])
+            try VaultStore.writePlainFile(path, Array(data) + [0x0a])
+        } catch .refused(let failure) {
+            throw .refused(failure)
         } catch {
             throw .unreadable(path: path, reason: "\(error)")
         }

@@ -1,4 +1,4 @@
-import Glibc
+import SystemIO
 import VaultCore
 
 /// One risk found on this machine, with its fix.
@@ -20,8 +20,8 @@ public struct Doctor {
     public var parentLimits: String
 
     public init(paths: Paths, vaultPath: String, environment: [String: String], settings: Settings?,
-                procMounts: String = PlainIO.readText("/proc/mounts") ?? "", coreDumpsDisabled: Bool,
-                parentLimits: String = PlainIO.readText("/proc/\(getppid())/limits") ?? "") {
+                procMounts: String = PlainFile.readText("/proc/mounts") ?? "", coreDumpsDisabled: Bool,
+                parentLimits: String = PlainFile.readText("/proc/\(ProcessIdentity.parent)/limits") ?? "") {
         self.paths = paths
         self.vaultPath = vaultPath
         self.environment = environment
@@ -32,7 +32,7 @@ public struct Doctor {
     }
 
     /// The names of every check, in the order they run.
-    public static let checks = ["files", "hidepid", "core-dumps", "environment", "shell-startup", "dotenv", "endpoint"]
+    public static let checks = ["files", "hidepid", "core-dumps", "environment", "shell-startup", "dotenv", "endpoint", "tls"]
 
     public func run() -> [Finding] {
         var findings: [Finding] = []
@@ -43,62 +43,61 @@ public struct Doctor {
         findings += startupFileFindings()
         findings += dotenvFindings()
         findings += endpointFindings()
+        findings += tlsFindings()
         return findings
     }
 
     // MARK: Files and folders
 
+    /// The same rules the commands enforce when they open these files (FileProblem), here
+    /// applied without opening anything, plus every world-writable folder above the vault.
     func fileFindings() -> [Finding] {
         var findings: [Finding] = []
-        let vaultDirectory = VaultStore(path: vaultPath).directory
-        let secretFiles = [vaultPath, vaultPath + ".bak", paths.keyFile]
-        for path in secretFiles { findings += privateFileFindings(path, allowGroupRead: false) }
+        let secretFiles = [vaultPath, vaultPath + ".bak", vaultPath + ".lock", paths.keyFile]
+        for path in secretFiles { findings += fileFinding(path, .secret) }
         // The config file can name a key_command: whoever can write it can run code as you.
-        findings += privateFileFindings(paths.configFile, allowGroupRead: true)
-        for directory in [vaultDirectory, paths.configDirectory] {
-            var info = stat()
-            guard lstat(directory, &info) == 0 else { continue }
-            if info.st_uid != geteuid() {
-                findings.append(Finding(check: "files", message: "\(directory) is owned by uid \(info.st_uid), not by you",
-                                        fix: "sudo chown \(geteuid()) \(FileSecurity.shellQuoted(directory))"))
-            }
-            if info.st_mode & 0o077 != 0 {
-                findings.append(Finding(check: "files", message: "\(directory) is open to group or others (mode \(FileSecurity.octal(UInt32(info.st_mode & 0o777))))",
-                                        fix: "chmod 700 \(FileSecurity.shellQuoted(directory))"))
-            }
+        findings += fileFinding(paths.configFile, .configuration)
+        for directory in [TrustedFolder.parent(of: vaultPath).folder, paths.configDirectory] {
+            guard let status = FileStatus.of(directory), let problem = FileProblem.checkFolder(status) else { continue }
+            findings.append(Finding(check: "files", message: "\(directory) \(problem.description)", fix: problem.fix(for: directory)))
         }
+        findings += worldWritableAncestors(of: TrustedFolder.parent(of: vaultPath).folder)
         return findings
     }
 
-    private func privateFileFindings(_ path: String, allowGroupRead: Bool) -> [Finding] {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return [] }
-        if (info.st_mode & S_IFMT) == S_IFLNK {
-            return [Finding(check: "files", message: "\(path) is a symbolic link", fix: "replace the link with the file itself")]
-        }
+    private func fileFinding(_ path: String, _ requirement: FileRequirement) -> [Finding] {
+        guard let status = FileStatus.of(link: path), let problem = FileProblem.check(status, requirement) else { return [] }
+        return [Finding(check: "files", message: "\(path) \(problem.description)", fix: problem.fix(for: path))]
+    }
+
+    /// Folders above `folder` that anyone can write to: another user can plant names there
+    /// before you create them, or, without the sticky bit, rename yours.
+    func worldWritableAncestors(of folder: String) -> [Finding] {
         var findings: [Finding] = []
-        if info.st_uid != geteuid() {
-            findings.append(Finding(check: "files", message: "\(path) is owned by uid \(info.st_uid), not by you",
-                                    fix: "sudo chown \(geteuid()) \(FileSecurity.shellQuoted(path))"))
-        }
-        let forbidden: UInt32 = allowGroupRead ? 0o022 : 0o077
-        if UInt32(info.st_mode) & forbidden != 0 {
-            findings.append(Finding(check: "files", message: "\(path) is open to group or others (mode \(FileSecurity.octal(UInt32(info.st_mode & 0o777))))",
-                                    fix: "chmod 600 \(FileSecurity.shellQuoted(path))"))
+        var current = folder
+        while current != "/" && !current.isEmpty {
+            current = TrustedFolder.parent(of: current).folder
+            guard let status = FileStatus.of(current), status.kind == .directory, status.isWorldWritable else { continue }
+            let sticky = status.isSticky ? " (sticky, so others cannot rename what you own there, but can take names you have not created yet)" : ", without the sticky bit, so others can rename or replace what is in it"
+            findings.append(Finding(check: "files", message: "\(current), above the vault, is writable by everyone\(sticky)",
+                                    fix: "keep the vault under a folder only you can write to, such as $XDG_DATA_HOME (--vault or GEMVAULT_VAULT)"))
         }
         return findings
     }
 
     // MARK: Process visibility
 
+    /// Judged from the mount at /proc itself (the last one listed wins, as mounts stack):
+    /// another proc mount elsewhere with hidepid protects nothing.
     func hidepidFindings() -> [Finding] {
-        let procLines = procMounts.split(separator: "\n").filter { $0.split(separator: " ").dropFirst(2).first == "proc" }
-        let hidden = procLines.contains { line in
-            let options = line.split(separator: " ").dropFirst(3).first ?? ""
-            return options.split(separator: ",").contains { $0 == "hidepid=2" || $0 == "hidepid=invisible" || $0 == "hidepid=1" || $0 == "hidepid=noaccess" }
+        let procMount = procMounts.split(separator: "\n").last { line in
+            let fields = line.split(separator: " ")
+            return fields.count >= 4 && fields[1] == "/proc" && fields[2] == "proc"
         }
+        let options = procMount?.split(separator: " ")[3].split(separator: ",") ?? []
+        let hidden = options.contains { ["hidepid=1", "hidepid=2", "hidepid=invisible", "hidepid=noaccess"].contains($0) }
         guard !hidden else { return [] }
-        return [Finding(check: "hidepid", message: "other users can read every process's command line in /proc (no hidepid)",
+        return [Finding(check: "hidepid", message: "other users can read every process's command line in /proc (no hidepid on the /proc mount)",
                         fix: "mount -o remount,hidepid=invisible /proc (and add hidepid=invisible to /proc in /etc/fstab); never pass secrets as arguments")]
     }
 
@@ -132,20 +131,54 @@ public struct Doctor {
         }
     }
 
-    static let keyAssignment = ["GEMINI_API_KEY=", "GOOGLE_API_KEY="]
+    static let keyVariables = ["GEMINI_API_KEY", "GOOGLE_API_KEY"]
+
+    /// The shells' start-up files: sh, bash and zsh; fish; csh and tcsh.
+    func startupFiles() -> [String] {
+        var files = [".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin",
+                     ".cshrc", ".tcshrc", ".login"].map { paths.home + "/" + $0 }
+        let fish = paths.configHome + "/fish"
+        files.append(fish + "/config.fish")
+        for entry in FolderListing.entries(fish + "/conf.d") ?? [] where entry.name.hasSuffix(".fish") {
+            files.append(fish + "/conf.d/" + entry.name)
+        }
+        return files
+    }
+
+    /// The variable a line sets to a literal key, if it does: `export V=value`, `V="value"`,
+    /// `set -gx V value` (fish), `setenv V value` (csh). An empty value, or one made by a
+    /// command or another variable (`"$(gemvault key get)"`), is not a key in plain text.
+    static func literalKeyAssignment(_ line: Substring) -> String? {
+        let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+        guard let first = words.first, !first.hasPrefix("#") else { return nil }
+        let variable: Substring
+        var value: Substring
+        if first == "set" || first == "setenv" {
+            let rest = words.dropFirst().drop { $0.hasPrefix("-") }
+            guard let name = rest.first else { return nil }
+            variable = name
+            value = rest.dropFirst().first ?? ""
+        } else {
+            var rest = words[...]
+            if ["export", "declare", "typeset", "local", "readonly"].contains(first) { rest = rest.dropFirst().drop { $0.hasPrefix("-") } }
+            guard let assignment = rest.first, let equals = assignment.firstIndex(of: "=") else { return nil }
+            variable = assignment[..<equals]
+            value = assignment[assignment.index(after: equals)...]
+        }
+        guard keyVariables.contains(String(variable)) else { return nil }
+        value = value.drop { $0 == "\"" || $0 == "'" }
+        guard let head = value.first, !"$`#;\"'".contains(head) else { return nil }
+        return String(variable)
+    }
 
     func startupFileFindings() -> [Finding] {
         var findings: [Finding] = []
-        for name in [".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile", ".zshenv"] {
-            let path = paths.home + "/" + name
-            guard let text = PlainIO.readText(path) else { continue }
+        for path in startupFiles() {
+            guard let text = PlainFile.readText(path) else { continue }
             for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-                let trimmed = line.drop { $0 == " " || $0 == "\t" }
-                guard !trimmed.hasPrefix("#") else { continue }
-                for variable in Self.keyAssignment where trimmed.contains(variable) {
-                    findings.append(Finding(check: "shell-startup", message: "\(path):\(number + 1) sets \(variable.dropLast()) in plain text",
-                                            fix: "delete the line, revoke that key, and keep the new one in the vault ('gemvault key set')"))
-                }
+                guard let variable = Self.literalKeyAssignment(line.drop { $0 == " " || $0 == "\t" }) else { continue }
+                findings.append(Finding(check: "shell-startup", message: "\(path):\(number + 1) sets \(variable) in plain text",
+                                        fix: "delete the line, revoke that key, and keep the new one in the vault ('gemvault key set')"))
             }
         }
         return findings
@@ -159,17 +192,15 @@ public struct Doctor {
         while !queue.isEmpty, visited < 2000 {
             let (directory, depth) = queue.removeFirst()
             visited += 1
-            guard let handle = opendir(directory) else { continue }
-            defer { closedir(handle) }
-            while let entry = readdir(handle) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if name == "." || name == ".." { continue }
+            for entry in FolderListing.entries(directory) ?? [] {
+                let name = entry.name
                 let path = directory == "/" ? "/" + name : directory + "/" + name
-                if entry.pointee.d_type == UInt8(DT_DIR) {
-                    if depth < 3, !name.hasPrefix("."), name != "node_modules" { queue.append((path, depth + 1)) }
+                if entry.isDirectory {
+                    if depth < 3, name != "node_modules", name != ".git" { queue.append((path, depth + 1)) }
                 } else if name == ".env" || name.hasPrefix(".env.") {
-                    guard let text = PlainIO.readText(path, limit: 65536) else { continue }
-                    if Self.keyAssignment.contains(where: { text.contains($0) }) {
+                    // PlainFile skips FIFOs and anything else that is not a regular file.
+                    guard let text = PlainFile.readText(path, limit: 65536) else { continue }
+                    if text.split(separator: "\n").contains(where: { Self.literalKeyAssignment($0.drop { $0 == " " }) != nil }) {
                         findings.append(Finding(check: "dotenv", message: "\(path) holds a Gemini API key in plain text",
                                                 fix: "remove the key from \(path), revoke it, and keep the new one in the vault"))
                     }
@@ -179,14 +210,32 @@ public struct Doctor {
         return findings
     }
 
+    static let proxyVariables = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
+
     func endpointFindings() -> [Finding] {
         guard let settings, let url = EndpointURL(settings.endpoint), url.scheme != "https" else { return [] }
         let origin = settings["endpoint"].origin.label
+        var findings: [Finding] = []
         if url.isLoopback {
-            return [Finding(check: "endpoint", message: "the endpoint \(settings.endpoint) (from \(origin)) is plain http; any local user who can bind that port sees your key",
-                            fix: "use the default https endpoint unless you are testing")]
+            findings.append(Finding(check: "endpoint", message: "the endpoint \(settings.endpoint) (from \(origin)) is plain http; any local user who can bind that port sees your key",
+                                    fix: "use the default https endpoint unless you are testing"))
+        } else {
+            findings.append(Finding(check: "endpoint", message: "the endpoint \(settings.endpoint) (from \(origin)) sends your key unencrypted over the network",
+                                    fix: "set an https endpoint: gemvault config unset endpoint"))
         }
-        return [Finding(check: "endpoint", message: "the endpoint \(settings.endpoint) (from \(origin)) sends your key unencrypted over the network",
-                        fix: "set an https endpoint: gemvault config unset endpoint")]
+        for variable in Self.proxyVariables where !(environment[variable] ?? "").isEmpty {
+            let use = url.isLoopback ? "gemvault never sends a loopback endpoint through a proxy, but other tools given this endpoint would hand the key to the proxy in clear"
+                                     : "the key would pass through the proxy in clear"
+            findings.append(Finding(check: "endpoint", message: "\(variable) is set while the endpoint is plain http: \(use)",
+                                    fix: "unset \(variable), or use an https endpoint"))
+        }
+        return findings
+    }
+
+    /// SSLKEYLOGFILE makes TLS libraries write session secrets to a file.
+    func tlsFindings() -> [Finding] {
+        guard let file = environment["SSLKEYLOGFILE"], !file.isEmpty else { return [] }
+        return [Finding(check: "tls", message: "SSLKEYLOGFILE is set (\(file)): programs that honour it write TLS session secrets there, so anyone who reads it can decrypt captured traffic, key included; gemvault ignores it",
+                        fix: "unset SSLKEYLOGFILE unless you are debugging TLS right now")]
     }
 }

@@ -1,4 +1,4 @@
-import Glibc
+import SystemIO
 import VaultCore
 
 /// A place an API key can come from, in the order they are consulted.
@@ -106,7 +106,14 @@ public struct KeyResolver {
     }
 
     /// The key and the effective settings (with the vault's layer when the vault was opened).
+    /// The key is registered for redaction, so no message can show it.
     public func resolve() throws -> (key: ResolvedKey, settings: Settings) {
+        let resolved = try findKey()
+        Redaction.register(resolved.key.secret)
+        return resolved
+    }
+
+    private func findKey() throws -> (key: ResolvedKey, settings: Settings) {
         var reasons: [String] = []
         var settings = try self.settings()
         if let path = keyFileFlag {
@@ -155,21 +162,18 @@ public struct KeyResolver {
         if google { consider(.environment(variable: "GOOGLE_API_KEY"), "GOOGLE_API_KEY is set") }
         if gemini { consider(.environment(variable: "GEMINI_API_KEY"), "GEMINI_API_KEY is set") }
         if VaultStore(path: vaultPath).exists { consider(.vault(path: vaultPath, name: keyName(settings)), "a vault exists at \(vaultPath)") }
-        if FileSecurity.mode(of: paths.keyFile) != nil { consider(.keyFile(path: paths.keyFile), "a key file exists at \(paths.keyFile)") }
+        if FileStatus.of(link: paths.keyFile) != nil { consider(.keyFile(path: paths.keyFile), "a key file exists at \(paths.keyFile)") }
         if let command = settings.string("key_command"), !command.isEmpty { consider(.keyCommand(command: command), "key_command is set") }
         return found
     }
 
     private func readKeyFile(_ path: String, source: KeySource, required: Bool) throws -> ResolvedKey? {
-        guard FileSecurity.mode(of: path) != nil else {
-            if required { throw ConfigError.unreadable(path: path, reason: "no such file") }
-            return nil
-        }
         do {
-            let secret = try KeyFile.read(path)
-            var info = stat()
-            let updated: Int64? = stat(path, &info) == 0 ? Int64(info.st_mtim.tv_sec) : nil
-            return ResolvedKey(secret: secret, source: source, updated: updated)
+            guard let (secret, status) = try KeyFile.read(path) else {
+                if required { throw ConfigError.unreadable(path: path, reason: "no such file") }
+                return nil
+            }
+            return ResolvedKey(secret: secret, source: source, updated: status.modified)
         } catch let error as VaultError {
             throw ConfigError.keyFile(error)
         }
@@ -177,24 +181,18 @@ public struct KeyResolver {
 }
 
 enum KeyFile {
-    /// A key file's contents, trimmed, after the same checks as the vault.
-    static func read(_ path: String) throws -> SecretBytes {
-        try FileSecurity.checkPrivateFile(path)
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw VaultError.io(operation: "open", path: path, errno: errno) }
-        defer { close(fd) }
+    /// A key file's contents, trimmed, and what fstat said of it; nil when there is no file.
+    static func read(_ path: String) throws -> (SecretBytes, FileStatus)? {
+        let opened: FileDescriptor?
+        do { opened = try TrustedFile.open(path, requirement: .secret) } catch { throw VaultError(error) }
+        guard let file = opened else { return nil }
         let buffer = SecretBytes(count: 8192)
-        var length = 0
-        while length < buffer.count {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + length, $0.count - length) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 { throw VaultError.io(operation: "read", path: path, errno: errno) }
-            if n == 0 { break }
-            length += n
-        }
+        let length: Int
+        do { length = try buffer.withUnsafeMutableBytes { raw throws(SystemError) in try file.readFully(into: raw) } }
+        catch { throw VaultError.system(error) }
         buffer.truncate(to: length)
         let key = buffer.trimmingWhitespace()
         guard key.count > 0 else { throw ConfigError.unreadable(path: path, reason: "the file is empty") }
-        return key
+        return (key, try file.status())
     }
 }

@@ -1,3 +1,5 @@
+import SystemIO
+
 /// Where an effective value came from, lowest layer first.
 public enum SettingOrigin: Sendable, Equatable {
     case builtIn

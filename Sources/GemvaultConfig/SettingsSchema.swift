@@ -1,3 +1,4 @@
+import SystemIO
 import VaultCore
 
 /// The default model, named in this one place.
@@ -6,7 +7,10 @@ public let defaultEndpoint = "https://generativelanguage.googleapis.com"
 
 /// What values a setting accepts.
 public enum SettingKind: Sendable {
+    /// Free text; line breaks and tabs allowed, other control characters refused.
     case text
+    /// One line without any control character (model names, commands).
+    case line
     case number(ClosedRange<Double>)
     case integer(ClosedRange<Int>)
     case choice([String])
@@ -29,7 +33,11 @@ public struct SettingSpec: Sendable {
     public func validate(_ raw: String) -> Result<String, SettingProblem> {
         let value = raw.trimmedWhitespace
         switch kind {
-        case .text:
+        case .text, .line:
+            let allowed: Set<Unicode.Scalar> = kind.isLine ? [] : ["\n", "\t"]
+            if let bad = raw.unicodeScalars.first(where: { ($0.properties.generalCategory == .control || $0 == "\u{7f}") && !allowed.contains($0) }) {
+                return .failure(SettingProblem("contains the control character U+\(String(bad.value, radix: 16, uppercase: true)), which could drive a terminal"))
+            }
             return .success(raw)
         case .keyName:
             let ok = !value.isEmpty && value.utf8.allSatisfy { $0 == 0x2d || $0 == 0x5f || $0 == 0x2e || ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7a) }
@@ -58,6 +66,10 @@ public struct SettingSpec: Sendable {
     }
 }
 
+extension SettingKind {
+    var isLine: Bool { if case .line = self { true } else { false } }
+}
+
 public struct SettingProblem: Error, Sendable, Equatable {
     public let message: String
     public init(_ message: String) { self.message = message }
@@ -66,7 +78,7 @@ public struct SettingProblem: Error, Sendable, Equatable {
 /// Every setting, in the order `config explain` lists them.
 public enum SettingsSchema {
     public static let all: [SettingSpec] = [
-        SettingSpec(name: "model", kind: .text, defaultValue: defaultModel, summary: "Gemini model for chat and ask", mayHoldSecret: false),
+        SettingSpec(name: "model", kind: .line, defaultValue: defaultModel, summary: "Gemini model for chat and ask", mayHoldSecret: false),
         SettingSpec(name: "temperature", kind: .number(0...2), defaultValue: nil, summary: "sampling temperature (model default when unset)", mayHoldSecret: false),
         SettingSpec(name: "top_p", kind: .number(0...1), defaultValue: nil, summary: "nucleus sampling probability", mayHoldSecret: false),
         SettingSpec(name: "top_k", kind: .integer(1...1000), defaultValue: nil, summary: "top-k sampling", mayHoldSecret: false),
@@ -77,7 +89,7 @@ public enum SettingsSchema {
         SettingSpec(name: "timeout", kind: .number(1...3600), defaultValue: "60", summary: "seconds to wait for the first byte or between stream events", mayHoldSecret: false),
         SettingSpec(name: "retries", kind: .integer(0...10), defaultValue: "4", summary: "retries after 429, 5xx and connection failures", mayHoldSecret: false),
         SettingSpec(name: "key", kind: .keyName, defaultValue: "default", summary: "name of the vault key to use", mayHoldSecret: false),
-        SettingSpec(name: "key_command", kind: .text, defaultValue: nil, summary: "command whose stdout is the API key (run without a shell)", mayHoldSecret: true),
+        SettingSpec(name: "key_command", kind: .line, defaultValue: nil, summary: "command whose stdout is the API key (run without a shell)", mayHoldSecret: true),
         SettingSpec(name: "key_command_timeout", kind: .number(1...600), defaultValue: "10", summary: "seconds before key_command is stopped", mayHoldSecret: false),
         SettingSpec(name: "rotation_days", kind: .integer(0...3650), defaultValue: "90", summary: "age in days after which a key should be rotated (0: never)", mayHoldSecret: false),
         SettingSpec(name: "history", kind: .choice(["on", "off"]), defaultValue: "on", summary: "keep encrypted conversation history", mayHoldSecret: false),
@@ -88,40 +100,3 @@ public enum SettingsSchema {
     public static var names: [String] { all.map(\.name) }
 }
 
-/// A parsed base URL.
-public struct EndpointURL: Sendable, Equatable {
-    public let scheme: String
-    public let host: String
-    public let normalized: String
-
-    public init?(_ text: String) {
-        let lowered = text.lowercased()
-        let scheme: String
-        if lowered.hasPrefix("https://") { scheme = "https" } else if lowered.hasPrefix("http://") { scheme = "http" } else { return nil }
-        let rest = text.dropFirst(scheme.count + 3)
-        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        guard !authority.isEmpty, !authority.contains("@"), !rest.contains("?"), !rest.contains("#"),
-              !text.contains(where: { $0 == " " || $0.asciiValue.map { $0 < 0x20 } == true }) else { return nil }
-        var host = String(authority)
-        if host.hasPrefix("[") {
-            guard let close = host.firstIndex(of: "]") else { return nil }
-            host = String(host[host.index(after: host.startIndex)..<close])
-        } else if let colon = host.lastIndex(of: ":") {
-            guard Int(host[host.index(after: colon)...]) != nil else { return nil }
-            host = String(host[..<colon])
-        }
-        guard !host.isEmpty else { return nil }
-        self.scheme = scheme
-        self.host = host.lowercased()
-        var trimmed = text
-        while trimmed.hasSuffix("/") { trimmed.removeLast() }
-        self.normalized = trimmed
-    }
-
-    /// Loopback hosts, where plain http cannot be sniffed by another machine.
-    public var isLoopback: Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
-    }
-
-    public var isSecure: Bool { scheme == "https" || isLoopback }
-}

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CSystemShims
+import SystemIO
 import VaultCore
 
 /// Where a secret line (a passphrase, a recovery code, an API key) is read from.
@@ -23,7 +24,7 @@ public enum SecretInputError: Error, Equatable, Sendable {
     case tooLong(limit: Int)
     case mismatch
     case unreadable(String)
-    case insecure(VaultError)
+    case refused(FileCheckFailure)
 }
 
 /// Reads secrets straight into `SecretBytes`; nothing passes through a `String`.
@@ -37,15 +38,19 @@ public enum SecretInput {
         case .terminal:
             secret = try readFromTerminal(prompt: prompt)
         case .fileDescriptor(let fd):
-            secret = try readLine(fd: fd, name: "file descriptor \(fd)", wholeInput: false)
+            secret = try readLine(FileDescriptor(borrowing: fd, path: "file descriptor \(fd)"), wholeInput: false)
         case .file(let path):
-            do { try FileSecurity.checkPrivateFile(path) } catch { throw .insecure(error) }
-            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-            guard fd >= 0 else { throw .unreadable("\(path): \(String(cString: strerror(errno)))") }
-            defer { close(fd) }
-            secret = try readLine(fd: fd, name: path, wholeInput: false)
+            let file: FileDescriptor?
+            do throws(TrustedOpenError) { file = try TrustedFile.open(path, requirement: .secret) } catch {
+                switch error {
+                case .refused(let failure): throw .refused(failure)
+                case .failed(let failure): throw .unreadable("\(path): \(failure.reason)")
+                }
+            }
+            guard let file else { throw .unreadable("\(path): \(SystemError.describe(ENOENT))") }
+            secret = try readLine(file, wholeInput: false)
         case .standardInput:
-            secret = try readLine(fd: STDIN_FILENO, name: "standard input", wholeInput: true).trimmingWhitespace()
+            secret = try readLine(.standardInput, wholeInput: true).trimmingWhitespace()
         }
         guard secret.count > 0 else { throw .empty }
         return secret
@@ -83,27 +88,24 @@ public enum SecretInput {
     }
 
     /// Reads byte by byte so that nothing past the first line is consumed from a shared descriptor.
-    private static func readLine(fd: Int32, name: String, wholeInput: Bool) throws(SecretInputError) -> SecretBytes {
+    /// A trailing CR is dropped, for files written on Windows.
+    private static func readLine(_ file: FileDescriptor, wholeInput: Bool) throws(SecretInputError) -> SecretBytes {
         let buffer = SecretBytes(count: maximumLength)
         var length = 0
         var failure: SecretInputError?
         buffer.withUnsafeMutableBytes { raw in
             while true {
-                var byte: UInt8 = 0
-                let n = Glibc.read(fd, &byte, 1)
-                if n < 0 && errno == EINTR { continue }
-                if n < 0 { failure = .unreadable("\(name): \(String(cString: strerror(errno)))"); return }
+                let n: Int
+                do throws(SystemError) { n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[length..<min(length + 1, raw.count)])) }
+                catch { failure = .unreadable("\(file.path): \(error.reason)"); return }
                 if n == 0 { return }
-                if !wholeInput && byte == 0x0a { return }
-                guard length < raw.count else { failure = .tooLong(limit: maximumLength); return }
-                raw[length] = byte
+                if !wholeInput && raw[length] == 0x0a { raw[length] = 0; return }
                 length += 1
-                byte = 0
+                guard length < raw.count else { failure = .tooLong(limit: maximumLength); return }
             }
         }
         if let failure { throw failure }
         buffer.truncate(to: length)
-        // A line read from a file or descriptor may end in CR LF.
         if !wholeInput, length > 0, buffer.withUnsafeBytes({ $0[length - 1] }) == 0x0d { buffer.truncate(to: length - 1) }
         return buffer
     }

@@ -1,6 +1,6 @@
-#if canImport(Glibc)
 import Glibc
-#endif
+import SystemIO
+import VaultCore
 
 /// What the process is attached to, and how it may be styled.
 public enum Terminal {
@@ -11,24 +11,17 @@ public enum Terminal {
     public static var stderrIsTerminal: Bool { isTerminal(STDERR_FILENO) }
 }
 
-/// Output streams with the stderr grammar the project uses everywhere.
+/// Output streams with the stderr grammar the project uses everywhere. Everything written to
+/// stderr has the process's secrets cut out first.
 public enum Console {
-    public static func out(_ text: String) { write(STDOUT_FILENO, text) }
-    public static func err(_ text: String) { write(STDERR_FILENO, text) }
+    public static func out(_ text: String) { try? FileDescriptor.standardOutput.writeAll(text) }
+    public static func err(_ text: String) { try? FileDescriptor.standardError.writeAll(Redaction.redact(text)) }
 
     public static func error(_ message: String) { err("gemvault: error: \(message)\n") }
     public static func warning(_ message: String) { err("gemvault: warning: \(message)\n") }
     public static func hint(_ message: String) { err("gemvault: hint: \(message)\n") }
 
     public static func write(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)
-        var offset = 0
-        bytes.withUnsafeMutableBytes { raw in
-            while offset < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 { if errno == EINTR { continue }; return }
-                offset += n
-            }
-        }
+        try? FileDescriptor(borrowing: fd, path: "").writeAll(text)
     }
 }

@@ -94,6 +94,52 @@ public enum Sodium {
         return plaintext
     }
 
+    static let boxPublicKeyBytes = Int(crypto_box_publickeybytes())
+
+    /// An X25519 key pair from a 32-byte seed. The corresponding libsodium function is `crypto_box_seed_keypair`.
+    static func boxKeyPair(seed: SecretBytes) throws(SodiumError) -> (publicKey: [UInt8], secretKey: SecretBytes) {
+        ensureInitialized()
+        guard seed.count == Int(crypto_box_seedbytes()) else { throw .invalidInput("seed length") }
+        var publicKey = [UInt8](repeating: 0, count: boxPublicKeyBytes)
+        let secretKey = SecretBytes(count: Int(crypto_box_secretkeybytes()))
+        let rc = secretKey.withUnsafeMutableBytes { secret in
+            seed.withUnsafeBytes { seedBytes in
+                crypto_box_seed_keypair(&publicKey, secret.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                        seedBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+        guard rc == 0 else { throw .invalidInput("key pair") }
+        return (publicKey, secretKey)
+    }
+
+    /// An anonymous sealed box to `publicKey`. The corresponding libsodium function is `crypto_box_seal`.
+    static func seal(_ message: SecretBytes, to publicKey: [UInt8]) throws(SodiumError) -> [UInt8] {
+        ensureInitialized()
+        guard publicKey.count == boxPublicKeyBytes else { throw .invalidInput("public key length") }
+        var sealed = [UInt8](repeating: 0, count: message.count + Int(crypto_box_sealbytes()))
+        let rc = message.withUnsafeBytes { plain in
+            crypto_box_seal(&sealed, plain.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(plain.count), publicKey)
+        }
+        guard rc == 0 else { throw .invalidInput("seal") }
+        return sealed
+    }
+
+    /// Opens a sealed box. The corresponding libsodium function is `crypto_box_seal_open`.
+    static func openSealed(_ sealed: [UInt8], publicKey: [UInt8], secretKey: SecretBytes) throws(SodiumError) -> SecretBytes {
+        ensureInitialized()
+        let overhead = Int(crypto_box_sealbytes())
+        guard sealed.count > overhead, publicKey.count == boxPublicKeyBytes else { throw .authenticationFailed }
+        let message = SecretBytes(count: sealed.count - overhead)
+        let rc = message.withUnsafeMutableBytes { out in
+            secretKey.withUnsafeBytes { secret in
+                crypto_box_seal_open(out.baseAddress!.assumingMemoryBound(to: UInt8.self), sealed, UInt64(sealed.count), publicKey,
+                                     secret.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+        guard rc == 0 else { throw .authenticationFailed }
+        return message
+    }
+
     /// Unkeyed BLAKE2b with a 32-byte digest. The corresponding libsodium function is `crypto_generichash`.
     static func blake2b256(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
         ensureInitialized()
@@ -152,9 +198,4 @@ enum SodiumError: Error, Equatable {
     case authenticationFailed
     case outOfMemory
     case invalidInput(String)
-}
-
-extension Sodium {
-    /// A uniformly random fraction in [0, 1), for backoff jitter.
-    public static func uniformFraction() -> Double { Double(randomUniform(1 << 30)) / Double(1 << 30) }
 }

@@ -33,7 +33,7 @@ public final class VaultContents {
     public let conversationKey: SecretBytes
 
     public init(keys: [StoredKey] = [], settings: [String: String] = [:], conversationKey: SecretBytes = .random(count: 32)) {
-        self.keys = keys.sorted { $0.name < $1.name }
+        self.keys = keys.sorted { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
         self.settings = settings
         self.conversationKey = conversationKey
     }
@@ -50,7 +50,7 @@ public final class VaultContents {
             keys[index] = StoredKey(name: name, secret: secret, created: old.created, updated: now, previous: history)
         } else {
             keys.append(StoredKey(name: name, secret: secret, created: now, updated: now, previous: []))
-            keys.sort { $0.name < $1.name }
+            keys.sort { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
         }
     }
 
@@ -106,7 +106,7 @@ public final class VaultContents {
                 }
             }
             writer.append(UInt16(settings.count))
-            for name in settings.keys.sorted() {
+            for name in settings.keys.sorted(by: { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }) {
                 writer.appendField(name)
                 let value = Array(settings[name]!.utf8)
                 writer.append(UInt32(value.count))
@@ -121,41 +121,58 @@ public final class VaultContents {
         }
     }
 
-    /// Parses a padded payload; any inconsistency is reported as damage.
+    /// Parses a padded payload. Anything a writer never produces is reported as damage:
+    /// bad, duplicate or unsorted names, empty or oversized values, too long a history.
     static func decode(_ payload: SecretBytes, path: String) throws(VaultError) -> VaultContents {
+        func broken(_ detail: String) -> VaultError { .payloadDamaged(path: path, detail: detail) }
         do {
             return try payload.withUnsafeBytes { padded in
-                let length = try Sodium.unpad(padded, blockSize: paddingBlock)
+                guard let length = try? Sodium.unpad(padded, blockSize: paddingBlock) else { throw broken("its padding is wrong") }
                 var reader = ByteReader(UnsafeRawBufferPointer(rebasing: padded[0..<length]))
-                guard try reader.read(UInt8.self) == payloadVersion else {
-                    throw VaultError.unsupportedVersion(path: path, version: Int(padded[0]))
-                }
+                let version = try reader.read(UInt8.self)
+                guard version == payloadVersion else { throw VaultError.unsupportedPayloadVersion(path: path, version: Int(version)) }
                 let conversationKey = try reader.readSecret(32)
                 var keys: [StoredKey] = []
                 for _ in 0..<Int(try reader.read(UInt16.self)) {
                     let name = try reader.readUTF8(Int(try reader.read(UInt16.self)))
+                    guard (try? validateName(name)) != nil else { throw broken("a key has an invalid name") }
+                    if let last = keys.last, !(Array(last.name.utf8).lexicographicallyPrecedes(Array(name.utf8))) {
+                        throw broken("key names are duplicated or not in byte order")
+                    }
                     let secret = try reader.readSecret(Int(try reader.read(UInt16.self)))
+                    guard (1...maxSecretBytes).contains(secret.count) else { throw broken("key '\(name)' is empty or longer than \(maxSecretBytes) bytes") }
                     let created = try reader.read(Int64.self)
                     let updated = try reader.read(Int64.self)
+                    let previousCount = Int(try reader.read(UInt8.self))
+                    guard previousCount <= retiredLimit else { throw broken("key '\(name)' has \(previousCount) earlier values; writers keep at most \(retiredLimit)") }
                     var previous: [RetiredSecret] = []
-                    for _ in 0..<Int(try reader.read(UInt8.self)) {
+                    for _ in 0..<previousCount {
                         let old = try reader.readSecret(Int(try reader.read(UInt16.self)))
+                        guard (1...maxSecretBytes).contains(old.count) else { throw broken("an earlier value of key '\(name)' is empty or too long") }
                         previous.append(RetiredSecret(secret: old, retired: try reader.read(Int64.self)))
                     }
                     keys.append(StoredKey(name: name, secret: secret, created: created, updated: updated, previous: previous))
                 }
                 var settings: [String: String] = [:]
+                var lastSetting: String?
                 for _ in 0..<Int(try reader.read(UInt16.self)) {
                     let name = try reader.readUTF8(Int(try reader.read(UInt16.self)))
-                    settings[name] = try reader.readUTF8(Int(try reader.read(UInt32.self)))
+                    guard (try? validateName(name)) != nil else { throw broken("a setting has an invalid name") }
+                    if let lastSetting, !(Array(lastSetting.utf8).lexicographicallyPrecedes(Array(name.utf8))) {
+                        throw broken("setting names are duplicated or not in byte order")
+                    }
+                    lastSetting = name
+                    let length = Int(try reader.read(UInt32.self))
+                    guard length <= maxSettingBytes else { throw broken("setting '\(name)' is longer than \(maxSettingBytes) bytes") }
+                    settings[name] = try reader.readUTF8(length)
                 }
-                guard reader.remaining == 0 else { throw ByteReader.OutOfBounds() }
+                guard reader.remaining == 0 else { throw broken("\(reader.remaining) unexpected bytes follow the settings") }
                 return VaultContents(keys: keys, settings: settings, conversationKey: conversationKey)
             }
         } catch let error as VaultError {
             throw error
         } catch {
-            throw .damaged(path: path, detail: "the decrypted payload is malformed")
+            throw broken("a field runs past the end, or a name is not UTF-8")
         }
     }
 }

@@ -1,51 +1,62 @@
 /// An unlocked vault: its slots, the data key, and the decrypted contents.
 ///
-/// The data key never changes for the life of a vault (until a rekey); `passwd` and
-/// `recover` only rewrap it, and every save re-encrypts the payload with a fresh nonce.
+/// Ordinary saves keep the data key and re-encrypt the payload with a fresh nonce.
+/// `rekey` (passwd, recover, rekey) replaces the data key, so the old passphrase and every
+/// old copy of the file open nothing written afterwards.
 public final class VaultDocument {
     public private(set) var file: VaultFile
-    private let dataKey: SecretBytes
+    public let path: String
+    private var dataKey: SecretBytes
     public let contents: VaultContents
+    /// The passphrase slot's key-encryption key, when it was opened with the passphrase:
+    /// a rekey rewraps the new data key under it without another Argon2 run.
+    private var passphraseKEK: SecretBytes?
+    /// The canonical recovery code, when it was opened with it.
+    private var recoveryCode: SecretBytes?
 
-    private init(file: VaultFile, dataKey: SecretBytes, contents: VaultContents) {
+    private init(file: VaultFile, path: String, dataKey: SecretBytes, contents: VaultContents) {
         self.file = file
+        self.path = path
         self.dataKey = dataKey
         self.contents = contents
     }
 
     /// A new vault with a passphrase slot and a recovery slot. The recovery slot always uses
     /// the interactive preset: the code carries 160 bits of entropy, so cost adds nothing.
-    public static func create(passphrase: SecretBytes, recoveryCode: SecretBytes, kdf: KDFParameters,
+    public static func create(path: String, passphrase: SecretBytes, recoveryCode: SecretBytes, kdf: KDFParameters,
                               recoveryKDF: KDFParameters = KDFParameters.Preset.interactive.parameters) throws(VaultError) -> VaultDocument {
         guard let canonicalCode = RecoveryCode.normalize(recoveryCode) else { throw .wrongRecoveryCode }
         let dataKey = SecretBytes.random(count: Sodium.xchachaKeyBytes)
+        let salt = Sodium.randomBytes(Sodium.pwhashSaltBytes)
+        let kek = try KeySlot.derive(passphrase, salt: salt, kdf: kdf)
         let slots = [
-            try KeySlot.seal(dataKey: dataKey, kind: .passphrase, secret: passphrase, kdf: kdf),
-            try KeySlot.seal(dataKey: dataKey, kind: .recovery, secret: canonicalCode, kdf: recoveryKDF),
+            try KeySlot.wrap(dataKey: dataKey, kind: .passphrase, kek: kek, salt: salt, kdf: kdf),
+            try KeySlot.recovery(dataKey: dataKey, canonicalCode: canonicalCode, kdf: recoveryKDF),
         ]
-        let file = VaultFile(generation: 0, slots: slots, payloadNonce: [], payloadCiphertext: [])
-        return VaultDocument(file: file, dataKey: dataKey, contents: VaultContents())
+        let file = VaultFile(vaultID: Sodium.randomBytes(VaultFile.vaultIDBytes), generation: 0, slots: slots,
+                             payloadNonce: [], payloadCiphertext: [])
+        let document = VaultDocument(file: file, path: path, dataKey: dataKey, contents: VaultContents())
+        document.passphraseKEK = kek
+        return document
     }
 
-    /// Opens a parsed file with the passphrase.
+    /// Opens a parsed file with the passphrase; only the passphrase slot is tried.
     public static func open(_ file: VaultFile, path: String, passphrase: SecretBytes) throws(VaultError) -> VaultDocument {
-        for slot in file.slots where slot.kind == .passphrase {
-            if let dataKey = try slot.unwrap(with: passphrase) {
-                return try decrypt(file, path: path, dataKey: dataKey)
-            }
-        }
-        throw .wrongPassphrase
+        guard let slot = file.passphraseSlot else { throw .wrongPassphrase }
+        let kek = try slot.deriveKey(from: passphrase)
+        guard let dataKey = slot.unwrap(kek: kek) else { throw .wrongPassphrase }
+        let document = try decrypt(file, path: path, dataKey: dataKey)
+        document.passphraseKEK = kek
+        return document
     }
 
-    /// Opens a parsed file with the recovery code.
+    /// Opens a parsed file with the recovery code; only the recovery slot is tried.
     public static func open(_ file: VaultFile, path: String, recoveryCode: SecretBytes) throws(VaultError) -> VaultDocument {
-        guard let canonical = RecoveryCode.normalize(recoveryCode) else { throw .wrongRecoveryCode }
-        for slot in file.slots where slot.kind == .recovery {
-            if let dataKey = try slot.unwrap(with: canonical) {
-                return try decrypt(file, path: path, dataKey: dataKey)
-            }
-        }
-        throw .wrongRecoveryCode
+        guard let canonical = RecoveryCode.normalize(recoveryCode), let slot = file.recoverySlot,
+              let dataKey = try slot.openRecovery(canonicalCode: canonical) else { throw .wrongRecoveryCode }
+        let document = try decrypt(file, path: path, dataKey: dataKey)
+        document.recoveryCode = canonical
+        return document
     }
 
     private static func decrypt(_ file: VaultFile, path: String, dataKey: SecretBytes) throws(VaultError) -> VaultDocument {
@@ -55,27 +66,68 @@ public final class VaultDocument {
             throw .tampered(path: path)
         }
         let contents = try VaultContents.decode(payload, path: path)
-        return VaultDocument(file: file, dataKey: dataKey, contents: contents)
+        return VaultDocument(file: file, path: path, dataKey: dataKey, contents: contents)
     }
 
-    /// Rewraps the data key for a new passphrase, keeping the slot's KDF cost unless one is given.
-    public func replacePassphrase(with passphrase: SecretBytes, kdf: KDFParameters? = nil) throws(VaultError) {
-        guard let index = file.slots.firstIndex(where: { $0.kind == .passphrase }) else { throw .wrongPassphrase }
-        file.slots[index] = try KeySlot.seal(dataKey: dataKey, kind: .passphrase, secret: passphrase,
-                                             kdf: kdf ?? file.slots[index].kdf)
+    /// Puts the vault under a new random data key. The passphrase slot is rewrapped (under a
+    /// new passphrase when one is given); the recovery slot is resealed to its public key.
+    /// A format 1 recovery slot cannot be resealed without its code: when the code is not at
+    /// hand, a new one replaces it and is returned, to be shown to the user.
+    public func rekey(newPassphrase: SecretBytes? = nil, kdf: KDFParameters? = nil) throws(VaultError) -> SecretBytes? {
+        guard let passphraseSlot = file.passphraseSlot else { throw .wrongPassphrase }
+        let newKey = SecretBytes.random(count: Sodium.xchachaKeyBytes)
+        let slotKDF = kdf ?? passphraseSlot.kdf
+        var salt = passphraseSlot.salt
+        var kek: SecretBytes
+        if let newPassphrase {
+            salt = Sodium.randomBytes(Sodium.pwhashSaltBytes)
+            kek = try KeySlot.derive(newPassphrase, salt: salt, kdf: slotKDF)
+        } else if let passphraseKEK, slotKDF == passphraseSlot.kdf {
+            kek = passphraseKEK
+        } else {
+            throw .wrongPassphrase
+        }
+        var slots = [try KeySlot.wrap(dataKey: newKey, kind: .passphrase, kek: kek, salt: salt, kdf: slotKDF)]
+        var newCode: SecretBytes?
+        let recoveryKDF = file.recoverySlot?.kdf ?? KDFParameters.Preset.interactive.parameters
+        switch file.recoverySlot?.kind {
+        case .recovery?:
+            slots.append(try file.recoverySlot!.resealed(dataKey: newKey))
+        case .legacyRecovery?, nil:
+            let code: SecretBytes
+            if let recoveryCode { code = recoveryCode } else {
+                let fresh = RecoveryCode.generate()
+                newCode = fresh
+                code = RecoveryCode.normalize(fresh)!
+            }
+            slots.append(try KeySlot.recovery(dataKey: newKey, canonicalCode: code, kdf: recoveryKDF))
+        case .passphrase?:
+            break
+        }
+        file.slots = slots
+        dataKey = newKey
+        passphraseKEK = kek
+        return newCode
     }
 
-    /// The file's bytes for the next save: generation plus one, a fresh nonce, the current contents.
-    public func sealed() throws(VaultError) -> [UInt8] {
+    /// The file's bytes for the next save: a generation above both the file's and
+    /// `minimumGeneration`, a fresh nonce, the current contents. A format 1 vault is written
+    /// as format 2 with a new vault id.
+    public func sealed(minimumGeneration: UInt64 = 0) throws(VaultError) -> [UInt8] {
+        if file.formatVersion < VaultFile.currentVersion || file.vaultID == nil {
+            file.formatVersion = VaultFile.currentVersion
+            if file.vaultID == nil { file.vaultID = Sodium.randomBytes(VaultFile.vaultIDBytes) }
+        }
         let payload = try contents.encoded()
-        file.generation += 1
+        file.generation = max(file.generation, minimumGeneration) + 1
         file.payloadNonce = Sodium.randomBytes(Sodium.xchachaNonceBytes)
         file.payloadCiphertext = [UInt8](repeating: 0, count: payload.count + Sodium.xchachaTagBytes)
         let header = file.authenticatedHeader
         let nonce = file.payloadNonce
+        let key = dataKey
         file.payloadCiphertext = try mapSodium { () throws(SodiumError) in
             try payload.withUnsafeBytes { raw throws(SodiumError) in
-                try Sodium.xchachaSeal(raw, additionalData: header, nonce: nonce, key: dataKey)
+                try Sodium.xchachaSeal(raw, additionalData: header, nonce: nonce, key: key)
             }
         }
         return file.encoded()

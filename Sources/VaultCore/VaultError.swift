@@ -1,29 +1,56 @@
+import SystemIO
+
 /// Everything that can go wrong with a vault, sorted by what the user has to do about it.
 public enum VaultError: Error, Equatable, Sendable {
     /// No vault at this path.
     case notFound(path: String)
     /// `init` found a vault already there.
     case alreadyExists(path: String)
-    /// A file gemvault refuses to read: a symlink, someone else's, or open to group or others.
-    case insecureFile(path: String, problem: String, fix: String)
-    /// The passphrase did not open any passphrase slot.
+    /// A file or folder gemvault refuses: a symlink, someone else's, or open to others.
+    case refused(FileCheckFailure)
+    /// The passphrase did not open the passphrase slot (or the slot was altered).
     case wrongPassphrase
-    /// The recovery code did not open the recovery slot.
+    /// The recovery code did not open the recovery slot (or the slot was altered).
     case wrongRecoveryCode
-    /// The file is not a gemvault vault, or its bytes do not match the checksum (accidental damage).
+    /// The file is not a vault, or its bytes were damaged or cut short.
     case damaged(path: String, detail: String)
-    /// The checksum matched, the key opened, but authentication of the header or payload failed.
+    /// The key slots are not what any writer produces.
+    case slotsDamaged(path: String, detail: String)
+    /// The key opened, but authentication of the header or payload failed.
     case tampered(path: String)
-    /// A format version this build does not read.
+    /// A file format version this build does not read.
     case unsupportedVersion(path: String, version: Int)
+    /// The decrypted contents have a version this build does not read.
+    case unsupportedPayloadVersion(path: String, version: Int)
+    /// The decrypted contents break a rule every writer follows.
+    case payloadDamaged(path: String, detail: String)
     /// KDF parameters outside the accepted bounds (downgrade or denial-of-service attempt).
     case kdfParametersRejected(path: String, detail: String)
+    /// The file is older than a generation already seen for this vault.
+    case rolledBack(path: String, generation: UInt64, seen: UInt64)
+    /// Another writer held the lock for the whole wait.
+    case lockTimedOut(path: String, seconds: Double, holder: String?)
+    /// A save failed; the vault on disk is unchanged.
+    case writeFailed(path: String, reason: String)
     /// A file system call failed.
-    case io(operation: String, path: String, errno: Int32)
+    case system(SystemError)
+    /// libsodium failed, which only happens when memory runs out.
+    case cryptoFailure(String)
     /// No key with this name.
     case keyNotFound(name: String)
     /// A key or setting name that the format cannot hold.
     case invalidName(String)
     /// A value larger than the format allows.
     case valueTooLarge(String)
+    /// No backup to restore.
+    case noBackup(path: String)
+}
+
+extension VaultError {
+    public init(_ error: TrustedOpenError) {
+        switch error {
+        case .refused(let failure): self = .refused(failure)
+        case .failed(let system): self = .system(system)
+        }
+    }
 }

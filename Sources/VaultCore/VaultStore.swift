@@ -1,43 +1,40 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import SystemIO
 
 /// The vault on disk: where it lives, the lock that serialises writers, and the atomic save.
 ///
-/// A save writes a temp file (O_CREAT|O_EXCL, 0600) in the same folder, fsyncs it, keeps the
-/// current file as `vault.bak` through a hard link, renames the temp file over the vault and
-/// fsyncs the folder. A crash at any point leaves either the old or the new vault in place.
+/// The folder is opened once and checked (the user's or root's, not writable by others);
+/// every name in it is then reached through that descriptor. A save writes a temp file
+/// (O_EXCL, 0600), fsyncs it, keeps a backup through a hard link, renames the temp file over
+/// the vault and fsyncs the folder. A crash at any point leaves the old or the new vault.
 public struct VaultStore: Sendable {
     public let path: String
+    /// Seconds a writer waits for another writer's lock.
+    public var lockTimeout: Double
 
-    public init(path: String) { self.path = path }
-
-    public var directory: String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
+    public init(path: String, lockTimeout: Double = 10) {
+        self.path = path
+        self.lockTimeout = lockTimeout
     }
+
+    public var directory: String { TrustedFolder.parent(of: path).folder }
+    public var name: String { TrustedFolder.parent(of: path).name }
     public var lockPath: String { path + ".lock" }
     public var backupPath: String { path + ".bak" }
+    var tempPrefix: String { "." + name + ".tmp." }
 
     /// Whether anything (even a dangling symlink) is at the vault's path.
-    public var exists: Bool { FileSecurity.mode(of: path) != nil }
+    public var exists: Bool { FileStatus.of(link: path) != nil }
+    public var backupExists: Bool { FileStatus.of(link: backupPath) != nil }
 
-    /// Reads the vault's bytes after the permission checks; nil when there is no vault.
+    /// The checked folder, or nil when it does not exist.
+    func openFolder() throws(VaultError) -> TrustedFolder? {
+        do { return try TrustedFolder.open(directory) } catch { throw VaultError(error) }
+    }
+
+    /// Reads the vault's bytes after the checks; nil when there is no vault.
     public func readIfPresent() throws(VaultError) -> [UInt8]? {
-        try FileSecurity.checkPrivateFile(path)
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else {
-            if errno == ENOENT { return nil }
-            throw .io(operation: "open", path: path, errno: errno)
-        }
-        defer { close(fd) }
-        do {
-            return try PlainIO.readAll(fd: fd, limit: VaultFile.maxPayload + 4096)
-        } catch .failed(let code) {
-            throw .io(operation: "read", path: path, errno: code)
-        } catch {
-            throw .damaged(path: path, detail: "the file is larger than any vault")
-        }
+        guard let folder = try openFolder() else { return nil }
+        return try read(name, in: folder)
     }
 
     /// Reads the vault, failing with `.notFound` when there is none.
@@ -46,120 +43,140 @@ public struct VaultStore: Sendable {
         return bytes
     }
 
-    /// Creates the vault's folder (0700) if needed, including missing parents.
-    public func prepareDirectory() throws(VaultError) {
-        var partial = ""
-        for component in directory.split(separator: "/", omittingEmptySubsequences: true) {
-            partial += "/" + component
-            if mkdir(partial, 0o700) != 0 && errno != EEXIST {
-                throw .io(operation: "mkdir", path: partial, errno: errno)
-            }
+    /// Reads the backup, failing with `.noBackup` when there is none.
+    public func readBackup() throws(VaultError) -> [UInt8] {
+        guard let folder = try openFolder(), let bytes = try read(name + ".bak", in: folder) else { throw .noBackup(path: backupPath) }
+        return bytes
+    }
+
+    private func read(_ file: String, in folder: TrustedFolder) throws(VaultError) -> [UInt8]? {
+        let descriptor: FileDescriptor?
+        do { descriptor = try TrustedFile.open(file, in: folder, requirement: .secret) } catch { throw VaultError(error) }
+        guard let descriptor else { return nil }
+        do {
+            return try descriptor.readAll(limit: VaultFile.maximumSize)
+        } catch .failed(let system) {
+            throw .system(system)
+        } catch {
+            throw .damaged(path: folder.path(of: file), detail: "it is larger than any vault (\(VaultFile.maximumSize) bytes)")
         }
     }
 
-    /// Runs `body` holding an exclusive flock on `vault.lock`, so read-modify-write cycles
-    /// of concurrent processes never interleave.
-    public func withExclusiveLock<T>(_ body: () throws -> T) throws -> T {
-        try prepareDirectory()
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw VaultError.io(operation: "open lock file", path: lockPath, errno: errno) }
-        defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw VaultError.io(operation: "lock", path: lockPath, errno: errno) }
+    /// A vault folder opened for writing, with the lock held.
+    public final class WriteSession {
+        let store: VaultStore
+        let folder: TrustedFolder
+        private let lock: FileLock
+
+        init(store: VaultStore, folder: TrustedFolder, lock: FileLock) {
+            self.store = store
+            self.folder = folder
+            self.lock = lock
         }
-        defer { flock(fd, LOCK_UN) }
-        return try body()
+
+        /// The current vault's bytes, or nil when there is none.
+        public func read() throws(VaultError) -> [UInt8]? { try store.read(store.name, in: folder) }
+
+        /// Keeps the current vault beside itself as `vault<suffix>` (a hard link, or a copy).
+        /// Returns the new path.
+        public func keepAside(suffix: String) throws(VaultError) -> String {
+            do { try store.keepCopy(of: store.name, as: store.name + suffix, in: folder) } catch {
+                throw .writeFailed(path: store.path, reason: "could not keep the old vault aside: \(error.reason)")
+            }
+            return folder.path(of: store.name + suffix)
+        }
+
+        public func readBackup() throws(VaultError) -> [UInt8] {
+            guard let bytes = try store.read(store.name + ".bak", in: folder) else { throw .noBackup(path: store.backupPath) }
+            return bytes
+        }
     }
 
-    /// Replaces the vault with `bytes` atomically; the previous version becomes `vault.bak`.
-    /// Call it while holding the lock. On failure the old vault is untouched.
-    public func writeAtomically(_ bytes: [UInt8]) throws(VaultError) {
-        try prepareDirectory()
-        let temp = directory + "/.vault.tmp.\(getpid()).\(Sodium.randomUniform(UInt32.max))"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .io(operation: "create", path: temp, errno: errno) }
-        var failure: VaultError?
-        var written = 0
-        bytes.withUnsafeBytes { raw in
-            while written < raw.count {
-                let n = write(fd, raw.baseAddress! + written, raw.count - written)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failure = .io(operation: "write", path: temp, errno: errno)
-                    return
-                }
-                written += n
-            }
+    /// What becomes `vault.bak` when a save succeeds.
+    public enum Backup: Sendable {
+        /// The vault being replaced (ordinary saves).
+        case previous
+        /// The new vault itself, so no copy under a retired key or passphrase survives (rekeys).
+        case new
+        /// Left as it is (restoring the backup).
+        case unchanged
+    }
+
+    /// Runs `body` holding an exclusive lock on `vault.lock`, so read-modify-write cycles of
+    /// concurrent processes never interleave. Temp files of killed writers are removed first.
+    public func withExclusiveLock<T>(onWait: (String) -> Void = { _ in }, _ body: (WriteSession) throws -> T) throws -> T {
+        let folder: TrustedFolder
+        do { folder = try TrustedFolder.create(directory) } catch { throw VaultError(error) }
+        let lock: FileLock
+        do {
+            lock = try FileLock.acquire(name + ".lock", in: folder, timeout: lockTimeout, onWait: onWait)
+        } catch .open(let error) {
+            throw VaultError(error)
+        } catch .timedOut(let path, let seconds, let holder) {
+            throw VaultError.lockTimedOut(path: path, seconds: seconds, holder: holder)
+        } catch .failed(let error) {
+            throw VaultError.system(error)
         }
-        if failure == nil && fsync(fd) != 0 { failure = .io(operation: "fsync", path: temp, errno: errno) }
-        if close(fd) != 0 && failure == nil { failure = .io(operation: "close", path: temp, errno: errno) }
-        if let failure {
-            unlink(temp)
-            throw failure
+        for stale in folder.names(withPrefix: tempPrefix) + folder.names(withPrefix: name + ".bak.tmp") { folder.remove(stale) }
+        return try body(WriteSession(store: self, folder: folder, lock: lock))
+    }
+
+    /// Replaces the vault with `bytes` atomically. Call it inside `withExclusiveLock`.
+    /// On failure the vault is untouched and the error says so.
+    public func write(_ bytes: [UInt8], in session: WriteSession, backup: Backup = .previous) throws(VaultError) {
+        let folder = session.folder
+        let hadVault = folder.exists(name)
+        if backup == .new { folder.remove(name + ".bak") }
+        do {
+            try folder.replace(name, with: bytes, tempPrefix: tempPrefix, beforeRename: { () throws(SystemError) in
+                if backup == .previous && hadVault { try keepBackup(of: name, in: folder) }
+            })
+        } catch {
+            throw .writeFailed(path: path, reason: error.operation == "write" || error.operation == "fsync"
+                               ? error.reason : "\(error.operation) \(error.path): \(error.reason)")
         }
-        if FileSecurity.mode(of: path) != nil {
+        if backup == .new { try? keepBackup(of: name, in: folder) }
+        folder.sync()
+    }
+
+    /// Makes `vault.bak` a hard link to `source`, or a copy where links are not supported.
+    private func keepBackup(of source: String, in folder: TrustedFolder) throws(SystemError) {
+        try keepCopy(of: source, as: name + ".bak", in: folder)
+    }
+
+    /// Makes `target` a hard link to `source`, or a copy, through a temp name and a rename.
+    func keepCopy(of source: String, as target: String, in folder: TrustedFolder) throws(SystemError) {
+        let backupTemp = target + ".tmp"
+        folder.remove(backupTemp)
+        do {
+            try folder.link(source, to: backupTemp)
+        } catch let error where error.isLinkUnsupported {
+            guard let bytes = try? read(source, in: folder) else { throw error }
             do {
-                try keepBackup()
+                try folder.replace(backupTemp, with: bytes, tempPrefix: tempPrefix)
             } catch {
-                unlink(temp)
+                folder.remove(backupTemp)
                 throw error
             }
         }
-        guard rename(temp, path) == 0 else {
-            let code = errno
-            unlink(temp)
-            throw .io(operation: "rename", path: path, errno: code)
+        do { try folder.rename(backupTemp, to: target) } catch {
+            folder.remove(backupTemp)
+            throw error
         }
-        syncDirectory()
-    }
-
-    /// Makes the current vault `vault.bak`: a hard link, or a copy where links are not supported.
-    private func keepBackup() throws(VaultError) {
-        let backupTemp = backupPath + ".tmp"
-        unlink(backupTemp)
-        if link(path, backupTemp) != 0 {
-            guard [EPERM, EXDEV, EMLINK, ENOTSUP].contains(errno) else {
-                throw .io(operation: "keep backup", path: backupPath, errno: errno)
-            }
-            let bytes = try read()
-            let fd = open(backupTemp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-            guard fd >= 0 else { throw .io(operation: "keep backup", path: backupTemp, errno: errno) }
-            let copied = bytes.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) == $0.count } && fsync(fd) == 0
-            close(fd)
-            guard copied else {
-                unlink(backupTemp)
-                throw .io(operation: "keep backup", path: backupTemp, errno: errno)
-            }
-        }
-        guard rename(backupTemp, backupPath) == 0 else {
-            let code = errno
-            unlink(backupTemp)
-            throw .io(operation: "keep backup", path: backupPath, errno: code)
-        }
-    }
-
-    private func syncDirectory() {
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        fsync(fd)
-        close(fd)
     }
 }
 
 extension VaultStore {
-    /// Writes a non-vault private file (the config file) with the same temp-file-and-rename
-    /// discipline, without keeping a backup.
-    public func writePlainFile(_ bytes: [UInt8]) throws(VaultError) {
-        try prepareDirectory()
-        let temp = directory + "/.\(getpid()).\(Sodium.randomUniform(UInt32.max)).tmp"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .io(operation: "create", path: temp, errno: errno) }
-        let ok = bytes.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) == $0.count } && fsync(fd) == 0
-        close(fd)
-        guard ok, rename(temp, path) == 0 else {
-            let code = errno
-            unlink(temp)
-            throw .io(operation: "write", path: path, errno: code)
+    /// Writes a non-vault file (config.json) with the same temp-file-and-rename discipline,
+    /// without a backup and without the vault lock.
+    public static func writePlainFile(_ path: String, _ bytes: [UInt8]) throws(VaultError) {
+        let (directory, name) = TrustedFolder.parent(of: path)
+        let folder: TrustedFolder
+        do { folder = try TrustedFolder.create(directory) } catch { throw VaultError(error) }
+        do {
+            try folder.replace(name, with: bytes, tempPrefix: "." + name + ".tmp.")
+        } catch {
+            throw .writeFailed(path: path, reason: error.reason)
         }
     }
 }

@@ -1,6 +1,8 @@
 import FoundationEssentials
 import Testing
 @testable import GemvaultConfig
+import SystemIO
+import VaultCore
 
 @Suite struct SettingsTests {
     @Test func layersResolveLowestToHighestWithOrigins() throws {
@@ -119,5 +121,19 @@ import Testing
         #expect(findings("proc /proc proc rw,nosuid,nodev,noexec,relatime 0 0\n").count == 1)
         #expect(findings("proc /proc proc rw,relatime,hidepid=invisible 0 0\n").isEmpty)
         #expect(findings("proc /proc proc rw,hidepid=2 0 0\n").isEmpty)
+    }
+}
+
+@Suite struct KeyShapeTests {
+    @Test func geminiKeyShape() {
+        #expect(SecretBytes(utf8: "AIzaSyUnitTest-0123456789abcdefghijklmn").looksLikeGeminiKey)
+        #expect(!SecretBytes(utf8: "AIzaSyUnitTest-0123456789abcdefghijklm").looksLikeGeminiKey)
+        #expect(!SecretBytes(utf8: "BIzaSyUnitTest-0123456789abcdefghijklmn").looksLikeGeminiKey)
+    }
+
+    @Test func modelNamesWithControlCharactersAreRefused() {
+        let model = SettingsSchema.spec(named: "model")!
+        guard case .failure = model.validate("gemini\u{1b}]0;pwned\u{07}") else { Issue.record("accepted an escape"); return }
+        guard case .success = SettingsSchema.spec(named: "system_prompt")!.validate("line one\nline two") else { Issue.record("refused a newline"); return }
     }
 }

@@ -5,7 +5,7 @@ import Testing
 /// Vaults made with the cheapest KDF parameters; the CLI's floor is tested end to end.
 private func makeVault(keys: [(String, String)] = [("default", "AIzaSyUnitTest-0123456789abcdefghijklmn")]) throws -> (bytes: [UInt8], code: SecretBytes) {
     let code = RecoveryCode.generate()
-    let document = try VaultDocument.create(passphrase: SecretBytes(utf8: "unit passphrase"), recoveryCode: code,
+    let document = try VaultDocument.create(path: "test", passphrase: SecretBytes(utf8: "unit passphrase"), recoveryCode: code,
                                             kdf: .testingMinimum, recoveryKDF: .testingMinimum)
     for (name, value) in keys { try document.contents.setKey(name, secret: SecretBytes(utf8: value), now: 1_700_000_000) }
     try document.contents.setSetting("model", value: "gemini-test")
@@ -50,10 +50,10 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         }
     }
 
-    @Test func replacingThePassphraseKeepsEverything() throws {
+    @Test func passwdPutsTheVaultUnderANewDataKeyAndTheCodeKeepsWorking() throws {
         let (bytes, code) = try makeVault(keys: [("a", "AIzaSyFirst-0123456789abcdefghijklmnopq"), ("b", "AIzaSySecond-0123456789abcdefghijklmnop")])
         let document = try open(bytes)
-        try document.replacePassphrase(with: SecretBytes(utf8: "new passphrase"))
+        #expect(try document.rekey(newPassphrase: SecretBytes(utf8: "new passphrase")) == nil)
         let rewritten = try document.sealed()
         #expect(throws: VaultError.wrongPassphrase) { try open(rewritten) }
         let reopened = try open(rewritten, passphrase: "new passphrase")
@@ -61,6 +61,62 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         #expect(reopened.contents.conversationKey.isEqual(to: document.contents.conversationKey))
         let file = try VaultFile.parse(rewritten, path: "t", policy: .testing)
         #expect(try VaultDocument.open(file, path: "t", recoveryCode: code).contents.keys.count == 2)
+    }
+
+    /// The attack passwd used to allow: the old passphrase slot, copied out of an old copy of the
+    /// vault into a newer file, unwrapped the data key that still encrypted every later version.
+    @Test func anOldSlotSplicedIntoANewerFileOpensNothing() throws {
+        let (old, _) = try makeVault()
+        let document = try open(old)
+        _ = try document.rekey(newPassphrase: SecretBytes(utf8: "new passphrase"))
+        try document.contents.setKey("later", secret: SecretBytes(utf8: "AIzaSyLater-0123456789abcdefghijklmnopq"), now: 1)
+        var newer = try VaultFile.parse(try document.sealed(), path: "t", policy: .testing)
+        newer.slots[0] = try VaultFile.parse(old, path: "t", policy: .testing).slots[0]
+        #expect(throws: VaultError.tampered(path: "t")) {
+            try VaultDocument.open(newer, path: "t", passphrase: SecretBytes(utf8: "unit passphrase"))
+        }
+    }
+
+    @Test func rekeyKeepsThePassphraseAndChangesTheCiphertextKey() throws {
+        let (bytes, code) = try makeVault()
+        let document = try open(bytes)
+        let before = try VaultFile.parse(bytes, path: "t", policy: .testing)
+        _ = try document.rekey()
+        let rekeyed = try document.sealed()
+        let after = try VaultFile.parse(rekeyed, path: "t", policy: .testing)
+        #expect(after.slots[0].wrappedKey != before.slots[0].wrappedKey)
+        #expect(after.slots[0].salt == before.slots[0].salt)
+        #expect(after.vaultID == before.vaultID)
+        #expect(try open(rekeyed).contents.keys.count == 1)
+        #expect(try VaultDocument.open(after, path: "t", recoveryCode: code).contents.keys.count == 1)
+    }
+
+    @Test func generationsOnlyGrowAndHonourTheFloor() throws {
+        let (bytes, _) = try makeVault()
+        let document = try open(bytes)
+        _ = try document.sealed(minimumGeneration: 41)
+        #expect(document.file.generation == 42)
+        _ = try document.sealed(minimumGeneration: 3)
+        #expect(document.file.generation == 43)
+    }
+
+    @Test func slotRulesAreEnforcedBeforeAnySecret() throws {
+        let (bytes, _) = try makeVault()
+        var file = try VaultFile.parse(bytes, path: "t", policy: .testing)
+        file.slots = [file.slots[0], file.slots[0]]
+        #expect(throws: VaultError.slotsDamaged(path: "t", detail: "key slot 2 is a passphrase slot where a vault never has one")) {
+            try VaultFile.parse(file.encoded(), path: "t", policy: .testing)
+        }
+        file.slots = [file.slots[0], file.slots[0], file.slots[0]]
+        #expect(throws: VaultError.slotsDamaged(path: "t", detail: "the file declares 3 key slots; a vault has one passphrase slot and at most one recovery slot")) {
+            try VaultFile.parse(file.encoded(), path: "t", policy: .testing)
+        }
+    }
+
+    @Test func theCeilingBoundsTheWorkOfAnUnlock() {
+        #expect(KDFPolicy.standard.check(KDFParameters.Preset.sensitive.parameters) == nil)
+        #expect(KDFPolicy.standard.check(KDFParameters(opsLimit: 16, memLimit: 4 << 30)) != nil)
+        #expect(KDFPolicy.standard.check(KDFParameters(opsLimit: 5, memLimit: 64 << 20)) != nil)
     }
 
     @Test func everySingleByteChangeIsDetected() throws {
@@ -138,6 +194,33 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         #expect(document.contents.settings == expected["settings"] as! [String: String])
         let byCode = try VaultDocument.open(file, path: "vector", recoveryCode: SecretBytes(utf8: expected["recovery_code"] as! String))
         #expect(byCode.contents.keys.count == 1)
+        #expect(file.formatVersion == 1 && file.recoverySlot?.kind == .legacyRecovery)
+    }
+
+    /// A format 1 vault is written as format 2 with a vault id; its legacy recovery slot keeps
+    /// working until the data key changes, and is then converted with the code at hand.
+    @Test func formatOneVaultsUpgradeOnTheNextWrite() throws {
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+        let bytes = [UInt8](try Data(contentsOf: fixtures.appendingPathComponent("vector-v1.vault")))
+        let expected = try JSONSerialization.jsonObject(with: Data(contentsOf: fixtures.appendingPathComponent("vector-v1.json"))) as! [String: Any]
+        let passphrase = SecretBytes(utf8: expected["passphrase"] as! String)
+        let code = SecretBytes(utf8: expected["recovery_code"] as! String)
+        let document = try VaultDocument.open(try VaultFile.parse(bytes, path: "v"), path: "v", passphrase: passphrase)
+        let upgraded = try VaultFile.parse(try document.sealed(), path: "v")
+        #expect(upgraded.formatVersion == 2 && upgraded.vaultID?.count == 16)
+        #expect(try VaultDocument.open(upgraded, path: "v", recoveryCode: code).contents.keys.count == 1)
+        // passwd without the code: the legacy slot cannot follow, so a new code replaces it.
+        let newCode = try #require(try document.rekey(newPassphrase: SecretBytes(utf8: "another passphrase")))
+        let rekeyed = try VaultFile.parse(try document.sealed(), path: "v")
+        #expect(rekeyed.recoverySlot?.kind == .recovery)
+        #expect(throws: VaultError.wrongRecoveryCode) { try VaultDocument.open(rekeyed, path: "v", recoveryCode: code) }
+        #expect(try VaultDocument.open(rekeyed, path: "v", recoveryCode: newCode).contents.keys.count == 1)
+        // recover with the old code: the slot is converted and the same code keeps working.
+        let byCode = try VaultDocument.open(try VaultFile.parse(bytes, path: "v"), path: "v", recoveryCode: code)
+        #expect(try byCode.rekey(newPassphrase: SecretBytes(utf8: "third passphrase")) == nil)
+        let recovered = try VaultFile.parse(try byCode.sealed(), path: "v")
+        #expect(recovered.recoverySlot?.kind == .recovery)
+        #expect(try VaultDocument.open(recovered, path: "v", recoveryCode: code).contents.keys.count == 1)
     }
 }
 
@@ -148,10 +231,12 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         #expect(SecretBytes(utf8: "\u{1}\u{2}binary-looking-value").masked == "****")
     }
 
-    @Test func geminiKeyShape() {
-        #expect(SecretBytes(utf8: "AIzaSyUnitTest-0123456789abcdefghijklmn").looksLikeGeminiKey)
-        #expect(!SecretBytes(utf8: "AIzaSyUnitTest-0123456789abcdefghijklm").looksLikeGeminiKey)
-        #expect(!SecretBytes(utf8: "BIzaSyUnitTest-0123456789abcdefghijklmn").looksLikeGeminiKey)
+    @Test func redactionCutsOutRunsOfARegisteredSecretWhateverItsShape() {
+        let secret = SecretBytes(utf8: "sk-not-a-google-key-0123456789")
+        Redaction.register(secret)
+        #expect(Redaction.redact("server said: bad key sk-not-a-google-key-0123456789.") == "server said: bad key [redacted].")
+        #expect(Redaction.redact("prefix only: sk-not-a-goo…") == "prefix only: [redacted]…")
+        #expect(Redaction.redact("nothing here") == "nothing here")
     }
 
     @Test func trimmingAndTruncation() {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SystemIO
 import Testing
 @testable import VaultCore
 
@@ -9,37 +10,57 @@ import Testing
         return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
     }
 
+    private func write(_ store: VaultStore, _ bytes: [UInt8], backup: VaultStore.Backup = .previous) throws {
+        try store.withExclusiveLock { session in try store.write(bytes, in: session, backup: backup) }
+    }
+
     @Test func atomicWriteCreatesPrivateFilesAndKeepsBackup() throws {
         let directory = temporaryDirectory() + "/nested/gemvault"
         let store = VaultStore(path: directory + "/vault")
-        try store.withExclusiveLock { try store.writeAtomically([1, 2, 3]) }
-        try store.withExclusiveLock { try store.writeAtomically([4, 5]) }
+        try write(store, [1, 2, 3])
+        try write(store, [4, 5])
         #expect(try store.read() == [4, 5])
-        #expect(FileSecurity.mode(of: store.path) == 0o600)
-        #expect(FileSecurity.mode(of: store.backupPath) == 0o600)
-        #expect(FileSecurity.mode(of: directory) == 0o700)
-        #expect(try VaultStore(path: store.backupPath).read() == [1, 2, 3])
+        #expect(FileStatus.of(store.path)?.permissions == 0o600)
+        #expect(FileStatus.of(store.backupPath)?.permissions == 0o600)
+        #expect(FileStatus.of(directory)?.permissions == 0o700)
+        #expect(try store.readBackup() == [1, 2, 3])
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains(".tmp") }.isEmpty)
     }
 
-    @Test func loosePermissionsAndSymlinksAreRefused() throws {
+    @Test func aRekeyMakesTheBackupTheNewVault() throws {
+        let store = VaultStore(path: temporaryDirectory() + "/vault")
+        try write(store, [1])
+        try write(store, [2])
+        try write(store, [3], backup: .new)
+        #expect(try store.readBackup() == [3])
+        try write(store, [4], backup: .unchanged)
+        #expect(try store.readBackup() == [3])
+    }
+
+    @Test func tempFilesOfKilledWritersAreRemovedByTheNextWriter() throws {
         let directory = temporaryDirectory()
         let store = VaultStore(path: directory + "/vault")
-        try store.writeAtomically([9])
+        FileManager.default.createFile(atPath: directory + "/.vault.tmp.123.abc", contents: Data([1]))
+        FileManager.default.createFile(atPath: directory + "/.other.tmp.1.x", contents: Data([1]))
+        try write(store, [1])
+        #expect(!FileManager.default.fileExists(atPath: directory + "/.vault.tmp.123.abc"))
+        #expect(FileManager.default.fileExists(atPath: directory + "/.other.tmp.1.x"))
+    }
+
+    @Test func loosePermissionsSymlinksAndOpenFoldersAreRefused() throws {
+        let directory = temporaryDirectory()
+        let store = VaultStore(path: directory + "/vault")
+        try write(store, [9])
         chmod(store.path, 0o644)
-        #expect {
-            try store.read()
-        } throws: { error in
-            guard case VaultError.insecureFile(_, _, let fix) = error else { return false }
-            return fix == "chmod 600 \(store.path)"
-        }
+        #expect(throws: VaultError.refused(FileCheckFailure(path: store.path, problem: .openToOthers(mode: "0644")))) { try store.read() }
         chmod(store.path, 0o600)
         symlink(store.path, directory + "/link")
-        #expect {
+        #expect(throws: VaultError.refused(FileCheckFailure(path: directory + "/link", problem: .symbolicLink))) {
             try VaultStore(path: directory + "/link").read()
-        } throws: { error in
-            guard case VaultError.insecureFile(_, let problem, _) = error else { return false }
-            return problem.contains("symbolic link")
+        }
+        chmod(directory, 0o777)
+        #expect(throws: VaultError.refused(FileCheckFailure(path: directory, problem: .folderWritableByOthers(mode: "0777")))) {
+            try store.read()
         }
     }
 
@@ -49,9 +70,28 @@ import Testing
         #expect(throws: VaultError.notFound(path: store.path)) { try store.read() }
     }
 
-    @Test func shellQuotingOfPathsInFixes() {
-        #expect(FileSecurity.shellQuoted("/home/a/vault") == "/home/a/vault")
-        #expect(FileSecurity.shellQuoted("/home/a b/it's") == "'/home/a b/it'\\''s'")
+    @Test func aHeldLockIsWaitedForWithABound() throws {
+        let store = VaultStore(path: temporaryDirectory() + "/vault", lockTimeout: 0.3)
+        try store.withExclusiveLock { _ in
+            var told: [String] = []
+            #expect {
+                try store.withExclusiveLock(onWait: { told.append($0) }) { _ in }
+            } throws: { error in
+                guard case VaultError.lockTimedOut(let path, _, let holder) = error else { return false }
+                return path == store.lockPath && holder?.hasPrefix("pid \(getpid())") == true
+            }
+            #expect(told.count == 1 && told[0].contains("held by pid \(getpid())"))
+        }
+    }
+
+    @Test func generationRecordOnlyRises() throws {
+        let record = GenerationRecord(stateDirectory: temporaryDirectory())
+        #expect(try record.highestSeen(vaultID: "ab12") == nil)
+        try record.record(vaultID: "ab12", generation: 7)
+        try record.record(vaultID: "ab12", generation: 5)
+        #expect(try record.highestSeen(vaultID: "ab12") == 7)
+        try record.record(vaultID: "ab12", generation: 5, allowLower: true)
+        #expect(try record.highestSeen(vaultID: "ab12") == 5)
     }
 
     @Test func coreDumpsCanBeDisabled() {

@@ -12,6 +12,7 @@ typedef struct gv_http_request {
     const unsigned char *body;        /* may be NULL for GET */
     size_t body_length;
     long idle_timeout_ms;             /* limit on connecting, on the first byte, and on any silence */
+    int no_proxy;                     /* non-zero: connect directly, whatever the proxy variables say */
 } gv_http_request;
 
 /// Called with each piece of the response body as it arrives, with the HTTP status.

@@ -45,3 +45,7 @@ void gv_interrupt_clear(void);
 int gv_paste_getc(FILE *stream);
 /// Hands over the last pasted block (malloc'd, NUL-terminated) or NULL; the caller frees it.
 char *gv_paste_take(void);
+
+#include <spawn.h>
+/// Makes a spawned child close every descriptor above 2 (posix_spawn_file_actions_addclosefrom_np).
+int gv_spawn_close_above_stdio(posix_spawn_file_actions_t *actions);

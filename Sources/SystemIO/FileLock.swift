@@ -1,0 +1,83 @@
+import Glibc
+
+/// An exclusive flock on a lock file inside a trusted folder, waited for with a bound.
+/// Closing the descriptor (when the object goes away) releases it.
+public final class FileLock {
+    public enum Failure: Error, Equatable, Sendable {
+        case open(TrustedOpenError)
+        /// Another process held the lock for the whole wait; `holder` describes it when known.
+        case timedOut(path: String, seconds: Double, holder: String?)
+        case failed(SystemError)
+    }
+
+    private let descriptor: FileDescriptor
+
+    private init(descriptor: FileDescriptor) { self.descriptor = descriptor }
+
+    /// Takes the lock on `name` in `folder`, creating the file (0600) when needed. When the lock
+    /// is busy, `onWait` is told once who holds it; after `timeout` seconds the wait fails.
+    public static func acquire(_ name: String, in folder: TrustedFolder, timeout: Double,
+                               onWait: (String) -> Void) throws(Failure) -> FileLock {
+        let opened: FileDescriptor?
+        do { opened = try TrustedFile.open(name, in: folder, requirement: .secret, flags: O_RDWR | O_CREAT) } catch { throw .open(error) }
+        guard let descriptor = opened else { throw .failed(SystemError("open", path: folder.path(of: name), code: ENOENT)) }
+        let deadline = Clock.monotonicSeconds() + timeout
+        var told = false
+        while flock(descriptor.raw, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            if code == EINTR { continue }
+            guard code == EWOULDBLOCK else { throw .failed(SystemError("lock", path: descriptor.path, code: code)) }
+            let holder = told ? nil : holderDescription(descriptor)
+            if !told {
+                onWait("waiting for \(descriptor.path), held by \(holder ?? "another process")")
+                told = true
+            }
+            if Clock.monotonicSeconds() >= deadline {
+                throw .timedOut(path: descriptor.path, seconds: timeout, holder: holderDescription(descriptor))
+            }
+            usleep(20_000)
+        }
+        return FileLock(descriptor: descriptor)
+    }
+
+    /// "pid 1234 (gemvault, uid 1000)" from /proc/locks, matched by inode.
+    static func holderDescription(_ descriptor: FileDescriptor) -> String? {
+        guard let status = try? descriptor.status(),
+              let locks = try? FileDescriptor.openIfPresent("/proc/locks", flags: O_RDONLY)?.readAll(limit: 1 << 20) else { return nil }
+        for line in String(decoding: locks, as: UTF8.self).split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; a waiter's line has "->" after the id.
+            guard fields.count >= 6, fields[1] == "FLOCK", let pid = Int32(fields[4]), pid > 0,
+                  fields[5].split(separator: ":").last.flatMap({ UInt64($0) }) == status.inode else { continue }
+            var text = "pid \(pid)"
+            var details: [String] = []
+            if let comm = try? FileDescriptor.openIfPresent("/proc/\(pid)/comm", flags: O_RDONLY)?.readAll(limit: 64) {
+                details.append(String(decoding: comm, as: UTF8.self).filter { !$0.isNewline && $0.isASCII && !($0.asciiValue! < 0x20) })
+            }
+            if let owner = FileStatus.of("/proc/\(pid)")?.owner { details.append("uid \(owner)") }
+            if !details.isEmpty { text += " (" + details.joined(separator: ", ") + ")" }
+            return text
+        }
+        return nil
+    }
+}
+
+public enum Clock {
+    /// Unix seconds.
+    public static func now() -> Int64 { Int64(time(nil)) }
+
+    /// RFC 3339 in UTC: `2026-11-29T19:02:21Z`.
+    public static func isoDate(_ seconds: Int64) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+    }
+
+    public static func monotonicSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+}

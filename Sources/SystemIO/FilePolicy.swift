@@ -1,0 +1,100 @@
+/// What gemvault requires of a file or folder it trusts, checked on an open descriptor.
+public enum FileRequirement: Sendable {
+    /// Holds a secret: a regular file of the user's, with no access for group or others.
+    case secret
+    /// Steers what gemvault runs or where it sends the key (config.json): a regular file of the
+    /// user's that group and others cannot write. It may stay readable.
+    case configuration
+}
+
+/// Why a file or folder was refused.
+public enum FileProblem: Equatable, Sendable {
+    case symbolicLink
+    case notRegular(FileStatus.Kind)
+    case foreignOwner(owner: UInt32, mode: String)
+    case openToOthers(mode: String)
+    case writableByOthers(mode: String)
+    case folderNotDirectory
+    case folderForeignOwner(owner: UInt32)
+    case folderWritableByOthers(mode: String)
+
+    /// Completes "refusing PATH: it …".
+    public var description: String {
+        switch self {
+        case .symbolicLink: "is a symbolic link"
+        case .notRegular(let kind): "is \(kind.description), not a regular file"
+        case .foreignOwner(let owner, _): "is owned by uid \(owner), not by you (uid \(CurrentUser.id))"
+        case .openToOthers(let mode): "is readable or writable by group or others (mode \(mode))"
+        case .writableByOthers(let mode): "is writable by group or others (mode \(mode))"
+        case .folderNotDirectory: "is not a directory"
+        case .folderForeignOwner(let owner): "is a folder owned by uid \(owner), not by you (uid \(CurrentUser.id)) or root"
+        case .folderWritableByOthers(let mode): "is a folder that group or others can write to (mode \(mode)), so they could swap files in it"
+        }
+    }
+
+    /// What the user can do about it. Never a chmod or chown on something the user does not own.
+    public func fix(for path: String) -> String {
+        let quoted = ShellQuote.quote(path)
+        switch self {
+        case .symbolicLink:
+            return "point gemvault at a regular file of your own, not at a link"
+        case .notRegular:
+            return "point gemvault at a regular file of your own"
+        case .foreignOwner:
+            return "use a file of your own: gemvault never trusts a file that another user owns"
+        case .openToOthers:
+            return "chmod 600 \(quoted)"
+        case .writableByOthers:
+            return "chmod go-w \(quoted)"
+        case .folderNotDirectory, .folderForeignOwner:
+            return "keep the file in a folder of your own, such as one made with: mkdir -m 700 DIR"
+        case .folderWritableByOthers:
+            return "chmod go-w \(quoted), or move the file into a folder of your own (mkdir -m 700 DIR)"
+        }
+    }
+
+    /// Problems of a file against a requirement; the first one wins.
+    public static func check(_ status: FileStatus, _ requirement: FileRequirement) -> FileProblem? {
+        if status.kind == .symbolicLink { return .symbolicLink }
+        guard status.kind == .regular else { return .notRegular(status.kind) }
+        guard status.owner == CurrentUser.id else { return .foreignOwner(owner: status.owner, mode: status.octalMode) }
+        switch requirement {
+        case .secret where status.permissions & 0o077 != 0: return .openToOthers(mode: status.octalMode)
+        case .configuration where status.permissions & 0o022 != 0: return .writableByOthers(mode: status.octalMode)
+        default: return nil
+        }
+    }
+
+    /// Problems of a folder that holds trusted files: another user must not be able to
+    /// create, rename or delete names in it. Root's own folders are trusted.
+    public static func checkFolder(_ status: FileStatus) -> FileProblem? {
+        guard status.kind == .directory else { return .folderNotDirectory }
+        guard status.owner == CurrentUser.id || status.owner == 0 else { return .folderForeignOwner(owner: status.owner) }
+        if status.permissions & 0o022 != 0 { return .folderWritableByOthers(mode: status.octalMode) }
+        return nil
+    }
+}
+
+/// A refused file or folder.
+public struct FileCheckFailure: Error, Equatable, Sendable {
+    public let path: String
+    public let problem: FileProblem
+
+    public init(path: String, problem: FileProblem) {
+        self.path = path
+        self.problem = problem
+    }
+
+    public var message: String { "refusing \(path): it \(problem.description)" }
+    public var fix: String { problem.fix(for: path) }
+}
+
+/// Quotes a path for a shell command that the user may paste.
+public enum ShellQuote {
+    public static func quote(_ path: String) -> String {
+        let safe = !path.isEmpty && path.unicodeScalars.allSatisfy {
+            $0.isASCII && ($0.properties.isAlphabetic || "0123456789/._-+".unicodeScalars.contains($0))
+        }
+        return safe ? path : "'" + path.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+    }
+}

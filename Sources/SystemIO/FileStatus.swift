@@ -1,0 +1,67 @@
+import Glibc
+
+/// What fstat or lstat said about a file.
+public struct FileStatus: Equatable, Sendable {
+    public enum Kind: Sendable, Equatable {
+        case regular, directory, symbolicLink, fifo, socket, device, other
+
+        public var description: String {
+            switch self {
+            case .regular: "a regular file"
+            case .directory: "a directory"
+            case .symbolicLink: "a symbolic link"
+            case .fifo: "a FIFO (named pipe)"
+            case .socket: "a socket"
+            case .device: "a device"
+            case .other: "not a regular file"
+            }
+        }
+    }
+
+    public let kind: Kind
+    public let owner: uid_t
+    /// Permission bits, including setuid, setgid and sticky.
+    public let permissions: UInt32
+    public let size: Int64
+    public let device: UInt64
+    public let inode: UInt64
+    public let modified: Int64
+
+    init(_ info: stat) {
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: kind = .regular
+        case S_IFDIR: kind = .directory
+        case S_IFLNK: kind = .symbolicLink
+        case S_IFIFO: kind = .fifo
+        case S_IFSOCK: kind = .socket
+        case S_IFCHR, S_IFBLK: kind = .device
+        default: kind = .other
+        }
+        owner = info.st_uid
+        permissions = UInt32(info.st_mode & 0o7777)
+        size = Int64(info.st_size)
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        modified = Int64(info.st_mtim.tv_sec)
+    }
+
+    /// lstat: the link itself, not what it points to. Nil when nothing is there.
+    public static func of(link path: String) -> FileStatus? {
+        var info = stat()
+        return lstat(path, &info) == 0 ? FileStatus(info) : nil
+    }
+
+    /// stat: following symbolic links. Nil when nothing is there.
+    public static func of(_ path: String) -> FileStatus? {
+        var info = stat()
+        return stat(path, &info) == 0 ? FileStatus(info) : nil
+    }
+
+    public var octalMode: String { "0" + String(permissions & 0o777, radix: 8) }
+    public var isWorldWritable: Bool { permissions & 0o002 != 0 }
+    public var isSticky: Bool { permissions & 0o1000 != 0 }
+}
+
+public enum CurrentUser {
+    public static var id: uid_t { geteuid() }
+}

@@ -1,0 +1,50 @@
+import Glibc
+
+/// Reading files that hold no secret and steer nothing: /proc, shell start-up files, .env scans.
+public enum PlainFile {
+    /// A whole regular file as text, or nil when it is missing, unreadable, not a regular file
+    /// (a FIFO never blocks the open), or larger than `limit`.
+    public static func readText(_ path: String, limit: Int = 1 << 20) -> String? {
+        guard let file = try? FileDescriptor.openIfPresent(path, flags: O_RDONLY | O_NONBLOCK | O_NOCTTY),
+              (try? file.status())?.kind == .regular else { return nil }
+        file.setBlocking()
+        guard let bytes = try? file.readAll(limit: limit) else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// Listing folders that are only looked at, never trusted (doctor's scans).
+public enum FolderListing {
+    public struct Entry: Sendable {
+        public let name: String
+        /// As the folder entry says, without following a symbolic link.
+        public let isDirectory: Bool
+    }
+
+    /// The entries of `path` other than . and .., or nil when it cannot be read.
+    public static func entries(_ path: String) -> [Entry]? {
+        guard let handle = opendir(path) else { return nil }
+        defer { closedir(handle) }
+        var entries: [Entry] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name == "." || name == ".." { continue }
+            entries.append(Entry(name: name, isDirectory: entry.pointee.d_type == UInt8(DT_DIR)))
+        }
+        return entries
+    }
+}
+
+public enum ProcessIdentity {
+    public static var parent: Int32 { getppid() }
+}
+
+extension String {
+    /// The string without leading and trailing white space.
+    public var trimmedWhitespace: String {
+        let scalars = unicodeScalars
+        guard let start = scalars.firstIndex(where: { !$0.properties.isWhitespace }) else { return "" }
+        let end = scalars.lastIndex(where: { !$0.properties.isWhitespace })!
+        return String(scalars[start...end])
+    }
+}

@@ -1,0 +1,103 @@
+import CSystemShims
+import Glibc
+
+/// A child process started by `ProcessSpawner`.
+public final class ChildProcess {
+    public let pid: pid_t
+    public let standardOutput: FileDescriptor?
+    public let standardError: FileDescriptor?
+
+    init(pid: pid_t, standardOutput: FileDescriptor?, standardError: FileDescriptor?) {
+        self.pid = pid
+        self.standardOutput = standardOutput
+        self.standardError = standardError
+    }
+
+    public enum Termination: Equatable, Sendable {
+        case exited(Int32)
+        case signaled(Int32)
+
+        /// The shell's convention: the exit code, or 128 plus the signal.
+        public var shellStatus: Int32 {
+            switch self {
+            case .exited(let code): code
+            case .signaled(let signal): 128 + signal
+            }
+        }
+    }
+
+    public func wait() -> Termination {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return (status & 0x7f) == 0 ? .exited((status >> 8) & 0xff) : .signaled(status & 0x7f)
+    }
+
+    /// Sends `signal` to the child's whole process group (it must have been given its own).
+    public func signalGroup(_ signal: Int32) { kill(-pid, signal) }
+}
+
+/// The one way gemvault starts another program: no shell, and only descriptors 0, 1 and 2.
+public enum ProcessSpawner {
+    public enum Input: Sendable { case inherit, null }
+    public enum Output: Sendable { case inherit, pipe }
+
+    /// Starts `arguments[0]`, searched in PATH. Signals that gemvault ignores or catches get
+    /// their default action back in the child.
+    public static func spawn(_ arguments: [String], environment: [String: String], input: Input = .inherit,
+                             output: Output = .inherit, errors: Output = .inherit,
+                             ownProcessGroup: Bool = false) throws(SystemError) -> ChildProcess {
+        precondition(!arguments.isEmpty)
+        var outPipe: [Int32] = [-1, -1]
+        var errPipe: [Int32] = [-1, -1]
+        func closeAll() { for fd in outPipe + errPipe where fd >= 0 { close(fd) } }
+        if output == .pipe, pipe(&outPipe) != 0 { throw SystemError("pipe") }
+        if errors == .pipe, pipe(&errPipe) != 0 { closeAll(); throw SystemError("pipe") }
+        for fd in outPipe + errPipe where fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if input == .null { posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0) }
+        if output == .pipe { posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1) }
+        if errors == .pipe { posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2) }
+        // Whatever else is open (a --passphrase-fd, a lock, a socket) stays with gemvault.
+        gv_spawn_close_above_stdio(&actions)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGTSTP, SIGWINCH] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var noneBlocked = sigset_t()
+        sigemptyset(&noneBlocked)
+        posix_spawnattr_setsigmask(&attributes, &noneBlocked)
+        var flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK
+        if ownProcessGroup {
+            posix_spawnattr_setpgroup(&attributes, 0)
+            flags |= POSIX_SPAWN_SETPGROUP
+        }
+        posix_spawnattr_setflags(&attributes, Int16(flags))
+
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            // The environment may carry a key for the child (exec): wipe before freeing.
+            for entry in envp { if let entry { explicit_bzero(entry, strlen(entry)) }; free(entry) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, envp)
+        if outPipe[1] >= 0 { close(outPipe[1]) }
+        if errPipe[1] >= 0 { close(errPipe[1]) }
+        guard spawned == 0 else {
+            if outPipe[0] >= 0 { close(outPipe[0]) }
+            if errPipe[0] >= 0 { close(errPipe[0]) }
+            throw SystemError("start", path: arguments[0], code: spawned)
+        }
+        return ChildProcess(pid: pid,
+                            standardOutput: outPipe[0] >= 0 ? FileDescriptor(owning: outPipe[0], path: "\(arguments[0]) stdout") : nil,
+                            standardError: errPipe[0] >= 0 ? FileDescriptor(owning: errPipe[0], path: "\(arguments[0]) stderr") : nil)
+    }
+}

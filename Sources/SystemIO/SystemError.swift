@@ -1,0 +1,31 @@
+import Glibc
+
+/// A system call that failed, with the file it was about.
+public struct SystemError: Error, Equatable, Sendable {
+    public let operation: String
+    public let path: String
+    public let code: Int32
+
+    public init(_ operation: String, path: String = "", code: Int32 = errno) {
+        self.operation = operation
+        self.path = path
+        self.code = code
+    }
+
+    /// strerror's text for the code.
+    public var reason: String { Self.describe(code) }
+
+    /// The file system cannot make hard links here.
+    public var isLinkUnsupported: Bool { [EPERM, EXDEV, EMLINK, ENOTSUP].contains(code) }
+
+    public static func describe(_ code: Int32) -> String { String(cString: strerror(code)) }
+}
+
+/// Retries a system call interrupted by a signal. The result is returned as is; errno holds the failure.
+@inline(__always)
+func retryingOnInterrupt<T: BinaryInteger>(_ call: () -> T) -> T {
+    while true {
+        let result = call()
+        if result >= 0 || errno != EINTR { return result }
+    }
+}

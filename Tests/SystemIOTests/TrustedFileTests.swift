@@ -1,0 +1,129 @@
+import Glibc
+import Testing
+@testable import SystemIO
+
+/// A private scratch folder per test.
+func scratchFolder() -> String {
+    var template = Array("/tmp/gemvault-systemio-XXXXXX".utf8CString)
+    let path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+    return path
+}
+
+func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode)
+    _ = text.withCString { write(fd, $0, strlen($0)) }
+    fchmod(fd, mode)
+    close(fd)
+}
+
+@Suite struct TrustedFileTests {
+    @Test func privateFileOpensAndMissingFileIsNil() throws {
+        let folder = scratchFolder()
+        writeFile(folder + "/secret", "hello")
+        let file = try #require(try TrustedFile.open(folder + "/secret", requirement: .secret))
+        #expect(try file.readAll(limit: 100) == Array("hello".utf8))
+        #expect(try TrustedFile.open(folder + "/absent", requirement: .secret) == nil)
+    }
+
+    @Test func symlinkIsRefusedOnTheDescriptor() throws {
+        let folder = scratchFolder()
+        writeFile(folder + "/target", "x")
+        symlink(folder + "/target", folder + "/link")
+        #expect(throws: TrustedOpenError.refused(FileCheckFailure(path: folder + "/link", problem: .symbolicLink))) {
+            try TrustedFile.open(folder + "/link", requirement: .secret)
+        }
+    }
+
+    @Test func secretsMustBePrivateButConfigurationMayBeReadable() throws {
+        let folder = scratchFolder()
+        writeFile(folder + "/readable", "x", mode: 0o644)
+        #expect(throws: TrustedOpenError.refused(FileCheckFailure(path: folder + "/readable", problem: .openToOthers(mode: "0644")))) {
+            try TrustedFile.open(folder + "/readable", requirement: .secret)
+        }
+        #expect(try TrustedFile.open(folder + "/readable", requirement: .configuration) != nil)
+        writeFile(folder + "/writable", "x", mode: 0o664)
+        #expect(throws: TrustedOpenError.refused(FileCheckFailure(path: folder + "/writable", problem: .writableByOthers(mode: "0664")))) {
+            try TrustedFile.open(folder + "/writable", requirement: .configuration)
+        }
+    }
+
+    @Test func fifoIsRefusedWithoutBlocking() throws {
+        let folder = scratchFolder()
+        mkfifo(folder + "/fifo", 0o600)
+        #expect(throws: TrustedOpenError.refused(FileCheckFailure(path: folder + "/fifo", problem: .notRegular(.fifo)))) {
+            try TrustedFile.open(folder + "/fifo", requirement: .secret)
+        }
+        #expect(PlainFile.readText(folder + "/fifo") == nil)
+    }
+
+    @Test func foldersWritableByOthersAreRefused() throws {
+        let folder = scratchFolder()
+        chmod(folder, 0o777)
+        #expect(throws: TrustedOpenError.refused(FileCheckFailure(path: folder, problem: .folderWritableByOthers(mode: "0777")))) {
+            try TrustedFolder.open(folder)
+        }
+        chmod(folder, 0o755)
+        #expect(try TrustedFolder.open(folder) != nil)
+    }
+
+    @Test func hintsNeverSuggestChangingSomeoneElsesFile() {
+        let foreign = FileProblem.foreignOwner(owner: 0, mode: "0644")
+        #expect(!foreign.fix(for: "/etc/passwd").contains("chmod"))
+        #expect(!foreign.fix(for: "/etc/passwd").contains("chown"))
+        #expect(FileProblem.openToOthers(mode: "0644").fix(for: "/home/me/pass") == "chmod 600 /home/me/pass")
+        #expect(ShellQuote.quote("/tmp/it's") == "'/tmp/it'\\''s'")
+    }
+
+    @Test func createPrivateResetsTheModeBeforeWriting() throws {
+        let folder = scratchFolder()
+        writeFile(folder + "/notes.md", "old text that is longer", mode: 0o644)
+        try TrustedFile.createPrivate(folder + "/notes.md").writeAll("new")
+        #expect(FileStatus.of(folder + "/notes.md")?.permissions == 0o600)
+        #expect(PlainFile.readText(folder + "/notes.md") == "new")
+    }
+
+    @Test func atomicReplaceLeavesNoTempFile() throws {
+        let folder = try #require(try TrustedFolder.open(scratchFolder()))
+        try Array("one".utf8).withUnsafeBytes { try folder.replace("file", with: $0, tempPrefix: ".file.tmp.") }
+        try Array("two".utf8).withUnsafeBytes { try folder.replace("file", with: $0, tempPrefix: ".file.tmp.") }
+        #expect(PlainFile.readText(folder.path(of: "file")) == "two")
+        #expect(folder.names(withPrefix: ".file.tmp.").isEmpty)
+    }
+}
+
+@Suite struct NetworkAddressTests {
+    @Test(arguments: ["127.0.0.1", "127.1.2.3", "::1", "0:0:0:0:0:0:0:1"])
+    func loopbackLiterals(_ host: String) { #expect(NetworkAddress.isLoopbackLiteral(host)) }
+
+    @Test(arguments: ["127.evil.example", "128.0.0.1", "localhost.evil", "::2", "1.127.0.0", ""])
+    func notLoopback(_ host: String) { #expect(!NetworkAddress.isLoopbackLiteral(host)) }
+
+    @Test func endpointsOnlyBypassProxiesForPlainHttpToLoopback() throws {
+        #expect(try #require(EndpointURL("http://127.0.0.1:8080")).bypassesProxy)
+        #expect(try #require(EndpointURL("http://localhost:1")).bypassesProxy)
+        #expect(try #require(EndpointURL("http://[::1]:1")).bypassesProxy)
+        #expect(!(try #require(EndpointURL("https://127.0.0.1")).bypassesProxy))
+        #expect(!(try #require(EndpointURL("http://127.evil.example")).isLoopback))
+    }
+}
+
+@Suite struct ProcessSpawnerTests {
+    @Test func childrenGetOnlyTheStandardDescriptors() throws {
+        let null = open("/dev/null", O_RDONLY)
+        let extra = dup2(null, 57)  // not close-on-exec, like a --passphrase-fd
+        close(null)
+        defer { close(extra) }
+        let child = try ProcessSpawner.spawn(["ls", "/proc/self/fd"], environment: ["PATH": "/usr/bin:/bin"], input: .null, output: .pipe)
+        let listing = String(decoding: try child.standardOutput!.readAll(limit: 4096), as: UTF8.self)
+        #expect(child.wait() == .exited(0))
+        // ls itself opens one descriptor to read the folder.
+        let fds = listing.split(separator: "\n").compactMap { Int($0) }.filter { $0 > 2 }
+        #expect(extra == 57 && !fds.contains(57) && fds.count <= 1)
+    }
+
+    @Test func exitCodesAndSignalsAreReported() throws {
+        #expect(try ProcessSpawner.spawn(["sh", "-c", "exit 7"], environment: [:]).wait() == .exited(7))
+        let killed = try ProcessSpawner.spawn(["sh", "-c", "kill -TERM $$"], environment: [:]).wait()
+        #expect(killed == .signaled(SIGTERM) && killed.shellStatus == 128 + SIGTERM)
+    }
+}
