@@ -59,22 +59,33 @@ struct Context {
 
     /// Refuses a file older than the highest generation seen for its vault id.
     func checked(_ file: VaultFile) throws -> VaultFile {
-        guard !acceptsRollback, let id = file.vaultIDHex, let seen = try generations.highestSeen(vaultID: id),
-              file.generation < seen else { return file }
+        guard !acceptsRollback, let seen = highestSeen(file), file.generation < seen else { return file }
         throw VaultError.rolledBack(path: vaultPath, generation: file.generation, seen: seen)
     }
 
+    /// The record is a second line of defence: when it cannot be read or written (a state
+    /// folder that is not the user's own, a full disk), the command goes on with a warning.
+    func highestSeen(_ file: VaultFile) -> UInt64? {
+        guard let id = file.vaultIDHex else { return nil }
+        do { return try generations.highestSeen(vaultID: id) } catch {
+            Console.warning("the record of this vault's generations could not be read (\(ErrorReport.describe(error).1)); a restored old copy would go unnoticed")
+            return nil
+        }
+    }
+
     /// Records an authenticated file's generation. With --accept-rollback the record follows it down.
-    func remember(_ file: VaultFile) throws {
+    func remember(_ file: VaultFile) {
         guard let id = file.vaultIDHex else { return }
-        try generations.record(vaultID: id, generation: file.generation, allowLower: acceptsRollback)
+        do { try generations.record(vaultID: id, generation: file.generation, allowLower: acceptsRollback) } catch {
+            Console.warning("the vault's generation could not be recorded (\(ErrorReport.describe(error).1)); a restored old copy would go unnoticed")
+        }
     }
 
     /// Reads and parses the vault, then opens it with the passphrase (no lock: reads are atomic).
     func openVault() throws -> VaultDocument {
         let file = try readVaultFile()
         let document = try VaultDocument.open(file, path: vaultPath, passphrase: try readPassphrase())
-        try remember(document.file)
+        remember(document.file)
         return document
     }
 
@@ -96,9 +107,9 @@ struct Context {
 
     /// Seals and writes a document above every generation seen, then records the new one.
     func save(_ document: VaultDocument, in session: VaultStore.WriteSession, backup: VaultStore.Backup) throws {
-        let seen = document.file.vaultIDHex.flatMap { try? generations.highestSeen(vaultID: $0) } ?? 0
+        let seen = highestSeen(document.file) ?? 0
         try store.write(try document.sealed(minimumGeneration: seen), in: session, backup: backup)
-        try remember(document.file)
+        remember(document.file)
     }
 
     /// Warns about short passphrases; counts characters, not bytes.

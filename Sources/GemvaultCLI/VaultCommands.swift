@@ -243,7 +243,7 @@ enum VaultCommand {
             slots: file.slots.map { SlotInfo(kind: $0.kind.name, kdf: "argon2id13", ops_limit: $0.kdf.opsLimit,
                                              mem_limit_bytes: $0.kdf.memLimit, preset: $0.kdf.presetName) },
             checksum: "ok", mode: FileStatus.of(link: context.vaultPath)?.octalMode ?? "?",
-            vault_id: file.vaultIDHex, highest_generation_seen: try file.vaultIDHex.flatMap { try context.generations.highestSeen(vaultID: $0) })
+            vault_id: file.vaultIDHex, highest_generation_seen: context.highestSeen(file))
         if call.flag("--json") { Output.json(result); return }
         var text = """
         vault:          \(result.path)

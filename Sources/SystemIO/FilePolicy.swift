@@ -85,7 +85,7 @@ public struct FileCheckFailure: Error, Equatable, Sendable {
         self.problem = problem
     }
 
-    public var message: String { "refusing \(path): it \(problem.description)" }
+    public var message: String { "refusing to use \(path): it \(problem.description)" }
     public var fix: String { problem.fix(for: path) }
 }
 

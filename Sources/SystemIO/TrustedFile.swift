@@ -1,3 +1,4 @@
+import CSystemShims
 import Glibc
 
 /// The open(2) flags callers outside this module need.
@@ -85,9 +86,10 @@ public final class TrustedFolder {
 
     public func path(of name: String) -> String { path == "/" ? "/" + name : path + "/" + name }
 
-    /// Opens and checks an existing folder; nil when it does not exist.
+    /// Opens and checks an existing folder; nil when it does not exist. O_PATH needs only
+    /// search permission, like the lookup of a name inside it would.
     public static func open(_ path: String) throws(TrustedOpenError) -> TrustedFolder? {
-        let fd = retryingOnInterrupt { Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        let fd = retryingOnInterrupt { Glibc.open(path, GV_O_PATH | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else {
             let code = errno
             if code == ENOENT { return nil }
@@ -153,8 +155,13 @@ public final class TrustedFolder {
         return found
     }
 
-    /// Makes renames and new names durable.
-    public func sync() { _ = fsync(descriptor.raw) }
+    /// Makes renames and new names durable (fsync needs a descriptor opened for reading).
+    public func sync() {
+        let fd = retryingOnInterrupt { openat(descriptor.raw, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
+    }
 
     public func replace(_ name: String, with bytes: [UInt8], tempPrefix: String,
                         beforeRename: () throws(SystemError) -> Void = {}) throws(SystemError) {

@@ -11,7 +11,7 @@ public enum Redaction {
     private static let registered = Mutex<[WeakSecret]>([])
 
     /// Runs of at least this many bytes of a secret are cut out of messages.
-    static let minimumRun = 8
+    static let minimumRun = 12
 
     public static func register(_ secret: SecretBytes) {
         guard secret.count >= 4 else { return }

@@ -24,6 +24,26 @@ def binary_path():
 BIN = binary_path()
 
 
+def pytest_configure(config):
+    """Keep test homes out of world-writable folders such as /tmp: doctor rightly reports a
+    vault below one, and a clean setup must be clean. Tests of that finding make their own."""
+    if config.option.basetemp:
+        return
+    def world_writable_above(path):
+        while path not in ("/", ""):
+            path = os.path.dirname(path)
+            if os.path.isdir(path) and os.stat(path).st_mode & 0o002:
+                return True
+        return False
+    import tempfile
+    default = os.path.join(tempfile.gettempdir(), "x")
+    if world_writable_above(default):
+        base = os.path.join(os.path.expanduser("~"), ".cache", "gemvault-e2e")
+        if not world_writable_above(base + "/x"):
+            os.makedirs(os.path.dirname(base), mode=0o700, exist_ok=True)
+            config.option.basetemp = base
+
+
 class Result:
     def __init__(self, proc):
         self.code = proc.returncode

@@ -253,7 +253,7 @@ def test_doctor_on_a_clean_setup(env):
 def test_doctor_finds_a_loose_setup(env):
     env.init()
     os.chmod(env.vault, 0o644)
-    os.chmod(os.path.dirname(env.vault), 0o755)
+    os.chmod(os.path.dirname(env.vault), 0o775)
     key_file = os.path.join(env.vars["XDG_CONFIG_HOME"], "gemvault/api-key")
     env.write_private(key_file, FILE_KEY, mode=0o640)
     with open(os.path.join(env.home, ".bashrc"), "w") as handle:
@@ -266,7 +266,7 @@ def test_doctor_finds_a_loose_setup(env):
     assert result.code == 1 and not report["clean"]
     messages = "\n".join(f["message"] + " | " + f["fix"] for f in report["findings"])
     assert "chmod 600 %s" % env.vault in messages
-    assert "chmod 700 %s" % os.path.dirname(env.vault) in messages
+    assert "chmod go-w %s" % os.path.dirname(env.vault) in messages
     assert "chmod 600 %s" % key_file in messages
     assert ".bashrc:2 sets GEMINI_API_KEY" in messages
     assert ".bashrc:3" not in messages

@@ -158,9 +158,9 @@ def test_inspect_needs_no_passphrase(env):
     env.run("key", "set", input=GOOD_KEY)
     result = env.run("inspect", passphrase=False)
     assert result.code == 0
-    assert "format version: 1" in result.out and "passphrase" in result.out and "recovery" in result.out
+    assert "format version: 2" in result.out and "passphrase" in result.out and "recovery" in result.out
     info = json.loads(env.run("inspect", "--json", passphrase=False).out)
-    assert info["format_version"] == 1 and info["generation"] == 2
+    assert info["format_version"] == 2 and info["generation"] == 2 and len(info["vault_id"]) == 32
     assert [s["kind"] for s in info["slots"]] == ["passphrase", "recovery"]
     assert info["file_bytes"] == os.path.getsize(env.vault)
 
@@ -208,7 +208,7 @@ def test_tampering_with_recomputed_checksum_is_reported_as_tampering(env):
     env.init()
     env.run("key", "set", input=GOOD_KEY)
     data = bytearray(env.vault_bytes())
-    data[10] ^= 1  # the generation counter, covered only by the AEAD
+    data[26] ^= 1  # the generation counter, covered only by the AEAD
     body = bytes(data[:-32])
     forged = body + hashlib.blake2b(body, digest_size=32).digest()
     with open(env.vault, "wb") as handle:
@@ -221,11 +221,11 @@ def test_kdf_downgrade_and_memory_bomb_are_refused(env):
     import hashlib, struct
     env.init()
     original = env.vault_bytes()
-    # Slot 0 starts at offset 19: kind, algorithm, opslimit (u32), memlimit (u64).
+    # Slot 0 starts at offset 35: kind, algorithm, opslimit (u32), memlimit (u64).
     for ops, mem, word in ((1, 8192, "below"), (2, 1 << 40, "above")):
         data = bytearray(original)
-        data[21:25] = struct.pack("<I", ops)
-        data[25:33] = struct.pack("<Q", mem)
+        data[37:41] = struct.pack("<I", ops)
+        data[41:49] = struct.pack("<Q", mem)
         body = bytes(data[:-32])
         with open(env.vault, "wb") as handle:
             handle.write(body + hashlib.blake2b(body, digest_size=32).digest())
@@ -258,7 +258,7 @@ def test_group_readable_vault_and_symlink_are_refused(env):
     os.chmod(env.vault, 0o640)
     result = env.run("key", "list")
     assert result.code == 1
-    assert "refusing to read %s" % env.vault in result.err
+    assert "refusing to use %s" % env.vault in result.err
     assert "chmod 600 %s" % env.vault in result.err
     os.chmod(env.vault, 0o600)
     link = os.path.join(env.root, "link-vault")
@@ -420,4 +420,4 @@ def test_vault_owned_by_someone_else_is_refused(env):
     os.chown(env.vault, 54321, 54321)
     result = env.run("key", "list")
     assert result.code == 1
-    assert "owned by uid 54321, not by you" in result.err and "chown 0 %s" % env.vault in result.err
+    assert "owned by uid 54321, not by you" in result.err and "use a file of your own" in result.err and "chown" not in result.err

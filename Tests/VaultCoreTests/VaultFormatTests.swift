@@ -235,7 +235,7 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         let secret = SecretBytes(utf8: "sk-not-a-google-key-0123456789")
         Redaction.register(secret)
         #expect(Redaction.redact("server said: bad key sk-not-a-google-key-0123456789.") == "server said: bad key [redacted].")
-        #expect(Redaction.redact("prefix only: sk-not-a-goo…") == "prefix only: [redacted]…")
+        #expect(Redaction.redact("prefix only: sk-not-a-google…") == "prefix only: [redacted]…")
         #expect(Redaction.redact("nothing here") == "nothing here")
     }
 

@@ -49,3 +49,6 @@ char *gv_paste_take(void);
 #include <spawn.h>
 /// Makes a spawned child close every descriptor above 2 (posix_spawn_file_actions_addclosefrom_np).
 int gv_spawn_close_above_stdio(posix_spawn_file_actions_t *actions);
+
+/// O_PATH (Linux), which Swift's Glibc module does not export without _GNU_SOURCE.
+#define GV_O_PATH 010000000
