@@ -13,6 +13,8 @@ public enum GemvaultMain {
         unsetenv("SSLKEYLOGFILE")
         // A closed stdout (| head) must end the process quietly, not kill it mid-save.
         signal(SIGPIPE, SIG_IGN)
+        // A file size limit must fail the write (EFBIG), which leaves the vault intact, not kill us.
+        signal(SIGXFSZ, SIG_IGN)
         do {
             switch try ArgumentParser.parse(arguments) {
             case .version:

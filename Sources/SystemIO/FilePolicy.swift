@@ -42,10 +42,13 @@ public enum FileProblem: Equatable, Sendable {
             return "point gemvault at a regular file of your own"
         case .foreignOwner:
             return "use a file of your own: gemvault never trusts a file that another user owns"
-        case .openToOthers:
+        case .openToOthers where ProcessIdentity.isPersonal(path):
             return "chmod 600 \(quoted)"
-        case .writableByOthers:
+        case .writableByOthers where ProcessIdentity.isPersonal(path):
             return "chmod go-w \(quoted)"
+        case .openToOthers, .writableByOthers:
+            // Root owns every system file; changing /etc/passwd would break the machine.
+            return "use a private file of your own (mode 0600) instead; this one is not yours to change"
         case .folderNotDirectory, .folderForeignOwner:
             return "keep the file in a folder of your own, such as one made with: mkdir -m 700 DIR"
         case .folderWritableByOthers:

@@ -37,6 +37,20 @@ public enum FolderListing {
 
 public enum ProcessIdentity {
     public static var parent: Int32 { getppid() }
+
+    /// The account's home folder from the password database (not $HOME, which anyone can set).
+    public static var homeDirectory: String? {
+        guard let entry = getpwuid(geteuid()), let directory = entry.pointee.pw_dir else { return nil }
+        return String(cString: directory)
+    }
+
+    /// Whether a file the user owns is theirs to change: always for an ordinary account; for
+    /// root, only inside root's home, since root also owns every system file.
+    public static func isPersonal(_ path: String) -> Bool {
+        guard geteuid() == 0 else { return true }
+        guard let home = homeDirectory, home != "/" else { return false }
+        return path.hasPrefix(home.hasSuffix("/") ? home : home + "/")
+    }
 }
 
 extension String {

@@ -3,12 +3,9 @@ import Synchronization
 /// The secrets this process holds (the API key, the passphrase), so that any message bound
 /// for the user can have them cut out, whatever their shape.
 public enum Redaction {
-    private final class WeakSecret: @unchecked Sendable {
-        weak var secret: SecretBytes?
-        init(_ secret: SecretBytes) { self.secret = secret }
-    }
-
-    private static let registered = Mutex<[WeakSecret]>([])
+    /// Held until the process ends (or `forget`): an error is often reported after the
+    /// object that used the secret is gone.
+    private static let registered = Mutex<[SecretBytes]>([])
 
     /// Runs of at least this many bytes of a secret are cut out of messages.
     static let minimumRun = 12
@@ -16,15 +13,19 @@ public enum Redaction {
     public static func register(_ secret: SecretBytes) {
         guard secret.count >= 4 else { return }
         registered.withLock { list in
-            list.removeAll { $0.secret == nil }
-            if !list.contains(where: { $0.secret === secret }) { list.append(WeakSecret(secret)) }
+            if !list.contains(where: { $0 === secret }) { list.append(secret) }
         }
+    }
+
+    /// For long-running processes: stop redacting (and holding) a secret.
+    public static func forget(_ secret: SecretBytes) {
+        registered.withLock { list in list.removeAll { $0 === secret } }
     }
 
     /// `text` with every run of `minimumRun` or more bytes (or the whole secret, if shorter)
     /// of a registered secret replaced by `[redacted]`.
     public static func redact(_ text: String) -> String {
-        let secrets = registered.withLock { list in list.compactMap(\.secret) }
+        let secrets = registered.withLock { list in list }
         guard !secrets.isEmpty else { return text }
         let bytes = Array(text.utf8)
         var hidden = [Bool](repeating: false, count: bytes.count)

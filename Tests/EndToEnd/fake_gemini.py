@@ -8,7 +8,7 @@ to --log (method, path, headers, body) so tests can check what the client sent.
 
 Scenarios: ok, lf, split, slow, slow-long, steady, garbage, empty, not-json, thinking, echo, escape, error-before, error-mid, error-mid-data,
 retry-429, retry-503, always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
-drop, hang, hang-first. Unknown scenario names answer 404 NOT_FOUND like Google does.
+drop, hang, hang-first, echo-key. Unknown scenario names answer 404 NOT_FOUND like Google does.
 A key starting with "AIzaBAD" gets 400 API_KEY_INVALID.
 """
 import argparse
@@ -155,6 +155,11 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(429, fixture("error-429-daily.json"))
         elif scenario == "disabled":
             self.send_json(403, fixture("error-403-disabled.json"))
+        elif scenario == "echo-key":
+            # A server (or a proxy in front of it) that quotes the credential back in full.
+            key = self.headers.get("x-goog-api-key", "")
+            self.send_json(400, json.dumps({"error": {"code": 400, "message": "Request had invalid credential %s for this project." % key,
+                                                      "status": "INVALID_ARGUMENT"}}, indent=2).encode())
         elif scenario not in SCENARIOS:
             # Google sends the error pretty-printed, and with text/event-stream on stream requests.
             self.send_json(404, fixture("error-not-found.json").replace(b"{MODEL}", model.encode()), "text/event-stream")
@@ -274,7 +279,7 @@ def echo_reply(request):
 
 SCENARIOS = {"ok", "lf", "split", "slow", "slow-long", "steady", "garbage", "empty", "not-json", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
-             "hang", "hang-first", "gemini-3.6-flash"}
+             "hang", "hang-first", "echo-key", "gemini-3.6-flash"}
 
 
 def main():

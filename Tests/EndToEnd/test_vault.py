@@ -84,7 +84,7 @@ def test_wrong_passphrase_exits_3_and_changes_nothing(env):
     env.init()
     env.run("key", "set", input=GOOD_KEY)
     before = env.vault_bytes()
-    env.write_private(env.passfile + "2", "wrong passphrase entirely\n")
+    env.write_private(env.passfile + "2", "not the right one at all\n")
     for args in (["key", "get"], ["key", "set"], ["config", "set", "model", "x"], ["passwd"]):
         result = env.run(*args, "--passphrase-file", env.passfile + "2", input=GOOD_KEY,
                          env={}, passphrase=False) if args[0] != "passwd" else \

@@ -1,113 +1,300 @@
-"""Decrypts the committed test vector with PyNaCl, following only Docs/vault-format.md.
+"""Decrypts the committed test vectors with PyNaCl, following only Docs/vault-format.md.
 
 This is the proof that the document is complete: another libsodium binding, no gemvault code.
+Both vectors are checked: format 2 (what gemvault writes) and format 1 (still read).
 """
 import hashlib
 import json
 import os
+import re
 import struct
 
 import pytest
 
 nacl = pytest.importorskip("nacl.bindings", reason="PyNaCl is needed to check the format document independently")
-from nacl import pwhash  # noqa: E402
+from nacl.exceptions import CryptoError  # noqa: E402
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "VaultCoreTests", "Fixtures")
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "..", "VaultCoreTests", "Fixtures")
+DOCUMENT = os.path.join(HERE, "..", "..", "Docs", "vault-format.md")
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+VECTORS = ["v1", "v2"]
+
+PASSPHRASE_SLOT, LEGACY_RECOVERY_SLOT, RECOVERY_SLOT = 1, 2, 3
+SLOT_SIZES = {PASSPHRASE_SLOT: 102, LEGACY_RECOVERY_SLOT: 102, RECOVERY_SLOT: 142}
+SLOT_AD_PREFIX = b"gemvault slot\x00" + b"GEMVAULT" + b"\x01\x00"
+NAME = re.compile(rb"[A-Za-z0-9._-]{1,128}")
 
 
-def load():
-    with open(os.path.join(FIXTURES, "vector-v1.vault"), "rb") as handle:
+def load(vector):
+    with open(os.path.join(FIXTURES, "vector-%s.vault" % vector), "rb") as handle:
         data = handle.read()
-    with open(os.path.join(FIXTURES, "vector-v1.json")) as handle:
+    with open(os.path.join(FIXTURES, "vector-%s.json" % vector)) as handle:
         expected = json.load(handle)
     return data, expected
 
 
 def parse(data):
+    """The byte layout of the document: header, slots by kind, payload, checksum."""
     body, checksum = data[:-32], data[-32:]
     assert hashlib.blake2b(body, digest_size=32).digest() == checksum
     assert body[:8] == b"GEMVAULT"
-    version, generation, count = struct.unpack_from("<HQB", body, 8)
-    offset = 19
+    (version,) = struct.unpack_from("<H", body, 8)
+    assert version in (1, 2)
+    offset = 10
+    vault_id = None
+    if version == 2:
+        vault_id = body[offset:offset + 16]
+        offset += 16
+    generation, count = struct.unpack_from("<QB", body, offset)
+    offset += 9
+    assert count in (1, 2)
     slots = []
-    for _ in range(count):
+    for index in range(count):
         kind, algorithm, ops, mem = struct.unpack_from("<BBIQ", body, offset)
-        salt = body[offset + 14:offset + 30]
-        nonce = body[offset + 30:offset + 54]
-        wrapped = body[offset + 54:offset + 102]
-        slots.append(dict(kind=kind, algorithm=algorithm, ops=ops, mem=mem, salt=salt, nonce=nonce, wrapped=wrapped,
-                          params=body[offset:offset + 30]))
-        offset += 102
+        if index == 0:
+            assert kind == PASSPHRASE_SLOT
+        else:
+            assert kind == LEGACY_RECOVERY_SLOT or (kind == RECOVERY_SLOT and version == 2)
+        assert algorithm == 2
+        size = SLOT_SIZES[kind]
+        raw = body[offset:offset + size]
+        slot = dict(kind=kind, ops=ops, mem=mem, params=raw[:30], salt=raw[14:30], raw=raw, offset=offset)
+        if kind == RECOVERY_SLOT:
+            slot.update(public_key=raw[30:62], sealed=raw[62:142])
+        else:
+            slot.update(nonce=raw[30:54], wrapped=raw[54:102])
+        slots.append(slot)
+        offset += size
     payload_nonce = body[offset:offset + 24]
     (length,) = struct.unpack_from("<I", body, offset + 24)
     header = body[:offset + 28]
     ciphertext = body[offset + 28:]
     assert len(ciphertext) == length
-    return dict(version=version, generation=generation, slots=slots, nonce=payload_nonce, header=header, ciphertext=ciphertext)
+    return dict(version=version, vault_id=vault_id, generation=generation, slots=slots, nonce=payload_nonce,
+                header=header, ciphertext=ciphertext)
+
+
+def argon2id(secret, slot):
+    return nacl.crypto_pwhash_alg(32, secret, slot["salt"], slot["ops"], slot["mem"], nacl.crypto_pwhash_ALG_ARGON2ID13)
 
 
 def unwrap(slot, secret):
-    kek = pwhash.argon2id.kdf(32, secret, slot["salt"], opslimit=slot["ops"], memlimit=slot["mem"])
-    ad = b"gemvault slot\x00" + b"GEMVAULT" + b"\x01\x00" + slot["params"]
-    return nacl.crypto_aead_xchacha20poly1305_ietf_decrypt(slot["wrapped"], ad, slot["nonce"], kek)
+    """Kinds 1 and 2: the data key wrapped under the Argon2id KEK."""
+    assert slot["kind"] in (PASSPHRASE_SLOT, LEGACY_RECOVERY_SLOT)
+    kek = argon2id(secret, slot)
+    return nacl.crypto_aead_xchacha20poly1305_ietf_decrypt(slot["wrapped"], SLOT_AD_PREFIX + slot["params"], slot["nonce"], kek)
 
 
-def decode_payload(padded):
-    # ISO/IEC 7816-4 padding: strip trailing zeros, then the 0x80 marker.
+def open_recovery(slot, canonical):
+    """Kind 2 like a passphrase slot; kind 3 through the key pair derived from the code."""
+    if slot["kind"] == LEGACY_RECOVERY_SLOT:
+        return unwrap(slot, canonical)
+    public_key, secret_key = nacl.crypto_box_seed_keypair(argon2id(canonical, slot))
+    if public_key != slot["public_key"]:
+        return None
+    return nacl.crypto_box_seal_open(slot["sealed"], public_key, secret_key)
+
+
+def canonical_code(typed):
+    canonical = typed.replace("-", "").replace(" ", "").upper().replace("O", "0").replace("I", "1").replace("L", "1")
+    assert len(canonical) == 32 and all(c in ALPHABET for c in canonical)
+    return canonical.encode()
+
+
+def slot_of(vault, kinds):
+    return [s for s in vault["slots"] if s["kind"] in kinds][0]
+
+
+def decrypt(vault, data_key):
+    return nacl.crypto_aead_xchacha20poly1305_ietf_decrypt(vault["ciphertext"], vault["header"], vault["nonce"], data_key)
+
+
+def unpad(padded):
+    # ISO/IEC 7816-4 padding to 512-byte blocks: strip trailing zeros, then the 0x80 marker.
+    assert len(padded) % 512 == 0
     unpadded = padded.rstrip(b"\x00")
-    assert unpadded[-1] == 0x80 and len(padded) % 512 == 0
-    payload = unpadded[:-1]
+    assert unpadded[-1] == 0x80 and len(padded) - len(unpadded) < 512
+    return unpadded[:-1]
+
+
+def decode_payload(payload):
+    """The payload of the document, with the writer rules a reader enforces."""
     assert payload[0] == 1
     offset = 33
+
+    def field(width):
+        nonlocal offset
+        (n,) = struct.unpack_from("<H" if width == 2 else "<I", payload, offset)
+        value = payload[offset + width:offset + width + n]
+        assert len(value) == n
+        offset += width + n
+        return value
+
     (key_count,) = struct.unpack_from("<H", payload, offset)
     offset += 2
-    keys = {}
+    keys, names = {}, []
     for _ in range(key_count):
-        (n,) = struct.unpack_from("<H", payload, offset); name = payload[offset + 2:offset + 2 + n].decode(); offset += 2 + n
-        (n,) = struct.unpack_from("<H", payload, offset); secret = payload[offset + 2:offset + 2 + n].decode(); offset += 2 + n
-        created, updated, previous = struct.unpack_from("<qqB", payload, offset); offset += 17
+        name = field(2)
+        assert NAME.fullmatch(name) and not name.startswith(b"-")
+        assert not names or names[-1] < name
+        names.append(name)
+        secret = field(2)
+        assert 1 <= len(secret) <= 4096
+        created, updated, previous = struct.unpack_from("<qqB", payload, offset)
+        offset += 17
+        assert previous <= 5 and created <= updated
         for _ in range(previous):
-            (n,) = struct.unpack_from("<H", payload, offset); offset += 2 + n + 8
-        keys[name] = secret
+            assert 1 <= len(field(2)) <= 4096
+            offset += 8
+        keys[name.decode()] = secret.decode()
     (setting_count,) = struct.unpack_from("<H", payload, offset)
     offset += 2
-    settings = {}
+    settings, names = {}, []
     for _ in range(setting_count):
-        (n,) = struct.unpack_from("<H", payload, offset); name = payload[offset + 2:offset + 2 + n].decode(); offset += 2 + n
-        (n,) = struct.unpack_from("<I", payload, offset); settings[name] = payload[offset + 4:offset + 4 + n].decode(); offset += 4 + n
+        name = field(2)
+        assert NAME.fullmatch(name) and not name.startswith(b"-")
+        assert not names or names[-1] < name
+        names.append(name)
+        value = field(4)
+        assert len(value) <= 65536
+        settings[name.decode()] = value.decode()
     assert offset == len(payload)
     return keys, settings
 
 
-def test_vector_decrypts_with_the_passphrase_from_the_document_alone():
-    data, expected = load()
+def document_dumps(vector):
+    """The hex dumps of the document's test vector section for `vector`, as bytes."""
+    with open(DOCUMENT) as handle:
+        text = handle.read()
+    title = "## Test vector (format %s)\n" % vector[1]
+    assert title in text
+    section = text.split(title, 1)[1].split("\n## ", 1)[0]
+    dumps = []
+    for block in re.findall(r"```\n(.*?)```", section, re.S):
+        data = b""
+        for line in block.splitlines():
+            match = re.match(r"^([0-9a-f]{8}): ((?:[0-9a-f]{2,4} ?)+)", line)
+            assert match, line
+            assert int(match.group(1), 16) == len(data)
+            data += bytes.fromhex(match.group(2).replace(" ", ""))
+        dumps.append(data)
+    return dumps
+
+
+@pytest.mark.parametrize("vector", VECTORS)
+def test_vector_decrypts_with_the_passphrase_from_the_document_alone(vector):
+    data, expected = load(vector)
     vault = parse(data)
-    assert vault["version"] == 1 and vault["generation"] == expected["generation"]
-    passphrase_slot = [s for s in vault["slots"] if s["kind"] == 1][0]
-    assert passphrase_slot["algorithm"] == 2
-    data_key = unwrap(passphrase_slot, expected["passphrase"].encode())
-    padded = nacl.crypto_aead_xchacha20poly1305_ietf_decrypt(vault["ciphertext"], vault["header"], vault["nonce"], data_key)
-    keys, settings = decode_payload(padded)
+    assert vault["version"] == int(vector[1])
+    assert vault["generation"] == expected["generation"]
+    assert (vault["vault_id"] is not None) == (vault["version"] == 2)
+    data_key = unwrap(slot_of(vault, [PASSPHRASE_SLOT]), expected["passphrase"].encode())
+    keys, settings = decode_payload(unpad(decrypt(vault, data_key)))
     assert keys == expected["keys"] and settings == expected["settings"]
 
 
-def test_vector_decrypts_with_the_recovery_code():
-    data, expected = load()
+@pytest.mark.parametrize("vector, kind", [("v1", LEGACY_RECOVERY_SLOT), ("v2", RECOVERY_SLOT)])
+def test_vector_decrypts_with_the_recovery_code(vector, kind):
+    data, expected = load(vector)
     vault = parse(data)
-    canonical = expected["recovery_code"].replace("-", "")
-    assert len(canonical) == 32 and all(c in ALPHABET for c in canonical)
-    recovery_slot = [s for s in vault["slots"] if s["kind"] == 2][0]
-    data_key = unwrap(recovery_slot, canonical.encode())
-    padded = nacl.crypto_aead_xchacha20poly1305_ietf_decrypt(vault["ciphertext"], vault["header"], vault["nonce"], data_key)
-    assert decode_payload(padded)[0] == expected["keys"]
+    recovery_slot = slot_of(vault, [LEGACY_RECOVERY_SLOT, RECOVERY_SLOT])
+    assert recovery_slot["kind"] == kind
+    data_key = open_recovery(recovery_slot, canonical_code(expected["recovery_code"]))
+    assert data_key is not None and len(data_key) == 32
+    assert data_key == unwrap(slot_of(vault, [PASSPHRASE_SLOT]), expected["passphrase"].encode())
+    keys, settings = decode_payload(unpad(decrypt(vault, data_key)))
+    assert keys == expected["keys"] and settings == expected["settings"]
 
 
-def test_vector_opens_with_the_cli(env):
-    data, expected = load()
+def test_a_wrong_recovery_code_derives_another_public_key():
+    data, expected = load("v2")
+    recovery_slot = slot_of(parse(data), [RECOVERY_SLOT])
+    wrong = canonical_code(load("v1")[1]["recovery_code"])
+    assert wrong != canonical_code(expected["recovery_code"])
+    assert open_recovery(recovery_slot, wrong) is None
+
+
+def test_the_vault_id_is_part_of_the_payload_additional_data():
+    data, expected = load("v2")
+    vault = parse(data)
+    data_key = unwrap(slot_of(vault, [PASSPHRASE_SLOT]), expected["passphrase"].encode())
+    assert vault["header"][10:26] == vault["vault_id"]
+    edited = vault["header"][:10] + bytes([vault["header"][10] ^ 1]) + vault["header"][11:]
+    with pytest.raises(CryptoError):
+        nacl.crypto_aead_xchacha20poly1305_ietf_decrypt(vault["ciphertext"], edited, vault["nonce"], data_key)
+
+
+@pytest.mark.parametrize("vector, slots_offset, header_fixed", [("v1", 19, 47), ("v2", 35, 63)])
+def test_documented_offsets_match_the_vector(vector, slots_offset, header_fixed):
+    data, _ = load(vector)
+    vault = parse(data)
+    assert vault["slots"][0]["offset"] == slots_offset
+    s = sum(len(slot["raw"]) for slot in vault["slots"])
+    assert len(vault["header"]) == header_fixed + s
+    assert len(data) == header_fixed + s + len(vault["ciphertext"]) + 32
+
+
+@pytest.mark.parametrize("vector", VECTORS)
+def test_hex_dumps_in_the_document_are_the_vector_and_its_payload(vector):
+    data, expected = load(vector)
+    file_dump, payload_dump = document_dumps(vector)
+    assert file_dump == data
+    vault = parse(data)
+    data_key = unwrap(slot_of(vault, [PASSPHRASE_SLOT]), expected["passphrase"].encode())
+    assert payload_dump == unpad(decrypt(vault, data_key))
+
+
+def install(env, data, passphrase):
     os.makedirs(os.path.dirname(env.vault), mode=0o700)
     with open(env.vault, "wb") as handle:
         handle.write(data)
     os.chmod(env.vault, 0o600)
-    env.write_private(env.passfile, expected["passphrase"] + "\n")
-    assert env.run("key", "get").out == expected["keys"]["default"] + "\n"
+    env.write_private(env.passfile, passphrase + "\n")
+
+
+@pytest.mark.parametrize("vector", VECTORS)
+def test_vector_opens_with_the_cli(env, vector):
+    data, expected = load(vector)
+    install(env, data, expected["passphrase"])
+    result = env.run("key", "get")
+    assert result.code == 0, result
+    assert result.out == expected["keys"]["default"] + "\n"
+
+
+def test_a_format_1_vault_is_rewritten_as_format_2_with_its_slots_unchanged(env):
+    data, expected = load("v1")
+    old = parse(data)
+    install(env, data, expected["passphrase"])
+    result = env.run("key", "set", "second", input="AIzaSySecondKey-0123456789abcdefghijklm\n")
+    assert result.code == 0, result
+    new = parse(env.vault_bytes())
+    assert new["version"] == 2 and len(new["vault_id"]) == 16
+    assert new["generation"] == expected["generation"] + 1
+    assert [s["raw"] for s in new["slots"]] == [s["raw"] for s in old["slots"]]
+    data_key = open_recovery(slot_of(new, [LEGACY_RECOVERY_SLOT]), canonical_code(expected["recovery_code"]))
+    keys, _ = decode_payload(unpad(decrypt(new, data_key)))
+    assert keys == dict(expected["keys"], second="AIzaSySecondKey-0123456789abcdefghijklm")
+
+
+def test_rekey_reseals_the_recovery_slot_to_the_same_public_key(env):
+    data, expected = load("v2")
+    old = parse(data)
+    old_key = unwrap(slot_of(old, [PASSPHRASE_SLOT]), expected["passphrase"].encode())
+    install(env, data, expected["passphrase"])
+    result = env.run("rekey")
+    assert result.code == 0, result
+    new = parse(env.vault_bytes())
+    assert new["vault_id"] == old["vault_id"] and new["generation"] == expected["generation"] + 1
+    old_recovery, new_recovery = slot_of(old, [RECOVERY_SLOT]), slot_of(new, [RECOVERY_SLOT])
+    assert new_recovery["params"] == old_recovery["params"] and new_recovery["public_key"] == old_recovery["public_key"]
+    assert new_recovery["sealed"] != old_recovery["sealed"]
+    assert slot_of(new, [PASSPHRASE_SLOT])["params"] == slot_of(old, [PASSPHRASE_SLOT])["params"]
+    new_key = open_recovery(new_recovery, canonical_code(expected["recovery_code"]))
+    assert new_key is not None and new_key != old_key
+    assert new_key == unwrap(slot_of(new, [PASSPHRASE_SLOT]), expected["passphrase"].encode())
+    with pytest.raises(CryptoError):
+        decrypt(new, old_key)
+    assert decode_payload(unpad(decrypt(new, new_key)))[0] == expected["keys"]
+    with open(env.vault + ".bak", "rb") as handle:
+        assert handle.read() == env.vault_bytes()
