@@ -1,6 +1,5 @@
 import CSystemShims
 import GeminiClient
-import Glibc
 import TerminalIO
 
 /// Prints a streaming reply: a spinner on stderr until the first text, then the text on

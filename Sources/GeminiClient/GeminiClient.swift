@@ -1,5 +1,4 @@
 import FoundationEssentials
-import Glibc
 import SystemIO
 import VaultCore
 
@@ -320,7 +319,7 @@ public final class GeminiClient {
         while remaining > 0 {
             if isCancelled() { return true }
             let slice = min(remaining, 0.05)
-            usleep(useconds_t(slice * 1_000_000))
+            Clock.sleep(slice)
             remaining -= slice
         }
         return isCancelled()

@@ -2,7 +2,6 @@ import ChatUI
 import CSystemShims
 import GeminiClient
 import GemvaultConfig
-import Glibc
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -54,7 +53,7 @@ enum ChatCommand {
     static func chat(_ call: Invocation) throws {
         let (client, settings) = try client(call)
         let repl = ChatREPL(conversation: try conversation(settings), client: client,
-                            style: style(settings, environment: call.context.environment, fd: STDOUT_FILENO),
+                            style: style(settings, environment: call.context.environment, fd: FileDescriptor.standardOutput.raw),
                             interactive: Terminal.stdinIsTerminal)
         repl.run()
     }

@@ -91,7 +91,7 @@ enum ConfigCommand {
             file.set(name, value)
             try file.save()
         } else {
-            guard context.store.exists else { throw VaultError.notFound(path: context.vaultPath) }
+            try context.checkVaultBeforePrompt()
             let passphrase = try context.readPassphrase()
             try context.modifyVault(unlockWith: passphrase) { try $0.contents.setSetting(name, value: value) }
         }
@@ -123,6 +123,7 @@ enum ConfigCommand {
             removed = file.unset(name)
             if removed { try file.save() }
         } else {
+            try context.checkVaultBeforePrompt()
             let passphrase = try context.readPassphrase()
             try context.modifyVault(unlockWith: passphrase) { removed = $0.contents.removeSetting(name) }
         }

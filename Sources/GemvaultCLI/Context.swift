@@ -57,6 +57,13 @@ struct Context {
         try checked(VaultFile.parse(try store.read(), path: vaultPath, policy: kdfPolicy))
     }
 
+    /// Everything that can be checked without a secret (permissions, checksum, slots, KDF
+    /// bounds, rollback), done before a prompt so nobody types a passphrase for a bad file.
+    func checkVaultBeforePrompt() throws {
+        guard store.exists else { throw VaultError.notFound(path: vaultPath) }
+        _ = try readVaultFile()
+    }
+
     /// Refuses a file older than the highest generation seen for its vault id.
     func checked(_ file: VaultFile) throws -> VaultFile {
         guard !acceptsRollback, let seen = highestSeen(file), file.generation < seen else { return file }

@@ -1,4 +1,3 @@
-import Glibc
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -8,13 +7,7 @@ public let gemvaultVersion = "0.1.0"
 /// The entry point: harden the process, parse argv against the table, run, map errors.
 public enum GemvaultMain {
     public static func run(arguments: [String], environment: [String: String]) -> Int32 {
-        ProcessHardening.disableCoreDumps()
-        // libcurl would write TLS session secrets to this file (mode 0644 at that).
-        unsetenv("SSLKEYLOGFILE")
-        // A closed stdout (| head) must end the process quietly, not kill it mid-save.
-        signal(SIGPIPE, SIG_IGN)
-        // A file size limit must fail the write (EFBIG), which leaves the vault intact, not kill us.
-        signal(SIGXFSZ, SIG_IGN)
+        ProcessHardening.prepareProcess()
         do {
             switch try ArgumentParser.parse(arguments) {
             case .version:
@@ -35,17 +28,9 @@ public enum GemvaultMain {
         }
     }
 
-    /// The process environment as a dictionary.
-    public static var processEnvironment: [String: String] {
-        var result: [String: String] = [:]
-        var pointer = environ
-        while let entry = pointer.pointee {
-            let text = String(cString: entry)
-            if let equals = text.firstIndex(of: "=") {
-                result[String(text[..<equals])] = String(text[text.index(after: equals)...])
-            }
-            pointer += 1
-        }
-        return result
+    /// The whole program: the command, then exit with its code. The environment is read
+    /// before `run` removes SSLKEYLOGFILE, so that doctor can still report it.
+    public static func main() -> Never {
+        ProcessHardening.exit(run(arguments: Array(CommandLine.arguments.dropFirst()), environment: ProcessHardening.environment))
     }
 }

@@ -86,7 +86,7 @@ enum VaultCommand {
         let context = call.context
         let name = call.positionals.first ?? "default"
         try VaultContents.validateName(name)
-        guard context.store.exists else { throw VaultError.notFound(path: context.vaultPath) }
+        try context.checkVaultBeforePrompt()
         // The key first: stdin may be the key while the passphrase comes from the terminal or a descriptor.
         let source: SecretSource = Terminal.stdinIsTerminal ? .terminal : .standardInput
         let key = try SecretInput.read(from: source, prompt: "API key for '\(name)': ").trimmingWhitespace()
@@ -134,6 +134,7 @@ enum VaultCommand {
 
     static func removeKey(_ call: Invocation) throws {
         let name = call.positionals[0]
+        try call.context.checkVaultBeforePrompt()
         let passphrase = try call.context.readPassphrase()
         try call.context.modifyVault(unlockWith: passphrase) { try $0.contents.removeKey(name) }
         Console.err("gemvault: removed key '\(name)'\n")
@@ -148,39 +149,40 @@ enum VaultCommand {
 
     static func changePassphrase(_ call: Invocation) throws {
         let context = call.context
-        guard context.store.exists else { throw VaultError.notFound(path: context.vaultPath) }
+        try context.checkVaultBeforePrompt()
         let current = try SecretInput.read(from: try context.passphraseSource(), prompt: "Current passphrase for \(context.vaultPath): ")
         Redaction.register(current)
         // Check the current passphrase before asking for a new one.
         _ = try VaultDocument.open(try context.readVaultFile(), path: context.vaultPath, passphrase: current)
         let new = try readNewPassphrase(call)
-        try rekeyVault(context, unlockWith: current, newPassphrase: new)
-        Console.err("gemvault: passphrase changed and the vault is under a new data key; the old passphrase opens nothing written from now on. The recovery code still works.\n")
+        let newCode = try rekeyVault(context, unlockWith: current, newPassphrase: new)
+        Console.err("gemvault: passphrase changed and the vault is under a new data key; the old passphrase opens nothing written from now on\(newCode ? "" : ". The recovery code still works")\n")
     }
 
     static func recover(_ call: Invocation) throws {
         let context = call.context
-        guard context.store.exists else { throw VaultError.notFound(path: context.vaultPath) }
+        try context.checkVaultBeforePrompt()
         let source: SecretSource = Terminal.stdinIsTerminal ? .terminal : .fileDescriptor(FileDescriptor.standardInput.raw)
         let code = try SecretInput.read(from: source, prompt: "Recovery code: ")
         Redaction.register(code)
         _ = try VaultDocument.open(try context.readVaultFile(), path: context.vaultPath, recoveryCode: code)
         let new = try readNewPassphrase(call)
-        try rekeyVault(context, unlockWith: code, recovery: true, newPassphrase: new)
+        _ = try rekeyVault(context, unlockWith: code, recovery: true, newPassphrase: new)
         Console.err("gemvault: new passphrase set and the vault is under a new data key; the recovery code stays the same\n")
     }
 
     static func rekey(_ call: Invocation) throws {
         let context = call.context
-        guard context.store.exists else { throw VaultError.notFound(path: context.vaultPath) }
+        try context.checkVaultBeforePrompt()
         let passphrase = try context.readPassphrase()
-        try rekeyVault(context, unlockWith: passphrase, newPassphrase: nil)
+        _ = try rekeyVault(context, unlockWith: passphrase, newPassphrase: nil)
         Console.err("gemvault: the vault is under a new data key; old copies of it open nothing written from now on\n")
     }
 
     /// A new data key, and vault.bak replaced by the result, so no retired slot survives.
-    /// A format 1 recovery slot that had to be replaced yields a new code, shown once.
-    static func rekeyVault(_ context: Context, unlockWith secret: SecretBytes, recovery: Bool = false, newPassphrase: SecretBytes?) throws {
+    /// A format 1 recovery slot that had to be replaced yields a new code, shown once;
+    /// returns whether that happened.
+    static func rekeyVault(_ context: Context, unlockWith secret: SecretBytes, recovery: Bool = false, newPassphrase: SecretBytes?) throws -> Bool {
         var newCode: SecretBytes?
         try context.modifyVault(unlockWith: secret, recovery: recovery, backup: .new) { document in
             newCode = try document.rekey(newPassphrase: newPassphrase)
@@ -190,11 +192,13 @@ enum VaultCommand {
             Console.err("gemvault: here is its new recovery code, shown only this once (the old code no longer works). Write it down and keep it offline.\n")
             Output.writeSecret(newCode, to: .standardError)
         }
+        return newCode != nil
     }
 
     static func restoreBackup(_ call: Invocation) throws {
         let context = call.context
         let store = context.store
+        _ = try VaultFile.parse(try store.readBackup(), path: store.backupPath, policy: context.kdfPolicy)
         let passphrase = try context.readPassphrase()
         var kept: String?
         var generation: UInt64 = 0

@@ -63,6 +63,9 @@ public final class FileLock {
 }
 
 public enum Clock {
+    /// Sleeps for `seconds`.
+    public static func sleep(_ seconds: Double) { usleep(useconds_t(max(0, seconds) * 1_000_000)) }
+
     /// Unix seconds.
     public static func now() -> Int64 { Int64(time(nil)) }
 

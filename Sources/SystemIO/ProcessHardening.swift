@@ -1,4 +1,5 @@
 import CSystemShims
+import Glibc
 
 /// Process-wide protections that must be in place before any secret is read.
 public enum ProcessHardening {
@@ -8,4 +9,32 @@ public enum ProcessHardening {
     public static func disableCoreDumps() -> Bool { gv_disable_core_dumps() == 0 }
 
     public static var isDumpable: Bool { gv_is_dumpable() == 1 }
+
+    /// Everything a gemvault process sets up before it reads a secret.
+    public static func prepareProcess() {
+        disableCoreDumps()
+        // A closed stdout (| head) must end the process quietly, not kill it mid-save.
+        signal(SIGPIPE, SIG_IGN)
+        // A file size limit must fail the write (EFBIG), which leaves the vault intact, not kill us.
+        signal(SIGXFSZ, SIG_IGN)
+        // libcurl would write TLS session secrets to this file (mode 0644 at that).
+        unsetenv("SSLKEYLOGFILE")
+    }
+
+    /// The process environment as a dictionary (read after `prepareProcess`).
+    public static var environment: [String: String] {
+        var result: [String: String] = [:]
+        var pointer = environ
+        while let entry = pointer.pointee {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") {
+                result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            pointer += 1
+        }
+        return result
+    }
+
+    /// Ends the process with `code`.
+    public static func exit(_ code: Int32) -> Never { Glibc.exit(code) }
 }

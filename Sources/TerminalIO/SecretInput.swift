@@ -94,14 +94,19 @@ public enum SecretInput {
         var length = 0
         var failure: SecretInputError?
         buffer.withUnsafeMutableBytes { raw in
+            var byte: UInt8 = 0
+            defer { byte = 0 }
             while true {
-                let n: Int
-                do throws(SystemError) { n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[length..<min(length + 1, raw.count)])) }
-                catch { failure = .unreadable("\(file.path): \(error.reason)"); return }
+                let read = withUnsafeMutableBytes(of: &byte) { one in Result { () throws(SystemError) in try file.read(into: one) } }
+                guard case .success(let n) = read else {
+                    if case .failure(let error) = read { failure = .unreadable("\(file.path): \(error.reason)") }
+                    return
+                }
                 if n == 0 { return }
-                if !wholeInput && raw[length] == 0x0a { raw[length] = 0; return }
-                length += 1
+                if !wholeInput && byte == 0x0a { return }
                 guard length < raw.count else { failure = .tooLong(limit: maximumLength); return }
+                raw[length] = byte
+                length += 1
             }
         }
         if let failure { throw failure }

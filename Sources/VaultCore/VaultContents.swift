@@ -49,6 +49,7 @@ public final class VaultContents {
             let history = Array(([RetiredSecret(secret: old.secret, retired: now)] + old.previous).prefix(Self.retiredLimit))
             keys[index] = StoredKey(name: name, secret: secret, created: old.created, updated: now, previous: history)
         } else {
+            guard keys.count < Int(UInt16.max) else { throw .valueTooLarge("the vault (65535 keys at most)") }
             keys.append(StoredKey(name: name, secret: secret, created: now, updated: now, previous: []))
             keys.sort { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
         }
@@ -62,6 +63,7 @@ public final class VaultContents {
     public func setSetting(_ name: String, value: String) throws(VaultError) {
         try Self.validateName(name)
         guard value.utf8.count <= Self.maxSettingBytes else { throw .valueTooLarge("setting \(name)") }
+        guard settings[name] != nil || settings.count < Int(UInt16.max) else { throw .valueTooLarge("the vault (65535 settings at most)") }
         settings[name] = value
     }
 

@@ -119,6 +119,8 @@ public final class VaultDocument {
             if file.vaultID == nil { file.vaultID = Sodium.randomBytes(VaultFile.vaultIDBytes) }
         }
         let payload = try contents.encoded()
+        // Refused here rather than written and then refused by every reader.
+        guard payload.count + Sodium.xchachaTagBytes <= VaultFile.maxPayload else { throw .valueTooLarge("the vault (its contents may take 16 MiB)") }
         file.generation = max(file.generation, minimumGeneration) + 1
         file.payloadNonce = Sodium.randomBytes(Sodium.xchachaNonceBytes)
         file.payloadCiphertext = [UInt8](repeating: 0, count: payload.count + Sodium.xchachaTagBytes)

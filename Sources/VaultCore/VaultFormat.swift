@@ -6,7 +6,8 @@ public struct VaultFile: Equatable, Sendable {
     static let maxPayload = 16 << 20
     static let checksumBytes = 32
     static let vaultIDBytes = 16
-    /// The smallest file a writer ever produces: a format 1 vault with one slot and an empty payload.
+    /// The smallest file that can be structurally valid: format 1, one slot, a bare tag as payload.
+    /// (Writers pad the payload to 512 bytes, so their files are larger.)
     public static let minimumSize = 8 + 2 + 8 + 1 + 102 + 24 + 4 + 16 + 32
     /// The largest: a format 2 header with both slots, the largest payload, the checksum.
     public static let maximumSize = 8 + 2 + 16 + 8 + 1 + 102 + 142 + 24 + 4 + maxPayload + 32
@@ -75,7 +76,10 @@ public struct VaultFile: Equatable, Sendable {
                 if length > maxPayload {
                     throw VaultError.damaged(path: path, detail: "the payload length field says \(length) bytes, more than the \(maxPayload >> 20) MiB a vault may hold")
                 }
-                guard length >= Sodium.xchachaTagBytes, length == reader.remaining else {
+                guard length >= Sodium.xchachaTagBytes else {
+                    throw VaultError.damaged(path: path, detail: "the payload length field says \(length) bytes, shorter than its 16-byte tag")
+                }
+                guard length == reader.remaining else {
                     throw VaultError.damaged(path: path, detail: "the payload length field says \(length) bytes, but \(reader.remaining) follow")
                 }
                 return VaultFile(formatVersion: version, vaultID: vaultID, generation: generation, slots: slots,

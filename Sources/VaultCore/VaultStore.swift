@@ -117,7 +117,9 @@ public struct VaultStore: Sendable {
         } catch .failed(let error) {
             throw VaultError.system(error)
         }
-        for stale in folder.names(withPrefix: tempPrefix) + folder.names(withPrefix: name + ".bak.tmp") { folder.remove(stale) }
+        let leftovers = folder.names(withPrefix: tempPrefix) + folder.names(withPrefix: name + ".bak.tmp")
+            + folder.names(withPrefix: name + ".damaged-").filter { $0.hasSuffix(".tmp") }
+        for stale in leftovers { folder.remove(stale) }
         return try body(WriteSession(store: self, folder: folder, lock: lock))
     }
 

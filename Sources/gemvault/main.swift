@@ -1,7 +1,3 @@
 import GemvaultCLI
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
-exit(GemvaultMain.run(arguments: Array(CommandLine.arguments.dropFirst()), environment: GemvaultMain.processEnvironment))
+GemvaultMain.main()

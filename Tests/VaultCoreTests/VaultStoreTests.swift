@@ -40,8 +40,8 @@ import Testing
     @Test func tempFilesOfKilledWritersAreRemovedByTheNextWriter() throws {
         let directory = temporaryDirectory()
         let store = VaultStore(path: directory + "/vault")
-        FileManager.default.createFile(atPath: directory + "/.vault.tmp.123.abc", contents: Data([1]))
-        FileManager.default.createFile(atPath: directory + "/.other.tmp.1.x", contents: Data([1]))
+        _ = FileManager.default.createFile(atPath: directory + "/.vault.tmp.123.abc", contents: Data([1]))
+        _ = FileManager.default.createFile(atPath: directory + "/.other.tmp.1.x", contents: Data([1]))
         try write(store, [1])
         #expect(!FileManager.default.fileExists(atPath: directory + "/.vault.tmp.123.abc"))
         #expect(FileManager.default.fileExists(atPath: directory + "/.other.tmp.1.x"))
