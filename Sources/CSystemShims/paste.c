@@ -1,9 +1,96 @@
 #include "CSystemShims.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
+
+/* Job control at the chat prompt. libedit's own signal handling (rl_catch_signals) is off:
+ * with a custom getc it would end the line on any signal. Here a resize or a stop only
+ * interrupts the read; the getc handles it and reads on, so the line being typed survives. */
+static volatile sig_atomic_t pending_stop = 0, pending_continue = 0, pending_resize = 0;
+static struct termios shell_mode;
+static int have_shell_mode = 0;
+static void (*redisplay_line)(void) = NULL;
+static void (*resize_editor)(void) = NULL;
+static const char *leave_sequence = NULL, *enter_sequence = NULL;
+
+static void note_job_signal(int sig) {
+    if (sig == SIGTSTP) pending_stop = 1;
+    else if (sig == SIGCONT) pending_continue = 1;
+    else if (sig == SIGWINCH) pending_resize = 1;
+}
+
+static void install_job_handlers(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = note_job_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = 0; /* no SA_RESTART: the read must return so the getc can act */
+    sigaction(SIGTSTP, &action, NULL);
+    sigaction(SIGCONT, &action, NULL);
+    sigaction(SIGWINCH, &action, NULL);
+}
+
+void gv_edit_signals_begin(int terminal_fd, void (*redisplay)(void), void (*resize)(void),
+                           const char *leave, const char *enter) {
+    have_shell_mode = tcgetattr(terminal_fd, &shell_mode) == 0;
+    redisplay_line = redisplay;
+    resize_editor = resize;
+    leave_sequence = leave;
+    enter_sequence = enter;
+    pending_stop = pending_continue = pending_resize = 0;
+    install_job_handlers();
+}
+
+void gv_edit_signals_end(void) {
+    signal(SIGTSTP, SIG_DFL);
+    signal(SIGCONT, SIG_DFL);
+    signal(SIGWINCH, SIG_DFL);
+}
+
+static void write_all(int fd, const char *text) {
+    if (!text) return;
+    size_t length = strlen(text);
+    while (length > 0) {
+        ssize_t n = write(fd, text, length);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        text += n;
+        length -= (size_t)n;
+    }
+}
+
+/* Acts on a stop, a continue or a resize that interrupted a read. */
+static void handle_job_signals(int fd) {
+    if (pending_stop) {
+        pending_stop = 0;
+        struct termios edit_mode;
+        int have_edit_mode = tcgetattr(fd, &edit_mode) == 0;
+        write_all(STDOUT_FILENO, leave_sequence);
+        if (have_shell_mode) tcsetattr(fd, TCSADRAIN, &shell_mode);
+        write_all(STDOUT_FILENO, "\n");
+        signal(SIGTSTP, SIG_DFL);
+        raise(SIGTSTP); /* stops here until fg */
+        install_job_handlers();
+        if (have_edit_mode) tcsetattr(fd, TCSADRAIN, &edit_mode);
+        write_all(STDOUT_FILENO, enter_sequence);
+        pending_continue = 0;
+        if (redisplay_line) redisplay_line();
+    }
+    if (pending_continue) {
+        /* Stopped by something else (SIGSTOP): the shell may have reset the terminal. */
+        pending_continue = 0;
+        if (redisplay_line) redisplay_line();
+    }
+    if (pending_resize) {
+        pending_resize = 0;
+        if (resize_editor) resize_editor();
+        if (redisplay_line) redisplay_line();
+    }
+}
 
 static unsigned char pushback[8];
 static int pushback_count = 0;
@@ -17,9 +104,15 @@ static int next_byte(int fd) {
         return byte;
     }
     unsigned char byte;
-    ssize_t n = read(fd, &byte, 1);
-    if (n == 1) return byte;
-    return EOF; /* EOF, EINTR from Ctrl-C, or an error: libedit ends the line */
+    for (;;) {
+        ssize_t n = read(fd, &byte, 1);
+        if (n == 1) return byte;
+        if (n < 0 && errno == EINTR && !gv_interrupt_pending()) {
+            handle_job_signals(fd);
+            continue;
+        }
+        return EOF; /* EOF, EINTR from Ctrl-C, or an error: libedit ends the line */
+    }
 }
 
 static void append(char byte) {

@@ -22,7 +22,15 @@ int gv_is_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }
 // The signal handler cannot capture state, so the terminal being restored lives here.
 static int saved_tty_fd = -1;
 static struct termios saved_tty;
-static const int guarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP};
+static const int guarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+static const int suspend_signals[] = {SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT};
+#define SUSPEND_COUNT (sizeof(suspend_signals) / sizeof(suspend_signals[0]))
+static volatile sig_atomic_t suspend_pending = 0, continued = 0;
+
+static void note_suspend(int sig) {
+    if (sig == SIGCONT) continued = 1;
+    else suspend_pending = sig;
+}
 #define GUARDED_COUNT (sizeof(guarded_signals) / sizeof(guarded_signals[0]))
 
 static void restore_tty_and_reraise(int sig) {
@@ -48,6 +56,14 @@ int gv_tty_read_secret(const char *prompt, unsigned char *buffer, size_t capacit
     guard.sa_handler = restore_tty_and_reraise;
     sigemptyset(&guard.sa_mask);
     for (size_t i = 0; i < GUARDED_COUNT; i++) sigaction(guarded_signals[i], &guard, &previous[i]);
+    /* Ctrl-Z: like ssh and sudo, echo comes back while stopped and goes off again on fg. */
+    struct sigaction suspend, previous_suspend[SUSPEND_COUNT];
+    memset(&suspend, 0, sizeof suspend);
+    suspend.sa_handler = note_suspend;
+    sigemptyset(&suspend.sa_mask);
+    suspend.sa_flags = 0; /* no SA_RESTART: the read returns EINTR and the loop acts */
+    suspend_pending = continued = 0;
+    for (size_t i = 0; i < SUSPEND_COUNT; i++) sigaction(suspend_signals[i], &suspend, &previous_suspend[i]);
 
     struct termios silent = original;
     silent.c_lflag &= ~(tcflag_t)(ECHO | ECHOE | ECHOK);
@@ -60,7 +76,24 @@ int gv_tty_read_secret(const char *prompt, unsigned char *buffer, size_t capacit
     while (result == GV_TTY_OK) {
         unsigned char byte;
         ssize_t n = read(fd, &byte, 1);
-        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EINTR) {
+            if (suspend_pending) {
+                int sig = suspend_pending;
+                suspend_pending = 0;
+                tcsetattr(fd, TCSAFLUSH, &original);
+                (void)!write(fd, "\n", 1);
+                signal(sig, SIG_DFL);
+                raise(sig); /* stopped here until fg */
+                sigaction(sig, &suspend, NULL);
+                continued = 1;
+            }
+            if (continued) {
+                continued = 0;
+                tcsetattr(fd, TCSAFLUSH, &silent);
+                (void)!write(fd, prompt, strlen(prompt));
+            }
+            continue;
+        }
         if (n < 0) { result = GV_TTY_IO_ERROR; break; }
         if (n == 0) { result = used == 0 ? GV_TTY_EOF : GV_TTY_OK; break; }
         if (byte == '\n' || byte == '\r') break;
@@ -76,6 +109,7 @@ int gv_tty_read_secret(const char *prompt, unsigned char *buffer, size_t capacit
 
     tcsetattr(fd, TCSAFLUSH, &original);
     for (size_t i = 0; i < GUARDED_COUNT; i++) sigaction(guarded_signals[i], &previous[i], NULL);
+    for (size_t i = 0; i < SUSPEND_COUNT; i++) sigaction(suspend_signals[i], &previous_suspend[i], NULL);
     saved_tty_fd = -1;
     close(fd);
     *length = result == GV_TTY_OK ? used : 0;

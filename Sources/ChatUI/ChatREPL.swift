@@ -39,15 +39,24 @@ public final class ChatREPL {
         setlocale(LC_CTYPE, "")
         // Set before libedit initialises (using_history does that), or it is never consulted.
         rl_getc_function = gv_paste_getc
+        // Job control and resizes are handled by the getc (gv_edit_signals_begin), which keeps
+        // the line; libedit's own handling would end it.
+        rl_catch_signals = 0
+        rl_catch_sigwinch = 0
         using_history()
         // Bracketed paste: a pasted block arrives between ESC[200~ and ESC[201~ and joins one message.
-        let bracketedPaste = interactive && Terminal.stdoutIsTerminal
+        bracketedPaste = interactive && Terminal.stdoutIsTerminal
         if bracketedPaste { Console.out("\u{1B}[?2004h") }
         defer { if bracketedPaste { Console.out("\u{1B}[?2004l") } }
         if interactive {
             Console.err(style.dim("gemvault chat with \(conversation.model). Enter sends, \"\"\" starts a multi-line block, /help lists commands, Ctrl-D leaves.") + "\n")
         }
-        while let input = readMessage() {
+        while true {
+            guard let input = readMessage() else {
+                // Ctrl-D: the shell's prompt then starts on its own line.
+                if interactive { Console.out("\n") }
+                break
+            }
             let trimmed = input.trimmedWhitespace
             if trimmed.isEmpty { continue }
             if trimmed.hasPrefix("/") {
@@ -64,9 +73,20 @@ public final class ChatREPL {
 
     // MARK: Input
 
+    private var bracketedPaste = false
+    private static let pasteOff: StaticString = "\u{1B}[?2004l"
+    private static let pasteOn: StaticString = "\u{1B}[?2004h"
+
     private func readLine(_ prompt: String) -> String?? {
         gv_interrupt_clear()
-        guard let raw = readline(prompt) else {
+        if interactive {
+            let leave = bracketedPaste ? UnsafeRawPointer(Self.pasteOff.utf8Start).assumingMemoryBound(to: CChar.self) : nil
+            let enter = bracketedPaste ? UnsafeRawPointer(Self.pasteOn.utf8Start).assumingMemoryBound(to: CChar.self) : nil
+            gv_edit_signals_begin(STDIN_FILENO, rl_forced_update_display, rl_resize_terminal, leave, enter)
+        }
+        let line = readline(prompt)
+        if interactive { gv_edit_signals_end() }
+        guard let raw = line else {
             // libedit returns NULL for Ctrl-D and, with our handler, for Ctrl-C.
             if gv_interrupt_pending() != 0 { return .some(nil) }
             return nil

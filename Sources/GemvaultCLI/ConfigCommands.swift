@@ -91,9 +91,7 @@ enum ConfigCommand {
             file.set(name, value)
             try file.save()
         } else {
-            try context.checkVaultBeforePrompt()
-            let passphrase = try context.readPassphrase()
-            try context.modifyVault(unlockWith: passphrase) { try $0.contents.setSetting(name, value: value) }
+            try context.modifyVault { try $0.contents.setSetting(name, value: value) }
         }
         Console.err("gemvault: \(name) set in the \(layer)\n")
     }
@@ -123,9 +121,7 @@ enum ConfigCommand {
             removed = file.unset(name)
             if removed { try file.save() }
         } else {
-            try context.checkVaultBeforePrompt()
-            let passphrase = try context.readPassphrase()
-            try context.modifyVault(unlockWith: passphrase) { removed = $0.contents.removeSetting(name) }
+            try context.modifyVault { removed = $0.contents.removeSetting(name) }
         }
         Console.err(removed ? "gemvault: \(name) unset\n" : "gemvault: \(name) was not set\n")
     }

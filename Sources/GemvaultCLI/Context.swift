@@ -91,13 +91,19 @@ struct Context {
     /// Reads and parses the vault, then opens it with the passphrase (no lock: reads are atomic).
     func openVault() throws -> VaultDocument {
         let file = try readVaultFile()
-        let document = try VaultDocument.open(file, path: vaultPath, passphrase: try readPassphrase())
+        let document = try withPassphrase { try VaultDocument.open(file, path: vaultPath, passphrase: $0) }
         remember(document.file)
         return document
     }
 
-    /// A locked read-modify-write. `secret` is read before the lock is taken so that a person
-    /// typing a passphrase never holds up other writers.
+    /// A locked read-modify-write with the passphrase, asked (and on a terminal retried)
+    /// before the lock is taken so that a person typing never holds up other writers.
+    func modifyVault(backup: VaultStore.Backup = .previous, _ change: (VaultDocument) throws -> Void) throws {
+        try checkVaultBeforePrompt()
+        try withPassphrase { passphrase in try modifyVault(unlockWith: passphrase, backup: backup, change) }
+    }
+
+    /// A locked read-modify-write with a secret already read.
     func modifyVault(unlockWith secret: SecretBytes, recovery: Bool = false, backup: VaultStore.Backup = .previous,
                      _ change: (VaultDocument) throws -> Void) throws {
         let store = self.store
@@ -119,11 +125,39 @@ struct Context {
         remember(document.file)
     }
 
-    /// Warns about short passphrases; counts characters, not bytes.
-    static func checkNewPassphrase(_ passphrase: SecretBytes) {
+    /// A new passphrase, asked twice on a terminal, with the short-passphrase warning before
+    /// the confirmation, while another can still be chosen.
+    func readNewPassphrase(_ source: SecretSource, prompt: String, confirmPrompt: String) throws -> SecretBytes {
+        let passphrase = try SecretInput.readNew(from: source, prompt: prompt, confirmPrompt: confirmPrompt,
+                                                 weakness: Self.weakness, warn: { Console.warning($0) })
+        Redaction.register(passphrase)
+        return passphrase
+    }
+
+    /// Counts characters, not bytes.
+    static func weakness(_ passphrase: SecretBytes) -> String? {
         let characters = passphrase.withUnsafeBytes { $0.filter { $0 & 0xC0 != 0x80 }.count }
-        if characters < 12 {
-            Console.warning("the passphrase is shorter than 12 characters; a longer one resists guessing far better")
+        return characters < 12 ? "the passphrase is shorter than 12 characters; a longer one resists guessing far better" : nil
+    }
+
+    /// Runs `attempt` with a secret read by `read`. On a terminal a wrong one may be tried
+    /// again, three tries in all, like sudo and ssh; each try costs a full key derivation.
+    /// A descriptor or a file gets one try.
+    func retrying<T>(_ source: SecretSource, read: () throws -> SecretBytes, _ attempt: (SecretBytes) throws -> T) throws -> T {
+        var tries = 1
+        while true {
+            let secret = try read()
+            do {
+                return try attempt(secret)
+            } catch let error as VaultError where (error == .wrongPassphrase || error == .wrongRecoveryCode) && source == .terminal && tries < 3 {
+                tries += 1
+                Console.err("gemvault: \(error == .wrongPassphrase ? "wrong passphrase" : "wrong recovery code"), try again (\(4 - tries) of 3 left)\n")
+            }
         }
+    }
+
+    /// `attempt` with the vault's passphrase, retried on a terminal.
+    func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T {
+        try retrying(try passphraseSource(), read: readPassphrase, attempt)
     }
 }

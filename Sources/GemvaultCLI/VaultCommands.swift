@@ -57,9 +57,8 @@ enum VaultCommand {
         }
         if context.store.exists && !call.flag("--force") { throw VaultError.alreadyExists(path: context.vaultPath) }
         if context.store.exists { _ = try context.store.read() }
-        let passphrase = try SecretInput.readNew(from: try context.passphraseSource(),
-                                                 prompt: "New passphrase for \(context.vaultPath): ", confirmPrompt: "Repeat the passphrase: ")
-        Context.checkNewPassphrase(passphrase)
+        let passphrase = try context.readNewPassphrase(try context.passphraseSource(),
+                                                       prompt: "New passphrase for \(context.vaultPath): ", confirmPrompt: "Repeat the passphrase: ")
         let code = RecoveryCode.generate()
         let document = try VaultDocument.create(path: context.vaultPath, passphrase: passphrase, recoveryCode: code, kdf: preset.parameters)
         try context.store.withExclusiveLock { session in
@@ -91,12 +90,13 @@ enum VaultCommand {
         let source: SecretSource = Terminal.stdinIsTerminal ? .terminal : .standardInput
         let key = try SecretInput.read(from: source, prompt: "API key for '\(name)': ").trimmingWhitespace()
         guard key.count > 0 else { throw SecretInputError.empty }
+        Redaction.register(key)
         if !key.looksLikeGeminiKey {
             Console.warning("the value does not look like a Gemini API key (AIza followed by 35 characters); storing it anyway")
         }
-        let passphrase = try context.readPassphrase()
+        // The key is kept in secret memory across passphrase retries, never asked again.
         var replaced = false
-        try context.modifyVault(unlockWith: passphrase) { document in
+        try context.modifyVault { document in
             replaced = document.contents.key(named: name) != nil
             try document.contents.setKey(name, secret: key, now: Output.now())
         }
@@ -134,26 +134,28 @@ enum VaultCommand {
 
     static func removeKey(_ call: Invocation) throws {
         let name = call.positionals[0]
-        try call.context.checkVaultBeforePrompt()
-        let passphrase = try call.context.readPassphrase()
-        try call.context.modifyVault(unlockWith: passphrase) { try $0.contents.removeKey(name) }
+        try call.context.modifyVault { try $0.contents.removeKey(name) }
         Console.err("gemvault: removed key '\(name)'\n")
     }
 
     static func readNewPassphrase(_ call: Invocation) throws -> SecretBytes {
         let source = try call.context.secretSource(fdOption: "--new-passphrase-fd", fileOption: "--new-passphrase-file")
-        let passphrase = try SecretInput.readNew(from: source, prompt: "New passphrase: ", confirmPrompt: "Repeat the new passphrase: ")
-        Context.checkNewPassphrase(passphrase)
-        return passphrase
+        return try call.context.readNewPassphrase(source, prompt: "New passphrase: ", confirmPrompt: "Repeat the new passphrase: ")
     }
 
     static func changePassphrase(_ call: Invocation) throws {
         let context = call.context
         try context.checkVaultBeforePrompt()
-        let current = try SecretInput.read(from: try context.passphraseSource(), prompt: "Current passphrase for \(context.vaultPath): ")
-        Redaction.register(current)
+        let file = try context.readVaultFile()
         // Check the current passphrase before asking for a new one.
-        _ = try VaultDocument.open(try context.readVaultFile(), path: context.vaultPath, passphrase: current)
+        let current = try context.retrying(try context.passphraseSource(), read: {
+            let secret = try SecretInput.read(from: try context.passphraseSource(), prompt: "Current passphrase for \(context.vaultPath): ")
+            Redaction.register(secret)
+            return secret
+        }) { secret in
+            _ = try VaultDocument.open(file, path: context.vaultPath, passphrase: secret)
+            return secret
+        }
         let new = try readNewPassphrase(call)
         let newCode = try rekeyVault(context, unlockWith: current, newPassphrase: new)
         Console.err("gemvault: passphrase changed and the vault is under a new data key; the old passphrase opens nothing written from now on\(newCode ? "" : ". The recovery code still works")\n")
@@ -163,9 +165,15 @@ enum VaultCommand {
         let context = call.context
         try context.checkVaultBeforePrompt()
         let source: SecretSource = Terminal.stdinIsTerminal ? .terminal : .fileDescriptor(FileDescriptor.standardInput.raw)
-        let code = try SecretInput.read(from: source, prompt: "Recovery code: ")
-        Redaction.register(code)
-        _ = try VaultDocument.open(try context.readVaultFile(), path: context.vaultPath, recoveryCode: code)
+        let file = try context.readVaultFile()
+        let code = try context.retrying(source, read: {
+            let secret = try SecretInput.read(from: source, prompt: "Recovery code: ")
+            Redaction.register(secret)
+            return secret
+        }) { secret in
+            _ = try VaultDocument.open(file, path: context.vaultPath, recoveryCode: secret)
+            return secret
+        }
         let new = try readNewPassphrase(call)
         _ = try rekeyVault(context, unlockWith: code, recovery: true, newPassphrase: new)
         Console.err("gemvault: new passphrase set and the vault is under a new data key; the recovery code stays the same\n")
@@ -174,8 +182,7 @@ enum VaultCommand {
     static func rekey(_ call: Invocation) throws {
         let context = call.context
         try context.checkVaultBeforePrompt()
-        let passphrase = try context.readPassphrase()
-        _ = try rekeyVault(context, unlockWith: passphrase, newPassphrase: nil)
+        _ = try context.withPassphrase { passphrase in try rekeyVault(context, unlockWith: passphrase, newPassphrase: nil) }
         Console.err("gemvault: the vault is under a new data key; old copies of it open nothing written from now on\n")
     }
 
@@ -199,10 +206,9 @@ enum VaultCommand {
         let context = call.context
         let store = context.store
         _ = try VaultFile.parse(try store.readBackup(), path: store.backupPath, policy: context.kdfPolicy)
-        let passphrase = try context.readPassphrase()
         var kept: String?
         var generation: UInt64 = 0
-        try store.withExclusiveLock(onWait: { Console.err("gemvault: \($0)\n") }) { session in
+        try context.withPassphrase { passphrase in try store.withExclusiveLock(onWait: { Console.err("gemvault: \($0)\n") }) { session in
             let backup = try VaultFile.parse(try session.readBackup(), path: store.backupPath, policy: context.kdfPolicy)
             let document = try VaultDocument.open(backup, path: store.backupPath, passphrase: passphrase)
             // Nothing is lost: the vault being replaced stays beside it, whatever state it is in.
@@ -211,7 +217,7 @@ enum VaultCommand {
             }
             try context.save(document, in: session, backup: .unchanged)
             generation = document.file.generation
-        }
+        } }
         if let kept { Console.err("gemvault: the replaced vault was kept as \(kept)\n") }
         Console.err("gemvault: restored \(store.backupPath) as \(store.path) (now generation \(generation))\n")
     }

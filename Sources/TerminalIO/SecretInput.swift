@@ -56,13 +56,30 @@ public enum SecretInput {
         return secret
     }
 
-    /// Asks twice on the terminal and insists the answers match; other sources are read once.
-    public static func readNew(from source: SecretSource, prompt: String, confirmPrompt: String) throws(SecretInputError) -> SecretBytes {
-        let first = try read(from: source, prompt: prompt)
-        guard source == .terminal else { return first }
-        let second = try read(from: .terminal, prompt: confirmPrompt)
-        guard first.isEqual(to: second) else { throw .mismatch }
-        return first
+    /// A new secret. On the terminal it is asked twice; `weakness` is shown before the
+    /// confirmation, where an empty answer starts over, and a mismatch is asked again, three
+    /// rounds in all. Other sources are read once, and a weakness is only a warning.
+    public static func readNew(from source: SecretSource, prompt: String, confirmPrompt: String,
+                               weakness: (SecretBytes) -> String? = { _ in nil },
+                               warn: (String) -> Void) throws(SecretInputError) -> SecretBytes {
+        guard source == .terminal else {
+            let secret = try read(from: source, prompt: prompt)
+            if let problem = weakness(secret) { warn(problem) }
+            return secret
+        }
+        for round in 1...3 {
+            let first = try read(from: .terminal, prompt: prompt)
+            var confirm = confirmPrompt
+            if let problem = weakness(first) {
+                warn(problem)
+                confirm = "Repeat it to keep it anyway, or press Enter to choose another: "
+            }
+            let second: SecretBytes
+            do { second = try read(from: .terminal, prompt: confirm) } catch .empty { continue }
+            if first.isEqual(to: second) { return first }
+            if round < 3 { warn("the two entries do not match; try again") }
+        }
+        throw .mismatch
     }
 
     public static var hasTerminal: Bool {

@@ -90,6 +90,11 @@ class PtySession:
                 return os.waitstatus_to_exitcode(self.status)
         raise AssertionError("process did not exit; screen:\n%s" % self.text())
 
+    def resize(self, rows, columns):
+        """Changes the window size; the kernel sends SIGWINCH to the foreground process group."""
+        import fcntl, struct
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+
     def echo_enabled(self):
         return bool(termios.tcgetattr(self.slave)[3] & termios.ECHO)
 

@@ -244,13 +244,15 @@ def write(env, text):
     return path
 
 
-def test_init_mismatch_is_refused(env):
+def test_init_mismatch_is_asked_again_then_refused(env):
     s = PtySession([BIN, "init", "--kdf", "interactive"], env.vars)
     try:
-        s.expect(r"New passphrase")
-        s.line("one passphrase here")
-        s.expect(r"Repeat")
-        s.line("another passphrase")
+        for attempt in range(3):
+            s.expect(r"New passphrase")
+            s.mark()
+            s.line("one passphrase here")
+            s.expect(r"Repeat")
+            s.line("another passphrase %d" % attempt)
         assert s.wait() == 64
         assert "do not match" in s.text()
     finally:

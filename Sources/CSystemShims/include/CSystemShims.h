@@ -43,6 +43,14 @@ void gv_interrupt_clear(void);
 /// ESC[200~ and ESC[201~ is collected aside (newlines included) and the line ends, so a
 /// pasted block arrives as one message. EINTR (Ctrl-C) reads as EOF.
 int gv_paste_getc(FILE *stream);
+/// Job control around one libedit read: Ctrl-Z restores the shell's terminal modes (and
+/// sends `leave`, such as the end of bracketed paste), stops, and on fg puts the editor's
+/// modes back, sends `enter` and calls `redisplay`; a resize calls `resize` then
+/// `redisplay`. The line being typed is kept in both cases.
+void gv_edit_signals_begin(int terminal_fd, void (*redisplay)(void), void (*resize)(void),
+                           const char *leave, const char *enter);
+/// Back to the default actions, outside the line editor (a reply may then be stopped with Ctrl-Z as usual).
+void gv_edit_signals_end(void);
 /// Hands over the last pasted block (malloc'd, NUL-terminated) or NULL; the caller frees it.
 char *gv_paste_take(void);
 
