@@ -12,13 +12,17 @@ public final class ChatREPL {
     private let client: GeminiClient
     private let style: Style
     private let interactive: Bool
+    private let allowSecrets: Bool
     private var pendingRetry: String?
+    /// Messages refused for holding a credential without a terminal to ask on.
+    public private(set) var refusedMessages = 0
 
-    public init(conversation: Conversation, client: GeminiClient, style: Style, interactive: Bool) {
+    public init(conversation: Conversation, client: GeminiClient, style: Style, interactive: Bool, allowSecrets: Bool = false) {
         self.conversation = conversation
         self.client = client
         self.style = style
         self.interactive = interactive
+        self.allowSecrets = allowSecrets
     }
 
     /// The prompt for libedit: escape sequences wrapped in \u{1}…\u{2} so they take no columns.
@@ -137,10 +141,26 @@ public final class ChatREPL {
 
     // MARK: Sending
 
-    func send(_ message: String) {
-        for finding in SecretScanner.findings(in: message) {
-            Console.warning("the message contains what looks like \(finding); it is being sent to Gemini")
+    /// Whether a message may go out: one holding something credential-shaped is asked about on a
+    /// terminal (default no) and refused otherwise, unless --allow-secrets was given.
+    func maySend(_ message: String) -> Bool {
+        let findings = SecretScanner.findings(in: message)
+        guard !findings.isEmpty, !allowSecrets else { return true }
+        let what = "the message contains what looks like " + findings.map(\.description).joined(separator: ", ")
+        if interactive {
+            Console.warning(what)
+            if TerminalQuestion.confirm("Send it to Gemini anyway?") { return true }
+            Console.err("not sent\n")
+            return false
         }
+        Console.error("not sent: \(what)")
+        Console.hint("remove it, or start the chat with --allow-secrets")
+        refusedMessages += 1
+        return false
+    }
+
+    func send(_ message: String) {
+        guard maySend(message) else { return }
         gv_interrupt_clear()
         let printer = ReplyPrinter(spinner: interactive && Terminal.stderrIsTerminal, prefix: modelLabel)
         do {
@@ -154,8 +174,11 @@ public final class ChatREPL {
         } catch let partial as PartialReply {
             printer.finish()
             report(partial.error)
-            // A reply cut short by the model (MAX_TOKENS …) is still a reply.
-            if !partial.result.text.isEmpty { conversation.record(user: message, result: partial.result) }
+            // A reply cut short by its length is still a reply; one stopped by a filter or a
+            // blocked prompt is not, and the conversation stays as it was.
+            if partial.error.reason == "MAX_TOKENS" && !partial.result.text.isEmpty {
+                conversation.record(user: message, result: partial.result)
+            }
         } catch let error as GeminiError {
             printer.finish()
             report(error)
@@ -228,8 +251,13 @@ public final class ChatREPL {
             Console.err("session: \(conversation.sessionTokens) tokens\n")
         case "/save":
             guard !argument.isEmpty else { Console.error("/save needs a file name"); return true }
-            if let problem = Self.save(conversation.markdown(), to: argument) { Console.error(problem) }
-            else { Console.err("saved to \(argument)\n") }
+            let path = ProcessIdentity.expandingTilde(argument)
+            if interactive, FileStatus.of(link: path) != nil, !TerminalQuestion.confirm("\(path) exists. Replace it?") {
+                Console.err("not saved\n")
+                return true
+            }
+            if let problem = Self.save(conversation.markdown(), to: path) { Console.error(problem) }
+            else { Console.err("saved to \(path)\n") }
         default:
             Console.error("unknown command \(parts[0]); /help lists them")
         }

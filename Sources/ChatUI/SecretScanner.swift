@@ -1,24 +1,89 @@
-/// Finds text that looks like a credential before it is sent to a model.
+/// Finds text that looks like a credential before it is sent to a model, the way GitHub's push
+/// protection looks at a commit: Google API keys and the common token formats.
 public enum SecretScanner {
-    /// A short description of each credential-shaped thing in `text`.
-    public static func findings(in text: String) -> [String] {
-        var found: [String] = []
-        let bytes = Array(text.utf8)
-        let prefix = Array("AIza".utf8)
-        var index = 0
-        while index + 39 <= bytes.count {
-            if bytes[index..<index + 4].elementsEqual(prefix),
-               bytes[index + 4..<index + 39].allSatisfy(isKeyCharacter) {
-                found.append("a Google API key (AIza…)")
-                break
+    public struct Finding: Sendable, Equatable {
+        /// "a GitHub token"
+        public let kind: String
+        /// The first and last four characters only.
+        public let masked: String
+
+        public var description: String { "\(kind) (\(masked))" }
+    }
+
+    struct Shape: Sendable {
+        let kind: String
+        let prefixes: [String]
+        /// Characters after the prefix.
+        let length: ClosedRange<Int>
+        let body: @Sendable (UInt8) -> Bool
+    }
+
+    static let shapes: [Shape] = [
+        Shape(kind: "a Google API key", prefixes: ["AIza"], length: 35...35, body: isTokenCharacter),
+        Shape(kind: "a GitHub token", prefixes: ["ghp_", "gho_", "ghu_", "ghs_", "ghr_"], length: 36...255, body: isAlphanumeric),
+        Shape(kind: "a GitHub token", prefixes: ["github_pat_"], length: 22...255, body: isTokenCharacter),
+        Shape(kind: "an OpenAI key", prefixes: ["sk-proj-", "sk-svcacct-", "sk-admin-"], length: 20...255, body: isTokenCharacter),
+        Shape(kind: "an OpenAI key", prefixes: ["sk-"], length: 32...255, body: isAlphanumeric),
+        Shape(kind: "an AWS access key", prefixes: ["AKIA", "ASIA"], length: 16...16, body: isUpperAlphanumeric),
+        Shape(kind: "a Slack token", prefixes: ["xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xapp-"], length: 10...255, body: isTokenCharacter),
+    ]
+
+    /// Every credential-shaped thing in `text`, masked.
+    public static func findings(in text: String) -> [Finding] {
+        var found: [Finding] = []
+        for token in tokens(in: Array(text.utf8)) {
+            for shape in shapes {
+                guard let prefix = shape.prefixes.first(where: { token.starts(with: Array($0.utf8)) }) else { continue }
+                let body = token.dropFirst(prefix.utf8.count)
+                if shape.length.contains(body.count) && body.allSatisfy(shape.body) {
+                    found.append(Finding(kind: shape.kind, masked: mask(token)))
+                    break
+                }
             }
-            index += 1
         }
-        if text.contains("-----BEGIN") && text.contains("PRIVATE KEY-----") { found.append("a PEM private key") }
+        let pemHeader = text.split(whereSeparator: \.isNewline).contains { line in
+            let trimmed = line.trimmingSpaces
+            return trimmed.hasPrefix("-----BEGIN ") && trimmed.hasSuffix("PRIVATE KEY-----")
+        }
+        if pemHeader {
+            found.append(Finding(kind: "a private key", masked: "-----BEGIN … PRIVATE KEY-----"))
+        }
         return found
     }
 
-    static func isKeyCharacter(_ byte: UInt8) -> Bool {
-        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte == 0x2d || byte == 0x5f
+    /// Maximal runs of characters that can appear in a token.
+    static func tokens(in bytes: [UInt8]) -> [ArraySlice<UInt8>] {
+        var result: [ArraySlice<UInt8>] = []
+        var start: Int?
+        for index in 0...bytes.count {
+            let inside = index < bytes.count && isTokenCharacter(bytes[index])
+            if inside, start == nil { start = index }
+            if !inside, let first = start {
+                result.append(bytes[first..<index])
+                start = nil
+            }
+        }
+        return result
+    }
+
+    static func mask(_ token: ArraySlice<UInt8>) -> String {
+        String(decoding: token.prefix(4), as: UTF8.self) + "…" + String(decoding: token.suffix(4), as: UTF8.self)
+    }
+
+    static func isAlphanumeric(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a)
+    }
+
+    static func isUpperAlphanumeric(_ byte: UInt8) -> Bool { (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) }
+
+    static func isTokenCharacter(_ byte: UInt8) -> Bool { isAlphanumeric(byte) || byte == 0x2d || byte == 0x5f }
+}
+
+private extension Substring {
+    var trimmingSpaces: Substring {
+        var text = self
+        while text.first == " " || text.first == "\t" || text.first == "\r" { text = text.dropFirst() }
+        while text.last == " " || text.last == "\t" || text.last == "\r" { text = text.dropLast() }
+        return text
     }
 }

@@ -9,7 +9,7 @@ import VaultCore
 let chatCommands: [CommandSpec] = [
     CommandSpec(path: ["chat"], arguments: "", argumentRange: 0...0,
                 summary: "chat with Gemini (Ctrl-C stops a reply, Ctrl-D leaves)",
-                options: generationOptions + keySourceOptions,
+                options: generationOptions + keySourceOptions + [allowSecretsOption],
                 details: "Type /help inside the chat for its commands. Multi-line input: paste it, or open and close a block with \"\"\".",
                 run: ChatCommand.chat),
     CommandSpec(path: ["ask"], arguments: "[PROMPT...]", argumentRange: 0...Int.max,
@@ -17,8 +17,11 @@ let chatCommands: [CommandSpec] = [
                 options: generationOptions + keySourceOptions + [
                     OptionSpec(name: "--no-stream", value: nil, help: "wait for the whole answer (generateContent)"),
                     OptionSpec(name: "--count-tokens", value: nil, help: "print the prompt's token count instead of asking"),
-                    jsonOption],
-                details: "Example: git diff | gemvault ask \"review this\"",
+                    allowSecretsOption, jsonOption],
+                details: """
+                Example: git diff | gemvault ask "review this"
+                With --json, stdout always carries one JSON object, also when the request fails (see Docs/cli.md).
+                """,
                 run: ChatCommand.ask),
     CommandSpec(path: ["models"], arguments: "", argumentRange: 0...0,
                 summary: "list the models that support generateContent, with token limits",
@@ -26,7 +29,24 @@ let chatCommands: [CommandSpec] = [
                 details: "", run: ChatCommand.models),
 ]
 
+let allowSecretsOption = OptionSpec(name: "--allow-secrets", value: nil,
+                                    help: "send a prompt that looks like it holds a credential (API key, token, private key)")
+
 enum ChatCommand {
+    /// A prompt holding something credential-shaped is sent only when the user says so: asked
+    /// on a terminal (default no), refused otherwise unless --allow-secrets.
+    static func checkForSecrets(_ text: String, _ call: Invocation) throws {
+        let findings = SecretScanner.findings(in: text)
+        guard !findings.isEmpty, !call.flag("--allow-secrets") else { return }
+        let what = "the prompt contains what looks like " + findings.map(\.description).joined(separator: ", ")
+        if Terminal.stdinIsTerminal {
+            Console.warning(what)
+            if TerminalQuestion.confirm("Send it to Gemini anyway?") { return }
+            throw CommandFailure(.failure, "not sent", hint: "remove the secret, or pass --allow-secrets")
+        }
+        throw CommandFailure(.failure, "not sent: \(what)", hint: "remove it, or pass --allow-secrets to send it anyway")
+    }
+
     /// Resolves the key and settings, then builds a client.
     static func client(_ call: Invocation) throws -> (GeminiClient, Settings) {
         GeminiClient.prepareNetwork()
@@ -54,19 +74,104 @@ enum ChatCommand {
         let (client, settings) = try client(call)
         let repl = ChatREPL(conversation: try conversation(settings), client: client,
                             style: style(settings, environment: call.context.environment, fd: FileDescriptor.standardOutput.raw),
-                            interactive: Terminal.stdinIsTerminal)
+                            interactive: Terminal.stdinIsTerminal, allowSecrets: call.flag("--allow-secrets"))
         repl.run()
+        if repl.refusedMessages > 0 {
+            throw CommandFailure(.failure, "\(repl.refusedMessages) message\(repl.refusedMessages == 1 ? " was" : "s were") not sent for holding what looks like a credential",
+                                 hint: "pass --allow-secrets to send such messages")
+        }
     }
 
+    /// `ask --json` output: always one object, with `error` set when the request failed.
     struct AskResult: Encodable {
-        let text: String
-        let model: String
-        let finishReason: String?
-        let usage: UsageMetadata?
-        let interrupted: Bool
+        var text: String = ""
+        var model: String?
+        var finishReason: String?
+        var blockReason: String?
+        var usage: UsageMetadata?
+        var interrupted = false
+        var totalTokens: Int?
+        var error: AskError?
+
+        /// Encodes `null` for absent fields, so the shape never changes.
+        func encode(to encoder: Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(text, forKey: .text)
+            try container.encode(model, forKey: .model)
+            try container.encode(finishReason, forKey: .finishReason)
+            try container.encode(blockReason, forKey: .blockReason)
+            try container.encode(usage, forKey: .usage)
+            try container.encode(interrupted, forKey: .interrupted)
+            if let totalTokens { try container.encode(totalTokens, forKey: .totalTokens) }
+            try container.encode(error, forKey: .error)
+        }
+
+        enum Keys: String, CodingKey { case text, model, finishReason, blockReason, usage, interrupted, totalTokens, error }
+    }
+
+    struct AskError: Encodable {
+        /// gemvault's exit code.
+        let exitCode: Int32
+        /// The HTTP status, when the API answered.
+        let status: Int?
+        /// Google's status name, a finish or block reason, or a local reason.
+        let reason: String
+        let message: String
+        let hint: String?
+
+        func encode(to encoder: Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(exitCode, forKey: .exitCode)
+            try container.encode(status, forKey: .status)
+            try container.encode(reason, forKey: .reason)
+            try container.encode(message, forKey: .message)
+            try container.encode(hint, forKey: .hint)
+        }
+
+        enum Keys: String, CodingKey { case exitCode, status, reason, message, hint }
+
+        init(_ error: Error) {
+            let (code, message, hint) = ErrorReport.describe(error)
+            exitCode = code.rawValue
+            let api = error as? GeminiError
+            status = api?.status
+            reason = api?.reason ?? Self.reason(code)
+            self.message = message
+            self.hint = hint
+        }
+
+        static func reason(_ code: ExitCode) -> String {
+            switch code {
+            case .noKey: "no-key"
+            case .wrongSecret: "wrong-secret"
+            case .damaged: "vault-damaged"
+            case .usage: "usage"
+            case .interrupted: "interrupted"
+            case .network: "network"
+            case .apiRefused: "refused"
+            default: "failure"
+            }
+        }
     }
 
     static func ask(_ call: Invocation) throws {
+        let json = call.flag("--json")
+        var result = AskResult()
+        do {
+            try askOnce(call, &result)
+        } catch {
+            // A script reads stdout only: the failure goes there too, then to stderr as usual.
+            if json {
+                result.error = AskError(error)
+                Output.json(result)
+            }
+            throw error
+        }
+        if json { Output.json(result) }
+    }
+
+    /// One prompt; `result` is filled for --json as the facts become known.
+    private static func askOnce(_ call: Invocation, _ result: inout AskResult) throws {
         var prompt = call.positionals.joined(separator: " ")
         if !Terminal.stdinIsTerminal {
             let input = try readStandardInput()
@@ -75,47 +180,50 @@ enum ChatCommand {
         guard !prompt.trimmedWhitespace.isEmpty else {
             throw UsageError("nothing to ask: give a prompt or pipe text in", command: call.command)
         }
+        try checkForSecrets(prompt, call)
         let (client, settings) = try client(call)
         let conversation = try conversation(settings)
-        for finding in SecretScanner.findings(in: prompt) {
-            Console.warning("the prompt contains what looks like \(finding); it is being sent to Gemini")
-        }
+        result.model = conversation.model
         let request = conversation.request(for: prompt)
+        let json = call.flag("--json")
         if call.flag("--count-tokens") {
             let total = try client.countTokens(model: conversation.model, contents: request.contents)
-            Console.out("\(total)\n")
+            if json { result.totalTokens = total } else { Console.out("\(total)\n") }
             return
         }
-        let json = call.flag("--json")
         let streaming = !call.flag("--no-stream")
         let printer = ReplyPrinter(spinner: Terminal.stderrIsTerminal)
         var handlers = printer.handlers()
         if json || !streaming { handlers.onText = { _ in } }
         gv_interrupt_install()
         defer { gv_interrupt_uninstall() }
-        var result: TurnResult
+        var turn: TurnResult
         var failure: GeminiError?
         do {
-            result = streaming
+            turn = streaming
                 ? try client.streamGenerateContent(model: conversation.model, request: request, handlers: handlers)
                 : try client.generateContent(model: conversation.model, request: request, handlers: handlers)
         } catch let partial as PartialReply {
-            result = partial.result
+            turn = partial.result
             failure = partial.error
         } catch {
             printer.finish()
             throw error
         }
+        result.text = turn.text
+        result.model = turn.modelVersion ?? conversation.model
+        result.finishReason = turn.finishReason
+        result.blockReason = failure.flatMap { $0.reason.hasPrefix("blocked:") ? String($0.reason.dropFirst(8)) : nil }
+        result.usage = turn.usage
+        result.interrupted = turn.interrupted
         if json {
             printer.clearSpinner()
-            Output.json(AskResult(text: result.text, model: result.modelVersion ?? conversation.model, finishReason: result.finishReason,
-                                  usage: result.usage, interrupted: result.interrupted))
         } else {
-            if !streaming { printer.print(result.text) }
+            if !streaming { printer.print(turn.text) }
             printer.finish()
         }
         if let failure { throw failure }
-        if result.interrupted { throw GeminiError(category: .interrupted, message: "", reason: "interrupted") }
+        if turn.interrupted { throw GeminiError(category: .interrupted, message: "", reason: "interrupted") }
     }
 
     struct ModelListing: Encodable {

@@ -63,7 +63,7 @@ enum ErrorReport {
         case .notFound(let path):
             return (.failure, "no vault at \(path)", "create one with 'gemvault init'")
         case .alreadyExists(let path):
-            return (.failure, "a vault already exists at \(path)", "use 'gemvault init --force' to replace it (the old file is kept as \(path).bak)")
+            return (.failure, "a vault already exists at \(path)", "use 'gemvault init --force' to replace it (the old file is kept beside it as \(path).replaced-TIME)")
         case .refused(let failure):
             return (.failure, failure.message, failure.fix)
         case .wrongPassphrase:

@@ -23,6 +23,9 @@ enum Output {
 
     static func now() -> Int64 { Clock.now() }
 
+    /// `20261129T190221Z`, for file names.
+    static func compactDate(_ seconds: Int64) -> String { isoDate(seconds).filter { $0 != ":" && $0 != "-" } }
+
     /// "3 days", "5 hours" …
     static func age(since seconds: Int64, now: Int64 = now()) -> String {
         let elapsed = max(0, now - seconds)

@@ -7,7 +7,7 @@ let vaultCommands: [CommandSpec] = [
     CommandSpec(path: ["init"], arguments: "", argumentRange: 0...0,
                 summary: "create the vault and print its recovery code once",
                 options: [OptionSpec(name: "--kdf", value: "PRESET", help: "Argon2id cost: interactive, moderate (default) or sensitive"),
-                          OptionSpec(name: "--force", value: nil, help: "replace an existing vault (the old file is kept as vault.bak)"),
+                          OptionSpec(name: "--force", value: nil, help: "replace an existing vault; the old file is kept beside it as VAULT.replaced-TIME (asks first on a terminal)"),
                           jsonOption],
                 details: "The passphrase is asked twice on the terminal, or read from --passphrase-fd or --passphrase-file.\nThe recovery code goes to stdout once; keep it offline. It opens the vault if the passphrase is lost.",
                 run: VaultCommand.initialize),
@@ -56,15 +56,21 @@ enum VaultCommand {
             throw UsageError("--kdf takes interactive, moderate or sensitive, not '\(presetName)'", command: call.command)
         }
         if context.store.exists && !call.flag("--force") { throw VaultError.alreadyExists(path: context.vaultPath) }
-        if context.store.exists { _ = try context.store.read() }
+        if context.store.exists { try confirmReplacing(context) }
         let passphrase = try context.readNewPassphrase(try context.passphraseSource(),
                                                        prompt: "New passphrase for \(context.vaultPath): ", confirmPrompt: "Repeat the passphrase: ")
         let code = RecoveryCode.generate()
         let document = try VaultDocument.create(path: context.vaultPath, passphrase: passphrase, recoveryCode: code, kdf: preset.parameters)
+        var kept: String?
         try context.store.withExclusiveLock { session in
-            if try session.read() != nil && !call.flag("--force") { throw VaultError.alreadyExists(path: context.vaultPath) }
+            if try session.read() != nil {
+                guard call.flag("--force") else { throw VaultError.alreadyExists(path: context.vaultPath) }
+                // Nothing a flag does may lose keys: the old vault stays, under a dated name.
+                kept = try session.keepAside(suffix: ".replaced-" + Output.compactDate(Output.now()))
+            }
             try context.save(document, in: session, backup: .previous)
         }
+        if let kept { Console.err("gemvault: the vault it replaces was kept as \(kept)\n") }
         if call.flag("--json") {
             let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
             Output.json(InitResult(vault: context.vaultPath, kdf: preset.rawValue, recovery_code: text))
@@ -72,6 +78,32 @@ enum VaultCommand {
             Console.err("gemvault: created \(context.vaultPath) (Argon2id \(preset.rawValue))\n")
             Console.err("gemvault: the recovery code below is shown only this once; write it down and keep it offline\n")
             Output.writeSecret(code)
+        }
+    }
+
+    /// On a terminal, `init --force` says what it would replace and asks first. Counting the
+    /// keys needs the old passphrase, which may be skipped (losing it may be why).
+    static func confirmReplacing(_ context: Context) throws {
+        let bytes = try context.store.read()
+        guard TerminalQuestion.available else { return }
+        let file = try? VaultFile.parse(bytes, path: context.vaultPath, policy: context.kdfPolicy)
+        var description = "gemvault: a vault already exists at \(context.vaultPath)"
+        if let file, let modified = FileStatus.of(context.vaultPath)?.modified {
+            description += " (generation \(file.generation), last written \(Output.isoDate(modified)))"
+        }
+        Console.err(description + "\n")
+        // An empty answer (or none) skips the count.
+        if let file, let secret = try? SecretInput.read(from: .terminal, prompt: "Its passphrase, to count the keys it would replace (Enter to skip): ") {
+            Redaction.register(secret)
+            if let document = try? VaultDocument.open(file, path: context.vaultPath, passphrase: secret) {
+                let names = document.contents.keys.map(\.name)
+                Console.err("gemvault: it holds \(names.count) key\(names.count == 1 ? "" : "s")\(names.isEmpty ? "" : ": " + names.joined(separator: ", "))\n")
+            } else {
+                Console.err("gemvault: that passphrase does not open it, so its keys were not counted\n")
+            }
+        }
+        guard TerminalQuestion.confirm("Replace it? The old file stays beside it under a dated name.") else {
+            throw CommandFailure(.failure, "nothing was changed: the vault at \(context.vaultPath) was not replaced")
         }
     }
 
@@ -213,7 +245,7 @@ enum VaultCommand {
             let document = try VaultDocument.open(backup, path: store.backupPath, passphrase: passphrase)
             // Nothing is lost: the vault being replaced stays beside it, whatever state it is in.
             if store.exists {
-                kept = try session.keepAside(suffix: ".damaged-" + Output.isoDate(Output.now()).filter { $0 != ":" && $0 != "-" })
+                kept = try session.keepAside(suffix: ".damaged-" + Output.compactDate(Output.now()))
             }
             try context.save(document, in: session, backup: .unchanged)
             generation = document.file.generation

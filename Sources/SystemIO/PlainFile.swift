@@ -44,6 +44,13 @@ public enum ProcessIdentity {
         return String(cString: directory)
     }
 
+    /// `~` and `~/…` with the home folder ($HOME, else the password database), as a shell would.
+    public static func expandingTilde(_ path: String) -> String {
+        guard path == "~" || path.hasPrefix("~/") else { return path }
+        let home = getenv("HOME").map { String(cString: $0) }.flatMap { $0.hasPrefix("/") ? $0 : nil } ?? homeDirectory ?? "/"
+        return home + path.dropFirst()
+    }
+
     /// Whether a file the user owns is theirs to change: always for an ordinary account; for
     /// root, only inside root's home, since root also owns every system file.
     public static func isPersonal(_ path: String) -> Bool {

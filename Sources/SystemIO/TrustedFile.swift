@@ -25,6 +25,28 @@ public enum TrustedFile {
         return try adopt(fd, path: path, requirement: requirement)
     }
 
+    /// A path naming one of this process's own descriptors (`/dev/fd/63`, as the shell's
+    /// `<(pass show gemvault)` makes), or nil. Such a pipe is the user's own, not a planted link.
+    public static func inheritedDescriptor(_ path: String) throws(TrustedOpenError) -> FileDescriptor? {
+        let number: Substring
+        if path.hasPrefix("/dev/fd/") { number = path.dropFirst("/dev/fd/".count) }
+        else if path.hasPrefix("/proc/self/fd/") { number = path.dropFirst("/proc/self/fd/".count) }
+        else { return nil }
+        guard let fd = Int32(number), fd > 2 else { return nil }
+        let descriptor = FileDescriptor(borrowing: fd, path: path)
+        let status: FileStatus
+        do { status = try descriptor.status() } catch { throw .failed(error) }
+        switch status.kind {
+        case .fifo, .socket:
+            guard status.owner == CurrentUser.id else {
+                throw .refused(FileCheckFailure(path: path, problem: .foreignOwner(owner: status.owner, mode: status.octalMode)))
+            }
+        default:
+            if let problem = FileProblem.check(status, .secret) { throw .refused(FileCheckFailure(path: path, problem: problem)) }
+        }
+        return descriptor
+    }
+
     /// Opens `name` inside an already checked folder.
     public static func open(_ name: String, in folder: TrustedFolder, requirement: FileRequirement,
                             flags: Int32 = O_RDONLY, mode: mode_t = 0o600) throws(TrustedOpenError) -> FileDescriptor? {

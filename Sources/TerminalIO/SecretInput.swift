@@ -41,7 +41,10 @@ public enum SecretInput {
             secret = try readLine(FileDescriptor(borrowing: fd, path: "file descriptor \(fd)"), wholeInput: false)
         case .file(let path):
             let file: FileDescriptor?
-            do throws(TrustedOpenError) { file = try TrustedFile.open(path, requirement: .secret) } catch {
+            do throws(TrustedOpenError) {
+                if let inherited = try TrustedFile.inheritedDescriptor(path) { file = inherited }
+                else { file = try TrustedFile.open(path, requirement: .secret) }
+            } catch {
                 switch error {
                 case .refused(let failure): throw .refused(failure)
                 case .failed(let failure): throw .unreadable("\(path): \(failure.reason)")

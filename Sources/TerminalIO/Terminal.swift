@@ -25,3 +25,31 @@ public enum Console {
         try? FileDescriptor(borrowing: fd, path: "").writeAll(text)
     }
 }
+
+/// Questions asked on the controlling terminal, never on stdin (which may be data).
+public enum TerminalQuestion {
+    /// Asks a yes/no question; only "y" or "yes" counts. Without a terminal the answer is no.
+    public static func confirm(_ question: String) -> Bool {
+        guard let answer = ask(question + " [y/N] ") else { return false }
+        let word = answer.trimmedWhitespace.lowercased()
+        return word == "y" || word == "yes"
+    }
+
+    /// One line typed on /dev/tty after `prompt`, or nil without a terminal.
+    public static func ask(_ prompt: String) -> String? {
+        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
+        guard fd >= 0 else { return nil }
+        let tty = FileDescriptor(owning: fd, path: "/dev/tty")
+        try? tty.writeAll(Redaction.redact(prompt))
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while line.count < 4096 {
+            let n = withUnsafeMutableBytes(of: &byte) { (try? tty.read(into: $0)) ?? 0 }
+            if n == 0 || byte == 0x0a { break }
+            line.append(byte)
+        }
+        return String(decoding: line, as: UTF8.self)
+    }
+
+    public static var available: Bool { SecretInput.hasTerminal }
+}

@@ -41,9 +41,22 @@ private func result(_ text: String, interrupted: Bool = false, total: Int? = nil
 }
 
 @Suite struct SecretScannerTests {
-    @Test func findsKeysAndPrivateKeys() {
-        #expect(SecretScanner.findings(in: "k=AIzaSyUnitTest-0123456789abcdefghijklmn;") == ["a Google API key (AIza…)"])
-        #expect(SecretScanner.findings(in: "-----BEGIN RSA PRIVATE KEY-----\nabc") == ["a PEM private key"])
-        #expect(SecretScanner.findings(in: "AIza is a prefix, AIzaShort").isEmpty)
+    @Test(arguments: [
+        ("k=AIzaSyUnitTest-0123456789abcdefghijklmn;", "a Google API key (AIza…klmn)"),
+        ("token ghp_0123456789abcdefghijABCDEFGHIJ012345 here", "a GitHub token (ghp_…2345)"),
+        ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "a GitHub token (gith…wxyz)"),
+        ("OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz012345", "an OpenAI key (sk-p…2345)"),
+        ("sk-abcdefghijklmnopqrstuvwxyz0123456789ABCD", "an OpenAI key (sk-a…ABCD)"),
+        ("aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "an AWS access key (AKIA…MPLE)"),
+        ("xoxb-123456789012-abcdefghijkl", "a Slack token (xoxb…ijkl)"),
+        ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----", "a private key (-----BEGIN … PRIVATE KEY-----)"),
+    ])
+    func credentialShapesAreFoundAndMasked(text: String, expected: String) {
+        #expect(SecretScanner.findings(in: text).map(\.description) == [expected])
+    }
+
+    @Test func ordinaryTextIsNotACredential() {
+        #expect(SecretScanner.findings(in: "AIza is a prefix, AIzaShort, sk-short, task-force, AKIA lowercase akiaiosfodnn7example").isEmpty)
+        #expect(SecretScanner.findings(in: "the risk-management-framework-document-for-2026 plan").isEmpty)
     }
 }
