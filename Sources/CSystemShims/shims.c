@@ -78,8 +78,11 @@ int gv_tty_read_secret(const char *prompt, unsigned char *buffer, size_t capacit
         ssize_t n = read(fd, &byte, 1);
         if (n < 0 && errno == EINTR) {
             if (suspend_pending) {
+                /* The half-typed line is flushed, never left for the shell to read; after fg
+                 * the prompt starts over, as with ssh and sudo. */
                 int sig = suspend_pending;
                 suspend_pending = 0;
+                used = 0;
                 tcsetattr(fd, TCSAFLUSH, &original);
                 (void)!write(fd, "\n", 1);
                 signal(sig, SIG_DFL);

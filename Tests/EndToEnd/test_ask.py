@@ -189,9 +189,20 @@ def test_ctrl_c_stops_ask_with_130_and_keeps_partial_text(api):
     assert out.startswith(b"tick 0 ") and out.endswith(b"\n")
 
 
-def test_key_shaped_prompt_warns_before_sending(api):
-    result = ask(api, "--model", "ok", "my key is AIzaSyLeaked-0123456789abcdefghijklmnop")
-    assert "looks like a Google API key" in result.err
+def test_key_shaped_prompt_is_refused_without_a_terminal_unless_allowed(api):
+    leaked = "AIzaSyLeaked-0123456789abcdefghijklmnop"
+    result = ask(api, "--model", "ok", "my key is " + leaked)
+    assert result.code == 1 and "looks like a Google API key (AIza…mnop)" in result.err, result
+    assert "--allow-secrets" in result.err and leaked not in result.err
+    assert api.server.requests() == []
+    for token in ("ghp_0123456789abcdefghijABCDEFGHIJ012345", "AKIAIOSFODNN7EXAMPLE", "xoxb-123456789012-abcdefghijkl",
+                  "sk-proj-abcdefghijklmnopqrstuvwxyz012345"):
+        refused = api.run("ask", "--model", "ok", "--json", input="config:\n  token: %s\n" % token, passphrase=False)
+        assert refused.code == 1 and json.loads(refused.out)["error"]["exitCode"] == 1, refused
+    assert api.server.requests() == []
+    allowed = ask(api, "--model", "ok", "--allow-secrets", "my key is " + leaked)
+    assert allowed.code == 0 and allowed.out == REPLY, allowed
+    assert len(api.server.requests()) == 1
 
 
 def test_models_lists_generate_content_models_across_pages(api):

@@ -171,11 +171,16 @@ def test_streaming_reply_text_is_neutralised_in_the_terminal(chat):
     s.wait()
 
 
-def test_key_shaped_input_warns_and_errors_keep_the_chat_alive(chat):
+def test_key_shaped_input_is_asked_about_and_errors_keep_the_chat_alive(chat, api):
     s = chat("--model", "echo")
     s.mark()
     s.line("here AIzaSyLeaked-0123456789abcdefghijklmnop")
-    s.expect(r"looks like a Google API key")
+    s.expect(r"looks like a Google API key \(AIza…mnop\)")
+    assert "AIzaSyLeaked-0123456789abcdefghijklmnop" not in s.text().split("looks like")[1]
+    s.expect(r"Send it to Gemini anyway\? \[y/N\]")
+    s.line("")
+    s.expect(r"not sent")
+    assert not api.server.requests()
     s.line("/model no-such-model")
     s.mark()
     s.line("hello?")
@@ -184,8 +189,8 @@ def test_key_shaped_input_warns_and_errors_keep_the_chat_alive(chat):
     s.line("/model echo")
     s.mark()
     s.line("again")
-    # The failed turn left no trace in the history.
-    s.expect(r"turns=3 roles=user,model,user")
+    # Neither the refused message nor the failed turn left a trace in the history.
+    s.expect(r"turns=1 roles=user ")
     s.line("/exit")
     assert s.wait() == 0
 
