@@ -32,10 +32,12 @@ let package = Package(
         .target(name: "GemvaultConfig", dependencies: ["VaultCore", "SystemIO"]),
         /// The Gemini REST client: wire types, SSE parsing, errors and retry. No terminal code.
         .target(name: "GeminiClient", dependencies: ["VaultCore", "SystemIO", "CCurlStream"]),
+        /// The session agent: its socket protocol, the server that holds an unlocked vault, the client.
+        .target(name: "Agent", dependencies: ["VaultCore", "SystemIO"]),
         /// The chat REPL, its slash commands and the conversation model.
         .target(name: "ChatUI", dependencies: ["GeminiClient", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims"]),
+        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims"]),
 
         // MARK: Executable
 
@@ -44,6 +46,7 @@ let package = Package(
         // MARK: Tests
 
         .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"]),
+        .testTarget(name: "AgentTests", dependencies: ["Agent", "VaultCore"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO"], exclude: ["Fixtures"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
         .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "SystemIO"]),

@@ -143,3 +143,75 @@ void gv_interrupt_clear(void) { interrupt_flag = 0; }
 int gv_spawn_close_above_stdio(posix_spawn_file_actions_t *actions) {
     return posix_spawn_file_actions_addclosefrom_np(actions, 3);
 }
+
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+int gv_accept_cloexec(int listening) { return accept4(listening, NULL, NULL, SOCK_CLOEXEC); }
+
+int gv_peer_credentials(int fd, pid_t *pid, uid_t *uid) {
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    *pid = credentials.pid;
+    *uid = credentials.uid;
+    return 0;
+}
+
+static int unix_address(const char *path, struct sockaddr_un *address) {
+    memset(address, 0, sizeof *address);
+    address->sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof address->sun_path) { errno = ENAMETOOLONG; return -1; }
+    strcpy(address->sun_path, path);
+    return 0;
+}
+
+int gv_unix_listen(const char *path) {
+    struct sockaddr_un address;
+    if (unix_address(path, &address) != 0) return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    /* No window in which the socket exists with a looser mode. */
+    mode_t previous = umask(0177);
+    int bound = bind(fd, (struct sockaddr *)&address, sizeof address);
+    umask(previous);
+    if (bound != 0 || chmod(path, 0600) != 0 || listen(fd, 16) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+int gv_unix_connect(const char *path) {
+    struct sockaddr_un address;
+    if (unix_address(path, &address) != 0) return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+static volatile sig_atomic_t agent_stop = 0;
+static void note_agent_stop(int sig) { (void)sig; agent_stop = 1; }
+
+void gv_agent_signals_install(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = note_agent_stop;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, NULL);
+    sigaction(SIGINT, &action, NULL);
+    sigaction(SIGHUP, &action, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+int gv_agent_stop_requested(void) { return agent_stop != 0; }

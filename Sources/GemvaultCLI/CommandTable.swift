@@ -56,7 +56,7 @@ let settingFlags: [String: String] = [
 ]
 
 /// The whole command surface.
-let commandTable: [CommandSpec] = vaultCommands + configCommands + chatCommands
+let commandTable: [CommandSpec] = vaultCommands + sessionCommands + configCommands + chatCommands
 
 /// The result of parsing argv against the table.
 struct Invocation {

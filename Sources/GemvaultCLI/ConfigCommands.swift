@@ -63,6 +63,7 @@ extension Context {
                         guard self.canReadPassphrase else { throw ConfigError.vaultNeedsPassphrase(path: self.vaultPath) }
                         return try self.openVault().contents
                     },
+                    sessionContents: { used in try self.sessionContents(used: used)?.contents },
                     warn: { Console.warning($0) })
     }
 }
@@ -91,14 +92,14 @@ enum ConfigCommand {
             file.set(name, value)
             try file.save()
         } else {
-            try context.modifyVault { try $0.contents.setSetting(name, value: value) }
+            try context.modifyVault { try $0.setSetting(name, value: value) }
         }
         Console.err("gemvault: \(name) set in the \(layer)\n")
     }
 
     static func stored(_ call: Invocation) throws -> [String: String] {
         if call.flag("--file") { return try call.context.loadConfigFile().values }
-        return try call.context.openVault().contents.settings
+        return try call.context.vaultContents().settings
     }
 
     static func get(_ call: Invocation) throws {
@@ -121,7 +122,7 @@ enum ConfigCommand {
             removed = file.unset(name)
             if removed { try file.save() }
         } else {
-            try context.modifyVault { removed = $0.contents.removeSetting(name) }
+            try context.modifyVault { removed = $0.removeSetting(name) }
         }
         Console.err(removed ? "gemvault: \(name) unset\n" : "gemvault: \(name) was not set\n")
     }
@@ -158,8 +159,11 @@ enum ConfigCommand {
             vaultState = "skipped (--no-vault)"
         } else if !context.store.exists {
             vaultState = "absent"
+        } else if let session = try context.sessionContents() {
+            layers.vaultSettings = session.contents.settings
+            vaultState = "from the unlocked session"
         } else if !context.canReadPassphrase {
-            vaultState = "not opened (no terminal; pass --passphrase-fd or --passphrase-file)"
+            vaultState = "not opened (no terminal and no unlocked session; pass --passphrase-fd or --passphrase-file, or run 'gemvault unlock')"
             Console.warning("the vault was not opened, so its settings are not shown")
         } else {
             layers.vaultSettings = try context.openVault().contents.settings

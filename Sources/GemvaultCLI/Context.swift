@@ -1,3 +1,4 @@
+import Agent
 import GemvaultConfig
 import SystemIO
 import TerminalIO
@@ -24,6 +25,31 @@ struct Context {
     }
     var generations: GenerationRecord { GenerationRecord(stateDirectory: paths.stateHome) }
     var acceptsRollback: Bool { options["--accept-rollback"] != nil }
+
+    /// The agent of this vault (which may not be running).
+    var agent: AgentClient { AgentClient(paths: AgentPaths(environment: environment, vaultPath: vaultPath)) }
+
+    /// The contents of an unlocked session for this vault, or nil when no agent holds it.
+    /// Never prompts. A session that answers with a rollback or an untrusted socket is an error.
+    func sessionContents(used name: String? = nil) throws -> (generation: UInt64, contents: VaultContents)? {
+        guard store.exists else { return nil }
+        do throws(AgentError) {
+            return try agent.contents(used: name)
+        } catch {
+            switch error {
+            case .notRunning, .locked: return nil
+            case .wrongKey: return nil
+            default: throw error
+            }
+        }
+    }
+
+    /// The vault's contents: from the unlocked session when there is one, else by unlocking
+    /// the file with the passphrase.
+    func vaultContents(used name: String? = nil) throws -> VaultContents {
+        if let session = try sessionContents(used: name) { return session.contents }
+        return try openVault().contents
+    }
 
     /// Where the current passphrase comes from: --passphrase-fd, --passphrase-file, or the terminal.
     func passphraseSource() throws -> SecretSource {
@@ -96,11 +122,25 @@ struct Context {
         return document
     }
 
-    /// A locked read-modify-write with the passphrase, asked (and on a terminal retried)
-    /// before the lock is taken so that a person typing never holds up other writers.
-    func modifyVault(backup: VaultStore.Backup = .previous, _ change: (VaultDocument) throws -> Void) throws {
+    /// Changes the vault's contents: through the unlocked session when there is one (no
+    /// passphrase; an edit based on an older generation is redone), else a locked
+    /// read-modify-write with the passphrase, asked (and on a terminal retried) before the
+    /// lock is taken so that a person typing never holds up other writers.
+    func modifyVault(_ change: (VaultContents) throws -> Void) throws {
         try checkVaultBeforePrompt()
-        try withPassphrase { passphrase in try modifyVault(unlockWith: passphrase, backup: backup, change) }
+        for _ in 0..<8 {
+            guard let (generation, contents) = try sessionContents() else { break }
+            try change(contents)
+            do throws(AgentError) {
+                _ = try agent.write(contents, basedOn: generation)
+                return
+            } catch {
+                if error == .stale { continue }
+                if error == .locked || error == .notRunning { break }
+                throw error
+            }
+        }
+        try withPassphrase { passphrase in try modifyVault(unlockWith: passphrase) { try change($0.contents) } }
     }
 
     /// A locked read-modify-write with a secret already read.

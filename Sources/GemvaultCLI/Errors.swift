@@ -1,4 +1,5 @@
 import GeminiClient
+import Agent
 import GemvaultConfig
 import SystemIO
 import TerminalIO
@@ -53,6 +54,8 @@ enum ErrorReport {
             return describe(config)
         case let api as GeminiError:
             return describe(api)
+        case let agent as AgentError:
+            return describe(agent)
         default:
             return (.failure, "\(error)", nil)
         }
@@ -105,6 +108,8 @@ enum ErrorReport {
             return (.usage, "'\(EscapeNeutralizer.neutralize(name))' is not a valid name: use letters, digits, '.', '-' and '_', at most 128 bytes", nil)
         case .valueTooLarge(let what):
             return (.usage, "the value for \(what) is too large", nil)
+        case .noEarlierValue(let name):
+            return (.failure, "key '\(name)' has no earlier value to roll back to", "'gemvault key history \(name)' lists what the vault keeps")
         case .noBackup(let path):
             return (.failure, "there is no backup at \(path)", nil)
         }
@@ -119,7 +124,8 @@ enum ErrorReport {
     static func describe(_ error: SecretInputError) -> (ExitCode, String, String?) {
         switch error {
         case .noTerminal:
-            return (.failure, "no terminal to ask for the passphrase", "pass it with --passphrase-fd N or --passphrase-file PATH")
+            return (.failure, "the vault needs its passphrase, and there is no terminal to ask on and no unlocked session",
+                    "run 'gemvault unlock' first, or pass --passphrase-fd N or --passphrase-file PATH")
         case .empty: return (.usage, "an empty value was given", nil)
         case .tooLong(let limit): return (.usage, "the value is longer than \(limit) bytes", nil)
         case .mismatch: return (.usage, "the two entries do not match", nil)
@@ -145,8 +151,8 @@ enum ErrorReport {
             return (.noKey, "no API key available (" + reasons.joined(separator: "; ") + ")",
                     "store one with 'gemvault key set', or export GEMINI_API_KEY, or write it to the key file, or set key_command")
         case .vaultNeedsPassphrase(let path):
-            return (.noKey, "the API key is in the vault \(path), but there is no terminal to ask for its passphrase",
-                    "pass --passphrase-fd N or --passphrase-file PATH, or export GEMINI_API_KEY for this process")
+            return (.noKey, "the API key is in the vault \(path), but there is no terminal to ask for its passphrase and no unlocked session",
+                    "run 'gemvault unlock' first, or pass --passphrase-fd N or --passphrase-file PATH")
         case .keyCommandFailed(let command, let detail, let stderr):
             let shown = stderr.isEmpty ? "" : "; its stderr: " + EscapeNeutralizer.neutralize(stderr)
             return (.noKey, "key_command '\(command)' \(detail)\(shown)", "check the command with: gemvault config get key_command")
@@ -155,6 +161,28 @@ enum ErrorReport {
             return (code == .failure ? .noKey : code, message, hint)
         case .refused(let failure):
             return (.failure, failure.message, failure.fix)
+        }
+    }
+
+    static func describe(_ error: AgentError) -> (ExitCode, String, String?) {
+        switch error {
+        case .notRunning:
+            return (.failure, "no unlocked session for this vault", "run 'gemvault unlock'")
+        case .locked:
+            return (.failure, "the session is locked", "run 'gemvault unlock'")
+        case .stale:
+            return (.failure, "the vault kept changing while this command tried to save; nothing was changed", "try again")
+        case .rolledBack(let generation, let seen):
+            return (.damaged, "the vault went back from generation \(seen) to \(generation): an old copy was restored over a newer one",
+                    "run the command with --accept-rollback and without the session ('gemvault lock') if you restored it on purpose")
+        case .wrongKey:
+            return (.wrongSecret, "the session's key no longer opens the vault (its passphrase was changed elsewhere)", "run 'gemvault unlock' again")
+        case .refused(let failure):
+            return (.failure, failure.message, failure.fix)
+        case .untrusted(let detail):
+            return (.failure, "refusing the agent's socket: \(detail)", nil)
+        case .failed(let detail):
+            return (.failure, "the agent failed: \(detail)", nil)
         }
     }
 

@@ -128,17 +128,17 @@ enum VaultCommand {
         }
         // The key is kept in secret memory across passphrase retries, never asked again.
         var replaced = false
-        try context.modifyVault { document in
-            replaced = document.contents.key(named: name) != nil
-            try document.contents.setKey(name, secret: key, now: Output.now())
+        try context.modifyVault { contents in
+            replaced = contents.key(named: name) != nil
+            try contents.setKey(name, secret: key, now: Output.now())
         }
         Console.err("gemvault: \(replaced ? "replaced" : "stored") key '\(name)' (\(key.masked))\n")
     }
 
     static func getKey(_ call: Invocation) throws {
         let name = call.positionals.first ?? "default"
-        let document = try call.context.openVault()
-        guard let stored = document.contents.key(named: name) else { throw VaultError.keyNotFound(name: name) }
+        let contents = try call.context.vaultContents(used: name)
+        guard let stored = contents.key(named: name) else { throw VaultError.keyNotFound(name: name) }
         Output.writeSecret(stored.secret)
     }
 
@@ -151,8 +151,8 @@ enum VaultCommand {
     }
 
     static func listKeys(_ call: Invocation) throws {
-        let document = try call.context.openVault()
-        let listings = document.contents.keys.map {
+        let contents = try call.context.vaultContents()
+        let listings = contents.keys.map {
             KeyListing(name: $0.name, masked: $0.secret.masked, created: Output.isoDate($0.created),
                        updated: Output.isoDate($0.updated), previous_versions: $0.previous.count)
         }
@@ -166,7 +166,7 @@ enum VaultCommand {
 
     static func removeKey(_ call: Invocation) throws {
         let name = call.positionals[0]
-        try call.context.modifyVault { try $0.contents.removeKey(name) }
+        try call.context.modifyVault { try $0.removeKey(name) }
         Console.err("gemvault: removed key '\(name)'\n")
     }
 

@@ -67,11 +67,16 @@ public struct KeyResolver {
     public var layers: SettingLayers
     /// Opens the vault when it exists; throws when no passphrase can be had.
     public var openVault: () throws -> VaultContents?
+    /// The unlocked session's contents, or nil; never prompts. `used` names the key about to
+    /// be used, for the session's record of last use.
+    public var sessionContents: (_ used: String?) throws -> VaultContents?
     public var warn: (String) -> Void
 
     public init(keyFileFlag: String?, environment: [String: String], paths: Paths, vaultPath: String,
                 explicitKeyName: String?, layers: SettingLayers,
-                openVault: @escaping () throws -> VaultContents?, warn: @escaping (String) -> Void) {
+                openVault: @escaping () throws -> VaultContents?,
+                sessionContents: @escaping (_ used: String?) throws -> VaultContents? = { _ in nil },
+                warn: @escaping (String) -> Void) {
         self.keyFileFlag = keyFileFlag
         self.environment = environment
         self.paths = paths
@@ -79,6 +84,7 @@ public struct KeyResolver {
         self.explicitKeyName = explicitKeyName
         self.layers = layers
         self.openVault = openVault
+        self.sessionContents = sessionContents
         self.warn = warn
     }
 
@@ -116,6 +122,9 @@ public struct KeyResolver {
     private func findKey() throws -> (key: ResolvedKey, settings: Settings) {
         var reasons: [String] = []
         var settings = try self.settings()
+        // An unlocked session gives the vault's settings to every command, whatever the key's source.
+        let session = try sessionContents(nil)
+        if let contents = session { settings = try self.settings(vaultSettings: contents.settings) }
         if let path = keyFileFlag {
             return (try readKeyFile(path, source: .keyFileFlag(path: path), required: true)!, settings)
         }
@@ -125,9 +134,11 @@ public struct KeyResolver {
         }
         reasons.append("GOOGLE_API_KEY and GEMINI_API_KEY are not set")
         if VaultStore(path: vaultPath).exists {
-            if let contents = try openVault() {
+            if let contents = try session ?? openVault() {
                 settings = try self.settings(vaultSettings: contents.settings)
                 let name = keyName(settings)
+                // Through the session, ask again naming the key, so the agent records its use.
+                if session != nil, contents.key(named: name) != nil { _ = try sessionContents(name) }
                 if let stored = contents.key(named: name) {
                     return (ResolvedKey(secret: stored.secret, source: .vault(path: vaultPath, name: name), updated: stored.updated), settings)
                 }

@@ -120,5 +120,7 @@ public struct Settings: Sendable {
     public var endpoint: String { string("endpoint") ?? defaultEndpoint }
     public var apiVersion: String { string("api_version") ?? "v1beta" }
     public var timeout: Double { double("timeout") ?? 60 }
+    /// A duration setting in seconds.
+    public func duration(_ name: String) -> Double? { self[name].value.flatMap(DurationText.seconds) }
     public var keyName: String { string("key") ?? "default" }
 }

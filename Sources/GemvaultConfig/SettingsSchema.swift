@@ -14,6 +14,8 @@ public enum SettingKind: Sendable {
     case number(ClosedRange<Double>)
     case integer(ClosedRange<Int>)
     case choice([String])
+    /// A duration such as `15m`, `8h`, `1h30m` or `90` (seconds), within the range in seconds.
+    case duration(ClosedRange<Double>)
     case endpoint
     case keyName
 }
@@ -50,6 +52,14 @@ public struct SettingSpec: Sendable {
             guard let number = Int(value) else { return .failure(SettingProblem("\(quoted(value)) is not a whole number")) }
             guard range.contains(number) else { return .failure(SettingProblem("\(value) is outside \(range.lowerBound)...\(range.upperBound)")) }
             return .success(String(number))
+        case .duration(let range):
+            guard let seconds = DurationText.seconds(value) else {
+                return .failure(SettingProblem("\(quoted(value)) is not a duration (like 90s, 15m, 8h or 1h30m)"))
+            }
+            guard range.contains(seconds) else {
+                return .failure(SettingProblem("\(value) is outside \(DurationText.text(range.lowerBound))...\(DurationText.text(range.upperBound))"))
+            }
+            return .success(DurationText.text(seconds))
         case .choice(let options):
             let lowered = value.lowercased()
             guard options.contains(lowered) else { return .failure(SettingProblem("\(quoted(value)) is not one of \(options.joined(separator: ", "))")) }
@@ -63,6 +73,41 @@ public struct SettingSpec: Sendable {
     private func quoted(_ value: String) -> String { "'\(value)'" }
     private func format(_ number: Double) -> String {
         number == number.rounded() && abs(number) < 1e15 ? String(Int(number)) : String(number)
+    }
+}
+
+/// Durations as people write them: `90`, `90s`, `15m`, `8h`, `2d`, `1h30m`.
+public enum DurationText {
+    public static func seconds(_ text: String) -> Double? {
+        let trimmed = text.trimmedWhitespace.lowercased()
+        if let plain = Double(trimmed) { return plain >= 0 ? plain : nil }
+        var total = 0.0
+        var number = ""
+        for character in trimmed {
+            if character.isNumber || character == "." { number.append(character); continue }
+            guard let value = Double(number) else { return nil }
+            switch character {
+            case "s": total += value
+            case "m": total += value * 60
+            case "h": total += value * 3600
+            case "d": total += value * 86400
+            default: return nil
+            }
+            number = ""
+        }
+        return number.isEmpty && !trimmed.isEmpty ? total : nil
+    }
+
+    /// The shortest way to write it: `15m`, `8h`, `1h30m`, `45s`.
+    public static func text(_ seconds: Double) -> String {
+        var rest = Int(seconds.rounded())
+        if rest == 0 { return "0s" }
+        var parts = ""
+        for (unit, size) in [("d", 86400), ("h", 3600), ("m", 60), ("s", 1)] where rest >= size {
+            parts += "\(rest / size)\(unit)"
+            rest %= size
+        }
+        return parts
     }
 }
 
@@ -92,6 +137,8 @@ public enum SettingsSchema {
         SettingSpec(name: "key_command", kind: .line, defaultValue: nil, summary: "command whose stdout is the API key (run without a shell)", mayHoldSecret: true),
         SettingSpec(name: "key_command_timeout", kind: .number(1...600), defaultValue: "10", summary: "seconds before key_command is stopped", mayHoldSecret: false),
         SettingSpec(name: "rotation_days", kind: .integer(0...3650), defaultValue: "90", summary: "age in days after which a key should be rotated (0: never)", mayHoldSecret: false),
+        SettingSpec(name: "session_idle", kind: .duration(10...(7 * 86400)), defaultValue: "15m", summary: "an unlocked session locks after this long unused", mayHoldSecret: false),
+        SettingSpec(name: "session_max", kind: .duration(10...(30 * 86400)), defaultValue: "8h", summary: "an unlocked session locks after this long, used or not", mayHoldSecret: false),
         SettingSpec(name: "history", kind: .choice(["on", "off"]), defaultValue: "on", summary: "keep encrypted conversation history", mayHoldSecret: false),
         SettingSpec(name: "color", kind: .choice(["auto", "always", "never"]), defaultValue: "auto", summary: "colour output", mayHoldSecret: false),
     ]

@@ -17,6 +17,8 @@ public enum FileProblem: Equatable, Sendable {
     case folderNotDirectory
     case folderForeignOwner(owner: UInt32)
     case folderWritableByOthers(mode: String)
+    /// For the agent's socket folder, which must be 0700.
+    case folderOpenToOthers(mode: String)
 
     /// Completes "refusing PATH: it …".
     public var description: String {
@@ -29,6 +31,7 @@ public enum FileProblem: Equatable, Sendable {
         case .folderNotDirectory: "is not a directory"
         case .folderForeignOwner(let owner): "is a folder owned by uid \(owner), not by you (uid \(CurrentUser.id)) or root"
         case .folderWritableByOthers(let mode): "is a folder that group or others can write to (mode \(mode)), so they could swap files in it"
+        case .folderOpenToOthers(let mode): "is a folder open to group or others (mode \(mode)); it must be 0700"
         }
     }
 
@@ -53,6 +56,8 @@ public enum FileProblem: Equatable, Sendable {
             return "keep the file in a folder of your own, such as one made with: mkdir -m 700 DIR"
         case .folderWritableByOthers:
             return "chmod go-w \(quoted), or move the file into a folder of your own (mkdir -m 700 DIR)"
+        case .folderOpenToOthers:
+            return "chmod 700 \(quoted)"
         }
     }
 

@@ -37,6 +37,15 @@ public enum FolderListing {
 
 public enum ProcessIdentity {
     public static var parent: Int32 { getppid() }
+    public static var current: Int32 { getpid() }
+
+    /// This program's own file (/proc/self/exe), to start a copy of it.
+    public static var executablePath: String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard length > 0 else { return CommandLine.arguments[0] }
+        return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 
     /// The account's home folder from the password database (not $HOME, which anyone can set).
     public static var homeDirectory: String? {
@@ -49,6 +58,16 @@ public enum ProcessIdentity {
         guard path == "~" || path.hasPrefix("~/") else { return path }
         let home = getenv("HOME").map { String(cString: $0) }.flatMap { $0.hasPrefix("/") ? $0 : nil } ?? homeDirectory ?? "/"
         return home + path.dropFirst()
+    }
+
+    /// `path` made absolute with its folder resolved (realpath), the file name kept as given;
+    /// the path itself when the folder does not exist.
+    public static func absolutePath(_ path: String) -> String {
+        let (folder, name) = TrustedFolder.parent(of: path)
+        guard let resolved = realpath(folder, nil) else { return path }
+        defer { free(resolved) }
+        let base = String(cString: resolved)
+        return base == "/" ? "/" + name : base + "/" + name
     }
 
     /// Whether a file the user owns is theirs to change: always for an ordinary account; for

@@ -4,11 +4,14 @@ import Glibc
 /// A child process started by `ProcessSpawner`.
 public final class ChildProcess {
     public let pid: pid_t
+    /// The writing end of the child's stdin, with `Input.pipe`.
+    public let standardInput: FileDescriptor?
     public let standardOutput: FileDescriptor?
     public let standardError: FileDescriptor?
 
-    init(pid: pid_t, standardOutput: FileDescriptor?, standardError: FileDescriptor?) {
+    init(pid: pid_t, standardInput: FileDescriptor?, standardOutput: FileDescriptor?, standardError: FileDescriptor?) {
         self.pid = pid
+        self.standardInput = standardInput
         self.standardOutput = standardOutput
         self.standardError = standardError
     }
@@ -38,28 +41,44 @@ public final class ChildProcess {
 
 /// The one way gemvault starts another program: no shell, and only descriptors 0, 1 and 2.
 public enum ProcessSpawner {
-    public enum Input: Sendable { case inherit, null }
-    public enum Output: Sendable { case inherit, pipe }
+    public enum Input: Sendable { case inherit, null, pipe }
+    public enum Output: Sendable {
+        case inherit, pipe, null
+        /// An already open file, such as a log.
+        case file(FileDescriptor)
+    }
 
     /// Starts `arguments[0]`, searched in PATH. Signals that gemvault ignores or catches get
     /// their default action back in the child.
     public static func spawn(_ arguments: [String], environment: [String: String], input: Input = .inherit,
                              output: Output = .inherit, errors: Output = .inherit,
-                             ownProcessGroup: Bool = false) throws(SystemError) -> ChildProcess {
+                             ownProcessGroup: Bool = false, newSession: Bool = false) throws(SystemError) -> ChildProcess {
         precondition(!arguments.isEmpty)
+        var inPipe: [Int32] = [-1, -1]
         var outPipe: [Int32] = [-1, -1]
         var errPipe: [Int32] = [-1, -1]
-        func closeAll() { for fd in outPipe + errPipe where fd >= 0 { close(fd) } }
-        if output == .pipe, pipe(&outPipe) != 0 { throw SystemError("pipe") }
-        if errors == .pipe, pipe(&errPipe) != 0 { closeAll(); throw SystemError("pipe") }
-        for fd in outPipe + errPipe where fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        func closeAll() { for fd in inPipe + outPipe + errPipe where fd >= 0 { close(fd) } }
+        if case .pipe = input, pipe(&inPipe) != 0 { throw SystemError("pipe") }
+        if case .pipe = output, pipe(&outPipe) != 0 { closeAll(); throw SystemError("pipe") }
+        if case .pipe = errors, pipe(&errPipe) != 0 { closeAll(); throw SystemError("pipe") }
+        for fd in inPipe + outPipe + errPipe where fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        if input == .null { posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0) }
-        if output == .pipe { posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1) }
-        if errors == .pipe { posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2) }
+        switch input {
+        case .null: posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        case .pipe: posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
+        case .inherit: break
+        }
+        for (stream, target, pipeEnd) in [(output, Int32(1), outPipe[1]), (errors, Int32(2), errPipe[1])] {
+            switch stream {
+            case .pipe: posix_spawn_file_actions_adddup2(&actions, pipeEnd, target)
+            case .null: posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0)
+            case .file(let file): posix_spawn_file_actions_adddup2(&actions, file.raw, target)
+            case .inherit: break
+            }
+        }
         // Whatever else is open (a --passphrase-fd, a lock, a socket) stays with gemvault.
         gv_spawn_close_above_stdio(&actions)
 
@@ -78,6 +97,7 @@ public enum ProcessSpawner {
             posix_spawnattr_setpgroup(&attributes, 0)
             flags |= POSIX_SPAWN_SETPGROUP
         }
+        if newSession { flags |= GV_POSIX_SPAWN_SETSID }
         posix_spawnattr_setflags(&attributes, Int16(flags))
 
         let argv = arguments.map { strdup($0) } + [nil]
@@ -89,14 +109,13 @@ public enum ProcessSpawner {
         }
         var pid: pid_t = 0
         let spawned = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, envp)
-        if outPipe[1] >= 0 { close(outPipe[1]) }
-        if errPipe[1] >= 0 { close(errPipe[1]) }
+        for fd in [inPipe[0], outPipe[1], errPipe[1]] where fd >= 0 { close(fd) }
         guard spawned == 0 else {
-            if outPipe[0] >= 0 { close(outPipe[0]) }
-            if errPipe[0] >= 0 { close(errPipe[0]) }
+            for fd in [inPipe[1], outPipe[0], errPipe[0]] where fd >= 0 { close(fd) }
             throw SystemError("start", path: arguments[0], code: spawned)
         }
         return ChildProcess(pid: pid,
+                            standardInput: inPipe[1] >= 0 ? FileDescriptor(owning: inPipe[1], path: "\(arguments[0]) stdin") : nil,
                             standardOutput: outPipe[0] >= 0 ? FileDescriptor(owning: outPipe[0], path: "\(arguments[0]) stdout") : nil,
                             standardError: errPipe[0] >= 0 ? FileDescriptor(owning: errPipe[0], path: "\(arguments[0]) stderr") : nil)
     }

@@ -5,6 +5,7 @@ import Glibc
 public enum OpenFlags {
     public static let readOnly = O_RDONLY
     public static let readWriteCreate = O_RDWR | O_CREAT
+    public static let appendCreate = O_WRONLY | O_APPEND | O_CREAT
 }
 
 /// Errors of opening a file that gemvault trusts: refused by a check, or failed.

@@ -199,3 +199,10 @@ enum SodiumError: Error, Equatable {
     case outOfMemory
     case invalidInput(String)
 }
+
+extension Sodium {
+    /// A short hex fingerprint of a name (BLAKE2b), for file names derived from paths.
+    public static func fingerprint(_ text: String, bytes: Int = 8) -> String {
+        blake2b256(Array(text.utf8)[...]).prefix(bytes).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+}

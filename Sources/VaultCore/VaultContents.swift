@@ -11,9 +11,21 @@ public struct StoredKey {
     public let secret: SecretBytes
     /// Unix seconds.
     public let created: Int64
+    /// When the current value was set (stored, rotated or rolled back).
     public let updated: Int64
+    /// When the agent last handed it out; 0 for never (recorded by the agent only).
+    public let lastUsed: Int64
     /// Newest first, at most `VaultContents.retiredLimit`.
     public let previous: [RetiredSecret]
+
+    public init(name: String, secret: SecretBytes, created: Int64, updated: Int64, lastUsed: Int64 = 0, previous: [RetiredSecret]) {
+        self.name = name
+        self.secret = secret
+        self.created = created
+        self.updated = updated
+        self.lastUsed = lastUsed
+        self.previous = previous
+    }
 }
 
 /// The decrypted payload: named keys, settings, and the key that will encrypt conversation history.
@@ -21,7 +33,8 @@ public struct StoredKey {
 /// The conversation key is created once, at `init`, and travels inside the payload, so
 /// `passwd`, `recover` and a future `rekey` (which re-encrypts the payload) all keep it.
 public final class VaultContents {
-    public static let payloadVersion: UInt8 = 1
+    /// Version 2 adds each key's last use; version 1 is still read.
+    public static let payloadVersion: UInt8 = 2
     public static let retiredLimit = 5
     static let paddingBlock = 512
     static let maxNameBytes = 128
@@ -47,11 +60,32 @@ public final class VaultContents {
         if let index = keys.firstIndex(where: { $0.name == name }) {
             let old = keys[index]
             let history = Array(([RetiredSecret(secret: old.secret, retired: now)] + old.previous).prefix(Self.retiredLimit))
-            keys[index] = StoredKey(name: name, secret: secret, created: old.created, updated: now, previous: history)
+            keys[index] = StoredKey(name: name, secret: secret, created: old.created, updated: now, lastUsed: old.lastUsed, previous: history)
         } else {
             guard keys.count < Int(UInt16.max) else { throw .valueTooLarge("the vault (65535 keys at most)") }
             keys.append(StoredKey(name: name, secret: secret, created: now, updated: now, previous: []))
             keys.sort { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
+        }
+    }
+
+    /// Makes the previous value current again; the value it replaces goes into the history.
+    /// Returns the value now current.
+    @discardableResult
+    public func rollBack(_ name: String, now: Int64) throws(VaultError) -> StoredKey {
+        guard let index = keys.firstIndex(where: { $0.name == name }) else { throw .keyNotFound(name: name) }
+        let old = keys[index]
+        guard let restored = old.previous.first else { throw .noEarlierValue(name: name) }
+        let history = Array(([RetiredSecret(secret: old.secret, retired: now)] + old.previous.dropFirst()).prefix(Self.retiredLimit))
+        keys[index] = StoredKey(name: name, secret: restored.secret, created: old.created, updated: now, lastUsed: old.lastUsed, previous: history)
+        return keys[index]
+    }
+
+    /// Notes when keys were last handed out (the agent's record).
+    public func recordUse(_ uses: [String: Int64]) {
+        for (name, time) in uses {
+            guard let index = keys.firstIndex(where: { $0.name == name }), time > keys[index].lastUsed else { continue }
+            let key = keys[index]
+            keys[index] = StoredKey(name: name, secret: key.secret, created: key.created, updated: key.updated, lastUsed: time, previous: key.previous)
         }
     }
 
@@ -80,11 +114,19 @@ public final class VaultContents {
 
     // MARK: Encoding
 
+    /// The padded plaintext payload, for the agent to hand to a client (and back).
+    public func exported() throws(VaultError) -> SecretBytes { try encoded() }
+
+    /// Contents received from the agent, checked like a vault's.
+    public static func imported(_ payload: SecretBytes, source: String) throws(VaultError) -> VaultContents {
+        try decode(payload, path: source)
+    }
+
     /// The padded plaintext payload, in secret memory. Layout in Docs/vault-format.md.
     func encoded() throws(VaultError) -> SecretBytes {
         var length = 1 + 32 + 2 + 2
         for key in keys {
-            length += 2 + key.name.utf8.count + 2 + key.secret.count + 8 + 8 + 1
+            length += 2 + key.name.utf8.count + 2 + key.secret.count + 8 + 8 + 8 + 1
             for old in key.previous { length += 2 + old.secret.count + 8 }
         }
         for (name, value) in settings { length += 2 + name.utf8.count + 4 + value.utf8.count }
@@ -100,6 +142,7 @@ public final class VaultContents {
                 key.secret.withUnsafeBytes { writer.append($0) }
                 writer.append(key.created)
                 writer.append(key.updated)
+                writer.append(key.lastUsed)
                 writer.append(UInt8(key.previous.count))
                 for old in key.previous {
                     writer.append(UInt16(old.secret.count))
@@ -132,7 +175,7 @@ public final class VaultContents {
                 guard let length = try? Sodium.unpad(padded, blockSize: paddingBlock) else { throw broken("its padding is wrong") }
                 var reader = ByteReader(UnsafeRawBufferPointer(rebasing: padded[0..<length]))
                 let version = try reader.read(UInt8.self)
-                guard version == payloadVersion else { throw VaultError.unsupportedPayloadVersion(path: path, version: Int(version)) }
+                guard version == 1 || version == payloadVersion else { throw VaultError.unsupportedPayloadVersion(path: path, version: Int(version)) }
                 let conversationKey = try reader.readSecret(32)
                 var keys: [StoredKey] = []
                 for _ in 0..<Int(try reader.read(UInt16.self)) {
@@ -145,6 +188,7 @@ public final class VaultContents {
                     guard (1...maxSecretBytes).contains(secret.count) else { throw broken("key '\(name)' is empty or longer than \(maxSecretBytes) bytes") }
                     let created = try reader.read(Int64.self)
                     let updated = try reader.read(Int64.self)
+                    let lastUsed = version >= 2 ? try reader.read(Int64.self) : 0
                     let previousCount = Int(try reader.read(UInt8.self))
                     guard previousCount <= retiredLimit else { throw broken("key '\(name)' has \(previousCount) earlier values; writers keep at most \(retiredLimit)") }
                     var previous: [RetiredSecret] = []
@@ -153,7 +197,7 @@ public final class VaultContents {
                         guard (1...maxSecretBytes).contains(old.count) else { throw broken("an earlier value of key '\(name)' is empty or too long") }
                         previous.append(RetiredSecret(secret: old, retired: try reader.read(Int64.self)))
                     }
-                    keys.append(StoredKey(name: name, secret: secret, created: created, updated: updated, previous: previous))
+                    keys.append(StoredKey(name: name, secret: secret, created: created, updated: updated, lastUsed: lastUsed, previous: previous))
                 }
                 var settings: [String: String] = [:]
                 var lastSetting: String?

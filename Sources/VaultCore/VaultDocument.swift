@@ -7,7 +7,7 @@ public final class VaultDocument {
     public private(set) var file: VaultFile
     public let path: String
     private var dataKey: SecretBytes
-    public let contents: VaultContents
+    public private(set) var contents: VaultContents
     /// The passphrase slot's key-encryption key, when it was opened with the passphrase:
     /// a rekey rewraps the new data key under it without another Argon2 run.
     private var passphraseKEK: SecretBytes?
@@ -49,6 +49,21 @@ public final class VaultDocument {
         document.passphraseKEK = kek
         return document
     }
+
+    /// Opens a parsed file with the passphrase slot's key-encryption key (the agent's way:
+    /// it never sees the passphrase, and never runs Argon2).
+    public static func open(_ file: VaultFile, path: String, kek: SecretBytes) throws(VaultError) -> VaultDocument {
+        guard let slot = file.passphraseSlot, let dataKey = slot.unwrap(kek: kek) else { throw .wrongPassphrase }
+        let document = try decrypt(file, path: path, dataKey: dataKey)
+        document.passphraseKEK = kek
+        return document
+    }
+
+    /// The key-encryption key of the passphrase slot, when opened with the passphrase or it.
+    public var keyEncryptionKey: SecretBytes? { passphraseKEK }
+
+    /// Replaces the contents with ones a client edited (through the agent).
+    public func replaceContents(_ new: VaultContents) { contents = new }
 
     /// Opens a parsed file with the recovery code; only the recovery slot is tried.
     public static func open(_ file: VaultFile, path: String, recoveryCode: SecretBytes) throws(VaultError) -> VaultDocument {

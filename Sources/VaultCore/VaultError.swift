@@ -42,6 +42,8 @@ public enum VaultError: Error, Equatable, Sendable {
     case invalidName(String)
     /// A value larger than the format allows.
     case valueTooLarge(String)
+    /// `key rollback` on a key without an earlier value.
+    case noEarlierValue(name: String)
     /// No backup to restore.
     case noBackup(path: String)
 }

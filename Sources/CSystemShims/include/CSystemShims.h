@@ -60,3 +60,20 @@ int gv_spawn_close_above_stdio(posix_spawn_file_actions_t *actions);
 
 /// O_PATH (Linux), which Swift's Glibc module does not export without _GNU_SOURCE.
 #define GV_O_PATH 010000000
+
+/// The agent's SIGTERM, SIGINT and SIGHUP only set a flag (no SA_RESTART, so poll returns),
+/// and SIGPIPE is ignored; the loop then wipes and exits.
+void gv_agent_signals_install(void);
+int gv_agent_stop_requested(void);
+
+/// POSIX_SPAWN_SETSID (glibc), hidden from Swift behind _GNU_SOURCE.
+#define GV_POSIX_SPAWN_SETSID 0x80
+
+/// accept4 with SOCK_CLOEXEC; returns the new descriptor or -1 with errno set.
+int gv_accept_cloexec(int listening);
+/// The peer of a connected Unix socket (SO_PEERCRED). Returns 0, or -1 with errno set.
+int gv_peer_credentials(int fd, pid_t *pid, uid_t *uid);
+/// A SOCK_STREAM Unix socket (close-on-exec) bound to `path` with mode 0600 and listening,
+/// or connected to it. Returns the descriptor or -1 with errno set; ENAMETOOLONG for a long path.
+int gv_unix_listen(const char *path);
+int gv_unix_connect(const char *path);

@@ -1,0 +1,135 @@
+import SystemIO
+import VaultCore
+
+/// What `status` reports.
+public struct AgentStatus: Sendable {
+    public let unlocked: Bool
+    public let vaultPath: String
+    public let pid: Int32
+    public let unlockedAt: Int64?
+    public let idleDeadline: Int64?
+    public let maxDeadline: Int64?
+
+    /// When the session locks: the nearer of the two deadlines.
+    public var locksAt: Int64? { [idleDeadline, maxDeadline].compactMap { $0 }.min() }
+}
+
+/// Why a request to the agent failed.
+public enum AgentError: Error, Equatable, Sendable {
+    /// No agent answers for this vault.
+    case notRunning
+    /// The agent holds no vault.
+    case locked
+    /// A write was based on an older generation.
+    case stale
+    case rolledBack(generation: UInt64, seen: UInt64)
+    case wrongKey
+    /// The socket folder failed its checks.
+    case refused(FileCheckFailure)
+    /// Something answered that is not our agent, or not our uid.
+    case untrusted(String)
+    case failed(String)
+}
+
+/// Talks to the agent of one vault: one connection per request.
+public struct AgentClient: Sendable {
+    public let paths: AgentPaths
+    /// Long enough for a write that waits for the vault's lock.
+    var responseTimeout = 30.0
+
+    public init(paths: AgentPaths) { self.paths = paths }
+
+    /// The agent's status; `.notRunning` when none answers. Never extends the session.
+    public func status() throws(AgentError) -> AgentStatus {
+        let response = try request(AgentMessage(code: AgentProtocol.Operation.status.rawValue))
+        let unlocked = response.number(.state) == 1
+        return AgentStatus(unlocked: unlocked, vaultPath: response.text(.vaultPath) ?? paths.vaultPath,
+                           pid: Int32(truncatingIfNeeded: response.number(.pid) ?? 0),
+                           unlockedAt: response.number(.unlockedAt), idleDeadline: response.number(.idleDeadline),
+                           maxDeadline: response.number(.maxDeadline))
+    }
+
+    /// Hands the agent the passphrase slot's key-encryption key.
+    public func unlock(kek: SecretBytes, idle: Double, max: Double) throws(AgentError) -> AgentStatus {
+        var message = AgentMessage(code: AgentProtocol.Operation.unlock.rawValue)
+        message.add(.keyEncryptionKey, secret: kek)
+        message.add(.idleSeconds, number: Int64(idle))
+        message.add(.maxSeconds, number: Int64(max))
+        _ = try request(message)
+        return try status()
+    }
+
+    /// The decrypted contents and their generation; `used` records a key's use.
+    public func contents(used name: String? = nil) throws(AgentError) -> (generation: UInt64, contents: VaultContents) {
+        var message = AgentMessage(code: AgentProtocol.Operation.contents.rawValue)
+        if let name { message.add(.keyName, text: name) }
+        let response = try request(message)
+        guard let payload = response.secret(.payload), let generation = response.number(.generation) else {
+            throw .untrusted("the agent's answer has no contents")
+        }
+        do {
+            return (UInt64(bitPattern: generation), try VaultContents.imported(payload, source: "the agent's answer"))
+        } catch {
+            throw .untrusted("the agent's answer is malformed")
+        }
+    }
+
+    /// Saves edited contents, based on `generation`; `.stale` when the vault moved on.
+    public func write(_ contents: VaultContents, basedOn generation: UInt64, newBackup: Bool = false) throws(AgentError) -> UInt64 {
+        var message = AgentMessage(code: AgentProtocol.Operation.write.rawValue)
+        do { message.add(.payload, secret: try contents.exported()) } catch { throw .failed("\(error)") }
+        message.add(.generation, number: Int64(bitPattern: generation))
+        message.add(.backup, number: newBackup ? 1 : 0)
+        let response = try request(message)
+        return UInt64(bitPattern: response.number(.generation) ?? 0)
+    }
+
+    /// Puts the vault under a new data key; returns a new recovery code when one was needed.
+    public func rekey() throws(AgentError) -> SecretBytes? {
+        try request(AgentMessage(code: AgentProtocol.Operation.rekey.rawValue)).secret(.recoveryCode)
+    }
+
+    public func lock() throws(AgentError) {
+        _ = try request(AgentMessage(code: AgentProtocol.Operation.lock.rawValue))
+    }
+
+    /// Sends one request and reads the response. The agent must run as our own uid.
+    func request(_ message: AgentMessage) throws(AgentError) -> AgentMessage {
+        do {
+            guard try paths.openFolder(create: false) != nil else { throw AgentError.notRunning }
+        } catch let error as AgentError {
+            throw error
+        } catch TrustedOpenError.refused(let failure) {
+            throw .refused(failure)
+        } catch {
+            throw .notRunning
+        }
+        let connection: FileDescriptor
+        do { connection = try UnixSocket.connect(paths.socketPath) } catch { throw .notRunning }
+        guard let peer = try? UnixSocket.peer(of: connection), peer.uid == CurrentUser.id else {
+            throw .untrusted("the socket \(paths.socketPath) is served by another user")
+        }
+        let frame = message.frame()
+        do { try frame.withUnsafeBytes { bytes throws(SystemError) in try connection.writeAll(bytes) } } catch { throw .notRunning }
+        let body: SecretBytes
+        do {
+            body = try FrameReader.read(connection, deadline: Clock.monotonicSeconds() + responseTimeout)
+        } catch {
+            throw error == .timedOut ? .failed("the agent did not answer within \(Int(responseTimeout)) s") : .notRunning
+        }
+        guard let response = AgentMessage.parse(body: body) else { throw .untrusted("the agent's answer is malformed") }
+        guard response.code == 0 else {
+            let text = response.text(.message) ?? "the agent refused the request"
+            switch response.number(.errorKind).flatMap({ AgentProtocol.ErrorKind(rawValue: UInt8(truncatingIfNeeded: $0)) }) {
+            case .locked?: throw .locked
+            case .stale?: throw .stale
+            case .rolledBack?:
+                throw .rolledBack(generation: UInt64(bitPattern: response.number(.generation) ?? 0),
+                                  seen: UInt64(bitPattern: response.number(.seenGeneration) ?? 0))
+            case .wrongKey?: throw .wrongKey
+            default: throw .failed(text)
+            }
+        }
+        return response
+    }
+}

@@ -1,0 +1,157 @@
+import Agent
+import GemvaultConfig
+import SystemIO
+import TerminalIO
+import VaultCore
+
+let sessionCommands: [CommandSpec] = [
+    CommandSpec(path: ["unlock"], arguments: "", argumentRange: 0...0,
+                summary: "unlock the vault once for a session: later commands need no passphrase",
+                options: [OptionSpec(name: "--idle", value: "DURATION", help: "lock after this long unused (setting session_idle, default 15m)"),
+                          OptionSpec(name: "--max", value: "DURATION", help: "lock after this long in any case (setting session_max, default 8h)")],
+                details: "Starts a background agent holding the vault in locked memory, or hands the key to one already running (agent --foreground).\nA second unlock leaves a running session alone. Docs/session.md explains the session.",
+                run: SessionCommand.unlock),
+    CommandSpec(path: ["lock"], arguments: "", argumentRange: 0...0,
+                summary: "make the agent wipe the vault from memory and exit",
+                options: [], details: "", run: SessionCommand.lock),
+    CommandSpec(path: ["status"], arguments: "", argumentRange: 0...0,
+                summary: "whether a session is unlocked, for which vault, since when, and when it locks",
+                options: [jsonOption], details: "Never extends the session.", run: SessionCommand.status),
+    CommandSpec(path: ["agent"], arguments: "", argumentRange: 0...0,
+                summary: "run the session agent (for a systemd user service)",
+                options: [OptionSpec(name: "--foreground", value: nil, help: "stay in the foreground, logging to stderr (required)")],
+                details: "It starts locked; 'gemvault unlock' hands it the vault. Docs/session.md has a unit file.",
+                run: SessionCommand.agent),
+]
+
+enum SessionCommand {
+    static func unlock(_ call: Invocation) throws {
+        let context = call.context
+        let agent = context.agent
+        if let status = try? agent.status(), status.unlocked {
+            Console.err("gemvault: \(status.vaultPath) is already unlocked (agent pid \(status.pid)); the running session was left alone\(status.locksAt.map { ", it locks at \(Output.isoDate($0))" } ?? "")\n")
+            return
+        }
+        try context.checkVaultBeforePrompt()
+        let file = try context.readVaultFile()
+        let document = try context.withPassphrase { try VaultDocument.open(file, path: context.vaultPath, passphrase: $0) }
+        context.remember(document.file)
+        guard let kek = document.keyEncryptionKey else { throw VaultError.wrongPassphrase }
+        let layers = try context.settingLayers(call)
+        var withVault = layers
+        withVault.vaultSettings = document.contents.settings
+        withVault.vaultPath = context.vaultPath
+        let settings = try Settings.resolve(withVault)
+        let idle = try duration(call.value("--idle"), flag: "--idle") ?? settings.duration("session_idle") ?? 900
+        let max = try duration(call.value("--max"), flag: "--max") ?? settings.duration("session_max") ?? 28800
+        if (try? agent.status()) == nil { try startAgent(context) }
+        let status = try agent.unlock(kek: kek, idle: idle, max: max)
+        Console.err("gemvault: unlocked \(status.vaultPath); it locks after \(DurationText.text(idle)) unused, and at the latest at \(status.maxDeadline.map(Output.isoDate) ?? "?")\n")
+    }
+
+    static func duration(_ text: String?, flag: String) throws -> Double? {
+        guard let text else { return nil }
+        guard let seconds = DurationText.seconds(text), seconds >= 1 else {
+            throw UsageError("\(flag) takes a duration such as 90s, 15m, 8h or 1h30m, not '\(text)'")
+        }
+        return seconds
+    }
+
+    /// Starts `gemvault agent --foreground` in its own session, logging to a private file
+    /// beside its socket, and waits until it answers. No secret is in its argv or environment.
+    static func startAgent(_ context: Context) throws {
+        let paths = AgentPaths(environment: context.environment, vaultPath: context.vaultPath)
+        let folder: TrustedFolder
+        do {
+            guard let opened = try paths.openFolder(create: true) else { throw VaultError.notFound(path: paths.folder) }
+            folder = opened
+        } catch let error as TrustedOpenError {
+            throw VaultError(error)
+        }
+        let log: FileDescriptor
+        do {
+            guard let opened = try TrustedFile.open(paths.logName, in: folder, requirement: .secret, flags: OpenFlags.appendCreate) else {
+                throw VaultError.notFound(path: paths.logPath)
+            }
+            log = opened
+        } catch let error as TrustedOpenError {
+            throw VaultError(error)
+        }
+        var environment = context.environment
+        for name in ["GEMINI_API_KEY", "GOOGLE_API_KEY", "SSLKEYLOGFILE"] { environment[name] = nil }
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        do {
+            _ = try ProcessSpawner.spawn([ProcessIdentity.executablePath, "agent", "--foreground", "--vault", paths.vaultPath],
+                                         environment: environment, input: .null, output: .null, errors: .file(log), newSession: true)
+        } catch {
+            throw CommandFailure(.failure, "could not start the agent: \(error.reason)")
+        }
+        let deadline = Clock.monotonicSeconds() + 5
+        while Clock.monotonicSeconds() < deadline {
+            if (try? context.agent.status()) != nil { return }
+            Clock.sleep(0.02)
+        }
+        throw CommandFailure(.failure, "the agent did not start within 5 s", hint: "its log is \(paths.logPath)")
+    }
+
+    static func lock(_ call: Invocation) throws {
+        do throws(AgentError) {
+            try call.context.agent.lock()
+            Console.err("gemvault: locked; the agent wiped the vault from memory and exited\n")
+        } catch {
+            guard error == .notRunning else { throw error }
+            Console.err("gemvault: no session is unlocked for \(call.context.vaultPath)\n")
+        }
+    }
+
+    struct StatusReport: Encodable {
+        let version = 1
+        let unlocked: Bool
+        let vault: String
+        let agentPid: Int32?
+        let since: String?
+        let locksAt: String?
+        let idleLocksAt: String?
+        let maxLocksAt: String?
+    }
+
+    static func status(_ call: Invocation) throws {
+        let context = call.context
+        var status: AgentStatus?
+        do throws(AgentError) { status = try context.agent.status() } catch { if error != .notRunning { throw error } }
+        let report = StatusReport(unlocked: status?.unlocked ?? false, vault: ProcessIdentity.absolutePath(context.vaultPath),
+                                  agentPid: status?.pid, since: status?.unlockedAt.map(Output.isoDate),
+                                  locksAt: status?.locksAt.map(Output.isoDate), idleLocksAt: status?.idleDeadline.map(Output.isoDate),
+                                  maxLocksAt: status?.maxDeadline.map(Output.isoDate))
+        if call.flag("--json") { Output.json(report); return }
+        if report.unlocked {
+            Console.out("unlocked: \(report.vault)\nsince:    \(report.since ?? "?")\nlocks at: \(report.locksAt ?? "?") (idle limit \(report.idleLocksAt ?? "?"), at the latest \(report.maxLocksAt ?? "?"))\nagent:    pid \(report.agentPid ?? 0)\n")
+        } else {
+            Console.out("locked: \(report.vault)\n")
+        }
+    }
+
+    static func agent(_ call: Invocation) throws {
+        guard call.flag("--foreground") else {
+            throw UsageError("the agent runs only in the foreground (for systemd); 'gemvault unlock' starts one in the background", command: call.command)
+        }
+        let context = call.context
+        let server = AgentServer(paths: AgentPaths(environment: context.environment, vaultPath: context.vaultPath),
+                                 store: context.store, generations: context.generations,
+                                 log: { Console.err("gemvault agent: \(Output.isoDate(Output.now())) \($0)\n") })
+        let code: Int32
+        do throws(AgentServer.StartFailure) {
+            code = try server.run()
+        } catch {
+            switch error {
+            case .alreadyRunning(let socket):
+                throw CommandFailure(.failure, "an agent already serves \(context.vaultPath) (\(socket))", hint: "'gemvault status' shows it; 'gemvault lock' stops it")
+            case .folder(let failure):
+                throw VaultError(failure)
+            case .socket(let failure):
+                throw CommandFailure(.failure, "cannot listen on \(failure.path): \(failure.reason)")
+            }
+        }
+        if code != 0 { throw CommandFailure(.failure, "") }
+    }
+}
