@@ -215,3 +215,10 @@ void gv_agent_signals_install(void) {
 }
 
 int gv_agent_stop_requested(void) { return agent_stop != 0; }
+
+#include <sys/vfs.h>
+long gv_file_system_type(int fd) {
+    struct statfs info;
+    if (fstatfs(fd, &info) != 0) return -1;
+    return (long)info.f_type;
+}

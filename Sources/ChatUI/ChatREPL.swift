@@ -267,18 +267,14 @@ public final class ChatREPL {
     /// Writes the user's own private file (0600 before any byte is written); refuses a
     /// symlink, a file of another user, or anything that is not a regular file.
     static func save(_ text: String, to path: String) -> String? {
-        do {
-            try TrustedFile.createPrivate(path).writeAll(text)
+        do throws(TrustedOpenError) {
+            try TrustedFile.savePrivate(path, Array(text.utf8))
             return nil
-        } catch let error as TrustedOpenError {
+        } catch {
             switch error {
             case .refused(let failure): return "\(failure.message); \(failure.fix)"
             case .failed(let system): return "cannot write \(path): \(system.reason)"
             }
-        } catch let error as SystemError {
-            return "cannot write \(path): \(error.reason)"
-        } catch {
-            return "cannot write \(path): \(error)"
         }
     }
 }

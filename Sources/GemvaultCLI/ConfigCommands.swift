@@ -233,7 +233,10 @@ enum ConfigCommand {
         } else if findings.isEmpty {
             Console.out("ok: no findings (checked \(Doctor.checks.joined(separator: ", ")))\n")
         } else {
-            for finding in findings { Console.out("[\(finding.check)] \(finding.message)\n    fix: \(finding.fix)\n") }
+            // Findings quote file names, which anyone who can create a folder chooses.
+            for finding in findings {
+                Console.out("[\(finding.check)] \(EscapeNeutralizer.neutralize(finding.message))\n    fix: \(EscapeNeutralizer.neutralize(finding.fix))\n")
+            }
         }
         if !findings.isEmpty { throw CommandFailure(.failure, "", hint: nil) }
     }

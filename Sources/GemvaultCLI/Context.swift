@@ -73,7 +73,7 @@ struct Context {
 
     func readPassphrase() throws -> SecretBytes {
         let passphrase = try SecretInput.read(from: try passphraseSource(), prompt: "Passphrase for \(vaultPath): ")
-        Redaction.register(passphrase)
+        Redaction.registerPassphrase(passphrase)
         return passphrase
     }
 
@@ -96,10 +96,14 @@ struct Context {
         throw VaultError.rolledBack(path: vaultPath, generation: file.generation, seen: seen)
     }
 
+    /// Format 1 files have no vault id: their generations are recorded by the vault's path,
+    /// so an old format 1 copy restored over an upgraded vault is noticed too.
+    var pathRecord: String { Sodium.fingerprint(ProcessIdentity.absolutePath(vaultPath)) }
+
     /// The record is a second line of defence: when it cannot be read or written (a state
     /// folder that is not the user's own, a full disk), the command goes on with a warning.
     func highestSeen(_ file: VaultFile) -> UInt64? {
-        guard let id = file.vaultIDHex else { return nil }
+        let id = file.vaultIDHex ?? pathRecord
         do { return try generations.highestSeen(vaultID: id) } catch {
             Console.warning("the record of this vault's generations could not be read (\(ErrorReport.describe(error).1)); a restored old copy would go unnoticed")
             return nil
@@ -108,8 +112,10 @@ struct Context {
 
     /// Records an authenticated file's generation. With --accept-rollback the record follows it down.
     func remember(_ file: VaultFile) {
-        guard let id = file.vaultIDHex else { return }
-        do { try generations.record(vaultID: id, generation: file.generation, allowLower: acceptsRollback) } catch {
+        do {
+            if let id = file.vaultIDHex { try generations.record(vaultID: id, generation: file.generation, allowLower: acceptsRollback) }
+            try generations.record(vaultID: pathRecord, generation: file.generation, allowLower: acceptsRollback || file.vaultIDHex != nil)
+        } catch {
             Console.warning("the vault's generation could not be recorded (\(ErrorReport.describe(error).1)); a restored old copy would go unnoticed")
         }
     }
@@ -170,7 +176,7 @@ struct Context {
     func readNewPassphrase(_ source: SecretSource, prompt: String, confirmPrompt: String) throws -> SecretBytes {
         let passphrase = try SecretInput.readNew(from: source, prompt: prompt, confirmPrompt: confirmPrompt,
                                                  weakness: Self.weakness, warn: { Console.warning($0) })
-        Redaction.register(passphrase)
+        Redaction.registerPassphrase(passphrase)
         return passphrase
     }
 

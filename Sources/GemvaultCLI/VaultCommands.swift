@@ -94,7 +94,7 @@ enum VaultCommand {
         Console.err(description + "\n")
         // An empty answer (or none) skips the count.
         if let file, let secret = try? SecretInput.read(from: .terminal, prompt: "Its passphrase, to count the keys it would replace (Enter to skip): ") {
-            Redaction.register(secret)
+            Redaction.registerPassphrase(secret)
             if let document = try? VaultDocument.open(file, path: context.vaultPath, passphrase: secret) {
                 let names = document.contents.keys.map(\.name)
                 Console.err("gemvault: it holds \(names.count) key\(names.count == 1 ? "" : "s")\(names.isEmpty ? "" : ": " + names.joined(separator: ", "))\n")
@@ -182,7 +182,7 @@ enum VaultCommand {
         // Check the current passphrase before asking for a new one.
         let current = try context.retrying(try context.passphraseSource(), read: {
             let secret = try SecretInput.read(from: try context.passphraseSource(), prompt: "Current passphrase for \(context.vaultPath): ")
-            Redaction.register(secret)
+            Redaction.registerPassphrase(secret)
             return secret
         }) { secret in
             _ = try VaultDocument.open(file, path: context.vaultPath, passphrase: secret)
@@ -200,7 +200,7 @@ enum VaultCommand {
         let file = try context.readVaultFile()
         let code = try context.retrying(source, read: {
             let secret = try SecretInput.read(from: source, prompt: "Recovery code: ")
-            Redaction.register(secret)
+            Redaction.registerPassphrase(secret)
             return secret
         }) { secret in
             _ = try VaultDocument.open(file, path: context.vaultPath, recoveryCode: secret)

@@ -174,7 +174,7 @@ public struct Doctor {
     func startupFileFindings() -> [Finding] {
         var findings: [Finding] = []
         for path in startupFiles() {
-            guard let text = PlainFile.readText(path) else { continue }
+            guard let text = PlainFile.readText(path, realFilesOnly: true) else { continue }
             for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                 guard let variable = Self.literalKeyAssignment(line.drop { $0 == " " || $0 == "\t" }) else { continue }
                 findings.append(Finding(check: "shell-startup", message: "\(path):\(number + 1) sets \(variable) in plain text",
@@ -199,7 +199,7 @@ public struct Doctor {
                     if depth < 3, name != "node_modules", name != ".git" { queue.append((path, depth + 1)) }
                 } else if name == ".env" || name.hasPrefix(".env.") {
                     // PlainFile skips FIFOs and anything else that is not a regular file.
-                    guard let text = PlainFile.readText(path, limit: 65536) else { continue }
+                    guard let text = PlainFile.readText(path, limit: 65536, followLinks: false, realFilesOnly: true) else { continue }
                     if text.split(separator: "\n").contains(where: { Self.literalKeyAssignment($0.drop { $0 == " " }) != nil }) {
                         findings.append(Finding(check: "dotenv", message: "\(path) holds a Gemini API key in plain text",
                                                 fix: "remove the key from \(path), revoke it, and keep the new one in the vault"))

@@ -40,6 +40,9 @@ public enum KeyCommand {
         }
         let program = arguments[0]
         let child: ChildProcess
+        // The command fetches the key: TLS secrets it logged would let anyone decrypt it.
+        var environment = environment
+        environment["SSLKEYLOGFILE"] = nil
         do {
             child = try ProcessSpawner.spawn(arguments, environment: environment, input: .null, output: .pipe, errors: .pipe,
                                              ownProcessGroup: true)

@@ -1,10 +1,17 @@
+import SystemIO
+
 /// The XDG locations gemvault uses, computed from an environment (so tests can pass their own).
 public struct Paths: Sendable {
     public let environment: [String: String]
 
     public init(environment: [String: String]) { self.environment = environment }
 
-    public var home: String { environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "/" }
+    /// $HOME when it is absolute; else the password database's home (a relative HOME would
+    /// put the vault wherever the command happens to run).
+    public var home: String {
+        if let home = environment["HOME"], home.hasPrefix("/") { return home }
+        return ProcessIdentity.homeDirectory ?? "/"
+    }
 
     /// An XDG variable is used only when it holds an absolute path, as the spec requires.
     private func xdg(_ name: String, fallback: String) -> String {

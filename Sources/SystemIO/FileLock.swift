@@ -47,8 +47,12 @@ public final class FileLock {
         for line in String(decoding: locks, as: UTF8.self).split(separator: "\n") {
             let fields = line.split(separator: " ")
             // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; a waiter's line has "->" after the id.
-            guard fields.count >= 6, fields[1] == "FLOCK", let pid = Int32(fields[4]), pid > 0,
-                  fields[5].split(separator: ":").last.flatMap({ UInt64($0) }) == status.inode else { continue }
+            // "MAJ:MIN:INODE", major and minor in hex: the device must match too, or another
+            // file system's inode could pass for ours.
+            let device = fields.count >= 6 ? fields[5].split(separator: ":") : []
+            guard fields.count >= 6, fields[1] == "FLOCK", let pid = Int32(fields[4]), pid > 0, device.count == 3,
+                  UInt64(device[2]) == status.inode, UInt64(device[0], radix: 16) == status.deviceMajor,
+                  UInt64(device[1], radix: 16) == status.deviceMinor else { continue }
             var text = "pid \(pid)"
             var details: [String] = []
             if let comm = try? FileDescriptor.openIfPresent("/proc/\(pid)/comm", flags: O_RDONLY)?.readAll(limit: 64) {

@@ -57,6 +57,10 @@ public struct FileStatus: Equatable, Sendable {
         return stat(path, &info) == 0 ? FileStatus(info) : nil
     }
 
+    /// glibc's encoding of dev_t.
+    public var deviceMajor: UInt64 { ((device >> 8) & 0xfff) | ((device >> 32) & ~UInt64(0xfff)) }
+    public var deviceMinor: UInt64 { (device & 0xff) | ((device >> 12) & ~UInt64(0xff)) }
+
     public var octalMode: String { "0" + String(permissions & 0o777, radix: 8) }
     public var isWorldWritable: Bool { permissions & 0o002 != 0 }
     public var isSticky: Bool { permissions & 0o1000 != 0 }

@@ -1,16 +1,29 @@
+import CSystemShims
 import Glibc
 
 /// Reading files that hold no secret and steer nothing: /proc, shell start-up files, .env scans.
 public enum PlainFile {
     /// A whole regular file as text, or nil when it is missing, unreadable, not a regular file
-    /// (a FIFO never blocks the open), or larger than `limit`.
-    public static func readText(_ path: String, limit: Int = 1 << 20) -> String? {
-        guard let file = try? FileDescriptor.openIfPresent(path, flags: O_RDONLY | O_NONBLOCK | O_NOCTTY),
-              (try? file.status())?.kind == .regular else { return nil }
-        file.setBlocking()
+    /// (a FIFO never blocks the open), or larger than `limit`. The descriptor stays
+    /// non-blocking, so nothing that only looks regular can hang the read.
+    ///
+    /// Files met while scanning must live on a real file system (`realFilesOnly`), not /proc
+    /// or /sys, whose "regular" files (/proc/kmsg) can block or be consumed by reading; .env
+    /// files anyone could plant are also read without following a symlink.
+    public static func readText(_ path: String, limit: Int = 1 << 20, followLinks: Bool = true, realFilesOnly: Bool = false) -> String? {
+        let flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | (followLinks ? 0 : O_NOFOLLOW)
+        guard let file = try? FileDescriptor.openIfPresent(path, flags: flags),
+              let status = try? file.status(), status.kind == .regular else { return nil }
+        if realFilesOnly {
+            let type = gv_file_system_type(file.raw)
+            guard type >= 0, !virtualFileSystems.contains(Int64(type)) else { return nil }
+        }
         guard let bytes = try? file.readAll(limit: limit) else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }
+
+    /// proc, sysfs, devpts, debugfs, tracefs, securityfs, cgroup2.
+    static let virtualFileSystems: Set<Int64> = [0x9fa0, 0x62656572, 0x1cd1, 0x64626720, 0x74726163, 0x73636673, 0x63677270]
 }
 
 /// Listing folders that are only looked at, never trusted (doctor's scans).

@@ -73,26 +73,25 @@ public enum TrustedFile {
         return descriptor
     }
 
-    /// Creates `path` (or reuses the user's own file there) as a private file and empties it,
-    /// for a file the user names (/save). The mode is set before anything is written.
-    public static func createPrivate(_ path: String) throws(TrustedOpenError) -> FileDescriptor {
-        let fd = retryingOnInterrupt { Glibc.open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0o600) }
-        guard fd >= 0 else {
-            let code = errno
-            if code == ELOOP { throw .refused(FileCheckFailure(path: path, problem: .symbolicLink)) }
-            throw .failed(SystemError("open", path: path, code: code))
+    /// Saves `bytes` as a new private file (0600) at a path the user named (/save): written
+    /// to a temp file beside it and renamed over, so nobody holding the old file open reads
+    /// the new text. A symlink, something not a regular file, or another user's file there
+    /// is refused.
+    public static func savePrivate(_ path: String, _ bytes: [UInt8]) throws(TrustedOpenError) {
+        let (folderPath, name) = TrustedFolder.parent(of: path)
+        let fd = retryingOnInterrupt { Glibc.open(folderPath, GV_O_PATH | O_DIRECTORY | O_CLOEXEC) }
+        guard fd >= 0 else { throw .failed(SystemError("open", path: folderPath)) }
+        let folder = TrustedFolder(path: folderPath, descriptor: FileDescriptor(owning: fd, path: folderPath))
+        var info = stat()
+        if fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 {
+            let existing = FileStatus(info)
+            if existing.kind == .symbolicLink { throw .refused(FileCheckFailure(path: path, problem: .symbolicLink)) }
+            if existing.kind != .regular { throw .refused(FileCheckFailure(path: path, problem: .notRegular(existing.kind))) }
+            if existing.owner != CurrentUser.id {
+                throw .refused(FileCheckFailure(path: path, problem: .foreignOwner(owner: existing.owner, mode: existing.octalMode)))
+            }
         }
-        let descriptor = FileDescriptor(owning: fd, path: path)
-        let status: FileStatus
-        do { status = try descriptor.status() } catch { throw .failed(error) }
-        if status.kind != .regular { throw .refused(FileCheckFailure(path: path, problem: .notRegular(status.kind))) }
-        if status.owner != CurrentUser.id {
-            throw .refused(FileCheckFailure(path: path, problem: .foreignOwner(owner: status.owner, mode: status.octalMode)))
-        }
-        guard fchmod(fd, 0o600) == 0 else { throw .failed(SystemError("chmod", path: path)) }
-        guard ftruncate(fd, 0) == 0 else { throw .failed(SystemError("truncate", path: path)) }
-        descriptor.setBlocking()
-        return descriptor
+        do { try folder.replace(name, with: bytes, tempPrefix: "." + name + ".tmp.") } catch { throw .failed(error) }
     }
 }
 
@@ -102,41 +101,106 @@ public final class TrustedFolder {
     public let path: String
     public let descriptor: FileDescriptor
 
-    private init(path: String, descriptor: FileDescriptor) {
+    fileprivate init(path: String, descriptor: FileDescriptor) {
         self.path = path
         self.descriptor = descriptor
     }
 
     public func path(of name: String) -> String { path == "/" ? "/" + name : path + "/" + name }
 
-    /// Opens and checks an existing folder; nil when it does not exist. O_PATH needs only
-    /// search permission, like the lookup of a name inside it would.
+    /// Opens and checks an existing folder; nil when it does not exist.
+    ///
+    /// The path is walked from `/` one name at a time (`openat`, `O_PATH | O_NOFOLLOW`), so no
+    /// folder above can be swapped in between. Every folder on the way must be the user's or
+    /// root's, and not writable by others unless sticky (like /tmp); the last one must not be
+    /// writable by group or others at all. A symbolic link on the way is followed only when
+    /// the user or root owns it: one planted by someone else is refused.
     public static func open(_ path: String) throws(TrustedOpenError) -> TrustedFolder? {
-        let fd = retryingOnInterrupt { Glibc.open(path, GV_O_PATH | O_DIRECTORY | O_CLOEXEC) }
-        guard fd >= 0 else {
-            let code = errno
-            if code == ENOENT { return nil }
-            if code == ENOTDIR { throw .refused(FileCheckFailure(path: path, problem: .folderNotDirectory)) }
-            throw .failed(SystemError("open", path: path, code: code))
-        }
-        let descriptor = FileDescriptor(owning: fd, path: path)
-        let status: FileStatus
-        do { status = try descriptor.status() } catch { throw .failed(error) }
-        if let problem = FileProblem.checkFolder(status) { throw .refused(FileCheckFailure(path: path, problem: problem)) }
-        return TrustedFolder(path: path, descriptor: descriptor)
+        try walk(path, create: false)
     }
 
-    /// Creates the folder and any missing parents (new ones 0700), then opens and checks it.
+    /// Creates the folder and any missing parents (new ones 0700) during the same checked
+    /// walk, then returns it.
     public static func create(_ path: String) throws(TrustedOpenError) -> TrustedFolder {
-        var partial = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
-            partial += "/" + component
-            if mkdir(partial, 0o700) != 0 && errno != EEXIST {
-                throw .failed(SystemError("mkdir", path: partial))
-            }
-        }
-        guard let folder = try open(path) else { throw .failed(SystemError("open", path: path, code: ENOENT)) }
+        guard let folder = try walk(path, create: true) else { throw .failed(SystemError("open", path: path, code: ENOENT)) }
         return folder
+    }
+
+    private static func walk(_ path: String, create: Bool) throws(TrustedOpenError) -> TrustedFolder? {
+        var absolute = path
+        if !path.hasPrefix("/") {
+            var buffer = [CChar](repeating: 0, count: 4096)
+            guard getcwd(&buffer, buffer.count) != nil else { throw .failed(SystemError("getcwd", path: path)) }
+            absolute = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/" + path
+        }
+        var pending = absolute.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        let rootFD = retryingOnInterrupt { Glibc.open("/", GV_O_PATH | O_DIRECTORY | O_CLOEXEC) }
+        guard rootFD >= 0 else { throw .failed(SystemError("open", path: "/")) }
+        var current = FileDescriptor(owning: rootFD, path: "/")
+        var shown = ""
+        var links = 0
+        while !pending.isEmpty {
+            let name = pending.removeFirst()
+            if name == "." { continue }
+            // The folder we are in was checked: an ancestor, writable by others only if sticky.
+            try checkAncestor(current, shown: shown.isEmpty ? "/" : shown)
+            var fd = retryingOnInterrupt { openat(current.raw, name, GV_O_PATH | O_NOFOLLOW | O_CLOEXEC) }
+            if fd < 0 && errno == ENOENT && create {
+                if mkdirat(current.raw, name, 0o700) != 0 && errno != EEXIST {
+                    throw .failed(SystemError("mkdir", path: shown + "/" + name))
+                }
+                fd = retryingOnInterrupt { openat(current.raw, name, GV_O_PATH | O_NOFOLLOW | O_CLOEXEC) }
+            }
+            guard fd >= 0 else {
+                let code = errno
+                if code == ENOENT { return nil }
+                throw .failed(SystemError("open", path: shown + "/" + name, code: code))
+            }
+            let next = FileDescriptor(owning: fd, path: name == ".." ? TrustedFolder.parent(of: shown).folder : shown + "/" + name)
+            let status: FileStatus
+            do { status = try next.status() } catch { throw .failed(error) }
+            if status.kind == .symbolicLink {
+                guard status.owner == CurrentUser.id || status.owner == 0 else {
+                    throw .refused(FileCheckFailure(path: next.path, problem: .symbolicLink))
+                }
+                links += 1
+                guard links <= 40 else { throw .failed(SystemError("open", path: path, code: ELOOP)) }
+                var target = [CChar](repeating: 0, count: 4096)
+                let length = readlinkat(current.raw, name, &target, target.count - 1)
+                guard length > 0 else { throw .failed(SystemError("readlink", path: next.path)) }
+                let text = String(decoding: target[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                pending = text.split(separator: "/", omittingEmptySubsequences: true).map(String.init) + pending
+                if text.hasPrefix("/") {
+                    let fd = retryingOnInterrupt { Glibc.open("/", GV_O_PATH | O_DIRECTORY | O_CLOEXEC) }
+                    guard fd >= 0 else { throw .failed(SystemError("open", path: "/")) }
+                    current = FileDescriptor(owning: fd, path: "/")
+                    shown = ""
+                }
+                continue
+            }
+            guard status.kind == .directory else { throw .refused(FileCheckFailure(path: next.path, problem: .folderNotDirectory)) }
+            current = next
+            shown = next.path == "/" ? "" : next.path
+        }
+        try checkAncestor(current, shown: path, last: true)
+        return TrustedFolder(path: path, descriptor: current)
+    }
+
+    /// A folder on the way to a trusted one: the user's or root's, and if others may write to
+    /// it, sticky, so they cannot rename or remove what is in it.
+    private static func checkAncestor(_ folder: FileDescriptor, shown: String, last: Bool = false) throws(TrustedOpenError) {
+        let status: FileStatus
+        do { status = try folder.status() } catch { throw .failed(error) }
+        if last {
+            if let problem = FileProblem.checkFolder(status) { throw .refused(FileCheckFailure(path: shown, problem: problem)) }
+            return
+        }
+        guard status.owner == CurrentUser.id || status.owner == 0 else {
+            throw .refused(FileCheckFailure(path: shown, problem: .folderForeignOwner(owner: status.owner)))
+        }
+        if status.permissions & 0o002 != 0 && !status.isSticky {
+            throw .refused(FileCheckFailure(path: shown, problem: .folderWritableByOthers(mode: status.octalMode)))
+        }
     }
 
     /// The folder that holds `path`.

@@ -51,10 +51,10 @@ public struct KDFPolicy: Sendable {
 
     public func check(_ parameters: KDFParameters) -> String? {
         if parameters.opsLimit < minimum.opsLimit || parameters.memLimit < minimum.memLimit {
-            return "Argon2id parameters (\(parameters.opsLimit) passes, \(parameters.memLimit >> 10) KiB) are below the accepted minimum (\(minimum.opsLimit) passes, \(minimum.memLimit >> 10) KiB)"
+            return "Argon2id parameters (\(parameters.opsLimit) passes, \(parameters.memLimit) bytes) are below the accepted minimum (\(minimum.opsLimit) passes, \(minimum.memLimit) bytes)"
         }
         if parameters.opsLimit > maximum.opsLimit || parameters.memLimit > maximum.memLimit {
-            return "Argon2id parameters (\(parameters.opsLimit) passes, \(parameters.memLimit >> 10) KiB) are above the accepted maximum (\(maximum.opsLimit) passes, \(maximum.memLimit >> 10) KiB)"
+            return "Argon2id parameters (\(parameters.opsLimit) passes, \(parameters.memLimit) bytes) are above the accepted maximum (\(maximum.opsLimit) passes, \(maximum.memLimit) bytes)"
         }
         return nil
     }

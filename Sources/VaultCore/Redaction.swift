@@ -5,21 +5,31 @@ import Synchronization
 public enum Redaction {
     /// Held until the process ends (or `forget`): an error is often reported after the
     /// object that used the secret is gone.
-    private static let registered = Mutex<[SecretBytes]>([])
+    private static let registered = Mutex<[(secret: SecretBytes, wholeOnly: Bool)]>([])
 
     /// Runs of at least this many bytes of a secret are cut out of messages.
     static let minimumRun = 12
 
-    public static func register(_ secret: SecretBytes) {
-        guard secret.count >= 4 else { return }
+    /// An API key: any run of 12 or more of its bytes is cut out (servers quote keys in part).
+    public static func register(_ secret: SecretBytes) { add(secret, wholeOnly: secret.count < 24) }
+
+    /// A passphrase or code: only the whole of it, and only when it is long enough that
+    /// cutting it out cannot give it away (a short passphrase is also an ordinary word).
+    public static func registerPassphrase(_ secret: SecretBytes) {
+        guard secret.count >= minimumRun else { return }
+        add(secret, wholeOnly: true)
+    }
+
+    private static func add(_ secret: SecretBytes, wholeOnly: Bool) {
+        guard secret.count >= minimumRun else { return }
         registered.withLock { list in
-            if !list.contains(where: { $0 === secret }) { list.append(secret) }
+            if !list.contains(where: { $0.secret === secret }) { list.append((secret, wholeOnly)) }
         }
     }
 
     /// For long-running processes: stop redacting (and holding) a secret.
     public static func forget(_ secret: SecretBytes) {
-        registered.withLock { list in list.removeAll { $0 === secret } }
+        registered.withLock { list in list.removeAll { $0.secret === secret } }
     }
 
     /// `text` with every run of `minimumRun` or more bytes (or the whole secret, if shorter)
@@ -29,11 +39,11 @@ public enum Redaction {
         guard !secrets.isEmpty else { return text }
         let bytes = Array(text.utf8)
         var hidden = [Bool](repeating: false, count: bytes.count)
-        for secret in secrets {
+        for (secret, wholeOnly) in secrets {
             secret.withUnsafeBytes { key in
-                let run = min(minimumRun, key.count)
+                let run = wholeOnly ? key.count : minimumRun
                 for start in bytes.indices {
-                    for offset in key.indices {
+                    for offset in (wholeOnly ? 0..<1 : key.indices) {
                         var length = 0
                         while start + length < bytes.count, offset + length < key.count, bytes[start + length] == key[offset + length] { length += 1 }
                         if length >= run { for index in start..<start + length { hidden[index] = true } }

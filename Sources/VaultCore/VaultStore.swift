@@ -80,10 +80,17 @@ public struct VaultStore: Sendable {
         /// Keeps the current vault beside itself as `vault<suffix>` (a hard link, or a copy).
         /// Returns the new path.
         public func keepAside(suffix: String) throws(VaultError) -> String {
-            do { try store.keepCopy(of: store.name, as: store.name + suffix, in: folder) } catch {
+            // Never over an earlier copy kept the same second.
+            var target = store.name + suffix
+            var number = 2
+            while folder.exists(target) {
+                target = store.name + suffix + "-\(number)"
+                number += 1
+            }
+            do { try store.keepCopy(of: store.name, as: target, in: folder) } catch {
                 throw .writeFailed(path: store.path, reason: "could not keep the old vault aside: \(error.reason)")
             }
-            return folder.path(of: store.name + suffix)
+            return folder.path(of: target)
         }
 
         public func readBackup() throws(VaultError) -> [UInt8] {
@@ -117,8 +124,7 @@ public struct VaultStore: Sendable {
         } catch .failed(let error) {
             throw VaultError.system(error)
         }
-        let leftovers = folder.names(withPrefix: tempPrefix) + folder.names(withPrefix: name + ".bak.tmp")
-            + folder.names(withPrefix: name + ".damaged-").filter { $0.hasSuffix(".tmp") }
+        let leftovers = folder.names(withPrefix: tempPrefix) + folder.names(withPrefix: name + ".").filter { $0.hasSuffix(".tmp") }
         for stale in leftovers { folder.remove(stale) }
         return try body(WriteSession(store: self, folder: folder, lock: lock))
     }
@@ -128,10 +134,11 @@ public struct VaultStore: Sendable {
     public func write(_ bytes: [UInt8], in session: WriteSession, backup: Backup = .previous) throws(VaultError) {
         let folder = session.folder
         let hadVault = folder.exists(name)
-        if backup == .new { folder.remove(name + ".bak") }
         do {
+            // Only once the new file is complete: a failed write leaves the backup too.
             try folder.replace(name, with: bytes, tempPrefix: tempPrefix, beforeRename: { () throws(SystemError) in
                 if backup == .previous && hadVault { try keepBackup(of: name, in: folder) }
+                if backup == .new { folder.remove(name + ".bak") }
             })
         } catch {
             throw .writeFailed(path: path, reason: error.operation == "write" || error.operation == "fsync"

@@ -617,3 +617,109 @@ def test_damage_messages_say_what_they_mean(env):
         handle.write(original[:150])
     result = env.run("key", "list")
     assert result.code == 4 and "no vault is shorter than 197" in result.err, result
+
+
+# -- Found by a second review, as another account ----------------------------------------------------
+
+def test_a_link_planted_by_another_user_above_the_vault_is_refused(env):
+    account = peer_account()
+    plant = "/tmp/gemvault-plant-%d" % os.getpid()
+    target = tempfile.mkdtemp(prefix="gemvault-target-")
+    try:
+        # The other user plants a link where the victim will put a vault, pointing at a root folder.
+        subprocess.run(["runuser", "-u", PEER, "--", "ln", "-s", target, plant], check=True)
+        result = env.run("--vault", plant + "/vault", "init", "--kdf", "interactive")
+        assert result.code == 1 and "refusing to use %s: it is a symbolic link" % plant in result.err, result
+        assert os.listdir(target) == []
+    finally:
+        subprocess.run(["rm", "-f", plant])
+        shutil.rmtree(target, ignore_errors=True)
+
+
+def test_a_folder_above_the_vault_owned_by_another_user_is_refused(env):
+    account = peer_account()
+    shared = tempfile.mkdtemp(prefix="gemvault-theirs-")
+    try:
+        os.chmod(shared, 0o755)
+        os.chown(shared, account.pw_uid, account.pw_gid)
+        mine = os.path.join(shared, "mine")
+        os.mkdir(mine, 0o700)
+        result = env.run("--vault", mine + "/vault", "init", "--kdf", "interactive")
+        assert result.code == 1 and "refusing to use %s: it is a folder owned by uid %d" % (shared, account.pw_uid) in result.err, result
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_doctor_never_reads_proc_through_a_planted_env_link_and_neutralises_names(env):
+    env.init()
+    project = os.path.join(env.home, "proj", "k")
+    os.makedirs(project)
+    os.symlink("/proc/kmsg", os.path.join(project, ".env"))
+    evil = os.path.join(env.home, "\x1b]0;PWNED\x07\x1b[2Kok")
+    os.makedirs(evil)
+    with open(os.path.join(evil, ".env"), "w") as handle:
+        handle.write("GEMINI_API_KEY=%s\n" % GOOD_KEY)
+    started = time.monotonic()
+    result = env.run("doctor", passphrase=False, timeout=30)
+    assert time.monotonic() - started < 20
+    assert "\x1b" not in result.out and "\x07" not in result.out and "^[]0;PWNED" in result.out, result
+
+
+def test_key_command_never_sees_sslkeylogfile(env, tmp_path):
+    seen = tmp_path / "seen"
+    script = tmp_path / "keycmd.sh"
+    script.write_text('#!/bin/sh\necho "${SSLKEYLOGFILE:-unset}" > %s\necho %s\n' % (seen, GOOD_KEY))
+    os.chmod(script, 0o700)
+    write_config(env, json.dumps({"version": 1, "key_command": str(script)}))
+    result = env.run("key", "which", passphrase=False, env={"SSLKEYLOGFILE": str(tmp_path / "keys.log")})
+    assert result.code == 0, result
+    assert seen.read_text().strip() == "unset"
+
+
+def test_a_failed_passwd_keeps_the_backup(env):
+    import resource
+    env.init()
+    env.run("key", "set", input=GOOD_KEY)
+    env.run("key", "set", "two", input=GOOD_KEY)
+    backup = env.vault + ".bak"
+    before = open(backup, "rb").read()
+    new_pass = os.path.join(env.root, "np")
+    env.write_private(new_pass, "another long passphrase\n")
+
+    def no_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    proc = subprocess.run([BIN, "passwd", "--passphrase-file", env.passfile, "--new-passphrase-file", new_pass],
+                          env=env.vars, capture_output=True, text=True, preexec_fn=no_files)
+    assert proc.returncode == 1 and "the vault is unchanged" in proc.stderr, proc
+    assert open(backup, "rb").read() == before
+
+
+def test_init_force_twice_in_one_second_keeps_both_old_vaults(env):
+    env.init()
+    env.run("key", "set", "precious", input=GOOD_KEY)
+    assert env.run("init", "--force", "--kdf", "interactive").code == 0
+    assert env.run("init", "--force", "--kdf", "interactive").code == 0
+    kept = sorted(__import__("glob").glob(env.vault + ".replaced-*"))
+    assert len(kept) == 2, kept
+    assert any(env.run("--vault", path, "key", "get", "precious").code == 0 for path in kept)
+
+
+def test_an_old_format_1_copy_restored_over_its_upgrade_is_refused(env):
+    fixtures = os.path.join(os.path.dirname(__file__), "..", "VaultCoreTests", "Fixtures")
+    with open(os.path.join(fixtures, "vector-v1.json")) as handle:
+        expected = json.load(handle)
+    os.makedirs(os.path.dirname(env.vault), mode=0o700)
+    shutil.copyfile(os.path.join(fixtures, "vector-v1.vault"), env.vault)
+    os.chmod(env.vault, 0o600)
+    env.write_private(env.passfile, expected["passphrase"] + "\n")
+    assert env.run("key", "set", "newer", input=GOOD_KEY).code == 0
+    shutil.copyfile(os.path.join(fixtures, "vector-v1.vault"), env.vault)
+    result = env.run("key", "get")
+    assert result.code == 4 and "an old copy was restored" in result.err, result
+
+
+def test_a_short_passphrase_is_never_given_away_by_redaction(env):
+    env.write_private(env.passfile, "gemvault\n")
+    env.init()
+    result = env.run("key", "get", "nothing")
+    assert "[redacted]" not in result.err and "gemvault: error" in result.err, result

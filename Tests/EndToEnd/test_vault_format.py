@@ -120,7 +120,8 @@ def unpad(padded):
 
 def decode_payload(payload):
     """The payload of the document, with the writer rules a reader enforces."""
-    assert payload[0] == 1
+    version = payload[0]
+    assert version in (1, 2)
     offset = 33
 
     def field(width):
@@ -141,8 +142,13 @@ def decode_payload(payload):
         names.append(name)
         secret = field(2)
         assert 1 <= len(secret) <= 4096
-        created, updated, previous = struct.unpack_from("<qqB", payload, offset)
-        offset += 17
+        if version == 2:
+            created, updated, last_used, previous = struct.unpack_from("<qqqB", payload, offset)
+            offset += 25
+            assert last_used >= 0
+        else:
+            created, updated, previous = struct.unpack_from("<qqB", payload, offset)
+            offset += 17
         assert previous <= 5 and created <= updated
         for _ in range(previous):
             assert 1 <= len(field(2)) <= 4096

@@ -79,12 +79,37 @@ func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) {
         #expect(ShellQuote.quote("/tmp/it's") == "'/tmp/it'\\''s'")
     }
 
-    @Test func createPrivateResetsTheModeBeforeWriting() throws {
+    @Test func savePrivateWritesANewFileSoOldReadersSeeNothingNew() throws {
         let folder = scratchFolder()
         writeFile(folder + "/notes.md", "old text that is longer", mode: 0o644)
-        try TrustedFile.createPrivate(folder + "/notes.md").writeAll("new")
+        let reader = open(folder + "/notes.md", O_RDONLY)
+        defer { close(reader) }
+        try TrustedFile.savePrivate(folder + "/notes.md", Array("new".utf8))
         #expect(FileStatus.of(folder + "/notes.md")?.permissions == 0o600)
         #expect(PlainFile.readText(folder + "/notes.md") == "new")
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let n = read(reader, &buffer, 64)
+        #expect(String(decoding: buffer[0..<max(0, n)], as: UTF8.self) == "old text that is longer")
+    }
+
+    @Test func foldersAreWalkedWithoutFollowingOthersLinks() throws {
+        let folder = scratchFolder()
+        mkdir(folder + "/real", 0o700)
+        symlink(folder + "/real", folder + "/mine")
+        // A link the user owns is followed; the folder it names is checked.
+        #expect(try TrustedFolder.open(folder + "/mine/") != nil)
+        if geteuid() == 0 {
+            lchown(folder + "/mine", 54321, 54321)
+            #expect(throws: TrustedOpenError.refused(FileCheckFailure(path: folder + "/mine", problem: .symbolicLink))) {
+                try TrustedFolder.open(folder + "/mine/sub")
+            }
+            mkdir(folder + "/theirs", 0o755)
+            mkdir(folder + "/theirs/inner", 0o700)
+            chown(folder + "/theirs", 54321, 54321)
+            #expect(throws: TrustedOpenError.refused(FileCheckFailure(path: folder + "/theirs", problem: .folderForeignOwner(owner: 54321)))) {
+                try TrustedFolder.open(folder + "/theirs/inner")
+            }
+        }
     }
 
     @Test func atomicReplaceLeavesNoTempFile() throws {

@@ -237,6 +237,12 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         #expect(Redaction.redact("server said: bad key sk-not-a-google-key-0123456789.") == "server said: bad key [redacted].")
         #expect(Redaction.redact("prefix only: sk-not-a-google…") == "prefix only: [redacted]…")
         #expect(Redaction.redact("nothing here") == "nothing here")
+        // A passphrase is cut out only whole, and only when long enough not to be an ordinary word.
+        Redaction.registerPassphrase(SecretBytes(utf8: "the vault is mine!"))
+        #expect(Redaction.redact("the vault is under a new data key") == "the vault is under a new data key")
+        #expect(Redaction.redact("typed: the vault is mine!") == "typed: [redacted]")
+        Redaction.registerPassphrase(SecretBytes(utf8: "gemvault"))
+        #expect(Redaction.redact("gemvault: error") == "gemvault: error")
     }
 
     @Test func trimmingAndTruncation() {

@@ -77,3 +77,6 @@ int gv_peer_credentials(int fd, pid_t *pid, uid_t *uid);
 /// or connected to it. Returns the descriptor or -1 with errno set; ENAMETOOLONG for a long path.
 int gv_unix_listen(const char *path);
 int gv_unix_connect(const char *path);
+
+/// The file system type (statfs f_type) of an open descriptor, or -1.
+long gv_file_system_type(int fd);
