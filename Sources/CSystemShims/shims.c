@@ -222,3 +222,22 @@ long gv_file_system_type(int fd) {
     if (fstatfs(fd, &info) != 0) return -1;
     return (long)info.f_type;
 }
+
+static volatile pid_t forward_target = 0;
+
+static void forward_signal(int sig, siginfo_t *info, void *context) {
+    (void)context;
+    /* si_code <= 0: sent by kill(), sigqueue() or tkill(); SI_KERNEL: from the terminal. */
+    if (forward_target > 0 && info && info->si_code <= 0) kill(forward_target, sig);
+}
+
+void gv_forward_signals_to(pid_t child) {
+    forward_target = child;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = forward_signal;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH};
+    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) sigaction(forwarded[i], &action, NULL);
+}

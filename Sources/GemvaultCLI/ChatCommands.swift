@@ -52,6 +52,7 @@ enum ChatCommand {
         GeminiClient.prepareNetwork()
         let resolver = try call.context.keyResolver(call)
         let (key, settings) = try resolver.resolve()
+        RotationReminder(context: call.context).remind(key: key, settings: settings)
         let configuration = ClientConfiguration(endpoint: settings.endpoint, apiVersion: settings.apiVersion, timeout: settings.timeout,
                                                 maxAttempts: (settings.int("retries") ?? 4) + 1)
         let errors = ErrorMapper(keyOrigin: key.source.label, keyReplaceHint: key.source.replaceHint,

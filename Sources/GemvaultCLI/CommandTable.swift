@@ -56,7 +56,7 @@ let settingFlags: [String: String] = [
 ]
 
 /// The whole command surface.
-let commandTable: [CommandSpec] = vaultCommands + sessionCommands + configCommands + chatCommands
+let commandTable: [CommandSpec] = vaultCommands + rotationCommands + sessionCommands + configCommands + chatCommands + execCommands
 
 /// The result of parsing argv against the table.
 struct Invocation {

@@ -23,6 +23,8 @@ public enum GemvaultMain {
                 try spec.run(Invocation(command: spec, positionals: positionals, options: options, context: context))
             }
             return ExitCode.success.rawValue
+        } catch let exit as ExitStatus {
+            return exit.code
         } catch {
             return ErrorReport.report(error).rawValue
         }

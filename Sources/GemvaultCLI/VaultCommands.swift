@@ -147,21 +147,27 @@ enum VaultCommand {
         let masked: String
         let created: String
         let updated: String
+        let age_days: Int64
+        let last_used: String?
         let previous_versions: Int
     }
 
     static func listKeys(_ call: Invocation) throws {
         let contents = try call.context.vaultContents()
+        let now = Output.now()
         let listings = contents.keys.map {
             KeyListing(name: $0.name, masked: $0.secret.masked, created: Output.isoDate($0.created),
-                       updated: Output.isoDate($0.updated), previous_versions: $0.previous.count)
+                       updated: Output.isoDate($0.updated), age_days: max(0, now - $0.updated) / 86400,
+                       last_used: $0.lastUsed > 0 ? Output.isoDate($0.lastUsed) : nil, previous_versions: $0.previous.count)
         }
         if call.flag("--json") { Output.json(listings); return }
         if listings.isEmpty {
             Console.err("gemvault: the vault holds no keys; add one with 'gemvault key set'\n")
             return
         }
-        Console.out(Output.table([["NAME", "KEY", "CREATED", "UPDATED"]] + listings.map { [$0.name, $0.masked, $0.created, $0.updated] }))
+        Console.out(Output.table([["NAME", "KEY", "AGE", "UPDATED", "LAST USED"]]
+            + contents.keys.map { [$0.name, $0.secret.masked, Output.age(since: $0.updated, now: now), Output.isoDate($0.updated),
+                                   $0.lastUsed > 0 ? Output.isoDate($0.lastUsed) : "-"] }))
     }
 
     static func removeKey(_ call: Invocation) throws {

@@ -52,7 +52,8 @@ public enum ProcessSpawner {
     /// their default action back in the child.
     public static func spawn(_ arguments: [String], environment: [String: String], input: Input = .inherit,
                              output: Output = .inherit, errors: Output = .inherit,
-                             ownProcessGroup: Bool = false, newSession: Bool = false) throws(SystemError) -> ChildProcess {
+                             ownProcessGroup: Bool = false, newSession: Bool = false,
+                             secretVariable: (name: String, value: UnsafeRawBufferPointer)? = nil) throws(SystemError) -> ChildProcess {
         precondition(!arguments.isEmpty)
         var inPipe: [Int32] = [-1, -1]
         var outPipe: [Int32] = [-1, -1]
@@ -101,7 +102,19 @@ public enum ProcessSpawner {
         posix_spawnattr_setflags(&attributes, Int16(flags))
 
         let argv = arguments.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        var envp = environment.filter { $0.key != secretVariable?.name }.map { strdup("\($0.key)=\($0.value)") }
+        if let secretVariable {
+            // NAME=value built straight from secret memory, never as a Swift string; wiped below.
+            let name = Array(secretVariable.name.utf8) + [UInt8(ascii: "=")]
+            let entry = malloc(name.count + secretVariable.value.count + 1)!.assumingMemoryBound(to: CChar.self)
+            name.withUnsafeBytes { UnsafeMutableRawPointer(entry).copyMemory(from: $0.baseAddress!, byteCount: name.count) }
+            if let base = secretVariable.value.baseAddress {
+                (UnsafeMutableRawPointer(entry) + name.count).copyMemory(from: base, byteCount: secretVariable.value.count)
+            }
+            entry[name.count + secretVariable.value.count] = 0
+            envp.append(entry)
+        }
+        envp.append(nil)
         defer {
             argv.forEach { free($0) }
             // The environment may carry a key for the child (exec): wipe before freeing.

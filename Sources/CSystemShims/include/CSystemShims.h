@@ -80,3 +80,8 @@ int gv_unix_connect(const char *path);
 
 /// The file system type (statfs f_type) of an open descriptor, or -1.
 long gv_file_system_type(int fd);
+
+/// For `exec`: SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGWINCH sent to gemvault by another
+/// process (kill) are passed on to `child`; the same signals from the terminal already reach
+/// the child (same process group) and are not sent twice.
+void gv_forward_signals_to(pid_t child);

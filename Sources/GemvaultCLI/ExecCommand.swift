@@ -1,0 +1,62 @@
+import CSystemShims
+import GemvaultConfig
+import SystemIO
+import TerminalIO
+import VaultCore
+
+let execCommands: [CommandSpec] = [
+    CommandSpec(path: ["exec"], arguments: "-- COMMAND [ARGS...]", argumentRange: 1...Int.max,
+                summary: "run a command with the API key in its environment (GEMINI_API_KEY)",
+                options: [OptionSpec(name: "--env", value: "VAR", help: "the variable to set (default GEMINI_API_KEY)"),
+                          OptionSpec(name: "--force", value: nil, help: "run even inside another 'gemvault exec'")] + keySourceOptions,
+                details: """
+                GOOGLE_API_KEY is removed unless --env names it, so it cannot shadow the key. The command gets only
+                descriptors 0, 1 and 2; SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGWINCH sent to gemvault are passed on.
+                The exit code is the command's, or 128 plus the signal that ended it.
+                Examples: gemvault exec -- gemini;  gemvault exec -- python3 app.py;  gemvault exec --env GOOGLE_API_KEY -- node app.js
+                """,
+                run: ExecCommand.run),
+]
+
+enum ExecCommand {
+    static let nestingVariable = "GEMVAULT_EXEC"
+
+    static func run(_ call: Invocation) throws {
+        let context = call.context
+        if context.environment[nestingVariable] != nil && !call.flag("--force") {
+            throw CommandFailure(.failure, "already inside 'gemvault exec' (\(nestingVariable) is set)",
+                                 hint: "run the command directly, or pass --force to nest on purpose")
+        }
+        let variable = call.value("--env") ?? "GEMINI_API_KEY"
+        guard !variable.isEmpty, variable.utf8.allSatisfy({ $0 == 0x5f || ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7a) }),
+              variable.first.map({ !$0.isNumber }) == true else {
+            throw UsageError("--env takes a variable name, not '\(variable)'", command: call.command)
+        }
+        let resolver = try context.keyResolver(call)
+        let (key, settings) = try resolver.resolve()
+        RotationReminder(context: context).remind(key: key, settings: settings)
+        var environment = context.environment
+        // Nothing may shadow the key, and its TLS sessions must not be logged.
+        environment["GOOGLE_API_KEY"] = nil
+        environment["SSLKEYLOGFILE"] = nil
+        environment[nestingVariable] = "1"
+        let child: ChildProcess
+        do {
+            child = try key.secret.withUnsafeBytes { value throws(SystemError) in
+                try ProcessSpawner.spawn(call.positionals, environment: environment, secretVariable: (variable, value))
+            }
+        } catch {
+            // As env(1) and shells do: 127 when the command is not found, 126 when it cannot run.
+            Console.error("cannot run '\(call.positionals[0])': \(error.reason)")
+            throw ExitStatus(code: error.code == 2 ? 127 : 126)
+        }
+        gv_forward_signals_to(child.pid)
+        let status = child.wait().shellStatus
+        throw ExitStatus(code: status)
+    }
+}
+
+/// Ends the process with a given code and no message (exec passes its child's code on).
+struct ExitStatus: Error {
+    let code: Int32
+}

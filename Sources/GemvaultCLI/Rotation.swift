@@ -1,0 +1,115 @@
+import GeminiClient
+import GemvaultConfig
+import SystemIO
+import TerminalIO
+import VaultCore
+
+let rotationCommands: [CommandSpec] = [
+    CommandSpec(path: ["key", "rotate"], arguments: "[NAME]", argumentRange: 0...1,
+                summary: "replace a key after checking the new one with the API; the old one goes into its history",
+                options: [OptionSpec(name: "--no-verify", value: nil, help: "store the new key without the check")] + [
+                    OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the check's answer"),
+                    OptionSpec(name: "--allow-insecure-endpoint", value: nil, help: "allow a plain-http endpoint that is not on loopback")],
+                details: "The new key comes from a hidden prompt, or stdin when it is not a terminal. The check lists the models (one cheap call).\nA key the API refuses changes nothing (exit 6). Afterwards, delete the old key in Google AI Studio.",
+                run: RotationCommand.rotate),
+    CommandSpec(path: ["key", "history"], arguments: "NAME", argumentRange: 1...1,
+                summary: "a key's current and earlier values, masked, with their dates",
+                options: [jsonOption], details: "", run: RotationCommand.history),
+    CommandSpec(path: ["key", "rollback"], arguments: "NAME", argumentRange: 1...1,
+                summary: "make a key's previous value current again (recorded in its history)",
+                options: [], details: "", run: RotationCommand.rollback),
+]
+
+enum RotationCommand {
+    static func rotate(_ call: Invocation) throws {
+        let context = call.context
+        let name = call.positionals.first ?? "default"
+        try VaultContents.validateName(name)
+        try context.checkVaultBeforePrompt()
+        let source: SecretSource = Terminal.stdinIsTerminal ? .terminal : .standardInput
+        let key = try SecretInput.read(from: source, prompt: "New API key for '\(name)': ").trimmingWhitespace()
+        guard key.count > 0 else { throw SecretInputError.empty }
+        Redaction.register(key)
+        if !call.flag("--no-verify") { try verify(key, call) }
+        var old: SecretBytes?
+        try context.modifyVault { contents in
+            guard let current = contents.key(named: name) else { throw VaultError.keyNotFound(name: name) }
+            old = current.secret
+            try contents.setKey(name, secret: key, now: Output.now())
+        }
+        Console.err("gemvault: rotated key '\(name)' to \(key.masked)\(call.flag("--no-verify") ? " (not checked)" : ", which the API accepted"); the previous one (\(old?.masked ?? "?")) is kept in its history\n")
+        Console.err("gemvault: now delete the old key where it was made: https://aistudio.google.com/apikey ('gemvault key rollback \(name)' undoes the rotation)\n")
+    }
+
+    /// One cheap authenticated call (listing models) with the new key.
+    static func verify(_ key: SecretBytes, _ call: Invocation) throws {
+        GeminiClient.prepareNetwork()
+        let context = call.context
+        var layers = try context.settingLayers(call)
+        if let session = try context.sessionContents() { layers.vaultSettings = session.contents.settings }
+        let settings = try Settings.resolve(layers)
+        let configuration = ClientConfiguration(endpoint: settings.endpoint, apiVersion: settings.apiVersion, timeout: settings.timeout,
+                                                maxAttempts: (settings.int("retries") ?? 4) + 1)
+        let errors = ErrorMapper(keyOrigin: "the new key", keyReplaceHint: "check that you pasted the whole new key; nothing was changed",
+                                 model: settings.model, apiVersion: settings.apiVersion)
+        _ = try GeminiClient(configuration: configuration, apiKey: key, errors: errors).listModels()
+    }
+
+    struct HistoryEntry: Encodable {
+        let value: String
+        let current: Bool
+        /// When it was set (current) or replaced (earlier values).
+        let date: String
+    }
+
+    struct HistoryReport: Encodable {
+        let version = 1
+        let name: String
+        let created: String
+        let rotated: String
+        let lastUsed: String?
+        let values: [HistoryEntry]
+    }
+
+    static func history(_ call: Invocation) throws {
+        let name = call.positionals[0]
+        let contents = try call.context.vaultContents()
+        guard let key = contents.key(named: name) else { throw VaultError.keyNotFound(name: name) }
+        let report = HistoryReport(name: name, created: Output.isoDate(key.created), rotated: Output.isoDate(key.updated),
+                                   lastUsed: key.lastUsed > 0 ? Output.isoDate(key.lastUsed) : nil,
+                                   values: [HistoryEntry(value: key.secret.masked, current: true, date: Output.isoDate(key.updated))]
+                                       + key.previous.map { HistoryEntry(value: $0.secret.masked, current: false, date: Output.isoDate($0.retired)) })
+        if call.flag("--json") { Output.json(report); return }
+        var rows = [["VALUE", "STATE", "SINCE OR RETIRED"]]
+        for entry in report.values { rows.append([entry.value, entry.current ? "current" : "retired", entry.date]) }
+        Console.out(Output.table(rows))
+        Console.err("gemvault: '\(name)' created \(report.created), last set \(report.rotated), last used \(report.lastUsed ?? "never (through a session)")\n")
+    }
+
+    static func rollback(_ call: Invocation) throws {
+        let name = call.positionals[0]
+        var restored: SecretBytes?
+        try call.context.modifyVault { contents in restored = try contents.rollBack(name, now: Output.now()).secret }
+        Console.err("gemvault: key '\(name)' is back to \(restored?.masked ?? "?"); the value it replaced is in its history\n")
+    }
+}
+
+/// Once a day per key, chat, ask and exec remind that a vault key is older than rotation_days.
+struct RotationReminder {
+    let context: Context
+
+    func remind(key: ResolvedKey, settings: Settings) {
+        guard case .vault(_, let name) = key.source, let updated = key.updated,
+              let limit = settings.int("rotation_days"), limit > 0 else { return }
+        let days = (Output.now() - updated) / 86400
+        guard days >= Int64(limit) else { return }
+        let today = String(Output.isoDate(Output.now()).prefix(10))
+        let record = Sodium.fingerprint(ProcessIdentity.absolutePath(context.vaultPath) + "\u{0}" + name)
+        let folderPath = context.paths.stateHome + "/gemvault/reminders"
+        guard let folder = try? TrustedFolder.create(folderPath) else { return }
+        if let said = try? TrustedFile.open(record, in: folder, requirement: .secret)?.readAll(limit: 64),
+           String(decoding: said, as: UTF8.self) == today { return }
+        Console.warning("key '\(name)' is \(days) days old (rotation_days is \(limit)); replace it with 'gemvault key rotate \(name)'")
+        try? folder.replace(record, with: Array(today.utf8), tempPrefix: "." + record + ".tmp.")
+    }
+}

@@ -1,0 +1,37 @@
+import Testing
+@testable import Agent
+import VaultCore
+
+@Suite struct AgentProtocolTests {
+    @Test func framesRoundTripWithSecretAndNumberFields() throws {
+        var message = AgentMessage(code: AgentProtocol.Operation.unlock.rawValue)
+        message.add(.keyEncryptionKey, secret: SecretBytes(utf8: "0123456789abcdef0123456789abcdef"))
+        message.add(.idleSeconds, number: 900)
+        message.add(.keyName, text: "default")
+        let frame = message.frame()
+        let body = frame.withUnsafeBytes { SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[8...])) }
+        let parsed = try #require(AgentMessage.parse(body: body))
+        #expect(parsed.code == AgentProtocol.Operation.unlock.rawValue)
+        #expect(parsed.number(.idleSeconds) == 900 && parsed.text(.keyName) == "default")
+        #expect(parsed.secret(.keyEncryptionKey)?.isEqual(to: SecretBytes(utf8: "0123456789abcdef0123456789abcdef")) == true)
+        frame.withUnsafeBytes { #expect(Array($0.prefix(4)) == Array("GVA1".utf8)) }
+    }
+
+    @Test func truncatedOrLyingFieldsAreRefused() {
+        // op, then a field that claims 100 bytes but carries 3.
+        let lying = SecretBytes(copying: [3, 6, 100, 0, 0, 0, 1, 2, 3])
+        #expect(AgentMessage.parse(body: lying) == nil)
+        #expect(AgentMessage.parse(body: SecretBytes(copying: [UInt8]())) == nil)
+        // Unknown tags are skipped, not fatal.
+        let unknown = SecretBytes(copying: [1, 200, 1, 0, 0, 0, 9])
+        #expect(AgentMessage.parse(body: unknown)?.code == 1)
+    }
+
+    @Test func socketNamesDependOnTheVaultAndTheRuntimeFolder() {
+        let a = AgentPaths(environment: ["XDG_RUNTIME_DIR": "/run/user/1000"], vaultPath: "/home/a/vault")
+        let b = AgentPaths(environment: ["XDG_RUNTIME_DIR": "/run/user/1000"], vaultPath: "/home/a/other")
+        #expect(a.folder == "/run/user/1000/gemvault" && a.socketPath != b.socketPath)
+        #expect(AgentPaths(environment: [:], vaultPath: "/v").folder.hasPrefix("/tmp/gemvault-"))
+        #expect(AgentPaths(environment: ["XDG_RUNTIME_DIR": "relative"], vaultPath: "/v").folder.hasPrefix("/tmp/gemvault-"))
+    }
+}
