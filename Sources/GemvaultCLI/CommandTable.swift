@@ -29,6 +29,7 @@ let globalOptions: [OptionSpec] = [
     OptionSpec(name: "--vault", value: "PATH", help: "vault file (default $GEMVAULT_VAULT, then $XDG_DATA_HOME/gemvault/vault)"),
     OptionSpec(name: "--passphrase-fd", value: "N", help: "read the passphrase as one line from file descriptor N"),
     OptionSpec(name: "--passphrase-file", value: "PATH", help: "read the passphrase from the first line of a private file"),
+    OptionSpec(name: "--no-session", value: nil, help: "do not use an unlocked session; open the vault file with the passphrase"),
     OptionSpec(name: "--accept-rollback", value: nil, help: "open a vault older than one already seen (an old copy restored on purpose)"),
     OptionSpec(name: "--help", value: nil, help: "show help for the command"),
 ]

@@ -32,7 +32,7 @@ struct Context {
     /// The contents of an unlocked session for this vault, or nil when no agent holds it.
     /// Never prompts. A session that answers with a rollback or an untrusted socket is an error.
     func sessionContents(used name: String? = nil) throws -> (generation: UInt64, contents: VaultContents)? {
-        guard store.exists else { return nil }
+        guard store.exists, options["--no-session"] == nil else { return nil }
         do throws(AgentError) {
             return try agent.contents(used: name)
         } catch {

@@ -1,0 +1,419 @@
+"""The unlocked session, exec and rotation, as a user meets them: a real background agent on a
+real Unix socket, real processes, the fake Gemini server, and a second account when root."""
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+
+import pytest
+
+from conftest import BIN, GOOD_KEY, PASSPHRASE
+
+OTHER_KEY = GOOD_KEY.replace("D3mo", "Rot8")
+
+
+@pytest.fixture
+def session(api):
+    """A vault with a key and an endpoint, a private runtime folder, and cleanup of the agent."""
+    runtime = os.path.join(api.root, "run")
+    os.mkdir(runtime, 0o700)
+    api.vars["XDG_RUNTIME_DIR"] = runtime
+    api.vars.pop("GEMINI_API_KEY")
+    api.init()
+    assert api.run("key", "set", input=GOOD_KEY).code == 0
+    api.runtime = runtime
+    yield api
+    api.run("lock", passphrase=False)
+
+
+def status(env):
+    result = env.run("status", "--json", passphrase=False)
+    assert result.code == 0, result
+    return json.loads(result.out)
+
+
+def socket_path(env):
+    folder = os.path.join(env.runtime, "gemvault")
+    [name] = [n for n in os.listdir(folder) if n.endswith(".sock")]
+    return os.path.join(folder, name)
+
+
+def agent_log(env):
+    folder = os.path.join(env.runtime, "gemvault")
+    return "".join(open(os.path.join(folder, n)).read() for n in os.listdir(folder) if n.endswith(".log"))
+
+
+def test_after_unlock_every_command_works_without_a_passphrase_and_after_lock_it_is_needed(session, tmp_path):
+    env = session
+    assert not status(env)["unlocked"]
+    result = env.run("unlock", "--idle", "10m")
+    assert result.code == 0 and "unlocked" in result.err, result
+    report = status(env)
+    assert report["unlocked"] and report["vault"] == env.vault and report["version"] == 1
+    for field in ("since", "locksAt", "idleLocksAt", "maxLocksAt"):
+        assert report[field].endswith("Z") and "T" in report[field]
+    assert env.run("key", "get", passphrase=False).out == GOOD_KEY + "\n"
+    ask = env.run("ask", "--model", "echo", "hello", passphrase=False)
+    assert ask.code == 0 and "last=hello" in ask.out, ask
+    assert env.server.requests()[-1]["headers"]["x-goog-api-key"] == GOOD_KEY
+    chat = env.run("chat", "--model", "echo", input="hi\n", passphrase=False)
+    assert chat.code == 0 and "last=hi" in chat.out, chat
+    out = tmp_path / "seen"
+    execed = env.run("exec", "--", "sh", "-c", 'printf %s "$GEMINI_API_KEY" > "$0"', str(out), passphrase=False)
+    assert execed.code == 0 and out.read_text() == GOOD_KEY, execed
+    # Writes need no passphrase either, and reach the file.
+    assert env.run("key", "set", "second", input=OTHER_KEY, passphrase=False).code == 0
+    assert env.run("config", "set", "temperature", "0.3", passphrase=False).code == 0
+    assert env.run("--no-session", "key", "get", "second").out == OTHER_KEY + "\n"
+    assert env.run("lock", passphrase=False).code == 0
+    assert not status(env)["unlocked"]
+    locked = env.run("key", "get", passphrase=False)
+    assert locked.code == 1 and "gemvault unlock" in locked.err, locked
+
+
+def test_vault_settings_apply_to_a_key_from_the_environment_through_the_session(session):
+    env = session
+    env.run("config", "set", "model", "echo")
+    env.run("unlock")
+    result = env.run("ask", "hello", passphrase=False, env={"GEMINI_API_KEY": OTHER_KEY})
+    assert result.code == 0 and "last=hello" in result.out, result
+    assert env.server.requests()[-1]["path"].startswith("/v1beta/models/echo:")
+
+
+def test_key_get_through_the_session_loads_no_network_library(session):
+    env = session
+    env.run("unlock")
+    proc = subprocess.run([BIN, "key", "get"], env=dict(env.vars, LD_DEBUG="libs"), capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout == GOOD_KEY + "\n"
+    assert "libcurl" not in proc.stderr
+
+
+def test_a_second_unlock_leaves_the_agent_alone(session):
+    env = session
+    env.run("unlock")
+    pid = status(env)["agentPid"]
+    again = env.run("unlock", passphrase=False)
+    assert again.code == 0 and "already unlocked" in again.err and "left alone" in again.err, again
+    assert status(env)["agentPid"] == pid
+
+
+def test_the_idle_limit_locks_and_status_polling_does_not_extend_it(session):
+    env = session
+    env.run("unlock", "--idle", "3s")
+    deadline = time.time() + 6
+    while time.time() < deadline and status(env)["unlocked"]:
+        time.sleep(0.3)
+    assert not status(env)["unlocked"], "status polling kept the session alive"
+    assert "idle for 3 s: wiping and exiting" in agent_log(env)
+
+
+def test_the_absolute_limit_locks_even_a_busy_session(session):
+    env = session
+    env.run("unlock", "--idle", "1h", "--max", "3s")
+    deadline = time.time() + 7
+    while time.time() < deadline and status(env)["unlocked"]:
+        env.run("key", "get", passphrase=False)
+        time.sleep(0.2)
+    assert not status(env)["unlocked"]
+
+
+def test_sigterm_makes_the_agent_wipe_and_exit(session):
+    env = session
+    env.run("unlock")
+    pid = status(env)["agentPid"]
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + 5
+    while time.time() < deadline and status(env)["unlocked"]:
+        time.sleep(0.1)
+    assert not status(env)["unlocked"]
+    assert "signal received: wiping and exiting" in agent_log(env)
+
+
+def test_the_agent_protects_its_memory(session):
+    env = session
+    env.run("unlock")
+    pid = status(env)["agentPid"]
+    with open("/proc/%d/status" % pid) as handle:
+        fields = dict(line.split(":", 1) for line in handle if ":" in line)
+    with open("/proc/%d/cmdline" % pid, "rb") as handle:
+        argv = handle.read()
+    with open("/proc/%d/environ" % pid, "rb") as handle:
+        environ = handle.read()
+    assert PASSPHRASE.encode() not in argv and GOOD_KEY.encode() not in argv
+    assert PASSPHRASE.encode() not in environ and GOOD_KEY.encode() not in environ
+    with open("/proc/%d/limits" % pid) as handle:
+        core = [line for line in handle if line.startswith("Max core file size")][0].split()
+    assert core[4] == "0" and core[5] == "0"
+    # Not dumpable: /proc/<pid>/mem and environ belong to root, not to the user.
+    assert os.stat("/proc/%d/mem" % pid).st_uid == 0
+
+
+def frame(op, fields=()):
+    body = bytes([op]) + b"".join(bytes([tag]) + struct.pack("<I", len(value)) + value for tag, value in fields)
+    return b"GVA1" + struct.pack("<I", len(body)) + body
+
+
+def test_the_agent_survives_garbage_huge_frames_and_stalled_clients(session):
+    env = session
+    env.run("unlock")
+    path = socket_path(env)
+    stalled = socket.socket(socket.AF_UNIX)
+    stalled.connect(path)
+    stalled.send(b"GVA1")  # and then nothing
+    for junk in (b"hello, not a frame at all\n" * 10, b"GVA1" + struct.pack("<I", 0xFFFFFFF0) + b"x",
+                 frame(3, [(6, b"x" * 10)])[:-3], frame(99), b"GVA1" + struct.pack("<I", 0)):
+        client = socket.socket(socket.AF_UNIX)
+        client.settimeout(10)
+        client.connect(path)
+        client.sendall(junk)
+        client.shutdown(socket.SHUT_WR)
+        try:
+            client.recv(4096)
+        except OSError:
+            pass
+        client.close()
+    # Meanwhile another client is served at once.
+    started = time.monotonic()
+    assert env.run("key", "get", passphrase=False).out == GOOD_KEY + "\n"
+    assert time.monotonic() - started < 3
+    stalled.close()
+    assert status(env)["unlocked"]
+
+
+def test_writers_through_the_agent_and_a_direct_writer_lose_nothing(session):
+    env = session
+    env.run("unlock")
+    procs = []
+    for prefix, direct in (("a", False), ("b", False), ("c", True)):
+        script = "for i in 1 2 3 4 5 6; do printf %s " + GOOD_KEY + " | \"$0\" key set " + prefix + "$i" + \
+                 (" --no-session --passphrase-file \"$1\"" if direct else "") + " || exit 1; done"
+        procs.append(subprocess.Popen(["sh", "-c", script, BIN, env.passfile], env=env.vars,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    names = [k["name"] for k in json.loads(env.run("--no-session", "key", "list", "--json").out)]
+    expected = sorted(["default"] + ["%s%d" % (p, i) for p in "abc" for i in range(1, 7)])
+    assert sorted(names) == expected
+    # The agent followed the direct writer too.
+    assert sorted(k["name"] for k in json.loads(env.run("key", "list", "--json", passphrase=False).out)) == expected
+
+
+def test_an_agent_in_the_foreground_is_used_instead_of_starting_another(session):
+    env = session
+    agent = subprocess.Popen([BIN, "agent", "--foreground"], env=env.vars, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 5
+        while time.time() < deadline and status(env).get("agentPid") is None:
+            time.sleep(0.05)
+        assert status(env)["agentPid"] == agent.pid and not status(env)["unlocked"]
+        second = env.run("agent", "--foreground", passphrase=False)
+        assert second.code == 1 and "already serves" in second.err
+        assert env.run("unlock").code == 0
+        assert status(env)["agentPid"] == agent.pid and status(env)["unlocked"]
+        assert env.run("key", "get", passphrase=False).out == GOOD_KEY + "\n"
+        assert env.run("lock", passphrase=False).code == 0
+        assert agent.wait(timeout=10) == 0
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+
+
+def test_a_socket_folder_open_to_others_is_refused(session):
+    env = session
+    folder = os.path.join(env.runtime, "gemvault")
+    os.mkdir(folder, 0o755)
+    result = env.run("unlock")
+    assert result.code == 1 and "must be 0700" in result.err and "chmod 700" in result.err, result
+
+
+def test_other_users_are_refused_by_the_agent(session):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the agent as a second user account")
+    from test_hardening import peer_account, PEER
+    account = peer_account()
+    home = tempfile.mkdtemp(prefix="gemvault-agent-peer-")
+    os.chmod(home, 0o755)
+    peer_home = os.path.join(home, "home")
+    os.mkdir(peer_home, 0o700)
+    os.chown(peer_home, account.pw_uid, account.pw_gid)
+    peer_env = {"PATH": os.environ["PATH"], "HOME": peer_home, "LANG": "C.UTF-8", "SWIFT_BACKTRACE": "enable=no",
+                "XDG_RUNTIME_DIR": peer_home + "/run", "XDG_STATE_HOME": peer_home + "/state",
+                "XDG_DATA_HOME": peer_home + "/data", "XDG_CONFIG_HOME": peer_home + "/config"}
+    passfile = os.path.join(peer_home, "pass")
+    with open(passfile, "w") as handle:
+        handle.write(PASSPHRASE + "\n")
+    os.chown(passfile, account.pw_uid, account.pw_gid)
+    os.chmod(passfile, 0o600)
+
+    def as_peer(*args, input=None):
+        return subprocess.run(["runuser", "-u", PEER, "--", BIN] + list(args), env=peer_env, input=input,
+                              capture_output=True, text=True)
+    try:
+        subprocess.run(["runuser", "-u", PEER, "--", "mkdir", "-m", "700", peer_home + "/run"], check=True)
+        assert as_peer("init", "--kdf", "interactive", "--passphrase-file", passfile).returncode == 0
+        assert as_peer("key", "set", "--passphrase-file", passfile, input=GOOD_KEY).returncode == 0
+        assert as_peer("unlock", "--passphrase-file", passfile).returncode == 0
+        assert as_peer("key", "get").stdout == GOOD_KEY + "\n"
+        folder = peer_home + "/run/gemvault"
+        [name] = [n for n in os.listdir(folder) if n.endswith(".sock")]
+        # Root can reach the socket despite its mode; the agent still refuses root.
+        client = socket.socket(socket.AF_UNIX)
+        client.settimeout(5)
+        client.connect(os.path.join(folder, name))
+        client.sendall(frame(3))
+        try:
+            answer = client.recv(65536)
+        except ConnectionResetError:
+            answer = b""
+        assert answer == b""
+        client.close()
+        log = "".join(open(os.path.join(folder, n)).read() for n in os.listdir(folder) if n.endswith(".log"))
+        assert "refused a connection from uid 0" in log
+        # And root's client refuses a socket folder that is not root's.
+        result = subprocess.run([BIN, "key", "get", "--vault", peer_home + "/data/gemvault/vault"],
+                                env=dict(peer_env, HOME="/root"), capture_output=True, text=True)
+        assert GOOD_KEY not in result.stdout
+    finally:
+        as_peer("lock")
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_exec_passes_codes_signals_environment_and_nothing_else(session, tmp_path):
+    env = session
+    env.run("unlock")
+    listing = tmp_path / "child"
+    probe = tmp_path / "probe.py"
+    probe.write_text(textwrap.dedent("""
+        import json, os, sys
+        fds = sorted(os.listdir("/proc/self/fd"))
+        json.dump({"fds": fds, "gemini": os.environ.get("GEMINI_API_KEY"), "google": os.environ.get("GOOGLE_API_KEY"),
+                   "custom": os.environ.get("MY_KEY"), "nested": os.environ.get("GEMVAULT_EXEC")}, open(sys.argv[1], "w"))
+        sys.exit(int(sys.argv[2]))
+    """))
+    read_end, write_end = os.pipe()
+    try:
+        result = env.run("exec", "--", sys.executable, str(probe), str(listing), "7", passphrase=False,
+                         env={"GOOGLE_API_KEY": "AIzaShadowShadowShadowShadowShadowShad"}, pass_fds=(read_end,))
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    seen = json.loads(listing.read_text())
+    assert result.code == 7, result
+    # GOOGLE_API_KEY, which SDKs prefer, is gone; the child gets the key gemvault resolved.
+    resolved = json.loads(env.run("key", "which", "--json", passphrase=False,
+                                  env={"GOOGLE_API_KEY": "AIzaShadowShadowShadowShadowShadowShad"}).out)["masked"]
+    assert seen["gemini"][:4] + "…" + seen["gemini"][-4:] == resolved and seen["google"] is None and seen["nested"] == "1"
+    assert len([fd for fd in seen["fds"] if int(fd) > 2]) <= 1, seen  # at most the one listdir used
+    custom = env.run("exec", "--env", "MY_KEY", "--", sys.executable, str(probe), str(listing), "0", passphrase=False)
+    assert custom.code == 0 and json.loads(listing.read_text())["custom"] == GOOD_KEY
+    google = env.run("exec", "--env", "GOOGLE_API_KEY", "--", sys.executable, str(probe), str(listing), "0", passphrase=False)
+    assert google.code == 0 and json.loads(listing.read_text())["google"] == GOOD_KEY
+    # A signal ends the child: 128 + the signal.
+    killed = env.run("exec", "--", "sh", "-c", "kill -TERM $$", passphrase=False)
+    assert killed.code == 128 + signal.SIGTERM
+    # A signal sent to gemvault reaches the child.
+    proc = subprocess.Popen([BIN, "exec", "--", "sh", "-c", "trap 'exit 42' TERM; sleep 30 & wait"], env=env.vars)
+    time.sleep(1)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 42
+    nested = env.run("exec", "--", "true", passphrase=False, env={"GEMVAULT_EXEC": "1"})
+    assert nested.code == 1 and "--force" in nested.err
+    assert env.run("exec", "--force", "--", "true", passphrase=False, env={"GEMVAULT_EXEC": "1"}).code == 0
+    missing = env.run("exec", "--", "no-such-program-here", passphrase=False)
+    assert missing.code == 127
+
+
+def test_rotation_checks_the_new_key_keeps_history_and_rolls_back(session):
+    env = session
+    refused = env.run("key", "rotate", input="AIzaBAD-new-key-0123456789abcdefghijklm")
+    assert refused.code == 6 and "API_KEY_INVALID" in refused.err, refused
+    assert env.run("key", "get").out == GOOD_KEY + "\n"
+    rotated = env.run("key", "rotate", input=OTHER_KEY)
+    assert rotated.code == 0 and "aistudio.google.com" in rotated.err, rotated
+    assert env.server.requests()[-1]["path"].startswith("/v1beta/models?")
+    assert env.server.requests()[-1]["headers"]["x-goog-api-key"] == OTHER_KEY
+    assert env.run("key", "get").out == OTHER_KEY + "\n"
+    history = json.loads(env.run("key", "history", "default", "--json").out)
+    assert [v["current"] for v in history["values"]] == [True, False]
+    assert history["values"][1]["value"] == GOOD_KEY[:4] + "…" + GOOD_KEY[-4:]
+    assert GOOD_KEY not in env.run("key", "history", "default").out
+    assert env.run("key", "rollback", "default").code == 0
+    assert env.run("key", "get").out == GOOD_KEY + "\n"
+    after = json.loads(env.run("key", "history", "default", "--json").out)["values"]
+    assert [v["value"] for v in after] == [GOOD_KEY[:4] + "…" + GOOD_KEY[-4:], OTHER_KEY[:4] + "…" + OTHER_KEY[-4:]]
+    unchecked = env.run("key", "rotate", "--no-verify", input="AIzaBAD-unchecked-0123456789abcdefghijk")
+    assert unchecked.code == 0
+    # Through a session, no passphrase is needed, and the last use is recorded.
+    env.run("unlock")
+    assert env.run("key", "rollback", "default", passphrase=False).code == 0
+    env.run("key", "get", passphrase=False)
+    listed = json.loads(env.run("key", "list", "--json", passphrase=False).out)
+    assert listed[0]["last_used"] is not None and listed[0]["age_days"] == 0
+
+
+def age_every_key(env, days):
+    """Rewrites the vault with PyNaCl, from Docs/vault-format.md, as if its keys were set `days` ago."""
+    import test_vault_format as fmt
+    nacl = fmt.nacl
+    data = open(env.vault, "rb").read()
+    vault = fmt.parse(data)
+    slot = fmt.slot_of(vault, (fmt.PASSPHRASE_SLOT,))
+    data_key = fmt.unwrap(slot, PASSPHRASE.encode())
+    payload = bytearray(fmt.unpad(fmt.decrypt(vault, data_key)))
+    assert payload[0] == 2
+    offset = 33
+    (count,) = struct.unpack_from("<H", payload, offset)
+    offset += 2
+    for _ in range(count):
+        for _field in range(2):
+            (n,) = struct.unpack_from("<H", payload, offset)
+            offset += 2 + n
+        created, updated = struct.unpack_from("<qq", payload, offset)
+        struct.pack_into("<qq", payload, offset, created - days * 86400, updated - days * 86400)
+        offset += 24
+        previous = payload[offset]
+        offset += 1
+        for _ in range(previous):
+            (n,) = struct.unpack_from("<H", payload, offset)
+            offset += 2 + n + 8
+    padded = bytes(payload) + b"\x80"
+    padded += b"\x00" * (-len(padded) % 512)
+    header = bytearray(vault["header"])
+    struct.pack_into("<Q", header, 26, vault["generation"] + 1)
+    nonce = os.urandom(24)
+    slots_end = len(header) - 28
+    header[slots_end:slots_end + 24] = nonce
+    struct.pack_into("<I", header, slots_end + 24, len(padded) + 16)
+    ciphertext = nacl.crypto_aead_xchacha20poly1305_ietf_encrypt(padded, bytes(header), nonce, data_key)
+    body = bytes(header) + ciphertext
+    with open(env.vault, "wb") as handle:
+        handle.write(body + hashlib.blake2b(body, digest_size=32).digest())
+
+
+def test_an_old_key_gets_one_reminder_a_day_from_chat_ask_and_exec(session):
+    env = session
+    env.run("config", "set", "rotation_days", "30")
+    age_every_key(env, 45)
+    listed = json.loads(env.run("key", "list", "--json").out)
+    assert listed[0]["age_days"] == 45
+    first = env.run("ask", "--model", "echo", "hi")
+    assert first.code == 0 and "key 'default' is 45 days old (rotation_days is 30)" in first.err, first
+    again = env.run("--passphrase-file", env.passfile, "exec", "--", "true", passphrase=False)
+    assert again.code == 0 and "days old" not in again.err
+    tomorrow = os.path.join(env.vars["XDG_STATE_HOME"], "gemvault", "reminders")
+    for name in os.listdir(tomorrow):
+        with open(os.path.join(tomorrow, name), "w") as handle:
+            handle.write("2000-01-01")
+    chat = env.run("chat", "--model", "echo", input="hi\n")
+    assert "days old" in chat.err
