@@ -220,7 +220,12 @@ enum VaultCommand {
     static func rekey(_ call: Invocation) throws {
         let context = call.context
         try context.checkVaultBeforePrompt()
-        _ = try context.withPassphrase { passphrase in try rekeyVault(context, unlockWith: passphrase, newPassphrase: nil) }
+        if try context.sessionContents() != nil {
+            // Through the session: no passphrase, and the agent follows the new data key at once.
+            if let code = try context.agent.rekey() { showNewRecoveryCode(code) }
+        } else {
+            _ = try context.withPassphrase { passphrase in try rekeyVault(context, unlockWith: passphrase, newPassphrase: nil) }
+        }
         Console.err("gemvault: the vault is under a new data key; old copies of it open nothing written from now on\n")
     }
 
@@ -229,15 +234,26 @@ enum VaultCommand {
     /// returns whether that happened.
     static func rekeyVault(_ context: Context, unlockWith secret: SecretBytes, recovery: Bool = false, newPassphrase: SecretBytes?) throws -> Bool {
         var newCode: SecretBytes?
+        var kek: SecretBytes?
         try context.modifyVault(unlockWith: secret, recovery: recovery, backup: .new) { document in
             newCode = try document.rekey(newPassphrase: newPassphrase)
+            kek = document.keyEncryptionKey
         }
-        if let newCode {
-            Console.err("gemvault: this vault's recovery slot was of the old format and could not follow the new data key without the code;\n")
-            Console.err("gemvault: here is its new recovery code, shown only this once (the old code no longer works). Write it down and keep it offline.\n")
-            Output.writeSecret(newCode, to: .standardError)
+        if let newCode { showNewRecoveryCode(newCode) }
+        // A running session follows the new passphrase instead of locking itself out.
+        if let kek, let status = try? context.agent.status(), status.unlocked {
+            let now = Output.now()
+            let idle = Double(max(1, (status.idleDeadline ?? now + 900) - now))
+            let limit = Double(max(1, (status.maxDeadline ?? now + 28800) - now))
+            _ = try? context.agent.unlock(kek: kek, idle: idle, max: limit)
         }
         return newCode != nil
+    }
+
+    static func showNewRecoveryCode(_ code: SecretBytes) {
+        Console.err("gemvault: this vault's recovery slot was of the old format and could not follow the new data key without the code;\n")
+        Console.err("gemvault: here is its new recovery code, shown only this once (the old code no longer works). Write it down and keep it offline.\n")
+        Output.writeSecret(code, to: .standardError)
     }
 
     static func restoreBackup(_ call: Invocation) throws {

@@ -417,3 +417,32 @@ def test_an_old_key_gets_one_reminder_a_day_from_chat_ask_and_exec(session):
             handle.write("2000-01-01")
     chat = env.run("chat", "--model", "echo", input="hi\n")
     assert "days old" in chat.err
+
+
+def test_rekey_through_the_session_and_passwd_beside_it(session):
+    env = session
+    env.run("unlock")
+    before = open(env.vault, "rb").read()
+    rekeyed = env.run("rekey", passphrase=False)
+    assert rekeyed.code == 0, rekeyed
+    assert open(env.vault, "rb").read() != before and open(env.vault + ".bak", "rb").read() == open(env.vault, "rb").read()
+    assert env.run("key", "get", passphrase=False).out == GOOD_KEY + "\n"
+    new_pass = os.path.join(env.root, "np")
+    env.write_private(new_pass, "the passphrase after passwd\n")
+    assert env.run("passwd", "--new-passphrase-file", new_pass).code == 0
+    # The session followed the new passphrase.
+    assert status(env)["unlocked"]
+    assert env.run("key", "get", passphrase=False).out == GOOD_KEY + "\n"
+    assert env.run("key", "set", "after", input=OTHER_KEY, passphrase=False).code == 0
+    assert env.run("--no-session", "key", "get", "after", "--passphrase-file", new_pass, passphrase=False).out == OTHER_KEY + "\n"
+
+
+def test_an_old_copy_restored_under_a_session_is_refused(session):
+    env = session
+    env.run("unlock")
+    old = open(env.vault, "rb").read()
+    env.run("key", "set", "newer", input=OTHER_KEY, passphrase=False)
+    with open(env.vault, "wb") as handle:
+        handle.write(old)
+    result = env.run("key", "get", passphrase=False)
+    assert result.code == 4 and "old copy was restored" in result.err, result
