@@ -14,8 +14,13 @@ struct ByteReader {
 
     let buffer: UnsafeRawBufferPointer
     private(set) var offset = 0
+    /// When set, `buffer` is this secret's memory and secrets are read as views into it.
+    let secretOwner: SecretBytes?
 
-    init(_ buffer: UnsafeRawBufferPointer) { self.buffer = buffer }
+    init(_ buffer: UnsafeRawBufferPointer, secretOwner: SecretBytes? = nil) {
+        self.buffer = buffer
+        self.secretOwner = secretOwner
+    }
 
     var remaining: Int { buffer.count - offset }
 
@@ -38,6 +43,7 @@ struct ByteReader {
     mutating func readSecret(_ count: Int) throws(OutOfBounds) -> SecretBytes {
         guard count >= 0, remaining >= count else { throw OutOfBounds() }
         defer { offset += count }
+        if let secretOwner { return SecretBytes(viewing: secretOwner, offset: offset, count: count) }
         return SecretBytes(copying: UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + count]))
     }
 

@@ -7,11 +7,23 @@ public final class SecretBytes: @unchecked Sendable {
     private let pointer: UnsafeMutableRawPointer
     /// The number of bytes held.
     public private(set) var count: Int
+    /// For a view into another secret: the owner of the memory, kept alive, never freed here.
+    private let owner: SecretBytes?
 
     /// Zero-filled secret memory of `count` bytes.
     public init(count: Int) {
         self.count = count
         self.pointer = Sodium.allocate(count)
+        self.owner = nil
+    }
+
+    /// Part of another secret, without a copy: every sodium_malloc costs whole guarded pages,
+    /// so the keys of a large vault are views into its one decrypted payload.
+    init(viewing parent: SecretBytes, offset: Int, count: Int) {
+        precondition(offset >= 0 && count >= 0 && offset + count <= parent.count)
+        self.pointer = parent.pointer + offset
+        self.count = count
+        self.owner = parent.owner ?? parent
     }
 
     /// A copy of `bytes` in secret memory. The caller stays responsible for wiping its source.
@@ -29,7 +41,7 @@ public final class SecretBytes: @unchecked Sendable {
         }
     }
 
-    deinit { Sodium.free(pointer) }
+    deinit { if owner == nil { Sodium.free(pointer) } }
 
     public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeRawBufferPointer(start: pointer, count: count))
@@ -41,7 +53,7 @@ public final class SecretBytes: @unchecked Sendable {
 
     /// Shortens the visible length in place (the tail is wiped), for buffers read to an unknown length.
     public func truncate(to newCount: Int) {
-        precondition(newCount >= 0 && newCount <= count)
+        precondition(newCount >= 0 && newCount <= count && owner == nil)
         Sodium.wipe(pointer + newCount, count - newCount)
         count = newCount
     }

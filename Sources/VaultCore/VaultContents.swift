@@ -173,7 +173,7 @@ public final class VaultContents {
         do {
             return try payload.withUnsafeBytes { padded in
                 guard let length = try? Sodium.unpad(padded, blockSize: paddingBlock) else { throw broken("its padding is wrong") }
-                var reader = ByteReader(UnsafeRawBufferPointer(rebasing: padded[0..<length]))
+                var reader = ByteReader(UnsafeRawBufferPointer(rebasing: padded[0..<length]), secretOwner: payload)
                 let version = try reader.read(UInt8.self)
                 guard version == 1 || version == payloadVersion else { throw VaultError.unsupportedPayloadVersion(path: path, version: Int(version)) }
                 let conversationKey = try reader.readSecret(32)
