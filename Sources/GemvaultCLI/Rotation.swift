@@ -26,10 +26,7 @@ enum RotationCommand {
         let name = call.positionals.first ?? "default"
         try VaultContents.validateName(name)
         try context.checkVaultBeforePrompt()
-        let source: SecretSource = Terminal.stdinIsTerminal ? .terminal : .standardInput
-        let key = try SecretInput.read(from: source, prompt: "New API key for '\(name)': ").trimmingWhitespace()
-        guard key.count > 0 else { throw SecretInputError.empty }
-        Redaction.register(key)
+        let key = try VaultCommand.readAPIKey(prompt: "New API key for '\(name)': ")
         if !call.flag("--no-verify") { try verify(key, call) }
         var old: SecretBytes?
         try context.modifyVault { contents in

@@ -119,10 +119,7 @@ enum VaultCommand {
         try VaultContents.validateName(name)
         try context.checkVaultBeforePrompt()
         // The key first: stdin may be the key while the passphrase comes from the terminal or a descriptor.
-        let source: SecretSource = Terminal.stdinIsTerminal ? .terminal : .standardInput
-        let key = try SecretInput.read(from: source, prompt: "API key for '\(name)': ").trimmingWhitespace()
-        guard key.count > 0 else { throw SecretInputError.empty }
-        Redaction.register(key)
+        let key = try readAPIKey(prompt: "API key for '\(name)': ")
         if !key.looksLikeGeminiKey {
             Console.warning("the value does not look like a Gemini API key (AIza followed by 35 characters); storing it anyway")
         }
@@ -133,6 +130,15 @@ enum VaultCommand {
             try contents.setKey(name, secret: key, now: Output.now())
         }
         Console.err("gemvault: \(replaced ? "replaced" : "stored") key '\(name)' (\(key.masked))\n")
+    }
+
+    /// An API key from a hidden prompt, or all of stdin when it is not a terminal; trimmed.
+    static func readAPIKey(prompt: String) throws -> SecretBytes {
+        let source: SecretSource = Terminal.stdinIsTerminal ? .terminal : .standardInput
+        let key = try SecretInput.read(from: source, prompt: prompt).trimmingWhitespace()
+        guard key.count > 0 else { throw SecretInputError.empty }
+        Redaction.register(key)
+        return key
     }
 
     static func getKey(_ call: Invocation) throws {

@@ -298,14 +298,22 @@ def test_temp_files_left_by_a_killed_writer_are_removed_by_the_next_writer(env):
     assert [name for name in os.listdir(folder) if ".tmp" in name] == []
 
 
-def test_a_format_1_vault_opens_and_is_upgraded_when_written(env):
-    fixtures = os.path.join(os.path.dirname(__file__), "..", "VaultCoreTests", "Fixtures")
-    with open(os.path.join(fixtures, "vector-v1.json")) as handle:
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "VaultCoreTests", "Fixtures")
+
+
+def install_format_1_vector(env):
+    """The committed vault of gemvault 0.1's format as the user's vault, with its passphrase."""
+    with open(os.path.join(FIXTURES, "vector-v1.json")) as handle:
         expected = json.load(handle)
-    os.makedirs(os.path.dirname(env.vault), mode=0o700)
-    shutil.copyfile(os.path.join(fixtures, "vector-v1.vault"), env.vault)
+    os.makedirs(os.path.dirname(env.vault), mode=0o700, exist_ok=True)
+    shutil.copyfile(os.path.join(FIXTURES, "vector-v1.vault"), env.vault)
     os.chmod(env.vault, 0o600)
     env.write_private(env.passfile, expected["passphrase"] + "\n")
+    return expected
+
+
+def test_a_format_1_vault_opens_and_is_upgraded_when_written(env):
+    expected = install_format_1_vector(env)
     assert env.run("key", "get").out == expected["keys"]["default"] + "\n"
     assert json.loads(env.run("inspect", "--json", passphrase=False).out)["format_version"] == 1
     assert env.run("key", "set", "second", input=GOOD_KEY).code == 0
@@ -320,13 +328,7 @@ def test_a_format_1_vault_opens_and_is_upgraded_when_written(env):
 
 
 def test_passwd_on_a_format_1_vault_shows_a_new_recovery_code_once(env):
-    fixtures = os.path.join(os.path.dirname(__file__), "..", "VaultCoreTests", "Fixtures")
-    with open(os.path.join(fixtures, "vector-v1.json")) as handle:
-        expected = json.load(handle)
-    os.makedirs(os.path.dirname(env.vault), mode=0o700)
-    shutil.copyfile(os.path.join(fixtures, "vector-v1.vault"), env.vault)
-    os.chmod(env.vault, 0o600)
-    env.write_private(env.passfile, expected["passphrase"] + "\n")
+    expected = install_format_1_vector(env)
     new_pass = os.path.join(env.root, "np")
     env.write_private(new_pass, "a new passphrase for this vault\n")
     result = env.run("passwd", "--new-passphrase-file", new_pass)
@@ -705,15 +707,9 @@ def test_init_force_twice_in_one_second_keeps_both_old_vaults(env):
 
 
 def test_an_old_format_1_copy_restored_over_its_upgrade_is_refused(env):
-    fixtures = os.path.join(os.path.dirname(__file__), "..", "VaultCoreTests", "Fixtures")
-    with open(os.path.join(fixtures, "vector-v1.json")) as handle:
-        expected = json.load(handle)
-    os.makedirs(os.path.dirname(env.vault), mode=0o700)
-    shutil.copyfile(os.path.join(fixtures, "vector-v1.vault"), env.vault)
-    os.chmod(env.vault, 0o600)
-    env.write_private(env.passfile, expected["passphrase"] + "\n")
+    expected = install_format_1_vector(env)
     assert env.run("key", "set", "newer", input=GOOD_KEY).code == 0
-    shutil.copyfile(os.path.join(fixtures, "vector-v1.vault"), env.vault)
+    shutil.copyfile(os.path.join(FIXTURES, "vector-v1.vault"), env.vault)
     result = env.run("key", "get")
     assert result.code == 4 and "an old copy was restored" in result.err, result
 
