@@ -85,15 +85,20 @@ public struct AgentMessage {
         return frame
     }
 
+    /// No request or response has more; each field costs a sodium_malloc.
+    public static let maxFields = 32
+
     /// Parses a body (the frame without magic and length). Unknown tags are skipped;
-    /// a field running past the end is an error.
+    /// a field running past the end, or more than `maxFields` fields, is an error.
     public static func parse(body: SecretBytes) -> AgentMessage? {
         body.withUnsafeBytes { bytes -> AgentMessage? in
             guard bytes.count >= 1 else { return nil }
             var message = AgentMessage(code: bytes[0])
             var offset = 1
+            var fieldCount = 0
             while offset < bytes.count {
-                guard bytes.count - offset >= 5 else { return nil }
+                fieldCount += 1
+                guard bytes.count - offset >= 5, fieldCount <= maxFields else { return nil }
                 let tag = bytes[offset]
                 var length: UInt32 = 0
                 withUnsafeMutableBytes(of: &length) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset + 1..<offset + 5])) }

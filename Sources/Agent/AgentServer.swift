@@ -23,6 +23,8 @@ public final class AgentServer {
     let generations: GenerationRecord
     let log: (String) -> Void
     let requestDeadline = 5.0
+    /// No session outlives a year, whatever a client asks (and no arithmetic overflows).
+    static let longestSession: Int64 = 366 * 86400
     let maxConnections = 64
 
     private var document: VaultDocument?
@@ -31,7 +33,7 @@ public final class AgentServer {
     private var lastActivity = 0.0
     private var startedMonotonic = 0.0
     private var uses: [String: Int64] = [:]
-    private var connections: [(descriptor: FileDescriptor, deadline: Double)] = []
+    private var connections: [PendingRequest] = []
     private var stopRequested = false
 
     public init(paths: AgentPaths, store: VaultStore, generations: GenerationRecord, log: @escaping (String) -> Void) {
@@ -69,6 +71,7 @@ public final class AgentServer {
         do { listening = try UnixSocket.listen(paths.socketPath) } catch { throw .socket(error) }
         listening.setNonBlocking()
         gv_agent_signals_install()
+        ProcessIdentity.leaveWorkingFolder()
         log("agent for \(paths.vaultPath) listening on \(paths.socketPath) (pid \(ProcessIdentity.current))")
         serve(listening)
         wipe(persist: true)
@@ -89,18 +92,19 @@ public final class AgentServer {
                 return
             }
             let ready = Poller.readable([listening] + connections.map(\.descriptor), timeout: 0.5)
-            let now = Clock.monotonicSeconds()
-            if ready.contains(where: { $0 === listening }) { acceptConnections(listening, now: now) }
-            for connection in ready where connection !== listening { handle(connection) }
-            connections.removeAll { entry in
-                guard entry.deadline < Clock.monotonicSeconds() else { return false }
+            if ready.contains(where: { $0 === listening }) { acceptConnections(listening) }
+            // Each ready connection gets what it sent so far; nobody waits for a slow one.
+            for connection in ready where connection !== listening { advance(connection) }
+            let now = Clock.bootSeconds()
+            connections.removeAll { pending in
+                guard pending.deadline < now else { return false }
                 log("dropped a client that sent no complete request within \(Int(requestDeadline)) s")
                 return true
             }
         }
     }
 
-    private func acceptConnections(_ listening: FileDescriptor, now: Double) {
+    private func acceptConnections(_ listening: FileDescriptor) {
         while let connection = UnixSocket.accept(listening) {
             // Every peer is checked; any other uid, root included, is refused.
             guard let peer = try? UnixSocket.peer(of: connection), peer.uid == CurrentUser.id else {
@@ -113,48 +117,44 @@ public final class AgentServer {
                 continue
             }
             connection.setNonBlocking()
-            connections.append((connection, now + requestDeadline))
+            connections.append(PendingRequest(descriptor: connection, deadline: Clock.bootSeconds() + requestDeadline))
         }
     }
 
-    /// Reads the request that has started to arrive (within its connection's deadline),
-    /// answers it, and closes the connection.
-    private func handle(_ connection: FileDescriptor) {
+    /// Reads what a connection sent; once its request is whole, answers and closes it.
+    private func advance(_ connection: FileDescriptor) {
         guard let index = connections.firstIndex(where: { $0.descriptor === connection }) else { return }
-        let deadline = connections[index].deadline
-        connections.remove(at: index)
-        let response: AgentMessage
-        do {
-            let body = try FrameReader.read(connection, deadline: deadline)
+        let pending = connections[index]
+        let outcome = pending.read()
+        switch outcome {
+        case .waiting:
+            return
+        case .closed:
+            connections.remove(at: index)
+        case .failed(let message):
+            connections.remove(at: index)
+            respond(connection, Self.error(.badRequest, message))
+        case .complete(let body):
+            connections.remove(at: index)
             guard let request = AgentMessage.parse(body: body), let operation = AgentProtocol.Operation(rawValue: request.code) else {
                 respond(connection, Self.error(.badRequest, "malformed request"))
                 return
             }
-            response = perform(operation, request)
-        } catch .closed {
-            return
-        } catch .timedOut {
-            log("dropped a client that sent no complete request within \(Int(requestDeadline)) s")
-            return
-        } catch .tooLarge {
-            respond(connection, Self.error(.badRequest, "request larger than \(AgentProtocol.maxFrame) bytes"))
-            return
-        } catch {
-            respond(connection, Self.error(.badRequest, "malformed request"))
-            return
+            respond(connection, perform(operation, request))
         }
-        respond(connection, response)
     }
 
     private func respond(_ connection: FileDescriptor, _ message: AgentMessage) {
-        // The client is waiting for this answer; a few seconds bound a client that stopped reading.
+        // Responses are small next to the socket buffer; a client that stopped reading or left
+        // gets at most a moment, never the whole deadline.
         let frame = message.frame()
-        let until = Clock.monotonicSeconds() + requestDeadline
+        let until = Clock.bootSeconds() + 1
         frame.withUnsafeBytes { bytes in
             var offset = 0
-            while offset < bytes.count && Clock.monotonicSeconds() < until {
-                if let n = try? connection.writeSome(UnsafeRawBufferPointer(rebasing: bytes[offset...])) { offset += n }
-                else { Clock.sleep(0.01) }
+            while offset < bytes.count && Clock.bootSeconds() < until {
+                let attempt = Result { () throws(SystemError) in try connection.writeSome(UnsafeRawBufferPointer(rebasing: bytes[offset...])) }
+                guard case .success(let written) = attempt else { return }  // the client left
+                if let written { offset += written } else { _ = connection.waitWritable(timeout: 0.1) }
             }
         }
     }
@@ -180,7 +180,7 @@ public final class AgentServer {
             return AgentMessage(code: 0)
         case .contents, .write, .rekey:
             guard document != nil else { return Self.error(.locked, "the session is locked") }
-            lastActivity = Clock.monotonicSeconds()
+            lastActivity = Clock.bootSeconds()
             switch operation {
             case .contents: return contents(request)
             case .write: return write(request)
@@ -196,8 +196,8 @@ public final class AgentServer {
         response.add(.pid, number: Int64(ProcessIdentity.current))
         if document != nil {
             let now = Clock.now()
-            let elapsedIdle = Clock.monotonicSeconds() - lastActivity
-            let elapsedTotal = Clock.monotonicSeconds() - startedMonotonic
+            let elapsedIdle = Clock.bootSeconds() - lastActivity
+            let elapsedTotal = Clock.bootSeconds() - startedMonotonic
             response.add(.unlockedAt, number: unlockedAt)
             response.add(.idleDeadline, number: now + Int64(max(0, timeouts.idle - elapsedIdle)))
             response.add(.maxDeadline, number: now + Int64(max(0, timeouts.max - elapsedTotal)))
@@ -207,22 +207,24 @@ public final class AgentServer {
 
     private func unlock(_ request: AgentMessage) -> AgentMessage {
         guard let kek = request.secret(.keyEncryptionKey) else { return Self.error(.badRequest, "unlock needs the key-encryption key") }
-        let idle = Double(request.number(.idleSeconds) ?? 900)
-        let maximum = Double(request.number(.maxSeconds) ?? 28800)
+        let idle = Double(min(max(request.number(.idleSeconds) ?? 900, 1), Self.longestSession))
+        let maximum = Double(min(max(request.number(.maxSeconds) ?? 28800, 1), Self.longestSession))
         do {
             let file = try readFile()
             let opened = try VaultDocument.open(file, path: store.path, kek: kek)
             if let previous = document { opened.contents.recordUse(uses); _ = previous }
             document = opened
-            if let id = file.vaultIDHex { try? generations.record(vaultID: id, generation: file.generation) }
+            remember(file)
         } catch let error as VaultError {
             return failure(error)
+        } catch is AgentLocked {
+            return Self.error(.locked, "the session ended")
         } catch {
             return Self.error(.failed, "\(error)")
         }
         timeouts = Timeouts(idle: max(1, idle), max: max(1, maximum))
         unlockedAt = Clock.now()
-        startedMonotonic = Clock.monotonicSeconds()
+        startedMonotonic = Clock.bootSeconds()
         lastActivity = startedMonotonic
         log("unlocked \(paths.vaultPath) (idle \(Int(timeouts.idle)) s, at most \(Int(timeouts.max)) s)")
         return status()
@@ -232,7 +234,7 @@ public final class AgentServer {
         do {
             try refreshIfChanged()
             guard let document else { return Self.error(.locked, "the session is locked") }
-            if let name = request.text(.keyName) {
+            if let name = request.text(.keyName), document.contents.key(named: name) != nil {
                 uses[name] = Clock.now()
                 document.contents.recordUse([name: uses[name]!])
             }
@@ -242,6 +244,8 @@ public final class AgentServer {
             return response
         } catch let error as VaultError {
             return failure(error)
+        } catch is AgentLocked {
+            return Self.error(.locked, "the session ended")
         } catch {
             return Self.error(.failed, "\(error)")
         }
@@ -265,6 +269,8 @@ public final class AgentServer {
             }, backup: backup)
         } catch let error as VaultError {
             return failure(error)
+        } catch is AgentLocked {
+            return Self.error(.locked, "the session ended")
         } catch {
             return Self.error(.failed, "\(error)")
         }
@@ -281,6 +287,8 @@ public final class AgentServer {
             return response
         } catch let error as VaultError {
             return failure(error)
+        } catch is AgentLocked {
+            return Self.error(.locked, "the session ended")
         } catch {
             return Self.error(.failed, "\(error)")
         }
@@ -296,7 +304,7 @@ public final class AgentServer {
             if let answer = try change(document) { return answer }
             let seen = document.file.vaultIDHex.flatMap { try? generations.highestSeen(vaultID: $0) } ?? 0
             try store.write(try document.sealed(minimumGeneration: seen), in: session, backup: backup)
-            if let id = document.file.vaultIDHex { try? generations.record(vaultID: id, generation: document.file.generation) }
+            remember(document.file)
             var response = AgentMessage(code: 0)
             response.add(.generation, number: Int64(document.file.generation))
             return response
@@ -307,23 +315,53 @@ public final class AgentServer {
 
     private func readFile() throws -> VaultFile {
         let file = try VaultFile.parse(try store.read(), path: store.path)
-        if let id = file.vaultIDHex, let seen = try? generations.highestSeen(vaultID: id), file.generation < seen {
+        do {
+            try checkNotRolledBack(file)
+            return file
+        } catch VaultError.rolledBack {
+            // Read without the lock, the file can look older than a record just written.
+            let again = try VaultFile.parse(try store.read(), path: store.path)
+            try checkNotRolledBack(again)
+            return again
+        }
+    }
+
+    /// The same rule as every command: not older than the highest generation recorded for the
+    /// vault's id (for format 1 files, which have none, for its path).
+    private func checkNotRolledBack(_ file: VaultFile) throws {
+        let record = file.vaultIDHex ?? pathRecord
+        if let seen = try? generations.highestSeen(vaultID: record), file.generation < seen {
             throw VaultError.rolledBack(path: store.path, generation: file.generation, seen: seen)
         }
-        return file
+    }
+
+    private var pathRecord: String { Sodium.fingerprint(paths.vaultPath) }
+
+    private func remember(_ file: VaultFile) {
+        if let id = file.vaultIDHex { try? generations.record(vaultID: id, generation: file.generation) }
+        try? generations.record(vaultID: pathRecord, generation: file.generation, allowLower: file.vaultIDHex != nil)
     }
 
     /// Another writer (or a sync from another machine) may have changed the file: reload it.
     private func refreshIfChanged() throws {
-        try adopt(try VaultFile.parse(try store.read(), path: store.path))
+        try adopt(try readFile())
     }
 
     private func adopt(_ file: VaultFile) throws {
         guard let current = document else { return }
         if file.vaultID == current.file.vaultID && file.generation == current.file.generation { return }
-        if file.vaultID == current.file.vaultID && file.generation < current.file.generation {
+        guard file.vaultID != nil, file.vaultID == current.file.vaultID else {
+            // Another vault, or an older format's copy, put in its place: this session is over,
+            // and the commands' own checks judge the file.
+            log("the vault file was replaced by another vault or an older format: wiping and exiting")
+            wipe(persist: false)
+            stopRequested = true
+            throw AgentLocked()
+        }
+        if file.generation < current.file.generation {
             throw VaultError.rolledBack(path: store.path, generation: file.generation, seen: current.file.generation)
         }
+        try checkNotRolledBack(file)
         guard let kek = current.keyEncryptionKey, let reloaded = try? VaultDocument.open(file, path: store.path, kek: kek) else {
             // The passphrase changed underneath: this session can no longer follow the vault.
             log("the vault was changed by a writer with another passphrase; locking")
@@ -333,7 +371,7 @@ public final class AgentServer {
         }
         reloaded.contents.recordUse(uses)
         document = reloaded
-        if let id = file.vaultIDHex { try? generations.record(vaultID: id, generation: file.generation) }
+        remember(file)
         log("reloaded \(store.path) at generation \(file.generation)")
     }
 
@@ -353,11 +391,15 @@ public final class AgentServer {
 
     // MARK: Ending
 
+    /// The boot-time clock keeps counting while the machine sleeps, and the wall clock is
+    /// checked too, so a laptop closed overnight wakes locked.
     private func expiry() -> String? {
         guard document != nil else { return nil }
-        let now = Clock.monotonicSeconds()
+        let now = Clock.bootSeconds()
         if now - lastActivity >= timeouts.idle { return "idle for \(Int(timeouts.idle)) s" }
-        if now - startedMonotonic >= timeouts.max { return "open for \(Int(timeouts.max)) s" }
+        if now - startedMonotonic >= timeouts.max || Double(Clock.now() - unlockedAt) >= timeouts.max {
+            return "open for \(Int(timeouts.max)) s"
+        }
         return nil
     }
 
@@ -374,5 +416,56 @@ public final class AgentServer {
         uses = [:]
         for connection in connections { _ = connection }
         connections = []
+    }
+}
+
+/// The session ended while answering (the file was replaced by another vault).
+struct AgentLocked: Error {}
+
+/// A request arriving on one connection: the 8-byte header, then the body, read as bytes come.
+final class PendingRequest {
+    enum Outcome {
+        case waiting, closed
+        case failed(String)
+        case complete(SecretBytes)
+    }
+
+    let descriptor: FileDescriptor
+    let deadline: Double
+    private var header = [UInt8](repeating: 0, count: 8)
+    private var headerCount = 0
+    private var body: SecretBytes?
+    private var bodyCount = 0
+
+    init(descriptor: FileDescriptor, deadline: Double) {
+        self.descriptor = descriptor
+        self.deadline = deadline
+    }
+
+    func read() -> Outcome {
+        if headerCount < 8 {
+            let n = header.withUnsafeMutableBytes { raw in
+                Result { () throws(SystemError) in try descriptor.readAvailable(into: UnsafeMutableRawBufferPointer(rebasing: raw[headerCount...])) }
+            }
+            guard case .success(let read) = n else { return .closed }
+            guard let read else { return .waiting }
+            if read == 0 { return .closed }
+            headerCount += read
+            guard headerCount == 8 else { return .waiting }
+            guard Array(header[0..<4]) == AgentProtocol.magic else { return .failed("malformed request") }
+            let length = Int(UInt32(header[4]) | UInt32(header[5]) << 8 | UInt32(header[6]) << 16 | UInt32(header[7]) << 24)
+            guard length >= 1 else { return .failed("malformed request") }
+            guard length <= AgentProtocol.maxFrame else { return .failed("request larger than \(AgentProtocol.maxFrame) bytes") }
+            body = SecretBytes(count: length)
+        }
+        guard let body else { return .failed("malformed request") }
+        let n = body.withUnsafeMutableBytes { raw in
+            Result { () throws(SystemError) in try descriptor.readAvailable(into: UnsafeMutableRawBufferPointer(rebasing: raw[bodyCount...])) }
+        }
+        guard case .success(let read) = n else { return .closed }
+        guard let read else { return .waiting }
+        if read == 0 { return .closed }
+        bodyCount += read
+        return bodyCount == body.count ? .complete(body) : .waiting
     }
 }

@@ -241,3 +241,24 @@ void gv_forward_signals_to(pid_t child) {
     const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH};
     for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) sigaction(forwarded[i], &action, NULL);
 }
+
+static void forwarded_set(sigset_t *set) {
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+    sigaddset(set, SIGQUIT);
+    sigaddset(set, SIGWINCH);
+}
+
+void gv_forward_signals_block(void) {
+    sigset_t set;
+    forwarded_set(&set);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+}
+
+void gv_forward_signals_unblock(void) {
+    sigset_t set;
+    forwarded_set(&set);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+}

@@ -37,8 +37,11 @@ struct Context {
             return try agent.contents(used: name)
         } catch {
             switch error {
-            case .notRunning, .locked: return nil
-            case .wrongKey: return nil
+            case .notRunning, .locked, .wrongKey: return nil
+            case .refused(let failure):
+                // Another user may have made /tmp/gemvault-<uid>: no session, but no lock-out either.
+                Console.warning("the session is not used: \(failure.message)")
+                return nil
             default: throw error
             }
         }
@@ -80,7 +83,14 @@ struct Context {
     /// Reads the vault and checks it without any secret: permissions, checksum, structure,
     /// KDF bounds, and that it is not older than a generation already seen.
     func readVaultFile() throws -> VaultFile {
-        try checked(VaultFile.parse(try store.read(), path: vaultPath, policy: kdfPolicy))
+        let file = try VaultFile.parse(try store.read(), path: vaultPath, policy: kdfPolicy)
+        do {
+            return try checked(file)
+        } catch VaultError.rolledBack {
+            // A writer records its generation just after its rename: read without the lock, the
+            // file can look older than the record for a moment. A real rollback stays.
+            return try checked(VaultFile.parse(try store.read(), path: vaultPath, policy: kdfPolicy))
+        }
     }
 
     /// Everything that can be checked without a secret (permissions, checksum, slots, KDF

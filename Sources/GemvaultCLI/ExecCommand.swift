@@ -41,16 +41,20 @@ enum ExecCommand {
         environment["SSLKEYLOGFILE"] = nil
         environment[nestingVariable] = "1"
         let child: ChildProcess
+        // Signals are held back until the forwarding knows the child, so none is lost between.
+        gv_forward_signals_block()
         do {
             child = try key.secret.withUnsafeBytes { value throws(SystemError) in
                 try ProcessSpawner.spawn(call.positionals, environment: environment, secretVariable: (variable, value))
             }
         } catch {
+            gv_forward_signals_unblock()
             // As env(1) and shells do: 127 when the command is not found, 126 when it cannot run.
-            Console.error("cannot run '\(call.positionals[0])': \(error.reason)")
+            Console.error("cannot run '\(EscapeNeutralizer.neutralize(call.positionals[0]))': \(error.reason)")
             throw ExitStatus(code: error.code == 2 ? 127 : 126)
         }
         gv_forward_signals_to(child.pid)
+        gv_forward_signals_unblock()
         let status = child.wait().shellStatus
         throw ExitStatus(code: status)
     }

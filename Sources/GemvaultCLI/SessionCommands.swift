@@ -51,8 +51,8 @@ enum SessionCommand {
 
     static func duration(_ text: String?, flag: String) throws -> Double? {
         guard let text else { return nil }
-        guard let seconds = DurationText.seconds(text), seconds >= 1 else {
-            throw UsageError("\(flag) takes a duration such as 90s, 15m, 8h or 1h30m, not '\(text)'")
+        guard let seconds = DurationText.seconds(text), seconds >= 1, seconds <= 366 * 86400 else {
+            throw UsageError("\(flag) takes a duration from 1s to 366d, such as 90s, 15m, 8h or 1h30m, not '\(text)'")
         }
         return seconds
     }
@@ -65,6 +65,11 @@ enum SessionCommand {
         do {
             guard let opened = try paths.openFolder(create: true) else { throw VaultError.notFound(path: paths.folder) }
             folder = opened
+        } catch TrustedOpenError.refused(let failure) {
+            throw CommandFailure(.failure, failure.message,
+                                 hint: context.environment["XDG_RUNTIME_DIR"] == nil
+                                    ? "another user may have created it; set XDG_RUNTIME_DIR to a folder of your own (mode 0700), or \(failure.fix)"
+                                    : failure.fix)
         } catch let error as TrustedOpenError {
             throw VaultError(error)
         }
@@ -108,17 +113,36 @@ enum SessionCommand {
         let version = 1
         let unlocked: Bool
         let vault: String
+        /// The agent's pid when one runs (a locked `agent --foreground` too).
         let agentPid: Int32?
         let since: String?
         let locksAt: String?
         let idleLocksAt: String?
         let maxLocksAt: String?
+
+        /// `null` for what is absent, so the shape never changes.
+        func encode(to encoder: Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(version, forKey: .version)
+            try container.encode(unlocked, forKey: .unlocked)
+            try container.encode(vault, forKey: .vault)
+            try container.encode(agentPid, forKey: .agentPid)
+            try container.encode(since, forKey: .since)
+            try container.encode(locksAt, forKey: .locksAt)
+            try container.encode(idleLocksAt, forKey: .idleLocksAt)
+            try container.encode(maxLocksAt, forKey: .maxLocksAt)
+        }
+
+        enum Keys: String, CodingKey { case version, unlocked, vault, agentPid, since, locksAt, idleLocksAt, maxLocksAt }
     }
 
     static func status(_ call: Invocation) throws {
         let context = call.context
         var status: AgentStatus?
-        do throws(AgentError) { status = try context.agent.status() } catch { if error != .notRunning { throw error } }
+        do throws(AgentError) { status = try context.agent.status() } catch {
+            if case .refused(let failure) = error { Console.warning("no session can run: \(failure.message)") }
+            else if error != .notRunning { throw error }
+        }
         let report = StatusReport(unlocked: status?.unlocked ?? false, vault: ProcessIdentity.absolutePath(context.vaultPath),
                                   agentPid: status?.pid, since: status?.unlockedAt.map(Output.isoDate),
                                   locksAt: status?.locksAt.map(Output.isoDate), idleLocksAt: status?.idleDeadline.map(Output.isoDate),
@@ -136,8 +160,10 @@ enum SessionCommand {
             throw UsageError("the agent runs only in the foreground (for systemd); 'gemvault unlock' starts one in the background", command: call.command)
         }
         let context = call.context
-        let server = AgentServer(paths: AgentPaths(environment: context.environment, vaultPath: context.vaultPath),
-                                 store: context.store, generations: context.generations,
+        // The agent leaves its working folder, so every path it keeps is absolute.
+        let vault = ProcessIdentity.absolutePath(context.vaultPath)
+        let server = AgentServer(paths: AgentPaths(environment: context.environment, vaultPath: vault),
+                                 store: VaultStore(path: vault, lockTimeout: context.store.lockTimeout), generations: context.generations,
                                  log: { Console.err("gemvault agent: \(Output.isoDate(Output.now())) \($0)\n") })
         let code: Int32
         do throws(AgentServer.StartFailure) {

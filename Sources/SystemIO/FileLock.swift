@@ -82,6 +82,13 @@ public enum Clock {
         return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
     }
 
+    /// Like the monotonic clock, but it keeps counting while the machine is suspended.
+    public static func bootSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(7 /* CLOCK_BOOTTIME */, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
     public static func monotonicSeconds() -> Double {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)

@@ -52,6 +52,9 @@ public enum ProcessIdentity {
     public static var parent: Int32 { getppid() }
     public static var current: Int32 { getpid() }
 
+    /// A long-lived process should not keep the folder it was started in busy.
+    public static func leaveWorkingFolder() { _ = chdir("/") }
+
     /// This program's own file (/proc/self/exe), to start a copy of it.
     public static var executablePath: String {
         var buffer = [CChar](repeating: 0, count: 4096)

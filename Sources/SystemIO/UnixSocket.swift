@@ -60,6 +60,12 @@ extension FileDescriptor {
         return n
     }
 
+    /// Waits up to `timeout` seconds for the descriptor to take more bytes.
+    public func waitWritable(timeout: Double) -> Bool {
+        var entry = pollfd(fd: raw, events: Int16(POLLOUT), revents: 0)
+        return poll(&entry, 1, Int32(max(0, timeout) * 1000)) > 0 && entry.revents & Int16(POLLOUT) != 0
+    }
+
     /// Waits up to `timeout` seconds for the descriptor to become readable.
     public func waitReadable(timeout: Double) -> Bool {
         !Poller.readable([self], timeout: timeout).isEmpty

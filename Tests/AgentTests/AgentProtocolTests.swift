@@ -35,3 +35,12 @@ import VaultCore
         #expect(AgentPaths(environment: ["XDG_RUNTIME_DIR": "relative"], vaultPath: "/v").folder.hasPrefix("/tmp/gemvault-"))
     }
 }
+
+@Suite struct AgentProtocolLimitTests {
+    @Test func tooManyFieldsAreRefusedBeforeTheyCostMemory() {
+        var many: [UInt8] = [3]
+        for _ in 0..<(AgentMessage.maxFields + 1) { many += [6, 0, 0, 0, 0] }
+        #expect(AgentMessage.parse(body: SecretBytes(copying: many)) == nil)
+        #expect(AgentMessage.parse(body: SecretBytes(copying: Array(many.prefix(1 + 5 * AgentMessage.maxFields)))) != nil)
+    }
+}

@@ -271,11 +271,11 @@ def test_other_users_are_refused_by_the_agent(session):
         client = socket.socket(socket.AF_UNIX)
         client.settimeout(5)
         client.connect(os.path.join(folder, name))
-        client.sendall(frame(3))
         try:
+            client.sendall(frame(3))
             answer = client.recv(65536)
-        except ConnectionResetError:
-            answer = b""
+        except (ConnectionResetError, BrokenPipeError):
+            answer = b""  # refused at once
         assert answer == b""
         client.close()
         log = "".join(open(os.path.join(folder, n)).read() for n in os.listdir(folder) if n.endswith(".log"))
@@ -446,3 +446,64 @@ def test_an_old_copy_restored_under_a_session_is_refused(session):
         handle.write(old)
     result = env.run("key", "get", passphrase=False)
     assert result.code == 4 and "old copy was restored" in result.err, result
+
+
+def test_the_agent_never_serves_or_launders_an_old_copy(session):
+    env = session
+    env.run("unlock")
+    env.run("key", "get", passphrase=False)
+    assert env.run("--no-session", "key", "set", "k", input=OTHER_KEY).code == 0
+    old = open(env.vault, "rb").read()
+    assert env.run("--no-session", "key", "set", "k", input=GOOD_KEY).code == 0
+    with open(env.vault, "wb") as handle:
+        handle.write(old)
+    through = env.run("key", "get", "k", passphrase=False)
+    assert through.code == 4 and "old copy" in through.err, through
+    env.run("lock", passphrase=False)
+    # Nothing was written on the way out: the newer generation still stands above the copy.
+    direct = env.run("key", "get", "k")
+    assert direct.code == 4, direct
+
+
+def test_a_format_1_copy_put_back_is_never_served_nor_laundered(session):
+    from test_hardening import install_format_1_vector
+    env = session
+    expected = install_format_1_vector(env)
+    fixture = open(env.vault, "rb").read()
+    assert env.run("key", "set", "newer", input=OTHER_KEY).code == 0
+    assert env.run("unlock").code == 0
+    assert env.run("key", "get", "newer", passphrase=False).out == OTHER_KEY + "\n"
+    with open(env.vault, "wb") as handle:
+        handle.write(fixture)
+    served = env.run("key", "get", passphrase=False)
+    assert served.code == 4 and expected["keys"]["default"] not in served.out, served
+    env.run("lock", passphrase=False)
+    # The agent wrote nothing on its way out: the copy is still refused.
+    assert env.run("key", "get").code == 4
+
+
+def test_a_socket_folder_planted_by_another_user_does_not_lock_the_user_out(session):
+    from test_hardening import peer_account, PEER
+    account = peer_account()
+    env = session
+    env.vars.pop("XDG_RUNTIME_DIR")
+    planted = "/tmp/gemvault-%d" % os.getuid()
+    if os.path.lexists(planted):
+        pytest.skip("%s exists already on this machine" % planted)
+    subprocess.run(["runuser", "-u", PEER, "--", "mkdir", planted], check=True)
+    try:
+        got = env.run("key", "get")
+        assert got.code == 0 and got.out == GOOD_KEY + "\n", got
+        assert "owned by uid %d" % account.pw_uid in got.err
+        unlock = env.run("unlock")
+        assert unlock.code == 1 and "XDG_RUNTIME_DIR" in unlock.err, unlock
+        locked = json.loads(env.run("status", "--json", passphrase=False).out)
+        assert locked["unlocked"] is False and locked["agentPid"] is None
+    finally:
+        subprocess.run(["rm", "-rf", planted])
+
+
+def test_durations_beyond_a_year_are_refused(session):
+    env = session
+    result = env.run("unlock", "--idle", "9223372036000000000s")
+    assert result.code == 64 and "366d" in result.err, result

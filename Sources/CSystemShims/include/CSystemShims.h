@@ -85,3 +85,6 @@ long gv_file_system_type(int fd);
 /// process (kill) are passed on to `child`; the same signals from the terminal already reach
 /// the child (same process group) and are not sent twice.
 void gv_forward_signals_to(pid_t child);
+/// Blocks, then unblocks, the signals `gv_forward_signals_to` passes on.
+void gv_forward_signals_block(void);
+void gv_forward_signals_unblock(void);
