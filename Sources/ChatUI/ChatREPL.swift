@@ -144,19 +144,18 @@ public final class ChatREPL {
     /// Whether a message may go out: one holding something credential-shaped is asked about on a
     /// terminal (default no) and refused otherwise, unless --allow-secrets was given.
     func maySend(_ message: String) -> Bool {
-        let findings = SecretScanner.findings(in: message)
-        guard !findings.isEmpty, !allowSecrets else { return true }
-        let what = "the message contains what looks like " + findings.map(\.description).joined(separator: ", ")
-        if interactive {
-            Console.warning(what)
-            if TerminalQuestion.confirm("Send it to Gemini anyway?") { return true }
+        switch SecretGate.check(message, what: "message", interactive: interactive, allowed: allowSecrets) {
+        case .send:
+            return true
+        case .declined:
             Console.err("not sent\n")
             return false
+        case .refused(let what):
+            Console.error("not sent: \(what)")
+            Console.hint("remove it, or start the chat with --allow-secrets")
+            refusedMessages += 1
+            return false
         }
-        Console.error("not sent: \(what)")
-        Console.hint("remove it, or start the chat with --allow-secrets")
-        refusedMessages += 1
-        return false
     }
 
     func send(_ message: String) {
@@ -264,8 +263,8 @@ public final class ChatREPL {
         return true
     }
 
-    /// Writes the user's own private file (0600 before any byte is written); refuses a
-    /// symlink, a file of another user, or anything that is not a regular file.
+    /// Writes a new private file (0600) renamed over `path`; refuses a symlink, a file of
+    /// another user, or anything that is not a regular file there.
     static func save(_ text: String, to path: String) -> String? {
         do throws(TrustedOpenError) {
             try TrustedFile.savePrivate(path, Array(text.utf8))

@@ -1,3 +1,25 @@
+import TerminalIO
+
+/// Whether text holding something credential-shaped may be sent: asked on a terminal
+/// (default no), refused otherwise, unless the user allowed it up front (--allow-secrets).
+public enum SecretGate {
+    public enum Verdict: Equatable {
+        case send
+        case declined
+        /// Refused without a terminal; the text says what was found.
+        case refused(String)
+    }
+
+    public static func check(_ text: String, what subject: String, interactive: Bool, allowed: Bool) -> Verdict {
+        let findings = SecretScanner.findings(in: text)
+        guard !findings.isEmpty, !allowed else { return .send }
+        let what = "the \(subject) contains what looks like " + findings.map(\.description).joined(separator: ", ")
+        guard interactive else { return .refused(what) }
+        Console.warning(what)
+        return TerminalQuestion.confirm("Send it to Gemini anyway?") ? .send : .declined
+    }
+}
+
 /// Finds text that looks like a credential before it is sent to a model, the way GitHub's push
 /// protection looks at a commit: Google API keys and the common token formats.
 public enum SecretScanner {

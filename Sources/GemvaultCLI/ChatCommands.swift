@@ -36,15 +36,11 @@ enum ChatCommand {
     /// A prompt holding something credential-shaped is sent only when the user says so: asked
     /// on a terminal (default no), refused otherwise unless --allow-secrets.
     static func checkForSecrets(_ text: String, _ call: Invocation) throws {
-        let findings = SecretScanner.findings(in: text)
-        guard !findings.isEmpty, !call.flag("--allow-secrets") else { return }
-        let what = "the prompt contains what looks like " + findings.map(\.description).joined(separator: ", ")
-        if Terminal.stdinIsTerminal {
-            Console.warning(what)
-            if TerminalQuestion.confirm("Send it to Gemini anyway?") { return }
-            throw CommandFailure(.failure, "not sent", hint: "remove the secret, or pass --allow-secrets")
+        switch SecretGate.check(text, what: "prompt", interactive: Terminal.stdinIsTerminal, allowed: call.flag("--allow-secrets")) {
+        case .send: return
+        case .declined: throw CommandFailure(.failure, "not sent", hint: "remove the secret, or pass --allow-secrets")
+        case .refused(let what): throw CommandFailure(.failure, "not sent: \(what)", hint: "remove it, or pass --allow-secrets to send it anyway")
         }
-        throw CommandFailure(.failure, "not sent: \(what)", hint: "remove it, or pass --allow-secrets to send it anyway")
     }
 
     /// Resolves the key and settings, then builds a client.

@@ -62,8 +62,12 @@ public final class FileDescriptor: Sendable {
         var result: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
-            let n = chunk.withUnsafeMutableBytes { buffer in Result { () throws(SystemError) in try read(into: buffer) } }
-            guard case .success(let n) = n else { if case .failure(let error) = n { throw .failed(error) }; return result }
+            let outcome = chunk.withUnsafeMutableBytes { buffer in Result { () throws(SystemError) in try read(into: buffer) } }
+            let n: Int
+            switch outcome {
+            case .success(let count): n = count
+            case .failure(let error): throw .failed(error)
+            }
             if n == 0 { return result }
             result += chunk[0..<n]
             if result.count > limit { throw .tooLarge(limit: limit) }

@@ -20,17 +20,12 @@ public struct GenerationRecord: Sendable {
     /// Raises the record to `generation`; with `allowLower`, sets it to exactly that.
     public func record(vaultID: String, generation: UInt64, allowLower: Bool = false) throws(VaultError) {
         guard let folder = try openFolder(create: true), let file = try open(vaultID, in: folder, create: true) else { return }
-        do {
-            try file.lockExclusively()
-            if let current = try read(file), current >= generation && !allowLower { return }
-            // Fixed width, so a torn write cannot leave a shorter, smaller number.
-            let digits = String(generation)
-            try file.overwrite(Array((String(repeating: "0", count: max(0, 20 - digits.count)) + digits + "\n").utf8))
-        } catch let error as SystemError {
-            throw .system(error)
-        } catch {
-            throw error as! VaultError
-        }
+        do { try file.lockExclusively() } catch { throw .system(error) }
+        if let current = try read(file), current >= generation && !allowLower { return }
+        // Fixed width, so a torn write cannot leave a shorter, smaller number.
+        let digits = String(generation)
+        do { try file.overwrite(Array((String(repeating: "0", count: max(0, 20 - digits.count)) + digits + "\n").utf8)) }
+        catch { throw .system(error) }
     }
 
     private func openFolder(create: Bool) throws(VaultError) -> TrustedFolder? {

@@ -22,8 +22,6 @@ public struct KeySlot: Equatable, Sendable {
         }
 
         public var isRecovery: Bool { self != .passphrase }
-
-        var encodedSize: Int { self == .recovery ? 142 : 102 }
     }
 
     static let argon2id13: UInt8 = 2
