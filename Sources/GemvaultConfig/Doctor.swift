@@ -61,7 +61,7 @@ public struct Doctor {
             guard let status = FileStatus.of(directory), let problem = FileProblem.checkFolder(status) else { continue }
             findings.append(Finding(check: "files", message: "\(directory) \(problem.description)", fix: problem.fix(for: directory)))
         }
-        findings += worldWritableAncestors(of: TrustedFolder.parent(of: vaultPath).folder)
+        findings += ancestorFindings(of: TrustedFolder.parent(of: vaultPath).folder)
         return findings
     }
 
@@ -70,14 +70,20 @@ public struct Doctor {
         return [Finding(check: "files", message: "\(path) \(problem.description)", fix: problem.fix(for: path))]
     }
 
-    /// Folders above `folder` that anyone can write to: another user can plant names there
-    /// before you create them, or, without the sticky bit, rename yours.
-    func worldWritableAncestors(of folder: String) -> [Finding] {
+    /// Folders above `folder` that another user owns (they can move it), or that anyone can
+    /// write to: another user can plant names there before you create them, or, without the
+    /// sticky bit, rename yours.
+    func ancestorFindings(of folder: String) -> [Finding] {
         var findings: [Finding] = []
         var current = folder
         while current != "/" && !current.isEmpty {
             current = TrustedFolder.parent(of: current).folder
-            guard let status = FileStatus.of(current), status.kind == .directory, status.isWorldWritable else { continue }
+            guard let status = FileStatus.of(current), status.kind == .directory else { continue }
+            if status.owner != CurrentUser.id && status.owner != 0 {
+                findings.append(Finding(check: "files", message: "\(current), above the vault, belongs to uid \(status.owner), who can move or replace what is in it",
+                                        fix: "keep the vault under folders that only you or root own"))
+            }
+            guard status.isWorldWritable else { continue }
             let sticky = status.isSticky ? " (sticky, so others cannot rename what you own there, but can take names you have not created yet)" : ", without the sticky bit, so others can rename or replace what is in it"
             findings.append(Finding(check: "files", message: "\(current), above the vault, is writable by everyone\(sticky)",
                                     fix: "keep the vault under a folder only you can write to, such as $XDG_DATA_HOME (--vault or GEMVAULT_VAULT)"))

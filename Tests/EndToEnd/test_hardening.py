@@ -648,6 +648,8 @@ def test_a_folder_above_the_vault_owned_by_another_user_is_refused(env):
         os.mkdir(mine, 0o700)
         result = env.run("--vault", mine + "/vault", "init", "--kdf", "interactive")
         assert result.code == 1 and "refusing to use %s: it is a folder owned by uid %d" % (shared, account.pw_uid) in result.err, result
+        report = json.loads(env.run("--vault", mine + "/vault", "doctor", "--json", passphrase=False).out)
+        assert any("%s, above the vault, belongs to uid %d" % (shared, account.pw_uid) in f["message"] for f in report["findings"]), report
     finally:
         shutil.rmtree(shared, ignore_errors=True)
 
