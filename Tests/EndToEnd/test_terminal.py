@@ -264,7 +264,8 @@ def test_init_force_on_a_terminal_asks_and_counts_the_keys(env):
 
 SCENARIOS = ["ok", "lf", "split", "slow", "garbage", "empty", "not-json", "thinking", "echo", "escape", "error-mid",
              "error-mid-data", "retry-429", "retry-503", "always-503", "quota-day", "disabled", "blocked", "max-tokens",
-             "safety", "recitation", "drop", "hang-first", "echo-key", "no-such-model"]
+             "safety", "recitation", "drop", "hang", "hang-first", "steady", "slow-long", "echo-key", "gemini-3.6-flash",
+             "no-such-model"]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
