@@ -34,10 +34,12 @@ let package = Package(
         .target(name: "GeminiClient", dependencies: ["VaultCore", "SystemIO", "CCurlStream"]),
         /// The session agent: its socket protocol, the server that holds an unlocked vault, the client.
         .target(name: "Agent", dependencies: ["VaultCore", "SystemIO"]),
-        /// The chat REPL, its slash commands and the conversation model.
-        .target(name: "ChatUI", dependencies: ["GeminiClient", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims"]),
+        /// The conversation model, its encrypted history, and the renderers ask, chat and history share.
+        .target(name: "Conversations", dependencies: ["GeminiClient", "VaultCore", "SystemIO"]),
+        /// The chat REPL and its slash commands.
+        .target(name: "ChatUI", dependencies: ["Conversations", "GeminiClient", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims"]),
+        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims"]),
 
         // MARK: Executable
 
@@ -51,7 +53,7 @@ let package = Package(
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
         .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "SystemIO"]),
         .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient"]),
-        .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "GeminiClient"]),
+        .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "GeminiClient"]),
         .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI"]),
     ]
 )

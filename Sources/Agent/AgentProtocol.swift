@@ -115,14 +115,6 @@ public struct AgentMessage {
     }
 }
 
-extension SecretBytes {
-    /// A copy of non-secret bytes, for fields that share the frame's secret memory.
-    public convenience init(copying bytes: [UInt8]) {
-        self.init(count: bytes.count)
-        withUnsafeMutableBytes { $0.copyBytes(from: bytes) }
-    }
-}
-
 /// Reads one frame from a descriptor within a deadline, into secret memory.
 public enum FrameReader {
     public enum Failure: Error, Equatable {

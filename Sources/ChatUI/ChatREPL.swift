@@ -1,5 +1,6 @@
 @preconcurrency import CEditLine
 import CSystemShims
+import Conversations
 import SystemIO
 import GeminiClient
 import Glibc
@@ -13,11 +14,15 @@ public final class ChatREPL {
     private let style: Style
     private let interactive: Bool
     private let allowSecrets: Bool
+    /// Saves each kept turn, when history is on.
+    private let recorder: ConversationRecorder?
     private var pendingRetry: String?
     /// Messages refused for holding a credential without a terminal to ask on.
     public private(set) var refusedMessages = 0
 
-    public init(conversation: Conversation, client: GeminiClient, style: Style, interactive: Bool, allowSecrets: Bool = false) {
+    public init(conversation: Conversation, client: GeminiClient, style: Style, interactive: Bool, allowSecrets: Bool = false,
+                recorder: ConversationRecorder? = nil) {
+        self.recorder = recorder
         self.conversation = conversation
         self.client = client
         self.style = style
@@ -169,14 +174,15 @@ public final class ChatREPL {
             if result.interrupted {
                 Console.err(style.yellow("[interrupted]") + "\n")
             }
-            conversation.record(user: message, result: result)
+            if let turn = conversation.record(user: message, result: result) { recorder?.record(turn, in: conversation, now: Clock.now()) }
         } catch let partial as PartialReply {
             printer.finish()
             report(partial.error)
             // A reply cut short by its length is still a reply; one stopped by a filter or a
             // blocked prompt is not, and the conversation stays as it was.
-            if partial.error.reason == "MAX_TOKENS" && !partial.result.text.isEmpty {
-                conversation.record(user: message, result: partial.result)
+            if partial.error.reason == "MAX_TOKENS" && !partial.result.text.isEmpty,
+               let turn = conversation.record(user: message, result: partial.result) {
+                recorder?.record(turn, in: conversation, now: Clock.now())
             }
         } catch let error as GeminiError {
             printer.finish()
@@ -235,11 +241,16 @@ public final class ChatREPL {
             Console.err("temperature set to \(argument)\n")
         case "/clear":
             conversation.clear()
+            recorder?.startNew()
             Console.err("new conversation\n")
         case "/undo":
-            if conversation.undo() == nil { Console.err("nothing to undo\n") } else { Console.err("removed the last exchange\n") }
+            if conversation.undo() == nil { Console.err("nothing to undo\n") } else {
+                recorder?.recordUndo()
+                Console.err("removed the last exchange\n")
+            }
         case "/retry":
             guard let message = conversation.undo() else { Console.err("nothing to retry\n"); return true }
+            recorder?.recordUndo()
             pendingRetry = message
         case "/usage":
             if let usage = conversation.lastUsage {

@@ -1,4 +1,5 @@
 import ChatUI
+import Conversations
 import CSystemShims
 import GeminiClient
 import GemvaultConfig
@@ -9,7 +10,9 @@ import VaultCore
 let chatCommands: [CommandSpec] = [
     CommandSpec(path: ["chat"], arguments: "", argumentRange: 0...0,
                 summary: "chat with Gemini (Ctrl-C stops a reply, Ctrl-D leaves)",
-                options: generationOptions + keySourceOptions + [allowSecretsOption],
+                options: generationOptions + keySourceOptions + [allowSecretsOption, noSaveOption,
+                    OptionSpec(name: "--continue", value: nil, help: "go on with the latest saved conversation"),
+                    OptionSpec(name: "--resume", value: "ID", help: "go on with a saved conversation (any unique prefix of its id)")],
                 details: "Type /help inside the chat for its commands. Multi-line input: paste it, or open and close a block with \"\"\".",
                 run: ChatCommand.chat),
     CommandSpec(path: ["ask"], arguments: "[PROMPT...]", argumentRange: 0...Int.max,
@@ -17,7 +20,7 @@ let chatCommands: [CommandSpec] = [
                 options: generationOptions + keySourceOptions + [
                     OptionSpec(name: "--no-stream", value: nil, help: "wait for the whole answer (generateContent)"),
                     OptionSpec(name: "--count-tokens", value: nil, help: "print the prompt's token count instead of asking"),
-                    allowSecretsOption, jsonOption],
+                    allowSecretsOption, noSaveOption, jsonOption],
                 details: """
                 Example: git diff | gemvault ask "review this"
                 With --json, stdout always carries one JSON object, also when the request fails (see Docs/cli.md).
@@ -29,6 +32,7 @@ let chatCommands: [CommandSpec] = [
                 details: "", run: ChatCommand.models),
 ]
 
+let noSaveOption = OptionSpec(name: "--no-save", value: nil, help: "do not keep this conversation in the encrypted history")
 let allowSecretsOption = OptionSpec(name: "--allow-secrets", value: nil,
                                     help: "send a prompt that looks like it holds a credential (API key, token, private key)")
 
@@ -69,9 +73,25 @@ enum ChatCommand {
 
     static func chat(_ call: Invocation) throws {
         let (client, settings) = try client(call)
-        let repl = ChatREPL(conversation: try conversation(settings), client: client,
-                            style: style(settings, environment: call.context.environment, fd: FileDescriptor.standardOutput.raw),
-                            interactive: Terminal.stdinIsTerminal, allowSecrets: call.flag("--allow-secrets"))
+        let context = call.context
+        var conversation = try conversation(settings)
+        var writer: HistoryWriter?
+        if call.flag("--continue") || call.value("--resume") != nil {
+            let history = context.history
+            guard let id = try call.value("--resume").map(history.resolve) ?? history.ids().last else {
+                throw CommandFailure(.failure, "there is no saved conversation to continue", hint: "start one with 'gemvault chat'")
+            }
+            let transcript = try history.load(id, with: try context.historyKeyPair())
+            conversation.restore(transcript.turns)
+            if let system = transcript.meta?.system, conversation.systemPrompt == nil { conversation.systemPrompt = system }
+            writer = try history.reopen(id)
+            Console.err("gemvault: going on with conversation \(id.prefix(8)) (\(transcript.turns.count) turn\(transcript.turns.count == 1 ? "" : "s"))\n")
+        }
+        let (recorder, notice) = context.recorder(call, settings: settings, kind: "chat", resuming: writer)
+        if let notice { Console.err("gemvault: \(notice)\n") }
+        let repl = ChatREPL(conversation: conversation, client: client,
+                            style: style(settings, environment: context.environment, fd: FileDescriptor.standardOutput.raw),
+                            interactive: Terminal.stdinIsTerminal, allowSecrets: call.flag("--allow-secrets"), recorder: recorder)
         repl.run()
         if repl.refusedMessages > 0 {
             throw CommandFailure(.failure, "\(repl.refusedMessages) message\(repl.refusedMessages == 1 ? " was" : "s were") not sent for holding what looks like a credential",
@@ -218,6 +238,10 @@ enum ChatCommand {
         } else {
             if !streaming { printer.print(turn.text) }
             printer.finish()
+        }
+        var saved = conversation
+        if failure == nil, let kept = saved.record(user: prompt, result: turn) {
+            call.context.recorder(call, settings: settings, kind: "ask").0?.record(kept, in: saved, now: Clock.now())
         }
         if let failure { throw failure }
         if turn.interrupted { throw GeminiError(category: .interrupted, message: "", reason: "interrupted") }

@@ -57,7 +57,7 @@ let settingFlags: [String: String] = [
 ]
 
 /// The whole command surface.
-let commandTable: [CommandSpec] = vaultCommands + rotationCommands + sessionCommands + configCommands + chatCommands + execCommands
+let commandTable: [CommandSpec] = vaultCommands + rotationCommands + sessionCommands + configCommands + chatCommands + historyCommands + execCommands
 
 /// The result of parsing argv against the table.
 struct Invocation {

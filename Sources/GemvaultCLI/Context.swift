@@ -135,6 +135,7 @@ struct Context {
         let file = try readVaultFile()
         let document = try withPassphrase { try VaultDocument.open(file, path: vaultPath, passphrase: $0) }
         remember(document.file)
+        rememberRecipient(document.contents)
         return document
     }
 

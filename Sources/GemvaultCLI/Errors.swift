@@ -1,5 +1,6 @@
 import GeminiClient
 import Agent
+import Conversations
 import GemvaultConfig
 import SystemIO
 import TerminalIO
@@ -57,6 +58,12 @@ enum ErrorReport {
             return describe(api)
         case let agent as AgentError:
             return describe(agent)
+        case let history as HistoryStore.Failure:
+            switch history {
+            case .notFound, .ambiguous: return (.failure, history.description, "'gemvault history list' shows the ids")
+            case .damaged: return (.damaged, history.description, nil)
+            default: return (.failure, history.description, nil)
+            }
         default:
             return (.failure, "\(error)", nil)
         }

@@ -36,6 +36,7 @@ enum SessionCommand {
         let file = try context.readVaultFile()
         let document = try context.withPassphrase { try VaultDocument.open(file, path: context.vaultPath, passphrase: $0) }
         context.remember(document.file)
+        context.rememberRecipient(document.contents)
         guard let kek = document.keyEncryptionKey else { throw VaultError.wrongPassphrase }
         let layers = try context.settingLayers(call)
         var withVault = layers

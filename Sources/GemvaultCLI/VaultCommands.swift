@@ -71,6 +71,7 @@ enum VaultCommand {
             try context.save(document, in: session, backup: .previous)
         }
         if let kept { Console.err("gemvault: the vault it replaces was kept as \(kept)\n") }
+        context.rememberRecipient(document.contents)
         if call.flag("--json") {
             let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
             Output.json(InitResult(vault: context.vaultPath, kdf: preset.rawValue, recovery_code: text))

@@ -26,6 +26,8 @@ public struct FileStatus: Equatable, Sendable {
     public let device: UInt64
     public let inode: UInt64
     public let modified: Int64
+    /// With its nanoseconds, to order files written within one second.
+    public let modifiedExactly: Double
 
     init(_ info: stat) {
         switch info.st_mode & S_IFMT {
@@ -43,6 +45,7 @@ public struct FileStatus: Equatable, Sendable {
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
         modified = Int64(info.st_mtim.tv_sec)
+        modifiedExactly = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
     }
 
     /// lstat: the link itself, not what it points to. Nil when nothing is there.

@@ -109,6 +109,12 @@ extension SecretBytes {
         bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { Sodium.wipe(base, $0.count) } }
     }
 
+    /// A copy of bytes that were never secret, or that are wiped by their owner.
+    public convenience init(copying bytes: [UInt8]) {
+        self.init(count: bytes.count)
+        withUnsafeMutableBytes { $0.copyBytes(from: bytes) }
+    }
+
     /// Random secret bytes.
     public static func random(count: Int) -> SecretBytes {
         let secret = SecretBytes(count: count)

@@ -206,3 +206,26 @@ extension Sodium {
         blake2b256(Array(text.utf8)[...]).prefix(bytes).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 }
+
+/// Anonymous sealed boxes (crypto_box_seal) to an X25519 key pair derived from a 32-byte
+/// seed: anyone with the public key can seal, only the seed's holder can open.
+public enum SealedBox {
+    public struct KeyPair {
+        public let publicKey: [UInt8]
+        let secretKey: SecretBytes
+    }
+
+    public static func keyPair(seed: SecretBytes) throws(VaultError) -> KeyPair {
+        let pair = try mapSodium { () throws(SodiumError) in try Sodium.boxKeyPair(seed: seed) }
+        return KeyPair(publicKey: pair.publicKey, secretKey: pair.secretKey)
+    }
+
+    public static func seal(_ message: [UInt8], to publicKey: [UInt8]) throws(VaultError) -> [UInt8] {
+        try mapSodium { () throws(SodiumError) in try Sodium.seal(SecretBytes(copying: message), to: publicKey) }
+    }
+
+    /// The message, or nil when the box was not sealed to this pair or was altered.
+    public static func open(_ sealed: [UInt8], with pair: KeyPair) -> SecretBytes? {
+        try? Sodium.openSealed(sealed, publicKey: pair.publicKey, secretKey: pair.secretKey)
+    }
+}

@@ -1,6 +1,7 @@
 import GeminiClient
 import Testing
 @testable import ChatUI
+@testable import Conversations
 
 private func result(_ text: String, interrupted: Bool = false, total: Int? = nil) -> TurnResult {
     var usage = UsageMetadata()

@@ -9,6 +9,12 @@ public struct Conversation: Sendable {
         public let user: String
         public let model: String
         public let interrupted: Bool
+
+        public init(user: String, model: String, interrupted: Bool) {
+            self.user = user
+            self.model = model
+            self.interrupted = interrupted
+        }
     }
 
     public private(set) var turns: [Turn] = []
@@ -38,14 +44,23 @@ public struct Conversation: Sendable {
         return GenerateContentRequest(contents: contents, systemInstruction: system, generationConfig: config)
     }
 
-    /// Records a finished or stopped reply. A stop before any text keeps nothing.
-    public mutating func record(user: String, result: TurnResult) {
+    /// Records a finished or stopped reply and returns the turn kept; a stop before any text
+    /// keeps nothing.
+    @discardableResult
+    public mutating func record(user: String, result: TurnResult) -> Turn? {
         if let usage = result.usage {
             lastUsage = usage
             sessionTokens += usage.totalTokenCount ?? 0
         }
-        guard !(result.interrupted && result.text.isEmpty) else { return }
-        turns.append(Turn(user: user, model: result.text, interrupted: result.interrupted))
+        guard !(result.interrupted && result.text.isEmpty) else { return nil }
+        let turn = Turn(user: user, model: result.text, interrupted: result.interrupted)
+        turns.append(turn)
+        return turn
+    }
+
+    /// The turns of a saved conversation, to go on with it.
+    public mutating func restore(_ saved: [SavedTurn]) {
+        turns = saved.map { Turn(user: $0.user, model: $0.model, interrupted: $0.interrupted) }
     }
 
     /// Removes the last exchange and returns its user message.

@@ -1,0 +1,151 @@
+import Conversations
+import GemvaultConfig
+import SystemIO
+import TerminalIO
+import VaultCore
+
+let historyCommands: [CommandSpec] = [
+    CommandSpec(path: ["history", "list"], arguments: "", argumentRange: 0...0,
+                summary: "saved conversations: id, title, model, turns, first and last dates",
+                options: [jsonOption], details: "Reading history needs the vault: an unlocked session, or its passphrase.",
+                run: HistoryCommand.list),
+    CommandSpec(path: ["history", "show"], arguments: "ID", argumentRange: 1...1,
+                summary: "print a saved conversation (any unique prefix of its id)",
+                options: [OptionSpec(name: "--raw", value: nil, help: "the text exactly as saved, no styling")],
+                details: "", run: HistoryCommand.show),
+    CommandSpec(path: ["history", "rm"], arguments: "[ID]", argumentRange: 0...1,
+                summary: "delete a saved conversation, all of them, or those older than a duration",
+                options: [OptionSpec(name: "--all", value: nil, help: "delete every saved conversation"),
+                          OptionSpec(name: "--older-than", value: "DURATION", help: "delete those last written before, such as 30d")],
+                details: "Needs no passphrase: deleting reads nothing.", run: HistoryCommand.remove),
+    CommandSpec(path: ["history", "export"], arguments: "ID", argumentRange: 1...1,
+                summary: "print a saved conversation as Markdown or JSON",
+                options: [OptionSpec(name: "--format", value: "md|json", help: "md (default) or json")],
+                details: "", run: HistoryCommand.export),
+]
+
+extension Context {
+    /// This vault's saved conversations.
+    var history: HistoryStore { HistoryStore(stateDirectory: paths.stateHome, vaultPath: vaultPath) }
+
+    /// Notes the public half of the conversation key, so conversations can be sealed without
+    /// an unlock; done whenever the vault is open anyway.
+    func rememberRecipient(_ contents: VaultContents) {
+        try? history.saveRecipient(conversationKey: contents.conversationKey)
+    }
+
+    /// The key pair that opens saved conversations: from the session, or the passphrase.
+    func historyKeyPair() throws -> SealedBox.KeyPair {
+        let contents = try vaultContents()
+        rememberRecipient(contents)
+        return try SealedBox.keyPair(seed: contents.conversationKey)
+    }
+
+    /// A recorder for a new conversation, or nil with the reason it is not saved.
+    func recorder(_ call: Invocation, settings: Settings, kind: String, resuming writer: HistoryWriter? = nil) -> (ConversationRecorder?, String?) {
+        if call.flag("--no-save") || settings.string("history") == "off" { return (nil, nil) }
+        guard store.exists else { return (nil, "there is no vault, so this conversation is not saved") }
+        do {
+            guard try history.recipient() != nil else { throw HistoryStore.Failure.noRecipient }
+        } catch let failure as HistoryStore.Failure {
+            return (nil, "this conversation is not saved: \(failure.description)")
+        } catch {
+            return (nil, "this conversation is not saved: \(error)")
+        }
+        return (ConversationRecorder(store: history, kind: kind, resuming: writer, warn: { Console.warning($0) }), nil)
+    }
+}
+
+enum HistoryCommand {
+    struct Summary: Encodable {
+        let id: String
+        let title: String
+        let model: String
+        let kind: String
+        let turns: Int
+        let first: String
+        let last: String
+    }
+
+    static func summaries(_ context: Context) throws -> [Summary] {
+        let pair = try context.historyKeyPair()
+        return try context.history.ids().map { id in
+            let transcript = try context.history.load(id, with: pair)
+            let created = transcript.meta?.created ?? transcript.turns.first?.time ?? 0
+            return Summary(id: id, title: EscapeNeutralizer.neutralize(transcript.meta?.title ?? ""), model: transcript.meta?.model ?? "?",
+                           kind: transcript.meta?.kind ?? "chat", turns: transcript.turns.count,
+                           first: Output.isoDate(created), last: Output.isoDate(transcript.turns.last?.time ?? created))
+        }
+    }
+
+    static func list(_ call: Invocation) throws {
+        let all = try summaries(call.context)
+        if call.flag("--json") { Output.json(all); return }
+        if all.isEmpty { Console.err("gemvault: no saved conversations\n"); return }
+        Console.out(Output.table([["ID", "TURNS", "LAST", "MODEL", "TITLE"]]
+            + all.map { [String($0.id.prefix(8)), String($0.turns), $0.last, $0.model, $0.title] }))
+    }
+
+    static func load(_ call: Invocation) throws -> Transcript {
+        let context = call.context
+        let id = try context.history.resolve(call.positionals[0])
+        return try context.history.load(id, with: try context.historyKeyPair())
+    }
+
+    static func show(_ call: Invocation) throws {
+        let transcript = try load(call)
+        if call.flag("--raw") {
+            for turn in transcript.turns { Console.out("you › \(turn.user)\ngemini › \(turn.model)\n\n") }
+            return
+        }
+        let style = Style.decide(mode: .auto, environment: call.context.environment, isTerminal: Terminal.stdoutIsTerminal)
+        var text = style.dim("conversation \(transcript.id) (\(transcript.meta?.model ?? "?"))") + "\n\n"
+        for turn in transcript.turns {
+            text += style.bold(style.blue("you ›")) + " " + EscapeNeutralizer.neutralize(turn.user) + "\n"
+            text += style.bold(style.gray("gemini ›")) + " " + EscapeNeutralizer.neutralize(turn.model) + (turn.interrupted ? " [interrupted]" : "") + "\n\n"
+        }
+        Console.out(text)
+    }
+
+    static func remove(_ call: Invocation) throws {
+        let history = call.context.history
+        if call.flag("--all") || call.value("--older-than") != nil {
+            guard call.positionals.isEmpty else { throw UsageError("give an ID, or --all, or --older-than, not both", command: call.command) }
+            var cutoff = Int64.max
+            if let text = call.value("--older-than") {
+                guard let seconds = DurationText.seconds(text) else { throw UsageError("--older-than takes a duration such as 30d or 12h, not '\(text)'", command: call.command) }
+                cutoff = Output.now() - Int64(seconds)
+            }
+            let removed = try history.removeOlder(than: cutoff)
+            Console.err("gemvault: deleted \(removed) conversation\(removed == 1 ? "" : "s")\n")
+            return
+        }
+        guard let prefix = call.positionals.first else { throw UsageError("give an ID, --all or --older-than", command: call.command) }
+        let id = try history.resolve(prefix)
+        try history.remove(id)
+        Console.err("gemvault: deleted conversation \(id)\n")
+    }
+
+    struct Export: Encodable {
+        let version = 1
+        let id: String
+        let meta: ConversationMeta?
+        let turns: [SavedTurn]
+    }
+
+    static func export(_ call: Invocation) throws {
+        let transcript = try load(call)
+        switch call.value("--format") ?? "md" {
+        case "json":
+            Output.json(Export(id: transcript.id, meta: transcript.meta, turns: transcript.turns))
+        case "md":
+            var text = "# \(transcript.meta?.title ?? "gemvault conversation")\n\n_\(transcript.meta?.model ?? "?"), \(Output.isoDate(transcript.meta?.created ?? 0))_\n\n"
+            for turn in transcript.turns {
+                text += "## You\n\n\(turn.user)\n\n## Gemini\n\n\(turn.model)\(turn.interrupted ? "\n\n_[interrupted]_" : "")\n\n"
+            }
+            Console.out(text)
+        case let other:
+            throw UsageError("--format takes md or json, not '\(other)'", command: call.command)
+        }
+    }
+}
