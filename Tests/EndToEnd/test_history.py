@@ -1,0 +1,144 @@
+"""Conversations saved encrypted, read back with the vault, resumed, exported and deleted."""
+import glob
+import json
+import os
+import signal
+import stat
+import subprocess
+import time
+
+import pytest
+
+from conftest import BIN, GOOD_KEY, PASSPHRASE
+from ptyrun import PtySession
+
+
+@pytest.fixture
+def history(api):
+    api.init()
+    return api
+
+
+def conversations(env):
+    result = env.run("history", "list", "--json")
+    assert result.code == 0, result
+    return json.loads(result.out)
+
+
+def test_nothing_of_a_conversation_is_left_in_plain_text(history, tmp_path):
+    env = history
+    secret_prompt = "the launch code is quokka-zebra-%d" % os.getpid()
+    result = env.run("chat", "--model", "echo", input="%s\nand a second line\n" % secret_prompt, passphrase=False)
+    assert result.code == 0, result
+    assert env.run("ask", "--model", "echo", "ask also says " + secret_prompt, passphrase=False).code == 0
+    assert [c["turns"] for c in conversations(env)] == [2, 1] or sorted(c["turns"] for c in conversations(env)) == [1, 2]
+    needle = secret_prompt.encode()
+    started = time.time() - 600
+    for root in (env.home, env.vars["XDG_STATE_HOME"], "/tmp"):
+        for folder, _, files in os.walk(root):
+            for name in files:
+                path = os.path.join(folder, name)
+                try:
+                    info = os.lstat(path)
+                    # Regular files written during this test run; never a FIFO or device.
+                    if not stat.S_ISREG(info.st_mode) or info.st_mtime < started or info.st_size > 64 << 20:
+                        continue
+                    with open(path, "rb") as handle:
+                        assert needle not in handle.read(), path
+                except OSError:
+                    continue
+    folder = glob.glob(os.path.join(env.vars["XDG_STATE_HOME"], "gemvault", "history", "*"))[0]
+    assert os.stat(folder).st_mode & 0o777 == 0o700
+    for name in os.listdir(folder):
+        assert os.stat(os.path.join(folder, name)).st_mode & 0o777 == 0o600
+
+
+def test_a_resumed_conversation_sends_its_earlier_turns(history):
+    env = history
+    env.run("chat", "--model", "echo", input="first\nsecond\n", passphrase=False)
+    env.server.clear()
+    result = env.run("chat", "--model", "echo", "--continue", input="third\n")
+    assert result.code == 0 and "turns=5 roles=user,model,user,model,user" in result.out, result
+    sent = json.loads(env.server.requests()[-1]["body"])
+    assert [c["parts"][0]["text"] for c in sent["contents"] if c["role"] == "user"] == ["first", "second", "third"]
+    [saved] = conversations(env)
+    assert saved["turns"] == 3
+    # --resume with a prefix of the id, as with git.
+    again = env.run("chat", "--model", "echo", "--resume", saved["id"][:4], input="fourth\n")
+    assert again.code == 0 and "turns=7" in again.out, again
+    missing = env.run("chat", "--resume", "zzzz")
+    assert missing.code == 1 and "no conversation 'zzzz'" in missing.err
+
+
+def test_a_killed_chat_keeps_every_completed_turn(history):
+    env = history
+    s = PtySession([BIN, "chat", "--model", "echo"], env.vars)
+    try:
+        s.expect(r"you ›")
+        for word in ("alpha", "beta", "gamma"):
+            s.mark()
+            s.line(word)
+            s.expect(r"last=%s" % word)
+            s.expect(r"you ›")
+        os.kill(s.pid, signal.SIGKILL)
+        s.wait()
+    finally:
+        s.close()
+    [saved] = conversations(env)
+    assert saved["turns"] == 3 and saved["title"] == "alpha"
+    shown = env.run("history", "show", saved["id"][:6])
+    assert shown.code == 0 and "alpha" in shown.out and "last=gamma" in shown.out, shown
+
+
+def test_undo_is_saved_too(history):
+    env = history
+    env.run("chat", "--model", "echo", input="keep\ndrop\n/undo\n", passphrase=False)
+    [saved] = conversations(env)
+    exported = json.loads(env.run("history", "export", saved["id"], "--format", "json").out)
+    assert [t["user"] for t in exported["turns"]] == ["keep"] and exported["version"] == 1
+    markdown = env.run("history", "export", saved["id"], "--format", "md").out
+    assert "## You\n\nkeep" in markdown and "drop" not in markdown
+
+
+def test_no_save_history_off_and_no_vault_save_nothing(api):
+    env = api
+    plain = env.run("chat", "--model", "echo", input="hello\n", passphrase=False)
+    assert plain.code == 0 and "there is no vault, so this conversation is not saved" in plain.err, plain
+    env.init()
+    env.run("chat", "--model", "echo", "--no-save", input="hello\n", passphrase=False)
+    env.run("ask", "--model", "echo", "--no-save", "hello", passphrase=False)
+    env.run("config", "set", "history", "off")
+    env.run("unlock")
+    env.run("chat", "--model", "echo", input="hello\n", passphrase=False)
+    env.run("lock", passphrase=False)
+    assert conversations(env) == []
+
+
+def test_history_stays_readable_after_passwd_and_rekey(history):
+    env = history
+    env.run("ask", "--model", "echo", "remember me", passphrase=False)
+    new_pass = os.path.join(env.root, "np")
+    env.write_private(new_pass, "a passphrase after passwd\n")
+    assert env.run("passwd", "--new-passphrase-file", new_pass).code == 0
+    assert env.run("rekey", "--passphrase-file", new_pass, passphrase=False).code == 0
+    listed = env.run("history", "list", "--json", "--passphrase-file", new_pass, passphrase=False)
+    assert json.loads(listed.out)[0]["title"] == "remember me"
+
+
+def test_rm_and_older_than_really_delete(history):
+    env = history
+    for word in ("one", "two", "three"):
+        env.run("ask", "--model", "echo", word, passphrase=False)
+    folder = glob.glob(os.path.join(env.vars["XDG_STATE_HOME"], "gemvault", "history", "*"))[0]
+    files = sorted(glob.glob(os.path.join(folder, "*.chat")))
+    assert len(files) == 3
+    old = files[0]
+    os.utime(old, (time.time() - 40 * 86400, time.time() - 40 * 86400))
+    removed = env.run("history", "rm", "--older-than", "30d", passphrase=False)
+    assert removed.code == 0 and "deleted 1 conversation" in removed.err
+    assert not os.path.exists(old)
+    victim = conversations(env)[0]["id"]
+    assert env.run("history", "rm", victim[:6], passphrase=False).code == 0
+    assert not os.path.exists(os.path.join(folder, victim + ".chat"))
+    assert env.run("history", "rm", "--all", passphrase=False).code == 0
+    assert glob.glob(os.path.join(folder, "*.chat")) == []
