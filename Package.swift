@@ -35,7 +35,7 @@ let package = Package(
         /// The session agent: its socket protocol, the server that holds an unlocked vault, the client.
         .target(name: "Agent", dependencies: ["VaultCore", "SystemIO"]),
         /// The conversation model, its encrypted history, and the renderers ask, chat and history share.
-        .target(name: "Conversations", dependencies: ["GeminiClient", "VaultCore", "SystemIO"]),
+        .target(name: "Conversations", dependencies: ["GeminiClient", "VaultCore", "SystemIO", "CSystemShims"]),
         /// The chat REPL and its slash commands.
         .target(name: "ChatUI", dependencies: ["Conversations", "GeminiClient", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims"]),
         /// The command table, the command functions and the one error-to-exit-code map.
@@ -53,6 +53,7 @@ let package = Package(
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
         .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "SystemIO"]),
         .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient"]),
+        .testTarget(name: "ConversationsTests", dependencies: ["Conversations"], exclude: ["Fixtures"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "GeminiClient"]),
         .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI"]),
     ]

@@ -145,9 +145,25 @@ static int matches(int fd, const char *marker) {
     return 0;
 }
 
+/* libedit takes what a getc returns as one wide character, so a UTF-8 sequence is decoded
+ * here into its code point (an invalid one becomes U+FFFD). */
+static int decode_utf8(int fd, int lead) {
+    int length = lead >= 0xF0 && lead <= 0xF7 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
+    if (length == 0) return 0xFFFD;
+    int point = lead & (0x3F >> (length - 1));
+    for (int i = 1; i < length; i++) {
+        int next = next_byte(fd);
+        if (next == EOF) return EOF;
+        if ((next & 0xC0) != 0x80) return 0xFFFD;
+        point = (point << 6) | (next & 0x3F);
+    }
+    return point;
+}
+
 int gv_paste_getc(FILE *stream) {
     int fd = fileno(stream);
     int byte = next_byte(fd);
+    if (byte != EOF && byte >= 0x80) return decode_utf8(fd, byte);
     if (byte != 0x1b || !matches(fd, "[200~")) return byte;
     free(pasted);
     pasted = NULL;

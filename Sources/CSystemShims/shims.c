@@ -262,3 +262,31 @@ void gv_forward_signals_unblock(void) {
     forwarded_set(&set);
     sigprocmask(SIG_UNBLOCK, &set, NULL);
 }
+
+#include <locale.h>
+#include <pthread.h>
+#include <wchar.h>
+
+static locale_t utf8_locale = (locale_t)0;
+static pthread_once_t utf8_once = PTHREAD_ONCE_INIT;
+static void make_utf8_locale(void) { utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0); }
+
+int gv_display_width(unsigned int scalar) {
+    pthread_once(&utf8_once, make_utf8_locale);
+    int width;
+    if (utf8_locale) {
+        locale_t previous = uselocale(utf8_locale);
+        width = wcwidth((wchar_t)scalar);
+        uselocale(previous);
+    } else {
+        width = wcwidth((wchar_t)scalar);
+    }
+    return width < 0 ? 0 : width;
+}
+
+#include <sys/ioctl.h>
+int gv_terminal_columns(int fd) {
+    struct winsize size;
+    if (ioctl(fd, TIOCGWINSZ, &size) != 0) return 0;
+    return size.ws_col;
+}

@@ -16,13 +16,16 @@ public final class ChatREPL {
     private let allowSecrets: Bool
     /// Saves each kept turn, when history is on.
     private let recorder: ConversationRecorder?
+    /// `chat --bubbles`: each message drawn as a bubble once it is complete.
+    private let bubbles: BubbleLayout?
     private var pendingRetry: String?
     /// Messages refused for holding a credential without a terminal to ask on.
     public private(set) var refusedMessages = 0
 
     public init(conversation: Conversation, client: GeminiClient, style: Style, interactive: Bool, allowSecrets: Bool = false,
-                recorder: ConversationRecorder? = nil) {
+                recorder: ConversationRecorder? = nil, bubbles: BubbleLayout? = nil) {
         self.recorder = recorder
+        self.bubbles = bubbles
         self.conversation = conversation
         self.client = client
         self.style = style
@@ -166,11 +169,16 @@ public final class ChatREPL {
     func send(_ message: String) {
         guard maySend(message) else { return }
         gv_interrupt_clear()
-        let printer = ReplyPrinter(spinner: interactive && Terminal.stderrIsTerminal, prefix: modelLabel)
+        if let bubbles { Console.out(bubbles.bubble(EscapeNeutralizer.neutralize(message), from: .user).joined(separator: "\n") + "\n") }
+        let printer = ReplyPrinter(spinner: interactive && Terminal.stderrIsTerminal, prefix: bubbles == nil ? modelLabel : "")
+        var handlers = printer.handlers()
+        if bubbles != nil { handlers.onText = { _ in } }  // drawn whole, as a bubble, below
         do {
             let result = try client.streamGenerateContent(model: conversation.model, request: conversation.request(for: message),
-                                                          handlers: printer.handlers())
-            printer.finish()
+                                                          handlers: handlers)
+            printer.clearSpinner()
+            if let bubbles { Console.out(bubbles.bubble(EscapeNeutralizer.neutralize(result.text), from: .model).joined(separator: "\n") + "\n") }
+            else { printer.finish() }
             if result.interrupted {
                 Console.err(style.yellow("[interrupted]") + "\n")
             }

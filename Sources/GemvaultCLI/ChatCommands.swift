@@ -12,7 +12,8 @@ let chatCommands: [CommandSpec] = [
                 summary: "chat with Gemini (Ctrl-C stops a reply, Ctrl-D leaves)",
                 options: generationOptions + keySourceOptions + [allowSecretsOption, noSaveOption,
                     OptionSpec(name: "--continue", value: nil, help: "go on with the latest saved conversation"),
-                    OptionSpec(name: "--resume", value: "ID", help: "go on with a saved conversation (any unique prefix of its id)")],
+                    OptionSpec(name: "--resume", value: "ID", help: "go on with a saved conversation (any unique prefix of its id)"),
+                    OptionSpec(name: "--bubbles", value: nil, help: "draw messages as chat bubbles (on a terminal without NO_COLOR)")],
                 details: "Type /help inside the chat for its commands. Multi-line input: paste it, or open and close a block with \"\"\".",
                 run: ChatCommand.chat),
     CommandSpec(path: ["ask"], arguments: "[PROMPT...]", argumentRange: 0...Int.max,
@@ -89,9 +90,11 @@ enum ChatCommand {
         }
         let (recorder, notice) = context.recorder(call, settings: settings, kind: "chat", resuming: writer)
         if let notice { Console.err("gemvault: \(notice)\n") }
-        let repl = ChatREPL(conversation: conversation, client: client,
-                            style: style(settings, environment: context.environment, fd: FileDescriptor.standardOutput.raw),
-                            interactive: Terminal.stdinIsTerminal, allowSecrets: call.flag("--allow-secrets"), recorder: recorder)
+        let chatStyle = style(settings, environment: context.environment, fd: FileDescriptor.standardOutput.raw)
+        let bubbles = call.flag("--bubbles") && chatStyle.enabled ? Terminal.columns.map { BubbleLayout(width: $0, color: true) } : nil
+        let repl = ChatREPL(conversation: conversation, client: client, style: chatStyle,
+                            interactive: Terminal.stdinIsTerminal, allowSecrets: call.flag("--allow-secrets"), recorder: recorder,
+                            bubbles: bubbles)
         repl.run()
         if repl.refusedMessages > 0 {
             throw CommandFailure(.failure, "\(repl.refusedMessages) message\(repl.refusedMessages == 1 ? " was" : "s were") not sent for holding what looks like a credential",

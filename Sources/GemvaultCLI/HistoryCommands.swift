@@ -99,6 +99,12 @@ enum HistoryCommand {
             return
         }
         let style = Style.decide(mode: .auto, environment: call.context.environment, isTerminal: Terminal.stdoutIsTerminal)
+        if style.enabled, let columns = Terminal.columns {
+            // The seed's chat screen: bubbles on a terminal, plain text everywhere else.
+            let turns = transcript.turns.map { (user: EscapeNeutralizer.neutralize($0.user), model: EscapeNeutralizer.neutralize($0.model)) }
+            Console.out(BubbleLayout(width: columns, color: true).render(turns))
+            return
+        }
         var text = style.dim("conversation \(transcript.id) (\(transcript.meta?.model ?? "?"))") + "\n\n"
         for turn in transcript.turns {
             text += style.bold(style.blue("you ›")) + " " + EscapeNeutralizer.neutralize(turn.user) + "\n"

@@ -1,3 +1,4 @@
+import CSystemShims
 import Glibc
 import SystemIO
 import VaultCore
@@ -9,6 +10,12 @@ public enum Terminal {
     public static var stdinIsTerminal: Bool { isTerminal(STDIN_FILENO) }
     public static var stdoutIsTerminal: Bool { isTerminal(STDOUT_FILENO) }
     public static var stderrIsTerminal: Bool { isTerminal(STDERR_FILENO) }
+
+    /// Columns of the terminal on stdout, or nil when it is not one.
+    public static var columns: Int? {
+        let columns = Int(gv_terminal_columns(STDOUT_FILENO))
+        return columns > 0 ? columns : nil
+    }
 }
 
 /// Output streams with the stderr grammar the project uses everywhere. Everything written to

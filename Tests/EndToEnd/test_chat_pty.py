@@ -1,4 +1,5 @@
 """The chat REPL and the passphrase prompts in a real pseudo-terminal."""
+import json
 import os
 import re
 import stat
@@ -308,3 +309,14 @@ def test_passwd_and_recover_on_the_terminal(env):
     finally:
         s.close()
     assert env.run("key", "list", "--passphrase-file", write(env, "recovered on a tty!")).code == 0
+
+
+def test_non_ascii_input_reaches_the_model_intact(chat, api):
+    s = chat("--model", "echo")
+    s.mark()
+    s.line("你好，世界 🚀 héllo")
+    s.expect(r"last=你好，世界 🚀 héllo")
+    s.line("/exit")
+    assert s.wait() == 0
+    sent = json.loads(api.server.requests()[-1]["body"])
+    assert sent["contents"][-1]["parts"][0]["text"] == "你好，世界 🚀 héllo"

@@ -142,3 +142,44 @@ def test_rm_and_older_than_really_delete(history):
     assert not os.path.exists(os.path.join(folder, victim + ".chat"))
     assert env.run("history", "rm", "--all", passphrase=False).code == 0
     assert glob.glob(os.path.join(folder, "*.chat")) == []
+
+
+def test_history_show_draws_bubbles_on_a_terminal_and_plain_text_elsewhere(history):
+    env = history
+    env.run("chat", "--model", "echo", input="你好，世界 🚀\n", passphrase=False)
+    [saved] = conversations(env)
+    s = PtySession([BIN, "history", "show", saved["id"][:6], "--passphrase-file", env.passfile], env.vars, columns=80)
+    try:
+        s.expect(r"🤖 ╭")
+        assert s.wait() == 0
+        screen = s.text()
+        assert "🧑" in screen and "╰" in screen and "\x1b[34m" in s.raw() and "\x1b[90m" in s.raw()
+        user_top = [line for line in screen.splitlines() if line.rstrip().endswith("🧑")][0]
+        assert user_top.startswith(" ")  # right-aligned
+    finally:
+        s.close()
+    piped = env.run("history", "show", saved["id"][:6])
+    assert "you › 你好，世界 🚀" in piped.out and "╭" not in piped.out and "\x1b" not in piped.out
+    no_color = PtySession([BIN, "history", "show", saved["id"][:6], "--passphrase-file", env.passfile], dict(env.vars, NO_COLOR="1"))
+    try:
+        assert no_color.wait() == 0
+        assert "╭" not in no_color.text() and "you ›" in no_color.text()
+    finally:
+        no_color.close()
+
+
+def test_chat_bubbles_live(history):
+    env = history
+    s = PtySession([BIN, "chat", "--model", "echo", "--bubbles"], env.vars, columns=60)
+    try:
+        s.expect(r"you ›")
+        s.mark()
+        s.line("hello bubbles")
+        s.expect(r"🤖 ╭")
+        s.expect(r"last=hello")
+        s.expect(r"you ›")
+        assert "🧑" in s.text()
+        s.line("/exit")
+        assert s.wait() == 0
+    finally:
+        s.close()

@@ -88,3 +88,10 @@ void gv_forward_signals_to(pid_t child);
 /// Blocks, then unblocks, the signals `gv_forward_signals_to` passes on.
 void gv_forward_signals_block(void);
 void gv_forward_signals_unblock(void);
+
+/// Columns a Unicode scalar takes in a terminal (glibc wcwidth under a UTF-8 locale):
+/// 2 for East Asian wide characters and most emoji, 0 for combining marks, 1 otherwise.
+int gv_display_width(unsigned int scalar);
+
+/// The terminal's width in columns (TIOCGWINSZ), or 0 when `fd` is not a terminal.
+int gv_terminal_columns(int fd);
