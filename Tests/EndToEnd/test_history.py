@@ -108,6 +108,9 @@ def test_no_save_history_off_and_no_vault_save_nothing(api):
     env.run("chat", "--model", "echo", "--no-save", input="hello\n", passphrase=False)
     env.run("ask", "--model", "echo", "--no-save", "hello", passphrase=False)
     env.run("config", "set", "history", "off")
+    runtime = os.path.join(env.root, "run")
+    os.mkdir(runtime, 0o700)
+    env.vars["XDG_RUNTIME_DIR"] = runtime
     env.run("unlock")
     env.run("chat", "--model", "echo", input="hello\n", passphrase=False)
     env.run("lock", passphrase=False)
