@@ -231,7 +231,7 @@ public final class AgentServer {
     }
 
     private func contents(_ request: AgentMessage) -> AgentMessage {
-        do {
+        answering {
             try refreshIfChanged()
             guard let document else { return Self.error(.locked, "the session is locked") }
             if let name = request.text(.keyName), document.contents.key(named: name) != nil {
@@ -242,12 +242,6 @@ public final class AgentServer {
             response.add(.generation, number: Int64(document.file.generation))
             response.add(.payload, secret: try document.contents.exported())
             return response
-        } catch let error as VaultError {
-            return failure(error)
-        } catch is AgentLocked {
-            return Self.error(.locked, "the session ended")
-        } catch {
-            return Self.error(.failed, "\(error)")
         }
     }
 
@@ -257,7 +251,7 @@ public final class AgentServer {
             return Self.error(.badRequest, "write needs a payload and its generation")
         }
         let backup: VaultStore.Backup = request.number(.backup) == 1 ? .new : .previous
-        do {
+        return answering {
             let imported = try VaultContents.imported(payload, source: "the client's edit")
             return try locked({ document in
                 guard UInt64(bitPattern: base) == document.file.generation else {
@@ -267,24 +261,25 @@ public final class AgentServer {
                 document.replaceContents(imported)
                 return nil
             }, backup: backup)
-        } catch let error as VaultError {
-            return failure(error)
-        } catch is AgentLocked {
-            return Self.error(.locked, "the session ended")
-        } catch {
-            return Self.error(.failed, "\(error)")
         }
     }
 
     private func rekey() -> AgentMessage {
         var code: SecretBytes?
-        do {
+        return answering {
             var response = try locked({ document in
                 code = try document.rekey()
                 return nil
             }, backup: .new)
             if let code { response.add(.recoveryCode, secret: code) }
             return response
+        }
+    }
+
+    /// The answer `body` gives, or the error it threw, as the client should see it.
+    private func answering(_ body: () throws -> AgentMessage) -> AgentMessage {
+        do {
+            return try body()
         } catch let error as VaultError {
             return failure(error)
         } catch is AgentLocked {

@@ -105,50 +105,24 @@ enum ChatCommand {
     /// `ask --json` output: always one object, with `error` set when the request failed.
     struct AskResult: Encodable {
         var text: String = ""
-        var model: String?
-        var finishReason: String?
-        var blockReason: String?
-        var usage: UsageMetadata?
+        @Nullable var model: String?
+        @Nullable var finishReason: String?
+        @Nullable var blockReason: String?
+        @Nullable var usage: UsageMetadata?
         var interrupted = false
         var totalTokens: Int?
-        var error: AskError?
-
-        /// Encodes `null` for absent fields, so the shape never changes.
-        func encode(to encoder: Encoder) throws {
-            var container = encoder.container(keyedBy: Keys.self)
-            try container.encode(text, forKey: .text)
-            try container.encode(model, forKey: .model)
-            try container.encode(finishReason, forKey: .finishReason)
-            try container.encode(blockReason, forKey: .blockReason)
-            try container.encode(usage, forKey: .usage)
-            try container.encode(interrupted, forKey: .interrupted)
-            if let totalTokens { try container.encode(totalTokens, forKey: .totalTokens) }
-            try container.encode(error, forKey: .error)
-        }
-
-        enum Keys: String, CodingKey { case text, model, finishReason, blockReason, usage, interrupted, totalTokens, error }
+        @Nullable var error: AskError?
     }
 
     struct AskError: Encodable {
         /// gemvault's exit code.
         let exitCode: Int32
         /// The HTTP status, when the API answered.
-        let status: Int?
+        @Nullable var status: Int?
         /// Google's status name, a finish or block reason, or a local reason.
         let reason: String
         let message: String
-        let hint: String?
-
-        func encode(to encoder: Encoder) throws {
-            var container = encoder.container(keyedBy: Keys.self)
-            try container.encode(exitCode, forKey: .exitCode)
-            try container.encode(status, forKey: .status)
-            try container.encode(reason, forKey: .reason)
-            try container.encode(message, forKey: .message)
-            try container.encode(hint, forKey: .hint)
-        }
-
-        enum Keys: String, CodingKey { case exitCode, status, reason, message, hint }
+        @Nullable var hint: String?
 
         init(_ error: Error) {
             let (code, message, hint) = ErrorReport.describe(error)

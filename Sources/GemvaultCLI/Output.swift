@@ -46,3 +46,16 @@ enum Output {
         }.joined(separator: "\n") + "\n"
     }
 }
+
+/// An optional that encodes as `null` when absent, so a JSON shape never changes.
+@propertyWrapper
+struct Nullable<Value: Encodable>: Encodable {
+    var wrappedValue: Value?
+
+    init(wrappedValue: Value?) { self.wrappedValue = wrappedValue }
+
+    func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let wrappedValue { try container.encode(wrappedValue) } else { try container.encodeNil() }
+    }
+}

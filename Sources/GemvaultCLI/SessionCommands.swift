@@ -115,26 +115,11 @@ enum SessionCommand {
         let unlocked: Bool
         let vault: String
         /// The agent's pid when one runs (a locked `agent --foreground` too).
-        let agentPid: Int32?
-        let since: String?
-        let locksAt: String?
-        let idleLocksAt: String?
-        let maxLocksAt: String?
-
-        /// `null` for what is absent, so the shape never changes.
-        func encode(to encoder: Encoder) throws {
-            var container = encoder.container(keyedBy: Keys.self)
-            try container.encode(version, forKey: .version)
-            try container.encode(unlocked, forKey: .unlocked)
-            try container.encode(vault, forKey: .vault)
-            try container.encode(agentPid, forKey: .agentPid)
-            try container.encode(since, forKey: .since)
-            try container.encode(locksAt, forKey: .locksAt)
-            try container.encode(idleLocksAt, forKey: .idleLocksAt)
-            try container.encode(maxLocksAt, forKey: .maxLocksAt)
-        }
-
-        enum Keys: String, CodingKey { case version, unlocked, vault, agentPid, since, locksAt, idleLocksAt, maxLocksAt }
+        @Nullable var agentPid: Int32?
+        @Nullable var since: String?
+        @Nullable var locksAt: String?
+        @Nullable var idleLocksAt: String?
+        @Nullable var maxLocksAt: String?
     }
 
     static func status(_ call: Invocation) throws {
