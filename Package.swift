@@ -13,6 +13,8 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         /// libedit for the chat prompt's line editing (BSD licence; clean Ctrl-C behaviour).
         .systemLibrary(name: "CEditLine", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
+        /// cmark-gfm, to parse the model's markdown (with GitHub's table extension).
+        .systemLibrary(name: "CCmark", pkgConfig: "libcmark-gfm", providers: [.apt(["libcmark-gfm-dev", "libcmark-gfm-extensions-dev"])]),
         /// prctl, termios and signal glue that Swift cannot call directly.
         .target(name: "CSystemShims"),
         /// libcurl loaded with dlopen on first use, so vault commands never map the network stack.
@@ -35,7 +37,7 @@ let package = Package(
         /// The session agent: its socket protocol, the server that holds an unlocked vault, the client.
         .target(name: "Agent", dependencies: ["VaultCore", "SystemIO"]),
         /// The conversation model, its encrypted history, and the renderers ask, chat and history share.
-        .target(name: "Conversations", dependencies: ["GeminiClient", "VaultCore", "SystemIO", "CSystemShims"]),
+        .target(name: "Conversations", dependencies: ["GeminiClient", "VaultCore", "SystemIO", "TerminalIO", "CSystemShims", "CCmark"]),
         /// The chat REPL and its slash commands.
         .target(name: "ChatUI", dependencies: ["Conversations", "GeminiClient", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims"]),
         /// The command table, the command functions and the one error-to-exit-code map.

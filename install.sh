@@ -17,8 +17,8 @@ if [ -z "$prefix" ]; then
   if [ "$(id -u)" -eq 0 ]; then prefix=/usr/local; else prefix="$HOME/.local"; fi
 fi
 
-# Build-time: headers and pkg-config files. Run-time: libsodium, libedit, libcurl (opened on demand).
-packages=(libsodium-dev libedit-dev libcurl4-openssl-dev pkg-config)
+# Build-time: headers and pkg-config files. Run-time: libsodium, libedit, cmark-gfm, libcurl (opened on demand).
+packages=(libsodium-dev libedit-dev libcurl4-openssl-dev libcmark-gfm-dev libcmark-gfm-extensions-dev pkg-config)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

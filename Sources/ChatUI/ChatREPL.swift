@@ -18,14 +18,17 @@ public final class ChatREPL {
     private let recorder: ConversationRecorder?
     /// `chat --bubbles`: each message drawn as a bubble once it is complete.
     private let bubbles: BubbleLayout?
+    /// Replies rendered from markdown (a terminal without --raw), and how.
+    private let markdown: MarkdownRenderer?
     private var pendingRetry: String?
     /// Messages refused for holding a credential without a terminal to ask on.
     public private(set) var refusedMessages = 0
 
     public init(conversation: Conversation, client: GeminiClient, style: Style, interactive: Bool, allowSecrets: Bool = false,
-                recorder: ConversationRecorder? = nil, bubbles: BubbleLayout? = nil) {
+                recorder: ConversationRecorder? = nil, bubbles: BubbleLayout? = nil, markdown: MarkdownRenderer? = nil) {
         self.recorder = recorder
         self.bubbles = bubbles
+        self.markdown = markdown
         self.conversation = conversation
         self.client = client
         self.style = style
@@ -170,14 +173,18 @@ public final class ChatREPL {
         guard maySend(message) else { return }
         gv_interrupt_clear()
         if let bubbles { Console.out(bubbles.bubble(EscapeNeutralizer.neutralize(message), from: .user).joined(separator: "\n") + "\n") }
-        let printer = ReplyPrinter(spinner: interactive && Terminal.stderrIsTerminal, prefix: bubbles == nil ? modelLabel : "")
+        let printer = ReplyPrinter(spinner: interactive && Terminal.stderrIsTerminal, prefix: bubbles == nil ? modelLabel : "",
+                                   markdown: bubbles == nil ? markdown.map(MarkdownStream.init) : nil)
         var handlers = printer.handlers()
         if bubbles != nil { handlers.onText = { _ in } }  // drawn whole, as a bubble, below
         do {
             let result = try client.streamGenerateContent(model: conversation.model, request: conversation.request(for: message),
                                                           handlers: handlers)
             printer.clearSpinner()
-            if let bubbles { Console.out(bubbles.bubble(EscapeNeutralizer.neutralize(result.text), from: .model).joined(separator: "\n") + "\n") }
+            if let bubbles {
+                let text = markdown != nil ? MarkdownRenderer(styled: false).render(result.text) : EscapeNeutralizer.neutralize(result.text)
+                Console.out(bubbles.bubble(text.hasSuffix("\n") ? String(text.dropLast()) : text, from: .model).joined(separator: "\n") + "\n")
+            }
             else { printer.finish() }
             if result.interrupted {
                 Console.err(style.yellow("[interrupted]") + "\n")

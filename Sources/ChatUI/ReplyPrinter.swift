@@ -1,3 +1,4 @@
+import Conversations
 import CSystemShims
 import GeminiClient
 import TerminalIO
@@ -11,12 +12,15 @@ public final class ReplyPrinter {
     private var receivedText = false
     private let frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
     private let prefix: String
+    /// Renders the reply's markdown block by block, on a terminal; nil prints it as it came.
+    private let markdown: MarkdownStream?
     public private(set) var endsWithNewline = true
 
     /// `prefix` is written before the first text (the chat's label).
-    public init(spinner: Bool, prefix: String = "") {
+    public init(spinner: Bool, prefix: String = "", markdown: MarkdownStream? = nil) {
         self.spinnerEnabled = spinner
         self.prefix = prefix
+        self.markdown = markdown
     }
 
     /// Handlers that print, and cancel on Ctrl-C.
@@ -37,7 +41,8 @@ public final class ReplyPrinter {
             receivedText = true
             Console.out(prefix)
         }
-        let safe = EscapeNeutralizer.neutralize(text)
+        // The renderer neutralises escape sequences before it parses.
+        let safe = markdown.map { $0.feed(text) } ?? EscapeNeutralizer.neutralize(text)
         Console.out(safe)
         if let last = safe.last { endsWithNewline = last == "\n" }
     }
@@ -59,6 +64,10 @@ public final class ReplyPrinter {
     /// Ends the reply on a fresh line.
     public func finish() {
         clearSpinner()
+        if let rest = markdown?.finish(), !rest.isEmpty {
+            Console.out(rest)
+            endsWithNewline = rest.hasSuffix("\n")
+        }
         if receivedText && !endsWithNewline { Console.out("\n"); endsWithNewline = true }
     }
 

@@ -13,7 +13,8 @@ let chatCommands: [CommandSpec] = [
                 options: generationOptions + keySourceOptions + [allowSecretsOption, noSaveOption,
                     OptionSpec(name: "--continue", value: nil, help: "go on with the latest saved conversation"),
                     OptionSpec(name: "--resume", value: "ID", help: "go on with a saved conversation (any unique prefix of its id)"),
-                    OptionSpec(name: "--bubbles", value: nil, help: "draw messages as chat bubbles (on a terminal without NO_COLOR)")],
+                    OptionSpec(name: "--bubbles", value: nil, help: "draw messages as chat bubbles (on a terminal without NO_COLOR)"),
+                    rawOption],
                 details: "Type /help inside the chat for its commands. Multi-line input: paste it, or open and close a block with \"\"\".",
                 run: ChatCommand.chat),
     CommandSpec(path: ["ask"], arguments: "[PROMPT...]", argumentRange: 0...Int.max,
@@ -21,7 +22,7 @@ let chatCommands: [CommandSpec] = [
                 options: generationOptions + keySourceOptions + [
                     OptionSpec(name: "--no-stream", value: nil, help: "wait for the whole answer (generateContent)"),
                     OptionSpec(name: "--count-tokens", value: nil, help: "print the prompt's token count instead of asking"),
-                    allowSecretsOption, noSaveOption, jsonOption],
+                    allowSecretsOption, noSaveOption, rawOption, jsonOption],
                 details: """
                 Example: git diff | gemvault ask "review this"
                 With --json, stdout always carries one JSON object, also when the request fails (see Docs/cli.md).
@@ -33,6 +34,7 @@ let chatCommands: [CommandSpec] = [
                 details: "", run: ChatCommand.models),
 ]
 
+let rawOption = OptionSpec(name: "--raw", value: nil, help: "print the reply's text untouched (no markdown rendering)")
 let noSaveOption = OptionSpec(name: "--no-save", value: nil, help: "do not keep this conversation in the encrypted history")
 let allowSecretsOption = OptionSpec(name: "--allow-secrets", value: nil,
                                     help: "send a prompt that looks like it holds a credential (API key, token, private key)")
@@ -68,6 +70,12 @@ enum ChatCommand {
                                                          topK: settings.int("top_k"), maxOutputTokens: settings.int("max_output_tokens")))
     }
 
+    /// Markdown is rendered only on a terminal and without --raw: piped output is never styled.
+    static func markdownRenderer(_ call: Invocation, _ style: Style) -> MarkdownRenderer? {
+        guard Terminal.stdoutIsTerminal, !call.flag("--raw"), !call.flag("--json") else { return nil }
+        return MarkdownRenderer(styled: style.enabled)
+    }
+
     static func style(_ settings: Settings, environment: [String: String], fd: Int32) -> Style {
         Style.decide(mode: ColorMode(rawValue: settings.string("color") ?? "auto") ?? .auto, environment: environment, isTerminal: Terminal.isTerminal(fd))
     }
@@ -94,7 +102,7 @@ enum ChatCommand {
         let bubbles = call.flag("--bubbles") && chatStyle.enabled ? Terminal.columns.map { BubbleLayout(width: $0, color: true) } : nil
         let repl = ChatREPL(conversation: conversation, client: client, style: chatStyle,
                             interactive: Terminal.stdinIsTerminal, allowSecrets: call.flag("--allow-secrets"), recorder: recorder,
-                            bubbles: bubbles)
+                            bubbles: bubbles, markdown: markdownRenderer(call, chatStyle))
         repl.run()
         if repl.refusedMessages > 0 {
             throw CommandFailure(.failure, "\(repl.refusedMessages) message\(repl.refusedMessages == 1 ? " was" : "s were") not sent for holding what looks like a credential",
@@ -186,7 +194,9 @@ enum ChatCommand {
             return
         }
         let streaming = !call.flag("--no-stream")
-        let printer = ReplyPrinter(spinner: Terminal.stderrIsTerminal)
+        let printer = ReplyPrinter(spinner: Terminal.stderrIsTerminal,
+                                   markdown: markdownRenderer(call, style(settings, environment: call.context.environment,
+                                                                          fd: FileDescriptor.standardOutput.raw)).map(MarkdownStream.init))
         var handlers = printer.handlers()
         if json || !streaming { handlers.onText = { _ in } }
         gv_interrupt_install()

@@ -101,14 +101,20 @@ enum HistoryCommand {
         let style = Style.decide(mode: .auto, environment: call.context.environment, isTerminal: Terminal.stdoutIsTerminal)
         if style.enabled, let columns = Terminal.columns {
             // The seed's chat screen: bubbles on a terminal, plain text everywhere else.
-            let turns = transcript.turns.map { (user: EscapeNeutralizer.neutralize($0.user), model: EscapeNeutralizer.neutralize($0.model)) }
+            let markdown = MarkdownRenderer(styled: false)
+            let turns = transcript.turns.map { turn -> (user: String, model: String) in
+                var model = markdown.render(turn.model)
+                if model.hasSuffix("\n") { model.removeLast() }
+                return (user: EscapeNeutralizer.neutralize(turn.user), model: model)
+            }
             Console.out(BubbleLayout(width: columns, color: true).render(turns))
             return
         }
         var text = style.dim("conversation \(transcript.id) (\(transcript.meta?.model ?? "?"))") + "\n\n"
         for turn in transcript.turns {
             text += style.bold(style.blue("you ›")) + " " + EscapeNeutralizer.neutralize(turn.user) + "\n"
-            text += style.bold(style.gray("gemini ›")) + " " + EscapeNeutralizer.neutralize(turn.model) + (turn.interrupted ? " [interrupted]" : "") + "\n\n"
+            let reply = style.enabled ? MarkdownRenderer(styled: true).render(turn.model) : EscapeNeutralizer.neutralize(turn.model)
+            text += style.bold(style.gray("gemini ›")) + " " + reply + (turn.interrupted ? " [interrupted]" : "") + "\n\n"
         }
         Console.out(text)
     }

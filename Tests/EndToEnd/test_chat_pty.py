@@ -60,12 +60,18 @@ def test_no_color_gives_plain_labels(chat):
     assert s.wait() == 0
 
 
-def test_ctrl_c_stops_a_reply_keeps_partial_and_chat_goes_on(chat, api):
-    s = chat("--model", "slow-long")
+@pytest.mark.parametrize("rendering", ["--raw", "markdown"])
+def test_ctrl_c_stops_a_reply_keeps_partial_and_chat_goes_on(chat, api, rendering):
+    s = chat("--model", "slow-long", *(["--raw"] if rendering == "--raw" else []))
     s.mark()
     s.line("count for me")
-    s.expect(r"tick 2 ")
+    if rendering == "--raw":
+        s.expect(r"tick 2 ")  # raw text streams as it comes
+    else:
+        time.sleep(0.6)  # markdown waits for a complete block; Ctrl-C then shows what arrived
     s.send("\x03")
+    if rendering != "--raw":
+        s.expect(r"tick 2 ")
     s.expect(r"\[interrupted\]")
     s.expect(r"you ›")
     after = plain(s.text())

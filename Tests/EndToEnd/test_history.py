@@ -186,3 +186,25 @@ def test_chat_bubbles_live(history):
         assert s.wait() == 0
     finally:
         s.close()
+
+
+def test_replies_are_rendered_from_markdown_on_a_terminal_only(api):
+    prompt = "**bold** and `code` and [a link](https://example.com/x)"
+    s = PtySession([BIN, "ask", "--model", "echo", prompt], api.vars)
+    try:
+        assert s.wait() == 0
+        raw = s.raw()
+        assert "\x1b[1mbold" in raw and "\x1b[36mcode" in raw and "a link" in raw and "(https://example.com/x)" in raw
+        assert "**bold**" not in raw
+    finally:
+        s.close()
+    s = PtySession([BIN, "ask", "--model", "echo", "--raw", prompt], api.vars)
+    try:
+        assert s.wait() == 0
+        assert "**bold**" in s.raw() and "\x1b[1mbold" not in s.raw()
+    finally:
+        s.close()
+    piped = api.run("ask", "--model", "echo", prompt, passphrase=False)
+    assert "**bold**" in piped.out and "\x1b" not in piped.out
+    as_json = json.loads(api.run("ask", "--model", "echo", "--json", prompt, passphrase=False).out)
+    assert "**bold**" in as_json["text"]

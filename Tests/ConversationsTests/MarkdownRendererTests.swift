@@ -1,0 +1,60 @@
+import Testing
+@testable import Conversations
+
+@Suite struct MarkdownRendererTests {
+    let plain = MarkdownRenderer(styled: false)
+    let styled = MarkdownRenderer(styled: true)
+
+    @Test func headingsEmphasisListsAndQuotes() {
+        let text = plain.render("# Title\n\nSome *soft* and **strong** words.\n\n- one\n- two\n  1. inner\n\n> quoted\n> line")
+        #expect(text == "Title\n\nSome soft and strong words.\n\n• one\n• two\n  1. inner\n\n│ quoted line\n")
+        let painted = styled.render("# Title\n\n*soft* **strong** `code`")
+        #expect(painted.contains("\u{1B}[1;4mTitle") && painted.contains("\u{1B}[3msoft") && painted.contains("\u{1B}[1mstrong")
+                && painted.contains("\u{1B}[36mcode"))
+    }
+
+    @Test func codeBlocksAreSetOffWithTheirLanguage() {
+        let text = plain.render("```swift\nlet x = 1\nprint(x)\n```\n")
+        #expect(text == "┌─ swift ─\n│ let x = 1\n│ print(x)\n└─\n")
+    }
+
+    @Test func linksShowTheirURL() {
+        #expect(plain.render("see [the docs](https://example.com/d)") == "see the docs (https://example.com/d)\n")
+        #expect(plain.render("<https://example.com>") == "https://example.com\n")
+    }
+
+    @Test func tablesAlignByDisplayWidth() {
+        let text = plain.render("| 名字 | n |\n|---|---|\n| 你好世界 | 1 |\n| ab | 22 |\n")
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines.count == 4)
+        let widths = Set(lines.map { DisplayWidth.of($0) })
+        #expect(widths.count == 1, "\(lines)")
+        #expect(lines[0].hasPrefix("名字     │ n"))
+    }
+
+    @Test func escapesCannotBeInjectedThroughMarkdown() {
+        let text = styled.render("**\u{1B}]0;pwned\u{07}** and `\u{1B}[2J`")
+        #expect(!text.contains("\u{1B}]") && !text.contains("\u{1B}[2J") && !text.contains("\u{07}"))
+        #expect(text.contains("^[]0;pwned"))
+    }
+
+    @Test func streamingPrintsEachBlockOnceAndNeverRedraws() {
+        let stream = MarkdownStream(renderer: plain)
+        var out = ""
+        for chunk in ["# He", "ading\n\nA para", "graph that ", "ends.\n\n| a | b |\n|--", "-|---|\n| 1 ", "| 2 |\n", "\nafter"] {
+            out += stream.feed(chunk)
+        }
+        // The table arrived split across chunks and is printed whole, once the next block began.
+        #expect(out == "Heading\n\nA paragraph that ends.\n\na │ b\n──┼──\n1 │ 2\n")
+        out += stream.finish()
+        #expect(out.hasSuffix("\nafter\n"))
+        #expect(stream.finish() == "")
+    }
+
+    @Test func anUnterminatedFenceIsStillShownAtTheEnd() {
+        let stream = MarkdownStream(renderer: plain)
+        var out = stream.feed("Code:\n\n```python\nprint('hi')\n")
+        out += stream.finish()
+        #expect(out == "Code:\n\n┌─ python ─\n│ print('hi')\n└─\n")
+    }
+}
