@@ -86,11 +86,18 @@ public struct HistoryStore: Sendable {
         return writer
     }
 
-    /// An existing conversation, to append to.
+    /// An existing conversation, to append to. A record cut short by a crash is cut off
+    /// first, so what is appended after it stays readable.
     public func reopen(_ id: String) throws(Failure) -> HistoryWriter {
         guard let recipient = try recipient() else { throw .noRecipient }
         guard let folder = try openFolder(create: false),
-              let file = try openFile(id + Self.suffix, in: folder, flags: O_WRONLY_APPEND) else { throw .notFound(id) }
+              let file = try openFile(id + Self.suffix, in: folder, flags: O_RDWR_APPEND) else { throw .notFound(id) }
+        let bytes: [UInt8]
+        do { bytes = try file.readAll(limit: 1 << 30) } catch { throw .damaged(folder.path(of: id + Self.suffix)) }
+        let complete = Self.split(bytes).reduce(0) { $0 + 4 + $1.count }
+        if complete < bytes.count {
+            do { try file.truncate(to: complete) } catch { throw .system(error) }
+        }
         return HistoryWriter(id: id, file: file, recipient: recipient)
     }
 
@@ -179,7 +186,7 @@ public struct HistoryStore: Sendable {
     }
 }
 
-let O_WRONLY_APPEND = OpenFlags.appendCreate & ~OpenFlags.create
+let O_RDWR_APPEND = OpenFlags.readWriteAppend
 let O_WRONLY_APPEND_CREATE_EXCL = OpenFlags.appendCreate | OpenFlags.exclusive
 
 extension String {

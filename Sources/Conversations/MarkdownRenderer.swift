@@ -133,7 +133,11 @@ public struct MarkdownRenderer: Sendable {
         return result
     }
 
-    private func literal(_ text: UnsafePointer<CChar>?) -> String { text.map { String(cString: $0) } ?? "" }
+    /// Text from the parsed tree, neutralised again: cmark decodes character references, so
+    /// `&#27;` in a reply would otherwise become a real ESC here.
+    private func literal(_ text: UnsafePointer<CChar>?) -> String {
+        text.map { EscapeNeutralizer.neutralize(String(cString: $0)) } ?? ""
+    }
 
     private func style(_ code: String, _ text: String) -> String {
         styled && !text.isEmpty ? "\u{1B}[\(code)m" + text + "\u{1B}[0m" : text

@@ -69,10 +69,16 @@ enum HistoryCommand {
 
     static func summaries(_ context: Context) throws -> [Summary] {
         let pair = try context.historyKeyPair()
-        return try context.history.ids().map { id in
-            let transcript = try context.history.load(id, with: pair)
+        return try context.history.ids().compactMap { id in
+            // One damaged file must not hide the others.
+            let transcript: Transcript
+            do { transcript = try context.history.load(id, with: pair) } catch {
+                Console.warning("conversation \(id) cannot be read: \(ErrorReport.describe(error).1)")
+                return nil
+            }
             let created = transcript.meta?.created ?? transcript.turns.first?.time ?? 0
-            return Summary(id: id, title: EscapeNeutralizer.neutralize(transcript.meta?.title ?? ""), model: transcript.meta?.model ?? "?",
+            return Summary(id: id, title: EscapeNeutralizer.neutralize(transcript.meta?.title ?? ""),
+                           model: EscapeNeutralizer.neutralize(transcript.meta?.model ?? "?"),
                            kind: transcript.meta?.kind ?? "chat", turns: transcript.turns.count,
                            first: Output.isoDate(created), last: Output.isoDate(transcript.turns.last?.time ?? created))
         }
@@ -82,8 +88,8 @@ enum HistoryCommand {
         let all = try summaries(call.context)
         if call.flag("--json") { Output.json(all); return }
         if all.isEmpty { Console.err("gemvault: no saved conversations\n"); return }
-        Console.out(Output.table([["ID", "TURNS", "LAST", "MODEL", "TITLE"]]
-            + all.map { [String($0.id.prefix(8)), String($0.turns), $0.last, $0.model, $0.title] }))
+        Console.out(Output.table([["ID", "TURNS", "FIRST", "LAST", "MODEL", "TITLE"]]
+            + all.map { [String($0.id.prefix(8)), String($0.turns), $0.first, $0.last, $0.model, $0.title] }))
     }
 
     static func load(_ call: Invocation) throws -> Transcript {
@@ -110,7 +116,7 @@ enum HistoryCommand {
             Console.out(BubbleLayout(width: columns, color: true).render(turns))
             return
         }
-        var text = style.dim("conversation \(transcript.id) (\(transcript.meta?.model ?? "?"))") + "\n\n"
+        var text = style.dim("conversation \(transcript.id) (\(EscapeNeutralizer.neutralize(transcript.meta?.model ?? "?")))") + "\n\n"
         for turn in transcript.turns {
             text += style.bold(style.blue("you ›")) + " " + EscapeNeutralizer.neutralize(turn.user) + "\n"
             let reply = style.enabled ? MarkdownRenderer(styled: true).render(turn.model) : EscapeNeutralizer.neutralize(turn.model)
@@ -155,7 +161,8 @@ enum HistoryCommand {
             for turn in transcript.turns {
                 text += "## You\n\n\(turn.user)\n\n## Gemini\n\n\(turn.model)\(turn.interrupted ? "\n\n_[interrupted]_" : "")\n\n"
             }
-            Console.out(text)
+            // Control characters have no place in Markdown, and could drive a terminal.
+            Console.out(EscapeNeutralizer.neutralize(text))
         case let other:
             throw UsageError("--format takes md or json, not '\(other)'", command: call.command)
         }

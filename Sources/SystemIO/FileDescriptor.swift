@@ -121,6 +121,12 @@ public final class FileDescriptor: Sendable {
         try sync()
     }
 
+    /// Cuts the file to `length` bytes and makes that durable.
+    public func truncate(to length: Int) throws(SystemError) {
+        guard ftruncate(raw, off_t(length)) == 0 else { throw SystemError("truncate", path: path) }
+        try sync()
+    }
+
     /// Reads from the start, up to `limit` bytes, without moving the offset.
     public func readFromStart(limit: Int) throws(SystemError) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: limit)

@@ -6,6 +6,7 @@ public enum OpenFlags {
     public static let readOnly = O_RDONLY
     public static let readWriteCreate = O_RDWR | O_CREAT
     public static let appendCreate = O_WRONLY | O_APPEND | O_CREAT
+    public static let readWriteAppend = O_RDWR | O_APPEND
     public static let create = O_CREAT
     public static let exclusive = O_EXCL
 }

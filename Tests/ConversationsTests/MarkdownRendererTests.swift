@@ -36,6 +36,10 @@ import Testing
         let text = styled.render("**\u{1B}]0;pwned\u{07}** and `\u{1B}[2J`")
         #expect(!text.contains("\u{1B}]") && !text.contains("\u{1B}[2J") && !text.contains("\u{07}"))
         #expect(text.contains("^[]0;pwned"))
+        // Character references are decoded by the parser, and neutralised after it.
+        let references = styled.render("&#27;]0;PWNED&#7; &#x9b;2J [l](&#27;[5mURL)\n\n```&#27;[31m\nx\n```")
+        #expect(!references.contains("\u{1B}]0;") && !references.contains("\u{9B}") && !references.contains("\u{1B}[5m")
+                && !references.contains("\u{07}"))
     }
 
     @Test func streamingPrintsEachBlockOnceAndNeverRedraws() {

@@ -208,3 +208,25 @@ def test_replies_are_rendered_from_markdown_on_a_terminal_only(api):
     assert "**bold**" in piped.out and "\x1b" not in piped.out
     as_json = json.loads(api.run("ask", "--model", "echo", "--json", prompt, passphrase=False).out)
     assert "**bold**" in as_json["text"]
+
+
+def test_a_torn_record_is_cut_off_before_resuming_and_a_bad_file_hides_no_other(history):
+    env = history
+    env.run("chat", "--model", "echo", input="first\nsecond\n", passphrase=False)
+    env.run("ask", "--model", "echo", "another one", passphrase=False)
+    folder = glob.glob(os.path.join(env.vars["XDG_STATE_HOME"], "gemvault", "history", "*"))[0]
+    chat_id = [c["id"] for c in conversations(env) if c["title"] == "first"][0]
+    path = os.path.join(folder, chat_id + ".chat")
+    with open(path, "r+b") as handle:
+        handle.truncate(os.path.getsize(path) - 10)  # a crash in the middle of the last turn
+    resumed = env.run("chat", "--model", "echo", "--resume", chat_id[:6], input="third\n")
+    assert resumed.code == 0, resumed
+    shown = env.run("history", "show", chat_id[:6])
+    assert shown.code == 0 and "first" in shown.out and "third" in shown.out, shown
+    # A file of garbage is reported and skipped; the others are still listed.
+    with open(os.path.join(folder, "ffffffffffffffff.chat"), "wb") as handle:
+        handle.write(b"not a conversation at all")
+    os.chmod(os.path.join(folder, "ffffffffffffffff.chat"), 0o600)
+    listed = env.run("history", "list", "--json")
+    assert listed.code == 0 and "ffffffffffffffff cannot be read" in listed.err, listed
+    assert sorted(c["title"] for c in json.loads(listed.out)) == ["another one", "first"]
