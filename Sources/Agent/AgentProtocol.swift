@@ -129,10 +129,7 @@ public enum FrameReader {
                 (try? connection.readAvailable(into: UnsafeMutableRawBufferPointer(rebasing: raw[offset..<min(offset + available, 8)]))) ?? nil
             }
         }
-        guard Array(header[0..<4]) == AgentProtocol.magic else { throw .malformed }
-        let length = Int(UInt32(header[4]) | UInt32(header[5]) << 8 | UInt32(header[6]) << 16 | UInt32(header[7]) << 24)
-        guard length >= 1 else { throw .malformed }
-        guard length <= AgentProtocol.maxFrame else { throw .tooLarge }
+        let length = try bodyLength(header)
         let body = SecretBytes(count: length)
         try fill(connection, count: length, deadline: deadline) { offset, available in
             body.withUnsafeMutableBytes { raw in
@@ -140,6 +137,15 @@ public enum FrameReader {
             }
         }
         return body
+    }
+
+    /// The body length a frame's 8-byte header announces, checked against the protocol's bounds.
+    static func bodyLength(_ header: [UInt8]) throws(Failure) -> Int {
+        guard header.count == 8, Array(header[0..<4]) == AgentProtocol.magic else { throw .malformed }
+        let length = Int(UInt32(header[4]) | UInt32(header[5]) << 8 | UInt32(header[6]) << 16 | UInt32(header[7]) << 24)
+        guard length >= 1 else { throw .malformed }
+        guard length <= AgentProtocol.maxFrame else { throw .tooLarge }
+        return length
     }
 
     /// Calls `read(offset, wanted)` until `count` bytes arrived; it returns nil for "nothing yet".

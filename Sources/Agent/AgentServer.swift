@@ -439,28 +439,29 @@ final class PendingRequest {
 
     func read() -> Outcome {
         if headerCount < 8 {
-            let n = header.withUnsafeMutableBytes { raw in
-                Result { () throws(SystemError) in try descriptor.readAvailable(into: UnsafeMutableRawBufferPointer(rebasing: raw[headerCount...])) }
+            switch header.withUnsafeMutableBytes({ pull(into: $0, from: headerCount) }) {
+            case .some(let count) where count > 0: headerCount += count
+            case .some: return .closed
+            case .none: return .waiting
             }
-            guard case .success(let read) = n else { return .closed }
-            guard let read else { return .waiting }
-            if read == 0 { return .closed }
-            headerCount += read
             guard headerCount == 8 else { return .waiting }
-            guard Array(header[0..<4]) == AgentProtocol.magic else { return .failed("malformed request") }
-            let length = Int(UInt32(header[4]) | UInt32(header[5]) << 8 | UInt32(header[6]) << 16 | UInt32(header[7]) << 24)
-            guard length >= 1 else { return .failed("malformed request") }
-            guard length <= AgentProtocol.maxFrame else { return .failed("request larger than \(AgentProtocol.maxFrame) bytes") }
-            body = SecretBytes(count: length)
+            do throws(FrameReader.Failure) { body = SecretBytes(count: try FrameReader.bodyLength(header)) } catch {
+                return .failed(error == .tooLarge ? "request larger than \(AgentProtocol.maxFrame) bytes" : "malformed request")
+            }
         }
         guard let body else { return .failed("malformed request") }
-        let n = body.withUnsafeMutableBytes { raw in
-            Result { () throws(SystemError) in try descriptor.readAvailable(into: UnsafeMutableRawBufferPointer(rebasing: raw[bodyCount...])) }
+        switch body.withUnsafeMutableBytes({ pull(into: $0, from: bodyCount) }) {
+        case .some(let count) where count > 0: bodyCount += count
+        case .some: return .closed
+        case .none: return .waiting
         }
-        guard case .success(let read) = n else { return .closed }
-        guard let read else { return .waiting }
-        if read == 0 { return .closed }
-        bodyCount += read
         return bodyCount == body.count ? .complete(body) : .waiting
+    }
+
+    /// Bytes read into `buffer` after `offset`: nil when none are waiting, 0 when the client left.
+    private func pull(into buffer: UnsafeMutableRawBufferPointer, from offset: Int) -> Int? {
+        let outcome = Result { () throws(SystemError) in try descriptor.readAvailable(into: UnsafeMutableRawBufferPointer(rebasing: buffer[offset...])) }
+        guard case .success(let count) = outcome else { return 0 }
+        return count
     }
 }

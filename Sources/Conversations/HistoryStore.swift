@@ -79,7 +79,7 @@ public struct HistoryStore: Sendable {
         guard let recipient = try recipient() else { throw .noRecipient }
         guard let folder = try openFolder(create: true) else { throw .noRecipient }
         let id = (0..<8).map { _ in String(format2: UInt8.random(in: 0...255)) }.joined()
-        guard let file = try openFile(id + Self.suffix, in: folder, flags: O_WRONLY_APPEND_CREATE_EXCL) else { throw .notFound(id) }
+        guard let file = try openFile(id + Self.suffix, in: folder, flags: OpenFlags.appendCreateNew) else { throw .notFound(id) }
         let writer = HistoryWriter(id: id, file: file, recipient: recipient)
         try writer.append(raw: Self.fileMagic + recipient)
         try writer.append(.meta(meta))
@@ -91,7 +91,7 @@ public struct HistoryStore: Sendable {
     public func reopen(_ id: String) throws(Failure) -> HistoryWriter {
         guard let recipient = try recipient() else { throw .noRecipient }
         guard let folder = try openFolder(create: false),
-              let file = try openFile(id + Self.suffix, in: folder, flags: O_RDWR_APPEND) else { throw .notFound(id) }
+              let file = try openFile(id + Self.suffix, in: folder, flags: OpenFlags.readWriteAppend) else { throw .notFound(id) }
         let bytes: [UInt8]
         do { bytes = try file.readAll(limit: 1 << 30) } catch { throw .damaged(folder.path(of: id + Self.suffix)) }
         let complete = Self.split(bytes).reduce(0) { $0 + 4 + $1.count }
@@ -185,9 +185,6 @@ public struct HistoryStore: Sendable {
         return removed
     }
 }
-
-let O_RDWR_APPEND = OpenFlags.readWriteAppend
-let O_WRONLY_APPEND_CREATE_EXCL = OpenFlags.appendCreate | OpenFlags.exclusive
 
 extension String {
     init(format2 byte: UInt8) { self = (byte < 16 ? "0" : "") + String(byte, radix: 16) }
@@ -284,7 +281,6 @@ public final class ConversationRecorder {
     private var writer: HistoryWriter?
     private var failed = false
     private let warn: (String) -> Void
-    public var id: String? { writer?.id }
 
     public init(store: HistoryStore, kind: String, resuming writer: HistoryWriter? = nil, warn: @escaping (String) -> Void) {
         self.store = store

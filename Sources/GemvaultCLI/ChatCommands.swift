@@ -138,8 +138,9 @@ enum ChatCommand {
             let api = error as? GeminiError
             status = api?.status
             reason = api?.reason ?? Self.reason(code)
-            self.message = message
-            self.hint = hint
+            // stdout is not redacted the way stderr is: the text could quote the key.
+            self.message = Redaction.redact(message)
+            self.hint = hint.map(Redaction.redact)
         }
 
         static func reason(_ code: ExitCode) -> String {

@@ -26,7 +26,7 @@ let vaultCommands: [CommandSpec] = [
     CommandSpec(path: ["passwd"], arguments: "", argumentRange: 0...0,
                 summary: "change the passphrase and put the vault under a new data key",
                 options: newPassphraseOptions,
-                details: "Afterwards the old passphrase opens nothing written since, not even together with an old copy of the vault.\nvault.bak is replaced by the new vault. The recovery code keeps working.",
+                details: "Afterwards the old passphrase opens nothing written since, not even together with an old copy of the vault.\nvault.bak is replaced by the new vault. The recovery code keeps working (a vault made by gemvault 0.1 gets a new one, shown once).",
                 run: VaultCommand.changePassphrase),
     CommandSpec(path: ["recover"], arguments: "", argumentRange: 0...0,
                 summary: "set a new passphrase using the recovery code (also a new data key)",

@@ -7,8 +7,8 @@ public enum OpenFlags {
     public static let readWriteCreate = O_RDWR | O_CREAT
     public static let appendCreate = O_WRONLY | O_APPEND | O_CREAT
     public static let readWriteAppend = O_RDWR | O_APPEND
-    public static let create = O_CREAT
-    public static let exclusive = O_EXCL
+    /// A new file only: fails when the name exists.
+    public static let appendCreateNew = O_WRONLY | O_APPEND | O_CREAT | O_EXCL
 }
 
 /// Errors of opening a file that gemvault trusts: refused by a check, or failed.

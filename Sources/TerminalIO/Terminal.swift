@@ -27,10 +27,6 @@ public enum Console {
     public static func error(_ message: String) { err("gemvault: error: \(message)\n") }
     public static func warning(_ message: String) { err("gemvault: warning: \(message)\n") }
     public static func hint(_ message: String) { err("gemvault: hint: \(message)\n") }
-
-    public static func write(_ fd: Int32, _ text: String) {
-        try? FileDescriptor(borrowing: fd, path: "").writeAll(text)
-    }
 }
 
 /// Questions asked on the controlling terminal, never on stdin (which may be data).

@@ -3,7 +3,7 @@ import Synchronization
 /// The secrets this process holds (the API key, the passphrase), so that any message bound
 /// for the user can have them cut out, whatever their shape.
 public enum Redaction {
-    /// Held until the process ends (or `forget`): an error is often reported after the
+    /// Held until the process ends: an error is often reported after the
     /// object that used the secret is gone.
     private static let registered = Mutex<[(secret: SecretBytes, wholeOnly: Bool)]>([])
 
@@ -25,11 +25,6 @@ public enum Redaction {
         registered.withLock { list in
             if !list.contains(where: { $0.secret === secret }) { list.append((secret, wholeOnly)) }
         }
-    }
-
-    /// For long-running processes: stop redacting (and holding) a secret.
-    public static func forget(_ secret: SecretBytes) {
-        registered.withLock { list in list.removeAll { $0.secret === secret } }
     }
 
     /// `text` with every run of `minimumRun` or more bytes (or the whole secret, if shorter)

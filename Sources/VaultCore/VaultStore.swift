@@ -24,7 +24,6 @@ public struct VaultStore: Sendable {
 
     /// Whether anything (even a dangling symlink) is at the vault's path.
     public var exists: Bool { FileStatus.of(link: path) != nil }
-    public var backupExists: Bool { FileStatus.of(link: backupPath) != nil }
 
     /// The checked folder, or nil when it does not exist.
     func openFolder() throws(VaultError) -> TrustedFolder? {

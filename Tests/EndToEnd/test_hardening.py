@@ -439,6 +439,9 @@ def test_an_echoed_key_of_any_shape_is_never_shown(api):
     result = api.run("ask", "--model", "echo-key", "hi", passphrase=False, env={"GEMINI_API_KEY": odd_key})
     assert result.code == 6, result
     assert odd_key not in result.err and odd_key[:12] not in result.err and "[redacted]" in result.err, result
+    # --json puts the error on stdout too, which must not quote it either.
+    as_json = api.run("ask", "--json", "--model", "echo-key", "hi", passphrase=False, env={"GEMINI_API_KEY": odd_key})
+    assert as_json.code == 6 and odd_key[:12] not in as_json.out and "[redacted]" in json.loads(as_json.out)["error"]["message"], as_json
 
 
 def test_key_command_failures_name_the_program_only(env, tmp_path):
