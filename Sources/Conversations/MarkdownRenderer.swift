@@ -1,4 +1,5 @@
 @preconcurrency import CCmark
+import Synchronization
 import TerminalIO
 
 /// The model's markdown for a terminal, parsed by cmark-gfm (with its table, strikethrough
@@ -10,9 +11,18 @@ public struct MarkdownRenderer: Sendable {
 
     public init(styled: Bool) { self.styled = styled }
 
+    /// cmark-gfm keeps process-wide tables (its extension registry and the inline parser's
+    /// special characters) that parsers change as they attach extensions, so two parses at
+    /// once can corrupt each other. Every use of the library goes through this lock.
+    private static let libraryLock = Mutex<Void>(())
+
     /// The rendered top-level blocks of `markdown`, in order.
     public func blocks(_ markdown: String) -> [String] {
         let safe = EscapeNeutralizer.neutralize(markdown)
+        return Self.libraryLock.withLock { _ in parsedBlocks(safe) }
+    }
+
+    private func parsedBlocks(_ safe: String) -> [String] {
         cmark_gfm_core_extensions_ensure_registered()
         guard let parser = cmark_parser_new(CMARK_OPT_DEFAULT) else { return [safe] }
         defer { cmark_parser_free(parser) }

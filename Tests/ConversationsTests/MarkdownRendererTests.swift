@@ -23,6 +23,20 @@ import Testing
         #expect(plain.render("<https://example.com>") == "https://example.com\n")
     }
 
+    /// cmark-gfm's global tables once crashed a parallel test run; renders must not race.
+    @Test func rendersFromManyThreadsAtOnceAgree() async {
+        let document = "# T\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nsee [x](https://e.com) ~~old~~ <https://e.com>\n\n```c\nx\n```\n"
+        let expected = plain.render(document)
+        let renderer = plain
+        let results = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<8 {
+                group.addTask { (0..<150).allSatisfy { _ in renderer.render(document) == expected } }
+            }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(results == Array(repeating: true, count: 8))
+    }
+
     @Test func tablesAlignByDisplayWidth() {
         let text = plain.render("| 名字 | n |\n|---|---|\n| 你好世界 | 1 |\n| ab | 22 |\n")
         let lines = text.split(separator: "\n").map(String.init)
