@@ -1,4 +1,5 @@
 """Shared fixtures for the end-to-end tests: they run the built gemvault binary as a user would."""
+import hashlib
 import json
 import os
 import subprocess
@@ -38,7 +39,9 @@ def pytest_configure(config):
     import tempfile
     default = os.path.join(tempfile.gettempdir(), "x")
     if world_writable_above(default):
-        base = os.path.join(os.path.expanduser("~"), ".cache", "gemvault-e2e")
+        # One folder per checkout: pytest empties its basetemp, so two clones must not share one.
+        checkout = hashlib.sha256(str(config.rootpath).encode()).hexdigest()[:8]
+        base = os.path.join(os.path.expanduser("~"), ".cache", "gemvault-e2e-" + checkout)
         if not world_writable_above(base + "/x"):
             os.makedirs(os.path.dirname(base), mode=0o700, exist_ok=True)
             config.option.basetemp = base
