@@ -1,0 +1,516 @@
+"""The benchmark suite behind bench/run. Every comparison is a set of cases run alternately
+(the order flips each round, so drift hits all alike), at least 20 rounds; it prints medians
+and the ratios the targets in Docs/performance.md are stated in.
+"""
+import argparse
+import glob
+import json
+import os
+import platform
+import secrets
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "Tests", "EndToEnd"))
+from ptyrun import PtySession  # noqa: E402
+
+PASSPHRASE = "bench passphrase one 1234"
+OTHER_PASSPHRASE = "bench passphrase two 5678"
+API_KEY = "AIzaSyBenchmark-0123456789abcdefghijklm"
+PRESETS = {"interactive": (2, 64 << 20), "moderate": (3, 256 << 20), "sensitive": (4, 1 << 30)}
+SUMMARY = []  # (measurement, figure, target, verdict) for the closing table
+
+
+# -- plumbing --------------------------------------------------------------------------------
+
+def say(text=""):
+    print(text, flush=True)
+
+
+def timed(argv, env=None, stdin=None, check=True):
+    """Wall time of one whole process, in ms."""
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env=env, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = (time.perf_counter() - start) * 1000
+    if check and proc.returncode != 0:
+        raise SystemExit("bench: %s failed (%d): %s" % (" ".join(argv[:4]), proc.returncode, proc.stderr.decode()[-400:]))
+    return elapsed
+
+
+def streamed(argv, env=None):
+    """(time to the first byte of stdout, total time, peak RSS in MiB) of one process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    first = proc.stdout.read(1)
+    ttfb = (time.perf_counter() - start) * 1000
+    rest = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    total = (time.perf_counter() - start) * 1000
+    if status != 0 or not first or not rest:
+        raise SystemExit("bench: %s failed or printed nothing" % " ".join(argv[:3]))
+    return ttfb, total, usage.ru_maxrss / 1024
+
+
+def alternate(cases, runs):
+    """cases: [(name, fn)]; returns {name: [results]}, the order flipped every round."""
+    results = {name: [] for name, _ in cases}
+    for round_ in range(runs):
+        for name, fn in (cases if round_ % 2 == 0 else list(reversed(cases))):
+            results[name].append(fn())
+    return results
+
+
+def med(values):
+    return statistics.median(values)
+
+
+def verdict(value, limit, below=True):
+    ok = value <= limit if below else value >= limit
+    return "met" if ok else "MISSED"
+
+
+def record(what, figure, target, ok):
+    SUMMARY.append((what, figure, target, ok))
+
+
+def run_c(work, name, source, libs=()):
+    path = os.path.join(work, name)
+    subprocess.run(["cc", "-O2", "-x", "c", "-", "-o", path, *libs], input=source.encode(), check=True)
+    return path
+
+
+class Vault:
+    """A vault in its own folders, with its own agent."""
+
+    def __init__(self, suite, name, preset="interactive"):
+        self.suite = suite
+        self.dir = os.path.join(suite.work, name)
+        os.makedirs(os.path.join(self.dir, "run"), mode=0o700)
+        self.env = dict(suite.base_env, GEMVAULT_VAULT=os.path.join(self.dir, "vault"),
+                        XDG_RUNTIME_DIR=os.path.join(self.dir, "run"), XDG_STATE_HOME=os.path.join(self.dir, "state"),
+                        XDG_CONFIG_HOME=os.path.join(self.dir, "config"), HOME=self.dir)
+        self.passfile = suite.passfile
+        self.gv("init", "--kdf", preset, "--passphrase-file", self.passfile)
+        self.unlocked = False
+
+    def argv(self, *args):
+        return [self.suite.binary, *args]
+
+    def gv(self, *args, stdin=None):
+        return timed(self.argv(*args), env=self.env, stdin=stdin)
+
+    def unlock(self):
+        self.gv("unlock", "--passphrase-file", self.passfile)
+        self.unlocked = True
+
+    def lock(self):
+        subprocess.run(self.argv("lock"), env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.unlocked = False
+
+    def add_keys(self, count):
+        """Through the agent when unlocked, else with the passphrase."""
+        extra = [] if self.unlocked else ["--passphrase-file", self.passfile]
+        for i in range(count):
+            self.gv("key", "set", "key%04d" % i, *extra, stdin=b"AIzaSyBenchmark-%04d56789abcdefghijklmn" % i)
+
+    def history_folder(self):
+        found = glob.glob(os.path.join(self.dir, "state", "gemvault", "history", "*", "recipient"))
+        if not found:
+            raise SystemExit("bench: no history recipient for %s (was it unlocked?)" % self.dir)
+        return os.path.dirname(found[0])
+
+    def write_conversation(self, turns, title="a benchmark conversation"):
+        """A conversation file as chat writes it (Docs/history-format.md), sealed with PyNaCl."""
+        from nacl.public import PublicKey, SealedBox
+        folder = self.history_folder()
+        with open(os.path.join(folder, "recipient"), "rb") as handle:
+            public = handle.read()[4:]
+        box = SealedBox(PublicKey(public))
+
+        def frame(data):
+            return struct.pack("<I", len(data)) + data
+
+        def sealed(obj):
+            return frame(box.encrypt(json.dumps(obj, separators=(",", ":")).encode()))
+
+        now = int(time.time())
+        parts = [frame(b"GVCH" + public),
+                 sealed({"meta": {"_0": {"title": title, "model": "ok", "system": None, "created": now - 3600, "kind": "chat"}}})]
+        for i in range(turns):
+            parts.append(sealed({"turn": {"_0": {"user": "question %d: how do I do the thing?" % i,
+                                                 "model": "Answer %d. " % i + "Here is a paragraph of reply text. " * 4,
+                                                 "interrupted": False, "time": now - 3600 + i}}}))
+        conversation_id = secrets.token_hex(8)
+        path = os.path.join(folder, conversation_id + ".chat")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, b"".join(parts))
+        os.close(fd)
+        return conversation_id
+
+
+class Suite:
+    def __init__(self, options):
+        self.options = options
+        self.binary = os.path.abspath(options.binary)
+        self.runs = options.runs
+        self.work = tempfile.mkdtemp(prefix="gemvault-bench-")
+        self.base_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
+                         "SWIFT_BACKTRACE": "enable=no", "NO_COLOR": "1"}
+        self.passfile = os.path.join(self.work, "pass")
+        self.otherfile = os.path.join(self.work, "pass2")
+        for path, text in ((self.passfile, PASSPHRASE), (self.otherfile, OTHER_PASSPHRASE)):
+            with open(path, "w") as handle:
+                handle.write(text + "\n")
+            os.chmod(path, 0o600)
+        self.true = run_c(self.work, "true", "int main(void){return 0;}\n")
+        self.pwhash = run_c(self.work, "pwhash", PWHASH_C, ["-lsodium"])
+        self.cat_file = os.path.join(self.work, "key.txt")
+        with open(self.cat_file, "w") as handle:
+            handle.write(API_KEY + "\n")
+        self.vaults = []
+        self.server = None
+
+    def close(self):
+        for vault in self.vaults:
+            vault.lock()
+        if self.server:
+            self.server.terminate()
+            self.server.wait()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def vault(self, name, preset="interactive"):
+        vault = Vault(self, name, preset)
+        self.vaults.append(vault)
+        return vault
+
+    def fake_server(self):
+        if self.server is None:
+            self.server = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests", "EndToEnd", "fake_gemini.py")],
+                                           stdout=subprocess.PIPE, text=True)
+            self.url = "http://127.0.0.1:%d" % int(self.server.stdout.readline().split()[1])
+        return self.url
+
+    def ref_pwhash(self, preset, count=1):
+        ops, mem = PRESETS[preset]
+        return [self.pwhash, str(ops), str(mem), str(count)]
+
+    # -- 1. start-up -----------------------------------------------------------------------
+
+    def startup(self):
+        say("## 1. Start-up: gemvault --version against a C `true` (%d runs each, alternated)" % self.runs)
+        r = alternate([("C true", lambda: timed([self.true])),
+                       ("gemvault --version", lambda: timed([self.binary, "--version"], env=self.base_env))], self.runs)
+        c, v = med(r["C true"]), med(r["gemvault --version"])
+        say("  %-34s %8.2f ms" % ("C true", c))
+        say("  %-34s %8.2f ms   %.2fx C true (target <= 2.0)" % ("gemvault --version", v, v / c))
+        record("`--version` / C `true`", "%.2fx (%.2f / %.2f ms)" % (v / c, v, c), "<= 2.0x", verdict(v / c, 2.0))
+        self.version_ms = v
+
+    # -- 2. lookup ---------------------------------------------------------------------------
+
+    def lookup(self):
+        say("## 2. Lookup: key get through the agent, against --version and `cat` of a file (%d runs each)" % self.runs)
+        vault = self.vault("lookup")
+        vault.add_keys(1)
+        vault.unlock()
+        r = alternate([("--version", lambda: timed(vault.argv("--version"), env=vault.env)),
+                       ("key get (agent)", lambda: timed(vault.argv("key", "get", "key0000"), env=vault.env)),
+                       ("cat file", lambda: timed(["cat", self.cat_file]))], self.runs)
+        v, g, c = med(r["--version"]), med(r["key get (agent)"]), med(r["cat file"])
+        say("  %-34s %8.2f ms" % ("cat of a file", c))
+        say("  %-34s %8.2f ms" % ("gemvault --version", v))
+        say("  %-34s %8.2f ms   %.2fx --version (target <= 1.5), %.2fx cat" % ("key get through the agent", g, g / v, g / c))
+        record("`key get` via agent / `--version`", "%.2fx (%.2f / %.2f ms)" % (g / v, g, v), "<= 1.5x", verdict(g / v, 1.5))
+        record("`key get` via agent / `cat`", "%.2fx (%.2f / %.2f ms)" % (g / c, g, c), "(floor)", "-")
+        vault.lock()
+
+    # -- 3. unlock ---------------------------------------------------------------------------
+
+    def unlock(self):
+        presets = self.options.presets.split(",")
+        for preset in presets:
+            runs = self.options.sensitive_runs if preset == "sensitive" else self.runs
+            say("## 3. Unlock at the %s preset, against crypto_pwhash alone (%d runs each)" % (preset, runs))
+            vault = self.vault("unlock-" + preset, preset)
+            vault.add_keys(1)
+            state = {"current": self.passfile, "other": self.otherfile}
+
+            def passwd():
+                elapsed = vault.gv("passwd", "--passphrase-file", state["current"], "--new-passphrase-file", state["other"])
+                state["current"], state["other"] = state["other"], state["current"]
+                return elapsed
+
+            def unlock():
+                elapsed = vault.gv("unlock", "--passphrase-file", state["current"])
+                vault.lock()
+                return elapsed
+
+            cases = [("crypto_pwhash x1", lambda: timed(self.ref_pwhash(preset))),
+                     ("key get", lambda: vault.gv("key", "get", "key0000", "--no-session", "--passphrase-file", state["current"])),
+                     ("key set", lambda: vault.gv("key", "set", "key0001", "--no-session", "--passphrase-file", state["current"],
+                                                  stdin=b"AIzaSyBenchmark-set-0123456789abcdefghi")),
+                     ("unlock (starts the agent)", unlock),
+                     ("crypto_pwhash x2", lambda: timed(self.ref_pwhash(preset, 2))),
+                     ("passwd (old and new)", passwd)]
+            r = alternate(cases, runs)
+            one, two = med(r["crypto_pwhash x1"]), med(r["crypto_pwhash x2"])
+            say("  %-34s %8.1f ms" % ("crypto_pwhash x1 (C)", one))
+            say("  %-34s %8.1f ms" % ("crypto_pwhash x2 (C)", two))
+            for name in ("key get", "key set", "unlock (starts the agent)"):
+                m = med(r[name])
+                say("  %-34s %8.1f ms   %.3fx crypto_pwhash (target <= 1.05)" % (name, m, m / one))
+                record("unlock %s: `%s` / crypto_pwhash" % (preset, name), "%.3fx (%.1f / %.1f ms)" % (m / one, m, one),
+                       "<= 1.05x", verdict(m / one, 1.05))
+            m = med(r["passwd (old and new)"])
+            say("  %-34s %8.1f ms   %.3fx two crypto_pwhash (target <= 1.05)" % ("passwd", m, m / two))
+            record("unlock %s: `passwd` / 2 x crypto_pwhash" % preset, "%.3fx (%.1f / %.1f ms)" % (m / two, m, two),
+                   "<= 1.05x", verdict(m / two, 1.05))
+
+    # -- 4. chat latency ---------------------------------------------------------------------
+
+    def chat_commands(self):
+        url = self.fake_server()
+        env = dict(self.base_env, GEMINI_API_KEY=API_KEY, GEMVAULT_ENDPOINT=url, HOME="/nonexistent")
+        body = json.dumps({"contents": [{"role": "user", "parts": [{"text": "hello"}]}]})
+        ask = [self.binary, "ask", "--no-save", "--model", "ok", "hello"]
+        curl = ["curl", "-sN", "-X", "POST", "-H", "Content-Type: application/json", "-H", "x-goog-api-key: " + API_KEY,
+                "--data", body, url + "/v1beta/models/ok:streamGenerateContent?alt=sse"]
+        sdk_script = os.path.join(self.work, "sdk_ask.py")
+        with open(sdk_script, "w") as handle:
+            handle.write(SDK_SCRIPT)
+        sdk = [sys.executable, sdk_script, url, API_KEY]
+        return env, ask, curl, sdk
+
+    def chat(self):
+        env, ask, curl, sdk = self.chat_commands()
+        cases = [("gemvault ask", lambda: streamed(ask, env)), ("curl -sN", lambda: streamed(curl, env))]
+        if not self.options.no_sdk:
+            cases.append(("google-genai SDK", lambda: streamed(sdk, env)))
+        say("## 4. Chat latency: a streamed ask against the local fake server (%d runs each)" % self.runs)
+        for _, fn in cases:
+            fn()  # warm the page cache
+        r = alternate(cases, self.runs)
+        curl_ttfb, curl_total = med(x[0] for x in r["curl -sN"]), med(x[1] for x in r["curl -sN"])
+        for name, _ in cases:
+            ttfb, total = med(x[0] for x in r[name]), med(x[1] for x in r[name])
+            say("  %-22s first byte %8.2f ms (%.2fx curl)   total %8.2f ms (%.2fx curl)"
+                % (name, ttfb, ttfb / curl_ttfb, total, total / curl_total))
+            if name == "gemvault ask":
+                record("`ask` first byte / curl", "%.2fx (%.2f / %.2f ms)" % (ttfb / curl_ttfb, ttfb, curl_ttfb), "<= 1.3x",
+                       verdict(ttfb / curl_ttfb, 1.3))
+                record("`ask` total / curl", "%.2fx (%.2f / %.2f ms)" % (total / curl_total, total, curl_total), "-", "-")
+            elif name != "curl -sN":
+                record("SDK first byte / `ask`", "%.1fx (%.1f ms)" % (ttfb / med(x[0] for x in r["gemvault ask"]), ttfb), "(peer)", "-")
+        self.chat_results = r
+
+    # -- 5. memory ---------------------------------------------------------------------------
+
+    def memory(self):
+        env, ask, curl, _ = self.chat_commands()
+        runs = max(1, self.runs // 4)
+        say("## 5. Memory: peak RSS against curl's on the same request (%d runs each; the largest peak is shown)" % runs)
+        r = alternate([("ask", lambda: streamed(ask, env)), ("curl", lambda: streamed(curl, env))], runs)
+        curl_peak = max(x[2] for x in r["curl"])
+        ask_peak = max(x[2] for x in r["ask"])
+        say("  %-34s %8.1f MiB" % ("curl -sN", curl_peak))
+        say("  %-34s %8.1f MiB   %.2fx curl (target <= 1.5)" % ("gemvault ask", ask_peak, ask_peak / curl_peak))
+        record("`ask` peak RSS / curl", "%.2fx (%.1f / %.1f MiB)" % (ask_peak / curl_peak, ask_peak, curl_peak), "<= 1.5x",
+               verdict(ask_peak / curl_peak, 1.5))
+
+        turns = self.options.chat_turns
+        vault = self.vault("memory-chat")
+        vault.unlock()
+        chat_env = dict(vault.env, GEMINI_API_KEY=API_KEY, GEMVAULT_ENDPOINT=env["GEMVAULT_ENDPOINT"], TERM="xterm-256color")
+        peaks = []
+        for _ in range(max(1, runs // 2)):
+            session = PtySession([self.binary, "chat", "--model", "ok"], chat_env)
+            session.expect(r"you ›", timeout=30)
+            for turn in range(turns):
+                session.mark()
+                session.line("turn %d, tell me something" % turn)
+                session.expect(r"you ›", timeout=30)
+            session.send(b"\x04")
+            _, _, usage = os.wait4(session.pid, 0)
+            os.close(session.master)
+            os.close(session.slave)
+            peaks.append(usage.ru_maxrss / 1024)
+        chat_peak = max(peaks)
+        say("  %-34s %8.1f MiB   %.2fx curl" % ("chat, %d turns through a pty" % turns, chat_peak, chat_peak / curl_peak))
+        record("%d-turn chat peak RSS / curl" % turns, "%.2fx (%.1f MiB)" % (chat_peak / curl_peak, chat_peak), "<= 1.5x",
+               verdict(chat_peak / curl_peak, 1.5))
+
+        keys = self.options.agent_keys
+        vault = self.keyed_vault(keys)
+        subprocess.run(vault.argv("key", "list"), env=vault.env, stdout=subprocess.DEVNULL, check=True)
+        subprocess.run(vault.argv("key", "get", "key%04d" % (keys // 2)), env=vault.env, stdout=subprocess.DEVNULL, check=True)
+        status = json.loads(subprocess.run(vault.argv("status", "--json"), env=vault.env, capture_output=True, check=True).stdout)
+        with open("/proc/%d/status" % status["agentPid"]) as handle:
+            fields = dict(line.split(":", 1) for line in handle)
+        hwm = int(fields["VmHWM"].split()[0]) / 1024
+        say("  %-34s %8.1f MiB   %.2fx curl" % ("agent holding %d keys (VmHWM)" % keys, hwm, hwm / curl_peak))
+        record("agent with %d keys peak RSS / curl" % keys, "%.2fx (%.1f MiB)" % (hwm / curl_peak, hwm), "<= 1.5x",
+               verdict(hwm / curl_peak, 1.5))
+
+    # -- 6. growth ---------------------------------------------------------------------------
+
+    keyed = {}
+
+    def keyed_vault(self, count):
+        """An unlocked vault holding `count` keys, made once and shared by the sections."""
+        if count not in self.keyed:
+            vault = self.vault("keys-%d" % count)
+            vault.unlock()
+            vault.add_keys(count)
+            self.keyed[count] = vault
+        return self.keyed[count]
+
+    def growth(self):
+        sizes = [int(x) for x in self.options.sizes.split(",")]
+        say("## 6a. Growth of a vault: %s keys (%d runs each, all sizes alternated)" % ("/".join(map(str, sizes)), self.runs))
+        vaults = {n: self.keyed_vault(n) for n in sizes}
+        cases = [("crypto_pwhash", lambda: timed(self.ref_pwhash("interactive"))),
+                 ("--version", lambda: timed([self.binary, "--version"], env=self.base_env))]
+        for n, vault in vaults.items():
+            name = "key%04d" % (n // 2)
+            cases += [
+                ("open %d" % n, lambda v=vault, k=name: v.gv("key", "get", k, "--no-session", "--passphrase-file", self.passfile)),
+                ("list %d" % n, lambda v=vault: v.gv("key", "list")),
+                ("set %d" % n, lambda v=vault, k=name: v.gv("key", "set", k, stdin=b"AIzaSyBenchmark-new-0123456789abcdefgh")),
+                ("get %d" % n, lambda v=vault, k=name: v.gv("key", "get", k)),
+            ]
+        r = alternate(cases, self.runs)
+        kdf, version = med(r["crypto_pwhash"]), med(r["--version"])
+        say("  floor: crypto_pwhash %.2f ms, --version %.2f ms" % (kdf, version))
+        say("  %-32s %s" % ("operation (ms; beyond the floor)", "".join("%18s" % ("%d keys" % n) for n in sizes)) + "   per key")
+        for op, floor, label in (("open", kdf, "open (key get, KDF)"), ("list", 0, "key list via agent"),
+                                 ("set", 0, "key set via agent"), ("get", 0, "key get via agent")):
+            values = [med(r["%s %d" % (op, n)]) - floor for n in sizes]
+            per_key = (values[-1] - values[0]) / (sizes[-1] - sizes[0]) * 1000 if len(sizes) > 1 else 0
+            say("  %-32s %s   %6.1f us" % (label, "".join("%18.2f" % v for v in values), per_key))
+            record("%d keys: %s%s" % (sizes[-1], label, " beyond the KDF" if floor else ""), "%.2f ms (%.1f us/key)" % (values[-1], per_key),
+                   "< 5 ms", verdict(values[-1], 5.0))
+
+        say("## 6b. Growth of a conversation: %s turns (%d runs each, alternated)" % ("/".join(map(str, sizes)), self.runs))
+        url = self.fake_server()
+        vault = self.vault("turns")
+        vault.unlock()
+        env = dict(vault.env, GEMINI_API_KEY=API_KEY, GEMVAULT_ENDPOINT=url)
+        ids = {n: vault.write_conversation(n) for n in sizes}
+        cases = []
+        for n in sizes:
+            resume = [self.binary, "chat", "--model", "ok", "--resume", ids[n]]
+            cases += [("resume %d" % n, lambda a=resume: timed(a, env=env, stdin=b"")),
+                      ("send %d" % n, lambda a=resume: timed(a, env=env, stdin=b"one more question\n"))]
+        cases.append(("history list", lambda: timed(vault.argv("history", "list"), env=vault.env)))
+        r = alternate(cases, self.runs)
+        say("  %-32s %s" % ("operation (ms)", "".join("%18s" % ("%d turns" % n) for n in sizes)) + "   per turn")
+        rows = {}
+        for op, label in (("resume", "resume (chat --resume, no input)"), ("send", "resume and send one turn")):
+            rows[op] = [med(r["%s %d" % (op, n)]) for n in sizes]
+        rows["append"] = [s - q for s, q in zip(rows["send"], rows["resume"])]
+        for op, label in (("resume", "resume (load, decrypt)"), ("send", "resume + send one turn"),
+                          ("append", "the send and append alone")):
+            values = rows[op]
+            per = (values[-1] - values[0]) / (sizes[-1] - sizes[0]) * 1000 if len(sizes) > 1 else 0
+            say("  %-32s %s   %6.1f us" % (label, "".join("%18.2f" % v for v in values), per))
+        ratio = rows["append"][-1] / rows["append"][0] if rows["append"][0] > 0 else float("inf")
+        say("  appending turn %d costs %.2fx turn %d (target <= 2)" % (sizes[-1], ratio, sizes[0]))
+        record("append turn %d / turn %d" % (sizes[-1], sizes[0]), "%.2fx (%.2f / %.2f ms)" % (ratio, rows["append"][-1], rows["append"][0]),
+               "<= 2x", verdict(ratio, 2.0))
+
+        say("## 6c. history list through the agent: %s conversations of 10 turns (%d runs each)" % ("/".join(map(str, sizes)), self.runs))
+        lists = {}
+        for n in sizes:
+            vault = self.vault("conversations-%d" % n)
+            vault.unlock()
+            for _ in range(n):
+                vault.write_conversation(10)
+            lists[n] = vault
+        r = alternate([("list %d" % n, lambda v=v: timed(v.argv("history", "list"), env=v.env)) for n, v in lists.items()], self.runs)
+        values = [med(r["list %d" % n]) for n in sizes]
+        per = (values[-1] - values[0]) / (sizes[-1] - sizes[0]) * 1000 if len(sizes) > 1 else 0
+        say("  %-32s %s   %6.1f us" % ("history list (ms)", "".join("%18.2f" % v for v in values), per) + " per conversation")
+        record("history list, %d conversations" % sizes[-1], "%.2f ms (%.1f us each)" % (values[-1], per), "< 100 ms",
+               verdict(values[-1], 100.0))
+
+
+PWHASH_C = r"""
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+/* crypto_pwhash alone: pwhash OPS MEM [COUNT] */
+int main(int argc, char **argv) {
+    if (argc < 3 || sodium_init() < 0) return 2;
+    unsigned long long ops = strtoull(argv[1], 0, 10);
+    size_t mem = (size_t)strtoull(argv[2], 0, 10);
+    int count = argc > 3 ? atoi(argv[3]) : 1;
+    const char *passphrase = "bench passphrase one 1234";
+    unsigned char out[32], salt[crypto_pwhash_SALTBYTES] = {0};
+    for (int i = 0; i < count; i++) {
+        salt[0] = (unsigned char)i;
+        if (crypto_pwhash(out, sizeof out, passphrase, strlen(passphrase), salt, ops, mem, crypto_pwhash_ALG_ARGON2ID13) != 0) return 1;
+    }
+    return 0;
+}
+"""
+
+SDK_SCRIPT = r"""
+import sys
+from google import genai
+from google.genai import types
+client = genai.Client(api_key=sys.argv[2], http_options=types.HttpOptions(base_url=sys.argv[1]))
+for chunk in client.models.generate_content_stream(model="ok", contents="hello"):
+    sys.stdout.write(chunk.text or "")
+    sys.stdout.flush()
+"""
+
+
+def main():
+    parser = argparse.ArgumentParser(prog="bench/run")
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--sensitive-runs", type=int, default=None)
+    parser.add_argument("--presets", default="interactive,moderate,sensitive")
+    parser.add_argument("--sizes", default="10,100,1000")
+    parser.add_argument("--chat-turns", type=int, default=50)
+    parser.add_argument("--agent-keys", type=int, default=1000)
+    parser.add_argument("--only", default="startup,lookup,unlock,chat,memory,growth")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--no-sdk", action="store_true")
+    options = parser.parse_args()
+    if options.quick:
+        options.runs, options.sensitive_runs = 1, 1
+        options.presets, options.sizes, options.chat_turns, options.agent_keys = "interactive", "2,5", 3, 5
+    if options.sensitive_runs is None:
+        options.sensitive_runs = options.runs
+    sections = options.only.split(",")
+    unknown = set(sections) - {"startup", "lookup", "unlock", "chat", "memory", "growth"}
+    if unknown:
+        parser.error("unknown section %s" % ", ".join(sorted(unknown)))
+    suite = Suite(options)
+    started = time.time()
+    try:
+        say("# gemvault benchmark, %s, %s, %d cores, load %.2f" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                                                  platform.platform(), os.cpu_count(), os.getloadavg()[0]))
+        say("binary: %s" % suite.binary)
+        for section in sections:
+            getattr(suite, section)()
+            say()
+    finally:
+        suite.close()
+    say("## Summary (ratios are medians of alternated runs; load average at the end %.2f; %.0f s)"
+        % (os.getloadavg()[0], time.time() - started))
+    say("| Measurement | Figure | Target | |")
+    say("|---|---|---|---|")
+    for what, figure, target, ok in SUMMARY:
+        say("| %s | %s | %s | %s |" % (what, figure, target, ok))
+
+
+if __name__ == "__main__":
+    main()
