@@ -31,7 +31,7 @@ public struct HistoryStore: Sendable {
         case crypto(String)
     }
 
-    private func openFolder(create: Bool) throws(Failure) -> TrustedFolder? {
+    func openFolder(create: Bool) throws(Failure) -> TrustedFolder? {
         do { return create ? try TrustedFolder.create(folder) : try TrustedFolder.open(folder) } catch {
             switch error {
             case .refused(let failure): throw .refused(failure)
@@ -40,7 +40,7 @@ public struct HistoryStore: Sendable {
         }
     }
 
-    private func openFile(_ name: String, in folder: TrustedFolder, flags: Int32) throws(Failure) -> FileDescriptor? {
+    func openFile(_ name: String, in folder: TrustedFolder, flags: Int32) throws(Failure) -> FileDescriptor? {
         do { return try TrustedFile.open(name, in: folder, requirement: .secret, flags: flags) } catch {
             switch error {
             case .refused(let failure): throw .refused(failure)
@@ -171,6 +171,7 @@ public struct HistoryStore: Sendable {
 
     public func remove(_ id: String) throws(Failure) {
         guard let folder = try openFolder(create: false), folder.remove(id + Self.suffix) else { throw .notFound(id) }
+        forgetIndex(in: folder)
         folder.sync()
     }
 
@@ -181,6 +182,7 @@ public struct HistoryStore: Sendable {
         for id in try ids() where (modified(id, in: folder) ?? time) < time {
             if folder.remove(id + Self.suffix) { removed += 1 }
         }
+        if removed > 0 { forgetIndex(in: folder) }
         folder.sync()
         return removed
     }

@@ -160,16 +160,26 @@ struct Context {
         try withPassphrase { passphrase in try modifyVault(unlockWith: passphrase) { try change($0.contents) } }
     }
 
-    /// A locked read-modify-write with a secret already read.
-    func modifyVault(unlockWith secret: SecretBytes, recovery: Bool = false, backup: VaultStore.Backup = .previous,
+    /// A locked read-modify-write with a secret already read. `knownKey`, the passphrase's key
+    /// derived before the lock, opens the file without another Argon2 run while its slot is
+    /// unchanged (another writer's passwd changes the salt; then the passphrase is derived again).
+    func modifyVault(unlockWith secret: SecretBytes, recovery: Bool = false, knownKey: PassphraseKey? = nil,
+                     knownRecoveryKey: RecoveryKey? = nil, backup: VaultStore.Backup = .previous,
                      _ change: (VaultDocument) throws -> Void) throws {
         let store = self.store
         try store.withExclusiveLock(onWait: { Console.err("gemvault: \($0)\n") }) { session in
             guard let bytes = try session.read() else { throw VaultError.notFound(path: vaultPath) }
             let file = try checked(VaultFile.parse(bytes, path: vaultPath, policy: kdfPolicy))
-            let document = recovery
-                ? try VaultDocument.open(file, path: vaultPath, recoveryCode: secret)
-                : try VaultDocument.open(file, path: vaultPath, passphrase: secret)
+            let document: VaultDocument
+            if recovery, let knownRecoveryKey, knownRecoveryKey.fits(file) {
+                document = try VaultDocument.open(file, path: vaultPath, recoveryKey: knownRecoveryKey)
+            } else if recovery {
+                document = try VaultDocument.open(file, path: vaultPath, recoveryCode: secret)
+            } else if let knownKey, knownKey.fits(file) {
+                document = try VaultDocument.open(file, path: vaultPath, kek: knownKey.kek)
+            } else {
+                document = try VaultDocument.open(file, path: vaultPath, passphrase: secret)
+            }
             try change(document)
             try save(document, in: session, backup: backup)
         }

@@ -69,18 +69,12 @@ enum HistoryCommand {
 
     static func summaries(_ context: Context) throws -> [Summary] {
         let pair = try context.historyKeyPair()
-        return try context.history.ids().compactMap { id in
-            // One damaged file must not hide the others.
-            let transcript: Transcript
-            do { transcript = try context.history.load(id, with: pair) } catch {
-                Console.warning("conversation \(id) cannot be read: \(ErrorReport.describe(error).1)")
-                return nil
-            }
-            let created = transcript.meta?.created ?? transcript.turns.first?.time ?? 0
-            return Summary(id: id, title: EscapeNeutralizer.neutralize(transcript.meta?.title ?? ""),
-                           model: EscapeNeutralizer.neutralize(transcript.meta?.model ?? "?"),
-                           kind: transcript.meta?.kind ?? "chat", turns: transcript.turns.count,
-                           first: Output.isoDate(created), last: Output.isoDate(transcript.turns.last?.time ?? created))
+        // One damaged file must not hide the others.
+        return try context.history.summaries(with: pair, unreadable: { id, error in
+            Console.warning("conversation \(id) cannot be read: \(ErrorReport.describe(error).1)")
+        }).map { summary in
+            Summary(id: summary.id, title: EscapeNeutralizer.neutralize(summary.title), model: EscapeNeutralizer.neutralize(summary.model),
+                    kind: summary.kind, turns: summary.turns, first: Output.isoDate(summary.first), last: Output.isoDate(summary.last))
         }
     }
 

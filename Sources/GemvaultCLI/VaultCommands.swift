@@ -162,13 +162,15 @@ enum VaultCommand {
     static func listKeys(_ call: Invocation) throws {
         let contents = try call.context.vaultContents()
         let now = Output.now()
-        let listings = contents.keys.map {
-            KeyListing(name: $0.name, masked: $0.secret.masked, created: Output.isoDate($0.created),
-                       updated: Output.isoDate($0.updated), age_days: max(0, now - $0.updated) / 86400,
-                       last_used: $0.lastUsed > 0 ? Output.isoDate($0.lastUsed) : nil, previous_versions: $0.previous.count)
+        if call.flag("--json") {
+            Output.json(contents.keys.map {
+                KeyListing(name: $0.name, masked: $0.secret.masked, created: Output.isoDate($0.created),
+                           updated: Output.isoDate($0.updated), age_days: max(0, now - $0.updated) / 86400,
+                           last_used: $0.lastUsed > 0 ? Output.isoDate($0.lastUsed) : nil, previous_versions: $0.previous.count)
+            })
+            return
         }
-        if call.flag("--json") { Output.json(listings); return }
-        if listings.isEmpty {
+        if contents.keys.isEmpty {
             Console.err("gemvault: the vault holds no keys; add one with 'gemvault key set'\n")
             return
         }
@@ -192,18 +194,27 @@ enum VaultCommand {
         let context = call.context
         try context.checkVaultBeforePrompt()
         let file = try context.readVaultFile()
-        // Check the current passphrase before asking for a new one.
+        // Check the current passphrase before asking for a new one. Its key is kept, so each
+        // passphrase costs one Argon2 run in all (Docs/performance.md).
         let current = try context.retrying(try context.passphraseSource(), read: {
             let secret = try SecretInput.read(from: try context.passphraseSource(), prompt: "Current passphrase for \(context.vaultPath): ")
             Redaction.registerPassphrase(secret)
             return secret
         }) { secret in
-            _ = try VaultDocument.open(file, path: context.vaultPath, passphrase: secret)
-            return secret
+            guard let key = try PassphraseKey.derive(secret, opening: file) else { throw VaultError.wrongPassphrase }
+            _ = try VaultDocument.open(file, path: context.vaultPath, kek: key.kek)
+            return (secret: secret, key: key)
         }
         let new = try readNewPassphrase(call)
-        let newCode = try rekeyVault(context, unlockWith: current, newPassphrase: new)
+        let newCode = try rekeyVault(context, unlockWith: current.secret, knownKey: current.key, newPassphrase: try newKey(new, for: file))
         Console.err("gemvault: passphrase changed and the vault is under a new data key; the old passphrase opens nothing written from now on\(newCode ? "" : ". The recovery code still works")\n")
+    }
+
+    /// The new passphrase's key, derived before the vault's lock is taken so the Argon2 run
+    /// holds up no other writer; the slot keeps its parameters.
+    static func newKey(_ passphrase: SecretBytes, for file: VaultFile) throws -> PassphraseKey {
+        guard let slot = file.passphraseSlot else { throw VaultError.wrongPassphrase }
+        return try PassphraseKey.derive(passphrase, kdf: slot.kdf)
     }
 
     static func recover(_ call: Invocation) throws {
@@ -216,11 +227,12 @@ enum VaultCommand {
             Redaction.registerPassphrase(secret)
             return secret
         }) { secret in
-            _ = try VaultDocument.open(file, path: context.vaultPath, recoveryCode: secret)
-            return secret
+            guard let key = try RecoveryKey.derive(secret, opening: file) else { throw VaultError.wrongRecoveryCode }
+            _ = try VaultDocument.open(file, path: context.vaultPath, recoveryKey: key)
+            return (secret: secret, key: key)
         }
         let new = try readNewPassphrase(call)
-        _ = try rekeyVault(context, unlockWith: code, recovery: true, newPassphrase: new)
+        _ = try rekeyVault(context, unlockWith: code.secret, recovery: true, knownRecoveryKey: code.key, newPassphrase: try newKey(new, for: file))
         Console.err("gemvault: new passphrase set and the vault is under a new data key; the recovery code stays the same\n")
     }
 
@@ -239,11 +251,13 @@ enum VaultCommand {
     /// A new data key, and vault.bak replaced by the result, so no retired slot survives.
     /// A format 1 recovery slot that had to be replaced yields a new code, shown once;
     /// returns whether that happened.
-    static func rekeyVault(_ context: Context, unlockWith secret: SecretBytes, recovery: Bool = false, newPassphrase: SecretBytes?) throws -> Bool {
+    static func rekeyVault(_ context: Context, unlockWith secret: SecretBytes, recovery: Bool = false, knownKey: PassphraseKey? = nil,
+                           knownRecoveryKey: RecoveryKey? = nil, newPassphrase: PassphraseKey?) throws -> Bool {
         var newCode: SecretBytes?
         var kek: SecretBytes?
-        try context.modifyVault(unlockWith: secret, recovery: recovery, backup: .new) { document in
-            newCode = try document.rekey(newPassphrase: newPassphrase)
+        try context.modifyVault(unlockWith: secret, recovery: recovery, knownKey: knownKey, knownRecoveryKey: knownRecoveryKey,
+                                backup: .new) { document in
+            newCode = try document.rekey(newPassphraseKey: newPassphrase)
             kek = document.keyEncryptionKey
         }
         if let newCode { showNewRecoveryCode(newCode) }

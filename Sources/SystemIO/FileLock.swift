@@ -78,8 +78,25 @@ public enum Clock {
         var time = time_t(seconds)
         var parts = tm()
         gmtime_r(&time, &parts)
-        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+        // Digits written straight into 20 bytes: key list prints thousands of these.
+        var text = [UInt8](repeating: 0, count: 20)
+        func put(_ value: Int32, at offset: Int, digits: Int) {
+            var rest = max(0, value)
+            for index in stride(from: offset + digits - 1, through: offset, by: -1) {
+                text[index] = 0x30 + UInt8(rest % 10)
+                rest /= 10
+            }
+        }
+        put(parts.tm_year + 1900, at: 0, digits: 4)
+        put(parts.tm_mon + 1, at: 5, digits: 2)
+        put(parts.tm_mday, at: 8, digits: 2)
+        put(parts.tm_hour, at: 11, digits: 2)
+        put(parts.tm_min, at: 14, digits: 2)
+        put(parts.tm_sec, at: 17, digits: 2)
+        for (index, separator) in [(4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":"), (19, "Z")] as [(Int, Character)] {
+            text[index] = separator.asciiValue!
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// Like the monotonic clock, but it keeps counting while the machine is suspended.

@@ -105,7 +105,11 @@ public struct KeySlot: Equatable, Sendable {
 
     /// The data key, or nil when `canonicalCode` is not this slot's code.
     func openRecovery(canonicalCode: SecretBytes) throws(VaultError) -> SecretBytes? {
-        let derived = try deriveKey(from: canonicalCode)
+        try openRecovery(derived: try deriveKey(from: canonicalCode))
+    }
+
+    /// The same, with the code's key already derived for this slot's salt and parameters.
+    func openRecovery(derived: SecretBytes) throws(VaultError) -> SecretBytes? {
         switch kind {
         case .passphrase: return nil
         case .legacyRecovery: return unwrap(kek: derived)

@@ -150,6 +150,24 @@ public enum Sodium {
         return digest
     }
 
+    /// Keyed BLAKE2b with a 32-byte digest, into secret memory: a subkey for one purpose.
+    /// The corresponding libsodium function is `crypto_generichash` with a key.
+    static func keyedHash(_ message: [UInt8], key: SecretBytes) throws(SodiumError) -> SecretBytes {
+        ensureInitialized()
+        guard key.count >= Int(crypto_generichash_keybytes_min()), key.count <= Int(crypto_generichash_keybytes_max()) else {
+            throw .invalidInput("key length")
+        }
+        let digest = SecretBytes(count: 32)
+        let rc = digest.withUnsafeMutableBytes { out in
+            key.withUnsafeBytes { keyBytes in
+                crypto_generichash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), 32, message, UInt64(message.count),
+                                   keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), keyBytes.count)
+            }
+        }
+        guard rc == 0 else { throw .invalidInput("keyed hash") }
+        return digest
+    }
+
     /// Allocates guarded, locked memory. The corresponding libsodium function is `sodium_malloc`.
     static func allocate(_ count: Int) -> UnsafeMutableRawPointer {
         ensureInitialized()
@@ -227,5 +245,31 @@ public enum SealedBox {
     /// The message, or nil when the box was not sealed to this pair or was altered.
     public static func open(_ sealed: [UInt8], with pair: KeyPair) -> SecretBytes? {
         try? Sodium.openSealed(sealed, publicKey: pair.publicKey, secretKey: pair.secretKey)
+    }
+}
+
+extension SealedBox.KeyPair {
+    /// Encrypts bytes that only this pair's holder reads back (XChaCha20-Poly1305 under a
+    /// subkey of the secret key, keyed BLAKE2b of `purpose`): nonce, then ciphertext and tag.
+    public func sealPrivately(_ message: [UInt8], purpose: String) throws(VaultError) -> [UInt8] {
+        let key = try privateKey(purpose)
+        let nonce = Sodium.randomBytes(Sodium.xchachaNonceBytes)
+        let plain = SecretBytes(copying: message)
+        return nonce + (try mapSodium { () throws(SodiumError) in
+            try plain.withUnsafeBytes { raw throws(SodiumError) in
+                try Sodium.xchachaSeal(raw, additionalData: Array(purpose.utf8), nonce: nonce, key: key)
+            }
+        })
+    }
+
+    /// What `sealPrivately` sealed for the same purpose, or nil when it was altered or is another's.
+    public func openPrivately(_ sealed: [UInt8], purpose: String) -> SecretBytes? {
+        guard sealed.count >= Sodium.xchachaNonceBytes + Sodium.xchachaTagBytes, let key = try? privateKey(purpose) else { return nil }
+        return try? Sodium.xchachaOpen(sealed[Sodium.xchachaNonceBytes...], additionalData: Array(purpose.utf8),
+                                       nonce: Array(sealed.prefix(Sodium.xchachaNonceBytes)), key: key)
+    }
+
+    private func privateKey(_ purpose: String) throws(VaultError) -> SecretBytes {
+        try mapSodium { () throws(SodiumError) in try Sodium.keyedHash(Array(purpose.utf8), key: secretKey) }
     }
 }

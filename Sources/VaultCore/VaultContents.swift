@@ -46,7 +46,7 @@ public final class VaultContents {
     public let conversationKey: SecretBytes
 
     public init(keys: [StoredKey] = [], settings: [String: String] = [:], conversationKey: SecretBytes = .random(count: 32)) {
-        self.keys = keys.sorted { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
+        self.keys = keys.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         self.settings = settings
         self.conversationKey = conversationKey
     }
@@ -63,8 +63,14 @@ public final class VaultContents {
             keys[index] = StoredKey(name: name, secret: secret, created: old.created, updated: now, lastUsed: old.lastUsed, previous: history)
         } else {
             guard keys.count < Int(UInt16.max) else { throw .valueTooLarge("the vault (65535 keys at most)") }
-            keys.append(StoredKey(name: name, secret: secret, created: now, updated: now, previous: []))
-            keys.sort { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
+            // Inserted in place: the keys are already in byte order.
+            var low = 0, high = keys.count
+            while low < high {
+                let middle = (low + high) / 2
+                if keys[middle].name.utf8.lexicographicallyPrecedes(name.utf8) { low = middle + 1 } else { high = middle }
+            }
+            let position = low
+            keys.insert(StoredKey(name: name, secret: secret, created: now, updated: now, previous: []), at: position)
         }
     }
 
@@ -181,7 +187,7 @@ public final class VaultContents {
                 for _ in 0..<Int(try reader.read(UInt16.self)) {
                     let name = try reader.readUTF8(Int(try reader.read(UInt16.self)))
                     guard (try? validateName(name)) != nil else { throw broken("a key has an invalid name") }
-                    if let last = keys.last, !(Array(last.name.utf8).lexicographicallyPrecedes(Array(name.utf8))) {
+                    if let last = keys.last, !last.name.utf8.lexicographicallyPrecedes(name.utf8) {
                         throw broken("key names are duplicated or not in byte order")
                     }
                     let secret = try reader.readSecret(Int(try reader.read(UInt16.self)))
@@ -204,7 +210,7 @@ public final class VaultContents {
                 for _ in 0..<Int(try reader.read(UInt16.self)) {
                     let name = try reader.readUTF8(Int(try reader.read(UInt16.self)))
                     guard (try? validateName(name)) != nil else { throw broken("a setting has an invalid name") }
-                    if let lastSetting, !(Array(lastSetting.utf8).lexicographicallyPrecedes(Array(name.utf8))) {
+                    if let lastSetting, !lastSetting.utf8.lexicographicallyPrecedes(name.utf8) {
                         throw broken("setting names are duplicated or not in byte order")
                     }
                     lastSetting = name

@@ -1,3 +1,54 @@
+/// A passphrase's key-encryption key with the salt and parameters it was derived for: one
+/// Argon2 run, made before it is needed so that it is never made twice.
+public struct PassphraseKey {
+    public let kek: SecretBytes
+    public let salt: [UInt8]
+    public let kdf: KDFParameters
+
+    /// A fresh salt, and the key derived for it.
+    public static func derive(_ passphrase: SecretBytes, kdf: KDFParameters) throws(VaultError) -> PassphraseKey {
+        let salt = Sodium.randomBytes(Sodium.pwhashSaltBytes)
+        return PassphraseKey(kek: try KeySlot.derive(passphrase, salt: salt, kdf: kdf), salt: salt, kdf: kdf)
+    }
+
+    /// The key of a file's passphrase slot, or nil when the passphrase does not open it.
+    public static func derive(_ passphrase: SecretBytes, opening file: VaultFile) throws(VaultError) -> PassphraseKey? {
+        guard let slot = file.passphraseSlot else { return nil }
+        let kek = try slot.deriveKey(from: passphrase)
+        guard slot.unwrap(kek: kek) != nil else { return nil }
+        return PassphraseKey(kek: kek, salt: slot.salt, kdf: slot.kdf)
+    }
+
+    /// Whether this key was derived for `file`'s passphrase slot as it is now.
+    public func fits(_ file: VaultFile) -> Bool {
+        guard let slot = file.passphraseSlot else { return false }
+        return slot.salt == salt && slot.kdf == kdf
+    }
+}
+
+/// A recovery code's derived key with the slot it was derived for, so `recover` runs Argon2
+/// once for the code whether it opens the file once or twice.
+public struct RecoveryKey {
+    let canonicalCode: SecretBytes
+    let derived: SecretBytes
+    let salt: [UInt8]
+    let kdf: KDFParameters
+
+    /// The key of a file's recovery slot, or nil when the code does not open it.
+    public static func derive(_ code: SecretBytes, opening file: VaultFile) throws(VaultError) -> RecoveryKey? {
+        guard let canonical = RecoveryCode.normalize(code), let slot = file.recoverySlot else { return nil }
+        let derived = try slot.deriveKey(from: canonical)
+        guard try slot.openRecovery(derived: derived) != nil else { return nil }
+        return RecoveryKey(canonicalCode: canonical, derived: derived, salt: slot.salt, kdf: slot.kdf)
+    }
+
+    /// Whether this key was derived for `file`'s recovery slot as it is now.
+    public func fits(_ file: VaultFile) -> Bool {
+        guard let slot = file.recoverySlot else { return false }
+        return slot.salt == salt && slot.kdf == kdf
+    }
+}
+
 /// An unlocked vault: its slots, the data key, and the decrypted contents.
 ///
 /// Ordinary saves keep the data key and re-encrypt the payload with a fresh nonce.
@@ -74,6 +125,15 @@ public final class VaultDocument {
         return document
     }
 
+    /// Opens a parsed file with a recovery code's key derived before (see `RecoveryKey`).
+    public static func open(_ file: VaultFile, path: String, recoveryKey: RecoveryKey) throws(VaultError) -> VaultDocument {
+        guard recoveryKey.fits(file), let slot = file.recoverySlot,
+              let dataKey = try slot.openRecovery(derived: recoveryKey.derived) else { throw .wrongRecoveryCode }
+        let document = try decrypt(file, path: path, dataKey: dataKey)
+        document.recoveryCode = recoveryKey.canonicalCode
+        return document
+    }
+
     private static func decrypt(_ file: VaultFile, path: String, dataKey: SecretBytes) throws(VaultError) -> VaultDocument {
         // The checksum matched and a slot opened, so a failure here is deliberate tampering.
         guard let payload = try? Sodium.xchachaOpen(file.payloadCiphertext[...], additionalData: file.authenticatedHeader,
@@ -90,13 +150,22 @@ public final class VaultDocument {
     /// hand, a new one replaces it and is returned, to be shown to the user.
     public func rekey(newPassphrase: SecretBytes? = nil, kdf: KDFParameters? = nil) throws(VaultError) -> SecretBytes? {
         guard let passphraseSlot = file.passphraseSlot else { throw .wrongPassphrase }
+        let derived = try newPassphrase.map { secret throws(VaultError) in try PassphraseKey.derive(secret, kdf: kdf ?? passphraseSlot.kdf) }
+        return try rekey(newPassphraseKey: derived, kdf: kdf)
+    }
+
+    /// The same, with the new passphrase's key already derived (outside the vault's lock, so
+    /// the Argon2 run holds up no other writer).
+    public func rekey(newPassphraseKey: PassphraseKey?, kdf: KDFParameters? = nil) throws(VaultError) -> SecretBytes? {
+        guard let passphraseSlot = file.passphraseSlot else { throw .wrongPassphrase }
         let newKey = SecretBytes.random(count: Sodium.xchachaKeyBytes)
-        let slotKDF = kdf ?? passphraseSlot.kdf
+        var slotKDF = kdf ?? passphraseSlot.kdf
         var salt = passphraseSlot.salt
         var kek: SecretBytes
-        if let newPassphrase {
-            salt = Sodium.randomBytes(Sodium.pwhashSaltBytes)
-            kek = try KeySlot.derive(newPassphrase, salt: salt, kdf: slotKDF)
+        if let newPassphraseKey {
+            salt = newPassphraseKey.salt
+            slotKDF = newPassphraseKey.kdf
+            kek = newPassphraseKey.kek
         } else if let passphraseKEK, slotKDF == passphraseSlot.kdf {
             kek = passphraseKEK
         } else {

@@ -1,0 +1,120 @@
+"""The fast paths of issue 12, checked for behaviour (never for time; bench/run measures time):
+each passphrase is derived once, history list keeps an encrypted index and stays right when
+conversations change, and the benchmark suite itself runs."""
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import BIN
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+INTERACTIVE_MEMORY = 64 << 20  # libsodium maps exactly the preset's memory for each Argon2 run
+
+
+def argon2_runs(env, *args, input=None):
+    """Runs gemvault under strace and counts Argon2 runs by their working-memory mappings."""
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed, so Argon2 runs cannot be counted")
+    trace = os.path.join(env.root, "trace.txt")
+    argv = ["strace", "-f", "-e", "trace=mmap", "-o", trace, BIN] + list(args)
+    proc = subprocess.run(argv, input=input, env=env.vars, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    with open(trace) as handle:
+        return sum(1 for line in handle if re.search(r"mmap\(NULL, %d," % INTERACTIVE_MEMORY, line))
+
+
+def test_passwd_derives_each_passphrase_once(env):
+    env.init()
+    new = os.path.join(env.root, "new-pass")
+    env.write_private(new, "a new passphrase for this vault\n")
+    assert argon2_runs(env, "passwd", "--passphrase-file", env.passfile, "--new-passphrase-file", new) == 2
+    # The new passphrase opens the vault, the old one does not.
+    assert env.run("key", "list", "--passphrase-file", new, passphrase=False).code == 0
+    assert env.run("key", "list").code != 0
+
+
+def test_recover_derives_the_code_and_the_new_passphrase_once_each(env):
+    code = env.init()
+    new = os.path.join(env.root, "new-pass")
+    env.write_private(new, "a recovered passphrase for this vault\n")
+    assert argon2_runs(env, "recover", "--new-passphrase-file", new, input=code + "\n") == 2
+    assert env.run("key", "list", "--passphrase-file", new, passphrase=False).code == 0
+
+
+# -- history list and its index ----------------------------------------------------------------
+
+def history_folder(env):
+    found = glob.glob(os.path.join(env.vars["XDG_STATE_HOME"], "gemvault", "history", "*", "recipient"))
+    assert found, "no history folder"
+    return os.path.dirname(found[0])
+
+
+def listed(env):
+    result = env.run("history", "list", "--json")
+    assert result.code == 0, result
+    return {c["id"]: c for c in json.loads(result.out)}
+
+
+def test_history_list_keeps_an_encrypted_index_that_follows_every_change(api):
+    env = api
+    env.init()
+    secret_title = "a private title %d" % os.getpid()
+    for text in (secret_title, "second conversation"):
+        assert env.run("chat", "--model", "echo", input=text + "\n", passphrase=False).code == 0
+    first = listed(env)
+    assert sorted(c["turns"] for c in first.values()) == [1, 1]
+    index = os.path.join(history_folder(env), "index")
+    with open(index, "rb") as handle:
+        data = handle.read()
+    assert data.startswith(b"GVHI") and secret_title.encode() not in data and b"second conversation" not in data
+    assert oct(os.stat(index).st_mode & 0o777) == "0o600"
+
+    # A turn appended after the index was written is seen.
+    target = next(i for i, c in first.items() if c["title"] == secret_title)
+    assert env.run("chat", "--model", "echo", "--resume", target, input="one more\n").code == 0
+    assert listed(env)[target]["turns"] == 2
+
+    # A damaged index is rebuilt, never trusted, never fatal.
+    with open(index, "r+b") as handle:
+        handle.seek(40)
+        handle.write(b"\xff\xff\xff\xff")
+    again = listed(env)
+    assert {i: c["turns"] for i, c in again.items()} == {i: (2 if i == target else 1) for i in first}
+
+    # Deleting a conversation deletes the index that named it.
+    assert env.run("history", "rm", target).code == 0
+    assert not os.path.exists(index)
+    assert list(listed(env)) == [i for i in first if i != target]
+
+
+def test_history_index_sealed_under_another_key_is_ignored(api):
+    env = api
+    env.init()
+    assert env.run("chat", "--model", "echo", input="hello\n", passphrase=False).code == 0
+    listed(env)
+    folder = history_folder(env)
+    with open(os.path.join(folder, "index"), "rb") as handle:
+        original = handle.read()
+    # A well-formed index from another vault: it does not open, so the files are read.
+    with open(os.path.join(folder, "index"), "wb") as handle:
+        handle.write(b"GVHI" + os.urandom(len(original) - 4))
+    assert [c["turns"] for c in listed(env).values()] == [1]
+
+
+# -- the benchmark suite -----------------------------------------------------------------------
+
+def test_bench_suite_runs_in_its_quick_mode(tmp_path):
+    """Only that it runs and prints its summary; its figures are not checked here."""
+    proc = subprocess.run([os.path.join(ROOT, "bench", "run"), "--binary", BIN, "--quick", "--no-sdk"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    for section in ("## 1. Start-up", "## 2. Lookup", "## 3. Unlock", "## 4. Chat latency", "## 5. Memory",
+                    "## 6a. Growth of a vault", "## 6b. Growth of a conversation", "## 6c. history list", "## Summary"):
+        assert section in proc.stdout
+    assert proc.stdout.count("\n| ") >= 15
