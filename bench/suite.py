@@ -36,7 +36,9 @@ def say(text=""):
 def timed(argv, env=None, stdin=None, check=True):
     """Wall time of one whole process, in ms."""
     start = time.perf_counter()
-    proc = subprocess.run(argv, env=env, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # Standard input is always given (a pipe or /dev/null): ask and chat read it when it is not a terminal.
+    proc = subprocess.run(argv, env=env, input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     elapsed = (time.perf_counter() - start) * 1000
     if check and proc.returncode != 0:
         raise SystemExit("bench: %s failed (%d): %s" % (" ".join(argv[:4]), proc.returncode, proc.stderr.decode()[-400:]))
@@ -46,7 +48,7 @@ def timed(argv, env=None, stdin=None, check=True):
 def streamed(argv, env=None):
     """(time to the first byte of stdout, total time, peak RSS in MiB) of one process."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     first = proc.stdout.read(1)
     ttfb = (time.perf_counter() - start) * 1000
     rest = proc.stdout.read()

@@ -97,6 +97,19 @@ public struct ErrorMapper: Sendable {
         details.flatMap { $0.violations ?? [] }.contains { ($0.quotaId ?? "").contains("PerDay") }
     }
 
+    /// Whether `body` can hold an `"error"` member at all: a byte scan, so that the events of
+    /// a healthy stream are decoded once, not first tried as an error. A `\u` escape could
+    /// spell the name, so any escape counts as a maybe.
+    static func mayBeEnvelope(_ body: [UInt8]) -> Bool {
+        let name = Array("\"error\"".utf8)
+        guard body.count >= name.count else { return false }
+        for index in 0...(body.count - name.count) {
+            if body[index] == 0x5C && body[index + 1] == 0x75 { return true }  // \u
+            if body[index] == 0x22 && body[index + 1] == 0x65 && Array(body[index..<index + name.count]) == name { return true }
+        }
+        return false
+    }
+
     static func decodeEnvelope(_ body: [UInt8]) -> ErrorEnvelope? {
         var trimmed = body[...]
         while let first = trimmed.first, first == 0x20 || first == 0x0A || first == 0x0D || first == 0x09 { trimmed = trimmed.dropFirst() }

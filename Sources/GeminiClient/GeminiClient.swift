@@ -115,7 +115,8 @@ public final class GeminiClient {
             func handle(_ events: [[UInt8]]) {
                 eventCount += events.count
                 for event in events where streamError == nil {
-                    if let envelope = ErrorMapper.decodeEnvelope(event), envelope.error.code != nil || envelope.error.status != nil {
+                    if ErrorMapper.mayBeEnvelope(event), let envelope = ErrorMapper.decodeEnvelope(event),
+                       envelope.error.code != nil || envelope.error.status != nil {
                         streamError = errors.apiError(status: envelope.error.code ?? 500, body: event)
                         continue
                     }

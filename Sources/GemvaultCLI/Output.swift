@@ -39,11 +39,19 @@ enum Output {
 
     static func table(_ rows: [[String]]) -> String {
         guard let first = rows.first else { return "" }
+        // Each cell's width is counted once (in characters): key list prints thousands.
+        let counts = rows.map { $0.map(\.count) }
         var widths = Array(repeating: 0, count: first.count)
-        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
-        return rows.map { row in
-            row.enumerated().map { i, cell in i == row.count - 1 ? cell : cell.padding(to: widths[i] + 1) }.joined()
-        }.joined(separator: "\n") + "\n"
+        for row in counts { for (i, count) in row.enumerated() { widths[i] = max(widths[i], count) } }
+        var text = ""
+        for (r, row) in rows.enumerated() {
+            for (i, cell) in row.enumerated() {
+                text += cell
+                if i < row.count - 1 { text += String(repeating: " ", count: widths[i] + 1 - counts[r][i]) }
+            }
+            text += "\n"
+        }
+        return text
     }
 }
 

@@ -34,7 +34,19 @@ enum SessionCommand {
         }
         try context.checkVaultBeforePrompt()
         let file = try context.readVaultFile()
-        let document = try context.withPassphrase { try VaultDocument.open(file, path: context.vaultPath, passphrase: $0) }
+        // Once the passphrase is read, the agent starts while Argon2 runs (one core each), so the
+        // unlock costs the KDF alone; a wrong passphrase stops it again.
+        var spawned = false
+        let document: VaultDocument
+        do {
+            document = try context.withPassphrase { passphrase in
+                if !spawned, (try? agent.status()) == nil { spawned = try spawnAgent(context) }
+                return try VaultDocument.open(file, path: context.vaultPath, passphrase: passphrase)
+            }
+        } catch {
+            if spawned, (try? waitForAgent(context)) != nil { try? agent.lock() }
+            throw error
+        }
         context.remember(document.file)
         context.rememberRecipient(document.contents)
         guard let kek = document.keyEncryptionKey else { throw VaultError.wrongPassphrase }
@@ -45,7 +57,7 @@ enum SessionCommand {
         let settings = try Settings.resolve(withVault)
         let idle = try duration(call.value("--idle"), flag: "--idle") ?? settings.duration("session_idle") ?? 900
         let max = try duration(call.value("--max"), flag: "--max") ?? settings.duration("session_max") ?? 28800
-        if (try? agent.status()) == nil { try startAgent(context) }
+        if spawned { try waitForAgent(context) } else if (try? agent.status()) == nil { try startAgent(context) }
         let status = try agent.unlock(kek: kek, idle: idle, max: max)
         Console.err("gemvault: unlocked \(status.vaultPath); it locks after \(DurationText.text(idle)) unused, and at the latest at \(status.maxDeadline.map(Output.isoDate) ?? "?")\n")
     }
@@ -61,6 +73,12 @@ enum SessionCommand {
     /// Starts `gemvault agent --foreground` in its own session, logging to a private file
     /// beside its socket, and waits until it answers. No secret is in its argv or environment.
     static func startAgent(_ context: Context) throws {
+        _ = try spawnAgent(context)
+        try waitForAgent(context)
+    }
+
+    /// Starts `gemvault agent` in its own session; returns true (for `spawned ? … : false`).
+    static func spawnAgent(_ context: Context) throws -> Bool {
         let paths = AgentPaths(environment: context.environment, vaultPath: context.vaultPath)
         let folder: TrustedFolder
         do {
@@ -92,11 +110,19 @@ enum SessionCommand {
         } catch {
             throw CommandFailure(.failure, "could not start the agent: \(error.reason)")
         }
+        return true
+    }
+
+    /// Waits until the agent answers, asking often at first: it is usually up within milliseconds.
+    static func waitForAgent(_ context: Context) throws {
         let deadline = Clock.monotonicSeconds() + 5
+        var pause = 0.001
         while Clock.monotonicSeconds() < deadline {
             if (try? context.agent.status()) != nil { return }
-            Clock.sleep(0.02)
+            Clock.sleep(pause)
+            pause = min(pause * 2, 0.02)
         }
+        let paths = AgentPaths(environment: context.environment, vaultPath: context.vaultPath)
         throw CommandFailure(.failure, "the agent did not start within 5 s", hint: "its log is \(paths.logPath)")
     }
 

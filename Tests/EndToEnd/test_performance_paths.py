@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -118,3 +119,55 @@ def test_bench_suite_runs_in_its_quick_mode(tmp_path):
                     "## 6a. Growth of a vault", "## 6b. Growth of a conversation", "## 6c. history list", "## Summary"):
         assert section in proc.stdout
     assert proc.stdout.count("\n| ") >= 15
+
+
+# -- unlock starts the agent while Argon2 runs ---------------------------------------------------
+
+def agent_pids(runtime):
+    """Processes running `gemvault agent` whose environment names this runtime folder."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as handle:
+                argv = handle.read().split(b"\0")
+            with open("/proc/%s/environ" % entry, "rb") as handle:
+                environ = handle.read()
+        except OSError:
+            continue
+        if len(argv) > 1 and argv[1] == b"agent" and b"XDG_RUNTIME_DIR=" + runtime.encode() in environ:
+            pids.append(int(entry))
+    return pids
+
+
+@pytest.fixture
+def runtime_env(env):
+    runtime = os.path.join(env.root, "run")
+    os.mkdir(runtime, 0o700)
+    env.vars["XDG_RUNTIME_DIR"] = runtime
+    env.init()
+    yield env, runtime
+    env.run("lock", passphrase=False)
+
+
+def test_unlock_with_a_wrong_passphrase_leaves_no_agent_behind(runtime_env):
+    env, runtime = runtime_env
+    wrong = os.path.join(env.root, "wrong")
+    env.write_private(wrong, "not the passphrase at all\n")
+    result = env.run("unlock", "--passphrase-file", wrong, passphrase=False)
+    assert result.code != 0 and "passphrase" in result.err
+    deadline = time.time() + 5
+    while time.time() < deadline and agent_pids(runtime):
+        time.sleep(0.05)
+    assert agent_pids(runtime) == []
+    assert json.loads(env.run("status", "--json", passphrase=False).out)["unlocked"] is False
+
+
+def test_unlock_starts_one_agent_that_serves_at_once(runtime_env):
+    env, runtime = runtime_env
+    assert env.run("key", "set", "first", input="AIzaSyFirst-0123456789abcdefghijklmnopq").code == 0
+    assert env.run("unlock").code == 0
+    assert len(agent_pids(runtime)) == 1
+    got = env.run("key", "get", "first", passphrase=False)
+    assert got.code == 0 and got.out == "AIzaSyFirst-0123456789abcdefghijklmnopq\n"
