@@ -442,6 +442,41 @@ class Suite:
                verdict(values[-1], 100.0))
 
 
+def compare_builds(options):
+    """Start-up of each build configuration next to a C `true`, and whether its `ask` works."""
+    work = tempfile.mkdtemp(prefix="gemvault-builds-")
+    try:
+        true = run_c(work, "true", "int main(void){return 0;}\n")
+        builds = [item.split("=", 1) for item in options.builds.split(",")]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "SWIFT_BACKTRACE": "enable=no"}
+        server = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests", "EndToEnd", "fake_gemini.py")], stdout=subprocess.PIPE, text=True)
+        url = "http://127.0.0.1:%d" % int(server.stdout.readline().split()[1])
+        ask_env = dict(env, GEMINI_API_KEY=API_KEY, GEMVAULT_ENDPOINT=url, HOME="/nonexistent")
+        say("## Build configurations: --version against a C `true` (%d runs each, alternated)" % options.runs)
+        cases = [("C true", lambda: timed([true]))]
+        for name, path in builds:
+            if os.path.exists(path):
+                cases.append((name, lambda p=path: timed([p, "--version"], env=env)))
+            else:
+                say("  %-24s did not build" % name)
+        r = alternate(cases, options.runs)
+        floor = med(r["C true"])
+        say("  %-24s %8.2f ms" % ("C true", floor))
+        for name, path in builds:
+            if name not in r:
+                continue
+            proc = subprocess.run([path, "ask", "--no-save", "--model", "ok", "hello"], env=ask_env, stdin=subprocess.DEVNULL,
+                                  capture_output=True, timeout=60)
+            works = "ask works" if proc.returncode == 0 and proc.stdout else "ask FAILS (exit %d)" % proc.returncode
+            dso = subprocess.run(["ldd", path], capture_output=True, text=True).stdout.count("=>")
+            say("  %-24s %8.2f ms   %.2fx C true   %2d shared libraries   %s" % (name, med(r[name]), med(r[name]) / floor, dso, works))
+            record("build %s: `--version` / C `true`" % name, "%.2fx (%s)" % (med(r[name]) / floor, works), "<= 2.0x",
+                   verdict(med(r[name]) / floor, 2.0))
+        server.terminate()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 PWHASH_C = r"""
 #include <sodium.h>
 #include <stdlib.h>
@@ -475,7 +510,8 @@ for chunk in client.models.generate_content_stream(model="ok", contents="hello")
 
 def main():
     parser = argparse.ArgumentParser(prog="bench/run")
-    parser.add_argument("--binary", required=True)
+    parser.add_argument("--binary")
+    parser.add_argument("--builds", help="name=path,...: compare these builds' start-up (bench/run --compare-builds)")
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--sensitive-runs", type=int, default=None)
     parser.add_argument("--presets", default="interactive,moderate,sensitive")
@@ -491,6 +527,12 @@ def main():
         options.presets, options.sizes, options.chat_turns, options.agent_keys = "interactive", "2,5", 3, 5
     if options.sensitive_runs is None:
         options.sensitive_runs = options.runs
+    if options.builds:
+        compare_builds(options)
+        print_summary(time.time())
+        return
+    if not options.binary:
+        parser.error("--binary or --builds is needed")
     sections = options.only.split(",")
     unknown = set(sections) - {"startup", "lookup", "unlock", "chat", "memory", "growth"}
     if unknown:
@@ -506,6 +548,11 @@ def main():
             say()
     finally:
         suite.close()
+    print_summary(started)
+
+
+def print_summary(started):
+    say()
     say("## Summary (ratios are medians of alternated runs; load average at the end %.2f; %.0f s)"
         % (os.getloadavg()[0], time.time() - started))
     say("| Measurement | Figure | Target | |")
