@@ -94,7 +94,7 @@ public struct HistoryStore: Sendable {
               let file = try openFile(id + Self.suffix, in: folder, flags: OpenFlags.readWriteAppend) else { throw .notFound(id) }
         let bytes: [UInt8]
         do { bytes = try file.readAll(limit: 1 << 30) } catch { throw .damaged(folder.path(of: id + Self.suffix)) }
-        let complete = Self.split(bytes).reduce(0) { $0 + 4 + $1.count }
+        let complete = Self.completeLength(bytes)
         if complete < bytes.count {
             do { try file.truncate(to: complete) } catch { throw .system(error) }
         }
@@ -157,14 +157,26 @@ public struct HistoryStore: Sendable {
     /// The length-prefixed records of a file; an incomplete last one is dropped.
     static func split(_ bytes: [UInt8]) -> [[UInt8]] {
         var records: [[UInt8]] = []
+        forEachRecord(bytes) { records.append(Array(bytes[$0])) }
+        return records
+    }
+
+    /// How many bytes the complete records take, found from their lengths alone: reopening a
+    /// conversation to append to it copies nothing, however long it is.
+    static func completeLength(_ bytes: [UInt8]) -> Int {
+        var end = 0
+        forEachRecord(bytes) { end = $0.upperBound }
+        return end
+    }
+
+    private static func forEachRecord(_ bytes: [UInt8], _ body: (Range<Int>) -> Void) {
         var offset = 0
         while bytes.count - offset >= 4 {
             let length = Int(UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16 | UInt32(bytes[offset + 3]) << 24)
             guard length <= maxRecord, bytes.count - offset - 4 >= length else { break }
-            records.append(Array(bytes[offset + 4..<offset + 4 + length]))
+            body(offset + 4..<offset + 4 + length)
             offset += 4 + length
         }
-        return records
     }
 
     // MARK: Removing

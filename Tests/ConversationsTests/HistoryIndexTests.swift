@@ -42,3 +42,27 @@ import VaultCore
         #expect(HistoryIndex.decode(Array("GVHX".utf8) + bytes.dropFirst(4), with: pair).entries.isEmpty)
     }
 }
+
+/// Reopening a conversation finds where its complete records end without copying them.
+@Suite struct RecordFramingTests {
+    private func framed(_ records: [[UInt8]]) -> [UInt8] {
+        records.flatMap { record -> [UInt8] in
+            let count = UInt32(record.count)
+            return [UInt8(count & 0xff), UInt8(count >> 8 & 0xff), UInt8(count >> 16 & 0xff), UInt8(count >> 24)] + record
+        }
+    }
+
+    @Test func aTornLastRecordIsLeftOutBothWays() {
+        let whole = framed([[1, 2, 3], [], Array(repeating: 7, count: 300)])
+        #expect(HistoryStore.completeLength(whole) == whole.count)
+        #expect(HistoryStore.split(whole) == [[1, 2, 3], [], Array(repeating: 7, count: 300)])
+        for cut in [1, 3, 4, 150, 303] {
+            let torn = Array(whole.dropLast(cut))
+            let complete = HistoryStore.completeLength(torn)
+            #expect(complete == 4 + 3 + 4, "cut \(cut)")
+            #expect(HistoryStore.split(torn) == [[1, 2, 3], []], "cut \(cut)")
+        }
+        #expect(HistoryStore.completeLength([]) == 0)
+        #expect(HistoryStore.completeLength([0xff, 0xff, 0xff, 0xff, 0]) == 0)
+    }
+}
