@@ -463,12 +463,25 @@ def compare_builds(options):
         r = alternate(cases, options.runs)
         floor = med(r["C true"])
         say("  %-24s %8.2f ms" % ("C true", floor))
+        passfile = os.path.join(work, "pass")
+        with open(passfile, "w") as handle:
+            handle.write(PASSPHRASE + "\n")
+        os.chmod(passfile, 0o600)
         for name, path in builds:
             if name not in r:
                 continue
-            proc = subprocess.run([path, "ask", "--no-save", "--model", "ok", "hello"], env=ask_env, stdin=subprocess.DEVNULL,
-                                  capture_output=True, timeout=60)
-            works = "ask works" if proc.returncode == 0 and proc.stdout else "ask FAILS (exit %d)" % proc.returncode
+            # ask with the key from the environment, then from a vault: both must work.
+            home = tempfile.mkdtemp(dir=work)
+            vault_env = dict(env, HOME=home, XDG_RUNTIME_DIR=home, GEMVAULT_ENDPOINT=url)
+            subprocess.run([path, "init", "--kdf", "interactive", "--passphrase-file", passfile], env=vault_env, capture_output=True)
+            subprocess.run([path, "key", "set", "--passphrase-file", passfile], env=vault_env, input=API_KEY.encode(), capture_output=True)
+            works = "ask works"
+            for argv, run_env in (([path, "ask", "--no-save", "--model", "ok", "hello"], ask_env),
+                                  ([path, "ask", "--no-save", "--model", "ok", "--passphrase-file", passfile, "hello"], vault_env)):
+                proc = subprocess.run(argv, env=run_env, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+                if proc.returncode != 0 or not proc.stdout:
+                    works = "ask FAILS (exit %d, key from %s)" % (proc.returncode, "the vault" if run_env is vault_env else "the environment")
+                    break
             dso = subprocess.run(["ldd", path], capture_output=True, text=True).stdout.count("=>")
             say("  %-24s %8.2f ms   %.2fx C true   %2d shared libraries   %s" % (name, med(r[name]), med(r[name]) / floor, dso, works))
             record("build %s: `--version` / C `true`" % name, "%.2fx (%s)" % (med(r[name]) / floor, works), "<= 2.0x",
