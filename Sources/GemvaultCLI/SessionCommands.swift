@@ -37,6 +37,13 @@ enum SessionCommand {
         let document = try context.withPassphrase { try VaultDocument.open(file, path: context.vaultPath, passphrase: $0) }
         context.remember(document.file)
         context.rememberRecipient(document.contents)
+        try startSession(call, document: document)
+    }
+
+    /// Hands an open vault's key-encryption key to the agent, starting one when none runs.
+    static func startSession(_ call: Invocation, document: VaultDocument) throws {
+        let context = call.context
+        let agent = context.agent
         guard let kek = document.keyEncryptionKey else { throw VaultError.wrongPassphrase }
         let layers = try context.settingLayers(call)
         var withVault = layers
@@ -111,7 +118,6 @@ enum SessionCommand {
     }
 
     struct StatusReport: Encodable {
-        let version = 1
         let unlocked: Bool
         let vault: String
         /// The agent's pid when one runs (a locked `agent --foreground` too).
@@ -133,7 +139,7 @@ enum SessionCommand {
                                   agentPid: status?.pid, since: status?.unlockedAt.map(Output.isoDate),
                                   locksAt: status?.locksAt.map(Output.isoDate), idleLocksAt: status?.idleDeadline.map(Output.isoDate),
                                   maxLocksAt: status?.maxDeadline.map(Output.isoDate))
-        if call.flag("--json") { Output.json(report); return }
+        if call.flag("--json") { Output.json(report, schema: .status); return }
         if report.unlocked {
             Console.out("unlocked: \(report.vault)\nsince:    \(report.since ?? "?")\nlocks at: \(report.locksAt ?? "?") (idle limit \(report.idleLocksAt ?? "?"), at the latest \(report.maxLocksAt ?? "?"))\nagent:    pid \(report.agentPid ?? 0)\n")
         } else {

@@ -73,7 +73,9 @@ public struct KeySlot: Equatable, Sendable {
     }
 
     static func derive(_ secret: SecretBytes, salt: [UInt8], kdf: KDFParameters) throws(VaultError) -> SecretBytes {
-        try mapSodium { () throws(SodiumError) in
+        let end = KeyDerivationProgress.begin()
+        defer { end() }
+        return try mapSodium { () throws(SodiumError) in
             try Sodium.argon2id(secret: secret, salt: salt, opsLimit: UInt64(kdf.opsLimit), memLimit: kdf.memLimit,
                                 outputBytes: Sodium.xchachaKeyBytes)
         }
