@@ -254,6 +254,9 @@ enum HelpText {
             text += "\nOptions:\n"
             for option in spec.options { text += optionLine(option) }
         }
+        if let examples = commandExamples[spec.name] {
+            text += "\nExamples:\n" + examples.map { "  " + $0 + "\n" }.joined()
+        }
         text += "\nGlobal options:\n"
         for option in globalOptions { text += optionLine(option) }
         return text
@@ -279,6 +282,9 @@ enum HelpText {
                     text += "| `\(option.name)\(option.value.map { " " + $0 } ?? "")` | \(option.help) |\n"
                 }
                 text += "\n"
+            }
+            if let examples = commandExamples[spec.name] {
+                text += "```sh\n" + examples.map { $0 + "\n" }.joined() + "```\n\n"
             }
         }
         text += "### Global options\n\n| Option | Meaning |\n|---|---|\n"

@@ -30,6 +30,9 @@ enum ManualPage {
             page += escape(capitalized(spec.summary)) + ".\n"
             for line in spec.details.split(separator: "\n") { page += ".IP\n" + escape(String(line)) + "\n" }
             for option in spec.options { page += optionEntry(option, indented: true) }
+            if let examples = commandExamples[spec.name] {
+                page += ".IP\n.nf\n" + examples.map { escape($0) + "\n" }.joined() + ".fi\n"
+            }
         }
         page += ".SH GLOBAL OPTIONS\n"
         for option in globalOptions { page += optionEntry(option, indented: false) }
@@ -87,13 +90,20 @@ enum ManualPage {
         return indented ? ".RS\n" + entry + ".RE\n" : entry
     }
 
+    private static func hex(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+
     private static func italic(_ text: String) -> String { "\\fI" + escape(text) + "\\fR" }
 
     private static func capitalized(_ text: String) -> String { text.prefix(1).uppercased() + text.dropFirst() }
 
-    /// roff: backslashes and hyphens escaped, and no line may start with a control character.
+    /// roff: backslashes and hyphens escaped, non-ASCII as `\[uXXXX]` (troff reads bytes),
+    /// and no line may start with a control character.
     static func escape(_ text: String) -> String {
-        var escaped = text.replacing("\\", with: "\\e").replacing("-", with: "\\-")
+        let plain = text.replacing("\\", with: "\\e").replacing("-", with: "\\-")
+        var escaped = plain.unicodeScalars.map { $0.isASCII ? String($0) : "\\[u" + hex($0.value) + "]" }.joined()
         if escaped.hasPrefix(".") || escaped.hasPrefix("'") { escaped = "\\&" + escaped }
         return escaped
     }

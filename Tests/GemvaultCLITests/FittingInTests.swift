@@ -26,9 +26,15 @@ import Testing
         for option in globalOptions { #expect(committed.contains(ManualPage.escape(option.name))) }
     }
 
+    @Test func everyCommandHasAnExample() {
+        for spec in commandTable { #expect(!(commandExamples[spec.name] ?? []).isEmpty, "\(spec.name) has no example") }
+        #expect(Set(commandExamples.keys).isSubset(of: Set(commandTable.map(\.name))), "an example names no command")
+    }
+
     @Test func roffControlCharactersAreEscaped() {
         #expect(ManualPage.escape(".hidden") == "\\&.hidden")
         #expect(ManualPage.escape("a\\b --x") == "a\\eb \\-\\-x")
+        #expect(ManualPage.escape("wait…") == "wait\\[u2026]")
     }
 
     @Test func everySchemaIsCommittedWithItsVersion() throws {
