@@ -379,3 +379,23 @@ def test_retries_count_down_and_first_token_waits_show_a_spinner(api):
     assert code == 7 and "waiting for Gemini" in screen, screen
     code, screen = run_on_terminal([BIN, "ask", "--model", tag("retry-429"), "hi"], dict(variables, TERM="dumb"))
     assert code == 0 and "retrying in 1 s (429" in screen and "…" not in screen.split("retrying in 1 s (429")[1], screen
+
+
+def test_zsh_completes_through_compinit(env, tmp_path):
+    if shutil.which("zsh") is None:
+        pytest.skip("zsh is not installed, so its completions cannot be exercised")
+    (tmp_path / "_gemvault").write_text(script("zsh"))
+    variables = dict(env.vars, PATH=os.path.dirname(BIN) + ":" + env.vars["PATH"], TERM="xterm")
+    s = PtySession([shutil.which("zsh"), "-f"], variables)
+    try:
+        s.line("fpath=(%s $fpath); autoload -Uz compinit; compinit -u; PS1='zsh> '" % tmp_path)
+        s.expect(r"zsh> ")
+        s.mark()
+        s.send("gemvault key r\t")
+        s.expect(r"rm\s+rollback\s+rotate")
+        s.send("\x15")
+        s.mark()
+        s.send("gemvault hist\t")
+        s.expect(r"gemvault history ")
+    finally:
+        s.close()
