@@ -98,14 +98,19 @@ def clean_user(env, fake_server):
     return variables
 
 
-def walk_through_first_run(session):
-    """Answers every step of the guided set-up the way a new user would."""
+def create_vault(session, answer=""):
+    """Accepts step 1 and types the new passphrase twice."""
     session.expect(r"1\. Create the vault now\? \[Y/n\]")
-    session.line("")
+    session.line(answer)
     session.expect(r"New passphrase for .*: ")
     session.line(PASSPHRASE)
     session.expect(r"Repeat the passphrase: ")
     session.line(PASSPHRASE)
+
+
+def walk_through_first_run(session):
+    """Answers every step of the guided set-up the way a new user would."""
+    create_vault(session)
     code = session.expect(r"shown only this once:\s+([0-9A-Z]{4}(?:-[0-9A-Z]{4}){7})", timeout=30).group(1)
     session.expect(r"Have you stored the recovery code\? \[y/N\]")
     session.line("y")
@@ -166,12 +171,7 @@ def test_first_run_steps_can_be_declined(env, fake_server):
     # Declining the key step leaves a vault with no key, and says how to add one.
     s = PtySession([BIN], variables)
     try:
-        s.expect(r"1\. Create the vault now\?")
-        s.line("y")
-        s.expect(r"New passphrase for .*: ")
-        s.line(PASSPHRASE)
-        s.expect(r"Repeat the passphrase: ")
-        s.line(PASSPHRASE)
+        create_vault(s, "y")
         s.expect(r"Have you stored the recovery code\?", timeout=30)
         s.line("n")
         s.expect(r"It cannot be shown again")
