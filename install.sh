@@ -36,15 +36,44 @@ man_path="$prefix/share/man/man1/gemvault.1"
 bash_path="$prefix/share/bash-completion/completions/gemvault"
 zsh_path="$prefix/share/zsh/site-functions/_gemvault"
 fish_path="$prefix/share/fish/vendor_completions.d/gemvault.fish"
+all_paths=("$bin_path" "$man_path" "$bash_path" "$zsh_path" "$fish_path")
+
+# Refuses a folder (the nearest existing one, and every one above it) that another user
+# could change while we write: owned by someone other than us or root, or writable by
+# group or others without the sticky bit. Someone who can rename entries there could swap
+# our files for symbolic links, or our binary for theirs before we run it.
+check_folder() {
+  local dir="$1" me owner mode kind
+  me=$(id -u)
+  while [ "$dir" != "/" ] && [ ! -e "$dir" ] && [ ! -L "$dir" ]; do dir=$(dirname "$dir"); done
+  while :; do
+    read -r owner mode kind < <(stat -c '%u %a %F' "$dir")
+    if [ "$owner" != 0 ] && [ "$owner" != "$me" ]; then
+      echo "install.sh: $dir belongs to uid $owner, so it is not safe to install into; choose another --prefix" >&2; exit 1
+    fi
+    if [ "$kind" != "symbolic link" ] && (( (8#$mode & 8#022) != 0 && (8#$mode & 8#1000) == 0 )); then
+      echo "install.sh: $dir is writable by group or others (mode $mode), so it is not safe to install into; choose another --prefix" >&2; exit 1
+    fi
+    [ "$dir" = "/" ] && break
+    dir=$(dirname "$dir")
+  done
+}
+for file in "${all_paths[@]}"; do check_folder "$(dirname "$file")"; done
+
+# XDG folders count only when absolute, as gemvault itself reads them.
+xdg() { case "$1" in /*) echo "$1" ;; *) echo "$HOME/$2" ;; esac; }
 
 if $uninstall; then
   if $purge; then
-    data="${XDG_DATA_HOME:-$HOME/.local/share}/gemvault"
-    config="${XDG_CONFIG_HOME:-$HOME/.config}/gemvault"
-    state="${XDG_STATE_HOME:-$HOME/.local/state}/gemvault"
-    cache="${XDG_CACHE_HOME:-$HOME/.cache}/gemvault"
+    data="$(xdg "${XDG_DATA_HOME:-}" .local/share)/gemvault"
+    config="$(xdg "${XDG_CONFIG_HOME:-}" .config)/gemvault"
+    state="$(xdg "${XDG_STATE_HOME:-}" .local/state)/gemvault"
+    cache="$(xdg "${XDG_CACHE_HOME:-}" .cache)/gemvault"
     echo "install.sh: --purge deletes, for $(id -un), with every key in the vault and every saved conversation:"
     for folder in "$data" "$config" "$state" "$cache"; do [ -e "$folder" ] && echo "  $folder"; done
+    if [ -n "${GEMVAULT_VAULT:-}" ]; then
+      echo "install.sh: note: GEMVAULT_VAULT names $GEMVAULT_VAULT; a vault outside $data is not deleted"
+    fi
     if ! { exec 3<>/dev/tty; } 2>/dev/null; then
       echo "install.sh: --purge asks first, and there is no terminal to ask on; nothing was removed" >&2
       exit 1
@@ -53,13 +82,15 @@ if $uninstall; then
     read -r answer <&3 || answer=""
     exec 3>&-
     if [ "$answer" != "delete" ]; then echo "install.sh: nothing was removed" >&2; exit 1; fi
-    # A running session holds the vault in memory: end it before its files go.
-    if [ -x "$bin_path" ]; then "$bin_path" lock >/dev/null 2>&1 || true; fi
+    # A running session holds the vault in memory: end it before its files go. The
+    # installed binary is run only from a folder check_folder accepted.
+    locker="${binary:-$bin_path}"
+    if [ -x "$locker" ]; then "$locker" lock >/dev/null 2>&1 || true; fi
     rm -rf -- "$data" "$config" "$state" "$cache"
     echo "install.sh: deleted the vault, history, settings and cache"
   fi
   removed=0
-  for file in "$bin_path" "$man_path" "$bash_path" "$zsh_path" "$fish_path"; do
+  for file in "${all_paths[@]}"; do
     if [ -e "$file" ] || [ -L "$file" ]; then rm -f -- "$file"; echo "install.sh: removed $file"; removed=$((removed + 1)); fi
   done
   [ "$removed" -gt 0 ] || echo "install.sh: nothing of gemvault's was installed under $prefix"
@@ -100,24 +131,26 @@ if [ -z "$binary" ]; then
 fi
 [ -x "$binary" ] || { echo "install.sh: $binary is not an executable" >&2; exit 1; }
 
-# Each file goes in under a temporary name and is renamed into place, so a running shell
-# never sees half a file.
-put() { # put MODE TARGET < content
+# Each file is written to a new temp file (mktemp: created, never followed) beside its
+# target and renamed into place, so a running shell never sees half a file.
+put() { # put MODE TARGET [strip] < content
   mkdir -p "$(dirname "$2")"
-  local temp="$2.new.$$"
-  cat > "$temp" && chmod "$1" "$temp" && mv -f "$temp" "$2"
+  local temp
+  temp=$(mktemp "$(dirname "$2")/.gemvault-install.XXXXXX")
+  cat > "$temp"
+  if [ "${3:-}" = strip ]; then strip "$temp" 2>/dev/null || true; fi
+  chmod "$1" "$temp" && mv -f "$temp" "$2"
 }
-mkdir -p "$prefix/bin"
-install -m 0755 "$binary" "$bin_path.new.$$"
-strip "$bin_path.new.$$" 2>/dev/null || true
-mv -f "$bin_path.new.$$" "$bin_path"
-echo "install.sh: installed $bin_path ($("$bin_path" --version))"
+version=$("$binary" --version)
+put 0755 "$bin_path" strip < "$binary"
+echo "install.sh: installed $bin_path ($version)"
 put 0644 "$man_path" < "$here/Docs/gemvault.1"
 echo "install.sh: installed $man_path"
 for shell in bash zsh fish; do
   command -v "$shell" >/dev/null 2>&1 || continue
   target_var="${shell}_path"
-  "$bin_path" completion "$shell" | put 0644 "${!target_var}"
+  # Generated by the binary we were given, never by the copy in the prefix.
+  "$binary" completion "$shell" | put 0644 "${!target_var}"
   echo "install.sh: installed ${!target_var}"
 done
 

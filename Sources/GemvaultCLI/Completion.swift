@@ -48,9 +48,24 @@ struct CompletionEngine {
     let context: Context
 
     /// `words` are the words after `gemvault`; the last one is being typed (maybe empty).
+    /// Only candidates made of plain characters are offered: a model name from a server or
+    /// a file name in the history folder must not reach a shell's command line as code.
     func candidates(_ words: [String]) -> [String] {
+        rawCandidates(words).filter { $0.hasPrefix("@") || Self.isPlain($0) }
+    }
+
+    static func isPlain(_ word: String) -> Bool {
+        !word.isEmpty && word.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || "._-/:@+=,".utf8.contains(byte)
+        }
+    }
+
+    private func rawCandidates(_ words: [String]) -> [String] {
         let current = words.last ?? ""
-        let before = words.dropLast()
+        if current == "=" { return [] }
+        var before = words.dropLast()
+        // bash splits `--color=al` into `--color`, `=`, `al`.
+        if before.last == "=" { before = before.dropLast() }
         var commandWords: [String] = []
         var positionals: [String] = []
         var spec: CommandSpec?
@@ -105,11 +120,20 @@ struct CompletionEngine {
         case .commands: return ["@commands"]
         case .words(let words): all = words
         case .settings: all = SettingsSchema.all.map(\.name)
-        case .keys: all = (try? context.sessionContents())?.map { $0.contents.keys.map(\.name) } ?? []
+        case .keys: all = sessionKeyNames()
         case .models: all = ModelCache(paths: context.paths).names()
         case .historyIDs: all = (try? context.history.ids()) ?? []
         }
         return all.filter { $0.hasPrefix(prefix) }
+    }
+
+    /// From an unlocked session only, never by prompting. The names-only request carries no
+    /// key and does not count as use; a stalled agent costs a second at most.
+    private func sessionKeyNames() -> [String] {
+        guard context.store.exists else { return [] }
+        var agent = context.agent
+        agent.responseTimeout = 1
+        return (try? agent.keyNames()) ?? []
     }
 
     private func unique(_ words: [String]) -> [String] {
@@ -126,7 +150,8 @@ struct ModelCache {
 
     func save(_ names: [String]) {
         guard let folder = try? TrustedFolder.create(folder) else { return }
-        try? folder.replace("models", with: Array((names.joined(separator: "\n") + "\n").utf8), tempPrefix: ".models.tmp.")
+        let plain = names.filter(CompletionEngine.isPlain)
+        try? folder.replace("models", with: Array((plain.joined(separator: "\n") + "\n").utf8), tempPrefix: ".models.tmp.")
     }
 
     func names() -> [String] {
@@ -167,7 +192,7 @@ enum CompletionCommand {
             case $candidate in
                 @files) while IFS= read -r candidate; do COMPREPLY+=("$candidate"); done < <(compgen -f -- "$current") ;;
                 @commands) while IFS= read -r candidate; do COMPREPLY+=("$candidate"); done < <(compgen -c -- "$current") ;;
-                *) COMPREPLY+=("$candidate") ;;
+                *) printf -v candidate %q "$candidate"; COMPREPLY+=("$candidate") ;;
             esac
         done
     }

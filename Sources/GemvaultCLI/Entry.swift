@@ -8,8 +8,8 @@ public let gemvaultVersion = "0.1.0"
 public enum GemvaultMain {
     public static func run(arguments: [String], environment: [String: String]) -> Int32 {
         ProcessHardening.prepareProcess()
-        KeyDerivationProgress.install {
-            let line = ProgressLine.start("unlocking…")
+        KeyDerivationProgress.install { purpose in
+            let line = ProgressLine.start(purpose == .unlocking ? "unlocking…" : "protecting the vault…")
             return { line?.stop() }
         }
         do {

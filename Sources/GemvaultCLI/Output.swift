@@ -4,7 +4,7 @@ import TerminalIO
 import VaultCore
 
 enum Output {
-    /// Pretty JSON with sorted keys on stdout: one object, its schema's `version` first among
+    /// Pretty JSON with sorted keys on stdout: one object, with its schema's `version` among
     /// its fields (the schemas are Docs/schemas/NAME.schema.json).
     static func json<T: Encodable>(_ value: T, schema: JSONSchema) {
         let encoder = JSONEncoder()

@@ -1,9 +1,11 @@
 """Fitting in: the first run, completions, the man page, colour, progress and the JSON contracts."""
+import datetime
 import json
 import os
 import re
 import shutil
 import subprocess
+import time
 import uuid
 
 import jsonschema
@@ -362,7 +364,8 @@ def run_on_terminal(argv, variables, timeout=60):
 
 
 def test_argon2_shows_unlocking_with_elapsed_time_on_a_terminal_only(env):
-    assert env.run("init", "--kdf", "moderate", "--json").code == 0
+    code, screen = run_on_terminal([BIN, "init", "--kdf", "moderate", "--passphrase-file", env.passfile], env.vars)
+    assert code == 0 and re.search(r"protecting the vault… \d+(\.\d)? s", screen), screen
     code, screen = run_on_terminal([BIN, "key", "list", "--passphrase-file", env.passfile], env.vars)
     assert code == 0 and re.search(r"unlocking… \d+(\.\d)? s", screen), screen
     dumb = run_on_terminal([BIN, "key", "list", "--passphrase-file", env.passfile], dict(env.vars, TERM="dumb"))
@@ -399,3 +402,34 @@ def test_zsh_completes_through_compinit(env, tmp_path):
         s.expect(r"gemvault history ")
     finally:
         s.close()
+
+
+def test_completion_offers_no_hostile_words_and_never_touches_the_session(api):
+    """A server's model names and the history folder's file names are not trusted as shell
+    words, and asking for key names neither extends the session nor waits on a stalled agent."""
+    cache = os.path.join(api.home, ".cache", "gemvault")
+    os.makedirs(cache, mode=0o700)
+    with open(os.path.join(cache, "models"), "w") as handle:
+        handle.write("gemini-ok\ngemini-x;touch${IFS}/tmp/pwned\ngemini-\x1b]0;title\x07\ngemini-$(id)\n")
+    assert bash_candidates(api, "gemvault chat --model gemini") == ["gemini-ok"]
+    api.init()
+    api.run("key", "set", "work", input=GOOD_KEY)
+    assert api.run("unlock", "--idle", "1h").code == 0
+    try:
+        def idle_deadline():
+            text = json.loads(api.run("status", "--json", passphrase=False).out)["idleLocksAt"]
+            return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+        before = idle_deadline()
+        time.sleep(3)
+        assert bash_candidates(api, "gemvault key get ") == ["work"]
+        # Use would move the deadline by the 3 s waited; whole seconds allow 1 s of rounding.
+        assert abs((idle_deadline() - before).total_seconds()) <= 1, "completion must not count as use of the session"
+        pid = json.loads(api.run("status", "--json", passphrase=False).out)["agentPid"]
+        os.kill(pid, 19)  # SIGSTOP: an agent that does not answer
+        try:
+            stalled = subprocess.run([BIN, "__complete", "key", "get", ""], env=api.vars, capture_output=True, text=True, timeout=10)
+            assert stalled.returncode == 0 and stalled.stdout == ""
+        finally:
+            os.kill(pid, 18)  # SIGCONT
+    finally:
+        api.run("lock", passphrase=False)

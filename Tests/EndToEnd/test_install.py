@@ -142,8 +142,13 @@ def test_purge_asks_first_and_then_deletes_the_users_data(user):
     assert blind.returncode == 1 and "there is no terminal to ask on" in blind.stderr
     assert os.path.isfile(os.path.join(data, "vault")) and os.path.isfile(os.path.join(local, "bin", "gemvault"))
 
+    # A relative XDG folder does not count, for gemvault or for --purge.
+    unrelated = os.path.join(user["checkout"], "notes", "gemvault")
+    os.makedirs(unrelated)
+    open(os.path.join(unrelated, "important.txt"), "w").close()
+
     def purge(answer):
-        environment = {"HOME": user["home"], "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+        environment = {"HOME": user["home"], "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "XDG_DATA_HOME": "notes"}
         s = PtySession(["/usr/sbin/runuser", "-u", USER, "--", "bash", os.path.join(user["checkout"], "install.sh"),
                         "--binary", os.path.join(user["checkout"], "gemvault"), "--uninstall", "--purge"], environment)
         try:
@@ -159,3 +164,23 @@ def test_purge_asks_first_and_then_deletes_the_users_data(user):
     code, screen = purge("delete")
     assert code == 0, screen
     assert not os.path.exists(data) and not os.path.exists(os.path.join(local, "bin", "gemvault"))
+    assert os.path.exists(os.path.join(unrelated, "important.txt"))
+
+
+def test_root_refuses_a_prefix_another_user_could_change(user):
+    """Someone who can rename entries in the prefix could swap a file for a symbolic link, or
+    the binary for theirs just before it runs: as root, such a prefix is refused."""
+    shared = os.path.join(user["base"], "shared")
+    os.makedirs(os.path.join(shared, "share"))
+    os.chmod(shared, 0o2775)
+    refused = subprocess.run(["bash", os.path.join(ROOT, "install.sh"), "--binary", BIN, "--prefix", shared],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "writable by group or others" in refused.stderr, refused
+    assert not os.path.exists(os.path.join(shared, "bin"))
+    theirs = os.path.join(user["home"], "tools")
+    os.makedirs(theirs)
+    os.chown(theirs, pwd.getpwnam(USER).pw_uid, -1)
+    refused = subprocess.run(["bash", os.path.join(ROOT, "install.sh"), "--binary", BIN, "--prefix", theirs],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "belongs to uid %d" % pwd.getpwnam(USER).pw_uid in refused.stderr, refused
+    assert os.listdir(theirs) == []

@@ -64,6 +64,14 @@ import Testing
         #expect(engine.candidates(["exec", "--", ""]) == ["@commands"])
         #expect(engine.candidates(["exec", "--", "python3", ""]) == ["@files"])
         #expect(engine.candidates(["key", "rm", "x", ""]) == [])
+        #expect(engine.candidates(["chat", "--color", "=", "al"]) == ["always"], "bash splits --color=al at the =")
+    }
+
+    @Test func onlyPlainWordsReachTheShell() {
+        #expect(CompletionEngine.isPlain("gemini-3.6-flash") && CompletionEngine.isPlain("a1b2c3d4e5f60718"))
+        for hostile in ["gemini-x;touch${IFS}/tmp/p", "a$(id)", "x`id`", "a b", "esc\u{1B}]0;t\u{07}", "q'\"", "line\nbreak", ""] {
+            #expect(!CompletionEngine.isPlain(hostile), "\(hostile)")
+        }
     }
 
     @Test func keyNamesNeedASessionAndNeverAPrompt() {
