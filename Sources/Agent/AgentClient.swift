@@ -35,7 +35,7 @@ public enum AgentError: Error, Equatable, Sendable {
 public struct AgentClient: Sendable {
     public let paths: AgentPaths
     /// Long enough for a write that waits for the vault's lock.
-    var responseTimeout = 30.0
+    public var responseTimeout = 30.0
 
     public init(paths: AgentPaths) { self.paths = paths }
 
@@ -57,6 +57,12 @@ public struct AgentClient: Sendable {
         message.add(.maxSeconds, number: Int64(max))
         _ = try request(message)
         return try status()
+    }
+
+    /// The names of the keys, without their values; never extends the session.
+    public func keyNames() throws(AgentError) -> [String] {
+        let response = try request(AgentMessage(code: AgentProtocol.Operation.keyNames.rawValue))
+        return (response.text(.keyNames) ?? "").split(separator: "\n").map(String.init)
     }
 
     /// The decrypted contents and their generation; `used` records a key's use.

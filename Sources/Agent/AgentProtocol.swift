@@ -13,13 +13,13 @@ public enum AgentProtocol {
     public static let maxFrame = 17 << 20
 
     public enum Operation: UInt8, Sendable {
-        case status = 1, unlock = 2, contents = 3, write = 4, rekey = 5, lock = 6
+        case status = 1, unlock = 2, contents = 3, write = 4, rekey = 5, lock = 6, keyNames = 7
     }
 
     public enum Tag: UInt8, Sendable {
         case keyEncryptionKey = 1, idleSeconds = 2, maxSeconds = 3, payload = 4, generation = 5, keyName = 6
         case message = 7, errorKind = 8, vaultPath = 9, unlockedAt = 10, idleDeadline = 11, maxDeadline = 12
-        case pid = 13, state = 14, backup = 15, recoveryCode = 16, seenGeneration = 17
+        case pid = 13, state = 14, backup = 15, recoveryCode = 16, seenGeneration = 17, keyNames = 18
     }
 
     public enum ErrorKind: UInt8, Sendable {

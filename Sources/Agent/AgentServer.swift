@@ -172,6 +172,8 @@ public final class AgentServer {
         switch operation {
         case .status:
             return status()  // never extends the session
+        case .keyNames:
+            return keyNames()  // for completion: no secret, and no use
         case .unlock:
             return unlock(request)
         case .lock:
@@ -228,6 +230,13 @@ public final class AgentServer {
         lastActivity = startedMonotonic
         log("unlocked \(paths.vaultPath) (idle \(Int(timeouts.idle)) s, at most \(Int(timeouts.max)) s)")
         return status()
+    }
+
+    private func keyNames() -> AgentMessage {
+        guard let document else { return Self.error(.locked, "the session is locked") }
+        var response = AgentMessage(code: 0)
+        response.add(.keyNames, text: document.contents.keys.map(\.name).joined(separator: "\n"))
+        return response
     }
 
     private func contents(_ request: AgentMessage) -> AgentMessage {

@@ -173,7 +173,7 @@ public final class ChatREPL {
         guard maySend(message) else { return }
         gv_interrupt_clear()
         if let bubbles { Console.out(bubbles.bubble(EscapeNeutralizer.neutralize(message), from: .user).joined(separator: "\n") + "\n") }
-        let printer = ReplyPrinter(spinner: interactive && Terminal.stderrIsTerminal, prefix: bubbles == nil ? modelLabel : "",
+        let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted, prefix: bubbles == nil ? modelLabel : "",
                                    markdown: bubbles == nil ? markdown.map(MarkdownStream.init) : nil)
         var handlers = printer.handlers()
         if bubbles != nil { handlers.onText = { _ in } }  // drawn whole, as a bubble, below

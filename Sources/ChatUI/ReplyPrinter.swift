@@ -1,15 +1,19 @@
 import Conversations
 import CSystemShims
 import GeminiClient
+import SystemIO
 import TerminalIO
 
 /// Prints a streaming reply: a spinner on stderr until the first text, then the text on
-/// stdout with control and escape sequences neutralised. Retries are announced on stderr.
+/// stdout with control and escape sequences neutralised. Retries are announced on stderr,
+/// with a countdown on a terminal.
 public final class ReplyPrinter {
     private let spinnerEnabled: Bool
     private var spinnerShown = false
     private var frame = 0
     private var receivedText = false
+    /// When a retry is due (monotonic seconds), for its countdown.
+    private var retryAt: Double?
     private let frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
     private let prefix: String
     /// Renders the reply's markdown block by block, on a terminal; nil prints it as it came.
@@ -30,6 +34,7 @@ public final class ReplyPrinter {
             onRetry: { [self] notice in
                 self.clearSpinner()
                 Console.warning("retrying in \(Self.seconds(notice.delay)) (\(notice.reason))")
+                self.retryAt = Clock.monotonicSeconds() + notice.delay
             },
             onTick: { [self] in self.tick() },
             isCancelled: { gv_interrupt_pending() != 0 })
@@ -49,9 +54,16 @@ public final class ReplyPrinter {
 
     func tick() {
         frame += 1
+        guard spinnerEnabled, !receivedText else { return }
+        if let retryAt, case let left = retryAt - Clock.monotonicSeconds(), left > 0 {
+            Console.err("\r\u{1B}[2K" + frames[frame % frames.count] + " retrying in \(Int(left.rounded(.up))) s…")
+            spinnerShown = true
+            return
+        }
+        retryAt = nil
         // Quick replies get no spinner: it starts after about 300 ms.
-        guard spinnerEnabled, !receivedText, frame > 3 else { return }
-        Console.err("\r" + frames[frame % frames.count] + " waiting for Gemini…")
+        guard frame > 3 else { return }
+        Console.err("\r\u{1B}[2K" + frames[frame % frames.count] + " waiting for Gemini…")
         spinnerShown = true
     }
 

@@ -291,7 +291,7 @@ public final class GeminiClient {
                     delay = retryInfo
                 }
                 handlers.onRetry(RetryNotice(delay: delay, attempt: attempt, reason: Self.shortReason(error)))
-                if Self.sleep(delay, isCancelled: handlers.isCancelled) {
+                if Self.sleep(delay, onTick: handlers.onTick, isCancelled: handlers.isCancelled) {
                     throw GeminiError(category: .interrupted, message: "interrupted while waiting to retry", reason: "interrupted")
                 }
                 attempt += 1
@@ -314,14 +314,18 @@ public final class GeminiClient {
         return text
     }
 
-    /// Sleeps in short slices; returns true when cancelled.
-    static func sleep(_ seconds: Double, isCancelled: () -> Bool) -> Bool {
+    /// Sleeps in short slices, ticking every 100 ms so a countdown can be drawn; returns
+    /// true when cancelled.
+    static func sleep(_ seconds: Double, onTick: () -> Void = {}, isCancelled: () -> Bool) -> Bool {
         var remaining = seconds
+        var slices = 0
         while remaining > 0 {
             if isCancelled() { return true }
             let slice = min(remaining, 0.05)
             Clock.sleep(slice)
             remaining -= slice
+            slices += 1
+            if slices % 2 == 0 { onTick() }
         }
         return isCancelled()
     }

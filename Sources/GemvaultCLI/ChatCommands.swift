@@ -76,9 +76,6 @@ enum ChatCommand {
         return MarkdownRenderer(styled: style.enabled)
     }
 
-    static func style(_ settings: Settings, environment: [String: String], fd: Int32) -> Style {
-        Style.decide(mode: ColorMode(rawValue: settings.string("color") ?? "auto") ?? .auto, environment: environment, isTerminal: Terminal.isTerminal(fd))
-    }
 
     static func chat(_ call: Invocation) throws {
         let (client, settings) = try client(call)
@@ -98,7 +95,7 @@ enum ChatCommand {
         }
         let (recorder, notice) = context.recorder(call, settings: settings, kind: "chat", resuming: writer)
         if let notice { Console.err("gemvault: \(notice)\n") }
-        let chatStyle = style(settings, environment: context.environment, fd: FileDescriptor.standardOutput.raw)
+        let chatStyle = context.style(settings, fd: FileDescriptor.standardOutput.raw)
         let bubbles = call.flag("--bubbles") && chatStyle.enabled ? Terminal.columns.map { BubbleLayout(width: $0, color: true) } : nil
         let repl = ChatREPL(conversation: conversation, client: client, style: chatStyle,
                             interactive: Terminal.stdinIsTerminal, allowSecrets: call.flag("--allow-secrets"), recorder: recorder,
@@ -118,7 +115,7 @@ enum ChatCommand {
         @Nullable var blockReason: String?
         @Nullable var usage: UsageMetadata?
         var interrupted = false
-        var totalTokens: Int?
+        @Nullable var totalTokens: Int?
         @Nullable var error: AskError?
     }
 
@@ -166,11 +163,11 @@ enum ChatCommand {
             // A script reads stdout only: the failure goes there too, then to stderr as usual.
             if json {
                 result.error = AskError(error)
-                Output.json(result)
+                Output.json(result, schema: .ask)
             }
             throw error
         }
-        if json { Output.json(result) }
+        if json { Output.json(result, schema: .ask) }
     }
 
     /// One prompt; `result` is filled for --json as the facts become known.
@@ -195,9 +192,8 @@ enum ChatCommand {
             return
         }
         let streaming = !call.flag("--no-stream")
-        let printer = ReplyPrinter(spinner: Terminal.stderrIsTerminal,
-                                   markdown: markdownRenderer(call, style(settings, environment: call.context.environment,
-                                                                          fd: FileDescriptor.standardOutput.raw)).map(MarkdownStream.init))
+        let printer = ReplyPrinter(spinner: ProgressLine.isWanted,
+                                   markdown: markdownRenderer(call, call.context.style(settings, fd: FileDescriptor.standardOutput.raw)).map(MarkdownStream.init))
         var handlers = printer.handlers()
         if json || !streaming { handlers.onText = { _ in } }
         gv_interrupt_install()
@@ -237,18 +233,19 @@ enum ChatCommand {
 
     struct ModelListing: Encodable {
         let name: String
-        let displayName: String?
-        let inputTokenLimit: Int?
-        let outputTokenLimit: Int?
+        @Nullable var displayName: String?
+        @Nullable var inputTokenLimit: Int?
+        @Nullable var outputTokenLimit: Int?
     }
 
     static func models(_ call: Invocation) throws {
         let (client, _) = try client(call)
-        let printer = ReplyPrinter(spinner: Terminal.stderrIsTerminal)
+        let printer = ReplyPrinter(spinner: ProgressLine.isWanted)
         let models = try client.listModels(handlers: printer.handlers()).filter { $0.supportedGenerationMethods?.contains("generateContent") ?? false }
         printer.clearSpinner()
         let listings = models.map { ModelListing(name: $0.shortName, displayName: $0.displayName, inputTokenLimit: $0.inputTokenLimit, outputTokenLimit: $0.outputTokenLimit) }
-        if call.flag("--json") { Output.json(listings); return }
+        ModelCache(paths: call.context.paths).save(listings.map(\.name))
+        if call.flag("--json") { Output.json(["models": listings], schema: .models); return }
         let rows = listings.map { [EscapeNeutralizer.neutralize($0.name), $0.inputTokenLimit.map(String.init) ?? "-", $0.outputTokenLimit.map(String.init) ?? "-",
                                    EscapeNeutralizer.neutralize($0.displayName ?? "")] }
         Console.out(Output.table([["MODEL", "INPUT TOKENS", "OUTPUT TOKENS", "NAME"]] + rows))

@@ -31,6 +31,7 @@ let globalOptions: [OptionSpec] = [
     OptionSpec(name: "--passphrase-file", value: "PATH", help: "read the passphrase from the first line of a private file"),
     OptionSpec(name: "--no-session", value: nil, help: "do not use an unlocked session; open the vault file with the passphrase"),
     OptionSpec(name: "--accept-rollback", value: nil, help: "open a vault older than one already seen (an old copy restored on purpose)"),
+    OptionSpec(name: "--color", value: "WHEN", help: "colour: auto (default), always or never; also the 'color' setting, NO_COLOR and TERM=dumb"),
     OptionSpec(name: "--help", value: nil, help: "show help for the command"),
 ]
 
@@ -57,7 +58,7 @@ let settingFlags: [String: String] = [
 ]
 
 /// The whole command surface.
-let commandTable: [CommandSpec] = vaultCommands + rotationCommands + sessionCommands + configCommands + chatCommands + historyCommands + execCommands
+let commandTable: [CommandSpec] = vaultCommands + rotationCommands + sessionCommands + configCommands + chatCommands + historyCommands + execCommands + completionCommands
 
 /// The result of parsing argv against the table.
 struct Invocation {
@@ -86,7 +87,12 @@ enum ParsedCommand {
     case help(CommandSpec?)
     case groupHelp([String])
     case reference
+    case manual
     case version
+    /// The shell completion scripts' question: candidates for a partial command line.
+    case complete([String])
+    /// Plain `gemvault`: the first-run set-up, or chat when there is a vault.
+    case start
 }
 
 enum ArgumentParser {
@@ -107,9 +113,12 @@ enum ArgumentParser {
         }
         let commandWords = rest.prefix { !$0.hasPrefix("-") }
         let arguments = Array(commandWords) + leading + Array(rest.dropFirst(commandWords.count))
+        if argv.first == "__complete" { return .complete(Array(argv.dropFirst())) }
+        if argv.isEmpty { return .start }
         if arguments.isEmpty || arguments == ["--help"] || arguments == ["-h"] { return .help(nil) }
         if arguments == ["--version"] || arguments == ["-V"] { return .version }
         if arguments == ["help", "--reference"] { return .reference }
+        if arguments == ["help", "--man"] { return .manual }
         if arguments.first == "help" {
             let topic = Array(arguments.dropFirst())
             if topic.isEmpty { return .help(nil) }
@@ -245,6 +254,9 @@ enum HelpText {
             text += "\nOptions:\n"
             for option in spec.options { text += optionLine(option) }
         }
+        if let examples = commandExamples[spec.name] {
+            text += "\nExamples:\n" + examples.map { "  " + $0 + "\n" }.joined()
+        }
         text += "\nGlobal options:\n"
         for option in globalOptions { text += optionLine(option) }
         return text
@@ -270,6 +282,9 @@ enum HelpText {
                     text += "| `\(option.name)\(option.value.map { " " + $0 } ?? "")` | \(option.help) |\n"
                 }
                 text += "\n"
+            }
+            if let examples = commandExamples[spec.name] {
+                text += "```sh\n" + examples.map { $0 + "\n" }.joined() + "```\n\n"
             }
         }
         text += "### Global options\n\n| Option | Meaning |\n|---|---|\n"

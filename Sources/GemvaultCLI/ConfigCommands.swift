@@ -129,7 +129,7 @@ enum ConfigCommand {
 
     static func list(_ call: Invocation) throws {
         let values = try stored(call)
-        if call.flag("--json") { Output.json(values); return }
+        if call.flag("--json") { Output.json(["settings": values], schema: .configList); return }
         for name in values.keys.sorted() { Console.out("\(name)=\(display(name, values[name]!))\n") }
     }
 
@@ -141,7 +141,7 @@ enum ConfigCommand {
 
     struct ExplainedSetting: Encodable {
         let name: String
-        let value: String?
+        @Nullable var value: String?
         let origin: String
         let layer: String
     }
@@ -174,7 +174,7 @@ enum ConfigCommand {
             ExplainedSetting(name: setting.name, value: setting.value.map { display(setting.name, $0) },
                              origin: setting.origin.label, layer: setting.origin.kind)
         }
-        if call.flag("--json") { Output.json(Explanation(settings: explained, vault: vaultState)); return }
+        if call.flag("--json") { Output.json(Explanation(settings: explained, vault: vaultState), schema: .configExplain); return }
         Console.out(Output.table([["SETTING", "VALUE", "ORIGIN"]] + explained.map { [$0.name, $0.value ?? "(unset)", $0.origin] }))
         Console.err("gemvault: vault layer: \(vaultState)\n")
     }
@@ -182,10 +182,10 @@ enum ConfigCommand {
     struct WhichResult: Encodable {
         let source: String
         let detail: String
-        let name: String?
+        @Nullable var name: String?
         let masked: String
-        let updated: String?
-        let age_days: Int64?
+        @Nullable var updated: String?
+        @Nullable var age_days: Int64?
         let shadowed: [Shadow]
 
         struct Shadow: Encodable {
@@ -205,7 +205,7 @@ enum ConfigCommand {
             updated: key.updated.map(Output.isoDate), age_days: key.updated.map { (Output.now() - $0) / 86400 },
             shadowed: shadowed.map { WhichResult.Shadow(source: $0.source.kind, detail: $0.note) })
         for shadow in shadowed { Console.warning("\(shadow.note), but it is shadowed by \(key.source.label)") }
-        if call.flag("--json") { Output.json(result); return }
+        if call.flag("--json") { Output.json(result, schema: .keyWhich); return }
         var text = "source: \(key.source.label)\nkey:    \(key.secret.masked)\n"
         if let updated = key.updated { text += "age:    \(Output.age(since: updated)) (set \(Output.isoDate(updated)))\n" }
         Console.out(text)
@@ -229,7 +229,7 @@ enum ConfigCommand {
                             settings: try? Settings.resolve(layers), coreDumpsDisabled: !ProcessHardening.isDumpable)
         let findings = doctor.run()
         if call.flag("--json") {
-            Output.json(DoctorReport(clean: findings.isEmpty, checks: Doctor.checks, findings: findings))
+            Output.json(DoctorReport(clean: findings.isEmpty, checks: Doctor.checks, findings: findings), schema: .doctor)
         } else if findings.isEmpty {
             Console.out("ok: no findings (checked \(Doctor.checks.joined(separator: ", ")))\n")
         } else {

@@ -26,6 +26,12 @@ struct Context {
     var generations: GenerationRecord { GenerationRecord(stateDirectory: paths.stateHome) }
     var acceptsRollback: Bool { options["--accept-rollback"] != nil }
 
+    /// `--color`, then the `color` setting, then auto (a terminal without NO_COLOR or TERM=dumb).
+    func style(_ settings: Settings?, fd: Int32) -> Style {
+        let mode = options["--color"].flatMap(ColorMode.init) ?? settings?.string("color").flatMap(ColorMode.init) ?? .auto
+        return Style.decide(mode: mode, environment: environment, isTerminal: Terminal.isTerminal(fd))
+    }
+
     /// The agent of this vault (which may not be running).
     var agent: AgentClient { AgentClient(paths: AgentPaths(environment: environment, vaultPath: vaultPath)) }
 

@@ -8,6 +8,10 @@ public let gemvaultVersion = "0.1.0"
 public enum GemvaultMain {
     public static func run(arguments: [String], environment: [String: String]) -> Int32 {
         ProcessHardening.prepareProcess()
+        KeyDerivationProgress.install { purpose in
+            let line = ProgressLine.start(purpose == .unlocking ? "unlocking…" : "protecting the vault…")
+            return { line?.stop() }
+        }
         do {
             switch try ArgumentParser.parse(arguments) {
             case .version:
@@ -18,7 +22,16 @@ public enum GemvaultMain {
                 Console.out(HelpText.group(prefix))
             case .reference:
                 Console.out(HelpText.reference())
+            case .manual:
+                Console.out(ManualPage.render())
+            case .complete(let words):
+                CompletionCommand.complete(words, environment: environment)
+            case .start:
+                try FirstRun.start(Context(environment: environment, options: [:]))
             case .run(let spec, let positionals, let options):
+                if let color = options["--color"], ColorMode(rawValue: color) == nil {
+                    throw UsageError("--color takes auto, always or never, not '\(color)'", command: spec)
+                }
                 let context = Context(environment: environment, options: options)
                 try spec.run(Invocation(command: spec, positionals: positionals, options: options, context: context))
             }

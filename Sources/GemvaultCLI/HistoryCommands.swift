@@ -80,7 +80,7 @@ enum HistoryCommand {
 
     static func list(_ call: Invocation) throws {
         let all = try summaries(call.context)
-        if call.flag("--json") { Output.json(all); return }
+        if call.flag("--json") { Output.json(["conversations": all], schema: .historyList); return }
         if all.isEmpty { Console.err("gemvault: no saved conversations\n"); return }
         Console.out(Output.table([["ID", "TURNS", "FIRST", "LAST", "MODEL", "TITLE"]]
             + all.map { [String($0.id.prefix(8)), String($0.turns), $0.first, $0.last, $0.model, $0.title] }))
@@ -98,7 +98,7 @@ enum HistoryCommand {
             for turn in transcript.turns { Console.out("you › \(turn.user)\ngemini › \(turn.model)\n\n") }
             return
         }
-        let style = Style.decide(mode: .auto, environment: call.context.environment, isTerminal: Terminal.stdoutIsTerminal)
+        let style = call.context.style(try? Settings.resolve(try call.context.settingLayers(call)), fd: FileDescriptor.standardOutput.raw)
         if style.enabled, let columns = Terminal.columns {
             // The seed's chat screen: bubbles on a terminal, plain text everywhere else.
             let markdown = MarkdownRenderer(styled: false)
@@ -141,7 +141,7 @@ enum HistoryCommand {
     struct Export: Encodable {
         let version = 1
         let id: String
-        let meta: ConversationMeta?
+        @Nullable var meta: ConversationMeta?
         let turns: [SavedTurn]
     }
 
@@ -149,7 +149,7 @@ enum HistoryCommand {
         let transcript = try load(call)
         switch call.value("--format") ?? "md" {
         case "json":
-            Output.json(Export(id: transcript.id, meta: transcript.meta, turns: transcript.turns))
+            Output.json(Export(id: transcript.id, meta: transcript.meta, turns: transcript.turns), schema: .historyExport)
         case "md":
             var text = "# \(transcript.meta?.title ?? "gemvault conversation")\n\n_\(transcript.meta?.model ?? "?"), \(Output.isoDate(transcript.meta?.created ?? 0))_\n\n"
             for turn in transcript.turns {

@@ -4,11 +4,12 @@ import TerminalIO
 import VaultCore
 
 enum Output {
-    /// Pretty JSON with sorted keys on stdout.
-    static func json<T: Encodable>(_ value: T) {
+    /// Pretty JSON with sorted keys on stdout: one object, with its schema's `version` among
+    /// its fields (the schemas are Docs/schemas/NAME.schema.json).
+    static func json<T: Encodable>(_ value: T, schema: JSONSchema) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(value)) ?? Data("null".utf8)
+        let data = (try? encoder.encode(Versioned(version: schema.version, body: value))) ?? Data("null".utf8)
         Console.out(String(decoding: data, as: UTF8.self) + "\n")
     }
 
@@ -52,6 +53,31 @@ enum Output {
             text += "\n"
         }
         return text
+    }
+}
+
+/// The scripting contract: every `--json` output has a schema committed under Docs/schemas/.
+/// Adding a field keeps a schema's version; changing or removing one raises it.
+enum JSONSchema: String, CaseIterable {
+    case initResult = "init", keyList = "key-list", keyHistory = "key-history", inspect, status
+    case configList = "config-list", configExplain = "config-explain", keyWhich = "key-which", doctor
+    case ask, models, historyList = "history-list", historyExport = "history-export"
+
+    var version: Int { 1 }
+    var file: String { "Docs/schemas/\(rawValue).schema.json" }
+}
+
+/// An object's fields with `version` added beside them.
+private struct Versioned<Body: Encodable>: Encodable {
+    let version: Int
+    let body: Body
+
+    private enum Keys: String, CodingKey { case version }
+
+    func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(version, forKey: .version)
+        try body.encode(to: encoder)
     }
 }
 

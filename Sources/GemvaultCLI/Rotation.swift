@@ -64,7 +64,7 @@ enum RotationCommand {
         let name: String
         let created: String
         let rotated: String
-        let lastUsed: String?
+        @Nullable var lastUsed: String?
         let values: [HistoryEntry]
     }
 
@@ -76,7 +76,7 @@ enum RotationCommand {
                                    lastUsed: key.lastUsed > 0 ? Output.isoDate(key.lastUsed) : nil,
                                    values: [HistoryEntry(value: key.secret.masked, current: true, date: Output.isoDate(key.updated))]
                                        + key.previous.map { HistoryEntry(value: $0.secret.masked, current: false, date: Output.isoDate($0.retired)) })
-        if call.flag("--json") { Output.json(report); return }
+        if call.flag("--json") { Output.json(report, schema: .keyHistory); return }
         var rows = [["VALUE", "STATE", "SINCE OR RETIRED"]]
         for entry in report.values { rows.append([entry.value, entry.current ? "current" : "retired", entry.date]) }
         Console.out(Output.table(rows))

@@ -49,6 +49,14 @@ enum SessionCommand {
         }
         context.remember(document.file)
         context.rememberRecipient(document.contents)
+        try startSession(call, document: document, agentSpawned: spawned)
+    }
+
+    /// Hands an open vault's key-encryption key to the agent, starting one when none runs
+    /// (or waiting for the one `unlock` started while Argon2 ran).
+    static func startSession(_ call: Invocation, document: VaultDocument, agentSpawned spawned: Bool = false) throws {
+        let context = call.context
+        let agent = context.agent
         guard let kek = document.keyEncryptionKey else { throw VaultError.wrongPassphrase }
         let layers = try context.settingLayers(call)
         var withVault = layers
@@ -137,7 +145,6 @@ enum SessionCommand {
     }
 
     struct StatusReport: Encodable {
-        let version = 1
         let unlocked: Bool
         let vault: String
         /// The agent's pid when one runs (a locked `agent --foreground` too).
@@ -159,7 +166,7 @@ enum SessionCommand {
                                   agentPid: status?.pid, since: status?.unlockedAt.map(Output.isoDate),
                                   locksAt: status?.locksAt.map(Output.isoDate), idleLocksAt: status?.idleDeadline.map(Output.isoDate),
                                   maxLocksAt: status?.maxDeadline.map(Output.isoDate))
-        if call.flag("--json") { Output.json(report); return }
+        if call.flag("--json") { Output.json(report, schema: .status); return }
         if report.unlocked {
             Console.out("unlocked: \(report.vault)\nsince:    \(report.since ?? "?")\nlocks at: \(report.locksAt ?? "?") (idle limit \(report.idleLocksAt ?? "?"), at the latest \(report.maxLocksAt ?? "?"))\nagent:    pid \(report.agentPid ?? 0)\n")
         } else {

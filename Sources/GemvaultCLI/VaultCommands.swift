@@ -74,7 +74,7 @@ enum VaultCommand {
         context.rememberRecipient(document.contents)
         if call.flag("--json") {
             let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-            Output.json(InitResult(vault: context.vaultPath, kdf: preset.rawValue, recovery_code: text))
+            Output.json(InitResult(vault: context.vaultPath, kdf: preset.rawValue, recovery_code: text), schema: .initResult)
         } else {
             Console.err("gemvault: created \(context.vaultPath) (Argon2id \(preset.rawValue))\n")
             Console.err("gemvault: the recovery code below is shown only this once; write it down and keep it offline\n")
@@ -155,7 +155,7 @@ enum VaultCommand {
         let created: String
         let updated: String
         let age_days: Int64
-        let last_used: String?
+        @Nullable var last_used: String?
         let previous_versions: Int
     }
 
@@ -163,11 +163,12 @@ enum VaultCommand {
         let contents = try call.context.vaultContents()
         let now = Output.now()
         if call.flag("--json") {
-            Output.json(contents.keys.map {
+            let listings = contents.keys.map {
                 KeyListing(name: $0.name, masked: $0.secret.masked, created: Output.isoDate($0.created),
                            updated: Output.isoDate($0.updated), age_days: max(0, now - $0.updated) / 86400,
                            last_used: $0.lastUsed > 0 ? Output.isoDate($0.lastUsed) : nil, previous_versions: $0.previous.count)
-            })
+            }
+            Output.json(["keys": listings], schema: .keyList)
             return
         }
         if contents.keys.isEmpty {
@@ -302,7 +303,7 @@ enum VaultCommand {
         let kdf: String
         let ops_limit: UInt32
         let mem_limit_bytes: UInt64
-        let preset: String?
+        @Nullable var preset: String?
     }
 
     struct InspectResult: Encodable {
@@ -314,8 +315,8 @@ enum VaultCommand {
         let slots: [SlotInfo]
         let checksum: String
         let mode: String
-        let vault_id: String?
-        let highest_generation_seen: UInt64?
+        @Nullable var vault_id: String?
+        @Nullable var highest_generation_seen: UInt64?
     }
 
     static func inspect(_ call: Invocation) throws {
@@ -329,7 +330,7 @@ enum VaultCommand {
                                              mem_limit_bytes: $0.kdf.memLimit, preset: $0.kdf.presetName) },
             checksum: "ok", mode: FileStatus.of(link: context.vaultPath)?.octalMode ?? "?",
             vault_id: file.vaultIDHex, highest_generation_seen: context.highestSeen(file))
-        if call.flag("--json") { Output.json(result); return }
+        if call.flag("--json") { Output.json(result, schema: .inspect); return }
         var text = """
         vault:          \(result.path)
         format version: \(result.format_version)

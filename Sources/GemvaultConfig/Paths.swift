@@ -22,6 +22,7 @@ public struct Paths: Sendable {
     public var dataHome: String { xdg("XDG_DATA_HOME", fallback: "/.local/share") }
     public var configHome: String { xdg("XDG_CONFIG_HOME", fallback: "/.config") }
     public var stateHome: String { xdg("XDG_STATE_HOME", fallback: "/.local/state") }
+    public var cacheHome: String { xdg("XDG_CACHE_HOME", fallback: "/.cache") }
 
     /// `--vault`, then `GEMVAULT_VAULT`, then `$XDG_DATA_HOME/gemvault/vault`.
     public func vault(flag: String?) -> String {

@@ -38,6 +38,14 @@ public enum TerminalQuestion {
         return word == "y" || word == "yes"
     }
 
+    /// Offers a step whose answer is usually yes: Enter accepts, "n" or "no" declines.
+    /// Without a terminal nothing is accepted.
+    public static func offer(_ question: String) -> Bool {
+        guard let answer = ask(question + " [Y/n] ") else { return false }
+        let word = answer.trimmedWhitespace.lowercased()
+        return word.isEmpty || word == "y" || word == "yes"
+    }
+
     /// One line typed on /dev/tty after `prompt`, or nil without a terminal.
     public static func ask(_ prompt: String) -> String? {
         let fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)

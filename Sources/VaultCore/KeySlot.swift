@@ -69,11 +69,14 @@ public struct KeySlot: Equatable, Sendable {
 
     /// The key-encryption key for `secret` under this slot's salt and parameters.
     func deriveKey(from secret: SecretBytes) throws(VaultError) -> SecretBytes {
-        try Self.derive(secret, salt: salt, kdf: kdf)
+        try Self.derive(secret, salt: salt, kdf: kdf, purpose: .unlocking)
     }
 
-    static func derive(_ secret: SecretBytes, salt: [UInt8], kdf: KDFParameters) throws(VaultError) -> SecretBytes {
-        try mapSodium { () throws(SodiumError) in
+    static func derive(_ secret: SecretBytes, salt: [UInt8], kdf: KDFParameters,
+                       purpose: KeyDerivationProgress.Purpose = .sealing) throws(VaultError) -> SecretBytes {
+        let end = KeyDerivationProgress.begin(purpose)
+        defer { end() }
+        return try mapSodium { () throws(SodiumError) in
             try Sodium.argon2id(secret: secret, salt: salt, opsLimit: UInt64(kdf.opsLimit), memLimit: kdf.memLimit,
                                 outputBytes: Sodium.xchachaKeyBytes)
         }

@@ -22,7 +22,7 @@ def history(api):
 def conversations(env):
     result = env.run("history", "list", "--json")
     assert result.code == 0, result
-    return json.loads(result.out)
+    return json.loads(result.out)["conversations"]
 
 
 def test_nothing_of_a_conversation_is_left_in_plain_text(history, tmp_path):
@@ -125,7 +125,7 @@ def test_history_stays_readable_after_passwd_and_rekey(history):
     assert env.run("passwd", "--new-passphrase-file", new_pass).code == 0
     assert env.run("rekey", "--passphrase-file", new_pass, passphrase=False).code == 0
     listed = env.run("history", "list", "--json", "--passphrase-file", new_pass, passphrase=False)
-    assert json.loads(listed.out)[0]["title"] == "remember me"
+    assert json.loads(listed.out)["conversations"][0]["title"] == "remember me"
 
 
 def test_rm_and_older_than_really_delete(history):
@@ -229,4 +229,4 @@ def test_a_torn_record_is_cut_off_before_resuming_and_a_bad_file_hides_no_other(
     os.chmod(os.path.join(folder, "ffffffffffffffff.chat"), 0o600)
     listed = env.run("history", "list", "--json")
     assert listed.code == 0 and "ffffffffffffffff cannot be read" in listed.err, listed
-    assert sorted(c["title"] for c in json.loads(listed.out)) == ["another one", "first"]
+    assert sorted(c["title"] for c in json.loads(listed.out)["conversations"]) == ["another one", "first"]

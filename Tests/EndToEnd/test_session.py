@@ -203,11 +203,11 @@ def test_writers_through_the_agent_and_a_direct_writer_lose_nothing(session):
     for proc in procs:
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
-    names = [k["name"] for k in json.loads(env.run("--no-session", "key", "list", "--json").out)]
+    names = [k["name"] for k in json.loads(env.run("--no-session", "key", "list", "--json").out)["keys"]]
     expected = sorted(["default"] + ["%s%d" % (p, i) for p in "abc" for i in range(1, 7)])
     assert sorted(names) == expected
     # The agent followed the direct writer too.
-    assert sorted(k["name"] for k in json.loads(env.run("key", "list", "--json", passphrase=False).out)) == expected
+    assert sorted(k["name"] for k in json.loads(env.run("key", "list", "--json", passphrase=False).out)["keys"]) == expected
 
 
 def test_an_agent_in_the_foreground_is_used_instead_of_starting_another(session):
@@ -364,7 +364,7 @@ def test_rotation_checks_the_new_key_keeps_history_and_rolls_back(session):
     env.run("unlock")
     assert env.run("key", "rollback", "default", passphrase=False).code == 0
     env.run("key", "get", passphrase=False)
-    listed = json.loads(env.run("key", "list", "--json", passphrase=False).out)
+    listed = json.loads(env.run("key", "list", "--json", passphrase=False).out)["keys"]
     assert listed[0]["last_used"] is not None and listed[0]["age_days"] == 0
 
 
@@ -411,7 +411,7 @@ def test_an_old_key_gets_one_reminder_a_day_from_chat_ask_and_exec(session):
     env = session
     env.run("config", "set", "rotation_days", "30")
     age_every_key(env, 45)
-    listed = json.loads(env.run("key", "list", "--json").out)
+    listed = json.loads(env.run("key", "list", "--json").out)["keys"]
     assert listed[0]["age_days"] == 45
     first = env.run("ask", "--model", "echo", "hi")
     assert first.code == 0 and "key 'default' is 45 days old (rotation_days is 30)" in first.err, first

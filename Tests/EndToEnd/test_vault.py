@@ -54,7 +54,7 @@ def test_key_round_trip_list_and_remove(env):
     assert env.run("key", "get", "work").out == second + "\n"
     listing = env.run("key", "list")
     assert "AIza…klmn" in listing.out and GOOD_KEY not in listing.out
-    entries = json.loads(env.run("key", "list", "--json").out)
+    entries = json.loads(env.run("key", "list", "--json").out)["keys"]
     assert [e["name"] for e in entries] == ["default", "work"]
     assert entries[0]["masked"] == "AIza…klmn"
     assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", entries[0]["created"])
@@ -76,7 +76,7 @@ def test_replacing_a_key_keeps_history_count(env):
     env.init()
     env.run("key", "set", input=GOOD_KEY)
     env.run("key", "set", input=GOOD_KEY.replace("D3", "E4"))
-    entries = json.loads(env.run("key", "list", "--json").out)
+    entries = json.loads(env.run("key", "list", "--json").out)["keys"]
     assert entries[0]["previous_versions"] == 1
 
 
@@ -293,7 +293,7 @@ def test_ten_concurrent_writers_lose_nothing(env):
     for i, p in enumerate(procs):
         p.communicate(("AIzaSyConcurrent%02d" % i + "x" * 20).encode(), timeout=120)
         assert p.returncode == 0
-    names = [e["name"] for e in json.loads(env.run("key", "list", "--json").out)]
+    names = [e["name"] for e in json.loads(env.run("key", "list", "--json").out)["keys"]]
     assert names == ["k%d" % i for i in range(10)]
     info = json.loads(env.run("inspect", "--json", passphrase=False).out)
     assert info["generation"] == 11
@@ -335,7 +335,7 @@ def test_config_settings_in_vault(env):
     assert env.run("config", "set", "model", "gemini-custom").code == 0
     assert env.run("config", "set", "temperature", "0.25").code == 0
     assert env.run("config", "get", "model").out == "gemini-custom\n"
-    assert json.loads(env.run("config", "list", "--json").out) == {"model": "gemini-custom", "temperature": "0.25"}
+    assert json.loads(env.run("config", "list", "--json").out)["settings"] == {"model": "gemini-custom", "temperature": "0.25"}
     bad = env.run("config", "set", "temperature", "3.5")
     assert bad.code == 64 and "temperature: 3.5 is outside 0...2" in bad.err
     unknown = env.run("config", "set", "colour", "red")

@@ -1,0 +1,239 @@
+import Agent
+import Conversations
+import GeminiClient
+import GemvaultConfig
+import SystemIO
+import TerminalIO
+import VaultCore
+
+let completionCommands: [CommandSpec] = [
+    CommandSpec(path: ["completion"], arguments: "bash|zsh|fish", argumentRange: 1...1,
+                summary: "print a shell completion script",
+                options: [],
+                details: """
+                The script completes commands, options and their values, key names (from an unlocked session only: it never asks for a passphrase), \
+                model names (from the list 'gemvault models' last saw) and history ids. It asks gemvault for candidates, so it stays right after an upgrade.
+                bash: gemvault completion bash > ~/.local/share/bash-completion/completions/gemvault
+                zsh: gemvault completion zsh > ~/.zfunc/_gemvault (with ~/.zfunc on $fpath)
+                fish: gemvault completion fish > ~/.config/fish/completions/gemvault.fish
+                """,
+                run: CompletionCommand.script),
+]
+
+/// What a word on the command line can be, read from the table's placeholders.
+enum CompletionKind: Equatable {
+    case nothing, files, commands, keys, models, historyIDs, settings
+    case words([String])
+
+    /// `--vault PATH`, `--key NAME`, `ID`, `bash|zsh|fish`…
+    init(placeholder: String) {
+        let bare = placeholder.filter { !"[].".contains($0) }
+        switch bare {
+        case "PATH": self = .files
+        case "NAME": self = .keys
+        case "M": self = .models
+        case "ID": self = .historyIDs
+        case "KEY": self = .settings
+        case "PRESET": self = .words(KDFParameters.Preset.allCases.map(\.rawValue))
+        case "WHEN": self = .words(ColorMode.allCases.map(\.rawValue))
+        case "COMMAND": self = .commands
+        default: self = bare.contains("|") ? .words(bare.split(separator: "|").map(String.init)) : .nothing
+        }
+    }
+}
+
+/// The candidates for the last word of a partial command line, from the command table.
+/// Nothing here prompts: key names come from an unlocked session or not at all.
+struct CompletionEngine {
+    let context: Context
+
+    /// `words` are the words after `gemvault`; the last one is being typed (maybe empty).
+    /// Only candidates made of plain characters are offered: a model name from a server or
+    /// a file name in the history folder must not reach a shell's command line as code.
+    func candidates(_ words: [String]) -> [String] {
+        rawCandidates(words).filter { $0.hasPrefix("@") || Self.isPlain($0) }
+    }
+
+    static func isPlain(_ word: String) -> Bool {
+        !word.isEmpty && word.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || "._-/:@+=,".utf8.contains(byte)
+        }
+    }
+
+    private func rawCandidates(_ words: [String]) -> [String] {
+        let current = words.last ?? ""
+        if current == "=" { return [] }
+        var before = words.dropLast()
+        // bash splits `--color=al` into `--color`, `=`, `al`.
+        if before.last == "=" { before = before.dropLast() }
+        var commandWords: [String] = []
+        var positionals: [String] = []
+        var spec: CommandSpec?
+        var afterDoubleDash = false
+        var index = before.startIndex
+        while index < before.endIndex {
+            let word = before[index]
+            index += 1
+            if afterDoubleDash { positionals.append(word); continue }
+            if word == "--" { afterDoubleDash = true; continue }
+            if word.hasPrefix("-") {
+                let options = (spec?.options ?? []) + globalOptions
+                if let option = options.first(where: { $0.name == word }), option.value != nil { index += 1 }
+                continue
+            }
+            if spec == nil {
+                commandWords.append(word)
+                spec = commandTable.first { $0.path == commandWords }
+            } else {
+                positionals.append(word)
+            }
+        }
+        if afterDoubleDash, spec?.path == ["exec"] {
+            return positionals.isEmpty ? ["@commands"] : ["@files"]
+        }
+        // The value of an option.
+        if let previous = before.last, previous.hasPrefix("-"), !afterDoubleDash,
+           let option = ((spec?.options ?? []) + globalOptions).first(where: { $0.name == previous }), let value = option.value {
+            return values(CompletionKind(placeholder: value), prefix: current)
+        }
+        if current.hasPrefix("-") {
+            let names = ((spec?.options ?? []) + globalOptions).map(\.name) + (spec == nil ? ["--version"] : [])
+            return names.filter { $0.hasPrefix(current) }
+        }
+        guard let spec else {
+            let next = commandTable.filter { $0.path.count > commandWords.count && Array($0.path.prefix(commandWords.count)) == commandWords }
+                .map { $0.path[commandWords.count] } + (commandWords.isEmpty ? ["help"] : [])
+            return unique(next).filter { $0.hasPrefix(current) }
+        }
+        let placeholders = spec.arguments.split(separator: " ").map(String.init).filter { $0 != "--" }
+        guard !placeholders.isEmpty else { return [] }
+        let slot = min(positionals.count, placeholders.count - 1)
+        if slot < positionals.count, !placeholders[slot].contains("...") { return [] }
+        return values(CompletionKind(placeholder: placeholders[slot]), prefix: current)
+    }
+
+    private func values(_ kind: CompletionKind, prefix: String) -> [String] {
+        let all: [String]
+        switch kind {
+        case .nothing: return []
+        case .files: return ["@files"]
+        case .commands: return ["@commands"]
+        case .words(let words): all = words
+        case .settings: all = SettingsSchema.all.map(\.name)
+        case .keys: all = sessionKeyNames()
+        case .models: all = ModelCache(paths: context.paths).names()
+        case .historyIDs: all = (try? context.history.ids()) ?? []
+        }
+        return all.filter { $0.hasPrefix(prefix) }
+    }
+
+    /// From an unlocked session only, never by prompting. The names-only request carries no
+    /// key and does not count as use; a stalled agent costs a second at most.
+    private func sessionKeyNames() -> [String] {
+        guard context.store.exists else { return [] }
+        var agent = context.agent
+        agent.responseTimeout = 1
+        return (try? agent.keyNames()) ?? []
+    }
+
+    private func unique(_ words: [String]) -> [String] {
+        var seen = Set<String>()
+        return words.filter { seen.insert($0).inserted }
+    }
+}
+
+/// The model names `gemvault models` last listed, for completion. Not a secret, but kept in
+/// a checked folder of the user's so nobody else can plant names.
+struct ModelCache {
+    let paths: Paths
+    var folder: String { paths.cacheHome + "/gemvault" }
+
+    func save(_ names: [String]) {
+        guard let folder = try? TrustedFolder.create(folder) else { return }
+        let plain = names.filter(CompletionEngine.isPlain)
+        try? folder.replace("models", with: Array((plain.joined(separator: "\n") + "\n").utf8), tempPrefix: ".models.tmp.")
+    }
+
+    func names() -> [String] {
+        guard let folder = try? TrustedFolder.open(folder),
+              let file = try? TrustedFile.open("models", in: folder, requirement: .configuration),
+              let bytes = try? file.readAll(limit: 1 << 20) else { return [] }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init).filter { (try? GeminiClient.modelResource($0)) != nil }
+    }
+}
+
+enum CompletionCommand {
+    /// `gemvault __complete WORD...`: the candidates, one a line. `@files` and `@commands`
+    /// ask the shell to complete paths or command names itself.
+    static func complete(_ words: [String], environment: [String: String]) {
+        let engine = CompletionEngine(context: Context(environment: environment, options: [:]))
+        let candidates = engine.candidates(words.isEmpty ? [""] : words)
+        if !candidates.isEmpty { Console.out(candidates.joined(separator: "\n") + "\n") }
+    }
+
+    static func script(_ call: Invocation) throws {
+        switch call.positionals[0] {
+        case "bash": Console.out(bash)
+        case "zsh": Console.out(zsh)
+        case "fish": Console.out(fish)
+        default: throw UsageError("completion takes bash, zsh or fish, not '\(call.positionals[0])'", command: call.command)
+        }
+    }
+
+    static let bash = """
+    # gemvault completion for bash: gemvault completion bash > ~/.local/share/bash-completion/completions/gemvault
+    _gemvault() {
+        local current=${COMP_WORDS[COMP_CWORD]} candidate
+        local -a candidates
+        COMPREPLY=()
+        while IFS= read -r candidate; do candidates+=("$candidate"); done \\
+            < <(command gemvault __complete "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null)
+        for candidate in "${candidates[@]}"; do
+            case $candidate in
+                @files) while IFS= read -r candidate; do COMPREPLY+=("$candidate"); done < <(compgen -f -- "$current") ;;
+                @commands) while IFS= read -r candidate; do COMPREPLY+=("$candidate"); done < <(compgen -c -- "$current") ;;
+                *) printf -v candidate %q "$candidate"; COMPREPLY+=("$candidate") ;;
+            esac
+        done
+    }
+    complete -o default -o bashdefault -F _gemvault gemvault
+
+    """
+
+    static let zsh = """
+    #compdef gemvault
+    # gemvault completion for zsh: gemvault completion zsh > ~/.zfunc/_gemvault (with ~/.zfunc on $fpath)
+    _gemvault() {
+        local -a candidates words_before
+        words_before=("${(@)words[2,CURRENT]}")
+        candidates=("${(@f)$(command gemvault __complete "${(@)words_before}" 2>/dev/null)}")
+        if (( ${candidates[(Ie)@files]} )); then _files; return; fi
+        if (( ${candidates[(Ie)@commands]} )); then _command_names; return; fi
+        candidates=(${candidates:#})
+        (( ${#candidates} )) && compadd -a candidates
+    }
+    if [[ $zsh_eval_context[-1] == loadautofunc ]]; then _gemvault "$@"; else compdef _gemvault gemvault; fi
+
+    """
+
+    static let fish = """
+    # gemvault completion for fish: gemvault completion fish > ~/.config/fish/completions/gemvault.fish
+    function __gemvault_complete
+        set -l words (commandline -opc)
+        set -e words[1]
+        set -a words (commandline -ct)
+        for candidate in (command gemvault __complete $words 2>/dev/null)
+            switch $candidate
+                case @files
+                    __fish_complete_path (commandline -ct)
+                case @commands
+                    __fish_complete_command
+                case '*'
+                    echo $candidate
+            end
+        end
+    end
+    complete -c gemvault -f -a '(__gemvault_complete)'
+
+    """
+}

@@ -1,0 +1,435 @@
+"""Fitting in: the first run, completions, the man page, colour, progress and the JSON contracts."""
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+import uuid
+
+import jsonschema
+import pytest
+
+from conftest import BIN, GOOD_KEY, PASSPHRASE, ROOT
+from ptyrun import PtySession
+
+SCHEMAS = os.path.join(ROOT, "Docs", "schemas")
+
+
+def schema(name):
+    with open(os.path.join(SCHEMAS, name + ".schema.json")) as handle:
+        return json.load(handle)
+
+
+def valid(name, text):
+    document = json.loads(text)
+    jsonschema.Draft202012Validator(schema(name)).validate(document)
+    return document
+
+
+def tag(scenario):
+    return "%s~%s" % (scenario, uuid.uuid4().hex[:8])
+
+
+# The JSON contracts
+
+def test_every_json_output_matches_its_committed_schema(api):
+    used = set()
+
+    def check(name, *args, code=0, **kw):
+        result = api.run(*args, **kw)
+        assert result.code == code, result
+        used.add(name)
+        return valid(name, result.out)
+
+    check("init", "init", "--kdf", "interactive", "--json")
+    assert api.run("key", "set", input=GOOD_KEY).code == 0
+    assert api.run("key", "rotate", "--no-verify", input=GOOD_KEY.replace("D3", "R0")).code == 0
+    assert api.run("config", "set", "temperature", "0.5").code == 0
+    assert api.run("config", "set", "--file", "model", "echo").code == 0
+    keys = check("key-list", "key", "list", "--json")
+    assert [k["name"] for k in keys["keys"]] == ["default"] and keys["keys"][0]["previous_versions"] == 1
+    check("key-history", "key", "history", "default", "--json")
+    check("inspect", "inspect", "--json", passphrase=False)
+    assert check("status", "status", "--json", passphrase=False)["unlocked"] is False
+    assert check("config-list", "config", "list", "--json")["settings"] == {"temperature": "0.5"}
+    assert check("config-list", "config", "list", "--file", "--json", passphrase=False)["settings"] == {"model": "echo"}
+    check("config-explain", "config", "explain", "--json")
+    assert check("key-which", "key", "which", "--json", passphrase=False)["source"] == "environment"
+    # doctor exits 1 when it finds something; its JSON is the same either way.
+    used.add("doctor")
+    valid("doctor", api.run("doctor", "--json", passphrase=False).out)
+    answer = check("ask", "ask", "--json", "hello there", passphrase=False)
+    assert "hello there" in answer["text"] and answer["error"] is None
+    failed = check("ask", "ask", "--json", "--model", tag("always-503"), "hi", passphrase=False, code=7,
+                   env={"GEMVAULT_RETRIES": "0"})
+    assert failed["error"]["exitCode"] == 7
+    assert check("ask", "ask", "--json", "--count-tokens", "hi", passphrase=False)["totalTokens"] > 0
+    check("models", "models", "--json", passphrase=False)
+    listed = check("history-list", "history", "list", "--json")
+    assert len(listed["conversations"]) == 1
+    check("history-export", "history", "export", listed["conversations"][0]["id"], "--format", "json")
+    # Unlocked, status has every field filled.
+    assert api.run("unlock").code == 0
+    try:
+        unlocked = check("status", "status", "--json", passphrase=False)
+        assert unlocked["unlocked"] and isinstance(unlocked["agentPid"], int)
+    finally:
+        api.run("lock", passphrase=False)
+    committed = {name[:-len(".schema.json")] for name in os.listdir(SCHEMAS)}
+    assert used == committed, "schemas without a test: %s" % (committed - used)
+
+
+def test_results_go_to_stdout_and_everything_else_to_stderr(api):
+    api.init()
+    stored = api.run("key", "set", input=GOOD_KEY)
+    assert stored.code == 0 and stored.out == "" and "stored key" in stored.err
+    got = api.run("key", "get")
+    assert got.out == GOOD_KEY + "\n" and GOOD_KEY not in got.err
+    retried = api.run("ask", "--model", tag("retry-503"), "hi", passphrase=False)
+    assert retried.code == 0 and "retrying in" in retried.err and "retrying" not in retried.out
+
+
+# The first run
+
+def clean_user(env, fake_server):
+    variables = dict(env.vars)
+    variables.update({"GEMVAULT_ENDPOINT": fake_server.url, "GEMVAULT_MODEL": "echo", "XDG_RUNTIME_DIR": os.path.join(env.root, "run")})
+    os.makedirs(variables["XDG_RUNTIME_DIR"], mode=0o700)
+    return variables
+
+
+def create_vault(session, answer=""):
+    """Accepts step 1 and types the new passphrase twice."""
+    session.expect(r"1\. Create the vault now\? \[Y/n\]")
+    session.line(answer)
+    session.expect(r"New passphrase for .*: ")
+    session.line(PASSPHRASE)
+    session.expect(r"Repeat the passphrase: ")
+    session.line(PASSPHRASE)
+
+
+def walk_through_first_run(session):
+    """Answers every step of the guided set-up the way a new user would."""
+    create_vault(session)
+    code = session.expect(r"shown only this once:\s+([0-9A-Z]{4}(?:-[0-9A-Z]{4}){7})", timeout=30).group(1)
+    session.expect(r"Have you stored the recovery code\? \[y/N\]")
+    session.line("y")
+    session.expect(r"2\. Store your Gemini API key .*\[Y/n\]")
+    session.line("")
+    session.expect(r"Paste the API key .*: ")
+    session.line(GOOD_KEY)
+    session.expect(r"3\. Check the key .*\[Y/n\]")
+    session.line("")
+    session.expect(r"the API accepted the key")
+    session.expect(r"4\. Unlock a session.*\[Y/n\]")
+    session.line("")
+    session.expect(r"Start a chat now\? \[Y/n\]", timeout=30)
+    return code
+
+
+def test_first_run_sets_everything_up_and_starts_a_chat(env, fake_server):
+    fake_server.clear()
+    variables = clean_user(env, fake_server)
+    s = PtySession([BIN], variables)
+    try:
+        code = walk_through_first_run(s)
+        s.line("")
+        s.expect(r"you ›")
+        s.line("hello from the first run")
+        s.expect(r"last=hello from the first run")
+        s.line("/exit")
+        assert s.wait() == 0, s.text()
+        screen = s.text()
+    finally:
+        s.close()
+    assert PASSPHRASE not in screen and GOOD_KEY not in screen
+    assert any(r["headers"].get("x-goog-api-key") == GOOD_KEY for r in fake_server.requests())
+    try:
+        # The session holds the vault: no passphrase is needed, and the key is the one pasted.
+        status = env.run("status", "--json", env=variables, passphrase=False)
+        assert json.loads(status.out)["unlocked"], status
+        assert env.run("key", "get", env=variables, passphrase=False).out == GOOD_KEY + "\n"
+        # The recovery code shown is the real one.
+        env.write_private(os.path.join(env.root, "code"), code + "\n")
+        recovered = env.run("--no-session", "key", "list", "--passphrase-file", os.path.join(env.root, "code"), env=variables, passphrase=False)
+        assert recovered.code == 3, "a recovery code is not a passphrase"
+    finally:
+        env.run("lock", env=variables, passphrase=False)
+
+
+def test_first_run_steps_can_be_declined(env, fake_server):
+    variables = clean_user(env, fake_server)
+    s = PtySession([BIN], variables)
+    try:
+        s.expect(r"1\. Create the vault now\? \[Y/n\]")
+        s.line("n")
+        assert s.wait() == 0
+        assert "nothing was created" in s.text()
+    finally:
+        s.close()
+    assert not os.path.exists(env.vault)
+    # Declining the key step leaves a vault with no key, and says how to add one.
+    s = PtySession([BIN], variables)
+    try:
+        create_vault(s, "y")
+        s.expect(r"Have you stored the recovery code\?", timeout=30)
+        s.line("n")
+        s.expect(r"It cannot be shown again")
+        s.expect(r"Go on without storing it\?")
+        s.line("y")
+        s.expect(r"2\. Store your Gemini API key")
+        s.line("n")
+        assert s.wait() == 0
+        assert "gemvault key set" in s.text()
+    finally:
+        s.close()
+    listed = env.run("key", "list", "--json", env=variables)
+    assert listed.code == 0 and json.loads(listed.out)["keys"] == []
+
+
+def test_plain_gemvault_with_a_vault_starts_chat_and_without_a_terminal_prints_help(api):
+    api.init()
+    api.run("key", "set", input=GOOD_KEY)
+    s = PtySession([BIN], dict(api.vars, GEMVAULT_MODEL="echo"))
+    try:
+        s.expect(r"you ›")
+        s.line("/exit")
+        assert s.wait() == 0
+    finally:
+        s.close()
+    piped = subprocess.run([BIN], env=api.vars, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert piped.returncode == 64 and "Usage: gemvault COMMAND" in piped.stderr and piped.stdout == ""
+
+
+def readme_quick_start():
+    with open(os.path.join(ROOT, "README.md")) as handle:
+        text = handle.read()
+    section = text.split("## Quick start", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    return [line.split("#")[0].strip() for line in block.splitlines() if line.split("#")[0].strip()]
+
+
+def test_the_readme_quick_start_works_as_written(env, fake_server):
+    """Every line of the README's quick start, literally, in a clean HOME with gemvault on PATH."""
+    commands = readme_quick_start()
+    assert commands[0] == "gemvault", commands
+    variables = clean_user(env, fake_server)
+    variables["PATH"] = os.path.dirname(BIN) + ":" + variables["PATH"]
+    try:
+        for command in commands:
+            s = PtySession(["/bin/sh", "-c", command], variables)
+            try:
+                if command == "gemvault":
+                    walk_through_first_run(s)
+                    s.line("")
+                    s.expect(r"you ›")
+                    s.line("/exit")
+                code = s.wait(timeout=60)
+                assert code == 0, (command, s.text())
+            finally:
+                s.close()
+    finally:
+        env.run("lock", env=variables, passphrase=False)
+
+
+# Completions and the manual
+
+def script(shell):
+    result = subprocess.run([BIN, "completion", shell], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stderr == ""
+    return result.stdout
+
+
+@pytest.mark.parametrize("shell,check", [("bash", ["bash", "-n"]), ("zsh", ["zsh", "-n"]), ("fish", ["fish", "--no-execute"])])
+def test_completion_scripts_parse(shell, check, tmp_path):
+    path = tmp_path / ("gemvault." + shell)
+    path.write_text(script(shell))
+    if shutil.which(check[0]) is None:
+        pytest.skip("%s is not installed, so its completion script cannot be checked" % check[0])
+    result = subprocess.run(check + [str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def bash_candidates(env, line):
+    path = os.path.join(env.root, "gemvault.bash")
+    with open(path, "w") as handle:
+        handle.write(script("bash"))
+    probe = 'source %s; COMP_WORDS=(%s); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _gemvault; printf "%%s\\n" "${COMPREPLY[@]}"' % (
+        path, " ".join("'%s'" % w for w in line.split(" ")))
+    variables = dict(env.vars, PATH=os.path.dirname(BIN) + ":" + env.vars["PATH"])
+    result = subprocess.run(["bash", "-c", probe], env=variables, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr
+    return [c for c in result.stdout.splitlines() if c]
+
+
+def test_bash_completes_commands_options_keys_models_and_history(api):
+    assert bash_candidates(api, "gemvault ke") == ["key"]
+    assert bash_candidates(api, "gemvault key r") == ["rm", "rotate", "rollback"]
+    assert bash_candidates(api, "gemvault chat --m") == ["--model"]
+    assert bash_candidates(api, "gemvault init --kdf s") == ["sensitive"]
+    api.init()
+    api.run("key", "set", "work", input=GOOD_KEY)
+    # Key names only from an unlocked session: none now, and nothing asked.
+    assert bash_candidates(api, "gemvault key get ") == []
+    assert api.run("unlock").code == 0
+    try:
+        assert bash_candidates(api, "gemvault key get w") == ["work"]
+        assert bash_candidates(api, "gemvault chat --key ") == ["work"]
+    finally:
+        api.run("lock", passphrase=False)
+    # Model names come from what `models` last saw.
+    assert bash_candidates(api, "gemvault chat --model gem") == []
+    assert api.run("models", passphrase=False).code == 0
+    assert bash_candidates(api, "gemvault chat --model gem") == ["gemini-3.6-flash", "gemini-3.1-pro-preview"]
+    # History ids.
+    assert api.run("ask", "--model", "echo", "remember this", passphrase=False).code == 0
+    ids = [c["id"] for c in json.loads(api.run("history", "list", "--json").out)["conversations"]]
+    assert bash_candidates(api, "gemvault history show ") == ids
+    # Paths for --vault.
+    assert os.path.join(api.root, "pass") in bash_candidates(api, "gemvault --vault %s/pa" % api.root)
+
+
+def test_fish_completes_from_the_same_table(env, tmp_path):
+    if shutil.which("fish") is None:
+        pytest.skip("fish is not installed, so its completions cannot be exercised")
+    path = tmp_path / "gemvault.fish"
+    path.write_text(script("fish"))
+    variables = dict(env.vars, PATH=os.path.dirname(BIN) + ":" + env.vars["PATH"])
+    result = subprocess.run(["fish", "--no-config", "-c", "source %s; complete -C 'gemvault key r'" % path],
+                            env=variables, capture_output=True, text=True, timeout=30)
+    assert sorted(line.split("\t")[0] for line in result.stdout.splitlines()) == ["rm", "rollback", "rotate"], result
+
+
+def test_the_man_page_renders_and_matches_help():
+    committed = open(os.path.join(ROOT, "Docs", "gemvault.1")).read()
+    generated = subprocess.run([BIN, "help", "--man"], capture_output=True, text=True).stdout
+    assert generated == committed
+    if shutil.which("groff") is None:
+        pytest.skip("groff is not installed, so the page cannot be rendered")
+    rendered = subprocess.run(["groff", "-man", "-Tutf8", "-ww"], input=committed, capture_output=True, text=True)
+    assert rendered.returncode == 0 and "warning" not in rendered.stderr, rendered.stderr
+    overview = subprocess.run([BIN, "--help"], capture_output=True, text=True).stdout
+    page = re.sub(r".\x08", "", rendered.stdout)
+    for line in overview.split("Commands:")[1].split("Global options:")[0].splitlines():
+        if line.strip():
+            name = re.split(r"\s{2,}", line.strip())[0].split(" [")[0]
+            command = " ".join(w for w in name.split() if not w.isupper() and "|" not in w)
+            assert "gemvault " + command in page, command
+
+
+# Colour and progress
+
+def test_color_flag_setting_no_color_and_dumb_terminals(api):
+    api.init()
+    api.run("key", "set", input=GOOD_KEY)
+    assert api.run("ask", "--model", "echo", "hi", passphrase=False).code == 0
+    conversation = json.loads(api.run("history", "list", "--json").out)["conversations"][0]["id"]
+    piped = api.run("history", "show", conversation)
+    assert "\x1b[" not in piped.out
+    forced = api.run("--color", "always", "history", "show", conversation)
+    assert "\x1b[1m" in forced.out
+    assert api.run("config", "set", "--file", "color", "always", passphrase=False).code == 0
+    assert "\x1b[1m" in api.run("history", "show", conversation).out
+    assert "\x1b[" not in api.run("history", "show", conversation, "--color=never").out
+    assert api.run("config", "unset", "--file", "color", passphrase=False).code == 0
+    bad = api.run("history", "show", conversation, "--color", "sometimes")
+    assert bad.code == 64 and "--color takes auto, always or never" in bad.err
+
+    def on_terminal(extra):
+        s = PtySession([BIN, "history", "show", conversation, "--passphrase-file", api.passfile], dict(api.vars, **extra))
+        try:
+            assert s.wait(timeout=30) == 0
+            return s.raw()
+        finally:
+            s.close()
+    # On a terminal the conversation is drawn as coloured bubbles. (A progress line may
+    # erase itself with ESC [2K; only styles count here.)
+    styles = re.compile(r"\x1b\[[0-9;]*m")
+    assert "\x1b[90m" in on_terminal({})
+    assert not styles.search(on_terminal({"NO_COLOR": "1"}))
+    assert not styles.search(on_terminal({"GEMVAULT_COLOR": "never"}))
+    dumb = on_terminal({"TERM": "dumb"})
+    assert "\x1b[" not in dumb, "TERM=dumb: no styles and no progress line"
+
+
+def run_on_terminal(argv, variables, timeout=60):
+    s = PtySession(argv, variables)
+    try:
+        code = s.wait(timeout=timeout)
+        return code, s.text()
+    finally:
+        s.close()
+
+
+def test_argon2_shows_unlocking_with_elapsed_time_on_a_terminal_only(env):
+    code, screen = run_on_terminal([BIN, "init", "--kdf", "moderate", "--passphrase-file", env.passfile], env.vars)
+    assert code == 0 and re.search(r"protecting the vault… \d+(\.\d)? s", screen), screen
+    code, screen = run_on_terminal([BIN, "key", "list", "--passphrase-file", env.passfile], env.vars)
+    assert code == 0 and re.search(r"unlocking… \d+(\.\d)? s", screen), screen
+    dumb = run_on_terminal([BIN, "key", "list", "--passphrase-file", env.passfile], dict(env.vars, TERM="dumb"))
+    assert dumb[0] == 0 and "unlocking" not in dumb[1]
+    piped = env.run("key", "list")
+    assert piped.code == 0 and "unlocking" not in piped.err
+
+
+def test_retries_count_down_and_first_token_waits_show_a_spinner(api):
+    variables = dict(api.vars)
+    code, screen = run_on_terminal([BIN, "ask", "--model", tag("retry-429"), "hi"], variables)
+    assert code == 0 and re.search(r"retrying in 1 s…", screen), screen
+    code, screen = run_on_terminal([BIN, "ask", "--model", "hang-first", "--timeout", "2", "hi"], variables)
+    assert code == 7 and "waiting for Gemini" in screen, screen
+    code, screen = run_on_terminal([BIN, "ask", "--model", tag("retry-429"), "hi"], dict(variables, TERM="dumb"))
+    assert code == 0 and "retrying in 1 s (429" in screen and "…" not in screen.split("retrying in 1 s (429")[1], screen
+
+
+def test_zsh_completes_through_compinit(env, tmp_path):
+    if shutil.which("zsh") is None:
+        pytest.skip("zsh is not installed, so its completions cannot be exercised")
+    (tmp_path / "_gemvault").write_text(script("zsh"))
+    variables = dict(env.vars, PATH=os.path.dirname(BIN) + ":" + env.vars["PATH"], TERM="xterm")
+    s = PtySession([shutil.which("zsh"), "-f"], variables)
+    try:
+        s.line("fpath=(%s $fpath); autoload -Uz compinit; compinit -u; PS1='zsh> '" % tmp_path)
+        s.expect(r"zsh> ")
+        s.mark()
+        s.send("gemvault key r\t")
+        s.expect(r"rm\s+rollback\s+rotate")
+        s.send("\x15")
+        s.mark()
+        s.send("gemvault hist\t")
+        s.expect(r"gemvault history ")
+    finally:
+        s.close()
+
+
+def test_completion_offers_no_hostile_words_and_never_touches_the_session(api):
+    """A server's model names and the history folder's file names are not trusted as shell
+    words, and asking for key names neither extends the session nor waits on a stalled agent."""
+    cache = os.path.join(api.home, ".cache", "gemvault")
+    os.makedirs(cache, mode=0o700)
+    with open(os.path.join(cache, "models"), "w") as handle:
+        handle.write("gemini-ok\ngemini-x;touch${IFS}/tmp/pwned\ngemini-\x1b]0;title\x07\ngemini-$(id)\n")
+    assert bash_candidates(api, "gemvault chat --model gemini") == ["gemini-ok"]
+    api.init()
+    api.run("key", "set", "work", input=GOOD_KEY)
+    assert api.run("unlock", "--idle", "1h").code == 0
+    try:
+        def idle_deadline():
+            text = json.loads(api.run("status", "--json", passphrase=False).out)["idleLocksAt"]
+            return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+        before = idle_deadline()
+        time.sleep(3)
+        assert bash_candidates(api, "gemvault key get ") == ["work"]
+        # Use would move the deadline by the 3 s waited; whole seconds allow 1 s of rounding.
+        assert abs((idle_deadline() - before).total_seconds()) <= 1, "completion must not count as use of the session"
+        pid = json.loads(api.run("status", "--json", passphrase=False).out)["agentPid"]
+        os.kill(pid, 19)  # SIGSTOP: an agent that does not answer
+        try:
+            stalled = subprocess.run([BIN, "__complete", "key", "get", ""], env=api.vars, capture_output=True, text=True, timeout=10)
+            assert stalled.returncode == 0 and stalled.stdout == ""
+        finally:
+            os.kill(pid, 18)  # SIGCONT
+    finally:
+        api.run("lock", passphrase=False)

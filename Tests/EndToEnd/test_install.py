@@ -1,0 +1,186 @@
+"""install.sh as a real unprivileged user: the default and --prefix layouts, --uninstall,
+--purge (which asks first), and a machine missing the build packages.
+
+The install step is given the already-built binary (--binary), so these tests do not run a
+second, release build; everything else install.sh does runs as it would for a user.
+"""
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import BIN, PASSPHRASE, ROOT
+from ptyrun import PtySession
+
+USER = "gemvault-installer"
+
+
+@pytest.fixture(scope="module")
+def user():
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create an unprivileged account to install as")
+    if shutil.which("useradd") is None or shutil.which("runuser") is None:
+        pytest.skip("useradd and runuser are not installed")
+    base = tempfile.mkdtemp(prefix="gemvault-install-")
+    os.chmod(base, 0o755)
+    home = os.path.join(base, "home")
+    subprocess.run(["userdel", "-r", USER], capture_output=True)
+    subprocess.run(["useradd", "--home-dir", home, "--create-home", "--shell", "/bin/bash", USER], check=True)
+    entry = pwd.getpwnam(USER)
+    # A checkout of the user's own: install.sh, the man page it installs, and the binary.
+    checkout = os.path.join(base, "checkout")
+    os.makedirs(os.path.join(checkout, "Docs"))
+    shutil.copy(os.path.join(ROOT, "install.sh"), checkout)
+    shutil.copy(os.path.join(ROOT, "Docs", "gemvault.1"), os.path.join(checkout, "Docs"))
+    shutil.copy(BIN, os.path.join(checkout, "gemvault"))
+    for folder, _, files in os.walk(checkout):
+        os.chown(folder, entry.pw_uid, entry.pw_gid)
+        for name in files:
+            os.chown(os.path.join(folder, name), entry.pw_uid, entry.pw_gid)
+    yield {"home": home, "checkout": checkout, "base": base}
+    subprocess.run(["userdel", "-r", USER], capture_output=True)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def as_user(user, *argv, path="/usr/local/bin:/usr/bin:/bin", stdin=subprocess.DEVNULL):
+    environment = ["HOME=" + user["home"], "PATH=" + path, "LANG=C.UTF-8", "USER=" + USER, "SWIFT_BACKTRACE=enable=no"]
+    return subprocess.run(["runuser", "-u", USER, "--", "env", "-i"] + environment + list(argv),
+                          capture_output=True, text=True, timeout=120, stdin=stdin, cwd=user["checkout"])
+
+
+def install(user, *args):
+    return as_user(user, "bash", os.path.join(user["checkout"], "install.sh"), "--binary", os.path.join(user["checkout"], "gemvault"), *args)
+
+
+def installed_files(prefix):
+    files = ["bin/gemvault", "share/man/man1/gemvault.1"]
+    for shell, path in [("bash", "share/bash-completion/completions/gemvault"), ("zsh", "share/zsh/site-functions/_gemvault"),
+                        ("fish", "share/fish/vendor_completions.d/gemvault.fish")]:
+        if shutil.which(shell):
+            files.append(path)
+    return [os.path.join(prefix, f) for f in files]
+
+
+def test_a_user_install_goes_under_local_and_uninstall_keeps_the_vault(user):
+    local = os.path.join(user["home"], ".local")
+    result = install(user)
+    assert result.returncode == 0, result
+    for path in installed_files(local):
+        assert os.path.isfile(path), path
+        assert os.stat(path).st_uid == pwd.getpwnam(USER).pw_uid
+    assert "is not on your PATH" in result.stdout
+    version = as_user(user, os.path.join(local, "bin", "gemvault"), "--version")
+    assert version.returncode == 0 and version.stdout.startswith("gemvault ")
+    # The installed completion script works with the installed binary.
+    if shutil.which("bash"):
+        probe = as_user(user, "bash", "-c", "source %s; COMP_WORDS=(gemvault hist); COMP_CWORD=1; _gemvault; echo ${COMPREPLY[@]}"
+                        % os.path.join(local, "share/bash-completion/completions/gemvault"), path=os.path.join(local, "bin") + ":/usr/bin:/bin")
+        assert probe.stdout.split() == ["history"], probe
+    # A vault of the user's, which --uninstall must keep.
+    passfile = os.path.join(user["home"], "pass")
+    with open(passfile, "w") as handle:
+        handle.write(PASSPHRASE + "\n")
+    os.chown(passfile, pwd.getpwnam(USER).pw_uid, -1)
+    os.chmod(passfile, 0o600)
+    made = as_user(user, os.path.join(local, "bin", "gemvault"), "init", "--kdf", "interactive", "--passphrase-file", passfile)
+    assert made.returncode == 0, made
+    vault = os.path.join(local, "share", "gemvault", "vault")
+    assert os.path.isfile(vault)
+
+    removed = install(user, "--uninstall")
+    assert removed.returncode == 0, removed
+    for path in installed_files(local):
+        assert not os.path.exists(path), path
+    assert os.path.isfile(vault) and "were kept" in removed.stdout
+
+
+def test_prefix_installs_and_uninstalls_there(user):
+    prefix = os.path.join(user["home"], "opt", "gemvault")
+    result = install(user, "--prefix", prefix)
+    assert result.returncode == 0, result
+    for path in installed_files(prefix):
+        assert os.path.isfile(path), path
+    again = install(user, "--prefix=" + prefix)
+    assert again.returncode == 0, "installing over an installed copy works"
+    removed = install(user, "--uninstall", "--prefix", prefix)
+    assert removed.returncode == 0, removed
+    for path in installed_files(prefix):
+        assert not os.path.exists(path), path
+    nothing = install(user, "--uninstall", "--prefix", prefix)
+    assert nothing.returncode == 0 and "nothing of gemvault's was installed" in nothing.stdout
+
+
+def test_missing_packages_are_named_and_nothing_is_installed(user, tmp_path):
+    fake_bin = os.path.join(user["base"], "fake-bin")
+    os.makedirs(fake_bin, exist_ok=True)
+    with open(os.path.join(fake_bin, "dpkg-query"), "w") as handle:
+        handle.write("#!/bin/sh\necho \"dpkg-query: no packages found matching $3\" >&2\nexit 1\n")
+    os.chmod(os.path.join(fake_bin, "dpkg-query"), 0o755)
+    prefix = os.path.join(user["home"], "missing")
+    result = as_user(user, "bash", os.path.join(user["checkout"], "install.sh"), "--prefix", prefix, path=fake_bin + ":/usr/bin:/bin")
+    assert result.returncode == 1, result
+    assert "sudo apt-get install -y libsodium-dev libedit-dev libcurl4-openssl-dev libcmark-gfm-dev" in result.stderr
+    assert not os.path.exists(prefix)
+
+
+def test_purge_asks_first_and_then_deletes_the_users_data(user):
+    local = os.path.join(user["home"], ".local")
+    assert install(user).returncode == 0
+    passfile = os.path.join(user["home"], "pass")
+    with open(passfile, "w") as handle:
+        handle.write(PASSPHRASE + "\n")
+    os.chown(passfile, pwd.getpwnam(USER).pw_uid, -1)
+    os.chmod(passfile, 0o600)
+    data = os.path.join(local, "share", "gemvault")
+    if not os.path.exists(os.path.join(data, "vault")):
+        assert as_user(user, os.path.join(local, "bin", "gemvault"), "init", "--kdf", "interactive", "--passphrase-file", passfile).returncode == 0
+    # No terminal: it cannot ask, so it removes nothing.
+    blind = install(user, "--uninstall", "--purge")
+    assert blind.returncode == 1 and "there is no terminal to ask on" in blind.stderr
+    assert os.path.isfile(os.path.join(data, "vault")) and os.path.isfile(os.path.join(local, "bin", "gemvault"))
+
+    # A relative XDG folder does not count, for gemvault or for --purge.
+    unrelated = os.path.join(user["checkout"], "notes", "gemvault")
+    os.makedirs(unrelated)
+    open(os.path.join(unrelated, "important.txt"), "w").close()
+
+    def purge(answer):
+        environment = {"HOME": user["home"], "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "XDG_DATA_HOME": "notes"}
+        s = PtySession(["/usr/sbin/runuser", "-u", USER, "--", "bash", os.path.join(user["checkout"], "install.sh"),
+                        "--binary", os.path.join(user["checkout"], "gemvault"), "--uninstall", "--purge"], environment)
+        try:
+            s.expect(r'Type "delete" to delete them: ')
+            assert data in s.text()
+            s.line(answer)
+            return s.wait(timeout=60), s.text()
+        finally:
+            s.close()
+    code, screen = purge("no")
+    assert code == 1 and "nothing was removed" in screen
+    assert os.path.isfile(os.path.join(data, "vault"))
+    code, screen = purge("delete")
+    assert code == 0, screen
+    assert not os.path.exists(data) and not os.path.exists(os.path.join(local, "bin", "gemvault"))
+    assert os.path.exists(os.path.join(unrelated, "important.txt"))
+
+
+def test_root_refuses_a_prefix_another_user_could_change(user):
+    """Someone who can rename entries in the prefix could swap a file for a symbolic link, or
+    the binary for theirs just before it runs: as root, such a prefix is refused."""
+    shared = os.path.join(user["base"], "shared")
+    os.makedirs(os.path.join(shared, "share"))
+    os.chmod(shared, 0o2775)
+    refused = subprocess.run(["bash", os.path.join(ROOT, "install.sh"), "--binary", BIN, "--prefix", shared],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "writable by group or others" in refused.stderr, refused
+    assert not os.path.exists(os.path.join(shared, "bin"))
+    theirs = os.path.join(user["home"], "tools")
+    os.makedirs(theirs)
+    os.chown(theirs, pwd.getpwnam(USER).pw_uid, -1)
+    refused = subprocess.run(["bash", os.path.join(ROOT, "install.sh"), "--binary", BIN, "--prefix", theirs],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "belongs to uid %d" % pwd.getpwnam(USER).pw_uid in refused.stderr, refused
+    assert os.listdir(theirs) == []
