@@ -59,7 +59,7 @@ def history_folder(env):
 def listed(env):
     result = env.run("history", "list", "--json")
     assert result.code == 0, result
-    return {c["id"]: c for c in json.loads(result.out)}
+    return {c["id"]: c for c in json.loads(result.out)["conversations"]}
 
 
 def test_history_list_keeps_an_encrypted_index_that_follows_every_change(api):
