@@ -94,23 +94,28 @@ static long elapsed_ms(const struct timespec *since) {
     return (now.tv_sec - since->tv_sec) * 1000 + (now.tv_nsec - since->tv_nsec) / 1000000;
 }
 
+// Bytes alone do not restart the idle clock: a server dripping a byte at a time (or a
+// header line at a time) would hold the client forever. Only the end of the headers and
+// the caller's word that a whole event arrived do.
 static size_t receive_body(char *data, size_t size, size_t count, void *user) {
     transfer *t = user;
     size_t length = size * count;
-    clock_gettime(CLOCK_MONOTONIC, &t->last_activity);
     if (t->status == 0) curl.easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
-    if (t->on_data(t->status, (const unsigned char *)data, length, t->context) != 0) {
+    int verdict = t->on_data(t->status, (const unsigned char *)data, length, t->context);
+    if (verdict == GV_HTTP_DATA_ABORT) {
         t->aborted = 1;
         return 0;
     }
+    if (verdict == GV_HTTP_DATA_PROGRESS) clock_gettime(CLOCK_MONOTONIC, &t->last_activity);
     return length;
 }
 
 static size_t receive_header(char *data, size_t size, size_t count, void *user) {
-    (void)data;
     transfer *t = user;
-    clock_gettime(CLOCK_MONOTONIC, &t->last_activity);
-    return size * count;
+    size_t length = size * count;
+    int blank = (length == 2 && data[0] == '\r' && data[1] == '\n') || (length == 1 && data[0] == '\n');
+    if (blank) clock_gettime(CLOCK_MONOTONIC, &t->last_activity);
+    return length;
 }
 
 static void wipe_and_free(struct curl_slist *list) {

@@ -98,6 +98,10 @@ public final class GeminiClient {
 
     // MARK: Streaming
 
+    /// No reply is larger: Gemini's longest output is well under 1 MiB of events, and a
+    /// server that sends more (a gigabyte, an endless flood) is cut off with memory bounded.
+    static let maxStreamBytes = 16 << 20
+
     /// Streams a reply with `:streamGenerateContent?alt=sse`, retrying failures that happen
     /// before any text arrived. Thought parts are skipped.
     public func streamGenerateContent(model: String, request: GenerateContentRequest, handlers: StreamHandlers) throws -> TurnResult {
@@ -111,6 +115,7 @@ public final class GeminiClient {
             var blockReason: String?
 
             var eventCount = 0
+            var received = 0
             let decoder = JSONDecoder()
             func handle(_ events: [[UInt8]]) {
                 eventCount += events.count
@@ -141,13 +146,20 @@ public final class GeminiClient {
                 onData: { status, bytes in
                     if status != 200 {
                         errorBody.append(contentsOf: bytes)
-                        return errorBody.count < 1 << 20
+                        return errorBody.count < 1 << 20 ? .more : .abort
                     }
+                    received += bytes.count
+                    guard received <= Self.maxStreamBytes else {
+                        streamError = GeminiError(category: .network, message: "the server sent more than \(Self.maxStreamBytes >> 20) MiB for one reply", reason: "oversized-reply")
+                        return .abort
+                    }
+                    let before = eventCount
                     handle(parser.feed(bytes))
                     if parser.overflowed {
                         streamError = GeminiError(category: .network, message: "the server sent an event larger than \(parser.limit >> 20) MiB", reason: "oversized-event")
                     }
-                    return streamError == nil
+                    guard streamError == nil else { return .abort }
+                    return eventCount > before ? .progress : .more
                 },
                 onTick: {
                     handlers.onTick()
@@ -228,7 +240,7 @@ public final class GeminiClient {
                 method: method, url: url, apiKey: apiKey, body: body, idleTimeout: configuration.timeout, direct: direct,
                 onData: { _, bytes in
                     received.append(contentsOf: bytes)
-                    return received.count < 64 << 20
+                    return received.count < 64 << 20 ? .more : .abort
                 },
                 onTick: {
                     handlers.onTick()

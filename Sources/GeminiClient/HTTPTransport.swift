@@ -13,21 +13,36 @@ struct HTTPTransport {
         case libraryMissing
     }
 
+    /// What the body's reader says of each piece: go on, stop, or go on with the idle clock
+    /// restarted because something whole (an event) arrived.
+    enum DataVerdict {
+        case more, abort, progress
+
+        var code: Int32 {
+            switch self {
+            case .more: return Int32(GV_HTTP_DATA_CONTINUE)
+            case .abort: return Int32(GV_HTTP_DATA_ABORT)
+            case .progress: return Int32(GV_HTTP_DATA_PROGRESS)
+            }
+        }
+    }
+
     /// State the C callbacks reach through their context pointer.
     private final class Callbacks {
-        let onData: (Int, UnsafeRawBufferPointer) -> Bool
+        let onData: (Int, UnsafeRawBufferPointer) -> DataVerdict
         let onTick: () -> Bool
-        init(onData: @escaping (Int, UnsafeRawBufferPointer) -> Bool, onTick: @escaping () -> Bool) {
+        init(onData: @escaping (Int, UnsafeRawBufferPointer) -> DataVerdict, onTick: @escaping () -> Bool) {
             self.onData = onData
             self.onTick = onTick
         }
     }
 
-    /// Sends the request. `onData` returns false to abort; `onTick` returns true to cancel.
+    /// Sends the request. `onData` judges each piece of the body; `onTick` returns true to cancel.
+    /// The idle limit runs until the headers end, then between `.progress` verdicts.
     /// The API key is copied into the header list only inside secret memory, and libcurl's
     /// copy is wiped by the C layer after the transfer.
     static func perform(method: String, url: String, apiKey: SecretBytes, body: [UInt8]?, idleTimeout: Double, direct: Bool,
-                        onData: @escaping (Int, UnsafeRawBufferPointer) -> Bool, onTick: @escaping () -> Bool) -> Outcome {
+                        onData: @escaping (Int, UnsafeRawBufferPointer) -> DataVerdict, onTick: @escaping () -> Bool) -> Outcome {
         let callbacks = Callbacks(onData: onData, onTick: onTick)
         let context = Unmanaged.passRetained(callbacks)
         defer { context.release() }
@@ -50,7 +65,7 @@ struct HTTPTransport {
                             var statusCode = 0
                             let rc = gv_http_perform(&request, { status, data, length, context in
                                 let callbacks = Unmanaged<Callbacks>.fromOpaque(context!).takeUnretainedValue()
-                                return callbacks.onData(status, UnsafeRawBufferPointer(start: data, count: length)) ? 0 : 1
+                                return callbacks.onData(status, UnsafeRawBufferPointer(start: data, count: length)).code
                             }, { context in
                                 let callbacks = Unmanaged<Callbacks>.fromOpaque(context!).takeUnretainedValue()
                                 return callbacks.onTick() ? 1 : 0

@@ -8,7 +8,7 @@ to --log (method, path, headers, body) so tests can check what the client sent.
 
 Scenarios: ok, lf, split, slow, slow-long, steady, garbage, empty, not-json, thinking, echo, escape, error-before, error-mid, error-mid-data,
 retry-429, retry-503, always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
-drop, hang, hang-first, echo-key. Unknown scenario names answer 404 NOT_FOUND like Google does.
+drop, hang, hang-first, echo-key; and hostile ones: gigabyte, flood, endless-header, slowloris. Unknown scenario names answer 404 NOT_FOUND like Google does.
 A key starting with "AIzaBAD" gets 400 API_KEY_INVALID.
 """
 import argparse
@@ -183,6 +183,12 @@ class Handler(BaseHTTPRequestHandler):
     def stream(self, model, scenario, request):
         if self.failure_first(model, scenario):
             return
+        if scenario in HOSTILE:
+            try:
+                HOSTILE[scenario](self)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            return
         basic = fixture("stream-basic.sse")
         events = [e + b"\r\n\r\n" for e in basic.split(b"\r\n\r\n") if e]
         if scenario == "thinking":
@@ -252,6 +258,55 @@ class Handler(BaseHTTPRequestHandler):
             pass
 
 
+# -- hostile servers: each is bounded in time and stops as soon as the client leaves -------------
+def hostile_gigabyte(handler):
+    """A gigabyte of well-formed events, as fast as the socket takes them."""
+    handler.start_stream()
+    piece = event(text_chunk("x" * 65000))
+    for _ in range((1 << 30) // len(piece) + 1):
+        handler.chunk(piece)
+    handler.end_stream()
+
+
+def hostile_flood(handler):
+    """10,000 small events a second for two seconds, then a proper end."""
+    handler.start_stream()
+    start = time.monotonic()
+    for batch in range(200):
+        handler.chunk(b"".join(event(text_chunk("f%d " % (batch * 100 + i))) for i in range(100)))
+        delay = start + (batch + 1) / 100 - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+    handler.chunk(event(text_chunk("", "STOP", {"promptTokenCount": 1, "candidatesTokenCount": 20000, "totalTokenCount": 20001})))
+    handler.end_stream()
+
+
+def hostile_endless_header(handler):
+    """A status line, then a new header line every 0.2 s, never the blank line that ends them."""
+    handler.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n")
+    for i in range(600):  # at most 120 s
+        handler.wfile.write(b"X-Padding-%d: %s\r\n" % (i, b"p" * 64))
+        handler.wfile.flush()
+        time.sleep(0.2)
+        if client_gone(handler.connection):
+            return
+
+
+def hostile_slowloris(handler):
+    """Proper headers, then one byte of an event every 0.2 s: data, never a whole event."""
+    handler.start_stream()
+    dribble = event(text_chunk("slow " * 1000))
+    for byte in dribble[:600]:  # at most 120 s
+        handler.chunk(bytes([byte]))
+        time.sleep(0.2)
+        if client_gone(handler.connection):
+            return
+
+
+HOSTILE = {"gigabyte": hostile_gigabyte, "flood": hostile_flood, "endless-header": hostile_endless_header,
+           "slowloris": hostile_slowloris}
+
+
 def client_gone(connection):
     try:
         connection.setblocking(False)
@@ -279,7 +334,7 @@ def echo_reply(request):
 
 SCENARIOS = {"ok", "lf", "split", "slow", "slow-long", "steady", "garbage", "empty", "not-json", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
-             "hang", "hang-first", "echo-key", "gemini-3.6-flash"}
+             "hang", "hang-first", "echo-key", "gemini-3.6-flash"} | set(HOSTILE)
 
 
 def main():

@@ -11,13 +11,19 @@ typedef struct gv_http_request {
     size_t header_count;
     const unsigned char *body;        /* may be NULL for GET */
     size_t body_length;
-    long idle_timeout_ms;             /* limit on connecting, on the first byte, and on any silence */
+    long idle_timeout_ms;             /* limit on connecting and getting the headers, then between bodies' signs of progress */
     int no_proxy;                     /* non-zero: connect directly, whatever the proxy variables say */
 } gv_http_request;
 
 /// Called with each piece of the response body as it arrives, with the HTTP status.
-/// Return 0 to continue, anything else to abort the transfer.
+/// Returns one of the GV_HTTP_DATA_ values below.
 typedef int (*gv_http_data_callback)(long status, const unsigned char *data, size_t length, void *context);
+
+enum {
+    GV_HTTP_DATA_CONTINUE = 0, /* keep going; the idle clock keeps running */
+    GV_HTTP_DATA_ABORT = 1,    /* stop the transfer */
+    GV_HTTP_DATA_PROGRESS = 2, /* keep going, and restart the idle clock (a whole event arrived) */
+};
 /// Called about every 100 ms while waiting. Return nonzero to cancel the transfer.
 typedef int (*gv_http_tick_callback)(void *context);
 

@@ -1,0 +1,94 @@
+"""A hostile or broken endpoint: the client keeps its memory bounded, honours its timeout, and
+exits 7 with a message that says what the server did. Each server is a scenario of the fake
+(fake_gemini.py, "hostile servers"), bounded in time on its side too."""
+import json
+import os
+import subprocess
+import time
+import uuid
+
+from conftest import BIN, GOOD_KEY
+
+# Peak RSS of a plain `ask` is about 20 MiB; a client that buffered a hostile answer would
+# reach hundreds. The bound leaves room for the 16 MiB reply cap and the parser's buffer.
+MEMORY_BOUND_KIB = 120 * 1024
+
+
+def ask_measured(api, scenario, *extra, timeout=60):
+    """Runs `ask --json` against a scenario; returns (exit code, parsed stdout, stderr, seconds)."""
+    argv = [BIN, "ask", "--json", "--model", "%s~%s" % (scenario, uuid.uuid4().hex[:8]), *extra, "hello"]
+    environment = dict(api.vars, GEMVAULT_RETRIES="1")
+    started = time.monotonic()
+    process = subprocess.Popen(argv, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise AssertionError("gemvault ask did not end within %d s against %s" % (timeout, scenario))
+    return process.returncode, json.loads(out), err.decode(), time.monotonic() - started
+
+
+def peak_kib(api, scenario, *extra):
+    """Peak resident memory of one `ask` against a scenario, measured with wait4."""
+    argv = [BIN, "ask", "--json", "--model", "%s~%s" % (scenario, uuid.uuid4().hex[:8]), *extra, "hello"]
+    environment = dict(api.vars, GEMVAULT_RETRIES="1")
+    process = subprocess.Popen(argv, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               stdin=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid == process.pid:
+            process.returncode = os.waitstatus_to_exitcode(status)
+            return process.returncode, usage.ru_maxrss
+        time.sleep(0.05)
+    process.kill()
+    raise AssertionError("gemvault ask did not end within 60 s against %s" % scenario)
+
+
+def test_a_gigabyte_answer_is_cut_off_with_memory_bounded(api):
+    code, data, err, elapsed = ask_measured(api, "gigabyte")
+    assert code == 7, (code, data, err)
+    assert data["error"]["exitCode"] == 7 and "more than 16 MiB" in data["error"]["message"], data
+    assert data["text"] == "" or len(data["text"]) <= 16 << 20, len(data["text"])
+    code, peak = peak_kib(api, "gigabyte")
+    assert code == 7 and peak < MEMORY_BOUND_KIB, (code, peak)
+
+
+def test_ten_thousand_events_a_second_are_all_taken_in_order(api):
+    code, data, err, elapsed = ask_measured(api, "flood")
+    assert code == 0, (code, err)
+    pieces = data["text"].split()
+    assert pieces == ["f%d" % i for i in range(20000)], (len(pieces), pieces[:3], pieces[-3:])
+    code, peak = peak_kib(api, "flood")
+    assert code == 0 and peak < MEMORY_BOUND_KIB, (code, peak)
+
+
+def test_an_endless_header_is_stopped_by_the_timeout(api):
+    code, data, err, elapsed = ask_measured(api, "endless-header", "--timeout", "2")
+    assert code == 7 and data["error"]["exitCode"] == 7, (code, data, err)
+    assert "timeout" in data["error"]["message"], data
+    assert elapsed < 15, elapsed
+
+
+def test_a_slow_loris_drip_never_holds_the_client_past_its_timeout(api):
+    code, data, err, elapsed = ask_measured(api, "slowloris", "--timeout", "2")
+    assert code == 7 and data["error"]["exitCode"] == 7, (code, data, err)
+    assert "timeout" in data["error"]["message"], data
+    assert elapsed < 15, elapsed
+
+
+def test_invalid_json_from_the_server_exits_7(api):
+    code, data, err, elapsed = ask_measured(api, "not-json")
+    assert code == 7 and data["error"]["exitCode"] == 7, (code, data, err)
+    assert "not a Gemini response" in data["error"]["message"], data
+    assert GOOD_KEY not in err and GOOD_KEY not in json.dumps(data)
+
+
+def test_a_steady_stream_slower_than_nothing_but_faster_than_the_timeout_still_works(api):
+    """The timeout is between whole events: a reply of many events may take far longer in all."""
+    code, data, err, elapsed = ask_measured(api, "steady", "--timeout", "1")
+    assert code == 0, (code, data, err)
+    assert data["text"].split() == [w for i in range(12) for w in ("step", str(i))], data["text"]
+    assert elapsed > 3, elapsed
