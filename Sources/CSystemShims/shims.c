@@ -120,24 +120,43 @@ int gv_tty_read_secret(const char *prompt, unsigned char *buffer, size_t capacit
 }
 
 static volatile sig_atomic_t interrupt_flag = 0;
+static volatile sig_atomic_t interrupt_signal = 0;
 
 static void note_interrupt(int sig) {
-    (void)sig;
     interrupt_flag = 1;
+    interrupt_signal = sig;
 }
 
-void gv_interrupt_install(void) {
+static void note_signal(int sig, struct sigaction *previous) {
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = note_interrupt;
     sigemptyset(&action.sa_mask);
     action.sa_flags = 0; // no SA_RESTART: blocking reads must return EINTR
-    sigaction(SIGINT, &action, NULL);
+    sigaction(sig, &action, previous);
 }
 
-void gv_interrupt_uninstall(void) { signal(SIGINT, SIG_DFL); }
+static struct sigaction before_term, before_hup;
+static int termination_noted = 0;
+
+void gv_interrupt_install(void) { note_signal(SIGINT, NULL); }
+void gv_interrupt_install_termination(void) {
+    note_signal(SIGTERM, &before_term);
+    note_signal(SIGHUP, &before_hup);
+    termination_noted = 1;
+}
+
+void gv_interrupt_uninstall(void) {
+    signal(SIGINT, SIG_DFL);
+    if (termination_noted) {
+        sigaction(SIGTERM, &before_term, NULL);
+        sigaction(SIGHUP, &before_hup, NULL);
+        termination_noted = 0;
+    }
+}
 int gv_interrupt_pending(void) { return interrupt_flag != 0; }
-void gv_interrupt_clear(void) { interrupt_flag = 0; }
+int gv_interrupt_termination_signal(void) { return interrupt_signal == SIGTERM || interrupt_signal == SIGHUP ? interrupt_signal : 0; }
+void gv_interrupt_clear(void) { interrupt_flag = 0; interrupt_signal = 0; }
 
 #include <spawn.h>
 int gv_spawn_close_above_stdio(posix_spawn_file_actions_t *actions) {

@@ -129,6 +129,12 @@ enum ChatCommand {
         let message: String
         @Nullable var hint: String?
 
+        init(exitCode: Int32, reason: String, message: String) {
+            self.exitCode = exitCode
+            self.reason = reason
+            self.message = message
+        }
+
         init(_ error: Error) {
             let (code, message, hint) = ErrorReport.describe(error)
             exitCode = code.rawValue
@@ -154,11 +160,31 @@ enum ChatCommand {
         }
     }
 
+    /// SIGTERM or SIGHUP ended a reply: the exit code is 128 plus the signal, as if it had killed us.
+    struct Terminated: Error {
+        let signal: Int32
+    }
+
+    /// `ask --json` whose arguments did not parse still gives a script its one object.
+    static func reportUsageError(_ error: UsageError, arguments: [String]) {
+        guard error.command?.path == ["ask"], arguments.contains("--json") else { return }
+        var result = AskResult()
+        result.error = AskError(error)
+        Output.json(result, schema: .ask)
+    }
+
     static func ask(_ call: Invocation) throws {
         let json = call.flag("--json")
         var result = AskResult()
         do {
             try askOnce(call, &result)
+        } catch let stop as Terminated {
+            if json {
+                result.interrupted = true
+                result.error = AskError(exitCode: 128 + stop.signal, reason: "terminated", message: "stopped by signal \(stop.signal)")
+                Output.json(result, schema: .ask)
+            }
+            throw ExitStatus(code: 128 + stop.signal)
         } catch {
             // A script reads stdout only: the failure goes there too, then to stderr as usual.
             if json {
@@ -197,6 +223,8 @@ enum ChatCommand {
         var handlers = printer.handlers()
         if json || !streaming { handlers.onText = { _ in } }
         gv_interrupt_install()
+        // A script's `kill` or a closed terminal still gets its JSON object, like Ctrl-C.
+        if json { gv_interrupt_install_termination() }
         defer { gv_interrupt_uninstall() }
         var turn: TurnResult
         var failure: GeminiError?
@@ -225,10 +253,18 @@ enum ChatCommand {
         }
         var saved = conversation
         if failure == nil, let kept = saved.record(user: prompt, result: turn) {
-            call.context.recorder(call, settings: settings, kind: "ask").0?.record(kept, in: saved, now: Clock.now())
+            let (recorder, problem) = call.context.recorder(call, settings: settings, kind: "ask")
+            recorder?.record(kept, in: saved, now: Clock.now())
+            // Without a vault there is nothing to save to, and a script asking all day needs no
+            // reminder; a vault whose history cannot be written is worth a word every time.
+            if let problem, call.context.store.exists { Console.warning(problem) }
         }
         if let failure { throw failure }
-        if turn.interrupted { throw GeminiError(category: .interrupted, message: "", reason: "interrupted") }
+        if turn.interrupted {
+            let signal = gv_interrupt_termination_signal()
+            if signal != 0 { throw Terminated(signal: signal) }
+            throw GeminiError(category: .interrupted, message: json ? "interrupted" : "", reason: "interrupted")
+        }
     }
 
     struct ModelListing: Encodable {

@@ -39,6 +39,7 @@ public enum GemvaultMain {
         } catch let exit as ExitStatus {
             return exit.code
         } catch {
+            if let usage = error as? UsageError { ChatCommand.reportUsageError(usage, arguments: arguments) }
             return ErrorReport.report(error).rawValue
         }
     }

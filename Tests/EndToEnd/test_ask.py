@@ -241,3 +241,22 @@ def test_chat_reads_a_script_from_a_pipe(api):
     assert "turns=1 roles=user" in result.out and "turns=3 roles=user,model,user" in result.out
     assert "\x1b" not in result.out
     assert "session: 22 tokens" in result.err
+
+
+def test_ask_json_gives_an_object_for_usage_errors_and_termination(api):
+    for argv in (["--bogus", "hi"], ["--model"]):
+        result = ask(api, "--json", *argv)
+        assert result.code == 64, result
+        error = json.loads(result.out)["error"]
+        assert (error["exitCode"], error["reason"], error["status"]) == (64, "usage", None) and error["message"], result
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        process = subprocess.Popen([BIN, "ask", "--json", "--model", tag("slow-long"), "hi"], env=api.vars,
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        time.sleep(1.5)
+        process.send_signal(sig)
+        out, err = process.communicate(timeout=30)
+        data = json.loads(out)
+        expected = 130 if sig == signal.SIGINT else 128 + sig
+        assert process.returncode == expected and data["error"]["exitCode"] == expected, (sig, process.returncode, data, err)
+        assert data["interrupted"] is True and data["text"].startswith("tick 0"), data
+        assert data["error"]["message"], data

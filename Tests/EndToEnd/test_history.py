@@ -128,6 +128,29 @@ def test_history_stays_readable_after_passwd_and_rekey(history):
     assert json.loads(listed.out)["conversations"][0]["title"] == "remember me"
 
 
+def test_history_stays_readable_after_recover(api):
+    env = api
+    recovery = env.init()
+    env.run("ask", "--model", "echo", "before recovery", passphrase=False)
+    new_pass = os.path.join(env.root, "np")
+    env.write_private(new_pass, "a passphrase after recovery\n")
+    result = env.run("recover", "--new-passphrase-file", new_pass, input=recovery + "\n", passphrase=False)
+    assert result.code == 0, result
+    listed = env.run("history", "list", "--json", "--passphrase-file", new_pass, passphrase=False)
+    assert [c["title"] for c in json.loads(listed.out)["conversations"]] == ["before recovery"], listed
+
+
+def test_ask_says_when_a_vault_exists_but_its_history_cannot_be_written(history):
+    env = history
+    env.run("ask", "--model", "echo", "first", passphrase=False)
+    [folder] = {os.path.dirname(p) for p in glob.glob(os.path.join(env.vars["XDG_STATE_HOME"], "gemvault", "**", "*.chat"), recursive=True)}
+    os.chmod(folder, 0o777)
+    result = env.run("ask", "--model", "echo", "second", passphrase=False)
+    assert result.code == 0 and "this conversation is not saved" in result.err, result
+    os.chmod(folder, 0o700)
+    assert [c["title"] for c in conversations(env)] == ["first"]
+
+
 def test_rm_and_older_than_really_delete(history):
     env = history
     for word in ("one", "two", "three"):

@@ -29,10 +29,14 @@ int gv_tty_read_secret(const char *prompt, unsigned char *buffer, size_t capacit
 /// Installs a SIGINT handler without SA_RESTART that only records the signal.
 /// Blocking reads then return EINTR, which libedit reports as a NULL line.
 void gv_interrupt_install(void);
-/// Restores the default SIGINT action.
+/// Records SIGTERM and SIGHUP the same way, for a command that must still report before it ends.
+void gv_interrupt_install_termination(void);
+/// Restores the default SIGINT action, and SIGTERM's and SIGHUP's from before they were recorded.
 void gv_interrupt_uninstall(void);
-/// Returns 1 if a SIGINT arrived since the last clear, else 0.
+/// Returns 1 if a recorded signal arrived since the last clear, else 0.
 int gv_interrupt_pending(void);
+/// SIGTERM or SIGHUP when the last recorded signal was one of them, else 0.
+int gv_interrupt_termination_signal(void);
 void gv_interrupt_clear(void);
 
 #endif
