@@ -5,6 +5,8 @@ let package = Package(
     name: "gemvault",
     products: [
         .executable(name: "gemvault", targets: ["gemvault"]),
+        /// The libFuzzer entry (Fuzz/run builds it with the sanitizers), or a replayer of inputs.
+        .executable(name: "gemvault-fuzz", targets: ["gemvault-fuzz"]),
     ],
     targets: [
         // MARK: C libraries and shims
@@ -43,9 +45,13 @@ let package = Package(
         /// The command table, the command functions and the one error-to-exit-code map.
         .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims"]),
 
+        /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
+        .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "GemvaultConfig", "VaultCore"]),
+
         // MARK: Executable
 
         .executableTarget(name: "gemvault", dependencies: ["GemvaultCLI"]),
+        .executableTarget(name: "gemvault-fuzz", dependencies: ["FuzzHarnesses"]),
 
         // MARK: Tests
 
@@ -58,5 +64,6 @@ let package = Package(
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations"], exclude: ["Fixtures"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "GeminiClient"]),
         .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI"]),
+        .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Conversations"]),
     ]
 )

@@ -11,7 +11,7 @@ import VaultCore
 public struct HistoryStore: Sendable {
     public let folder: String
     static let recipientName = "recipient"
-    static let fileMagic = Array("GVCH".utf8)
+    public static let fileMagic = Array("GVCH".utf8)
     static let recipientMagic = Array("GVHR".utf8)
     static let suffix = ".chat"
     /// A record larger than this is damage, not a turn.
@@ -130,11 +130,18 @@ public struct HistoryStore: Sendable {
     public func load(_ id: String, with pair: SealedBox.KeyPair) throws(Failure) -> Transcript {
         guard let folder = try openFolder(create: false),
               let file = try openFile(id + Self.suffix, in: folder, flags: OpenFlags.readOnly) else { throw .notFound(id) }
+        let path = folder.path(of: id + Self.suffix)
         let bytes: [UInt8]
-        do { bytes = try file.readAll(limit: 1 << 30) } catch { throw .damaged(folder.path(of: id + Self.suffix)) }
-        var records = Self.split(bytes)
-        guard let first = records.first, first.count == 36, Array(first.prefix(4)) == Self.fileMagic else {
-            throw .damaged(folder.path(of: id + Self.suffix))
+        do { bytes = try file.readAll(limit: 1 << 30) } catch { throw .damaged(path) }
+        return try Self.decode(bytes, id: id, path: path, with: pair)
+    }
+
+    /// A conversation file's bytes read back: its header, then every complete record opened
+    /// with the pair. Anything a writer never produces is reported as damage at `path`.
+    public static func decode(_ bytes: [UInt8], id: String, path: String, with pair: SealedBox.KeyPair) throws(Failure) -> Transcript {
+        var records = split(bytes)
+        guard let first = records.first, first.count == 36, Array(first.prefix(4)) == fileMagic else {
+            throw .damaged(path)
         }
         guard Array(first.dropFirst(4)) == pair.publicKey else {
             throw .crypto("\(id) was sealed for another conversation key")
@@ -142,13 +149,13 @@ public struct HistoryStore: Sendable {
         records.removeFirst()
         var transcript = Transcript(id: id, meta: nil, turns: [])
         for sealed in records {
-            guard let plain = SealedBox.open(sealed, with: pair) else { throw .damaged(folder.path(of: id + Self.suffix)) }
+            guard let plain = SealedBox.open(sealed, with: pair) else { throw .damaged(path) }
             let record = plain.withUnsafeBytes { try? JSONDecoder().decode(HistoryRecord.self, from: Data($0)) }
             switch record {
             case .meta(let meta)?: transcript.meta = meta
             case .turn(let turn)?: transcript.turns.append(turn)
             case .undo?: _ = transcript.turns.popLast()
-            case nil: throw .damaged(folder.path(of: id + Self.suffix))
+            case nil: throw .damaged(path)
             }
         }
         return transcript
