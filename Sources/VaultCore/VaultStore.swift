@@ -171,6 +171,9 @@ public struct VaultStore: Sendable {
             folder.remove(backupTemp)
             throw error
         }
+        // When `target` already was a link to `source` (after a rekey), rename(2) succeeds
+        // without doing anything and the temp name stays.
+        folder.remove(backupTemp)
     }
 }
 
