@@ -8,6 +8,7 @@ import time
 import uuid
 
 from conftest import BIN, GOOD_KEY
+from test_adversarial import record
 
 # Peak RSS of a plain `ask` is about 20 MiB; a client that buffered a hostile answer would
 # reach hundreds. The bound leaves room for the 16 MiB reply cap and the parser's buffer.
@@ -54,6 +55,7 @@ def test_a_gigabyte_answer_is_cut_off_with_memory_bounded(api):
     assert data["text"] == "" or len(data["text"]) <= 16 << 20, len(data["text"])
     code, peak = peak_kib(api, "gigabyte")
     assert code == 7 and peak < MEMORY_BOUND_KIB, (code, peak)
+    record("hostile endpoint: 1 GiB answer", exit=7, seconds=round(elapsed, 1), peak_rss_mib=peak // 1024)
 
 
 def test_ten_thousand_events_a_second_are_all_taken_in_order(api):
@@ -63,6 +65,7 @@ def test_ten_thousand_events_a_second_are_all_taken_in_order(api):
     assert pieces == ["f%d" % i for i in range(20000)], (len(pieces), pieces[:3], pieces[-3:])
     code, peak = peak_kib(api, "flood")
     assert code == 0 and peak < MEMORY_BOUND_KIB, (code, peak)
+    record("hostile endpoint: 10,000 events a second for 2 s", exit=0, events_in_order=len(pieces), peak_rss_mib=peak // 1024)
 
 
 def test_an_endless_header_is_stopped_by_the_timeout(api):
@@ -70,6 +73,7 @@ def test_an_endless_header_is_stopped_by_the_timeout(api):
     assert code == 7 and data["error"]["exitCode"] == 7, (code, data, err)
     assert "timeout" in data["error"]["message"], data
     assert elapsed < 15, elapsed
+    record("hostile endpoint: endless header, --timeout 2", exit=7, seconds=round(elapsed, 1))
 
 
 def test_a_slow_loris_drip_never_holds_the_client_past_its_timeout(api):
@@ -77,6 +81,7 @@ def test_a_slow_loris_drip_never_holds_the_client_past_its_timeout(api):
     assert code == 7 and data["error"]["exitCode"] == 7, (code, data, err)
     assert "timeout" in data["error"]["message"], data
     assert elapsed < 15, elapsed
+    record("hostile endpoint: slow-loris drip, --timeout 2", exit=7, seconds=round(elapsed, 1))
 
 
 def test_invalid_json_from_the_server_exits_7(api):
@@ -84,6 +89,7 @@ def test_invalid_json_from_the_server_exits_7(api):
     assert code == 7 and data["error"]["exitCode"] == 7, (code, data, err)
     assert "not a Gemini response" in data["error"]["message"], data
     assert GOOD_KEY not in err and GOOD_KEY not in json.dumps(data)
+    record("hostile endpoint: invalid JSON event", exit=7)
 
 
 def test_a_steady_stream_slower_than_nothing_but_faster_than_the_timeout_still_works(api):
