@@ -254,7 +254,7 @@ public final class TrustedFolder {
     }
 
     public func replace(_ name: String, with bytes: [UInt8], tempPrefix: String,
-                        beforeRename: () throws(SystemError) -> Void = {}) throws(SystemError) {
+                        beforeRename: (String) throws(SystemError) -> Void = { _ in }) throws(SystemError) {
         try bytes.withUnsafeBytes { raw in
             Result { () throws(SystemError) in try replace(name, with: raw, tempPrefix: tempPrefix, beforeRename: beforeRename) }
         }.get()
@@ -262,9 +262,10 @@ public final class TrustedFolder {
 
     /// Writes `bytes` to `name` atomically: a fresh temp file (O_EXCL, 0600), fsync, rename
     /// over the old name, fsync of the folder. On failure the old file is untouched and the
-    /// temp file is gone. `beforeRename` runs after the data is durable, before the swap.
+    /// temp file is gone. `beforeRename` runs after the data is durable, before the swap,
+    /// with the temp file's name.
     public func replace(_ name: String, with bytes: UnsafeRawBufferPointer, tempPrefix: String,
-                        beforeRename: () throws(SystemError) -> Void = {}) throws(SystemError) {
+                        beforeRename: (String) throws(SystemError) -> Void = { _ in }) throws(SystemError) {
         let random = UInt64.random(in: 0...UInt64.max)
         let temp = "\(tempPrefix)\(getpid()).\(String(random, radix: 36))"
         let fd = retryingOnInterrupt { openat(descriptor.raw, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
@@ -273,7 +274,7 @@ public final class TrustedFolder {
             let file = FileDescriptor(owning: fd, path: path(of: temp))
             try file.writeAll(bytes)
             try file.sync()
-            try beforeRename()
+            try beforeRename(temp)
             try rename(temp, to: name)
         } catch {
             remove(temp)

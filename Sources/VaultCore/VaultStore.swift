@@ -135,15 +135,16 @@ public struct VaultStore: Sendable {
         let hadVault = folder.exists(name)
         do {
             // Only once the new file is complete: a failed write leaves the backup too.
-            try folder.replace(name, with: bytes, tempPrefix: tempPrefix, beforeRename: { () throws(SystemError) in
+            try folder.replace(name, with: bytes, tempPrefix: tempPrefix, beforeRename: { (temp) throws(SystemError) in
                 if backup == .previous && hadVault { try keepBackup(of: name, in: folder) }
-                if backup == .new { folder.remove(name + ".bak") }
+                // A rekey's backup becomes the new vault just before the vault does: at every
+                // moment one exists, and once the rename is done none keeps a retired slot.
+                if backup == .new { try keepCopy(of: temp, as: name + ".bak", in: folder) }
             })
         } catch {
             throw .writeFailed(path: path, reason: error.operation == "write" || error.operation == "fsync"
                                ? error.reason : "\(error.operation) \(error.path): \(error.reason)")
         }
-        if backup == .new { try? keepBackup(of: name, in: folder) }
         folder.sync()
     }
 
