@@ -18,8 +18,11 @@ public struct HistoryStore: Sendable {
     static let maxRecord = 64 << 20
 
     public init(stateDirectory: String, vaultPath: String) {
-        folder = stateDirectory + "/gemvault/history/" + Sodium.fingerprint(ProcessIdentity.absolutePath(vaultPath))
+        folder = stateDirectory + "/gemvault/history/" + Self.folderName(vaultPath)
     }
+
+    /// Each vault's conversations have a folder of their own, named after its path.
+    static func folderName(_ vaultPath: String) -> String { Sodium.fingerprint(ProcessIdentity.absolutePath(vaultPath)) }
 
     public enum Failure: Error, Equatable {
         case refused(FileCheckFailure)
@@ -184,6 +187,22 @@ public struct HistoryStore: Sendable {
             body(offset + 4..<offset + 4 + length)
             offset += 4 + length
         }
+    }
+
+    /// Hands every conversation to the vault now at `vaultPath`: `init --force` keeps the
+    /// vault it replaces under a new name, and the conversations sealed to it go with it.
+    public func move(toVaultAt vaultPath: String) throws(Failure) {
+        let (parentPath, name) = TrustedFolder.parent(of: folder)
+        let opened: TrustedFolder?
+        do throws(TrustedOpenError) { opened = try TrustedFolder.open(parentPath) } catch {
+            switch error {
+            case .refused(let failure): throw .refused(failure)
+            case .failed(let failure): throw .system(failure)
+            }
+        }
+        guard let parent = opened, parent.exists(name) else { return }
+        do { try parent.rename(name, to: Self.folderName(vaultPath)) } catch { throw .system(error) }
+        parent.sync()
     }
 
     // MARK: Removing

@@ -68,9 +68,14 @@ enum VaultCommand {
                 // Nothing a flag does may lose keys: the old vault stays, under a dated name.
                 kept = try session.keepAside(suffix: ".replaced-" + Output.compactDate(Output.now()))
             }
+            if let kept {
+                do { try context.history.move(toVaultAt: kept) } catch {
+                    Console.warning("the conversations of the replaced vault stay where they were: \(error)")
+                }
+            }
             try context.save(document, in: session, backup: .previous)
         }
-        if let kept { Console.err("gemvault: the vault it replaces was kept as \(kept)\n") }
+        if let kept { Console.err("gemvault: the vault it replaces was kept as \(kept), with its conversations (gemvault --vault \(kept) history list)\n") }
         context.rememberRecipient(document.contents)
         if call.flag("--json") {
             let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }

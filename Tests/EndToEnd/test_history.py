@@ -253,3 +253,18 @@ def test_a_torn_record_is_cut_off_before_resuming_and_a_bad_file_hides_no_other(
     listed = env.run("history", "list", "--json")
     assert listed.code == 0 and "ffffffffffffffff cannot be read" in listed.err, listed
     assert sorted(c["title"] for c in json.loads(listed.out)["conversations"]) == ["another one", "first"]
+
+
+def test_init_force_hands_the_conversations_to_the_vault_it_keeps_aside(history):
+    env = history
+    env.run("ask", "--model", "echo", "from the old vault", passphrase=False)
+    result = env.run("init", "--force", "--kdf", "interactive")
+    assert result.code == 0, result
+    [kept] = glob.glob(env.vault + ".replaced-*")
+    fresh = env.run("history", "list", "--json")
+    assert fresh.code == 0 and json.loads(fresh.out)["conversations"] == [] and "cannot be read" not in fresh.err, fresh
+    old = env.run("--vault", kept, "history", "list", "--json")
+    assert [c["title"] for c in json.loads(old.out)["conversations"]] == ["from the old vault"], old
+    # The new vault saves its own conversations beside them.
+    env.run("ask", "--model", "echo", "into the new vault", passphrase=False)
+    assert [c["title"] for c in conversations(env)] == ["into the new vault"]
