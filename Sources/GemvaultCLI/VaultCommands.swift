@@ -26,7 +26,7 @@ let vaultCommands: [CommandSpec] = [
     CommandSpec(path: ["passwd"], arguments: "", argumentRange: 0...0,
                 summary: "change the passphrase and put the vault under a new data key",
                 options: newPassphraseOptions,
-                details: "Afterwards the old passphrase opens nothing written since, not even together with an old copy of the vault.\nvault.bak is replaced by the new vault. The recovery code keeps working (a vault made by gemvault 0.1 gets a new one, shown once).",
+                details: "Afterwards the old passphrase opens nothing written since, not even together with an old copy of the vault.\nvault.bak is replaced by the new vault. The recovery code keeps working (a vault made by gemvault 0.1 asks for its code on a terminal to keep it, and otherwise gets a new one, shown once).",
                 run: VaultCommand.changePassphrase),
     CommandSpec(path: ["recover"], arguments: "", argumentRange: 0...0,
                 summary: "set a new passphrase using the recovery code (also a new data key)",
@@ -261,8 +261,10 @@ enum VaultCommand {
                            knownRecoveryKey: RecoveryKey? = nil, newPassphrase: PassphraseKey?) throws -> Bool {
         var newCode: SecretBytes?
         var kek: SecretBytes?
+        let legacyCode = recovery ? nil : try askForLegacyRecoveryCode(context)
         try context.modifyVault(unlockWith: secret, recovery: recovery, knownKey: knownKey, knownRecoveryKey: knownRecoveryKey,
                                 backup: .new) { document in
+            if let legacyCode, document.recoverySlotNeedsItsCode { try? document.keepRecoveryCode(legacyCode) }
             newCode = try document.rekey(newPassphraseKey: newPassphrase)
             kek = document.keyEncryptionKey
         }
@@ -275,6 +277,21 @@ enum VaultCommand {
             _ = try? context.agent.unlock(kek: kek, idle: idle, max: limit)
         }
         return newCode != nil
+    }
+
+    /// A vault made by gemvault 0.1 keeps its recovery code through a rekey only if the code
+    /// is typed once: on a terminal, ask for it (Enter, or three wrong tries, makes a new one).
+    static func askForLegacyRecoveryCode(_ context: Context) throws -> RecoveryKey? {
+        let file = try context.readVaultFile()
+        guard file.recoverySlot?.kind == .legacyRecovery, TerminalQuestion.available else { return nil }
+        Console.err("gemvault: this vault was made by gemvault 0.1; its recovery code can follow the new data key only if you type it now\n")
+        for _ in 0..<3 {
+            guard let typed = try? SecretInput.read(from: .terminal, prompt: "Recovery code (Enter for a new one): "), typed.count > 0 else { return nil }
+            Redaction.registerPassphrase(typed)
+            if let key = try RecoveryKey.derive(typed, opening: file) { return key }
+            Console.err("gemvault: that code does not open this vault\n")
+        }
+        return nil
     }
 
     static func showNewRecoveryCode(_ code: SecretBytes) {

@@ -134,6 +134,18 @@ public final class VaultDocument {
         return document
     }
 
+    /// Whether the vault's recovery slot is of format 1, which cannot follow a new data key
+    /// unless its code is at hand (`keepRecoveryCode`).
+    public var recoverySlotNeedsItsCode: Bool { file.recoverySlot?.kind == .legacyRecovery && recoveryCode == nil }
+
+    /// The code of a format 1 recovery slot, checked against it, so that a rekey carries
+    /// the code over instead of making a new one.
+    public func keepRecoveryCode(_ key: RecoveryKey) throws(VaultError) {
+        guard key.fits(file), let slot = file.recoverySlot, let opened = try slot.openRecovery(derived: key.derived),
+              opened.isEqual(to: dataKey) else { throw .wrongRecoveryCode }
+        recoveryCode = key.canonicalCode
+    }
+
     private static func decrypt(_ file: VaultFile, path: String, dataKey: SecretBytes) throws(VaultError) -> VaultDocument {
         // The checksum matched and a slot opened, so a failure here is deliberate tampering.
         guard let payload = try? Sodium.xchachaOpen(file.payloadCiphertext[...], additionalData: file.authenticatedHeader,

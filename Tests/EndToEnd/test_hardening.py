@@ -22,6 +22,7 @@ import time
 
 import pytest
 
+from ptyrun import PtySession
 from conftest import BIN, GOOD_KEY, PASSPHRASE
 
 PEER = "gemvault-peer"
@@ -339,6 +340,28 @@ def test_passwd_on_a_format_1_vault_shows_a_new_recovery_code_once(env):
     env.write_private(third, "third passphrase, long enough\n")
     assert env.run("recover", "--new-passphrase-file", third, input=expected["recovery_code"] + "\n", passphrase=False).code == 3
     assert env.run("recover", "--new-passphrase-file", third, input=code + "\n", passphrase=False).code == 0
+
+
+def test_passwd_on_a_format_1_vault_on_a_terminal_keeps_the_recovery_code_typed_once(env):
+    expected = install_format_1_vector(env)
+    new_pass = os.path.join(env.root, "np")
+    env.write_private(new_pass, "a new passphrase for this vault\n")
+    session = PtySession([BIN, "passwd", "--passphrase-file", env.passfile, "--new-passphrase-file", new_pass], env.vars)
+    try:
+        session.expect("Recovery code \\(Enter for a new one\\): ")
+        session.line("0000-0000-0000-0000-0000-0000-0000-0000")
+        session.expect("does not open this vault")
+        session.expect("Recovery code")
+        session.line(expected["recovery_code"])
+        assert session.wait(timeout=60) == 0, session.text()
+        assert "The recovery code still works" in session.text() and "new recovery code" not in session.text()
+    finally:
+        session.close()
+    assert json.loads(env.run("inspect", "--json", passphrase=False).out)["format_version"] == 2
+    third = os.path.join(env.root, "third")
+    env.write_private(third, "third passphrase, long enough\n")
+    result = env.run("recover", "--new-passphrase-file", third, input=expected["recovery_code"] + "\n", passphrase=False)
+    assert result.code == 0, result
 
 
 # -- 3. An old copy restored over a newer one is noticed ------------------------------------------
