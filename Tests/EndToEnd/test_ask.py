@@ -180,6 +180,33 @@ def test_requests_go_through_a_proxy_from_the_environment(api):
     assert request["proxied"] and request["path"] == "/v1beta/models/ok:streamGenerateContent?alt=sse"
 
 
+def test_https_requests_keep_honouring_the_proxy_variables(api):
+    # A listener stands in for the proxy: an https request must arrive as CONNECT to it.
+    import socket
+    import threading
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    seen = []
+
+    def accept():
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            seen.append(connection.recv(4096).split(b"\r\n")[0])
+            connection.close()
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    proxy = "http://127.0.0.1:%d" % listener.getsockname()[1]
+    result = ask(api, "--model", "ok", "--timeout", "5", "hi",
+                 env={"GEMVAULT_ENDPOINT": "https://generativelanguage.googleapis.com", "https_proxy": proxy, "GEMVAULT_RETRIES": "1"})
+    listener.close()
+    assert seen and set(seen) == {b"CONNECT generativelanguage.googleapis.com:443 HTTP/1.1"}, (seen, result)
+    assert result.code == 7, result
+
+
 def test_ctrl_c_stops_ask_with_130_and_keeps_partial_text(api):
     proc = subprocess.Popen([BIN, "ask", "--model", "slow-long", "hi"], env=api.vars, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(1.0)

@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import signal
 import stat
 import time
 
@@ -282,6 +283,24 @@ def test_ctrl_c_at_the_passphrase_prompt_restores_echo(env):
         s.send("half typed\x03")
         code = s.wait()
         assert code == -2 or code == 130, code
+        assert s.echo_enabled()
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_at_a_hidden_prompt_restore_echo(env, signum):
+    env.init()
+    s = PtySession([BIN, "key", "list"], env.vars)
+    try:
+        s.expect(r"Passphrase for")
+        time.sleep(0.1)
+        assert not s.echo_enabled()
+        s.send("half typed")
+        time.sleep(0.1)
+        os.kill(s.pid, signum)
+        code = s.wait()
+        assert code in (-signum, 128 + signum), code
         assert s.echo_enabled()
     finally:
         s.close()
