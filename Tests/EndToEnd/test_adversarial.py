@@ -21,6 +21,7 @@ import stat
 import string
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -75,14 +76,23 @@ def read(path):
         return handle.read()
 
 
+PEAK_RSS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peak_rss.py")
+
+
 def measured(argv, env, input=None, timeout=60):
     """Runs a command; returns (exit code, stdout, stderr, seconds, peak RSS in KiB)."""
-    started = time.monotonic()
-    process = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               start_new_session=True)
-    out, err = process.communicate(input.encode() if input else None, timeout=timeout)
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the running maximum over children
-    return process.returncode, out.decode(), err.decode(), time.monotonic() - started, usage.ru_maxrss
+    with tempfile.NamedTemporaryFile("r") as peak:
+        started = time.monotonic()
+        process = subprocess.run([sys.executable, PEAK_RSS, peak.name, *argv], env=env, input=input, capture_output=True,
+                                 text=True, timeout=timeout, start_new_session=True)
+        seconds = time.monotonic() - started
+        return process.returncode, process.stdout, process.stderr, seconds, int(peak.read() or 0)
+
+
+def measured_peak(argv, env, timeout=60):
+    """Exit code and peak RSS in KiB of a command whose output does not matter."""
+    code, _, _, _, peak = measured(argv, env, timeout=timeout)
+    return code, peak
 
 
 # -- crash safety --------------------------------------------------------------------------------

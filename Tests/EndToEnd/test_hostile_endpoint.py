@@ -8,7 +8,7 @@ import time
 import uuid
 
 from conftest import BIN, GOOD_KEY
-from test_adversarial import record
+from test_adversarial import measured_peak, record
 
 # Peak RSS of a plain `ask` is about 20 MiB; a client that buffered a hostile answer would
 # reach hundreds. The bound leaves room for the 16 MiB reply cap and the parser's buffer.
@@ -32,20 +32,9 @@ def ask_measured(api, scenario, *extra, timeout=60):
 
 
 def peak_kib(api, scenario, *extra):
-    """Peak resident memory of one `ask` against a scenario, measured with wait4."""
-    argv = [BIN, "ask", "--json", "--model", "%s~%s" % (scenario, uuid.uuid4().hex[:8]), *extra, "hello"]
-    environment = dict(api.vars, GEMVAULT_RETRIES="1")
-    process = subprocess.Popen(argv, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               stdin=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-        if pid == process.pid:
-            process.returncode = os.waitstatus_to_exitcode(status)
-            return process.returncode, usage.ru_maxrss
-        time.sleep(0.05)
-    process.kill()
-    raise AssertionError("gemvault ask did not end within 60 s against %s" % scenario)
+    """Exit code and peak resident memory (KiB) of one `ask` against a scenario."""
+    return measured_peak([BIN, "ask", "--json", "--model", "%s~%s" % (scenario, uuid.uuid4().hex[:8]), *extra, "hello"],
+                         dict(api.vars, GEMVAULT_RETRIES="1"))
 
 
 def test_a_gigabyte_answer_is_cut_off_with_memory_bounded(api):
