@@ -17,25 +17,28 @@ public struct MarkdownRenderer: Sendable {
     private static let libraryLock = Mutex<Void>(())
 
     /// The rendered top-level blocks of `markdown`, in order.
-    public func blocks(_ markdown: String) -> [String] {
+    public func blocks(_ markdown: String) -> [String] { startedBlocks(markdown).map(\.text) }
+
+    /// Each rendered top-level block with the line (from 1) of `markdown` it starts on.
+    func startedBlocks(_ markdown: String) -> [(text: String, line: Int)] {
         let safe = EscapeNeutralizer.neutralize(markdown)
         return Self.libraryLock.withLock { _ in parsedBlocks(safe) }
     }
 
-    private func parsedBlocks(_ safe: String) -> [String] {
+    private func parsedBlocks(_ safe: String) -> [(text: String, line: Int)] {
         cmark_gfm_core_extensions_ensure_registered()
-        guard let parser = cmark_parser_new(CMARK_OPT_DEFAULT) else { return [safe] }
+        guard let parser = cmark_parser_new(CMARK_OPT_DEFAULT) else { return [(safe, 1)] }
         defer { cmark_parser_free(parser) }
         for name in ["table", "strikethrough", "autolink"] {
             if let extensionSyntax = cmark_find_syntax_extension(name) { cmark_parser_attach_syntax_extension(parser, extensionSyntax) }
         }
         safe.withCString { cmark_parser_feed(parser, $0, safe.utf8.count) }
-        guard let document = cmark_parser_finish(parser) else { return [safe] }
+        guard let document = cmark_parser_finish(parser) else { return [(safe, 1)] }
         defer { cmark_node_free(document) }
-        var rendered: [String] = []
+        var rendered: [(text: String, line: Int)] = []
         var node = cmark_node_first_child(document)
         while let block = node {
-            rendered.append(self.block(block, indent: ""))
+            rendered.append((self.block(block, indent: ""), Int(cmark_node_get_start_line(block))))
             node = cmark_node_next(block)
         }
         return rendered
@@ -176,27 +179,48 @@ public struct MarkdownRenderer: Sendable {
 /// Markdown rendered while it streams in, block by block: a block is printed once the next
 /// one has begun (so it cannot change any more); nothing printed is redrawn. `finish` prints
 /// what is left, an unterminated code fence included.
+///
+/// Only the text of the block still open is kept and parsed again, and only when a whole
+/// line arrived, so a reply of many small pieces costs little more than one parse of it (a
+/// flood of 20,000 events once took minutes).
 public final class MarkdownStream {
     private let renderer: MarkdownRenderer
+    /// The source of the blocks not printed yet.
     private var source = ""
-    private var printed = 0
+    private var printedAny = false
+    /// The size of `source` at the last parse: a huge open block is parsed again only once
+    /// it has grown by a quarter, so even one block of megabytes costs O(n log n).
+    private var parsedCount = 0
 
     public init(renderer: MarkdownRenderer) { self.renderer = renderer }
 
     /// The blocks that became complete with `text`.
     public func feed(_ text: String) -> String {
         source += text
-        let blocks = renderer.blocks(source)
-        guard blocks.count - 1 > printed else { return "" }
-        let ready = blocks[printed..<(blocks.count - 1)]
-        defer { printed = blocks.count - 1 }
-        return (printed > 0 ? "\n" : "") + ready.joined(separator: "\n")
+        // Only whole lines are parsed: half a line can look like the start of another block
+        // (a table row cut after its first `|` reads as a paragraph), so a block is taken as
+        // complete only once a whole line of the next one has arrived.
+        guard text.contains("\n"), let lastNewline = source.lastIndex(of: "\n") else { return "" }
+        let size = source.utf8.count
+        guard size < 64 << 10 || size - parsedCount >= size / 4 else { return "" }
+        parsedCount = size
+        let blocks = renderer.startedBlocks(String(source[...lastNewline]))
+        guard blocks.count > 1, let open = blocks.last else { return "" }
+        // Printed blocks never change again: keep the source of the open one only.
+        source = source.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(open.line - 1).joined(separator: "\n")
+        parsedCount = source.utf8.count
+        return emit(blocks.dropLast().map(\.text))
     }
 
     public func finish() -> String {
-        let blocks = renderer.blocks(source)
-        guard blocks.count > printed else { return "" }
-        defer { printed = blocks.count }
-        return (printed > 0 ? "\n" : "") + blocks[printed...].joined(separator: "\n")
+        let blocks = source.isEmpty ? [] : renderer.blocks(source)
+        source = ""
+        return emit(blocks)
+    }
+
+    private func emit(_ blocks: [String]) -> String {
+        guard !blocks.isEmpty else { return "" }
+        defer { printedAny = true }
+        return (printedAny ? "\n" : "") + blocks.joined(separator: "\n")
     }
 }

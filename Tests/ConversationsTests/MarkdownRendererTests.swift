@@ -59,14 +59,42 @@ import Testing
     @Test func streamingPrintsEachBlockOnceAndNeverRedraws() {
         let stream = MarkdownStream(renderer: plain)
         var out = ""
-        for chunk in ["# He", "ading\n\nA para", "graph that ", "ends.\n\n| a | b |\n|--", "-|---|\n| 1 ", "| 2 |\n", "\nafter"] {
+        for chunk in ["# He", "ading\n\nA para", "graph that ", "ends.\n\n| a | b |\n|--", "-|---|\n| 1 ", "| 2 |\n", "\naf", "ter\n"] {
             out += stream.feed(chunk)
         }
-        // The table arrived split across chunks and is printed whole, once the next block began.
+        // The table arrived split across chunks and is printed whole, once a whole line of the
+        // next block had arrived (half of one, "af", could be anything).
         #expect(out == "Heading\n\nA paragraph that ends.\n\na │ b\n──┼──\n1 │ 2\n")
         out += stream.finish()
         #expect(out.hasSuffix("\nafter\n"))
         #expect(stream.finish() == "")
+    }
+
+    @Test func aStreamCutAnywherePrintsWhatTheWholeReplyRendersTo() {
+        let reply = "# Title\n\nSome **bold** text\nover two lines.\n\n- one\n- two\n\n  still two\n\n| a | b |\n|---|---|\n| 你好 | 👋 |\n\n"
+            + "> quoted\n> more\n\n```swift\nlet x = 1\n\nlet y = 2\n```\n\nSetext\n===\n\nlast paragraph"
+        let whole = MarkdownRenderer(styled: true).render(reply)
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<50 {
+            let stream = MarkdownStream(renderer: MarkdownRenderer(styled: true))
+            var out = ""
+            var rest = Substring(reply)
+            while !rest.isEmpty {
+                let size = Int.random(in: 1...12, using: &generator)
+                out += stream.feed(String(rest.prefix(size)))
+                rest = rest.dropFirst(size)
+            }
+            out += stream.finish()
+            #expect(out == whole)
+        }
+    }
+
+    @Test func aFloodOfTinyPiecesKeepsEveryOne() {
+        let stream = MarkdownStream(renderer: plain)
+        var out = ""
+        for index in 0..<20_000 { out += stream.feed("w\(index) ") }
+        out += stream.finish()
+        #expect(out.split(separator: " ").count == 20_000 && out.hasPrefix("w0 w1 ") && out.hasSuffix("w19999\n"))
     }
 
     @Test func anUnterminatedFenceIsStillShownAtTheEnd() {

@@ -8,6 +8,7 @@ import time
 import uuid
 
 from conftest import BIN, GOOD_KEY
+from ptyrun import PtySession
 from test_adversarial import measured_peak, record
 
 # Peak RSS of a plain `ask` is about 20 MiB; a client that buffered a hostile answer would
@@ -87,3 +88,15 @@ def test_a_steady_stream_slower_than_nothing_but_faster_than_the_timeout_still_w
     assert code == 0, (code, data, err)
     assert data["text"].split() == [w for i in range(12) for w in ("step", str(i))], data["text"]
     assert elapsed > 3, elapsed
+
+
+def test_a_flood_rendered_as_markdown_on_a_terminal_still_keeps_up(api):
+    """On a terminal the reply is rendered block by block; 20,000 tiny events must not make
+    that re-render the whole reply each time (it once took minutes)."""
+    session = PtySession([BIN, "ask", "--no-save", "--model", "flood~" + uuid.uuid4().hex[:8], "hello"], dict(api.vars, TERM="xterm"))
+    try:
+        assert session.wait(timeout=60) == 0, session.text()[-500:]
+        shown = session.text()
+        assert "f0 f1 f2" in shown and "f19999" in shown, shown[-300:]
+    finally:
+        session.close()
