@@ -190,8 +190,10 @@ def test_sigkill_at_any_moment_of_a_write_loses_nothing(env, name):
         process.stdin.close()
         if trial <= keyed:
             wait_for_temp_file(env, process)  # the moment of the save itself
+        elif trial % 2:
+            time.sleep(random.uniform(0, duration * 1.2))  # any moment
         else:
-            time.sleep(random.uniform(0, duration * 1.2))
+            time.sleep(random.uniform(duration * 0.7, duration * 1.1))  # the end, where the writing is
         process.kill()
         process.wait()
         outcomes[check_after_crash(vault, before, after, (name, trial))] += 1
