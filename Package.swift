@@ -51,7 +51,7 @@ let package = Package(
         // MARK: Executable
 
         .executableTarget(name: "gemvault", dependencies: ["GemvaultCLI"]),
-        .executableTarget(name: "gemvault-fuzz", dependencies: ["FuzzHarnesses"]),
+        .executableTarget(name: "gemvault-fuzz", dependencies: ["FuzzHarnesses", "SystemIO"]),
 
         // MARK: Tests
 

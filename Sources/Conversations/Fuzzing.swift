@@ -16,10 +16,10 @@ public enum HistoryFuzzing {
         case 0:
             _ = try? HistoryStore.decode(rest, id: "fuzz", path: "fuzz", with: pair)
         case 1:
-            var file = frame(HistoryStore.fileMagic + pair.publicKey)
+            var file = HistoryStore.framed(HistoryStore.fileMagic + pair.publicKey)
             for record in HistoryStore.split(rest) {
                 guard let sealed = try? SealedBox.seal(record, to: pair.publicKey) else { return "sealing failed" }
-                file += frame(sealed)
+                file += HistoryStore.framed(sealed)
             }
             _ = try? HistoryStore.decode(file, id: "fuzz", path: "fuzz", with: pair)
         default:
@@ -31,11 +31,6 @@ public enum HistoryFuzzing {
             return again.entries.mapValues(\.summary) == index.entries.mapValues(\.summary) ? nil : "an index changes when encoded and decoded again"
         }
         return nil
-    }
-
-    private static func frame(_ record: [UInt8]) -> [UInt8] {
-        let count = UInt32(record.count)
-        return [UInt8(count & 0xff), UInt8(count >> 8 & 0xff), UInt8(count >> 16 & 0xff), UInt8(count >> 24)] + record
     }
 }
 

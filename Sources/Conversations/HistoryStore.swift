@@ -11,7 +11,7 @@ import VaultCore
 public struct HistoryStore: Sendable {
     public let folder: String
     static let recipientName = "recipient"
-    public static let fileMagic = Array("GVCH".utf8)
+    static let fileMagic = Array("GVCH".utf8)
     static let recipientMagic = Array("GVHR".utf8)
     static let suffix = ".chat"
     /// A record larger than this is damage, not a turn.
@@ -35,21 +35,17 @@ public struct HistoryStore: Sendable {
     }
 
     func openFolder(create: Bool) throws(Failure) -> TrustedFolder? {
-        do { return create ? try TrustedFolder.create(folder) : try TrustedFolder.open(folder) } catch {
-            switch error {
-            case .refused(let failure): throw .refused(failure)
-            case .failed(let failure): throw .system(failure)
-            }
-        }
+        do { return create ? try TrustedFolder.create(folder) : try TrustedFolder.open(folder) } catch { throw Failure(error) }
     }
 
     func openFile(_ name: String, in folder: TrustedFolder, flags: Int32) throws(Failure) -> FileDescriptor? {
-        do { return try TrustedFile.open(name, in: folder, requirement: .secret, flags: flags) } catch {
-            switch error {
-            case .refused(let failure): throw .refused(failure)
-            case .failed(let failure): throw .system(failure)
-            }
-        }
+        do { return try TrustedFile.open(name, in: folder, requirement: .secret, flags: flags) } catch { throw Failure(error) }
+    }
+
+    /// A record as it lies in a file: its length (u32 little-endian), then its bytes.
+    static func framed(_ record: [UInt8]) -> [UInt8] {
+        let count = UInt32(record.count)
+        return [UInt8(count & 0xff), UInt8(count >> 8 & 0xff), UInt8(count >> 16 & 0xff), UInt8(count >> 24)] + record
     }
 
     // MARK: The recipient
@@ -141,7 +137,7 @@ public struct HistoryStore: Sendable {
 
     /// A conversation file's bytes read back: its header, then every complete record opened
     /// with the pair. Anything a writer never produces is reported as damage at `path`.
-    public static func decode(_ bytes: [UInt8], id: String, path: String, with pair: SealedBox.KeyPair) throws(Failure) -> Transcript {
+    static func decode(_ bytes: [UInt8], id: String, path: String, with pair: SealedBox.KeyPair) throws(Failure) -> Transcript {
         var records = split(bytes)
         guard let first = records.first, first.count == 36, Array(first.prefix(4)) == fileMagic else {
             throw .damaged(path)
@@ -194,12 +190,7 @@ public struct HistoryStore: Sendable {
     public func move(toVaultAt vaultPath: String) throws(Failure) {
         let (parentPath, name) = TrustedFolder.parent(of: folder)
         let opened: TrustedFolder?
-        do throws(TrustedOpenError) { opened = try TrustedFolder.open(parentPath) } catch {
-            switch error {
-            case .refused(let failure): throw .refused(failure)
-            case .failed(let failure): throw .system(failure)
-            }
-        }
+        do throws(TrustedOpenError) { opened = try TrustedFolder.open(parentPath) } catch { throw Failure(error) }
         guard let parent = opened, parent.exists(name) else { return }
         do { try parent.rename(name, to: Self.folderName(vaultPath)) } catch { throw .system(error) }
         parent.sync()
@@ -299,10 +290,8 @@ public final class HistoryWriter {
     /// One length-prefixed record in a single write (O_APPEND), then fsync: a crash loses at
     /// most this record, which readers then skip.
     func append(raw: [UInt8]) throws(HistoryStore.Failure) {
-        let count = UInt32(raw.count)
-        let framed = [UInt8(count & 0xff), UInt8(count >> 8 & 0xff), UInt8(count >> 16 & 0xff), UInt8(count >> 24)] + raw
         do {
-            try file.writeAll(framed)
+            try file.writeAll(HistoryStore.framed(raw))
             try file.sync()
         } catch {
             throw .system(error)
@@ -364,6 +353,15 @@ extension HistoryStore.Failure: CustomStringConvertible {
         case .ambiguous(let prefix, let matches): "'\(prefix)' names \(matches.count) conversations (\(matches.prefix(5).joined(separator: ", "))); give more of the id"
         case .damaged(let path): "\(path) is damaged"
         case .crypto(let detail): detail
+        }
+    }
+}
+
+extension HistoryStore.Failure {
+    init(_ error: TrustedOpenError) {
+        switch error {
+        case .refused(let failure): self = .refused(failure)
+        case .failed(let failure): self = .system(failure)
         }
     }
 }

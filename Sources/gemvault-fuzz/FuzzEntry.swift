@@ -1,5 +1,6 @@
 import FuzzHarnesses
 import Glibc
+import SystemIO
 
 // Built by Fuzz/run with -sanitize=fuzzer and GEMVAULT_FUZZING, this is libFuzzer's entry,
 // and GEMVAULT_FUZZ_TARGET names the harness. Built plainly, it replays files through a
@@ -36,11 +37,9 @@ struct Replay {
         let check = harness(named: arguments[1])
         var broken = 0
         for path in arguments[2...] {
-            guard let file = fopen(path, "rb") else { fail("gemvault-fuzz: cannot open \(path)\n") }
-            var bytes: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            while case let count = fread(&buffer, 1, buffer.count, file), count > 0 { bytes += buffer[..<count] }
-            fclose(file)
+            guard let file = try? FileDescriptor.openIfPresent(path, flags: O_RDONLY), let bytes = try? file.readAll(limit: 64 << 20) else {
+                fail("gemvault-fuzz: cannot read \(path)\n")
+            }
             let outcome = check(bytes)
             print("\(path): \(outcome ?? "ok")")
             if outcome != nil { broken += 1 }

@@ -2,7 +2,6 @@
 exits 7 with a message that says what the server did. Each server is a scenario of the fake
 (fake_gemini.py, "hostile servers"), bounded in time on its side too."""
 import json
-import os
 import subprocess
 import time
 import uuid
