@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -64,13 +65,21 @@ static void *preload_thread(void *unused) {
     return NULL;
 }
 
+static atomic_int preload_started = 0;
+
 void gv_http_preload(void) {
+    atomic_store(&preload_started, 1);
     pthread_t thread;
     pthread_attr_t attributes;
     pthread_attr_init(&attributes);
     pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
     if (pthread_create(&thread, &attributes, preload_thread, NULL) != 0) pthread_once(&load_once, load_library);
     pthread_attr_destroy(&attributes);
+}
+
+void gv_http_preload_settle(void) {
+    // pthread_once waits for a load in progress on the other thread; none started, none waited for.
+    if (atomic_load(&preload_started)) pthread_once(&load_once, load_library);
 }
 
 int gv_http_library_loaded(void) {

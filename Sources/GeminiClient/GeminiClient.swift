@@ -84,6 +84,10 @@ public final class GeminiClient {
     /// Starts loading the network library while the caller resolves the key and settings.
     public static func prepareNetwork() { HTTPTransport.preload() }
 
+    /// Before the process exits: a load that `prepareNetwork` began must not be cut off by
+    /// exit() (a chat whose input ends at once crashed about one time in twenty).
+    public static func settleNetwork() { HTTPTransport.settlePreload() }
+
     /// `models/NAME` for a bare name; names that could alter the URL are refused.
     public static func modelResource(_ name: String) throws -> String {
         let bad = name.isEmpty || name.contains("..") || name.contains { "?&#% \t\n".contains($0) }

@@ -91,6 +91,9 @@ struct HTTPTransport {
     /// Begins loading libcurl in the background; the first request waits for it.
     static func preload() { gv_http_preload() }
 
+    /// Waits for a background load in progress, so that the process never exits in the middle of it.
+    static func settlePreload() { gv_http_preload_settle() }
+
     /// Whether libcurl has been mapped into this process (vault commands must leave it unmapped).
     static var libraryLoaded: Bool { gv_http_library_loaded() == 1 }
 }

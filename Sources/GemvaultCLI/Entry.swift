@@ -1,3 +1,4 @@
+import GeminiClient
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -47,6 +48,8 @@ public enum GemvaultMain {
     /// The whole program: the command, then exit with its code. The environment is read
     /// before `run` removes SSLKEYLOGFILE, so that doctor can still report it.
     public static func main() -> Never {
-        ProcessHardening.exit(run(arguments: Array(CommandLine.arguments.dropFirst()), environment: ProcessHardening.environment))
+        let code = run(arguments: Array(CommandLine.arguments.dropFirst()), environment: ProcessHardening.environment)
+        GeminiClient.settleNetwork()
+        ProcessHardening.exit(code)
     }
 }

@@ -53,4 +53,8 @@ int gv_http_library_loaded(void);
 /// key and settings. gv_http_perform waits for it. Safe to call more than once.
 void gv_http_preload(void);
 
+/// Waits for a load that gv_http_preload started, if any. Call it before the process exits:
+/// exit() running library destructors while the other thread is inside dlopen crashes.
+void gv_http_preload_settle(void);
+
 #endif
