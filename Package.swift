@@ -28,22 +28,24 @@ let package = Package(
         /// and the one process spawner. Every system call that is not crypto or terminal lives here.
         .target(name: "SystemIO", dependencies: ["CSystemShims"]),
 
+        /// The shapes of Google's credentials (auth keys, standard keys, access tokens), defined once.
+        .target(name: "GoogleKeys"),
         /// Secret bytes, the libsodium wrapper, the vault file format and the on-disk store.
-        .target(name: "VaultCore", dependencies: ["CSodium", "CSystemShims", "SystemIO"]),
+        .target(name: "VaultCore", dependencies: ["CSodium", "CSystemShims", "SystemIO", "GoogleKeys"]),
         /// The controlling terminal: hidden prompts, capabilities, colour, escape neutralising.
         .target(name: "TerminalIO", dependencies: ["VaultCore", "SystemIO", "CSystemShims"]),
         /// Paths, the settings schema and layers, key sources and provenance, doctor checks.
-        .target(name: "GemvaultConfig", dependencies: ["VaultCore", "SystemIO"]),
+        .target(name: "GemvaultConfig", dependencies: ["VaultCore", "SystemIO", "GoogleKeys"]),
         /// The Gemini REST client: wire types, SSE parsing, errors and retry. No terminal code.
-        .target(name: "GeminiClient", dependencies: ["VaultCore", "SystemIO", "CCurlStream"]),
+        .target(name: "GeminiClient", dependencies: ["VaultCore", "SystemIO", "CCurlStream", "GoogleKeys"]),
         /// The session agent: its socket protocol, the server that holds an unlocked vault, the client.
-        .target(name: "Agent", dependencies: ["VaultCore", "SystemIO"]),
+        .target(name: "Agent", dependencies: ["VaultCore", "SystemIO", "GoogleKeys"]),
         /// The conversation model, its encrypted history, and the renderers ask, chat and history share.
         .target(name: "Conversations", dependencies: ["GeminiClient", "VaultCore", "SystemIO", "TerminalIO", "CSystemShims", "CCmark"]),
         /// The chat REPL and its slash commands.
-        .target(name: "ChatUI", dependencies: ["Conversations", "GeminiClient", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims"]),
+        .target(name: "ChatUI", dependencies: ["Conversations", "GeminiClient", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims", "GoogleKeys"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims"]),
+        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys"]),
 
         /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
         .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "GemvaultConfig", "VaultCore"]),
@@ -56,11 +58,12 @@ let package = Package(
         // MARK: Tests
 
         .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"]),
+        .testTarget(name: "GoogleKeysTests", dependencies: ["GoogleKeys"], exclude: ["Fixtures"]),
         .testTarget(name: "AgentTests", dependencies: ["Agent", "VaultCore"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO"], exclude: ["Fixtures"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
-        .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "SystemIO"]),
-        .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient"]),
+        .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "SystemIO", "GoogleKeys"]),
+        .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "GoogleKeys"]),
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations"], exclude: ["Fixtures"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "GeminiClient"]),
         .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI"]),

@@ -1,3 +1,4 @@
+import GoogleKeys
 import SystemIO
 import VaultCore
 
@@ -60,9 +61,14 @@ public struct AgentClient: Sendable {
     }
 
     /// The names of the keys, without their values; never extends the session.
-    public func keyNames() throws(AgentError) -> [String] {
+    public func keyNames() throws(AgentError) -> [String] { try keySummary().map(\.name) }
+
+    /// Each key's name and shape, without its value; never extends the session.
+    public func keySummary() throws(AgentError) -> [(name: String, kind: GoogleKeyKind)] {
         let response = try request(AgentMessage(code: AgentProtocol.Operation.keyNames.rawValue))
-        return (response.text(.keyNames) ?? "").split(separator: "\n").map(String.init)
+        let names = (response.text(.keyNames) ?? "").split(separator: "\n").map(String.init)
+        let kinds = (response.text(.keyKinds) ?? "").split(separator: "\n").map { GoogleKeyKind(rawValue: String($0)) ?? .other }
+        return names.enumerated().map { index, name in (name, index < kinds.count ? kinds[index] : .other) }
     }
 
     /// The decrypted contents and their generation; `used` records a key's use.

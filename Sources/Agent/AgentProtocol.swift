@@ -20,6 +20,8 @@ public enum AgentProtocol {
         case keyEncryptionKey = 1, idleSeconds = 2, maxSeconds = 3, payload = 4, generation = 5, keyName = 6
         case message = 7, errorKind = 8, vaultPath = 9, unlockedAt = 10, idleDeadline = 11, maxDeadline = 12
         case pid = 13, state = 14, backup = 15, recoveryCode = 16, seenGeneration = 17, keyNames = 18
+        /// Beside `keyNames`, line for line: each key's shape (`auth`, `standard`, `other`).
+        case keyKinds = 19
     }
 
     public enum ErrorKind: UInt8, Sendable {

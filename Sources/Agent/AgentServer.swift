@@ -1,4 +1,5 @@
 import CSystemShims
+import GoogleKeys
 import SystemIO
 import VaultCore
 
@@ -236,6 +237,7 @@ public final class AgentServer {
         guard let document else { return Self.error(.locked, "the session is locked") }
         var response = AgentMessage(code: 0)
         response.add(.keyNames, text: document.contents.keys.map(\.name).joined(separator: "\n"))
+        response.add(.keyKinds, text: document.contents.keys.map(\.secret.googleKeyKind.rawValue).joined(separator: "\n"))
         return response
     }
 

@@ -1,3 +1,4 @@
+import GoogleKeys
 import TerminalIO
 
 /// Whether text holding something credential-shaped may be sent: asked on a terminal
@@ -41,7 +42,6 @@ public enum SecretScanner {
     }
 
     static let shapes: [Shape] = [
-        Shape(kind: "a Google API key", prefixes: ["AIza"], length: 35...35, body: isTokenCharacter),
         Shape(kind: "a GitHub token", prefixes: ["ghp_", "gho_", "ghu_", "ghs_", "ghr_"], length: 36...255, body: isAlphanumeric),
         Shape(kind: "a GitHub token", prefixes: ["github_pat_"], length: 22...255, body: isTokenCharacter),
         Shape(kind: "an OpenAI key", prefixes: ["sk-proj-", "sk-svcacct-", "sk-admin-"], length: 20...255, body: isTokenCharacter),
@@ -52,8 +52,13 @@ public enum SecretScanner {
 
     /// Every credential-shaped thing in `text`, masked.
     public static func findings(in text: String) -> [Finding] {
-        var found: [Finding] = []
-        for token in tokens(in: Array(text.utf8)) {
+        let bytes = Array(text.utf8)
+        // Google's keys by their one definition: auth keys hold dots, which end other tokens.
+        var found = GoogleKeyShape.keys(in: bytes).map { match in
+            Finding(kind: match.kind == .auth ? "a Google auth key" : "a Google API key", masked: mask(bytes[match.range]))
+        }
+        found += GoogleKeyShape.accessTokens(in: bytes).map { Finding(kind: "a Google access token", masked: mask(bytes[$0])) }
+        for token in tokens(in: bytes) {
             for shape in shapes {
                 guard let prefix = shape.prefixes.first(where: { token.starts(with: Array($0.utf8)) }) else { continue }
                 let body = token.dropFirst(prefix.utf8.count)

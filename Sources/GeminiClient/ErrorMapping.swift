@@ -1,25 +1,36 @@
 import FoundationEssentials
+import GoogleKeys
 
 /// Turns Google's error bodies and finish reasons into `GeminiError`s a person can act on.
 ///
 /// Google's `DebugInfo` details can quote part of the key ("Invalid API key: AIzv…"), so
-/// no text from `details` is ever shown, and messages are cut before any key-shaped token.
+/// no text from `details` is shown (but a Help link), and key-shaped words are cut out.
 public struct ErrorMapper: Sendable {
     /// Where the key came from, for "the key from X was rejected".
     public var keyOrigin: String
     /// How to replace a key from that source.
     public var keyReplaceHint: String
+    /// The key's shape: a refusal means something else for a retired standard key.
+    public var keyKind: GoogleKeyKind
     public var model: String
     public var apiVersion: String
 
-    public init(keyOrigin: String, keyReplaceHint: String, model: String, apiVersion: String) {
+    public init(keyOrigin: String, keyReplaceHint: String, keyKind: GoogleKeyKind, model: String, apiVersion: String) {
         self.keyOrigin = keyOrigin
         self.keyReplaceHint = keyReplaceHint
+        self.keyKind = keyKind
         self.model = model
         self.apiVersion = apiVersion
     }
 
+    /// What a user of a standard key has to do, whatever error Google chose to send.
+    var migrationHint: String {
+        "Google no longer accepts standard (AIza…) keys: create an auth key at https://aistudio.google.com/apikey, then \(keyReplaceHint)"
+    }
+
     /// An HTTP error status with its body (or an `{"error":…}` received inside a stream).
+    /// Decisions rest on the `ErrorInfo` reason; message text is read only where Google
+    /// sends no reason (`authenticationReason`).
     public func apiError(status: Int, body: [UInt8]) -> GeminiError {
         let envelope = Self.decodeEnvelope(body)
         let code = envelope?.error.code ?? status
@@ -27,20 +38,43 @@ public struct ErrorMapper: Sendable {
         let message = Self.redact(envelope?.error.message ?? "no error message")
         let details = envelope?.error.details ?? []
         let reasons = details.compactMap(\.reason)
+        let shown = "(\(code) \(reasons.first ?? statusName))"
 
-        if reasons.contains("API_KEY_INVALID") || message.contains("API key not valid") {
-            return GeminiError(category: .refused, message: "the API key from \(keyOrigin) was rejected by Gemini (API_KEY_INVALID)",
+        if let reason = Self.authenticationReason(code: code, reasons: reasons, message: envelope?.error.message ?? "") {
+            if keyKind == .standard {
+                return GeminiError(category: .refused, message: "the standard API key from \(keyOrigin) was refused \(shown): Google stopped accepting standard keys for the Gemini API in September 2026",
+                                   hint: migrationHint, status: code, reason: reason)
+            }
+            return GeminiError(category: .refused, message: "the auth key from \(keyOrigin) was refused \(shown): Google did not accept it as bound to a working service account",
+                               hint: "in the Google Cloud console (APIs & Services > Credentials), check that the key's service account still exists and is enabled, and that the key belongs to the project you expect; or create a new key at https://aistudio.google.com/apikey",
+                               status: code, reason: reason)
+        }
+        if reasons.contains("API_KEY_INVALID") {
+            if keyKind == .standard {
+                return GeminiError(category: .refused, message: "the standard API key from \(keyOrigin) was rejected \(shown): Google rejects standard keys since September 2026",
+                                   hint: migrationHint, status: code, reason: "API_KEY_INVALID")
+            }
+            return GeminiError(category: .refused, message: "the API key from \(keyOrigin) was rejected by Gemini \(shown): it is wrong, revoked or deleted",
                                hint: keyReplaceHint, status: code, reason: "API_KEY_INVALID")
         }
+        if reasons.contains("API_KEY_SERVICE_BLOCKED") {
+            return GeminiError(category: .refused, message: "the key from \(keyOrigin) may not call the Gemini API \(shown): its API restrictions leave out the Generative Language API",
+                               hint: "in the Google Cloud console (APIs & Services > Credentials > the key > API restrictions), allow \"Generative Language API\" (\"Gemini for Google Cloud API\" is a different one)",
+                               status: code, reason: "API_KEY_SERVICE_BLOCKED")
+        }
         if reasons.contains("SERVICE_DISABLED") {
-            return GeminiError(category: .refused, message: "the Generative Language API is not enabled for the key's project (\(code) \(statusName))",
-                               hint: "enable it in the Google Cloud console for the project the key belongs to, or create a key at https://aistudio.google.com",
+            let link = Self.activationLink(details)
+            return GeminiError(category: .refused, message: "the Gemini API (Generative Language API) is not enabled for the key's project \(shown)",
+                               hint: "enable it at \(link ?? "the Google Cloud console (APIs & Services > Library > Generative Language API)"); it takes a few minutes to reach Google's servers, then try again",
                                status: code, reason: "SERVICE_DISABLED")
         }
         switch code {
+        case 401:
+            return GeminiError(category: .refused, message: "the key from \(keyOrigin) was not accepted \(shown): \(message)",
+                               hint: keyReplaceHint, status: code, reason: reasons.first ?? statusName)
         case 403:
-            return GeminiError(category: .refused, message: "permission denied (\(code) \(statusName)): \(message)",
-                               hint: "check that the key from \(keyOrigin) may call the Gemini API", status: code, reason: statusName)
+            return GeminiError(category: .refused, message: "permission denied \(shown): \(message)",
+                               hint: "check that the key from \(keyOrigin) may call the Gemini API", status: code, reason: reasons.first ?? statusName)
         case 404:
             return GeminiError(category: .refused, message: "model '\(model)' was not found for API version \(apiVersion) (\(code) \(statusName))",
                                hint: "run 'gemvault models' to list the models your key can use", status: code, reason: statusName)
@@ -93,6 +127,23 @@ public struct ErrorMapper: Sendable {
         return nil
     }
 
+    /// The reason of a refused credential, or nil. Google's 401 for a key it takes for the wrong
+    /// kind of credential can arrive without an `ErrorInfo`; then, and only then, its message
+    /// tells it apart.
+    static func authenticationReason(code: Int, reasons: [String], message: String) -> String? {
+        if reasons.contains("ACCESS_TOKEN_TYPE_UNSUPPORTED") { return "ACCESS_TOKEN_TYPE_UNSUPPORTED" }
+        if code == 401, reasons.isEmpty, message.contains("Expected OAuth 2 access token") { return "ACCESS_TOKEN_TYPE_UNSUPPORTED" }
+        return nil
+    }
+
+    /// The first https link of a `google.rpc.Help` detail, if it is a plain URL (it is printed).
+    static func activationLink(_ details: [ErrorEnvelope.Detail]) -> String? {
+        let urls = details.flatMap { $0.links ?? [] }.compactMap(\.url)
+        return urls.first { url in
+            url.hasPrefix("https://") && url.utf8.count < 512 && url.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") }
+        }
+    }
+
     static func isDailyQuota(_ details: [ErrorEnvelope.Detail]) -> Bool {
         details.flatMap { $0.violations ?? [] }.contains { ($0.quotaId ?? "").contains("PerDay") }
     }
@@ -118,12 +169,12 @@ public struct ErrorMapper: Sendable {
         return try? JSONDecoder().decode(ErrorEnvelope.self, from: Data(trimmed))
     }
 
-    /// Drops any word that looks like an API key, and shortens very long messages.
+    /// Drops any word that holds something shaped like a Google key or token, even in part,
+    /// and shortens very long messages.
     static func redact(_ message: String) -> String {
-        let words = message.split(separator: " ", omittingEmptySubsequences: false).map { word -> String in
-            word.contains("AIza") ? "[redacted]" : String(word)
-        }
-        let joined = words.joined(separator: " ").replacingNewlines
+        let bytes = Array(message.utf8)
+        let cut = GoogleKeyShape.redacting(bytes, minimumBody: 0, replacement: Array("[redacted]".utf8)).map { String(decoding: $0, as: UTF8.self) } ?? message
+        let joined = cut.replacingNewlines
         return joined.count > 400 ? String(joined.prefix(400)) + "…" : joined
     }
 }

@@ -126,11 +126,18 @@ struct ErrorEnvelope: Decodable, Sendable {
         var reason: String?
         var retryDelay: String?
         var violations: [Violation]?
+        /// `google.rpc.Help`: where to fix it (the API activation page for SERVICE_DISABLED).
+        var links: [Link]?
 
         enum CodingKeys: String, CodingKey {
             case type = "@type"
-            case reason, retryDelay, violations
+            case reason, retryDelay, violations, links
         }
+    }
+
+    struct Link: Decodable, Sendable {
+        var description: String?
+        var url: String?
     }
 
     struct Violation: Decodable, Sendable {

@@ -58,7 +58,7 @@ enum ChatCommand {
         RotationReminder(context: call.context).remind(key: key, settings: settings)
         let configuration = ClientConfiguration(endpoint: settings.endpoint, apiVersion: settings.apiVersion, timeout: settings.timeout,
                                                 maxAttempts: (settings.int("retries") ?? 4) + 1)
-        let errors = ErrorMapper(keyOrigin: key.source.label, keyReplaceHint: key.source.replaceHint,
+        let errors = ErrorMapper(keyOrigin: key.source.label, keyReplaceHint: key.source.replaceHint, keyKind: key.secret.googleKeyKind,
                                  model: settings.model, apiVersion: settings.apiVersion)
         return (GeminiClient(configuration: configuration, apiKey: key.secret, errors: errors), settings)
     }

@@ -1,4 +1,5 @@
 import GemvaultConfig
+import GoogleKeys
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -184,6 +185,7 @@ enum ConfigCommand {
         let detail: String
         @Nullable var name: String?
         let masked: String
+        let kind: GoogleKeyKind
         @Nullable var updated: String?
         @Nullable var age_days: Int64?
         let shadowed: [Shadow]
@@ -201,17 +203,33 @@ enum ConfigCommand {
         var name: String?
         if case .vault(_, let keyName) = key.source { name = keyName }
         let result = WhichResult(
-            source: key.source.kind, detail: key.source.label, name: name, masked: key.secret.masked,
+            source: key.source.kind, detail: key.source.label, name: name, masked: key.secret.masked, kind: key.secret.googleKeyKind,
             updated: key.updated.map(Output.isoDate), age_days: key.updated.map { (Output.now() - $0) / 86400 },
             shadowed: shadowed.map { WhichResult.Shadow(source: $0.source.kind, detail: $0.note) })
         for shadow in shadowed { Console.warning("\(shadow.note), but it is shadowed by \(key.source.label)") }
         if call.flag("--json") { Output.json(result, schema: .keyWhich); return }
-        var text = "source: \(key.source.label)\nkey:    \(key.secret.masked)\n"
+        var text = "source: \(key.source.label)\nkey:    \(key.secret.masked)\nkind:   \(result.kind.label)\n"
         if let updated = key.updated { text += "age:    \(Output.age(since: updated)) (set \(Output.isoDate(updated)))\n" }
         Console.out(text)
+        if result.kind.isRetired {
+            Console.warning("the key from \(key.source.label) is a standard key, which Google rejects for the Gemini API since September 2026")
+            Console.hint("create an auth key at https://aistudio.google.com/apikey, then \(key.source.replaceHint)")
+        }
         if let days = result.age_days, let limit = settings.int("rotation_days"), limit > 0, days >= Int64(limit) {
             Console.warning("the key is \(days) days old; rotation_days is \(limit)")
         }
+    }
+
+    /// The vault's keys and kinds for doctor: from a session, or with a passphrase given by
+    /// --passphrase-fd or --passphrase-file; doctor never prompts.
+    static func vaultKeyKinds(_ context: Context) throws -> [(name: String, kind: GoogleKeyKind)]? {
+        guard context.store.exists else { return [] }
+        if context.options["--no-session"] == nil, let keys = try? context.agent.keySummary() { return keys }
+        guard context.options["--passphrase-fd"] != nil || context.options["--passphrase-file"] != nil else {
+            Console.err("gemvault: the vault's keys were not checked: no unlocked session (run 'gemvault unlock', or pass --passphrase-file)\n")
+            return nil
+        }
+        return try context.openVault().contents.keys.map { ($0.name, $0.secret.googleKeyKind) }
     }
 
     struct DoctorReport: Encodable {
@@ -226,7 +244,8 @@ enum ConfigCommand {
         let layers = SettingLayers(configFile: try? ConfigFile.load(path: context.paths.configFile), environment: context.environment,
                                    allowInsecureEndpoint: true)
         let doctor = Doctor(paths: context.paths, vaultPath: context.vaultPath, environment: context.environment,
-                            settings: try? Settings.resolve(layers), coreDumpsDisabled: !ProcessHardening.isDumpable)
+                            settings: try? Settings.resolve(layers), coreDumpsDisabled: !ProcessHardening.isDumpable,
+                            vaultKeys: try vaultKeyKinds(context))
         let findings = doctor.run()
         if call.flag("--json") {
             Output.json(DoctorReport(clean: findings.isEmpty, checks: Doctor.checks, findings: findings), schema: .doctor)

@@ -33,7 +33,7 @@ enum FirstRun {
             Console.err("gemvault: no key stored; 'gemvault key set' adds one later\n")
             return
         }
-        let key = try VaultCommand.readAPIKey(prompt: "Paste the API key (from https://aistudio.google.com/apikey): ")
+        let key = try readKey()
         try storeKey(key, in: document, context)
 
         if TerminalQuestion.offer("3. Check the key with one request to the Gemini API?") {
@@ -78,6 +78,15 @@ enum FirstRun {
             if TerminalQuestion.confirm("Go on without storing it?") { break }
         }
         return document
+    }
+
+    /// The key, warned about like `key set` does; a key of the wrong shape may be typed again.
+    private static func readKey() throws -> SecretBytes {
+        while true {
+            let key = try VaultCommand.readAPIKey(prompt: "Paste the API key (from https://aistudio.google.com/apikey): ")
+            guard KeyKindNotice.warn(key, name: "default"), TerminalQuestion.available,
+                  TerminalQuestion.confirm("Type the key again?") else { return key }
+        }
     }
 
     /// Stores the key under the lock, opening the vault with the key-encryption key in hand.

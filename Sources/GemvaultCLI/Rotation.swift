@@ -1,5 +1,6 @@
 import GeminiClient
 import GemvaultConfig
+import GoogleKeys
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -27,6 +28,7 @@ enum RotationCommand {
         try VaultContents.validateName(name)
         try context.checkVaultBeforePrompt()
         let key = try VaultCommand.readAPIKey(prompt: "New API key for '\(name)': ")
+        KeyKindNotice.warn(key, name: name)
         if !call.flag("--no-verify") { try verify(key, call) }
         var old: SecretBytes?
         try context.modifyVault { contents in
@@ -48,12 +50,13 @@ enum RotationCommand {
         let configuration = ClientConfiguration(endpoint: settings.endpoint, apiVersion: settings.apiVersion, timeout: settings.timeout,
                                                 maxAttempts: (settings.int("retries") ?? 4) + 1)
         let errors = ErrorMapper(keyOrigin: "the new key", keyReplaceHint: "check that you pasted the whole new key; nothing was changed",
-                                 model: settings.model, apiVersion: settings.apiVersion)
+                                 keyKind: key.googleKeyKind, model: settings.model, apiVersion: settings.apiVersion)
         _ = try GeminiClient(configuration: configuration, apiKey: key, errors: errors).listModels()
     }
 
     struct HistoryEntry: Encodable {
         let value: String
+        let kind: GoogleKeyKind
         let current: Bool
         /// When it was set (current) or replaced (earlier values).
         let date: String
@@ -74,11 +77,12 @@ enum RotationCommand {
         guard let key = contents.key(named: name) else { throw VaultError.keyNotFound(name: name) }
         let report = HistoryReport(name: name, created: Output.isoDate(key.created), rotated: Output.isoDate(key.updated),
                                    lastUsed: key.lastUsed > 0 ? Output.isoDate(key.lastUsed) : nil,
-                                   values: [HistoryEntry(value: key.secret.masked, current: true, date: Output.isoDate(key.updated))]
-                                       + key.previous.map { HistoryEntry(value: $0.secret.masked, current: false, date: Output.isoDate($0.retired)) })
+                                   values: [HistoryEntry(value: key.secret.masked, kind: key.secret.googleKeyKind, current: true, date: Output.isoDate(key.updated))]
+                                       + key.previous.map { HistoryEntry(value: $0.secret.masked, kind: $0.secret.googleKeyKind, current: false,
+                                                                         date: Output.isoDate($0.retired)) })
         if call.flag("--json") { Output.json(report, schema: .keyHistory); return }
-        var rows = [["VALUE", "STATE", "SINCE OR RETIRED"]]
-        for entry in report.values { rows.append([entry.value, entry.current ? "current" : "retired", entry.date]) }
+        var rows = [["VALUE", "KIND", "STATE", "SINCE OR RETIRED"]]
+        for entry in report.values { rows.append([entry.value, entry.kind.label, entry.current ? "current" : "retired", entry.date]) }
         Console.out(Output.table(rows))
         Console.err("gemvault: '\(name)' created \(report.created), last set \(report.rotated), last used \(report.lastUsed ?? "never (through a session)")\n")
     }

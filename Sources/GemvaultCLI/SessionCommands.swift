@@ -1,5 +1,6 @@
 import Agent
 import GemvaultConfig
+import GoogleKeys
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -153,6 +154,13 @@ enum SessionCommand {
         @Nullable var locksAt: String?
         @Nullable var idleLocksAt: String?
         @Nullable var maxLocksAt: String?
+        /// The unlocked vault's keys and their kinds; null while locked.
+        @Nullable var keys: [KeySummary]?
+    }
+
+    struct KeySummary: Encodable {
+        let name: String
+        let kind: GoogleKeyKind
     }
 
     static func status(_ call: Invocation) throws {
@@ -165,10 +173,15 @@ enum SessionCommand {
         let report = StatusReport(unlocked: status?.unlocked ?? false, vault: ProcessIdentity.absolutePath(context.vaultPath),
                                   agentPid: status?.pid, since: status?.unlockedAt.map(Output.isoDate),
                                   locksAt: status?.locksAt.map(Output.isoDate), idleLocksAt: status?.idleDeadline.map(Output.isoDate),
-                                  maxLocksAt: status?.maxDeadline.map(Output.isoDate))
+                                  maxLocksAt: status?.maxDeadline.map(Output.isoDate),
+                                  keys: status?.unlocked == true ? (try? context.agent.keySummary())?.map { KeySummary(name: $0.name, kind: $0.kind) } : nil)
         if call.flag("--json") { Output.json(report, schema: .status); return }
         if report.unlocked {
-            Console.out("unlocked: \(report.vault)\nsince:    \(report.since ?? "?")\nlocks at: \(report.locksAt ?? "?") (idle limit \(report.idleLocksAt ?? "?"), at the latest \(report.maxLocksAt ?? "?"))\nagent:    pid \(report.agentPid ?? 0)\n")
+            let keys = (report.keys ?? []).map { "\($0.name) (\($0.kind.label))" }.joined(separator: ", ")
+            Console.out("unlocked: \(report.vault)\nsince:    \(report.since ?? "?")\nlocks at: \(report.locksAt ?? "?") (idle limit \(report.idleLocksAt ?? "?"), at the latest \(report.maxLocksAt ?? "?"))\nagent:    pid \(report.agentPid ?? 0)\nkeys:     \(keys.isEmpty ? "none" : keys)\n")
+            if report.keys?.contains(where: { $0.kind.isRetired }) == true {
+                Console.warning("the vault holds standard keys, which Google rejects since September 2026; 'gemvault key list' names them")
+            }
         } else {
             Console.out("locked: \(report.vault)\n")
         }

@@ -1,4 +1,5 @@
 import GemvaultConfig
+import GoogleKeys
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -13,7 +14,12 @@ let vaultCommands: [CommandSpec] = [
                 run: VaultCommand.initialize),
     CommandSpec(path: ["key", "set"], arguments: "[NAME]", argumentRange: 0...1,
                 summary: "store or replace an API key (hidden prompt, or stdin when it is not a terminal)",
-                options: [], details: "NAME defaults to 'default'. The key is never taken from the command line. A replaced key is kept in the key's history.",
+                options: [], details: """
+                NAME defaults to 'default'. The key is never taken from the command line. A replaced key is kept in the key's history.
+                Google makes two kinds of key. An auth key (AQ. and about 50 more characters) is what Google AI Studio creates since 2026; it is stored silently.
+                A standard key (AIza and 35 more) is stored with a warning: the Gemini API rejects standard keys since September 2026.
+                To move: create an auth key at https://aistudio.google.com/apikey, run 'gemvault key rotate NAME' and paste it, then delete the old key there.
+                """,
                 run: VaultCommand.setKey),
     CommandSpec(path: ["key", "get"], arguments: "[NAME]", argumentRange: 0...1,
                 summary: "print a key and a newline on stdout, for scripts",
@@ -47,6 +53,24 @@ let vaultCommands: [CommandSpec] = [
                 summary: "show the vault's header without a passphrase",
                 options: [jsonOption], details: "", run: VaultCommand.inspect),
 ]
+
+/// What gemvault says about a key's shape when one is typed in: nothing for an auth key.
+enum KeyKindNotice {
+    /// Warns about a standard key or a value of no known shape; returns whether it warned.
+    @discardableResult
+    static func warn(_ key: SecretBytes, name: String) -> Bool {
+        switch key.googleKeyKind {
+        case .auth:
+            return false
+        case .standard:
+            Console.warning("this is a standard API key (AIza…): Google rejects standard keys for the Gemini API since September 2026")
+            Console.hint("create an auth key in Google AI Studio (https://aistudio.google.com/apikey > Create API key), then run 'gemvault key rotate \(name)' with it")
+        case .other:
+            Console.warning("the value does not look like a Google API key (an auth key starts with AQ., a standard key with AIza)")
+        }
+        return true
+    }
+}
 
 enum VaultCommand {
     static func initialize(_ call: Invocation) throws {
@@ -126,9 +150,7 @@ enum VaultCommand {
         try context.checkVaultBeforePrompt()
         // The key first: stdin may be the key while the passphrase comes from the terminal or a descriptor.
         let key = try readAPIKey(prompt: "API key for '\(name)': ")
-        if !key.looksLikeGeminiKey {
-            Console.warning("the value does not look like a Gemini API key (AIza followed by 35 characters); storing it anyway")
-        }
+        KeyKindNotice.warn(key, name: name)
         // The key is kept in secret memory across passphrase retries, never asked again.
         var replaced = false
         try context.modifyVault { contents in
@@ -157,6 +179,9 @@ enum VaultCommand {
     struct KeyListing: Encodable {
         let name: String
         let masked: String
+        let kind: GoogleKeyKind
+        /// Google no longer accepts this kind of key (a standard key).
+        let kind_retired: Bool
         let created: String
         let updated: String
         let age_days: Int64
@@ -169,7 +194,8 @@ enum VaultCommand {
         let now = Output.now()
         if call.flag("--json") {
             let listings = contents.keys.map {
-                KeyListing(name: $0.name, masked: $0.secret.masked, created: Output.isoDate($0.created),
+                KeyListing(name: $0.name, masked: $0.secret.masked, kind: $0.secret.googleKeyKind,
+                           kind_retired: $0.secret.googleKeyKind.isRetired, created: Output.isoDate($0.created),
                            updated: Output.isoDate($0.updated), age_days: max(0, now - $0.updated) / 86400,
                            last_used: $0.lastUsed > 0 ? Output.isoDate($0.lastUsed) : nil, previous_versions: $0.previous.count)
             }
@@ -180,9 +206,16 @@ enum VaultCommand {
             Console.err("gemvault: the vault holds no keys; add one with 'gemvault key set'\n")
             return
         }
-        Console.out(Output.table([["NAME", "KEY", "AGE", "UPDATED", "LAST USED"]]
-            + contents.keys.map { [$0.name, $0.secret.masked, Output.age(since: $0.updated, now: now), Output.isoDate($0.updated),
-                                   $0.lastUsed > 0 ? Output.isoDate($0.lastUsed) : "-"] }))
+        let kinds = contents.keys.map(\.secret.googleKeyKind)
+        Console.out(Output.table([["NAME", "KEY", "KIND", "AGE", "UPDATED", "LAST USED"]]
+            + zip(contents.keys, kinds).map { key, kind in
+                [key.name, key.secret.masked, kind.label, Output.age(since: key.updated, now: now), Output.isoDate(key.updated),
+                 key.lastUsed > 0 ? Output.isoDate(key.lastUsed) : "-"] }))
+        let retired = zip(contents.keys, kinds).filter { $0.1.isRetired }.map(\.0.name)
+        if !retired.isEmpty {
+            Console.warning("Google rejects standard keys since September 2026: \(retired.map { "'\($0)'" }.joined(separator: ", "))")
+            Console.hint("create auth keys at https://aistudio.google.com/apikey and store each with 'gemvault key rotate NAME'")
+        }
     }
 
     static func removeKey(_ call: Invocation) throws {

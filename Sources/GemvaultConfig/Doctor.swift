@@ -1,3 +1,4 @@
+import GoogleKeys
 import SystemIO
 import VaultCore
 
@@ -18,10 +19,13 @@ public struct Doctor {
     public var coreDumpsDisabled: Bool
     /// /proc/<parent>/limits: the shell's core-dump limit applies to every other program it starts.
     public var parentLimits: String
+    /// The vault's keys and their kinds, when a session or a passphrase opened it; nil otherwise.
+    public var vaultKeys: [(name: String, kind: GoogleKeyKind)]?
 
     public init(paths: Paths, vaultPath: String, environment: [String: String], settings: Settings?,
                 procMounts: String = PlainFile.readText("/proc/mounts") ?? "", coreDumpsDisabled: Bool,
-                parentLimits: String = PlainFile.readText("/proc/\(ProcessIdentity.parent)/limits") ?? "") {
+                parentLimits: String = PlainFile.readText("/proc/\(ProcessIdentity.parent)/limits") ?? "",
+                vaultKeys: [(name: String, kind: GoogleKeyKind)]? = nil) {
         self.paths = paths
         self.vaultPath = vaultPath
         self.environment = environment
@@ -29,10 +33,11 @@ public struct Doctor {
         self.procMounts = procMounts
         self.coreDumpsDisabled = coreDumpsDisabled
         self.parentLimits = parentLimits
+        self.vaultKeys = vaultKeys
     }
 
     /// The names of every check, in the order they run.
-    public static let checks = ["files", "hidepid", "core-dumps", "environment", "shell-startup", "dotenv", "endpoint", "tls"]
+    public static let checks = ["files", "hidepid", "core-dumps", "environment", "shell-startup", "dotenv", "vault-keys", "endpoint", "tls"]
 
     public func run() -> [Finding] {
         var findings: [Finding] = []
@@ -42,6 +47,7 @@ public struct Doctor {
         findings += environmentFindings()
         findings += startupFileFindings()
         findings += dotenvFindings()
+        findings += vaultKeyFindings()
         findings += endpointFindings()
         findings += tlsFindings()
         return findings
@@ -129,26 +135,57 @@ public struct Doctor {
 
     // MARK: Keys outside the vault
 
+    /// The key variables by name, and any variable whose value holds a Google key by shape.
     func environmentFindings() -> [Finding] {
-        ["GEMINI_API_KEY", "GOOGLE_API_KEY"].compactMap { name in
+        environment.keys.sorted().compactMap { name in
             guard let value = environment[name], !value.isEmpty else { return nil }
-            return Finding(check: "environment", message: "\(name) is set in this environment; every program you start inherits it",
-                           fix: "unset \(name) and store the key with 'gemvault key set'")
+            let shapes = GoogleKeyShape.keys(in: Array(value.utf8)).map(\.kind)
+            guard Self.keyVariables.contains(name) || !shapes.isEmpty else { return nil }
+            let kind = shapes.first ?? GoogleKeyShape.kind(of: Array(value.utf8))
+            return Finding(check: "environment", message: "\(name) is set in this environment to \(Self.describe(kind)); every program you start inherits it",
+                           fix: "unset \(name) and store the key with 'gemvault key set'" + Self.retiredNote(kind))
         }
+    }
+
+    /// "an auth key", "a standard API key (retired by Google)", "a value".
+    static func describe(_ kind: GoogleKeyKind) -> String {
+        switch kind {
+        case .auth: "an auth key"
+        case .standard: "a standard API key, which Google rejects since September 2026"
+        case .other: "a value"
+        }
+    }
+
+    static func retiredNote(_ kind: GoogleKeyKind) -> String {
+        kind.isRetired ? "; a standard key no longer works with Gemini: create an auth key at https://aistudio.google.com/apikey" : ""
     }
 
     static let keyVariables = ["GEMINI_API_KEY", "GOOGLE_API_KEY"]
 
-    /// The shells' start-up files: sh, bash and zsh; fish; csh and tcsh.
+    /// The files that set up a login or a shell: sh, bash (and ~/.bashrc.d), zsh; fish; csh and
+    /// tcsh; pam_env's ~/.pam_environment; systemd's environment.d.
     func startupFiles() -> [String] {
         var files = [".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin",
-                     ".cshrc", ".tcshrc", ".login"].map { paths.home + "/" + $0 }
+                     ".cshrc", ".tcshrc", ".login", ".pam_environment"].map { paths.home + "/" + $0 }
+        func addFolder(_ folder: String, suffix: String) {
+            let names = (FolderListing.entries(folder) ?? []).filter { !$0.isDirectory && $0.name.hasSuffix(suffix) }.map(\.name).sorted()
+            files += names.map { folder + "/" + $0 }
+        }
+        addFolder(paths.home + "/.bashrc.d", suffix: "")
         let fish = paths.configHome + "/fish"
         files.append(fish + "/config.fish")
-        for entry in FolderListing.entries(fish + "/conf.d") ?? [] where entry.name.hasSuffix(".fish") {
-            files.append(fish + "/conf.d/" + entry.name)
-        }
+        addFolder(fish + "/conf.d", suffix: ".fish")
+        addFolder(paths.configHome + "/environment.d", suffix: ".conf")
         return files
+    }
+
+    /// What a line of a start-up or .env file gives away: a Google key by its shape anywhere in
+    /// the line, else a literal value assigned to a key variable.
+    static func plainTextKey(_ line: Substring) -> (what: String, kind: GoogleKeyKind)? {
+        let bytes = Array(line.utf8)
+        if let match = GoogleKeyShape.keys(in: bytes).first { return (describe(match.kind), match.kind) }
+        guard let variable = literalKeyAssignment(line.drop { $0 == " " || $0 == "\t" }) else { return nil }
+        return ("\(variable) set to a literal value", .other)
     }
 
     /// The variable a line sets to a literal key, if it does: `export V=value`, `V="value"`,
@@ -182,15 +219,16 @@ public struct Doctor {
         for path in startupFiles() {
             guard let text = PlainFile.readText(path, realFilesOnly: true) else { continue }
             for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-                guard let variable = Self.literalKeyAssignment(line.drop { $0 == " " || $0 == "\t" }) else { continue }
-                findings.append(Finding(check: "shell-startup", message: "\(path):\(number + 1) sets \(variable) in plain text",
-                                        fix: "delete the line, revoke that key, and keep the new one in the vault ('gemvault key set')"))
+                guard let (what, kind) = Self.plainTextKey(line) else { continue }
+                findings.append(Finding(check: "shell-startup", message: "\(path):\(number + 1) holds \(what) in plain text",
+                                        fix: "delete the line, revoke that key, and keep the new one in the vault ('gemvault key set')" + Self.retiredNote(kind)))
             }
         }
         return findings
     }
 
-    /// Looks for .env files under $HOME (three levels deep, at most 2,000 folders) naming a key.
+    /// Looks for .env and .envrc (direnv) files under $HOME (three levels deep, at most 2,000
+    /// folders) holding a key.
     func dotenvFindings() -> [Finding] {
         var findings: [Finding] = []
         var queue: [(String, Int)] = [(paths.home, 0)]
@@ -203,17 +241,26 @@ public struct Doctor {
                 let path = directory == "/" ? "/" + name : directory + "/" + name
                 if entry.isDirectory {
                     if depth < 3, name != "node_modules", name != ".git" { queue.append((path, depth + 1)) }
-                } else if name == ".env" || name.hasPrefix(".env.") {
+                } else if name == ".env" || name.hasPrefix(".env.") || name == ".envrc" {
                     // PlainFile skips FIFOs and anything else that is not a regular file.
                     guard let text = PlainFile.readText(path, limit: 65536, followLinks: false, realFilesOnly: true) else { continue }
-                    if text.split(separator: "\n").contains(where: { Self.literalKeyAssignment($0.drop { $0 == " " }) != nil }) {
-                        findings.append(Finding(check: "dotenv", message: "\(path) holds a Gemini API key in plain text",
-                                                fix: "remove the key from \(path), revoke it, and keep the new one in the vault"))
+                    for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                        guard let (what, kind) = Self.plainTextKey(line) else { continue }
+                        findings.append(Finding(check: "dotenv", message: "\(path):\(number + 1) holds \(what) in plain text",
+                                                fix: "remove the key from \(path), revoke it, and keep the new one in the vault" + Self.retiredNote(kind)))
                     }
                 }
             }
         }
         return findings
+    }
+
+    /// Standard keys stored in the vault: they no longer work with Gemini.
+    func vaultKeyFindings() -> [Finding] {
+        (vaultKeys ?? []).filter { $0.kind.isRetired }.map { key in
+            Finding(check: "vault-keys", message: "the vault's key '\(key.name)' is a standard API key, which Google rejects for the Gemini API since September 2026",
+                    fix: "create an auth key at https://aistudio.google.com/apikey and run 'gemvault key rotate \(key.name)'")
+        }
     }
 
     static let proxyVariables = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]

@@ -34,7 +34,7 @@ public enum KeySource: Sendable, Equatable {
         switch self {
         case .keyFileFlag(let path), .keyFile(let path): "write the new key into \(path) (mode 0600)"
         case .environment(let variable): "unset \(variable) or export the new key in it"
-        case .vault(_, let name): "run 'gemvault key set \(name)' to store the new key"
+        case .vault(_, let name): "run 'gemvault key rotate \(name)' to store the new key"
         case .keyCommand: "update the secret your key_command reads"
         }
     }

@@ -1,7 +1,9 @@
+import GoogleKeys
 import Synchronization
 
 /// The secrets this process holds (the API key, the passphrase), so that any message bound
-/// for the user can have them cut out, whatever their shape.
+/// for the user can have them cut out, whatever their shape; and anything shaped like a
+/// Google key or access token, whoever's it is.
 public enum Redaction {
     /// Held until the process ends: an error is often reported after the
     /// object that used the secret is gone.
@@ -30,9 +32,10 @@ public enum Redaction {
     /// `text` with every run of `minimumRun` or more bytes (or the whole secret, if shorter)
     /// of a registered secret replaced by `[redacted]`.
     public static func redact(_ text: String) -> String {
+        let shaped = redactShapes(text)
         let secrets = registered.withLock { list in list }
-        guard !secrets.isEmpty else { return text }
-        let bytes = Array(text.utf8)
+        guard !secrets.isEmpty else { return shaped }
+        let bytes = Array(shaped.utf8)
         var hidden = [Bool](repeating: false, count: bytes.count)
         for (secret, wholeOnly) in secrets {
             secret.withUnsafeBytes { key in
@@ -46,7 +49,7 @@ public enum Redaction {
                 }
             }
         }
-        guard hidden.contains(true) else { return text }
+        guard hidden.contains(true) else { return shaped }
         var result: [UInt8] = []
         var index = 0
         while index < bytes.count {
@@ -59,5 +62,13 @@ public enum Redaction {
             }
         }
         return String(decoding: result, as: UTF8.self)
+    }
+
+    /// Keys and tokens by their shape. A masked value (`AQ.A…wxyz`) shows too little to match.
+    static func redactShapes(_ text: String) -> String {
+        // Most messages hold no credential prefix at all: skip the byte scan for them.
+        guard text.contains("AIza") || text.contains("AQ.") || text.contains("ya29.") else { return text }
+        guard let redacted = GoogleKeyShape.redacting(Array(text.utf8), minimumBody: 8, replacement: Array("[redacted]".utf8)) else { return text }
+        return String(decoding: redacted, as: UTF8.self)
     }
 }

@@ -1,3 +1,5 @@
+import GoogleKeys
+
 /// Secret material in memory from `sodium_malloc`: guard pages, locked against swap, wiped when released.
 ///
 /// Bytes are reachable only inside `withUnsafeBytes`, so nothing copies them into ordinary
@@ -121,4 +123,9 @@ extension SecretBytes {
         Sodium.fillRandom(secret)
         return secret
     }
+}
+
+extension SecretBytes {
+    /// Which of Google's key shapes the value has.
+    public var googleKeyKind: GoogleKeyKind { withUnsafeBytes { GoogleKeyShape.kind(of: $0) } }
 }

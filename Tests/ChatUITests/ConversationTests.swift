@@ -44,6 +44,9 @@ private func result(_ text: String, interrupted: Bool = false, total: Int? = nil
 @Suite struct SecretScannerTests {
     @Test(arguments: [
         ("k=AIzaSyUnitTest-0123456789abcdefghijklmn;", "a Google API key (AIza…klmn)"),
+        ("my new key AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp works?", "a Google auth key (AQ.A…MhKp)"),
+        ("key: AQ.Ab8RN6K2x9vQp3LmTzYw0cHsJd5fGuE4bQiRtYnXoCzM.hKpL7.", "a Google auth key (AQ.A…KpL7)"),
+        ("Authorization: Bearer ya29.a0AfB_byC1234567890abcdefghij", "a Google access token (ya29…ghij)"),
         ("token ghp_0123456789abcdefghijABCDEFGHIJ012345 here", "a GitHub token (ghp_…2345)"),
         ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "a GitHub token (gith…wxyz)"),
         ("OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz012345", "an OpenAI key (sk-p…2345)"),
@@ -59,5 +62,6 @@ private func result(_ text: String, interrupted: Bool = false, total: Int? = nil
     @Test func ordinaryTextIsNotACredential() {
         #expect(SecretScanner.findings(in: "AIza is a prefix, AIzaShort, sk-short, task-force, AKIA lowercase akiaiosfodnn7example").isEmpty)
         #expect(SecretScanner.findings(in: "the risk-management-framework-document-for-2026 plan").isEmpty)
+        #expect(SecretScanner.findings(in: "auth keys start with AQ. and AQ.short is too short; see AQ.md").isEmpty)
     }
 }

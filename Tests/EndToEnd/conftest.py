@@ -10,8 +10,18 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
 PASSPHRASE = "correct horse battery staple"
-GOOD_KEY = "AIzaSyD3mo-Key_0123456789abcdefghijklmn"
-assert len(GOOD_KEY) == 39
+# An auth key as AI Studio makes them since 2026 (53 characters); the fake accepts it.
+GOOD_KEY = "AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp"
+assert len(GOOD_KEY) == 53
+# A standard key: the fake answers it as Google does since September 2026.
+STANDARD_KEY = "AIzaSyD3mo-Key_0123456789abcdefghijklmn"
+assert len(STANDARD_KEY) == 39
+
+
+def auth_key(tag):
+    """A distinct well-formed auth key of 53 characters."""
+    body = (tag + "x" * 50)[:50]
+    return "AQ." + body
 
 
 def binary_path():
@@ -112,9 +122,9 @@ def env(tmp_path):
 class FakeGemini:
     """The fake Gemini server, on 127.0.0.1 and a free port, with its request log."""
 
-    def __init__(self, tmp_dir):
+    def __init__(self, tmp_dir, *options):
         self.log = os.path.join(tmp_dir, "requests.log")
-        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "fake_gemini.py"), "--log", self.log],
+        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "fake_gemini.py"), "--log", self.log] + list(options),
                                      stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         assert line.startswith("PORT "), line

@@ -8,12 +8,20 @@ to --log (method, path, headers, body) so tests can check what the client sent.
 
 Scenarios: ok, lf, split, slow, slow-long, steady, garbage, empty, not-json, thinking, echo, escape, error-before, error-mid, error-mid-data,
 retry-429, retry-503, always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
-drop, hang, hang-first, echo-key; and hostile ones: gigabyte, flood, endless-header, slowloris. Unknown scenario names answer 404 NOT_FOUND like Google does.
-A key starting with "AIzaBAD" gets 400 API_KEY_INVALID.
+drop, hang, hang-first, echo-key, api-blocked; and hostile ones: gigabyte, flood, endless-header, slowloris. Unknown scenario names answer 404 NOT_FOUND like Google does.
+
+Keys as Google treats them since September 2026 (KEY POLICY below): an auth key (`AQ.` and at least
+37 more URL-safe characters, dots inside) is accepted; a standard key (`AIza` + 35) gets the real
+401 ACCESS_TOKEN_TYPE_UNSUPPORTED, or 400 API_KEY_INVALID with --standard-keys reject-400 (or
+accept, for old behaviour); anything else gets 400 API_KEY_INVALID. An auth key starting with
+"AQ.BAD" is a revoked one (400 API_KEY_INVALID), one starting with "AQ.UNBOUND" has a broken
+service-account binding (401 ACCESS_TOKEN_TYPE_UNSUPPORTED). A request that carries an
+Authorization header besides the key gets 401, as Google answers two credentials.
 """
 import argparse
 import json
 import os
+import re
 import socket
 import sys
 import threading
@@ -24,6 +32,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "fixtures")
 COUNTERS = {}
 LOCK = threading.Lock()
+
+
+# KEY POLICY: the shapes gemvault's GoogleKeyShape defines, written again here from the docs.
+AUTH_KEY = re.compile(r"^AQ\.[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+STANDARD_KEY = re.compile(r"^AIza[A-Za-z0-9_-]{35}$")
+
+
+def key_kind(key):
+    if STANDARD_KEY.match(key):
+        return "standard"
+    if AUTH_KEY.match(key) and 40 <= len(key) <= 512:
+        return "auth"
+    return "other"
 
 
 def fixture(name):
@@ -130,16 +151,35 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send_json(404, fixture("error-not-found.json").replace(b"{MODEL}", model.encode()))
 
+    standard_keys = "reject-401"
+
     def authorised(self):
         key = self.headers.get("x-goog-api-key")
         if not key:
             self.send_json(403, json.dumps({"error": {"code": 403, "message": "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.", "status": "PERMISSION_DENIED"}}, indent=2).encode())
             return False
-        if key.startswith("AIzaBAD"):
-            # Google's DebugInfo quotes part of the key; the client must not show it.
-            self.send_json(400, fixture("error-invalid-key.json").replace(b"{KEY_PREFIX}", key[:12].encode()))
+        if self.headers.get("Authorization"):
+            # Google takes the bearer token as the credential and refuses both at once.
+            self.send_json(401, fixture("error-401-oauth-only.json"))
             return False
-        return True
+        kind = key_kind(key)
+        invalid = fixture("error-invalid-key.json").replace(b"{KEY_PREFIX}", key[:12].encode())
+        if kind == "standard" and not key.startswith("AIzaBAD"):
+            if self.standard_keys == "reject-401":
+                self.send_json(401, fixture("error-401-token-type.json"))
+                return False
+            if self.standard_keys == "reject-400":
+                self.send_json(400, invalid)
+                return False
+            return True
+        if kind == "auth" and key.startswith("AQ.UNBOUND"):
+            self.send_json(401, fixture("error-401-token-type.json"))
+            return False
+        if kind == "auth" and not key.startswith("AQ.BAD"):
+            return True
+        # Google's DebugInfo quotes part of the key; the client must not show it.
+        self.send_json(400, invalid)
+        return False
 
     def failure_first(self, model, scenario):
         """Errors answered before any streaming starts; returns True when one was sent."""
@@ -155,6 +195,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(429, fixture("error-429-daily.json"))
         elif scenario == "disabled":
             self.send_json(403, fixture("error-403-disabled.json"))
+        elif scenario == "api-blocked":
+            self.send_json(403, fixture("error-403-service-blocked.json"))
         elif scenario == "echo-key":
             # A server (or a proxy in front of it) that quotes the credential back in full.
             key = self.headers.get("x-goog-api-key", "")
@@ -334,15 +376,18 @@ def echo_reply(request):
 
 SCENARIOS = {"ok", "lf", "split", "slow", "slow-long", "steady", "garbage", "empty", "not-json", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
-             "hang", "hang-first", "echo-key", "gemini-3.6-flash"} | set(HOSTILE)
+             "hang", "hang-first", "echo-key", "api-blocked", "gemini-3.6-flash"} | set(HOSTILE)
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--log")
+    parser.add_argument("--standard-keys", choices=["reject-401", "reject-400", "accept"], default="reject-401",
+                        help="how standard (AIza) keys are answered")
     args = parser.parse_args()
     Handler.log_path = args.log
+    Handler.standard_keys = args.standard_keys
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     print("PORT %d" % server.server_address[1], flush=True)

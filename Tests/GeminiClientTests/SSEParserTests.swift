@@ -1,4 +1,5 @@
 import Foundation
+import GoogleKeys
 import Testing
 @testable import GeminiClient
 
@@ -75,15 +76,56 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
 
 @Suite struct ErrorMapperTests {
     let mapper = ErrorMapper(keyOrigin: "environment variable GEMINI_API_KEY", keyReplaceHint: "unset GEMINI_API_KEY",
-                             model: "gemini-x", apiVersion: "v1beta")
+                             keyKind: .auth, model: "gemini-x", apiVersion: "v1beta")
+
+    func mapper(_ kind: GoogleKeyKind) -> ErrorMapper {
+        var copy = mapper
+        copy.keyKind = kind
+        return copy
+    }
 
     @Test func invalidKeyNamesTheSourceAndHidesDetails() throws {
         let body = Array(String(decoding: try fixture("error-invalid-key.json"), as: UTF8.self)
             .replacingOccurrences(of: "{KEY_PREFIX}", with: "AIzaSyLEAKED").utf8)
         let error = mapper.apiError(status: 400, body: body)
         #expect(error.category == .refused && error.reason == "API_KEY_INVALID")
-        #expect(error.message.contains("environment variable GEMINI_API_KEY"))
+        #expect(error.message.contains("environment variable GEMINI_API_KEY") && error.message.contains("wrong, revoked or deleted"))
         #expect(!error.message.contains("AIzaSyLEAKED") && error.hint == "unset GEMINI_API_KEY")
+    }
+
+    @Test(arguments: ["error-401-token-type.json", "error-401-oauth-only.json", "error-invalid-key.json"])
+    func aRefusedStandardKeyGetsTheMigrationHint(file: String) throws {
+        let error = mapper(.standard).apiError(status: file.hasPrefix("error-401") ? 401 : 400, body: try fixture(file))
+        #expect(error.category == .refused)
+        #expect(error.reason == (file.hasPrefix("error-401") ? "ACCESS_TOKEN_TYPE_UNSUPPORTED" : "API_KEY_INVALID"))
+        #expect(error.message.contains("standard") && !error.message.contains("OAuth"))
+        #expect(error.hint?.contains("https://aistudio.google.com/apikey") == true && error.hint?.contains("unset GEMINI_API_KEY") == true)
+    }
+
+    @Test func aRefusedAuthKeyPointsAtItsServiceAccount() throws {
+        for file in ["error-401-token-type.json", "error-401-oauth-only.json"] {
+            let error = mapper(.auth).apiError(status: 401, body: try fixture(file))
+            #expect(error.reason == "ACCESS_TOKEN_TYPE_UNSUPPORTED" && error.message.contains("auth key from environment variable GEMINI_API_KEY"))
+            #expect(error.hint?.contains("service account") == true)
+        }
+    }
+
+    @Test func theOAuthMessageAloneDecidesNothingWhenAReasonIsGiven() {
+        let body = Array(#"{"error":{"code":401,"message":"Expected OAuth 2 access token","status":"UNAUTHENTICATED","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"CREDENTIALS_MISSING"}]}}"#.utf8)
+        #expect(mapper(.standard).apiError(status: 401, body: body).reason == "CREDENTIALS_MISSING")
+    }
+
+    @Test func restrictionsAndDisabledServiceSayWhatToDo() throws {
+        let blocked = mapper.apiError(status: 403, body: try fixture("error-403-service-blocked.json"))
+        #expect(blocked.reason == "API_KEY_SERVICE_BLOCKED" && blocked.hint?.contains("Generative Language API") == true)
+        #expect(blocked.hint?.contains("Gemini for Google Cloud API") == true)
+        let disabled = mapper.apiError(status: 403, body: try fixture("error-403-disabled.json"))
+        #expect(disabled.reason == "SERVICE_DISABLED" && disabled.category == .refused)
+        #expect(disabled.hint?.contains("https://console.developers.google.com/apis/api/generativelanguage.googleapis.com/overview?project=99999999") == true)
+        #expect(disabled.hint?.contains("few minutes") == true)
+        // A link that is not a plain https URL is not printed.
+        let hostile = Array(#"{"error":{"code":403,"status":"PERMISSION_DENIED","details":[{"@type":"type.googleapis.com/google.rpc.Help","links":[{"url":"https://x\u001b]0;t\u0007"}]},{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"SERVICE_DISABLED"}]}}"#.utf8)
+        #expect(mapper.apiError(status: 403, body: hostile).hint?.contains("https://x") == false)
     }
 
     @Test func statusesMapToCategories() throws {
@@ -114,6 +156,8 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
 
     @Test func redactionDropsKeyShapedWords() {
         #expect(ErrorMapper.redact("Invalid API key: AIzaSyABC123 please") == "Invalid API key: [redacted] please")
+        #expect(ErrorMapper.redact("bad credential AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp.") == "bad credential [redacted].")
+        #expect(ErrorMapper.redact("token ya29.a0AfB_byC123 expired") == "token [redacted] expired")
     }
 }
 
@@ -129,7 +173,7 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
     @Test func retriesStopAtTheLimitAndHonourRetryInfo() throws {
         let client = GeminiClient(configuration: ClientConfiguration(endpoint: "http://127.0.0.1:9", apiVersion: "v1beta", timeout: 1,
                                                                      maxAttempts: 3, initialBackoff: 0.01, maxBackoff: 0.02),
-                                  apiKey: .init(utf8: "k"), errors: ErrorMapper(keyOrigin: "", keyReplaceHint: "", model: "m", apiVersion: "v1beta"))
+                                  apiKey: .init(utf8: "k"), errors: ErrorMapper(keyOrigin: "", keyReplaceHint: "", keyKind: .auth, model: "m", apiVersion: "v1beta"))
         var notices: [RetryNotice] = []
         var calls = 0
         let unavailable = GeminiError(category: .network, message: "m", status: 503, reason: "UNAVAILABLE")

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import GoogleKeys
 import Testing
 @testable import GemvaultConfig
 import SystemIO
@@ -122,13 +123,40 @@ import VaultCore
         #expect(findings("proc /proc proc rw,relatime,hidepid=invisible 0 0\n").isEmpty)
         #expect(findings("proc /proc proc rw,hidepid=2 0 0\n").isEmpty)
     }
+
+    static let authKey = "AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp"
+    static let standardKey = "AIzaSyUnitTest-0123456789abcdefghijklmn"
+
+    @Test func keysInTheEnvironmentAreFoundByNameAndByShape() {
+        let doctor = Doctor(paths: Paths(environment: ["HOME": "/nonexistent"]), vaultPath: "/nonexistent/v",
+                            environment: ["MY_LLM_TOKEN": Self.authKey, "GEMINI_API_KEY": Self.standardKey, "PATH": "/usr/bin", "GOOGLE_API_KEY": ""],
+                            settings: nil, coreDumpsDisabled: true)
+        let found = doctor.environmentFindings()
+        #expect(found.map { $0.message.split(separator: " ").first.map(String.init) } == ["GEMINI_API_KEY", "MY_LLM_TOKEN"])
+        #expect(found[0].message.contains("standard API key") && found[0].fix.contains("aistudio.google.com"))
+        #expect(found[1].message.contains("an auth key") && !found[1].message.contains(Self.authKey))
+    }
+
+    @Test func linesGiveAwayKeysByShapeOrByVariable() {
+        #expect(Doctor.plainTextKey("alias g='curl -H \"x-goog-api-key: \(Self.authKey)\"'")?.kind == .auth)
+        #expect(Doctor.plainTextKey("export OLD=\(Self.standardKey)")?.kind == .standard)
+        #expect(Doctor.plainTextKey("export GEMINI_API_KEY=literal-value")?.what == "GEMINI_API_KEY set to a literal value")
+        #expect(Doctor.plainTextKey("export GEMINI_API_KEY=\"$(gemvault key get)\"") == nil)
+        #expect(Doctor.plainTextKey("# AQ.short and AIza are words") == nil)
+    }
+
+    @Test func standardKeysInTheVaultAreReported() {
+        let doctor = Doctor(paths: Paths(environment: ["HOME": "/nonexistent"]), vaultPath: "/nonexistent/v", environment: [:],
+                            settings: nil, coreDumpsDisabled: true, vaultKeys: [("new", .auth), ("old", .standard), ("proxy", .other)])
+        #expect(doctor.vaultKeyFindings().map(\.message) == ["the vault's key 'old' is a standard API key, which Google rejects for the Gemini API since September 2026"])
+    }
 }
 
 @Suite struct KeyShapeTests {
-    @Test func geminiKeyShape() {
-        #expect(SecretBytes(utf8: "AIzaSyUnitTest-0123456789abcdefghijklmn").looksLikeGeminiKey)
-        #expect(!SecretBytes(utf8: "AIzaSyUnitTest-0123456789abcdefghijklm").looksLikeGeminiKey)
-        #expect(!SecretBytes(utf8: "BIzaSyUnitTest-0123456789abcdefghijklmn").looksLikeGeminiKey)
+    @Test func secretBytesKnowTheirKind() {
+        #expect(SecretBytes(utf8: "AIzaSyUnitTest-0123456789abcdefghijklmn").googleKeyKind == .standard)
+        #expect(SecretBytes(utf8: "AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp").googleKeyKind == .auth)
+        #expect(SecretBytes(utf8: "BIzaSyUnitTest-0123456789abcdefghijklmn").googleKeyKind == .other)
     }
 
     @Test func modelNamesWithControlCharactersAreRefused() {
