@@ -23,7 +23,7 @@ from ptyrun import PtySession  # noqa: E402
 
 PASSPHRASE = "bench passphrase one 1234"
 OTHER_PASSPHRASE = "bench passphrase two 5678"
-API_KEY = "AIzaSyBenchmark-0123456789abcdefghijklm"
+API_KEY = "AQ.Benchmark-0123456789abcdefghijklmnopqrstuvwxyz0123"
 PRESETS = {"interactive": (2, 64 << 20), "moderate": (3, 256 << 20), "sensitive": (4, 1 << 30)}
 SUMMARY = []  # (measurement, figure, target, verdict) for the closing table
 
@@ -120,7 +120,7 @@ class Vault:
         """Through the agent when unlocked, else with the passphrase."""
         extra = [] if self.unlocked else ["--passphrase-file", self.passfile]
         for i in range(count):
-            self.gv("key", "set", "key%04d" % i, *extra, stdin=b"AIzaSyBenchmark-%04d56789abcdefghijklmn" % i)
+            self.gv("key", "set", "key%04d" % i, *extra, stdin=b"AQ.Benchmark-%04d56789abcdefghijklmnopqrstuvwxyz0123" % i)
 
     def history_folder(self):
         found = glob.glob(os.path.join(self.dir, "state", "gemvault", "history", "*", "recipient"))
@@ -257,7 +257,7 @@ class Suite:
             cases = [("crypto_pwhash x1", lambda: timed(self.ref_pwhash(preset))),
                      ("key get", lambda: vault.gv("key", "get", "key0000", "--no-session", "--passphrase-file", state["current"])),
                      ("key set", lambda: vault.gv("key", "set", "key0001", "--no-session", "--passphrase-file", state["current"],
-                                                  stdin=b"AIzaSyBenchmark-set-0123456789abcdefghi")),
+                                                  stdin=b"AQ.Benchmark-set-0123456789abcdefghijklmnopqrstuvwx")),
                      ("unlock (starts the agent)", unlock),
                      ("crypto_pwhash x2", lambda: timed(self.ref_pwhash(preset, 2))),
                      ("passwd (old and new)", passwd)]
@@ -384,7 +384,7 @@ class Suite:
             cases += [
                 ("open %d" % n, lambda v=vault, k=name: v.gv("key", "get", k, "--no-session", "--passphrase-file", self.passfile)),
                 ("list %d" % n, lambda v=vault: v.gv("key", "list")),
-                ("set %d" % n, lambda v=vault, k=name: v.gv("key", "set", k, stdin=b"AIzaSyBenchmark-new-0123456789abcdefgh")),
+                ("set %d" % n, lambda v=vault, k=name: v.gv("key", "set", k, stdin=b"AQ.Benchmark-new-0123456789abcdefghijklmnopqrstuvwx")),
                 ("get %d" % n, lambda v=vault, k=name: v.gv("key", "get", k)),
             ]
         r = alternate(cases, self.runs)

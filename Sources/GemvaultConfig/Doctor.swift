@@ -147,17 +147,17 @@ public struct Doctor {
         }
     }
 
-    /// "an auth key", "a standard API key (retired by Google)", "a value".
+    /// "an auth key", "a standard API key", "a literal value".
     static func describe(_ kind: GoogleKeyKind) -> String {
         switch kind {
         case .auth: "an auth key"
-        case .standard: "a standard API key, which Google rejects since September 2026"
-        case .other: "a value"
+        case .standard: "a standard API key"
+        case .other: "a literal value"
         }
     }
 
     static func retiredNote(_ kind: GoogleKeyKind) -> String {
-        kind.isRetired ? "; a standard key no longer works with Gemini: create an auth key at https://aistudio.google.com/apikey" : ""
+        kind.isRetired ? "; Google rejects standard keys since September 2026: create an auth key at https://aistudio.google.com/apikey" : ""
     }
 
     static let keyVariables = ["GEMINI_API_KEY", "GOOGLE_API_KEY"]
@@ -179,13 +179,16 @@ public struct Doctor {
         return files
     }
 
-    /// What a line of a start-up or .env file gives away: a Google key by its shape anywhere in
-    /// the line, else a literal value assigned to a key variable.
+    /// What a line of a start-up or .env file gives away: a literal value assigned to a key
+    /// variable ("sets GEMINI_API_KEY to an auth key"), or a Google key by its shape anywhere in
+    /// the line, whatever it is called ("holds a standard API key").
     static func plainTextKey(_ line: Substring) -> (what: String, kind: GoogleKeyKind)? {
-        let bytes = Array(line.utf8)
-        if let match = GoogleKeyShape.keys(in: bytes).first { return (describe(match.kind), match.kind) }
-        guard let variable = literalKeyAssignment(line.drop { $0 == " " || $0 == "\t" }) else { return nil }
-        return ("\(variable) set to a literal value", .other)
+        let kind = GoogleKeyShape.keys(in: Array(line.utf8)).first?.kind
+        if let variable = literalKeyAssignment(line.drop { $0 == " " || $0 == "\t" }) {
+            return ("sets \(variable) to \(describe(kind ?? .other))", kind ?? .other)
+        }
+        guard let kind else { return nil }
+        return ("holds \(describe(kind))", kind)
     }
 
     /// The variable a line sets to a literal key, if it does: `export V=value`, `V="value"`,
@@ -220,7 +223,7 @@ public struct Doctor {
             guard let text = PlainFile.readText(path, realFilesOnly: true) else { continue }
             for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                 guard let (what, kind) = Self.plainTextKey(line) else { continue }
-                findings.append(Finding(check: "shell-startup", message: "\(path):\(number + 1) holds \(what) in plain text",
+                findings.append(Finding(check: "shell-startup", message: "\(path):\(number + 1) \(what) in plain text",
                                         fix: "delete the line, revoke that key, and keep the new one in the vault ('gemvault key set')" + Self.retiredNote(kind)))
             }
         }
@@ -246,7 +249,7 @@ public struct Doctor {
                     guard let text = PlainFile.readText(path, limit: 65536, followLinks: false, realFilesOnly: true) else { continue }
                     for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                         guard let (what, kind) = Self.plainTextKey(line) else { continue }
-                        findings.append(Finding(check: "dotenv", message: "\(path):\(number + 1) holds \(what) in plain text",
+                        findings.append(Finding(check: "dotenv", message: "\(path):\(number + 1) \(what) in plain text",
                                                 fix: "remove the key from \(path), revoke it, and keep the new one in the vault" + Self.retiredNote(kind)))
                     }
                 }

@@ -10,8 +10,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
 PASSPHRASE = "correct horse battery staple"
-# An auth key as AI Studio makes them since 2026 (53 characters); the fake accepts it.
-GOOD_KEY = "AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp"
+# An auth key as AI Studio makes them since 2026 (53 characters); the fake accepts it. Tests
+# make other keys by replacing its "D3".
+GOOD_KEY = "AQ.Ab8RD3mo0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp"
 assert len(GOOD_KEY) == 53
 # A standard key: the fake answers it as Google does since September 2026.
 STANDARD_KEY = "AIzaSyD3mo-Key_0123456789abcdefghijklmn"
@@ -160,4 +161,6 @@ def api(env, fake_server):
     env.vars["GEMVAULT_ENDPOINT"] = fake_server.url
     env.vars["GEMINI_API_KEY"] = GOOD_KEY
     env.server = fake_server
-    return env
+    yield env
+    # Google answers 401 to a request with two credentials: none may carry an Authorization header.
+    assert not [r["path"] for r in fake_server.requests() if any(name.lower() == "authorization" for name in r["headers"])]

@@ -8,7 +8,7 @@ to --log (method, path, headers, body) so tests can check what the client sent.
 
 Scenarios: ok, lf, split, slow, slow-long, steady, garbage, empty, not-json, thinking, echo, escape, error-before, error-mid, error-mid-data,
 retry-429, retry-503, always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
-drop, hang, hang-first, echo-key, api-blocked; and hostile ones: gigabyte, flood, endless-header, slowloris. Unknown scenario names answer 404 NOT_FOUND like Google does.
+drop, hang, hang-first, echo-key, echo-foreign-key, api-blocked; and hostile ones: gigabyte, flood, endless-header, slowloris. Unknown scenario names answer 404 NOT_FOUND like Google does.
 
 Keys as Google treats them since September 2026 (KEY POLICY below): an auth key (`AQ.` and at least
 37 more URL-safe characters, dots inside) is accepted; a standard key (`AIza` + 35) gets the real
@@ -37,6 +37,10 @@ LOCK = threading.Lock()
 # KEY POLICY: the shapes gemvault's GoogleKeyShape defines, written again here from the docs.
 AUTH_KEY = re.compile(r"^AQ\.[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 STANDARD_KEY = re.compile(r"^AIza[A-Za-z0-9_-]{35}$")
+
+
+PROXY_SCENARIOS = ("/echo-key", "/echo-foreign-key")
+FOREIGN_AUTH_KEY = "AQ.Fz9QwErTyUiOpAsDfGhJkLzXcVbNm1234567890-_qwertyuio"
 
 
 def key_kind(key):
@@ -127,9 +131,10 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length)
         self.record(body)
-        if not self.authorised():
-            return
         path = self.path.split("?")[0]
+        # A proxy in front of Google answers before Google checks the key.
+        if not any(proxy in path for proxy in PROXY_SCENARIOS) and not self.authorised():
+            return
         if not path.startswith("/v1beta/models/") or ":" not in path:
             self.send_json(404, fixture("error-not-found.json").replace(b"{MODEL}", b"unknown"))
             return
@@ -195,6 +200,10 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(429, fixture("error-429-daily.json"))
         elif scenario == "disabled":
             self.send_json(403, fixture("error-403-disabled.json"))
+        elif scenario == "echo-foreign-key":
+            # A proxy's error page quoting somebody else's auth key: redacted by its shape alone.
+            self.send_json(400, json.dumps({"error": {"code": 400, "message": "upstream rejected credential %s (see x-goog-api-key)" % FOREIGN_AUTH_KEY,
+                                                      "status": "INVALID_ARGUMENT"}}, indent=2).encode())
         elif scenario == "api-blocked":
             self.send_json(403, fixture("error-403-service-blocked.json"))
         elif scenario == "echo-key":
@@ -376,7 +385,7 @@ def echo_reply(request):
 
 SCENARIOS = {"ok", "lf", "split", "slow", "slow-long", "steady", "garbage", "empty", "not-json", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
-             "hang", "hang-first", "echo-key", "api-blocked", "gemini-3.6-flash"} | set(HOSTILE)
+             "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash"} | set(HOSTILE)
 
 
 def main():

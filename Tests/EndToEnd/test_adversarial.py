@@ -48,7 +48,7 @@ def record(test, **figures):
 
 
 def api_key(tag):
-    return "AIzaSy" + tag + "".join(random.choice(string.ascii_letters + string.digits) for _ in range(33 - len(tag)))
+    return "AQ." + tag + "".join(random.choice(string.ascii_letters + string.digits) for _ in range(50 - len(tag)))
 
 
 def opened(data, passphrases):

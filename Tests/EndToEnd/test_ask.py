@@ -84,19 +84,19 @@ def test_escape_sequences_are_neutralised(api):
 
 
 def test_invalid_key_names_its_source_and_never_echoes_it(api):
-    bad = "AIzaBADKEYx0123456789abcdefghijklmnopqr"
+    bad = "AQ.BADKEYx0123456789abcdefghijklmnopqrstuvwxyz0123456"
     result = ask(api, "--model", "ok", "hi", env={"GEMINI_API_KEY": bad})
     assert result.code == 6
     assert "environment variable GEMINI_API_KEY" in result.err and "API_KEY_INVALID" in result.err
-    assert "unset GEMINI_API_KEY" in result.err
+    assert "wrong, revoked or deleted" in result.err and "unset GEMINI_API_KEY" in result.err
     assert bad[:8] not in result.err and bad not in result.out
 
 
-def test_invalid_vault_key_hint_names_key_set(api):
+def test_invalid_vault_key_hint_names_key_rotate(api):
     api.init()
-    api.run("key", "set", "work", input="AIzaBADKEYx0123456789abcdefghijklmnopqr")
+    api.run("key", "set", "work", input="AQ.BADKEYx0123456789abcdefghijklmnopqrstuvwxyz0123456")
     result = api.run("ask", "--key", "work", "--model", "ok", "hi", env={"GEMINI_API_KEY": ""})
-    assert result.code == 6 and "gemvault key set work" in result.err
+    assert result.code == 6 and "gemvault key rotate work" in result.err
 
 
 def test_api_errors_and_exit_codes(api):

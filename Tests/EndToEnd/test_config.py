@@ -8,9 +8,9 @@ import pytest
 
 from conftest import GOOD_KEY, Env
 
-ENV_KEY = "AIzaSyEnvironment_Key-0123456789abcdefg"
-OTHER_KEY = "AIzaSyOther_Environment-0123456789abcde"
-FILE_KEY = "AIzaSyKey_File-0123456789abcdefghijklmn"
+ENV_KEY = "AQ.Environment_Key-0123456789abcdefghijklmnopqrsklmn"
+OTHER_KEY = "AQ.Other_Environment-0123456789abcdefghijklmnopqrstu"
+FILE_KEY = "AQ.Key_File-0123456789abcdefghijklmnopqrstuvwxyzklmn"
 
 
 def which(env, *args, extra_env=None, passphrase=True):
@@ -43,7 +43,7 @@ def test_vault_key_and_shadowing_warning(env):
     env.run("key", "set", "work", input=ENV_KEY.replace("Environment", "WorkVaultKy"))
     result, data = which(env)
     assert data["source"] == "vault" and data["name"] == "default"
-    assert data["masked"] == "AIza…klmn" and data["age_days"] == 0
+    assert data["masked"] == GOOD_KEY[:4] + "…" + GOOD_KEY[-4:] and data["age_days"] == 0
     result, data = which(env, "--key", "work")
     assert data["name"] == "work"
     env.run("config", "set", "key", "work")
@@ -86,7 +86,7 @@ def test_default_key_file_comes_after_vault(env):
     key_file = os.path.join(env.vars["XDG_CONFIG_HOME"], "gemvault/api-key")
     env.write_private(key_file, FILE_KEY)
     result, data = which(env, passphrase=False)
-    assert data["source"] == "key-file" and data["masked"] == "AIza…klmn"
+    assert data["source"] == "key-file" and data["masked"] == "AQ.K…klmn"
     env.init()
     env.run("key", "set", input=GOOD_KEY)
     result, data = which(env)
@@ -107,7 +107,7 @@ def test_key_command_success_failure_and_timeout(env):
     env.run("config", "set", "--file", "key_command", "%s --flag 'two words'" % ok)
     result, data = which(env, passphrase=False)
     assert result.code == 0, result
-    assert data["source"] == "key-command" and data["masked"] == "AIza…klmn"
+    assert data["source"] == "key-command" and data["masked"] == "AQ.K…klmn"
     fail = write_script(env, "fail.sh", 'echo "vault is sealed" >&2\nexit 3\n')
     result = env.run("key", "which", env={"GEMVAULT_KEY_COMMAND": fail}, passphrase=False)
     assert result.code == 5

@@ -26,8 +26,8 @@ from ptyrun import PtySession
 from conftest import BIN, GOOD_KEY, PASSPHRASE
 
 PEER = "gemvault-peer"
-OTHER_KEY = "AIzaSyOtherUser-Key_0123456789abcdefghi"
-assert len(OTHER_KEY) == 39
+OTHER_KEY = "AQ.OtherUser-Key_0123456789abcdefghijklmnopqrstuvwx"
+assert len(OTHER_KEY) == 51
 
 
 def peer_account():
@@ -261,7 +261,7 @@ def test_a_passphrase_change_or_rekey_retires_every_old_copy(env, command):
         result = env.run("rekey")
         current = env.passfile
     assert result.code == 0, result
-    assert env.run("key", "set", "later", "--passphrase-file", current, input=GOOD_KEY.replace("Key", "Kez"),
+    assert env.run("key", "set", "later", "--passphrase-file", current, input=GOOD_KEY[:-2] + "zz",
                    passphrase=False).code == 0
     # vault.bak holds no retired slot: the old passphrase opens neither file.
     backup = env.vault + ".bak"
@@ -284,7 +284,7 @@ def test_a_passphrase_change_or_rekey_retires_every_old_copy(env, command):
     result = env.run("recover", "--new-passphrase-file", recovered_pass, input=code + "\n", passphrase=False)
     assert result.code == 0, result
     got = env.run("key", "get", "later", "--passphrase-file", recovered_pass, passphrase=False)
-    assert got.code == 0 and got.out.startswith("AIzaSyD3mo-Kez"), got
+    assert got.code == 0 and got.out == GOOD_KEY[:-2] + "zz\n", got
 
 
 def test_temp_files_left_by_a_killed_writer_are_removed_by_the_next_writer(env):
@@ -566,7 +566,7 @@ def test_doctor_never_hangs_on_a_fifo_and_looks_in_hidden_folders(env):
         handle.write("GEMINI_API_KEY=%s\n" % GOOD_KEY)
     result, report = doctor(env)
     messages = [f["message"] for f in report["findings"] if f["check"] == "dotenv"]
-    assert messages == ["%s holds a Gemini API key in plain text" % os.path.join(hidden, ".env")], messages
+    assert messages == ["%s:1 sets GEMINI_API_KEY to an auth key in plain text" % os.path.join(hidden, ".env")], messages
 
 
 def test_doctor_reports_world_writable_folders_proxies_and_key_logs(env, tmp_path):

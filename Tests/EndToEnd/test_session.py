@@ -342,7 +342,7 @@ def test_exec_passes_codes_signals_environment_and_nothing_else(session, tmp_pat
 
 def test_rotation_checks_the_new_key_keeps_history_and_rolls_back(session):
     env = session
-    refused = env.run("key", "rotate", input="AIzaBAD-new-key-0123456789abcdefghijklm")
+    refused = env.run("key", "rotate", input="AQ.BAD-new-key-0123456789abcdefghijklmnopqrstuvwxyz01")
     assert refused.code == 6 and "API_KEY_INVALID" in refused.err, refused
     assert env.run("key", "get").out == GOOD_KEY + "\n"
     rotated = env.run("key", "rotate", input=OTHER_KEY)

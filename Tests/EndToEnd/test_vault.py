@@ -47,16 +47,16 @@ def test_default_kdf_is_moderate(env):
 def test_key_round_trip_list_and_remove(env):
     env.init()
     assert env.run("key", "set", input=GOOD_KEY + "\n").code == 0
-    second = "AIzaSyOther-Key_0123456789abcdefghijklmn"
+    second = "AQ.Other-Key_0123456789abcdefghijklmnopqrstuvwxyklmn"
     assert env.run("key", "set", "work", input=second).code == 0
     got = env.run("key", "get")
     assert got.code == 0 and got.out == GOOD_KEY + "\n"
     assert env.run("key", "get", "work").out == second + "\n"
     listing = env.run("key", "list")
-    assert "AIza…klmn" in listing.out and GOOD_KEY not in listing.out
+    assert "AQ.A…MhKp" in listing.out and "AQ.O…klmn" in listing.out and GOOD_KEY not in listing.out
     entries = json.loads(env.run("key", "list", "--json").out)["keys"]
     assert [e["name"] for e in entries] == ["default", "work"]
-    assert entries[0]["masked"] == "AIza…klmn"
+    assert entries[0]["masked"] == "AQ.A…MhKp"
     assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", entries[0]["created"])
     assert env.run("key", "rm", "work").code == 0
     missing = env.run("key", "get", "work")
@@ -66,7 +66,7 @@ def test_key_round_trip_list_and_remove(env):
 def test_key_set_warns_on_odd_values_and_refuses_empty(env):
     env.init()
     odd = env.run("key", "set", input="not-a-gemini-key-but-stored\n")
-    assert odd.code == 0 and "does not look like a Gemini API key" in odd.err
+    assert odd.code == 0 and "does not look like a Google API key" in odd.err
     assert env.run("key", "set", input="   \n").code == 64
     good = env.run("key", "set", input=GOOD_KEY)
     assert "does not look like" not in good.err

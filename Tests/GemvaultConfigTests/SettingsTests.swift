@@ -133,14 +133,15 @@ import VaultCore
                             settings: nil, coreDumpsDisabled: true)
         let found = doctor.environmentFindings()
         #expect(found.map { $0.message.split(separator: " ").first.map(String.init) } == ["GEMINI_API_KEY", "MY_LLM_TOKEN"])
-        #expect(found[0].message.contains("standard API key") && found[0].fix.contains("aistudio.google.com"))
+        #expect(found[0].message.contains("standard API key") && found[0].fix.contains("September 2026") && found[0].fix.contains("aistudio.google.com"))
         #expect(found[1].message.contains("an auth key") && !found[1].message.contains(Self.authKey))
     }
 
     @Test func linesGiveAwayKeysByShapeOrByVariable() {
         #expect(Doctor.plainTextKey("alias g='curl -H \"x-goog-api-key: \(Self.authKey)\"'")?.kind == .auth)
         #expect(Doctor.plainTextKey("export OLD=\(Self.standardKey)")?.kind == .standard)
-        #expect(Doctor.plainTextKey("export GEMINI_API_KEY=literal-value")?.what == "GEMINI_API_KEY set to a literal value")
+        #expect(Doctor.plainTextKey("export GEMINI_API_KEY=literal-value")?.what == "sets GEMINI_API_KEY to a literal value")
+        #expect(Doctor.plainTextKey("GOOGLE_API_KEY=\(Self.authKey)")?.what == "sets GOOGLE_API_KEY to an auth key")
         #expect(Doctor.plainTextKey("export GEMINI_API_KEY=\"$(gemvault key get)\"") == nil)
         #expect(Doctor.plainTextKey("# AQ.short and AIza are words") == nil)
     }
