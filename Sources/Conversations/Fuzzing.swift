@@ -14,14 +14,20 @@ public enum HistoryFuzzing {
         let rest = Array(bytes.dropFirst())
         switch mode % 3 {
         case 0:
-            _ = try? HistoryStore.decode(rest, id: "fuzz", path: "fuzz", with: pair)
+            _ = try? HistoryStore.decode(rest, id: "fuzz", path: "fuzz", with: HistoryKeys([pair]))
         case 1:
-            var file = HistoryStore.framed(HistoryStore.fileMagic + pair.publicKey)
-            for record in HistoryStore.split(rest) {
-                guard let sealed = try? SealedBox.seal(record, to: pair.publicKey) else { return "sealing failed" }
+            // Half the inputs are taken as JSON bodies and framed as a writer would, so that the
+            // chain and numbering checks pass and the JSON is reached; the rest as raw plaintexts.
+            let header = HistoryStore.fileMagic + pair.publicKey
+            var file = HistoryStore.framed(header)
+            var previous = header
+            for (position, record) in HistoryStore.split(rest).enumerated() {
+                let plain = bytes.count % 2 == 0 ? HistoryStore.recordPlaintext(record, sequence: UInt64(position + 1), previous: Sodium.blake2b256(previous[...])) : record
+                guard let sealed = try? SealedBox.seal(plain, to: pair.publicKey) else { return "sealing failed" }
                 file += HistoryStore.framed(sealed)
+                previous = sealed
             }
-            _ = try? HistoryStore.decode(file, id: "fuzz", path: "fuzz", with: pair)
+            _ = try? HistoryStore.decode(file, id: "fuzz", path: "fuzz", with: HistoryKeys([pair]))
         default:
             guard let sealed = try? pair.sealPrivately(rest, purpose: HistoryIndex.purpose) else { return "sealing failed" }
             let index = HistoryIndex.decode(HistoryIndex.magic + sealed, with: pair)

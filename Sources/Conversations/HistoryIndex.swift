@@ -133,7 +133,9 @@ extension HistoryStore {
     /// Every conversation's summary, the one written to least recently first. Only files that
     /// changed since the index was written are opened; `unreadable` hears of each that cannot
     /// be, and the others are still listed.
-    public func summaries(with pair: SealedBox.KeyPair, unreadable: (String, Failure) -> Void) throws(Failure) -> [ConversationSummary] {
+    public func summaries(with keys: HistoryKeys, unreadable: (String, Failure) -> Void) throws(Failure) -> [ConversationSummary] {
+        // The index is sealed under the current key: after a passphrase change it is rebuilt.
+        let pair = keys.current
         guard let folder = try openFolder(create: false) else { return [] }
         let files = folder.names(withPrefix: "").filter { $0.hasSuffix(Self.suffix) && !$0.hasPrefix(".") }
             .compactMap { name -> (id: String, status: FileStatus)? in
@@ -152,7 +154,7 @@ extension HistoryStore {
                 continue
             }
             do {
-                let summary = ConversationSummary(try load(id, with: pair))
+                let summary = ConversationSummary(try load(id, with: keys))
                 // The size and time read before the load: a turn appended meanwhile is seen next time.
                 new.entries[id] = HistoryIndex.Entry(size: status.size, modified: status.modifiedExactly, inode: status.inode, summary: summary)
                 summaries.append(summary)

@@ -2,17 +2,45 @@ import FoundationEssentials
 import SystemIO
 import VaultCore
 
+/// The key pairs that open conversations: the current one, which new records are sealed to,
+/// then the ones retired by passphrase changes, newest first.
+public struct HistoryKeys {
+    public let current: SealedBox.KeyPair
+    public let all: [SealedBox.KeyPair]
+
+    /// The vault's conversation keys, current first (`VaultContents.conversationKeys`).
+    public init(seeds: [SecretBytes]) throws(VaultError) {
+        var pairs: [SealedBox.KeyPair] = []
+        for seed in seeds { pairs.append(try SealedBox.keyPair(seed: seed)) }
+        guard !pairs.isEmpty else { throw .cryptoFailure("no conversation key") }
+        self.init(pairs)
+    }
+
+    public init(_ pairs: [SealedBox.KeyPair]) {
+        precondition(!pairs.isEmpty, "a conversation has at least the current key")
+        current = pairs[0]
+        all = pairs
+    }
+}
+
 /// Conversations kept encrypted under `$XDG_STATE_HOME/gemvault/history/<vault>/`.
 ///
 /// Each record is an anonymous sealed box to the X25519 public key derived from the vault's
 /// conversation key, so saving needs no unlock, and reading needs the vault (Docs/history-format.md).
 /// The public key is kept beside the conversations in `recipient`, written whenever the vault
-/// is opened; the folder is checked like the vault's, so no other user can swap it.
+/// is opened; the folder is checked like the vault's, so no other user can swap it. Records are
+/// padded, numbered and chained to the one before, so a dropped, reordered or repeated record
+/// shows.
 public struct HistoryStore: Sendable {
     public let folder: String
     static let recipientName = "recipient"
     static let fileMagic = Array("GVCH".utf8)
     static let recipientMagic = Array("GVHR".utf8)
+    /// The first byte of a record's plaintext in the numbered, chained, padded form; a record
+    /// of version 1 is bare JSON and starts with `{`.
+    static let recordVersion: UInt8 = 2
+    /// version, sequence, previous record's hash, JSON length.
+    static let recordHeaderLength = 1 + 8 + 32 + 4
     static let suffix = ".chat"
     /// A record larger than this is damage, not a turn.
     static let maxRecord = 64 << 20
@@ -31,6 +59,8 @@ public struct HistoryStore: Sendable {
         case notFound(String)
         case ambiguous(String, [String])
         case damaged(String)
+        /// A file whose records stop making sense part of the way: where, and what was found.
+        case broken(String, String)
         case crypto(String)
     }
 
@@ -50,54 +80,79 @@ public struct HistoryStore: Sendable {
 
     // MARK: The recipient
 
-    /// Records where conversations are sealed: the public half of the conversation key.
-    public func saveRecipient(conversationKey: SecretBytes) throws(Failure) {
+    /// Where conversations are sealed, and the vault's own `history` setting, kept beside them
+    /// so that a command without the vault open knows both.
+    public struct Recipient: Equatable, Sendable {
+        /// The public half of the current conversation key.
+        public let publicKey: [UInt8]
+        /// The vault's `history` setting (`on`, `off`), or nil when the vault does not set it.
+        public let vaultHistory: String?
+    }
+
+    static let historyChoices: [String?] = ["off", nil, "on"]
+
+    /// Records the current conversation key's public half and the vault's `history` setting;
+    /// written only when something changed.
+    public func saveRecipient(conversationKey: SecretBytes, vaultHistory: String?) throws(Failure) {
         let pair: SealedBox.KeyPair
         do { pair = try SealedBox.keyPair(seed: conversationKey) } catch { throw .crypto("\(error)") }
-        if (try? recipient()) == pair.publicKey { return }
+        let choice = Self.historyChoices.firstIndex(of: vaultHistory) ?? 1
+        let wanted = Recipient(publicKey: pair.publicKey, vaultHistory: Self.historyChoices[choice])
+        if (try? recipient()) == wanted { return }
         guard let folder = try openFolder(create: true) else { return }
-        do { try folder.replace(Self.recipientName, with: Self.recipientMagic + pair.publicKey, tempPrefix: ".recipient.tmp.") }
+        let bytes = Self.recipientMagic + pair.publicKey + [UInt8(choice)]
+        do { try folder.replace(Self.recipientName, with: bytes, tempPrefix: ".recipient.tmp.") }
         catch { throw .system(error) }
     }
 
-    /// The public key conversations are sealed to, or nil when the vault was never opened here.
-    public func recipient() throws(Failure) -> [UInt8]? {
+    /// The recipient, or nil when the vault was never opened here. A file of 36 bytes, from
+    /// before the `history` setting was kept there, says nothing of it.
+    public func recipient() throws(Failure) -> Recipient? {
         guard let folder = try openFolder(create: false), let file = try openFile(Self.recipientName, in: folder, flags: OpenFlags.readOnly) else {
             return nil
         }
-        guard let bytes = try? file.readAll(limit: 64), bytes.count == 36, Array(bytes.prefix(4)) == Self.recipientMagic else {
+        guard let bytes = try? file.readAll(limit: 64), bytes.count == 36 || (bytes.count == 37 && Int(bytes[36]) < Self.historyChoices.count),
+              Array(bytes.prefix(4)) == Self.recipientMagic else {
             throw .damaged(folder.path(of: Self.recipientName))
         }
-        return Array(bytes.dropFirst(4))
+        return Recipient(publicKey: Array(bytes[4..<36]), vaultHistory: bytes.count == 36 ? nil : Self.historyChoices[Int(bytes[36])])
     }
 
     // MARK: Writing
 
     /// A new conversation file; its first record is `meta`.
     public func create(_ meta: ConversationMeta) throws(Failure) -> HistoryWriter {
-        guard let recipient = try recipient() else { throw .noRecipient }
+        guard let recipient = try recipient()?.publicKey else { throw .noRecipient }
         guard let folder = try openFolder(create: true) else { throw .noRecipient }
         let id = (0..<8).map { _ in String(format2: UInt8.random(in: 0...255)) }.joined()
         guard let file = try openFile(id + Self.suffix, in: folder, flags: OpenFlags.appendCreateNew) else { throw .notFound(id) }
-        let writer = HistoryWriter(id: id, file: file, recipient: recipient)
-        try writer.append(raw: Self.fileMagic + recipient)
+        let header = Self.fileMagic + recipient
+        let writer = HistoryWriter(id: id, file: file, recipient: recipient, sequence: 0, previous: [])
+        try writer.append(raw: header)
         try writer.append(.meta(meta))
         return writer
     }
 
     /// An existing conversation, to append to. A record cut short by a crash is cut off
-    /// first, so what is appended after it stays readable.
+    /// first, so what is appended after it stays readable. New records are sealed to the
+    /// current recipient, whatever key the conversation began under, and continue its chain.
     public func reopen(_ id: String) throws(Failure) -> HistoryWriter {
-        guard let recipient = try recipient() else { throw .noRecipient }
+        guard let recipient = try recipient()?.publicKey else { throw .noRecipient }
         guard let folder = try openFolder(create: false),
               let file = try openFile(id + Self.suffix, in: folder, flags: OpenFlags.readWriteAppend) else { throw .notFound(id) }
         let bytes: [UInt8]
         do { bytes = try file.readAll(limit: 1 << 30) } catch { throw .damaged(folder.path(of: id + Self.suffix)) }
-        let complete = Self.completeLength(bytes)
-        if complete < bytes.count {
-            do { try file.truncate(to: complete) } catch { throw .system(error) }
+        var count = 0
+        var last = 0..<0
+        Self.forEachRecord(bytes) { record in
+            count += 1
+            last = record
         }
-        return HistoryWriter(id: id, file: file, recipient: recipient)
+        guard count > 0 else { throw .damaged(folder.path(of: id + Self.suffix)) }
+        if last.upperBound < bytes.count {
+            do { try file.truncate(to: last.upperBound) } catch { throw .system(error) }
+        }
+        return HistoryWriter(id: id, file: file, recipient: recipient, sequence: UInt64(count), previous: Sodium.blake2b256(bytes[last]))
     }
 
     // MARK: Reading
@@ -124,40 +179,128 @@ public struct HistoryStore: Sendable {
         return matches[0]
     }
 
-    /// Every record of a conversation, opened with the key pair; a record cut short by a
-    /// crash at the end is left out.
-    public func load(_ id: String, with pair: SealedBox.KeyPair) throws(Failure) -> Transcript {
+    /// Every record of a conversation, opened with the vault's conversation keys; a record cut
+    /// short by a crash at the end is left out. A conversation whose records do not all open
+    /// in order throws `.broken`; `loadIntact` gives what came before the damage.
+    public func load(_ id: String, with keys: HistoryKeys) throws(Failure) -> Transcript {
+        let transcript = try loadIntact(id, with: keys)
+        if let damage = transcript.damage { throw .broken(transcript.path, damage) }
+        return transcript
+    }
+
+    /// The conversation up to its first damaged, dropped, reordered or repeated record, with
+    /// `damage` saying what was found there.
+    public func loadIntact(_ id: String, with keys: HistoryKeys) throws(Failure) -> Transcript {
         guard let folder = try openFolder(create: false),
               let file = try openFile(id + Self.suffix, in: folder, flags: OpenFlags.readOnly) else { throw .notFound(id) }
         let path = folder.path(of: id + Self.suffix)
         let bytes: [UInt8]
         do { bytes = try file.readAll(limit: 1 << 30) } catch { throw .damaged(path) }
-        return try Self.decode(bytes, id: id, path: path, with: pair)
+        return try Self.decode(bytes, id: id, path: path, with: keys)
     }
 
     /// A conversation file's bytes read back: its header, then every complete record opened
-    /// with the pair. Anything a writer never produces is reported as damage at `path`.
-    static func decode(_ bytes: [UInt8], id: String, path: String, with pair: SealedBox.KeyPair) throws(Failure) -> Transcript {
-        var records = split(bytes)
-        guard let first = records.first, first.count == 36, Array(first.prefix(4)) == fileMagic else {
+    /// with one of the keys, in order. A header that is not gemvault's is damage; records are
+    /// read until the first that does not open, is not what a writer produces, or breaks the
+    /// numbering or the chain (then `damage` says so).
+    static func decode(_ bytes: [UInt8], id: String, path: String, with keys: HistoryKeys) throws(Failure) -> Transcript {
+        var ranges: [Range<Int>] = []
+        forEachRecord(bytes) { ranges.append($0) }
+        guard let headerRange = ranges.first, bytes[headerRange].count == 36, Array(bytes[headerRange].prefix(4)) == fileMagic else {
             throw .damaged(path)
         }
-        guard Array(first.dropFirst(4)) == pair.publicKey else {
+        let sealedTo = Array(bytes[headerRange].dropFirst(4))
+        guard var opener = keys.all.firstIndex(where: { $0.publicKey == sealedTo }) else {
             throw .crypto("\(id) was sealed for another conversation key")
         }
-        records.removeFirst()
-        var transcript = Transcript(id: id, meta: nil, turns: [])
-        for sealed in records {
-            guard let plain = SealedBox.open(sealed, with: pair) else { throw .damaged(path) }
-            let record = plain.withUnsafeBytes { try? JSONDecoder().decode(HistoryRecord.self, from: Data($0)) }
-            switch record {
-            case .meta(let meta)?: transcript.meta = meta
-            case .turn(let turn)?: transcript.turns.append(turn)
-            case .undo?: _ = transcript.turns.popLast()
-            case nil: throw .damaged(path)
+        var transcript = Transcript(id: id, path: path, meta: nil, turns: [])
+        var chained = false
+        for (position, range) in ranges.enumerated().dropFirst() {
+            let sealed = Array(bytes[range])
+            // Records come in runs sealed to one key: try the one that opened the last first.
+            let order = [opener] + keys.all.indices.filter { $0 != opener }
+            guard let (index, plain) = order.lazy.compactMap({ index in SealedBox.open(sealed, with: keys.all[index]).map { (index, $0) } }).first else {
+                transcript.damage = "record \(position) does not open"
+                return transcript
+            }
+            opener = index
+            let previous = bytes[ranges[position - 1]]
+            let parsed = plain.withUnsafeBytes { raw in parseRecord(raw, position: position, previous: previous, chained: chained) }
+            switch parsed {
+            case .failure(let problem):
+                transcript.damage = problem.description(position)
+                return transcript
+            case .success(let (record, isChained)):
+                chained = chained || isChained
+                switch record {
+                case .meta(let meta): transcript.meta = meta
+                case .turn(let turn): transcript.turns.append(turn)
+                case .undo: _ = transcript.turns.popLast()
+                }
             }
         }
         return transcript
+    }
+
+    enum RecordProblem: Error {
+        case malformed, unchainedAfterChained, outOfOrder(UInt64), brokenChain
+
+        func description(_ position: Int) -> String {
+            switch self {
+            case .malformed: "record \(position) is not what gemvault writes"
+            case .unchainedAfterChained: "record \(position) is of the old, unnumbered kind among numbered ones"
+            case .outOfOrder(let sequence): "record \(position) is numbered \(sequence): records were dropped, reordered or repeated"
+            case .brokenChain: "record \(position) does not follow the record before it: records were dropped, reordered or repeated"
+            }
+        }
+    }
+
+    /// A record's plaintext: bare JSON (version 1), or version, sequence, the previous
+    /// record's hash, the JSON's length, the JSON and zero padding up to its bucket.
+    static func parseRecord(_ plain: UnsafeRawBufferPointer, position: Int, previous: ArraySlice<UInt8>,
+                            chained: Bool) -> Result<(HistoryRecord, Bool), RecordProblem> {
+        guard let first = plain.first else { return .failure(.malformed) }
+        if first == UInt8(ascii: "{") {
+            guard !chained, let record = try? JSONDecoder().decode(HistoryRecord.self, from: Data(plain)) else {
+                return .failure(chained ? .unchainedAfterChained : .malformed)
+            }
+            return .success((record, false))
+        }
+        guard first == recordVersion, plain.count >= recordHeaderLength, plain.count == paddedLength(plain.count) else { return .failure(.malformed) }
+        let sequence = (0..<8).reduce(UInt64(0)) { $0 | UInt64(plain[1 + $1]) << (8 * UInt64($1)) }
+        guard sequence == UInt64(position) else { return .failure(.outOfOrder(sequence)) }
+        guard plain[9..<41].elementsEqual(Sodium.blake2b256(previous)) else { return .failure(.brokenChain) }
+        let length = (0..<4).reduce(0) { $0 | Int(plain[41 + $1]) << (8 * $1) }
+        guard length <= plain.count - recordHeaderLength,
+              plain[(recordHeaderLength + length)...].allSatisfy({ $0 == 0 }),
+              let record = try? JSONDecoder().decode(HistoryRecord.self, from: Data(plain[recordHeaderLength..<recordHeaderLength + length])) else {
+            return .failure(.malformed)
+        }
+        return .success((record, true))
+    }
+
+    /// Plaintexts are padded to 256 bytes, then to the next power of two up to 64 KiB, then to
+    /// a multiple of 64 KiB: a record shows its size only to that grain.
+    static func paddedLength(_ length: Int) -> Int {
+        let block = 64 << 10
+        guard length > block else {
+            var bucket = 256
+            while bucket < length { bucket *= 2 }
+            return bucket
+        }
+        return (length + block - 1) / block * block
+    }
+
+    /// A record's plaintext in the numbered, chained, padded form.
+    static func recordPlaintext(_ json: [UInt8], sequence: UInt64, previous: [UInt8]) -> [UInt8] {
+        var plain: [UInt8] = [recordVersion]
+        for shift in 0..<8 { plain.append(UInt8(truncatingIfNeeded: sequence >> (8 * UInt64(shift)))) }
+        plain += previous
+        let length = UInt32(json.count)
+        for shift in 0..<4 { plain.append(UInt8(truncatingIfNeeded: length >> (8 * UInt32(shift)))) }
+        plain += json
+        plain += [UInt8](repeating: 0, count: paddedLength(plain.count) - plain.count)
+        return plain
     }
 
     /// The length-prefixed records of a file; an incomplete last one is dropped.
@@ -167,15 +310,7 @@ public struct HistoryStore: Sendable {
         return records
     }
 
-    /// How many bytes the complete records take, found from their lengths alone: reopening a
-    /// conversation to append to it copies nothing, however long it is.
-    static func completeLength(_ bytes: [UInt8]) -> Int {
-        var end = 0
-        forEachRecord(bytes) { end = $0.upperBound }
-        return end
-    }
-
-    private static func forEachRecord(_ bytes: [UInt8], _ body: (Range<Int>) -> Void) {
+    static func forEachRecord(_ bytes: [UInt8], _ body: (Range<Int>) -> Void) {
         var offset = 0
         while bytes.count - offset >= 4 {
             let length = Int(UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16 | UInt32(bytes[offset + 3]) << 24)
@@ -263,8 +398,20 @@ enum HistoryRecord: Codable {
 /// A conversation read back.
 public struct Transcript: Sendable {
     public let id: String
+    /// Its file, for messages.
+    public let path: String
     public var meta: ConversationMeta?
     public var turns: [SavedTurn]
+    /// What stopped the reading before the end of the file, or nil when every record was read.
+    public var damage: String?
+
+    public init(id: String, path: String, meta: ConversationMeta?, turns: [SavedTurn], damage: String? = nil) {
+        self.id = id
+        self.path = path
+        self.meta = meta
+        self.turns = turns
+        self.damage = damage
+    }
 }
 
 /// Appends records to one conversation file; each is durable before `append` returns.
@@ -272,18 +419,25 @@ public final class HistoryWriter {
     public let id: String
     private let file: FileDescriptor
     private let recipient: [UInt8]
+    /// The position of the next record in the file, and the hash of the last one stored:
+    /// both come from the file's bytes, so a writer needs no key to continue the chain.
+    private var sequence: UInt64
+    private var previous: [UInt8]
 
-    init(id: String, file: FileDescriptor, recipient: [UInt8]) {
+    init(id: String, file: FileDescriptor, recipient: [UInt8], sequence: UInt64, previous: [UInt8]) {
         self.id = id
         self.file = file
         self.recipient = recipient
+        self.sequence = sequence
+        self.previous = previous
     }
 
     func append(_ record: HistoryRecord) throws(HistoryStore.Failure) {
-        let plain: [UInt8]
-        do { plain = Array(try JSONEncoder().encode(record)) } catch { throw .crypto("\(error)") }
+        let json: [UInt8]
+        do { json = Array(try JSONEncoder().encode(record)) } catch { throw .crypto("\(error)") }
         let sealed: [UInt8]
-        do { sealed = try SealedBox.seal(plain, to: recipient) } catch { throw .crypto("\(error)") }
+        do { sealed = try SealedBox.seal(HistoryStore.recordPlaintext(json, sequence: sequence, previous: previous), to: recipient) }
+        catch { throw .crypto("\(error)") }
         try append(raw: sealed)
     }
 
@@ -296,6 +450,8 @@ public final class HistoryWriter {
         } catch {
             throw .system(error)
         }
+        sequence += 1
+        previous = Sodium.blake2b256(raw[...])
     }
 
     public func append(turn: SavedTurn) throws(HistoryStore.Failure) { try append(.turn(turn)) }
@@ -352,6 +508,7 @@ extension HistoryStore.Failure: CustomStringConvertible {
         case .notFound(let id): "no conversation '\(id)'"
         case .ambiguous(let prefix, let matches): "'\(prefix)' names \(matches.count) conversations (\(matches.prefix(5).joined(separator: ", "))); give more of the id"
         case .damaged(let path): "\(path) is damaged"
+        case .broken(let path, let detail): "\(path) is damaged: \(detail); only what came before it is shown"
         case .crypto(let detail): detail
         }
     }

@@ -87,7 +87,7 @@ enum ChatCommand {
             guard let id = try call.value("--resume").map(history.resolve) ?? history.ids().last else {
                 throw CommandFailure(.failure, "there is no saved conversation to continue", hint: "start one with 'gemvault chat'")
             }
-            let transcript = try history.load(id, with: try context.historyKeyPair())
+            let transcript = try history.load(id, with: try context.historyKeys())
             conversation.restore(transcript.turns)
             if let system = transcript.meta?.system, conversation.systemPrompt == nil { conversation.systemPrompt = system }
             writer = try history.reopen(id)

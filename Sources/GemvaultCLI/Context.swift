@@ -156,6 +156,7 @@ struct Context {
             try change(contents)
             do throws(AgentError) {
                 _ = try agent.write(contents, basedOn: generation)
+                rememberRecipient(contents)
                 return
             } catch {
                 if error == .stale { continue }
@@ -196,6 +197,8 @@ struct Context {
         let seen = highestSeen(document.file) ?? 0
         try store.write(try document.sealed(minimumGeneration: seen), in: session, backup: backup)
         remember(document.file)
+        // A passphrase change's new conversation key, or a new `history` setting, applies at once.
+        rememberRecipient(document.contents)
     }
 
     /// A new passphrase, asked twice on a terminal, with the short-passphrase warning before

@@ -62,6 +62,7 @@ enum ErrorReport {
             switch history {
             case .notFound, .ambiguous: return (.failure, history.description, "'gemvault history list' shows the ids")
             case .damaged: return (.damaged, history.description, nil)
+            case .broken(let path, let detail): return (.damaged, "\(path) is damaged: \(detail)", "'gemvault history show' shows what came before it")
             default: return (.failure, history.description, nil)
             }
         default:

@@ -28,25 +28,43 @@ extension Context {
     /// This vault's saved conversations.
     var history: HistoryStore { HistoryStore(stateDirectory: paths.stateHome, vaultPath: vaultPath) }
 
-    /// Notes the public half of the conversation key, so conversations can be sealed without
-    /// an unlock; done whenever the vault is open anyway.
+    /// Notes the public half of the current conversation key and the vault's `history`
+    /// setting, so conversations can be sealed, or not saved, without an unlock; done whenever
+    /// the vault is open or saved anyway.
     func rememberRecipient(_ contents: VaultContents) {
-        try? history.saveRecipient(conversationKey: contents.conversationKey)
+        try? history.saveRecipient(conversationKey: contents.conversationKey, vaultHistory: contents.settings["history"])
     }
 
-    /// The key pair that opens saved conversations: from the session, or the passphrase.
-    func historyKeyPair() throws -> SealedBox.KeyPair {
+    /// The key pairs that open saved conversations: from the session, or the passphrase.
+    func historyKeys() throws -> HistoryKeys {
         let contents = try vaultContents()
         rememberRecipient(contents)
-        return try SealedBox.keyPair(seed: contents.conversationKey)
+        return try HistoryKeys(seeds: contents.conversationKeys)
+    }
+
+    /// Whether conversations are kept. Without the vault open, its own `history` setting comes
+    /// from the recipient file, so `history off` holds while the vault is locked.
+    func historyIsOff(_ settings: Settings, recipient: HistoryStore.Recipient?) -> Bool {
+        let setting = settings["history"]
+        switch setting.origin {
+        case .builtIn, .configFile:
+            if let recorded = recipient?.vaultHistory { return recorded == "off" }
+        case .vault, .environment, .flag:
+            break
+        }
+        return setting.value == "off"
     }
 
     /// A recorder for a new conversation, or nil with the reason it is not saved.
     func recorder(_ call: Invocation, settings: Settings, kind: String, resuming writer: HistoryWriter? = nil) -> (ConversationRecorder?, String?) {
-        if call.flag("--no-save") || settings.string("history") == "off" { return (nil, nil) }
-        guard store.exists else { return (nil, "there is no vault, so this conversation is not saved") }
+        if call.flag("--no-save") { return (nil, nil) }
+        guard store.exists else {
+            return (nil, settings.string("history") == "off" ? nil : "there is no vault, so this conversation is not saved")
+        }
         do {
-            guard try history.recipient() != nil else { throw HistoryStore.Failure.noRecipient }
+            let recipient = try history.recipient()
+            if historyIsOff(settings, recipient: recipient) { return (nil, nil) }
+            guard recipient != nil else { throw HistoryStore.Failure.noRecipient }
         } catch let failure as HistoryStore.Failure {
             return (nil, "this conversation is not saved: \(failure.description)")
         } catch {
@@ -68,9 +86,9 @@ enum HistoryCommand {
     }
 
     static func summaries(_ context: Context) throws -> [Summary] {
-        let pair = try context.historyKeyPair()
+        let keys = try context.historyKeys()
         // One damaged file must not hide the others.
-        return try context.history.summaries(with: pair, unreadable: { id, error in
+        return try context.history.summaries(with: keys, unreadable: { id, error in
             Console.warning("conversation \(id) cannot be read: \(ErrorReport.describe(error).1)")
         }).map { summary in
             Summary(id: summary.id, title: EscapeNeutralizer.neutralize(summary.title), model: EscapeNeutralizer.neutralize(summary.model),
@@ -89,11 +107,20 @@ enum HistoryCommand {
     static func load(_ call: Invocation) throws -> Transcript {
         let context = call.context
         let id = try context.history.resolve(call.positionals[0])
-        return try context.history.load(id, with: try context.historyKeyPair())
+        return try context.history.load(id, with: try context.historyKeys())
     }
 
+    /// What was intact is shown; then a damaged, dropped, reordered or repeated record is
+    /// reported (exit 4).
     static func show(_ call: Invocation) throws {
-        let transcript = try load(call)
+        let context = call.context
+        let id = try context.history.resolve(call.positionals[0])
+        let transcript = try context.history.loadIntact(id, with: try context.historyKeys())
+        render(transcript, call)
+        if let damage = transcript.damage { throw HistoryStore.Failure.broken(transcript.path, damage) }
+    }
+
+    static func render(_ transcript: Transcript, _ call: Invocation) {
         if call.flag("--raw") {
             for turn in transcript.turns { Console.out("you › \(turn.user)\ngemini › \(turn.model)\n\n") }
             return

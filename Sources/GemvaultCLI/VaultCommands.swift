@@ -281,6 +281,7 @@ enum VaultCommand {
         if try context.sessionContents() != nil {
             // Through the session: no passphrase, and the agent follows the new data key at once.
             if let code = try context.agent.rekey() { showNewRecoveryCode(code) }
+            if let session = try context.sessionContents() { context.rememberRecipient(session.contents) }
         } else {
             _ = try context.withPassphrase { passphrase in try rekeyVault(context, unlockWith: passphrase, newPassphrase: nil) }
         }

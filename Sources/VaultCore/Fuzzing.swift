@@ -16,6 +16,8 @@ public enum VaultFuzzing {
         }
         let same = again.keys.map(\.name) == contents.keys.map(\.name) && again.settings == contents.settings
             && again.conversationKey.isEqual(to: contents.conversationKey)
+            && again.earlierConversationKeys.count == contents.earlierConversationKeys.count
+            && zip(again.earlierConversationKeys, contents.earlierConversationKeys).allSatisfy { $0.isEqual(to: $1) }
             && zip(again.keys, contents.keys).allSatisfy { $0.secret.isEqual(to: $1.secret) && $0.previous.count == $1.previous.count }
         return same ? nil : "a payload changes when encoded and decoded again"
     }

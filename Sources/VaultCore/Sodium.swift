@@ -141,7 +141,7 @@ public enum Sodium {
     }
 
     /// Unkeyed BLAKE2b with a 32-byte digest. The corresponding libsodium function is `crypto_generichash`.
-    static func blake2b256(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
+    public static func blake2b256(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
         ensureInitialized()
         var digest = [UInt8](repeating: 0, count: 32)
         bytes.withUnsafeBufferPointer { input in

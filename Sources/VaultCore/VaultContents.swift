@@ -28,14 +28,18 @@ public struct StoredKey {
     }
 }
 
-/// The decrypted payload: named keys, settings, and the key that will encrypt conversation history.
+/// The decrypted payload: named keys, settings, and the keys of the conversation history.
 ///
-/// The conversation key is created once, at `init`, and travels inside the payload, so
-/// `passwd`, `recover` and a future `rekey` (which re-encrypts the payload) all keep it.
+/// The conversation key seeds the key pair conversations are sealed to. `passwd`, `recover`
+/// and `rekey` replace it (`retireConversationKey`), so an old copy of the vault opens nothing
+/// written afterwards; the earlier ones stay here, so every conversation stays readable.
 public final class VaultContents {
-    /// Version 2 adds each key's last use; version 1 is still read.
-    public static let payloadVersion: UInt8 = 2
+    /// Version 3 adds the earlier conversation keys, version 2 each key's last use; 1 and 2
+    /// are still read.
+    public static let payloadVersion: UInt8 = 3
     public static let retiredLimit = 5
+    /// Each passphrase change adds one; far more than a vault's lifetime of changes.
+    public static let earlierConversationKeyLimit = 1000
     static let paddingBlock = 512
     static let maxNameBytes = 128
     static let maxSecretBytes = 4096
@@ -43,12 +47,31 @@ public final class VaultContents {
 
     public private(set) var keys: [StoredKey]
     public private(set) var settings: [String: String]
-    public let conversationKey: SecretBytes
+    /// New conversations and turns are sealed to the key pair this seeds.
+    public private(set) var conversationKey: SecretBytes
+    /// The conversation keys retired by passphrase changes and rekeys, newest first: they
+    /// still open what was written before.
+    public private(set) var earlierConversationKeys: [SecretBytes]
 
-    public init(keys: [StoredKey] = [], settings: [String: String] = [:], conversationKey: SecretBytes = .random(count: 32)) {
+    public init(keys: [StoredKey] = [], settings: [String: String] = [:], conversationKey: SecretBytes = .random(count: 32),
+                earlierConversationKeys: [SecretBytes] = []) {
         self.keys = keys.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         self.settings = settings
         self.conversationKey = conversationKey
+        self.earlierConversationKeys = earlierConversationKeys
+    }
+
+    /// The current conversation key, then the earlier ones.
+    public var conversationKeys: [SecretBytes] { [conversationKey] + earlierConversationKeys }
+
+    /// A new conversation key; the current one joins the earlier ones. Nothing sealed from now
+    /// on opens with a copy of the vault made before.
+    public func retireConversationKey() throws(VaultError) {
+        guard earlierConversationKeys.count < Self.earlierConversationKeyLimit else {
+            throw .valueTooLarge("the conversation keys (at most \(Self.earlierConversationKeyLimit) passphrase changes)")
+        }
+        earlierConversationKeys.insert(conversationKey, at: 0)
+        conversationKey = .random(count: 32)
     }
 
     public func key(named name: String) -> StoredKey? { keys.first { $0.name == name } }
@@ -136,6 +159,7 @@ public final class VaultContents {
             for old in key.previous { length += 2 + old.secret.count + 8 }
         }
         for (name, value) in settings { length += 2 + name.utf8.count + 4 + value.utf8.count }
+        length += 2 + 32 * earlierConversationKeys.count
         let buffer = SecretBytes(count: length + Self.paddingBlock)
         return try buffer.withUnsafeMutableBytes { raw throws(VaultError) in
             var writer = SecretWriter(buffer: raw)
@@ -163,6 +187,8 @@ public final class VaultContents {
                 writer.append(UInt32(value.count))
                 value.withUnsafeBytes { writer.append($0) }
             }
+            writer.append(UInt16(earlierConversationKeys.count))
+            for earlier in earlierConversationKeys { earlier.withUnsafeBytes { writer.append($0) } }
             precondition(writer.offset == length)
             let padded = try mapSodium { () throws(SodiumError) in
                 try Sodium.pad(raw, unpaddedLength: length, blockSize: Self.paddingBlock)
@@ -181,7 +207,7 @@ public final class VaultContents {
                 guard let length = try? Sodium.unpad(padded, blockSize: paddingBlock) else { throw broken("its padding is wrong") }
                 var reader = ByteReader(UnsafeRawBufferPointer(rebasing: padded[0..<length]), secretOwner: payload)
                 let version = try reader.read(UInt8.self)
-                guard version == 1 || version == payloadVersion else { throw VaultError.unsupportedPayloadVersion(path: path, version: Int(version)) }
+                guard (1...payloadVersion).contains(version) else { throw VaultError.unsupportedPayloadVersion(path: path, version: Int(version)) }
                 let conversationKey = try reader.readSecret(32)
                 var keys: [StoredKey] = []
                 for _ in 0..<Int(try reader.read(UInt16.self)) {
@@ -218,8 +244,14 @@ public final class VaultContents {
                     guard length <= maxSettingBytes else { throw broken("setting '\(name)' is longer than \(maxSettingBytes) bytes") }
                     settings[name] = try reader.readUTF8(length)
                 }
-                guard reader.remaining == 0 else { throw broken("\(reader.remaining) unexpected bytes follow the settings") }
-                return VaultContents(keys: keys, settings: settings, conversationKey: conversationKey)
+                var earlier: [SecretBytes] = []
+                if version >= 3 {
+                    let count = Int(try reader.read(UInt16.self))
+                    guard count <= earlierConversationKeyLimit else { throw broken("\(count) earlier conversation keys; writers keep at most \(earlierConversationKeyLimit)") }
+                    for _ in 0..<count { earlier.append(try reader.readSecret(32)) }
+                }
+                guard reader.remaining == 0 else { throw broken("\(reader.remaining) unexpected bytes follow the \(version >= 3 ? "conversation keys" : "settings")") }
+                return VaultContents(keys: keys, settings: settings, conversationKey: conversationKey, earlierConversationKeys: earlier)
             }
         } catch let error as VaultError {
             throw error

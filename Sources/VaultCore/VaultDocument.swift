@@ -200,6 +200,8 @@ public final class VaultDocument {
         case .passphrase?:
             break
         }
+        // Conversations written from now on must not open with the retired passphrase either.
+        try contents.retireConversationKey()
         file.slots = slots
         dataKey = newKey
         passphraseKEK = kek

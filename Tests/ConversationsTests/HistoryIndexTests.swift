@@ -45,24 +45,73 @@ import VaultCore
 
 /// Reopening a conversation finds where its complete records end without copying them.
 @Suite struct RecordFramingTests {
-    private func framed(_ records: [[UInt8]]) -> [UInt8] {
-        records.flatMap { record -> [UInt8] in
-            let count = UInt32(record.count)
-            return [UInt8(count & 0xff), UInt8(count >> 8 & 0xff), UInt8(count >> 16 & 0xff), UInt8(count >> 24)] + record
-        }
-    }
+    private func framed(_ records: [[UInt8]]) -> [UInt8] { records.flatMap(HistoryStore.framed) }
 
-    @Test func aTornLastRecordIsLeftOutBothWays() {
+    @Test func aTornLastRecordIsLeftOut() {
         let whole = framed([[1, 2, 3], [], Array(repeating: 7, count: 300)])
-        #expect(HistoryStore.completeLength(whole) == whole.count)
         #expect(HistoryStore.split(whole) == [[1, 2, 3], [], Array(repeating: 7, count: 300)])
         for cut in [1, 3, 4, 150, 303] {
-            let torn = Array(whole.dropLast(cut))
-            let complete = HistoryStore.completeLength(torn)
-            #expect(complete == 4 + 3 + 4, "cut \(cut)")
-            #expect(HistoryStore.split(torn) == [[1, 2, 3], []], "cut \(cut)")
+            #expect(HistoryStore.split(Array(whole.dropLast(cut))) == [[1, 2, 3], []], "cut \(cut)")
         }
-        #expect(HistoryStore.completeLength([]) == 0)
-        #expect(HistoryStore.completeLength([0xff, 0xff, 0xff, 0xff, 0]) == 0)
+        #expect(HistoryStore.split([]).isEmpty && HistoryStore.split([0xff, 0xff, 0xff, 0xff, 0]).isEmpty)
+    }
+}
+
+/// Records are padded, numbered and chained; passphrase changes add conversation keys.
+@Suite struct RecordChainTests {
+    let first = try! SealedBox.keyPair(seed: .random(count: 32))
+    let second = try! SealedBox.keyPair(seed: .random(count: 32))
+
+    /// A file as a writer makes it: the header, then records sealed to `sealedTo` in turn.
+    func file(_ bodies: [String], sealedTo: [SealedBox.KeyPair]) throws -> [[UInt8]] {
+        let header = HistoryStore.fileMagic + sealedTo[0].publicKey
+        var records = [header]
+        for (offset, body) in bodies.enumerated() {
+            let plain = HistoryStore.recordPlaintext(Array(body.utf8), sequence: UInt64(offset + 1), previous: Sodium.blake2b256(records.last![...]))
+            records.append(try SealedBox.seal(plain, to: sealedTo[min(offset, sealedTo.count - 1)].publicKey))
+        }
+        return records
+    }
+
+    let bodies = [#"{"meta":{"_0":{"title":"t","model":"m","created":1,"kind":"chat"}}}"#,
+                  #"{"turn":{"_0":{"user":"one","model":"1","interrupted":false,"time":1}}}"#,
+                  #"{"turn":{"_0":{"user":"two","model":"2","interrupted":false,"time":2}}}"#,
+                  #"{"turn":{"_0":{"user":"three","model":"3","interrupted":false,"time":3}}}"#]
+
+    func decode(_ records: [[UInt8]], _ keys: HistoryKeys) throws -> Transcript {
+        try HistoryStore.decode(records.flatMap(HistoryStore.framed), id: "x", path: "x", with: keys)
+    }
+
+    @Test func plaintextsArePaddedToBuckets() {
+        #expect([1, 256, 257, 4000, 65536, 65537, 200_000].map(HistoryStore.paddedLength) == [256, 256, 512, 4096, 65536, 131_072, 262_144])
+        let short = HistoryStore.recordPlaintext(Array(#"{"undo":{}}"#.utf8), sequence: 3, previous: [UInt8](repeating: 1, count: 32))
+        let turn = HistoryStore.recordPlaintext(Array(bodies[1].utf8), sequence: 3, previous: [UInt8](repeating: 1, count: 32))
+        #expect(short.count == 256 && turn.count == 256)
+    }
+
+    @Test func recordsSealedToEarlierAndNewerKeysAllOpen() throws {
+        // The meta and the first turn before a passphrase change, the rest after it.
+        let records = try file(bodies, sealedTo: [first, first, second])
+        #expect(try decode(records, HistoryKeys([second, first])).turns.map(\.user) == ["one", "two", "three"])
+        let withTheOldKeyOnly = try decode(records, HistoryKeys([first]))
+        #expect(withTheOldKeyOnly.turns.map(\.user) == ["one"] && withTheOldKeyOnly.damage == "record 3 does not open")
+        #expect(throws: HistoryStore.Failure.crypto("x was sealed for another conversation key")) { try decode(records, HistoryKeys([second])) }
+    }
+
+    @Test func droppedReorderedOrRepeatedRecordsAreFound() throws {
+        let keys = HistoryKeys([first])
+        let records = try file(bodies, sealedTo: [first])
+        #expect(try decode(records, keys).damage == nil && decode(records, keys).turns.map(\.user) == ["one", "two", "three"])
+        var dropped = records
+        dropped.remove(at: 3)
+        var reordered = records
+        reordered.swapAt(3, 4)
+        var repeated = records
+        repeated.insert(records[3], at: 4)
+        for (broken, intact) in [(dropped, ["one"]), (reordered, ["one"]), (repeated, ["one", "two"])] {
+            let transcript = try decode(broken, keys)
+            #expect(transcript.damage?.contains("dropped, reordered or repeated") == true)
+            #expect(transcript.turns.map(\.user) == intact)
+        }
     }
 }

@@ -118,11 +118,14 @@ def unpad(padded):
     return unpadded[:-1]
 
 
-def decode_payload(payload):
-    """The payload of the document, with the writer rules a reader enforces."""
+def decode_payload(payload, conversation_keys=None):
+    """The payload of the document, with the writer rules a reader enforces. When given a list,
+    `conversation_keys` receives the conversation keys, current first."""
     version = payload[0]
-    assert version in (1, 2)
+    assert version in (1, 2, 3)
     offset = 33
+    if conversation_keys is not None:
+        conversation_keys.append(payload[1:33])
 
     def field(width):
         nonlocal offset
@@ -142,7 +145,7 @@ def decode_payload(payload):
         names.append(name)
         secret = field(2)
         assert 1 <= len(secret) <= 4096
-        if version == 2:
+        if version >= 2:
             created, updated, last_used, previous = struct.unpack_from("<qqqB", payload, offset)
             offset += 25
             assert last_used >= 0
@@ -165,6 +168,14 @@ def decode_payload(payload):
         value = field(4)
         assert len(value) <= 65536
         settings[name.decode()] = value.decode()
+    if version >= 3:
+        (earlier,) = struct.unpack_from("<H", payload, offset)
+        offset += 2
+        assert earlier <= 1000
+        for _ in range(earlier):
+            if conversation_keys is not None:
+                conversation_keys.append(payload[offset:offset + 32])
+            offset += 32
     assert offset == len(payload)
     return keys, settings
 
