@@ -106,32 +106,35 @@ struct Context {
         _ = try readVaultFile()
     }
 
-    /// Refuses a file older than the highest generation seen for its vault id.
-    func checked(_ file: VaultFile) throws -> VaultFile {
-        guard !acceptsRollback, let seen = highestSeen(file), file.generation < seen else { return file }
-        throw VaultError.rolledBack(path: vaultPath, generation: file.generation, seen: seen)
+    /// The rollback rule the agent shares (VaultCore's RollbackGuard).
+    var rollbackGuard: RollbackGuard {
+        RollbackGuard(record: generations, vaultPath: ProcessIdentity.absolutePath(vaultPath), acceptsRollback: acceptsRollback)
     }
 
-    /// Format 1 files have no vault id: their generations are recorded by the vault's path,
-    /// so an old format 1 copy restored over an upgraded vault is noticed too.
-    var pathRecord: String { Sodium.fingerprint(ProcessIdentity.absolutePath(vaultPath)) }
+    /// Refuses a file older than a generation seen for its vault id or path, or another vault
+    /// at the path. The record is a second line of defence: when it cannot be read (a state
+    /// folder that is not the user's own), the command goes on with a warning.
+    func checked(_ file: VaultFile) throws -> VaultFile {
+        do { try rollbackGuard.check(file) } catch {
+            switch error {
+            case .rolledBack, .anotherVault: throw error
+            default: Console.warning("the record of this vault's generations could not be read (\(ErrorReport.describe(error).1)); a restored old copy would go unnoticed")
+            }
+        }
+        return file
+    }
 
-    /// The record is a second line of defence: when it cannot be read or written (a state
-    /// folder that is not the user's own, a full disk), the command goes on with a warning.
     func highestSeen(_ file: VaultFile) -> UInt64? {
-        let id = file.vaultIDHex ?? pathRecord
-        do { return try generations.highestSeen(vaultID: id) } catch {
+        do { return try rollbackGuard.highestSeen(file) } catch {
             Console.warning("the record of this vault's generations could not be read (\(ErrorReport.describe(error).1)); a restored old copy would go unnoticed")
             return nil
         }
     }
 
-    /// Records an authenticated file's generation. With --accept-rollback the record follows it down.
-    func remember(_ file: VaultFile) {
-        do {
-            if let id = file.vaultIDHex { try generations.record(vaultID: id, generation: file.generation, allowLower: acceptsRollback) }
-            try generations.record(vaultID: pathRecord, generation: file.generation, allowLower: acceptsRollback || file.vaultIDHex != nil)
-        } catch {
+    /// Records an authenticated file's generation. With --accept-rollback the record follows
+    /// it down; `newVault` (init) makes the path's record follow a new vault.
+    func remember(_ file: VaultFile, newVault: Bool = false) {
+        do { try rollbackGuard.remember(file, newVault: newVault) } catch {
             Console.warning("the vault's generation could not be recorded (\(ErrorReport.describe(error).1)); a restored old copy would go unnoticed")
         }
     }
@@ -193,10 +196,11 @@ struct Context {
     }
 
     /// Seals and writes a document above every generation seen, then records the new one.
-    func save(_ document: VaultDocument, in session: VaultStore.WriteSession, backup: VaultStore.Backup) throws {
-        let seen = highestSeen(document.file) ?? 0
+    /// `newVault` is for a vault made on purpose at this path (`init`, the first run).
+    func save(_ document: VaultDocument, in session: VaultStore.WriteSession, backup: VaultStore.Backup, newVault: Bool = false) throws {
+        let seen = newVault ? 0 : highestSeen(document.file) ?? 0
         try store.write(try document.sealed(minimumGeneration: seen), in: session, backup: backup)
-        remember(document.file)
+        remember(document.file, newVault: newVault)
         // A passphrase change's new conversation key, or a new `history` setting, applies at once.
         rememberRecipient(document.contents)
     }

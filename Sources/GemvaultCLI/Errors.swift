@@ -102,6 +102,9 @@ enum ErrorReport {
         case .rolledBack(let path, let generation, let seen):
             return (.damaged, "the vault \(path) is generation \(generation), but generation \(seen) of it was seen before: an old copy was restored over a newer one",
                     "if you restored it on purpose, run the command again with --accept-rollback")
+        case .anotherVault(let path, let found, let seen):
+            return (.damaged, "the vault \(path) is not the vault seen there before (its id is \(found.prefix(8))…, the one seen there was \(seen.prefix(8))…): another vault was put in its place",
+                    "if you put it there on purpose, run the command once with --accept-rollback")
         case .lockTimedOut(let path, let seconds, let holder):
             return (.failure, "another gemvault is writing the vault: \(path) stayed locked for \(Int(seconds)) s" + (holder.map { " (held by \($0))" } ?? ""),
                     "try again when it is done; GEMVAULT_LOCK_TIMEOUT sets how long to wait")

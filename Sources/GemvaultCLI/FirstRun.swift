@@ -38,7 +38,7 @@ enum FirstRun {
 
         if TerminalQuestion.offer("3. Check the key with one request to the Gemini API?") {
             do {
-                try RotationCommand.verify(key, try invocation(["chat"], context))
+                try RotationCommand.verify(key, try invocation(["chat"], context), vaultSettings: nil)
                 Console.err("gemvault: the API accepted the key\n")
             } catch {
                 let (_, message, hint) = ErrorReport.describe(error)
@@ -66,7 +66,7 @@ enum FirstRun {
                                                 kdf: KDFParameters.Preset.moderate.parameters)
         try context.store.withExclusiveLock { session in
             if try session.read() != nil { throw VaultError.alreadyExists(path: context.vaultPath) }
-            try context.save(document, in: session, backup: .previous)
+            try context.save(document, in: session, backup: .previous, newVault: true)
         }
         context.rememberRecipient(document.contents)
         Console.err("gemvault: created \(context.vaultPath)\n\nYour recovery code opens the vault if the passphrase is lost. It is shown only this once:\n\n    ")

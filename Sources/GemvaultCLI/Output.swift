@@ -61,7 +61,7 @@ enum Output {
 enum JSONSchema: String, CaseIterable {
     case initResult = "init", keyList = "key-list", keyHistory = "key-history", inspect, status
     case configList = "config-list", configExplain = "config-explain", keyWhich = "key-which", doctor
-    case ask, models, historyList = "history-list", historyExport = "history-export"
+    case ask, models, historyList = "history-list", historyExport = "history-export", recoveryCode = "recovery-code"
 
     var version: Int { 1 }
     var file: String { "Docs/schemas/\(rawValue).schema.json" }

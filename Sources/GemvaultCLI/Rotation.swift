@@ -29,23 +29,42 @@ enum RotationCommand {
         try context.checkVaultBeforePrompt()
         let key = try VaultCommand.readAPIKey(prompt: "New API key for '\(name)': ")
         KeyKindNotice.warn(key, name: name)
-        if !call.flag("--no-verify") { try verify(key, call) }
         var old: SecretBytes?
-        try context.modifyVault { contents in
+        let change = { (contents: VaultContents) throws in
             guard let current = contents.key(named: name) else { throw VaultError.keyNotFound(name: name) }
             old = current.secret
             try contents.setKey(name, secret: key, now: Output.now())
+        }
+        if call.flag("--no-verify") {
+            try context.modifyVault(change)
+        } else if let session = try context.sessionContents() {
+            try verify(key, call, vaultSettings: session.contents.settings)
+            try context.modifyVault(change)
+        } else {
+            // The check uses the vault's own endpoint and settings, so the vault is opened first;
+            // the passphrase's key is derived once for the check and the write.
+            let file = try context.readVaultFile()
+            try context.withPassphrase { secret in
+                guard let known = try PassphraseKey.derive(secret, opening: file) else { throw VaultError.wrongPassphrase }
+                let document = try VaultDocument.open(file, path: context.vaultPath, kek: known.kek)
+                try verify(key, call, vaultSettings: document.contents.settings)
+                try context.modifyVault(unlockWith: secret, knownKey: known) { try change($0.contents) }
+            }
         }
         Console.err("gemvault: rotated key '\(name)' to \(key.masked)\(call.flag("--no-verify") ? " (not checked)" : ", which the API accepted"); the previous one (\(old?.masked ?? "?")) is kept in its history\n")
         Console.err("gemvault: now delete the old key where it was made: https://aistudio.google.com/apikey ('gemvault key rollback \(name)' undoes the rotation)\n")
     }
 
-    /// One cheap authenticated call (listing models) with the new key.
-    static func verify(_ key: SecretBytes, _ call: Invocation) throws {
+    /// One cheap authenticated call (listing models) with the new key, against the endpoint
+    /// the key will be used with: the vault's settings count.
+    static func verify(_ key: SecretBytes, _ call: Invocation, vaultSettings: [String: String]?) throws {
         GeminiClient.prepareNetwork()
         let context = call.context
         var layers = try context.settingLayers(call)
-        if let session = try context.sessionContents() { layers.vaultSettings = session.contents.settings }
+        if let vaultSettings {
+            layers.vaultSettings = vaultSettings
+            layers.vaultPath = context.vaultPath
+        }
         let settings = try Settings.resolve(layers)
         let configuration = ClientConfiguration(endpoint: settings.endpoint, apiVersion: settings.apiVersion, timeout: settings.timeout,
                                                 maxAttempts: (settings.int("retries") ?? 4) + 1)

@@ -39,6 +39,11 @@ let vaultCommands: [CommandSpec] = [
                 options: newPassphraseOptions,
                 details: "The recovery code is asked on the terminal, or read from stdin when stdin is not a terminal. It keeps working afterwards.",
                 run: VaultCommand.recover),
+    CommandSpec(path: ["recovery-code"], arguments: "", argumentRange: 0...0,
+                summary: "replace the recovery code with a new one, printed once; the old code stops working",
+                options: [jsonOption],
+                details: "For a code that was seen or lost. Asks for the passphrase. The vault also gets a new data key and conversation key, so the old code opens no copy of the vault written from now on.\nThe new code goes to stdout once; keep it offline.",
+                run: VaultCommand.replaceRecoveryCode),
     CommandSpec(path: ["rekey"], arguments: "", argumentRange: 0...0,
                 summary: "put the vault under a new data key, keeping the passphrase",
                 options: [],
@@ -97,7 +102,7 @@ enum VaultCommand {
                     Console.warning("the conversations of the replaced vault stay where they were: \(error)")
                 }
             }
-            try context.save(document, in: session, backup: .previous)
+            try context.save(document, in: session, backup: .previous, newVault: true)
         }
         if let kept { Console.err("gemvault: the vault it replaces was kept as \(kept), with its conversations (gemvault --vault \(kept) history list)\n") }
         context.rememberRecipient(document.contents)
@@ -292,17 +297,20 @@ enum VaultCommand {
     /// A format 1 recovery slot that had to be replaced yields a new code, shown once;
     /// returns whether that happened.
     static func rekeyVault(_ context: Context, unlockWith secret: SecretBytes, recovery: Bool = false, knownKey: PassphraseKey? = nil,
-                           knownRecoveryKey: RecoveryKey? = nil, newPassphrase: PassphraseKey?) throws -> Bool {
+                           knownRecoveryKey: RecoveryKey? = nil, newPassphrase: PassphraseKey?,
+                           replacingRecoveryCode: ((SecretBytes) -> Void)? = nil) throws -> Bool {
         var newCode: SecretBytes?
         var kek: SecretBytes?
-        let legacyCode = recovery ? nil : try askForLegacyRecoveryCode(context)
+        let legacyCode = recovery || replacingRecoveryCode != nil ? nil : try askForLegacyRecoveryCode(context)
+        var replacement: SecretBytes?
         try context.modifyVault(unlockWith: secret, recovery: recovery, knownKey: knownKey, knownRecoveryKey: knownRecoveryKey,
                                 backup: .new) { document in
             if let legacyCode, document.recoverySlotNeedsItsCode { try? document.keepRecoveryCode(legacyCode) }
+            if replacingRecoveryCode != nil { replacement = document.replaceRecoveryCode() }
             newCode = try document.rekey(newPassphraseKey: newPassphrase)
             kek = document.keyEncryptionKey
         }
-        if let newCode { showNewRecoveryCode(newCode) }
+        if let replacement { replacingRecoveryCode?(replacement) } else if let newCode { showNewRecoveryCode(newCode) }
         // A running session follows the new passphrase instead of locking itself out.
         if let kek, let status = try? context.agent.status(), status.unlocked {
             let now = Output.now()
@@ -311,6 +319,31 @@ enum VaultCommand {
             _ = try? context.agent.unlock(kek: kek, idle: idle, max: limit)
         }
         return newCode != nil
+    }
+
+    struct RecoveryCodeResult: Encodable {
+        let vault: String
+        let recovery_code: String
+    }
+
+    /// A new recovery code for a vault whose code was seen or lost: a rekey with a new
+    /// recovery slot, so neither the old code nor an old copy opens what is written next.
+    static func replaceRecoveryCode(_ call: Invocation) throws {
+        let context = call.context
+        try context.checkVaultBeforePrompt()
+        _ = try context.withPassphrase { passphrase in
+            try rekeyVault(context, unlockWith: passphrase, newPassphrase: nil) { code in
+                if call.flag("--json") {
+                    let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+                    Output.json(RecoveryCodeResult(vault: context.vaultPath, recovery_code: text), schema: .recoveryCode)
+                } else {
+                    Console.err("gemvault: the old recovery code no longer opens this vault; the new one below is shown only this once. Write it down and keep it offline.\n")
+                    Output.writeSecret(code)
+                }
+            }
+        }
+        if let session = try? context.sessionContents() { context.rememberRecipient(session.contents) }
+        Console.err("gemvault: recovery code replaced; the vault is under a new data key\n")
     }
 
     /// A vault made by gemvault 0.1 keeps its recovery code through a rekey only if the code

@@ -55,7 +55,8 @@ public struct ShadowedSource: Sendable, Equatable {
 }
 
 /// Walks the key sources in order: --key-file, GOOGLE_API_KEY, GEMINI_API_KEY, the vault,
-/// the key file, key_command. The first that has a key wins.
+/// the key file, key_command. The first that has a key wins; `--key NAME` names a vault key,
+/// so it skips the environment.
 public struct KeyResolver {
     public var keyFileFlag: String?
     public var environment: [String: String]
@@ -128,11 +129,11 @@ public struct KeyResolver {
         if let path = keyFileFlag {
             return (try readKeyFile(path, source: .keyFileFlag(path: path), required: true)!, settings)
         }
-        if let (variable, value) = environmentKey(warnIfBoth: true) {
+        if explicitKeyName == nil, let (variable, value) = environmentKey(warnIfBoth: true) {
             let secret = SecretBytes(utf8: value).trimmingWhitespace()
             return (ResolvedKey(secret: secret, source: .environment(variable: variable), updated: nil), settings)
         }
-        reasons.append("GOOGLE_API_KEY and GEMINI_API_KEY are not set")
+        reasons.append(explicitKeyName == nil ? "GOOGLE_API_KEY and GEMINI_API_KEY are not set" : "--key names a vault key, so the environment is not used")
         if VaultStore(path: vaultPath).exists {
             if let contents = try session ?? openVault() {
                 settings = try self.settings(vaultSettings: contents.settings)
@@ -170,8 +171,13 @@ public struct KeyResolver {
         }
         let google = environment["GOOGLE_API_KEY"].map { !$0.isEmpty } ?? false
         let gemini = environment["GEMINI_API_KEY"].map { !$0.isEmpty } ?? false
-        if google { consider(.environment(variable: "GOOGLE_API_KEY"), "GOOGLE_API_KEY is set") }
-        if gemini { consider(.environment(variable: "GEMINI_API_KEY"), "GEMINI_API_KEY is set") }
+        for (variable, isSet) in [("GOOGLE_API_KEY", google), ("GEMINI_API_KEY", gemini)] where isSet {
+            if let name = explicitKeyName, winner.kind == "vault" {
+                found.append(ShadowedSource(source: .environment(variable: variable), note: "\(variable) is set (--key \(name) chooses a vault key over it)"))
+            } else {
+                consider(.environment(variable: variable), "\(variable) is set")
+            }
+        }
         if VaultStore(path: vaultPath).exists { consider(.vault(path: vaultPath, name: keyName(settings)), "a vault exists at \(vaultPath)") }
         if FileStatus.of(link: paths.keyFile) != nil { consider(.keyFile(path: paths.keyFile), "a key file exists at \(paths.keyFile)") }
         if let command = settings.string("key_command"), !command.isEmpty { consider(.keyCommand(command: command), "key_command is set") }
@@ -195,7 +201,7 @@ enum KeyFile {
     /// A key file's contents, trimmed, and what fstat said of it; nil when there is no file.
     static func read(_ path: String) throws -> (SecretBytes, FileStatus)? {
         let opened: FileDescriptor?
-        do { opened = try TrustedFile.open(path, requirement: .secret) } catch { throw VaultError(error) }
+        do { opened = try TrustedFile.openSecret(path) } catch { throw VaultError(error) }
         guard let file = opened else { return nil }
         let buffer = SecretBytes(count: 8192)
         let length: Int

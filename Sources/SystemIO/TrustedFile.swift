@@ -29,6 +29,17 @@ public enum TrustedFile {
         return try adopt(fd, path: path, requirement: requirement)
     }
 
+    /// A secret file given by path (`--key-file`, `--passphrase-file`), with the vault's checks:
+    /// the folder walked from `/` (no folder others can write, no link of theirs on the way),
+    /// then the file checked on its descriptor. A path to one of this process's own
+    /// descriptors (`<(pass show x)`) is taken as it is.
+    public static func openSecret(_ path: String) throws(TrustedOpenError) -> FileDescriptor? {
+        if let inherited = try inheritedDescriptor(path) { return inherited }
+        let (folderPath, name) = TrustedFolder.parent(of: path)
+        guard let folder = try TrustedFolder.open(folderPath) else { return nil }
+        return try open(name, in: folder, requirement: .secret, flags: OpenFlags.readOnly)
+    }
+
     /// A path naming one of this process's own descriptors (`/dev/fd/63`, as the shell's
     /// `<(pass show gemvault)` makes), or nil. Such a pipe is the user's own, not a planted link.
     public static func inheritedDescriptor(_ path: String) throws(TrustedOpenError) -> FileDescriptor? {

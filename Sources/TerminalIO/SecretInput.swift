@@ -42,8 +42,7 @@ public enum SecretInput {
         case .file(let path):
             let file: FileDescriptor?
             do throws(TrustedOpenError) {
-                if let inherited = try TrustedFile.inheritedDescriptor(path) { file = inherited }
-                else { file = try TrustedFile.open(path, requirement: .secret) }
+                file = try TrustedFile.openSecret(path)
             } catch {
                 switch error {
                 case .refused(let failure): throw .refused(failure)

@@ -136,6 +136,17 @@ public final class VaultDocument {
 
     /// Whether the vault's recovery slot is of format 1, which cannot follow a new data key
     /// unless its code is at hand (`keepRecoveryCode`).
+    /// Set by `replaceRecoveryCode`: the next rekey makes a new recovery slot for a new code.
+    private var newRecoveryCode: SecretBytes?
+
+    /// The next `rekey` replaces the recovery code with a new one, so the old code opens
+    /// nothing written afterwards. Returns the new code, as the user should write it down.
+    public func replaceRecoveryCode() -> SecretBytes {
+        let fresh = RecoveryCode.generate()
+        newRecoveryCode = fresh
+        return fresh
+    }
+
     public var recoverySlotNeedsItsCode: Bool { file.recoverySlot?.kind == .legacyRecovery && recoveryCode == nil }
 
     /// The code of a format 1 recovery slot, checked against it, so that a rekey carries
@@ -186,7 +197,10 @@ public final class VaultDocument {
         var slots = [try KeySlot.wrap(dataKey: newKey, kind: .passphrase, kek: kek, salt: salt, kdf: slotKDF)]
         var newCode: SecretBytes?
         let recoveryKDF = file.recoverySlot?.kdf ?? KDFParameters.Preset.interactive.parameters
+        let replacement = newRecoveryCode.flatMap(RecoveryCode.normalize)
         switch file.recoverySlot?.kind {
+        case _ where replacement != nil:
+            slots.append(try KeySlot.recovery(dataKey: newKey, canonicalCode: replacement!, kdf: KDFParameters.Preset.interactive.parameters))
         case .recovery?:
             slots.append(try file.recoverySlot!.resealed(dataKey: newKey))
         case .legacyRecovery?, nil:
@@ -202,6 +216,10 @@ public final class VaultDocument {
         }
         // Conversations written from now on must not open with the retired passphrase either.
         try contents.retireConversationKey()
+        if let replacement {
+            recoveryCode = replacement
+            newRecoveryCode = nil
+        }
         file.slots = slots
         dataKey = newKey
         passphraseKEK = kek

@@ -28,6 +28,8 @@ public enum VaultError: Error, Equatable, Sendable {
     case kdfParametersRejected(path: String, detail: String)
     /// The file is older than a generation already seen for this vault.
     case rolledBack(path: String, generation: UInt64, seen: UInt64)
+    /// The file at the path is another vault than the one seen there before (ids in hex).
+    case anotherVault(path: String, found: String, seen: String)
     /// Another writer held the lock for the whole wait.
     case lockTimedOut(path: String, seconds: Double, holder: String?)
     /// A save failed; the vault on disk is unchanged.
