@@ -4,6 +4,7 @@ and the ratios the targets in Docs/performance.md are stated in.
 """
 import argparse
 import glob
+import hashlib
 import json
 import os
 import platform
@@ -133,18 +134,30 @@ class Vault:
         from nacl.public import PublicKey, SealedBox
         folder = self.history_folder()
         with open(os.path.join(folder, "recipient"), "rb") as handle:
-            public = handle.read()[4:]
+            public = handle.read()[4:36]
         box = SealedBox(PublicKey(public))
+        header = b"GVCH" + public
+        parts = [struct.pack("<I", len(header)) + header]
+        previous = [header]
 
-        def frame(data):
-            return struct.pack("<I", len(data)) + data
+        def padded(length):
+            bucket = 256
+            while bucket < length and bucket < 65536:
+                bucket *= 2
+            return bucket if length <= 65536 else -(-length // 65536) * 65536
 
         def sealed(obj):
-            return frame(box.encrypt(json.dumps(obj, separators=(",", ":")).encode()))
+            # Version 2 records: sequence, the previous record's hash, the JSON, zero padding.
+            body = json.dumps(obj, separators=(",", ":")).encode()
+            plain = b"\x02" + struct.pack("<Q", len(parts)) + hashlib.blake2b(previous[0], digest_size=32).digest()
+            plain += struct.pack("<I", len(body)) + body
+            plain += b"\0" * (padded(len(plain)) - len(plain))
+            record = box.encrypt(plain)
+            previous[0] = record
+            return struct.pack("<I", len(record)) + record
 
         now = int(time.time())
-        parts = [frame(b"GVCH" + public),
-                 sealed({"meta": {"_0": {"title": title, "model": "ok", "system": None, "created": now - 3600, "kind": "chat"}}})]
+        parts.append(sealed({"meta": {"_0": {"title": title, "model": "ok", "created": now - 3600, "kind": "chat"}}}))
         for i in range(turns):
             parts.append(sealed({"turn": {"_0": {"user": "question %d: how do I do the thing?" % i,
                                                  "model": "Answer %d. " % i + "Here is a paragraph of reply text. " * 4,

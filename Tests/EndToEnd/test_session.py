@@ -377,7 +377,7 @@ def age_every_key(env, days):
     slot = fmt.slot_of(vault, (fmt.PASSPHRASE_SLOT,))
     data_key = fmt.unwrap(slot, PASSPHRASE.encode())
     payload = bytearray(fmt.unpad(fmt.decrypt(vault, data_key)))
-    assert payload[0] == 2
+    assert payload[0] == 3
     offset = 33
     (count,) = struct.unpack_from("<H", payload, offset)
     offset += 2
