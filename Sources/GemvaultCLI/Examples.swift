@@ -9,6 +9,7 @@ let commandExamples: [String: [String]] = [
     "passwd": ["gemvault passwd"],
     "recover": ["gemvault recover"],
     "rekey": ["gemvault rekey"],
+    "recovery-code": ["gemvault recovery-code > /media/usb/gemvault-recovery.txt"],
     "restore-backup": ["gemvault restore-backup"],
     "inspect": ["gemvault inspect", "gemvault inspect --json | jq .generation"],
     "key rotate": ["gemvault key rotate", "gemvault key rotate work --no-verify"],
