@@ -44,6 +44,7 @@ def test_every_json_output_matches_its_committed_schema(api):
         return valid(name, result.out)
 
     check("init", "init", "--kdf", "interactive", "--json")
+    check("recovery-code", "recovery-code", "--json")
     assert api.run("key", "set", input=GOOD_KEY).code == 0
     assert api.run("key", "rotate", "--no-verify", input=GOOD_KEY.replace("D3", "R0")).code == 0
     assert api.run("config", "set", "temperature", "0.5").code == 0
