@@ -56,18 +56,18 @@ enum ChatCommand {
         let resolver = try call.context.keyResolver(call)
         let (key, settings) = try resolver.resolve()
         RotationReminder(context: call.context).remind(key: key, settings: settings)
-        let configuration = ClientConfiguration(endpoint: settings.endpoint, apiVersion: settings.apiVersion, timeout: settings.timeout,
-                                                maxAttempts: (settings.int("retries") ?? 4) + 1)
+        let configuration = ClientConfiguration(endpoint: settings[.endpoint], apiVersion: settings[.apiVersion], timeout: settings[.timeout],
+                                                maxAttempts: settings[.retries] + 1)
         let errors = ErrorMapper(keyOrigin: key.source.label, keyReplaceHint: key.source.replaceHint, keyKind: key.secret.googleKeyKind,
-                                 model: settings.model, apiVersion: settings.apiVersion)
+                                 model: settings[.model], apiVersion: settings[.apiVersion])
         return (GeminiClient(configuration: configuration, apiKey: key.secret, errors: errors), settings)
     }
 
     static func conversation(_ settings: Settings) throws -> Conversation {
-        _ = try GeminiClient.modelResource(settings.model)
-        return Conversation(model: settings.model, systemPrompt: settings.string("system_prompt"),
-                            generation: GenerationConfig(temperature: settings.double("temperature"), topP: settings.double("top_p"),
-                                                         topK: settings.int("top_k"), maxOutputTokens: settings.int("max_output_tokens")))
+        _ = try GeminiClient.modelResource(settings[.model])
+        return Conversation(model: settings[.model], systemPrompt: settings[.systemPrompt],
+                            generation: GenerationConfig(temperature: settings[.temperature], topP: settings[.topP],
+                                                         topK: settings[.topK], maxOutputTokens: settings[.maxOutputTokens]))
     }
 
     /// Markdown is rendered only on a terminal and without --raw: piped output is never styled.

@@ -215,7 +215,7 @@ enum ConfigCommand {
             Console.warning("the key from \(key.source.label) is a standard key, which Google rejects for the Gemini API since September 2026")
             Console.hint("create an auth key at https://aistudio.google.com/apikey, then \(key.source.replaceHint)")
         }
-        if let days = result.age_days, let limit = settings.int("rotation_days"), limit > 0, days >= Int64(limit) {
+        if let days = result.age_days, case let limit = settings[.rotationDays], limit > 0, days >= Int64(limit) {
             Console.warning("the key is \(days) days old; rotation_days is \(limit)")
         }
     }

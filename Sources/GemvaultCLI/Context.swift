@@ -28,7 +28,7 @@ struct Context {
 
     /// `--color`, then the `color` setting, then auto (a terminal without NO_COLOR or TERM=dumb).
     func style(_ settings: Settings?, fd: Int32) -> Style {
-        let mode = options["--color"].flatMap(ColorMode.init) ?? settings?.string("color").flatMap(ColorMode.init) ?? .auto
+        let mode = options["--color"].flatMap(ColorMode.init) ?? settings.flatMap { ColorMode(rawValue: $0[.color]) } ?? .auto
         return Style.decide(mode: mode, environment: environment, isTerminal: Terminal.isTerminal(fd))
     }
 

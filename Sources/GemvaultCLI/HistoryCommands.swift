@@ -32,7 +32,7 @@ extension Context {
     /// setting, so conversations can be sealed, or not saved, without an unlock; done whenever
     /// the vault is open or saved anyway.
     func rememberRecipient(_ contents: VaultContents) {
-        try? history.saveRecipient(conversationKey: contents.conversationKey, vaultHistory: contents.settings["history"])
+        try? history.saveRecipient(conversationKey: contents.conversationKey, vaultHistory: contents.settings[Setting.history.name])
     }
 
     /// The key pairs that open saved conversations: from the session, or the passphrase.
@@ -45,7 +45,7 @@ extension Context {
     /// Whether conversations are kept. Without the vault open, its own `history` setting comes
     /// from the recipient file, so `history off` holds while the vault is locked.
     func historyIsOff(_ settings: Settings, recipient: HistoryStore.Recipient?) -> Bool {
-        let setting = settings["history"]
+        let setting = settings.resolved(.history)
         switch setting.origin {
         case .builtIn, .configFile:
             if let recorded = recipient?.vaultHistory { return recorded == "off" }
@@ -59,7 +59,7 @@ extension Context {
     func recorder(_ call: Invocation, settings: Settings, kind: String, resuming writer: HistoryWriter? = nil) -> (ConversationRecorder?, String?) {
         if call.flag("--no-save") { return (nil, nil) }
         guard store.exists else {
-            return (nil, settings.string("history") == "off" ? nil : "there is no vault, so this conversation is not saved")
+            return (nil, settings[.history] == "off" ? nil : "there is no vault, so this conversation is not saved")
         }
         do {
             let recipient = try history.recipient()

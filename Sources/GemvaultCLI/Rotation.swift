@@ -66,10 +66,10 @@ enum RotationCommand {
             layers.vaultPath = context.vaultPath
         }
         let settings = try Settings.resolve(layers)
-        let configuration = ClientConfiguration(endpoint: settings.endpoint, apiVersion: settings.apiVersion, timeout: settings.timeout,
-                                                maxAttempts: (settings.int("retries") ?? 4) + 1)
+        let configuration = ClientConfiguration(endpoint: settings[.endpoint], apiVersion: settings[.apiVersion], timeout: settings[.timeout],
+                                                maxAttempts: settings[.retries] + 1)
         let errors = ErrorMapper(keyOrigin: "the new key", keyReplaceHint: "check that you pasted the whole new key; nothing was changed",
-                                 keyKind: key.googleKeyKind, model: settings.model, apiVersion: settings.apiVersion)
+                                 keyKind: key.googleKeyKind, model: settings[.model], apiVersion: settings[.apiVersion])
         _ = try GeminiClient(configuration: configuration, apiKey: key, errors: errors).listModels()
     }
 
@@ -120,7 +120,7 @@ struct RotationReminder {
 
     func remind(key: ResolvedKey, settings: Settings) {
         guard case .vault(_, let name) = key.source, let updated = key.updated,
-              let limit = settings.int("rotation_days"), limit > 0 else { return }
+              case let limit = settings[.rotationDays], limit > 0 else { return }
         let days = (Output.now() - updated) / 86400
         guard days >= Int64(limit) else { return }
         let today = String(Output.isoDate(Output.now()).prefix(10))

@@ -64,8 +64,8 @@ enum SessionCommand {
         withVault.vaultSettings = document.contents.settings
         withVault.vaultPath = context.vaultPath
         let settings = try Settings.resolve(withVault)
-        let idle = try duration(call.value("--idle"), flag: "--idle") ?? settings.duration("session_idle") ?? 900
-        let max = try duration(call.value("--max"), flag: "--max") ?? settings.duration("session_max") ?? 28800
+        let idle = try duration(call.value("--idle"), flag: "--idle") ?? settings[.sessionIdle]
+        let max = try duration(call.value("--max"), flag: "--max") ?? settings[.sessionMax]
         if spawned { try waitForAgent(context) } else if (try? agent.status()) == nil { try startAgent(context) }
         let status = try agent.unlock(kek: kek, idle: idle, max: max)
         Console.err("gemvault: unlocked \(status.vaultPath); it locks after \(DurationText.text(idle)) unused, and at the latest at \(status.maxDeadline.map(Output.isoDate) ?? "?")\n")

@@ -269,14 +269,14 @@ public struct Doctor {
     static let proxyVariables = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
 
     func endpointFindings() -> [Finding] {
-        guard let settings, let url = EndpointURL(settings.endpoint), url.scheme != "https" else { return [] }
-        let origin = settings["endpoint"].origin.label
+        guard let settings, let url = EndpointURL(settings[.endpoint]), url.scheme != "https" else { return [] }
+        let origin = settings.resolved(.endpoint).origin.label
         var findings: [Finding] = []
         if url.isLoopback {
-            findings.append(Finding(check: "endpoint", message: "the endpoint \(settings.endpoint) (from \(origin)) is plain http; any local user who can bind that port sees your key",
+            findings.append(Finding(check: "endpoint", message: "the endpoint \(settings[.endpoint]) (from \(origin)) is plain http; any local user who can bind that port sees your key",
                                     fix: "use the default https endpoint unless you are testing"))
         } else {
-            findings.append(Finding(check: "endpoint", message: "the endpoint \(settings.endpoint) (from \(origin)) sends your key unencrypted over the network",
+            findings.append(Finding(check: "endpoint", message: "the endpoint \(settings[.endpoint]) (from \(origin)) sends your key unencrypted over the network",
                                     fix: "set an https endpoint: gemvault config unset endpoint"))
         }
         for variable in Self.proxyVariables where !(environment[variable] ?? "").isEmpty {

@@ -96,7 +96,7 @@ public struct KeyResolver {
         return try Settings.resolve(all)
     }
 
-    func keyName(_ settings: Settings) -> String { explicitKeyName ?? settings.keyName }
+    func keyName(_ settings: Settings) -> String { explicitKeyName ?? settings[.key] }
 
     /// The variable the environment step uses, warning once when both are set and differ.
     func environmentKey(warnIfBoth: Bool) -> (variable: String, value: String)? {
@@ -153,8 +153,8 @@ public struct KeyResolver {
             return (key, settings)
         }
         reasons.append("there is no key file at \(paths.keyFile)")
-        if let command = settings.string("key_command"), !command.isEmpty {
-            let secret = try KeyCommand.run(command, timeout: settings.double("key_command_timeout") ?? 10, environment: environment)
+        if let command = settings[.keyCommand], !command.isEmpty {
+            let secret = try KeyCommand.run(command, timeout: settings[.keyCommandTimeout], environment: environment)
             return (ResolvedKey(secret: secret, source: .keyCommand(command: command), updated: nil), settings)
         }
         reasons.append("key_command is not set")
@@ -180,7 +180,7 @@ public struct KeyResolver {
         }
         if VaultStore(path: vaultPath).exists { consider(.vault(path: vaultPath, name: keyName(settings)), "a vault exists at \(vaultPath)") }
         if FileStatus.of(link: paths.keyFile) != nil { consider(.keyFile(path: paths.keyFile), "a key file exists at \(paths.keyFile)") }
-        if let command = settings.string("key_command"), !command.isEmpty { consider(.keyCommand(command: command), "key_command is set") }
+        if let command = settings[.keyCommand], !command.isEmpty { consider(.keyCommand(command: command), "key_command is set") }
         return found
     }
 

@@ -108,19 +108,14 @@ public struct Settings: Sendable {
         return Settings(all: resolved)
     }
 
+    /// A setting's effective value, typed: `settings[.retries]`.
+    public subscript<Value>(_ setting: Setting<Value>) -> Value { setting.read(resolved(setting).value) }
+
+    /// A setting's effective value as text, with the layer it came from.
+    public func resolved<Value>(_ setting: Setting<Value>) -> ResolvedSetting { self[setting.name] }
+
+    /// By name, for what the user names (`config get NAME`).
     public subscript(_ name: String) -> ResolvedSetting {
         all.first { $0.name == name } ?? ResolvedSetting(name: name, value: nil, origin: .builtIn)
     }
-
-    public func string(_ name: String) -> String? { self[name].value }
-    public func double(_ name: String) -> Double? { self[name].value.flatMap(Double.init) }
-    public func int(_ name: String) -> Int? { self[name].value.flatMap { Int($0) } }
-
-    public var model: String { string("model") ?? defaultModel }
-    public var endpoint: String { string("endpoint") ?? defaultEndpoint }
-    public var apiVersion: String { string("api_version") ?? "v1beta" }
-    public var timeout: Double { double("timeout") ?? 60 }
-    /// A duration setting in seconds.
-    public func duration(_ name: String) -> Double? { self[name].value.flatMap(DurationText.seconds) }
-    public var keyName: String { string("key") ?? "default" }
 }

@@ -120,30 +120,81 @@ public struct SettingProblem: Error, Sendable, Equatable {
     public init(_ message: String) { self.message = message }
 }
 
+/// A setting with its type: the one declaration of its name, accepted values, default and
+/// environment variable, read as `settings[.retries]` (an `Int`, the default when unset).
+public struct Setting<Value: Sendable>: Sendable {
+    public let spec: SettingSpec
+    /// The value from the setting's canonical text (nil when unset and without a default).
+    let read: @Sendable (String?) -> Value
+
+    public var name: String { spec.name }
+
+    /// A setting with a default: never unset.
+    static func with<T>(_ name: String, _ kind: SettingKind, default value: String, _ summary: String,
+                        _ convert: @escaping @Sendable (String) -> T?) -> Setting<T> {
+        Setting<T>(spec: SettingSpec(name: name, kind: kind, defaultValue: value, summary: summary, mayHoldSecret: false),
+                   read: { text in text.flatMap(convert) ?? convert(value)! })
+    }
+
+    /// A setting that may be unset (nil), such as a sampling parameter left to the model.
+    static func optional<T>(_ name: String, _ kind: SettingKind, _ summary: String, mayHoldSecret: Bool = false,
+                            _ convert: @escaping @Sendable (String) -> T?) -> Setting<T?> {
+        Setting<T?>(spec: SettingSpec(name: name, kind: kind, defaultValue: nil, summary: summary, mayHoldSecret: mayHoldSecret),
+                    read: { text in text.flatMap(convert) })
+    }
+}
+
+private let text: @Sendable (String) -> String? = { $0 }
+private let number: @Sendable (String) -> Double? = { Double($0) }
+private let integer: @Sendable (String) -> Int? = { Int($0) }
+private let seconds: @Sendable (String) -> Double? = { DurationText.seconds($0) }
+
+extension Setting where Value == String {
+    public static let model = with("model", .line, default: defaultModel, "Gemini model for chat and ask", text)
+    public static let endpoint = with("endpoint", .endpoint, default: defaultEndpoint, "API base URL (https, or http on loopback)", text)
+    public static let apiVersion = with("api_version", .choice(["v1beta", "v1", "v1alpha"]), default: "v1beta", "API version path segment", text)
+    public static let key = with("key", .keyName, default: "default", "name of the vault key to use", text)
+    public static let history = with("history", .choice(["on", "off"]), default: "on", "keep encrypted conversation history", text)
+    public static let color = with("color", .choice(["auto", "always", "never"]), default: "auto", "colour output", text)
+}
+
+extension Setting where Value == String? {
+    public static let systemPrompt = optional("system_prompt", .text, "system instruction sent with every conversation", text)
+    public static let keyCommand = optional("key_command", .line, "command whose stdout is the API key (run without a shell)", mayHoldSecret: true, text)
+}
+
+extension Setting where Value == Double {
+    public static let timeout = with("timeout", .number(1...3600), default: "60", "seconds to wait for the first byte or between stream events", number)
+    public static let keyCommandTimeout = with("key_command_timeout", .number(1...600), default: "10", "seconds before key_command is stopped", number)
+    /// Durations, in seconds.
+    public static let sessionIdle = with("session_idle", .duration(10...(7 * 86400)), default: "15m", "an unlocked session locks after this long unused", seconds)
+    public static let sessionMax = with("session_max", .duration(10...(30 * 86400)), default: "8h", "an unlocked session locks after this long, used or not", seconds)
+}
+
+extension Setting where Value == Double? {
+    public static let temperature = optional("temperature", .number(0...2), "sampling temperature (model default when unset)", number)
+    public static let topP = optional("top_p", .number(0...1), "nucleus sampling probability", number)
+}
+
+extension Setting where Value == Int {
+    public static let retries = with("retries", .integer(0...10), default: "4", "retries after 429, 5xx and connection failures", integer)
+    public static let rotationDays = with("rotation_days", .integer(0...3650), default: "90", "age in days after which a key should be rotated (0: never)", integer)
+}
+
+extension Setting where Value == Int? {
+    public static let topK = optional("top_k", .integer(1...1000), "top-k sampling", integer)
+    public static let maxOutputTokens = optional("max_output_tokens", .integer(1...1_000_000), "upper bound on reply tokens", integer)
+}
+
 /// Every setting, in the order `config explain` lists them.
 public enum SettingsSchema {
     public static let all: [SettingSpec] = [
-        SettingSpec(name: "model", kind: .line, defaultValue: defaultModel, summary: "Gemini model for chat and ask", mayHoldSecret: false),
-        SettingSpec(name: "temperature", kind: .number(0...2), defaultValue: nil, summary: "sampling temperature (model default when unset)", mayHoldSecret: false),
-        SettingSpec(name: "top_p", kind: .number(0...1), defaultValue: nil, summary: "nucleus sampling probability", mayHoldSecret: false),
-        SettingSpec(name: "top_k", kind: .integer(1...1000), defaultValue: nil, summary: "top-k sampling", mayHoldSecret: false),
-        SettingSpec(name: "max_output_tokens", kind: .integer(1...1_000_000), defaultValue: nil, summary: "upper bound on reply tokens", mayHoldSecret: false),
-        SettingSpec(name: "system_prompt", kind: .text, defaultValue: nil, summary: "system instruction sent with every conversation", mayHoldSecret: false),
-        SettingSpec(name: "endpoint", kind: .endpoint, defaultValue: defaultEndpoint, summary: "API base URL (https, or http on loopback)", mayHoldSecret: false),
-        SettingSpec(name: "api_version", kind: .choice(["v1beta", "v1", "v1alpha"]), defaultValue: "v1beta", summary: "API version path segment", mayHoldSecret: false),
-        SettingSpec(name: "timeout", kind: .number(1...3600), defaultValue: "60", summary: "seconds to wait for the first byte or between stream events", mayHoldSecret: false),
-        SettingSpec(name: "retries", kind: .integer(0...10), defaultValue: "4", summary: "retries after 429, 5xx and connection failures", mayHoldSecret: false),
-        SettingSpec(name: "key", kind: .keyName, defaultValue: "default", summary: "name of the vault key to use", mayHoldSecret: false),
-        SettingSpec(name: "key_command", kind: .line, defaultValue: nil, summary: "command whose stdout is the API key (run without a shell)", mayHoldSecret: true),
-        SettingSpec(name: "key_command_timeout", kind: .number(1...600), defaultValue: "10", summary: "seconds before key_command is stopped", mayHoldSecret: false),
-        SettingSpec(name: "rotation_days", kind: .integer(0...3650), defaultValue: "90", summary: "age in days after which a key should be rotated (0: never)", mayHoldSecret: false),
-        SettingSpec(name: "session_idle", kind: .duration(10...(7 * 86400)), defaultValue: "15m", summary: "an unlocked session locks after this long unused", mayHoldSecret: false),
-        SettingSpec(name: "session_max", kind: .duration(10...(30 * 86400)), defaultValue: "8h", summary: "an unlocked session locks after this long, used or not", mayHoldSecret: false),
-        SettingSpec(name: "history", kind: .choice(["on", "off"]), defaultValue: "on", summary: "keep encrypted conversation history", mayHoldSecret: false),
-        SettingSpec(name: "color", kind: .choice(["auto", "always", "never"]), defaultValue: "auto", summary: "colour output", mayHoldSecret: false),
+        Setting.model.spec, Setting.temperature.spec, Setting.topP.spec, Setting.topK.spec, Setting.maxOutputTokens.spec,
+        Setting.systemPrompt.spec, Setting.endpoint.spec, Setting.apiVersion.spec, Setting.timeout.spec, Setting.retries.spec,
+        Setting.key.spec, Setting.keyCommand.spec, Setting.keyCommandTimeout.spec, Setting.rotationDays.spec,
+        Setting.sessionIdle.spec, Setting.sessionMax.spec, Setting.history.spec, Setting.color.spec,
     ]
 
     public static func spec(named name: String) -> SettingSpec? { all.first { $0.name == name } }
     public static var names: [String] { all.map(\.name) }
 }
-

@@ -14,9 +14,10 @@ import VaultCore
         #expect(settings["model"].value == "env" && settings["model"].origin == .environment(variable: "GEMVAULT_MODEL"))
         #expect(settings["temperature"].value == "0.3" && settings["temperature"].origin == .flag("--temperature"))
         #expect(settings["timeout"].origin == .configFile(path: "/c/config.json"))
-        #expect(settings["api_version"].origin == .builtIn && settings.apiVersion == "v1beta")
-        #expect(settings.model == "env" && settings.timeout == 5)
-        #expect(settings["top_p"].value == nil)
+        #expect(settings["api_version"].origin == .builtIn && settings[.apiVersion] == "v1beta")
+        #expect(settings[.model] == "env" && settings[.timeout] == 5)
+        #expect(settings["top_p"].value == nil && settings[.topP] == nil)
+        #expect(settings[.retries] == 4 && settings[.sessionIdle] == 900 && settings[.keyCommand] == nil)
     }
 
     @Test func validationErrorsNameTheLayer() {
@@ -35,8 +36,8 @@ import VaultCore
         #expect(throws: ConfigError.insecureEndpoint("http://example.com", layer: "GEMVAULT_ENDPOINT")) {
             try Settings.resolve(SettingLayers(environment: ["GEMVAULT_ENDPOINT": "http://example.com"]))
         }
-        #expect(try Settings.resolve(SettingLayers(environment: ["GEMVAULT_ENDPOINT": "http://[::1]:8080/"])).endpoint == "http://[::1]:8080")
-        #expect(try Settings.resolve(SettingLayers(environment: ["GEMVAULT_ENDPOINT": "http://example.com"], allowInsecureEndpoint: true)).endpoint == "http://example.com")
+        #expect(try Settings.resolve(SettingLayers(environment: ["GEMVAULT_ENDPOINT": "http://[::1]:8080/"]))[.endpoint] == "http://[::1]:8080")
+        #expect(try Settings.resolve(SettingLayers(environment: ["GEMVAULT_ENDPOINT": "http://example.com"], allowInsecureEndpoint: true))[.endpoint] == "http://example.com")
         #expect(EndpointURL("https://user:pw@host") == nil && EndpointURL("ftp://x") == nil && EndpointURL("https://h/?key=1") == nil)
         #expect(EndpointURL("http://127.0.0.5:1")?.isLoopback == true && EndpointURL("http://localhost")?.isLoopback == true)
     }
