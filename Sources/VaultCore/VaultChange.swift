@@ -1,0 +1,90 @@
+import GoogleKeys
+
+/// One change to a vault's contents, the same whether it is made in this process under the
+/// vault's lock or sent to the session agent: the agent is never handed a whole payload.
+public enum VaultChange: Sendable {
+    /// Store or replace a key; a replaced value goes into its history.
+    case setKey(name: String, secret: SecretBytes, now: Int64)
+    /// Replace an existing key (rotation): refused when there is no such key.
+    case replaceKey(name: String, secret: SecretBytes, now: Int64)
+    case removeKey(name: String)
+    /// Make a key's previous value current again.
+    case rollBack(name: String, now: Int64)
+    /// Set (a value) or unset (nil) a vault setting.
+    case setting(name: String, value: String?)
+
+    /// What a change reports back, for its message: the masked value it replaced or restored.
+    public struct Outcome: Sendable, Equatable {
+        public let masked: String?
+        public let replaced: Bool
+
+        public init(masked: String?, replaced: Bool) {
+            self.masked = masked
+            self.replaced = replaced
+        }
+    }
+
+    /// Applies the change; the contents stay as they were when it throws.
+    @discardableResult
+    public func apply(to contents: VaultContents) throws(VaultError) -> Outcome {
+        switch self {
+        case .setKey(let name, let secret, let now):
+            let old = contents.key(named: name)
+            try contents.setKey(name, secret: secret, now: now)
+            return Outcome(masked: old?.secret.masked, replaced: old != nil)
+        case .replaceKey(let name, let secret, let now):
+            guard let old = contents.key(named: name) else { throw .keyNotFound(name: name) }
+            try contents.setKey(name, secret: secret, now: now)
+            return Outcome(masked: old.secret.masked, replaced: true)
+        case .removeKey(let name):
+            try contents.removeKey(name)
+            return Outcome(masked: nil, replaced: true)
+        case .rollBack(let name, let now):
+            return Outcome(masked: try contents.rollBack(name, now: now).secret.masked, replaced: true)
+        case .setting(let name, let value):
+            let had = contents.settings[name] != nil
+            if let value { try contents.setSetting(name, value: value) } else { _ = contents.removeSetting(name) }
+            return Outcome(masked: nil, replaced: had)
+        }
+    }
+}
+
+/// What may be shown of a key without its value: for `key list`, `key history`, `status`.
+public struct KeySummary: Sendable, Equatable {
+    public struct Earlier: Sendable, Equatable {
+        public let masked: String
+        public let kind: GoogleKeyKind
+        public let retired: Int64
+
+        public init(masked: String, kind: GoogleKeyKind, retired: Int64) {
+            self.masked = masked
+            self.kind = kind
+            self.retired = retired
+        }
+    }
+
+    public let name: String
+    public let masked: String
+    public let kind: GoogleKeyKind
+    public let created: Int64
+    public let updated: Int64
+    public let lastUsed: Int64
+    public let earlier: [Earlier]
+
+    public init(name: String, masked: String, kind: GoogleKeyKind, created: Int64, updated: Int64, lastUsed: Int64, earlier: [Earlier]) {
+        self.name = name
+        self.masked = masked
+        self.kind = kind
+        self.created = created
+        self.updated = updated
+        self.lastUsed = lastUsed
+        self.earlier = earlier
+    }
+}
+
+extension StoredKey {
+    public var summary: KeySummary {
+        KeySummary(name: name, masked: secret.masked, kind: secret.googleKeyKind, created: created, updated: updated, lastUsed: lastUsed,
+                   earlier: previous.map { KeySummary.Earlier(masked: $0.secret.masked, kind: $0.secret.googleKeyKind, retired: $0.retired) })
+    }
+}
