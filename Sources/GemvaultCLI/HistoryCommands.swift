@@ -98,9 +98,9 @@ enum HistoryCommand {
 
     static func list(_ call: Invocation) throws {
         let all = try summaries(call.context)
-        if call.flag("--json") { Output.json(["conversations": all], schema: .historyList); return }
+        if call.flag("--json") { try Output.json(["conversations": all], schema: .historyList); return }
         if all.isEmpty { Console.err("gemvault: no saved conversations\n"); return }
-        Console.out(Output.table([["ID", "TURNS", "FIRST", "LAST", "MODEL", "TITLE"]]
+        try Console.out(Output.table([["ID", "TURNS", "FIRST", "LAST", "MODEL", "TITLE"]]
             + all.map { [String($0.id.prefix(8)), String($0.turns), $0.first, $0.last, $0.model, $0.title] }))
     }
 
@@ -122,7 +122,7 @@ enum HistoryCommand {
 
     static func render(_ transcript: Transcript, _ call: Invocation) {
         if call.flag("--raw") {
-            for turn in transcript.turns { Console.out("you › \(turn.user)\ngemini › \(turn.model)\n\n") }
+            for turn in transcript.turns { try Console.out("you › \(turn.user)\ngemini › \(turn.model)\n\n") }
             return
         }
         let style = call.context.style(try? Settings.resolve(try call.context.settingLayers(call)), fd: FileDescriptor.standardOutput.raw)
@@ -134,7 +134,7 @@ enum HistoryCommand {
                 if model.hasSuffix("\n") { model.removeLast() }
                 return (user: EscapeNeutralizer.neutralize(turn.user), model: model)
             }
-            Console.out(BubbleLayout(width: columns, color: true).render(turns))
+            try Console.out(BubbleLayout(width: columns, color: true).render(turns))
             return
         }
         var text = style.dim("conversation \(transcript.id) (\(EscapeNeutralizer.neutralize(transcript.meta?.model ?? "?")))") + "\n\n"
@@ -143,7 +143,7 @@ enum HistoryCommand {
             let reply = style.enabled ? MarkdownRenderer(styled: true).render(turn.model) : EscapeNeutralizer.neutralize(turn.model)
             text += style.bold(style.gray("gemini ›")) + " " + reply + (turn.interrupted ? " [interrupted]" : "") + "\n\n"
         }
-        Console.out(text)
+        try Console.out(text)
     }
 
     static func remove(_ call: Invocation) throws {
@@ -176,14 +176,14 @@ enum HistoryCommand {
         let transcript = try load(call)
         switch call.value("--format") ?? "md" {
         case "json":
-            Output.json(Export(id: transcript.id, meta: transcript.meta, turns: transcript.turns), schema: .historyExport)
+            try Output.json(Export(id: transcript.id, meta: transcript.meta, turns: transcript.turns), schema: .historyExport)
         case "md":
             var text = "# \(transcript.meta?.title ?? "gemvault conversation")\n\n_\(transcript.meta?.model ?? "?"), \(Output.isoDate(transcript.meta?.created ?? 0))_\n\n"
             for turn in transcript.turns {
                 text += "## You\n\n\(turn.user)\n\n## Gemini\n\n\(turn.model)\(turn.interrupted ? "\n\n_[interrupted]_" : "")\n\n"
             }
             // Control characters have no place in Markdown, and could drive a terminal.
-            Console.out(EscapeNeutralizer.neutralize(text))
+            try Console.out(EscapeNeutralizer.neutralize(text))
         case let other:
             throw UsageError("--format takes md or json, not '\(other)'", command: call.command)
         }

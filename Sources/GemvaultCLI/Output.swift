@@ -6,17 +6,25 @@ import VaultCore
 enum Output {
     /// Pretty JSON with sorted keys on stdout: one object, with its schema's `version` among
     /// its fields (the schemas are Docs/schemas/NAME.schema.json).
-    static func json<T: Encodable>(_ value: T, schema: JSONSchema) {
+    static func json<T: Encodable>(_ value: T, schema: JSONSchema) throws(StandardOutputFailure) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(Versioned(version: schema.version, body: value))) ?? Data("null".utf8)
-        Console.out(String(decoding: data, as: UTF8.self) + "\n")
+        var bytes = Array(data)
+        bytes.append(0x0a)
+        try Console.out(bytes)
     }
 
-    /// Writes secret bytes to a descriptor without building a `String`.
-    static func writeSecret(_ secret: SecretBytes, to file: FileDescriptor = .standardOutput, newline: Bool = true) {
-        secret.withUnsafeBytes { raw in _ = try? file.writeAll(raw) }
-        if newline { try? file.writeAll("\n") }
+    /// Writes secret bytes and a newline to stdout without building a `String`.
+    static func writeSecret(_ secret: SecretBytes) throws(StandardOutputFailure) {
+        try secret.withUnsafeBytes { raw throws(StandardOutputFailure) in try Console.out(raw) }
+        try Console.out("\n")
+    }
+
+    /// The same on stderr, best effort: there is nowhere left to report a failure.
+    static func writeSecretToStandardError(_ secret: SecretBytes) {
+        secret.withUnsafeBytes { raw in _ = try? FileDescriptor.standardError.writeAll(raw) }
+        try? FileDescriptor.standardError.writeAll("\n")
     }
 
     /// `2026-11-29T19:02:21Z`

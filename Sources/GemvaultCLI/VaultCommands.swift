@@ -108,11 +108,11 @@ enum VaultCommand {
         context.rememberRecipient(document.contents)
         if call.flag("--json") {
             let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-            Output.json(InitResult(vault: context.vaultPath, kdf: preset.rawValue, recovery_code: text), schema: .initResult)
+            try Output.json(InitResult(vault: context.vaultPath, kdf: preset.rawValue, recovery_code: text), schema: .initResult)
         } else {
             Console.err("gemvault: created \(context.vaultPath) (Argon2id \(preset.rawValue))\n")
             Console.err("gemvault: the recovery code below is shown only this once; write it down and keep it offline\n")
-            Output.writeSecret(code)
+            try Output.writeSecret(code)
         }
     }
 
@@ -178,7 +178,7 @@ enum VaultCommand {
         let name = call.positionals.first ?? "default"
         let contents = try call.context.vaultContents(used: name)
         guard let stored = contents.key(named: name) else { throw VaultError.keyNotFound(name: name) }
-        Output.writeSecret(stored.secret)
+        try Output.writeSecret(stored.secret)
     }
 
     struct KeyListing: Encodable {
@@ -204,7 +204,7 @@ enum VaultCommand {
                            updated: Output.isoDate($0.updated), age_days: max(0, now - $0.updated) / 86400,
                            last_used: $0.lastUsed > 0 ? Output.isoDate($0.lastUsed) : nil, previous_versions: $0.previous.count)
             }
-            Output.json(["keys": listings], schema: .keyList)
+            try Output.json(["keys": listings], schema: .keyList)
             return
         }
         if contents.keys.isEmpty {
@@ -212,7 +212,7 @@ enum VaultCommand {
             return
         }
         let kinds = contents.keys.map(\.secret.googleKeyKind)
-        Console.out(Output.table([["NAME", "KEY", "KIND", "AGE", "UPDATED", "LAST USED"]]
+        try Console.out(Output.table([["NAME", "KEY", "KIND", "AGE", "UPDATED", "LAST USED"]]
             + zip(contents.keys, kinds).map { key, kind in
                 [key.name, key.secret.masked, kind.label, Output.age(since: key.updated, now: now), Output.isoDate(key.updated),
                  key.lastUsed > 0 ? Output.isoDate(key.lastUsed) : "-"] }))
@@ -364,7 +364,7 @@ enum VaultCommand {
     static func showNewRecoveryCode(_ code: SecretBytes) {
         Console.err("gemvault: this vault's recovery slot was of the old format and could not follow the new data key without the code;\n")
         Console.err("gemvault: here is its new recovery code, shown only this once (the old code no longer works). Write it down and keep it offline.\n")
-        Output.writeSecret(code, to: .standardError)
+        Output.writeSecretToStandardError(code)
     }
 
     static func restoreBackup(_ call: Invocation) throws {
@@ -419,7 +419,7 @@ enum VaultCommand {
                                              mem_limit_bytes: $0.kdf.memLimit, preset: $0.kdf.presetName) },
             checksum: "ok", mode: FileStatus.of(link: context.vaultPath)?.octalMode ?? "?",
             vault_id: file.vaultIDHex, highest_generation_seen: context.highestSeen(file))
-        if call.flag("--json") { Output.json(result, schema: .inspect); return }
+        if call.flag("--json") { try Output.json(result, schema: .inspect); return }
         var text = """
         vault:          \(result.path)
         format version: \(result.format_version)
@@ -434,6 +434,6 @@ enum VaultCommand {
         for slot in result.slots {
             text += "  \(slot.kind.padding(to: 11))argon2id13, \(slot.ops_limit) passes, \(slot.mem_limit_bytes >> 20) MiB\(slot.preset.map { " (\($0))" } ?? "")\n"
         }
-        Console.out(text)
+        try Console.out(text)
     }
 }

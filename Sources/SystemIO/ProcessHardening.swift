@@ -13,7 +13,8 @@ public enum ProcessHardening {
     /// Everything a gemvault process sets up before it reads a secret.
     public static func prepareProcess() {
         disableCoreDumps()
-        // A closed stdout (| head) must end the process quietly, not kill it mid-save.
+        // A closed stdout (| head) must end the process quietly, not kill it mid-save: the write
+        // fails with EPIPE instead, which ErrorReport turns into a quiet exit 141.
         signal(SIGPIPE, SIG_IGN)
         // A file size limit must fail the write (EFBIG), which leaves the vault intact, not kill us.
         signal(SIGXFSZ, SIG_IGN)
