@@ -11,7 +11,7 @@ let historyCommands: [CommandSpec] = [
                 run: HistoryCommand.list),
     CommandSpec(path: ["history", "show"], arguments: "ID", argumentRange: 1...1,
                 summary: "print a saved conversation (any unique prefix of its id)",
-                options: [OptionSpec(name: "--raw", value: nil, help: "the text exactly as saved, no styling")],
+                options: [OptionSpec(name: "--raw", value: nil, help: "the text as saved, unstyled; escape sequences are shown as text, never run")],
                 details: "", run: HistoryCommand.show),
     CommandSpec(path: ["history", "rm"], arguments: "[ID]", argumentRange: 0...1,
                 summary: "delete a saved conversation, all of them, or those older than a duration",
@@ -122,7 +122,10 @@ enum HistoryCommand {
 
     static func render(_ transcript: Transcript, _ call: Invocation) {
         if call.flag("--raw") {
-            for turn in transcript.turns { try Console.out("you › \(turn.user)\ngemini › \(turn.model)\n\n") }
+            // Unstyled, but a saved reply's escape sequences still must not reach a terminal or a pipe.
+            for turn in transcript.turns {
+                try Console.out(EscapeNeutralizer.neutralize("you › \(turn.user)\ngemini › \(turn.model)\n\n"))
+            }
             return
         }
         let style = call.context.style(try? Settings.resolve(try call.context.settingLayers(call)), fd: FileDescriptor.standardOutput.raw)
