@@ -83,6 +83,16 @@ def test_escape_sequences_are_neutralised(api):
     assert "^[[31mALERT" in result.out and "^[]52;c;" in result.out
 
 
+def test_json_escapes_c1_controls_and_keeps_the_text_exact(api):
+    result = api.run("ask", "--json", "--model", "escape", "hi", passphrase=False)
+    assert result.code == 0, result
+    # No raw C1 control (UTF-8 C2 80 to C2 9F), nor any other control character, reaches stdout.
+    assert not [c for c in result.out if 0x80 <= ord(c) <= 0x9f or (ord(c) < 0x20 and c != "\n")], repr(result.out)
+    assert "\\u009b2J" in result.out
+    assert json.loads(result.out)["text"] == ("red \x1b[31mALERT\x1b[0m clip \x1b]52;c;ZXZpbA==\x07 title \x1b]0;pwned\x07"
+                                          " bell\x07 c1 \u009b2J end\n")
+
+
 def test_invalid_key_names_its_source_and_never_echoes_it(api):
     bad = "AQ.BADKEYx0123456789abcdefghijklmnopqrstuvwxyz0123456"
     result = ask(api, "--model", "ok", "hi", env={"GEMINI_API_KEY": bad})
