@@ -27,7 +27,7 @@ let chatCommands: [CommandSpec] = [
                 Example: git diff | gemvault ask "review this"
                 With --json, stdout always carries one JSON object, also when the request fails (see Docs/cli.md).
                 """,
-                run: ChatCommand.ask),
+                privateArguments: true, run: ChatCommand.ask),
     CommandSpec(path: ["models"], arguments: "", argumentRange: 0...0,
                 summary: "list the models that support generateContent, with token limits",
                 options: [jsonOption, OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the first byte")] + keySourceOptions,

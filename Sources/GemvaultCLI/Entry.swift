@@ -50,7 +50,13 @@ public enum GemvaultMain {
     /// The whole program: the command, then exit with its code. The environment is read
     /// before `run` removes SSLKEYLOGFILE, so that doctor can still report it.
     public static func main() -> Never {
-        let code = run(arguments: Array(CommandLine.arguments.dropFirst()), environment: ProcessHardening.environment)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        // ask's prompt and --system's text are readable by every user in /proc/PID/cmdline: now
+        // that they are copied, they are wiped there, rather than shown for the whole request.
+        var privateArguments: [PrivateArgument] = []
+        _ = try? ArgumentParser.parse(arguments, privateArguments: &privateArguments)
+        for argument in privateArguments { ProcessHardening.wipeArgument(argument.index + 1, from: argument.offset) }
+        let code = run(arguments: arguments, environment: ProcessHardening.environment)
         GeminiClient.settleNetwork()
         ProcessHardening.exit(code)
     }

@@ -36,6 +36,16 @@ public enum ProcessHardening {
         return result
     }
 
+    /// Zeroes one of the process's own arguments from byte `offset` on, in the memory the
+    /// kernel shows as /proc/PID/cmdline to every user. Call it only once the arguments are
+    /// copied (`CommandLine.arguments`); the word keeps its place, so later ones do not move.
+    public static func wipeArgument(_ index: Int, from offset: Int) {
+        guard index > 0, index < Int(CommandLine.argc), let word = CommandLine.unsafeArgv[index] else { return }
+        let length = strlen(word)
+        guard offset < length else { return }
+        memset(word + offset, 0, length - offset)
+    }
+
     /// Ends the process with `code`.
     public static func exit(_ code: Int32) -> Never { Glibc.exit(code) }
 }

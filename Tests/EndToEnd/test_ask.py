@@ -93,6 +93,36 @@ def test_json_escapes_c1_controls_and_keeps_the_text_exact(api):
                                           " bell\x07 c1 \u009b2J end\n")
 
 
+def test_the_prompt_and_system_text_are_wiped_from_the_command_line(api):
+    """Every user can read /proc/PID/cmdline; a slow reply keeps ask running long enough to look."""
+    system = "private system text %d" % os.getpid()
+    shapes = [(["--color", "never", "ask", "--model", "slow", "--system", system, "private-word-one", "private-word-two"],
+               "private-word-one private-word-two"),
+              (["ask", "--system=" + system, "--model", "slow", "--", "--private-word-three"], "--private-word-three")]
+    for args, prompt in shapes:
+        api.server.clear()
+        proc = subprocess.Popen([BIN] + args, env=api.vars, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 20
+            while not api.server.requests() and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.02)
+            with open("/proc/%d/cmdline" % proc.pid, "rb") as handle:
+                seen = handle.read()
+            assert proc.poll() is None, "ask ended before its command line was read"
+        finally:
+            out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0 and out == REPLY.encode(), (args, out, err)
+        assert b"private" not in seen, seen
+        # The rest of the command line is as it was, for ps and for the user.
+        words = seen.split(b"\0")
+        assert words[0] == BIN.encode() and b"ask" in words and b"slow" in words, seen
+        assert (b"--system" in words if "--system" in args else b"--system=" in words), seen
+        # What was wiped from argv still reached the request.
+        body = json.loads(api.server.requests()[0]["body"])
+        assert body["systemInstruction"]["parts"][0]["text"] == system
+        assert body["contents"][0]["parts"][0]["text"] == prompt
+
+
 def test_invalid_key_names_its_source_and_never_echoes_it(api):
     bad = "AQ.BADKEYx0123456789abcdefghijklmnopqrstuvwxyz0123456"
     result = ask(api, "--model", "ok", "hi", env={"GEMINI_API_KEY": bad})
