@@ -13,6 +13,7 @@ public enum ProcessHardening {
     /// Everything a gemvault process sets up before it reads a secret.
     public static func prepareProcess() {
         disableCoreDumps()
+        occupyClosedStandardDescriptors()
         // A closed stdout (| head) must end the process quietly, not kill it mid-save: the write
         // fails with EPIPE instead, which ErrorReport turns into a quiet exit 141.
         signal(SIGPIPE, SIG_IGN)
@@ -20,6 +21,16 @@ public enum ProcessHardening {
         signal(SIGXFSZ, SIG_IGN)
         // libcurl would write TLS session secrets to this file (mode 0644 at that).
         unsetenv("SSLKEYLOGFILE")
+    }
+
+    /// A closed stdin, stdout or stderr (`gemvault ask >&-`) would be the next descriptor
+    /// opened, and results written "to stdout" would go into a socket or file of ours. Each is
+    /// given /dev/null read-only: reads end at once, and writes fail (EBADF) as on a closed one.
+    static func occupyClosedStandardDescriptors() {
+        for fd in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] where fcntl(fd, F_GETFD) == -1 && errno == EBADF {
+            // open takes the lowest free descriptor: this one, since those below it are open by now.
+            _ = open("/dev/null", O_RDONLY)
+        }
     }
 
     /// The process environment as a dictionary (read after `prepareProcess`).

@@ -83,3 +83,16 @@ def test_a_reader_that_leaves_stops_a_streaming_ask_at_once_with_141(api):
     elapsed = time.monotonic() - started
     assert (shell.returncode, shell.stdout, shell.stderr) == (141, "t", ""), shell
     assert elapsed < 5, "the reply went on streaming to nobody for %.1f s" % elapsed
+
+
+def test_a_closed_stdout_fails_instead_of_writing_into_another_descriptor(api):
+    """With fd 1 closed, the next descriptor opened (libcurl's wake-up socket, a history file)
+    would become "stdout" and take the reply."""
+    api.init()
+    closed = "gemvault: error: cannot write to standard output: Bad file descriptor\n"
+    for args, stdin in ((["ask", "--model", "ok", "hello"], ""), (["chat", "--model", "ok"], "hello\nagain\n")):
+        shell = subprocess.run(["bash", "-c", 'exec "$@" >&-', "bash", BIN] + args, env=api.vars, input=stdin,
+                               capture_output=True, text=True, timeout=60)
+        assert (shell.returncode, shell.stderr.splitlines()[-1] + "\n") == (1, closed), shell
+    listed = api.run("history", "list", "--json")
+    assert listed.code == 0 and json.loads(listed.out)["conversations"] == [], listed
