@@ -116,11 +116,11 @@ enum HistoryCommand {
         let context = call.context
         let id = try context.history.resolve(call.positionals[0])
         let transcript = try context.history.loadIntact(id, with: try context.historyKeys())
-        render(transcript, call)
+        try render(transcript, call)
         if let damage = transcript.damage { throw HistoryStore.Failure.broken(transcript.path, damage) }
     }
 
-    static func render(_ transcript: Transcript, _ call: Invocation) {
+    static func render(_ transcript: Transcript, _ call: Invocation) throws(StandardOutputFailure) {
         if call.flag("--raw") {
             // Unstyled, but a saved reply's escape sequences still must not reach a terminal or a pipe.
             for turn in transcript.turns {

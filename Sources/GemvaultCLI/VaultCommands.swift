@@ -298,7 +298,7 @@ enum VaultCommand {
     /// returns whether that happened.
     static func rekeyVault(_ context: Context, unlockWith secret: SecretBytes, recovery: Bool = false, knownKey: PassphraseKey? = nil,
                            knownRecoveryKey: RecoveryKey? = nil, newPassphrase: PassphraseKey?,
-                           replacingRecoveryCode: ((SecretBytes) -> Void)? = nil) throws -> Bool {
+                           replacingRecoveryCode: ((SecretBytes) throws -> Void)? = nil) throws -> Bool {
         var newCode: SecretBytes?
         var kek: SecretBytes?
         let legacyCode = recovery || replacingRecoveryCode != nil ? nil : try askForLegacyRecoveryCode(context)
@@ -310,7 +310,6 @@ enum VaultCommand {
             newCode = try document.rekey(newPassphraseKey: newPassphrase)
             kek = document.keyEncryptionKey
         }
-        if let replacement { replacingRecoveryCode?(replacement) } else if let newCode { showNewRecoveryCode(newCode) }
         // A running session follows the new passphrase instead of locking itself out.
         if let kek, let status = try? context.agent.status(), status.unlocked {
             let now = Output.now()
@@ -318,6 +317,8 @@ enum VaultCommand {
             let limit = Double(max(1, (status.maxDeadline ?? now + 28800) - now))
             _ = try? context.agent.unlock(kek: kek, idle: idle, max: limit)
         }
+        // Shown last: a code that cannot be written fails the command, after the session has followed.
+        if let replacement { try replacingRecoveryCode?(replacement) } else if let newCode { showNewRecoveryCode(newCode) }
         return newCode != nil
     }
 
@@ -335,10 +336,10 @@ enum VaultCommand {
             try rekeyVault(context, unlockWith: passphrase, newPassphrase: nil) { code in
                 if call.flag("--json") {
                     let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-                    Output.json(RecoveryCodeResult(vault: context.vaultPath, recovery_code: text), schema: .recoveryCode)
+                    try Output.json(RecoveryCodeResult(vault: context.vaultPath, recovery_code: text), schema: .recoveryCode)
                 } else {
                     Console.err("gemvault: the old recovery code no longer opens this vault; the new one below is shown only this once. Write it down and keep it offline.\n")
-                    Output.writeSecret(code)
+                    try Output.writeSecret(code)
                 }
             }
         }
