@@ -126,8 +126,11 @@ if [ -z "$binary" ]; then
 
   cd "$here"
   echo "install.sh: building (release, static Swift runtime)"
-  swift build -c release --static-swift-stdlib --product gemvault >/dev/null
-  binary="$(swift build -c release --static-swift-stdlib --show-bin-path)/gemvault"
+  # --disable-local-rpath: no RUNPATH $ORIGIN, so no library put beside the installed binary is
+  # ever loaded; with the static runtime it needs only the system's libraries.
+  build=(-c release --static-swift-stdlib --disable-local-rpath)
+  swift build "${build[@]}" --product gemvault >/dev/null
+  binary="$(swift build "${build[@]}" --show-bin-path)/gemvault"
 fi
 [ -x "$binary" ] || { echo "install.sh: $binary is not an executable" >&2; exit 1; }
 

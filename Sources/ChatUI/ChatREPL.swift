@@ -46,8 +46,8 @@ public final class ChatREPL {
     }
     var modelLabel: String { style.bold(style.gray("gemini ›")) + " " }
 
-    /// Runs until /exit or Ctrl-D.
-    public func run() {
+    /// Runs until /exit or Ctrl-D, or until stdout refuses a write (which it throws).
+    public func run() throws(StandardOutputFailure) {
         gv_interrupt_install()
         defer { gv_interrupt_uninstall() }
         // libedit needs the locale to handle UTF-8 in prompts and input.
@@ -61,15 +61,16 @@ public final class ChatREPL {
         using_history()
         // Bracketed paste: a pasted block arrives between ESC[200~ and ESC[201~ and joins one message.
         bracketedPaste = interactive && Terminal.stdoutIsTerminal
-        if bracketedPaste { Console.out("\u{1B}[?2004h") }
-        defer { if bracketedPaste { Console.out("\u{1B}[?2004l") } }
+        if bracketedPaste { try Console.out("\u{1B}[?2004h") }
+        // Best effort on the way out: a failure is already being reported.
+        defer { if bracketedPaste { try? Console.out("\u{1B}[?2004l") } }
         if interactive {
             Console.err(style.dim("gemvault chat with \(conversation.model). Enter sends, \"\"\" starts a multi-line block, /help lists commands, Ctrl-D leaves.") + "\n")
         }
         while true {
-            guard let input = readMessage() else {
+            guard let input = try readMessage() else {
                 // Ctrl-D: the shell's prompt then starts on its own line.
-                if interactive { Console.out("\n") }
+                if interactive { try Console.out("\n") }
                 break
             }
             let trimmed = input.trimmedWhitespace
@@ -78,11 +79,11 @@ public final class ChatREPL {
                 if !slashCommand(trimmed) { break }
                 if let message = pendingRetry {
                     pendingRetry = nil
-                    send(message)
+                    try send(message)
                 }
                 continue
             }
-            send(input)
+            try send(input)
         }
     }
 
@@ -111,19 +112,19 @@ public final class ChatREPL {
     }
 
     /// One message: a line, a pasted block, or a `"""` block. nil at end of input.
-    func readMessage() -> String? {
+    func readMessage() throws(StandardOutputFailure) -> String? {
         while true {
             guard let line = readLine(interactive ? userPrompt : "") else { return nil }
             guard var text = line else {
                 Console.err("\n" + style.dim("(Ctrl-C only stops a reply; type /exit or press Ctrl-D to leave)") + "\n")
                 continue
             }
-            if let pasted = takePaste() {
+            if let pasted = try takePaste() {
                 // The paste joins what was typed before it; Enter on the next line sends it all.
                 text += pasted
                 while true {
                     guard let next = readLine(interactive ? continuationPrompt : ""), let more = next else { break }
-                    if let again = takePaste() { text += "\n" + more + again; continue }
+                    if let again = try takePaste() { text += "\n" + more + again; continue }
                     if !more.isEmpty { text += "\n" + more }
                     break
                 }
@@ -142,11 +143,11 @@ public final class ChatREPL {
     }
 
     /// The block pasted during the last read, shown on screen since libedit did not draw it.
-    private func takePaste() -> String? {
+    private func takePaste() throws(StandardOutputFailure) -> String? {
         guard let raw = gv_paste_take() else { return nil }
         defer { free(raw) }
         let text = String(cString: raw)
-        if interactive { Console.out(style.dim(EscapeNeutralizer.neutralize(text)) + "\n") }
+        if interactive { try Console.out(style.dim(EscapeNeutralizer.neutralize(text)) + "\n") }
         return text
     }
 
@@ -169,10 +170,10 @@ public final class ChatREPL {
         }
     }
 
-    func send(_ message: String) {
+    func send(_ message: String) throws(StandardOutputFailure) {
         guard maySend(message) else { return }
         gv_interrupt_clear()
-        if let bubbles { Console.out(bubbles.bubble(EscapeNeutralizer.neutralize(message), from: .user).joined(separator: "\n") + "\n") }
+        if let bubbles { try Console.out(bubbles.bubble(EscapeNeutralizer.neutralize(message), from: .user).joined(separator: "\n") + "\n") }
         let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted, prefix: bubbles == nil ? modelLabel : "",
                                    markdown: bubbles == nil ? markdown.map(MarkdownStream.init) : nil)
         var handlers = printer.handlers()
@@ -183,15 +184,17 @@ public final class ChatREPL {
             printer.clearSpinner()
             if let bubbles {
                 let text = markdown != nil ? MarkdownRenderer(styled: false).render(result.text) : EscapeNeutralizer.neutralize(result.text)
-                Console.out(bubbles.bubble(text.hasSuffix("\n") ? String(text.dropLast()) : text, from: .model).joined(separator: "\n") + "\n")
+                try Console.out(bubbles.bubble(text.hasSuffix("\n") ? String(text.dropLast()) : text, from: .model).joined(separator: "\n") + "\n")
             }
-            else { printer.finish() }
+            else { try printer.finish() }
             if result.interrupted {
                 Console.err(style.yellow("[interrupted]") + "\n")
             }
             if let turn = conversation.record(user: message, result: result) { recorder?.record(turn, in: conversation, now: Clock.now()) }
+        } catch let failure as StandardOutputFailure {
+            throw failure
         } catch let partial as PartialReply {
-            printer.finish()
+            try printer.finish()
             report(partial.error)
             // A reply cut short by its length is still a reply; one stopped by a filter or a
             // blocked prompt is not, and the conversation stays as it was.
@@ -200,10 +203,10 @@ public final class ChatREPL {
                 recorder?.record(turn, in: conversation, now: Clock.now())
             }
         } catch let error as GeminiError {
-            printer.finish()
+            try printer.finish()
             report(error)
         } catch {
-            printer.finish()
+            try printer.finish()
             Console.error("\(error)")
         }
         gv_interrupt_clear()

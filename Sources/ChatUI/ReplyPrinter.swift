@@ -6,7 +6,8 @@ import TerminalIO
 
 /// Prints a streaming reply: a spinner on stderr until the first text, then the text on
 /// stdout with control and escape sequences neutralised. Retries are announced on stderr,
-/// with a countdown on a terminal.
+/// with a countdown on a terminal. When stdout refuses a write, the stream is cancelled and
+/// `finish` throws the failure.
 public final class ReplyPrinter {
     private let spinnerEnabled: Bool
     private var spinnerShown = false
@@ -19,6 +20,8 @@ public final class ReplyPrinter {
     /// Renders the reply's markdown block by block, on a terminal; nil prints it as it came.
     private let markdown: MarkdownStream?
     public private(set) var endsWithNewline = true
+    /// The write to stdout that failed; nothing more is written after it.
+    private var outputFailure: StandardOutputFailure?
 
     /// `prefix` is written before the first text (the chat's label).
     public init(spinner: Bool, prefix: String = "", markdown: MarkdownStream? = nil) {
@@ -30,26 +33,37 @@ public final class ReplyPrinter {
     /// Handlers that print, and cancel on Ctrl-C.
     public func handlers() -> StreamHandlers {
         StreamHandlers(
-            onText: { [self] text in self.print(text) },
+            // The stream takes no error from here: a failed write is kept in outputFailure, which cancels it.
+            onText: { [self] text in try? self.print(text) },
             onRetry: { [self] notice in
                 self.clearSpinner()
                 Console.warning("retrying in \(Self.seconds(notice.delay)) (\(notice.reason))")
                 self.retryAt = Clock.monotonicSeconds() + notice.delay
             },
             onTick: { [self] in self.tick() },
-            isCancelled: { gv_interrupt_pending() != 0 })
+            isCancelled: { [self] in self.outputFailure != nil || gv_interrupt_pending() != 0 })
     }
 
-    public func print(_ text: String) {
+    public func print(_ text: String) throws(StandardOutputFailure) {
+        if let outputFailure { throw outputFailure }
         clearSpinner()
         if !receivedText {
             receivedText = true
-            Console.out(prefix)
+            try write(prefix)
         }
         // The renderer neutralises escape sequences before it parses.
         let safe = markdown.map { $0.feed(text) } ?? EscapeNeutralizer.neutralize(text)
-        Console.out(safe)
+        try write(safe)
         if let last = safe.last { endsWithNewline = last == "\n" }
+    }
+
+    private func write(_ text: String) throws(StandardOutputFailure) {
+        do {
+            try Console.out(text)
+        } catch {
+            outputFailure = error
+            throw error
+        }
     }
 
     func tick() {
@@ -73,14 +87,18 @@ public final class ReplyPrinter {
         spinnerShown = false
     }
 
-    /// Ends the reply on a fresh line.
-    public func finish() {
+    /// Ends the reply on a fresh line; throws the failure of any write to stdout, this one's or an earlier one's.
+    public func finish() throws(StandardOutputFailure) {
         clearSpinner()
+        if let outputFailure { throw outputFailure }
         if let rest = markdown?.finish(), !rest.isEmpty {
-            Console.out(rest)
+            try write(rest)
             endsWithNewline = rest.hasSuffix("\n")
         }
-        if receivedText && !endsWithNewline { Console.out("\n"); endsWithNewline = true }
+        if receivedText && !endsWithNewline {
+            try write("\n")
+            endsWithNewline = true
+        }
     }
 
     static func seconds(_ value: Double) -> String {

@@ -27,7 +27,7 @@ let chatCommands: [CommandSpec] = [
                 Example: git diff | gemvault ask "review this"
                 With --json, stdout always carries one JSON object, also when the request fails (see Docs/cli.md).
                 """,
-                run: ChatCommand.ask),
+                privateArguments: true, run: ChatCommand.ask),
     CommandSpec(path: ["models"], arguments: "", argumentRange: 0...0,
                 summary: "list the models that support generateContent, with token limits",
                 options: [jsonOption, OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the first byte")] + keySourceOptions,
@@ -100,7 +100,7 @@ enum ChatCommand {
         let repl = ChatREPL(conversation: conversation, client: client, style: chatStyle,
                             interactive: Terminal.stdinIsTerminal, allowSecrets: call.flag("--allow-secrets"), recorder: recorder,
                             bubbles: bubbles, markdown: markdownRenderer(call, chatStyle))
-        repl.run()
+        try repl.run()
         if repl.refusedMessages > 0 {
             throw CommandFailure(.failure, "\(repl.refusedMessages) message\(repl.refusedMessages == 1 ? " was" : "s were") not sent for holding what looks like a credential",
                                  hint: "pass --allow-secrets to send such messages")
@@ -166,11 +166,11 @@ enum ChatCommand {
     }
 
     /// `ask --json` whose arguments did not parse still gives a script its one object.
-    static func reportUsageError(_ error: UsageError, arguments: [String]) {
+    static func reportUsageError(_ error: UsageError, arguments: [String]) throws(StandardOutputFailure) {
         guard error.command?.path == ["ask"], arguments.contains("--json") else { return }
         var result = AskResult()
         result.error = AskError(error)
-        Output.json(result, schema: .ask)
+        try Output.json(result, schema: .ask)
     }
 
     static func ask(_ call: Invocation) throws {
@@ -182,18 +182,18 @@ enum ChatCommand {
             if json {
                 result.interrupted = true
                 result.error = AskError(exitCode: 128 + stop.signal, reason: "terminated", message: "stopped by signal \(stop.signal)")
-                Output.json(result, schema: .ask)
+                try Output.json(result, schema: .ask)
             }
             throw ExitStatus(code: 128 + stop.signal)
         } catch {
             // A script reads stdout only: the failure goes there too, then to stderr as usual.
             if json {
                 result.error = AskError(error)
-                Output.json(result, schema: .ask)
+                try Output.json(result, schema: .ask)
             }
             throw error
         }
-        if json { Output.json(result, schema: .ask) }
+        if json { try Output.json(result, schema: .ask) }
     }
 
     /// One prompt; `result` is filled for --json as the facts become known.
@@ -214,7 +214,7 @@ enum ChatCommand {
         let json = call.flag("--json")
         if call.flag("--count-tokens") {
             let total = try client.countTokens(model: conversation.model, contents: request.contents)
-            if json { result.totalTokens = total } else { Console.out("\(total)\n") }
+            if json { result.totalTokens = total } else { try Console.out("\(total)\n") }
             return
         }
         let streaming = !call.flag("--no-stream")
@@ -236,7 +236,7 @@ enum ChatCommand {
             turn = partial.result
             failure = partial.error
         } catch {
-            printer.finish()
+            try printer.finish()
             throw error
         }
         result.text = turn.text
@@ -248,8 +248,8 @@ enum ChatCommand {
         if json {
             printer.clearSpinner()
         } else {
-            if !streaming { printer.print(turn.text) }
-            printer.finish()
+            if !streaming { try printer.print(turn.text) }
+            try printer.finish()
         }
         var saved = conversation
         if failure == nil, let kept = saved.record(user: prompt, result: turn) {
@@ -281,10 +281,10 @@ enum ChatCommand {
         printer.clearSpinner()
         let listings = models.map { ModelListing(name: $0.shortName, displayName: $0.displayName, inputTokenLimit: $0.inputTokenLimit, outputTokenLimit: $0.outputTokenLimit) }
         ModelCache(paths: call.context.paths).save(listings.map(\.name))
-        if call.flag("--json") { Output.json(["models": listings], schema: .models); return }
+        if call.flag("--json") { try Output.json(["models": listings], schema: .models); return }
         let rows = listings.map { [EscapeNeutralizer.neutralize($0.name), $0.inputTokenLimit.map(String.init) ?? "-", $0.outputTokenLimit.map(String.init) ?? "-",
                                    EscapeNeutralizer.neutralize($0.displayName ?? "")] }
-        Console.out(Output.table([["MODEL", "INPUT TOKENS", "OUTPUT TOKENS", "NAME"]] + rows))
+        try Console.out(Output.table([["MODEL", "INPUT TOKENS", "OUTPUT TOKENS", "NAME"]] + rows))
     }
 
     /// Standard input as text (at most 16 MiB), for `git diff | gemvault ask`.

@@ -3,6 +3,8 @@ struct OptionSpec: Sendable {
     let name: String
     let value: String?
     let help: String
+    /// The value may be private text: it is wiped from the process's argv once read.
+    var privateValue = false
 }
 
 /// One row of the command table. The parser, `--help`, `help COMMAND` and the CLI reference
@@ -14,6 +16,8 @@ struct CommandSpec: Sendable {
     let summary: String
     let options: [OptionSpec]
     let details: String
+    /// The arguments may be private text (ask's prompt): they are wiped from the process's argv once read.
+    var privateArguments = false
     let run: @Sendable (Invocation) throws -> Void
 
     var name: String { path.joined(separator: " ") }
@@ -47,7 +51,7 @@ let keySourceOptions = [
 ]
 let generationOptions = [
     OptionSpec(name: "--model", value: "M", help: "model name (setting 'model')"),
-    OptionSpec(name: "--system", value: "TEXT", help: "system instruction (setting 'system_prompt')"),
+    OptionSpec(name: "--system", value: "TEXT", help: "system instruction (setting 'system_prompt')", privateValue: true),
     OptionSpec(name: "--temperature", value: "T", help: "sampling temperature, 0 to 2"),
     OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the first byte and between stream events"),
 ]
@@ -81,6 +85,13 @@ struct UsageError: Error {
     }
 }
 
+/// Where argv holds private text: the word's index in the parsed argv, and the byte in it
+/// where the text starts (after `--system=`).
+struct PrivateArgument: Equatable {
+    let index: Int
+    let offset: Int
+}
+
 /// What argv asked for.
 enum ParsedCommand {
     case run(CommandSpec, positionals: [String], options: [String: String])
@@ -99,6 +110,12 @@ enum ArgumentParser {
     /// Finds the longest command path that matches, then reads options and arguments.
     /// `--` ends option parsing; options may appear before or after arguments.
     static func parse(_ argv: [String]) throws -> ParsedCommand {
+        var ignored: [PrivateArgument] = []
+        return try parse(argv, privateArguments: &ignored)
+    }
+
+    /// Parses, noting which words of `argv` hold private text (see `PrivateArgument`).
+    static func parse(_ argv: [String], privateArguments: inout [PrivateArgument]) throws -> ParsedCommand {
         // Global options may come before the command: `gemvault --vault PATH key list`.
         var leading: [String] = []
         var rest = argv[...]
@@ -113,6 +130,8 @@ enum ArgumentParser {
         }
         let commandWords = rest.prefix { !$0.hasPrefix("-") }
         let arguments = Array(commandWords) + leading + Array(rest.dropFirst(commandWords.count))
+        // Where each word of `arguments` sits in argv, which the reordering above changed.
+        let argvIndex = Array(commandWords.indices) + Array(argv.indices.prefix(leading.count)) + Array(rest.indices.dropFirst(commandWords.count))
         if argv.first == "__complete" { return .complete(Array(argv.dropFirst())) }
         if argv.isEmpty { return .start }
         if arguments.isEmpty || arguments == ["--help"] || arguments == ["-h"] { return .help(nil) }
@@ -153,7 +172,11 @@ enum ArgumentParser {
         while index < arguments.count {
             let word = arguments[index]
             index += 1
-            if onlyPositionals || !word.hasPrefix("-") || word == "-" { positionals.append(word); continue }
+            if onlyPositionals || !word.hasPrefix("-") || word == "-" {
+                positionals.append(word)
+                if spec.privateArguments { privateArguments.append(PrivateArgument(index: argvIndex[index - 1], offset: 0)) }
+                continue
+            }
             if word == "--" { onlyPositionals = true; continue }
             if word == "-h" { return .help(spec) }
             var name = word
@@ -168,9 +191,14 @@ enum ArgumentParser {
             }
             if option.name == "--help" { return .help(spec) }
             if option.value != nil {
-                if let inline { options[name] = inline; continue }
+                if let inline {
+                    options[name] = inline
+                    if option.privateValue { privateArguments.append(PrivateArgument(index: argvIndex[index - 1], offset: name.utf8.count + 1)) }
+                    continue
+                }
                 guard index < arguments.count else { throw UsageError("\(name) needs a value (\(option.value!))", command: spec) }
                 options[name] = arguments[index]
+                if option.privateValue { privateArguments.append(PrivateArgument(index: argvIndex[index], offset: 0)) }
                 index += 1
             } else {
                 guard inline == nil else { throw UsageError("\(name) takes no value", command: spec) }

@@ -165,17 +165,17 @@ struct ModelCache {
 enum CompletionCommand {
     /// `gemvault __complete WORD...`: the candidates, one a line. `@files` and `@commands`
     /// ask the shell to complete paths or command names itself.
-    static func complete(_ words: [String], environment: [String: String]) {
+    static func complete(_ words: [String], environment: [String: String]) throws(StandardOutputFailure) {
         let engine = CompletionEngine(context: Context(environment: environment, options: [:]))
         let candidates = engine.candidates(words.isEmpty ? [""] : words)
-        if !candidates.isEmpty { Console.out(candidates.joined(separator: "\n") + "\n") }
+        if !candidates.isEmpty { try Console.out(candidates.joined(separator: "\n") + "\n") }
     }
 
     static func script(_ call: Invocation) throws {
         switch call.positionals[0] {
-        case "bash": Console.out(bash)
-        case "zsh": Console.out(zsh)
-        case "fish": Console.out(fish)
+        case "bash": try Console.out(bash)
+        case "zsh": try Console.out(zsh)
+        case "fish": try Console.out(fish)
         default: throw UsageError("completion takes bash, zsh or fish, not '\(call.positionals[0])'", command: call.command)
         }
     }

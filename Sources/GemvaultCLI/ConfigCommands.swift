@@ -110,7 +110,7 @@ enum ConfigCommand {
             throw CommandFailure(.failure, "\(name) is not set in the \(call.flag("--file") ? "config file" : "vault")",
                                  hint: "'gemvault config explain' shows the effective value and where it comes from")
         }
-        Console.out(display(name, value) + "\n")
+        try Console.out(display(name, value) + "\n")
     }
 
     static func unset(_ call: Invocation) throws {
@@ -130,8 +130,8 @@ enum ConfigCommand {
 
     static func list(_ call: Invocation) throws {
         let values = try stored(call)
-        if call.flag("--json") { Output.json(["settings": values], schema: .configList); return }
-        for name in values.keys.sorted() { Console.out("\(name)=\(display(name, values[name]!))\n") }
+        if call.flag("--json") { try Output.json(["settings": values], schema: .configList); return }
+        for name in values.keys.sorted() { try Console.out("\(name)=\(display(name, values[name]!))\n") }
     }
 
     /// What a setting shows: masked when it may hold a secret, and with escape sequences
@@ -175,8 +175,8 @@ enum ConfigCommand {
             ExplainedSetting(name: setting.name, value: setting.value.map { display(setting.name, $0) },
                              origin: setting.origin.label, layer: setting.origin.kind)
         }
-        if call.flag("--json") { Output.json(Explanation(settings: explained, vault: vaultState), schema: .configExplain); return }
-        Console.out(Output.table([["SETTING", "VALUE", "ORIGIN"]] + explained.map { [$0.name, $0.value ?? "(unset)", $0.origin] }))
+        if call.flag("--json") { try Output.json(Explanation(settings: explained, vault: vaultState), schema: .configExplain); return }
+        try Console.out(Output.table([["SETTING", "VALUE", "ORIGIN"]] + explained.map { [$0.name, $0.value ?? "(unset)", $0.origin] }))
         Console.err("gemvault: vault layer: \(vaultState)\n")
     }
 
@@ -207,10 +207,10 @@ enum ConfigCommand {
             updated: key.updated.map(Output.isoDate), age_days: key.updated.map { (Output.now() - $0) / 86400 },
             shadowed: shadowed.map { WhichResult.Shadow(source: $0.source.kind, detail: $0.note) })
         for shadow in shadowed { Console.warning("\(shadow.note), but it is shadowed by \(key.source.label)") }
-        if call.flag("--json") { Output.json(result, schema: .keyWhich); return }
+        if call.flag("--json") { try Output.json(result, schema: .keyWhich); return }
         var text = "source: \(key.source.label)\nkey:    \(key.secret.masked)\nkind:   \(result.kind.label)\n"
         if let updated = key.updated { text += "age:    \(Output.age(since: updated)) (set \(Output.isoDate(updated)))\n" }
-        Console.out(text)
+        try Console.out(text)
         if result.kind.isRetired {
             Console.warning("the key from \(key.source.label) is a standard key, which Google rejects for the Gemini API since September 2026")
             Console.hint("create an auth key at https://aistudio.google.com/apikey, then \(key.source.replaceHint)")
@@ -248,13 +248,13 @@ enum ConfigCommand {
                             vaultKeys: try vaultKeyKinds(context))
         let findings = doctor.run()
         if call.flag("--json") {
-            Output.json(DoctorReport(clean: findings.isEmpty, checks: Doctor.checks, findings: findings), schema: .doctor)
+            try Output.json(DoctorReport(clean: findings.isEmpty, checks: Doctor.checks, findings: findings), schema: .doctor)
         } else if findings.isEmpty {
-            Console.out("ok: no findings (checked \(Doctor.checks.joined(separator: ", ")))\n")
+            try Console.out("ok: no findings (checked \(Doctor.checks.joined(separator: ", ")))\n")
         } else {
             // Findings quote file names, which anyone who can create a folder chooses.
             for finding in findings {
-                Console.out("[\(finding.check)] \(EscapeNeutralizer.neutralize(finding.message))\n    fix: \(EscapeNeutralizer.neutralize(finding.fix))\n")
+                try Console.out("[\(finding.check)] \(EscapeNeutralizer.neutralize(finding.message))\n    fix: \(EscapeNeutralizer.neutralize(finding.fix))\n")
             }
         }
         if !findings.isEmpty { throw CommandFailure(.failure, "", hint: nil) }

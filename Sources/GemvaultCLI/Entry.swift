@@ -16,17 +16,17 @@ public enum GemvaultMain {
         do {
             switch try ArgumentParser.parse(arguments) {
             case .version:
-                Console.out("gemvault \(gemvaultVersion)\n")
+                try Console.out("gemvault \(gemvaultVersion)\n")
             case .help(let spec):
-                Console.out(spec.map(HelpText.command) ?? HelpText.overview())
+                try Console.out(spec.map(HelpText.command) ?? HelpText.overview())
             case .groupHelp(let prefix):
-                Console.out(HelpText.group(prefix))
+                try Console.out(HelpText.group(prefix))
             case .reference:
-                Console.out(HelpText.reference())
+                try Console.out(HelpText.reference())
             case .manual:
-                Console.out(ManualPage.render())
+                try Console.out(ManualPage.render())
             case .complete(let words):
-                CompletionCommand.complete(words, environment: environment)
+                try CompletionCommand.complete(words, environment: environment)
             case .start:
                 try FirstRun.start(Context(environment: environment, options: [:]))
             case .run(let spec, let positionals, let options):
@@ -40,7 +40,9 @@ public enum GemvaultMain {
         } catch let exit as ExitStatus {
             return exit.code
         } catch {
-            if let usage = error as? UsageError { ChatCommand.reportUsageError(usage, arguments: arguments) }
+            if let usage = error as? UsageError {
+                do { try ChatCommand.reportUsageError(usage, arguments: arguments) } catch { return ErrorReport.report(error).rawValue }
+            }
             return ErrorReport.report(error).rawValue
         }
     }
@@ -48,7 +50,13 @@ public enum GemvaultMain {
     /// The whole program: the command, then exit with its code. The environment is read
     /// before `run` removes SSLKEYLOGFILE, so that doctor can still report it.
     public static func main() -> Never {
-        let code = run(arguments: Array(CommandLine.arguments.dropFirst()), environment: ProcessHardening.environment)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        // ask's prompt and --system's text are readable by every user in /proc/PID/cmdline: now
+        // that they are copied, they are wiped there, rather than shown for the whole request.
+        var privateArguments: [PrivateArgument] = []
+        _ = try? ArgumentParser.parse(arguments, privateArguments: &privateArguments)
+        for argument in privateArguments { ProcessHardening.wipeArgument(argument.index + 1, from: argument.offset) }
+        let code = run(arguments: arguments, environment: ProcessHardening.environment)
         GeminiClient.settleNetwork()
         ProcessHardening.exit(code)
     }

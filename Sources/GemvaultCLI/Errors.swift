@@ -17,6 +17,8 @@ enum ExitCode: Int32 {
     case network = 7
     case usage = 64
     case interrupted = 130
+    /// The reader of stdout went away: 128 + SIGPIPE, the status of a process SIGPIPE ended.
+    case readerClosed = 141
 }
 
 /// A failure with a message that needs no further mapping.
@@ -56,6 +58,10 @@ enum ErrorReport {
             return describe(config)
         case let api as GeminiError:
             return describe(api)
+        case let output as StandardOutputFailure:
+            // Like `cat` in `cat | head -1`: a reader that stopped reading is no failure worth a word.
+            if output.readerClosed { return (.readerClosed, "", nil) }
+            return (.failure, "cannot write to standard output: \(output.reason)", nil)
         case let agent as AgentError:
             return describe(agent)
         case let history as HistoryStore.Failure:

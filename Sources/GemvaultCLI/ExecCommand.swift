@@ -10,7 +10,8 @@ let execCommands: [CommandSpec] = [
                 options: [OptionSpec(name: "--env", value: "VAR", help: "the variable to set (default GEMINI_API_KEY)"),
                           OptionSpec(name: "--force", value: nil, help: "run even inside another 'gemvault exec'")] + keySourceOptions,
                 details: """
-                GOOGLE_API_KEY is removed unless --env names it, so it cannot shadow the key. The command gets only
+                GOOGLE_API_KEY is removed unless --env names it, so it cannot shadow the key. --env refuses the variables the
+                dynamic loader and the C library read (every LD_ name, GCONV_PATH, TMPDIR and the rest of glibc's list). The command gets only
                 descriptors 0, 1 and 2; SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGWINCH sent to gemvault are passed on.
                 The exit code is the command's, or 128 plus the signal that ended it.
                 Examples: gemvault exec -- gemini;  gemvault exec -- python3 app.py;  gemvault exec --env GOOGLE_API_KEY -- node app.js
@@ -20,6 +21,18 @@ let execCommands: [CommandSpec] = [
 
 enum ExecCommand {
     static let nestingVariable = "GEMVAULT_EXEC"
+
+    /// Besides every LD_ name: what glibc removes from the environment of setuid programs
+    /// (its "unsecure" list), since the loader or libc reads each as a path or an option.
+    /// `LD_PRELOAD=KEY`, for one, makes ld.so print the key in an error on every start.
+    static let loaderVariables: Set<String> = [
+        "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE",
+        "NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR", "TZDIR",
+    ]
+
+    static func isReadByTheLoader(_ variable: String) -> Bool {
+        variable.hasPrefix("LD_") || loaderVariables.contains(variable)
+    }
 
     static func run(_ call: Invocation) throws {
         let context = call.context
@@ -31,6 +44,10 @@ enum ExecCommand {
         guard !variable.isEmpty, variable.utf8.allSatisfy({ $0 == 0x5f || ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7a) }),
               variable.first.map({ !$0.isNumber }) == true else {
             throw UsageError("--env takes a variable name, not '\(variable)'", command: call.command)
+        }
+        if isReadByTheLoader(variable) {
+            throw UsageError("--env \(variable): the dynamic loader or the C library reads \(variable), and would take the key for a file name or a setting (and may print it)",
+                             command: call.command)
         }
         let resolver = try context.keyResolver(call)
         let (key, settings) = try resolver.resolve()

@@ -70,7 +70,7 @@ enum FirstRun {
         }
         context.rememberRecipient(document.contents)
         Console.err("gemvault: created \(context.vaultPath)\n\nYour recovery code opens the vault if the passphrase is lost. It is shown only this once:\n\n    ")
-        Output.writeSecret(code)
+        try Output.writeSecret(code)
         Console.err("\nWrite it down and keep it offline, away from this machine.\n")
         while !TerminalQuestion.confirm("Have you stored the recovery code?") {
             guard TerminalQuestion.available else { break }

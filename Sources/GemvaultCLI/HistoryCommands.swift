@@ -11,7 +11,7 @@ let historyCommands: [CommandSpec] = [
                 run: HistoryCommand.list),
     CommandSpec(path: ["history", "show"], arguments: "ID", argumentRange: 1...1,
                 summary: "print a saved conversation (any unique prefix of its id)",
-                options: [OptionSpec(name: "--raw", value: nil, help: "the text exactly as saved, no styling")],
+                options: [OptionSpec(name: "--raw", value: nil, help: "the text as saved, unstyled; escape sequences are shown as text, never run")],
                 details: "", run: HistoryCommand.show),
     CommandSpec(path: ["history", "rm"], arguments: "[ID]", argumentRange: 0...1,
                 summary: "delete a saved conversation, all of them, or those older than a duration",
@@ -98,9 +98,9 @@ enum HistoryCommand {
 
     static func list(_ call: Invocation) throws {
         let all = try summaries(call.context)
-        if call.flag("--json") { Output.json(["conversations": all], schema: .historyList); return }
+        if call.flag("--json") { try Output.json(["conversations": all], schema: .historyList); return }
         if all.isEmpty { Console.err("gemvault: no saved conversations\n"); return }
-        Console.out(Output.table([["ID", "TURNS", "FIRST", "LAST", "MODEL", "TITLE"]]
+        try Console.out(Output.table([["ID", "TURNS", "FIRST", "LAST", "MODEL", "TITLE"]]
             + all.map { [String($0.id.prefix(8)), String($0.turns), $0.first, $0.last, $0.model, $0.title] }))
     }
 
@@ -116,13 +116,16 @@ enum HistoryCommand {
         let context = call.context
         let id = try context.history.resolve(call.positionals[0])
         let transcript = try context.history.loadIntact(id, with: try context.historyKeys())
-        render(transcript, call)
+        try render(transcript, call)
         if let damage = transcript.damage { throw HistoryStore.Failure.broken(transcript.path, damage) }
     }
 
-    static func render(_ transcript: Transcript, _ call: Invocation) {
+    static func render(_ transcript: Transcript, _ call: Invocation) throws(StandardOutputFailure) {
         if call.flag("--raw") {
-            for turn in transcript.turns { Console.out("you › \(turn.user)\ngemini › \(turn.model)\n\n") }
+            // Unstyled, but a saved reply's escape sequences still must not reach a terminal or a pipe.
+            for turn in transcript.turns {
+                try Console.out(EscapeNeutralizer.neutralize("you › \(turn.user)\ngemini › \(turn.model)\n\n"))
+            }
             return
         }
         let style = call.context.style(try? Settings.resolve(try call.context.settingLayers(call)), fd: FileDescriptor.standardOutput.raw)
@@ -134,7 +137,7 @@ enum HistoryCommand {
                 if model.hasSuffix("\n") { model.removeLast() }
                 return (user: EscapeNeutralizer.neutralize(turn.user), model: model)
             }
-            Console.out(BubbleLayout(width: columns, color: true).render(turns))
+            try Console.out(BubbleLayout(width: columns, color: true).render(turns))
             return
         }
         var text = style.dim("conversation \(transcript.id) (\(EscapeNeutralizer.neutralize(transcript.meta?.model ?? "?")))") + "\n\n"
@@ -143,7 +146,7 @@ enum HistoryCommand {
             let reply = style.enabled ? MarkdownRenderer(styled: true).render(turn.model) : EscapeNeutralizer.neutralize(turn.model)
             text += style.bold(style.gray("gemini ›")) + " " + reply + (turn.interrupted ? " [interrupted]" : "") + "\n\n"
         }
-        Console.out(text)
+        try Console.out(text)
     }
 
     static func remove(_ call: Invocation) throws {
@@ -176,14 +179,14 @@ enum HistoryCommand {
         let transcript = try load(call)
         switch call.value("--format") ?? "md" {
         case "json":
-            Output.json(Export(id: transcript.id, meta: transcript.meta, turns: transcript.turns), schema: .historyExport)
+            try Output.json(Export(id: transcript.id, meta: transcript.meta, turns: transcript.turns), schema: .historyExport)
         case "md":
             var text = "# \(transcript.meta?.title ?? "gemvault conversation")\n\n_\(transcript.meta?.model ?? "?"), \(Output.isoDate(transcript.meta?.created ?? 0))_\n\n"
             for turn in transcript.turns {
                 text += "## You\n\n\(turn.user)\n\n## Gemini\n\n\(turn.model)\(turn.interrupted ? "\n\n_[interrupted]_" : "")\n\n"
             }
             // Control characters have no place in Markdown, and could drive a terminal.
-            Console.out(EscapeNeutralizer.neutralize(text))
+            try Console.out(EscapeNeutralizer.neutralize(text))
         case let other:
             throw UsageError("--format takes md or json, not '\(other)'", command: call.command)
         }

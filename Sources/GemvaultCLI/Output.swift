@@ -6,17 +6,48 @@ import VaultCore
 enum Output {
     /// Pretty JSON with sorted keys on stdout: one object, with its schema's `version` among
     /// its fields (the schemas are Docs/schemas/NAME.schema.json).
-    static func json<T: Encodable>(_ value: T, schema: JSONSchema) {
+    static func json<T: Encodable>(_ value: T, schema: JSONSchema) throws(StandardOutputFailure) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(Versioned(version: schema.version, body: value))) ?? Data("null".utf8)
-        Console.out(String(decoding: data, as: UTF8.self) + "\n")
+        var bytes = escapingC1Controls(Array(data))
+        bytes.append(0x0a)
+        try Console.out(bytes)
     }
 
-    /// Writes secret bytes to a descriptor without building a `String`.
-    static func writeSecret(_ secret: SecretBytes, to file: FileDescriptor = .standardOutput, newline: Bool = true) {
-        secret.withUnsafeBytes { raw in _ = try? file.writeAll(raw) }
-        if newline { try? file.writeAll("\n") }
+    /// JSONEncoder escapes C0 controls but passes C1 controls (U+0080–U+009F) through raw, and
+    /// a terminal may act on them (U+009B is CSI). They can only sit inside strings, where
+    /// `\u009b` means the same character. In UTF-8 each is C2 80…C2 9F, and C2 is never a
+    /// continuation byte, so the byte pair finds exactly them.
+    static func escapingC1Controls(_ json: [UInt8]) -> [UInt8] {
+        guard json.contains(0xc2) else { return json }
+        var result: [UInt8] = []
+        result.reserveCapacity(json.count)
+        let hex = Array("0123456789abcdef".utf8)
+        var index = 0
+        while index < json.count {
+            if json[index] == 0xc2, index + 1 < json.count, (0x80...0x9f).contains(json[index + 1]) {
+                let value = json[index + 1]
+                result += Array("\\u00".utf8) + [hex[Int(value >> 4)], hex[Int(value & 0x0f)]]
+                index += 2
+            } else {
+                result.append(json[index])
+                index += 1
+            }
+        }
+        return result
+    }
+
+    /// Writes secret bytes and a newline to stdout without building a `String`.
+    static func writeSecret(_ secret: SecretBytes) throws(StandardOutputFailure) {
+        try secret.withUnsafeBytes { raw throws(StandardOutputFailure) in try Console.out(raw) }
+        try Console.out("\n")
+    }
+
+    /// The same on stderr, best effort: there is nowhere left to report a failure.
+    static func writeSecretToStandardError(_ secret: SecretBytes) {
+        secret.withUnsafeBytes { raw in _ = try? FileDescriptor.standardError.writeAll(raw) }
+        try? FileDescriptor.standardError.writeAll("\n")
     }
 
     /// `2026-11-29T19:02:21Z`

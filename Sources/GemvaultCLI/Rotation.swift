@@ -99,10 +99,10 @@ enum RotationCommand {
                                    values: [HistoryEntry(value: key.secret.masked, kind: key.secret.googleKeyKind, current: true, date: Output.isoDate(key.updated))]
                                        + key.previous.map { HistoryEntry(value: $0.secret.masked, kind: $0.secret.googleKeyKind, current: false,
                                                                          date: Output.isoDate($0.retired)) })
-        if call.flag("--json") { Output.json(report, schema: .keyHistory); return }
+        if call.flag("--json") { try Output.json(report, schema: .keyHistory); return }
         var rows = [["VALUE", "KIND", "STATE", "SINCE OR RETIRED"]]
         for entry in report.values { rows.append([entry.value, entry.kind.label, entry.current ? "current" : "retired", entry.date]) }
-        Console.out(Output.table(rows))
+        try Console.out(Output.table(rows))
         Console.err("gemvault: '\(name)' created \(report.created), last set \(report.rotated), last used \(report.lastUsed ?? "never (through a session)")\n")
     }
 

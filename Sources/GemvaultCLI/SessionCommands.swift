@@ -175,15 +175,15 @@ enum SessionCommand {
                                   locksAt: status?.locksAt.map(Output.isoDate), idleLocksAt: status?.idleDeadline.map(Output.isoDate),
                                   maxLocksAt: status?.maxDeadline.map(Output.isoDate),
                                   keys: status?.unlocked == true ? (try? context.agent.keySummary())?.map { KeySummary(name: $0.name, kind: $0.kind) } : nil)
-        if call.flag("--json") { Output.json(report, schema: .status); return }
+        if call.flag("--json") { try Output.json(report, schema: .status); return }
         if report.unlocked {
             let keys = (report.keys ?? []).map { "\($0.name) (\($0.kind.label))" }.joined(separator: ", ")
-            Console.out("unlocked: \(report.vault)\nsince:    \(report.since ?? "?")\nlocks at: \(report.locksAt ?? "?") (idle limit \(report.idleLocksAt ?? "?"), at the latest \(report.maxLocksAt ?? "?"))\nagent:    pid \(report.agentPid ?? 0)\nkeys:     \(keys.isEmpty ? "none" : keys)\n")
+            try Console.out("unlocked: \(report.vault)\nsince:    \(report.since ?? "?")\nlocks at: \(report.locksAt ?? "?") (idle limit \(report.idleLocksAt ?? "?"), at the latest \(report.maxLocksAt ?? "?"))\nagent:    pid \(report.agentPid ?? 0)\nkeys:     \(keys.isEmpty ? "none" : keys)\n")
             if report.keys?.contains(where: { $0.kind.isRetired }) == true {
                 Console.warning("the vault holds standard keys, which Google rejects since September 2026; 'gemvault key list' names them")
             }
         } else {
-            Console.out("locked: \(report.vault)\n")
+            try Console.out("locked: \(report.vault)\n")
         }
     }
 

@@ -108,11 +108,11 @@ enum VaultCommand {
         context.rememberRecipient(document.contents)
         if call.flag("--json") {
             let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-            Output.json(InitResult(vault: context.vaultPath, kdf: preset.rawValue, recovery_code: text), schema: .initResult)
+            try Output.json(InitResult(vault: context.vaultPath, kdf: preset.rawValue, recovery_code: text), schema: .initResult)
         } else {
             Console.err("gemvault: created \(context.vaultPath) (Argon2id \(preset.rawValue))\n")
             Console.err("gemvault: the recovery code below is shown only this once; write it down and keep it offline\n")
-            Output.writeSecret(code)
+            try Output.writeSecret(code)
         }
     }
 
@@ -178,7 +178,7 @@ enum VaultCommand {
         let name = call.positionals.first ?? "default"
         let contents = try call.context.vaultContents(used: name)
         guard let stored = contents.key(named: name) else { throw VaultError.keyNotFound(name: name) }
-        Output.writeSecret(stored.secret)
+        try Output.writeSecret(stored.secret)
     }
 
     struct KeyListing: Encodable {
@@ -204,7 +204,7 @@ enum VaultCommand {
                            updated: Output.isoDate($0.updated), age_days: max(0, now - $0.updated) / 86400,
                            last_used: $0.lastUsed > 0 ? Output.isoDate($0.lastUsed) : nil, previous_versions: $0.previous.count)
             }
-            Output.json(["keys": listings], schema: .keyList)
+            try Output.json(["keys": listings], schema: .keyList)
             return
         }
         if contents.keys.isEmpty {
@@ -212,7 +212,7 @@ enum VaultCommand {
             return
         }
         let kinds = contents.keys.map(\.secret.googleKeyKind)
-        Console.out(Output.table([["NAME", "KEY", "KIND", "AGE", "UPDATED", "LAST USED"]]
+        try Console.out(Output.table([["NAME", "KEY", "KIND", "AGE", "UPDATED", "LAST USED"]]
             + zip(contents.keys, kinds).map { key, kind in
                 [key.name, key.secret.masked, kind.label, Output.age(since: key.updated, now: now), Output.isoDate(key.updated),
                  key.lastUsed > 0 ? Output.isoDate(key.lastUsed) : "-"] }))
@@ -298,7 +298,7 @@ enum VaultCommand {
     /// returns whether that happened.
     static func rekeyVault(_ context: Context, unlockWith secret: SecretBytes, recovery: Bool = false, knownKey: PassphraseKey? = nil,
                            knownRecoveryKey: RecoveryKey? = nil, newPassphrase: PassphraseKey?,
-                           replacingRecoveryCode: ((SecretBytes) -> Void)? = nil) throws -> Bool {
+                           replacingRecoveryCode: ((SecretBytes) throws -> Void)? = nil) throws -> Bool {
         var newCode: SecretBytes?
         var kek: SecretBytes?
         let legacyCode = recovery || replacingRecoveryCode != nil ? nil : try askForLegacyRecoveryCode(context)
@@ -310,7 +310,6 @@ enum VaultCommand {
             newCode = try document.rekey(newPassphraseKey: newPassphrase)
             kek = document.keyEncryptionKey
         }
-        if let replacement { replacingRecoveryCode?(replacement) } else if let newCode { showNewRecoveryCode(newCode) }
         // A running session follows the new passphrase instead of locking itself out.
         if let kek, let status = try? context.agent.status(), status.unlocked {
             let now = Output.now()
@@ -318,6 +317,8 @@ enum VaultCommand {
             let limit = Double(max(1, (status.maxDeadline ?? now + 28800) - now))
             _ = try? context.agent.unlock(kek: kek, idle: idle, max: limit)
         }
+        // Shown last: a code that cannot be written fails the command, after the session has followed.
+        if let replacement { try replacingRecoveryCode?(replacement) } else if let newCode { showNewRecoveryCode(newCode) }
         return newCode != nil
     }
 
@@ -335,10 +336,10 @@ enum VaultCommand {
             try rekeyVault(context, unlockWith: passphrase, newPassphrase: nil) { code in
                 if call.flag("--json") {
                     let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-                    Output.json(RecoveryCodeResult(vault: context.vaultPath, recovery_code: text), schema: .recoveryCode)
+                    try Output.json(RecoveryCodeResult(vault: context.vaultPath, recovery_code: text), schema: .recoveryCode)
                 } else {
                     Console.err("gemvault: the old recovery code no longer opens this vault; the new one below is shown only this once. Write it down and keep it offline.\n")
-                    Output.writeSecret(code)
+                    try Output.writeSecret(code)
                 }
             }
         }
@@ -364,7 +365,7 @@ enum VaultCommand {
     static func showNewRecoveryCode(_ code: SecretBytes) {
         Console.err("gemvault: this vault's recovery slot was of the old format and could not follow the new data key without the code;\n")
         Console.err("gemvault: here is its new recovery code, shown only this once (the old code no longer works). Write it down and keep it offline.\n")
-        Output.writeSecret(code, to: .standardError)
+        Output.writeSecretToStandardError(code)
     }
 
     static func restoreBackup(_ call: Invocation) throws {
@@ -419,7 +420,7 @@ enum VaultCommand {
                                              mem_limit_bytes: $0.kdf.memLimit, preset: $0.kdf.presetName) },
             checksum: "ok", mode: FileStatus.of(link: context.vaultPath)?.octalMode ?? "?",
             vault_id: file.vaultIDHex, highest_generation_seen: context.highestSeen(file))
-        if call.flag("--json") { Output.json(result, schema: .inspect); return }
+        if call.flag("--json") { try Output.json(result, schema: .inspect); return }
         var text = """
         vault:          \(result.path)
         format version: \(result.format_version)
@@ -434,6 +435,6 @@ enum VaultCommand {
         for slot in result.slots {
             text += "  \(slot.kind.padding(to: 11))argon2id13, \(slot.ops_limit) passes, \(slot.mem_limit_bytes >> 20) MiB\(slot.preset.map { " (\($0))" } ?? "")\n"
         }
-        Console.out(text)
+        try Console.out(text)
     }
 }

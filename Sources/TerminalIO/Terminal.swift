@@ -18,10 +18,39 @@ public enum Terminal {
     }
 }
 
+/// Standard output refused a write. Results live on stdout, so a command that cannot write
+/// them has failed: `ErrorReport` turns this into the message and the exit code.
+public struct StandardOutputFailure: Error, Equatable {
+    /// errno of the failed write.
+    public let code: Int32
+
+    public init(code: Int32) { self.code = code }
+
+    /// The reader went away (`gemvault key get | head -c1`): EPIPE, since SIGPIPE is ignored.
+    public var readerClosed: Bool { code == EPIPE }
+    public var reason: String { SystemError.describe(code) }
+}
+
 /// Output streams with the stderr grammar the project uses everywhere. Everything written to
 /// stderr has the process's secrets cut out first.
 public enum Console {
-    public static func out(_ text: String) { try? FileDescriptor.standardOutput.writeAll(text) }
+    /// The one way results reach stdout; a failed write throws instead of vanishing.
+    public static func out(_ text: String) throws(StandardOutputFailure) {
+        try reporting { () throws(SystemError) in try FileDescriptor.standardOutput.writeAll(text) }
+    }
+
+    public static func out(_ bytes: [UInt8]) throws(StandardOutputFailure) {
+        try reporting { () throws(SystemError) in try FileDescriptor.standardOutput.writeAll(bytes) }
+    }
+
+    public static func out(_ bytes: UnsafeRawBufferPointer) throws(StandardOutputFailure) {
+        try reporting { () throws(SystemError) in try FileDescriptor.standardOutput.writeAll(bytes) }
+    }
+
+    private static func reporting(_ write: () throws(SystemError) -> Void) throws(StandardOutputFailure) {
+        do { try write() } catch { throw StandardOutputFailure(code: error.code) }
+    }
+
     public static func err(_ text: String) { try? FileDescriptor.standardError.writeAll(Redaction.redact(text)) }
 
     public static func error(_ message: String) { err("gemvault: error: \(message)\n") }

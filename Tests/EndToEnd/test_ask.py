@@ -83,6 +83,46 @@ def test_escape_sequences_are_neutralised(api):
     assert "^[[31mALERT" in result.out and "^[]52;c;" in result.out
 
 
+def test_json_escapes_c1_controls_and_keeps_the_text_exact(api):
+    result = api.run("ask", "--json", "--model", "escape", "hi", passphrase=False)
+    assert result.code == 0, result
+    # No raw C1 control (UTF-8 C2 80 to C2 9F), nor any other control character, reaches stdout.
+    assert not [c for c in result.out if 0x80 <= ord(c) <= 0x9f or (ord(c) < 0x20 and c != "\n")], repr(result.out)
+    assert "\\u009b2J" in result.out
+    assert json.loads(result.out)["text"] == ("red \x1b[31mALERT\x1b[0m clip \x1b]52;c;ZXZpbA==\x07 title \x1b]0;pwned\x07"
+                                          " bell\x07 c1 \u009b2J end\n")
+
+
+def test_the_prompt_and_system_text_are_wiped_from_the_command_line(api):
+    """Every user can read /proc/PID/cmdline; a slow reply keeps ask running long enough to look."""
+    system = "private system text %d" % os.getpid()
+    shapes = [(["--color", "never", "ask", "--model", "slow", "--system", system, "private-word-one", "private-word-two"],
+               "private-word-one private-word-two"),
+              (["ask", "--system=" + system, "--model", "slow", "--", "--private-word-three"], "--private-word-three")]
+    for args, prompt in shapes:
+        api.server.clear()
+        proc = subprocess.Popen([BIN] + args, env=api.vars, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 20
+            while not api.server.requests() and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.02)
+            with open("/proc/%d/cmdline" % proc.pid, "rb") as handle:
+                seen = handle.read()
+            assert proc.poll() is None, "ask ended before its command line was read"
+        finally:
+            out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0 and out == REPLY.encode(), (args, out, err)
+        assert b"private" not in seen, seen
+        # The rest of the command line is as it was, for ps and for the user.
+        words = seen.split(b"\0")
+        assert words[0] == BIN.encode() and b"ask" in words and b"slow" in words, seen
+        assert (b"--system" in words if "--system" in args else b"--system=" in words), seen
+        # What was wiped from argv still reached the request.
+        body = json.loads(api.server.requests()[0]["body"])
+        assert body["systemInstruction"]["parts"][0]["text"] == system
+        assert body["contents"][0]["parts"][0]["text"] == prompt
+
+
 def test_invalid_key_names_its_source_and_never_echoes_it(api):
     bad = "AQ.BADKEYx0123456789abcdefghijklmnopqrstuvwxyz0123456"
     result = ask(api, "--model", "ok", "hi", env={"GEMINI_API_KEY": bad})

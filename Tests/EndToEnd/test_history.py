@@ -194,6 +194,22 @@ def test_history_show_draws_bubbles_on_a_terminal_and_plain_text_elsewhere(histo
         no_color.close()
 
 
+def test_history_show_raw_never_writes_a_saved_replys_escape_sequences(history):
+    env = history
+    # The escape scenario's reply holds a colour, an OSC 52 clipboard write, an OSC 0 title, BEL and a C1 CSI.
+    assert env.run("ask", "--model", "escape", "first\tline\nsecond line", passphrase=False).code == 0
+    [saved] = conversations(env)
+    exported = json.loads(env.run("history", "export", saved["id"], "--format", "json").out)
+    assert "\x1b]52;c;ZXZpbA==\x07" in exported["turns"][0]["model"], "saved as it came"
+    raw = env.run("history", "show", saved["id"][:6], "--raw")
+    assert raw.code == 0, raw
+    for sequence in ("\x1b]52", "\x1b]0", "\x1b[31m", "\x07", "\x9b2J", "\x1b"):
+        assert sequence not in raw.out, sequence
+    assert "clip ^[]52;c;ZXZpbA==^G title ^[]0;pwned^G bell^G c1 \\u{9b}2J end" in raw.out, raw.out
+    # Otherwise the text as saved, unstyled: tabs and newlines stay.
+    assert raw.out.startswith("you › first\tline\nsecond line\ngemini › red ^[[31mALERT^[[0m"), raw.out
+
+
 def test_chat_bubbles_live(history):
     env = history
     s = PtySession([BIN, "chat", "--model", "echo", "--bubbles"], env.vars, columns=60)

@@ -2,10 +2,12 @@
 --purge (which asks first), and a machine missing the build packages.
 
 The install step is given the already-built binary (--binary), so these tests do not run a
-second, release build; everything else install.sh does runs as it would for a user.
+second, release build; everything else install.sh does runs as it would for a user. The one
+exception checks the binary install.sh builds itself (a release build of this checkout).
 """
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import tempfile
@@ -184,3 +186,30 @@ def test_root_refuses_a_prefix_another_user_could_change(user):
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and "belongs to uid %d" % pwd.getpwnam(USER).pw_uid in refused.stderr, refused
     assert os.listdir(theirs) == []
+
+
+def library_paths(binary):
+    """What the dynamic loader would map for `binary`, by library name (ldd)."""
+    listing = subprocess.run(["ldd", binary], capture_output=True, text=True, check=True).stdout
+    return dict(re.findall(r"^\s*(\S+) => (\S+)", listing, re.M))
+
+
+def test_the_installed_binary_loads_no_library_from_its_own_folder(tmp_path):
+    """SwiftPM links executables with RUNPATH $ORIGIN: a library planted in the binary's folder
+    would be loaded before the system's. install.sh builds without it, and with the static Swift
+    runtime needs no RUNPATH at all. This runs install.sh's own build, as a user would."""
+    prefix = str(tmp_path / "prefix")
+    result = subprocess.run(["bash", os.path.join(ROOT, "install.sh"), "--prefix", prefix], capture_output=True, text=True,
+                            timeout=1800, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result
+    installed = os.path.join(prefix, "bin", "gemvault")
+    dynamic = subprocess.run(["readelf", "-d", installed], capture_output=True, text=True, check=True).stdout
+    assert "NEEDED" in dynamic and "$ORIGIN" not in dynamic and "RUNPATH" not in dynamic and "RPATH" not in dynamic, dynamic
+    before = library_paths(installed)
+    assert "not found" not in before.values() and "libsodium.so.23" in before, before
+    assert not any(name.startswith("libswift") for name in before), before
+    # A copy of a library it needs, planted beside it, is not the one it loads.
+    shutil.copy(before["libsodium.so.23"], os.path.join(prefix, "bin", "libsodium.so.23"))
+    assert library_paths(installed) == before
+    version = subprocess.run([installed, "--version"], capture_output=True, text=True, timeout=60)
+    assert version.returncode == 0 and version.stdout.startswith("gemvault "), version

@@ -340,6 +340,19 @@ def test_exec_passes_codes_signals_environment_and_nothing_else(session, tmp_pat
     assert missing.code == 127
 
 
+def test_exec_refuses_to_put_the_key_in_a_variable_the_loader_reads(api, tmp_path):
+    ran = tmp_path / "ran"
+    for variable in ("LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "LD_ANYTHING_NEW", "GCONV_PATH", "GLIBC_TUNABLES", "TMPDIR", "TZDIR"):
+        result = api.run("exec", "--env", variable, "--", "touch", str(ran), passphrase=False)
+        assert result.code == 64, (variable, result)
+        assert result.err.startswith("gemvault: error: --env %s: " % variable), result
+        assert GOOD_KEY not in result.err + result.out and not ran.exists(), variable
+    # A name that merely contains LD_ is an ordinary variable.
+    allowed = api.run("exec", "--env", "OLD_LD_KEY", "--", "sh", "-c", 'test "$OLD_LD_KEY" = "$0" && touch "$1"', GOOD_KEY, str(ran),
+                      passphrase=False)
+    assert allowed.code == 0 and ran.exists(), allowed
+
+
 def test_rotation_checks_the_new_key_keeps_history_and_rolls_back(session):
     env = session
     refused = env.run("key", "rotate", input="AQ.BAD-new-key-0123456789abcdefghijklmnopqrstuvwxyz01")

@@ -16,6 +16,20 @@ import Testing
         #expect(positionals == ["--not-an-option", "x"])
     }
 
+    @Test func privateTextIsFoundWhereverArgvHasIt() throws {
+        var found: [PrivateArgument] = []
+        // The leading global option is moved after the command words while parsing; the indices are argv's.
+        _ = try ArgumentParser.parse(["--vault", "/v", "ask", "--system=be terse", "hello", "--model", "m", "--", "--world"],
+                                     privateArguments: &found)
+        #expect(found == [PrivateArgument(index: 3, offset: 9), PrivateArgument(index: 4, offset: 0), PrivateArgument(index: 8, offset: 0)])
+        found = []
+        _ = try ArgumentParser.parse(["chat", "--system", "be terse", "--model", "m"], privateArguments: &found)
+        #expect(found == [PrivateArgument(index: 2, offset: 0)])
+        found = []
+        _ = try ArgumentParser.parse(["key", "get", "work", "--vault", "/v"], privateArguments: &found)
+        #expect(found.isEmpty)
+    }
+
     @Test func helpAndVersionForms() throws {
         guard case .help(let spec) = try ArgumentParser.parse(["help", "key", "set"]) else { Issue.record("help"); return }
         #expect(spec?.name == "key set")

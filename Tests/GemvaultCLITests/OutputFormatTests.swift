@@ -16,6 +16,15 @@ import Testing
         #expect(Output.table([["only"]]) == "only\n")
     }
 
+    @Test func c1ControlsAreEscapedAndNothingElseChanges() {
+        let c1 = (0x80...0x9f).map { Character(Unicode.Scalar(UInt32($0))!) }
+        let json = "{\"t\":\"" + String(c1) + " é \u{a0} 你 🚀\"}"
+        let escaped = String(decoding: Output.escapingC1Controls(Array(json.utf8)), as: UTF8.self)
+        let expected = (0x80...0x9f).map { "\\u00" + String($0, radix: 16) }.joined()
+        #expect(escaped == "{\"t\":\"" + expected + " é \u{a0} 你 🚀\"}")
+        #expect(Output.escapingC1Controls(Array("{\"a\":1}".utf8)) == Array("{\"a\":1}".utf8))
+    }
+
     @Test func isoDatesAreUTCWithZeroPadding() {
         #expect(Clock.isoDate(0) == "1970-01-01T00:00:00Z")
         #expect(Clock.isoDate(1_796_111_103) == "2026-12-01T07:45:03Z")
