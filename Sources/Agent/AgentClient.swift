@@ -101,14 +101,24 @@ public struct AgentClient: Sendable {
         try request(AgentMessage(code: AgentProtocol.Operation.rekey.rawValue)).secret(.recoveryCode)
     }
 
+    /// After passwd or recover: the vault now opens with `kek`; the session follows it and
+    /// keeps its limits.
+    public func followKey(_ kek: SecretBytes) throws(AgentError) {
+        var message = AgentMessage(code: AgentProtocol.Operation.followKey.rawValue)
+        message.add(.keyEncryptionKey, secret: kek)
+        _ = try request(message)
+    }
+
     public func lock() throws(AgentError) {
         _ = try request(AgentMessage(code: AgentProtocol.Operation.lock.rawValue))
     }
 
     /// Sends one request and reads the response. The agent must run as our own uid.
     func request(_ message: AgentMessage) throws(AgentError) -> AgentMessage {
+        let folder: TrustedFolder
         do {
-            guard try paths.openFolder(create: false) != nil else { throw AgentError.notRunning }
+            guard let opened = try paths.openFolder(create: false) else { throw AgentError.notRunning }
+            folder = opened
         } catch let error as AgentError {
             throw error
         } catch TrustedOpenError.refused(let failure) {
@@ -116,17 +126,21 @@ public struct AgentClient: Sendable {
         } catch {
             throw .notRunning
         }
+        // Through the checked folder's descriptor: any folder depth works.
         let connection: FileDescriptor
-        do { connection = try UnixSocket.connect(paths.socketPath) } catch { throw .notRunning }
+        do { connection = try UnixSocket.connect(paths.socketName, in: folder.descriptor, path: paths.socketPath) } catch { throw .notRunning }
         guard let peer = try? UnixSocket.peer(of: connection), peer.uid == CurrentUser.id else {
             throw .untrusted("the socket \(paths.socketPath) is served by another user")
         }
         let frame = message.frame()
-        do { try frame.withUnsafeBytes { bytes throws(SystemError) in try connection.writeAll(bytes) } } catch { throw .notRunning }
+        // A request the agent refuses part way (busy, no memory) is answered before it closes:
+        // after a failed write, that answer is still read.
+        let sent = frame.withUnsafeBytes { bytes in Result { () throws(SystemError) in try connection.writeAll(bytes) } }
         let body: SecretBytes
         do {
-            body = try FrameReader.read(connection, deadline: Clock.monotonicSeconds() + responseTimeout)
+            body = try FrameReader.read(connection, deadline: Clock.monotonicSeconds() + (sent.isSuccess ? responseTimeout : 1))
         } catch {
+            guard sent.isSuccess else { throw .notRunning }
             throw error == .timedOut ? .failed("the agent did not answer within \(Int(responseTimeout)) s") : .notRunning
         }
         guard let response = AgentMessage.parse(body: body) else { throw .untrusted("the agent's answer is malformed") }
@@ -143,5 +157,12 @@ public struct AgentClient: Sendable {
             }
         }
         return response
+    }
+}
+
+extension Result {
+    fileprivate var isSuccess: Bool {
+        if case .success = self { return true }
+        return false
     }
 }

@@ -27,6 +27,8 @@ public struct AgentPaths: Sendable {
     /// Opens the folder, creating it (0700) when missing, and refuses one that is a symlink,
     /// someone else's, or open to group or others (a socket there could be replaced).
     public func openFolder(create: Bool) throws(TrustedOpenError) -> TrustedFolder? {
+        // Deeper folders could be made one name at a time, but never checked or reached again.
+        guard socketPath.utf8.count <= SystemError.longestPath else { throw .failed(SystemError.nameTooLong("open", path: folder)) }
         if create, FileStatus.of(link: folder) == nil {
             _ = try TrustedFolder.create(folder)
         }

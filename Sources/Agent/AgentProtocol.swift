@@ -11,9 +11,22 @@ public enum AgentProtocol {
     public static let magic = Array("GVA1".utf8)
     /// Large enough for the biggest vault's contents, small enough to bound a hostile client.
     public static let maxFrame = 17 << 20
+    /// The bound of every request that carries no vault: the largest (unlock, a 32-byte key
+    /// and two numbers; contents, a key name of at most 128 bytes) takes under 200.
+    public static let maxSmallRequest = 1024
 
     public enum Operation: UInt8, Sendable {
         case status = 1, unlock = 2, contents = 3, write = 4, rekey = 5, lock = 6, keyNames = 7
+        /// After passwd or recover: the new key-encryption key, which the session follows
+        /// without touching its limits.
+        case followKey = 8
+    }
+
+    /// The longest body a request for `operation` may announce; nil for an unknown operation.
+    /// Only a write carries a whole vault.
+    public static func maxRequestBody(operation: UInt8) -> Int? {
+        guard let known = Operation(rawValue: operation) else { return nil }
+        return known == .write ? maxFrame : maxSmallRequest
     }
 
     public enum Tag: UInt8, Sendable {
@@ -66,8 +79,14 @@ public struct AgentMessage {
 
     /// The whole frame, in secret memory.
     public func frame() -> SecretBytes {
+        guard let frame = frameIfMemory() else { fatalError("no memory for an agent frame") }
+        return frame
+    }
+
+    /// The whole frame, or nil when there is no memory for it (the agent then drops the client).
+    public func frameIfMemory() -> SecretBytes? {
         let bodyLength = 1 + fields.reduce(0) { $0 + 5 + $1.1.count }
-        let frame = SecretBytes(count: 8 + bodyLength)
+        guard let frame = SecretBytes.allocate(count: 8 + bodyLength) else { return nil }
         frame.withUnsafeMutableBytes { out in
             var offset = 0
             func put(_ bytes: UnsafeRawBufferPointer) {
@@ -87,11 +106,12 @@ public struct AgentMessage {
         return frame
     }
 
-    /// No request or response has more; each field costs a sodium_malloc.
+    /// No request or response has more.
     public static let maxFields = 32
 
     /// Parses a body (the frame without magic and length). Unknown tags are skipped;
-    /// a field running past the end, or more than `maxFields` fields, is an error.
+    /// a field running past the end, or more than `maxFields` fields, is an error. Fields are
+    /// views into `body`: parsing allocates no secret memory.
     public static func parse(body: SecretBytes) -> AgentMessage? {
         body.withUnsafeBytes { bytes -> AgentMessage? in
             guard bytes.count >= 1 else { return nil }
@@ -108,7 +128,7 @@ public struct AgentMessage {
                 offset += 5
                 guard count <= bytes.count - offset else { return nil }
                 if let known = AgentProtocol.Tag(rawValue: tag) {
-                    message.fields.append((known, SecretBytes(copying: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]))))
+                    message.fields.append((known, body.view(offset..<offset + count)))
                 }
                 offset += count
             }
@@ -117,50 +137,34 @@ public struct AgentMessage {
     }
 }
 
-/// Reads one frame from a descriptor within a deadline, into secret memory.
+/// Reads one frame (the agent's answer) from a descriptor within a deadline, into secret memory.
 public enum FrameReader {
     public enum Failure: Error, Equatable {
-        case timedOut, closed, malformed, tooLarge
+        case timedOut, closed, malformed, tooLarge, outOfMemory
     }
 
-    /// Blocks (with poll) until a whole frame arrived or the deadline passed.
+    /// Waits (with poll) until a whole frame arrived or the deadline passed. The descriptor is
+    /// made non-blocking, so no read can outlast the deadline.
     public static func read(_ connection: FileDescriptor, deadline: Double) throws(Failure) -> SecretBytes {
-        var header = [UInt8](repeating: 0, count: 8)
-        try fill(connection, count: 8, deadline: deadline) { offset, available in
-            header.withUnsafeMutableBytes { raw in
-                (try? connection.readAvailable(into: UnsafeMutableRawBufferPointer(rebasing: raw[offset..<min(offset + available, 8)]))) ?? nil
+        connection.setNonBlocking()
+        var assembler = FrameAssembler(kind: .response)
+        while true {
+            let outcome = assembler.take { buffer in
+                let attempt = Result { () throws(SystemError) in try connection.readAvailable(into: buffer) }
+                guard case .success(let count) = attempt else { return 0 }
+                return count
             }
-        }
-        let length = try bodyLength(header)
-        let body = SecretBytes(count: length)
-        try fill(connection, count: length, deadline: deadline) { offset, available in
-            body.withUnsafeMutableBytes { raw in
-                (try? connection.readAvailable(into: UnsafeMutableRawBufferPointer(rebasing: raw[offset..<min(offset + available, length)]))) ?? nil
+            switch outcome {
+            case .complete(let body): return body
+            case .closed: throw .closed
+            case .refused(.tooLarge): throw .tooLarge
+            case .refused(.outOfMemory), .refused(.noRoom): throw .outOfMemory
+            case .refused: throw .malformed
+            case .waiting:
+                let remaining = deadline - Clock.monotonicSeconds()
+                guard remaining > 0 else { throw .timedOut }
+                _ = connection.waitReadable(timeout: min(remaining, 1))
             }
-        }
-        return body
-    }
-
-    /// The body length a frame's 8-byte header announces, checked against the protocol's bounds.
-    static func bodyLength(_ header: [UInt8]) throws(Failure) -> Int {
-        guard header.count == 8, Array(header[0..<4]) == AgentProtocol.magic else { throw .malformed }
-        let length = Int(UInt32(header[4]) | UInt32(header[5]) << 8 | UInt32(header[6]) << 16 | UInt32(header[7]) << 24)
-        guard length >= 1 else { throw .malformed }
-        guard length <= AgentProtocol.maxFrame else { throw .tooLarge }
-        return length
-    }
-
-    /// Calls `read(offset, wanted)` until `count` bytes arrived; it returns nil for "nothing yet".
-    private static func fill(_ connection: FileDescriptor, count: Int, deadline: Double,
-                             _ read: (Int, Int) -> Int?) throws(Failure) {
-        var offset = 0
-        while offset < count {
-            let remaining = deadline - Clock.monotonicSeconds()
-            guard remaining > 0 else { throw .timedOut }
-            guard connection.waitReadable(timeout: min(remaining, 1)) else { continue }
-            guard let n = read(offset, count - offset) else { continue }
-            if n == 0 { throw .closed }
-            offset += n
         }
     }
 }

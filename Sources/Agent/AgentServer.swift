@@ -6,9 +6,11 @@ import VaultCore
 /// The session agent: holds one unlocked vault (its data key, key-encryption key and
 /// contents, all in sodium_malloc'd memory) and serves it over a uid-checked Unix socket.
 ///
-/// One thread, one poll loop. Each connection carries one request and gets one response,
-/// with a 5 s deadline for the whole request, so a stalled or hostile client costs a slot
-/// for at most that long and never blocks another.
+/// One thread, one poll loop, non-blocking sockets. Each connection carries one request and
+/// gets one answer; its state (the request so far, the answer not yet taken, its deadline)
+/// lives in an `AgentConnection`, so a slow, silent or hostile client holds one of the
+/// `Limits.connections` slots for a few seconds at most and never delays another. When every
+/// slot is taken, the connection idle the longest makes room for the new one.
 public final class AgentServer {
     public struct Timeouts: Sendable {
         public var idle: Double
@@ -19,14 +21,34 @@ public final class AgentServer {
         }
     }
 
+    /// What one client may cost (Docs/session.md lists them).
+    enum Limits {
+        static let connections = 32
+        /// From the connection to the request's first byte.
+        static let firstByte = 5.0
+        /// From a request's first byte to its last.
+        static let request = 2.0
+        /// From an answer being ready to the client having taken all of it.
+        static let answer = 5.0
+        /// The secret memory all requests being received may hold together: enough for the
+        /// largest write while it grows, so a flood of large writes cannot exhaust memory.
+        static let requestMemory = 2 * AgentProtocol.maxFrame
+        /// The memory answers not yet taken may hold together; slow readers of large answers
+        /// beyond it are dropped, idlest first.
+        static let answerMemory = 2 * AgentProtocol.maxFrame
+        /// Connections taken from the backlog per turn of the loop, so the ones just accepted
+        /// are read before a flood behind them could push them out.
+        static let acceptsPerTurn = 16
+        /// Drops are logged at most this often (summed), so a flood cannot fill the log.
+        static let dropReportInterval = 10.0
+    }
+
     let paths: AgentPaths
     let store: VaultStore
     let generations: GenerationRecord
     let log: (String) -> Void
-    let requestDeadline = 5.0
     /// No session outlives a year, whatever a client asks (and no arithmetic overflows).
     static let longestSession: Int64 = 366 * 86400
-    let maxConnections = 64
 
     private var document: VaultDocument?
     private var timeouts = Timeouts(idle: 900, max: 28800)
@@ -34,8 +56,10 @@ public final class AgentServer {
     private var lastActivity = 0.0
     private var startedMonotonic = 0.0
     private var uses: [String: Int64] = [:]
-    private var connections: [PendingRequest] = []
+    private var connections: [AgentConnection] = []
     private var stopRequested = false
+    private var drops: [String: Int] = [:]
+    private var lastDropReport = -Double.infinity
 
     public init(paths: AgentPaths, store: VaultStore, generations: GenerationRecord, log: @escaping (String) -> Void) {
         self.paths = paths
@@ -69,12 +93,17 @@ public final class AgentServer {
         // Holding the lock, any socket file left is a dead agent's.
         folder.remove(paths.socketName)
         let listening: FileDescriptor
-        do { listening = try UnixSocket.listen(paths.socketPath) } catch { throw .socket(error) }
+        do {
+            listening = try UnixSocket.listen(paths.socketName, in: folder.descriptor, path: paths.socketPath)
+        } catch {
+            throw .socket(error)
+        }
         listening.setNonBlocking()
         gv_agent_signals_install()
         ProcessIdentity.leaveWorkingFolder()
         log("agent for \(paths.vaultPath) listening on \(paths.socketPath) (pid \(ProcessIdentity.current))")
         serve(listening)
+        reportDrops(force: true)
         wipe(persist: true)
         folder.remove(paths.socketName)
         withExtendedLifetime(lock) {}
@@ -82,82 +111,200 @@ public final class AgentServer {
         return 0
     }
 
+    // MARK: The loop
+
     private func serve(_ listening: FileDescriptor) {
         while !stopRequested {
             if gv_agent_stop_requested() != 0 {
                 log("signal received: wiping and exiting")
-                return
+                break
             }
             if let reason = expiry() {
                 log("session \(reason): wiping and exiting")
-                return
+                break
             }
-            let ready = Poller.readable([listening] + connections.map(\.descriptor), timeout: 0.5)
-            if ready.contains(where: { $0 === listening }) { acceptConnections(listening) }
-            // Each ready connection gets what it sent so far; nobody waits for a slow one.
-            for connection in ready where connection !== listening { advance(connection) }
-            let now = Clock.bootSeconds()
-            connections.removeAll { pending in
-                guard pending.deadline < now else { return false }
-                log("dropped a client that sent no complete request within \(Int(requestDeadline)) s")
-                return true
+            let current = connections
+            let watched = [(listening, Poller.Interest.read)] + current.map { ($0.descriptor, $0.interest) }
+            let ready = Poller.ready(watched, timeout: nextTimeout())
+            // Clients first, then new connections: one that was just accepted gets its turn
+            // before a flood behind it could push it out.
+            for index in ready where index > 0 {
+                // After a lock (or a limit found passed), nobody else is served from the vault.
+                if stopRequested { break }
+                service(current[index - 1])
             }
+            if ready.first == 0 && !stopRequested { acceptConnections(listening) }
+            dropLate()
+            connections.removeAll { $0.isFinished }
+            reportDrops(force: false)
         }
+        finishAnswers()
+    }
+
+    /// Until the nearest connection deadline, and at most half a second (signals and the
+    /// session's own limits are checked between turns).
+    private func nextTimeout() -> Double {
+        let now = Clock.bootSeconds()
+        let nearest = connections.map(\.deadline).min() ?? .infinity
+        return max(0, min(0.5, nearest - now))
     }
 
     private func acceptConnections(_ listening: FileDescriptor) {
-        while let connection = UnixSocket.accept(listening) {
+        for _ in 0..<Limits.acceptsPerTurn {
+            guard let connection = UnixSocket.accept(listening) else { return }
             // Every peer is checked; any other uid, root included, is refused.
             guard let peer = try? UnixSocket.peer(of: connection), peer.uid == CurrentUser.id else {
                 let peer = try? UnixSocket.peer(of: connection)
                 log("refused a connection from uid \(peer.map { String($0.uid) } ?? "?") (pid \(peer.map { String($0.pid) } ?? "?")): only uid \(CurrentUser.id) may use this agent")
                 continue
             }
-            guard connections.count < maxConnections else {
-                log("refused a connection: \(maxConnections) are already open")
-                continue
+            if connections.count >= Limits.connections, let idlest = connections.min(by: { $0.lastProgress < $1.lastProgress }) {
+                noteDrop("were idle longest when \(Limits.connections) connections were open and another came")
+                idlest.finish()
+                connections.removeAll { $0 === idlest }
             }
             connection.setNonBlocking()
-            connections.append(PendingRequest(descriptor: connection, deadline: Clock.bootSeconds() + requestDeadline))
+            connections.append(AgentConnection(descriptor: connection, now: Clock.bootSeconds(), firstByteWait: Limits.firstByte))
         }
     }
 
-    /// Reads what a connection sent; once its request is whole, answers and closes it.
-    private func advance(_ connection: FileDescriptor) {
-        guard let index = connections.firstIndex(where: { $0.descriptor === connection }) else { return }
-        let pending = connections[index]
-        let outcome = pending.read()
+    private func service(_ connection: AgentConnection) {
+        guard !connection.isFinished else { return }
+        if connection.interest == .read { receive(connection) } else { send(connection) }
+    }
+
+    /// Reads what the client sent; once its request is whole (or refused), answers it.
+    private func receive(_ connection: AgentConnection) {
+        let before = connection.request.received
+        let heldByOthers = connections.reduce(0) { $0 + ($1 === connection ? 0 : $1.request.held) }
+        let outcome = connection.request.take(room: Limits.requestMemory - heldByOthers) { buffer in
+            let attempt = Result { () throws(SystemError) in try connection.descriptor.readAvailable(into: buffer) }
+            guard case .success(let count) = attempt else { return 0 }  // an error reads as the client leaving
+            return count
+        }
+        if connection.request.received > before {
+            let now = Clock.bootSeconds()
+            if before == 0 { connection.deadline = now + Limits.request }
+            connection.lastProgress = now
+        }
         switch outcome {
         case .waiting:
             return
         case .closed:
-            connections.remove(at: index)
-        case .failed(let message):
-            connections.remove(at: index)
-            respond(connection, Self.error(.badRequest, message))
+            connection.finish()
+        case .refused(let refusal):
+            answer(connection, Self.refusal(refusal))
         case .complete(let body):
-            connections.remove(at: index)
+            // A request that arrives after a limit passed finds the session over.
+            if document != nil, let reason = expiry() { end("session \(reason): wiping and exiting") }
             guard let request = AgentMessage.parse(body: body), let operation = AgentProtocol.Operation(rawValue: request.code) else {
-                respond(connection, Self.error(.badRequest, "malformed request"))
+                answer(connection, Self.error(.badRequest, "malformed request"))
                 return
             }
-            respond(connection, perform(operation, request))
+            answer(connection, perform(operation, request))
         }
     }
 
-    private func respond(_ connection: FileDescriptor, _ message: AgentMessage) {
-        // Responses are small next to the socket buffer; a client that stopped reading or left
-        // gets at most a moment, never the whole deadline.
-        let frame = message.frame()
-        let until = Clock.bootSeconds() + 1
-        frame.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count && Clock.bootSeconds() < until {
-                let attempt = Result { () throws(SystemError) in try connection.writeSome(UnsafeRawBufferPointer(rebasing: bytes[offset...])) }
-                guard case .success(let written) = attempt else { return }  // the client left
-                if let written { offset += written } else { _ = connection.waitWritable(timeout: 0.1) }
+    private static func refusal(_ refusal: FrameAssembler.Refusal) -> AgentMessage {
+        switch refusal {
+        case .malformed: error(.badRequest, "malformed request")
+        case .unknownOperation(let code): error(.badRequest, "unknown operation \(code)")
+        case .tooLarge(let limit): error(.badRequest, "request larger than \(limit) bytes, the most its operation takes")
+        case .noRoom: error(.failed, "the agent is busy receiving other large requests; try again")
+        case .outOfMemory: error(.failed, "the agent has no memory for this request")
+        }
+    }
+
+    /// Queues the answer and sends what the socket takes now (usually all of it).
+    private func answer(_ connection: AgentConnection, _ message: AgentMessage) {
+        connection.request = FrameAssembler(kind: .request)  // the request's memory goes now
+        guard let frame = message.frameIfMemory() else {
+            noteDrop("could not be answered for lack of memory")
+            connection.finish()
+            return
+        }
+        let now = Clock.bootSeconds()
+        connection.answer = frame
+        connection.deadline = now + Limits.answer
+        connection.lastProgress = now
+        send(connection)
+        if !connection.isFinished { makeRoomForAnswers(besides: connection) }
+    }
+
+    /// Answers still waiting for their clients hold at most `Limits.answerMemory` together:
+    /// beyond it, the clients idle longest are dropped.
+    private func makeRoomForAnswers(besides newest: AgentConnection) {
+        var waiting = connections.filter { !$0.isFinished && $0.answer != nil && $0 !== newest }.sorted { $0.lastProgress < $1.lastProgress }
+        var held = waiting.reduce(newest.answer?.count ?? 0) { $0 + ($1.answer?.count ?? 0) }
+        while held > Limits.answerMemory, let idlest = waiting.first {
+            held -= idlest.answer?.count ?? 0
+            noteDrop("had not taken their answers when a new one needed the memory")
+            idlest.finish()
+            waiting.removeFirst()
+        }
+    }
+
+    /// Writes what the client takes without blocking; closes the connection once it took all.
+    private func send(_ connection: AgentConnection) {
+        guard let frame = connection.answer else { return }
+        while connection.answerSent < frame.count {
+            let attempt = frame.withUnsafeBytes { bytes in
+                Result { () throws(SystemError) in try connection.descriptor.writeSome(UnsafeRawBufferPointer(rebasing: bytes[connection.answerSent...])) }
+            }
+            switch attempt {
+            case .failure:
+                connection.finish()  // the client left
+                return
+            case .success(nil):
+                return  // the socket is full; poll says when it takes more
+            case .success(let written?):
+                connection.answerSent += written
+                connection.lastProgress = Clock.bootSeconds()
             }
         }
+        connection.finish()
+    }
+
+    private func dropLate() {
+        let now = Clock.bootSeconds()
+        for connection in connections where !connection.isFinished && connection.deadline <= now {
+            if connection.answer != nil {
+                noteDrop("did not take their answer within \(Int(Limits.answer)) s")
+            } else if connection.request.hasStarted {
+                noteDrop("sent no complete request within \(Int(Limits.request)) s of its first byte")
+            } else {
+                noteDrop("sent nothing within \(Int(Limits.firstByte)) s")
+            }
+            connection.finish()
+        }
+    }
+
+    /// On the way out: answers already made (lock's) get a moment to reach their clients.
+    private func finishAnswers() {
+        let until = Clock.bootSeconds() + 1
+        while true {
+            let pending = connections.filter { !$0.isFinished && $0.answer != nil }
+            let left = until - Clock.bootSeconds()
+            guard !pending.isEmpty, left > 0 else { break }
+            for index in Poller.ready(pending.map { ($0.descriptor, .write) }, timeout: left) { send(pending[index]) }
+        }
+        connections = []
+    }
+
+    private func noteDrop(_ reason: String) {
+        drops[reason, default: 0] += 1
+    }
+
+    /// Logs the drops since the last report, summed, at most every `Limits.dropReportInterval`.
+    private func reportDrops(force: Bool) {
+        guard !drops.isEmpty else { return }
+        let now = Clock.bootSeconds()
+        guard force || now - lastDropReport >= Limits.dropReportInterval else { return }
+        for (reason, count) in drops.sorted(by: { $0.key < $1.key }) {
+            log("dropped \(count) connection\(count == 1 ? "" : "s") that \(reason)")
+        }
+        drops = [:]
+        lastDropReport = now
     }
 
     static func error(_ kind: AgentProtocol.ErrorKind, _ message: String) -> AgentMessage {
@@ -177,18 +324,22 @@ public final class AgentServer {
             return keyNames()  // for completion: no secret, and no use
         case .unlock:
             return unlock(request)
+        case .followKey:
+            return followKey(request)
         case .lock:
             stopRequested = true
             log("locked on request")
             return AgentMessage(code: 0)
         case .contents, .write, .rekey:
             guard document != nil else { return Self.error(.locked, "the session is locked") }
-            lastActivity = Clock.bootSeconds()
-            switch operation {
-            case .contents: return contents(request)
-            case .write: return write(request)
-            default: return rekey()
+            let answer = switch operation {
+            case .contents: contents(request)
+            case .write: write(request)
+            default: rekey()
             }
+            // Only a request that used the vault counts: a refused write leaves the idle clock alone.
+            if answer.code == 0 { lastActivity = Clock.bootSeconds() }
+            return answer
         }
     }
 
@@ -209,14 +360,17 @@ public final class AgentServer {
     }
 
     private func unlock(_ request: AgentMessage) -> AgentMessage {
+        guard document == nil else {
+            // An open session is left as it is: not its key, not its limits.
+            log("an unlock for the open session changed nothing")
+            return status()
+        }
         guard let kek = request.secret(.keyEncryptionKey) else { return Self.error(.badRequest, "unlock needs the key-encryption key") }
         let idle = Double(min(max(request.number(.idleSeconds) ?? 900, 1), Self.longestSession))
         let maximum = Double(min(max(request.number(.maxSeconds) ?? 28800, 1), Self.longestSession))
         do {
             let file = try readFile()
-            let opened = try VaultDocument.open(file, path: store.path, kek: kek)
-            if let previous = document { opened.contents.recordUse(uses); _ = previous }
-            document = opened
+            document = try VaultDocument.open(file, path: store.path, kek: kek)
             remember(file)
         } catch let error as VaultError {
             return failure(error)
@@ -231,6 +385,22 @@ public final class AgentServer {
         lastActivity = startedMonotonic
         log("unlocked \(paths.vaultPath) (idle \(Int(timeouts.idle)) s, at most \(Int(timeouts.max)) s)")
         return status()
+    }
+
+    /// passwd or recover beside the session: the vault now opens with another key-encryption
+    /// key. The session follows it; its limits stay as they were.
+    private func followKey(_ request: AgentMessage) -> AgentMessage {
+        guard let kek = request.secret(.keyEncryptionKey) else { return Self.error(.badRequest, "followKey needs the key-encryption key") }
+        guard document != nil else { return Self.error(.locked, "the session is locked") }
+        return answering {
+            let file = try readFile()
+            let opened = try VaultDocument.open(file, path: store.path, kek: kek)
+            opened.contents.recordUse(uses)
+            document = opened
+            remember(file)
+            log("follows the vault's new key-encryption key at generation \(file.generation)")
+            return status()
+        }
     }
 
     private func keyNames() -> AgentMessage {
@@ -409,6 +579,13 @@ public final class AgentServer {
         return nil
     }
 
+    /// Ends the session now (a limit passed while a request waited): the loop then stops.
+    private func end(_ reason: String) {
+        log(reason)
+        wipe(persist: true)
+        stopRequested = true
+    }
+
     /// Records last uses in the vault (best effort), then drops every secret: SecretBytes
     /// are wiped by sodium_free as their last reference goes.
     private func wipe(persist: Bool) {
@@ -420,59 +597,37 @@ public final class AgentServer {
         }
         document = nil
         uses = [:]
-        for connection in connections { _ = connection }
-        connections = []
     }
 }
 
 /// The session ended while answering (the file was replaced by another vault).
 struct AgentLocked: Error {}
 
-/// A request arriving on one connection: the 8-byte header, then the body, read as bytes come.
-final class PendingRequest {
-    enum Outcome {
-        case waiting, closed
-        case failed(String)
-        case complete(SecretBytes)
-    }
-
+/// One client: its request as the bytes come, then its answer as the client takes it.
+final class AgentConnection {
     let descriptor: FileDescriptor
-    let deadline: Double
-    private var header = [UInt8](repeating: 0, count: 8)
-    private var headerCount = 0
-    private var body: SecretBytes?
-    private var bodyCount = 0
+    var request = FrameAssembler(kind: .request)
+    /// The answer's frame once it is made, and how much of it the client has taken.
+    var answer: SecretBytes?
+    var answerSent = 0
+    /// When the connection is dropped if it has not moved on by then.
+    var deadline: Double
+    /// When bytes last moved either way: the idlest connection makes room when all are taken.
+    var lastProgress: Double
+    private(set) var isFinished = false
 
-    init(descriptor: FileDescriptor, deadline: Double) {
+    init(descriptor: FileDescriptor, now: Double, firstByteWait: Double) {
         self.descriptor = descriptor
-        self.deadline = deadline
+        self.deadline = now + firstByteWait
+        self.lastProgress = now
     }
 
-    func read() -> Outcome {
-        if headerCount < 8 {
-            switch header.withUnsafeMutableBytes({ pull(into: $0, from: headerCount) }) {
-            case .some(let count) where count > 0: headerCount += count
-            case .some: return .closed
-            case .none: return .waiting
-            }
-            guard headerCount == 8 else { return .waiting }
-            do throws(FrameReader.Failure) { body = SecretBytes(count: try FrameReader.bodyLength(header)) } catch {
-                return .failed(error == .tooLarge ? "request larger than \(AgentProtocol.maxFrame) bytes" : "malformed request")
-            }
-        }
-        guard let body else { return .failed("malformed request") }
-        switch body.withUnsafeMutableBytes({ pull(into: $0, from: bodyCount) }) {
-        case .some(let count) where count > 0: bodyCount += count
-        case .some: return .closed
-        case .none: return .waiting
-        }
-        return bodyCount == body.count ? .complete(body) : .waiting
-    }
+    var interest: Poller.Interest { answer == nil ? .read : .write }
 
-    /// Bytes read into `buffer` after `offset`: nil when none are waiting, 0 when the client left.
-    private func pull(into buffer: UnsafeMutableRawBufferPointer, from offset: Int) -> Int? {
-        let outcome = Result { () throws(SystemError) in try descriptor.readAvailable(into: UnsafeMutableRawBufferPointer(rebasing: buffer[offset...])) }
-        guard case .success(let count) = outcome else { return 0 }
-        return count
+    /// Done with: its secrets go now, its socket closes once the loop lets go of it.
+    func finish() {
+        isFinished = true
+        answer = nil
+        request = FrameAssembler(kind: .request)
     }
 }

@@ -5,11 +5,26 @@ import VaultCore
 /// property the input broke, or nil.
 public enum AgentFuzzing {
     public static func check(_ bytes: [UInt8]) -> String? {
-        guard bytes.count >= 8 else { return nil }
-        let announced: Int
-        do throws(FrameReader.Failure) { announced = try FrameReader.bodyLength(Array(bytes.prefix(8))) } catch { return nil }
-        guard announced >= 1, announced <= AgentProtocol.maxFrame else { return "a frame length outside the bounds was accepted" }
-        let body = SecretBytes(copying: Array(bytes.dropFirst(8).prefix(announced)))
+        // The bytes arrive in reads of 7, as a client's can be cut anywhere.
+        var assembler = FrameAssembler(kind: .request)
+        var offset = 0
+        var outcome = FrameAssembler.Outcome.waiting
+        while case .waiting = outcome {
+            outcome = assembler.take { buffer in
+                guard offset < bytes.count else { return 0 }
+                let count = min(buffer.count, 7, bytes.count - offset)
+                bytes.withUnsafeBytes { source in buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[offset..<offset + count])) }
+                offset += count
+                return count
+            }
+            // Memory follows the bytes that came, never what was announced.
+            if assembler.held > max(FrameAssembler.firstChunk, 2 * assembler.received) {
+                return "a frame holds more memory than its bytes need"
+            }
+        }
+        guard case .complete(let body) = outcome else { return nil }
+        let bound = body.withUnsafeBytes { AgentProtocol.maxRequestBody(operation: $0[0]) }
+        guard let bound, body.count >= 1, body.count <= bound else { return "a frame length outside its operation's bound was accepted" }
         guard let message = AgentMessage.parse(body: body) else { return nil }
         _ = AgentProtocol.Operation(rawValue: message.code)
         for field in message.fields {

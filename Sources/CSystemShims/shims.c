@@ -196,7 +196,7 @@ int gv_unix_listen(const char *path) {
     mode_t previous = umask(0177);
     int bound = bind(fd, (struct sockaddr *)&address, sizeof address);
     umask(previous);
-    if (bound != 0 || chmod(path, 0600) != 0 || listen(fd, 16) != 0) {
+    if (bound != 0 || chmod(path, 0600) != 0 || listen(fd, 64) != 0) {
         int saved = errno;
         close(fd);
         errno = saved;

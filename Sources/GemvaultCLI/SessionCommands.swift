@@ -37,15 +37,15 @@ enum SessionCommand {
         let file = try context.readVaultFile()
         // Once the passphrase is read, the agent starts while Argon2 runs (one core each), so the
         // unlock costs the KDF alone; a wrong passphrase stops it again.
-        var spawned = false
+        var spawned: ChildProcess?
         let document: VaultDocument
         do {
             document = try context.withPassphrase { passphrase in
-                if !spawned, (try? agent.status()) == nil { spawned = try spawnAgent(context) }
+                if spawned == nil, (try? agent.status()) == nil { spawned = try spawnAgent(context) }
                 return try VaultDocument.open(file, path: context.vaultPath, passphrase: passphrase)
             }
         } catch {
-            if spawned, (try? waitForAgent(context)) != nil { try? agent.lock() }
+            if let spawned, (try? waitForAgent(context, spawned)) != nil { try? agent.lock() }
             throw error
         }
         context.remember(document.file)
@@ -55,7 +55,7 @@ enum SessionCommand {
 
     /// Hands an open vault's key-encryption key to the agent, starting one when none runs
     /// (or waiting for the one `unlock` started while Argon2 ran).
-    static func startSession(_ call: Invocation, document: VaultDocument, agentSpawned spawned: Bool = false) throws {
+    static func startSession(_ call: Invocation, document: VaultDocument, agentSpawned spawned: ChildProcess? = nil) throws {
         let context = call.context
         let agent = context.agent
         guard let kek = document.keyEncryptionKey else { throw VaultError.wrongPassphrase }
@@ -66,7 +66,7 @@ enum SessionCommand {
         let settings = try Settings.resolve(withVault)
         let idle = try duration(call.value("--idle"), flag: "--idle") ?? settings[.sessionIdle]
         let max = try duration(call.value("--max"), flag: "--max") ?? settings[.sessionMax]
-        if spawned { try waitForAgent(context) } else if (try? agent.status()) == nil { try startAgent(context) }
+        if let spawned { try waitForAgent(context, spawned) } else if (try? agent.status()) == nil { try startAgent(context) }
         let status = try agent.unlock(kek: kek, idle: idle, max: max)
         Console.err("gemvault: unlocked \(status.vaultPath); it locks after \(DurationText.text(idle)) unused, and at the latest at \(status.maxDeadline.map(Output.isoDate) ?? "?")\n")
     }
@@ -82,17 +82,20 @@ enum SessionCommand {
     /// Starts `gemvault agent --foreground` in its own session, logging to a private file
     /// beside its socket, and waits until it answers. No secret is in its argv or environment.
     static func startAgent(_ context: Context) throws {
-        _ = try spawnAgent(context)
-        try waitForAgent(context)
+        try waitForAgent(context, try spawnAgent(context))
     }
 
-    /// Starts `gemvault agent` in its own session; returns true (for `spawned ? … : false`).
-    static func spawnAgent(_ context: Context) throws -> Bool {
+    /// Starts `gemvault agent` in its own session, once its socket is known to be reachable.
+    static func spawnAgent(_ context: Context) throws -> ChildProcess {
         let paths = AgentPaths(environment: context.environment, vaultPath: context.vaultPath)
+        let shorterFolder = "set XDG_RUNTIME_DIR to a shorter folder of your own (mode 0700)"
         let folder: TrustedFolder
         do {
             guard let opened = try paths.openFolder(create: true) else { throw VaultError.notFound(path: paths.folder) }
             folder = opened
+        } catch TrustedOpenError.failed(let failure) where failure.isNameTooLong {
+            throw CommandFailure(.failure, "the agent's socket would be a path of \(paths.socketPath.utf8.count) bytes, more than the \(SystemError.longestPath) the system takes (\(paths.folder))",
+                                 hint: shorterFolder)
         } catch TrustedOpenError.refused(let failure) {
             throw CommandFailure(.failure, failure.message,
                                  hint: context.environment["XDG_RUNTIME_DIR"] == nil
@@ -100,6 +103,13 @@ enum SessionCommand {
                                     : failure.fix)
         } catch let error as TrustedOpenError {
             throw VaultError(error)
+        }
+        // Refused now, rather than by an agent that could not listen while unlock waits for it.
+        do {
+            _ = try UnixSocket.address(of: paths.socketName, in: folder.descriptor, path: paths.socketPath)
+        } catch {
+            throw CommandFailure(.failure, "the agent's socket \(paths.socketPath) is \(paths.socketPath.utf8.count) bytes, more than the \(UnixSocket.longestAddress) a socket name holds, and /proc/self/fd is not there to shorten it",
+                                 hint: shorterFolder)
         }
         let log: FileDescriptor
         do {
@@ -114,25 +124,41 @@ enum SessionCommand {
         for name in ["GEMINI_API_KEY", "GOOGLE_API_KEY", "SSLKEYLOGFILE"] { environment[name] = nil }
         environment["SWIFT_BACKTRACE"] = "enable=no"
         do {
-            _ = try ProcessSpawner.spawn([ProcessIdentity.executablePath, "agent", "--foreground", "--vault", paths.vaultPath],
-                                         environment: environment, input: .null, output: .null, errors: .file(log), newSession: true)
+            return try ProcessSpawner.spawn([ProcessIdentity.executablePath, "agent", "--foreground", "--vault", paths.vaultPath],
+                                            environment: environment, input: .null, output: .null, errors: .file(log), newSession: true)
         } catch {
             throw CommandFailure(.failure, "could not start the agent: \(error.reason)")
         }
-        return true
     }
 
-    /// Waits until the agent answers, asking often at first: it is usually up within milliseconds.
-    static func waitForAgent(_ context: Context) throws {
+    /// Waits until the agent answers, asking often at first: it is usually up within
+    /// milliseconds. An agent that exits instead is reported at once, with its reason.
+    static func waitForAgent(_ context: Context, _ agent: ChildProcess) throws {
+        let paths = AgentPaths(environment: context.environment, vaultPath: context.vaultPath)
         let deadline = Clock.monotonicSeconds() + 5
         var pause = 0.001
         while Clock.monotonicSeconds() < deadline {
             if (try? context.agent.status()) != nil { return }
+            if agent.endedYet() != nil {
+                // Another unlock's agent may have won the race and be serving.
+                if (try? context.agent.status()) != nil { return }
+                throw CommandFailure(.failure, "the agent stopped at once" + (lastError(inLog: paths).map { ": \($0)" } ?? ""),
+                                     hint: "its log is \(paths.logPath)")
+            }
             Clock.sleep(pause)
             pause = min(pause * 2, 0.02)
         }
-        let paths = AgentPaths(environment: context.environment, vaultPath: context.vaultPath)
         throw CommandFailure(.failure, "the agent did not start within 5 s", hint: "its log is \(paths.logPath)")
+    }
+
+    /// The last error the agent wrote to its log, without the `gemvault: error: ` prefix.
+    static func lastError(inLog paths: AgentPaths) -> String? {
+        guard let folder = try? paths.openFolder(create: false),
+              let log = try? TrustedFile.open(paths.logName, in: folder, requirement: .secret, flags: OpenFlags.readOnly),
+              let bytes = try? log.readTail(limit: 64 << 10) else { return nil }
+        let prefix = "gemvault: error: "
+        let line = String(decoding: bytes, as: UTF8.self).split(separator: "\n").last { $0.hasPrefix(prefix) }
+        return line.map { String($0.dropFirst(prefix.count)) }
     }
 
     static func lock(_ call: Invocation) throws {

@@ -310,12 +310,10 @@ enum VaultCommand {
             newCode = try document.rekey(newPassphraseKey: newPassphrase)
             kek = document.keyEncryptionKey
         }
-        // A running session follows the new passphrase instead of locking itself out.
-        if let kek, let status = try? context.agent.status(), status.unlocked {
-            let now = Output.now()
-            let idle = Double(max(1, (status.idleDeadline ?? now + 900) - now))
-            let limit = Double(max(1, (status.maxDeadline ?? now + 28800) - now))
-            _ = try? context.agent.unlock(kek: kek, idle: idle, max: limit)
+        // A running session follows the new passphrase instead of locking itself out, and
+        // keeps its limits.
+        if let kek, (try? context.agent.status())?.unlocked == true {
+            try? context.agent.followKey(kek)
         }
         // Shown last: a code that cannot be written fails the command, after the session has followed.
         if let replacement { try replacingRecoveryCode?(replacement) } else if let newCode { showNewRecoveryCode(newCode) }

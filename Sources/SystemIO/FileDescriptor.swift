@@ -135,6 +135,16 @@ public final class FileDescriptor: Sendable {
         return Array(buffer[0..<n])
     }
 
+    /// The last `limit` bytes (all of a shorter file), without moving the offset.
+    public func readTail(limit: Int) throws(SystemError) -> [UInt8] {
+        let size = Int(try status().size)
+        let start = max(0, size - limit)
+        var buffer = [UInt8](repeating: 0, count: size - start)
+        let n = buffer.withUnsafeMutableBytes { bytes in retryingOnInterrupt { pread(raw, bytes.baseAddress, bytes.count, off_t(start)) } }
+        guard n >= 0 else { throw SystemError("read", path: path) }
+        return Array(buffer[0..<n])
+    }
+
     /// Clears O_NONBLOCK, set while opening so that a FIFO could not block the open itself.
     func setBlocking() {
         let flags = fcntl(raw, F_GETFL)
@@ -144,11 +154,24 @@ public final class FileDescriptor: Sendable {
 
 /// Waiting for several descriptors at once.
 public enum Poller {
+    /// What a descriptor is watched for.
+    public enum Interest: Sendable {
+        case read, write
+    }
+
     /// The descriptors that can be read (or have reached their end) within `timeout` seconds.
     public static func readable(_ descriptors: [FileDescriptor], timeout: Double) -> [FileDescriptor] {
-        var fds = descriptors.map { pollfd(fd: $0.raw, events: Int16(POLLIN), revents: 0) }
-        let ready = poll(&fds, nfds_t(fds.count), Int32(max(0, timeout) * 1000))
+        let ready = ready(descriptors.map { ($0, .read) }, timeout: timeout)
+        return ready.map { descriptors[$0] }
+    }
+
+    /// The indices of the descriptors that are ready for what they are watched for within
+    /// `timeout` seconds; a hang-up or error counts as ready, so the next call reports it.
+    public static func ready(_ watched: [(FileDescriptor, Interest)], timeout: Double) -> [Int] {
+        var fds = watched.map { pollfd(fd: $0.0.raw, events: Int16($0.1 == .read ? POLLIN : POLLOUT), revents: 0) }
+        let milliseconds = Int32(min(max(0, timeout) * 1000, Double(Int32.max)).rounded(.up))
+        let ready = poll(&fds, nfds_t(fds.count), milliseconds)
         guard ready > 0 else { return [] }
-        return zip(descriptors, fds).filter { $0.1.revents != 0 }.map(\.0)
+        return fds.indices.filter { fds[$0].revents != 0 }
     }
 }

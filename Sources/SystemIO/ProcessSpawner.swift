@@ -35,6 +35,15 @@ public final class ChildProcess {
         return (status & 0x7f) == 0 ? .exited((status >> 8) & 0xff) : .signaled(status & 0x7f)
     }
 
+    /// How the child ended, if it has (without waiting); nil while it runs.
+    public func endedYet() -> Termination? {
+        var status: Int32 = 0
+        var result: pid_t
+        repeat { result = waitpid(pid, &status, WNOHANG) } while result < 0 && errno == EINTR
+        guard result == pid else { return nil }
+        return (status & 0x7f) == 0 ? .exited((status >> 8) & 0xff) : .signaled(status & 0x7f)
+    }
+
     /// Sends `signal` to the child's whole process group (it must have been given its own).
     public func signalGroup(_ signal: Int32) { kill(-pid, signal) }
 }

@@ -12,6 +12,16 @@ public struct SystemError: Error, Equatable, Sendable {
         self.code = code
     }
 
+    /// The longest path the kernel takes in one piece (PATH_MAX less the NUL).
+    public static let longestPath = Int(PATH_MAX) - 1
+
+    /// ENAMETOOLONG, for a path refused before any call.
+    public static func nameTooLong(_ operation: String, path: String) -> SystemError {
+        SystemError(operation, path: path, code: ENAMETOOLONG)
+    }
+
+    public var isNameTooLong: Bool { code == ENAMETOOLONG }
+
     /// strerror's text for the code.
     public var reason: String { Self.describe(code) }
 

@@ -9,16 +9,37 @@ public enum UnixSocket {
         public let uid: UInt32
     }
 
-    public static func listen(_ path: String) throws(SystemError) -> FileDescriptor {
-        let fd = gv_unix_listen(path)
+    /// The longest name a Unix socket address holds (`sun_path` less its terminating NUL).
+    public static let longestAddress = 107
+
+    /// Binds a socket named `name` in `folder` (0600, listening). `path` is the same socket's
+    /// full name, for messages and for systems without /proc.
+    public static func listen(_ name: String, in folder: FileDescriptor, path: String) throws(SystemError) -> FileDescriptor {
+        let address = try address(of: name, in: folder, path: path)
+        let fd = gv_unix_listen(address)
         guard fd >= 0 else { throw SystemError("listen on", path: path) }
         return FileDescriptor(owning: fd, path: path)
     }
 
-    public static func connect(_ path: String) throws(SystemError) -> FileDescriptor {
-        let fd = gv_unix_connect(path)
+    /// Connects to the socket named `name` in `folder`.
+    public static func connect(_ name: String, in folder: FileDescriptor, path: String) throws(SystemError) -> FileDescriptor {
+        let address = try address(of: name, in: folder, path: path)
+        let fd = gv_unix_connect(address)
         guard fd >= 0 else { throw SystemError("connect to", path: path) }
         return FileDescriptor(owning: fd, path: path)
+    }
+
+    /// The address bind and connect use for `name` in `folder`: `/proc/self/fd/N/name`, which
+    /// is short at any folder depth and names exactly the folder that was opened and checked.
+    /// Without /proc, the full path if it fits; otherwise ENAMETOOLONG.
+    public static func address(of name: String, in folder: FileDescriptor, path: String) throws(SystemError) -> String {
+        let viaDescriptor = "/proc/self/fd/\(folder.raw)/\(name)"
+        if viaDescriptor.utf8.count <= longestAddress, let held = try? folder.status(),
+           let seen = FileStatus.of("/proc/self/fd/\(folder.raw)"), seen.device == held.device, seen.inode == held.inode {
+            return viaDescriptor
+        }
+        guard path.utf8.count <= longestAddress else { throw SystemError.nameTooLong("reach", path: path) }
+        return path
     }
 
     /// The next connection, or nil when none is waiting (EAGAIN) or the call was interrupted.

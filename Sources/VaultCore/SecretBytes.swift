@@ -19,6 +19,24 @@ public final class SecretBytes: @unchecked Sendable {
         self.owner = nil
     }
 
+    /// Zero-filled secret memory of `count` bytes, or nil when there is no memory for it: for
+    /// sizes a peer announced (the agent's requests), which must never end the process.
+    public static func allocate(count: Int) -> SecretBytes? {
+        guard let pointer = Sodium.allocateIfAvailable(count) else { return nil }
+        return SecretBytes(adopting: pointer, count: count)
+    }
+
+    private init(adopting pointer: UnsafeMutableRawPointer, count: Int) {
+        self.pointer = pointer
+        self.count = count
+        self.owner = nil
+    }
+
+    /// `range` of this secret without a copy (and without allocating); it keeps this one alive.
+    public func view(_ range: Range<Int>) -> SecretBytes {
+        SecretBytes(viewing: self, offset: range.lowerBound, count: range.count)
+    }
+
     /// Part of another secret, without a copy: every sodium_malloc costs whole guarded pages,
     /// so the keys of a large vault are views into its one decrypted payload.
     init(viewing parent: SecretBytes, offset: Int, count: Int) {

@@ -170,8 +170,14 @@ public enum Sodium {
 
     /// Allocates guarded, locked memory. The corresponding libsodium function is `sodium_malloc`.
     static func allocate(_ count: Int) -> UnsafeMutableRawPointer {
+        guard let pointer = allocateIfAvailable(count) else { fatalError("sodium_malloc failed") }
+        return pointer
+    }
+
+    /// `allocate`, or nil when the memory is not there (a count beyond what the process may map).
+    static func allocateIfAvailable(_ count: Int) -> UnsafeMutableRawPointer? {
         ensureInitialized()
-        guard let pointer = sodium_malloc(max(count, 1)) else { fatalError("sodium_malloc failed") }
+        guard count >= 0, let pointer = sodium_malloc(max(count, 1)) else { return nil }
         sodium_memzero(pointer, max(count, 1))
         return pointer
     }

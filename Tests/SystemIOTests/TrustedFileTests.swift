@@ -157,3 +157,35 @@ func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) {
         #expect(killed == .signaled(SIGTERM) && killed.shellStatus == 128 + SIGTERM)
     }
 }
+
+@Suite struct UnixSocketTests {
+    @Test func aSocketInAFolderDeeperThanASocketNameHoldsIsReachedThroughItsDescriptor() throws {
+        var path = scratchFolder()
+        while path.utf8.count < 200 { path += "/a-folder-name-of-thirty-bytes" }
+        let folder = try TrustedFolder.create(path)
+        let name = "agent-0123456789abcdef.sock"
+        #expect(folder.path(of: name).utf8.count > UnixSocket.longestAddress)
+        let address = try UnixSocket.address(of: name, in: folder.descriptor, path: folder.path(of: name))
+        #expect(address.hasPrefix("/proc/self/fd/") && address.utf8.count <= UnixSocket.longestAddress)
+        let listening = try UnixSocket.listen(name, in: folder.descriptor, path: folder.path(of: name))
+        // The socket is in the folder itself, private.
+        let status = try #require(FileStatus.of(link: folder.path(of: name)))
+        #expect(status.kind == .socket && status.permissions & 0o777 == 0o600)
+        let client = try UnixSocket.connect(name, in: folder.descriptor, path: folder.path(of: name))
+        let served = try #require(UnixSocket.accept(listening))
+        try client.writeAll("hi")
+        var buffer = [UInt8](repeating: 0, count: 2)
+        #expect(try buffer.withUnsafeMutableBytes { try served.readFully(into: $0) } == 2 && buffer == Array("hi".utf8))
+        #expect(try UnixSocket.peer(of: served).uid == CurrentUser.id)
+    }
+
+    @Test func pollReportsReadersAndWritersByIndex() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        let a = FileDescriptor(owning: fds[0], path: "a")
+        let b = FileDescriptor(owning: fds[1], path: "b")
+        #expect(Poller.ready([(a, .read), (b, .write)], timeout: 0) == [1])
+        try b.writeAll("x")
+        #expect(Poller.ready([(a, .read), (b, .read)], timeout: 0) == [0])
+    }
+}

@@ -245,6 +245,20 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         #expect(Redaction.redact("gemvault: error") == "gemvault: error")
     }
 
+    @Test func allocationThatCannotBeMadeIsNilNotTheEndOfTheProcess() throws {
+        #expect(SecretBytes.allocate(count: 1 << 62) == nil)
+        #expect(SecretBytes.allocate(count: -1) == nil)
+        let small = try #require(SecretBytes.allocate(count: 16))
+        #expect(small.count == 16 && small.withUnsafeBytes { $0.allSatisfy { $0 == 0 } })
+    }
+
+    @Test func viewsShareTheirParentsBytes() {
+        let parent = SecretBytes(utf8: "abcdefgh")
+        let view = parent.view(2..<5)
+        parent.withUnsafeMutableBytes { $0[3] = UInt8(ascii: "X") }
+        #expect(text(view) == "cXe")
+    }
+
     @Test func trimmingAndTruncation() {
         #expect(text(SecretBytes(utf8: " \t key \r\n").trimmingWhitespace()) == "key")
         let secret = SecretBytes(utf8: "abcdef")

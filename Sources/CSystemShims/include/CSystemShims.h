@@ -77,8 +77,9 @@ int gv_agent_stop_requested(void);
 int gv_accept_cloexec(int listening);
 /// The peer of a connected Unix socket (SO_PEERCRED). Returns 0, or -1 with errno set.
 int gv_peer_credentials(int fd, pid_t *pid, uid_t *uid);
-/// A SOCK_STREAM Unix socket (close-on-exec) bound to `path` with mode 0600 and listening,
-/// or connected to it. Returns the descriptor or -1 with errno set; ENAMETOOLONG for a long path.
+/// A SOCK_STREAM Unix socket (close-on-exec) bound to `path` with mode 0600 and listening
+/// (a backlog of 64), or connected to it. Returns the descriptor or -1 with errno set;
+/// ENAMETOOLONG for a path longer than 107 bytes (UnixSocket shortens it through /proc).
 int gv_unix_listen(const char *path);
 int gv_unix_connect(const char *path);
 

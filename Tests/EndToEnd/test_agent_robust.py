@@ -1,0 +1,285 @@
+"""The agent under misbehaving clients, and the session's socket in any folder: a real agent,
+real sockets, real processes (issue 18)."""
+import fcntl
+import hashlib
+import json
+import os
+import resource
+import socket
+import struct
+import time
+from datetime import datetime
+
+import pytest
+
+from conftest import GOOD_KEY, PASSPHRASE
+from test_session import agent_log, connect_agent, frame, session, socket_path, status  # noqa: F401 (session is a fixture)
+
+MAX_FRAME = 17 << 20
+WRITE, STATUS, UNLOCK = 4, 1, 2
+
+
+def vm_kib(pid, field):
+    with open("/proc/%d/status" % pid) as handle:
+        for line in handle:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError("no %s for pid %d" % (field, pid))
+
+
+def seconds(iso):
+    return datetime.strptime(iso, "%Y-%m-%dT%H:%M:%SZ").timestamp()
+
+
+def ask(env, request):
+    """Sends one request and returns the answer's status byte and body (None, b"" if the agent hung up)."""
+    client = connect_agent(env)
+    try:
+        try:
+            client.sendall(request)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused part way: the answer is already waiting
+        answer = b""
+        while True:
+            try:
+                chunk = client.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            answer += chunk
+    finally:
+        client.close()
+    if len(answer) < 9:
+        return None, answer
+    return answer[8], answer[9:]
+
+
+def deadlines(env):
+    report = status(env)
+    assert report["unlocked"], report
+    return seconds(report["idleLocksAt"]), seconds(report["maxLocksAt"]), report["since"]
+
+
+def test_clients_that_stall_or_never_read_cost_the_agent_nothing_and_delay_no_one(session):
+    env = session
+    assert env.run("unlock").code == 0
+    pid = status(env)["agentPid"]
+    misbehaving = []
+    try:
+        # 64 that announce a large body and stop: after the header alone, after a write's
+        # operation byte and a few bytes, or a status request announcing 16 MiB.
+        for index in range(64):
+            client = connect_agent(env, timeout=5)
+            if index % 3 == 0:
+                client.sendall(b"GVA1" + struct.pack("<I", MAX_FRAME))
+            elif index % 3 == 1:
+                client.sendall(b"GVA1" + struct.pack("<I", MAX_FRAME) + bytes([WRITE]) + b"\x04" + struct.pack("<I", MAX_FRAME - 6) + b"x" * 100)
+            else:
+                client.sendall(b"GVA1" + struct.pack("<I", 16 << 20) + bytes([STATUS]))
+            misbehaving.append(client)
+        # 20 that ask for the status and never read the answer.
+        for _ in range(20):
+            client = connect_agent(env, timeout=5)
+            client.sendall(frame(STATUS))
+            misbehaving.append(client)
+        started = time.monotonic()
+        got = env.run("key", "get", passphrase=False)
+        took = time.monotonic() - started
+        assert got.code == 0 and got.out == GOOD_KEY + "\n", got
+        assert took < 1, "key get took %.2f s beside misbehaving clients" % took
+        rss = vm_kib(pid, "VmRSS")
+        assert rss < 64 * 1024, "the agent's RSS is %d KiB" % rss
+        assert status(env)["unlocked"] and status(env)["agentPid"] == pid
+    finally:
+        for client in misbehaving:
+            client.close()
+    # Slots ran out and the idlest made room; the log says so in one line, not one per client.
+    log = agent_log(env)
+    assert "were idle longest when 32 connections were open" in log and log.count("dropped ") == 1, log
+    assert status(env)["unlocked"]
+
+
+def fields(body):
+    """The fields of an answer's body (after its status byte), by tag."""
+    found, offset = {}, 0
+    while offset < len(body):
+        tag, length = body[offset], struct.unpack_from("<I", body, offset + 1)[0]
+        found[tag] = body[offset + 5:offset + 5 + length]
+        offset += 5 + length
+    return found
+
+
+def grow_vault_through_the_agent(env, keys, value_length):
+    """Adds `keys` keys of `value_length` bytes with one write request, the payload built as
+    Docs/vault-format.md describes it."""
+    code, answer = ask(env, frame(3))
+    assert code == 0, answer
+    got = fields(answer)
+    generation, payload = got[5], got[4]
+    payload = payload[:payload.rstrip(b"\x00").rfind(b"\x80")]  # padding off
+    assert payload[0] == 2
+    offset = 33
+    (count,) = struct.unpack_from("<H", payload, offset)
+    offset += 2
+    entries = []
+    for _ in range(count):
+        start = offset
+        for _field in range(2):
+            (n,) = struct.unpack_from("<H", payload, offset)
+            offset += 2 + n
+        offset += 24
+        previous = payload[offset]
+        offset += 1
+        for _ in range(previous):
+            (n,) = struct.unpack_from("<H", payload, offset)
+            offset += 2 + n + 8
+        entries.append(payload[start:offset])
+    now = int(time.time())
+    for index in range(keys):
+        name, value = b"bulk%04d" % index, b"AQ." + b"v" * (value_length - 3)
+        entries.append(struct.pack("<H", len(name)) + name + struct.pack("<H", len(value)) + value + struct.pack("<qqqB", now, now, 0, 0))
+    entries.sort(key=lambda entry: entry[2:2 + struct.unpack_from("<H", entry, 0)[0]])
+    grown = payload[:33] + struct.pack("<H", len(entries)) + b"".join(entries) + payload[offset:] + b"\x80"
+    grown += b"\x00" * (-len(grown) % 512)
+    code, answer = ask(env, frame(WRITE, [(4, grown), (5, generation), (15, struct.pack("<q", 0))]))
+    assert code == 0, answer
+    return len(grown)
+
+
+def test_clients_that_never_read_a_large_answer_delay_no_one(session):
+    env = session
+    assert env.run("unlock").code == 0
+    # Contents larger than a socket takes at once (about 200 KiB), so each answer waits.
+    assert grow_vault_through_the_agent(env, 100, 4000) > 400_000
+    pid = status(env)["agentPid"]
+    readers = []
+    try:
+        for _ in range(10):
+            client = connect_agent(env, timeout=5)
+            client.sendall(frame(3))
+            readers.append(client)
+        time.sleep(0.2)
+        started = time.monotonic()
+        got = env.run("key", "get", passphrase=False)
+        took = time.monotonic() - started
+        assert got.code == 0 and got.out == GOOD_KEY + "\n", got
+        assert took < 1, "key get took %.2f s beside clients that never read" % took
+        assert status(env)["unlocked"] and status(env)["agentPid"] == pid
+    finally:
+        for client in readers:
+            client.close()
+    assert env.run("key", "get", "bulk0099", passphrase=False).out.startswith("AQ.vvv")
+
+
+def test_a_write_the_agent_has_no_memory_for_is_refused_and_the_agent_lives(session):
+    env = session
+    assert env.run("unlock").code == 0
+    pid = status(env)["agentPid"]
+    soft, hard = resource.prlimit(pid, resource.RLIMIT_AS)
+    # Room for 12 MiB more than the agent maps now: a 16 MiB write cannot fit.
+    resource.prlimit(pid, resource.RLIMIT_AS, (vm_kib(pid, "VmSize") * 1024 + (12 << 20), hard))
+    try:
+        payload = os.urandom(16 << 20)
+        body = bytes([WRITE]) + b"\x04" + struct.pack("<I", len(payload)) + payload
+        code, answer = ask(env, b"GVA1" + struct.pack("<I", len(body)) + body)
+        assert code == 1 and b"no memory" in answer, (code, answer[:200])
+    finally:
+        resource.prlimit(pid, resource.RLIMIT_AS, (soft, hard))
+    assert status(env)["unlocked"] and status(env)["agentPid"] == pid
+    assert env.run("key", "get", passphrase=False).out == GOOD_KEY + "\n"
+
+
+def kek_of(env):
+    """The passphrase slot's key-encryption key, derived as Docs/vault-format.md says."""
+    import test_vault_format as fmt
+    vault = fmt.parse(env.vault_bytes())
+    return fmt.argon2id(PASSPHRASE.encode(), fmt.slot_of(vault, (fmt.PASSPHRASE_SLOT,)))
+
+
+def test_an_unlock_sent_to_an_open_session_changes_nothing(session):
+    env = session
+    assert env.run("unlock", "--idle", "10m", "--max", "1h").code == 0
+    before = deadlines(env)
+    # The right key, with much shorter limits: an open session keeps its own.
+    request = frame(UNLOCK, [(1, kek_of(env)), (2, struct.pack("<q", 5)), (3, struct.pack("<q", 10))])
+    code, _ = ask(env, request)
+    assert code == 0
+    after = deadlines(env)
+    assert abs(after[0] - before[0]) <= 1 and abs(after[1] - before[1]) <= 1 and after[2] == before[2], (before, after)
+    assert "an unlock for the open session changed nothing" in agent_log(env)
+
+
+def test_a_failed_write_does_not_count_as_use_and_a_read_does(session):
+    env = session
+    assert env.run("unlock", "--idle", "1m").code == 0
+    idle_before = deadlines(env)[0]
+    time.sleep(2.5)
+    for request in (frame(WRITE, [(4, b"not a vault payload"), (5, struct.pack("<q", 1))]),  # damaged contents
+                    frame(WRITE, [(5, struct.pack("<q", 1))]),  # no payload
+                    frame(WRITE)):
+        code, answer = ask(env, request)
+        assert code == 1, answer
+    assert abs(deadlines(env)[0] - idle_before) <= 1, "a failed write extended the idle limit"
+    # The control: a read through the session is use.
+    assert env.run("key", "get", passphrase=False).code == 0
+    assert deadlines(env)[0] >= idle_before + 2
+
+
+def deep_folder(root, length):
+    """A folder of our own (every level 0700) whose path is at least `length` bytes."""
+    path = os.path.join(root, "deep")
+    os.mkdir(path, 0o700)
+    while len(path) < length:
+        path = os.path.join(path, "a-runtime-folder-of-a-long-name")
+        os.mkdir(path, 0o700)
+    return path
+
+
+def test_a_session_works_in_a_runtime_folder_deeper_than_a_socket_name_holds(session):
+    env = session
+    runtime = deep_folder(env.root, 200)
+    env.vars["XDG_RUNTIME_DIR"] = runtime
+    env.runtime = runtime
+    assert len(runtime) >= 200 and os.stat(runtime).st_uid == os.getuid()
+    started = time.monotonic()
+    unlocked = env.run("unlock")
+    assert unlocked.code == 0, unlocked
+    assert time.monotonic() - started < 4
+    assert len(socket_path(env)) > 107
+    assert env.run("key", "get", passphrase=False).out == GOOD_KEY + "\n"
+    assert status(env)["unlocked"]
+    assert env.run("lock", passphrase=False).code == 0
+    assert not status(env)["unlocked"]
+
+
+def test_a_runtime_folder_no_path_can_reach_is_refused_at_once(session):
+    env = session
+    runtime = os.path.join(env.root, "far", *(["a-runtime-folder-of-a-long-name"] * 140))
+    assert len(runtime) > 4096
+    env.vars["XDG_RUNTIME_DIR"] = runtime
+    started = time.monotonic()
+    result = env.run("unlock")
+    took = time.monotonic() - started
+    assert result.code == 1 and result.err.startswith("gemvault: error: the agent's socket would be a path of"), result
+    assert "XDG_RUNTIME_DIR" in result.err, result
+    assert took < 3, "unlock took %.1f s to fail" % took
+    assert not os.path.exists(os.path.join(env.root, "far")), "the unreachable folder was made anyway"
+
+
+def test_an_agent_that_cannot_start_is_reported_at_once(session):
+    env = session
+    folder = os.path.join(env.runtime, "gemvault")
+    os.mkdir(folder, 0o700)
+    fingerprint = hashlib.blake2b(env.vault.encode(), digest_size=32).hexdigest()[:16]
+    # Something that is no agent holds the agent's lock: the agent started by unlock exits.
+    holder = os.open(os.path.join(folder, "agent-%s.lock" % fingerprint), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        started = time.monotonic()
+        result = env.run("unlock")
+        took = time.monotonic() - started
+        assert result.code == 1 and "the agent stopped at once" in result.err and "already serves" in result.err, result
+        assert took < 3, "unlock took %.1f s to fail" % took
+    finally:
+        os.close(holder)
