@@ -151,6 +151,20 @@ func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) {
         #expect(extra == 57 && !fds.contains(57) && fds.count <= 1)
     }
 
+    @Test func aChildThatEndedIsSeenWithoutWaitingAndOneThatRunsIsNot() throws {
+        let quick = try ProcessSpawner.spawn(["sh", "-c", "exit 3"], environment: [:])
+        var ended = quick.endedYet()
+        for _ in 0..<500 where ended == nil {
+            usleep(10_000)
+            ended = quick.endedYet()
+        }
+        #expect(ended == .exited(3))
+        let slow = try ProcessSpawner.spawn(["sleep", "30"], environment: ["PATH": "/usr/bin:/bin"])
+        #expect(slow.endedYet() == nil)
+        kill(slow.pid, SIGKILL)
+        #expect(slow.wait() == .signaled(SIGKILL))
+    }
+
     @Test func exitCodesAndSignalsAreReported() throws {
         #expect(try ProcessSpawner.spawn(["sh", "-c", "exit 7"], environment: [:]).wait() == .exited(7))
         let killed = try ProcessSpawner.spawn(["sh", "-c", "kill -TERM $$"], environment: [:]).wait()
@@ -177,6 +191,14 @@ func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) {
         var buffer = [UInt8](repeating: 0, count: 2)
         #expect(try buffer.withUnsafeMutableBytes { try served.readFully(into: $0) } == 2 && buffer == Array("hi".utf8))
         #expect(try UnixSocket.peer(of: served).uid == CurrentUser.id)
+    }
+
+    @Test func theTailOfAFileIsItsLastBytes() throws {
+        let folder = scratchFolder()
+        writeFile(folder + "/log", "first line\nlast line\n")
+        let file = try #require(try TrustedFile.open(folder + "/log", requirement: .secret))
+        #expect(try file.readTail(limit: 10) == Array("last line\n".utf8))
+        #expect(try file.readTail(limit: 1000) == Array("first line\nlast line\n".utf8))
     }
 
     @Test func pollReportsReadersAndWritersByIndex() throws {
