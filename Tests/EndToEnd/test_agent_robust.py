@@ -118,7 +118,7 @@ def grow_vault_through_the_agent(env, keys, value_length):
     got = fields(answer)
     generation, payload = got[5], got[4]
     payload = payload[:payload.rstrip(b"\x00").rfind(b"\x80")]  # padding off
-    assert payload[0] == 2
+    assert payload[0] in (2, 3)  # the keys are laid out alike in both
     offset = 33
     (count,) = struct.unpack_from("<H", payload, offset)
     offset += 2
