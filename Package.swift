@@ -35,17 +35,20 @@ let package = Package(
         /// The controlling terminal: hidden prompts, capabilities, colour, escape neutralising.
         .target(name: "TerminalIO", dependencies: ["VaultCore", "SystemIO", "CSystemShims"]),
         /// Paths, the settings schema and layers, key sources and provenance, doctor checks.
-        .target(name: "GemvaultConfig", dependencies: ["VaultCore", "SystemIO", "GoogleKeys"]),
+        .target(name: "GemvaultConfig", dependencies: ["VaultCore", "VaultAccess", "SystemIO", "GoogleKeys"]),
         /// The Gemini REST client: wire types, SSE parsing, errors and retry. No terminal code.
         .target(name: "GeminiClient", dependencies: ["VaultCore", "SystemIO", "CCurlStream", "GoogleKeys"]),
         /// The session agent: its socket protocol, the server that holds an unlocked vault, the client.
         .target(name: "Agent", dependencies: ["VaultCore", "SystemIO", "GoogleKeys"]),
+        /// The one home for reaching a vault: its file rules, the session or the passphrase, the
+        /// narrow questions and the changes every command makes.
+        .target(name: "VaultAccess", dependencies: ["Agent", "VaultCore", "SystemIO"]),
         /// The conversation model, its encrypted history, and the renderers ask, chat and history share.
         .target(name: "Conversations", dependencies: ["GeminiClient", "VaultCore", "SystemIO", "TerminalIO", "CSystemShims", "CCmark"]),
         /// The chat REPL and its slash commands.
         .target(name: "ChatUI", dependencies: ["Conversations", "GeminiClient", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims", "GoogleKeys"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys"]),
+        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess"]),
 
         /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
         .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "GemvaultConfig", "VaultCore"]),
@@ -60,9 +63,10 @@ let package = Package(
         .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"]),
         .testTarget(name: "GoogleKeysTests", dependencies: ["GoogleKeys"], exclude: ["Fixtures"]),
         .testTarget(name: "AgentTests", dependencies: ["Agent", "VaultCore"]),
+        .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "Agent", "VaultCore", "SystemIO"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO"], exclude: ["Fixtures"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
-        .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "SystemIO", "GoogleKeys"]),
+        .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "VaultAccess", "SystemIO", "GoogleKeys"]),
         .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "GoogleKeys"]),
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations"], exclude: ["Fixtures"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "GeminiClient"]),

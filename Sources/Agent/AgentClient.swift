@@ -30,6 +30,10 @@ public enum AgentError: Error, Equatable, Sendable {
     /// Something answered that is not our agent, or not our uid.
     case untrusted(String)
     case failed(String)
+    /// A change named a key the vault does not have.
+    case noSuchKey(String)
+    /// A change the vault's rules refuse (no earlier value to roll back to, a full vault).
+    case changeRefused(VaultError)
 }
 
 /// Talks to the agent of one vault: one connection per request.
@@ -71,29 +75,55 @@ public struct AgentClient: Sendable {
         return names.enumerated().map { index, name in (name, index < kinds.count ? kinds[index] : .other) }
     }
 
-    /// The decrypted contents and their generation; `used` records a key's use.
-    public func contents(used name: String? = nil) throws(AgentError) -> (generation: UInt64, contents: VaultContents) {
-        var message = AgentMessage(code: AgentProtocol.Operation.contents.rawValue)
-        if let name { message.add(.keyName, text: name) }
-        let response = try request(message)
-        guard let payload = response.secret(.payload), let generation = response.number(.generation) else {
-            throw .untrusted("the agent's answer has no contents")
+    /// One key with its dates (no earlier values), or nil when the vault has none by that
+    /// name; `markUsed` records its use (and counts as use of the session).
+    public func key(_ name: String, markUsed: Bool) throws(AgentError) -> StoredKey? {
+        var message = AgentMessage(code: AgentProtocol.Operation.key.rawValue)
+        message.add(.keyName, text: name)
+        message.add(.markUsed, number: markUsed ? 1 : 0)
+        let response: AgentMessage
+        do { response = try request(message) } catch .noSuchKey { return nil }
+        guard let value = response.secret(.keyValue), let created = response.number(.created), let updated = response.number(.updated) else {
+            throw .untrusted("the agent's answer has no key")
         }
-        do {
-            return (UInt64(bitPattern: generation), try VaultContents.imported(payload, source: "the agent's answer"))
-        } catch {
+        return StoredKey(name: name, secret: value, created: created, updated: updated, lastUsed: response.number(.lastUsed) ?? 0, previous: [])
+    }
+
+    /// What may be shown of every key: names, masked values, kinds, dates.
+    public func keySummaries() throws(AgentError) -> [KeySummary] {
+        let response = try request(AgentMessage(code: AgentProtocol.Operation.keySummaries.rawValue))
+        guard let body = response.secret(.keySummaries), let summaries = body.withUnsafeBytes({ NarrowCoding.decodeSummaries(Array($0)) }) else {
             throw .untrusted("the agent's answer is malformed")
+        }
+        return summaries
+    }
+
+    /// The vault's own settings.
+    public func settings() throws(AgentError) -> [String: String] {
+        let response = try request(AgentMessage(code: AgentProtocol.Operation.settings.rawValue))
+        guard let body = response.secret(.settings), let settings = body.withUnsafeBytes({ NarrowCoding.decodeSettings(Array($0)) }) else {
+            throw .untrusted("the agent's answer is malformed")
+        }
+        return settings
+    }
+
+    /// The conversation keys, current first.
+    public func conversationKeys() throws(AgentError) -> [SecretBytes] {
+        let response = try request(AgentMessage(code: AgentProtocol.Operation.conversationKeys.rawValue))
+        guard let body = response.secret(.conversationKeys), body.count > 0, body.count % 32 == 0 else {
+            throw .untrusted("the agent's answer is malformed")
+        }
+        return body.withUnsafeBytes { raw in
+            stride(from: 0, to: raw.count, by: 32).map { SecretBytes(copying: UnsafeRawBufferPointer(rebasing: raw[$0..<$0 + 32])) }
         }
     }
 
-    /// Saves edited contents, based on `generation`; `.stale` when the vault moved on.
-    public func write(_ contents: VaultContents, basedOn generation: UInt64, newBackup: Bool = false) throws(AgentError) -> UInt64 {
-        var message = AgentMessage(code: AgentProtocol.Operation.write.rawValue)
-        do { message.add(.payload, secret: try contents.exported()) } catch { throw .failed("\(error)") }
-        message.add(.generation, number: Int64(bitPattern: generation))
-        message.add(.backup, number: newBackup ? 1 : 0)
+    /// One change, saved by the agent under the vault's lock.
+    public func apply(_ change: VaultChange) throws(AgentError) -> VaultChange.Outcome {
+        var message = AgentMessage(code: AgentProtocol.Operation.change.rawValue)
+        NarrowCoding.add(change, to: &message)
         let response = try request(message)
-        return UInt64(bitPattern: response.number(.generation) ?? 0)
+        return VaultChange.Outcome(masked: response.text(.masked), replaced: response.number(.replaced) == 1)
     }
 
     /// Puts the vault under a new data key; returns a new recovery code when one was needed.
@@ -153,6 +183,8 @@ public struct AgentClient: Sendable {
                 throw .rolledBack(generation: UInt64(bitPattern: response.number(.generation) ?? 0),
                                   seen: UInt64(bitPattern: response.number(.seenGeneration) ?? 0))
             case .wrongKey?: throw .wrongKey
+            case .noSuchKey?: throw .noSuchKey(response.text(.keyName) ?? "")
+            case .changeRefused?: throw .changeRefused(NarrowCoding.refusal(in: response) ?? .cryptoFailure(text))
             default: throw .failed(text)
             }
         }

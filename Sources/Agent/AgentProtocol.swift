@@ -20,13 +20,23 @@ public enum AgentProtocol {
         /// After passwd or recover: the new key-encryption key, which the session follows
         /// without touching its limits.
         case followKey = 8
+        /// Narrow questions: one key, what may be shown of every key, the vault's settings, the
+        /// conversation keys; and one change. None carries a whole payload.
+        case key = 9, keySummaries = 10, settings = 11, conversationKeys = 12, change = 13
     }
+
+    /// A change carries at most one key's value (4 KiB) or one setting's (64 KiB) and names.
+    public static let maxChangeRequest = 80 << 10
 
     /// The longest body a request for `operation` may announce; nil for an unknown operation.
     /// Only a write carries a whole vault.
     public static func maxRequestBody(operation: UInt8) -> Int? {
         guard let known = Operation(rawValue: operation) else { return nil }
-        return known == .write ? maxFrame : maxSmallRequest
+        switch known {
+        case .write: return maxFrame
+        case .change: return maxChangeRequest
+        default: return maxSmallRequest
+        }
     }
 
     public enum Tag: UInt8, Sendable {
@@ -35,6 +45,21 @@ public enum AgentProtocol {
         case pid = 13, state = 14, backup = 15, recoveryCode = 16, seenGeneration = 17, keyNames = 18
         /// Beside `keyNames`, line for line: each key's shape (`auth`, `standard`, `other`).
         case keyKinds = 19
+        /// The answer to `key`: the value, and its dates.
+        case keyValue = 20, created = 21, updated = 22, lastUsed = 23
+        /// Bodies laid out by NarrowCoding.
+        case keySummaries = 24, settings = 25
+        /// The conversation keys, 32 bytes each, current first.
+        case conversationKeys = 26
+        /// A change: its kind, a setting's name and value, the time; the key's name is `keyName`,
+        /// its value `keyValue`.
+        case changeKind = 27, settingName = 28, settingValue = 29, now = 30
+        /// A change's outcome: the masked value it replaced or restored, and whether it replaced one.
+        case masked = 31, replaced = 32
+        /// `key`: record the key's use.
+        case markUsed = 33
+        /// A refused change: which of the vault's rules refused it.
+        case refusal = 34
     }
 
     public enum ErrorKind: UInt8, Sendable {
@@ -48,6 +73,10 @@ public enum AgentProtocol {
         case wrongKey = 4
         case badRequest = 5
         case failed = 6
+        /// A narrow question or change named a key the vault does not have.
+        case noSuchKey = 7
+        /// The vault's rules refuse a change (no earlier value, a full vault); the message says why.
+        case changeRefused = 8
     }
 }
 

@@ -45,7 +45,8 @@ public final class AgentServer {
 
     let paths: AgentPaths
     let store: VaultStore
-    let generations: GenerationRecord
+    /// The vault file's rules, the commands' own (VaultCore's VaultFileAccess).
+    let file: VaultFileAccess
     let log: (String) -> Void
     /// No session outlives a year, whatever a client asks (and no arithmetic overflows).
     static let longestSession: Int64 = 366 * 86400
@@ -61,10 +62,12 @@ public final class AgentServer {
     private var drops: [String: Int] = [:]
     private var lastDropReport = -Double.infinity
 
-    public init(paths: AgentPaths, store: VaultStore, generations: GenerationRecord, log: @escaping (String) -> Void) {
+    public init(paths: AgentPaths, store: VaultStore, generations: GenerationRecord, log: @escaping @Sendable (String) -> Void) {
         self.paths = paths
         self.store = store
-        self.generations = generations
+        // The agent never accepts a rollback: that is a command's choice, made without it.
+        self.file = VaultFileAccess(store: store, rollback: RollbackGuard(record: generations, vaultPath: paths.vaultPath, acceptsRollback: false),
+                                    warn: log)
         self.log = log
     }
 
@@ -330,11 +333,17 @@ public final class AgentServer {
             stopRequested = true
             log("locked on request")
             return AgentMessage(code: 0)
-        case .contents, .write, .rekey:
+        case .contents, .write:
+            // Whole payloads no longer travel: each command asks only for what it needs.
+            return Self.error(.badRequest, "this agent answers narrow requests only (key, keySummaries, settings, conversationKeys, change)")
+        case .key, .keySummaries, .settings, .conversationKeys, .change, .rekey:
             guard document != nil else { return Self.error(.locked, "the session is locked") }
             let answer = switch operation {
-            case .contents: contents(request)
-            case .write: write(request)
+            case .key: key(request)
+            case .keySummaries: narrow { .init(field: .keySummaries, bytes: NarrowCoding.encode($0.contents.keys.map(\.summary))) }
+            case .settings: narrow { .init(field: .settings, bytes: NarrowCoding.encode($0.contents.settings)) }
+            case .conversationKeys: conversationKeys()
+            case .change: change(request)
             default: rekey()
             }
             // Only a request that used the vault counts: a refused write leaves the idle clock alone.
@@ -411,38 +420,90 @@ public final class AgentServer {
         return response
     }
 
-    private func contents(_ request: AgentMessage) -> AgentMessage {
-        answering {
+    /// One key's value and dates; with `markUsed`, its use is recorded.
+    private func key(_ request: AgentMessage) -> AgentMessage {
+        guard let name = request.text(.keyName) else { return Self.error(.badRequest, "key needs a key name") }
+        return answering {
             try refreshIfChanged()
             guard let document else { return Self.error(.locked, "the session is locked") }
-            if let name = request.text(.keyName), document.contents.key(named: name) != nil {
+            guard let stored = document.contents.key(named: name) else { return Self.noSuchKey(name) }
+            if request.number(.markUsed) == 1 {
                 uses[name] = Clock.now()
                 document.contents.recordUse([name: uses[name]!])
             }
             var response = AgentMessage(code: 0)
-            response.add(.generation, number: Int64(document.file.generation))
-            response.add(.payload, secret: try document.contents.exported())
+            response.add(.keyValue, secret: stored.secret)
+            response.add(.created, number: stored.created)
+            response.add(.updated, number: stored.updated)
+            response.add(.lastUsed, number: document.contents.key(named: name)?.lastUsed ?? stored.lastUsed)
             return response
         }
     }
 
-    /// Replaces the contents with a client's edit, if it was based on the current generation.
-    private func write(_ request: AgentMessage) -> AgentMessage {
-        guard let payload = request.secret(.payload), let base = request.number(.generation) else {
-            return Self.error(.badRequest, "write needs a payload and its generation")
+    struct NarrowField {
+        let field: AgentProtocol.Tag
+        let bytes: [UInt8]
+    }
+
+    /// An answer of one field computed from the current document: nothing of a key's value.
+    private func narrow(_ body: (VaultDocument) -> NarrowField) -> AgentMessage {
+        answering {
+            try refreshIfChanged()
+            guard let document else { return Self.error(.locked, "the session is locked") }
+            let answer = body(document)
+            var response = AgentMessage(code: 0)
+            response.add(answer.field, secret: SecretBytes(copying: answer.bytes))
+            return response
         }
-        let backup: VaultStore.Backup = request.number(.backup) == 1 ? .new : .previous
-        return answering {
-            let imported = try VaultContents.imported(payload, source: "the client's edit")
-            return try locked({ document in
-                guard UInt64(bitPattern: base) == document.file.generation else {
-                    return Self.error(.stale, "the vault changed since it was read (generation \(document.file.generation), not \(base))")
+    }
+
+    private func conversationKeys() -> AgentMessage {
+        answering {
+            try refreshIfChanged()
+            guard let document else { return Self.error(.locked, "the session is locked") }
+            let keys = document.contents.conversationKeys
+            let joined = SecretBytes(count: 32 * keys.count)
+            joined.withUnsafeMutableBytes { out in
+                for (index, key) in keys.enumerated() {
+                    key.withUnsafeBytes { (out.baseAddress! + 32 * index).copyMemory(from: $0.baseAddress!, byteCount: 32) }
                 }
-                imported.recordUse(uses)
-                document.replaceContents(imported)
-                return nil
-            }, backup: backup)
+            }
+            var response = AgentMessage(code: 0)
+            response.add(.conversationKeys, secret: joined)
+            return response
         }
+    }
+
+    /// One change, made under the vault's lock on the current file, then saved.
+    private func change(_ request: AgentMessage) -> AgentMessage {
+        guard let change = NarrowCoding.change(in: request) else { return Self.error(.badRequest, "malformed change") }
+        var outcome: VaultChange.Outcome?
+        return answering {
+            var response = try locked({ document in
+                do throws(VaultError) {
+                    outcome = try change.apply(to: document.contents)
+                } catch .keyNotFound(let name) {
+                    return Self.noSuchKey(name)
+                } catch {
+                    var refused = Self.error(.changeRefused, "\(error)")
+                    NarrowCoding.add(refusal: error, to: &refused)
+                    return refused
+                }
+                document.contents.recordUse(uses)
+                return nil
+            }, backup: .previous)
+            if let outcome {
+                if let masked = outcome.masked { response.add(.masked, text: masked) }
+                response.add(.replaced, number: outcome.replaced ? 1 : 0)
+            }
+            return response
+        }
+    }
+
+    static func noSuchKey(_ name: String) -> AgentMessage {
+        var response = error(.noSuchKey, "no key named '\(name)' in the vault")
+        response.add(.keyName, text: name)
+        return response
     }
 
     private func rekey() -> AgentMessage {
@@ -475,12 +536,10 @@ public final class AgentServer {
     private func locked(_ change: (VaultDocument) throws -> AgentMessage?, backup: VaultStore.Backup) throws -> AgentMessage {
         try store.withExclusiveLock { session in
             guard let bytes = try session.read() else { throw VaultError.notFound(path: store.path) }
-            try adopt(try VaultFile.parse(bytes, path: store.path))
+            try adopt(try file.checked(file.parse(bytes)))
             guard let document else { return Self.error(.locked, "the session is locked") }
             if let answer = try change(document) { return answer }
-            let seen = document.file.vaultIDHex.flatMap { try? generations.highestSeen(vaultID: $0) } ?? 0
-            try store.write(try document.sealed(minimumGeneration: seen), in: session, backup: backup)
-            remember(document.file)
+            try file.save(document, in: session, backup: backup)
             var response = AgentMessage(code: 0)
             response.add(.generation, number: Int64(document.file.generation))
             return response
@@ -489,34 +548,9 @@ public final class AgentServer {
 
     // MARK: The file underneath
 
-    private func readFile() throws -> VaultFile {
-        let file = try VaultFile.parse(try store.read(), path: store.path)
-        do {
-            try checkNotRolledBack(file)
-            return file
-        } catch VaultError.rolledBack {
-            // Read without the lock, the file can look older than a record just written.
-            let again = try VaultFile.parse(try store.read(), path: store.path)
-            try checkNotRolledBack(again)
-            return again
-        }
-    }
+    private func readFile() throws -> VaultFile { try file.readFile() }
 
-    /// The same rule as every command: not older than the highest generation recorded for the
-    /// vault's id (for format 1 files, which have none, for its path).
-    private func checkNotRolledBack(_ file: VaultFile) throws {
-        let record = file.vaultIDHex ?? pathRecord
-        if let seen = try? generations.highestSeen(vaultID: record), file.generation < seen {
-            throw VaultError.rolledBack(path: store.path, generation: file.generation, seen: seen)
-        }
-    }
-
-    private var pathRecord: String { Sodium.fingerprint(paths.vaultPath) }
-
-    private func remember(_ file: VaultFile) {
-        if let id = file.vaultIDHex { try? generations.record(vaultID: id, generation: file.generation) }
-        try? generations.record(vaultID: pathRecord, generation: file.generation, allowLower: file.vaultIDHex != nil)
-    }
+    private func remember(_ vault: VaultFile) { file.remember(vault) }
 
     /// Another writer (or a sync from another machine) may have changed the file: reload it.
     private func refreshIfChanged() throws {
@@ -537,7 +571,6 @@ public final class AgentServer {
         if file.generation < current.file.generation {
             throw VaultError.rolledBack(path: store.path, generation: file.generation, seen: current.file.generation)
         }
-        try checkNotRolledBack(file)
         guard let kek = current.keyEncryptionKey, let reloaded = try? VaultDocument.open(file, path: store.path, kek: kek) else {
             // The passphrase changed underneath: this session can no longer follow the vault.
             log("the vault was changed by a writer with another passphrase; locking")

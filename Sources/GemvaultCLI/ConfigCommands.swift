@@ -58,14 +58,8 @@ extension Context {
 
     /// The resolver for the key; the vault is opened only when its turn comes.
     func keyResolver(_ call: Invocation) throws -> KeyResolver {
-        KeyResolver(keyFileFlag: call.value("--key-file"), environment: environment, paths: paths, vaultPath: vaultPath,
-                    explicitKeyName: call.value("--key"), layers: try settingLayers(call),
-                    openVault: {
-                        guard self.canReadPassphrase else { throw ConfigError.vaultNeedsPassphrase(path: self.vaultPath) }
-                        return try self.openVault().contents
-                    },
-                    sessionContents: { used in try self.sessionContents(used: used)?.contents },
-                    warn: { Console.warning($0) })
+        KeyResolver(keyFileFlag: call.value("--key-file"), environment: environment, paths: paths,
+                    explicitKeyName: call.value("--key"), layers: try settingLayers(call), vault: vault, warn: { Console.warning($0) })
     }
 }
 
@@ -93,14 +87,14 @@ enum ConfigCommand {
             file.set(name, value)
             try file.save()
         } else {
-            try context.modifyVault { try $0.setSetting(name, value: value) }
+            try context.vault.apply(.setting(name: name, value: value))
         }
         Console.err("gemvault: \(name) set in the \(layer)\n")
     }
 
     static func stored(_ call: Invocation) throws -> [String: String] {
         if call.flag("--file") { return try call.context.loadConfigFile().values }
-        return try call.context.vaultContents().settings
+        return try call.context.vault.settings()
     }
 
     static func get(_ call: Invocation) throws {
@@ -123,7 +117,7 @@ enum ConfigCommand {
             removed = file.unset(name)
             if removed { try file.save() }
         } else {
-            try context.modifyVault { removed = $0.removeSetting(name) }
+            removed = try context.vault.apply(.setting(name: name, value: nil)).replaced
         }
         Console.err(removed ? "gemvault: \(name) unset\n" : "gemvault: \(name) was not set\n")
     }
@@ -160,14 +154,14 @@ enum ConfigCommand {
             vaultState = "skipped (--no-vault)"
         } else if !context.store.exists {
             vaultState = "absent"
-        } else if let session = try context.sessionContents() {
-            layers.vaultSettings = session.contents.settings
+        } else if let settings = try context.vault.sessionSettings() {
+            layers.vaultSettings = settings
             vaultState = "from the unlocked session"
         } else if !context.canReadPassphrase {
             vaultState = "not opened (no terminal and no unlocked session; pass --passphrase-fd or --passphrase-file, or run 'gemvault unlock')"
             Console.warning("the vault was not opened, so its settings are not shown")
         } else {
-            layers.vaultSettings = try context.openVault().contents.settings
+            layers.vaultSettings = try context.vault.settings()
             vaultState = "opened"
         }
         let settings = try Settings.resolve(layers)
@@ -224,12 +218,12 @@ enum ConfigCommand {
     /// --passphrase-fd or --passphrase-file; doctor never prompts.
     static func vaultKeyKinds(_ context: Context) throws -> [(name: String, kind: GoogleKeyKind)]? {
         guard context.store.exists else { return [] }
-        if context.options["--no-session"] == nil, let keys = try? context.agent.keySummary() { return keys }
+        if let keys = try? context.vault.agent?.keySummary() { return keys }
         guard context.options["--passphrase-fd"] != nil || context.options["--passphrase-file"] != nil else {
             Console.err("gemvault: the vault's keys were not checked: no unlocked session (run 'gemvault unlock', or pass --passphrase-file)\n")
             return nil
         }
-        return try context.openVault().contents.keys.map { ($0.name, $0.secret.googleKeyKind) }
+        return try context.vault.keySummaries().map { ($0.name, $0.kind) }
     }
 
     struct DoctorReport: Encodable {

@@ -201,6 +201,10 @@ enum ErrorReport {
             return (.failure, "refusing the agent's socket: \(detail)", nil)
         case .failed(let detail):
             return (.failure, "the agent failed: \(detail)", nil)
+        case .noSuchKey(let name):
+            return describe(VaultError.keyNotFound(name: name))
+        case .changeRefused(let refusal):
+            return describe(refusal)
         }
     }
 

@@ -66,7 +66,7 @@ enum FirstRun {
                                                 kdf: KDFParameters.Preset.moderate.parameters)
         try context.store.withExclusiveLock { session in
             if try session.read() != nil { throw VaultError.alreadyExists(path: context.vaultPath) }
-            try context.save(document, in: session, backup: .previous, newVault: true)
+            try context.vault.save(document, in: session, backup: .previous, newVault: true)
         }
         context.rememberRecipient(document.contents)
         Console.err("gemvault: created \(context.vaultPath)\n\nYour recovery code opens the vault if the passphrase is lost. It is shown only this once:\n\n    ")
@@ -94,10 +94,10 @@ enum FirstRun {
         guard let kek = created.keyEncryptionKey else { throw VaultError.wrongPassphrase }
         try context.store.withExclusiveLock { session in
             guard let bytes = try session.read() else { throw VaultError.notFound(path: context.vaultPath) }
-            let document = try VaultDocument.open(try context.checked(VaultFile.parse(bytes, path: context.vaultPath, policy: context.kdfPolicy)),
+            let document = try VaultDocument.open(try context.vault.file.checked(VaultFile.parse(bytes, path: context.vaultPath, policy: context.kdfPolicy)),
                                                   path: context.vaultPath, kek: kek)
             try document.contents.setKey("default", secret: key, now: Output.now())
-            try context.save(document, in: session, backup: .previous)
+            try context.vault.save(document, in: session, backup: .previous)
             created.replaceContents(document.contents)
         }
         Console.err("gemvault: stored key 'default' (\(key.masked))\n")

@@ -1,3 +1,4 @@
+import Agent
 import Conversations
 import GemvaultConfig
 import SystemIO
@@ -29,17 +30,23 @@ extension Context {
     var history: HistoryStore { HistoryStore(stateDirectory: paths.stateHome, vaultPath: vaultPath) }
 
     /// Notes the public half of the current conversation key and the vault's `history`
-    /// setting, so conversations can be sealed, or not saved, without an unlock; done whenever
-    /// the vault is open or saved anyway.
-    func rememberRecipient(_ contents: VaultContents) {
-        try? history.saveRecipient(conversationKey: contents.conversationKey, vaultHistory: contents.settings[Setting.history.name])
+    /// setting (the vault's observer does it whenever it opens or saves the vault).
+    func rememberRecipient(_ contents: VaultContents) { vault.note(contents) }
+
+    /// The recipient follows what the session holds: after a rekey it made, or when history is
+    /// read through it. Returns the conversation keys, or nil without a session.
+    @discardableResult
+    func rememberRecipientThroughSession() -> [SecretBytes]? {
+        guard let keys = try? vault.throughSession({ agent throws(AgentError) in try agent.conversationKeys() }), let current = keys.first,
+              let settings = try? vault.sessionSettings() else { return nil }
+        rememberRecipient(VaultContents(settings: settings, conversationKey: current))
+        return keys
     }
 
     /// The key pairs that open saved conversations: from the session, or the passphrase.
     func historyKeys() throws -> HistoryKeys {
-        let contents = try vaultContents()
-        rememberRecipient(contents)
-        return try HistoryKeys(seeds: contents.conversationKeys)
+        if let seeds = rememberRecipientThroughSession() { return try HistoryKeys(seeds: seeds) }
+        return try HistoryKeys(seeds: try vault.openDocument().contents.conversationKeys)
     }
 
     /// Whether conversations are kept. Without the vault open, its own `history` setting comes

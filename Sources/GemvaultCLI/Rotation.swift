@@ -26,32 +26,30 @@ enum RotationCommand {
         let context = call.context
         let name = call.positionals.first ?? "default"
         try VaultContents.validateName(name)
-        try context.checkVaultBeforePrompt()
+        try context.vault.checkBeforePrompt()
         let key = try VaultCommand.readAPIKey(prompt: "New API key for '\(name)': ")
         KeyKindNotice.warn(key, name: name)
-        var old: SecretBytes?
-        let change = { (contents: VaultContents) throws in
-            guard let current = contents.key(named: name) else { throw VaultError.keyNotFound(name: name) }
-            old = current.secret
-            try contents.setKey(name, secret: key, now: Output.now())
-        }
+        let change = VaultChange.replaceKey(name: name, secret: key, now: Output.now())
+        let outcome: VaultChange.Outcome
         if call.flag("--no-verify") {
-            try context.modifyVault(change)
-        } else if let session = try context.sessionContents() {
-            try verify(key, call, vaultSettings: session.contents.settings)
-            try context.modifyVault(change)
+            outcome = try context.vault.apply(change)
+        } else if let settings = try context.vault.sessionSettings() {
+            try verify(key, call, vaultSettings: settings)
+            outcome = try context.vault.apply(change)
         } else {
             // The check uses the vault's own endpoint and settings, so the vault is opened first;
             // the passphrase's key is derived once for the check and the write.
-            let file = try context.readVaultFile()
-            try context.withPassphrase { secret in
+            let file = try context.vault.readFile()
+            outcome = try context.withPassphrase { secret in
                 guard let known = try PassphraseKey.derive(secret, opening: file) else { throw VaultError.wrongPassphrase }
                 let document = try VaultDocument.open(file, path: context.vaultPath, kek: known.kek)
                 try verify(key, call, vaultSettings: document.contents.settings)
-                try context.modifyVault(unlockWith: secret, knownKey: known) { try change($0.contents) }
+                var outcome: VaultChange.Outcome?
+                try context.vault.modify(unlockWith: secret, knownKey: known) { outcome = try change.apply(to: $0.contents) }
+                return outcome!
             }
         }
-        Console.err("gemvault: rotated key '\(name)' to \(key.masked)\(call.flag("--no-verify") ? " (not checked)" : ", which the API accepted"); the previous one (\(old?.masked ?? "?")) is kept in its history\n")
+        Console.err("gemvault: rotated key '\(name)' to \(key.masked)\(call.flag("--no-verify") ? " (not checked)" : ", which the API accepted"); the previous one (\(outcome.masked ?? "?")) is kept in its history\n")
         Console.err("gemvault: now delete the old key where it was made: https://aistudio.google.com/apikey ('gemvault key rollback \(name)' undoes the rotation)\n")
     }
 
@@ -92,13 +90,11 @@ enum RotationCommand {
 
     static func history(_ call: Invocation) throws {
         let name = call.positionals[0]
-        let contents = try call.context.vaultContents()
-        guard let key = contents.key(named: name) else { throw VaultError.keyNotFound(name: name) }
+        guard let key = try call.context.vault.keySummaries().first(where: { $0.name == name }) else { throw VaultError.keyNotFound(name: name) }
         let report = HistoryReport(name: name, created: Output.isoDate(key.created), rotated: Output.isoDate(key.updated),
                                    lastUsed: key.lastUsed > 0 ? Output.isoDate(key.lastUsed) : nil,
-                                   values: [HistoryEntry(value: key.secret.masked, kind: key.secret.googleKeyKind, current: true, date: Output.isoDate(key.updated))]
-                                       + key.previous.map { HistoryEntry(value: $0.secret.masked, kind: $0.secret.googleKeyKind, current: false,
-                                                                         date: Output.isoDate($0.retired)) })
+                                   values: [HistoryEntry(value: key.masked, kind: key.kind, current: true, date: Output.isoDate(key.updated))]
+                                       + key.earlier.map { HistoryEntry(value: $0.masked, kind: $0.kind, current: false, date: Output.isoDate($0.retired)) })
         if call.flag("--json") { try Output.json(report, schema: .keyHistory); return }
         var rows = [["VALUE", "KIND", "STATE", "SINCE OR RETIRED"]]
         for entry in report.values { rows.append([entry.value, entry.kind.label, entry.current ? "current" : "retired", entry.date]) }
@@ -108,9 +104,8 @@ enum RotationCommand {
 
     static func rollback(_ call: Invocation) throws {
         let name = call.positionals[0]
-        var restored: SecretBytes?
-        try call.context.modifyVault { contents in restored = try contents.rollBack(name, now: Output.now()).secret }
-        Console.err("gemvault: key '\(name)' is back to \(restored?.masked ?? "?"); the value it replaced is in its history\n")
+        let restored = try call.context.vault.apply(.rollBack(name: name, now: Output.now()))
+        Console.err("gemvault: key '\(name)' is back to \(restored.masked ?? "?"); the value it replaced is in its history\n")
     }
 }
 

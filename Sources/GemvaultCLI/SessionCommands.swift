@@ -33,8 +33,8 @@ enum SessionCommand {
             Console.err("gemvault: \(status.vaultPath) is already unlocked (agent pid \(status.pid)); the running session was left alone\(status.locksAt.map { ", it locks at \(Output.isoDate($0))" } ?? "")\n")
             return
         }
-        try context.checkVaultBeforePrompt()
-        let file = try context.readVaultFile()
+        try context.vault.checkBeforePrompt()
+        let file = try context.vault.readFile()
         // Once the passphrase is read, the agent starts while Argon2 runs (one core each), so the
         // unlock costs the KDF alone; a wrong passphrase stops it again.
         var spawned: ChildProcess?
@@ -48,7 +48,7 @@ enum SessionCommand {
             if let spawned, (try? waitForAgent(context, spawned)) != nil { try? agent.lock() }
             throw error
         }
-        context.remember(document.file)
+        context.vault.file.remember(document.file)
         context.rememberRecipient(document.contents)
         try startSession(call, document: document, agentSpawned: spawned)
     }

@@ -102,7 +102,7 @@ enum VaultCommand {
                     Console.warning("the conversations of the replaced vault stay where they were: \(error)")
                 }
             }
-            try context.save(document, in: session, backup: .previous, newVault: true)
+            try context.vault.save(document, in: session, backup: .previous, newVault: true)
         }
         if let kept { Console.err("gemvault: the vault it replaces was kept as \(kept), with its conversations (gemvault --vault \(kept) history list)\n") }
         context.rememberRecipient(document.contents)
@@ -152,17 +152,13 @@ enum VaultCommand {
         let context = call.context
         let name = call.positionals.first ?? "default"
         try VaultContents.validateName(name)
-        try context.checkVaultBeforePrompt()
+        try context.vault.checkBeforePrompt()
         // The key first: stdin may be the key while the passphrase comes from the terminal or a descriptor.
         let key = try readAPIKey(prompt: "API key for '\(name)': ")
         KeyKindNotice.warn(key, name: name)
         // The key is kept in secret memory across passphrase retries, never asked again.
-        var replaced = false
-        try context.modifyVault { contents in
-            replaced = contents.key(named: name) != nil
-            try contents.setKey(name, secret: key, now: Output.now())
-        }
-        Console.err("gemvault: \(replaced ? "replaced" : "stored") key '\(name)' (\(key.masked))\n")
+        let outcome = try context.vault.apply(.setKey(name: name, secret: key, now: Output.now()))
+        Console.err("gemvault: \(outcome.replaced ? "replaced" : "stored") key '\(name)' (\(key.masked))\n")
     }
 
     /// An API key from a hidden prompt, or all of stdin when it is not a terminal; trimmed.
@@ -176,8 +172,7 @@ enum VaultCommand {
 
     static func getKey(_ call: Invocation) throws {
         let name = call.positionals.first ?? "default"
-        let contents = try call.context.vaultContents(used: name)
-        guard let stored = contents.key(named: name) else { throw VaultError.keyNotFound(name: name) }
+        guard let stored = try call.context.vault.key(name, markUsed: true) else { throw VaultError.keyNotFound(name: name) }
         try Output.writeSecret(stored.secret)
     }
 
@@ -195,28 +190,27 @@ enum VaultCommand {
     }
 
     static func listKeys(_ call: Invocation) throws {
-        let contents = try call.context.vaultContents()
+        // Names, masked values, kinds and dates: no key's value leaves the session for this.
+        let keys = try call.context.vault.keySummaries()
         let now = Output.now()
         if call.flag("--json") {
-            let listings = contents.keys.map {
-                KeyListing(name: $0.name, masked: $0.secret.masked, kind: $0.secret.googleKeyKind,
-                           kind_retired: $0.secret.googleKeyKind.isRetired, created: Output.isoDate($0.created),
+            let listings = keys.map {
+                KeyListing(name: $0.name, masked: $0.masked, kind: $0.kind, kind_retired: $0.kind.isRetired, created: Output.isoDate($0.created),
                            updated: Output.isoDate($0.updated), age_days: max(0, now - $0.updated) / 86400,
-                           last_used: $0.lastUsed > 0 ? Output.isoDate($0.lastUsed) : nil, previous_versions: $0.previous.count)
+                           last_used: $0.lastUsed > 0 ? Output.isoDate($0.lastUsed) : nil, previous_versions: $0.earlier.count)
             }
             try Output.json(["keys": listings], schema: .keyList)
             return
         }
-        if contents.keys.isEmpty {
+        if keys.isEmpty {
             Console.err("gemvault: the vault holds no keys; add one with 'gemvault key set'\n")
             return
         }
-        let kinds = contents.keys.map(\.secret.googleKeyKind)
         try Console.out(Output.table([["NAME", "KEY", "KIND", "AGE", "UPDATED", "LAST USED"]]
-            + zip(contents.keys, kinds).map { key, kind in
-                [key.name, key.secret.masked, kind.label, Output.age(since: key.updated, now: now), Output.isoDate(key.updated),
+            + keys.map { key in
+                [key.name, key.masked, key.kind.label, Output.age(since: key.updated, now: now), Output.isoDate(key.updated),
                  key.lastUsed > 0 ? Output.isoDate(key.lastUsed) : "-"] }))
-        let retired = zip(contents.keys, kinds).filter { $0.1.isRetired }.map(\.0.name)
+        let retired = keys.filter(\.kind.isRetired).map(\.name)
         if !retired.isEmpty {
             Console.warning("Google rejects standard keys since September 2026: \(retired.map { "'\($0)'" }.joined(separator: ", "))")
             Console.hint("create auth keys at https://aistudio.google.com/apikey and store each with 'gemvault key rotate NAME'")
@@ -225,7 +219,7 @@ enum VaultCommand {
 
     static func removeKey(_ call: Invocation) throws {
         let name = call.positionals[0]
-        try call.context.modifyVault { try $0.removeKey(name) }
+        try call.context.vault.apply(.removeKey(name: name))
         Console.err("gemvault: removed key '\(name)'\n")
     }
 
@@ -236,8 +230,8 @@ enum VaultCommand {
 
     static func changePassphrase(_ call: Invocation) throws {
         let context = call.context
-        try context.checkVaultBeforePrompt()
-        let file = try context.readVaultFile()
+        try context.vault.checkBeforePrompt()
+        let file = try context.vault.readFile()
         // Check the current passphrase before asking for a new one. Its key is kept, so each
         // passphrase costs one Argon2 run in all (Docs/performance.md).
         let current = try context.retrying(try context.passphraseSource(), read: {
@@ -263,9 +257,9 @@ enum VaultCommand {
 
     static func recover(_ call: Invocation) throws {
         let context = call.context
-        try context.checkVaultBeforePrompt()
+        try context.vault.checkBeforePrompt()
         let source: SecretSource = Terminal.stdinIsTerminal ? .terminal : .fileDescriptor(FileDescriptor.standardInput.raw)
-        let file = try context.readVaultFile()
+        let file = try context.vault.readFile()
         let code = try context.retrying(source, read: {
             let secret = try SecretInput.read(from: source, prompt: "Recovery code: ")
             Redaction.registerPassphrase(secret)
@@ -282,11 +276,11 @@ enum VaultCommand {
 
     static func rekey(_ call: Invocation) throws {
         let context = call.context
-        try context.checkVaultBeforePrompt()
-        if try context.sessionContents() != nil {
+        try context.vault.checkBeforePrompt()
+        if try context.vault.sessionIsOpen() {
             // Through the session: no passphrase, and the agent follows the new data key at once.
             if let code = try context.agent.rekey() { showNewRecoveryCode(code) }
-            if let session = try context.sessionContents() { context.rememberRecipient(session.contents) }
+            context.rememberRecipientThroughSession()
         } else {
             _ = try context.withPassphrase { passphrase in try rekeyVault(context, unlockWith: passphrase, newPassphrase: nil) }
         }
@@ -303,7 +297,7 @@ enum VaultCommand {
         var kek: SecretBytes?
         let legacyCode = recovery || replacingRecoveryCode != nil ? nil : try askForLegacyRecoveryCode(context)
         var replacement: SecretBytes?
-        try context.modifyVault(unlockWith: secret, recovery: recovery, knownKey: knownKey, knownRecoveryKey: knownRecoveryKey,
+        try context.vault.modify(unlockWith: secret, recovery: recovery, knownKey: knownKey, knownRecoveryKey: knownRecoveryKey,
                                 backup: .new) { document in
             if let legacyCode, document.recoverySlotNeedsItsCode { try? document.keepRecoveryCode(legacyCode) }
             if replacingRecoveryCode != nil { replacement = document.replaceRecoveryCode() }
@@ -329,7 +323,7 @@ enum VaultCommand {
     /// recovery slot, so neither the old code nor an old copy opens what is written next.
     static func replaceRecoveryCode(_ call: Invocation) throws {
         let context = call.context
-        try context.checkVaultBeforePrompt()
+        try context.vault.checkBeforePrompt()
         _ = try context.withPassphrase { passphrase in
             try rekeyVault(context, unlockWith: passphrase, newPassphrase: nil) { code in
                 if call.flag("--json") {
@@ -341,14 +335,13 @@ enum VaultCommand {
                 }
             }
         }
-        if let session = try? context.sessionContents() { context.rememberRecipient(session.contents) }
         Console.err("gemvault: recovery code replaced; the vault is under a new data key\n")
     }
 
     /// A vault made by gemvault 0.1 keeps its recovery code through a rekey only if the code
     /// is typed once: on a terminal, ask for it (Enter, or three wrong tries, makes a new one).
     static func askForLegacyRecoveryCode(_ context: Context) throws -> RecoveryKey? {
-        let file = try context.readVaultFile()
+        let file = try context.vault.readFile()
         guard file.recoverySlot?.kind == .legacyRecovery, TerminalQuestion.available else { return nil }
         Console.err("gemvault: this vault was made by gemvault 0.1; its recovery code can follow the new data key only if you type it now\n")
         for _ in 0..<3 {
@@ -379,7 +372,7 @@ enum VaultCommand {
             if store.exists {
                 kept = try session.keepAside(suffix: ".damaged-" + Output.compactDate(Output.now()))
             }
-            try context.save(document, in: session, backup: .unchanged)
+            try context.vault.save(document, in: session, backup: .unchanged)
             generation = document.file.generation
         } }
         if let kept { Console.err("gemvault: the replaced vault was kept as \(kept)\n") }
@@ -417,7 +410,7 @@ enum VaultCommand {
             slots: file.slots.map { SlotInfo(kind: $0.kind.name, kdf: "argon2id13", ops_limit: $0.kdf.opsLimit,
                                              mem_limit_bytes: $0.kdf.memLimit, preset: $0.kdf.presetName) },
             checksum: "ok", mode: FileStatus.of(link: context.vaultPath)?.octalMode ?? "?",
-            vault_id: file.vaultIDHex, highest_generation_seen: context.highestSeen(file))
+            vault_id: file.vaultIDHex, highest_generation_seen: context.vault.file.highestSeen(file))
         if call.flag("--json") { try Output.json(result, schema: .inspect); return }
         var text = """
         vault:          \(result.path)

@@ -1,4 +1,5 @@
 import SystemIO
+import VaultAccess
 import VaultCore
 
 /// A place an API key can come from, in the order they are consulted.
@@ -66,26 +67,20 @@ public struct KeyResolver {
     public var explicitKeyName: String?
     /// Every settings layer except the vault's, which is added once the vault is open.
     public var layers: SettingLayers
-    /// Opens the vault when it exists; throws when no passphrase can be had.
-    public var openVault: () throws -> VaultContents?
-    /// The unlocked session's contents, or nil; never prompts. `used` names the key about to
-    /// be used, for the session's record of last use.
-    public var sessionContents: (_ used: String?) throws -> VaultContents?
+    /// The vault: asked through the unlocked session, or opened with the passphrase when its
+    /// turn comes (and only when a passphrase can be had).
+    public var vault: VaultAccess
     public var warn: (String) -> Void
 
-    public init(keyFileFlag: String?, environment: [String: String], paths: Paths, vaultPath: String,
-                explicitKeyName: String?, layers: SettingLayers,
-                openVault: @escaping () throws -> VaultContents?,
-                sessionContents: @escaping (_ used: String?) throws -> VaultContents? = { _ in nil },
-                warn: @escaping (String) -> Void) {
+    public init(keyFileFlag: String?, environment: [String: String], paths: Paths, explicitKeyName: String?, layers: SettingLayers,
+                vault: VaultAccess, warn: @escaping (String) -> Void) {
         self.keyFileFlag = keyFileFlag
         self.environment = environment
         self.paths = paths
-        self.vaultPath = vaultPath
+        self.vaultPath = vault.path
         self.explicitKeyName = explicitKeyName
         self.layers = layers
-        self.openVault = openVault
-        self.sessionContents = sessionContents
+        self.vault = vault
         self.warn = warn
     }
 
@@ -124,8 +119,8 @@ public struct KeyResolver {
         var reasons: [String] = []
         var settings = try self.settings()
         // An unlocked session gives the vault's settings to every command, whatever the key's source.
-        let session = try sessionContents(nil)
-        if let contents = session { settings = try self.settings(vaultSettings: contents.settings) }
+        let sessionSettings = try vault.sessionSettings()
+        if let sessionSettings { settings = try self.settings(vaultSettings: sessionSettings) }
         if let path = keyFileFlag {
             return (try readKeyFile(path, source: .keyFileFlag(path: path), required: true)!, settings)
         }
@@ -134,18 +129,16 @@ public struct KeyResolver {
             return (ResolvedKey(secret: secret, source: .environment(variable: variable), updated: nil), settings)
         }
         reasons.append(explicitKeyName == nil ? "GOOGLE_API_KEY and GEMINI_API_KEY are not set" : "--key names a vault key, so the environment is not used")
-        if VaultStore(path: vaultPath).exists {
-            if let contents = try session ?? openVault() {
-                settings = try self.settings(vaultSettings: contents.settings)
-                let name = keyName(settings)
-                // Through the session, ask again naming the key, so the agent records its use.
-                if session != nil, contents.key(named: name) != nil { _ = try sessionContents(name) }
-                if let stored = contents.key(named: name) {
-                    return (ResolvedKey(secret: stored.secret, source: .vault(path: vaultPath, name: name), updated: stored.updated), settings)
-                }
-                if explicitKeyName != nil { throw VaultError.keyNotFound(name: name) }
-                reasons.append("the vault \(vaultPath) has no key '\(name)'")
+        if vault.exists {
+            if sessionSettings == nil, !vault.passphraseSource.canProvide { throw ConfigError.vaultNeedsPassphrase(path: vaultPath) }
+            settings = try self.settings(vaultSettings: try sessionSettings ?? vault.settings())
+            let name = keyName(settings)
+            // Only the one key travels from a session, which records its use.
+            if let stored = try vault.key(name, markUsed: true) {
+                return (ResolvedKey(secret: stored.secret, source: .vault(path: vaultPath, name: name), updated: stored.updated), settings)
             }
+            if explicitKeyName != nil { throw VaultError.keyNotFound(name: name) }
+            reasons.append("the vault \(vaultPath) has no key '\(name)'")
         } else {
             reasons.append("there is no vault at \(vaultPath)")
         }
@@ -178,7 +171,7 @@ public struct KeyResolver {
                 consider(.environment(variable: variable), "\(variable) is set")
             }
         }
-        if VaultStore(path: vaultPath).exists { consider(.vault(path: vaultPath, name: keyName(settings)), "a vault exists at \(vaultPath)") }
+        if vault.exists { consider(.vault(path: vaultPath, name: keyName(settings)), "a vault exists at \(vaultPath)") }
         if FileStatus.of(link: paths.keyFile) != nil { consider(.keyFile(path: paths.keyFile), "a key file exists at \(paths.keyFile)") }
         if let command = settings[.keyCommand], !command.isEmpty { consider(.keyCommand(command: command), "key_command is set") }
         return found

@@ -16,7 +16,7 @@ from conftest import GOOD_KEY, PASSPHRASE
 from test_session import agent_log, connect_agent, frame, session, socket_path, status  # noqa: F401 (session is a fixture)
 
 MAX_FRAME = 17 << 20
-WRITE, STATUS, UNLOCK = 4, 1, 2
+WRITE, STATUS, UNLOCK, CHANGE = 4, 1, 2, 13
 
 
 def vm_kib(pid, field):
@@ -111,53 +111,28 @@ def fields(body):
 
 
 def grow_vault_through_the_agent(env, keys, value_length):
-    """Adds `keys` keys of `value_length` bytes with one write request, the payload built as
-    Docs/vault-format.md describes it."""
-    code, answer = ask(env, frame(3))
-    assert code == 0, answer
-    got = fields(answer)
-    generation, payload = got[5], got[4]
-    payload = payload[:payload.rstrip(b"\x00").rfind(b"\x80")]  # padding off
-    assert payload[0] in (2, 3)  # the keys are laid out alike in both
-    offset = 33
-    (count,) = struct.unpack_from("<H", payload, offset)
-    offset += 2
-    entries = []
-    for _ in range(count):
-        start = offset
-        for _field in range(2):
-            (n,) = struct.unpack_from("<H", payload, offset)
-            offset += 2 + n
-        offset += 24
-        previous = payload[offset]
-        offset += 1
-        for _ in range(previous):
-            (n,) = struct.unpack_from("<H", payload, offset)
-            offset += 2 + n + 8
-        entries.append(payload[start:offset])
+    """Adds `keys` keys of `value_length` bytes, one change request each (Docs/session.md,
+    operation 13), and returns the vault file's size."""
     now = int(time.time())
     for index in range(keys):
         name, value = b"bulk%04d" % index, b"AQ." + b"v" * (value_length - 3)
-        entries.append(struct.pack("<H", len(name)) + name + struct.pack("<H", len(value)) + value + struct.pack("<qqqB", now, now, 0, 0))
-    entries.sort(key=lambda entry: entry[2:2 + struct.unpack_from("<H", entry, 0)[0]])
-    grown = payload[:33] + struct.pack("<H", len(entries)) + b"".join(entries) + payload[offset:] + b"\x80"
-    grown += b"\x00" * (-len(grown) % 512)
-    code, answer = ask(env, frame(WRITE, [(4, grown), (5, generation), (15, struct.pack("<q", 0))]))
-    assert code == 0, answer
-    return len(grown)
+        code, answer = ask(env, frame(CHANGE, [(27, struct.pack("<q", 1)), (6, name), (20, value), (30, struct.pack("<q", now))]))
+        assert code == 0, answer
+    return os.path.getsize(env.vault)
 
 
 def test_clients_that_never_read_a_large_answer_delay_no_one(session):
     env = session
     assert env.run("unlock").code == 0
-    # Contents larger than a socket takes at once (about 200 KiB), so each answer waits.
+    # A large vault; each client asks for the largest answer there is (every key's summary)
+    # and never reads it.
     assert grow_vault_through_the_agent(env, 100, 4000) > 400_000
     pid = status(env)["agentPid"]
     readers = []
     try:
         for _ in range(10):
             client = connect_agent(env, timeout=5)
-            client.sendall(frame(3))
+            client.sendall(frame(10))
             readers.append(client)
         time.sleep(0.2)
         started = time.monotonic()
@@ -215,9 +190,9 @@ def test_a_failed_write_does_not_count_as_use_and_a_read_does(session):
     assert env.run("unlock", "--idle", "1m").code == 0
     idle_before = deadlines(env)[0]
     time.sleep(2.5)
-    for request in (frame(WRITE, [(4, b"not a vault payload"), (5, struct.pack("<q", 1))]),  # damaged contents
-                    frame(WRITE, [(5, struct.pack("<q", 1))]),  # no payload
-                    frame(WRITE)):
+    for request in (frame(CHANGE, [(27, struct.pack("<q", 4)), (6, b"no-such-key"), (30, struct.pack("<q", 1))]),  # no such key
+                    frame(CHANGE, [(27, struct.pack("<q", 1)), (6, b"k")]),  # no value
+                    frame(CHANGE), frame(WRITE)):
         code, answer = ask(env, request)
         assert code == 1, answer
     assert abs(deadlines(env)[0] - idle_before) <= 1, "a failed write extended the idle limit"
@@ -283,3 +258,27 @@ def test_an_agent_that_cannot_start_is_reported_at_once(session):
         assert took < 3, "unlock took %.1f s to fail" % took
     finally:
         os.close(holder)
+
+
+def test_no_answer_carries_more_than_what_was_asked(session):
+    env = session
+    values = {name: "AQ." + name * 25 for name in ("alpha", "bravo", "delta")}
+    for name, value in values.items():
+        assert env.run("key", "set", name, input=value).code == 0
+    assert env.run("config", "set", "model", "echo").code == 0
+    assert env.run("unlock").code == 0
+    code, answer = ask(env, frame(9, [(6, b"bravo"), (33, struct.pack("<q", 0))]))
+    assert code == 0 and fields(answer)[20] == values["bravo"].encode()
+    assert values["alpha"].encode() not in answer and values["delta"].encode() not in answer
+    for operation in (10, 11, 7, 1):  # summaries, settings, names, status
+        code, answer = ask(env, frame(operation))
+        assert code == 0, (operation, answer)
+        assert not any(value.encode() in answer or value[4:-4].encode() in answer for value in values.values()), operation
+    code, answer = ask(env, frame(11))
+    assert b"echo" in answer and b"model" in answer
+    # The whole contents are no longer handed out.
+    code, answer = ask(env, frame(3))
+    assert code == 1 and not any(value.encode() in answer for value in values.values())
+    # Commands still get what they need through the session, without a passphrase.
+    assert env.run("key", "get", "delta", passphrase=False).out == values["delta"] + "\n"
+    assert [k["name"] for k in json.loads(env.run("key", "list", "--json", passphrase=False).out)["keys"]] == ["alpha", "bravo", "default", "delta"]

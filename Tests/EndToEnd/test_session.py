@@ -302,7 +302,7 @@ def test_other_users_are_refused_by_the_agent(session):
         client.settimeout(5)
         client.connect(os.path.join(folder, name))
         try:
-            client.sendall(frame(3))
+            client.sendall(frame(10))
             answer = client.recv(65536)
         except (ConnectionResetError, BrokenPipeError):
             answer = b""  # refused at once

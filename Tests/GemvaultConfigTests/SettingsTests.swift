@@ -3,6 +3,7 @@ import GoogleKeys
 import Testing
 @testable import GemvaultConfig
 import SystemIO
+import VaultAccess
 import VaultCore
 
 @Suite struct SettingsTests {
@@ -89,10 +90,19 @@ import VaultCore
 }
 
 @Suite struct KeyResolverTests {
+    /// No vault file, no session, no passphrase: the sources around the vault.
+    struct NoPassphrase: PassphraseSource {
+        var canProvide: Bool { false }
+        func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T { throw VaultError.wrongPassphrase }
+    }
+
     func resolver(_ environment: [String: String], warnings: Box) -> KeyResolver {
-        KeyResolver(keyFileFlag: nil, environment: environment, paths: Paths(environment: ["HOME": "/nonexistent"]),
-                    vaultPath: "/nonexistent/vault", explicitKeyName: nil, layers: SettingLayers(environment: environment),
-                    openVault: { nil }, warn: { warnings.messages.append($0) })
+        let store = VaultStore(path: "/nonexistent/vault")
+        let vault = VaultAccess(file: VaultFileAccess(store: store, rollback: RollbackGuard(record: GenerationRecord(stateDirectory: "/nonexistent"),
+                                                                                         vaultPath: store.path, acceptsRollback: false), warn: { _ in }),
+                                agent: nil, passphrase: NoPassphrase(), observe: { _ in }, warn: { _ in })
+        return KeyResolver(keyFileFlag: nil, environment: environment, paths: Paths(environment: ["HOME": "/nonexistent"]),
+                           explicitKeyName: nil, layers: SettingLayers(environment: environment), vault: vault, warn: { warnings.messages.append($0) })
     }
 
     final class Box: @unchecked Sendable { var messages: [String] = [] }

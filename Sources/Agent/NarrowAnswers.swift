@@ -1,0 +1,181 @@
+import GoogleKeys
+import VaultCore
+
+/// The bodies of the narrow requests' fields (Docs/session.md): each carries only what was
+/// asked. All integers little-endian; a text is a u32 length and UTF-8. Decoders return nil
+/// for anything a writer never produces.
+enum NarrowCoding {
+    // MARK: Key summaries: u32 count, then per key its name, masked value, kind, three dates,
+    // and u8 count of earlier values, each masked value, kind and retired date.
+
+    static func encode(_ summaries: [KeySummary]) -> [UInt8] {
+        var out = ByteWriter()
+        out.u32(UInt32(summaries.count))
+        for key in summaries {
+            out.text(key.name)
+            out.text(key.masked)
+            out.kind(key.kind)
+            out.i64(key.created)
+            out.i64(key.updated)
+            out.i64(key.lastUsed)
+            out.u8(UInt8(min(key.earlier.count, 255)))
+            for earlier in key.earlier.prefix(255) {
+                out.text(earlier.masked)
+                out.kind(earlier.kind)
+                out.i64(earlier.retired)
+            }
+        }
+        return out.bytes
+    }
+
+    static func decodeSummaries(_ bytes: [UInt8]) -> [KeySummary]? {
+        var input = ByteCursor(bytes)
+        guard let count = input.u32(), Int(count) <= bytes.count else { return nil }
+        var summaries: [KeySummary] = []
+        for _ in 0..<count {
+            guard let name = input.text(), let masked = input.text(), let kind = input.kind(), let created = input.i64(),
+                  let updated = input.i64(), let lastUsed = input.i64(), let earlierCount = input.u8() else { return nil }
+            var earlier: [KeySummary.Earlier] = []
+            for _ in 0..<earlierCount {
+                guard let value = input.text(), let valueKind = input.kind(), let retired = input.i64() else { return nil }
+                earlier.append(KeySummary.Earlier(masked: value, kind: valueKind, retired: retired))
+            }
+            summaries.append(KeySummary(name: name, masked: masked, kind: kind, created: created, updated: updated, lastUsed: lastUsed, earlier: earlier))
+        }
+        return input.atEnd ? summaries : nil
+    }
+
+    // MARK: Settings: u32 count, then name and value texts.
+
+    static func encode(_ settings: [String: String]) -> [UInt8] {
+        var out = ByteWriter()
+        out.u32(UInt32(settings.count))
+        for name in settings.keys.sorted() {
+            out.text(name)
+            out.text(settings[name]!)
+        }
+        return out.bytes
+    }
+
+    static func decodeSettings(_ bytes: [UInt8]) -> [String: String]? {
+        var input = ByteCursor(bytes)
+        guard let count = input.u32(), Int(count) <= bytes.count else { return nil }
+        var settings: [String: String] = [:]
+        for _ in 0..<count {
+            guard let name = input.text(), let value = input.text() else { return nil }
+            settings[name] = value
+        }
+        return input.atEnd ? settings : nil
+    }
+
+    // MARK: A change: u8 kind, then its fields (a key's value travels in its own secret field).
+
+    enum ChangeKind: UInt8 {
+        case setKey = 1, replaceKey = 2, removeKey = 3, rollBack = 4, setSetting = 5, unsetSetting = 6
+    }
+
+    static func add(_ change: VaultChange, to message: inout AgentMessage) {
+        switch change {
+        case .setKey(let name, let secret, let now), .replaceKey(let name, let secret, let now):
+            if case .setKey = change { message.add(.changeKind, number: Int64(ChangeKind.setKey.rawValue)) }
+            else { message.add(.changeKind, number: Int64(ChangeKind.replaceKey.rawValue)) }
+            message.add(.keyName, text: name)
+            message.add(.keyValue, secret: secret)
+            message.add(.now, number: now)
+        case .removeKey(let name):
+            message.add(.changeKind, number: Int64(ChangeKind.removeKey.rawValue))
+            message.add(.keyName, text: name)
+        case .rollBack(let name, let now):
+            message.add(.changeKind, number: Int64(ChangeKind.rollBack.rawValue))
+            message.add(.keyName, text: name)
+            message.add(.now, number: now)
+        case .setting(let name, let value):
+            message.add(.changeKind, number: Int64((value == nil ? ChangeKind.unsetSetting : .setSetting).rawValue))
+            message.add(.settingName, text: name)
+            if let value { message.add(.settingValue, text: value) }
+        }
+    }
+
+    /// Why the vault's rules refused a change, as the client should report it: the kind of
+    /// refusal (`refusal`) and what it names (`keyName`).
+    static func add(refusal error: VaultError, to response: inout AgentMessage) {
+        switch error {
+        case .noEarlierValue(let name): response.add(.refusal, number: 1); response.add(.keyName, text: name)
+        case .valueTooLarge(let what): response.add(.refusal, number: 2); response.add(.keyName, text: what)
+        case .invalidName(let name): response.add(.refusal, number: 3); response.add(.keyName, text: name)
+        default: break
+        }
+    }
+
+    static func refusal(in response: AgentMessage) -> VaultError? {
+        guard let name = response.text(.keyName) else { return nil }
+        switch response.number(.refusal) {
+        case 1: return .noEarlierValue(name: name)
+        case 2: return .valueTooLarge(name)
+        case 3: return .invalidName(name)
+        default: return nil
+        }
+    }
+
+    /// The change a request carries, or nil when it is not one a client sends.
+    static func change(in message: AgentMessage) -> VaultChange? {
+        guard let raw = message.number(.changeKind), let kind = ChangeKind(rawValue: UInt8(truncatingIfNeeded: raw)) else { return nil }
+        let name = message.text(.keyName)
+        let now = message.number(.now)
+        switch kind {
+        case .setKey, .replaceKey:
+            guard let name, let secret = message.secret(.keyValue), let now else { return nil }
+            return kind == .setKey ? .setKey(name: name, secret: secret, now: now) : .replaceKey(name: name, secret: secret, now: now)
+        case .removeKey:
+            return name.map { .removeKey(name: $0) }
+        case .rollBack:
+            guard let name, let now else { return nil }
+            return .rollBack(name: name, now: now)
+        case .setSetting, .unsetSetting:
+            guard let setting = message.text(.settingName) else { return nil }
+            let value = message.text(.settingValue)
+            guard (kind == .setSetting) == (value != nil) else { return nil }
+            return .setting(name: setting, value: value)
+        }
+    }
+}
+
+struct ByteWriter {
+    var bytes: [UInt8] = []
+
+    mutating func u8(_ value: UInt8) { bytes.append(value) }
+    mutating func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { bytes += $0 } }
+    mutating func i64(_ value: Int64) { withUnsafeBytes(of: value.littleEndian) { bytes += $0 } }
+    mutating func text(_ value: String) {
+        u32(UInt32(value.utf8.count))
+        bytes += value.utf8
+    }
+    mutating func kind(_ value: GoogleKeyKind) { u8(UInt8(GoogleKeyKind.allCases.firstIndex(of: value)!)) }
+}
+
+struct ByteCursor {
+    let bytes: [UInt8]
+    var offset = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    var atEnd: Bool { offset == bytes.count }
+
+    mutating func take(_ count: Int) -> ArraySlice<UInt8>? {
+        guard count >= 0, bytes.count - offset >= count else { return nil }
+        defer { offset += count }
+        return bytes[offset..<offset + count]
+    }
+
+    mutating func u8() -> UInt8? { take(1)?.first }
+    mutating func u32() -> UInt32? { take(4).map { $0.reversed().reduce(0) { $0 << 8 | UInt32($1) } } }
+    mutating func i64() -> Int64? { take(8).map { Int64(bitPattern: $0.reversed().reduce(0) { $0 << 8 | UInt64($1) }) } }
+    mutating func text() -> String? {
+        guard let count = u32(), let body = take(Int(count)) else { return nil }
+        return String(validating: body, as: UTF8.self)
+    }
+    mutating func kind() -> GoogleKeyKind? {
+        guard let index = u8(), Int(index) < GoogleKeyKind.allCases.count else { return nil }
+        return GoogleKeyKind.allCases[Int(index)]
+    }
+}

@@ -1,0 +1,190 @@
+import Agent
+import SystemIO
+import VaultCore
+
+/// Where a vault's passphrase comes from for one command: a flag, a descriptor or the terminal.
+public protocol PassphraseSource {
+    /// Whether a passphrase can be had without failing for lack of a terminal.
+    var canProvide: Bool { get }
+    /// Runs `attempt` with the passphrase; on a terminal a wrong one may be typed again.
+    func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T
+}
+
+/// The one home for reaching a vault, used by every command: the file's checks that need no
+/// secret (permissions, checksum, KDF bounds, the rollback rule), opening through the unlocked
+/// session or with the passphrase, saving above every generation seen, and narrow questions
+/// (one key, the settings, the key summaries) that through a session carry only what was asked.
+public final class VaultAccess {
+    /// The file's own rules, which the agent follows too.
+    public let file: VaultFileAccess
+    /// The session to ask first; nil with `--no-session`.
+    public let agent: AgentClient?
+    /// Where this command's passphrase comes from.
+    public let passphraseSource: any PassphraseSource
+    /// Told of the contents whenever they are opened or saved here (the history's recipient).
+    let observe: (VaultContents) -> Void
+    let warn: (String) -> Void
+    /// Hears that another writer holds the vault's lock, while this one waits.
+    let onLockWait: (String) -> Void
+    /// The document opened with the passphrase, kept for the rest of the command: one Argon2 run.
+    private var opened: VaultDocument?
+
+    public init(file: VaultFileAccess, agent: AgentClient?, passphrase: any PassphraseSource,
+                observe: @escaping (VaultContents) -> Void, warn: @escaping (String) -> Void, onLockWait: @escaping (String) -> Void = { _ in }) {
+        self.onLockWait = onLockWait
+        self.file = file
+        self.agent = agent
+        self.passphraseSource = passphrase
+        self.observe = observe
+        self.warn = warn
+    }
+
+    public var store: VaultStore { file.store }
+    public var path: String { file.path }
+    public var exists: Bool { store.exists }
+
+    /// The file, checked without a secret.
+    public func readFile() throws -> VaultFile { try file.readFile() }
+
+    /// Everything that can be checked without a secret, done before a prompt so nobody types
+    /// a passphrase for a bad file.
+    public func checkBeforePrompt() throws {
+        guard exists else { throw VaultError.notFound(path: path) }
+        _ = try readFile()
+    }
+
+    // MARK: Opening
+
+    /// Whether an unlocked session holds this vault; never prompts. A session that answers
+    /// with a rollback or an untrusted socket is an error.
+    public func sessionIsOpen() throws -> Bool {
+        guard exists, let agent else { return false }
+        do throws(AgentError) {
+            return try agent.status().unlocked
+        } catch {
+            return try sessionFailure(error)
+        }
+    }
+
+    /// Runs a request through the session; nil when there is none to ask.
+    public func throughSession<T>(_ request: (AgentClient) throws(AgentError) -> T) throws -> T? {
+        guard exists, let agent else { return nil }
+        do throws(AgentError) {
+            return try request(agent)
+        } catch {
+            _ = try sessionFailure(error)
+            return nil
+        }
+    }
+
+    /// No session (not running, locked, or no longer opening the vault) means "ask the
+    /// passphrase"; another user's socket folder is warned about and passed over.
+    private func sessionFailure(_ error: AgentError) throws -> Bool {
+        switch error {
+        case .notRunning, .locked, .wrongKey: return false
+        case .refused(let failure):
+            warn("the session is not used: \(failure.message)")
+            return false
+        default: throw error
+        }
+    }
+
+    /// The vault opened with the passphrase (once per command).
+    public func openDocument() throws -> VaultDocument {
+        if let opened { return opened }
+        let vault = try readFile()
+        let document = try passphraseSource.withPassphrase { try VaultDocument.open(vault, path: path, passphrase: $0) }
+        file.remember(document.file)
+        observe(document.contents)
+        opened = document
+        return document
+    }
+
+    /// Contents opened elsewhere (a vault just made, an unlock): told to `observe` like the rest.
+    public func note(_ contents: VaultContents) { observe(contents) }
+
+    // MARK: Narrow questions
+
+    /// One key, marked as used when `markUsed` (the session records it).
+    public func key(_ name: String, markUsed: Bool) throws -> StoredKey? {
+        if let answer = try throughSession({ agent throws(AgentError) in try agent.key(name, markUsed: markUsed) }) { return answer }
+        return try openDocument().contents.key(named: name)
+    }
+
+    /// What can be shown of every key, without their values.
+    public func keySummaries() throws -> [KeySummary] {
+        if let summaries = try throughSession({ agent throws(AgentError) in try agent.keySummaries() }) { return summaries }
+        return try openDocument().contents.keys.map(\.summary)
+    }
+
+    /// The vault's settings from an unlocked session, or nil without one; never prompts.
+    public func sessionSettings() throws -> [String: String]? {
+        try throughSession { agent throws(AgentError) in try agent.settings() }
+    }
+
+    /// The vault's own settings.
+    public func settings() throws -> [String: String] {
+        if let settings = try throughSession({ agent throws(AgentError) in try agent.settings() }) { return settings }
+        return try openDocument().contents.settings
+    }
+
+    /// The keys that open the conversation history, current first.
+    public func conversationKeys() throws -> [SecretBytes] {
+        if let keys = try throughSession({ agent throws(AgentError) in try agent.conversationKeys() }) { return keys }
+        return try openDocument().contents.conversationKeys
+    }
+
+    // MARK: Changes
+
+    /// One change: sent to the session as it is, or made under the vault's lock with the
+    /// passphrase (asked before the lock is taken, so a person typing holds up no writer).
+    @discardableResult
+    public func apply(_ change: VaultChange) throws -> VaultChange.Outcome {
+        try checkBeforePrompt()
+        if let outcome = try throughSession({ agent throws(AgentError) in try agent.apply(change) }) {
+            // The history's recipient keeps the vault's `history` setting for locked commands.
+            if case .setting(let name, _) = change, name == "history",
+               let settings = try? throughSession({ agent throws(AgentError) in try agent.settings() }),
+               let current = try? throughSession({ agent throws(AgentError) in try agent.conversationKeys() })?.first {
+                observe(VaultContents(settings: settings, conversationKey: current))
+            }
+            return outcome
+        }
+        var outcome: VaultChange.Outcome?
+        try passphraseSource.withPassphrase { secret in try modify(unlockWith: secret) { outcome = try change.apply(to: $0.contents) } }
+        return outcome!
+    }
+
+    /// A locked read-modify-write with a secret already read. `knownKey`, the passphrase's key
+    /// derived before the lock, opens the file without another Argon2 run while its slot is
+    /// unchanged (another writer's passwd changes the salt; then the passphrase is derived again).
+    public func modify(unlockWith secret: SecretBytes, recovery: Bool = false, knownKey: PassphraseKey? = nil,
+                       knownRecoveryKey: RecoveryKey? = nil, backup: VaultStore.Backup = .previous,
+                       _ change: (VaultDocument) throws -> Void) throws {
+        try store.withExclusiveLock(onWait: onLockWait) { session in
+            guard let bytes = try session.read() else { throw VaultError.notFound(path: path) }
+            let vault = try file.checked(file.parse(bytes))
+            let document: VaultDocument
+            if recovery, let knownRecoveryKey, knownRecoveryKey.fits(vault) {
+                document = try VaultDocument.open(vault, path: path, recoveryKey: knownRecoveryKey)
+            } else if recovery {
+                document = try VaultDocument.open(vault, path: path, recoveryCode: secret)
+            } else if let knownKey, knownKey.fits(vault) {
+                document = try VaultDocument.open(vault, path: path, kek: knownKey.kek)
+            } else {
+                document = try VaultDocument.open(vault, path: path, passphrase: secret)
+            }
+            try change(document)
+            try save(document, in: session, backup: backup)
+        }
+        opened = nil
+    }
+
+    /// Seals and writes a document above every generation seen, then records the new one.
+    /// `newVault` is for a vault made on purpose at this path (`init`, the first run).
+    public func save(_ document: VaultDocument, in session: VaultStore.WriteSession, backup: VaultStore.Backup, newVault: Bool = false) throws {
+        try file.save(document, in: session, backup: backup, newVault: newVault)
+        // A passphrase change's new conversation key, or a new `history` setting, applies at once.
+        observe(document.contents)
+    }
+}

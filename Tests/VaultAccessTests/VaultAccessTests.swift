@@ -1,0 +1,73 @@
+import Foundation
+import Glibc
+import Testing
+import VaultCore
+@testable import VaultAccess
+
+/// The passphrase as a script gives it (a file or a descriptor): one try, counted.
+private final class GivenPassphrase: PassphraseSource, @unchecked Sendable {
+    let text: String
+    var asked = 0
+
+    init(_ text: String) { self.text = text }
+
+    var canProvide: Bool { true }
+
+    func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T {
+        asked += 1
+        return try attempt(SecretBytes(utf8: text))
+    }
+}
+
+@Suite struct VaultAccessTests {
+    let passphrase = "correct horse battery staple"
+
+    private func newVault() throws -> (VaultAccess, GivenPassphrase, String) {
+        var template = Array((NSTemporaryDirectory() + "/gemvault-access-XXXXXX").utf8CString)
+        let folder = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        let store = VaultStore(path: folder + "/vault/vault")
+        let document = try VaultDocument.create(path: store.path, passphrase: SecretBytes(utf8: passphrase), recoveryCode: RecoveryCode.generate(),
+                                                kdf: KDFParameters.Preset.interactive.parameters)
+        try store.withExclusiveLock { session in try store.write(try document.sealed(), in: session) }
+        let given = GivenPassphrase(passphrase)
+        let rollback = RollbackGuard(record: GenerationRecord(stateDirectory: folder + "/state"), vaultPath: store.path, acceptsRollback: false)
+        let access = VaultAccess(file: VaultFileAccess(store: store, rollback: rollback, warn: { _ in }), agent: nil, passphrase: given,
+                                 observe: { _ in }, warn: { _ in })
+        return (access, given, folder)
+    }
+
+    @Test func changesAndNarrowQuestionsWithoutASession() throws {
+        let (access, given, _) = try newVault()
+        let key = "AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp"
+        #expect(try access.apply(.setKey(name: "work", secret: SecretBytes(utf8: key), now: 10)) == VaultChange.Outcome(masked: nil, replaced: false))
+        #expect(try access.apply(.setting(name: "history", value: "off")).replaced == false)
+        let replaced = try access.apply(.replaceKey(name: "work", secret: SecretBytes(utf8: key + "x"), now: 20))
+        #expect(replaced == VaultChange.Outcome(masked: "AQ.A…MhKp", replaced: true))
+        #expect(throws: VaultError.keyNotFound(name: "other")) { try access.apply(.replaceKey(name: "other", secret: SecretBytes(utf8: key), now: 30)) }
+        given.asked = 0
+        let stored = try #require(try access.key("work", markUsed: false))
+        #expect(stored.secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } == key + "x" && stored.updated == 20)
+        #expect(try access.settings() == ["history": "off"])
+        #expect(try access.keySummaries().map(\.earlier.count) == [1])
+        // One passphrase entry (one Argon2 run) answers every question of a command.
+        #expect(given.asked == 1)
+    }
+
+    @Test func aWrongPassphraseChangesNothing() throws {
+        let (access, _, _) = try newVault()
+        let before = try access.store.read()
+        let wrong = VaultAccess(file: access.file, agent: nil, passphrase: GivenPassphrase("not it"), observe: { _ in }, warn: { _ in })
+        #expect(throws: VaultError.wrongPassphrase) { try wrong.apply(.setting(name: "model", value: "x")) }
+        #expect(try access.store.read() == before)
+    }
+
+    @Test func narrowAnswersTravelIntactOverTheWire() throws {
+        let (access, _, _) = try newVault()
+        try access.apply(.setKey(name: "a", secret: SecretBytes(utf8: "AIzaSyUnitTest-0123456789abcdefghijklmn"), now: 1))
+        try access.apply(.setKey(name: "a", secret: SecretBytes(utf8: "AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp"), now: 2))
+        try access.apply(.setting(name: "system_prompt", value: "two\nlines"))
+        let summaries = try access.keySummaries()
+        #expect(summaries.first?.kind == .auth && summaries.first?.earlier.first?.kind == .standard)
+        #expect(try access.settings()["system_prompt"] == "two\nlines")
+    }
+}
