@@ -32,7 +32,7 @@ let vaultCommands: [CommandSpec] = [
     CommandSpec(path: ["passwd"], arguments: "", argumentRange: 0...0,
                 summary: "change the passphrase and put the vault under a new data key",
                 options: newPassphraseOptions,
-                details: "Afterwards the old passphrase opens nothing written since, not even together with an old copy of the vault.\nvault.bak is replaced by the new vault. The recovery code keeps working (a vault made by gemvault 0.1 asks for its code on a terminal to keep it, and otherwise gets a new one, shown once).",
+                details: "Afterwards the old passphrase opens nothing written since, not even together with an old copy of the vault.\nvault.bak is replaced by the new vault. The recovery code keeps working (a format 1 vault, made by a build before 0.1.0, asks for its code on a terminal to keep it, and otherwise gets a new one, shown once).",
                 run: VaultCommand.changePassphrase),
     CommandSpec(path: ["recover"], arguments: "", argumentRange: 0...0,
                 summary: "set a new passphrase using the recovery code (also a new data key)",
@@ -338,12 +338,12 @@ enum VaultCommand {
         Console.err("gemvault: recovery code replaced; the vault is under a new data key\n")
     }
 
-    /// A vault made by gemvault 0.1 keeps its recovery code through a rekey only if the code
+    /// A format 1 vault (made by a build before 0.1.0) keeps its recovery code through a rekey only if the code
     /// is typed once: on a terminal, ask for it (Enter, or three wrong tries, makes a new one).
     static func askForLegacyRecoveryCode(_ context: Context) throws -> RecoveryKey? {
         let file = try context.vault.readFile()
         guard file.recoverySlot?.kind == .legacyRecovery, TerminalQuestion.available else { return nil }
-        Console.err("gemvault: this vault was made by gemvault 0.1; its recovery code can follow the new data key only if you type it now\n")
+        Console.err("gemvault: this vault is in format 1, made by a build before 0.1.0; its recovery code can follow the new data key only if you type it now\n")
         for _ in 0..<3 {
             guard let typed = try? SecretInput.read(from: .terminal, prompt: "Recovery code (Enter for a new one): "), typed.count > 0 else { return nil }
             Redaction.registerPassphrase(typed)

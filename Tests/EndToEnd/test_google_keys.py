@@ -258,6 +258,8 @@ def test_doctor_finds_auth_keys_by_shape_and_standard_keys_in_the_vault(env):
     env.write_private(os.path.join(project, ".envrc"), "export OTHER=%s\n" % STANDARD_KEY)
     os.makedirs(os.path.join(env.home, ".bashrc.d"), exist_ok=True)
     env.write_private(os.path.join(env.home, ".bashrc.d", "ai.sh"), "export X=%s\n" % auth_key("bashrcd"))
+    env.write_private(os.path.join(env.home, ".pam_environment"), "GEMINI_API_KEY DEFAULT=%s\n" % auth_key("pam"))
+    env.write_private(os.path.join(env.vars["XDG_CONFIG_HOME"], "environment.d", "50-ai.conf"), "AI_KEY=%s\n" % auth_key("envd"))
     report = env.run("doctor", "--json", env={"MY_GEMINI": auth_key("environment")})
     assert report.code == 1, report
     findings = [(f["check"], f["message"]) for f in json.loads(report.out)["findings"]]
@@ -265,6 +267,8 @@ def test_doctor_finds_auth_keys_by_shape_and_standard_keys_in_the_vault(env):
     assert any(check == "dotenv" and message.endswith("/src/app/.envrc:1 holds a standard API key in plain text") for check, message in findings)
     assert any(check == "shell-startup" and message.endswith(".bashrc:2 holds an auth key in plain text") for check, message in findings)
     assert any(check == "shell-startup" and "/.bashrc.d/ai.sh:1 holds an auth key" in message for check, message in findings)
+    assert any(check == "shell-startup" and message.endswith("/.pam_environment:1 holds an auth key in plain text") for check, message in findings)
+    assert any(check == "shell-startup" and message.endswith("/environment.d/50-ai.conf:1 holds an auth key in plain text") for check, message in findings)
     assert any(check == "dotenv" and message.endswith("/src/app/.env:2 holds an auth key in plain text") for check, message in findings)
     assert any(check == "dotenv" and "/src/app/.envrc:1 holds a standard API key" in message for check, message in findings)
     assert ("vault-keys", "the vault's key 'legacy' is a standard API key, which Google rejects for the Gemini API since September 2026") in findings

@@ -298,7 +298,7 @@ FIXTURES = os.path.join(os.path.dirname(__file__), "..", "VaultCoreTests", "Fixt
 
 
 def install_format_1_vector(env):
-    """The committed vault of gemvault 0.1's format as the user's vault, with its passphrase."""
+    """The committed format 1 vault (a build before 0.1.0) as the user's vault, with its passphrase."""
     with open(os.path.join(FIXTURES, "vector-v1.json")) as handle:
         expected = json.load(handle)
     os.makedirs(os.path.dirname(env.vault), mode=0o700, exist_ok=True)
