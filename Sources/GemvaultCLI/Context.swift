@@ -11,9 +11,6 @@ struct Context {
     let environment: [String: String]
     let paths: Paths
     let options: [String: String]
-    /// Argon2 bounds for files read from disk; only tests of the library loosen them.
-    let kdfPolicy: KDFPolicy = .standard
-
     /// How this command reaches the vault: the one home for it (the VaultAccess module).
     let vault: VaultAccess
 
@@ -41,6 +38,8 @@ struct Context {
     /// GEMVAULT_LOCK_TIMEOUT seconds, 10 by default.
     var store: VaultStore { vault.store }
     var generations: GenerationRecord { vault.file.rollback.record }
+    /// Argon2 bounds for files read from disk; only tests of the library loosen them.
+    var kdfPolicy: KDFPolicy { vault.file.kdfPolicy }
 
     /// `--color`, then the `color` setting, then auto (a terminal without NO_COLOR or TERM=dumb).
     func style(_ settings: Settings?, fd: Int32) -> Style {
@@ -63,12 +62,6 @@ struct Context {
 
     /// Whether a passphrase can be read without failing for lack of a terminal.
     var canReadPassphrase: Bool { vault.passphraseSource.canProvide }
-
-    func readPassphrase() throws -> SecretBytes {
-        let passphrase = try SecretInput.read(from: try passphraseSource(), prompt: "Passphrase for \(vaultPath): ")
-        Redaction.registerPassphrase(passphrase)
-        return passphrase
-    }
 
     /// A new passphrase, asked twice on a terminal, with the short-passphrase warning before
     /// the confirmation, while another can still be chosen.

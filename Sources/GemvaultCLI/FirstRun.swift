@@ -94,7 +94,7 @@ enum FirstRun {
         guard let kek = created.keyEncryptionKey else { throw VaultError.wrongPassphrase }
         try context.store.withExclusiveLock { session in
             guard let bytes = try session.read() else { throw VaultError.notFound(path: context.vaultPath) }
-            let document = try VaultDocument.open(try context.vault.file.checked(VaultFile.parse(bytes, path: context.vaultPath, policy: context.kdfPolicy)),
+            let document = try VaultDocument.open(try context.vault.file.checked(context.vault.file.parse(bytes)),
                                                   path: context.vaultPath, kek: kek)
             try document.contents.setKey("default", secret: key, now: Output.now())
             try context.vault.save(document, in: session, backup: .previous)
