@@ -6,6 +6,7 @@
 
 #include <curl/curl.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -212,7 +213,9 @@ int gv_http_perform(const gv_http_request *request, gv_http_data_callback on_dat
         } else if (code == CURLE_OPERATION_TIMEDOUT) {
             outcome = GV_HTTP_IDLE_TIMEOUT;
         } else if (code != CURLE_OK) {
-            outcome = GV_HTTP_TRANSPORT_ERROR;
+            long os_errno = 0;
+            if (code == CURLE_COULDNT_CONNECT) curl.easy_getinfo(t.easy, CURLINFO_OS_ERRNO, &os_errno);
+            outcome = os_errno == ECONNREFUSED ? GV_HTTP_CONNECTION_REFUSED : GV_HTTP_TRANSPORT_ERROR;
             set_message(message, message_capacity, curl_error[0] ? curl_error : curl.easy_strerror(code));
         }
     }

@@ -174,7 +174,7 @@ public final class GeminiClient {
             case .cancelled:
                 result.interrupted = true
                 return .done(result)
-            case .libraryMissing, .transportError, .idleTimeout:
+            case .libraryMissing, .transportError, .connectionRefused, .idleTimeout:
                 return try transportFailure(outcome, anyText: !result.text.isEmpty)
             case .complete(let status), .aborted(let status):
                 if status != 200 {
@@ -253,7 +253,7 @@ public final class GeminiClient {
             switch outcome {
             case .cancelled:
                 throw GeminiError(category: .interrupted, message: "interrupted", reason: "interrupted")
-            case .libraryMissing, .transportError, .idleTimeout:
+            case .libraryMissing, .transportError, .connectionRefused, .idleTimeout:
                 return try transportFailure(outcome, anyText: false)
             case .complete(let status), .aborted(let status):
                 guard status == 200 else {
@@ -273,6 +273,12 @@ public final class GeminiClient {
         case .transportError(let message):
             return .retry(GeminiError(category: .network, message: "the connection to \(configuration.endpoint) failed: \(message)", reason: "connection"),
                           delay: nil, anyText: anyText)
+        case .connectionRefused(let message):
+            let failure = GeminiError(category: .network, message: "the connection to \(configuration.endpoint) failed: \(message)", reason: "connection")
+            // On loopback a refusal means nothing listens there, and waiting will not start it.
+            guard EndpointURL(configuration.endpoint)?.isLoopback == true else { return .retry(failure, delay: nil, anyText: anyText) }
+            throw GeminiError(category: .network, message: "the connection to \(configuration.endpoint) was refused: nothing listens there (\(message))",
+                              hint: "start the server at that address, or check the 'endpoint' setting", reason: "connection-refused")
         case .idleTimeout:
             throw GeminiError(category: .network, message: "no data from the server for \(Int(configuration.timeout)) s (timeout)",
                               hint: "raise the limit with --timeout SECONDS or the 'timeout' setting", reason: "timeout")
@@ -290,7 +296,7 @@ public final class GeminiClient {
     }
 
     /// Retries 429 (honouring RetryInfo, never a daily quota), 500, 502, 503, 504 and
-    /// connection failures, with exponential backoff and ±25 % jitter.
+    /// connection failures (but a refusal on loopback), with exponential backoff and ±25 % jitter.
     func withRetries<T>(handlers: StreamHandlers, _ body: () throws -> Attempt<T>) throws -> T {
         var attempt = 1
         while true {

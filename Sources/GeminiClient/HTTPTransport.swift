@@ -10,6 +10,8 @@ struct HTTPTransport {
         case idleTimeout(status: Int)
         case cancelled
         case transportError(String)
+        /// Nothing listens at the address: every address of the host refused the connection.
+        case connectionRefused(String)
         case libraryMissing
     }
 
@@ -83,6 +85,8 @@ struct HTTPTransport {
         case Int(GV_HTTP_IDLE_TIMEOUT): return .idleTimeout(status: status)
         case Int(GV_HTTP_CANCELLED): return .cancelled
         case Int(GV_HTTP_LIBRARY_MISSING): return .libraryMissing
+        case Int(GV_HTTP_CONNECTION_REFUSED):
+            return .connectionRefused(message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
         default:
             return .transportError(message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
         }

@@ -29,6 +29,10 @@ enum SessionCommand {
     static func unlock(_ call: Invocation) throws {
         let context = call.context
         let agent = context.agent
+        // The flags are checked first: a bad value is refused before a passphrase is typed or an
+        // agent started, and also while a session runs.
+        _ = try duration(call.value("--idle"), flag: "--idle", command: call.command)
+        _ = try duration(call.value("--max"), flag: "--max", command: call.command)
         if let status = try? agent.status(), status.unlocked {
             Console.err("gemvault: \(status.vaultPath) is already unlocked (agent pid \(status.pid)); the running session was left alone\(status.locksAt.map { ", it locks at \(Output.isoDate($0))" } ?? "")\n")
             return
@@ -64,17 +68,17 @@ enum SessionCommand {
         withVault.vaultSettings = document.contents.settings
         withVault.vaultPath = context.vaultPath
         let settings = try Settings.resolve(withVault)
-        let idle = try duration(call.value("--idle"), flag: "--idle") ?? settings[.sessionIdle]
-        let max = try duration(call.value("--max"), flag: "--max") ?? settings[.sessionMax]
+        let idle = try duration(call.value("--idle"), flag: "--idle", command: call.command) ?? settings[.sessionIdle]
+        let max = try duration(call.value("--max"), flag: "--max", command: call.command) ?? settings[.sessionMax]
         if let spawned { try waitForAgent(context, spawned) } else if (try? agent.status()) == nil { try startAgent(context) }
         let status = try agent.unlock(kek: kek, idle: idle, max: max)
         Console.err("gemvault: unlocked \(status.vaultPath); it locks after \(DurationText.text(idle)) unused, and at the latest at \(status.maxDeadline.map(Output.isoDate) ?? "?")\n")
     }
 
-    static func duration(_ text: String?, flag: String) throws -> Double? {
+    static func duration(_ text: String?, flag: String, command: CommandSpec? = nil) throws -> Double? {
         guard let text else { return nil }
         guard let seconds = DurationText.seconds(text), seconds >= 1, seconds <= 366 * 86400 else {
-            throw UsageError("\(flag) takes a duration from 1s to 366d, such as 90s, 15m, 8h or 1h30m, not '\(text)'")
+            throw UsageError("\(flag) takes a duration from 1s to 366d, such as 90s, 15m, 8h or 1h30m, not '\(text)'", command: command)
         }
         return seconds
     }

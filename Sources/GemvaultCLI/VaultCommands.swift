@@ -172,7 +172,14 @@ enum VaultCommand {
 
     static func getKey(_ call: Invocation) throws {
         let name = call.positionals.first ?? "default"
-        guard let stored = try call.context.vault.key(name, markUsed: true) else { throw VaultError.keyNotFound(name: name) }
+        let context = call.context
+        if try !context.vault.sessionIsOpen() {
+            // A script without a terminal, session or passphrase source gets "no key" (exit 5), as
+            // every command that needs the key does, not a generic failure.
+            try context.vault.checkBeforePrompt()
+            guard context.canReadPassphrase else { throw ConfigError.vaultNeedsPassphrase(path: context.vaultPath) }
+        }
+        guard let stored = try context.vault.key(name, markUsed: true) else { throw VaultError.keyNotFound(name: name) }
         try Output.writeSecret(stored.secret)
     }
 

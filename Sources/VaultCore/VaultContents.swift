@@ -3,6 +3,8 @@ public struct RetiredSecret {
     public let secret: SecretBytes
     /// Unix seconds when it was replaced.
     public let retired: Int64
+    /// Unix seconds when it became current: a rollback restores it, so the value's age shows.
+    public let set: Int64
 }
 
 /// One named API key with its dates and earlier values.
@@ -34,9 +36,9 @@ public struct StoredKey {
 /// and `rekey` replace it (`retireConversationKey`), so an old copy of the vault opens nothing
 /// written afterwards; the earlier ones stay here, so every conversation stays readable.
 public final class VaultContents {
-    /// Version 3 adds the earlier conversation keys, version 2 each key's last use; 1 and 2
-    /// are still read.
-    public static let payloadVersion: UInt8 = 3
+    /// Version 4 adds when each earlier value was set, version 3 the earlier conversation keys,
+    /// version 2 each key's last use; 1 to 3 are still read.
+    public static let payloadVersion: UInt8 = 4
     public static let retiredLimit = 5
     /// Each passphrase change adds one; far more than a vault's lifetime of changes.
     public static let earlierConversationKeyLimit = 1000
@@ -82,7 +84,7 @@ public final class VaultContents {
         guard secret.count > 0, secret.count <= Self.maxSecretBytes else { throw .valueTooLarge("key \(name)") }
         if let index = keys.firstIndex(where: { $0.name == name }) {
             let old = keys[index]
-            let history = Array(([RetiredSecret(secret: old.secret, retired: now)] + old.previous).prefix(Self.retiredLimit))
+            let history = Array(([RetiredSecret(secret: old.secret, retired: now, set: old.updated)] + old.previous).prefix(Self.retiredLimit))
             keys[index] = StoredKey(name: name, secret: secret, created: old.created, updated: now, lastUsed: old.lastUsed, previous: history)
         } else {
             guard keys.count < Int(UInt16.max) else { throw .valueTooLarge("the vault (65535 keys at most)") }
@@ -98,14 +100,16 @@ public final class VaultContents {
     }
 
     /// Makes the previous value current again; the value it replaces goes into the history.
-    /// Returns the value now current.
+    /// The restored value keeps the date it was first set, so an old key still looks old to
+    /// the rotation reminder and `key list`. Returns the value now current.
     @discardableResult
     public func rollBack(_ name: String, now: Int64) throws(VaultError) -> StoredKey {
         guard let index = keys.firstIndex(where: { $0.name == name }) else { throw .keyNotFound(name: name) }
         let old = keys[index]
         guard let restored = old.previous.first else { throw .noEarlierValue(name: name) }
-        let history = Array(([RetiredSecret(secret: old.secret, retired: now)] + old.previous.dropFirst()).prefix(Self.retiredLimit))
-        keys[index] = StoredKey(name: name, secret: restored.secret, created: old.created, updated: now, lastUsed: old.lastUsed, previous: history)
+        let history = Array(([RetiredSecret(secret: old.secret, retired: now, set: old.updated)] + old.previous.dropFirst()).prefix(Self.retiredLimit))
+        keys[index] = StoredKey(name: name, secret: restored.secret, created: old.created, updated: max(old.created, restored.set),
+                                lastUsed: old.lastUsed, previous: history)
         return keys[index]
     }
 
@@ -156,7 +160,7 @@ public final class VaultContents {
         var length = 1 + 32 + 2 + 2
         for key in keys {
             length += 2 + key.name.utf8.count + 2 + key.secret.count + 8 + 8 + 8 + 1
-            for old in key.previous { length += 2 + old.secret.count + 8 }
+            for old in key.previous { length += 2 + old.secret.count + 8 + 8 }
         }
         for (name, value) in settings { length += 2 + name.utf8.count + 4 + value.utf8.count }
         length += 2 + 32 * earlierConversationKeys.count
@@ -178,6 +182,7 @@ public final class VaultContents {
                     writer.append(UInt16(old.secret.count))
                     old.secret.withUnsafeBytes { writer.append($0) }
                     writer.append(old.retired)
+                    writer.append(old.set)
                 }
             }
             writer.append(UInt16(settings.count))
@@ -223,11 +228,18 @@ public final class VaultContents {
                     let lastUsed = version >= 2 ? try reader.read(Int64.self) : 0
                     let previousCount = Int(try reader.read(UInt8.self))
                     guard previousCount <= retiredLimit else { throw broken("key '\(name)' has \(previousCount) earlier values; writers keep at most \(retiredLimit)") }
-                    var previous: [RetiredSecret] = []
+                    var earlier: [(secret: SecretBytes, retired: Int64, set: Int64?)] = []
                     for _ in 0..<previousCount {
                         let old = try reader.readSecret(Int(try reader.read(UInt16.self)))
                         guard (1...maxSecretBytes).contains(old.count) else { throw broken("an earlier value of key '\(name)' is empty or too long") }
-                        previous.append(RetiredSecret(secret: old, retired: try reader.read(Int64.self)))
+                        let retired = try reader.read(Int64.self)
+                        earlier.append((old, retired, version >= 4 ? try reader.read(Int64.self) : nil))
+                    }
+                    // Before version 4 the set date was not kept: a value was set when the one
+                    // before it was replaced, and the oldest kept one no later than the key's creation.
+                    let previous = earlier.enumerated().map { position, old in
+                        RetiredSecret(secret: old.secret, retired: old.retired,
+                                      set: old.set ?? (position + 1 < earlier.count ? earlier[position + 1].retired : created))
                     }
                     keys.append(StoredKey(name: name, secret: secret, created: created, updated: updated, lastUsed: lastUsed, previous: previous))
                 }

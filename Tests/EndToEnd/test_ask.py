@@ -189,9 +189,17 @@ def test_503_then_success_and_persistent_503(api):
     assert len(api.server.requests()) == 3
 
 
-def test_connection_refused_is_a_network_failure(api):
-    result = ask(api, "--model", "ok", "hi", env={"GEMVAULT_ENDPOINT": "http://127.0.0.1:9", "GEMVAULT_RETRIES": "0"})
-    assert result.code == 7 and "connection to http://127.0.0.1:9 failed" in result.err
+def test_a_refused_connection_on_loopback_fails_at_once_without_retries(api):
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for endpoint in ("http://127.0.0.1:%d" % port, "http://localhost:%d" % port):
+        started = time.monotonic()
+        result = ask(api, "--model", "ok", "hi", env={"GEMVAULT_ENDPOINT": endpoint})
+        elapsed = time.monotonic() - started
+        assert result.code == 7 and "connection to %s was refused: nothing listens there" % endpoint in result.err, result
+        assert "retrying" not in result.err and elapsed < 3, (elapsed, result)
 
 
 def test_a_stream_that_never_ends_hits_the_timeout(api):

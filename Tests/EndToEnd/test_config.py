@@ -66,6 +66,16 @@ def test_vault_without_terminal_or_passphrase_source_exits_5(env):
     assert "no terminal to ask for its passphrase" in result.err and "--passphrase-fd" in result.err
 
 
+def test_key_get_without_terminal_session_or_passphrase_source_exits_5(env):
+    env.init()
+    assert env.run("key", "set", input=GOOD_KEY).code == 0
+    result = env.run("key", "get", passphrase=False)
+    assert result.code == 5 and result.out == "", result
+    assert "no terminal to ask for its passphrase" in result.err and "gemvault unlock" in result.err
+    missing = env.run("key", "get", "--vault", os.path.join(env.root, "absent"), passphrase=False)
+    assert missing.code == 1 and "no vault at" in missing.err
+
+
 def test_key_file_flag_wins_and_is_checked(env):
     path = os.path.join(env.root, "k")
     env.write_private(path, FILE_KEY + "\n")

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from conftest import BIN, GOOD_KEY, PASSPHRASE
+from ptyrun import PtySession
 
 OTHER_KEY = GOOD_KEY.replace("D3mo", "Rot8")
 
@@ -414,7 +415,7 @@ def age_every_key(env, days):
     slot = fmt.slot_of(vault, (fmt.PASSPHRASE_SLOT,))
     data_key = fmt.unwrap(slot, PASSPHRASE.encode())
     payload = bytearray(fmt.unpad(fmt.decrypt(vault, data_key)))
-    assert payload[0] == 3
+    assert payload[0] == 4
     offset = 33
     (count,) = struct.unpack_from("<H", payload, offset)
     offset += 2
@@ -429,7 +430,10 @@ def age_every_key(env, days):
         offset += 1
         for _ in range(previous):
             (n,) = struct.unpack_from("<H", payload, offset)
-            offset += 2 + n + 8
+            offset += 2 + n
+            retired, set_at = struct.unpack_from("<qq", payload, offset)
+            struct.pack_into("<qq", payload, offset, retired - days * 86400, set_at - days * 86400)
+            offset += 16
     padded = bytes(payload) + b"\x80"
     padded += b"\x00" * (-len(padded) % 512)
     header = bytearray(vault["header"])
@@ -460,6 +464,26 @@ def test_an_old_key_gets_one_reminder_a_day_from_chat_ask_and_exec(session):
             handle.write("2000-01-01")
     chat = env.run("chat", "--model", "echo", input="hi\n")
     assert "days old" in chat.err
+
+
+def test_key_rollback_gives_the_restored_value_its_own_age_back(session):
+    env = session
+    env.run("config", "set", "rotation_days", "30")
+    age_every_key(env, 60)
+    rotated = env.run("key", "rotate", "--no-verify", input=OTHER_KEY)
+    assert rotated.code == 0, rotated
+    assert json.loads(env.run("key", "list", "--json").out)["keys"][0]["age_days"] == 0
+    rolled = env.run("key", "rollback", "default")
+    assert rolled.code == 0, rolled
+    [listed] = json.loads(env.run("key", "list", "--json").out)["keys"]
+    assert listed["age_days"] == 60 and listed["previous_versions"] == 1
+    assert env.run("key", "get").out == GOOD_KEY + "\n"
+    # The rotation reminder sees the old key again, and a second rollback brings back the new one, still young.
+    reminded = env.run("ask", "--model", "echo", "hi")
+    assert reminded.code == 0 and "key 'default' is 60 days old" in reminded.err, reminded
+    assert env.run("key", "rollback", "default").code == 0
+    assert json.loads(env.run("key", "list", "--json").out)["keys"][0]["age_days"] == 0
+    assert env.run("key", "get").out == OTHER_KEY + "\n"
 
 
 def test_rekey_through_the_session_and_passwd_beside_it(session):
@@ -553,3 +577,23 @@ def test_durations_beyond_a_year_are_refused(session):
     env = session
     result = env.run("unlock", "--idle", "9223372036000000000s")
     assert result.code == 64 and "366d" in result.err, result
+
+
+def test_unlock_checks_its_flags_before_asking_or_starting_anything(session):
+    env = session
+    # With a passphrase file: refused at once, and no agent was left behind.
+    refused = env.run("unlock", "--idle", "forever")
+    assert refused.code == 64 and "--idle takes a duration" in refused.err and "usage: gemvault unlock" in refused.err, refused
+    assert status(env)["agentPid"] is None
+    assert not os.path.exists(os.path.join(env.runtime, "gemvault")) or not [n for n in os.listdir(os.path.join(env.runtime, "gemvault")) if n.endswith(".sock")]
+    # On a terminal: refused before the passphrase prompt.
+    s = PtySession([BIN, "unlock", "--max", "soon"], env.vars)
+    try:
+        assert s.wait() == 64
+        assert "--max takes a duration" in s.text() and "Passphrase" not in s.text()
+    finally:
+        s.close()
+    # While a session runs: refused too, not silently accepted.
+    assert env.run("unlock").code == 0
+    again = env.run("unlock", "--idle", "forever", passphrase=False)
+    assert again.code == 64 and "--idle takes a duration" in again.err, again

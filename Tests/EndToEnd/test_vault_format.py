@@ -122,7 +122,7 @@ def decode_payload(payload, conversation_keys=None):
     """The payload of the document, with the writer rules a reader enforces. When given a list,
     `conversation_keys` receives the conversation keys, current first."""
     version = payload[0]
-    assert version in (1, 2, 3)
+    assert version in (1, 2, 3, 4)
     offset = 33
     if conversation_keys is not None:
         conversation_keys.append(payload[1:33])
@@ -155,7 +155,12 @@ def decode_payload(payload, conversation_keys=None):
         assert previous <= 5 and created <= updated
         for _ in range(previous):
             assert 1 <= len(field(2)) <= 4096
-            offset += 8
+            if version >= 4:
+                retired, set_at = struct.unpack_from("<qq", payload, offset)
+                offset += 16
+                assert created <= set_at <= retired
+            else:
+                offset += 8
         keys[name.decode()] = secret.decode()
     (setting_count,) = struct.unpack_from("<H", payload, offset)
     offset += 2

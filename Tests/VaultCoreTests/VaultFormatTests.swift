@@ -178,6 +178,45 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         #expect(text(key.previous[0].secret) == "value6" && key.created == 0 && key.updated == 7)
     }
 
+    @Test func rollbackRestoresTheValueWithTheDateItWasSet() throws {
+        let contents = VaultContents()
+        try contents.setKey("k", secret: SecretBytes(utf8: "old"), now: 100)
+        try contents.setKey("k", secret: SecretBytes(utf8: "new"), now: 500)
+        let restored = try contents.rollBack("k", now: 900)
+        #expect(text(restored.secret) == "old" && restored.updated == 100)
+        #expect(restored.previous[0].set == 500 && restored.previous[0].retired == 900)
+        // The dates survive the payload (version 4), and a second rollback brings "new" back with its own date.
+        let decoded = try VaultContents.decode(try contents.encoded(), path: "test")
+        #expect(try decoded.rollBack("k", now: 1000).updated == 500)
+    }
+
+    @Test func payloadsBeforeVersionFourGetSetDatesFromTheValuesAround() throws {
+        let contents = VaultContents()
+        for (value, time) in [("a", Int64(10)), ("b", 20), ("c", 30)] { try contents.setKey("k", secret: SecretBytes(utf8: value), now: time) }
+        // A version 3 payload: the same bytes without each earlier value's set date.
+        let current = try contents.encoded()
+        var bytes = current.withUnsafeBytes { Array($0) }
+        while bytes.last == 0 { bytes.removeLast() }
+        #expect(bytes.removeLast() == 0x80)
+        bytes[0] = 3
+        let name = 2 + 1, secret = 2 + 1, dates = 8 * 3
+        let earlierStart = 1 + 32 + 2 + name + secret + dates + 1
+        // Each earlier value is 2 + 1 + 8 + 8 bytes; drop its last 8 (the set date), later ones first.
+        for index in (0..<2).reversed() {
+            let setDate = earlierStart + index * 19 + 11
+            bytes.removeSubrange(setDate..<setDate + 8)
+        }
+        let padded = SecretBytes(count: (bytes.count / 512 + 1) * 512)
+        padded.withUnsafeMutableBytes { raw in
+            for index in raw.indices { raw[index] = 0 }
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0x80
+        }
+        let old = try VaultContents.decode(padded, path: "test")
+        let key = try #require(old.key(named: "k"))
+        #expect(key.previous.map(\.retired) == [30, 20] && key.previous.map(\.set) == [20, 10])
+    }
+
     @Test(arguments: ["", "-dash", "has space", "ü", String(repeating: "a", count: 129)])
     func invalidNamesAreRefused(name: String) {
         #expect(throws: VaultError.invalidName(name)) { try VaultContents.validateName(name) }

@@ -34,6 +34,7 @@ enum {
     GV_HTTP_IDLE_TIMEOUT = 3,
     GV_HTTP_CANCELLED = 4,       /* the tick callback asked to stop */
     GV_HTTP_ABORTED = 5,         /* the data callback asked to stop */
+    GV_HTTP_CONNECTION_REFUSED = 6, /* every address refused the connection (ECONNREFUSED; message filled in) */
 };
 
 /// Performs the request, streaming the body to `on_data`. Fills `status` and, on a
