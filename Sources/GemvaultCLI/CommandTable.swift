@@ -5,6 +5,13 @@ struct OptionSpec: Sendable {
     let help: String
     /// The value may be private text: it is wiped from the process's argv once read.
     var privateValue = false
+    /// A one-letter spelling, such as `-a` for `--attach`.
+    var shortName: String? = nil
+    /// May be given more than once; `Invocation.values` has every value, in order.
+    var repeatable = false
+
+    /// `-a, --attach FILE` in help, the reference and the manual.
+    var synopsis: String { (shortName.map { $0 + ", " } ?? "") + name + (value.map { " " + $0 } ?? "") }
 }
 
 /// One row of the command table. The parser, `--help`, `help COMMAND` and the CLI reference
@@ -22,9 +29,11 @@ struct CommandSpec: Sendable {
 
     var name: String { path.joined(separator: " ") }
 
-    var usage: String {
-        let optionText = options.map { "[\($0.name)\($0.value.map { " " + $0 } ?? "")]" }.joined(separator: " ")
-        return (["gemvault", name] + [optionText, arguments].filter { !$0.isEmpty }).joined(separator: " ")
+    var usage: String { usageParts.joined(separator: " ") }
+
+    /// The usage line in the pieces it may be wrapped between: `[--model M]` stays whole.
+    var usageParts: [String] {
+        ["gemvault", name] + options.map { "[\($0.name)\($0.value.map { " " + $0 } ?? "")]" } + (arguments.isEmpty ? [] : [arguments])
     }
 }
 
@@ -61,8 +70,22 @@ let settingFlags: [String: String] = [
     "--model": "model", "--system": "system_prompt", "--temperature": "temperature", "--timeout": "timeout", "--key": "key",
 ]
 
-/// The whole command surface.
-let commandTable: [CommandSpec] = vaultCommands + rotationCommands + sessionCommands + configCommands + chatCommands + historyCommands + execCommands + completionCommands
+/// The whole command surface, with the subcommands of one command together (all `key …`
+/// where the first one is), in the order help, the reference and the manual show them.
+let commandTable: [CommandSpec] = groupedBySubject(vaultCommands + rotationCommands + sessionCommands + configCommands + chatCommands
+    + historyCommands + execCommands + completionCommands)
+
+/// Stable: each command word's subcommands follow its first one, in their own order.
+func groupedBySubject(_ specs: [CommandSpec]) -> [CommandSpec] {
+    var order: [String] = []
+    var groups: [String: [CommandSpec]] = [:]
+    for spec in specs {
+        let subject = spec.path[0]
+        if groups[subject] == nil { order.append(subject) }
+        groups[subject, default: []].append(spec)
+    }
+    return order.flatMap { groups[$0]! }
+}
 
 /// The result of parsing argv against the table.
 struct Invocation {
@@ -72,7 +95,13 @@ struct Invocation {
     let context: Context
 
     func flag(_ name: String) -> Bool { options[name] != nil }
-    func value(_ name: String) -> String? { options[name] }
+    /// The value of an option; for a repeatable one, the last.
+    func value(_ name: String) -> String? { values(name).last }
+    /// Every value of a repeatable option, in the order given.
+    func values(_ name: String) -> [String] {
+        guard let joined = options[name] else { return [] }
+        return joined.split(separator: ArgumentParser.valueSeparator, omittingEmptySubsequences: false).map(String.init)
+    }
 }
 
 /// A mistake in how the command was called (exit 64).
@@ -107,6 +136,10 @@ enum ParsedCommand {
 }
 
 enum ArgumentParser {
+    /// Joins the values of a repeatable option in `options`: argv words are C strings, so
+    /// none can hold a NUL.
+    static let valueSeparator: Character = "\u{0}"
+
     /// Finds the longest command path that matches, then reads options and arguments.
     /// `--` ends option parsing; options may appear before or after arguments.
     static func parse(_ argv: [String]) throws -> ParsedCommand {
@@ -185,24 +218,31 @@ enum ArgumentParser {
                 name = String(word[..<equals])
                 inline = String(word[word.index(after: equals)...])
             }
-            guard let option = allowed.first(where: { $0.name == name }) else {
+            guard let option = allowed.first(where: { $0.name == name || $0.shortName == name }) else {
                 let guess = Suggestion.nearest(name, among: allowed.map(\.name)).map { ": did you mean '\($0)'?" } ?? ""
                 throw UsageError("unknown option '\(name)' for 'gemvault \(spec.name)'\(guess)", command: spec)
             }
             if option.name == "--help" { return .help(spec) }
             if option.value != nil {
+                func store(_ value: String) {
+                    if option.repeatable, let earlier = options[option.name] {
+                        options[option.name] = earlier + String(valueSeparator) + value
+                    } else {
+                        options[option.name] = value
+                    }
+                }
                 if let inline {
-                    options[name] = inline
+                    store(inline)
                     if option.privateValue { privateArguments.append(PrivateArgument(index: argvIndex[index - 1], offset: name.utf8.count + 1)) }
                     continue
                 }
                 guard index < arguments.count else { throw UsageError("\(name) needs a value (\(option.value!))", command: spec) }
-                options[name] = arguments[index]
+                store(arguments[index])
                 if option.privateValue { privateArguments.append(PrivateArgument(index: argvIndex[index], offset: 0)) }
                 index += 1
             } else {
                 guard inline == nil else { throw UsageError("\(name) takes no value", command: spec) }
-                options[name] = ""
+                options[option.name] = ""
             }
         }
         guard spec.argumentRange.contains(positionals.count) else {
@@ -246,54 +286,59 @@ enum Suggestion {
     }
 }
 
-/// Help text generated from the table.
+/// Help text generated from the table. `width` is the terminal's when help goes to one: the
+/// text is wrapped to it (examples stay whole, so they can be copied); nil leaves lines long.
 enum HelpText {
-    static func overview() -> String {
-        var text = """
-        gemvault \(gemvaultVersion): keeps Gemini API keys in an encrypted vault and chats with Gemini
+    static func overview(width: Int? = nil) -> String {
+        var text = wrapped("gemvault \(gemvaultVersion): keeps Gemini API keys in an encrypted vault and chats with Gemini", width: width) + "\n" + """
 
         Usage: gemvault COMMAND [OPTIONS] [ARGUMENTS]
 
         Commands:
 
         """
-        let width = (commandTable.map { $0.name.count + 1 + $0.arguments.count }.max() ?? 20) + 2
+        let column = (commandTable.map { $0.name.count + 1 + $0.arguments.count }.max() ?? 20) + 2
+        let commandsPerSubject = Dictionary(commandTable.map { ($0.path[0], 1) }, uniquingKeysWith: +)
+        var previous: String?
         for spec in commandTable {
+            // A blank line sets off a command's subcommands from its neighbours.
+            let subject = spec.path[0]
+            if let previous, previous != subject, commandsPerSubject[previous]! > 1 || commandsPerSubject[subject]! > 1 { text += "\n" }
+            previous = subject
             let left = spec.arguments.isEmpty ? spec.name : spec.name + " " + spec.arguments
-            text += "  " + left.padding(to: width) + spec.summary + "\n"
+            text += entry(left, spec.summary, column: column, width: width)
         }
         text += "\nGlobal options:\n"
-        for option in globalOptions { text += optionLine(option) }
-        text += """
-
-        Exit codes: 0 success, 1 failure, 64 usage, 3 wrong passphrase or recovery code,
+        for option in globalOptions { text += optionLine(option, width: width) }
+        text += "\n" + wrapped("""
+        Exit codes: 0 success, 1 failure, 64 usage, 3 wrong passphrase or recovery code, \
         4 vault damaged or unsupported, 5 no API key, 6 API refused, 7 network or server failure, 130 interrupted.
-
-        Run 'gemvault help COMMAND' or 'gemvault COMMAND --help' for details.
-
-        """
+        """, width: width) + "\n\n"
+        text += wrapped("Run 'gemvault help COMMAND' or 'gemvault COMMAND --help' for details.", width: width) + "\n"
         return text
     }
 
-    static func command(_ spec: CommandSpec) -> String {
-        var text = "Usage: \(spec.usage)\n\n\(spec.summary)\n"
-        if !spec.details.isEmpty { text += "\n\(spec.details)\n" }
+    static func command(_ spec: CommandSpec, width: Int? = nil) -> String {
+        var text = wrapped(words: ["Usage:"] + spec.usageParts, width: width, indent: 7) + "\n\n" + wrapped(spec.summary, width: width) + "\n"
+        if !spec.details.isEmpty {
+            text += "\n" + spec.details.split(separator: "\n").map { wrapped(String($0), width: width) + "\n" }.joined()
+        }
         if !spec.options.isEmpty {
             text += "\nOptions:\n"
-            for option in spec.options { text += optionLine(option) }
+            for option in spec.options { text += optionLine(option, width: width) }
         }
         if let examples = commandExamples[spec.name] {
             text += "\nExamples:\n" + examples.map { "  " + $0 + "\n" }.joined()
         }
         text += "\nGlobal options:\n"
-        for option in globalOptions { text += optionLine(option) }
+        for option in globalOptions { text += optionLine(option, width: width) }
         return text
     }
 
-    static func group(_ prefix: [String]) -> String {
+    static func group(_ prefix: [String], width: Int? = nil) -> String {
         var text = "Usage: gemvault \(prefix.joined(separator: " ")) SUBCOMMAND\n\nSubcommands:\n"
         for spec in commandTable where spec.path.starts(with: prefix) {
-            text += "  " + (spec.name + " " + spec.arguments).padding(to: 34) + spec.summary + "\n"
+            text += entry(spec.name + " " + spec.arguments, spec.summary, column: 32, width: width)
         }
         return text
     }
@@ -307,7 +352,7 @@ enum HelpText {
             if !spec.options.isEmpty {
                 text += "| Option | Meaning |\n|---|---|\n"
                 for option in spec.options {
-                    text += "| `\(option.name)\(option.value.map { " " + $0 } ?? "")` | \(option.help) |\n"
+                    text += "| `\(option.synopsis)` | \(option.help) |\n"
                 }
                 text += "\n"
             }
@@ -316,13 +361,52 @@ enum HelpText {
             }
         }
         text += "### Global options\n\n| Option | Meaning |\n|---|---|\n"
-        for option in globalOptions { text += "| `\(option.name)\(option.value.map { " " + $0 } ?? "")` | \(option.help) |\n" }
+        for option in globalOptions { text += "| `\(option.synopsis)` | \(option.help) |\n" }
         return text
     }
 
-    private static func optionLine(_ option: OptionSpec) -> String {
-        let left = option.name + (option.value.map { " " + $0 } ?? "")
-        return "  " + left.padding(to: 28) + option.help + "\n"
+    private static func optionLine(_ option: OptionSpec, width: Int?) -> String {
+        entry(option.synopsis, option.help, column: 28, width: width)
+    }
+
+    /// `  LEFT` padded to `column`, then `text` wrapped with a hanging indent under itself;
+    /// when the terminal is too narrow for that, the text goes on the lines below, indented.
+    static func entry(_ left: String, _ text: String, column: Int, width: Int?) -> String {
+        guard let width else { return "  " + left.padding(to: column) + text + "\n" }
+        let indent = 2 + column
+        if width - indent >= 24 {
+            let first = "  " + left.padding(to: column)
+            return first + wrapped(text, width: width, indent: indent, firstIndent: first.count).dropFirst(first.count) + "\n"
+        }
+        return "  " + left + "\n" + wrapped(String(repeating: " ", count: 6) + text, width: width, indent: 6) + "\n"
+    }
+
+    /// `text` broken at spaces into lines of at most `width` characters; lines after the first
+    /// start with `indent` spaces. A word longer than a line stays whole.
+    static func wrapped(_ text: String, width: Int?, indent: Int = 0, firstIndent: Int = 0) -> String {
+        let leading = text.prefix { $0 == " " }
+        let words = text.dropFirst(leading.count).split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        return wrapped(words: words, width: width, indent: indent, firstIndent: firstIndent + leading.count)
+    }
+
+    /// `words` joined by spaces and broken between them as `wrapped` does.
+    static func wrapped(words: [String], width: Int?, indent: Int = 0, firstIndent: Int = 0) -> String {
+        guard let width else { return String(repeating: " ", count: firstIndent) + words.joined(separator: " ") }
+        let limit = max(width, indent + 20)
+        var lines: [String] = []
+        var line = String(repeating: " ", count: firstIndent)
+        var lineHasWord = false
+        for word in words {
+            if lineHasWord, line.count + 1 + word.count > limit {
+                lines.append(line)
+                line = String(repeating: " ", count: indent)
+                lineHasWord = false
+            }
+            line += (lineHasWord ? " " : "") + word
+            lineHasWord = true
+        }
+        lines.append(line)
+        return lines.joined(separator: "\n")
     }
 }
 

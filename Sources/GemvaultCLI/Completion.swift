@@ -29,7 +29,7 @@ enum CompletionKind: Equatable {
     init(placeholder: String) {
         let bare = placeholder.filter { !"[].".contains($0) }
         switch bare {
-        case "PATH": self = .files
+        case "PATH", "FILE": self = .files
         case "NAME": self = .keys
         case "M": self = .models
         case "ID": self = .historyIDs
@@ -78,7 +78,7 @@ struct CompletionEngine {
             if word == "--" { afterDoubleDash = true; continue }
             if word.hasPrefix("-") {
                 let options = (spec?.options ?? []) + globalOptions
-                if let option = options.first(where: { $0.name == word }), option.value != nil { index += 1 }
+                if let option = options.first(where: { $0.name == word || $0.shortName == word }), option.value != nil { index += 1 }
                 continue
             }
             if spec == nil {
@@ -93,7 +93,7 @@ struct CompletionEngine {
         }
         // The value of an option.
         if let previous = before.last, previous.hasPrefix("-"), !afterDoubleDash,
-           let option = ((spec?.options ?? []) + globalOptions).first(where: { $0.name == previous }), let value = option.value {
+           let option = ((spec?.options ?? []) + globalOptions).first(where: { $0.name == previous || $0.shortName == previous }), let value = option.value {
             return values(CompletionKind(placeholder: value), prefix: current)
         }
         if current.hasPrefix("-") {

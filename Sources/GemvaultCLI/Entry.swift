@@ -18,9 +18,10 @@ public enum GemvaultMain {
             case .version:
                 try Console.out("gemvault \(gemvaultVersion)\n")
             case .help(let spec):
-                try Console.out(spec.map(HelpText.command) ?? HelpText.overview())
+                let width = Terminal.columns
+                try Console.out(spec.map { HelpText.command($0, width: width) } ?? HelpText.overview(width: width))
             case .groupHelp(let prefix):
-                try Console.out(HelpText.group(prefix))
+                try Console.out(HelpText.group(prefix, width: Terminal.columns))
             case .reference:
                 try Console.out(HelpText.reference())
             case .manual:

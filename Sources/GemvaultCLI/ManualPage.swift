@@ -85,7 +85,7 @@ enum ManualPage {
     }
 
     private static func optionEntry(_ option: OptionSpec, indented: Bool) -> String {
-        let name = ".B \(escape(option.name))" + (option.value.map { " " + italic($0) } ?? "")
+        let name = ".B \(escape((option.shortName.map { $0 + ", " } ?? "") + option.name))" + (option.value.map { " " + italic($0) } ?? "")
         let entry = ".TP\n\(name)\n\(escape(capitalized(option.help))).\n"
         return indented ? ".RS\n" + entry + ".RE\n" : entry
     }

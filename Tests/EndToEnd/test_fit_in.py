@@ -322,6 +322,35 @@ def test_the_man_page_renders_and_matches_help():
 
 # Colour and progress
 
+def help_on_a_terminal(env_vars, columns, *args):
+    s = PtySession([BIN] + list(args), env_vars, columns=columns)
+    try:
+        assert s.wait() == 0
+        return s.text().replace("\r\n", "\n")
+    finally:
+        s.close()
+
+
+def test_help_is_wrapped_to_the_terminal_and_groups_subcommands(env):
+    overview = help_on_a_terminal(env.vars, 60, "--help")
+    lines = overview.splitlines()
+    assert max(len(line) for line in lines) <= 60, overview
+    # Every `key` subcommand sits together, where the first one is, and so do `config` and `history`.
+    for subject in ("key", "config", "history"):
+        rows = [i for i, line in enumerate(lines) if line.startswith("  %s " % subject)]
+        assert len(rows) >= 4 and all(lines[i].startswith("  ") for i in range(rows[0], rows[-1] + 1)), (subject, rows)
+        between = [lines[i] for i in range(rows[0], rows[-1] + 1) if re.match(r"^  [a-z]", lines[i])]
+        assert all(line.startswith("  %s " % subject) for line in between), between
+    command = help_on_a_terminal(env.vars, 50, "chat", "--help")
+    before_examples, examples = command.split("Examples:\n")
+    assert max(len(line) for line in before_examples.splitlines()) <= 50, before_examples
+    assert "  gemvault chat --bubbles --model gemini-3.1-pro-preview" in examples  # whole, to copy
+    assert "[--model M]" in command  # an option is never split between lines
+    # Piped, nothing is wrapped: scripts and grep see one line per entry.
+    piped = subprocess.run([BIN, "--help"], capture_output=True, text=True, env=env.vars)
+    assert any(len(line) > 100 for line in piped.stdout.splitlines())
+
+
 def test_color_flag_setting_no_color_and_dumb_terminals(api):
     api.init()
     api.run("key", "set", input=GOOD_KEY)
