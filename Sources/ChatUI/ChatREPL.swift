@@ -20,12 +20,19 @@ public final class ChatREPL {
     private let bubbles: BubbleLayout?
     /// Replies rendered from markdown (a terminal without --raw), and how.
     private let markdown: MarkdownRenderer?
-    private var pendingRetry: String?
+    private var pendingRetry: (message: String, attachments: [Attachment])?
+    /// Files that go with the next message (`chat -a`, `/attach`).
+    public private(set) var pendingAttachments: [Attachment]
+    /// Where `/copy` sends its text.
+    private let clipboard: TerminalClipboard
     /// Messages refused for holding a credential without a terminal to ask on.
     public private(set) var refusedMessages = 0
 
     public init(conversation: Conversation, client: GeminiClient, style: Style, interactive: Bool, allowSecrets: Bool = false,
-                recorder: ConversationRecorder? = nil, bubbles: BubbleLayout? = nil, markdown: MarkdownRenderer? = nil) {
+                recorder: ConversationRecorder? = nil, bubbles: BubbleLayout? = nil, markdown: MarkdownRenderer? = nil,
+                attachments: [Attachment] = [], clipboard: TerminalClipboard = TerminalClipboard(environment: [:], outputIsTerminal: false)) {
+        self.pendingAttachments = attachments
+        self.clipboard = clipboard
         self.recorder = recorder
         self.bubbles = bubbles
         self.markdown = markdown
@@ -76,14 +83,14 @@ public final class ChatREPL {
             let trimmed = input.trimmedWhitespace
             if trimmed.isEmpty { continue }
             if trimmed.hasPrefix("/") {
-                if !slashCommand(trimmed) { break }
-                if let message = pendingRetry {
+                if !(try slashCommand(trimmed)) { break }
+                if let retry = pendingRetry {
                     pendingRetry = nil
-                    try send(message)
+                    try send(retry.message, attachments: retry.attachments)
                 }
                 continue
             }
-            try send(input)
+            try send(input, attachments: pendingAttachments)
         }
     }
 
@@ -170,7 +177,24 @@ public final class ChatREPL {
         }
     }
 
-    func send(_ message: String) throws(StandardOutputFailure) {
+    /// Whether an attached text file may go out: its text is scanned like a message.
+    func mayAttach(_ attachment: Attachment) -> Bool {
+        guard case .text(let text) = attachment.content else { return true }
+        switch SecretGate.check(text, what: "attached file \(EscapeNeutralizer.neutralize(attachment.name))", interactive: interactive, allowed: allowSecrets) {
+        case .send:
+            return true
+        case .declined:
+            Console.err("not attached\n")
+            return false
+        case .refused(let what):
+            Console.error("not attached: \(what)")
+            Console.hint("remove it, or start the chat with --allow-secrets")
+            refusedMessages += 1
+            return false
+        }
+    }
+
+    func send(_ message: String, attachments: [Attachment] = []) throws(StandardOutputFailure) {
         guard maySend(message) else { return }
         gv_interrupt_clear()
         if let bubbles { try Console.out(bubbles.bubble(EscapeNeutralizer.neutralize(message), from: .user).joined(separator: "\n") + "\n") }
@@ -179,7 +203,7 @@ public final class ChatREPL {
         var handlers = printer.handlers()
         if bubbles != nil { handlers.onText = { _ in } }  // drawn whole, as a bubble, below
         do {
-            let result = try client.streamGenerateContent(model: conversation.model, request: conversation.request(for: message),
+            let result = try client.streamGenerateContent(model: conversation.model, request: conversation.request(for: message, attachments: attachments),
                                                           handlers: handlers)
             printer.clearSpinner()
             if let bubbles {
@@ -190,7 +214,10 @@ public final class ChatREPL {
             if result.interrupted {
                 Console.err(style.yellow("[interrupted]") + "\n")
             }
-            if let turn = conversation.record(user: message, result: result) { recorder?.record(turn, in: conversation, now: Clock.now()) }
+            if let turn = conversation.record(user: message, attachments: attachments, result: result) {
+                recorder?.record(turn, in: conversation, now: Clock.now())
+                pendingAttachments = []
+            }
         } catch let failure as StandardOutputFailure {
             throw failure
         } catch let partial as PartialReply {
@@ -199,8 +226,9 @@ public final class ChatREPL {
             // A reply cut short by its length is still a reply; one stopped by a filter or a
             // blocked prompt is not, and the conversation stays as it was.
             if partial.error.reason == "MAX_TOKENS" && !partial.result.text.isEmpty,
-               let turn = conversation.record(user: message, result: partial.result) {
+               let turn = conversation.record(user: message, attachments: attachments, result: partial.result) {
                 recorder?.record(turn, in: conversation, now: Clock.now())
+                pendingAttachments = []
             }
         } catch let error as GeminiError {
             try printer.finish()
@@ -225,6 +253,10 @@ public final class ChatREPL {
     /model [NAME]       show or change the model
     /system [TEXT]      show or set the system instruction (/system off removes it)
     /temperature T      set the temperature (0 to 2)
+    /attach FILE        send a file with the next message (text, image or PDF)
+    /detach             drop the files waiting for the next message
+    /copy               copy the last reply to the clipboard (OSC 52)
+    /copy code [N]      copy its Nth code block (default the last)
     /clear              start a new conversation
     /retry              send the last message again
     /undo               remove the last exchange
@@ -234,7 +266,7 @@ public final class ChatREPL {
     """
 
     /// Returns false when the chat should end.
-    func slashCommand(_ line: String) -> Bool {
+    func slashCommand(_ line: String) throws(StandardOutputFailure) -> Bool {
         let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
         let argument = parts.count > 1 ? parts[1].trimmedWhitespace : ""
         switch parts[0] {
@@ -242,6 +274,13 @@ public final class ChatREPL {
             return false
         case "/help":
             Console.err(Self.help + "\n")
+        case "/attach":
+            attach(argument)
+        case "/detach":
+            Console.err(pendingAttachments.isEmpty ? "no files are waiting\n" : "dropped \(pendingAttachments.count) file\(pendingAttachments.count == 1 ? "" : "s")\n")
+            pendingAttachments = []
+        case "/copy":
+            try copy(argument)
         case "/model":
             if argument.isEmpty { Console.err("model: \(conversation.model)\n") }
             else if (try? GeminiClient.modelResource(argument)) == nil { Console.error("'\(argument)' is not a valid model name") }
@@ -267,9 +306,9 @@ public final class ChatREPL {
                 Console.err("removed the last exchange\n")
             }
         case "/retry":
-            guard let message = conversation.undo() else { Console.err("nothing to retry\n"); return true }
+            guard let turn = conversation.undo() else { Console.err("nothing to retry\n"); return true }
             recorder?.recordUndo()
-            pendingRetry = message
+            pendingRetry = (turn.user, turn.attachments)
         case "/usage":
             if let usage = conversation.lastUsage {
                 Console.err("last reply: prompt \(usage.promptTokenCount ?? 0), reply \(usage.candidatesTokenCount ?? 0), thoughts \(usage.thoughtsTokenCount ?? 0), total \(usage.totalTokenCount ?? 0) tokens\n")
@@ -290,6 +329,60 @@ public final class ChatREPL {
             Console.error("unknown command \(parts[0]); /help lists them")
         }
         return true
+    }
+
+    /// `/attach FILE`: checked like `ask -a`, then kept for the next message. Without a file,
+    /// lists the waiting ones.
+    private func attach(_ argument: String) {
+        guard !argument.isEmpty else {
+            if pendingAttachments.isEmpty { Console.err("no files are waiting; /attach FILE adds one\n") }
+            else { Console.err("waiting for the next message: " + pendingAttachments.map(\.label).joined(separator: ", ") + "\n") }
+            return
+        }
+        let path = ProcessIdentity.expandingTilde(argument)
+        do throws(AttachmentReader.Failure) {
+            let attachment = try AttachmentReader.read(path)
+            try AttachmentReader.checkTotal(pendingAttachments + [attachment])
+            guard mayAttach(attachment) else { return }
+            pendingAttachments.append(attachment)
+            Console.err("attached \(attachment.label); it goes with your next message\n")
+        } catch {
+            Console.error(error.message)
+            if let hint = error.hint { Console.hint(hint) }
+        }
+    }
+
+    /// `/copy` and `/copy code [N]`: the last reply's text, or one of its code blocks, through
+    /// the terminal (OSC 52). Control characters in the reply are copied as the caret notation
+    /// shown on screen, never as themselves.
+    private func copy(_ argument: String) throws(StandardOutputFailure) {
+        let words = argument.split(separator: " ").map(String.init)
+        guard let reply = conversation.turns.last?.model else { Console.error("there is no reply to copy yet"); return }
+        var text = reply
+        var what = "the last reply"
+        if let first = words.first {
+            guard first == "code", words.count <= 2 else { Console.error("/copy takes nothing, or 'code' and a block number: /copy code 2"); return }
+            let blocks = CodeBlocks.fenced(in: reply)
+            guard !blocks.isEmpty else { Console.error("the last reply has no code block"); return }
+            let number = words.count == 2 ? Int(words[1]) : blocks.count
+            guard let number, (1...blocks.count).contains(number) else {
+                Console.error("the last reply has \(blocks.count) code block\(blocks.count == 1 ? "" : "s"); give a number from 1 to \(blocks.count)")
+                return
+            }
+            text = blocks[number - 1]
+            what = "code block \(number) of \(blocks.count)"
+        }
+        if let refusal = clipboard.refusal {
+            Console.warning("not copied: \(refusal)")
+            return
+        }
+        let safe = EscapeNeutralizer.neutralize(text)
+        guard safe.utf8.count <= TerminalClipboard.maxBytes else {
+            Console.warning("not copied: \(what) has \(safe.utf8.count) bytes, more than a terminal's clipboard takes (\(TerminalClipboard.maxBytes >> 10) KiB); use /save")
+            return
+        }
+        try Console.out(TerminalClipboard.sequence(for: safe))
+        Console.err("copied \(what) (\(safe.count) characters) to the clipboard through the terminal\n")
     }
 
     /// Writes a new private file (0600) renamed over `path`; refuses a symlink, a file of

@@ -7,13 +7,20 @@ import GeminiClient
 public struct Conversation: Sendable {
     public struct Turn: Sendable, Equatable {
         public let user: String
+        /// The reply's text (the role's name, as in Gemini's `contents`).
         public let model: String
         public let interrupted: Bool
+        /// The model that answered; nil for turns saved before it was recorded.
+        public let modelName: String?
+        /// Files sent with the user's message, sent again with every later request.
+        public let attachments: [Attachment]
 
-        public init(user: String, model: String, interrupted: Bool) {
+        public init(user: String, model: String, interrupted: Bool, modelName: String? = nil, attachments: [Attachment] = []) {
             self.user = user
             self.model = model
             self.interrupted = interrupted
+            self.modelName = modelName
+            self.attachments = attachments
         }
     }
 
@@ -31,41 +38,50 @@ public struct Conversation: Sendable {
         self.generation = generation
     }
 
-    /// The request for a new user message: every earlier turn, then the message.
-    public func request(for message: String) -> GenerateContentRequest {
+    /// The request for a new user message: every earlier turn, then the message and its files.
+    public func request(for message: String, attachments: [Attachment] = []) -> GenerateContentRequest {
         var contents: [Content] = []
         for turn in turns {
-            contents.append(Content(role: "user", text: turn.user))
+            contents.append(Self.userContent(turn.user, turn.attachments))
             contents.append(Content(role: "model", text: turn.model))
         }
-        contents.append(Content(role: "user", text: message))
+        contents.append(Self.userContent(message, attachments))
         let system = systemPrompt.flatMap { $0.isEmpty ? nil : Content(role: "user", text: $0) }
         let config = generation == GenerationConfig() ? nil : generation
         return GenerateContentRequest(contents: contents, systemInstruction: system, generationConfig: config)
     }
 
+    /// The message first, then its files; a message of files alone has no empty text part.
+    static func userContent(_ message: String, _ attachments: [Attachment]) -> Content {
+        let parts = (message.isEmpty && !attachments.isEmpty ? [] : [Part(text: message)]) + attachments.map(\.part)
+        return Content(role: "user", parts: parts)
+    }
+
     /// Records a finished or stopped reply and returns the turn kept; a stop before any text
     /// keeps nothing.
     @discardableResult
-    public mutating func record(user: String, result: TurnResult) -> Turn? {
+    public mutating func record(user: String, attachments: [Attachment] = [], result: TurnResult) -> Turn? {
         if let usage = result.usage {
             lastUsage = usage
             sessionTokens += usage.totalTokenCount ?? 0
         }
         guard !(result.interrupted && result.text.isEmpty) else { return nil }
-        let turn = Turn(user: user, model: result.text, interrupted: result.interrupted)
+        let turn = Turn(user: user, model: result.text, interrupted: result.interrupted, modelName: model, attachments: attachments)
         turns.append(turn)
         return turn
     }
 
     /// The turns of a saved conversation, to go on with it.
     public mutating func restore(_ saved: [SavedTurn]) {
-        turns = saved.map { Turn(user: $0.user, model: $0.model, interrupted: $0.interrupted) }
+        turns = saved.map {
+            Turn(user: $0.user, model: $0.model, interrupted: $0.interrupted, modelName: $0.modelName,
+                 attachments: ($0.attachments ?? []).map(\.attachment))
+        }
     }
 
-    /// Removes the last exchange and returns its user message.
+    /// Removes the last exchange and returns it.
     @discardableResult
-    public mutating func undo() -> String? { turns.popLast()?.user }
+    public mutating func undo() -> Turn? { turns.popLast() }
 
     public mutating func clear() {
         turns.removeAll()
@@ -77,7 +93,8 @@ public struct Conversation: Sendable {
         var text = "# gemvault chat (\(model))\n\n"
         if let systemPrompt, !systemPrompt.isEmpty { text += "_System: \(systemPrompt)_\n\n" }
         for turn in turns {
-            text += "## You\n\n\(turn.user)\n\n## Gemini\n\n\(turn.model)\(turn.interrupted ? "\n\n_[interrupted]_" : "")\n\n"
+            let attached = turn.attachments.map { "_Attached: \($0.label)_\n\n" }.joined()
+            text += "## You\n\n\(attached)\(turn.user)\n\n## Gemini\n\n\(turn.model)\(turn.interrupted ? "\n\n_[interrupted]_" : "")\n\n"
         }
         return text
     }

@@ -233,8 +233,14 @@ public struct HistoryStore: Sendable {
             case .success(let (record, isChained)):
                 chained = chained || isChained
                 switch record {
-                case .meta(let meta): transcript.meta = meta
-                case .turn(let turn): transcript.turns.append(turn)
+                case .meta(let meta):
+                    transcript.meta = meta
+                    transcript.currentModel = meta.model
+                case .turn(let turn):
+                    transcript.turns.append(turn)
+                    // A change stays made when its turn is taken back: the chat went on with it.
+                    if let name = turn.modelName { transcript.currentModel = name }
+                    if let system = turn.system { transcript.currentSystem = system }
                 case .undo: _ = transcript.turns.popLast()
                 }
             }
@@ -339,13 +345,16 @@ public struct HistoryStore: Sendable {
         folder.sync()
     }
 
-    /// Conversations last written before `time` (Unix seconds); returns how many were removed.
-    public func removeOlder(than time: Int64) throws(Failure) -> Int {
+    /// The conversations last written before `time` (Unix seconds).
+    public func ids(writtenBefore time: Int64) throws(Failure) -> [String] {
+        guard let folder = try openFolder(create: false) else { return [] }
+        return try ids().filter { (modified($0, in: folder) ?? time) < time }
+    }
+
+    /// Removes these conversations; returns how many were there to remove.
+    public func remove(_ ids: [String]) throws(Failure) -> Int {
         guard let folder = try openFolder(create: false) else { return 0 }
-        var removed = 0
-        for id in try ids() where (modified(id, in: folder) ?? time) < time {
-            if folder.remove(id + Self.suffix) { removed += 1 }
-        }
+        let removed = ids.filter { folder.remove($0 + Self.suffix) }.count
         if removed > 0 { forgetIndex(in: folder) }
         folder.sync()
         return removed
@@ -373,18 +382,30 @@ public struct ConversationMeta: Codable, Sendable, Equatable {
     }
 }
 
-/// One exchange as saved.
+/// One exchange as saved. The fields after `time` are left out of the JSON when empty, and
+/// older files have none of them: readers of either kind of record decode both.
 public struct SavedTurn: Codable, Sendable, Equatable {
     public var user: String
+    /// The reply's text.
     public var model: String
     public var interrupted: Bool
     public var time: Int64
+    /// The model that answered.
+    public var modelName: String?
+    /// The system instruction, when it changed before this turn (`/system`); "" when it was removed.
+    public var system: String?
+    /// The files sent with the message.
+    public var attachments: [SavedAttachment]?
 
-    public init(user: String, model: String, interrupted: Bool, time: Int64) {
+    public init(user: String, model: String, interrupted: Bool, time: Int64, modelName: String? = nil, system: String? = nil,
+                attachments: [SavedAttachment]? = nil) {
         self.user = user
         self.model = model
         self.interrupted = interrupted
         self.time = time
+        self.modelName = modelName
+        self.system = system
+        self.attachments = attachments
     }
 }
 
@@ -404,6 +425,11 @@ public struct Transcript: Sendable {
     public var turns: [SavedTurn]
     /// What stopped the reading before the end of the file, or nil when every record was read.
     public var damage: String?
+    /// The model of the latest turn (a `/model` change shows there), else the one it began with.
+    public var currentModel: String?
+    /// The latest system instruction a turn recorded ("" when one was removed); nil when no
+    /// turn changed the one in `meta`.
+    public var currentSystem: String?
 
     public init(id: String, path: String, meta: ConversationMeta?, turns: [SavedTurn], damage: String? = nil) {
         self.id = id
@@ -411,6 +437,13 @@ public struct Transcript: Sendable {
         self.meta = meta
         self.turns = turns
         self.damage = damage
+        currentModel = meta?.model
+    }
+
+    /// The system instruction to go on with: the latest change, else the one it began with.
+    public var systemInEffect: String? {
+        guard let currentSystem else { return meta?.system }
+        return currentSystem.isEmpty ? nil : currentSystem
     }
 }
 
@@ -466,22 +499,37 @@ public final class ConversationRecorder {
     private var writer: HistoryWriter?
     private var failed = false
     private let warn: (String) -> Void
+    /// `--keep-attachments`: a file's content goes into the record, not only its name and digest.
+    private let keepAttachments: Bool
+    /// The system instruction the file last recorded, to note a change at the next turn.
+    private var recordedSystem: String?
 
-    public init(store: HistoryStore, kind: String, resuming writer: HistoryWriter? = nil, warn: @escaping (String) -> Void) {
+    /// `resuming` goes on with a file whose system instruction in effect is `system`.
+    public init(store: HistoryStore, kind: String, resuming writer: HistoryWriter? = nil, system: String? = nil, keepAttachments: Bool = false,
+                warn: @escaping (String) -> Void) {
         self.store = store
         self.kind = kind
         self.writer = writer
+        self.recordedSystem = system
+        self.keepAttachments = keepAttachments
         self.warn = warn
     }
 
     public func record(_ turn: Conversation.Turn, in conversation: Conversation, now: Int64) {
         attempt { () throws(HistoryStore.Failure) in
+            let system = conversation.systemPrompt.flatMap { $0.isEmpty ? nil : $0 }
             if writer == nil {
-                let title = String(turn.user.split(whereSeparator: \.isNewline).first ?? "").trimmedWhitespace
+                let firstLine = String(turn.user.split(whereSeparator: \.isNewline).first ?? "").trimmedWhitespace
+                let title = firstLine.isEmpty ? turn.attachments.map(\.name).joined(separator: ", ") : firstLine
                 writer = try store.create(ConversationMeta(title: String(title.prefix(80)), model: conversation.model,
-                                                           system: conversation.systemPrompt, created: now, kind: kind))
+                                                           system: system, created: now, kind: kind))
+                recordedSystem = system
             }
-            try writer?.append(turn: SavedTurn(user: turn.user, model: turn.model, interrupted: turn.interrupted, time: now))
+            let change = system == recordedSystem ? nil : system ?? ""
+            recordedSystem = system
+            try writer?.append(turn: SavedTurn(user: turn.user, model: turn.model, interrupted: turn.interrupted, time: now,
+                                               modelName: turn.modelName, system: change,
+                                               attachments: turn.attachments.isEmpty ? nil : turn.attachments.map { SavedAttachment($0, keepContent: keepAttachments) }))
         }
     }
 

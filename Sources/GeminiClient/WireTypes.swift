@@ -3,12 +3,33 @@
 
 public struct Part: Codable, Sendable, Equatable {
     public var text: String?
+    /// A file sent with the request (an image, a PDF).
+    public var inlineData: InlineData?
     /// Thought-summary parts; never printed and never kept in history.
     public var thought: Bool?
 
     public init(text: String) {
         self.text = text
+        self.inlineData = nil
         self.thought = nil
+    }
+
+    public init(inlineData: InlineData) {
+        self.text = nil
+        self.inlineData = inlineData
+        self.thought = nil
+    }
+}
+
+/// `{"mimeType": "image/png", "data": "<base64>"}`: Google's `Blob`, a file inside the request.
+public struct InlineData: Codable, Sendable, Equatable {
+    public var mimeType: String
+    /// The file's bytes in standard base64.
+    public var data: String
+
+    public init(mimeType: String, data: String) {
+        self.mimeType = mimeType
+        self.data = data
     }
 }
 
@@ -19,6 +40,11 @@ public struct Content: Codable, Sendable, Equatable {
     public init(role: String, text: String) {
         self.role = role
         self.parts = [Part(text: text)]
+    }
+
+    public init(role: String, parts: [Part]) {
+        self.role = role
+        self.parts = parts
     }
 
     /// The visible text: thought parts left out.

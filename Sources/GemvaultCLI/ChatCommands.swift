@@ -10,21 +10,27 @@ import VaultCore
 let chatCommands: [CommandSpec] = [
     CommandSpec(path: ["chat"], arguments: "", argumentRange: 0...0,
                 summary: "chat with Gemini (Ctrl-C stops a reply, Ctrl-D leaves)",
-                options: generationOptions + keySourceOptions + [allowSecretsOption, noSaveOption,
-                    OptionSpec(name: "--continue", value: nil, help: "go on with the latest saved conversation"),
-                    OptionSpec(name: "--resume", value: "ID", help: "go on with a saved conversation (any unique prefix of its id)"),
+                options: generationOptions + keySourceOptions + [attachOption, keepAttachmentsOption, allowSecretsOption, noSaveOption,
+                    OptionSpec(name: "--continue", value: nil, help: "go on with the latest saved chat (not an ask), with the model it used"),
+                    OptionSpec(name: "--resume", value: "ID", help: "go on with a saved conversation (any unique prefix of its id), with its model unless --model is given"),
                     OptionSpec(name: "--bubbles", value: nil, help: "draw messages as chat bubbles (on a terminal without NO_COLOR)"),
                     rawOption],
-                details: "Type /help inside the chat for its commands. Multi-line input: paste it, or open and close a block with \"\"\".",
+                details: """
+                Type /help inside the chat for its commands. Multi-line input: paste it, or open and close a block with \"\"\".
+                Files given with -a go with the first message; /attach FILE adds one to the next.
+                """,
                 run: ChatCommand.chat),
     CommandSpec(path: ["ask"], arguments: "[PROMPT...]", argumentRange: 0...Int.max,
                 summary: "ask once and stream the answer to stdout (stdin is added to the prompt)",
-                options: generationOptions + keySourceOptions + [
+                options: generationOptions + keySourceOptions + [attachOption, keepAttachmentsOption,
                     OptionSpec(name: "--no-stream", value: nil, help: "wait for the whole answer (generateContent)"),
                     OptionSpec(name: "--count-tokens", value: nil, help: "print the prompt's token count instead of asking"),
                     allowSecretsOption, noSaveOption, rawOption, jsonOption],
                 details: """
                 Example: git diff | gemvault ask "review this"
+                Attached files: text goes inline under its name; PNG, JPEG, WebP, GIF, HEIC, HEIF and PDF files go as inline data, \
+                told apart by their first bytes. A file may have 10 MiB, a message's files 14 MiB together (Gemini takes 20 MB a request). \
+                Directories, devices, FIFOs and sockets are refused, and text files are scanned for credentials like the prompt.
                 With --json, stdout always carries one JSON object, also when the request fails (see Docs/cli.md).
                 """,
                 privateArguments: true, run: ChatCommand.ask),
@@ -35,6 +41,10 @@ let chatCommands: [CommandSpec] = [
 ]
 
 let rawOption = OptionSpec(name: "--raw", value: nil, help: "print the reply's text untouched (no markdown rendering)")
+let attachOption = OptionSpec(name: "--attach", value: "FILE", help: "send a file with the prompt: text inline, an image or PDF as inline data (repeatable)",
+                              shortName: "-a", repeatable: true)
+let keepAttachmentsOption = OptionSpec(name: "--keep-attachments", value: nil,
+                                       help: "keep attached files' contents in the encrypted history (by default only their names, sizes and SHA-256)")
 let noSaveOption = OptionSpec(name: "--no-save", value: nil, help: "do not keep this conversation in the encrypted history")
 let allowSecretsOption = OptionSpec(name: "--allow-secrets", value: nil,
                                     help: "send a prompt that looks like it holds a credential (API key, token, private key)")
@@ -42,12 +52,25 @@ let allowSecretsOption = OptionSpec(name: "--allow-secrets", value: nil,
 enum ChatCommand {
     /// A prompt holding something credential-shaped is sent only when the user says so: asked
     /// on a terminal (default no), refused otherwise unless --allow-secrets.
-    static func checkForSecrets(_ text: String, _ call: Invocation) throws {
-        switch SecretGate.check(text, what: "prompt", interactive: Terminal.stdinIsTerminal, allowed: call.flag("--allow-secrets")) {
+    static func checkForSecrets(_ text: String, _ call: Invocation, what subject: String = "prompt") throws {
+        switch SecretGate.check(text, what: subject, interactive: Terminal.stdinIsTerminal, allowed: call.flag("--allow-secrets")) {
         case .send: return
         case .declined: throw CommandFailure(.failure, "not sent", hint: "remove the secret, or pass --allow-secrets")
         case .refused(let what): throw CommandFailure(.failure, "not sent: \(what)", hint: "remove it, or pass --allow-secrets to send it anyway")
         }
+    }
+
+    /// The files of `-a`, read and checked before anything is asked or sent; a key inside a
+    /// text file is handled like one in the prompt.
+    static func attachments(_ call: Invocation) throws -> [Attachment] {
+        let paths = call.values("--attach").map(ProcessIdentity.expandingTilde)
+        guard !paths.isEmpty else { return [] }
+        let attachments: [Attachment]
+        do { attachments = try AttachmentReader.read(paths) } catch { throw CommandFailure(.failure, error.message, hint: error.hint) }
+        for (name, text) in AttachmentReader.scannedText(attachments) {
+            try checkForSecrets(text, call, what: "attached file \(EscapeNeutralizer.neutralize(name))")
+        }
+        return attachments
     }
 
     /// Resolves the key and settings, then builds a client.
@@ -77,29 +100,51 @@ enum ChatCommand {
     }
 
 
+    /// `--continue`'s conversation: the chat written to most recently (an `ask` is passed over).
+    static func latestChat(_ context: Context, keys: HistoryKeys) throws -> String? {
+        let history = context.history
+        for id in try history.ids().reversed() {
+            // A damaged file is reported when it is the one loaded below, not skipped silently.
+            guard let kind = try? history.loadIntact(id, with: keys).meta?.kind, kind == "ask" else { return id }
+        }
+        return nil
+    }
+
     static func chat(_ call: Invocation) throws {
+        let attachments = try attachments(call)
         let (client, settings) = try client(call)
         let context = call.context
         var conversation = try conversation(settings)
         var writer: HistoryWriter?
+        var system: String?
         if call.flag("--continue") || call.value("--resume") != nil {
             let history = context.history
-            guard let id = try call.value("--resume").map(history.resolve) ?? history.ids().last else {
-                throw CommandFailure(.failure, "there is no saved conversation to continue", hint: "start one with 'gemvault chat'")
+            let keys = try context.historyKeys()
+            guard let id = try call.value("--resume").map(history.resolve) ?? latestChat(context, keys: keys) else {
+                throw CommandFailure(.failure, "there is no saved chat to continue",
+                                     hint: "start one with 'gemvault chat'; 'gemvault chat --resume ID' goes on with any conversation 'gemvault history list' shows")
             }
-            let transcript = try history.load(id, with: try context.historyKeys())
+            let transcript = try history.load(id, with: keys)
             conversation.restore(transcript.turns)
-            if let system = transcript.meta?.system, conversation.systemPrompt == nil { conversation.systemPrompt = system }
+            // The conversation goes on as it was: its model and system instruction, unless given again.
+            if call.value("--model") == nil, let model = transcript.currentModel, (try? GeminiClient.modelResource(model)) != nil {
+                conversation.model = model
+            }
+            if call.value("--system") == nil, transcript.currentSystem != nil || transcript.meta?.system != nil {
+                conversation.systemPrompt = transcript.systemInEffect
+            }
+            system = transcript.systemInEffect
             writer = try history.reopen(id)
-            Console.err("gemvault: going on with conversation \(id.prefix(8)) (\(transcript.turns.count) turn\(transcript.turns.count == 1 ? "" : "s"))\n")
+            Console.err("gemvault: going on with conversation \(id.prefix(8)) (\(transcript.turns.count) turn\(transcript.turns.count == 1 ? "" : "s"), \(EscapeNeutralizer.neutralize(conversation.model)))\n")
         }
-        let (recorder, notice) = context.recorder(call, settings: settings, kind: "chat", resuming: writer)
+        let (recorder, notice) = context.recorder(call, settings: settings, kind: "chat", resuming: writer, system: system)
         if let notice { Console.err("gemvault: \(notice)\n") }
         let chatStyle = context.style(settings, fd: FileDescriptor.standardOutput.raw)
         let bubbles = call.flag("--bubbles") && chatStyle.enabled ? Terminal.columns.map { BubbleLayout(width: $0, color: true) } : nil
         let repl = ChatREPL(conversation: conversation, client: client, style: chatStyle,
                             interactive: Terminal.stdinIsTerminal, allowSecrets: call.flag("--allow-secrets"), recorder: recorder,
-                            bubbles: bubbles, markdown: markdownRenderer(call, chatStyle))
+                            bubbles: bubbles, markdown: markdownRenderer(call, chatStyle), attachments: attachments,
+                            clipboard: TerminalClipboard(environment: context.environment, outputIsTerminal: Terminal.stdoutIsTerminal))
         try repl.run()
         if repl.refusedMessages > 0 {
             throw CommandFailure(.failure, "\(repl.refusedMessages) message\(repl.refusedMessages == 1 ? " was" : "s were") not sent for holding what looks like a credential",
@@ -203,14 +248,15 @@ enum ChatCommand {
             let input = try readStandardInput()
             if !input.isEmpty { prompt = prompt.isEmpty ? input : prompt + "\n\n" + input }
         }
-        guard !prompt.trimmedWhitespace.isEmpty else {
+        guard !prompt.trimmedWhitespace.isEmpty || !call.values("--attach").isEmpty else {
             throw UsageError("nothing to ask: give a prompt or pipe text in", command: call.command)
         }
         try checkForSecrets(prompt, call)
+        let attachments = try attachments(call)
         let (client, settings) = try client(call)
         let conversation = try conversation(settings)
         result.model = conversation.model
-        let request = conversation.request(for: prompt)
+        let request = conversation.request(for: prompt, attachments: attachments)
         let json = call.flag("--json")
         if call.flag("--count-tokens") {
             let total = try client.countTokens(model: conversation.model, contents: request.contents)
@@ -252,7 +298,7 @@ enum ChatCommand {
             try printer.finish()
         }
         var saved = conversation
-        if failure == nil, let kept = saved.record(user: prompt, result: turn) {
+        if failure == nil, let kept = saved.record(user: prompt, attachments: attachments, result: turn) {
             let (recorder, problem) = call.context.recorder(call, settings: settings, kind: "ask")
             recorder?.record(kept, in: saved, now: Clock.now())
             // Without a vault there is nothing to save to, and a script asking all day needs no

@@ -13,12 +13,20 @@ let historyCommands: [CommandSpec] = [
     CommandSpec(path: ["history", "show"], arguments: "ID", argumentRange: 1...1,
                 summary: "print a saved conversation (any unique prefix of its id)",
                 options: [OptionSpec(name: "--raw", value: nil, help: "the text as saved, unstyled; escape sequences are shown as text, never run")],
-                details: "", run: HistoryCommand.show),
+                details: "On a terminal, a conversation taller than the window goes through $PAGER (default 'less -FRX'; empty or 'cat' prints directly). $PAGER is split at spaces and run without a shell.",
+                run: HistoryCommand.show),
+    CommandSpec(path: ["history", "search"], arguments: "TEXT", argumentRange: 1...1,
+                summary: "the saved conversations that hold TEXT (ignoring case), with the matching lines",
+                options: [jsonOption],
+                details: "Titles, prompts, replies and attachment names are searched, decrypted in memory only; a long result goes through $PAGER on a terminal, as with show. Reading history needs the vault.",
+                run: HistoryCommand.search),
     CommandSpec(path: ["history", "rm"], arguments: "[ID]", argumentRange: 0...1,
                 summary: "delete a saved conversation, all of them, or those older than a duration",
                 options: [OptionSpec(name: "--all", value: nil, help: "delete every saved conversation"),
-                          OptionSpec(name: "--older-than", value: "DURATION", help: "delete those last written before, such as 30d")],
-                details: "Needs no passphrase: deleting reads nothing.", run: HistoryCommand.remove),
+                          OptionSpec(name: "--older-than", value: "DURATION", help: "delete those last written before, such as 30d"),
+                          OptionSpec(name: "--yes", value: nil, help: "delete without asking (needed for --all and --older-than without a terminal)")],
+                details: "Needs no passphrase: deleting reads nothing. --all and --older-than say how many they would delete and ask first on a terminal.",
+                run: HistoryCommand.remove),
     CommandSpec(path: ["history", "export"], arguments: "ID", argumentRange: 1...1,
                 summary: "print a saved conversation as Markdown or JSON",
                 options: [OptionSpec(name: "--format", value: "md|json", help: "md (default) or json")],
@@ -62,8 +70,10 @@ extension Context {
         return setting.value == "off"
     }
 
-    /// A recorder for a new conversation, or nil with the reason it is not saved.
-    func recorder(_ call: Invocation, settings: Settings, kind: String, resuming writer: HistoryWriter? = nil) -> (ConversationRecorder?, String?) {
+    /// A recorder for a new conversation, or nil with the reason it is not saved. `resuming`
+    /// goes on with a file whose system instruction in effect is `system`.
+    func recorder(_ call: Invocation, settings: Settings, kind: String, resuming writer: HistoryWriter? = nil,
+                  system: String? = nil) -> (ConversationRecorder?, String?) {
         if call.flag("--no-save") { return (nil, nil) }
         guard store.exists else {
             return (nil, settings[.history] == "off" ? nil : "there is no vault, so this conversation is not saved")
@@ -77,7 +87,8 @@ extension Context {
         } catch {
             return (nil, "this conversation is not saved: \(error)")
         }
-        return (ConversationRecorder(store: history, kind: kind, resuming: writer, warn: { Console.warning($0) }), nil)
+        return (ConversationRecorder(store: history, kind: kind, resuming: writer, system: system, keepAttachments: call.flag("--keep-attachments"),
+                                     warn: { Console.warning($0) }), nil)
     }
 }
 
@@ -123,37 +134,111 @@ enum HistoryCommand {
         let context = call.context
         let id = try context.history.resolve(call.positionals[0])
         let transcript = try context.history.loadIntact(id, with: try context.historyKeys())
-        try render(transcript, call)
+        try Pager.show(render(transcript, call), environment: context.environment)
         if let damage = transcript.damage { throw HistoryStore.Failure.broken(transcript.path, damage) }
     }
 
-    static func render(_ transcript: Transcript, _ call: Invocation) throws(StandardOutputFailure) {
+    /// What changed before a turn: the model, the system instruction, the files sent with it.
+    static func notes(_ turn: SavedTurn, previousModel: String?) -> [String] {
+        var notes: [String] = []
+        if let name = turn.modelName, name != previousModel { notes.append("model: \(name)") }
+        if let system = turn.system { notes.append(system.isEmpty ? "system instruction removed" : "system instruction: \(system)") }
+        for attachment in turn.attachments ?? [] { notes.append("attached: " + attachment.attachment.label) }
+        return notes.map(EscapeNeutralizer.neutralize)
+    }
+
+    /// Each turn with the notes that go before it.
+    static func annotated(_ transcript: Transcript) -> [(turn: SavedTurn, notes: [String])] {
+        var model = transcript.meta?.model
+        return transcript.turns.map { turn in
+            defer { model = turn.modelName ?? model }
+            return (turn, notes(turn, previousModel: model))
+        }
+    }
+
+    static func render(_ transcript: Transcript, _ call: Invocation) -> String {
         if call.flag("--raw") {
             // Unstyled, but a saved reply's escape sequences still must not reach a terminal or a pipe.
-            for turn in transcript.turns {
-                try Console.out(EscapeNeutralizer.neutralize("you › \(turn.user)\ngemini › \(turn.model)\n\n"))
-            }
-            return
+            return annotated(transcript).map { turn, notes in
+                notes.map { "(\($0))\n" }.joined() + EscapeNeutralizer.neutralize("you › \(turn.user)\ngemini › \(turn.model)\n\n")
+            }.joined()
         }
         let style = call.context.style(try? Settings.resolve(try call.context.settingLayers(call)), fd: FileDescriptor.standardOutput.raw)
         if style.enabled, let columns = Terminal.columns {
             // The seed's chat screen: bubbles on a terminal, plain text everywhere else.
             let markdown = MarkdownRenderer(styled: false)
-            let turns = transcript.turns.map { turn -> (user: String, model: String) in
+            let turns = annotated(transcript).map { turn, notes -> (user: String, model: String) in
                 var model = markdown.render(turn.model)
                 if model.hasSuffix("\n") { model.removeLast() }
-                return (user: EscapeNeutralizer.neutralize(turn.user), model: model)
+                return (user: notes.map { "(\($0))\n" }.joined() + EscapeNeutralizer.neutralize(turn.user), model: model)
             }
-            try Console.out(BubbleLayout(width: columns, color: true).render(turns))
-            return
+            return BubbleLayout(width: columns, color: true).render(turns)
         }
         var text = style.dim("conversation \(transcript.id) (\(EscapeNeutralizer.neutralize(transcript.meta?.model ?? "?")))") + "\n\n"
-        for turn in transcript.turns {
+        for (turn, notes) in annotated(transcript) {
+            text += notes.map { style.dim("(\($0))") + "\n" }.joined()
             text += style.bold(style.blue("you ›")) + " " + EscapeNeutralizer.neutralize(turn.user) + "\n"
             let reply = style.enabled ? MarkdownRenderer(styled: true).render(turn.model) : EscapeNeutralizer.neutralize(turn.model)
             text += style.bold(style.gray("gemini ›")) + " " + reply + (turn.interrupted ? " [interrupted]" : "") + "\n\n"
         }
-        try Console.out(text)
+        return text
+    }
+
+    struct SearchListing: Encodable {
+        let query: String
+        let conversations: [Found]
+    }
+
+    struct Found: Encodable {
+        let id: String
+        let title: String
+        let model: String
+        let kind: String
+        let turns: Int
+        let last: String
+        let matches: [Match]
+    }
+
+    struct Match: Encodable {
+        /// 0 for the title.
+        let turn: Int
+        /// title, user, model or attachment.
+        let place: String
+        let line: String
+    }
+
+    static func search(_ call: Invocation) throws {
+        let query = call.positionals[0]
+        guard !query.trimmedWhitespace.isEmpty else { throw UsageError("give some text to search for", command: call.command) }
+        let context = call.context
+        let results = try context.history.search(query, with: try context.historyKeys(), unreadable: { id, error in
+            Console.warning("conversation \(id) cannot be read: \(ErrorReport.describe(error).1)")
+        })
+        if call.flag("--json") {
+            let found = results.map { result in
+                Found(id: result.summary.id, title: result.summary.title, model: result.summary.model, kind: result.summary.kind,
+                      turns: result.summary.turns, last: Output.isoDate(result.summary.last),
+                      matches: result.matches.map { Match(turn: $0.turn, place: $0.place.rawValue, line: $0.line) })
+            }
+            try Output.json(SearchListing(query: query, conversations: found), schema: .historySearch)
+            return
+        }
+        guard !results.isEmpty else {
+            Console.err("gemvault: no saved conversation holds '\(EscapeNeutralizer.neutralize(query))'\n")
+            return
+        }
+        let style = context.style(nil, fd: FileDescriptor.standardOutput.raw)
+        var text = ""
+        for result in results {
+            let summary = result.summary
+            text += style.bold(String(summary.id.prefix(8))) + "  " + Output.isoDate(summary.last) + "  " + EscapeNeutralizer.neutralize(summary.title) + "\n"
+            for match in result.matches.prefix(5) {
+                let label = match.place == .title ? "title" : "\(match.place == .model ? "gemini" : match.place == .attachment ? "file" : "you") (turn \(match.turn))"
+                text += "  " + style.dim(label + ":") + " " + EscapeNeutralizer.neutralize(match.line) + "\n"
+            }
+            if result.matches.count > 5 { text += "  " + style.dim("… \(result.matches.count - 5) more") + "\n" }
+        }
+        try Pager.show(text, environment: context.environment)
     }
 
     static func remove(_ call: Invocation) throws {
@@ -165,7 +250,22 @@ enum HistoryCommand {
                 guard let seconds = DurationText.seconds(text) else { throw UsageError("--older-than takes a duration such as 30d or 12h, not '\(text)'", command: call.command) }
                 cutoff = Output.now() - Int64(seconds)
             }
-            let removed = try history.removeOlder(than: cutoff)
+            // Many conversations at once: asked on a terminal, and only with --yes without one.
+            if !call.flag("--yes") {
+                guard TerminalQuestion.available else {
+                    throw UsageError("\(call.flag("--all") ? "--all" : "--older-than") deletes conversations for good; without a terminal to ask on, it needs --yes",
+                                     command: call.command)
+                }
+            }
+            let doomed = try history.ids(writtenBefore: cutoff)
+            if !call.flag("--yes"), !doomed.isEmpty {
+                let what = call.flag("--all") ? "all \(doomed.count) saved conversation\(doomed.count == 1 ? "" : "s")"
+                    : "\(doomed.count) saved conversation\(doomed.count == 1 ? "" : "s") last written more than \(call.value("--older-than") ?? "") ago"
+                guard TerminalQuestion.confirm("Delete \(what)? This cannot be undone.") else {
+                    throw CommandFailure(.failure, "nothing was deleted")
+                }
+            }
+            let removed = try history.remove(doomed)
             Console.err("gemvault: deleted \(removed) conversation\(removed == 1 ? "" : "s")\n")
             return
         }
@@ -176,21 +276,60 @@ enum HistoryCommand {
     }
 
     struct Export: Encodable {
-        let version = 1
         let id: String
         @Nullable var meta: ConversationMeta?
-        let turns: [SavedTurn]
+        let turns: [ExportedTurn]
+    }
+
+    /// A turn in `export --format json`: every field present, null when it says nothing.
+    struct ExportedTurn: Encodable {
+        let user: String
+        let model: String
+        let interrupted: Bool
+        let time: Int64
+        @Nullable var modelName: String?
+        @Nullable var system: String?
+        let attachments: [ExportedAttachment]
+
+        init(_ turn: SavedTurn) {
+            user = turn.user
+            model = turn.model
+            interrupted = turn.interrupted
+            time = turn.time
+            modelName = turn.modelName
+            system = turn.system
+            attachments = (turn.attachments ?? []).map(ExportedAttachment.init)
+        }
+    }
+
+    struct ExportedAttachment: Encodable {
+        let name: String
+        let size: Int
+        let sha256: String
+        let mimeType: String
+        /// Kept only with --keep-attachments: a text file's text, or anything else's bytes in base64.
+        @Nullable var text: String?
+        @Nullable var data: String?
+
+        init(_ saved: SavedAttachment) {
+            name = saved.name
+            size = saved.size
+            sha256 = saved.sha256
+            mimeType = saved.mimeType
+            text = saved.text
+            data = saved.data
+        }
     }
 
     static func export(_ call: Invocation) throws {
         let transcript = try load(call)
         switch call.value("--format") ?? "md" {
         case "json":
-            try Output.json(Export(id: transcript.id, meta: transcript.meta, turns: transcript.turns), schema: .historyExport)
+            try Output.json(Export(id: transcript.id, meta: transcript.meta, turns: transcript.turns.map(ExportedTurn.init)), schema: .historyExport)
         case "md":
             var text = "# \(transcript.meta?.title ?? "gemvault conversation")\n\n_\(transcript.meta?.model ?? "?"), \(Output.isoDate(transcript.meta?.created ?? 0))_\n\n"
-            for turn in transcript.turns {
-                text += "## You\n\n\(turn.user)\n\n## Gemini\n\n\(turn.model)\(turn.interrupted ? "\n\n_[interrupted]_" : "")\n\n"
+            for (turn, notes) in annotated(transcript) {
+                text += "## You\n\n" + notes.map { "_(\($0))_\n\n" }.joined() + "\(turn.user)\n\n## Gemini\n\n\(turn.model)\(turn.interrupted ? "\n\n_[interrupted]_" : "")\n\n"
             }
             // Control characters have no place in Markdown, and could drive a terminal.
             try Console.out(EscapeNeutralizer.neutralize(text))

@@ -92,7 +92,7 @@ enum Output {
 enum JSONSchema: String, CaseIterable {
     case initResult = "init", keyList = "key-list", keyHistory = "key-history", inspect, status
     case configList = "config-list", configExplain = "config-explain", keyWhich = "key-which", doctor
-    case ask, models, historyList = "history-list", historyExport = "history-export", recoveryCode = "recovery-code"
+    case ask, models, historyList = "history-list", historyExport = "history-export", historySearch = "history-search", recoveryCode = "recovery-code"
 
     var version: Int { 1 }
     var file: String { "Docs/schemas/\(rawValue).schema.json" }

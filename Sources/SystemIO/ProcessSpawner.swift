@@ -5,7 +5,7 @@ import Glibc
 public final class ChildProcess {
     public let pid: pid_t
     /// The writing end of the child's stdin, with `Input.pipe`.
-    public let standardInput: FileDescriptor?
+    public private(set) var standardInput: FileDescriptor?
     public let standardOutput: FileDescriptor?
     public let standardError: FileDescriptor?
 
@@ -28,6 +28,9 @@ public final class ChildProcess {
             }
         }
     }
+
+    /// Closes the writing end of the child's stdin, so the child reads its end.
+    public func closeStandardInput() { standardInput = nil }
 
     public func wait() -> Termination {
         var status: Int32 = 0

@@ -16,6 +16,12 @@ public enum Terminal {
         let columns = Int(gv_terminal_columns(STDOUT_FILENO))
         return columns > 0 ? columns : nil
     }
+
+    /// Rows of the terminal on stdout, or nil when it is not one.
+    public static var rows: Int? {
+        let rows = Int(gv_terminal_rows(STDOUT_FILENO))
+        return rows > 0 ? rows : nil
+    }
 }
 
 /// Standard output refused a write. Results live on stdout, so a command that cannot write

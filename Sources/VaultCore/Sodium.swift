@@ -225,6 +225,43 @@ enum SodiumError: Error, Equatable {
 }
 
 extension Sodium {
+    /// SHA-256, for naming attached files the way `sha256sum` does (`crypto_hash_sha256`).
+    public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        ensureInitialized()
+        var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
+        _ = crypto_hash_sha256(&digest, bytes, UInt64(bytes.count))
+        return digest
+    }
+
+    /// Standard base64 with padding (RFC 4648 §4), as JSON APIs and OSC 52 want it.
+    public static func base64(_ bytes: [UInt8]) -> String {
+        ensureInitialized()
+        let variant = Int32(sodium_base64_VARIANT_ORIGINAL)
+        let capacity = sodium_base64_encoded_len(bytes.count, variant)
+        var text = [CChar](repeating: 0, count: capacity)
+        _ = sodium_bin2base64(&text, capacity, bytes, bytes.count, variant)
+        return text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    /// The bytes of standard, padded base64, or nil when `text` is not that.
+    public static func bytes(base64 text: String) -> [UInt8]? {
+        ensureInitialized()
+        let input = Array(text.utf8)
+        var output = [UInt8](repeating: 0, count: input.count / 4 * 3 + 3)
+        var length = 0
+        let rc = input.withUnsafeBufferPointer { raw in
+            raw.withMemoryRebound(to: CChar.self) { chars in
+                sodium_base642bin(&output, output.count, chars.baseAddress, input.count, nil, &length, nil, Int32(sodium_base64_VARIANT_ORIGINAL))
+            }
+        }
+        return rc == 0 ? Array(output.prefix(length)) : nil
+    }
+
+    /// Lowercase hex, two digits a byte.
+    public static func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
     /// A short hex fingerprint of a name (BLAKE2b), for file names derived from paths.
     public static func fingerprint(_ text: String, bytes: Int = 8) -> String {
         blake2b256(Array(text.utf8)[...]).prefix(bytes).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()

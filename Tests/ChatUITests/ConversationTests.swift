@@ -26,7 +26,7 @@ private func result(_ text: String, interrupted: Bool = false, total: Int? = nil
         conversation.record(user: "stopped early", result: result("", interrupted: true))
         #expect(conversation.turns.isEmpty)
         conversation.record(user: "stopped later", result: result("half an ans", interrupted: true, total: 10))
-        #expect(conversation.turns == [Conversation.Turn(user: "stopped later", model: "half an ans", interrupted: true)])
+        #expect(conversation.turns == [Conversation.Turn(user: "stopped later", model: "half an ans", interrupted: true, modelName: "m")])
         #expect(conversation.sessionTokens == 10)
         #expect(conversation.markdown().contains("_[interrupted]_"))
     }
@@ -35,7 +35,7 @@ private func result(_ text: String, interrupted: Bool = false, total: Int? = nil
         var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationConfig())
         conversation.record(user: "a", result: result("1"))
         conversation.record(user: "b", result: result("2"))
-        #expect(conversation.undo() == "b" && conversation.turns.count == 1)
+        #expect(conversation.undo()?.user == "b" && conversation.turns.count == 1)
         conversation.clear()
         #expect(conversation.turns.isEmpty && conversation.undo() == nil)
     }

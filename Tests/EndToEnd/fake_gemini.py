@@ -6,7 +6,7 @@ URL: `models/<scenario>[~tag]:streamGenerateContent`. A tag makes per-scenario c
 "fail once, then succeed") independent between tests. Every request is logged as one JSON line
 to --log (method, path, headers, body) so tests can check what the client sent.
 
-Scenarios: ok, lf, split, slow, slow-long, steady, garbage, empty, not-json, thinking, echo, escape, error-before, error-mid, error-mid-data,
+Scenarios: ok, code (a reply with two code blocks), lf, split, slow, slow-long, steady, garbage, empty, not-json, thinking, echo, escape, error-before, error-mid, error-mid-data,
 retry-429, retry-503, always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
 drop, hang, hang-first, echo-key, echo-foreign-key, api-blocked; and hostile ones: gigabyte, flood, endless-header, slowloris. Unknown scenario names answer 404 NOT_FOUND like Google does.
 
@@ -19,6 +19,7 @@ service-account binding (401 ACCESS_TOKEN_TYPE_UNSUPPORTED). A request that carr
 Authorization header besides the key gets 401, as Google answers two credentials.
 """
 import argparse
+import base64
 import json
 import os
 import re
@@ -246,6 +247,8 @@ class Handler(BaseHTTPRequestHandler):
             events = [fixture("stream-thinking.sse")]
         elif scenario == "echo":
             events = [event(echo_reply(request))]
+        elif scenario == "code":
+            events = [event(text_chunk(CODE_REPLY, "STOP"))]
         elif scenario == "escape":
             evil = "red \x1b[31mALERT\x1b[0m clip \x1b]52;c;ZXZpbA==\x07 title \x1b]0;pwned\x07 bell\x07 c1 \u009b2J end\n"
             events = [event(text_chunk(evil, "STOP"))]
@@ -373,17 +376,25 @@ def client_gone(connection):
 
 def echo_reply(request):
     contents = request.get("contents", [])
-    last = contents[-1]["parts"][0]["text"] if contents else ""
+    parts = contents[-1]["parts"] if contents else []
+    texts = [p["text"] for p in parts if "text" in p]
+    last = texts[0] if texts else ""
+    # Files sent as inline data: their MIME type and decoded size.
+    inline = ["%s:%d" % (p["inlineData"]["mimeType"], len(base64.b64decode(p["inlineData"]["data"]))) for p in parts if "inlineData" in p]
     roles = ",".join(c.get("role", "?") for c in contents)
     system = request.get("systemInstruction", {}).get("parts", [{}])[0].get("text", "")
     config = request.get("generationConfig", {})
-    text = "echo turns=%d roles=%s system=%s temperature=%s last=%s\n" % (len(contents), roles, system or "-", config.get("temperature", "-"), last)
+    text = "echo turns=%d roles=%s system=%s temperature=%s last=%s%s\n" % (len(contents), roles, system or "-", config.get("temperature", "-"), last,
+                                                                         " inline=" + ",".join(inline) if inline else "")
     return {"candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP"}],
             "usageMetadata": {"promptTokenCount": 3 * len(contents), "candidatesTokenCount": 5, "totalTokenCount": 3 * len(contents) + 5},
             "modelVersion": "gemini-3.6-flash"}
 
 
-SCENARIOS = {"ok", "lf", "split", "slow", "slow-long", "steady", "garbage", "empty", "not-json", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
+# Two fenced code blocks, for /copy code N.
+CODE_REPLY = "Two ways:\n\n```python\nprint('one')\n```\n\nor in the shell:\n\n```sh\necho \"two\" | tr a-z A-Z\nls -l\n```\n"
+
+SCENARIOS = {"ok", "code", "lf", "split", "slow", "slow-long", "steady", "garbage", "empty", "not-json", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
              "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash"} | set(HOSTILE)
 

@@ -334,3 +334,72 @@ def test_non_ascii_input_reaches_the_model_intact(chat, api):
     assert s.wait() == 0
     sent = json.loads(api.server.requests()[-1]["body"])
     assert sent["contents"][-1]["parts"][0]["text"] == "你好，世界 🚀 héllo"
+
+
+CODE_REPLY = "Two ways:\n\n```python\nprint('one')\n```\n\nor in the shell:\n\n```sh\necho \"two\" | tr a-z A-Z\nls -l\n```\n"
+
+
+def osc52(text):
+    import base64
+    return "\x1b]52;c;" + base64.b64encode(text.encode()).decode() + "\x07"
+
+
+def test_copy_puts_the_last_reply_or_one_of_its_code_blocks_on_the_clipboard(chat):
+    s = chat("--model", "code")
+    s.line("/copy")
+    s.expect(r"there is no reply to copy yet")
+    s.mark()
+    s.line("show me")
+    s.expect(r"you ›")
+    for command, text, said in (("/copy", CODE_REPLY, "copied the last reply"),
+                                ("/copy code 2", "echo \"two\" | tr a-z A-Z\nls -l", "copied code block 2 of 2"),
+                                ("/copy code", "echo \"two\" | tr a-z A-Z\nls -l", "copied code block 2 of 2"),
+                                ("/copy code 1", "print('one')", "copied code block 1 of 2")):
+        s.mark()
+        s.line(command)
+        s.expect(said)
+        assert osc52(text) in s.raw(), (command, s.raw())
+        assert s.raw().count("\x1b]52") == 1
+    s.mark()
+    s.line("/copy code 3")
+    s.expect(r"the last reply has 2 code blocks; give a number from 1 to 2")
+    assert "\x1b]52" not in s.raw()
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_copy_never_passes_a_replys_own_escape_sequences(chat):
+    s = chat("--model", "escape")
+    s.mark()
+    s.line("hi")
+    s.expect(r"you ›")
+    s.mark()
+    s.line("/copy")
+    s.expect(r"copied the last reply")
+    raw = s.raw()
+    # One OSC 52, gemvault's, carrying the reply as it was shown: its own escapes as caret text.
+    assert raw.count("\x1b]") == 1 and "ZXZpbA==\x07" not in raw
+    shown = "red ^[[31mALERT^[[0m clip ^[]52;c;ZXZpbA==^G title ^[]0;pwned^G bell^G c1 \\u{9b}2J end\n"
+    assert osc52(shown) in raw, raw
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+@pytest.mark.parametrize("variables, reason", [({"TERM": "dumb"}, "TERM is dumb"),
+                                               ({"TERM_PROGRAM": "Apple_Terminal"}, "Terminal.app ignores clipboard escapes")])
+def test_copy_refuses_politely_where_the_terminal_has_no_clipboard_escape(chat, variables, reason):
+    s = chat("--model", "code", env=variables)
+    s.line("show me")
+    s.expect(r"you ›")
+    s.mark()
+    s.line("/copy code 1")
+    s.expect(r"gemvault: warning: not copied: " + reason)
+    assert "\x1b]52" not in s.raw()
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_copy_without_a_terminal_only_warns(api):
+    result = api.run("chat", "--model", "code", input="show me\n/copy\n", passphrase=False)
+    assert result.code == 0 and "warning: not copied: the output is not a terminal" in result.err, result
+    assert "\x1b]52" not in result.out

@@ -32,6 +32,8 @@ def test_nothing_of_a_conversation_is_left_in_plain_text(history, tmp_path):
     assert result.code == 0, result
     assert env.run("ask", "--model", "echo", "ask also says " + secret_prompt, passphrase=False).code == 0
     assert [c["turns"] for c in conversations(env)] == [2, 1] or sorted(c["turns"] for c in conversations(env)) == [1, 2]
+    found = env.run("history", "search", "QUOKKA-zebra")
+    assert found.code == 0 and found.out.count(secret_prompt) >= 2, found
     needle = secret_prompt.encode()
     started = time.time() - 600
     for root in (env.home, env.vars["XDG_STATE_HOME"], "/tmp"):
@@ -160,13 +162,13 @@ def test_rm_and_older_than_really_delete(history):
     assert len(files) == 3
     old = files[0]
     os.utime(old, (time.time() - 40 * 86400, time.time() - 40 * 86400))
-    removed = env.run("history", "rm", "--older-than", "30d", passphrase=False)
+    removed = env.run("history", "rm", "--older-than", "30d", "--yes", passphrase=False)
     assert removed.code == 0 and "deleted 1 conversation" in removed.err
     assert not os.path.exists(old)
     victim = conversations(env)[0]["id"]
     assert env.run("history", "rm", victim[:6], passphrase=False).code == 0
     assert not os.path.exists(os.path.join(folder, victim + ".chat"))
-    assert env.run("history", "rm", "--all", passphrase=False).code == 0
+    assert env.run("history", "rm", "--all", "--yes", passphrase=False).code == 0
     assert glob.glob(os.path.join(folder, "*.chat")) == []
 
 
@@ -284,3 +286,168 @@ def test_init_force_hands_the_conversations_to_the_vault_it_keeps_aside(history)
     # The new vault saves its own conversations beside them.
     env.run("ask", "--model", "echo", "into the new vault", passphrase=False)
     assert [c["title"] for c in conversations(env)] == ["into the new vault"]
+
+
+def history_chats(env):
+    return sorted(glob.glob(os.path.join(env.vars["XDG_STATE_HOME"], "gemvault", "history", "*", "*.chat")))
+
+
+def test_rm_all_and_older_than_ask_on_a_terminal_and_need_yes_without_one(history):
+    env = history
+    for word in ("one", "two"):
+        env.run("ask", "--model", "echo", word, passphrase=False)
+    for args in (["--all"], ["--older-than", "1s"]):
+        refused = env.run("history", "rm", *args, passphrase=False)
+        assert refused.code == 64 and "needs --yes" in refused.err and "usage: gemvault history rm" in refused.err, refused
+    assert len(history_chats(env)) == 2
+
+    def rm_all_on_a_terminal(answer):
+        s = PtySession([BIN, "history", "rm", "--all"], env.vars)
+        try:
+            s.expect(r"Delete all 2 saved conversations\? This cannot be undone\. \[y/N\]")
+            s.line(answer)
+            return s.wait(), s.text()
+        finally:
+            s.close()
+
+    code, screen = rm_all_on_a_terminal("n")
+    assert code == 1 and "nothing was deleted" in screen and len(history_chats(env)) == 2
+    code, screen = rm_all_on_a_terminal("y")
+    assert code == 0 and "deleted 2 conversations" in screen and history_chats(env) == []
+    env.run("ask", "--model", "echo", "three", passphrase=False)
+    done = env.run("history", "rm", "--all", "--yes", passphrase=False)
+    assert done.code == 0 and "deleted 1 conversation" in done.err and history_chats(env) == []
+
+
+def test_history_search_finds_matching_lines_ignoring_case(history):
+    env = history
+    env.run("chat", "--model", "echo", input="nothing here\nthe Quokka is a small marsupial\n", passphrase=False)
+    env.run("ask", "--model", "echo", "what do wombats eat?", passphrase=False)
+    result = env.run("history", "search", "QUOKKA")
+    assert result.code == 0, result
+    lines = result.out.splitlines()
+    assert len([line for line in lines if not line.startswith("  ")]) == 1 and "nothing here" in lines[0]
+    assert "  you (turn 2): the Quokka is a small marsupial" in lines
+    assert any(line.startswith("  gemini (turn 2): echo") and "Quokka" in line for line in lines)
+    assert "wombat" not in result.out
+    data = json.loads(env.run("history", "search", "wombats", "--json").out)
+    [found] = data["conversations"]
+    assert data["query"] == "wombats" and found["kind"] == "ask"
+    assert {(m["turn"], m["place"]) for m in found["matches"]} == {(0, "title"), (1, "user"), (1, "model")}
+    none = env.run("history", "search", "platypus")
+    assert none.code == 0 and none.out == "" and "no saved conversation holds 'platypus'" in none.err
+
+
+PAGER_SCRIPT = """#!/usr/bin/env python3
+import json, os, sys
+fds = {}
+for name in os.listdir("/proc/self/fd"):
+    try:
+        target = os.readlink("/proc/self/fd/" + name)
+    except OSError:
+        continue
+    if not target.startswith("/proc/"):
+        fds[name] = target
+record = {"argv": sys.argv[1:], "input": sys.stdin.read(), "fds": sorted(fds), "stdout_tty": os.isatty(1),
+          "api_key": os.environ.get("GEMINI_API_KEY")}
+with open(os.environ["PAGER_RECORD"], "w") as handle:
+    json.dump(record, handle)
+print("PAGER RAN")
+"""
+
+
+def test_history_show_pages_what_is_taller_than_the_terminal(history):
+    env = history
+    lines = "\n".join("line %d of a long prompt" % i for i in range(30))
+    env.run("ask", "--model", "echo", '"""\n' + lines, passphrase=False)
+    env.run("ask", "--model", "echo", "short one", passphrase=False)
+    long_id, short_id = [c["id"] for c in conversations(env)]
+    pager = os.path.join(env.root, "pager.py")
+    with open(pager, "w") as handle:
+        handle.write(PAGER_SCRIPT)
+    os.chmod(pager, 0o755)
+    record = os.path.join(env.root, "pager.json")
+    variables = dict(env.vars, PAGER=pager + " --from-gemvault", PAGER_RECORD=record, NO_COLOR="1")
+
+    def show(conversation, rows, extra=None):
+        s = PtySession([BIN, "history", "show", conversation[:8], "--passphrase-file", env.passfile], dict(variables, **(extra or {})), rows=rows)
+        try:
+            assert s.wait() == 0
+            return s.text()
+        finally:
+            s.close()
+
+    screen = show(long_id, 20)
+    assert "PAGER RAN" in screen and "line 29 of a long prompt" not in screen
+    with open(record) as handle:
+        ran = json.load(handle)
+    assert ran["argv"] == ["--from-gemvault"] and "line 29 of a long prompt" in ran["input"] and ran["stdout_tty"]
+    assert ran["fds"] == ["0", "1", "2"], ran["fds"]
+    assert ran["api_key"] is None
+    os.remove(record)
+    # What fits is printed directly, and so is everything with PAGER=cat or an empty PAGER.
+    screen = show(short_id, 20)
+    assert "short one" in screen and "PAGER RAN" not in screen and not os.path.exists(record)
+    for value in ("cat", ""):
+        screen = show(long_id, 20, {"PAGER": value})
+        assert "line 29 of a long prompt" in screen and not os.path.exists(record), value
+    # Piped, never a pager.
+    piped = env.run("history", "show", long_id[:8], env={"PAGER": pager, "PAGER_RECORD": record})
+    assert "line 29" in piped.out and not os.path.exists(record)
+
+
+def test_a_turn_records_its_model_and_the_chats_model_and_system_changes(history):
+    env = history
+    s = PtySession([BIN, "chat", "--model", "echo~first", "--passphrase-file", env.passfile], env.vars)
+    try:
+        s.expect(r"you ›")
+        for line, reply in (("one", "last=one"), ("/model echo~second", "model set to echo~second"), ("two", "last=two"),
+                            ("/system be terse", "system instruction set"), ("three", "system=be terse .*last=three"),
+                            ("/system off", "system instruction removed"), ("four", "system=- .*last=four"),
+                            ("/system brief again", "system instruction set")):
+            s.mark()
+            s.line(line)
+            s.expect(reply)
+        s.send("\x04")
+        assert s.wait() == 0
+    finally:
+        s.close()
+    [saved] = conversations(env)
+    turns = json.loads(env.run("history", "export", saved["id"], "--format", "json").out)["turns"]
+    assert [t["modelName"] for t in turns] == ["echo~first", "echo~second", "echo~second", "echo~second"]
+    assert [t["system"] for t in turns] == [None, None, "be terse", ""]
+    shown = env.run("history", "show", saved["id"][:8]).out
+    assert "(model: echo~second)\nyou › two" in shown and "(system instruction: be terse)\nyou › three" in shown
+    assert "(system instruction removed)\nyou › four" in shown and "(model: echo~first)" not in shown
+    # --continue goes on with the model in use at the end; --model still wins when given.
+    env.server.clear()
+    resumed = env.run("chat", "--continue", input="five\n")
+    assert resumed.code == 0 and "system=- " in resumed.out and "echo~second" in resumed.err, resumed
+    assert env.server.requests()[-1]["path"].startswith("/v1beta/models/echo~second:")
+    again = env.run("chat", "--continue", "--model", "echo~third", input="six\n")
+    assert again.code == 0 and env.server.requests()[-1]["path"].startswith("/v1beta/models/echo~third:")
+    turns = json.loads(env.run("history", "export", saved["id"], "--format", "json").out)["turns"]
+    assert [t["modelName"] for t in turns[-2:]] == ["echo~second", "echo~third"]
+
+
+def test_continue_goes_on_with_the_latest_chat_not_a_later_ask(history):
+    env = history
+    nothing = env.run("chat", "--continue", input="hi\n")
+    assert nothing.code == 1 and "there is no saved chat to continue" in nothing.err
+    env.run("ask", "--model", "echo", "an early ask", passphrase=False)
+    only_asks = env.run("chat", "--continue", input="hi\n")
+    assert only_asks.code == 1 and "there is no saved chat to continue" in only_asks.err, only_asks
+    env.run("chat", "--model", "echo~chat", input="the chat\n", passphrase=False)
+    env.run("ask", "--model", "echo", "a later ask", passphrase=False)
+    env.server.clear()
+    resumed = env.run("chat", "--continue", input="more\n")
+    assert resumed.code == 0 and "turns=3" in resumed.out, resumed
+    body = json.loads(env.server.requests()[-1]["body"])
+    assert body["contents"][0]["parts"][0]["text"] == "the chat"
+    assert env.server.requests()[-1]["path"].startswith("/v1beta/models/echo~chat:")
+    by_title = {c["title"]: c for c in conversations(env)}
+    assert by_title["the chat"]["turns"] == 2 and by_title["a later ask"]["turns"] == 1
+    # --resume takes any conversation, an ask too, with its own model.
+    env.server.clear()
+    assert env.run("chat", "--resume", by_title["a later ask"]["id"][:8], input="on\n").code == 0
+    assert env.server.requests()[-1]["path"].startswith("/v1beta/models/echo:")

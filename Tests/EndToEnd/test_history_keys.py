@@ -184,3 +184,43 @@ def test_history_off_holds_while_the_vault_is_locked(history):
     with open(os.path.join(history_folder(env), "recipient"), "rb") as handle:
         recipient = handle.read()
     assert recipient[:4] == b"GVHR" and len(recipient) == 37 and recipient[36] == 2
+
+
+def sealed_record(document, sequence, previous, public_key):
+    """A record as Docs/history-format.md describes it: version 2, sequence, the hash of the record
+    before it as stored, the JSON's length, the JSON, zeros to the bucket; sealed to the key."""
+    body = json.dumps(document).encode()
+    plain = bytes([2]) + struct.pack("<Q", sequence) + hashlib.blake2b(previous, digest_size=32).digest() + struct.pack("<I", len(body)) + body
+    bucket = 256
+    while bucket < len(plain):
+        bucket *= 2
+    return nacl.crypto_box_seal(plain + bytes(bucket - len(plain)), public_key)
+
+
+def test_turns_written_before_models_and_files_were_recorded_still_read_and_resume(history):
+    """A conversation in the older turn shape (no modelName, system or attachments), written from
+    the document alone, is shown, exported and resumed with its meta's model."""
+    env = history
+    assert env.run("history", "list").code == 0  # writes the recipient
+    [key] = conversation_keys(env.vault_bytes(), PASSPHRASE)
+    public_key, _ = nacl.crypto_box_seed_keypair(key)
+    stored = [b"GVCH" + public_key]
+    for sequence, document in enumerate([
+            {"meta": {"_0": {"title": "from an older gemvault", "model": "echo~older", "created": 1796111103, "kind": "chat"}}},
+            {"turn": {"_0": {"user": "older question", "model": "older answer", "interrupted": False, "time": 1796111104}}}], 1):
+        stored.append(sealed_record(document, sequence, stored[-1], public_key))
+    folder = history_folder(env)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    path = os.path.join(folder, "0123456789abcdef.chat")
+    write_records(path, stored)
+    os.chmod(path, 0o600)
+    shown = env.run("history", "show", "0123")
+    assert shown.code == 0 and "you › older question" in shown.out and "older answer" in shown.out and "(model:" not in shown.out, shown
+    [turn] = json.loads(env.run("history", "export", "0123", "--format", "json").out)["turns"]
+    assert turn["modelName"] is None and turn["system"] is None and turn["attachments"] == []
+    env.server.clear()
+    resumed = env.run("chat", "--continue", input="newer question\n")
+    assert resumed.code == 0 and "turns=3" in resumed.out, resumed
+    assert env.server.requests()[-1]["path"].startswith("/v1beta/models/echo~older:")
+    turns = json.loads(env.run("history", "export", "0123", "--format", "json").out)["turns"]
+    assert [t["modelName"] for t in turns] == [None, "echo~older"]

@@ -11,6 +11,43 @@ import Testing
         #expect(options == ["--vault": "/v", "--passphrase-fd": "3"])
     }
 
+    @Test func aRepeatableOptionKeepsEveryValueAndItsShortSpellingCounts() throws {
+        guard case .run(let spec, let positionals, let options) = try ArgumentParser.parse(["ask", "-a", "one.png", "hi", "--attach=two.txt", "-a", "three"]) else {
+            Issue.record("not a run")
+            return
+        }
+        let call = Invocation(command: spec, positionals: positionals, options: options, context: Context(environment: [:], options: options))
+        #expect(call.values("--attach") == ["one.png", "two.txt", "three"] && call.value("--attach") == "three" && positionals == ["hi"])
+        #expect(call.values("--model").isEmpty)
+        // Not repeatable: the last value wins, as before.
+        guard case .run(_, _, let single) = try ArgumentParser.parse(["ask", "--model", "a", "--model", "b", "hi"]) else { return }
+        #expect(single["--model"] == "b")
+    }
+
+    @Test func helpIsWrappedOnlyWhenAWidthIsGiven() {
+        let wrapped = HelpText.overview(width: 50)
+        #expect(wrapped.split(separator: "\n").allSatisfy { $0.count <= 50 })
+        #expect(HelpText.overview().split(separator: "\n").contains { $0.count > 50 })
+        #expect(HelpText.wrapped("aaa bbb ccc ddd", width: 24, indent: 2) == "aaa bbb ccc ddd")
+        #expect(HelpText.wrapped(words: ["[--model M]", "[--system TEXT]", "[--raw]"], width: 20, indent: 2) == "[--model M]\n  [--system TEXT]\n  [--raw]")
+    }
+
+    @Test func subcommandsOfOneCommandAreTogether() {
+        var seen: [String] = []
+        for spec in commandTable where seen.last != spec.path[0] {
+            #expect(!seen.contains(spec.path[0]), "\(spec.path[0]) appears in two places")
+            seen.append(spec.path[0])
+        }
+    }
+
+    @Test func thePagerComesFromPagerWithoutAShell() {
+        #expect(Pager.command([:]) == ["less", "-FRX"])
+        #expect(Pager.command(["PAGER": "most -s"]) == ["most", "-s"])
+        #expect(Pager.command(["PAGER": "cat"]) == nil && Pager.command(["PAGER": " "]) == nil)
+        #expect(Pager.rowsNeeded("\u{1B}[1mabc\u{1B}[0m\n" + String(repeating: "x", count: 25) + "\n\n", columns: 10) == 1 + 3 + 1)
+        #expect(Pager.rowsNeeded("你好你好你好\n", columns: 10) == 2)
+    }
+
     @Test func doubleDashEndsOptions() throws {
         guard case .run(_, let positionals, _) = try ArgumentParser.parse(["ask", "--", "--not-an-option", "x"]) else { return }
         #expect(positionals == ["--not-an-option", "x"])

@@ -49,7 +49,7 @@ import Testing
     @Test func commandsSubcommandsAndOptionsComplete() {
         #expect(engine.candidates(["ke"]) == ["key"])
         #expect(engine.candidates(["key", "r"]) == ["rm", "rotate", "rollback"])
-        #expect(engine.candidates(["history", ""]) == ["list", "show", "rm", "export"])
+        #expect(engine.candidates(["history", ""]) == ["list", "show", "search", "rm", "export"])
         #expect(engine.candidates(["key", "list", "--j"]) == ["--json"])
         #expect(engine.candidates(["--vault", "/x", "key", "l"]) == ["list"])
         #expect(engine.candidates(["--col"]) == ["--color"])

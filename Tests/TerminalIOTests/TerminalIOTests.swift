@@ -47,3 +47,16 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+
+@Suite struct TerminalClipboardTests {
+    @Test func theSequenceCarriesOnlyBase64() {
+        #expect(TerminalClipboard.sequence(for: "hi\u{1B}") == "\u{1B}]52;c;aGkb\u{07}")
+    }
+
+    @Test func terminalsWithoutTheEscapeAreRefused() {
+        #expect(TerminalClipboard(environment: ["TERM": "xterm-256color"], outputIsTerminal: true).refusal == nil)
+        #expect(TerminalClipboard(environment: ["TERM": "xterm-256color"], outputIsTerminal: false).refusal != nil)
+        #expect(TerminalClipboard(environment: ["TERM": "dumb"], outputIsTerminal: true).refusal != nil)
+        #expect(TerminalClipboard(environment: ["TERM_PROGRAM": "Apple_Terminal"], outputIsTerminal: true).refusal != nil)
+    }
+}

@@ -100,3 +100,6 @@ int gv_display_width(unsigned int scalar);
 
 /// The terminal's width in columns (TIOCGWINSZ), or 0 when `fd` is not a terminal.
 int gv_terminal_columns(int fd);
+
+/// Rows of the terminal on fd, or 0 when it is not one.
+int gv_terminal_rows(int fd);
