@@ -112,15 +112,17 @@ enum ChatCommand {
 
     static func chat(_ call: Invocation) throws {
         let attachments = try attachments(call)
+        // A wrong id is found before the key is resolved: it needs no passphrase.
+        let resumed = try call.value("--resume").map(call.context.history.resolve)
         let (client, settings) = try client(call)
         let context = call.context
         var conversation = try conversation(settings)
         var writer: HistoryWriter?
         var system: String?
-        if call.flag("--continue") || call.value("--resume") != nil {
+        if call.flag("--continue") || resumed != nil {
             let history = context.history
             let keys = try context.historyKeys()
-            guard let id = try call.value("--resume").map(history.resolve) ?? latestChat(context, keys: keys) else {
+            guard let id = try resumed ?? latestChat(context, keys: keys) else {
                 throw CommandFailure(.failure, "there is no saved chat to continue",
                                      hint: "start one with 'gemvault chat'; 'gemvault chat --resume ID' goes on with any conversation 'gemvault history list' shows")
             }

@@ -1,3 +1,4 @@
+import GeminiClient
 import GemvaultConfig
 import GoogleKeys
 import SystemIO
@@ -39,6 +40,27 @@ The key comes from the first of: --key-file PATH; GOOGLE_API_KEY, then GEMINI_AP
 the vault (--key NAME, else the 'key' setting, else 'default'); the key file
 $XDG_CONFIG_HOME/gemvault/api-key; the key_command setting.
 """
+
+extension Invocation {
+    /// The values of the flags that set a setting (`--model`, `--temperature`, `--timeout`,
+    /// `--key`, `--system`) and of the passphrase options, checked alone, before any prompt
+    /// or request: a usage error (exit 64) costs nobody a typed passphrase.
+    func checkFlagValues() throws {
+        var flags: [String: (flag: String, value: String)] = [:]
+        for (flag, setting) in settingFlags { if let value = value(flag) { flags[setting] = (flag, value) } }
+        do {
+            if !flags.isEmpty { _ = try Settings.resolve(SettingLayers(flags: flags, allowInsecureEndpoint: true)) }
+        } catch {
+            // A usage error, so that `ask --json` still gives its one object.
+            throw UsageError(ErrorReport.describe(error).1, command: command)
+        }
+        if let model = value("--model"), (try? GeminiClient.modelResource(model)) == nil {
+            throw UsageError("--model: '\(EscapeNeutralizer.neutralize(model))' is not a valid model name", command: command)
+        }
+        _ = try context.passphraseSource()
+        _ = try context.secretSource(fdOption: "--new-passphrase-fd", fileOption: "--new-passphrase-file")
+    }
+}
 
 extension Context {
     /// The config file, with a warning for each unknown key.

@@ -35,7 +35,10 @@ public enum GemvaultMain {
                     throw UsageError("--color takes auto, always or never, not '\(color)'", command: spec)
                 }
                 let context = Context(environment: environment, options: options)
-                try spec.run(Invocation(command: spec, positionals: positionals, options: options, context: context))
+                let call = Invocation(command: spec, positionals: positionals, options: options, context: context)
+                // Every value a flag gives is checked before a command asks for anything.
+                try call.checkFlagValues()
+                try spec.run(call)
             }
             return ExitCode.success.rawValue
         } catch let exit as ExitStatus {

@@ -322,8 +322,10 @@ enum HistoryCommand {
     }
 
     static func export(_ call: Invocation) throws {
+        let format = call.value("--format") ?? "md"
+        guard ["md", "json"].contains(format) else { throw UsageError("--format takes md or json, not '\(format)'", command: call.command) }
         let transcript = try load(call)
-        switch call.value("--format") ?? "md" {
+        switch format {
         case "json":
             try Output.json(Export(id: transcript.id, meta: transcript.meta, turns: transcript.turns.map(ExportedTurn.init)), schema: .historyExport)
         case "md":

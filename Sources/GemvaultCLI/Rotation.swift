@@ -90,6 +90,7 @@ enum RotationCommand {
 
     static func history(_ call: Invocation) throws {
         let name = call.positionals[0]
+        try VaultContents.validateName(name)
         guard let key = try call.context.vault.keySummaries().first(where: { $0.name == name }) else { throw VaultError.keyNotFound(name: name) }
         let report = HistoryReport(name: name, created: Output.isoDate(key.created), rotated: Output.isoDate(key.updated),
                                    lastUsed: key.lastUsed > 0 ? Output.isoDate(key.lastUsed) : nil,
@@ -104,6 +105,7 @@ enum RotationCommand {
 
     static func rollback(_ call: Invocation) throws {
         let name = call.positionals[0]
+        try VaultContents.validateName(name)
         let restored = try call.context.vault.apply(.rollBack(name: name, now: Output.now()))
         Console.err("gemvault: key '\(name)' is back to \(restored.masked ?? "?"); the value it replaced is in its history\n")
     }

@@ -172,6 +172,7 @@ enum VaultCommand {
 
     static func getKey(_ call: Invocation) throws {
         let name = call.positionals.first ?? "default"
+        try VaultContents.validateName(name)
         let context = call.context
         if try !context.vault.sessionIsOpen() {
             // A script without a terminal, session or passphrase source gets "no key" (exit 5), as
@@ -226,6 +227,7 @@ enum VaultCommand {
 
     static func removeKey(_ call: Invocation) throws {
         let name = call.positionals[0]
+        try VaultContents.validateName(name)
         try call.context.vault.apply(.removeKey(name: name))
         Console.err("gemvault: removed key '\(name)'\n")
     }

@@ -315,3 +315,26 @@ def test_doctor_hidepid_check_against_a_real_proc_mount(env):
     with open("/proc/mounts") as handle:
         hidden = any("hidepid" in line for line in handle if line.split()[2] == "proc")
     assert any(f["check"] == "hidepid" for f in report["findings"]) == (not hidden)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["ask", "--model", "bad?name", "hi"], "--model: 'bad?name' is not a valid model name"),
+    (["chat", "--temperature", "9"], "--temperature: temperature: 9 is outside 0...2"),
+    (["config", "explain", "--timeout", "soon"], "--timeout: timeout: 'soon' is not a number"),
+    (["key", "rotate", "--timeout", "x"], "--timeout: timeout: 'x' is not a number"),
+    (["passwd", "--new-passphrase-fd", "x"], "--new-passphrase-fd takes a file descriptor number"),
+    (["history", "export", "0000", "--format", "pdf"], "--format takes md or json, not 'pdf'"),
+    (["key", "rm", "bad/name"], "'bad/name' is not a valid name"),
+    (["unlock", "--idle", "forever"], "--idle takes a duration"),
+])
+def test_a_bad_option_value_is_refused_before_any_prompt(env, args, message):
+    from conftest import BIN
+    from ptyrun import PtySession
+    env.init()
+    assert env.run("key", "set", input=GOOD_KEY).code == 0
+    s = PtySession([BIN] + args, env.vars)
+    try:
+        assert s.wait(timeout=20) == 64, s.text()
+        assert message in s.text() and "Passphrase" not in s.text() and "API key" not in s.text(), s.text()
+    finally:
+        s.close()
