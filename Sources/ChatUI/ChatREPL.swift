@@ -16,8 +16,8 @@ public final class ChatREPL {
     private let allowSecrets: Bool
     /// Saves each kept turn, when history is on.
     private let recorder: ConversationRecorder?
-    /// `chat --bubbles`: each message drawn as a bubble once it is complete.
-    private let bubbles: BubbleLayout?
+    /// `chat --bubbles`: each message drawn as a bubble, the model's growing as it streams.
+    private let bubbles: Bool
     /// Replies rendered from markdown (a terminal without --raw), and how.
     private let markdown: MarkdownRenderer?
     private var pendingRetry: (message: String, attachments: [Attachment])?
@@ -29,7 +29,7 @@ public final class ChatREPL {
     public private(set) var refusedMessages = 0
 
     public init(conversation: Conversation, client: GeminiClient, style: Style, interactive: Bool, allowSecrets: Bool = false,
-                recorder: ConversationRecorder? = nil, bubbles: BubbleLayout? = nil, markdown: MarkdownRenderer? = nil,
+                recorder: ConversationRecorder? = nil, bubbles: Bool = false, markdown: MarkdownRenderer? = nil,
                 attachments: [Attachment] = [], clipboard: TerminalClipboard = TerminalClipboard(environment: [:], outputIsTerminal: false)) {
         self.pendingAttachments = attachments
         self.clipboard = clipboard
@@ -52,6 +52,11 @@ public final class ChatREPL {
         return "\u{1}\u{1B}[\(code)m\u{2}\(text)\u{1}\u{1B}[0m\u{2}"
     }
     var modelLabel: String { style.bold(style.gray("gemini ›")) + " " }
+    /// The label of a live reply, which measures it.
+    var liveModelLabel: StyledLine { StyledLine("gemini ›", style: TextStyle(bold: true, color: 90)) + StyledLine(" ") }
+
+    /// The window as it is now: every bubble and redraw is laid out at the width of the moment.
+    private static func windowSize() -> TerminalSize { Terminal.size ?? TerminalSize(columns: 80, rows: 24) }
 
     /// Runs until /exit or Ctrl-D, or until stdout refuses a write (which it throws).
     public func run() throws(StandardOutputFailure) {
@@ -197,20 +202,24 @@ public final class ChatREPL {
     func send(_ message: String, attachments: [Attachment] = []) throws(StandardOutputFailure) {
         guard maySend(message) else { return }
         gv_interrupt_clear()
-        if let bubbles { try Console.out(bubbles.bubble(EscapeNeutralizer.neutralize(message), from: .user).joined(separator: "\n") + "\n") }
-        let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted, prefix: bubbles == nil ? modelLabel : "",
-                                   markdown: bubbles == nil ? markdown.map(MarkdownStream.init) : nil)
-        var handlers = printer.handlers()
-        if bubbles != nil { handlers.onText = { _ in } }  // drawn whole, as a bubble, below
+        if bubbles {
+            let layout = BubbleLayout(width: Self.windowSize().columns, color: true)
+            try Console.out(layout.bubble(EscapeNeutralizer.neutralize(message), from: .user).joined(separator: "\n") + "\n")
+        }
+        // On a terminal the reply is drawn live: rendered from markdown, or plain in a bubble with --raw.
+        let live: LiveReply?
+        if bubbles {
+            live = LiveReply(markdown: markdown, frame: .bubble(color: true), size: Self.windowSize, reflows: Terminal.reflowsOnResize)
+        } else if let markdown {
+            live = LiveReply(markdown: markdown, frame: .labelled(liveModelLabel), size: Self.windowSize, reflows: Terminal.reflowsOnResize)
+        } else {
+            live = nil
+        }
+        let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted, prefix: modelLabel, live: live)
         do {
             let result = try client.streamGenerateContent(model: conversation.model, request: conversation.request(for: message, attachments: attachments),
-                                                          handlers: handlers)
-            printer.clearSpinner()
-            if let bubbles {
-                let text = markdown != nil ? MarkdownRenderer(styled: false).render(result.text) : EscapeNeutralizer.neutralize(result.text)
-                try Console.out(bubbles.bubble(text.hasSuffix("\n") ? String(text.dropLast()) : text, from: .model).joined(separator: "\n") + "\n")
-            }
-            else { try printer.finish() }
+                                                          handlers: printer.handlers())
+            try printer.finish()
             if result.interrupted {
                 Console.err(style.yellow("[interrupted]") + "\n")
             }

@@ -4,30 +4,33 @@ import GeminiClient
 import SystemIO
 import TerminalIO
 
-/// Prints a streaming reply: a spinner on stderr until the first text, then the text on
-/// stdout with control and escape sequences neutralised. Retries are announced on stderr,
-/// with a countdown on a terminal. When stdout refuses a write, the stream is cancelled and
-/// `finish` throws the failure.
+/// Prints a streaming reply: a spinner on stderr until the first visible text, then the text
+/// on stdout, either drawn live from markdown (`LiveReply`, on a terminal) or as it came, with
+/// control and escape sequences neutralised. Retries are announced on stderr, with a countdown
+/// on a terminal. When stdout refuses a write, the stream is cancelled and `finish` throws the
+/// failure.
 public final class ReplyPrinter {
     private let spinnerEnabled: Bool
     private var spinnerShown = false
     private var frame = 0
-    private var receivedText = false
+    /// Whether anything of the reply is on the screen yet.
+    private var shownText = false
     /// When a retry is due (monotonic seconds), for its countdown.
     private var retryAt: Double?
     private let frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
     private let prefix: String
-    /// Renders the reply's markdown block by block, on a terminal; nil prints it as it came.
-    private let markdown: MarkdownStream?
+    /// Draws the reply as it streams, on a terminal; nil prints it as it came.
+    private let live: LiveReply?
     public private(set) var endsWithNewline = true
     /// The write to stdout that failed; nothing more is written after it.
     private var outputFailure: StandardOutputFailure?
 
-    /// `prefix` is written before the first text (the chat's label).
-    public init(spinner: Bool, prefix: String = "", markdown: MarkdownStream? = nil) {
+    /// `prefix` is written before the first text printed as it came (the chat's label); a live
+    /// reply has its own.
+    public init(spinner: Bool, prefix: String = "", live: LiveReply? = nil) {
         self.spinnerEnabled = spinner
         self.prefix = prefix
-        self.markdown = markdown
+        self.live = live
     }
 
     /// Handlers that print, and cancel on Ctrl-C.
@@ -46,29 +49,35 @@ public final class ReplyPrinter {
 
     public func print(_ text: String) throws(StandardOutputFailure) {
         if let outputFailure { throw outputFailure }
-        clearSpinner()
-        if !receivedText {
-            receivedText = true
-            try write(prefix)
+        if let live {
+            try show(live.feed(text))
+            return
         }
-        // The renderer neutralises escape sequences before it parses.
-        let safe = markdown.map { $0.feed(text) } ?? EscapeNeutralizer.neutralize(text)
-        try write(safe)
-        if let last = safe.last { endsWithNewline = last == "\n" }
+        // Text as it came: escape sequences neutralised, piece by piece.
+        let safe = EscapeNeutralizer.neutralize(text)
+        if !shownText && !safe.isEmpty { try show(prefix) }
+        try show(safe)
     }
 
-    private func write(_ text: String) throws(StandardOutputFailure) {
+    /// Writes what the reply needs now; the spinner goes at the first of it.
+    private func show(_ text: String) throws(StandardOutputFailure) {
+        guard !text.isEmpty else { return }
+        clearSpinner()
+        shownText = true
         do {
             try Console.out(text)
         } catch {
             outputFailure = error
             throw error
         }
+        if let last = text.last { endsWithNewline = last == "\n" }
     }
 
     func tick() {
         frame += 1
-        guard spinnerEnabled, !receivedText else { return }
+        // A redraw put off, or one for a resized window; a failed write is kept in outputFailure.
+        if let live, outputFailure == nil { try? show(live.tick()) }
+        guard spinnerEnabled, !shownText else { return }
         if let retryAt, case let left = retryAt - Clock.monotonicSeconds(), left > 0 {
             Console.err("\r\u{1B}[2K" + frames[frame % frames.count] + " retrying in \(Int(left.rounded(.up))) s…")
             spinnerShown = true
@@ -91,14 +100,8 @@ public final class ReplyPrinter {
     public func finish() throws(StandardOutputFailure) {
         clearSpinner()
         if let outputFailure { throw outputFailure }
-        if let rest = markdown?.finish(), !rest.isEmpty {
-            try write(rest)
-            endsWithNewline = rest.hasSuffix("\n")
-        }
-        if receivedText && !endsWithNewline {
-            try write("\n")
-            endsWithNewline = true
-        }
+        if let live { try show(live.finish()) }
+        if shownText && !endsWithNewline { try show("\n") }
     }
 
     static func seconds(_ value: Double) -> String {

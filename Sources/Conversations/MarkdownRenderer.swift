@@ -2,10 +2,34 @@
 import Synchronization
 import TerminalIO
 
+/// One top-level piece of a reply, parsed and not yet laid out: laying out happens at the
+/// width of the moment, so a resize changes what is drawn next.
+public indirect enum MarkdownBlock: Equatable, Sendable {
+    /// Prose: wrapped to the width; a newline in a run is a line break the reply meant.
+    case paragraph([StyledRun])
+    case heading(level: Int, [StyledRun])
+    /// Never wrapped, every space kept.
+    case code(language: String, lines: [String])
+    case list(ordered: Bool, tight: Bool, items: [ListItem])
+    case quote([MarkdownBlock])
+    case table(rows: [[[StyledRun]]], alignments: [TableAlignment])
+    case rule
+    /// Lines shown as they are (HTML blocks).
+    case verbatim([String])
+
+    public struct ListItem: Equatable, Sendable {
+        public var marker: String
+        public var blocks: [MarkdownBlock]
+    }
+
+    public enum TableAlignment: Equatable, Sendable { case left, center, right }
+}
+
 /// The model's markdown for a terminal, parsed by cmark-gfm (with its table, strikethrough
-/// and autolink extensions). Escape sequences are neutralised before parsing, so a reply
-/// cannot inject any through markdown; the only escapes in the output are the renderer's own
-/// styles, and none at all without `styled`.
+/// and autolink extensions) and laid out at a width. Escape sequences are neutralised before
+/// parsing and again on everything the parser hands back, so a reply cannot inject any
+/// through markdown; the only escapes in the output are the renderer's own styles, and none
+/// at all without `styled`.
 public struct MarkdownRenderer: Sendable {
     public let styled: Bool
 
@@ -16,127 +40,246 @@ public struct MarkdownRenderer: Sendable {
     /// once can corrupt each other. Every use of the library goes through this lock.
     private static let libraryLock = Mutex<Void>(())
 
-    /// The rendered top-level blocks of `markdown`, in order.
-    public func blocks(_ markdown: String) -> [String] { startedBlocks(markdown).map(\.text) }
+    // MARK: Whole replies
 
-    /// Each rendered top-level block with the line (from 1) of `markdown` it starts on.
-    func startedBlocks(_ markdown: String) -> [(text: String, line: Int)] {
-        let safe = EscapeNeutralizer.neutralize(markdown)
-        return Self.libraryLock.withLock { _ in parsedBlocks(safe) }
+    /// `markdown` as lines at `width` (a blank line between blocks); `firstWidth` is the
+    /// room on the first line, when something (a label) stands before it.
+    public func lines(_ markdown: String, width: Int = DisplayWidth.unlimited, firstWidth: Int? = nil) -> [StyledLine] {
+        Self.lines(of: parse(markdown).map(\.block), width: width, firstWidth: firstWidth ?? width)
     }
 
-    private func parsedBlocks(_ safe: String) -> [(text: String, line: Int)] {
+    /// `markdown` rendered for a terminal `width` columns wide, or unwrapped (for a pipe).
+    public func render(_ markdown: String, width: Int = DisplayWidth.unlimited) -> String {
+        let lines = self.lines(markdown, width: width)
+        return lines.isEmpty ? "" : lines.map { $0.encoded(styled: styled) }.joined(separator: "\n") + "\n"
+    }
+
+    static func lines(of blocks: [MarkdownBlock], width: Int, firstWidth: Int) -> [StyledLine] {
+        var lines: [StyledLine] = []
+        for block in blocks {
+            if !lines.isEmpty { lines.append(.empty) }
+            lines += Self.layout(block, width: width, firstWidth: lines.isEmpty ? firstWidth : width)
+        }
+        return lines
+    }
+
+    // MARK: Parsing
+
+    /// Each top-level block of `markdown` with the line (from 1) it starts on.
+    func parse(_ markdown: String) -> [(block: MarkdownBlock, line: Int)] {
+        let safe = EscapeNeutralizer.neutralize(markdown)
+        return Self.libraryLock.withLock { _ in Self.parsedBlocks(safe) }
+    }
+
+    private static func parsedBlocks(_ safe: String) -> [(block: MarkdownBlock, line: Int)] {
         cmark_gfm_core_extensions_ensure_registered()
-        guard let parser = cmark_parser_new(CMARK_OPT_DEFAULT) else { return [(safe, 1)] }
+        let fallback = [(MarkdownBlock.verbatim(safe.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)), 1)]
+        guard let parser = cmark_parser_new(CMARK_OPT_DEFAULT) else { return fallback }
         defer { cmark_parser_free(parser) }
         for name in ["table", "strikethrough", "autolink"] {
             if let extensionSyntax = cmark_find_syntax_extension(name) { cmark_parser_attach_syntax_extension(parser, extensionSyntax) }
         }
         safe.withCString { cmark_parser_feed(parser, $0, safe.utf8.count) }
-        guard let document = cmark_parser_finish(parser) else { return [(safe, 1)] }
+        guard let document = cmark_parser_finish(parser) else { return fallback }
         defer { cmark_node_free(document) }
-        var rendered: [(text: String, line: Int)] = []
-        var node = cmark_node_first_child(document)
-        while let block = node {
-            rendered.append((self.block(block, indent: ""), Int(cmark_node_get_start_line(block))))
-            node = cmark_node_next(block)
-        }
-        return rendered
+        return children(document).map { (block($0, depth: 0), Int(cmark_node_get_start_line($0))) }
     }
 
-    public func render(_ markdown: String) -> String { blocks(markdown).joined(separator: "\n") }
-
-    // MARK: Blocks
-
-    private func block(_ node: OpaquePointer, indent: String) -> String {
+    private static func block(_ node: OpaquePointer, depth: Int) -> MarkdownBlock {
         switch type(node) {
         case "paragraph":
-            return prefixLines(inlines(node), first: indent, rest: indent)
+            return .paragraph(inlines(node, .plain))
         case "heading":
-            let level = Int(cmark_node_get_heading_level(node))
-            let text = inlines(node)
-            return indent + (level == 1 ? style("1;4", text) : style("1", (level > 2 ? "" : "") + text)) + "\n"
+            return .heading(level: Int(cmark_node_get_heading_level(node)), inlines(node, .plain))
         case "block_quote":
-            let inner = children(node).map { block($0, indent: "") }.joined(separator: "\n")
-            return prefixLines(inner, first: indent + style("2", "│ "), rest: indent + style("2", "│ "))
+            return .quote(children(node).map { block($0, depth: depth) })
         case "list":
             let ordered = cmark_node_get_list_type(node) == CMARK_ORDERED_LIST
+            let delimiter = cmark_node_get_list_delim(node) == CMARK_PAREN_DELIM ? ")" : "."
             var number = Int(cmark_node_get_list_start(node))
-            var text = ""
+            let bullets = ["•", "◦", "▪"]
+            var items: [MarkdownBlock.ListItem] = []
             for item in children(node) {
-                let marker = ordered ? "\(number). " : "• "
+                let marker = ordered ? "\(number)\(delimiter) " : bullets[min(depth, bullets.count - 1)] + " "
                 number += 1
-                let body = children(item).map { block($0, indent: "") }.joined()
-                text += prefixLines(body, first: indent + style("1", marker), rest: indent + String(repeating: " ", count: marker.count))
+                items.append(.init(marker: marker, blocks: children(item).map { block($0, depth: depth + 1) }))
             }
-            return text
+            return .list(ordered: ordered, tight: cmark_node_get_list_tight(node) != 0, items: items)
         case "code_block":
             let language = literal(cmark_node_get_fence_info(node)).split(separator: " ").first.map(String.init) ?? ""
             var code = literal(cmark_node_get_literal(node))
             if code.hasSuffix("\n") { code.removeLast() }
-            let header = indent + style("2", "┌─" + (language.isEmpty ? "" : " \(language) ") + "─")
-            let lines = code.split(separator: "\n", omittingEmptySubsequences: false).map { indent + style("2", "│ ") + style("36", String($0)) }
-            return ([header] + lines + [indent + style("2", "└─")]).joined(separator: "\n") + "\n"
+            return .code(language: language, lines: code.split(separator: "\n", omittingEmptySubsequences: false).map { expandingTabs(String($0)) })
         case "thematic_break":
-            return indent + style("2", "────────") + "\n"
+            return .rule
         case "html_block":
-            return prefixLines(literal(cmark_node_get_literal(node)), first: indent, rest: indent)
+            var html = literal(cmark_node_get_literal(node))
+            if html.hasSuffix("\n") { html.removeLast() }
+            return .verbatim(html.split(separator: "\n", omittingEmptySubsequences: false).map { expandingTabs(String($0)) })
         case "table":
-            return table(node, indent: indent)
-        default:
-            return prefixLines(inlines(node), first: indent, rest: indent)
-        }
-    }
-
-    /// Columns aligned by display width, so Chinese and emoji line up.
-    private func table(_ node: OpaquePointer, indent: String) -> String {
-        let rows = children(node).map { row in children(row).map { inlines($0) } }
-        guard let columns = rows.map(\.count).max(), columns > 0 else { return "" }
-        var widths = [Int](repeating: 0, count: columns)
-        for row in rows { for (index, cell) in row.enumerated() { widths[index] = max(widths[index], DisplayWidth.of(plain(cell))) } }
-        var lines: [String] = []
-        for (number, row) in rows.enumerated() {
-            let cells = (0..<columns).map { index -> String in
-                let cell = index < row.count ? row[index] : ""
-                return cell + String(repeating: " ", count: widths[index] - DisplayWidth.of(plain(cell)))
+            let rows = children(node).map { row in children(row).map { inlines($0, .plain) } }
+            let columns = rows.map(\.count).max() ?? 0
+            var alignments = [MarkdownBlock.TableAlignment](repeating: .left, count: columns)
+            if let raw = cmark_gfm_extensions_get_table_alignments(node) {
+                for column in 0..<columns {
+                    switch raw[column] {
+                    case UInt8(ascii: "r"): alignments[column] = .right
+                    case UInt8(ascii: "c"): alignments[column] = .center
+                    default: break
+                    }
+                }
             }
-            lines.append(indent + (number == 0 ? cells.map { style("1", $0) } : cells).joined(separator: style("2", " │ ")))
-            if number == 0 { lines.append(indent + style("2", widths.map { String(repeating: "─", count: $0) }.joined(separator: "─┼─"))) }
+            return .table(rows: rows, alignments: alignments)
+        default:
+            return .paragraph(inlines(node, .plain))
         }
-        return lines.joined(separator: "\n") + "\n"
     }
 
     // MARK: Inlines
 
-    private func inlines(_ node: OpaquePointer) -> String {
-        children(node).map(inline).joined()
+    private static func inlines(_ node: OpaquePointer, _ style: TextStyle) -> [StyledRun] {
+        children(node).flatMap { inline($0, style) }
     }
 
-    private func inline(_ node: OpaquePointer) -> String {
+    private static func inline(_ node: OpaquePointer, _ style: TextStyle) -> [StyledRun] {
         switch type(node) {
-        case "text", "html_inline": return literal(cmark_node_get_literal(node))
-        case "softbreak": return " "
-        case "linebreak": return "\n"
-        case "code": return style("36", literal(cmark_node_get_literal(node)))
-        case "emph": return style("3", inlines(node))
-        case "strong": return style("1", inlines(node))
-        case "strikethrough": return style("9", inlines(node))
+        case "text", "html_inline": return [StyledRun(literal(cmark_node_get_literal(node)), style: style)]
+        // A single newline in a reply is a line break the model meant (a poem, an address).
+        case "softbreak", "linebreak": return [StyledRun("\n", style: style)]
+        case "code": return [StyledRun(literal(cmark_node_get_literal(node)), style: TextStyle.code.within(style), kind: .code)]
+        case "emph": return inlines(node, TextStyle(italic: true).within(style))
+        case "strong": return inlines(node, TextStyle(bold: true).within(style))
+        case "strikethrough": return inlines(node, TextStyle(strike: true).within(style))
         case "link":
-            let text = inlines(node)
+            let linkStyle = TextStyle(underline: true).within(style)
+            let text = inlines(node, linkStyle)
             let url = literal(cmark_node_get_url(node))
-            return plain(text) == url || url.isEmpty ? style("4", text) : style("4", text) + " (" + url + ")"
+            let shown = text.map(\.text).joined()
+            if url.isEmpty { return text }
+            if shown == url || "http://" + shown == url || "mailto:" + shown == url {
+                return [StyledRun(shown, style: linkStyle, kind: .url)]
+            }
+            return text + [StyledRun(" (", style: style), StyledRun(url, style: style, kind: .url), StyledRun(")", style: style)]
         case "image":
-            return "[image: " + inlines(node) + "] (" + literal(cmark_node_get_url(node)) + ")"
+            return [StyledRun("[image: ", style: style)] + inlines(node, style)
+                + [StyledRun("] (", style: style), StyledRun(literal(cmark_node_get_url(node)), style: style, kind: .url), StyledRun(")", style: style)]
         default:
-            return inlines(node)
+            return inlines(node, style)
         }
     }
 
-    // MARK: Helpers
+    // MARK: Layout
 
-    private func type(_ node: OpaquePointer) -> String { literal(cmark_node_get_type_string(node)) }
+    private static let frameStyle = TextStyle(dim: true)
 
-    private func children(_ node: OpaquePointer) -> [OpaquePointer] {
+    /// The lines of one block at `width`. The first line has `firstWidth` columns; a block
+    /// that cannot wrap (code, a table, a rule) starts below a shortened first line instead.
+    static func layout(_ block: MarkdownBlock, width: Int, firstWidth: Int) -> [StyledLine] {
+        switch block {
+        case .paragraph(let runs):
+            return LineBreaker.wrap(runs, firstWidth: firstWidth, width: width)
+        case .heading(let level, let runs):
+            let style = TextStyle(bold: true, underline: level == 1)
+            return LineBreaker.wrap(runs.map { StyledRun($0.text, style: $0.style.within(style), kind: $0.kind) }, firstWidth: firstWidth, width: width)
+        case .code(let language, let lines):
+            let header = StyledLine("┌─" + (language.isEmpty ? "" : " \(language) ") + "─", style: frameStyle)
+            let body = lines.map { StyledLine("│ ", style: frameStyle) + StyledLine($0, style: .code) }
+            return startingBelow(firstWidth, width, [header] + body + [StyledLine("└─", style: frameStyle)])
+        case .list(_, let tight, let items):
+            var lines: [StyledLine] = []
+            for item in items {
+                if !tight && !lines.isEmpty { lines.append(.empty) }
+                let markerWidth = DisplayWidth.of(item.marker)
+                let first = lines.isEmpty ? firstWidth : width
+                var body: [StyledLine] = []
+                for inner in item.blocks {
+                    if !tight && !body.isEmpty { body.append(.empty) }
+                    body += layout(inner, width: width - markerWidth, firstWidth: (body.isEmpty ? first : width) - markerWidth)
+                }
+                if body.isEmpty { body = [.empty] }
+                let indent = StyledLine(String(repeating: " ", count: markerWidth))
+                for (index, line) in body.enumerated() {
+                    lines.append((index == 0 ? StyledLine(item.marker, style: TextStyle(bold: true)) : indent) + line)
+                }
+            }
+            return lines
+        case .quote(let blocks):
+            let bar = StyledLine("│ ", style: frameStyle)
+            var body: [StyledLine] = []
+            for inner in blocks {
+                if !body.isEmpty { body.append(.empty) }
+                body += layout(inner, width: width - 2, firstWidth: (body.isEmpty ? firstWidth : width) - 2)
+            }
+            return body.map { bar + $0 }
+        case .table(let rows, let alignments):
+            return startingBelow(firstWidth, width, table(rows, alignments))
+        case .rule:
+            return startingBelow(firstWidth, width, [StyledLine(String(repeating: "─", count: max(1, min(width, 40))), style: frameStyle)])
+        case .verbatim(let lines):
+            return lines.map { StyledLine($0) }
+        }
+    }
+
+    private static func startingBelow(_ firstWidth: Int, _ width: Int, _ lines: [StyledLine]) -> [StyledLine] {
+        firstWidth < width ? [.empty] + lines : lines
+    }
+
+    /// Columns aligned by display width, so Chinese and emoji line up; a cell's line breaks
+    /// become spaces (a row is one line).
+    private static func table(_ rows: [[[StyledRun]]], _ alignments: [MarkdownBlock.TableAlignment]) -> [StyledLine] {
+        let columns = alignments.count
+        guard columns > 0 else { return [] }
+        let cells = rows.map { row in (0..<columns).map { index -> StyledLine in
+            var line = StyledLine()
+            if index < row.count { for run in row[index] { line.append(run.text.flattened(), style: run.style, kind: run.kind) } }
+            return line
+        } }
+        var widths = [Int](repeating: 0, count: columns)
+        for row in cells { for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.width) } }
+        var lines: [StyledLine] = []
+        let separator = StyledLine(" │ ", style: frameStyle)
+        for (number, row) in cells.enumerated() {
+            var line = StyledLine()
+            for (index, cell) in row.enumerated() {
+                if index > 0 { line.append(separator) }
+                let room = widths[index] - cell.width
+                let left = alignments[index] == .right ? room : alignments[index] == .center ? room / 2 : 0
+                line.append(String(repeating: " ", count: left))
+                line.append(number == 0 ? cell.within(TextStyle(bold: true)) : cell)
+                line.append(String(repeating: " ", count: room - left))
+            }
+            lines.append(line)
+            if number == 0 {
+                lines.append(StyledLine(widths.map { String(repeating: "─", count: $0) }.joined(separator: "─┼─"), style: frameStyle))
+            }
+        }
+        return lines
+    }
+
+    /// Tabs as spaces to the next multiple of four: a terminal's tab stops are not the code's,
+    /// and a tab's width could not be measured.
+    static func expandingTabs(_ line: String) -> String {
+        guard line.contains("\t") else { return line }
+        var result = ""
+        var column = 0
+        for character in line {
+            if character == "\t" {
+                let spaces = 4 - column % 4
+                result += String(repeating: " ", count: spaces)
+                column += spaces
+            } else {
+                result.append(character)
+                column += DisplayWidth.of(character)
+            }
+        }
+        return result
+    }
+
+    // MARK: cmark helpers
+
+    private static func type(_ node: OpaquePointer) -> String { literal(cmark_node_get_type_string(node)) }
+
+    private static func children(_ node: OpaquePointer) -> [OpaquePointer] {
         var result: [OpaquePointer] = []
         var child = cmark_node_first_child(node)
         while let current = child {
@@ -148,79 +291,15 @@ public struct MarkdownRenderer: Sendable {
 
     /// Text from the parsed tree, neutralised again: cmark decodes character references, so
     /// `&#27;` in a reply would otherwise become a real ESC here.
-    private func literal(_ text: UnsafePointer<CChar>?) -> String {
+    private static func literal(_ text: UnsafePointer<CChar>?) -> String {
         text.map { EscapeNeutralizer.neutralize(String(cString: $0)) } ?? ""
-    }
-
-    private func style(_ code: String, _ text: String) -> String {
-        styled && !text.isEmpty ? "\u{1B}[\(code)m" + text + "\u{1B}[0m" : text
-    }
-
-    /// `text` without this renderer's own styles, for measuring.
-    func plain(_ text: String) -> String {
-        guard styled else { return text }
-        var result = ""
-        var skipping = false
-        for scalar in text.unicodeScalars {
-            if scalar == "\u{1B}" { skipping = true; continue }
-            if skipping { if scalar == "m" { skipping = false }; continue }
-            result.unicodeScalars.append(scalar)
-        }
-        return result
-    }
-
-    private func prefixLines(_ text: String, first: String, rest: String) -> String {
-        let body = text.hasSuffix("\n") ? String(text.dropLast()) : text
-        return body.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
-            .map { ($0.offset == 0 ? first : rest) + $0.element }.joined(separator: "\n") + "\n"
     }
 }
 
-/// Markdown rendered while it streams in, block by block: a block is printed once the next
-/// one has begun (so it cannot change any more); nothing printed is redrawn. `finish` prints
-/// what is left, an unterminated code fence included.
-///
-/// Only the text of the block still open is kept and parsed again, and only when a whole
-/// line arrived, so a reply of many small pieces costs little more than one parse of it (a
-/// flood of 20,000 events once took minutes).
-public final class MarkdownStream {
-    private let renderer: MarkdownRenderer
-    /// The source of the blocks not printed yet.
-    private var source = ""
-    private var printedAny = false
-    /// The size of `source` at the last parse: a huge open block is parsed again only once
-    /// it has grown by a quarter, so even one block of megabytes costs O(n log n).
-    private var parsedCount = 0
-
-    public init(renderer: MarkdownRenderer) { self.renderer = renderer }
-
-    /// The blocks that became complete with `text`.
-    public func feed(_ text: String) -> String {
-        source += text
-        // Only whole lines are parsed: half a line can look like the start of another block
-        // (a table row cut after its first `|` reads as a paragraph), so a block is taken as
-        // complete only once a whole line of the next one has arrived.
-        guard text.contains("\n"), let lastNewline = source.lastIndex(of: "\n") else { return "" }
-        let size = source.utf8.count
-        guard size < 64 << 10 || size - parsedCount >= size / 4 else { return "" }
-        parsedCount = size
-        let blocks = renderer.startedBlocks(String(source[...lastNewline]))
-        guard blocks.count > 1, let open = blocks.last else { return "" }
-        // Printed blocks never change again: keep the source of the open one only.
-        source = source.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(open.line - 1).joined(separator: "\n")
-        parsedCount = source.utf8.count
-        return emit(blocks.dropLast().map(\.text))
-    }
-
-    public func finish() -> String {
-        let blocks = source.isEmpty ? [] : renderer.blocks(source)
-        source = ""
-        return emit(blocks)
-    }
-
-    private func emit(_ blocks: [String]) -> String {
-        guard !blocks.isEmpty else { return "" }
-        defer { printedAny = true }
-        return (printedAny ? "\n" : "") + blocks.joined(separator: "\n")
+extension String {
+    /// Newlines and tabs as spaces, for text that must stay on one line of known width.
+    func flattened() -> String {
+        guard contains(where: { $0 == "\n" || $0 == "\t" }) else { return self }
+        return String(map { $0 == "\n" || $0 == "\t" ? " " : $0 })
     }
 }

@@ -93,11 +93,15 @@ enum ChatCommand {
                                                          topK: settings[.topK], maxOutputTokens: settings[.maxOutputTokens]))
     }
 
-    /// Markdown is rendered only on a terminal and without --raw: piped output is never styled.
+    /// Markdown is rendered only on a terminal that can redraw (not TERM=dumb) and without
+    /// --raw or --json: piped output is never styled.
     static func markdownRenderer(_ call: Invocation, _ style: Style) -> MarkdownRenderer? {
-        guard Terminal.stdoutIsTerminal, !call.flag("--raw"), !call.flag("--json") else { return nil }
+        guard Terminal.canRedraw, !call.flag("--raw"), !call.flag("--json") else { return nil }
         return MarkdownRenderer(styled: style.enabled)
     }
+
+    /// The window as it is now, read again for every redraw.
+    static func windowSize() -> TerminalSize { Terminal.size ?? TerminalSize(columns: 80, rows: 24) }
 
 
     /// `--continue`'s conversation: the chat written to most recently (an `ask` is passed over).
@@ -142,7 +146,7 @@ enum ChatCommand {
         let (recorder, notice) = context.recorder(call, settings: settings, kind: "chat", resuming: writer, system: system)
         if let notice { Console.err("gemvault: \(notice)\n") }
         let chatStyle = context.style(settings, fd: FileDescriptor.standardOutput.raw)
-        let bubbles = call.flag("--bubbles") && chatStyle.enabled ? Terminal.columns.map { BubbleLayout(width: $0, color: true) } : nil
+        let bubbles = call.flag("--bubbles") && chatStyle.enabled && Terminal.canRedraw
         let repl = ChatREPL(conversation: conversation, client: client, style: chatStyle,
                             interactive: Terminal.stdinIsTerminal, allowSecrets: call.flag("--allow-secrets"), recorder: recorder,
                             bubbles: bubbles, markdown: markdownRenderer(call, chatStyle), attachments: attachments,
@@ -266,8 +270,9 @@ enum ChatCommand {
             return
         }
         let streaming = !call.flag("--no-stream")
-        let printer = ReplyPrinter(spinner: ProgressLine.isWanted,
-                                   markdown: markdownRenderer(call, call.context.style(settings, fd: FileDescriptor.standardOutput.raw)).map(MarkdownStream.init))
+        let markdown = markdownRenderer(call, call.context.style(settings, fd: FileDescriptor.standardOutput.raw))
+        let live = markdown.map { LiveReply(markdown: $0, frame: .labelled(StyledLine()), size: windowSize, reflows: Terminal.reflowsOnResize) }
+        let printer = ReplyPrinter(spinner: ProgressLine.isWanted, live: live)
         var handlers = printer.handlers()
         if json || !streaming { handlers.onText = { _ in } }
         gv_interrupt_install()

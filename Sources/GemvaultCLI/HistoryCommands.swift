@@ -165,14 +165,16 @@ enum HistoryCommand {
         }
         let style = call.context.style(try? Settings.resolve(try call.context.settingLayers(call)), fd: FileDescriptor.standardOutput.raw)
         if style.enabled, let columns = Terminal.columns {
-            // The seed's chat screen: bubbles on a terminal, plain text everywhere else.
-            let markdown = MarkdownRenderer(styled: false)
-            let turns = annotated(transcript).map { turn, notes -> (user: String, model: String) in
-                var model = markdown.render(turn.model)
-                if model.hasSuffix("\n") { model.removeLast() }
-                return (user: notes.map { "(\($0))\n" }.joined() + EscapeNeutralizer.neutralize(turn.user), model: model)
-            }
-            return BubbleLayout(width: columns, color: true).render(turns)
+            // The seed's chat screen: bubbles on a terminal, the replies' markdown laid out inside
+            // by the renderer chat uses; plain text everywhere else.
+            let layout = BubbleLayout(width: columns, color: true)
+            let markdown = MarkdownRenderer(styled: true)
+            return annotated(transcript).map { turn, notes in
+                let user = notes.map { "(\($0))\n" }.joined() + EscapeNeutralizer.neutralize(turn.user)
+                let reply = markdown.lines(turn.model, width: layout.contentWidth(.model))
+                return layout.exchange(user: user, reply: reply, interrupted: turn.interrupted)
+                    .map { $0.encoded(styled: true) }.joined(separator: "\n") + "\n"
+            }.joined()
         }
         var text = style.dim("conversation \(transcript.id) (\(EscapeNeutralizer.neutralize(transcript.meta?.model ?? "?")))") + "\n\n"
         for (turn, notes) in annotated(transcript) {

@@ -22,6 +22,41 @@ public enum Terminal {
         let rows = Int(gv_terminal_rows(STDOUT_FILENO))
         return rows > 0 ? rows : nil
     }
+
+    /// The size of the terminal on stdout now (it changes with the window), or nil when it is not one.
+    public static var size: TerminalSize? {
+        let columns = Int(gv_terminal_columns(STDOUT_FILENO))
+        let rows = Int(gv_terminal_rows(STDOUT_FILENO))
+        return columns > 0 ? TerminalSize(columns: columns, rows: rows > 0 ? rows : 24) : nil
+    }
+
+    /// Whether output may move the cursor back up and redraw: stdout is a terminal, and not a dumb one.
+    public static var canRedraw: Bool {
+        guard stdoutIsTerminal else { return false }
+        guard let term = getenv("TERM") else { return true }
+        return String(cString: term) != "dumb"
+    }
+
+    /// Whether the terminal wraps lines again to a new width when the window is resized, as
+    /// tmux, VTE (GNOME Terminal), Konsole, kitty, Alacritty, WezTerm, foot and Windows
+    /// Terminal do. xterm (which sets XTERM_VERSION) and the Linux console cut them instead.
+    public static var reflowsOnResize: Bool {
+        func variable(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+        if variable("TMUX") != nil { return true }
+        if variable("XTERM_VERSION") != nil || variable("TERM") == "linux" { return false }
+        return true
+    }
+}
+
+/// A terminal window's size.
+public struct TerminalSize: Equatable, Sendable {
+    public var columns: Int
+    public var rows: Int
+
+    public init(columns: Int, rows: Int) {
+        self.columns = columns
+        self.rows = rows
+    }
 }
 
 /// Standard output refused a write. Results live on stdout, so a command that cannot write

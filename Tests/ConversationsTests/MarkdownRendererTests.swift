@@ -7,7 +7,7 @@ import Testing
 
     @Test func headingsEmphasisListsAndQuotes() {
         let text = plain.render("# Title\n\nSome *soft* and **strong** words.\n\n- one\n- two\n  1. inner\n\n> quoted\n> line")
-        #expect(text == "Title\n\nSome soft and strong words.\n\n• one\n• two\n  1. inner\n\n│ quoted line\n")
+        #expect(text == "Title\n\nSome soft and strong words.\n\n• one\n• two\n  1. inner\n\n│ quoted\n│ line\n")
         let painted = styled.render("# Title\n\n*soft* **strong** `code`")
         #expect(painted.contains("\u{1B}[1;4mTitle") && painted.contains("\u{1B}[3msoft") && painted.contains("\u{1B}[1mstrong")
                 && painted.contains("\u{1B}[36mcode"))
@@ -56,51 +56,96 @@ import Testing
                 && !references.contains("\u{07}"))
     }
 
-    @Test func streamingPrintsEachBlockOnceAndNeverRedraws() {
-        let stream = MarkdownStream(renderer: plain)
-        var out = ""
-        for chunk in ["# He", "ading\n\nA para", "graph that ", "ends.\n\n| a | b |\n|--", "-|---|\n| 1 ", "| 2 |\n", "\naf", "ter\n"] {
-            out += stream.feed(chunk)
-        }
-        // The table arrived split across chunks and is printed whole, once a whole line of the
-        // next block had arrived (half of one, "af", could be anything).
-        #expect(out == "Heading\n\nA paragraph that ends.\n\na │ b\n──┼──\n1 │ 2\n")
-        out += stream.finish()
-        #expect(out.hasSuffix("\nafter\n"))
-        #expect(stream.finish() == "")
+    @Test func aRepliesLineBreaksAreKept() {
+        // CommonMark would join these lines; the model meant them (a poem, an address, steps).
+        #expect(plain.render("Roses are red,\nviolets are blue.\n\n1 Main St\nSpringfield") == "Roses are red,\nviolets are blue.\n\n1 Main St\nSpringfield\n")
+        #expect(plain.render("- first step\n  still the first\n- second") == "• first step\n  still the first\n• second\n")
     }
 
-    @Test func aStreamCutAnywherePrintsWhatTheWholeReplyRendersTo() {
+    @Test func paragraphsWrapAtTheWidthUnderTheirIndentation() {
+        let text = plain.render("- a list item long enough to wrap twice at twenty\n  - nested one\n\n> a quote that wraps as well", width: 20)
+        #expect(text == "• a list item long\n  enough to wrap\n  twice at twenty\n  ◦ nested one\n\n│ a quote that wraps\n│ as well\n")
+        for line in text.split(separator: "\n") { #expect(DisplayWidth.of(line) <= 20) }
+    }
+
+    @Test func codeKeepsEverySpaceAndIsNeverWrapped() {
+        let source = "```python\ndef f(x):\n    if x:\n\treturn [x,    x]  # a comment long enough to overflow\n```\n"
+        let lines = plain.render(source, width: 30).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines[0] == "┌─ python ─")
+        #expect(lines[1] == "│ def f(x):" && lines[2] == "│     if x:")
+        // A tab goes to the next multiple of four; a line too long stays whole.
+        #expect(lines[3] == "│     return [x,    x]  # a comment long enough to overflow")
+    }
+
+    @Test func tablesAlignColumnsAsTheyAsk() {
+        let lines = plain.render("| name | n |\n|:--|--:|\n| a | 1 |\n| bb | 100 |\n").split(separator: "\n").map(String.init)
+        #expect(lines == ["name │   n", "─────┼────", "a    │   1", "bb   │ 100"])
+    }
+
+    @Test func aLabelShortensTheFirstLineOrStandsAboveWhatCannotWrap() {
+        let paragraph = plain.lines("one two three four", width: 12, firstWidth: 4).map(\.plainText)
+        #expect(paragraph == ["one", "two three", "four"])
+        let code = plain.lines("```\nx = 1\n```", width: 12, firstWidth: 4).map(\.plainText)
+        #expect(code == ["", "┌──", "│ x = 1", "└─"])
+    }
+}
+
+@Suite struct MarkdownBlockSplitterTests {
+    let plain = MarkdownRenderer(styled: false)
+
+    private func rendered(_ blocks: [MarkdownBlock]) -> [String] {
+        blocks.map { MarkdownRenderer.layout($0, width: 80, firstWidth: 80).map(\.plainText).joined(separator: "\n") }
+    }
+
+    @Test func aBlockIsFinalOnceAWholeLineOfTheNextHasArrived() {
+        var splitter = MarkdownBlockSplitter(renderer: plain)
+        var final: [MarkdownBlock] = []
+        for chunk in ["# He", "ading\n\nA para", "graph that ", "ends.\n\n| a | b |\n|--", "-|---|\n| 1 ", "| 2 |\n", "\naf"] {
+            final += splitter.append(chunk)
+        }
+        // Half a line ("af") could be anything, so the table is still open, shown as it reads now.
+        #expect(rendered(final) == ["Heading", "A paragraph that ends."])
+        #expect(rendered(splitter.openBlocks()) == ["a │ b\n──┼──\n1 │ 2", "af"])
+        final += splitter.append("ter\n")
+        // The table arrived split across chunks and is final whole.
+        #expect(rendered(final) == ["Heading", "A paragraph that ends.", "a │ b\n──┼──\n1 │ 2"])
+        #expect(splitter.openSource == "after\n")
+        #expect(rendered(splitter.finish()) == ["after"])
+        #expect(splitter.finish().isEmpty)
+    }
+
+    @Test func aStreamCutAnywhereSplitsIntoTheBlocksOfTheWholeReply() {
         let reply = "# Title\n\nSome **bold** text\nover two lines.\n\n- one\n- two\n\n  still two\n\n| a | b |\n|---|---|\n| 你好 | 👋 |\n\n"
             + "> quoted\n> more\n\n```swift\nlet x = 1\n\nlet y = 2\n```\n\nSetext\n===\n\nlast paragraph"
-        let whole = MarkdownRenderer(styled: true).render(reply)
+        let whole = plain.parse(reply).map(\.block)
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<50 {
-            let stream = MarkdownStream(renderer: MarkdownRenderer(styled: true))
-            var out = ""
+            var splitter = MarkdownBlockSplitter(renderer: plain)
+            var blocks: [MarkdownBlock] = []
             var rest = Substring(reply)
             while !rest.isEmpty {
                 let size = Int.random(in: 1...12, using: &generator)
-                out += stream.feed(String(rest.prefix(size)))
+                blocks += splitter.append(String(rest.prefix(size)))
                 rest = rest.dropFirst(size)
             }
-            out += stream.finish()
-            #expect(out == whole)
+            blocks += splitter.finish()
+            #expect(blocks == whole)
         }
     }
 
     @Test func aFloodOfTinyPiecesKeepsEveryOne() {
-        let stream = MarkdownStream(renderer: plain)
-        var out = ""
-        for index in 0..<20_000 { out += stream.feed("w\(index) ") }
-        out += stream.finish()
-        #expect(out.split(separator: " ").count == 20_000 && out.hasPrefix("w0 w1 ") && out.hasSuffix("w19999\n"))
+        var splitter = MarkdownBlockSplitter(renderer: plain)
+        var blocks: [MarkdownBlock] = []
+        for index in 0..<20_000 { blocks += splitter.append("w\(index) ") }
+        blocks += splitter.finish()
+        let words = rendered(blocks).joined(separator: "\n").split(whereSeparator: { $0 == " " || $0 == "\n" })
+        #expect(words.count == 20_000 && words.first == "w0" && words.last == "w19999")
     }
 
     @Test func anUnterminatedFenceIsStillShownAtTheEnd() {
-        let stream = MarkdownStream(renderer: plain)
-        var out = stream.feed("Code:\n\n```python\nprint('hi')\n")
-        out += stream.finish()
-        #expect(out == "Code:\n\n┌─ python ─\n│ print('hi')\n└─\n")
+        var splitter = MarkdownBlockSplitter(renderer: plain)
+        var blocks = splitter.append("Code:\n\n```python\nprint('hi')\n")
+        blocks += splitter.finish()
+        #expect(rendered(blocks) == ["Code:", "┌─ python ─\n│ print('hi')\n└─"])
     }
 }

@@ -1,0 +1,320 @@
+import SystemIO
+import TerminalIO
+
+/// Where the blocks of a streaming reply end: the blocks that can no longer change, and the
+/// source of those that still can (a partial last line included).
+protocol ReplyBlockSource {
+    /// Appends `text` and returns the blocks it made final.
+    mutating func append(_ text: String) -> [MarkdownBlock]
+    /// The blocks not final yet, as they read now.
+    func openBlocks() -> [MarkdownBlock]
+    /// Everything not returned yet, made final: the reply has ended.
+    mutating func finish() -> [MarkdownBlock]
+    /// Whether a blank line stands between two blocks.
+    var blankLineBetweenBlocks: Bool { get }
+}
+
+/// Markdown arriving in pieces, split into top-level blocks. A block is final once a whole
+/// line of the next one has arrived: half a line can look like the start of another block
+/// (a table row cut after its first `|` reads as a paragraph).
+///
+/// Only the source of the blocks still open is kept and parsed again, and only when a whole
+/// line arrived, so a reply of many small pieces costs little more than one parse of it (a
+/// flood of 20,000 events once took minutes).
+public struct MarkdownBlockSplitter: ReplyBlockSource {
+    let renderer: MarkdownRenderer
+    /// The source of the blocks not final yet.
+    public private(set) var openSource = ""
+    /// The size of `openSource` at the last parse: a huge open block is parsed again only once
+    /// it has grown by a quarter, so even one block of megabytes costs O(n log n).
+    private var parsedCount = 0
+
+    public init(renderer: MarkdownRenderer) { self.renderer = renderer }
+
+    var blankLineBetweenBlocks: Bool { true }
+
+    public mutating func append(_ text: String) -> [MarkdownBlock] {
+        openSource += text
+        guard text.contains("\n"), let lastNewline = openSource.lastIndex(of: "\n") else { return [] }
+        let size = openSource.utf8.count
+        guard size < 64 << 10 || size - parsedCount >= size / 4 else { return [] }
+        parsedCount = size
+        let blocks = renderer.parse(String(openSource[...lastNewline]))
+        guard blocks.count > 1, let open = blocks.last else { return [] }
+        // Final blocks never change again: keep the source of the open one only.
+        openSource = openSource.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(open.line - 1).joined(separator: "\n")
+        parsedCount = openSource.utf8.count
+        return blocks.dropLast().map(\.block)
+    }
+
+    public func openBlocks() -> [MarkdownBlock] {
+        openSource.isEmpty ? [] : renderer.parse(openSource).map(\.block)
+    }
+
+    public mutating func finish() -> [MarkdownBlock] {
+        defer { openSource = "" }
+        return openBlocks()
+    }
+}
+
+/// Text shown as it came (`chat --raw --bubbles`): each line is final once it ends.
+struct PlainTextSource: ReplyBlockSource {
+    private var openLine = ""
+
+    var blankLineBetweenBlocks: Bool { false }
+
+    mutating func append(_ text: String) -> [MarkdownBlock] {
+        openLine += text
+        guard text.contains("\n") else { return [] }
+        var lines = openLine.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        openLine = lines.removeLast()
+        return lines.map(Self.block)
+    }
+
+    func openBlocks() -> [MarkdownBlock] { openLine.isEmpty ? [] : [Self.block(openLine)] }
+
+    mutating func finish() -> [MarkdownBlock] {
+        defer { openLine = "" }
+        return openBlocks()
+    }
+
+    /// Neutralised as a whole line, so a CRLF split between two pieces is still one line end.
+    private static func block(_ line: String) -> MarkdownBlock {
+        .paragraph([StyledRun(EscapeNeutralizer.neutralize(line.hasSuffix("\r") ? String(line.dropLast()) : line))])
+    }
+}
+
+/// A reply drawn on a terminal while it streams. Final blocks are printed once and never
+/// touched again; the blocks still open are drawn below them and redrawn in place as they
+/// grow: the cursor goes up over their lines only, erases from there down, and draws them
+/// anew. Nothing above is ever moved over, erased or repeated, and the screen is never cleared.
+///
+/// * Each redraw is one write inside synchronized output (DEC mode 2026), so terminals that
+///   know it show it whole; others ignore the mode. Only the lines from the first one that
+///   changed are drawn again.
+/// * The open lines are drawn with autowrap off (DECAWM), so each takes exactly one row and
+///   the count to go back up is exact, whatever width the terminal gives a character; they
+///   are printed for good with autowrap on, where a line too wide (a long URL or code line)
+///   wraps whole.
+/// * Open lines that would not fit the window are printed for good, from the top: only the
+///   tail that fits is redrawn.
+/// * The width and height are read for every redraw: after a resize the open lines are laid
+///   out anew at the new width. The rows they took are counted as the terminal shows them
+///   now (`reflows`: wrapped again to the new width, as tmux, VTE, kitty and most terminals
+///   do; else cut, as xterm does).
+/// * Redraws are spaced out by what they cost (at least 1/30 s apart, and four times the last
+///   one's time), so a flood of tiny pieces draws a few frames, not one per piece.
+///
+/// The output contains no escape sequences but the renderer's SGR styles, CR, and these:
+/// `CSI n A`, `CSI n C`, `CSI J`, `CSI ?7l`/`h` and `CSI ?2026h`/`l`.
+public final class LiveReply {
+    public enum Frame: Sendable {
+        /// Lines from the left edge; `label` (chat's `gemini ›`; none for ask) begins the first.
+        case labelled(StyledLine)
+        /// The model's bubble, grown in place.
+        case bubble(color: Bool)
+    }
+
+    private var source: any ReplyBlockSource
+    private let frame: Frame
+    private let styled: Bool
+    private let size: () -> TerminalSize
+    private let reflows: Bool
+    private let synchronized: Bool
+    private let clock: () -> Double
+
+    /// Final blocks not drawn yet.
+    private var finalBlocks: [MarkdownBlock] = []
+    /// Blocks printed for good so far, for the blank line between blocks.
+    private var printedBlocks = 0
+    /// How many lines at the start of the open blocks were printed for good (taller than the window).
+    private var printedOpenLines = 0
+    /// The open lines on the screen, drawn at `drawnWidth`, the first from column `regionColumn`.
+    private var drawn: [StyledLine] = []
+    private var drawnWidth = 0
+    private var regionColumn = 0
+    private var started = false
+    private var ended = false
+    private var bubbleTopPrinted = false
+    private var dirty = false
+    private var nextDrawTime = 0.0
+    private var lastSize: TerminalSize?
+
+    static let minimumInterval = 1.0 / 30
+
+    /// `size` is read for every redraw; `styled` adds the SGR styles (off for NO_COLOR).
+    public init(markdown renderer: MarkdownRenderer?, frame: Frame, size: @escaping () -> TerminalSize, reflows: Bool,
+                synchronized: Bool = true, clock: @escaping () -> Double = Clock.monotonicSeconds) {
+        self.source = renderer.map { MarkdownBlockSplitter(renderer: $0) as any ReplyBlockSource } ?? PlainTextSource()
+        self.styled = renderer?.styled ?? true
+        self.frame = frame
+        self.size = size
+        self.reflows = reflows
+        self.synchronized = synchronized
+        self.clock = clock
+    }
+
+    /// What to write for `text`, just arrived: a redraw, or nothing until the next is due.
+    public func feed(_ text: String) -> String {
+        guard !ended else { return "" }
+        finalBlocks += source.append(text)
+        dirty = true
+        return drawIfDue()
+    }
+
+    /// What to write now that time passed: a redraw put off, or one for a new window size.
+    public func tick() -> String {
+        guard !ended else { return "" }
+        if started, size() != lastSize { dirty = true }
+        return drawIfDue()
+    }
+
+    /// The rest of the reply, printed for good; the cursor ends at the start of a new line.
+    public func finish() -> String {
+        guard !ended else { return "" }
+        finalBlocks += source.finish()
+        let text = started || !finalBlocks.isEmpty ? redraw(final: true) : ""
+        ended = true
+        return text
+    }
+
+    private func drawIfDue() -> String {
+        let now = clock()
+        guard dirty, now >= nextDrawTime else { return "" }
+        let text = redraw(final: false)
+        let after = clock()
+        nextDrawTime = after + max(Self.minimumInterval, (after - now) * 4)
+        return text
+    }
+
+    // MARK: Drawing
+
+    private func redraw(final: Bool) -> String {
+        dirty = false
+        let window = size()
+        lastSize = window
+        let columns = max(1, window.columns)
+        var contentWidth = columns
+        var bubble: (layout: BubbleLayout, box: Int)?
+        if case .bubble(let color) = frame {
+            let layout = BubbleLayout(width: columns, color: color)
+            bubble = (layout, layout.maxBoxWidth(.model))
+            contentWidth = layout.contentWidth(.model)
+        }
+
+        // The lines of the blocks that became final, then of those still open.
+        var sequence: [StyledLine] = []
+        var blocksBefore = printedBlocks
+        func add(_ block: MarkdownBlock) {
+            if blocksBefore > 0 && source.blankLineBetweenBlocks { sequence.append(.empty) }
+            let first = blocksBefore == 0 ? contentWidth - labelWidth : contentWidth
+            sequence += MarkdownRenderer.layout(block, width: contentWidth, firstWidth: first)
+            blocksBefore += 1
+        }
+        finalBlocks.forEach(add)
+        printedBlocks = blocksBefore
+        finalBlocks = []
+        let finalCount = sequence.count
+        if !final { source.openBlocks().forEach(add) }
+        if sequence.isEmpty && !started { return "" }
+
+        // Lines printed for good in an earlier redraw are not drawn again.
+        let skip = min(printedOpenLines, sequence.count)
+        var lines = Array(sequence[skip...])
+        var printCount = final ? lines.count : max(0, finalCount - skip)
+        // The open part must fit the window, with a row to spare (and the bubble's bottom).
+        let room = max(1, window.rows - 2 - (bubble == nil ? 0 : 1))
+        if lines.count - printCount > room { printCount = lines.count - room }
+        printedOpenLines = skip + printCount - finalCount
+
+        // In a bubble each line gets its frame; the top is printed with the first line.
+        if let (layout, box) = bubble {
+            lines = lines.map { layout.middle($0, .model, box: box) }
+            if !bubbleTopPrinted {
+                lines.insert(layout.top(.model, box: box), at: 0)
+                printCount += 1
+                bubbleTopPrinted = true
+            }
+            lines.append(layout.bottom(.model, box: box))
+            if final { printCount = lines.count }
+        }
+
+        var text = ""
+        if !started {
+            started = true
+            if case .labelled(let label) = frame, label.width > 0 {
+                text += label.encoded(styled: styled)
+                regionColumn = label.width
+            }
+        }
+        // Lines on the screen as they should be stay; one printed for good is drawn again only
+        // if it is too wide, so that it wraps whole instead of being cut.
+        var same = 0
+        if drawnWidth == columns {
+            while same < min(drawn.count, lines.count), drawn[same] == lines[same],
+                  same >= printCount || lines[same].width + (same == 0 ? regionColumn : 0) <= columns {
+                same += 1
+            }
+        }
+        if same == drawn.count && same == lines.count && printCount < lines.count {
+            // Nothing to draw; lines that turned final are left where they are.
+            if printCount > 0 { regionColumn = 0 }
+            drawn = Array(lines[printCount...])
+            return text
+        }
+
+        text += synchronized ? "\u{1B}[?2026h" : ""
+        text += cursorBack(to: same, columns: columns, rows: window.rows)
+        var wrapOff = false
+        for index in same..<lines.count {
+            // The cursor is at the end of the line before, or (after going back) where this one starts.
+            if index > same || same == drawn.count && same > 0 { text += "\n" }
+            if index >= printCount && !wrapOff {
+                text += "\u{1B}[?7l"
+                wrapOff = true
+            }
+            text += lines[index].encoded(styled: styled)
+        }
+        if wrapOff { text += "\u{1B}[?7h" }
+        if printCount > 0 { regionColumn = 0 }
+        if printCount == lines.count && (!lines.isEmpty || regionColumn > 0) {
+            // All printed for good: the next output starts on a line of its own.
+            text += "\n"
+            regionColumn = 0
+        }
+        drawn = Array(lines[printCount...])
+        drawnWidth = columns
+        text += synchronized ? "\u{1B}[?2026l" : ""
+        return text
+    }
+
+    /// The label's columns, taken from the first block's first line.
+    private var labelWidth: Int {
+        if case .labelled(let label) = frame { return label.width }
+        return 0
+    }
+
+    /// From the end of the last open line to the start of open line `line`, erasing from there down.
+    private func cursorBack(to line: Int, columns: Int, rows: Int) -> String {
+        guard !drawn.isEmpty else { return "" }
+        if line == drawn.count { return "" }
+        var up = 0
+        for index in line..<drawn.count {
+            up += rowsTaken(by: index, columns: columns)
+        }
+        up = min(up - 1, max(0, rows - 1))
+        var text = "\r"
+        if up > 0 { text += "\u{1B}[\(up)A" }
+        if line == 0 && regionColumn > 0 { text += "\u{1B}[\(regionColumn)C" }
+        return text + "\u{1B}[J"
+    }
+
+    /// The rows open line `index` takes now: one, as drawn without autowrap; after a resize,
+    /// what the terminal made of it.
+    private func rowsTaken(by index: Int, columns: Int) -> Int {
+        guard drawnWidth != columns, reflows else { return 1 }
+        let start = index == 0 ? regionColumn : 0
+        let shown = drawn[index].clipped(to: max(0, drawnWidth - start), marker: StyledRun(""))
+        return DisplayWidth.rows(of: shown, startingAt: start, width: columns)
+    }
+}
