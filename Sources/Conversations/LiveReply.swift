@@ -96,8 +96,9 @@ struct PlainTextSource: ReplyBlockSource {
 ///   the count to go back up is exact, whatever width the terminal gives a character; they
 ///   are printed for good with autowrap on, where a line too wide (a long URL or code line)
 ///   wraps whole.
-/// * Open lines that would not fit the window are printed for good, from the top: only the
-///   tail that fits is redrawn.
+/// * Open lines that would take more than half the window are printed for good, from the top:
+///   only the tail is redrawn, and it can still be reached after the window is narrowed to
+///   half its width (when every line wraps in two).
 /// * The width and height are read for every redraw: after a resize the open lines are laid
 ///   out anew at the new width. The rows they took are counted as the terminal shows them
 ///   now (`reflows`: wrapped again to the new width, as tmux, VTE, kitty and most terminals
@@ -222,8 +223,9 @@ public final class LiveReply {
         let skip = min(printedOpenLines, sequence.count)
         var lines = Array(sequence[skip...])
         var printCount = final ? lines.count : max(0, finalCount - skip)
-        // The open part must fit the window, with a row to spare (and the bubble's bottom).
-        let room = max(1, window.rows - 2 - (bubble == nil ? 0 : 1))
+        // The open part takes at most half the window (the bubble's bottom included), so that it
+        // can still be reached after the window is narrowed to half its width and it wraps again.
+        let room = max(1, (window.rows - 1) / 2 - (bubble == nil ? 0 : 1))
         if lines.count - printCount > room { printCount = lines.count - room }
         printedOpenLines = skip + printCount - finalCount
 

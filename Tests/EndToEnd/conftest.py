@@ -138,9 +138,17 @@ class FakeGemini:
         with open(self.log) as handle:
             return [json.loads(line) for line in handle]
 
+    def sent(self):
+        """When each streamed piece went out: [{"model", "time", "text"}], for the scenarios that note it."""
+        if not os.path.exists(self.log + ".sent"):
+            return []
+        with open(self.log + ".sent") as handle:
+            return [json.loads(line) for line in handle]
+
     def clear(self):
-        if os.path.exists(self.log):
-            os.remove(self.log)
+        for path in (self.log, self.log + ".sent"):
+            if os.path.exists(path):
+                os.remove(path)
 
     def stop(self):
         self.proc.terminate()

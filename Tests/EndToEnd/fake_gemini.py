@@ -6,9 +6,13 @@ URL: `models/<scenario>[~tag]:streamGenerateContent`. A tag makes per-scenario c
 "fail once, then succeed") independent between tests. Every request is logged as one JSON line
 to --log (method, path, headers, body) so tests can check what the client sent.
 
-Scenarios: ok, code (a reply with two code blocks), lf, split, slow, slow-long, steady, garbage, empty, not-json, thinking, echo, escape, error-before, error-mid, error-mid-data,
+Scenarios: ok, code (a reply with two code blocks), lf, split, slow, slow-long, steady, slow-paragraph, slow-markdown, tall, garbage, empty, not-json, thinking, echo, escape, error-before, error-mid, error-mid-data,
 retry-429, retry-503, always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
 drop, hang, hang-first, echo-key, echo-foreign-key, api-blocked; and hostile ones: gigabyte, flood, endless-header, slowloris. Unknown scenario names answer 404 NOT_FOUND like Google does.
+
+The slow-paragraph, slow-markdown and tall scenarios stream the replies in STREAMED_REPLIES in
+small pieces, and note when each piece went out (time.time()) as a JSON line in the log's
+".sent" file, so a test can compare it with the moment the text showed on its terminal.
 
 Keys as Google treats them since September 2026 (KEY POLICY below): an auth key (`AQ.` and at least
 37 more URL-safe characters, dots inside) is accepted; a standard key (`AIza` + 35) gets the real
@@ -111,6 +115,21 @@ class Handler(BaseHTTPRequestHandler):
     def end_stream(self):
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def note_sent(self, model, text):
+        if not self.log_path:
+            return
+        with LOCK, open(self.log_path + ".sent", "a") as log:
+            log.write(json.dumps({"model": model, "time": time.time(), "text": text}) + "\n")
+
+    def stream_pieces(self, model, text, size, delay):
+        """`text` in pieces of `size` characters, `delay` seconds apart, each noted as sent."""
+        for start in range(0, len(text), size):
+            piece = text[start:start + size]
+            self.chunk(event(text_chunk(piece)))
+            self.note_sent(model, piece)
+            time.sleep(delay)
+        self.chunk(event(text_chunk("", "STOP")))
 
     def count(self, model):
         with LOCK:
@@ -300,6 +319,9 @@ class Handler(BaseHTTPRequestHandler):
                 for i in range(12):
                     self.chunk(event(text_chunk("step %d " % i)))
                     time.sleep(0.3)
+            elif scenario in STREAMED_REPLIES:
+                text, size, delay = STREAMED_REPLIES[scenario]
+                self.stream_pieces(model, text, size, delay)
             elif scenario == "slow-long":
                 for i in range(100):
                     self.chunk(event(text_chunk("tick %d " % i)))
@@ -374,6 +396,51 @@ def client_gone(connection):
         connection.setblocking(True)
 
 
+SLOW_PARAGRAPH = ("Streaming replies should show their first words at once, not after the whole paragraph has arrived, "
+                  "because a person watching a bare label for ten seconds thinks the program hung. This paragraph is long "
+                  "on purpose: it has **bold words** in the middle, a `short code span`, and enough text to wrap over several "
+                  "lines at forty, sixty or a hundred columns, so that the open block is redrawn in place many times while "
+                  "it grows, and finally ends here.\n")
+
+SLOW_MARKDOWN = """Here is a function, a list, a table and a poem.
+
+```python
+def greet(name):
+    if name:
+        for letter in name:
+            print("  " + letter)
+    return f"hello {name}"
+```
+
+1. First step
+   - nested point one
+   - nested point two
+2. Second step
+
+| 名字 | emoji | n |
+|---|---|--:|
+| 你好世界 | 👋 | 1 |
+| ab | 🚀 | 200 |
+
+Roses are red,
+violets are blue,
+this poem keeps
+its line breaks too.
+
+See https://example.com/a/rather/long/path/that/must/never/be/cut/in/the/middle/of/a/word for more.
+"""
+
+TALL_REPLY = "".join("Line %02d of a reply taller than the window.\n\n" % number for number in range(1, 41)) + \
+    " ".join("word%03d" % number for number in range(300)) + "\n"
+
+# scenario: (text, characters per piece, seconds between pieces)
+STREAMED_REPLIES = {
+    "slow-paragraph": (SLOW_PARAGRAPH, 12, 0.08),
+    "slow-markdown": (SLOW_MARKDOWN, 9, 0.02),
+    "tall": (TALL_REPLY, 23, 0.005),
+}
+
+
 def echo_reply(request):
     contents = request.get("contents", [])
     parts = contents[-1]["parts"] if contents else []
@@ -394,7 +461,7 @@ def echo_reply(request):
 # Two fenced code blocks, for /copy code N.
 CODE_REPLY = "Two ways:\n\n```python\nprint('one')\n```\n\nor in the shell:\n\n```sh\necho \"two\" | tr a-z A-Z\nls -l\n```\n"
 
-SCENARIOS = {"ok", "code", "lf", "split", "slow", "slow-long", "steady", "garbage", "empty", "not-json", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
+SCENARIOS = {"ok", "code", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "tall", "garbage", "empty", "not-json", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
              "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash"} | set(HOSTILE)
 

@@ -1,4 +1,7 @@
-"""Runs a program in a real pseudo-terminal, the way a person at a terminal would."""
+"""Runs a program in a real pseudo-terminal, the way a person at a terminal would. What the
+program writes is also played on a small terminal emulator (vt.Screen), to check what a user
+sees, and the time each piece arrived is kept."""
+import codecs
 import os
 import re
 import select
@@ -6,11 +9,13 @@ import signal
 import termios
 import time
 
+from vt import Screen
+
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 class PtySession:
-    def __init__(self, argv, env, columns=120, rows=40):
+    def __init__(self, argv, env, columns=120, rows=40, reflow=True):
         self.master, self.slave = os.openpty()
         import fcntl, struct
         fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
@@ -24,6 +29,11 @@ class PtySession:
             os.execve(argv[0], argv, env)
         self.buffer = b""
         self.status = None
+        # What a user sees: every byte ever written, played on an emulator of the same size.
+        self.screen = Screen(columns, rows, reflow=reflow)
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        # (time.time() at arrival, length of the buffer after it), for each piece read.
+        self.arrivals = []
 
     def send(self, data):
         if isinstance(data, str):
@@ -45,6 +55,8 @@ class PtySession:
             if not chunk:
                 return
             self.buffer += chunk
+            self.arrivals.append((time.time(), len(self.buffer)))
+            self.screen.feed(self.decoder.decode(chunk))
 
     def expect(self, pattern, timeout=10):
         """Waits until `pattern` (a regex on the decoded screen text) appears after the mark."""
@@ -71,9 +83,25 @@ class PtySession:
         return self.buffer.decode("utf-8", "replace")
 
     def mark(self):
-        """Forgets what was read so far, so the next expect only sees new output."""
+        """Forgets what was read so far, so the next expect only sees new output (the screen keeps it)."""
         self.read_available(0.05)
         self.buffer = b""
+        self.arrivals = []
+
+    def arrival_of(self, data, timeout=10):
+        """Waits for `data` (bytes, as written) to arrive; returns the time.time() it did."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            index = self.buffer.find(data)
+            if index >= 0:
+                end = index + len(data)
+                return next(at for at, length in self.arrivals if length >= end)
+            ready, _, _ = select.select([self.master], [], [], 0.005)
+            if ready:
+                self.read_available(0)
+            elif self.exited():
+                break
+        raise AssertionError("did not see %r; screen so far:\n%s" % (data, self.text()))
 
     def exited(self):
         if self.status is None:
@@ -91,8 +119,11 @@ class PtySession:
         raise AssertionError("process did not exit; screen:\n%s" % self.text())
 
     def resize(self, rows, columns):
-        """Changes the window size; the kernel sends SIGWINCH to the foreground process group."""
+        """Changes the window size; the kernel sends SIGWINCH to the foreground process group.
+        The emulator takes the new size first, as a terminal does before the program hears of it."""
         import fcntl, struct
+        self.read_available(0.01)
+        self.screen.resize(columns, rows)
         fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
 
     def echo_enabled(self):
