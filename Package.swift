@@ -69,7 +69,7 @@ let package = Package(
         .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "VaultAccess", "SystemIO", "GoogleKeys"]),
         .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "GoogleKeys"]),
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations"], exclude: ["Fixtures"]),
-        .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "GeminiClient"]),
+        .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "GeminiClient", "TerminalIO"]),
         .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Conversations"]),
     ]

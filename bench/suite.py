@@ -9,6 +9,7 @@ import json
 import os
 import platform
 import re
+import resource
 import secrets
 import shutil
 import statistics
@@ -207,7 +208,9 @@ class Suite:
 
     def fake_server(self):
         if self.server is None:
-            self.server = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests", "EndToEnd", "fake_gemini.py")],
+            # The log's ".sent" file says when each piece of a slow reply went out (the render section).
+            self.server_log = os.path.join(self.work, "requests.log")
+            self.server = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests", "EndToEnd", "fake_gemini.py"), "--log", self.server_log],
                                            stdout=subprocess.PIPE, text=True)
             self.url = "http://127.0.0.1:%d" % int(self.server.stdout.readline().split()[1])
         return self.url
@@ -324,6 +327,52 @@ class Suite:
             elif name != "curl -sN":
                 record("SDK first byte / `ask`", "%.1fx (%.1f ms)" % (ttfb / med(x[0] for x in r["gemvault ask"]), ttfb), "(peer)", "-")
         self.chat_results = r
+
+    # -- 7. live render -----------------------------------------------------------------------
+
+    def render(self):
+        url = self.fake_server()
+        env = dict(self.base_env, GEMINI_API_KEY=API_KEY, GEMVAULT_ENDPOINT=url, HOME="/nonexistent", TERM="xterm")
+        del env["NO_COLOR"]
+        runs = max(1, self.runs // 4)
+
+        def on_terminal(scenario, *extra):
+            """(wall ms, CPU ms, the session) of one `ask` in a 120x40 pty."""
+            model = "%s~%s" % (scenario, secrets.token_hex(4))
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            session = PtySession([self.binary, "ask", "--no-save", "--model", model, *extra, "hello"], env, emulate=False)
+            try:
+                shown = session.arrival_of(b"Streaming", timeout=60) if scenario == "slow-paragraph" else None
+                code = session.wait(timeout=120)
+            finally:
+                session.close()
+            wall = (time.perf_counter() - start) * 1000
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if code != 0:
+                raise SystemExit("bench: ask --model %s on a terminal exited %s" % (scenario, code))
+            cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000
+            return wall, cpu, model, shown
+
+        say("## 7. Live render: a flood of 20,000 events drawn as markdown on a terminal, against --raw (%d runs each)" % runs)
+        r = alternate([("rendered live", lambda: on_terminal("flood")), ("--raw", lambda: on_terminal("flood", "--raw"))], runs)
+        raw_cpu = med(x[1] for x in r["--raw"])
+        for name in ("rendered live", "--raw"):
+            wall, cpu = med(x[0] for x in r[name]), med(x[1] for x in r[name])
+            say("  %-14s total %8.1f ms   CPU %8.1f ms (%.2fx --raw)" % (name, wall, cpu, cpu / raw_cpu))
+        live_cpu = med(x[1] for x in r["rendered live"])
+        record("flood on a terminal: CPU rendered live / --raw", "%.2fx (%.0f / %.0f ms)" % (live_cpu / raw_cpu, live_cpu, raw_cpu),
+               "<= 3x", verdict(live_cpu / raw_cpu, 3))
+        say("## 7b. Live render: first words of a slow paragraph on the screen after they left the server (%d runs)" % runs)
+        delays = []
+        for _ in range(runs):
+            _, _, model, shown = on_terminal("slow-paragraph")
+            with open(self.server_log + ".sent") as handle:
+                first = next(entry for entry in map(json.loads, handle) if entry["model"] == model)
+            delays.append((shown - first["time"]) * 1000)
+        say("  median %.1f ms, worst %.1f ms" % (med(delays), max(delays)))
+        record("slow paragraph: first words shown after leaving the server", "%.1f ms (worst %.1f)" % (med(delays), max(delays)),
+               "< 100 ms", verdict(med(delays), 100))
 
     # -- 5. memory ---------------------------------------------------------------------------
 
@@ -579,7 +628,7 @@ def main():
     parser.add_argument("--sizes", default="10,100,1000")
     parser.add_argument("--chat-turns", type=int, default=50)
     parser.add_argument("--agent-keys", type=int, default=1000)
-    parser.add_argument("--only", default="startup,lookup,unlock,chat,memory,growth")
+    parser.add_argument("--only", default="startup,lookup,unlock,chat,memory,growth,render")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-sdk", action="store_true")
     options = parser.parse_args()
@@ -595,7 +644,7 @@ def main():
     if not options.binary:
         parser.error("--binary or --builds is needed")
     sections = options.only.split(",")
-    unknown = set(sections) - {"startup", "lookup", "unlock", "chat", "memory", "growth"}
+    unknown = set(sections) - {"startup", "lookup", "unlock", "chat", "memory", "growth", "render"}
     if unknown:
         parser.error("unknown section %s" % ", ".join(sorted(unknown)))
     suite = Suite(options)

@@ -53,7 +53,7 @@ public final class ChatREPL {
     }
     var modelLabel: String { style.bold(style.gray("gemini ›")) + " " }
     /// The label of a live reply, which measures it.
-    var liveModelLabel: StyledLine { StyledLine("gemini ›", style: TextStyle(bold: true, color: 90)) + StyledLine(" ") }
+    static let liveModelLabel = StyledLine("gemini ›", style: TextStyle(bold: true, color: 90)) + StyledLine(" ")
 
     /// The window as it is now: every bubble and redraw is laid out at the width of the moment.
     private static func windowSize() -> TerminalSize { Terminal.size ?? TerminalSize(columns: 80, rows: 24) }
@@ -211,7 +211,7 @@ public final class ChatREPL {
         if bubbles {
             live = LiveReply(markdown: markdown, frame: .bubble(color: true), size: Self.windowSize, reflows: Terminal.reflowsOnResize)
         } else if let markdown {
-            live = LiveReply(markdown: markdown, frame: .labelled(liveModelLabel), size: Self.windowSize, reflows: Terminal.reflowsOnResize)
+            live = LiveReply(markdown: markdown, frame: .labelled(Self.liveModelLabel), size: Self.windowSize, reflows: Terminal.reflowsOnResize)
         } else {
             live = nil
         }

@@ -2,186 +2,202 @@
 /// newlines are kept, lines break at spaces (runs of spaces inside a line are kept), Chinese
 /// and other wide characters may break between any two (except before closing punctuation),
 /// a word wider than the line is cut only as a last resort, and URLs and code words never are.
+///
+/// The text is taken one character at a time and a word is placed as soon as it ends, so the
+/// memory it needs is the lines it makes, even for one endless word from a hostile server.
 enum LineBreaker {
+    /// Closing punctuation that must not begin a line (a small part of the Japanese and Chinese rules).
+    static let noLineStart: Set<Character> = ["，", "。", "、", "！", "？", "：", "；", "）", "」", "』", "》", "〉", "】", "〕", "〗", "…", "・", "ー"]
+
+    /// `runs` in lines: the first at most `firstWidth` columns, the others `width`.
+    static func wrap(_ runs: [StyledRun], firstWidth: Int, width: Int) -> [StyledLine] {
+        var filler = Filler(firstWidth: max(1, firstWidth), width: max(1, width))
+        for run in runs {
+            // Inline code that fits a line is one unit: its spaces do not break it.
+            let codeFits = run.kind == .code && DisplayWidth.of(run.text) <= width
+            for character in run.text {
+                if character == "\n" {
+                    filler.endSourceLine()
+                    continue
+                }
+                let space = character == " " || character == "\t"
+                let cells = space ? 1 : DisplayWidth.of(character)
+                filler.take(Glyph(character: space ? " " : character, width: cells, style: run.style, kind: run.kind,
+                                  isSpace: space && !codeFits, standsAlone: cells == 2 && run.kind == .text))
+            }
+        }
+        filler.endSourceLine()
+        return filler.lines
+    }
+
     /// One character with what the breaker needs to know about it.
-    private struct Glyph {
+    struct Glyph {
         let character: Character
         let width: Int
-        let run: Int
-        var isSpace: Bool
+        let style: TextStyle
+        let kind: StyledRun.Kind
+        let isSpace: Bool
         /// May end a line before it and start one after it, with no space between (wide text).
         let standsAlone: Bool
     }
 
-    /// A word or a gap of spaces: a range of glyphs.
-    private struct Piece {
-        var range: Range<Int>
-        var width: Int
-        let isSpace: Bool
-        /// A word that may be cut between its characters when it alone is wider than a line.
-        let mayCut: Bool
-    }
+    /// The greedy filling of lines, fed character by character.
+    private struct Filler {
+        let width: Int
+        var available: Int
+        private(set) var lines: [StyledLine] = []
+        private var line = LineBuilder()
+        /// The line holds a word (not just indentation).
+        private var hasWord = false
+        /// Spaces seen since the last word, placed only if a word follows on the same line.
+        private var gap: [Glyph] = []
+        private var gapWidth = 0
+        /// The word being read.
+        private var word: [Glyph] = []
+        private var wordWidth = 0
+        private var wordHead = ""
+        private var wordMayBeCut = true
+        /// The word is too wide for any line and goes straight onto lines, cut as they fill.
+        private var cutting = false
+        private var lastStandsAlone = false
 
-    /// Closing punctuation that must not begin a line (a small part of the Japanese and Chinese rules).
-    private static let noLineStart: Set<Character> = ["，", "。", "、", "！", "？", "：", "；", "）", "」", "』", "》", "〉", "】", "〕", "〗", "…", "・", "ー"]
+        init(firstWidth: Int, width: Int) {
+            self.width = width
+            self.available = firstWidth
+        }
 
-    /// `runs` in lines: the first at most `firstWidth` columns, the others `width`.
-    static func wrap(_ runs: [StyledRun], firstWidth: Int, width: Int) -> [StyledLine] {
-        let first = max(1, firstWidth)
-        let rest = max(1, width)
-        var lines: [StyledLine] = []
-        var glyphs: [Glyph] = []
-        var lineRuns: [StyledRun] = []
-        func flushHardLine() {
-            lines += breakLine(glyphs, runs: lineRuns, firstWidth: lines.isEmpty ? first : rest, width: rest)
-            glyphs.removeAll(keepingCapacity: true)
-            lineRuns.removeAll(keepingCapacity: true)
-        }
-        for run in runs {
-            // Inline code that fits a line is one unit: its spaces do not break it.
-            let codeFits = run.kind == .code && DisplayWidth.of(run.text) <= rest
-            var pieceStart = run.text.startIndex
-            var index = run.text.startIndex
-            func takeRunPiece(upTo end: String.Index) {
-                guard pieceStart < end else { return }
-                lineRuns.append(StyledRun(String(run.text[pieceStart..<end]), style: run.style, kind: run.kind))
-                let runIndex = lineRuns.count - 1
-                for character in lineRuns[runIndex].text {
-                    let width = character == "\t" ? 1 : DisplayWidth.of(character)
-                    let isSpace = (character == " " || character == "\t") && !codeFits
-                    glyphs.append(Glyph(character: character == "\t" ? " " : character, width: width, run: runIndex, isSpace: isSpace,
-                                        standsAlone: width == 2 && run.kind == .text))
-                }
+        mutating func take(_ glyph: Glyph) {
+            if glyph.isSpace {
+                finishWord()
+                gap.append(glyph)
+                gapWidth += glyph.width
+                return
             }
-            while index < run.text.endIndex {
-                if run.text[index] == "\n" {
-                    takeRunPiece(upTo: index)
-                    flushHardLine()
-                    pieceStart = run.text.index(after: index)
-                }
-                index = run.text.index(after: index)
+            // A wide character is a word of its own; closing punctuation stays with the one before.
+            if (!word.isEmpty || cutting) && (lastStandsAlone || glyph.standsAlone) && !LineBreaker.noLineStart.contains(glyph.character) {
+                finishWord()
             }
-            takeRunPiece(upTo: run.text.endIndex)
+            lastStandsAlone = glyph.standsAlone
+            if cutting {
+                placeCut(glyph)
+                return
+            }
+            word.append(glyph)
+            wordWidth += glyph.width
+            if glyph.kind != .text { wordMayBeCut = false }
+            if wordHead.count < 12 { wordHead.append(glyph.character) }
+            // Wider than any line, and known not to be a URL: it will be cut, so place it now.
+            if wordWidth > width && wordMayBeCut && (wordHead.count >= 12 || word.count > 12) && !Self.looksLikeURL(wordHead) {
+                beginCutting()
+            }
         }
-        flushHardLine()
-        return lines
-    }
 
-    /// One line of the source (no newline in it) broken to fit.
-    private static func breakLine(_ glyphs: [Glyph], runs: [StyledRun], firstWidth: Int, width: Int) -> [StyledLine] {
-        let pieces = self.pieces(glyphs, runs: runs)
-        var lines: [StyledLine] = []
-        var current: [Range<Int>] = []
-        var currentWidth = 0
-        var hasWord = false
-        var available = firstWidth
-        var pendingGap: Piece?
-        func endLine() {
-            lines.append(line(current, glyphs, runs))
-            current = []
-            currentWidth = 0
-            hasWord = false
-            available = width
-            pendingGap = nil
+        /// The end of a line of the source: what is pending is placed, trailing spaces dropped.
+        mutating func endSourceLine() {
+            finishWord()
+            endLine()
         }
-        for piece in pieces {
-            if piece.isSpace {
-                pendingGap = piece
-                continue
+
+        private mutating func finishWord() {
+            defer {
+                word.removeAll(keepingCapacity: true)
+                wordWidth = 0
+                wordHead = ""
+                wordMayBeCut = true
+                cutting = false
             }
-            let gapWidth = pendingGap?.width ?? 0
-            if currentWidth + gapWidth + piece.width <= available {
-                if let gap = pendingGap { current.append(gap.range) }
-                current.append(piece.range)
-                currentWidth += gapWidth + piece.width
-                hasWord = true
-                pendingGap = nil
-                continue
+            if cutting { return }
+            guard !word.isEmpty else { return }
+            if line.width + gapWidth + wordWidth <= available {
+                placeGap()
+                place(word)
+                return
             }
             if hasWord {
                 endLine()
-            } else if currentWidth + piece.width > available {
-                // Indentation that leaves no room for the word is dropped rather than pushing it out.
-                current = []
-                currentWidth = 0
+            } else if wordWidth <= width && available < width {
+                // The short first line (after a label) cannot hold it; a whole line can.
+                endLine()
             }
-            pendingGap = nil
-            if piece.width <= available - currentWidth || !piece.mayCut {
-                current.append(piece.range)
-                currentWidth += piece.width
-                hasWord = true
-                continue
+            dropGap()
+            if wordWidth <= available || !wordMayBeCut || Self.looksLikeURL(wordHead) {
+                // Too wide even alone: a URL or code is never cut, it overflows the line.
+                place(word)
+            } else {
+                for glyph in word { placeCut(glyph) }
             }
-            // A word wider than a whole line: cut between characters, as little as it needs.
-            var start = piece.range.lowerBound
-            var pieceWidth = 0
-            for index in piece.range {
-                if currentWidth + pieceWidth + glyphs[index].width > available && (index > start || hasWord) {
-                    current.append(start..<index)
-                    endLine()
-                    start = index
-                    pieceWidth = 0
-                }
-                pieceWidth += glyphs[index].width
-            }
-            current.append(start..<piece.range.upperBound)
-            currentWidth += pieceWidth
+        }
+
+        private mutating func beginCutting() {
+            if hasWord { endLine() }
+            dropGap()
+            cutting = true
+            for glyph in word { placeCut(glyph) }
+            word.removeAll(keepingCapacity: true)
+        }
+
+        private mutating func placeCut(_ glyph: Glyph) {
+            if line.width > 0 && line.width + glyph.width > available { endLine() }
+            line.append(glyph)
             hasWord = true
         }
-        // Trailing spaces are dropped: they only make lines wider than they look.
-        lines.append(line(current, glyphs, runs))
-        return lines
-    }
 
-    /// The source line as words and gaps. A wide character is a word of its own (closing
-    /// punctuation stays with the one before it); URLs and inline code words may not be cut.
-    private static func pieces(_ glyphs: [Glyph], runs: [StyledRun]) -> [Piece] {
-        var pieces: [Piece] = []
-        var index = 0
-        while index < glyphs.count {
-            let start = index
-            if glyphs[index].isSpace {
-                while index < glyphs.count && glyphs[index].isSpace { index += 1 }
-                pieces.append(Piece(range: start..<index, width: index - start, isSpace: true, mayCut: false))
-                continue
-            }
-            var width = 0
-            var cuttable = true
-            repeat {
-                width += glyphs[index].width
-                if runs[glyphs[index].run].kind != .text { cuttable = false }
-                index += 1
-                // A wide character ends its word, unless closing punctuation follows it.
-                if glyphs[index - 1].standsAlone, index < glyphs.count, !noLineStart.contains(glyphs[index].character) { break }
-            } while index < glyphs.count && !glyphs[index].isSpace && !(glyphs[index].standsAlone && !noLineStart.contains(glyphs[index].character))
-            let word = glyphs[start..<index]
-            if cuttable, word.count > 7, looksLikeURL(word) { cuttable = false }
-            pieces.append(Piece(range: start..<index, width: width, isSpace: false, mayCut: cuttable))
+        private mutating func place(_ glyphs: [Glyph]) {
+            for glyph in glyphs { line.append(glyph) }
+            hasWord = true
         }
-        return pieces
-    }
 
-    private static func looksLikeURL(_ word: ArraySlice<Glyph>) -> Bool {
-        let text = String(word.prefix(12).map(\.character))
-        return text.hasPrefix("http://") || text.hasPrefix("https://") || text.hasPrefix("www.") || text.hasPrefix("file://")
-            || text.hasPrefix("ftp://") || text.hasPrefix("mailto:")
-    }
-
-    private static func line(_ ranges: [Range<Int>], _ glyphs: [Glyph], _ runs: [StyledRun]) -> StyledLine {
-        var line = StyledLine()
-        var text = ""
-        var run = -1
-        for range in ranges {
-            for glyph in glyphs[range] {
-                if glyph.run != run {
-                    if run >= 0 { line.append(text, style: runs[run].style, kind: runs[run].kind) }
-                    text = ""
-                    run = glyph.run
-                }
-                text.append(glyph.character)
-            }
+        private mutating func placeGap() {
+            for glyph in gap { line.append(glyph) }
+            dropGap()
         }
-        if run >= 0 { line.append(text, style: runs[run].style, kind: runs[run].kind) }
-        return line
+
+        private mutating func dropGap() {
+            gap.removeAll(keepingCapacity: true)
+            gapWidth = 0
+        }
+
+        private mutating func endLine() {
+            lines.append(line.finished())
+            line = LineBuilder()
+            hasWord = false
+            available = width
+            dropGap()
+        }
+
+        static func looksLikeURL(_ head: String) -> Bool {
+            head.hasPrefix("http://") || head.hasPrefix("https://") || head.hasPrefix("www.") || head.hasPrefix("file://")
+                || head.hasPrefix("ftp://") || head.hasPrefix("mailto:")
+        }
+    }
+
+    /// A line made glyph by glyph, gathered into runs.
+    private struct LineBuilder {
+        private var line = StyledLine()
+        private var text = ""
+        private var textWidth = 0
+        private var style = TextStyle.plain
+        private var kind = StyledRun.Kind.text
+
+        var width: Int { line.width + textWidth }
+
+        mutating func append(_ glyph: Glyph) {
+            if !text.isEmpty && (glyph.style != style || glyph.kind != kind) { flush() }
+            style = glyph.style
+            kind = glyph.kind
+            text.append(glyph.character)
+            textWidth += glyph.width
+        }
+
+        private mutating func flush() {
+            line.append(text, style: style, kind: kind, width: textWidth)
+            text = ""
+            textWidth = 0
+        }
+
+        mutating func finished() -> StyledLine {
+            flush()
+            return line
+        }
     }
 }

@@ -80,8 +80,13 @@ public struct StyledLine: Equatable, Sendable {
     public static let empty = StyledLine()
 
     public mutating func append(_ text: String, style: TextStyle = .plain, kind: StyledRun.Kind = .text) {
+        append(text, style: style, kind: kind, width: DisplayWidth.of(text))
+    }
+
+    /// Appends text whose width the caller measured already.
+    mutating func append(_ text: String, style: TextStyle, kind: StyledRun.Kind, width textWidth: Int) {
         guard !text.isEmpty else { return }
-        width += DisplayWidth.of(text)
+        width += textWidth
         if let last = runs.indices.last, runs[last].style == style, runs[last].kind == kind {
             runs[last].text += text
         } else {

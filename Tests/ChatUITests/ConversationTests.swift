@@ -1,4 +1,5 @@
 import GeminiClient
+import TerminalIO
 import Testing
 @testable import ChatUI
 @testable import Conversations
@@ -63,5 +64,21 @@ private func result(_ text: String, interrupted: Bool = false, total: Int? = nil
         #expect(SecretScanner.findings(in: "AIza is a prefix, AIzaShort, sk-short, task-force, AKIA lowercase akiaiosfodnn7example").isEmpty)
         #expect(SecretScanner.findings(in: "the risk-management-framework-document-for-2026 plan").isEmpty)
         #expect(SecretScanner.findings(in: "auth keys start with AQ. and AQ.short is too short; see AQ.md").isEmpty)
+    }
+}
+
+@Suite struct LiveLabelTests {
+    /// The live reply's label reads and measures as the prompt's: it takes nine columns before
+    /// the first line, which is shortened by as much.
+    @Test func theModelsLabelTakesItsColumnsFromTheFirstLine() {
+        let label = ChatREPL.liveModelLabel
+        #expect(label.plainText == "gemini › " && label.width == 9)
+        #expect(label.encoded(styled: true).contains("\u{1B}[1;90mgemini ›"))
+        var now = 0.0
+        let live = LiveReply(markdown: MarkdownRenderer(styled: false), frame: .labelled(label),
+                             size: { TerminalSize(columns: 20, rows: 10) }, reflows: true, clock: { now += 1; return now })
+        var screen = ScreenReplay(size: TerminalSize(columns: 20, rows: 10))
+        screen.feed(live.feed("one two three four") + live.finish())
+        #expect(screen.lines == ["gemini › one two", "three four", ""])
     }
 }

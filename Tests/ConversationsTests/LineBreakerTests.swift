@@ -23,6 +23,14 @@ import Testing
 
     @Test func theFirstLineMayBeShorter() {
         #expect(wrap("one two three four", 10, first: 4) == ["one", "two three", "four"])
+        // A word the short first line (after a label) cannot hold starts on the next one, whole.
+        #expect(wrap("three four", 10, first: 4) == ["", "three four"])
+    }
+
+    /// A hostile server's endless word is cut as it is read, into lines of the width.
+    @Test func anEndlessWordIsCutIntoLinesOfTheWidth() {
+        let lines = wrap(String(repeating: "x", count: 100_000), 80)
+        #expect(lines.count == 1250 && lines.allSatisfy { $0.count == 80 })
     }
 
     @Test func wideCharactersBreakBetweenEachOtherButNotBeforeClosingPunctuation() {

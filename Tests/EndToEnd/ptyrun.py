@@ -15,7 +15,7 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 class PtySession:
-    def __init__(self, argv, env, columns=120, rows=40, reflow=True):
+    def __init__(self, argv, env, columns=120, rows=40, reflow=True, emulate=True):
         self.master, self.slave = os.openpty()
         import fcntl, struct
         fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
@@ -30,7 +30,7 @@ class PtySession:
         self.buffer = b""
         self.status = None
         # What a user sees: every byte ever written, played on an emulator of the same size.
-        self.screen = Screen(columns, rows, reflow=reflow)
+        self.screen = Screen(columns, rows, reflow=reflow) if emulate else None
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         # (time.time() at arrival, length of the buffer after it), for each piece read.
         self.arrivals = []
@@ -56,7 +56,8 @@ class PtySession:
                 return
             self.buffer += chunk
             self.arrivals.append((time.time(), len(self.buffer)))
-            self.screen.feed(self.decoder.decode(chunk))
+            if self.screen:
+                self.screen.feed(self.decoder.decode(chunk))
 
     def expect(self, pattern, timeout=10):
         """Waits until `pattern` (a regex on the decoded screen text) appears after the mark."""
@@ -123,7 +124,8 @@ class PtySession:
         The emulator takes the new size first, as a terminal does before the program hears of it."""
         import fcntl, struct
         self.read_available(0.01)
-        self.screen.resize(columns, rows)
+        if self.screen:
+            self.screen.resize(columns, rows)
         fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
 
     def echo_enabled(self):
