@@ -9,24 +9,30 @@ enum LineBreaker {
     /// Closing punctuation that must not begin a line (a small part of the Japanese and Chinese rules).
     static let noLineStart: Set<Character> = ["，", "。", "、", "！", "？", "：", "；", "）", "」", "』", "》", "〉", "】", "〕", "〗", "…", "・", "ー"]
 
-    /// `runs` in lines: the first at most `firstWidth` columns, the others `width`.
-    static func wrap(_ runs: [StyledRun], firstWidth: Int, width: Int) -> [StyledLine] {
-        var filler = Filler(firstWidth: max(1, firstWidth), width: max(1, width))
+    /// `runs` in lines: the first at most `firstWidth` columns, the others `width`. With
+    /// `start`, the characters before it (counted over all runs, newlines included) are left
+    /// out: the layout resumes there, on a line of `width`. Each line's position holds the
+    /// offset of the character it starts with.
+    static func wrap(_ runs: [StyledRun], firstWidth: Int, width: Int, from start: Int = 0) -> [StyledLine] {
+        var filler = Filler(firstWidth: max(1, start > 0 ? width : firstWidth), width: max(1, width), start: start)
+        var index = 0
         for run in runs {
             // Inline code that fits a line is one unit: its spaces do not break it.
             let codeFits = run.kind == .code && DisplayWidth.of(run.text) <= width
             for character in run.text {
+                defer { index += 1 }
+                if index < start { continue }
                 if character == "\n" {
-                    filler.endSourceLine()
+                    filler.endSourceLine(next: index + 1)
                     continue
                 }
                 let space = character == " " || character == "\t"
                 let cells = space ? 1 : DisplayWidth.of(character)
                 filler.take(Glyph(character: space ? " " : character, width: cells, style: run.style, kind: run.kind,
-                                  isSpace: space && !codeFits, standsAlone: cells == 2 && run.kind == .text))
+                                  isSpace: space && !codeFits, standsAlone: cells == 2 && run.kind == .text, index: index))
             }
         }
-        filler.endSourceLine()
+        filler.endSourceLine(next: index)
         return filler.lines
     }
 
@@ -39,6 +45,8 @@ enum LineBreaker {
         let isSpace: Bool
         /// May end a line before it and start one after it, with no space between (wide text).
         let standsAlone: Bool
+        /// Its offset in the text being wrapped.
+        let index: Int
     }
 
     /// The greedy filling of lines, fed character by character.
@@ -46,7 +54,7 @@ enum LineBreaker {
         let width: Int
         var available: Int
         private(set) var lines: [StyledLine] = []
-        private var line = LineBuilder()
+        private var line: LineBuilder
         /// The line holds a word (not just indentation).
         private var hasWord = false
         /// Spaces seen since the last word, placed only if a word follows on the same line.
@@ -61,9 +69,10 @@ enum LineBreaker {
         private var cutting = false
         private var lastStandsAlone = false
 
-        init(firstWidth: Int, width: Int) {
+        init(firstWidth: Int, width: Int, start: Int) {
             self.width = width
             self.available = firstWidth
+            self.line = LineBuilder(begun: start)
         }
 
         mutating func take(_ glyph: Glyph) {
@@ -92,10 +101,12 @@ enum LineBreaker {
             }
         }
 
-        /// The end of a line of the source: what is pending is placed, trailing spaces dropped.
-        mutating func endSourceLine() {
+        /// The end of a line of the source: what is pending is placed, trailing spaces dropped;
+        /// the next line begins at offset `next`.
+        mutating func endSourceLine(next: Int) {
             finishWord()
             endLine()
+            line = LineBuilder(begun: next)
         }
 
         private mutating func finishWord() {
@@ -159,7 +170,7 @@ enum LineBreaker {
 
         private mutating func endLine() {
             lines.append(line.finished())
-            line = LineBuilder()
+            line = LineBuilder(begun: line.end)
             hasWord = false
             available = width
             dropGap()
@@ -178,10 +189,24 @@ enum LineBreaker {
         private var textWidth = 0
         private var style = TextStyle.plain
         private var kind = StyledRun.Kind.text
+        /// The offset after the last glyph placed.
+        private(set) var end: Int
+        private var placedAny = false
+
+        /// A line that starts at offset `begun` unless a glyph is placed on it.
+        init(begun: Int) {
+            end = begun
+            line.position.offset = begun
+        }
 
         var width: Int { line.width + textWidth }
 
         mutating func append(_ glyph: Glyph) {
+            if !placedAny {
+                placedAny = true
+                line.position.offset = glyph.index
+            }
+            end = glyph.index + 1
             if !text.isEmpty && (glyph.style != style || glyph.kind != kind) { flush() }
             style = glyph.style
             kind = glyph.kind

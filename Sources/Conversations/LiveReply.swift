@@ -100,9 +100,10 @@ struct PlainTextSource: ReplyBlockSource {
 ///   only the tail is redrawn, and it can still be reached after the window is narrowed to
 ///   half its width (when every line wraps in two).
 /// * The width and height are read for every redraw: after a resize the open lines are laid
-///   out anew at the new width. The rows they took are counted as the terminal shows them
-///   now (`reflows`: wrapped again to the new width, as tmux, VTE, kitty and most terminals
-///   do; else cut, as xterm does).
+///   out anew at the new width, resuming after the last line printed for good (lines know
+///   their position in their block), so nothing is repeated or lost. The rows the old lines
+///   took are counted as the terminal shows them now (`reflows`: wrapped again to the new
+///   width, as tmux, VTE, kitty and most terminals do; else cut, as xterm does).
 /// * Redraws are spaced out by what they cost (at least 1/30 s apart, and four times the last
 ///   one's time), so a flood of tiny pieces draws a few frames, not one per piece.
 ///
@@ -128,8 +129,10 @@ public final class LiveReply {
     private var finalBlocks: [MarkdownBlock] = []
     /// Blocks printed for good so far, for the blank line between blocks.
     private var printedBlocks = 0
-    /// How many lines at the start of the open blocks were printed for good (taller than the window).
-    private var printedOpenLines = 0
+    /// Where the first line not printed for good begins, when lines of the open blocks were
+    /// (they were taller than the window): the block (counted from the first not printed)
+    /// and the position in it. Laid out again, at any width, the blocks resume there.
+    private var resume: (block: Int, position: LinePosition)?
     /// The open lines on the screen, drawn at `drawnWidth`, the first from column `regionColumn`.
     private var drawn: [StyledLine] = []
     private var drawnWidth = 0
@@ -203,31 +206,49 @@ public final class LiveReply {
             contentWidth = layout.contentWidth(.model)
         }
 
-        // The lines of the blocks that became final, then of those still open.
-        var sequence: [StyledLine] = []
+        // The lines of the blocks that became final, then of those still open, from where the
+        // last lines printed for good ended; each line knows its block and position.
+        var lines: [StyledLine] = []
+        var blocks: [Int] = []
         var blocksBefore = printedBlocks
+        var blockIndex = 0
         func add(_ block: MarkdownBlock) {
-            if blocksBefore > 0 && source.blankLineBetweenBlocks { sequence.append(.empty) }
+            defer {
+                blocksBefore += 1
+                blockIndex += 1
+            }
+            if let resume, blockIndex < resume.block { return }
+            let from = resume?.block == blockIndex ? resume?.position : nil
+            if blocksBefore > 0 && source.blankLineBetweenBlocks && from.map({ $0 <= Self.separator }) ?? true {
+                var separator = StyledLine.empty
+                separator.position = Self.separator
+                lines.append(separator)
+                blocks.append(blockIndex)
+            }
             let first = blocksBefore == 0 ? contentWidth - labelWidth : contentWidth
-            sequence += MarkdownRenderer.layout(block, width: contentWidth, firstWidth: first)
-            blocksBefore += 1
+            let laid = MarkdownRenderer.layout(block, width: contentWidth, firstWidth: first, resume: from.map { max($0, LinePosition()) })
+            lines += laid
+            blocks += Array(repeating: blockIndex, count: laid.count)
         }
+        let finalBlockCount = finalBlocks.count
         finalBlocks.forEach(add)
         printedBlocks = blocksBefore
         finalBlocks = []
-        let finalCount = sequence.count
+        let finalCount = lines.count
         if !final { source.openBlocks().forEach(add) }
-        if sequence.isEmpty && !started { return "" }
+        if lines.isEmpty && !started { return "" }
 
-        // Lines printed for good in an earlier redraw are not drawn again.
-        let skip = min(printedOpenLines, sequence.count)
-        var lines = Array(sequence[skip...])
-        var printCount = final ? lines.count : max(0, finalCount - skip)
+        var printCount = final ? lines.count : finalCount
         // The open part takes at most half the window (the bubble's bottom included), so that it
         // can still be reached after the window is narrowed to half its width and it wraps again.
         let room = max(1, (window.rows - 1) / 2 - (bubble == nil ? 0 : 1))
         if lines.count - printCount > room { printCount = lines.count - room }
-        printedOpenLines = skip + printCount - finalCount
+        // The next layout starts at the first line left open, in the blocks that stay open.
+        if printCount < lines.count && blocks[printCount] >= finalBlockCount {
+            resume = (blocks[printCount] - finalBlockCount, lines[printCount].position)
+        } else {
+            resume = nil
+        }
 
         // In a bubble each line gets its frame; the top is printed with the first line.
         if let (layout, box) = bubble {
@@ -289,6 +310,9 @@ public final class LiveReply {
         text += synchronized ? "\u{1B}[?2026l" : ""
         return text
     }
+
+    /// The position of the blank line before a block: ahead of everything in it.
+    private static let separator = LinePosition(unit: -1, offset: 0)
 
     /// The label's columns, taken from the first block's first line.
     private var labelWidth: Int {

@@ -174,49 +174,92 @@ public struct MarkdownRenderer: Sendable {
 
     /// The lines of one block at `width`. The first line has `firstWidth` columns; a block
     /// that cannot wrap (code, a table, a rule) starts below a shortened first line instead.
-    static func layout(_ block: MarkdownBlock, width: Int, firstWidth: Int) -> [StyledLine] {
+    /// From `resume` on only: the lines before that position were printed already.
+    static func layout(_ block: MarkdownBlock, width: Int, firstWidth: Int, resume: LinePosition? = nil) -> [StyledLine] {
+        var state = LayoutState(resume: resume)
+        return layout(block, width: width, firstWidth: firstWidth, &state)
+    }
+
+    /// Numbers the units of a block's layout as it goes, and leaves out those before `resume`.
+    struct LayoutState {
+        let resume: LinePosition?
+        var unit = 0
+
+        /// Prose wrapped to the width, as one unit.
+        mutating func wrapped(_ runs: [StyledRun], width: Int, firstWidth: Int) -> [StyledLine] {
+            defer { unit += 1 }
+            if let resume, unit < resume.unit { return [] }
+            let start = resume?.unit == unit ? resume?.offset ?? 0 : 0
+            return LineBreaker.wrap(runs, firstWidth: firstWidth, width: width, from: start).map { line in
+                var line = line
+                line.position.unit = unit
+                return line
+            }
+        }
+
+        /// Lines never wrapped, a unit each.
+        mutating func fixed(_ lines: [StyledLine]) -> [StyledLine] {
+            lines.compactMap { line in
+                defer { unit += 1 }
+                if let resume, LinePosition(unit: unit, offset: 0) < resume { return nil }
+                var line = line
+                line.position = LinePosition(unit: unit, offset: 0)
+                return line
+            }
+        }
+    }
+
+    private static func layout(_ block: MarkdownBlock, width: Int, firstWidth: Int, _ state: inout LayoutState) -> [StyledLine] {
         switch block {
         case .paragraph(let runs):
-            return LineBreaker.wrap(runs, firstWidth: firstWidth, width: width)
+            return state.wrapped(runs, width: width, firstWidth: firstWidth)
         case .heading(let level, let runs):
             let style = TextStyle(bold: true, underline: level == 1)
-            return LineBreaker.wrap(runs.map { StyledRun($0.text, style: $0.style.within(style), kind: $0.kind) }, firstWidth: firstWidth, width: width)
+            return state.wrapped(runs.map { StyledRun($0.text, style: $0.style.within(style), kind: $0.kind) }, width: width, firstWidth: firstWidth)
         case .code(let language, let lines):
             let header = StyledLine("┌─" + (language.isEmpty ? "" : " \(language) ") + "─", style: frameStyle)
             let body = lines.map { StyledLine("│ ", style: frameStyle) + StyledLine($0, style: .code) }
-            return startingBelow(firstWidth, width, [header] + body + [StyledLine("└─", style: frameStyle)])
+            return state.fixed(startingBelow(firstWidth, width, [header] + body + [StyledLine("└─", style: frameStyle)]))
         case .list(_, let tight, let items):
             var lines: [StyledLine] = []
+            var first = true
             for item in items {
-                if !tight && !lines.isEmpty { lines.append(.empty) }
+                if !tight && !first { lines += state.fixed([.empty]) }
                 let markerWidth = DisplayWidth.of(item.marker)
-                let first = lines.isEmpty ? firstWidth : width
+                let itemFirstWidth = first ? firstWidth : width
+                let itemStart = LinePosition(unit: state.unit, offset: 0)
                 var body: [StyledLine] = []
-                for inner in item.blocks {
-                    if !tight && !body.isEmpty { body.append(.empty) }
-                    body += layout(inner, width: width - markerWidth, firstWidth: (body.isEmpty ? first : width) - markerWidth)
+                for (number, inner) in item.blocks.enumerated() {
+                    if !tight && number > 0 { body += state.fixed([.empty]) }
+                    body += layout(inner, width: width - markerWidth, firstWidth: (number == 0 ? itemFirstWidth : width) - markerWidth, &state)
                 }
-                if body.isEmpty { body = [.empty] }
+                if item.blocks.isEmpty { body = state.fixed([.empty]) }
+                let marker = StyledLine(item.marker, style: TextStyle(bold: true))
                 let indent = StyledLine(String(repeating: " ", count: markerWidth))
-                for (index, line) in body.enumerated() {
-                    lines.append((index == 0 ? StyledLine(item.marker, style: TextStyle(bold: true)) : indent) + line)
+                // The bullet goes on the item's own first line, not on one a resumed layout starts with.
+                var bulleted = false
+                for line in body {
+                    let first = !bulleted && line.position == itemStart
+                    bulleted = bulleted || first
+                    lines.append(line.after(first ? marker : indent))
                 }
+                first = false
             }
             return lines
         case .quote(let blocks):
             let bar = StyledLine("│ ", style: frameStyle)
             var body: [StyledLine] = []
-            for inner in blocks {
-                if !body.isEmpty { body.append(.empty) }
-                body += layout(inner, width: width - 2, firstWidth: (body.isEmpty ? firstWidth : width) - 2)
+            for (number, inner) in blocks.enumerated() {
+                if number > 0 { body += state.fixed([.empty]) }
+                body += layout(inner, width: width - 2, firstWidth: (number == 0 ? firstWidth : width) - 2, &state)
             }
-            return body.map { bar + $0 }
+            return body.map { $0.after(bar) }
         case .table(let rows, let alignments):
-            return startingBelow(firstWidth, width, table(rows, alignments))
+            return state.fixed(startingBelow(firstWidth, width, table(rows, alignments)))
         case .rule:
-            return startingBelow(firstWidth, width, [StyledLine(String(repeating: "─", count: max(1, min(width, 40))), style: frameStyle)])
+            return state.fixed(startingBelow(firstWidth, width, [StyledLine(String(repeating: "─", count: max(1, min(width, 40))), style: frameStyle)]))
         case .verbatim(let lines):
-            return lines.map { StyledLine($0) }
+            return state.fixed(lines.map { StyledLine($0) })
         }
     }
 

@@ -65,11 +65,30 @@ public struct StyledRun: Equatable, Sendable {
     }
 }
 
+/// Where a line begins in its block: the unit it comes from (a wrapped paragraph or a line that
+/// is never wrapped, numbered in layout order) and the character of that unit it starts with.
+/// A place in a block has the same position at every width, so a layout can resume at a line
+/// printed at another width, and lay out only what follows it.
+struct LinePosition: Comparable, Sendable {
+    var unit = 0
+    var offset = 0
+
+    static func < (left: LinePosition, right: LinePosition) -> Bool {
+        (left.unit, left.offset) < (right.unit, right.offset)
+    }
+}
+
 /// One line on the terminal: styled runs and the columns they take. Lines never hold a
 /// newline, a tab or an escape of their own; `encoded` adds the styles' SGR sequences.
 public struct StyledLine: Equatable, Sendable {
     public private(set) var runs: [StyledRun] = []
     public private(set) var width = 0
+    /// Where the line begins in its block's layout (not part of what it looks like).
+    var position = LinePosition()
+
+    public static func == (left: StyledLine, right: StyledLine) -> Bool {
+        left.width == right.width && left.runs == right.runs
+    }
 
     public init() {}
 
@@ -101,6 +120,13 @@ public struct StyledLine: Equatable, Sendable {
     public static func + (left: StyledLine, right: StyledLine) -> StyledLine {
         var joined = left
         joined.append(right)
+        return joined
+    }
+
+    /// `margin` (an indent, a bullet, a quote bar) before this line, which keeps its position.
+    func after(_ margin: StyledLine) -> StyledLine {
+        var joined = margin + self
+        joined.position = position
         return joined
     }
 

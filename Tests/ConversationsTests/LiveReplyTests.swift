@@ -233,3 +233,38 @@ private extension String {
         return text
     }
 }
+
+@Suite struct LiveReplyResizeTests {
+    /// Lines of a long block printed for good at one width, the rest laid out at another: the
+    /// layout resumes after the last printed word, so no word is repeated or lost.
+    @Test(arguments: [(40, 25), (30, 60)])
+    func aResizeInATallBlockResumesAfterWhatWasPrinted(from: Int, to: Int) {
+        let words = (0..<240).map { "w\($0)" }
+        let replies = [words.joined(separator: " "),
+                       words.chunked(12).map { "- " + $0.joined(separator: " ") }.joined(separator: "\n"),
+                       "> " + words.joined(separator: " ")]
+        // A terminal that cuts its rows when narrowed (xterm) loses what was there; one that
+        // wraps them again keeps everything.
+        for reply in replies {
+            for reflows in to < from ? [true] : [true, false] {
+                let harness = Harness(columns: from, rows: 10, reflows: reflows)
+                let parts = pieces(reply, sizes: 2...9)
+                for (index, piece) in parts.enumerated() {
+                    harness.feed(piece)
+                    if index == parts.count / 2 { _ = harness.resize(columns: to, rows: 10) }
+                }
+                harness.finish()
+                // Rows wrapped again by the resize split words: compare the words' characters in order.
+                let shown = harness.reply.joined().filter { $0 != " " && $0 != "•" && $0 != "│" }
+                #expect(shown == "gemini›" + words.joined(), "\(reply.prefix(10)) reflows \(reflows): \(harness.reply)")
+                for line in harness.reply.suffix(5) { #expect(DisplayWidth.of(line) <= to) }
+            }
+        }
+    }
+}
+
+private extension Array {
+    func chunked(_ size: Int) -> [[Element]] {
+        stride(from: 0, to: count, by: size).map { Array(self[$0..<Swift.min($0 + size, count)]) }
+    }
+}

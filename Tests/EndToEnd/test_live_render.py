@@ -191,6 +191,18 @@ def test_nothing_printed_is_repeated_when_a_reply_is_taller_than_the_window(term
     assert words == ["word%03d" % number for number in range(300)], [w for w in words if words.count(w) > 1][:5]
 
 
+def test_a_replys_escape_sequences_are_shown_not_run_in_bubbles(terminal):
+    s = terminal("chat", "--no-save", "--bubbles", "--model", "escape", columns=80)
+    send(s, "hi")
+    raw = s.buffer
+    assert b"\x1b]52" not in raw and b"\x1b]0;" not in raw and b"\x1b[31m" not in raw and b"\xc2\x9b" not in raw
+    # Only the renderer's own sequences: colours, cursor up and right, erase below, autowrap, synchronized output.
+    own = re.compile(rb"\x1b\[(?:[0-9;]*m|\d+A|\d+C|J|\?7[hl]|\?2026[hl]|\?2004[hl]|K|2K)")
+    reply = raw[raw.find(b"\xf0\x9f\xa4\x96"):raw.rfind(b"you \xe2\x80\xba")]
+    assert own.sub(b"", reply).count(b"\x1b") == 0, reply
+    assert any("^[]52;c;" in line for line in s.screen.all_lines())
+
+
 def test_a_dumb_terminal_and_raw_get_the_text_as_it_arrives(terminal, api):
     for extra, env in (([], {"TERM": "dumb"}), (["--raw"], {})):
         model = tagged("slow-paragraph")
