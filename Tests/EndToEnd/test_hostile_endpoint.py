@@ -86,8 +86,8 @@ def test_a_steady_stream_slower_than_nothing_but_faster_than_the_timeout_still_w
 
 
 def test_a_flood_rendered_as_markdown_on_a_terminal_still_keeps_up(api):
-    """On a terminal the reply is rendered block by block; 20,000 tiny events must not make
-    that re-render the whole reply each time (it once took minutes)."""
+    """On a terminal the reply is drawn live; 20,000 tiny events must not make it re-render
+    the whole reply each time (it once took minutes): redraws are spaced out by their cost."""
     session = PtySession([BIN, "ask", "--no-save", "--model", "flood~" + uuid.uuid4().hex[:8], "hello"], dict(api.vars, TERM="xterm"))
     try:
         assert session.wait(timeout=60) == 0, session.text()[-500:]
