@@ -130,7 +130,8 @@ def test_code_indentation_survives_in_bubbles_and_history_show(terminal, api):
     # Nested lists keep their nesting, and the table its columns.
     assert any(shown.startswith("│    ◦ nested point one") for shown in in_chat)
     [saved] = json.loads(api.run("history", "list", "--json").out)["conversations"]
-    shown = terminal("history", "show", saved["id"][:8], "--passphrase-file", api.passfile, columns=70)
+    # A window tall enough for the whole conversation: it is printed, not paged.
+    shown = terminal("history", "show", saved["id"][:8], "--passphrase-file", api.passfile, columns=70, rows=80)
     assert shown.wait() == 0
     in_history = [line.strip() for line in shown.screen.all_lines()]
     for line in code:
