@@ -17,6 +17,8 @@ let package = Package(
         .systemLibrary(name: "CEditLine", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
         /// cmark-gfm, to parse the model's markdown (with GitHub's table extension).
         .systemLibrary(name: "CCmark", pkgConfig: "libcmark-gfm", providers: [.apt(["libcmark-gfm-dev", "libcmark-gfm-extensions-dev"])]),
+        /// OpenSSL's libcrypto, for RS256 only: a service account signs its token request with it.
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         /// prctl, termios and signal glue that Swift cannot call directly.
         .target(name: "CSystemShims"),
         /// libcurl loaded with dlopen on first use, so vault commands never map the network stack.
@@ -38,6 +40,9 @@ let package = Package(
         .target(name: "GemvaultConfig", dependencies: ["VaultCore", "VaultAccess", "SystemIO", "GoogleKeys"]),
         /// The Gemini REST client: wire types, SSE parsing, errors and retry. No terminal code.
         .target(name: "GeminiClient", dependencies: ["VaultCore", "SystemIO", "CCurlStream", "GoogleKeys"]),
+        /// Google credentials and access tokens (token_command, credential files, the metadata
+        /// server) and the API Keys service's client. No terminal code.
+        .target(name: "GoogleAuth", dependencies: ["COpenSSL", "CCurlStream", "VaultCore", "SystemIO", "GemvaultConfig", "GoogleKeys"]),
         /// The session agent: its socket protocol, the server that holds an unlocked vault, the client.
         .target(name: "Agent", dependencies: ["VaultCore", "SystemIO", "GoogleKeys"]),
         /// The one home for reaching a vault: its file rules, the session or the passphrase, the
@@ -48,7 +53,7 @@ let package = Package(
         /// The chat REPL and its slash commands.
         .target(name: "ChatUI", dependencies: ["Conversations", "GeminiClient", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims", "GoogleKeys"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess"]),
+        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth"]),
 
         /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
         .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "GemvaultConfig", "VaultCore"]),
@@ -71,6 +76,7 @@ let package = Package(
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations"], exclude: ["Fixtures"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "GeminiClient", "TerminalIO"]),
         .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI"]),
+        .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "VaultCore"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Conversations"]),
     ]
 )

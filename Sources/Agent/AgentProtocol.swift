@@ -60,6 +60,9 @@ public enum AgentProtocol {
         case markUsed = 33
         /// A refused change: which of the vault's rules refused it.
         case refusal = 34
+        /// A rotation's Google keys: the new value's resource name and service account, and the
+        /// replaced value's when the rotation found it by a lookup.
+        case googleResource = 35, googleServiceAccount = 36, replacedGoogleResource = 37, replacedGoogleServiceAccount = 38
     }
 
     public enum ErrorKind: UInt8, Sendable {

@@ -6,7 +6,8 @@ import VaultCore
 /// for anything a writer never produces.
 enum NarrowCoding {
     // MARK: Key summaries: u32 count, then per key its name, masked value, kind, three dates,
-    // and u8 count of earlier values, each masked value, kind and retired date.
+    // its Google key (two texts, the resource name and the service account, both empty for
+    // none), and u8 count of earlier values, each masked value, kind, retired date and Google key.
 
     static func encode(_ summaries: [KeySummary]) -> [UInt8] {
         var out = ByteWriter()
@@ -18,11 +19,13 @@ enum NarrowCoding {
             out.i64(key.created)
             out.i64(key.updated)
             out.i64(key.lastUsed)
+            out.record(key.google)
             out.u8(UInt8(min(key.earlier.count, 255)))
             for earlier in key.earlier.prefix(255) {
                 out.text(earlier.masked)
                 out.kind(earlier.kind)
                 out.i64(earlier.retired)
+                out.record(earlier.google)
             }
         }
         return out.bytes
@@ -34,13 +37,14 @@ enum NarrowCoding {
         var summaries: [KeySummary] = []
         for _ in 0..<count {
             guard let name = input.text(), let masked = input.text(), let kind = input.kind(), let created = input.i64(),
-                  let updated = input.i64(), let lastUsed = input.i64(), let earlierCount = input.u8() else { return nil }
+                  let updated = input.i64(), let lastUsed = input.i64(), let google = input.record(), let earlierCount = input.u8() else { return nil }
             var earlier: [KeySummary.Earlier] = []
             for _ in 0..<earlierCount {
-                guard let value = input.text(), let valueKind = input.kind(), let retired = input.i64() else { return nil }
-                earlier.append(KeySummary.Earlier(masked: value, kind: valueKind, retired: retired))
+                guard let value = input.text(), let valueKind = input.kind(), let retired = input.i64(), let valueGoogle = input.record() else { return nil }
+                earlier.append(KeySummary.Earlier(masked: value, kind: valueKind, retired: retired, google: valueGoogle.record))
             }
-            summaries.append(KeySummary(name: name, masked: masked, kind: kind, created: created, updated: updated, lastUsed: lastUsed, earlier: earlier))
+            summaries.append(KeySummary(name: name, masked: masked, kind: kind, created: created, updated: updated, lastUsed: lastUsed, earlier: earlier,
+                                        google: google.record))
         }
         return input.atEnd ? summaries : nil
     }
@@ -71,7 +75,7 @@ enum NarrowCoding {
     // MARK: A change: u8 kind, then its fields (a key's value travels in its own secret field).
 
     enum ChangeKind: UInt8 {
-        case setKey = 1, replaceKey = 2, removeKey = 3, rollBack = 4, setSetting = 5, unsetSetting = 6
+        case setKey = 1, replaceKey = 2, removeKey = 3, rollBack = 4, setSetting = 5, unsetSetting = 6, rotateKey = 7
     }
 
     static func add(_ change: VaultChange, to message: inout AgentMessage) {
@@ -82,6 +86,17 @@ enum NarrowCoding {
             message.add(.keyName, text: name)
             message.add(.keyValue, secret: secret)
             message.add(.now, number: now)
+        case .rotateKey(let name, let secret, let now, let google, let replacedGoogle):
+            message.add(.changeKind, number: Int64(ChangeKind.rotateKey.rawValue))
+            message.add(.keyName, text: name)
+            message.add(.keyValue, secret: secret)
+            message.add(.now, number: now)
+            message.add(.googleResource, text: google.resource)
+            message.add(.googleServiceAccount, text: google.serviceAccount)
+            if let replacedGoogle {
+                message.add(.replacedGoogleResource, text: replacedGoogle.resource)
+                message.add(.replacedGoogleServiceAccount, text: replacedGoogle.serviceAccount)
+            }
         case .removeKey(let name):
             message.add(.changeKind, number: Int64(ChangeKind.removeKey.rawValue))
             message.add(.keyName, text: name)
@@ -126,6 +141,16 @@ enum NarrowCoding {
         case .setKey, .replaceKey:
             guard let name, let secret = message.secret(.keyValue), let now else { return nil }
             return kind == .setKey ? .setKey(name: name, secret: secret, now: now) : .replaceKey(name: name, secret: secret, now: now)
+        case .rotateKey:
+            guard let name, let secret = message.secret(.keyValue), let now, let resource = message.text(.googleResource),
+                  let account = message.text(.googleServiceAccount) else { return nil }
+            var replaced: GoogleKeyRecord?
+            if let oldResource = message.text(.replacedGoogleResource) {
+                guard let oldAccount = message.text(.replacedGoogleServiceAccount) else { return nil }
+                replaced = GoogleKeyRecord(resource: oldResource, serviceAccount: oldAccount)
+            }
+            return .rotateKey(name: name, secret: secret, now: now, google: GoogleKeyRecord(resource: resource, serviceAccount: account),
+                              replacedGoogle: replaced)
         case .removeKey:
             return name.map { .removeKey(name: $0) }
         case .rollBack:
@@ -151,6 +176,15 @@ struct ByteWriter {
         bytes += value.utf8
     }
     mutating func kind(_ value: GoogleKeyKind) { u8(UInt8(GoogleKeyKind.allCases.firstIndex(of: value)!)) }
+    mutating func record(_ value: GoogleKeyRecord?) {
+        text(value?.resource ?? "")
+        text(value?.serviceAccount ?? "")
+    }
+}
+
+/// A Google key as the summaries carry it: present or absent, both valid.
+struct DecodedRecord {
+    let record: GoogleKeyRecord?
 }
 
 struct ByteCursor {
@@ -174,6 +208,13 @@ struct ByteCursor {
         guard let count = u32(), let body = take(Int(count)) else { return nil }
         return String(validating: body, as: UTF8.self)
     }
+    mutating func record() -> DecodedRecord? {
+        guard let resource = text(), let account = text() else { return nil }
+        if resource.isEmpty && account.isEmpty { return DecodedRecord(record: nil) }
+        let record = GoogleKeyRecord(resource: resource, serviceAccount: account)
+        return record.isWellFormed ? DecodedRecord(record: record) : nil
+    }
+
     mutating func kind() -> GoogleKeyKind? {
         guard let index = u8(), Int(index) < GoogleKeyKind.allCases.count else { return nil }
         return GoogleKeyKind.allCases[Int(index)]

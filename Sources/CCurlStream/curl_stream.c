@@ -191,6 +191,9 @@ int gv_http_perform(const gv_http_request *request, gv_http_data_callback on_dat
     } else {
         curl.easy_setopt(t.easy, CURLOPT_HTTPGET, 1L);
     }
+    // DELETE and PATCH (the API Keys service) keep the body handling above and change the verb.
+    if (request->method && strcmp(request->method, "GET") != 0 && strcmp(request->method, "POST") != 0)
+        curl.easy_setopt(t.easy, CURLOPT_CUSTOMREQUEST, request->method);
 
     clock_gettime(CLOCK_MONOTONIC, &t.last_activity);
     curl.multi_add_handle(multi, t.easy);

@@ -100,7 +100,7 @@ enum ConfigCommand {
         case .success(let valid): value = valid
         case .failure(let problem): throw ConfigError.invalidValue(layer: layer, setting: name, message: problem.message, fromFlag: true)
         }
-        if spec.name == "endpoint", let url = EndpointURL(value), !url.isSecure {
+        if spec.isEndpoint, let url = EndpointURL(value), !url.isSecure {
             Console.warning("\(value) is plain http on a non-loopback host; commands will refuse it without --allow-insecure-endpoint")
         }
         let context = call.context

@@ -162,8 +162,9 @@ enum ErrorReport {
             return (.failure, "\(path): \(reason)", nil)
         case .unreadable(let path, let reason):
             return (.failure, "cannot read \(path): \(reason)", nil)
-        case .insecureEndpoint(let url, let layer):
-            return (.usage, "\(layer): endpoint: \(url) is plain http on a non-loopback host; the API key would travel unencrypted",
+        case .insecureEndpoint(let url, let layer, let setting):
+            let what = setting == "endpoint" ? "the API key" : "the access token"
+            return (.usage, "\(layer): \(setting): \(url) is plain http on a non-loopback host; \(what) would travel unencrypted",
                     "use https, or pass --allow-insecure-endpoint if you really mean it")
         case .noKey(let reasons):
             return (.noKey, "no API key available (" + reasons.joined(separator: "; ") + ")",
@@ -171,8 +172,11 @@ enum ErrorReport {
         case .vaultNeedsPassphrase(let path):
             return (.noKey, "the API key is in the vault \(path), but there is no terminal to ask for its passphrase and no unlocked session",
                     "run 'gemvault unlock' first, or pass --passphrase-fd N or --passphrase-file PATH")
-        case .keyCommandFailed(let command, let detail, let stderr):
+        case .keyCommandFailed(let command, let detail, let stderr, let setting):
             let shown = stderr.isEmpty ? "" : "; its stderr: " + EscapeNeutralizer.neutralize(stderr)
+            if setting != "key_command" {
+                return (.failure, "\(setting) '\(command)' \(detail)\(shown)", "check the command with: gemvault config get \(setting)")
+            }
             return (.noKey, "key_command '\(command)' \(detail)\(shown)", "check the command with: gemvault config get key_command")
         case .keyFile(let vault):
             let (code, message, hint) = describe(vault)

@@ -8,12 +8,12 @@ public enum ConfigError: Error, Equatable, Sendable {
     case unknownSetting(String)
     case invalidFile(path: String, reason: String)
     case unreadable(path: String, reason: String)
-    case insecureEndpoint(String, layer: String)
+    case insecureEndpoint(String, layer: String, setting: String = "endpoint")
     /// No key anywhere; `reasons` says what each source lacked.
     case noKey(reasons: [String])
     /// The vault has a key but no passphrase can be read without a terminal.
     case vaultNeedsPassphrase(path: String)
-    case keyCommandFailed(command: String, detail: String, stderr: String)
+    case keyCommandFailed(command: String, detail: String, stderr: String, setting: String = "key_command")
     case keyFile(VaultError)
     /// config.json or its folder could be changed by another user.
     case refused(FileCheckFailure)

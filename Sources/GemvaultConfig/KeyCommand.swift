@@ -34,9 +34,11 @@ public enum KeyCommand {
 
     /// Runs the command and returns its trimmed stdout in secret memory. Messages name only
     /// the program, never the whole command line, which may carry a token.
-    public static func run(_ line: String, timeout: Double, environment: [String: String]) throws(ConfigError) -> SecretBytes {
+    /// `setting` names the setting the command came from in messages (`token_command` runs
+    /// the same way).
+    public static func run(_ line: String, timeout: Double, environment: [String: String], setting: String = "key_command") throws(ConfigError) -> SecretBytes {
         guard let arguments = split(line) else {
-            throw .keyCommandFailed(command: "key_command", detail: "cannot be parsed (unbalanced quote?)", stderr: "")
+            throw .keyCommandFailed(command: setting, detail: "cannot be parsed (unbalanced quote?)", stderr: "", setting: setting)
         }
         let program = arguments[0]
         let child: ChildProcess
@@ -47,7 +49,7 @@ public enum KeyCommand {
             child = try ProcessSpawner.spawn(arguments, environment: environment, input: .null, output: .pipe, errors: .pipe,
                                              ownProcessGroup: true)
         } catch {
-            throw .keyCommandFailed(command: program, detail: "could not be started: \(error.reason)", stderr: "")
+            throw .keyCommandFailed(command: program, detail: "could not be started: \(error.reason)", stderr: "", setting: setting)
         }
         let output = SecretBytes(count: outputLimit)
         var outputLength = 0
@@ -77,20 +79,20 @@ public enum KeyCommand {
         let termination = child.wait()
         let stderrText = String(decoding: errorText, as: UTF8.self).trimmedWhitespace
         if timedOut {
-            throw .keyCommandFailed(command: program, detail: "timed out after \(Int(timeout)) s (key_command_timeout)", stderr: stderrText)
+            throw .keyCommandFailed(command: program, detail: "timed out after \(Int(timeout)) s (key_command_timeout)", stderr: stderrText, setting: setting)
         }
         if overflow {
-            throw .keyCommandFailed(command: program, detail: "printed more than \(outputLimit) bytes", stderr: stderrText)
+            throw .keyCommandFailed(command: program, detail: "printed more than \(outputLimit) bytes", stderr: stderrText, setting: setting)
         }
         switch termination {
         case .exited(0): break
-        case .exited(let code): throw .keyCommandFailed(command: program, detail: "exited with status \(code)", stderr: stderrText)
-        case .signaled(let signal): throw .keyCommandFailed(command: program, detail: "was killed by signal \(signal)", stderr: stderrText)
+        case .exited(let code): throw .keyCommandFailed(command: program, detail: "exited with status \(code)", stderr: stderrText, setting: setting)
+        case .signaled(let signal): throw .keyCommandFailed(command: program, detail: "was killed by signal \(signal)", stderr: stderrText, setting: setting)
         }
         output.truncate(to: outputLength)
         let key = output.trimmingWhitespace()
         guard key.count > 0 else {
-            throw .keyCommandFailed(command: program, detail: "printed nothing on stdout", stderr: stderrText)
+            throw .keyCommandFailed(command: program, detail: "printed nothing on stdout", stderr: stderrText, setting: setting)
         }
         return key
     }

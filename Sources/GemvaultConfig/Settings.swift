@@ -95,8 +95,8 @@ public struct Settings: Sendable {
             for (raw, origin) in candidates {
                 switch spec.validate(raw) {
                 case .success(let value):
-                    if spec.name == "endpoint", let url = EndpointURL(value), !url.isSecure, !layers.allowInsecureEndpoint {
-                        throw .insecureEndpoint(value, layer: origin.layerName)
+                    if spec.isEndpoint, let url = EndpointURL(value), !url.isSecure, !layers.allowInsecureEndpoint {
+                        throw .insecureEndpoint(value, layer: origin.layerName, setting: spec.name)
                     }
                     winner = ResolvedSetting(name: spec.name, value: value, origin: origin)
                 case .failure(let problem):

@@ -4,6 +4,8 @@ import VaultCore
 /// The default model, named in this one place.
 public let defaultModel = "gemini-3.6-flash"
 public let defaultEndpoint = "https://generativelanguage.googleapis.com"
+/// Google's API Keys service, which `key rotate --create` asks for new keys.
+public let defaultAPIKeysEndpoint = "https://apikeys.googleapis.com"
 
 /// What values a setting accepts.
 public enum SettingKind: Sendable {
@@ -30,6 +32,9 @@ public struct SettingSpec: Sendable {
     public let mayHoldSecret: Bool
 
     public var environmentVariable: String { "GEMVAULT_" + name.uppercased() }
+
+    /// A URL that a credential is sent to: plain http only to loopback.
+    public var isEndpoint: Bool { if case .endpoint = kind { true } else { false } }
 
     /// The canonical form of `raw`, or a message saying why it is refused.
     public func validate(_ raw: String) -> Result<String, SettingProblem> {
@@ -156,16 +161,21 @@ extension Setting where Value == String {
     public static let key = with("key", .keyName, default: "default", "name of the vault key to use", text)
     public static let history = with("history", .choice(["on", "off"]), default: "on", "keep encrypted conversation history", text)
     public static let color = with("color", .choice(["auto", "always", "never"]), default: "auto", "colour output", text)
+    public static let apikeysEndpoint = with("apikeys_endpoint", .endpoint, default: defaultAPIKeysEndpoint,
+                                             "API Keys service base URL for key rotate --create (https, or http on loopback)", text)
 }
 
 extension Setting where Value == String? {
     public static let systemPrompt = optional("system_prompt", .text, "system instruction sent with every conversation", text)
     public static let keyCommand = optional("key_command", .line, "command whose stdout is the API key (run without a shell)", mayHoldSecret: true, text)
+    public static let tokenCommand = optional("token_command", .line, "command whose stdout is a Google access token for key rotate --create (run without a shell)",
+                                              mayHoldSecret: true, text)
+    public static let quotaProject = optional("quota_project", .line, "Google project billed for API Keys calls made with a user's credentials", text)
 }
 
 extension Setting where Value == Double {
     public static let timeout = with("timeout", .number(1...3600), default: "60", "seconds to wait for the first byte or between stream events", number)
-    public static let keyCommandTimeout = with("key_command_timeout", .number(1...600), default: "10", "seconds before key_command is stopped", number)
+    public static let keyCommandTimeout = with("key_command_timeout", .number(1...600), default: "10", "seconds before key_command or token_command is stopped", number)
     /// Durations, in seconds.
     public static let sessionIdle = with("session_idle", .duration(10...(7 * 86400)), default: "15m", "an unlocked session locks after this long unused", seconds)
     public static let sessionMax = with("session_max", .duration(10...(30 * 86400)), default: "8h", "an unlocked session locks after this long, used or not", seconds)
@@ -192,6 +202,7 @@ public enum SettingsSchema {
         Setting.model.spec, Setting.temperature.spec, Setting.topP.spec, Setting.topK.spec, Setting.maxOutputTokens.spec,
         Setting.systemPrompt.spec, Setting.endpoint.spec, Setting.apiVersion.spec, Setting.timeout.spec, Setting.retries.spec,
         Setting.key.spec, Setting.keyCommand.spec, Setting.keyCommandTimeout.spec, Setting.rotationDays.spec,
+        Setting.apikeysEndpoint.spec, Setting.tokenCommand.spec, Setting.quotaProject.spec,
         Setting.sessionIdle.spec, Setting.sessionMax.spec, Setting.history.spec, Setting.color.spec,
     ]
 

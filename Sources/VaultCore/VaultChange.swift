@@ -7,6 +7,10 @@ public enum VaultChange: Sendable {
     case setKey(name: String, secret: SecretBytes, now: Int64)
     /// Replace an existing key (rotation): refused when there is no such key.
     case replaceKey(name: String, secret: SecretBytes, now: Int64)
+    /// Replace an existing key with a value made at Google by `key rotate --create`: the new
+    /// value's Google key is recorded, and so is the replaced one's (`replacedGoogle`, found by
+    /// a lookup when the vault did not know it yet).
+    case rotateKey(name: String, secret: SecretBytes, now: Int64, google: GoogleKeyRecord, replacedGoogle: GoogleKeyRecord?)
     case removeKey(name: String)
     /// Make a key's previous value current again.
     case rollBack(name: String, now: Int64)
@@ -36,6 +40,10 @@ public enum VaultChange: Sendable {
             guard let old = contents.key(named: name) else { throw .keyNotFound(name: name) }
             try contents.setKey(name, secret: secret, now: now)
             return Outcome(masked: old.secret.masked, replaced: true)
+        case .rotateKey(let name, let secret, let now, let google, let replacedGoogle):
+            guard let old = contents.key(named: name) else { throw .keyNotFound(name: name) }
+            try contents.setKey(name, secret: secret, now: now, google: google, replacedGoogle: replacedGoogle)
+            return Outcome(masked: old.secret.masked, replaced: true)
         case .removeKey(let name):
             try contents.removeKey(name)
             return Outcome(masked: nil, replaced: true)
@@ -55,11 +63,13 @@ public struct KeySummary: Sendable, Equatable {
         public let masked: String
         public let kind: GoogleKeyKind
         public let retired: Int64
+        public let google: GoogleKeyRecord?
 
-        public init(masked: String, kind: GoogleKeyKind, retired: Int64) {
+        public init(masked: String, kind: GoogleKeyKind, retired: Int64, google: GoogleKeyRecord? = nil) {
             self.masked = masked
             self.kind = kind
             self.retired = retired
+            self.google = google
         }
     }
 
@@ -70,8 +80,12 @@ public struct KeySummary: Sendable, Equatable {
     public let updated: Int64
     public let lastUsed: Int64
     public let earlier: [Earlier]
+    /// The current value's key at Google, when known.
+    public let google: GoogleKeyRecord?
 
-    public init(name: String, masked: String, kind: GoogleKeyKind, created: Int64, updated: Int64, lastUsed: Int64, earlier: [Earlier]) {
+    public init(name: String, masked: String, kind: GoogleKeyKind, created: Int64, updated: Int64, lastUsed: Int64, earlier: [Earlier],
+                google: GoogleKeyRecord? = nil) {
+        self.google = google
         self.name = name
         self.masked = masked
         self.kind = kind
@@ -85,6 +99,7 @@ public struct KeySummary: Sendable, Equatable {
 extension StoredKey {
     public var summary: KeySummary {
         KeySummary(name: name, masked: secret.masked, kind: secret.googleKeyKind, created: created, updated: updated, lastUsed: lastUsed,
-                   earlier: previous.map { KeySummary.Earlier(masked: $0.secret.masked, kind: $0.secret.googleKeyKind, retired: $0.retired) })
+                   earlier: previous.map { KeySummary.Earlier(masked: $0.secret.masked, kind: $0.secret.googleKeyKind, retired: $0.retired, google: $0.google) },
+                   google: google)
     }
 }

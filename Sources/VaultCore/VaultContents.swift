@@ -1,3 +1,36 @@
+/// Where a key's value lives at Google: the API Keys resource that made it
+/// (`projects/NUMBER/locations/global/keys/ID`) and the service account it is bound to (empty
+/// for an unbound key). Recorded by `key rotate --create`, so a later rotation, `--undo` and
+/// `key rm --revoke` find the key at Google without looking its string up.
+public struct GoogleKeyRecord: Sendable, Equatable {
+    public let resource: String
+    public let serviceAccount: String
+
+    public static let maxBytes = 512
+
+    public init(resource: String, serviceAccount: String) {
+        self.resource = resource
+        self.serviceAccount = serviceAccount
+    }
+
+    /// The project part of the resource name (`projects/NUMBER`'s NUMBER).
+    public var project: String? {
+        let parts = resource.split(separator: "/")
+        return parts.count >= 2 && parts[0] == "projects" ? String(parts[1]) : nil
+    }
+
+    /// The key id, the last part of the resource name.
+    public var keyId: String { resource.split(separator: "/").last.map(String.init) ?? resource }
+
+    /// What a writer produces: printable ASCII, bounded, a resource of the API Keys shape.
+    public var isWellFormed: Bool {
+        let printable: (String) -> Bool = { $0.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7f } && $0.utf8.count <= Self.maxBytes }
+        let parts = resource.split(separator: "/", omittingEmptySubsequences: false)
+        return printable(resource) && (serviceAccount.isEmpty || printable(serviceAccount)) && parts.count == 6
+            && parts[0] == "projects" && parts[2] == "locations" && parts[4] == "keys" && !parts[1].isEmpty && !parts[5].isEmpty
+    }
+}
+
 /// A key's earlier value, kept so a rotation can be rolled back.
 public struct RetiredSecret {
     public let secret: SecretBytes
@@ -5,6 +38,15 @@ public struct RetiredSecret {
     public let retired: Int64
     /// Unix seconds when it became current: a rollback restores it, so the value's age shows.
     public let set: Int64
+    /// Its key at Google, when gemvault knows it (payload version 5).
+    public let google: GoogleKeyRecord?
+
+    public init(secret: SecretBytes, retired: Int64, set: Int64, google: GoogleKeyRecord? = nil) {
+        self.secret = secret
+        self.retired = retired
+        self.set = set
+        self.google = google
+    }
 }
 
 /// One named API key with its dates and earlier values.
@@ -19,14 +61,18 @@ public struct StoredKey {
     public let lastUsed: Int64
     /// Newest first, at most `VaultContents.retiredLimit`.
     public let previous: [RetiredSecret]
+    /// The current value's key at Google, when gemvault knows it (payload version 5).
+    public let google: GoogleKeyRecord?
 
-    public init(name: String, secret: SecretBytes, created: Int64, updated: Int64, lastUsed: Int64 = 0, previous: [RetiredSecret]) {
+    public init(name: String, secret: SecretBytes, created: Int64, updated: Int64, lastUsed: Int64 = 0, previous: [RetiredSecret],
+                google: GoogleKeyRecord? = nil) {
         self.name = name
         self.secret = secret
         self.created = created
         self.updated = updated
         self.lastUsed = lastUsed
         self.previous = previous
+        self.google = google
     }
 }
 
@@ -36,9 +82,9 @@ public struct StoredKey {
 /// and `rekey` replace it (`retireConversationKey`), so an old copy of the vault opens nothing
 /// written afterwards; the earlier ones stay here, so every conversation stays readable.
 public final class VaultContents {
-    /// Version 4 adds when each earlier value was set, version 3 the earlier conversation keys,
-    /// version 2 each key's last use; 1 to 3 are still read.
-    public static let payloadVersion: UInt8 = 4
+    /// Version 5 adds each value's key at Google, version 4 when each earlier value was set,
+    /// version 3 the earlier conversation keys, version 2 each key's last use; 1 to 4 are still read.
+    public static let payloadVersion: UInt8 = 5
     public static let retiredLimit = 5
     /// Each passphrase change adds one; far more than a vault's lifetime of changes.
     public static let earlierConversationKeyLimit = 1000
@@ -78,14 +124,22 @@ public final class VaultContents {
 
     public func key(named name: String) -> StoredKey? { keys.first { $0.name == name } }
 
-    /// Stores or replaces a key; a replaced value moves to the key's history.
-    public func setKey(_ name: String, secret: SecretBytes, now: Int64) throws(VaultError) {
+    /// Stores or replaces a key; a replaced value moves to the key's history. `google` is the new
+    /// value's key at Google; `replacedGoogle`, when given, is recorded for the replaced value
+    /// (a first rotation that found it with a lookup).
+    public func setKey(_ name: String, secret: SecretBytes, now: Int64, google: GoogleKeyRecord? = nil,
+                       replacedGoogle: GoogleKeyRecord? = nil) throws(VaultError) {
         try Self.validateName(name)
         guard secret.count > 0, secret.count <= Self.maxSecretBytes else { throw .valueTooLarge("key \(name)") }
+        for record in [google, replacedGoogle].compactMap({ $0 }) where !record.isWellFormed {
+            throw .valueTooLarge("the Google key name of \(name)")
+        }
         if let index = keys.firstIndex(where: { $0.name == name }) {
             let old = keys[index]
-            let history = Array(([RetiredSecret(secret: old.secret, retired: now, set: old.updated)] + old.previous).prefix(Self.retiredLimit))
-            keys[index] = StoredKey(name: name, secret: secret, created: old.created, updated: now, lastUsed: old.lastUsed, previous: history)
+            let retired = RetiredSecret(secret: old.secret, retired: now, set: old.updated, google: replacedGoogle ?? old.google)
+            let history = Array(([retired] + old.previous).prefix(Self.retiredLimit))
+            keys[index] = StoredKey(name: name, secret: secret, created: old.created, updated: now, lastUsed: old.lastUsed, previous: history,
+                                    google: google)
         } else {
             guard keys.count < Int(UInt16.max) else { throw .valueTooLarge("the vault (65535 keys at most)") }
             // Inserted in place: the keys are already in byte order.
@@ -95,7 +149,7 @@ public final class VaultContents {
                 if keys[middle].name.utf8.lexicographicallyPrecedes(name.utf8) { low = middle + 1 } else { high = middle }
             }
             let position = low
-            keys.insert(StoredKey(name: name, secret: secret, created: now, updated: now, previous: []), at: position)
+            keys.insert(StoredKey(name: name, secret: secret, created: now, updated: now, previous: [], google: google), at: position)
         }
     }
 
@@ -107,9 +161,10 @@ public final class VaultContents {
         guard let index = keys.firstIndex(where: { $0.name == name }) else { throw .keyNotFound(name: name) }
         let old = keys[index]
         guard let restored = old.previous.first else { throw .noEarlierValue(name: name) }
-        let history = Array(([RetiredSecret(secret: old.secret, retired: now, set: old.updated)] + old.previous.dropFirst()).prefix(Self.retiredLimit))
+        let history = Array(([RetiredSecret(secret: old.secret, retired: now, set: old.updated, google: old.google)] + old.previous.dropFirst())
+            .prefix(Self.retiredLimit))
         keys[index] = StoredKey(name: name, secret: restored.secret, created: old.created, updated: max(old.created, restored.set),
-                                lastUsed: old.lastUsed, previous: history)
+                                lastUsed: old.lastUsed, previous: history, google: restored.google)
         return keys[index]
     }
 
@@ -118,7 +173,8 @@ public final class VaultContents {
         for (name, time) in uses {
             guard let index = keys.firstIndex(where: { $0.name == name }), time > keys[index].lastUsed else { continue }
             let key = keys[index]
-            keys[index] = StoredKey(name: name, secret: key.secret, created: key.created, updated: key.updated, lastUsed: time, previous: key.previous)
+            keys[index] = StoredKey(name: name, secret: key.secret, created: key.created, updated: key.updated, lastUsed: time, previous: key.previous,
+                                    google: key.google)
         }
     }
 
@@ -159,8 +215,8 @@ public final class VaultContents {
     func encoded() throws(VaultError) -> SecretBytes {
         var length = 1 + 32 + 2 + 2
         for key in keys {
-            length += 2 + key.name.utf8.count + 2 + key.secret.count + 8 + 8 + 8 + 1
-            for old in key.previous { length += 2 + old.secret.count + 8 + 8 }
+            length += 2 + key.name.utf8.count + 2 + key.secret.count + 8 + 8 + 8 + Self.recordLength(key.google) + 1
+            for old in key.previous { length += 2 + old.secret.count + 8 + 8 + Self.recordLength(old.google) }
         }
         for (name, value) in settings { length += 2 + name.utf8.count + 4 + value.utf8.count }
         length += 2 + 32 * earlierConversationKeys.count
@@ -177,12 +233,14 @@ public final class VaultContents {
                 writer.append(key.created)
                 writer.append(key.updated)
                 writer.append(key.lastUsed)
+                writer.appendRecord(key.google)
                 writer.append(UInt8(key.previous.count))
                 for old in key.previous {
                     writer.append(UInt16(old.secret.count))
                     old.secret.withUnsafeBytes { writer.append($0) }
                     writer.append(old.retired)
                     writer.append(old.set)
+                    writer.appendRecord(old.google)
                 }
             }
             writer.append(UInt16(settings.count))
@@ -226,22 +284,26 @@ public final class VaultContents {
                     let created = try reader.read(Int64.self)
                     let updated = try reader.read(Int64.self)
                     let lastUsed = version >= 2 ? try reader.read(Int64.self) : 0
+                    let google = version >= 5 ? try readRecord(&reader, broken: broken("key '\(name)' has a malformed Google key name")) : nil
                     let previousCount = Int(try reader.read(UInt8.self))
                     guard previousCount <= retiredLimit else { throw broken("key '\(name)' has \(previousCount) earlier values; writers keep at most \(retiredLimit)") }
-                    var earlier: [(secret: SecretBytes, retired: Int64, set: Int64?)] = []
+                    var earlier: [(secret: SecretBytes, retired: Int64, set: Int64?, google: GoogleKeyRecord?)] = []
                     for _ in 0..<previousCount {
                         let old = try reader.readSecret(Int(try reader.read(UInt16.self)))
                         guard (1...maxSecretBytes).contains(old.count) else { throw broken("an earlier value of key '\(name)' is empty or too long") }
                         let retired = try reader.read(Int64.self)
-                        earlier.append((old, retired, version >= 4 ? try reader.read(Int64.self) : nil))
+                        let set = version >= 4 ? try reader.read(Int64.self) : nil
+                        let oldGoogle = version >= 5 ? try readRecord(&reader, broken: broken("an earlier value of key '\(name)' has a malformed Google key name")) : nil
+                        earlier.append((old, retired, set, oldGoogle))
                     }
                     // Before version 4 the set date was not kept: a value was set when the one
                     // before it was replaced, and the oldest kept one no later than the key's creation.
                     let previous = earlier.enumerated().map { position, old in
                         RetiredSecret(secret: old.secret, retired: old.retired,
-                                      set: old.set ?? (position + 1 < earlier.count ? earlier[position + 1].retired : created))
+                                      set: old.set ?? (position + 1 < earlier.count ? earlier[position + 1].retired : created), google: old.google)
                     }
-                    keys.append(StoredKey(name: name, secret: secret, created: created, updated: updated, lastUsed: lastUsed, previous: previous))
+                    keys.append(StoredKey(name: name, secret: secret, created: created, updated: updated, lastUsed: lastUsed, previous: previous,
+                                          google: google))
                 }
                 var settings: [String: String] = [:]
                 var lastSetting: String?
@@ -273,6 +335,23 @@ public final class VaultContents {
     }
 }
 
+extension VaultContents {
+    /// A value's Google key in the payload: two u16-length ASCII texts, the resource name and
+    /// the service account; both empty for none.
+    static func recordLength(_ record: GoogleKeyRecord?) -> Int {
+        2 + (record?.resource.utf8.count ?? 0) + 2 + (record?.serviceAccount.utf8.count ?? 0)
+    }
+
+    static func readRecord(_ reader: inout ByteReader, broken: @autoclosure () -> VaultError) throws -> GoogleKeyRecord? {
+        let resource = try reader.readUTF8(Int(try reader.read(UInt16.self)))
+        let account = try reader.readUTF8(Int(try reader.read(UInt16.self)))
+        if resource.isEmpty && account.isEmpty { return nil }
+        let record = GoogleKeyRecord(resource: resource, serviceAccount: account)
+        guard record.isWellFormed else { throw broken() }
+        return record
+    }
+}
+
 /// Writes into a fixed secret buffer; the caller sized it exactly.
 private struct SecretWriter {
     let buffer: UnsafeMutableRawBufferPointer
@@ -288,6 +367,11 @@ private struct SecretWriter {
 
     mutating func append<T: FixedWidthInteger>(_ value: T) {
         withUnsafeBytes(of: value.littleEndian) { append($0) }
+    }
+
+    mutating func appendRecord(_ record: GoogleKeyRecord?) {
+        appendField(record?.resource ?? "")
+        appendField(record?.serviceAccount ?? "")
     }
 
     mutating func appendField(_ text: String) {

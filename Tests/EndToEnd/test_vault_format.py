@@ -118,11 +118,13 @@ def unpad(padded):
     return unpadded[:-1]
 
 
-def decode_payload(payload, conversation_keys=None):
+def decode_payload(payload, conversation_keys=None, google=None):
     """The payload of the document, with the writer rules a reader enforces. When given a list,
-    `conversation_keys` receives the conversation keys, current first."""
+    `conversation_keys` receives the conversation keys, current first. When given a dict,
+    `google` receives for each key name the Google keys of its values (payload version 5), the
+    current value's first: (resource name, service account) or None."""
     version = payload[0]
-    assert version in (1, 2, 3, 4)
+    assert version in (1, 2, 3, 4, 5)
     offset = 33
     if conversation_keys is not None:
         conversation_keys.append(payload[1:33])
@@ -135,6 +137,16 @@ def decode_payload(payload, conversation_keys=None):
         offset += width + n
         return value
 
+    def google_record():
+        if version < 5:
+            return None
+        resource, account = field(2), field(2)
+        if not resource and not account:
+            return None
+        assert re.fullmatch(rb"projects/[^/\s]+/locations/[^/\s]+/keys/[^/\s]+", resource), resource
+        assert len(resource) <= 512 and len(account) <= 512
+        return resource.decode(), account.decode()
+
     (key_count,) = struct.unpack_from("<H", payload, offset)
     offset += 2
     keys, names = {}, []
@@ -146,12 +158,16 @@ def decode_payload(payload, conversation_keys=None):
         secret = field(2)
         assert 1 <= len(secret) <= 4096
         if version >= 2:
-            created, updated, last_used, previous = struct.unpack_from("<qqqB", payload, offset)
-            offset += 25
+            created, updated, last_used = struct.unpack_from("<qqq", payload, offset)
+            offset += 24
             assert last_used >= 0
         else:
-            created, updated, previous = struct.unpack_from("<qqB", payload, offset)
-            offset += 17
+            created, updated = struct.unpack_from("<qq", payload, offset)
+            offset += 16
+        # Version 5: the current value's Google key comes before the count of earlier values.
+        records = [google_record()]
+        (previous,) = struct.unpack_from("<B", payload, offset)
+        offset += 1
         assert previous <= 5 and created <= updated
         for _ in range(previous):
             assert 1 <= len(field(2)) <= 4096
@@ -161,7 +177,10 @@ def decode_payload(payload, conversation_keys=None):
                 assert created <= set_at <= retired
             else:
                 offset += 8
+            records.append(google_record())
         keys[name.decode()] = secret.decode()
+        if google is not None:
+            google[name.decode()] = records
     (setting_count,) = struct.unpack_from("<H", payload, offset)
     offset += 2
     settings, names = {}, []

@@ -77,13 +77,13 @@ import VaultCore
         #expect {
             try KeyCommand.run("sh -c 'echo nope >&2; exit 4'", timeout: 5, environment: ["PATH": "/usr/bin:/bin"])
         } throws: { error in
-            guard case ConfigError.keyCommandFailed(_, let detail, let stderr) = error else { return false }
+            guard case ConfigError.keyCommandFailed(_, let detail, let stderr, _) = error else { return false }
             return detail == "exited with status 4" && stderr == "nope"
         }
         #expect {
             try KeyCommand.run("sleep 5", timeout: 0.3, environment: ["PATH": "/usr/bin:/bin"])
         } throws: { error in
-            guard case ConfigError.keyCommandFailed(_, let detail, _) = error else { return false }
+            guard case ConfigError.keyCommandFailed(_, let detail, _, _) = error else { return false }
             return detail.hasPrefix("timed out")
         }
     }

@@ -5,7 +5,7 @@
 
 /// One HTTP request. Header strings are copied by libcurl and wiped after the transfer.
 typedef struct gv_http_request {
-    const char *method;               /* "GET" or "POST" */
+    const char *method;               /* "GET", "POST", "DELETE" or "PATCH" */
     const char *url;
     const char *const *headers;       /* "Name: value" strings */
     size_t header_count;

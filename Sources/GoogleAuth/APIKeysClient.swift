@@ -1,0 +1,272 @@
+import FoundationEssentials
+import SystemIO
+import VaultCore
+
+/// A key of the API Keys service as `get` and `list` answer it (never with its string).
+public struct GoogleKey: Decodable, Sendable, Equatable {
+    public let name: String
+    public let uid: String?
+    public let displayName: String?
+    public let createTime: String?
+    public let deleteTime: String?
+    public let etag: String?
+    public let restrictions: JSONValue?
+    public let serviceAccountEmail: String?
+    public let annotations: [String: String]?
+
+    /// `projects/P/locations/global/keys/ID` → P (Google answers with the project number).
+    public var project: String? {
+        let parts = name.split(separator: "/")
+        return parts.count == 6 && parts[0] == "projects" ? String(parts[1]) : nil
+    }
+
+    public var keyId: String { name.split(separator: "/").last.map(String.init) ?? name }
+    public var isDeleted: Bool { !(deleteTime ?? "").isEmpty }
+    /// No restriction at all: any API, from anywhere.
+    public var isUnrestricted: Bool { restrictions == nil || restrictions == .null || restrictions!.isEmptyObject }
+}
+
+/// A long-running operation; a finished create carries the new key's string, taken out into
+/// secret memory.
+public struct GoogleOperation {
+    public struct Status: Decodable, Sendable, Equatable {
+        public let code: Int?
+        public let message: String?
+    }
+
+    struct Wire: Decodable {
+        let name: String?
+        let done: Bool?
+        let error: Status?
+        let response: GoogleKeyWire?
+    }
+
+    struct GoogleKeyWire: Decodable {
+        let name: String?
+    }
+
+    public let name: String
+    public let done: Bool
+    public let error: Status?
+    /// The key in the finished operation's response (name, and the rest as `get` answers).
+    public let key: GoogleKey?
+    public let keyString: SecretBytes?
+}
+
+/// Google's API Keys service (apikeys.googleapis.com v2), with an access token. Every call
+/// retries connection failures, 429 and 5xx with backoff; a refusal is a `GoogleError` with
+/// Google's reason and a message that says what to do.
+public final class APIKeysClient {
+    public let endpoint: String
+    let token: AccessToken
+    /// `x-goog-user-project`, for user credentials.
+    let quotaProject: String?
+    let timeout: Double
+    let maxAttempts: Int
+    /// Seconds between the first retries; doubles up to `maxBackoff`.
+    let backoff: Double
+    let maxBackoff: Double
+
+    public init(endpoint: String, token: AccessToken, quotaProject: String?, timeout: Double, retries: Int, backoff: Double = 1, maxBackoff: Double = 16) {
+        self.endpoint = endpoint
+        self.token = token
+        self.quotaProject = quotaProject
+        self.timeout = timeout
+        self.maxAttempts = retries + 1
+        self.backoff = backoff
+        self.maxBackoff = maxBackoff
+    }
+
+    // MARK: Calls
+
+    /// The key's resource name (`keys:lookupKey`). The key string goes in a query parameter,
+    /// by Google's design: this is the only request that carries one, and it is never logged.
+    public func lookup(_ key: SecretBytes) throws(GoogleError) -> String {
+        struct Answer: Decodable { let name: String? }
+        let url = FormEncoding.join([.literal(endpoint + "/v2/keys:lookupKey?keyString="), .encoded(key)])
+        let body = try call("GET", .secret(url), what: "looking the key up")
+        guard let answer = body.decode(Answer.self), let name = answer.name, GoogleKeyRecord(resource: name, serviceAccount: "").isWellFormed else {
+            throw GoogleError(.refused, "the API Keys service answered the lookup with no key name")
+        }
+        return name
+    }
+
+    public func get(_ name: String) throws(GoogleError) -> GoogleKey {
+        let body = try call("GET", .plain(url(name)), what: "reading \(name)")
+        guard let key = body.decode(GoogleKey.self) else { throw GoogleError(.refused, "the API Keys service answered with no key for \(name)") }
+        return key
+    }
+
+    /// Every key of a project, the soft-deleted ones too when `showDeleted`.
+    public func list(project: String, showDeleted: Bool) throws(GoogleError) -> [GoogleKey] {
+        struct Page: Decodable { let keys: [GoogleKey]?; let nextPageToken: String? }
+        var keys: [GoogleKey] = []
+        var token: String?
+        for _ in 0..<100 {
+            var target = url("projects/\(project)/locations/global/keys") + "?pageSize=300&showDeleted=\(showDeleted)"
+            if let token { target += "&pageToken=" + FormEncoding.encode(token) }
+            let body = try call("GET", .plain(target), what: "listing the keys of project \(project)")
+            guard let page = body.decode(Page.self) else { throw GoogleError(.refused, "the API Keys service answered the list with something else") }
+            keys += page.keys ?? []
+            guard let next = page.nextPageToken, !next.isEmpty else { break }
+            token = next
+        }
+        return keys
+    }
+
+    /// Starts a create; the answer is an operation that may end in an error later.
+    public func create(project: String, keyId: String, displayName: String, restrictions: JSONValue?, serviceAccount: String?,
+                       annotations: [String: String]) throws(GoogleError) -> GoogleOperation {
+        struct Body: Encodable {
+            let displayName: String
+            let restrictions: JSONValue?
+            let serviceAccountEmail: String?
+            let annotations: [String: String]
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let body = try? encoder.encode(Body(displayName: displayName, restrictions: restrictions, serviceAccountEmail: serviceAccount, annotations: annotations)) else {
+            throw GoogleError(.refused, "could not write the create request")
+        }
+        let target = url("projects/\(project)/locations/global/keys") + "?keyId=" + FormEncoding.encode(keyId)
+        return try operation(try call("POST", .plain(target), body: Array(body), what: "creating key \(keyId)"))
+    }
+
+    /// The key's string (`getKeyString`), when the finished create did not carry it.
+    public func keyString(_ name: String) throws(GoogleError) -> SecretBytes {
+        let body = try call("GET", .plain(url(name) + "/keyString"), what: "reading the string of \(name)")
+        guard let key = body.secrets["keyString"], key.count > 0 else { throw GoogleError(.refused, "the API Keys service answered getKeyString with no key") }
+        return key
+    }
+
+    public func delete(_ name: String, etag: String?) throws(GoogleError) -> GoogleOperation {
+        let target = url(name) + (etag.map { "?etag=" + FormEncoding.encode($0) } ?? "")
+        return try operation(try call("DELETE", .plain(target), what: "deleting \(name)"))
+    }
+
+    public func undelete(_ name: String) throws(GoogleError) -> GoogleOperation {
+        try operation(try call("POST", .plain(url(name) + ":undelete"), body: Array("{}".utf8), what: "undeleting \(name)"))
+    }
+
+    public func poll(_ operationName: String) throws(GoogleError) -> GoogleOperation {
+        try operation(try call("GET", .plain(url(operationName)), what: "following \(operationName)"))
+    }
+
+    /// Polls until the operation is done, with backoff (0.5 s doubling to 8 s), for at most
+    /// `limit` seconds. An operation that ended with an error is that error: a create that
+    /// answered 200 may still have failed.
+    public func wait(_ started: GoogleOperation, what: String, limit: Double = 120, progress: (Double) -> Void = { _ in }) throws(GoogleError) -> GoogleOperation {
+        var operation = started
+        let deadline = Clock.monotonicSeconds() + limit
+        var delay = 0.5
+        while !operation.done {
+            guard Clock.monotonicSeconds() < deadline else {
+                throw GoogleError(.network, "\(what): Google's operation \(operation.name) was not done after \(Int(limit)) s",
+                                  hint: "it may still finish; 'gcloud services api-keys operations describe \(operation.name)' shows it")
+            }
+            Clock.sleep(delay)
+            progress(limit - (deadline - Clock.monotonicSeconds()))
+            delay = min(delay * 2, 8)
+            operation = try poll(operation.name)
+        }
+        if let error = operation.error {
+            let code = error.code ?? 0
+            var hint: String?
+            if code == 6 { hint = "a key with this id exists (or was deleted less than 30 days ago); nothing was created" }
+            if code == 7 { hint = "the organisation may forbid keys bound to service accounts (iam.managed.disableServiceAccountApiKeyCreation)" }
+            throw GoogleError(.refused, "\(what) failed at Google: code \(code), \(Redaction.redact(error.message ?? "no message"))", hint: hint,
+                              reason: code == 6 ? "ALREADY_EXISTS" : "code \(code)")
+        }
+        return operation
+    }
+
+    // MARK: Plumbing
+
+    func url(_ path: String) -> String { endpoint + "/v2/" + path }
+
+    func operation(_ body: SecretJSON) throws(GoogleError) -> GoogleOperation {
+        struct KeyWire: Decodable { let response: GoogleKey? }
+        guard let wire = body.decode(GoogleOperation.Wire.self), let name = wire.name else {
+            throw GoogleError(.refused, "the API Keys service answered with something that is not an operation")
+        }
+        let key = body.decode(KeyWire.self)?.response
+        let keyString = body.secrets["keyString"].flatMap { $0.count > 0 ? $0 : nil }
+        if let keyString { Redaction.register(keyString) }
+        return GoogleOperation(name: name, done: wire.done ?? false, error: wire.error, key: key?.name == nil ? nil : key, keyString: keyString)
+    }
+
+    struct ErrorBody: Decodable {
+        struct Inner: Decodable {
+            struct Detail: Decodable {
+                let reason: String?
+                let metadata: [String: String]?
+            }
+            let code: Int?
+            let message: String?
+            let status: String?
+            let details: [Detail]?
+        }
+        let error: Inner?
+    }
+
+    /// One call with retries; the answer with its secret fields taken out.
+    func call(_ method: String, _ target: GoogleHTTP.URLText, body: [UInt8]? = nil, what: String) throws(GoogleError) -> SecretJSON {
+        var headers = ["Accept: application/json"]
+        if body != nil { headers.append("Content-Type: application/json; charset=utf-8") }
+        if token.source.isUserCredential, let quotaProject { headers.append("x-goog-user-project: " + quotaProject) }
+        var attempt = 0
+        var delay = backoff
+        while true {
+            attempt += 1
+            let response: GoogleHTTP.Response
+            do {
+                response = try GoogleHTTP(timeout: timeout).perform(method, target, headers: headers, bearer: token.token,
+                                                                   body: body.map { .plain($0) } ?? .none)
+            } catch {
+                if attempt < maxAttempts { Clock.sleep(delay); delay = min(delay * 2, maxBackoff); continue }
+                throw GoogleError(.network, "the API Keys service did not answer while \(what): \(error.message)",
+                                  hint: "check the network, or the apikeys_endpoint setting")
+            }
+            guard let split = SecretJSON.split(response.body, secretFields: ["keyString"]) else {
+                throw GoogleError(response.status >= 500 ? .network : .refused, "the API Keys service answered \(what) with a malformed body (HTTP \(response.status))",
+                                  status: response.status)
+            }
+            if response.status == 200 { return split }
+            if (response.status == 429 || response.status >= 500) && attempt < maxAttempts {
+                Clock.sleep(delay)
+                delay = min(delay * 2, maxBackoff)
+                continue
+            }
+            throw refusal(response.status, split.decode(ErrorBody.self)?.error, what: what)
+        }
+    }
+
+    func refusal(_ status: Int, _ error: ErrorBody.Inner?, what: String) -> GoogleError {
+        let reason = error?.details?.compactMap(\.reason).first ?? error?.status
+        let message = Redaction.redact(error?.message ?? "no message")
+        let category: GoogleError.Category = status >= 500 || status == 429 ? .network : .refused
+        var hint: String?
+        switch (status, reason) {
+        case (401, _):
+            hint = "the access token was refused: fetch a new one (for gcloud: 'gcloud auth login' or 'gcloud auth application-default login')"
+        case (403, "SERVICE_DISABLED") where message.contains("quota project"):
+            hint = "set the quota_project setting (or quota_project_id in the credential file) to a project where you may use services"
+        case (403, "SERVICE_DISABLED"):
+            let project = error?.details?.compactMap { $0.metadata?["consumer"] }.first ?? "the project"
+            hint = token.source.isUserCredential
+                ? "enable the API Keys API in \(project), or set quota_project to a project that has it enabled"
+                : "enable the API Keys API in \(project): gcloud services enable apikeys.googleapis.com"
+        case (403, "ACCESS_TOKEN_SCOPE_INSUFFICIENT"):
+            hint = "the token lacks the cloud-platform scope: for gcloud, log in again; on a VM, give it the cloud-platform scope"
+        case (403, _):
+            hint = "the credential needs the API Keys Admin role (roles/serviceusage.apiKeysAdmin) on the key's project"
+        case (404, _):
+            hint = "the key or project does not exist, or the credential cannot see it"
+        case (409, _), (412, _), (400, "FAILED_PRECONDITION"), (400, "ABORTED"):
+            hint = "the key changed at Google meanwhile; run the command again"
+        default: break
+        }
+        return GoogleError(category, "the API Keys service refused \(what): HTTP \(status)\(reason.map { " " + $0 } ?? ""): \(message)", hint: hint,
+                           status: status, reason: reason)
+    }
+}

@@ -1,0 +1,357 @@
+import FoundationEssentials
+import Glibc
+import GemvaultConfig
+import SystemIO
+import VaultCore
+
+/// The scope every API Keys call is made with.
+public let cloudPlatformScope = "https://www.googleapis.com/auth/cloud-platform"
+public let defaultTokenURI = "https://oauth2.googleapis.com/token"
+
+/// Where the access token comes from, in the order they are tried: `token_command`, the
+/// file `GOOGLE_APPLICATION_CREDENTIALS` names, gcloud's application-default credentials
+/// file, the metadata server.
+public enum CredentialSource: Sendable, Equatable {
+    case tokenCommand(program: String)
+    case serviceAccountFile(path: String, email: String)
+    case authorizedUserFile(path: String)
+    case metadataServer(host: String)
+
+    public var label: String {
+        switch self {
+        case .tokenCommand(let program): "token_command (\(program))"
+        case .serviceAccountFile(let path, let email): "service account \(email) from \(path)"
+        case .authorizedUserFile(let path): "user credentials from \(path)"
+        case .metadataServer(let host): "the metadata server at \(host)"
+        }
+    }
+
+    public var kind: String {
+        switch self {
+        case .tokenCommand: "token-command"
+        case .serviceAccountFile: "service-account"
+        case .authorizedUserFile: "authorized-user"
+        case .metadataServer: "metadata-server"
+        }
+    }
+
+    /// User credentials bill API Keys calls to a quota project (`x-goog-user-project`).
+    /// A token_command is taken for one (`gcloud auth print-access-token` prints a user's).
+    public var isUserCredential: Bool {
+        switch self {
+        case .tokenCommand, .authorizedUserFile: true
+        case .serviceAccountFile, .metadataServer: false
+        }
+    }
+}
+
+/// An access token in locked memory, with what the credential said about billing.
+public struct AccessToken {
+    public let token: SecretBytes
+    public let source: CredentialSource
+    /// The credential file's `quota_project_id`, if any.
+    public let quotaProject: String?
+}
+
+/// What finding a credential needs from the command.
+public struct CredentialSettings {
+    public var tokenCommand: String?
+    public var commandTimeout: Double
+    public var environment: [String: String]
+    public var home: String
+    /// Seconds for each token request.
+    public var timeout: Double
+    /// Plain http to a non-loopback token_uri or metadata host is refused without it.
+    public var allowInsecure: Bool
+    public var warn: (String) -> Void
+
+    public init(tokenCommand: String?, commandTimeout: Double, environment: [String: String], home: String, timeout: Double,
+                allowInsecure: Bool, warn: @escaping (String) -> Void) {
+        self.tokenCommand = tokenCommand
+        self.commandTimeout = commandTimeout
+        self.environment = environment
+        self.home = home
+        self.timeout = timeout
+        self.allowInsecure = allowInsecure
+        self.warn = warn
+    }
+}
+
+/// Finds the credential and exchanges it for an access token for `cloudPlatformScope`.
+public struct GoogleCredentials {
+    public let settings: CredentialSettings
+
+    public init(_ settings: CredentialSettings) { self.settings = settings }
+
+    /// The file gcloud's `auth application-default login` writes.
+    var applicationDefaultPath: String {
+        if let folder = settings.environment["CLOUDSDK_CONFIG"], !folder.isEmpty { return folder + "/application_default_credentials.json" }
+        return settings.home + "/.config/gcloud/application_default_credentials.json"
+    }
+
+    /// `GCE_METADATA_HOST` (host or host:port), else Google's name for it.
+    var metadataHost: String {
+        if let host = settings.environment["GCE_METADATA_HOST"], !host.isEmpty { return host }
+        return "metadata.google.internal"
+    }
+
+    /// Which source would be used, without asking for a token. The metadata server counts
+    /// only when it answers within a second.
+    public func source() throws(GoogleError) -> CredentialSource {
+        if let command = settings.tokenCommand, !command.isEmpty {
+            return .tokenCommand(program: KeyCommand.split(command)?.first ?? "token_command")
+        }
+        if let file = try credentialFile() { return file.source }
+        if metadataAnswers() { return .metadataServer(host: metadataHost) }
+        throw Self.noCredential
+    }
+
+    static let noCredential = GoogleError(
+        .credentials, "no Google credentials for the API Keys service (no token_command, no GOOGLE_APPLICATION_CREDENTIALS, no gcloud application-default credentials, no metadata server)",
+        hint: "set token_command to 'gcloud auth print-access-token', or run 'gcloud auth application-default login', or point GOOGLE_APPLICATION_CREDENTIALS at a service account's key file")
+
+    /// An access token from the first source that has one.
+    public func token() throws(GoogleError) -> AccessToken {
+        if let command = settings.tokenCommand, !command.isEmpty {
+            let program = KeyCommand.split(command)?.first ?? "token_command"
+            let token: SecretBytes
+            do {
+                token = try KeyCommand.run(command, timeout: settings.commandTimeout, environment: settings.environment, setting: "token_command")
+            } catch {
+                guard case .keyCommandFailed(let program, let detail, _, _) = error else {
+                    throw GoogleError(.credentials, "token_command failed")
+                }
+                throw GoogleError(.credentials, "token_command '\(program)' \(detail)", hint: "check the command with: gemvault config get token_command")
+            }
+            guard token.isPrintableASCII, !token.withUnsafeBytes({ $0.contains(0x20) }) else {
+                throw GoogleError(.credentials, "token_command '\(program)' printed something that is not an access token (one line, no spaces)")
+            }
+            Redaction.register(token)
+            return AccessToken(token: token, source: .tokenCommand(program: program), quotaProject: nil)
+        }
+        if let file = try credentialFile() { return try file.exchange(settings: settings) }
+        if metadataAnswers() { return try metadataToken() }
+        throw Self.noCredential
+    }
+
+    // MARK: Credential files
+
+    /// GOOGLE_APPLICATION_CREDENTIALS (which must exist when set), else gcloud's ADC file when present.
+    func credentialFile() throws(GoogleError) -> CredentialFile? {
+        if let path = settings.environment["GOOGLE_APPLICATION_CREDENTIALS"], !path.isEmpty {
+            guard let file = try CredentialFile.load(path, warn: settings.warn) else {
+                throw GoogleError(.credentials, "GOOGLE_APPLICATION_CREDENTIALS names \(path), which does not exist")
+            }
+            return file
+        }
+        return try CredentialFile.load(applicationDefaultPath, warn: settings.warn)
+    }
+
+    // MARK: The metadata server
+
+    func metadataBase() throws(GoogleError) -> String {
+        let base = "http://" + metadataHost
+        guard let url = EndpointURL(base) else { throw GoogleError(.credentials, "GCE_METADATA_HOST '\(metadataHost)' is not a host name") }
+        // Plain http is the metadata server's way; anywhere else than Google's own name and
+        // address it must stay on this machine.
+        let google = url.host == "metadata.google.internal" || url.host == "169.254.169.254"
+        guard google || url.isLoopback || settings.allowInsecure else {
+            throw GoogleError(.credentials, "GCE_METADATA_HOST '\(metadataHost)' is not loopback; the access token would travel unencrypted",
+                              hint: "use a loopback address, or pass --allow-insecure-endpoint if you really mean it")
+        }
+        return base
+    }
+
+    func metadataAnswers() -> Bool {
+        guard let base = try? metadataBase() else { return false }
+        guard let answer = try? GoogleHTTP(timeout: 1).perform("GET", .plain(base + "/computeMetadata/v1/"), headers: ["Metadata-Flavor: Google"]) else {
+            return false
+        }
+        return answer.status == 200
+    }
+
+    func metadataToken() throws(GoogleError) -> AccessToken {
+        let base = try metadataBase()
+        let url = base + "/computeMetadata/v1/instance/service-accounts/default/token?scopes=" + FormEncoding.encode(cloudPlatformScope)
+        let token = try TokenEndpoint.exchange(what: "the metadata server", method: "GET", url: url, headers: ["Metadata-Flavor: Google"], body: .none,
+                                               timeout: settings.timeout)
+        return AccessToken(token: token, source: .metadataServer(host: metadataHost), quotaProject: nil)
+    }
+}
+
+/// A credential file: a service account's key, or a user's refresh token.
+struct CredentialFile {
+    enum Kind { case serviceAccount, authorizedUser }
+
+    struct Fields: Decodable {
+        let type: String?
+        let client_email: String?
+        let client_id: String?
+        let private_key_id: String?
+        let token_uri: String?
+        let project_id: String?
+        let quota_project_id: String?
+    }
+
+    let path: String
+    let kind: Kind
+    let fields: Fields
+    let secrets: [String: SecretBytes]
+
+    var source: CredentialSource {
+        switch kind {
+        case .serviceAccount: .serviceAccountFile(path: path, email: fields.client_email ?? "?")
+        case .authorizedUser: .authorizedUserFile(path: path)
+        }
+    }
+
+    static let secretFields: Set<String> = ["private_key", "client_secret", "refresh_token"]
+
+    /// Reads and checks the file: the user's own, in a folder of the user's, writable by
+    /// nobody else (it says where a token is fetched); readable by others only with a warning.
+    static func load(_ path: String, warn: (String) -> Void) throws(GoogleError) -> CredentialFile? {
+        let (folderPath, name) = TrustedFolder.parent(of: path)
+        let descriptor: FileDescriptor?
+        do throws(TrustedOpenError) {
+            guard let folder = try TrustedFolder.open(folderPath) else { return nil }
+            descriptor = try TrustedFile.open(name, in: folder, requirement: .configuration)
+        } catch {
+            switch error {
+            case .refused(let failure):
+                throw GoogleError(.credentials, "refusing the credential file \(failure.path): it \(failure.problem.description)", hint: failure.problem.fix(for: failure.path))
+            case .failed(let failure):
+                throw GoogleError(.credentials, "cannot read the credential file \(path): \(failure.reason)")
+            }
+        }
+        guard let descriptor else { return nil }
+        if let status = try? descriptor.status(), status.permissions & 0o044 != 0 {
+            warn("the credential file \(path) is readable by group or others (mode \(status.octalMode)); anyone who reads it can act as its account: chmod 600 \(ShellQuote.quote(path))")
+        }
+        let limit = 64 << 10
+        let buffer = SecretBytes(count: limit)
+        var length = 0
+        while length < limit {
+            let n: Int
+            do {
+                n = try buffer.withUnsafeMutableBytes { raw throws(SystemError) in try descriptor.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[length...])) }
+            } catch {
+                throw GoogleError(.credentials, "cannot read the credential file \(path): \(error.reason)")
+            }
+            if n == 0 { break }
+            length += n
+        }
+        guard length < limit else { throw GoogleError(.credentials, "the credential file \(path) is larger than 64 KiB") }
+        buffer.truncate(to: length)
+        guard let split = SecretJSON.split(buffer, secretFields: secretFields), let fields = split.decode(Fields.self) else {
+            throw GoogleError(.credentials, "the credential file \(path) is not a JSON object")
+        }
+        let kind: Kind
+        switch fields.type {
+        case "service_account":
+            guard fields.client_email != nil, split.secrets["private_key"] != nil else {
+                throw GoogleError(.credentials, "the service account file \(path) lacks client_email or private_key")
+            }
+            kind = .serviceAccount
+        case "authorized_user":
+            guard fields.client_id != nil, split.secrets["client_secret"] != nil, split.secrets["refresh_token"] != nil else {
+                throw GoogleError(.credentials, "the user credential file \(path) lacks client_id, client_secret or refresh_token")
+            }
+            kind = .authorizedUser
+        case let other:
+            throw GoogleError(.credentials, "the credential file \(path) has type '\(other ?? "none")'; gemvault reads service_account and authorized_user",
+                              hint: "use token_command (for example 'gcloud auth print-access-token') for other kinds")
+        }
+        for secret in split.secrets.values { Redaction.register(secret) }
+        return CredentialFile(path: path, kind: kind, fields: fields, secrets: split.secrets)
+    }
+
+    func tokenURI(allowInsecure: Bool) throws(GoogleError) -> String {
+        let uri = fields.token_uri ?? defaultTokenURI
+        guard let url = EndpointURL(uri) else { throw GoogleError(.credentials, "the credential file \(path) has a token_uri that is not an http or https URL") }
+        guard url.isSecure || allowInsecure else {
+            throw GoogleError(.credentials, "the credential file \(path) has token_uri \(uri), plain http on a non-loopback host; the credential would travel unencrypted",
+                              hint: "use https, or pass --allow-insecure-endpoint if you really mean it")
+        }
+        return uri
+    }
+
+    func exchange(settings: CredentialSettings) throws(GoogleError) -> AccessToken {
+        let uri = try tokenURI(allowInsecure: settings.allowInsecure)
+        let body: SecretBytes
+        switch kind {
+        case .serviceAccount:
+            let assertion = try jwt(audience: uri)
+            body = FormEncoding.join([.literal("grant_type=" + FormEncoding.encode("urn:ietf:params:oauth:grant-type:jwt-bearer") + "&assertion="),
+                                      .encoded(assertion)])
+        case .authorizedUser:
+            body = FormEncoding.join([.literal("grant_type=refresh_token&client_id=" + FormEncoding.encode(fields.client_id ?? "") + "&client_secret="),
+                                      .encoded(secrets["client_secret"]!), .literal("&refresh_token="), .encoded(secrets["refresh_token"]!)])
+        }
+        let token = try TokenEndpoint.exchange(what: "the token endpoint \(uri)", method: "POST", url: uri,
+                                               headers: ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"],
+                                               body: .secret(body), timeout: settings.timeout)
+        return AccessToken(token: token, source: source, quotaProject: fields.quota_project_id)
+    }
+
+    /// The signed JWT a service account trades for a token (RFC 7523), in secret memory.
+    func jwt(audience: String) throws(GoogleError) -> SecretBytes {
+        struct Header: Encodable { let alg = "RS256"; let typ = "JWT"; let kid: String? }
+        struct Claims: Encodable { let iss: String; let scope: String; let aud: String; let iat: Int64; let exp: Int64 }
+        let now = Int64(time(nil))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let header = try? encoder.encode(Header(kid: fields.private_key_id)),
+              let claims = try? encoder.encode(Claims(iss: fields.client_email ?? "", scope: cloudPlatformScope, aud: audience, iat: now, exp: now + 3600)) else {
+            throw GoogleError(.credentials, "could not write the token request")
+        }
+        let signingInput = Base64URL.encode(Array(header)) + "." + Base64URL.encode(Array(claims))
+        let signature: [UInt8]
+        do {
+            signature = try ServiceAccountSigner.sign(Array(signingInput.utf8), privateKeyPEM: secrets["private_key"]!)
+        } catch {
+            throw GoogleError(.credentials, "cannot sign with the service account file \(path): \(error.message)")
+        }
+        let assertion = SecretBytes(utf8: signingInput + "." + Base64URL.encode(signature))
+        Redaction.register(assertion)
+        return assertion
+    }
+}
+
+/// The answer of a token endpoint (OAuth's or the metadata server's): `access_token` in secret memory.
+enum TokenEndpoint {
+    struct Answer: Decodable {
+        let token_type: String?
+        let error: String?
+        let error_description: String?
+    }
+
+    static func exchange(what: String, method: String, url: String, headers: [String], body: GoogleHTTP.Body, timeout: Double) throws(GoogleError) -> SecretBytes {
+        let response: GoogleHTTP.Response
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                let answer = try GoogleHTTP(timeout: timeout).perform(method, .plain(url), headers: headers, body: body)
+                if answer.status >= 500 && attempt < 3 { Clock.sleep(Double(attempt)); continue }
+                response = answer
+                break
+            } catch {
+                if attempt < 3 && !error.timedOut { Clock.sleep(Double(attempt)); continue }
+                throw GoogleError(.network, "\(what) did not answer: \(error.message)")
+            }
+        }
+        let split = SecretJSON.split(response.body, secretFields: ["access_token", "id_token", "refresh_token"])
+        let answer = split?.decode(Answer.self)
+        guard response.status == 200, let token = split?.secrets["access_token"], token.count > 0 else {
+            let detail = [answer?.error, answer?.error_description].compactMap { $0 }.joined(separator: ": ")
+            let category: GoogleError.Category = response.status >= 500 ? .network : .refused
+            throw GoogleError(category, "\(what) refused the credential (HTTP \(response.status)\(detail.isEmpty ? "" : ", " + Redaction.redact(detail)))",
+                              hint: response.status == 400 || response.status == 401
+                                ? "the credential may be revoked or expired; for gcloud's, run 'gcloud auth application-default login' again" : nil,
+                              status: response.status, reason: answer?.error)
+        }
+        guard token.isPrintableASCII else { throw GoogleError(.refused, "\(what) answered with a malformed access token") }
+        Redaction.register(token)
+        return token
+    }
+}

@@ -1,0 +1,28 @@
+/// A failure of Google's token, metadata or API Keys endpoints, or of finding a credential.
+/// Messages never quote a token, a key or a private key.
+public struct GoogleError: Error, Sendable, Equatable {
+    public enum Category: Sendable, Equatable {
+        /// Google answered and refused (4xx, an operation that ended in an error): exit 6.
+        case refused
+        /// No answer, or a server failure after the retries: exit 7.
+        case network
+        /// No usable credential, or a credential file that cannot be used: exit 1.
+        case credentials
+    }
+
+    public let category: Category
+    public let message: String
+    public let hint: String?
+    /// The HTTP status, when there was an answer.
+    public let status: Int?
+    /// Google's reason (`SERVICE_DISABLED`, `ACCESS_TOKEN_SCOPE_INSUFFICIENT`, …) or status name.
+    public let reason: String?
+
+    public init(_ category: Category, _ message: String, hint: String? = nil, status: Int? = nil, reason: String? = nil) {
+        self.category = category
+        self.message = message
+        self.hint = hint
+        self.status = status
+        self.reason = reason
+    }
+}

@@ -1,0 +1,47 @@
+import Testing
+@testable import VaultCore
+
+private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
+
+/// Payload version 4: each value's key at Google travels with it through rotation, rollback and saves.
+@Suite struct GoogleRecordTests {
+    let old = GoogleKeyRecord(resource: "projects/123/locations/global/keys/old-key", serviceAccount: "bot@p.iam.gserviceaccount.com")
+    let new = GoogleKeyRecord(resource: "projects/123/locations/global/keys/gemvault-default-20261202050000", serviceAccount: "bot@p.iam.gserviceaccount.com")
+
+    @Test func aRotationRecordsBothKeysAndARollbackSwapsThem() throws {
+        let contents = VaultContents()
+        try contents.setKey("default", secret: SecretBytes(utf8: "AQ.old-value-0000000000000000000000000000000"), now: 10)
+        try VaultChange.rotateKey(name: "default", secret: SecretBytes(utf8: "AQ.new-value-0000000000000000000000000000000"), now: 20,
+                                  google: new, replacedGoogle: old).apply(to: contents)
+        var key = try #require(contents.key(named: "default"))
+        #expect(key.google == new && key.previous.first?.google == old)
+        #expect(key.summary.google == new && key.summary.earlier.first?.google == old)
+        try contents.rollBack("default", now: 30)
+        key = try #require(contents.key(named: "default"))
+        #expect(text(key.secret).hasPrefix("AQ.old") && key.google == old && key.previous.first?.google == new)
+        // A plain replacement keeps the replaced value's record in the history; the new value has none.
+        try contents.setKey("default", secret: SecretBytes(utf8: "AQ.pasted-00000000000000000000000000000000000"), now: 40)
+        key = try #require(contents.key(named: "default"))
+        #expect(key.google == nil && key.previous.first?.google == old)
+    }
+
+    @Test func theRecordsSurviveASaveAndAnOpen() throws {
+        let contents = VaultContents()
+        try contents.setKey("default", secret: SecretBytes(utf8: "AQ.first-000000000000000000000000000000000000"), now: 1, google: old)
+        try contents.setKey("default", secret: SecretBytes(utf8: "AQ.second-00000000000000000000000000000000000"), now: 2, google: new)
+        try contents.setKey("plain", secret: SecretBytes(utf8: "AIza-no-google"), now: 3)
+        let reread = try VaultContents.decode(try contents.encoded(), path: "t")
+        #expect(reread.key(named: "default")?.google == new && reread.key(named: "default")?.previous.first?.google == old)
+        #expect(reread.key(named: "plain")?.google == nil)
+        try reread.encoded().withUnsafeBytes { #expect($0.first == 4) }
+    }
+
+    @Test func aMalformedResourceNameIsRefusedAndNeverWritten() {
+        let contents = VaultContents()
+        let bad = GoogleKeyRecord(resource: "projects/1/keys/x", serviceAccount: "")
+        #expect(throws: VaultError.self) { try contents.setKey("k", secret: SecretBytes(utf8: "v"), now: 1, google: bad) }
+        #expect(contents.key(named: "k") == nil)
+        #expect(GoogleKeyRecord(resource: "projects/1/locations/global/keys/x y", serviceAccount: "").isWellFormed == false)
+        #expect(new.project == "123" && new.keyId == "gemvault-default-20261202050000")
+    }
+}
