@@ -26,7 +26,8 @@ let configCommands: [CommandSpec] = [
                 run: ConfigCommand.explain),
     CommandSpec(path: ["key", "which"], arguments: "", argumentRange: 0...0,
                 summary: "which source the API key would come from now, and what it shadows",
-                options: [jsonOption] + keySourceOptions, details: keyOrder, run: ConfigCommand.which),
+                options: [jsonOption] + keySourceOptions + [OptionSpec(name: "--google", value: nil, help: "say which Google credential key rotate --create would use (no token is fetched)")],
+                details: keyOrder, run: ConfigCommand.which),
     CommandSpec(path: ["doctor"], arguments: "", argumentRange: 0...0,
                 summary: "check this machine for the risks of a shared machine",
                 options: [jsonOption], details: "Exits 0 when nothing was found, 1 otherwise. Each finding comes with its fix.",
@@ -213,6 +214,10 @@ enum ConfigCommand {
     }
 
     static func which(_ call: Invocation) throws {
+        if call.flag("--google") {
+            if call.flag("--json") { throw UsageError("--google has no --json form", command: call.command) }
+            return try GoogleRotation.which(call)
+        }
         let resolver = try call.context.keyResolver(call)
         let (key, settings) = try resolver.resolve()
         let shadowed = resolver.shadowed(by: key.source, settings: settings)

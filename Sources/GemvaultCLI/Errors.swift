@@ -1,4 +1,5 @@
 import GeminiClient
+import GoogleAuth
 import Agent
 import Conversations
 import GemvaultConfig
@@ -58,6 +59,14 @@ enum ErrorReport {
             return describe(config)
         case let api as GeminiError:
             return describe(api)
+        case let google as GoogleError:
+            // Google refusing (4xx, an operation ended in an error) is 6 like Gemini refusing;
+            // no answer after the retries is 7; no usable credential is 1.
+            switch google.category {
+            case .refused: return (.apiRefused, google.message, google.hint)
+            case .network: return (.network, google.message, google.hint)
+            case .credentials: return (.failure, google.message, google.hint)
+            }
         case let output as StandardOutputFailure:
             // Like `cat` in `cat | head -1`: a reader that stopped reading is no failure worth a word.
             if output.readerClosed { return (.readerClosed, "", nil) }

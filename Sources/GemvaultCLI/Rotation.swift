@@ -7,11 +7,19 @@ import VaultCore
 
 let rotationCommands: [CommandSpec] = [
     CommandSpec(path: ["key", "rotate"], arguments: "[NAME]", argumentRange: 0...1,
-                summary: "replace a key after checking the new one with the API; the old one goes into its history",
+                summary: "replace a key: paste a new one, or have Google make it (--create) and delete the old one",
                 options: [OptionSpec(name: "--no-verify", value: nil, help: "store the new key without the check")] + [
                     OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the check's answer"),
-                    OptionSpec(name: "--allow-insecure-endpoint", value: nil, help: "allow a plain-http endpoint that is not on loopback")],
-                details: "The new key comes from a hidden prompt, or stdin when it is not a terminal. The check lists the models (one cheap call).\nA key the API refuses changes nothing (exit 6). Afterwards, delete the old key in Google AI Studio.",
+                    OptionSpec(name: "--allow-insecure-endpoint", value: nil, help: "allow a plain-http endpoint that is not on loopback"),
+                    OptionSpec(name: "--create", value: nil, help: "make the new key at Google (API Keys service), check it, store it, delete the old one"),
+                    OptionSpec(name: "--undo", value: nil, help: "undelete the previous Google key, make it current again, delete the newer one"),
+                    OptionSpec(name: "--if-older-than", value: "DAYS", help: "with --create: do nothing (exit 0) when the key is younger"),
+                    OptionSpec(name: "--keep-old", value: nil, help: "with --create or --undo: leave the replaced key working at Google"),
+                    OptionSpec(name: "--project", value: "PROJECT", help: "with --create: the Google project of the new key (default: the old key's)"),
+                    OptionSpec(name: "--service-account", value: "EMAIL", help: "with --create: the service account to bind the new key to (default: the old key's)"),
+                    OptionSpec(name: "--verify-timeout", value: "DURATION", help: "with --create: how long Google may take before the new key works (default 5m)"),
+                    jsonOption],
+                details: "Without --create or --undo, the new key comes from a hidden prompt, or stdin when it is not a terminal. The check lists the models (one cheap call).\nA key the API refuses changes nothing (exit 6). Afterwards, delete the old key in Google AI Studio.\nWith --create, gemvault finds the key at Google (recorded by an earlier rotation, else keys:lookupKey), makes a new auth key bound to the same service account with the same restrictions, checks it against Gemini (retrying while Google propagates it), stores it, and deletes the old key. Any failure before the new key is stored deletes it again and leaves the vault as it was. Credentials: token_command, GOOGLE_APPLICATION_CREDENTIALS, gcloud's application-default credentials, or the metadata server (Docs/rotation.md). Google refusing exits 6, no answer 7.",
                 run: RotationCommand.rotate),
     CommandSpec(path: ["key", "history"], arguments: "NAME", argumentRange: 1...1,
                 summary: "a key's current and earlier values, masked, with their dates",
@@ -25,6 +33,16 @@ enum RotationCommand {
     static func rotate(_ call: Invocation) throws {
         let context = call.context
         let name = call.positionals.first ?? "default"
+        let googleOnly = ["--if-older-than", "--keep-old", "--project", "--service-account", "--verify-timeout", "--json"]
+        if call.flag("--create") && call.flag("--undo") { throw UsageError("give --create or --undo, not both", command: call.command) }
+        if call.flag("--create") || call.flag("--undo") {
+            if call.flag("--no-verify") { throw UsageError("--no-verify is for a pasted key; --create always checks the new key", command: call.command) }
+            if call.flag("--undo"), let option = ["--if-older-than", "--project", "--service-account", "--verify-timeout"].first(where: call.flag) {
+                throw UsageError("\(option) goes with --create", command: call.command)
+            }
+            return call.flag("--create") ? try GoogleRotation.create(call, name: name) : try GoogleRotation.undo(call, name: name)
+        }
+        if let option = googleOnly.first(where: call.flag) { throw UsageError("\(option) goes with --create or --undo", command: call.command) }
         try VaultContents.validateName(name)
         try context.vault.checkBeforePrompt()
         let key = try VaultCommand.readAPIKey(prompt: "New API key for '\(name)': ")
@@ -77,6 +95,9 @@ enum RotationCommand {
         let current: Bool
         /// When it was set (current) or replaced (earlier values).
         let date: String
+        /// The value's key at Google, when gemvault made or found it.
+        @Nullable var google_key: String?
+        @Nullable var service_account: String?
     }
 
     struct HistoryReport: Encodable {
@@ -94,11 +115,17 @@ enum RotationCommand {
         guard let key = try call.context.vault.keySummaries().first(where: { $0.name == name }) else { throw VaultError.keyNotFound(name: name) }
         let report = HistoryReport(name: name, created: Output.isoDate(key.created), rotated: Output.isoDate(key.updated),
                                    lastUsed: key.lastUsed > 0 ? Output.isoDate(key.lastUsed) : nil,
-                                   values: [HistoryEntry(value: key.masked, kind: key.kind, current: true, date: Output.isoDate(key.updated))]
-                                       + key.earlier.map { HistoryEntry(value: $0.masked, kind: $0.kind, current: false, date: Output.isoDate($0.retired)) })
+                                   values: [HistoryEntry(value: key.masked, kind: key.kind, current: true, date: Output.isoDate(key.updated),
+                                                         google_key: key.google?.resource, service_account: key.google?.serviceAccount.nonEmpty)]
+                                       + key.earlier.map { HistoryEntry(value: $0.masked, kind: $0.kind, current: false, date: Output.isoDate($0.retired),
+                                                                        google_key: $0.google?.resource, service_account: $0.google?.serviceAccount.nonEmpty) })
         if call.flag("--json") { try Output.json(report, schema: .keyHistory); return }
-        var rows = [["VALUE", "KIND", "STATE", "SINCE OR RETIRED"]]
-        for entry in report.values { rows.append([entry.value, entry.kind.label, entry.current ? "current" : "retired", entry.date]) }
+        let showGoogle = report.values.contains { $0.google_key != nil }
+        var rows = [["VALUE", "KIND", "STATE", "SINCE OR RETIRED"] + (showGoogle ? ["GOOGLE KEY", "SERVICE ACCOUNT"] : [])]
+        for entry in report.values {
+            rows.append([entry.value, entry.kind.label, entry.current ? "current" : "retired", entry.date]
+                        + (showGoogle ? [entry.google_key ?? "-", entry.service_account ?? "-"] : []))
+        }
         try Console.out(Output.table(rows))
         Console.err("gemvault: '\(name)' created \(report.created), last set \(report.rotated), last used \(report.lastUsed ?? "never (through a session)")\n")
     }
@@ -109,6 +136,11 @@ enum RotationCommand {
         let restored = try call.context.vault.apply(.rollBack(name: name, now: Output.now()))
         Console.err("gemvault: key '\(name)' is back to \(restored.masked ?? "?"); the value it replaced is in its history\n")
     }
+}
+
+extension String {
+    /// nil for the empty string.
+    var nonEmpty: String? { isEmpty ? nil : self }
 }
 
 /// Once a day per key, chat, ask and exec remind that a vault key is older than rotation_days.
@@ -126,7 +158,7 @@ struct RotationReminder {
         guard let folder = try? TrustedFolder.create(folderPath) else { return }
         if let said = try? TrustedFile.open(record, in: folder, requirement: .secret)?.readAll(limit: 64),
            String(decoding: said, as: UTF8.self) == today { return }
-        Console.warning("key '\(name)' is \(days) days old (rotation_days is \(limit)); replace it with 'gemvault key rotate \(name)'")
+        Console.warning("key '\(name)' is \(days) days old (rotation_days is \(limit)); replace it with 'gemvault key rotate \(name)' (or 'gemvault key rotate --create \(name)': Docs/rotation.md)")
         try? folder.replace(record, with: Array(today.utf8), tempPrefix: "." + record + ".tmp.")
     }
 }

@@ -28,7 +28,11 @@ let vaultCommands: [CommandSpec] = [
                 summary: "list key names, masked values and dates",
                 options: [jsonOption], details: "", run: VaultCommand.listKeys),
     CommandSpec(path: ["key", "rm"], arguments: "NAME", argumentRange: 1...1,
-                summary: "remove a key", options: [], details: "", run: VaultCommand.removeKey),
+                summary: "remove a key",
+                options: [OptionSpec(name: "--revoke", value: nil, help: "also delete its keys at Google (API Keys service; Docs/rotation.md)"),
+                          OptionSpec(name: "--allow-insecure-endpoint", value: nil, help: "allow a plain-http endpoint that is not on loopback")],
+                details: "With --revoke, the key's current value and the earlier values gemvault knows at Google are deleted there first (soft-deleted: Google can undelete them for 30 days, and may accept them for about 25 minutes); the vault changes only when that worked.",
+                run: VaultCommand.removeKey),
     CommandSpec(path: ["passwd"], arguments: "", argumentRange: 0...0,
                 summary: "change the passphrase and put the vault under a new data key",
                 options: newPassphraseOptions,
@@ -195,6 +199,9 @@ enum VaultCommand {
         let age_days: Int64
         @Nullable var last_used: String?
         let previous_versions: Int
+        /// The current value's key at Google, when gemvault made or found it.
+        @Nullable var google_key: String?
+        @Nullable var service_account: String?
     }
 
     static func listKeys(_ call: Invocation) throws {
@@ -205,7 +212,8 @@ enum VaultCommand {
             let listings = keys.map {
                 KeyListing(name: $0.name, masked: $0.masked, kind: $0.kind, kind_retired: $0.kind.isRetired, created: Output.isoDate($0.created),
                            updated: Output.isoDate($0.updated), age_days: max(0, now - $0.updated) / 86400,
-                           last_used: $0.lastUsed > 0 ? Output.isoDate($0.lastUsed) : nil, previous_versions: $0.earlier.count)
+                           last_used: $0.lastUsed > 0 ? Output.isoDate($0.lastUsed) : nil, previous_versions: $0.earlier.count,
+                           google_key: $0.google?.resource, service_account: $0.google?.serviceAccount.nonEmpty)
             }
             try Output.json(["keys": listings], schema: .keyList)
             return
@@ -214,10 +222,12 @@ enum VaultCommand {
             Console.err("gemvault: the vault holds no keys; add one with 'gemvault key set'\n")
             return
         }
-        try Console.out(Output.table([["NAME", "KEY", "KIND", "AGE", "UPDATED", "LAST USED"]]
+        let showGoogle = keys.contains { $0.google != nil }
+        try Console.out(Output.table([["NAME", "KEY", "KIND", "AGE", "UPDATED", "LAST USED"] + (showGoogle ? ["GOOGLE KEY", "SERVICE ACCOUNT"] : [])]
             + keys.map { key in
                 [key.name, key.masked, key.kind.label, Output.age(since: key.updated, now: now), Output.isoDate(key.updated),
-                 key.lastUsed > 0 ? Output.isoDate(key.lastUsed) : "-"] }))
+                 key.lastUsed > 0 ? Output.isoDate(key.lastUsed) : "-"]
+                    + (showGoogle ? [key.google?.resource ?? "-", key.google?.serviceAccount.nonEmpty ?? "-"] : []) }))
         let retired = keys.filter(\.kind.isRetired).map(\.name)
         if !retired.isEmpty {
             Console.warning("Google rejects standard keys since September 2026: \(retired.map { "'\($0)'" }.joined(separator: ", "))")
@@ -228,6 +238,8 @@ enum VaultCommand {
     static func removeKey(_ call: Invocation) throws {
         let name = call.positionals[0]
         try VaultContents.validateName(name)
+        if call.flag("--revoke") { return try GoogleRotation.revoke(call, name: name) }
+        if call.flag("--allow-insecure-endpoint") { throw UsageError("--allow-insecure-endpoint goes with --revoke", command: call.command) }
         try call.context.vault.apply(.removeKey(name: name))
         Console.err("gemvault: removed key '\(name)'\n")
     }

@@ -60,7 +60,7 @@ public final class APIKeysClient {
     public let endpoint: String
     let token: AccessToken
     /// `x-goog-user-project`, for user credentials.
-    let quotaProject: String?
+    public var quotaProject: String?
     let timeout: Double
     let maxAttempts: Int
     /// Seconds between the first retries; doubles up to `maxBackoff`.
