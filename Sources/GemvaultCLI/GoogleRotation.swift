@@ -128,10 +128,14 @@ enum GoogleRotation {
                 resource = try client.lookup(vault.key.secret)
                 foundByLookup = true
             } catch {
-                guard error.status == 404 || error.status == 403 else { throw error }
-                guard call.value("--service-account") != nil, call.value("--project") != nil else {
+                let flagsGiven = call.value("--service-account") != nil && call.value("--project") != nil
+                // A 403 is also what a credential without the role gets: told as such unless the
+                // new key's home was given.
+                guard error.status == 404 || (error.status == 403 && flagsGiven) else { throw error }
+                guard flagsGiven else {
                     throw GoogleError(.refused, "Google could not find the current key of '\(name)' (\(error.message))",
-                                      hint: "for a key that lookup cannot find, give the new key's home: --project PROJECT --service-account EMAIL")
+                                      hint: "for a key that lookup cannot find, give the new key's home: --project PROJECT --service-account EMAIL",
+                                      status: error.status, reason: error.reason)
                 }
                 say("Google could not find the current key; making a new one in project \(call.value("--project")!) as asked")
             }
@@ -364,7 +368,10 @@ enum GoogleRotation {
 
     static func which(_ call: Invocation) throws {
         var layers = try call.context.settingLayers(call)
-        if let vaultSettings = try call.context.vault.sessionSettings() {
+        // The vault's settings count (token_command, quota_project): through the session, or
+        // opened when a passphrase can be had.
+        if call.context.vault.exists, let vaultSettings = try call.context.vault.sessionSettings()
+            ?? (call.context.canReadPassphrase ? try call.context.vault.settings() : nil) {
             layers.vaultSettings = vaultSettings
             layers.vaultPath = call.context.vaultPath
         }

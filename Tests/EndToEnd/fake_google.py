@@ -1,0 +1,451 @@
+#!/usr/bin/env python3
+"""A local fake of Google's API Keys service (apikeys.googleapis.com v2), the OAuth token
+endpoint and the metadata server, in one process with the fake Gemini server, so that a key the
+API Keys fake makes is the key the Gemini fake accepts (they share the key registry below).
+
+It follows ../shared/reference/google-keys.md §1 (the wire shapes, the traps and the timing):
+- a create answers 200 with an operation that is not done; polls go done:false, then done:true
+  (`op_polls`); a reused key id (also a deleted one, for 30 days) ends done with error code 6
+  "A key with this id already exists." inside a 200;
+- the key string is only in the finished create operation's response and in getKeyString;
+  get, list and the delete/undelete results never carry it;
+- keys are named by project NUMBER; a project may be named by id or number in a request;
+- delete is soft: deleteTime is set, get still answers, list hides it unless showDeleted=true,
+  undelete restores it; a delete with a stale etag is refused (409 ABORTED);
+- a new key is refused by Gemini with 400 API_KEY_INVALID for `propagation` seconds, and a
+  deleted key still works for `delete_lag` seconds;
+- 401 without a token or with an unknown one; 403 ACCESS_TOKEN_SCOPE_INSUFFICIENT for a token
+  without the cloud-platform scope; 403 PERMISSION_DENIED for an identity without the role;
+  403 SERVICE_DISABLED when the API Keys API is off, and the quota-project variant for a user's
+  token sent without x-goog-user-project;
+- the token endpoint verifies a service account's JWT (RS256 with the account's public key,
+  aud = this endpoint's URL, iss = a known account, scope, iat/exp within an hour) with the
+  `cryptography` package, and a user's refresh-token grant;
+- the metadata server answers only with `Metadata-Flavor: Google`.
+
+Tests steer it with POST /_control (JSON) and read it with GET /_state (key strings included:
+the tests are the only readers). `fail` makes one API Keys method answer with an error once or
+always: {"create": "permission"}; see FAILURES.
+"""
+import argparse
+import base64
+import json
+import os
+import secrets
+import sys
+import threading
+import time
+import uuid
+from http.server import ThreadingHTTPServer
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fake_gemini  # noqa: E402
+
+SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+LOCK = threading.RLock()
+PROJECT_NUMBER = "123456867718"
+PROJECT_ID = "gen-lang-client-0123456789"
+
+STATE = {
+    "project": {"number": PROJECT_NUMBER, "id": PROJECT_ID, "apikeys_enabled": True},
+    "keys": {},          # name -> key resource plus keyString, created_at, deleted_at
+    "operations": {},    # name -> {"polls": n, "result": {...}}
+    "tokens": {},        # access token -> {"scope", "user", "identity"}
+    "accounts": {},      # service account email -> public key PEM
+    "users": {},         # refresh token -> {"client_id", "client_secret"}
+    "denied": [],        # identities without the API Keys Admin role
+    "config": {"op_polls": 2, "propagation": 0.0, "delete_lag": 0.0, "fail": {}, "metadata_token_scope": SCOPE,
+               "unrestricted_result": False, "bound_keys_forbidden": False},
+    "calls": [],         # API Keys calls: [method, path without query, x-goog-user-project]
+}
+
+
+def now():
+    return time.time()
+
+
+def rfc3339(seconds):
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + ".%06dZ" % int((seconds % 1) * 1e6)
+
+
+def new_key_string():
+    return "AQ." + secrets.token_urlsafe(38)[:50]
+
+
+def new_etag():
+    return 'W/"%s"' % base64.b64encode(os.urandom(16)).decode()
+
+
+def public_key(key):
+    """A key resource as get and list answer it: no keyString, no bookkeeping."""
+    return {k: v for k, v in key.items() if k not in ("keyString", "created_at", "deleted_at")}
+
+
+def error_body(code, status, message, reason=None, metadata=None, extra=None):
+    details = []
+    if reason:
+        details.append({"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": "googleapis.com",
+                        "metadata": metadata or {}})
+    if extra:
+        details = extra + details
+    return {"error": {"code": code, "message": message, "status": status, "details": details}}
+
+
+def service_disabled(project):
+    url = "https://console.developers.google.com/apis/api/apikeys.googleapis.com/overview?project=%s" % project
+    return 403, error_body(403, "PERMISSION_DENIED",
+                           "API Keys API has not been used in project %s before or it is disabled. Enable it by visiting %s then retry. "
+                           "If you enabled this API recently, wait a few minutes for the action to propagate to our systems and retry." % (project, url),
+                           "SERVICE_DISABLED", {"consumer": "projects/%s" % project, "service": "apikeys.googleapis.com"},
+                           [{"@type": "type.googleapis.com/google.rpc.Help", "links": [{"description": "Google developers console API activation", "url": url}]}])
+
+
+QUOTA_PROJECT_MISSING = (403, error_body(
+    403, "PERMISSION_DENIED",
+    "Your application is authenticating by using local Application Default Credentials. The apikeys.googleapis.com API requires a quota project, "
+    "which is not set by default. To learn how to set your quota project, see https://cloud.google.com/docs/authentication/adc-troubleshooting/user-creds .",
+    "SERVICE_DISABLED", {"consumer": "projects/764086051850", "service": "apikeys.googleapis.com"}))
+
+
+def permission_denied(permission):
+    return 403, error_body(403, "PERMISSION_DENIED", "Permission '%s' denied on resource //apikeys.googleapis.com/projects/%s (or it may not exist)."
+                           % (permission, PROJECT_NUMBER), "IAM_PERMISSION_DENIED", {"permission": permission})
+
+
+FAILURES = {
+    "permission": lambda method: permission_denied("apikeys.keys." + method),
+    "service_disabled": lambda method: service_disabled(PROJECT_ID),
+    "server": lambda method: (500, error_body(500, "INTERNAL", "Internal error encountered.")),
+    "unavailable": lambda method: (503, error_body(503, "UNAVAILABLE", "The service is currently unavailable.")),
+}
+
+
+def b64url_decode(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class GoogleHandler(fake_gemini.Handler):
+    token_url = None
+
+    # -- the shared key registry: Gemini accepts what the API Keys fake says ---------------
+    def authorised(self):
+        key = self.headers.get("x-goog-api-key")
+        with LOCK:
+            known = [k for k in STATE["keys"].values() if k["keyString"] == key]
+            config = STATE["config"]
+        if key and known and not self.headers.get("Authorization"):
+            entry = known[0]
+            invalid = fake_gemini.fixture("error-invalid-key.json").replace(b"{KEY_PREFIX}", key[:12].encode())
+            if entry["deleted_at"] is not None and now() - entry["deleted_at"] >= config["delete_lag"]:
+                self.send_json(400, invalid)
+                return False
+            if now() - entry["created_at"] < config["propagation"]:
+                self.send_json(400, invalid)
+                return False
+            return True
+        return super().authorised()
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def record(self, body):
+        # The lookup's key string and every bearer token stay out of the fake's log.
+        path = self.path
+        if "keyString=" in path:
+            self.path = path.split("keyString=")[0] + "keyString=REDACTED"
+        super().record(b"" if "/token" in path else body)
+        self.path = path
+
+    def reply(self, status, payload):
+        self.send_json(status, json.dumps(payload, indent=2).encode())
+
+    def body_json(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        raw = self.rfile.read(length) if length else b""
+        self.raw_body = raw
+        return raw
+
+    def route(self, method):
+        raw = self.body_json() if method in ("POST", "PATCH", "DELETE") else b""
+        self.record(raw)
+        parts = urlsplit(self.path)
+        path, query = parts.path, parse_qs(parts.query)
+        if path == "/_control":
+            return self.control(json.loads(raw or b"{}"))
+        if path == "/_state":
+            with LOCK:
+                return self.reply(200, {k: v for k, v in STATE.items()})
+        if path == "/token" and method == "POST":
+            return self.token(parse_qs(raw.decode()))
+        if path.startswith("/computeMetadata/"):
+            return self.metadata(path)
+        if path.startswith("/v2/"):
+            return self.apikeys(method, path, query, raw)
+        self.reply(404, error_body(404, "NOT_FOUND", "no such path"))
+
+    def do_GET(self):
+        if self.path.startswith(("/v1beta/", "/v1/", "/v1alpha/")):
+            return fake_gemini.Handler.do_GET(self)
+        self.route("GET")
+
+    def do_POST(self):
+        if self.path.startswith(("/v1beta/", "/v1/", "/v1alpha/")):
+            return fake_gemini.Handler.do_POST(self)
+        self.route("POST")
+
+    def do_DELETE(self):
+        self.route("DELETE")
+
+    def do_PATCH(self):
+        self.route("PATCH")
+
+    # -- control ---------------------------------------------------------------------------
+    def control(self, command):
+        with LOCK:
+            if "set" in command:
+                STATE["config"].update(command["set"])
+            if "project" in command:
+                STATE["project"].update(command["project"])
+            for account in command.get("accounts", []):
+                STATE["accounts"][account["email"]] = account["public_pem"]
+            for user in command.get("users", []):
+                STATE["users"][user["refresh_token"]] = user
+            for token in command.get("tokens", []):
+                STATE["tokens"][token["token"]] = token
+            STATE["denied"] += command.get("deny", [])
+            for key in command.get("keys", []):
+                name = "projects/%s/locations/global/keys/%s" % (PROJECT_NUMBER, key["id"])
+                created = now() - key.get("age", 3600)
+                STATE["keys"][name] = {
+                    "name": name, "uid": str(uuid.uuid4()), "displayName": key.get("displayName", "Gemini API Key"),
+                    "createTime": rfc3339(created), "updateTime": rfc3339(created), "etag": new_etag(),
+                    "restrictions": key.get("restrictions", {"apiTargets": [{"service": "generativelanguage.googleapis.com"}]}),
+                    "serviceAccountEmail": key.get("serviceAccountEmail"), "keyString": key["keyString"],
+                    "created_at": created, "deleted_at": None}
+                if not key.get("restrictions", True):
+                    del STATE["keys"][name]["restrictions"]
+            return self.reply(200, {"ok": True})
+
+    # -- OAuth -----------------------------------------------------------------------------
+    def token(self, form):
+        def refuse(description):
+            self.reply(400, {"error": "invalid_grant", "error_description": description})
+        grant = form.get("grant_type", [""])[0]
+        if grant == "urn:ietf:params:oauth:grant-type:jwt-bearer":
+            assertion = form.get("assertion", [""])[0]
+            try:
+                header_b64, claims_b64, signature_b64 = assertion.split(".")
+                header = json.loads(b64url_decode(header_b64))
+                claims = json.loads(b64url_decode(claims_b64))
+            except ValueError:
+                return refuse("Invalid JWT: malformed")
+            if header.get("alg") != "RS256":
+                return refuse("Invalid JWT: alg must be RS256")
+            with LOCK:
+                pem = STATE["accounts"].get(claims.get("iss"))
+            if pem is None:
+                return refuse("Invalid JWT: iss is not a known service account")
+            try:
+                serialization.load_pem_public_key(pem.encode()).verify(
+                    b64url_decode(signature_b64), (header_b64 + "." + claims_b64).encode(), padding.PKCS1v15(), hashes.SHA256())
+            except (InvalidSignature, ValueError):
+                return refuse("Invalid JWT Signature.")
+            if claims.get("aud") != self.token_url:
+                return refuse("Invalid JWT: aud must be %s" % self.token_url)
+            if SCOPE not in str(claims.get("scope", "")).split():
+                return refuse("Invalid JWT: the scope lacks cloud-platform")
+            iat, exp = claims.get("iat", 0), claims.get("exp", 0)
+            if not (iat - 300 <= now() <= exp) or exp - iat > 3600:
+                return refuse("Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.")
+            return self.issue(claims["iss"], user=False)
+        if grant == "refresh_token":
+            with LOCK:
+                user = STATE["users"].get(form.get("refresh_token", [""])[0])
+            if not user or user["client_id"] != form.get("client_id", [""])[0] or user["client_secret"] != form.get("client_secret", [""])[0]:
+                return refuse("Token has been expired or revoked.")
+            return self.issue(user.get("email", "user@example.com"), user=True)
+        return self.reply(400, {"error": "unsupported_grant_type", "error_description": "Invalid grant_type: " + grant})
+
+    def issue(self, identity, user, scope=SCOPE):
+        token = "ya29." + secrets.token_urlsafe(40)
+        with LOCK:
+            STATE["tokens"][token] = {"token": token, "scope": scope, "user": user, "identity": identity}
+        self.reply(200, {"access_token": token, "expires_in": 3599, "token_type": "Bearer", "scope": scope})
+
+    def metadata(self, path):
+        if self.headers.get("Metadata-Flavor") != "Google":
+            return self.reply(403, {"error": "Missing required header: Metadata-Flavor"})
+        if path == "/computeMetadata/v1/":
+            return self.send_json(200, b"instance/\nproject/\n", "application/text")
+        if path == "/computeMetadata/v1/instance/service-accounts/default/token":
+            with LOCK:
+                scope = STATE["config"]["metadata_token_scope"]
+            return self.issue("vm@%s.iam.gserviceaccount.com" % PROJECT_ID, user=False, scope=scope)
+        return self.reply(404, {"error": "not found"})
+
+    # -- API Keys --------------------------------------------------------------------------
+    def caller(self, method):
+        """The token's identity, or an answer already sent."""
+        header = self.headers.get("Authorization", "")
+        with LOCK:
+            token = STATE["tokens"].get(header[len("Bearer "):]) if header.startswith("Bearer ") else None
+            enabled = STATE["project"]["apikeys_enabled"]
+            denied = token and token["identity"] in STATE["denied"]
+        if token is None:
+            self.reply(401, error_body(401, "UNAUTHENTICATED", "Request is missing required authentication credential. Expected OAuth 2 access token, "
+                                       "login cookie or other valid authentication credential.", "CREDENTIALS_MISSING"))
+            return None
+        if SCOPE not in token["scope"].split():
+            self.reply(403, error_body(403, "PERMISSION_DENIED", "Request had insufficient authentication scopes.", "ACCESS_TOKEN_SCOPE_INSUFFICIENT",
+                                       {"method": "google.api.apikeys.v2.ApiKeys." + method, "service": "apikeys.googleapis.com"}))
+            return None
+        if token["user"]:
+            quota = self.headers.get("x-goog-user-project")
+            if not quota:
+                self.reply(*QUOTA_PROJECT_MISSING)
+                return None
+            if quota not in (PROJECT_ID, PROJECT_NUMBER):
+                self.reply(*service_disabled(quota))
+                return None
+        if not enabled:
+            self.reply(*service_disabled(PROJECT_ID))
+            return None
+        if denied:
+            self.reply(*permission_denied("apikeys.keys." + method.lower()))
+            return None
+        return token
+
+    def injected(self, method):
+        with LOCK:
+            fail = STATE["config"]["fail"].get(method)
+            if fail and fail.endswith(":once"):
+                del STATE["config"]["fail"][method]
+                fail = fail[:-len(":once")]
+        if fail in FAILURES:
+            self.reply(*FAILURES[fail](method))
+            return True
+        return False
+
+    def operation(self, result, prefix="akmf.p7-%s-" % PROJECT_NUMBER):
+        name = "operations/" + prefix + str(uuid.uuid4())
+        with LOCK:
+            STATE["operations"][name] = {"polls": STATE["config"]["op_polls"], "result": result}
+        return {"name": name}
+
+    def find(self, project, key_id):
+        if project not in (PROJECT_ID, PROJECT_NUMBER):
+            return None
+        return STATE["keys"].get("projects/%s/locations/global/keys/%s" % (PROJECT_NUMBER, key_id))
+
+    def apikeys(self, method, path, query, raw):
+        with LOCK:
+            STATE["calls"].append([method, path, self.headers.get("x-goog-user-project")])
+        segments = path[len("/v2/"):].split("/")
+        if path == "/v2/keys:lookupKey":
+            kind = "lookup"
+        elif segments[0] == "operations":
+            kind = "operations"
+        elif len(segments) == 5 and segments[4] == "keys":
+            kind = "create" if method == "POST" else "list"
+        elif len(segments) == 6 and segments[5].endswith(":undelete"):
+            kind = "undelete"
+        elif len(segments) == 7 and segments[6] == "keyString":
+            kind = "getKeyString"
+        elif len(segments) == 6:
+            kind = {"GET": "get", "DELETE": "delete", "PATCH": "update"}.get(method, "?")
+        else:
+            return self.reply(404, error_body(404, "NOT_FOUND", "Requested entity was not found."))
+        if not self.caller(kind) or self.injected(kind):
+            return
+        with LOCK:
+            return self.apikeys_method(kind, segments, query, raw)
+
+    def apikeys_method(self, kind, segments, query, raw):
+        config = STATE["config"]
+        if kind == "operations":
+            operation = STATE["operations"].get("/".join(segments))
+            if operation is None:
+                return self.reply(404, error_body(404, "NOT_FOUND", "Operation not found."))
+            if operation["polls"] > 0:
+                operation["polls"] -= 1
+                return self.reply(200, {"name": "/".join(segments), "metadata": {"@type": "type.googleapis.com/google.protobuf.Empty"}})
+            return self.reply(200, dict({"name": "/".join(segments), "done": True}, **operation["result"]))
+        if kind == "lookup":
+            key_string = query.get("keyString", [""])[0]
+            for key in STATE["keys"].values():
+                if key["keyString"] == key_string and key["deleted_at"] is None:
+                    return self.reply(200, {"parent": "projects/%s/locations/global" % PROJECT_NUMBER, "name": key["name"]})
+            return self.reply(404, error_body(404, "NOT_FOUND", "The API key does not exist."))
+        project = segments[1]
+        if kind == "list":
+            show = query.get("showDeleted", ["false"])[0] == "true"
+            keys = [public_key(k) for k in STATE["keys"].values() if show or k["deleted_at"] is None]
+            return self.reply(200, {"keys": keys})
+        if kind == "create":
+            key_id = query.get("keyId", [""])[0]
+            body = json.loads(raw or b"{}")
+            name = "projects/%s/locations/global/keys/%s" % (PROJECT_NUMBER, key_id)
+            if project not in (PROJECT_ID, PROJECT_NUMBER):
+                return self.reply(*permission_denied("apikeys.keys.create"))
+            if config.get("reuse_id") or name in STATE["keys"]:
+                result = {"error": {"code": 6, "message": "A key with this id already exists.", "details": [
+                    {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "FLOW_APIKEY_ALREADY_EXISTS"}]}}
+                return self.reply(200, self.operation(result))
+            if config["bound_keys_forbidden"] and body.get("serviceAccountEmail"):
+                result = {"error": {"code": 9, "message": "Constraint iam.managed.disableServiceAccountApiKeyCreation violated."}}
+                return self.reply(200, self.operation(result))
+            created = now()
+            key = {"name": name, "uid": str(uuid.uuid4()), "displayName": body.get("displayName", ""), "createTime": rfc3339(created),
+                   "updateTime": rfc3339(created), "etag": new_etag(), "keyString": new_key_string(),
+                   "serviceAccountEmail": body.get("serviceAccountEmail"), "annotations": body.get("annotations", {}),
+                   "created_at": created, "deleted_at": None}
+            if body.get("restrictions") and not config["unrestricted_result"]:
+                key["restrictions"] = body["restrictions"]
+            STATE["keys"][name] = key
+            result = {"response": dict(public_key(key), keyString=key["keyString"], **{"@type": "type.googleapis.com/google.api.apikeys.v2.Key"})}
+            return self.reply(200, self.operation(result))
+        key_id = segments[5].split(":")[0]
+        key = self.find(project, key_id)
+        if key is None:
+            return self.reply(*permission_denied("apikeys.keys." + kind.lower()))
+        if kind == "get":
+            return self.reply(200, public_key(key))
+        if kind == "getKeyString":
+            return self.reply(200, {"keyString": key["keyString"]})
+        if kind == "delete":
+            etag = query.get("etag", [None])[0]
+            if etag is not None and etag != key["etag"]:
+                return self.reply(409, error_body(409, "ABORTED", "The etag provided does not match the current etag of the key."))
+            if key["deleted_at"] is None:
+                key["deleted_at"] = now()
+                key["deleteTime"] = rfc3339(key["deleted_at"])
+                key["etag"] = new_etag()
+            return self.reply(200, self.operation({"response": public_key(key)}, prefix="akmf."))
+        if kind == "undelete":
+            if key["deleted_at"] is None:
+                return self.reply(400, error_body(400, "FAILED_PRECONDITION", "The key is not deleted."))
+            key["deleted_at"] = None
+            key.pop("deleteTime", None)
+            key["etag"] = new_etag()
+            return self.reply(200, self.operation({"response": public_key(key)}, prefix="akmf."))
+        return self.reply(400, error_body(400, "INVALID_ARGUMENT", "unsupported"))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--log")
+    args = parser.parse_args()
+    GoogleHandler.log_path = args.log
+    GoogleHandler.standard_keys = "reject-401"
+    server = ThreadingHTTPServer(("127.0.0.1", 0), GoogleHandler)
+    server.daemon_threads = True
+    GoogleHandler.token_url = "http://127.0.0.1:%d/token" % server.server_address[1]
+    print("PORT %d" % server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
