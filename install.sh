@@ -99,8 +99,9 @@ if $uninstall; then
 fi
 
 if [ -z "$binary" ]; then
-  # Build-time: headers and pkg-config files. Run-time: libsodium, libedit, cmark-gfm, libcurl (opened on demand).
-  packages=(libsodium-dev libedit-dev libcurl4-openssl-dev libcmark-gfm-dev libcmark-gfm-extensions-dev pkg-config)
+  # Build-time: headers and pkg-config files. Run-time: libsodium, libedit, cmark-gfm, libcrypto (RS256 for key rotate
+  # --create), libcurl (opened on demand).
+  packages=(libsodium-dev libedit-dev libcurl4-openssl-dev libcmark-gfm-dev libcmark-gfm-extensions-dev libssl-dev pkg-config)
   missing=()
   for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -125,6 +125,7 @@ def test_missing_packages_are_named_and_nothing_is_installed(user, tmp_path):
     result = as_user(user, "bash", os.path.join(user["checkout"], "install.sh"), "--prefix", prefix, path=fake_bin + ":/usr/bin:/bin")
     assert result.returncode == 1, result
     assert "sudo apt-get install -y libsodium-dev libedit-dev libcurl4-openssl-dev libcmark-gfm-dev" in result.stderr
+    assert "libssl-dev" in result.stderr
     assert not os.path.exists(prefix)
 
 
