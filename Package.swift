@@ -75,7 +75,7 @@ let package = Package(
         .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "GoogleKeys"]),
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations"], exclude: ["Fixtures"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "GeminiClient", "TerminalIO"]),
-        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI"]),
+        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "GoogleAuth"]),
         .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "VaultCore"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Conversations"]),
     ]

@@ -173,7 +173,9 @@ public final class APIKeysClient {
             let code = error.code ?? 0
             var hint: String?
             if code == 6 { hint = "a key with this id exists (or was deleted less than 30 days ago); nothing was created" }
-            if code == 7 { hint = "the organisation may forbid keys bound to service accounts (iam.managed.disableServiceAccountApiKeyCreation)" }
+            if code == 7 || code == 9 || (error.message ?? "").contains("disableServiceAccountApiKeyCreation") {
+                hint = "the organisation may forbid keys bound to service accounts (iam.managed.disableServiceAccountApiKeyCreation)"
+            }
             throw GoogleError(.refused, "\(what) failed at Google: code \(code), \(Redaction.redact(error.message ?? "no message"))", hint: hint,
                               reason: code == 6 ? "ALREADY_EXISTS" : "code \(code)")
         }

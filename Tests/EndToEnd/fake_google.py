@@ -25,7 +25,10 @@ It follows ../shared/reference/google-keys.md §1 (the wire shapes, the traps an
 
 Tests steer it with POST /_control (JSON) and read it with GET /_state (key strings included:
 the tests are the only readers). `fail` makes one API Keys method answer with an error once or
-always: {"create": "permission"}; see FAILURES.
+always: {"create": "permission"} or {"delete": "server:once"}; see FAILURES. `omit_key_string`
+leaves the key string out of the finished create (the client must call getKeyString);
+`reuse_id` answers every create as a reused id; `bound_keys_forbidden` fails a bound create as
+the organisation policy does; `unrestricted_result` drops the restrictions from a new key.
 """
 import argparse
 import base64
@@ -60,7 +63,7 @@ STATE = {
     "users": {},         # refresh token -> {"client_id", "client_secret"}
     "denied": [],        # identities without the API Keys Admin role
     "config": {"op_polls": 2, "propagation": 0.0, "delete_lag": 0.0, "fail": {}, "metadata_token_scope": SCOPE,
-               "unrestricted_result": False, "bound_keys_forbidden": False},
+               "unrestricted_result": False, "bound_keys_forbidden": False, "omit_key_string": False, "reuse_id": False},
     "calls": [],         # API Keys calls: [method, path without query, x-goog-user-project]
 }
 
@@ -405,7 +408,10 @@ class GoogleHandler(fake_gemini.Handler):
             if body.get("restrictions") and not config["unrestricted_result"]:
                 key["restrictions"] = body["restrictions"]
             STATE["keys"][name] = key
-            result = {"response": dict(public_key(key), keyString=key["keyString"], **{"@type": "type.googleapis.com/google.api.apikeys.v2.Key"})}
+            response = dict(public_key(key), **{"@type": "type.googleapis.com/google.api.apikeys.v2.Key"})
+            if not config.get("omit_key_string"):
+                response["keyString"] = key["keyString"]
+            result = {"response": response}
             return self.reply(200, self.operation(result))
         key_id = segments[5].split(":")[0]
         key = self.find(project, key_id)

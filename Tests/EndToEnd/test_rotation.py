@@ -491,3 +491,73 @@ def test_kill_9_at_every_step_leaves_a_consistent_vault_and_project(env, google)
         google.control(set={"op_polls": 3, "propagation": 2})
         time.sleep(1.1)
     assert seen_orphan
+
+
+def test_rotation_through_an_unlocked_session(env, google):
+    """Through the agent: the rotation's change carries both Google names, and the key
+    summaries the agent answers carry them back, without a passphrase."""
+    setup(env, google)
+    assert env.run("unlock").code == 0
+    try:
+        result = env.run("key", "rotate", "--create", "--verify-timeout", "30", passphrase=False)
+        assert result.code == 0, result
+        listing = json.loads(env.run("key", "list", "--json", passphrase=False).out)["keys"][0]
+        history = json.loads(env.run("key", "history", "default", "--json", passphrase=False).out)["values"]
+    finally:
+        env.run("lock", passphrase=False)
+    keys, records = vault_keys(env)
+    assert listing["google_key"] == records["default"][0][0] and history[1]["google_key"] == OLD_NAME
+    assert google.key(OLD_NAME)["deleteTime"] and keys["default"] == google.key(records["default"][0][0])["keyString"]
+
+
+def api_keys_call(google, method, path):
+    token = next(iter(google.state()["tokens"]))
+    request = urllib.request.Request(google.url + path, method=method, headers={"Authorization": "Bearer " + token,
+                                                                               "x-goog-user-project": PROJECT_ID})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+def test_the_key_string_comes_from_getkeystring_when_the_operation_lacks_it(env, google):
+    setup(env, google)
+    google.control(set={"omit_key_string": True})
+    new_name, new_key = check_rotated(env, google, rotate(env))
+    assert any(call[1] == "/v2/" + new_name + "/keyString" for call in google.calls())
+    # get and list never carry a key string; getKeyString does.
+    assert "keyString" not in api_keys_call(google, "GET", "/v2/" + new_name)
+    assert all("keyString" not in key for key in api_keys_call(google, "GET", "/v2/projects/%s/locations/global/keys" % PROJECT_ID)["keys"])
+    assert api_keys_call(google, "GET", "/v2/" + new_name + "/keyString")["keyString"] == new_key
+
+
+def test_a_deleted_key_is_soft_deleted_and_works_for_a_while(env, google):
+    """Google's delete lag: the old key still authenticates for a while after the rotation
+    (gemvault says so); list hides it unless showDeleted; get still answers with deleteTime."""
+    setup(env, google)
+    google.control(set={"delete_lag": 4})
+    result = rotate(env)
+    check_rotated(env, google, result)
+    old = env.run("models", env={"GEMINI_API_KEY": OLD_KEY}, passphrase=False)
+    assert old.code == 0, old
+    listed = [k["name"] for k in api_keys_call(google, "GET", "/v2/projects/%s/locations/global/keys" % PROJECT_NUMBER)["keys"]]
+    assert OLD_NAME not in listed
+    shown = [k["name"] for k in api_keys_call(google, "GET", "/v2/projects/%s/locations/global/keys?showDeleted=true" % PROJECT_NUMBER)["keys"]]
+    assert OLD_NAME in shown and api_keys_call(google, "GET", "/v2/" + OLD_NAME)["deleteTime"]
+    time.sleep(4.2)
+    refused = env.run("models", env={"GEMINI_API_KEY": OLD_KEY}, passphrase=False)
+    assert refused.code == 6 and "API_KEY_INVALID" not in refused.out, refused
+
+
+def test_an_organisation_that_forbids_bound_keys_fails_inside_the_operation(env, google):
+    setup(env, google)
+    google.control(set={"bound_keys_forbidden": True})
+    before = env.vault_bytes()
+    result = rotate(env)
+    assert result.code == 6 and "disableServiceAccountApiKeyCreation violated" in result.err and "the organisation may forbid" in result.err, result
+    assert env.vault_bytes() == before and set(google.live_keys()) == {OLD_NAME}
+
+
+def test_a_server_error_is_retried(env, google):
+    setup(env, google)
+    google.control(set={"fail": {"create": "unavailable:once"}})
+    check_rotated(env, google, rotate(env))
+    assert sum(1 for call in google.calls() if call[0] == "POST" and call[1].endswith("/keys")) == 2

@@ -99,10 +99,25 @@ import Testing
         #expect(ErrorReport.describe(VaultCoreError.wrong).0 == .wrongSecret)
         #expect(ErrorReport.describe(VaultCoreError.damaged).0 == .damaged)
         #expect(ErrorReport.describe(ConfigErrorCase.noKey).0 == .noKey)
+        // Google's API Keys service and token endpoints: refused 6, no answer 7, no credential 1.
+        #expect(ErrorReport.describe(GoogleError(.refused, "r")).0 == .apiRefused)
+        #expect(ErrorReport.describe(GoogleError(.network, "n")).0 == .network)
+        #expect(ErrorReport.describe(GoogleError(.credentials, "c")).0 == .failure)
+    }
+
+    @Test func googleKeyIdsFitTheAPIsPattern() {
+        let pattern = #/[a-z]([a-z0-9-]{0,61}[a-z0-9])?/#
+        for name in ["default", "Work_Key.2", String(repeating: "x", count: 128), "-", "..", "A"] {
+            let id = GoogleRotation.keyId(name: name, stamp: "20261202050749")
+            #expect(id.wholeMatch(of: pattern) != nil, "\(id)")
+            #expect(id.hasPrefix("gemvault-") && id.hasSuffix("-20261202050749") && id.count <= 63)
+        }
+        #expect(GoogleRotation.keyId(name: "Work_Key.2", stamp: "20261202050749") == "gemvault-work-key-2-20261202050749")
     }
 }
 
 import GemvaultConfig
+import GoogleAuth
 import VaultCore
 
 private enum VaultCoreError {

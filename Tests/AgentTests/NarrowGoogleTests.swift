@@ -1,0 +1,36 @@
+@testable import Agent
+import Testing
+import VaultCore
+
+/// The key summaries and the rotation change carry each value's Google key over the socket.
+@Suite struct NarrowGoogleTests {
+    let record = GoogleKeyRecord(resource: "projects/1/locations/global/keys/new", serviceAccount: "bot@p.iam.gserviceaccount.com")
+    let old = GoogleKeyRecord(resource: "projects/1/locations/global/keys/old", serviceAccount: "")
+
+    @Test func summariesKeepTheirGoogleKeys() throws {
+        let summaries = [KeySummary(name: "default", masked: "AQ.A…wxyz", kind: .auth, created: 1, updated: 2, lastUsed: 0,
+                                    earlier: [KeySummary.Earlier(masked: "AQ.B…abcd", kind: .auth, retired: 2, google: old),
+                                              KeySummary.Earlier(masked: "AIza…0000", kind: .standard, retired: 1)],
+                                    google: record),
+                         KeySummary(name: "plain", masked: "x", kind: .other, created: 1, updated: 1, lastUsed: 0, earlier: [])]
+        #expect(NarrowCoding.decodeSummaries(NarrowCoding.encode(summaries)) == summaries)
+    }
+
+    @Test func aMalformedGoogleNameIsRefused() {
+        var out = ByteWriter()
+        out.u32(1); out.text("k"); out.text("m"); out.kind(.auth); out.i64(1); out.i64(1); out.i64(0)
+        out.text("not/a/resource"); out.text(""); out.u8(0)
+        #expect(NarrowCoding.decodeSummaries(out.bytes) == nil)
+    }
+
+    @Test func aRotationTravelsWithBothRecords() throws {
+        var message = AgentMessage(code: AgentProtocol.Operation.change.rawValue)
+        NarrowCoding.add(.rotateKey(name: "default", secret: SecretBytes(utf8: "AQ.value"), now: 5, google: record, replacedGoogle: old), to: &message)
+        guard case .rotateKey(let name, let secret, let now, let google, let replaced) = try #require(NarrowCoding.change(in: message)) else {
+            Issue.record("not a rotation")
+            return
+        }
+        #expect(name == "default" && now == 5 && google == record && replaced == old)
+        #expect(secret.withUnsafeBytes { Array($0) } == Array("AQ.value".utf8))
+    }
+}
