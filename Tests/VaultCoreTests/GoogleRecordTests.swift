@@ -3,7 +3,7 @@ import Testing
 
 private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
 
-/// Payload version 4: each value's key at Google travels with it through rotation, rollback and saves.
+/// Payload version 5: each value's key at Google travels with it through rotation, rollback and saves.
 @Suite struct GoogleRecordTests {
     let old = GoogleKeyRecord(resource: "projects/123/locations/global/keys/old-key", serviceAccount: "bot@p.iam.gserviceaccount.com")
     let new = GoogleKeyRecord(resource: "projects/123/locations/global/keys/gemvault-default-20261202050000", serviceAccount: "bot@p.iam.gserviceaccount.com")
@@ -33,7 +33,7 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         let reread = try VaultContents.decode(try contents.encoded(), path: "t")
         #expect(reread.key(named: "default")?.google == new && reread.key(named: "default")?.previous.first?.google == old)
         #expect(reread.key(named: "plain")?.google == nil)
-        try reread.encoded().withUnsafeBytes { #expect($0.first == 4) }
+        try reread.encoded().withUnsafeBytes { #expect($0.first == 5) }
     }
 
     @Test func aMalformedResourceNameIsRefusedAndNeverWritten() {

@@ -193,19 +193,23 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
     @Test func payloadsBeforeVersionFourGetSetDatesFromTheValuesAround() throws {
         let contents = VaultContents()
         for (value, time) in [("a", Int64(10)), ("b", 20), ("c", 30)] { try contents.setKey("k", secret: SecretBytes(utf8: value), now: time) }
-        // A version 3 payload: the same bytes without each earlier value's set date.
+        // A version 3 payload: the same bytes without each earlier value's set date (version 4)
+        // and without the values' Google keys (version 5; 4 bytes each when there is none).
         let current = try contents.encoded()
         var bytes = current.withUnsafeBytes { Array($0) }
         while bytes.last == 0 { bytes.removeLast() }
         #expect(bytes.removeLast() == 0x80)
         bytes[0] = 3
-        let name = 2 + 1, secret = 2 + 1, dates = 8 * 3
-        let earlierStart = 1 + 32 + 2 + name + secret + dates + 1
-        // Each earlier value is 2 + 1 + 8 + 8 bytes; drop its last 8 (the set date), later ones first.
+        let name = 2 + 1, secret = 2 + 1, dates = 8 * 3, record = 2 + 2
+        let currentRecord = 1 + 32 + 2 + name + secret + dates
+        let earlierStart = currentRecord + record + 1
+        // Each earlier value is 2 + 1 + 8 + 8 + 4 bytes; drop its last 12 (the set date and the
+        // Google key), later ones first, then the current value's Google key.
         for index in (0..<2).reversed() {
-            let setDate = earlierStart + index * 19 + 11
-            bytes.removeSubrange(setDate..<setDate + 8)
+            let setDate = earlierStart + index * 23 + 11
+            bytes.removeSubrange(setDate..<setDate + 12)
         }
+        bytes.removeSubrange(currentRecord..<currentRecord + record)
         let padded = SecretBytes(count: (bytes.count / 512 + 1) * 512)
         padded.withUnsafeMutableBytes { raw in
             for index in raw.indices { raw[index] = 0 }
