@@ -21,6 +21,9 @@ enum GoogleRotation {
         /// Names this vault in the annotations of the keys it makes, without saying where it is.
         let tag: String
         let apply: (VaultChange) throws -> VaultChange.Outcome
+        /// The current value's Google key as the vault now has it, when that can be asked
+        /// without a passphrase (through the session): after a write that failed in transit.
+        let currentGoogle: () -> GoogleKeyRecord?
     }
 
     static func withVault<T>(_ context: Context, name: String, _ work: (VaultView) throws -> T) throws -> T {
@@ -31,7 +34,8 @@ enum GoogleRotation {
         if try context.vault.sessionIsOpen(), let settings = try context.vault.sessionSettings() {
             guard let key = try context.vault.key(name, markUsed: false),
                   let summary = try context.vault.keySummaries().first(where: { $0.name == name }) else { throw VaultError.keyNotFound(name: name) }
-            return try work(VaultView(settings: settings, key: key, summary: summary, tag: tag, apply: { try context.vault.apply($0) }))
+            return try work(VaultView(settings: settings, key: key, summary: summary, tag: tag, apply: { try context.vault.apply($0) },
+                                      currentGoogle: { (try? context.vault.keySummaries())?.first { $0.name == name }?.google }))
         }
         return try context.withPassphrase { secret in
             guard let known = try PassphraseKey.derive(secret, opening: file) else { throw VaultError.wrongPassphrase }
@@ -42,7 +46,7 @@ enum GoogleRotation {
                 var outcome: VaultChange.Outcome?
                 try context.vault.modify(unlockWith: secret, knownKey: known) { outcome = try change.apply(to: $0.contents) }
                 return outcome!
-            }))
+            }, currentGoogle: { nil }))
         }
     }
 
@@ -198,7 +202,9 @@ enum GoogleRotation {
             _ = try vault.apply(.rotateKey(name: name, secret: secret, now: Output.now(),
                                            google: GoogleKeyRecord(resource: newName, serviceAccount: serviceAccount), replacedGoogle: replaced))
         } catch {
-            undoCreate(client, newName)
+            // A session that saved the change but whose answer was lost has the new key current:
+            // that one must stay.
+            if vault.currentGoogle()?.resource != newName { undoCreate(client, newName) }
             throw error
         }
         say("key '\(name)' is now \(secret.masked) (\(newName)), which Gemini accepted; the previous value is in its history")

@@ -416,8 +416,15 @@ def age_every_key(env, days):
     slot = fmt.slot_of(vault, (fmt.PASSPHRASE_SLOT,))
     data_key = fmt.unwrap(slot, PASSPHRASE.encode())
     payload = bytearray(fmt.unpad(fmt.decrypt(vault, data_key)))
-    assert payload[0] == 4
+    assert payload[0] == 5
     offset = 33
+
+    def skip_google_key():
+        # Payload version 5: a value's Google key, two u16-length texts.
+        nonlocal offset
+        for _text in range(2):
+            (length,) = struct.unpack_from("<H", payload, offset)
+            offset += 2 + length
     (count,) = struct.unpack_from("<H", payload, offset)
     offset += 2
     for _ in range(count):
@@ -427,6 +434,7 @@ def age_every_key(env, days):
         created, updated = struct.unpack_from("<qq", payload, offset)
         struct.pack_into("<qq", payload, offset, created - days * 86400, updated - days * 86400)
         offset += 24
+        skip_google_key()
         previous = payload[offset]
         offset += 1
         for _ in range(previous):
@@ -435,6 +443,7 @@ def age_every_key(env, days):
             retired, set_at = struct.unpack_from("<qq", payload, offset)
             struct.pack_into("<qq", payload, offset, retired - days * 86400, set_at - days * 86400)
             offset += 16
+            skip_google_key()
     padded = bytes(payload) + b"\x80"
     padded += b"\x00" * (-len(padded) % 512)
     header = bytearray(vault["header"])
