@@ -12,13 +12,13 @@ let package = Package(
         // MARK: C libraries and shims
 
         /// libsodium from the Debian package, reached only through VaultCore's `Sodium` wrapper.
-        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CSodium", providers: [.apt(["libsodium-dev"])]),
         /// libedit for the chat prompt's line editing (BSD licence; clean Ctrl-C behaviour).
-        .systemLibrary(name: "CEditLine", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
+        .systemLibrary(name: "CEditLine", providers: [.apt(["libedit-dev"])]),
         /// cmark-gfm, to parse the model's markdown (with GitHub's table extension).
-        .systemLibrary(name: "CCmark", pkgConfig: "libcmark-gfm", providers: [.apt(["libcmark-gfm-dev", "libcmark-gfm-extensions-dev"])]),
+        .systemLibrary(name: "CCmark", providers: [.apt(["libcmark-gfm-dev", "libcmark-gfm-extensions-dev"])]),
         /// OpenSSL's libcrypto, for RS256 only: a service account signs its token request with it.
-        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
         /// prctl, termios and signal glue that Swift cannot call directly.
         .target(name: "CSystemShims"),
         /// libcurl loaded with dlopen on first use, so vault commands never map the network stack.

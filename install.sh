@@ -126,12 +126,12 @@ if [ -z "$binary" ]; then
   fi
 
   cd "$here"
-  echo "install.sh: building (release, static Swift runtime)"
-  # --disable-local-rpath: no RUNPATH $ORIGIN, so no library put beside the installed binary is
-  # ever loaded; with the static runtime it needs only the system's libraries.
-  build=(-c release --static-swift-stdlib --disable-local-rpath)
-  swift build "${build[@]}" --product gemvault >/dev/null
-  binary="$(swift build "${build[@]}" --show-bin-path)/gemvault"
+  echo "install.sh: building (release, static Swift runtime and libraries)"
+  # No RUNPATH, so no library put beside the installed binary is ever loaded; it needs only
+  # the C library. The flags and their reasons: BuildSupport/release-flags.sh.
+  source "$here/BuildSupport/release-flags.sh"
+  swift build "${release_flags[@]}" --product gemvault >/dev/null
+  binary="$(swift build "${release_flags[@]}" --show-bin-path)/gemvault"
 fi
 [ -x "$binary" ] || { echo "install.sh: $binary is not an executable" >&2; exit 1; }
 

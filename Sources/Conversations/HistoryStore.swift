@@ -4,7 +4,7 @@ import VaultCore
 
 /// The key pairs that open conversations: the current one, which new records are sealed to,
 /// then the ones retired by passphrase changes, newest first.
-public struct HistoryKeys {
+public struct HistoryKeys: Sendable {
     public let current: SealedBox.KeyPair
     public let all: [SealedBox.KeyPair]
 
@@ -136,10 +136,15 @@ public struct HistoryStore: Sendable {
     /// An existing conversation, to append to. A record cut short by a crash is cut off
     /// first, so what is appended after it stays readable. New records are sealed to the
     /// current recipient, whatever key the conversation began under, and continue its chain.
-    public func reopen(_ id: String) throws(Failure) -> HistoryWriter {
+    /// `after` is the transcript just loaded: while the file still ends where it did, the
+    /// chain goes on from there without reading the file again.
+    public func reopen(_ id: String, after loaded: Transcript? = nil) throws(Failure) -> HistoryWriter {
         guard let recipient = try recipient()?.publicKey else { throw .noRecipient }
         guard let folder = try openFolder(create: false),
               let file = try openFile(id + Self.suffix, in: folder, flags: OpenFlags.readWriteAppend) else { throw .notFound(id) }
+        if let end = loaded?.end, loaded?.id == id, loaded?.damage == nil, let size = try? file.status().size, size == Int64(end.length) {
+            return HistoryWriter(id: id, file: file, recipient: recipient, sequence: end.records, previous: end.lastHash)
+        }
         let bytes: [UInt8]
         do { bytes = try file.readAll(limit: 1 << 30) } catch { throw .damaged(folder.path(of: id + Self.suffix)) }
         var count = 0
@@ -210,22 +215,22 @@ public struct HistoryStore: Sendable {
             throw .damaged(path)
         }
         let sealedTo = Array(bytes[headerRange].dropFirst(4))
-        guard var opener = keys.all.firstIndex(where: { $0.publicKey == sealedTo }) else {
+        guard let headerKey = keys.all.firstIndex(where: { $0.publicKey == sealedTo }) else {
             throw .crypto("\(id) was sealed for another conversation key")
         }
         var transcript = Transcript(id: id, path: path, meta: nil, turns: [])
+        let opened = OpenedRecords(Array(ranges.dropFirst()), of: bytes, with: keys, tryingFirst: headerKey)
+        let decoder = JSONDecoder()
         var chained = false
-        for (position, range) in ranges.enumerated().dropFirst() {
-            let sealed = Array(bytes[range])
-            // Records come in runs sealed to one key: try the one that opened the last first.
-            let order = [opener] + keys.all.indices.filter { $0 != opener }
-            guard let (index, plain) = order.lazy.compactMap({ index in SealedBox.open(sealed, with: keys.all[index]).map { (index, $0) } }).first else {
+        for position in ranges.indices.dropFirst() {
+            guard let plain = opened.plaintext[position - 1] else {
                 transcript.damage = "record \(position) does not open"
                 return transcript
             }
-            opener = index
             let previous = bytes[ranges[position - 1]]
-            let parsed = plain.withUnsafeBytes { raw in parseRecord(raw, position: position, previous: previous, chained: chained) }
+            let parsed = opened.memory.withUnsafeBytes { raw in
+                parseRecord(UnsafeRawBufferPointer(rebasing: raw[plain]), position: position, previous: previous, chained: chained, decoder: decoder)
+            }
             switch parsed {
             case .failure(let problem):
                 transcript.damage = problem.description(position)
@@ -245,6 +250,7 @@ public struct HistoryStore: Sendable {
                 }
             }
         }
+        transcript.end = Transcript.End(length: ranges.last!.upperBound, records: UInt64(ranges.count), lastHash: Sodium.blake2b256(bytes[ranges.last!]))
         return transcript
     }
 
@@ -264,10 +270,10 @@ public struct HistoryStore: Sendable {
     /// A record's plaintext: bare JSON (version 1), or version, sequence, the previous
     /// record's hash, the JSON's length, the JSON and zero padding up to its bucket.
     static func parseRecord(_ plain: UnsafeRawBufferPointer, position: Int, previous: ArraySlice<UInt8>,
-                            chained: Bool) -> Result<(HistoryRecord, Bool), RecordProblem> {
+                            chained: Bool, decoder: JSONDecoder = JSONDecoder()) -> Result<(HistoryRecord, Bool), RecordProblem> {
         guard let first = plain.first else { return .failure(.malformed) }
         if first == UInt8(ascii: "{") {
-            guard !chained, let record = try? JSONDecoder().decode(HistoryRecord.self, from: Data(plain)) else {
+            guard !chained, let record = try? decoder.decode(HistoryRecord.self, from: Data(plain)) else {
                 return .failure(chained ? .unchainedAfterChained : .malformed)
             }
             return .success((record, false))
@@ -279,7 +285,7 @@ public struct HistoryStore: Sendable {
         let length = (0..<4).reduce(0) { $0 | Int(plain[41 + $1]) << (8 * $1) }
         guard length <= plain.count - recordHeaderLength,
               plain[(recordHeaderLength + length)...].allSatisfy({ $0 == 0 }),
-              let record = try? JSONDecoder().decode(HistoryRecord.self, from: Data(plain[recordHeaderLength..<recordHeaderLength + length])) else {
+              let record = try? decoder.decode(HistoryRecord.self, from: Data(plain[recordHeaderLength..<recordHeaderLength + length])) else {
             return .failure(.malformed)
         }
         return .success((record, true))
@@ -430,6 +436,15 @@ public struct Transcript: Sendable {
     /// The latest system instruction a turn recorded ("" when one was removed); nil when no
     /// turn changed the one in `meta`.
     public var currentSystem: String?
+    /// Where the file ended when it was read whole, for a writer that goes on with it.
+    var end: End?
+
+    struct End: Sendable {
+        /// The bytes of complete records, the records counted (header included), the last one's hash.
+        let length: Int
+        let records: UInt64
+        let lastHash: [UInt8]
+    }
 
     public init(id: String, path: String, meta: ConversationMeta?, turns: [SavedTurn], damage: String? = nil) {
         self.id = id

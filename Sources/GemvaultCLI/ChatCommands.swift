@@ -140,7 +140,7 @@ enum ChatCommand {
                 conversation.systemPrompt = transcript.systemInEffect
             }
             system = transcript.systemInEffect
-            writer = try history.reopen(id)
+            writer = try history.reopen(id, after: transcript)
             Console.err("gemvault: going on with conversation \(id.prefix(8)) (\(transcript.turns.count) turn\(transcript.turns.count == 1 ? "" : "s"), \(EscapeNeutralizer.neutralize(conversation.model)))\n")
         }
         let (recorder, notice) = context.recorder(call, settings: settings, kind: "chat", resuming: writer, system: system)

@@ -1,4 +1,5 @@
 import GeminiClient
+import Glibc
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -7,14 +8,17 @@ public let gemvaultVersion = "0.1.0"
 
 /// The entry point: harden the process, parse argv against the table, run, map errors.
 public enum GemvaultMain {
-    public static func run(arguments: [String], environment: [String: String]) -> Int32 {
+    /// `environment` is read only by the commands that use it: `--version` and help answer without it.
+    public static func run(arguments: [String], environment readEnvironment: @autoclosure () -> [String: String]) -> Int32 {
         ProcessHardening.prepareProcess()
         KeyDerivationProgress.install { purpose in
             let line = ProgressLine.start(purpose == .unlocking ? "unlocking…" : "protecting the vault…")
             return { line?.stop() }
         }
         do {
-            switch try ArgumentParser.parse(arguments) {
+            let parsed = try ArgumentParser.parse(arguments)
+            var environment: [String: String] { readEnvironment() }
+            switch parsed {
             case .version:
                 try Console.out("gemvault \(gemvaultVersion)\n")
             case .help(let spec):
@@ -51,8 +55,9 @@ public enum GemvaultMain {
         }
     }
 
-    /// The whole program: the command, then exit with its code. The environment is read
-    /// before `run` removes SSLKEYLOGFILE, so that doctor can still report it.
+    /// The whole program: the command, then exit with its code. The environment is read when
+    /// a command first needs it, after `run` has removed SSLKEYLOGFILE; its value is kept
+    /// here so that doctor can still report it.
     public static func main() -> Never {
         let arguments = Array(CommandLine.arguments.dropFirst())
         // ask's prompt and --system's text are readable by every user in /proc/PID/cmdline: now
@@ -60,7 +65,12 @@ public enum GemvaultMain {
         var privateArguments: [PrivateArgument] = []
         _ = try? ArgumentParser.parse(arguments, privateArguments: &privateArguments)
         for argument in privateArguments { ProcessHardening.wipeArgument(argument.index + 1, from: argument.offset) }
-        let code = run(arguments: arguments, environment: ProcessHardening.environment)
+        let keyLogFile = getenv("SSLKEYLOGFILE").map { String(cString: $0) }
+        let code = run(arguments: arguments, environment: {
+            var environment = ProcessHardening.environment
+            environment["SSLKEYLOGFILE"] = keyLogFile
+            return environment
+        }())
         GeminiClient.settleNetwork()
         ProcessHardening.exit(code)
     }

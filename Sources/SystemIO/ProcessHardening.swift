@@ -33,16 +33,19 @@ public enum ProcessHardening {
         }
     }
 
-    /// The process environment as a dictionary (read after `prepareProcess`).
+    /// The process environment as a dictionary (read after `prepareProcess`). Split on bytes:
+    /// walking each entry as Characters cost more than the rest of `--version`.
     public static var environment: [String: String] {
-        var result: [String: String] = [:]
-        var pointer = environ
-        while let entry = pointer.pointee {
-            let text = String(cString: entry)
-            if let equals = text.firstIndex(of: "=") {
-                result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+        var count = 0
+        while environ[count] != nil { count += 1 }
+        var result: [String: String] = Dictionary(minimumCapacity: count)
+        for index in 0..<count {
+            guard let entry = environ[index], let equals = strchr(entry, Int32(UInt8(ascii: "="))) else { continue }
+            let nameLength = equals - entry
+            let name = entry.withMemoryRebound(to: UInt8.self, capacity: nameLength) {
+                String(decoding: UnsafeBufferPointer(start: $0, count: nameLength), as: UTF8.self)
             }
-            pointer += 1
+            result[name] = String(cString: equals + 1)
         }
         return result
     }

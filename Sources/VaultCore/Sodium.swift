@@ -140,6 +140,20 @@ public enum Sodium {
         return message
     }
 
+    /// Opens a sealed box into `out`, which holds exactly the message's length, without
+    /// allocating: many records can be opened into one guarded allocation.
+    static func openSealed(_ sealed: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer,
+                           publicKey: [UInt8], secretKey: SecretBytes) -> Bool {
+        ensureInitialized()
+        guard sealed.count > sealedBoxOverhead, out.count == sealed.count - sealedBoxOverhead, publicKey.count == boxPublicKeyBytes else { return false }
+        return secretKey.withUnsafeBytes { secret in
+            crypto_box_seal_open(out.baseAddress!.assumingMemoryBound(to: UInt8.self), sealed.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                 UInt64(sealed.count), publicKey, secret.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        } == 0
+    }
+
+    static let sealedBoxOverhead = Int(crypto_box_sealbytes())
+
     /// Unkeyed BLAKE2b with a 32-byte digest. The corresponding libsodium function is `crypto_generichash`.
     public static func blake2b256(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
         ensureInitialized()
@@ -271,7 +285,7 @@ extension Sodium {
 /// Anonymous sealed boxes (crypto_box_seal) to an X25519 key pair derived from a 32-byte
 /// seed: anyone with the public key can seal, only the seed's holder can open.
 public enum SealedBox {
-    public struct KeyPair {
+    public struct KeyPair: Sendable {
         public let publicKey: [UInt8]
         let secretKey: SecretBytes
     }
@@ -288,6 +302,15 @@ public enum SealedBox {
     /// The message, or nil when the box was not sealed to this pair or was altered.
     public static func open(_ sealed: [UInt8], with pair: KeyPair) -> SecretBytes? {
         try? Sodium.openSealed(sealed, publicKey: pair.publicKey, secretKey: pair.secretKey)
+    }
+
+    /// What a box adds to its message.
+    public static var overhead: Int { Sodium.sealedBoxOverhead }
+
+    /// Opens `sealed` into `out` (secret memory of exactly `sealed.count - overhead` bytes);
+    /// false when the box was not sealed to this pair or was altered.
+    public static func open(_ sealed: UnsafeRawBufferPointer, with pair: KeyPair, into out: UnsafeMutableRawBufferPointer) -> Bool {
+        Sodium.openSealed(sealed, into: out, publicKey: pair.publicKey, secretKey: pair.secretKey)
     }
 }
 
