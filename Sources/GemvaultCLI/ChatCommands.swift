@@ -19,7 +19,7 @@ let chatCommands: [CommandSpec] = [
                 Type /help inside the chat for its commands. Multi-line input: paste it, or open and close a block with \"\"\".
                 Files given with -a go with the first message; /attach FILE adds one to the next.
                 """,
-                run: ChatCommand.chat),
+                usesNetwork: true, run: ChatCommand.chat),
     CommandSpec(path: ["ask"], arguments: "[PROMPT...]", argumentRange: 0...Int.max,
                 summary: "ask once and stream the answer to stdout (stdin is added to the prompt)",
                 options: generationOptions + keySourceOptions + [attachOption, keepAttachmentsOption,
@@ -33,11 +33,11 @@ let chatCommands: [CommandSpec] = [
                 Directories, devices, FIFOs and sockets are refused, and text files are scanned for credentials like the prompt.
                 With --json, stdout always carries one JSON object, also when the request fails (see Docs/cli.md).
                 """,
-                privateArguments: true, run: ChatCommand.ask),
+                privateArguments: true, usesNetwork: true, run: ChatCommand.ask),
     CommandSpec(path: ["models"], arguments: "", argumentRange: 0...0,
                 summary: "list the models that support generateContent, with token limits",
                 options: [jsonOption, OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the first byte")] + keySourceOptions,
-                details: "", run: ChatCommand.models),
+                details: "", usesNetwork: true, run: ChatCommand.models),
 ]
 
 let rawOption = OptionSpec(name: "--raw", value: nil, help: "print the reply's text untouched (no markdown rendering)")
@@ -75,7 +75,6 @@ enum ChatCommand {
 
     /// Resolves the key and settings, then builds a client.
     static func client(_ call: Invocation) throws -> (GeminiClient, Settings) {
-        GeminiClient.prepareNetwork()
         let resolver = try call.context.keyResolver(call)
         let (key, settings) = try resolver.resolve()
         RotationReminder(context: call.context).remind(key: key, settings: settings)

@@ -25,6 +25,8 @@ struct CommandSpec: Sendable {
     let details: String
     /// The arguments may be private text (ask's prompt): they are wiped from the process's argv once read.
     var privateArguments = false
+    /// It talks to Gemini: libcurl starts loading on a second thread as soon as it is parsed.
+    var usesNetwork = false
     let run: @Sendable (Invocation) throws -> Void
 
     var name: String { path.joined(separator: " ") }

@@ -35,6 +35,7 @@ public enum GemvaultMain {
             case .start:
                 try FirstRun.start(Context(environment: environment, options: [:]))
             case .run(let spec, let positionals, let options):
+                if spec.usesNetwork { GeminiClient.prepareNetwork() }
                 if let color = options["--color"], ColorMode(rawValue: color) == nil {
                     throw UsageError("--color takes auto, always or never, not '\(color)'", command: spec)
                 }

@@ -115,3 +115,65 @@ import VaultCore
         }
     }
 }
+
+/// A long conversation is opened into one allocation, split between the cores: the records
+/// still come back in order, each with the key that opens it, and damage is still found where it is.
+@Suite struct LongConversationTests {
+    let first = try! SealedBox.keyPair(seed: .random(count: 32))
+    let second = try! SealedBox.keyPair(seed: .random(count: 32))
+
+    func bodies(_ count: Int) -> [String] {
+        [#"{"meta":{"_0":{"title":"t","model":"m","created":1,"kind":"chat"}}}"#]
+            + (1..<count).map { #"{"turn":{"_0":{"user":"question \#($0)","model":"answer","interrupted":false,"time":\#($0)}}}"# }
+    }
+
+    @Test func everyRecordOpensInOrderAcrossKeys() throws {
+        let count = OpenedRecords.parallelFrom * 3
+        // The first 100 records before a passphrase change, the rest after it.
+        let records = try RecordChainTests().file(bodies(count), sealedTo: Array(repeating: first, count: 100) + [second])
+        let transcript = try RecordChainTests().decode(records, HistoryKeys([second, first]))
+        #expect(transcript.damage == nil)
+        #expect(transcript.turns.map(\.user) == (1..<count).map { "question \($0)" })
+    }
+
+    @Test func damageLateInTheFileStopsTheReadingThere() throws {
+        let count = OpenedRecords.parallelFrom * 3
+        var records = try RecordChainTests().file(bodies(count), sealedTo: [first])
+        records[150][40] ^= 1
+        let transcript = try RecordChainTests().decode(records, HistoryKeys([first]))
+        #expect(transcript.damage == "record 150 does not open")
+        #expect(transcript.turns.count == 148)
+    }
+}
+
+/// A chat that goes on with a conversation continues its chain from what it loaded, and reads
+/// the file again when another writer appended in between.
+@Suite struct ReopenTests {
+    let key = SecretBytes.random(count: 32)
+
+    func store() throws -> HistoryStore {
+        let directory = "/tmp/gemvault-reopen-\(UInt64.random(in: 0...UInt64.max))"
+        let store = HistoryStore(stateDirectory: directory, vaultPath: directory + "/vault")
+        try store.saveRecipient(conversationKey: key, vaultHistory: nil)
+        return store
+    }
+
+    func turn(_ text: String) -> SavedTurn { SavedTurn(user: text, model: "reply", interrupted: false, time: 1) }
+
+    @Test func aLoadedTranscriptCarriesTheChainOn() throws {
+        let store = try store()
+        let keys = try HistoryKeys(seeds: [key])
+        let writer = try store.create(ConversationMeta(title: "t", model: "m", system: nil, created: 1, kind: "chat"))
+        try writer.append(turn: turn("one"))
+        let loaded = try store.load(writer.id, with: keys)
+        try store.reopen(writer.id, after: loaded).append(turn: turn("two"))
+        let again = try store.load(writer.id, with: keys)
+        #expect(again.damage == nil && again.turns.map(\.user) == ["one", "two"])
+
+        // Another writer appends after `again` was loaded: the stale transcript is not trusted.
+        try store.reopen(writer.id).append(turn: turn("three"))
+        try store.reopen(writer.id, after: again).append(turn: turn("four"))
+        let last = try store.load(writer.id, with: keys)
+        #expect(last.damage == nil && last.turns.map(\.user) == ["one", "two", "three", "four"])
+    }
+}
