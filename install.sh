@@ -99,9 +99,10 @@ if $uninstall; then
 fi
 
 if [ -z "$binary" ]; then
-  # Build-time: headers and pkg-config files. Run-time: libsodium, libedit, cmark-gfm, libcrypto (RS256 for key rotate
-  # --create), libcurl (opened on demand).
-  packages=(libsodium-dev libedit-dev libcurl4-openssl-dev libcmark-gfm-dev libcmark-gfm-extensions-dev libssl-dev pkg-config)
+  # Build-time: headers and the static archives of libsodium, libedit (with libbsd, libmd and
+  # libtinfo), cmark-gfm and libcrypto (RS256 for key rotate --create), which are linked in.
+  # Run-time: libcurl, opened on demand with the system's TLS libraries.
+  packages=(libsodium-dev libedit-dev libcurl4-openssl-dev libcmark-gfm-dev libcmark-gfm-extensions-dev libssl-dev)
   missing=()
   for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -22,12 +22,28 @@ struct CommandSpec: Sendable {
     let argumentRange: ClosedRange<Int>
     let summary: String
     let options: [OptionSpec]
-    let details: String
     /// The arguments may be private text (ask's prompt): they are wiped from the process's argv once read.
-    var privateArguments = false
+    let privateArguments: Bool
     /// It talks to Gemini: libcurl starts loading on a second thread as soon as it is parsed.
-    var usesNetwork = false
+    let usesNetwork: Bool
     let run: @Sendable (Invocation) throws -> Void
+    /// Built only for help, the reference and the man page: every command parses this table.
+    private let detailsText: @Sendable () -> String
+    var details: String { detailsText() }
+
+    init(path: [String], arguments: String, argumentRange: ClosedRange<Int>, summary: String, options: [OptionSpec],
+         details: @autoclosure @escaping @Sendable () -> String, privateArguments: Bool = false, usesNetwork: Bool = false,
+         run: @escaping @Sendable (Invocation) throws -> Void) {
+        self.path = path
+        self.arguments = arguments
+        self.argumentRange = argumentRange
+        self.summary = summary
+        self.options = options
+        self.detailsText = details
+        self.privateArguments = privateArguments
+        self.usesNetwork = usesNetwork
+        self.run = run
+    }
 
     var name: String { path.joined(separator: " ") }
 
@@ -79,14 +95,10 @@ let commandTable: [CommandSpec] = groupedBySubject(vaultCommands + rotationComma
 
 /// Stable: each command word's subcommands follow its first one, in their own order.
 func groupedBySubject(_ specs: [CommandSpec]) -> [CommandSpec] {
-    var order: [String] = []
-    var groups: [String: [CommandSpec]] = [:]
-    for spec in specs {
-        let subject = spec.path[0]
-        if groups[subject] == nil { order.append(subject) }
-        groups[subject, default: []].append(spec)
-    }
-    return order.flatMap { groups[$0]! }
+    // Forty commands: comparing words costs less than hashing them into a dictionary.
+    var subjects: [String] = []
+    for spec in specs where !subjects.contains(spec.path[0]) { subjects.append(spec.path[0]) }
+    return subjects.flatMap { subject in specs.filter { $0.path[0] == subject } }
 }
 
 /// The result of parsing argv against the table.
