@@ -224,3 +224,33 @@ def test_turns_written_before_models_and_files_were_recorded_still_read_and_resu
     assert env.server.requests()[-1]["path"].startswith("/v1beta/models/echo~older:")
     turns = json.loads(env.run("history", "export", "0123", "--format", "json").out)["turns"]
     assert [t["modelName"] for t in turns] == [None, "echo~older"]
+
+
+def test_a_long_conversation_is_read_whole_and_goes_on_where_it_ended(history):
+    """Past 64 records a conversation is opened on every core (Docs/performance.md): 150 turns
+    written from the document alone come back whole and in order, and a resumed chat sends
+    them all and chains its new record after the last one."""
+    env = history
+    assert env.run("history", "list").code == 0  # writes the recipient
+    [key] = conversation_keys(env.vault_bytes(), PASSPHRASE)
+    public_key, _ = nacl.crypto_box_seed_keypair(key)
+    stored = [b"GVCH" + public_key]
+    documents = [{"meta": {"_0": {"title": "a long one", "model": "echo", "created": 1796111103, "kind": "chat"}}}]
+    documents += [{"turn": {"_0": {"user": "question %d" % n, "model": "answer %d" % n, "interrupted": False, "time": 1796111104 + n}}}
+                  for n in range(150)]
+    for sequence, document in enumerate(documents, 1):
+        stored.append(sealed_record(document, sequence, stored[-1], public_key))
+    folder = history_folder(env)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    path = os.path.join(folder, "fedcba9876543210.chat")
+    write_records(path, stored)
+    os.chmod(path, 0o600)
+    turns = json.loads(env.run("history", "export", "fedc", "--format", "json").out)["turns"]
+    assert [t["user"] for t in turns] == ["question %d" % n for n in range(150)]
+    env.server.clear()
+    resumed = env.run("chat", "--resume", "fedc", input="one more\n")
+    assert resumed.code == 0 and "turns=301" in resumed.out, resumed
+    after = records(path)
+    assert len(after) == len(stored) + 1 and after[:-1] == stored
+    shown = env.run("history", "show", "fedc")
+    assert shown.code == 0 and "question 149" in shown.out and "one more" in shown.out, shown

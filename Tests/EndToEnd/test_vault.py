@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import select
 import signal
 import stat
 import subprocess
@@ -371,6 +372,31 @@ def test_vault_commands_never_load_the_network_stack(env):
         assert result.code == 0, result
         assert "libcurl" not in result.err, args
         assert "libFoundationNetworking" not in result.err
+
+
+def test_ask_starts_loading_the_network_library_as_soon_as_it_is_parsed(env):
+    """ask, chat and models load libcurl on a second thread from the moment argv is parsed
+    (Docs/performance.md): while ask still waits for its standard input, the library is
+    already being loaded; the process waits for the load before it exits."""
+    proc = subprocess.Popen([BIN, "ask"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(env.vars, LD_DEBUG="libs"), start_new_session=True)
+    seen, deadline = b"", time.time() + 10
+    try:
+        while b"libcurl.so.4" not in seen and time.time() < deadline:
+            ready, _, _ = select.select([proc.stderr], [], [], 0.5)
+            if ready:
+                chunk = os.read(proc.stderr.fileno(), 65536)
+                if not chunk:
+                    break
+                seen += chunk
+        assert b"libcurl.so.4" in seen, seen[-2000:]
+        assert proc.poll() is None  # still reading standard input
+        _, err = proc.communicate(b"hello\n", timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # No key anywhere: the documented exit code, after the load has finished.
+    assert proc.returncode == 5 and b"gemvault: error:" in err, err[-2000:]
 
 
 def test_core_dumps_are_off_while_waiting_for_input(env):
