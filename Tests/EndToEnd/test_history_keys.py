@@ -197,23 +197,30 @@ def sealed_record(document, sequence, previous, public_key):
     return nacl.crypto_box_seal(plain + bytes(bucket - len(plain)), public_key)
 
 
-def test_turns_written_before_models_and_files_were_recorded_still_read_and_resume(history):
-    """A conversation in the older turn shape (no modelName, system or attachments), written from
-    the document alone, is shown, exported and resumed with its meta's model."""
-    env = history
+def write_conversation(env, conversation_id, documents):
+    """A conversation file written from Docs/history-format.md alone: the header, then each
+    document sealed to the vault's current conversation key. Returns its path and records."""
     assert env.run("history", "list").code == 0  # writes the recipient
     [key] = conversation_keys(env.vault_bytes(), PASSPHRASE)
     public_key, _ = nacl.crypto_box_seed_keypair(key)
     stored = [b"GVCH" + public_key]
-    for sequence, document in enumerate([
-            {"meta": {"_0": {"title": "from an older gemvault", "model": "echo~older", "created": 1796111103, "kind": "chat"}}},
-            {"turn": {"_0": {"user": "older question", "model": "older answer", "interrupted": False, "time": 1796111104}}}], 1):
+    for sequence, document in enumerate(documents, 1):
         stored.append(sealed_record(document, sequence, stored[-1], public_key))
     folder = history_folder(env)
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    path = os.path.join(folder, "0123456789abcdef.chat")
+    path = os.path.join(folder, conversation_id + ".chat")
     write_records(path, stored)
     os.chmod(path, 0o600)
+    return path, stored
+
+
+def test_turns_written_before_models_and_files_were_recorded_still_read_and_resume(history):
+    """A conversation in the older turn shape (no modelName, system or attachments), written from
+    the document alone, is shown, exported and resumed with its meta's model."""
+    env = history
+    write_conversation(env, "0123456789abcdef", [
+        {"meta": {"_0": {"title": "from an older gemvault", "model": "echo~older", "created": 1796111103, "kind": "chat"}}},
+        {"turn": {"_0": {"user": "older question", "model": "older answer", "interrupted": False, "time": 1796111104}}}])
     shown = env.run("history", "show", "0123")
     assert shown.code == 0 and "you › older question" in shown.out and "older answer" in shown.out and "(model:" not in shown.out, shown
     [turn] = json.loads(env.run("history", "export", "0123", "--format", "json").out)["turns"]
@@ -231,20 +238,10 @@ def test_a_long_conversation_is_read_whole_and_goes_on_where_it_ended(history):
     written from the document alone come back whole and in order, and a resumed chat sends
     them all and chains its new record after the last one."""
     env = history
-    assert env.run("history", "list").code == 0  # writes the recipient
-    [key] = conversation_keys(env.vault_bytes(), PASSPHRASE)
-    public_key, _ = nacl.crypto_box_seed_keypair(key)
-    stored = [b"GVCH" + public_key]
     documents = [{"meta": {"_0": {"title": "a long one", "model": "echo", "created": 1796111103, "kind": "chat"}}}]
     documents += [{"turn": {"_0": {"user": "question %d" % n, "model": "answer %d" % n, "interrupted": False, "time": 1796111104 + n}}}
                   for n in range(150)]
-    for sequence, document in enumerate(documents, 1):
-        stored.append(sealed_record(document, sequence, stored[-1], public_key))
-    folder = history_folder(env)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    path = os.path.join(folder, "fedcba9876543210.chat")
-    write_records(path, stored)
-    os.chmod(path, 0o600)
+    path, stored = write_conversation(env, "fedcba9876543210", documents)
     turns = json.loads(env.run("history", "export", "fedc", "--format", "json").out)["turns"]
     assert [t["user"] for t in turns] == ["question %d" % n for n in range(150)]
     env.server.clear()
