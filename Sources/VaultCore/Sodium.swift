@@ -299,11 +299,6 @@ public enum SealedBox {
         try mapSodium { () throws(SodiumError) in try Sodium.seal(SecretBytes(copying: message), to: publicKey) }
     }
 
-    /// The message, or nil when the box was not sealed to this pair or was altered.
-    public static func open(_ sealed: [UInt8], with pair: KeyPair) -> SecretBytes? {
-        try? Sodium.openSealed(sealed, publicKey: pair.publicKey, secretKey: pair.secretKey)
-    }
-
     /// What a box adds to its message.
     public static var overhead: Int { Sodium.sealedBoxOverhead }
 
