@@ -5,9 +5,17 @@
 #   static-cxx, -static-libgcc  libstdc++ and libgcc linked in too, leaving libc and libm as the
 #                               only shared libraries (libsodium, libedit, cmark-gfm and
 #                               libcrypto are linked from their archives by their module maps)
+#   --exclude-libs ALL          no symbol of those archives is exported, so the libssl that
+#                               libcurl loads binds to the system's libcrypto, never to ours
 #   lld, pack-relative-relocs   the 59,000 relocations of a position-independent binary stored
-#                               as a bitmap (DT_RELR, glibc 2.36): fewer pages touched at start
+#                               as a bitmap (DT_RELR): fewer pages touched at start. Only where
+#                               the C library reads it (glibc 2.36, Debian 12); an older one
+#                               would refuse to start the binary.
 release_flags=(-c release --static-swift-stdlib --disable-local-rpath
   -Xswiftc -L -Xswiftc "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/static-cxx"
   -Xswiftc -Xclang-linker -Xswiftc -static-libgcc
-  -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs)
+  -Xlinker --exclude-libs -Xlinker ALL
+  -Xswiftc -use-ld=lld)
+if printf '2.36\n%s\n' "$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')" | sort -V -C; then
+  release_flags+=(-Xlinker -z -Xlinker pack-relative-relocs)
+fi

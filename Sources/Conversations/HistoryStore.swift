@@ -219,34 +219,38 @@ public struct HistoryStore: Sendable {
             throw .crypto("\(id) was sealed for another conversation key")
         }
         var transcript = Transcript(id: id, path: path, meta: nil, turns: [])
-        let opened = OpenedRecords(Array(ranges.dropFirst()), of: bytes, with: keys, tryingFirst: headerKey)
         let decoder = JSONDecoder()
         var chained = false
-        for position in ranges.indices.dropFirst() {
-            guard let plain = opened.plaintext[position - 1] else {
-                transcript.damage = "record \(position) does not open"
-                return transcript
-            }
-            let previous = bytes[ranges[position - 1]]
-            let parsed = opened.memory.withUnsafeBytes { raw in
-                parseRecord(UnsafeRawBufferPointer(rebasing: raw[plain]), position: position, previous: previous, chained: chained, decoder: decoder)
-            }
-            switch parsed {
-            case .failure(let problem):
-                transcript.damage = problem.description(position)
-                return transcript
-            case .success(let (record, isChained)):
-                chained = chained || isChained
-                switch record {
-                case .meta(let meta):
-                    transcript.meta = meta
-                    transcript.currentModel = meta.model
-                case .turn(let turn):
-                    transcript.turns.append(turn)
-                    // A change stays made when its turn is taken back: the chat went on with it.
-                    if let name = turn.modelName { transcript.currentModel = name }
-                    if let system = turn.system { transcript.currentSystem = system }
-                case .undo: _ = transcript.turns.popLast()
+        var key = headerKey
+        for run in OpenedRecords.runs(1..<ranges.count, sizes: { ranges[$0].count }) {
+            let opened = OpenedRecords(Array(ranges[run]), of: bytes, with: keys, tryingFirst: key)
+            key = opened.lastKey ?? key
+            for position in run {
+                guard let plain = opened.plaintext[position - run.lowerBound] else {
+                    transcript.damage = "record \(position) does not open"
+                    return transcript
+                }
+                let previous = bytes[ranges[position - 1]]
+                let parsed = opened.memory.withUnsafeBytes { raw in
+                    parseRecord(UnsafeRawBufferPointer(rebasing: raw[plain]), position: position, previous: previous, chained: chained, decoder: decoder)
+                }
+                switch parsed {
+                case .failure(let problem):
+                    transcript.damage = problem.description(position)
+                    return transcript
+                case .success(let (record, isChained)):
+                    chained = chained || isChained
+                    switch record {
+                    case .meta(let meta):
+                        transcript.meta = meta
+                        transcript.currentModel = meta.model
+                    case .turn(let turn):
+                        transcript.turns.append(turn)
+                        // A change stays made when its turn is taken back: the chat went on with it.
+                        if let name = turn.modelName { transcript.currentModel = name }
+                        if let system = turn.system { transcript.currentSystem = system }
+                    case .undo: _ = transcript.turns.popLast()
+                    }
                 }
             }
         }

@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 import VaultCore
 @testable import Conversations
@@ -136,6 +137,31 @@ import VaultCore
         #expect(transcript.turns.map(\.user) == (1..<count).map { "question \($0)" })
     }
 
+    @Test func aRunSplitBetweenThreadsOpensEachRecordWithItsKey() throws {
+        let count = OpenedRecords.parallelFrom * 2
+        let records = try RecordChainTests().file(bodies(count), sealedTo: Array(repeating: first, count: 50) + [second])
+        let file = records.flatMap(HistoryStore.framed)
+        var ranges: [Range<Int>] = []
+        HistoryStore.forEachRecord(file) { ranges.append($0) }
+        // Three threads, whatever this machine has: the chunks meet mid-run and across the key change.
+        let opened = OpenedRecords(Array(ranges.dropFirst()), of: file, with: HistoryKeys([second, first]), tryingFirst: 1, cores: 3)
+        #expect(opened.lastKey == 0)
+        for position in 2..<ranges.count {
+            let plain = try #require(opened.plaintext[position - 1])
+            let parsed = opened.memory.withUnsafeBytes { raw in
+                HistoryStore.parseRecord(UnsafeRawBufferPointer(rebasing: raw[plain]), position: position, previous: file[ranges[position - 1]], chained: true)
+            }
+            guard case .success(let (.turn(turn), _)) = parsed else { Issue.record("record \(position): \(parsed)"); continue }
+            #expect(turn.user == "question \(position - 1)")
+        }
+    }
+
+    @Test func aFileIsOpenedInRunsOfAboutAMebibyte() {
+        let sizes = [300_000, 300_000, 300_000, 300_000, 2_000_000, 10, 10]
+        #expect(OpenedRecords.runs(0..<sizes.count, sizes: { sizes[$0] }) == [0..<3, 3..<4, 4..<5, 5..<7])
+        #expect(OpenedRecords.runs(1..<1, sizes: { _ in 1 }).isEmpty)
+    }
+
     @Test func damageLateInTheFileStopsTheReadingThere() throws {
         let count = OpenedRecords.parallelFrom * 3
         var records = try RecordChainTests().file(bodies(count), sealedTo: [first])
@@ -175,5 +201,20 @@ import VaultCore
         try store.reopen(writer.id, after: again).append(turn: turn("four"))
         let last = try store.load(writer.id, with: keys)
         #expect(last.damage == nil && last.turns.map(\.user) == ["one", "two", "three", "four"])
+    }
+
+    @Test func aReopenRightAfterALoadDoesNotReadTheFileAgain() throws {
+        let store = try store()
+        let keys = try HistoryKeys(seeds: [key])
+        let writer = try store.create(ConversationMeta(title: "t", model: "m", system: nil, created: 1, kind: "chat"))
+        try writer.append(turn: turn("one"))
+        let loaded = try store.load(writer.id, with: keys)
+        // Overwritten in place, same size: only a reopen that reads the file sees it.
+        let path = store.folder + "/" + writer.id + ".chat"
+        let file = try #require(fopen(path, "r+"))
+        fwrite([UInt8](repeating: 0xff, count: loaded.end!.length), 1, loaded.end!.length, file)
+        fclose(file)
+        #expect(throws: HistoryStore.Failure.self) { try store.reopen(writer.id) }
+        _ = try store.reopen(writer.id, after: loaded)
     }
 }
