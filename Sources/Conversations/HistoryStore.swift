@@ -219,21 +219,18 @@ public struct HistoryStore: Sendable {
             throw .crypto("\(id) was sealed for another conversation key")
         }
         var transcript = Transcript(id: id, path: path, meta: nil, turns: [])
-        let decoder = JSONDecoder()
         var chained = false
         var key = headerKey
         for run in OpenedRecords.runs(1..<ranges.count, sizes: { ranges[$0].count }) {
-            let opened = OpenedRecords(Array(ranges[run]), of: bytes, with: keys, tryingFirst: key)
+            let opened = OpenedRecords(run, of: ranges, in: bytes, with: keys, tryingFirst: key)
             key = opened.lastKey ?? key
             for position in run {
-                guard let plain = opened.plaintext[position - run.lowerBound] else {
+                guard var parsed = opened.parsed[position - run.lowerBound] else {
                     transcript.damage = "record \(position) does not open"
                     return transcript
                 }
-                let previous = bytes[ranges[position - 1]]
-                let parsed = opened.memory.withUnsafeBytes { raw in
-                    parseRecord(UnsafeRawBufferPointer(rebasing: raw[plain]), position: position, previous: previous, chained: chained, decoder: decoder)
-                }
+                // Parsed as if nothing numbered came before: the old kind after a numbered one is damage.
+                if chained && opened.unnumbered[position - run.lowerBound] { parsed = .failure(.unchainedAfterChained) }
                 switch parsed {
                 case .failure(let problem):
                     transcript.damage = problem.description(position)

@@ -1,16 +1,19 @@
 import Dispatch
+import FoundationEssentials
 import Glibc
 import VaultCore
 
-/// A run of a conversation file's records opened into one guarded allocation. A sodium_malloc
-/// of its own per record cost more than the record's X25519 (four system calls for the guard
-/// pages, then freeing them); a long run is opened on every core, since the X25519 of each
-/// sealed box is then most of what is left.
+/// A run of a conversation file's records, opened into one guarded allocation and parsed.
+/// A sodium_malloc of its own per record cost more than the record's X25519 (four system calls
+/// for the guard pages, then freeing them); a long run is opened and parsed on every core,
+/// since each sealed box's X25519 and its JSON are then most of what is left. What depends on
+/// the records before (numbering by the old, unnumbered kind) is left to the reader, in order.
 struct OpenedRecords {
-    /// All the plaintexts, one after another.
-    let memory: SecretBytes
-    /// Where each record's plaintext is in `memory`, or nil for a record that did not open.
-    let plaintext: [Range<Int>?]
+    /// Each record as `HistoryStore.parseRecord` reads it when nothing chained came before,
+    /// or nil for a record that did not open.
+    let parsed: [Result<(HistoryRecord, Bool), HistoryStore.RecordProblem>?]
+    /// Whether each record's plaintext is the old, bare-JSON kind.
+    let unnumbered: [Bool]
     /// The index in `keys.all` of the key that opened the last record that opened.
     let lastKey: Int?
 
@@ -39,54 +42,67 @@ struct OpenedRecords {
         return runs
     }
 
-    /// `records` are ranges of `file`; `tryingFirst` is the index in `keys.all` of the key to try
-    /// first. Records come in runs sealed to one key, so the key that opened the record before
-    /// is tried first.
-    init(_ records: [Range<Int>], of file: [UInt8], with keys: HistoryKeys, tryingFirst firstKey: Int, cores: Int = Self.onlineCores) {
+    /// The records at `positions` of a file whose records are `ranges` (the header first);
+    /// `tryingFirst` is the index in `keys.all` of the key to try first. Records come in runs
+    /// sealed to one key, so the key that opened the record before is tried first.
+    init(_ positions: Range<Int>, of ranges: [Range<Int>], in file: [UInt8], with keys: HistoryKeys, tryingFirst firstKey: Int,
+         cores: Int = Self.onlineCores) {
         let overhead = SealedBox.overhead
         var total = 0
-        let places = records.map { record in
-            let length = max(record.count - overhead, 0)
+        let places = positions.map { position in
+            let length = max(ranges[position].count - overhead, 0)
             defer { total += length }
             return total..<total + length
         }
         let memory = SecretBytes(count: max(total, 1))
-        var openedWith = [Int](repeating: -1, count: records.count)
-        let chunks = records.count >= Self.parallelFrom ? max(1, cores) : 1
-        file.withUnsafeBytes { file in
+        var parsed = [Result<(HistoryRecord, Bool), HistoryStore.RecordProblem>?](repeating: nil, count: positions.count)
+        var unnumbered = [Bool](repeating: false, count: positions.count)
+        var openedWith = [Int](repeating: -1, count: positions.count)
+        let chunks = positions.count >= Self.parallelFrom ? max(1, cores) : 1
+        file.withUnsafeBytes { raw in
             memory.withUnsafeMutableBytes { out in
-                openedWith.withUnsafeMutableBufferPointer { openedWith in
-                    // Each chunk writes only its own records' places and keys.
-                    let shared = Shared(file: file, out: out, openedWith: openedWith)
-                    let openChunk: @Sendable (Int) -> Void = { chunk in
-                        var key = firstKey
-                        for index in records.count * chunk / chunks..<records.count * (chunk + 1) / chunks {
-                            let sealed = UnsafeRawBufferPointer(rebasing: shared.file[records[index]])
-                            guard sealed.count > overhead else { continue }
-                            let target = UnsafeMutableRawBufferPointer(rebasing: shared.out[places[index]])
-                            if SealedBox.open(sealed, with: keys.all[key], into: target) {
-                                shared.openedWith[index] = key
-                                continue
+                parsed.withUnsafeMutableBufferPointer { parsed in
+                    unnumbered.withUnsafeMutableBufferPointer { unnumbered in
+                        openedWith.withUnsafeMutableBufferPointer { openedWith in
+                            // Each chunk writes only its own records' places and results.
+                            let shared = Shared(file: raw, out: out, parsed: parsed, unnumbered: unnumbered, openedWith: openedWith)
+                            let openChunk: @Sendable (Int) -> Void = { chunk in
+                                let decoder = JSONDecoder()
+                                var key = firstKey
+                                for index in positions.count * chunk / chunks..<positions.count * (chunk + 1) / chunks {
+                                    let position = positions.lowerBound + index
+                                    let sealed = UnsafeRawBufferPointer(rebasing: shared.file[ranges[position]])
+                                    guard sealed.count > overhead else { continue }
+                                    let target = UnsafeMutableRawBufferPointer(rebasing: shared.out[places[index]])
+                                    var opened = SealedBox.open(sealed, with: keys.all[key], into: target)
+                                    for other in keys.all.indices where !opened && other != key {
+                                        opened = SealedBox.open(sealed, with: keys.all[other], into: target)
+                                        if opened { key = other }
+                                    }
+                                    guard opened else { continue }
+                                    shared.openedWith[index] = key
+                                    let plain = UnsafeRawBufferPointer(target)
+                                    shared.unnumbered[index] = plain.first == UInt8(ascii: "{")
+                                    shared.parsed[index] = HistoryStore.parseRecord(plain, position: position, previous: file[ranges[position - 1]],
+                                                                                    chained: false, decoder: decoder)
+                                }
                             }
-                            for other in keys.all.indices where other != key && SealedBox.open(sealed, with: keys.all[other], into: target) {
-                                key = other
-                                shared.openedWith[index] = other
-                                break
-                            }
+                            if chunks == 1 { openChunk(0) } else { DispatchQueue.concurrentPerform(iterations: chunks, execute: openChunk) }
                         }
                     }
-                    if chunks == 1 { openChunk(0) } else { DispatchQueue.concurrentPerform(iterations: chunks, execute: openChunk) }
                 }
             }
         }
-        self.memory = memory
-        plaintext = zip(places, openedWith).map { $1 >= 0 ? $0 : nil }
+        self.parsed = parsed
+        self.unnumbered = unnumbered
         lastKey = openedWith.last { $0 >= 0 }
     }
 
     private struct Shared: @unchecked Sendable {
         let file: UnsafeRawBufferPointer
         let out: UnsafeMutableRawBufferPointer
+        let parsed: UnsafeMutableBufferPointer<Result<(HistoryRecord, Bool), HistoryStore.RecordProblem>?>
+        let unnumbered: UnsafeMutableBufferPointer<Bool>
         let openedWith: UnsafeMutableBufferPointer<Int>
     }
 }
