@@ -140,10 +140,10 @@ enum ChatCommand {
             }
             system = transcript.systemInEffect
             writer = try history.reopen(id, after: transcript)
-            Console.err("gemvault: going on with conversation \(id.prefix(8)) (\(transcript.turns.count) turn\(transcript.turns.count == 1 ? "" : "s"), \(EscapeNeutralizer.neutralize(conversation.model)))\n")
+            Console.note("going on with conversation \(id.prefix(8)) (\(transcript.turns.count) turn\(transcript.turns.count == 1 ? "" : "s"), \(EscapeNeutralizer.neutralize(conversation.model)))")
         }
         let (recorder, notice) = context.recorder(call, settings: settings, kind: "chat", resuming: writer, system: system)
-        if let notice { Console.err("gemvault: \(notice)\n") }
+        if let notice { Console.note(notice) }
         let chatStyle = context.style(settings, fd: FileDescriptor.standardOutput.raw)
         let bubbles = call.flag("--bubbles") && chatStyle.enabled && Terminal.canRedraw
         let repl = ChatREPL(conversation: conversation, client: client, style: chatStyle,

@@ -112,7 +112,7 @@ enum ConfigCommand {
         } else {
             try context.vault.apply(.setting(name: name, value: value))
         }
-        Console.err("gemvault: \(name) set in the \(layer)\n")
+        Console.note("\(name) set in the \(layer)")
     }
 
     static func stored(_ call: Invocation) throws -> [String: String] {
@@ -142,7 +142,7 @@ enum ConfigCommand {
         } else {
             removed = try context.vault.apply(.setting(name: name, value: nil)).replaced
         }
-        Console.err(removed ? "gemvault: \(name) unset\n" : "gemvault: \(name) was not set\n")
+        Console.note(removed ? "\(name) unset" : "\(name) was not set")
     }
 
     static func list(_ call: Invocation) throws {
@@ -194,7 +194,7 @@ enum ConfigCommand {
         }
         if call.flag("--json") { try Output.json(Explanation(settings: explained, vault: vaultState), schema: .configExplain); return }
         try Console.out(Output.table([["SETTING", "VALUE", "ORIGIN"]] + explained.map { [$0.name, $0.value ?? "(unset)", $0.origin] }))
-        Console.err("gemvault: vault layer: \(vaultState)\n")
+        Console.note("vault layer: \(vaultState)")
     }
 
     struct WhichResult: Encodable {
@@ -247,7 +247,7 @@ enum ConfigCommand {
         guard context.store.exists else { return [] }
         if let keys = try? context.vault.agent?.keySummary() { return keys }
         guard context.options["--passphrase-fd"] != nil || context.options["--passphrase-file"] != nil else {
-            Console.err("gemvault: the vault's keys were not checked: no unlocked session (run 'gemvault unlock', or pass --passphrase-file)\n")
+            Console.note("the vault's keys were not checked: no unlocked session (run 'gemvault unlock', or pass --passphrase-file)")
             return nil
         }
         return try context.vault.keySummaries().map { ($0.name, $0.kind) }

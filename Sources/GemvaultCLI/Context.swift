@@ -31,7 +31,7 @@ struct Context {
                                 // Conversations can be sealed, or not saved, without an unlock.
                                 try? history.saveRecipient(conversationKey: contents.conversationKey, vaultHistory: contents.settings[Setting.history.name])
                             },
-                            warn: { Console.warning($0) }, onLockWait: { Console.err("gemvault: \($0)\n") })
+                            warn: { Console.warning($0) }, onLockWait: { Console.note($0) })
     }
 
     var vaultPath: String { vault.path }
@@ -128,7 +128,7 @@ extension SecretSource {
                 return try attempt(secret)
             } catch let error as VaultError where (error == .wrongPassphrase || error == .wrongRecoveryCode) && source == .terminal && tries < 3 {
                 tries += 1
-                Console.err("gemvault: \(error == .wrongPassphrase ? "wrong passphrase" : "wrong recovery code"), try again (\(4 - tries) of 3 left)\n")
+                Console.note("\(error == .wrongPassphrase ? "wrong passphrase" : "wrong recovery code"), try again (\(4 - tries) of 3 left)")
             }
         }
     }

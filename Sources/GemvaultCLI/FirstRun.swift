@@ -24,13 +24,13 @@ enum FirstRun {
 
         """)
         guard TerminalQuestion.offer("1. Create the vault now?") else {
-            Console.err("gemvault: nothing was created; run 'gemvault init' when you are ready\n")
+            Console.note("nothing was created; run 'gemvault init' when you are ready")
             return
         }
         let document = try createVault(context)
 
         guard TerminalQuestion.offer("2. Store your Gemini API key in it now (hidden input)?") else {
-            Console.err("gemvault: no key stored; 'gemvault key set' adds one later\n")
+            Console.note("no key stored; 'gemvault key set' adds one later")
             return
         }
         let key = try readKey()
@@ -39,7 +39,7 @@ enum FirstRun {
         if TerminalQuestion.offer("3. Check the key with one request to the Gemini API?") {
             do {
                 try RotationCommand.verify(key, try invocation(["chat"], context), vaultSettings: nil)
-                Console.err("gemvault: the API accepted the key\n")
+                Console.note("the API accepted the key")
             } catch {
                 let (_, message, hint) = ErrorReport.describe(error)
                 Console.warning("the key was stored, but the check failed: \(message)")
@@ -51,7 +51,7 @@ enum FirstRun {
             try SessionCommand.startSession(try invocation(["unlock"], context), document: document)
         }
         guard TerminalQuestion.offer("Start a chat now?") else {
-            Console.err("gemvault: all set; 'gemvault chat' starts one, 'gemvault --help' lists the rest\n")
+            Console.note("all set; 'gemvault chat' starts one, 'gemvault --help' lists the rest")
             return
         }
         try run(["chat"], context)
@@ -100,7 +100,7 @@ enum FirstRun {
             try context.vault.save(document, in: session, backup: .previous)
             created.replaceContents(document.contents)
         }
-        Console.err("gemvault: stored key 'default' (\(key.masked))\n")
+        Console.note("stored key 'default' (\(key.masked))")
     }
 
     private static func invocation(_ argv: [String], _ context: Context) throws -> Invocation {

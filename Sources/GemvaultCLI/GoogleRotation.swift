@@ -72,8 +72,6 @@ enum GoogleRotation {
                               retries: settings[.retries]), token)
     }
 
-    static func say(_ text: String) { Console.err("gemvault: \(text)\n") }
-
     /// What `--json` prints: the Google keys' names, never a key.
     struct Report: Encodable {
         let name: String
@@ -100,7 +98,7 @@ enum GoogleRotation {
         try withVault(call.context, name: name) { vault in
             let age = max(0, Output.now() - vault.key.updated) / 86400
             if let olderThan, age < olderThan {
-                say("key '\(name)' is \(age) day\(age == 1 ? "" : "s") old, younger than \(olderThan): nothing to do")
+                Console.note("key '\(name)' is \(age) day\(age == 1 ? "" : "s") old, younger than \(olderThan): nothing to do")
                 try finish(call, Report(name: name, action: "skipped", old_key: vault.key.google?.resource, new_key: vault.key.google?.resource,
                                         service_account: vault.key.google?.serviceAccount, old_key_deleted: false, age_days: age))
                 return
@@ -121,13 +119,13 @@ enum GoogleRotation {
         let settings = try settings(call, vault: vault.settings)
         GeminiClient.prepareNetwork()
         let (client, token) = try client(call, settings, project: call.value("--project"))
-        say("using \(token.source.label) for the API Keys service")
+        Console.note("using \(token.source.label) for the API Keys service")
 
         // (1) The current key's resource: recorded by an earlier rotation, else looked up.
         var resource = vault.key.google?.resource
         var foundByLookup = false
         if resource == nil {
-            say("looking the current key of '\(name)' up at Google (keys:lookupKey)")
+            Console.note("looking the current key of '\(name)' up at Google (keys:lookupKey)")
             do {
                 resource = try client.lookup(vault.key.secret)
                 foundByLookup = true
@@ -141,7 +139,7 @@ enum GoogleRotation {
                                       hint: "for a key that lookup cannot find, give the new key's home: --project PROJECT --service-account EMAIL",
                                       status: error.status, reason: error.reason)
                 }
-                say("Google could not find the current key; making a new one in project \(call.value("--project")!) as asked")
+                Console.note("Google could not find the current key; making a new one in project \(call.value("--project")!) as asked")
             }
         }
 
@@ -176,7 +174,7 @@ enum GoogleRotation {
         // (3) Create the new key with the same binding and restrictions, and wait for it.
         let stamp = String(Output.isoDate(Output.now()).filter(\.isNumber))
         let keyId = Self.keyId(name: name, stamp: stamp)
-        say("creating \(keyId) in project \(project), bound to \(serviceAccount)")
+        Console.note("creating \(keyId) in project \(project), bound to \(serviceAccount)")
         let started = try client.create(project: project, keyId: keyId, displayName: String("gemvault \(name) \(stamp)".prefix(63)),
                                         restrictions: restrictions, serviceAccount: serviceAccount,
                                         annotations: ["gemvault-vault": vault.tag, "gemvault-key": String(name.prefix(63))])
@@ -207,7 +205,7 @@ enum GoogleRotation {
             if vault.currentGoogle()?.resource != newName { undoCreate(client, newName) }
             throw error
         }
-        say("key '\(name)' is now \(secret.masked) (\(newName)), which Gemini accepted; the previous value is in its history")
+        Console.note("key '\(name)' is now \(secret.masked) (\(newName)), which Gemini accepted; the previous value is in its history")
 
         // (6) Delete the old key at Google, with its etag.
         var deleted = false
@@ -215,7 +213,7 @@ enum GoogleRotation {
             do {
                 try deleteAtGoogle(client, resource)
                 deleted = true
-                say("deleted the old key \(resource) at Google; Google may still accept it for up to about 25 minutes, and can undelete it for 30 days ('gemvault key rotate --undo \(name)')")
+                Console.note("deleted the old key \(resource) at Google; Google may still accept it for up to about 25 minutes, and can undelete it for 30 days ('gemvault key rotate --undo \(name)')")
             } catch let error as GoogleError {
                 try? finish(call, Report(name: name, action: "created", old_key: resource, new_key: newName, service_account: serviceAccount,
                                          old_key_deleted: false, age_days: age))
@@ -224,9 +222,9 @@ enum GoogleRotation {
                                   status: error.status, reason: error.reason)
             }
         } else if let resource {
-            say("the old key \(resource) is kept at Google (--keep-old) and still works")
+            Console.note("the old key \(resource) is kept at Google (--keep-old) and still works")
         } else {
-            say("the old key was not found at Google, so it was not deleted: delete it where it was made")
+            Console.note("the old key was not found at Google, so it was not deleted: delete it where it was made")
         }
         try finish(call, Report(name: name, action: "created", old_key: resource, new_key: newName, service_account: serviceAccount,
                                 old_key_deleted: deleted, age_days: age))
@@ -255,7 +253,7 @@ enum GoogleRotation {
     static func undoCreate(_ client: APIKeysClient, _ resource: String) {
         do {
             _ = try client.wait(try client.delete(resource, etag: nil), what: "deleting \(resource)")
-            say("deleted the new key \(resource) at Google again; the vault is as it was")
+            Console.note("deleted the new key \(resource) at Google again; the vault is as it was")
         } catch {
             Console.warning("the new key \(resource) could not be deleted at Google (\(error.message)); delete it by hand: gcloud services api-keys delete \(GoogleKeyRecord(resource: resource, serviceAccount: "").keyId) --project \(GoogleKeyRecord(resource: resource, serviceAccount: "").project ?? "?")")
         }
@@ -302,7 +300,7 @@ enum GoogleRotation {
                                       hint: "Google can take up to 5 minutes before a new key works; try again with a longer --verify-timeout",
                                       status: error.status, reason: error.reason)
                 }
-                say("the new key is not accepted yet (\(error.status.map { "HTTP \($0) " } ?? "")\(error.reason)); new keys can take up to 5 minutes, trying again in \(Int(delay)) s (\(Int(elapsed)) of \(Int(limit)) s)")
+                Console.note("the new key is not accepted yet (\(error.status.map { "HTTP \($0) " } ?? "")\(error.reason)); new keys can take up to 5 minutes, trying again in \(Int(delay)) s (\(Int(elapsed)) of \(Int(limit)) s)")
                 Clock.sleep(delay)
                 delay = min(delay * 2, 15)
             }
@@ -326,17 +324,17 @@ enum GoogleRotation {
             let (client, _) = try client(call, settings, project: previous.project)
             let old = try client.get(previous.resource)
             if old.isDeleted {
-                say("undeleting \(previous.resource) at Google")
+                Console.note("undeleting \(previous.resource) at Google")
                 _ = try client.wait(try client.undelete(previous.resource), what: "undeleting \(previous.resource)")
             }
             _ = try vault.apply(.rollBack(name: name, now: Output.now()))
-            say("key '\(name)' is back to its previous value (\(previous.resource))")
+            Console.note("key '\(name)' is back to its previous value (\(previous.resource))")
             var deleted = false
             if !call.flag("--keep-old") {
                 do {
                     try deleteAtGoogle(client, newer.resource)
                     deleted = true
-                    say("deleted the newer key \(newer.resource) at Google; Google may still accept it for up to about 25 minutes")
+                    Console.note("deleted the newer key \(newer.resource) at Google; Google may still accept it for up to about 25 minutes")
                 } catch let error as GoogleError {
                     throw GoogleError(error.category, "the previous key is current again, but deleting the newer key \(newer.resource) failed: \(error.message)",
                                       hint: "delete it by hand: gcloud services api-keys delete \(newer.keyId) --project \(newer.project ?? "?")",
@@ -356,17 +354,17 @@ enum GoogleRotation {
             var (client, _) = try client(call, settings, project: vault.key.google?.project)
             var resources = [vault.key.google?.resource].compactMap { $0 }
             if resources.isEmpty {
-                say("looking the key of '\(name)' up at Google (keys:lookupKey)")
+                Console.note("looking the key of '\(name)' up at Google (keys:lookupKey)")
                 resources.append(try client.lookup(vault.key.secret))
                 (client, _) = try self.client(call, settings, project: GoogleKeyRecord(resource: resources[0], serviceAccount: "").project)
             }
             resources += vault.summary.earlier.compactMap { $0.google?.resource }
             for resource in resources {
                 try deleteAtGoogle(client, resource)
-                say("deleted \(resource) at Google (Google may still accept it for up to about 25 minutes; it can be undeleted for 30 days)")
+                Console.note("deleted \(resource) at Google (Google may still accept it for up to about 25 minutes; it can be undeleted for 30 days)")
             }
             _ = try vault.apply(.removeKey(name: name))
-            say("removed key '\(name)'")
+            Console.note("removed key '\(name)'")
         }
     }
 

@@ -117,7 +117,7 @@ enum HistoryCommand {
     static func list(_ call: Invocation) throws {
         let all = try summaries(call.context)
         if call.flag("--json") { try Output.json(["conversations": all], schema: .historyList); return }
-        if all.isEmpty { Console.err("gemvault: no saved conversations\n"); return }
+        if all.isEmpty { Console.note("no saved conversations"); return }
         try Console.out(Output.table([["ID", "TURNS", "FIRST", "LAST", "MODEL", "TITLE"]]
             + all.map { [String($0.id.prefix(8)), String($0.turns), $0.first, $0.last, $0.model, $0.title] }))
     }
@@ -226,7 +226,7 @@ enum HistoryCommand {
             return
         }
         guard !results.isEmpty else {
-            Console.err("gemvault: no saved conversation holds '\(EscapeNeutralizer.neutralize(query))'\n")
+            Console.note("no saved conversation holds '\(EscapeNeutralizer.neutralize(query))'")
             return
         }
         let style = context.style(nil, fd: FileDescriptor.standardOutput.raw)
@@ -268,13 +268,13 @@ enum HistoryCommand {
                 }
             }
             let removed = try history.remove(doomed)
-            Console.err("gemvault: deleted \(removed) conversation\(removed == 1 ? "" : "s")\n")
+            Console.note("deleted \(removed) conversation\(removed == 1 ? "" : "s")")
             return
         }
         guard let prefix = call.positionals.first else { throw UsageError("give an ID, --all or --older-than", command: call.command) }
         let id = try history.resolve(prefix)
         try history.remove(id)
-        Console.err("gemvault: deleted conversation \(id)\n")
+        Console.note("deleted conversation \(id)")
     }
 
     struct Export: Encodable {

@@ -67,8 +67,8 @@ enum RotationCommand {
                 return outcome!
             }
         }
-        Console.err("gemvault: rotated key '\(name)' to \(key.masked)\(call.flag("--no-verify") ? " (not checked)" : ", which the API accepted"); the previous one (\(outcome.masked ?? "?")) is kept in its history\n")
-        Console.err("gemvault: now delete the old key where it was made: https://aistudio.google.com/apikey ('gemvault key rollback \(name)' undoes the rotation)\n")
+        Console.note("rotated key '\(name)' to \(key.masked)\(call.flag("--no-verify") ? " (not checked)" : ", which the API accepted"); the previous one (\(outcome.masked ?? "?")) is kept in its history")
+        Console.note("now delete the old key where it was made: https://aistudio.google.com/apikey ('gemvault key rollback \(name)' undoes the rotation)")
     }
 
     /// One cheap authenticated call (listing models) with the new key, against the endpoint
@@ -127,14 +127,14 @@ enum RotationCommand {
                         + (showGoogle ? [entry.google_key ?? "-", entry.service_account ?? "-"] : []))
         }
         try Console.out(Output.table(rows))
-        Console.err("gemvault: '\(name)' created \(report.created), last set \(report.rotated), last used \(report.lastUsed ?? "never (through a session)")\n")
+        Console.note("'\(name)' created \(report.created), last set \(report.rotated), last used \(report.lastUsed ?? "never (through a session)")")
     }
 
     static func rollback(_ call: Invocation) throws {
         let name = call.positionals[0]
         try VaultContents.validateName(name)
         let restored = try call.context.vault.apply(.rollBack(name: name, now: Output.now()))
-        Console.err("gemvault: key '\(name)' is back to \(restored.masked ?? "?"); the value it replaced is in its history\n")
+        Console.note("key '\(name)' is back to \(restored.masked ?? "?"); the value it replaced is in its history")
     }
 }
 

@@ -34,7 +34,7 @@ enum SessionCommand {
         _ = try duration(call.value("--idle"), flag: "--idle", command: call.command)
         _ = try duration(call.value("--max"), flag: "--max", command: call.command)
         if let status = try? agent.status(), status.unlocked {
-            Console.err("gemvault: \(status.vaultPath) is already unlocked (agent pid \(status.pid)); the running session was left alone\(status.locksAt.map { ", it locks at \(Output.isoDate($0))" } ?? "")\n")
+            Console.note("\(status.vaultPath) is already unlocked (agent pid \(status.pid)); the running session was left alone\(status.locksAt.map { ", it locks at \(Output.isoDate($0))" } ?? "")")
             return
         }
         try context.vault.checkBeforePrompt()
@@ -72,7 +72,7 @@ enum SessionCommand {
         let max = try duration(call.value("--max"), flag: "--max", command: call.command) ?? settings[.sessionMax]
         if let spawned { try waitForAgent(context, spawned) } else if (try? agent.status()) == nil { try startAgent(context) }
         let status = try agent.unlock(kek: kek, idle: idle, max: max)
-        Console.err("gemvault: unlocked \(status.vaultPath); it locks after \(DurationText.text(idle)) unused, and at the latest at \(status.maxDeadline.map(Output.isoDate) ?? "?")\n")
+        Console.note("unlocked \(status.vaultPath); it locks after \(DurationText.text(idle)) unused, and at the latest at \(status.maxDeadline.map(Output.isoDate) ?? "?")")
     }
 
     static func duration(_ text: String?, flag: String, command: CommandSpec? = nil) throws -> Double? {
@@ -168,10 +168,10 @@ enum SessionCommand {
     static func lock(_ call: Invocation) throws {
         do throws(AgentError) {
             try call.context.agent.lock()
-            Console.err("gemvault: locked; the agent wiped the vault from memory and exited\n")
+            Console.note("locked; the agent wiped the vault from memory and exited")
         } catch {
             guard error == .notRunning else { throw error }
-            Console.err("gemvault: no session is unlocked for \(call.context.vaultPath)\n")
+            Console.note("no session is unlocked for \(call.context.vaultPath)")
         }
     }
 

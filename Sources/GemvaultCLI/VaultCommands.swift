@@ -109,14 +109,14 @@ enum VaultCommand {
             }
             try context.vault.save(document, in: session, backup: .previous, newVault: true)
         }
-        if let kept { Console.err("gemvault: the vault it replaces was kept as \(kept), with its conversations (gemvault --vault \(kept) history list)\n") }
+        if let kept { Console.note("the vault it replaces was kept as \(kept), with its conversations (gemvault --vault \(kept) history list)") }
         context.rememberRecipient(document.contents)
         if call.flag("--json") {
             let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
             try Output.json(InitResult(vault: context.vaultPath, kdf: preset.rawValue, recovery_code: text), schema: .initResult)
         } else {
-            Console.err("gemvault: created \(context.vaultPath) (Argon2id \(preset.rawValue))\n")
-            Console.err("gemvault: the recovery code below is shown only this once; write it down and keep it offline\n")
+            Console.note("created \(context.vaultPath) (Argon2id \(preset.rawValue))")
+            Console.note("the recovery code below is shown only this once; write it down and keep it offline")
             try Output.writeSecret(code)
         }
     }
@@ -137,9 +137,9 @@ enum VaultCommand {
             Redaction.registerPassphrase(secret)
             if let document = try? VaultDocument.open(file, path: context.vaultPath, passphrase: secret) {
                 let names = document.contents.keys.map(\.name)
-                Console.err("gemvault: it holds \(names.count) key\(names.count == 1 ? "" : "s")\(names.isEmpty ? "" : ": " + names.joined(separator: ", "))\n")
+                Console.note("it holds \(names.count) key\(names.count == 1 ? "" : "s")\(names.isEmpty ? "" : ": " + names.joined(separator: ", "))")
             } else {
-                Console.err("gemvault: that passphrase does not open it, so its keys were not counted\n")
+                Console.note("that passphrase does not open it, so its keys were not counted")
             }
         }
         guard TerminalQuestion.confirm("Replace it? The old file stays beside it under a dated name.") else {
@@ -163,7 +163,7 @@ enum VaultCommand {
         KeyKindNotice.warn(key, name: name)
         // The key is kept in secret memory across passphrase retries, never asked again.
         let outcome = try context.vault.apply(.setKey(name: name, secret: key, now: Output.now()))
-        Console.err("gemvault: \(outcome.replaced ? "replaced" : "stored") key '\(name)' (\(key.masked))\n")
+        Console.note("\(outcome.replaced ? "replaced" : "stored") key '\(name)' (\(key.masked))")
     }
 
     /// An API key from a hidden prompt, or all of stdin when it is not a terminal; trimmed.
@@ -225,7 +225,7 @@ enum VaultCommand {
             return
         }
         if keys.isEmpty {
-            Console.err("gemvault: the vault holds no keys; add one with 'gemvault key set'\n")
+            Console.note("the vault holds no keys; add one with 'gemvault key set'")
             return
         }
         let showGoogle = keys.contains { $0.google != nil }
@@ -247,7 +247,7 @@ enum VaultCommand {
         if call.flag("--revoke") { return try GoogleRotation.revoke(call, name: name) }
         if call.flag("--allow-insecure-endpoint") { throw UsageError("--allow-insecure-endpoint goes with --revoke", command: call.command) }
         try call.context.vault.apply(.removeKey(name: name))
-        Console.err("gemvault: removed key '\(name)'\n")
+        Console.note("removed key '\(name)'")
     }
 
     static func readNewPassphrase(_ call: Invocation) throws -> SecretBytes {
@@ -272,7 +272,7 @@ enum VaultCommand {
         }
         let new = try readNewPassphrase(call)
         let newCode = try rekeyVault(context, unlockWith: current.secret, knownKey: current.key, newPassphrase: try newKey(new, for: file))
-        Console.err("gemvault: passphrase changed and the vault is under a new data key; the old passphrase opens nothing written from now on\(newCode ? "" : ". The recovery code still works")\n")
+        Console.note("passphrase changed and the vault is under a new data key; the old passphrase opens nothing written from now on\(newCode ? "" : ". The recovery code still works")")
     }
 
     /// The new passphrase's key, derived before the vault's lock is taken so the Argon2 run
@@ -298,7 +298,7 @@ enum VaultCommand {
         }
         let new = try readNewPassphrase(call)
         _ = try rekeyVault(context, unlockWith: code.secret, recovery: true, knownRecoveryKey: code.key, newPassphrase: try newKey(new, for: file))
-        Console.err("gemvault: new passphrase set and the vault is under a new data key; the recovery code stays the same\n")
+        Console.note("new passphrase set and the vault is under a new data key; the recovery code stays the same")
     }
 
     static func rekey(_ call: Invocation) throws {
@@ -311,7 +311,7 @@ enum VaultCommand {
         } else {
             _ = try context.withPassphrase { passphrase in try rekeyVault(context, unlockWith: passphrase, newPassphrase: nil) }
         }
-        Console.err("gemvault: the vault is under a new data key; old copies of it open nothing written from now on\n")
+        Console.note("the vault is under a new data key; old copies of it open nothing written from now on")
     }
 
     /// A new data key, and vault.bak replaced by the result, so no retired slot survives.
@@ -357,12 +357,12 @@ enum VaultCommand {
                     let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
                     try Output.json(RecoveryCodeResult(vault: context.vaultPath, recovery_code: text), schema: .recoveryCode)
                 } else {
-                    Console.err("gemvault: the old recovery code no longer opens this vault; the new one below is shown only this once. Write it down and keep it offline.\n")
+                    Console.note("the old recovery code no longer opens this vault; the new one below is shown only this once. Write it down and keep it offline.")
                     try Output.writeSecret(code)
                 }
             }
         }
-        Console.err("gemvault: recovery code replaced; the vault is under a new data key\n")
+        Console.note("recovery code replaced; the vault is under a new data key")
     }
 
     /// A format 1 vault (made by a build before 0.1.0) keeps its recovery code through a rekey only if the code
@@ -370,19 +370,19 @@ enum VaultCommand {
     static func askForLegacyRecoveryCode(_ context: Context) throws -> RecoveryKey? {
         let file = try context.vault.readFile()
         guard file.recoverySlot?.kind == .legacyRecovery, TerminalQuestion.available else { return nil }
-        Console.err("gemvault: this vault is in format 1, made by a build before 0.1.0; its recovery code can follow the new data key only if you type it now\n")
+        Console.note("this vault is in format 1, made by a build before 0.1.0; its recovery code can follow the new data key only if you type it now")
         for _ in 0..<3 {
             guard let typed = try? SecretInput.read(from: .terminal, prompt: "Recovery code (Enter for a new one): "), typed.count > 0 else { return nil }
             Redaction.registerPassphrase(typed)
             if let key = try RecoveryKey.derive(typed, opening: file) { return key }
-            Console.err("gemvault: that code does not open this vault\n")
+            Console.note("that code does not open this vault")
         }
         return nil
     }
 
     static func showNewRecoveryCode(_ code: SecretBytes) {
-        Console.err("gemvault: this vault's recovery slot was of the old format and could not follow the new data key without the code;\n")
-        Console.err("gemvault: here is its new recovery code, shown only this once (the old code no longer works). Write it down and keep it offline.\n")
+        Console.note("this vault's recovery slot was of the old format and could not follow the new data key without the code;")
+        Console.note("here is its new recovery code, shown only this once (the old code no longer works). Write it down and keep it offline.")
         Output.writeSecretToStandardError(code)
     }
 
@@ -392,7 +392,7 @@ enum VaultCommand {
         _ = try VaultFile.parse(try store.readBackup(), path: store.backupPath, policy: context.kdfPolicy)
         var kept: String?
         var generation: UInt64 = 0
-        try context.withPassphrase { passphrase in try store.withExclusiveLock(onWait: { Console.err("gemvault: \($0)\n") }) { session in
+        try context.withPassphrase { passphrase in try store.withExclusiveLock(onWait: { Console.note($0) }) { session in
             let backup = try VaultFile.parse(try session.readBackup(), path: store.backupPath, policy: context.kdfPolicy)
             let document = try VaultDocument.open(backup, path: store.backupPath, passphrase: passphrase)
             // Nothing is lost: the vault being replaced stays beside it, whatever state it is in.
@@ -402,8 +402,8 @@ enum VaultCommand {
             try context.vault.save(document, in: session, backup: .unchanged)
             generation = document.file.generation
         } }
-        if let kept { Console.err("gemvault: the replaced vault was kept as \(kept)\n") }
-        Console.err("gemvault: restored \(store.backupPath) as \(store.path) (now generation \(generation))\n")
+        if let kept { Console.note("the replaced vault was kept as \(kept)") }
+        Console.note("restored \(store.backupPath) as \(store.path) (now generation \(generation))")
     }
 
     struct SlotInfo: Encodable {

@@ -94,6 +94,8 @@ public enum Console {
 
     public static func err(_ text: String) { try? FileDescriptor.standardError.writeAll(Redaction.redact(text)) }
 
+    /// What a command reports on its way (stored, unlocked, set): not an error, warning or hint.
+    public static func note(_ message: String) { err("gemvault: \(message)\n") }
     public static func error(_ message: String) { err("gemvault: error: \(message)\n") }
     public static func warning(_ message: String) { err("gemvault: warning: \(message)\n") }
     public static func hint(_ message: String) { err("gemvault: hint: \(message)\n") }
