@@ -35,7 +35,6 @@ public enum GemvaultMain {
             case .start:
                 try FirstRun.start(Context(environment: environment, options: [:]))
             case .run(let spec, let positionals, let options):
-                if spec.usesNetwork { GeminiClient.prepareNetwork() }
                 if let color = options["--color"], ColorMode(rawValue: color) == nil {
                     throw UsageError("--color takes auto, always or never, not '\(color)'", command: spec)
                 }
@@ -43,6 +42,7 @@ public enum GemvaultMain {
                 let call = Invocation(command: spec, positionals: positionals, options: options, context: context)
                 // Every value a flag gives is checked before a command asks for anything.
                 try call.checkFlagValues()
+                if spec.usesNetwork { GeminiClient.prepareNetwork() }
                 try spec.run(call)
             }
             return ExitCode.success.rawValue

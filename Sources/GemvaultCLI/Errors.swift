@@ -65,7 +65,9 @@ enum ErrorReport {
             switch google.category {
             case .refused: return (.apiRefused, google.message, google.hint)
             case .network: return (.network, google.message, google.hint)
-            case .credentials: return (.failure, google.message, google.hint)
+            case .credentials:
+                let shown = google.commandStderr.isEmpty ? "" : "; its stderr: " + EscapeNeutralizer.neutralize(google.commandStderr)
+                return (.failure, google.message + shown, google.hint)
             }
         case let output as StandardOutputFailure:
             // Like `cat` in `cat | head -1`: a reader that stopped reading is no failure worth a word.

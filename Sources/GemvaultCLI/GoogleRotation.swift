@@ -217,8 +217,10 @@ enum GoogleRotation {
             } catch let error as GoogleError {
                 try? finish(call, Report(name: name, action: "created", old_key: resource, new_key: newName, service_account: serviceAccount,
                                          old_key_deleted: false, age_days: age))
+                // The old key's own project: a first rotation's --project names where the new one goes.
+                let old = GoogleKeyRecord(resource: resource, serviceAccount: "")
                 throw GoogleError(error.category, "the new key is stored and current, but deleting the old key \(resource) failed: \(error.message)",
-                                  hint: "delete it by hand: gcloud services api-keys delete \(GoogleKeyRecord(resource: resource, serviceAccount: "").keyId) --project \(project)",
+                                  hint: "delete it by hand: gcloud services api-keys delete \(old.keyId) --project \(old.project ?? project)",
                                   status: error.status, reason: error.reason)
             }
         } else if let resource {

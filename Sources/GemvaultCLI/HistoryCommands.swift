@@ -134,7 +134,7 @@ enum HistoryCommand {
         let context = call.context
         let id = try context.history.resolve(call.positionals[0])
         let transcript = try context.history.loadIntact(id, with: try context.historyKeys())
-        try Pager.show(render(transcript, call), environment: context.environment)
+        try Pager.show(render(transcript, call), environment: context.helperEnvironment)
         if let damage = transcript.damage { throw HistoryStore.Failure.broken(transcript.path, damage) }
     }
 
@@ -240,7 +240,7 @@ enum HistoryCommand {
             }
             if result.matches.count > 5 { text += "  " + style.dim("… \(result.matches.count - 5) more") + "\n" }
         }
-        try Pager.show(text, environment: context.environment)
+        try Pager.show(text, environment: context.helperEnvironment)
     }
 
     static func remove(_ call: Invocation) throws {

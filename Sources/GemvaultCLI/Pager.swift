@@ -17,6 +17,7 @@ enum Pager {
     }
 
     /// Writes `text` to stdout, through the pager when stdout is a terminal that it does not fit.
+    /// `environment` is the pager's (`Context.helperEnvironment`: no API key).
     static func show(_ text: String, environment: [String: String]) throws(StandardOutputFailure) {
         guard Terminal.stdoutIsTerminal, let rows = Terminal.rows, let columns = Terminal.columns,
               rowsNeeded(text, columns: columns) >= rows, let argv = command(environment) else {
@@ -25,9 +26,7 @@ enum Pager {
         }
         let pager: ChildProcess
         do {
-            // The pager has no use for an API key the user exported.
-            let quiet = environment.filter { $0.key != "GEMINI_API_KEY" && $0.key != "GOOGLE_API_KEY" }
-            pager = try ProcessSpawner.spawn(argv, environment: quiet, input: .pipe)
+            pager = try ProcessSpawner.spawn(argv, environment: environment, input: .pipe)
         } catch {
             Console.warning("the pager '\(EscapeNeutralizer.neutralize(argv.joined(separator: " ")))' could not start (\(error.reason)); printing directly")
             try Console.out(text)

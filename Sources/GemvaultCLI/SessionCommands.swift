@@ -124,8 +124,7 @@ enum SessionCommand {
         } catch let error as TrustedOpenError {
             throw VaultError(error)
         }
-        var environment = context.environment
-        for name in ["GEMINI_API_KEY", "GOOGLE_API_KEY", "SSLKEYLOGFILE"] { environment[name] = nil }
+        var environment = context.helperEnvironment
         environment["SWIFT_BACKTRACE"] = "enable=no"
         do {
             return try ProcessSpawner.spawn([ProcessIdentity.executablePath, "agent", "--foreground", "--vault", paths.vaultPath],

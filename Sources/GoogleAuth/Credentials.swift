@@ -118,10 +118,11 @@ public struct GoogleCredentials {
             do {
                 token = try KeyCommand.run(command, timeout: settings.commandTimeout, environment: settings.environment, setting: "token_command")
             } catch {
-                guard case .keyCommandFailed(let program, let detail, _, _) = error else {
+                guard case .keyCommandFailed(let program, let detail, let stderr, _) = error else {
                     throw GoogleError(.credentials, "token_command failed")
                 }
-                throw GoogleError(.credentials, "token_command '\(program)' \(detail)", hint: "check the command with: gemvault config get token_command")
+                throw GoogleError(.credentials, "token_command '\(program)' \(detail)", hint: "check the command with: gemvault config get token_command",
+                                  commandStderr: stderr)
             }
             guard token.isPrintableASCII, !token.withUnsafeBytes({ $0.contains(0x20) }) else {
                 throw GoogleError(.credentials, "token_command '\(program)' printed something that is not an access token (one line, no spaces)")

@@ -17,12 +17,17 @@ public struct GoogleError: Error, Sendable, Equatable {
     public let status: Int?
     /// Google's reason (`SERVICE_DISABLED`, `ACCESS_TOKEN_SCOPE_INSUFFICIENT`, …) or status name.
     public let reason: String?
+    /// What a failing `token_command` wrote to stderr, shown after the message with its escapes
+    /// neutralised, as for `key_command` ("reauthentication required" is the useful part).
+    public let commandStderr: String
 
-    public init(_ category: Category, _ message: String, hint: String? = nil, status: Int? = nil, reason: String? = nil) {
+    public init(_ category: Category, _ message: String, hint: String? = nil, status: Int? = nil, reason: String? = nil,
+                commandStderr: String = "") {
         self.category = category
         self.message = message
         self.hint = hint
         self.status = status
         self.reason = reason
+        self.commandStderr = commandStderr
     }
 }
