@@ -261,7 +261,7 @@ enum HistoryCommand {
             }
             let doomed = try history.ids(writtenBefore: cutoff)
             if !call.flag("--yes"), !doomed.isEmpty {
-                let what = call.flag("--all") ? "all \(doomed.count) saved conversation\(doomed.count == 1 ? "" : "s")"
+                let what = call.value("--older-than") == nil ? "all \(doomed.count) saved conversation\(doomed.count == 1 ? "" : "s")"
                     : "\(doomed.count) saved conversation\(doomed.count == 1 ? "" : "s") last written more than \(call.value("--older-than") ?? "") ago"
                 guard TerminalQuestion.confirm("Delete \(what)? This cannot be undone.") else {
                     throw CommandFailure(.failure, "nothing was deleted")

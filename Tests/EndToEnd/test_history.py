@@ -336,6 +336,8 @@ def test_history_search_finds_matching_lines_ignoring_case(history):
     assert {(m["turn"], m["place"]) for m in found["matches"]} == {(0, "title"), (1, "user"), (1, "model")}
     none = env.run("history", "search", "platypus")
     assert none.code == 0 and none.out == "" and "no saved conversation holds 'platypus'" in none.err
+    none = env.run("history", "search", "platypus", "--json")
+    assert none.code == 0 and json.loads(none.out)["conversations"] == [] and json.loads(none.out)["query"] == "platypus", none
 
 
 PAGER_SCRIPT = """#!/usr/bin/env python3
@@ -349,7 +351,7 @@ for name in os.listdir("/proc/self/fd"):
     if not target.startswith("/proc/"):
         fds[name] = target
 record = {"argv": sys.argv[1:], "input": sys.stdin.read(), "fds": sorted(fds), "stdout_tty": os.isatty(1),
-          "api_key": os.environ.get("GEMINI_API_KEY")}
+          "api_key": os.environ.get("GEMINI_API_KEY"), "keylog": os.environ.get("SSLKEYLOGFILE")}
 with open(os.environ["PAGER_RECORD"], "w") as handle:
     json.dump(record, handle)
 print("PAGER RAN")
@@ -367,7 +369,8 @@ def test_history_show_pages_what_is_taller_than_the_terminal(history):
         handle.write(PAGER_SCRIPT)
     os.chmod(pager, 0o755)
     record = os.path.join(env.root, "pager.json")
-    variables = dict(env.vars, PAGER=pager + " --from-gemvault", PAGER_RECORD=record, NO_COLOR="1")
+    variables = dict(env.vars, PAGER=pager + " --from-gemvault", PAGER_RECORD=record, NO_COLOR="1",
+                     SSLKEYLOGFILE=os.path.join(env.root, "keylog"))
 
     def show(conversation, rows, extra=None):
         s = PtySession([BIN, "history", "show", conversation[:8], "--passphrase-file", env.passfile], dict(variables, **(extra or {})), rows=rows)
@@ -383,7 +386,7 @@ def test_history_show_pages_what_is_taller_than_the_terminal(history):
         ran = json.load(handle)
     assert ran["argv"] == ["--from-gemvault"] and "line 29 of a long prompt" in ran["input"] and ran["stdout_tty"]
     assert ran["fds"] == ["0", "1", "2"], ran["fds"]
-    assert ran["api_key"] is None
+    assert ran["api_key"] is None and ran["keylog"] is None
     os.remove(record)
     # What fits is printed directly, and so is everything with PAGER=cat or an empty PAGER.
     screen = show(short_id, 20)
