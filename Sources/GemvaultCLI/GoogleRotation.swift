@@ -67,9 +67,14 @@ enum GoogleRotation {
     /// credential file's, else `project` (the key's own, once known).
     static func client(_ call: Invocation, _ settings: Settings, project: String?) throws -> (APIKeysClient, AccessToken) {
         let token = try credentials(call, settings).token()
-        let quota = settings[.quotaProject] ?? token.quotaProject ?? project
-        return (APIKeysClient(endpoint: settings[.apikeysEndpoint], token: token, quotaProject: quota, timeout: settings[.timeout],
-                              retries: settings[.retries]), token)
+        return (APIKeysClient(endpoint: settings[.apikeysEndpoint], token: token, quotaProject: quotaProject(settings, token, project: project),
+                              timeout: settings[.timeout], retries: settings[.retries]), token)
+    }
+
+    /// The project a user credential's calls are billed to: the setting, the credential's own,
+    /// else the project of the key at hand.
+    static func quotaProject(_ settings: Settings, _ token: AccessToken, project: String?) -> String? {
+        settings[.quotaProject] ?? token.quotaProject ?? project
     }
 
     /// What `--json` prints: the Google keys' names, never a key.
@@ -154,7 +159,7 @@ enum GoogleRotation {
             current = key
         }
         guard let project = call.value("--project") ?? current?.project else { throw UsageError("--project is needed", command: call.command) }
-        client.quotaProject = settings[.quotaProject] ?? token.quotaProject ?? project
+        client.quotaProject = quotaProject(settings, token, project: project)
         guard let serviceAccount = call.value("--service-account") ?? current?.serviceAccountEmail, !serviceAccount.isEmpty else {
             throw GoogleError(.refused, "the current key of '\(name)' is not bound to a service account, and Gemini takes only auth keys",
                               hint: "name the service account the new key is bound to: --service-account EMAIL")
@@ -353,12 +358,13 @@ enum GoogleRotation {
     static func revoke(_ call: Invocation, name: String) throws {
         try withVault(call.context, name: name) { vault in
             let settings = try settings(call, vault: vault.settings)
-            var (client, _) = try client(call, settings, project: vault.key.google?.project)
+            let (client, token) = try client(call, settings, project: vault.key.google?.project)
             var resources = [vault.key.google?.resource].compactMap { $0 }
             if resources.isEmpty {
                 Console.note("looking the key of '\(name)' up at Google (keys:lookupKey)")
                 resources.append(try client.lookup(vault.key.secret))
-                (client, _) = try self.client(call, settings, project: GoogleKeyRecord(resource: resources[0], serviceAccount: "").project)
+                // The same token, billed to the project the key turned out to be in.
+                client.quotaProject = quotaProject(settings, token, project: GoogleKeyRecord(resource: resources[0], serviceAccount: "").project)
             }
             resources += vault.summary.earlier.compactMap { $0.google?.resource }
             for resource in resources {
