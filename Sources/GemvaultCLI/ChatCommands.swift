@@ -78,7 +78,7 @@ enum ChatCommand {
         let resolver = try call.context.keyResolver(call)
         let (key, settings) = try resolver.resolve()
         RotationReminder(context: call.context).remind(key: key, settings: settings)
-        let configuration = ClientConfiguration(endpoint: settings[.endpoint], apiVersion: settings[.apiVersion], timeout: settings[.timeout],
+        let configuration = ClientConfiguration(endpoint: try settings.endpoint(.endpoint), apiVersion: settings[.apiVersion], timeout: settings[.timeout],
                                                 maxAttempts: settings[.retries] + 1)
         let errors = ErrorMapper(keyOrigin: key.source.label, keyReplaceHint: key.source.replaceHint, keyKind: key.secret.googleKeyKind,
                                  model: settings[.model], apiVersion: settings[.apiVersion])

@@ -188,6 +188,7 @@ enum ConfigCommand {
             vaultState = "opened"
         }
         let settings = try Settings.resolve(layers)
+        try settings.checkEveryEndpoint()
         let explained = settings.all.map { setting in
             ExplainedSetting(name: setting.name, value: setting.value.map { display(setting.name, $0) },
                              origin: setting.origin.label, layer: setting.origin.kind)

@@ -18,23 +18,35 @@ enum GoogleRotation {
         let settings: [String: String]
         let key: StoredKey
         let summary: KeySummary
+        /// The current value's Google key: recorded by an earlier rotation or lookup.
+        var google: GoogleKeyRecord? { key.google ?? summary.google }
         /// Names this vault in the annotations of the keys it makes, without saying where it is.
         let tag: String
+        /// Held for the whole command: no other rotation of this key runs meanwhile.
+        let journal: RotationJournal
         let apply: (VaultChange) throws -> VaultChange.Outcome
         /// The current value's Google key as the vault now has it, when that can be asked
         /// without a passphrase (through the session): after a write that failed in transit.
         let currentGoogle: () -> GoogleKeyRecord?
+
+        /// Whether the key's history names `resource` as an earlier value.
+        func historyNames(_ resource: String) -> Bool {
+            summary.earlier.contains { $0.google.map { GoogleRotation.sameKey($0.resource, resource) } ?? false }
+        }
     }
 
+    /// Opens the vault for one hands-off rotation of `name`, holding that key's rotation lock
+    /// before the vault is read: a rotation that waited sees what the one before it stored.
     static func withVault<T>(_ context: Context, name: String, _ work: (VaultView) throws -> T) throws -> T {
         try VaultContents.validateName(name)
         try context.vault.checkBeforePrompt()
+        let tag = Sodium.fingerprint(try context.vault.readFile().vaultIDHex ?? ProcessIdentity.absolutePath(context.vaultPath))
+        let journal = try RotationJournal.take(context, vaultTag: tag, name: name)
         let file = try context.vault.readFile()
-        let tag = Sodium.fingerprint(file.vaultIDHex ?? ProcessIdentity.absolutePath(context.vaultPath))
         if try context.vault.sessionIsOpen(), let settings = try context.vault.sessionSettings() {
             guard let key = try context.vault.key(name, markUsed: false),
                   let summary = try context.vault.keySummaries().first(where: { $0.name == name }) else { throw VaultError.keyNotFound(name: name) }
-            return try work(VaultView(settings: settings, key: key, summary: summary, tag: tag, apply: { try context.vault.apply($0) },
+            return try work(VaultView(settings: settings, key: key, summary: summary, tag: tag, journal: journal, apply: { try context.vault.apply($0) },
                                       currentGoogle: { (try? context.vault.keySummaries())?.first { $0.name == name }?.google }))
         }
         return try context.withPassphrase { secret in
@@ -42,12 +54,17 @@ enum GoogleRotation {
             let document = try VaultDocument.open(file, path: context.vaultPath, kek: known.kek)
             context.vault.note(document.contents)
             guard let key = document.contents.key(named: name) else { throw VaultError.keyNotFound(name: name) }
-            return try work(VaultView(settings: document.contents.settings, key: key, summary: key.summary, tag: tag, apply: { change in
+            return try work(VaultView(settings: document.contents.settings, key: key, summary: key.summary, tag: tag, journal: journal, apply: { change in
                 var outcome: VaultChange.Outcome?
                 try context.vault.modify(unlockWith: secret, knownKey: known) { outcome = try change.apply(to: $0.contents) }
                 return outcome!
             }, currentGoogle: { nil }))
         }
+    }
+
+    /// Two names of one Google key: the project may be named by id or number, the key id is unique in it.
+    static func sameKey(_ one: String, _ other: String) -> Bool {
+        GoogleKeyRecord(resource: one, serviceAccount: "").keyId == GoogleKeyRecord(resource: other, serviceAccount: "").keyId
     }
 
     static func settings(_ call: Invocation, vault: [String: String]) throws -> Settings {
@@ -63,12 +80,33 @@ enum GoogleRotation {
                                              allowInsecure: call.flag("--allow-insecure-endpoint"), warn: { Console.warning($0) }))
     }
 
-    /// An API Keys client with a fresh token. The quota project is the setting, else the
-    /// credential file's, else `project` (the key's own, once known).
-    static func client(_ call: Invocation, _ settings: Settings, project: String?) throws -> (APIKeysClient, AccessToken) {
-        let token = try credentials(call, settings).token()
-        return (APIKeysClient(endpoint: settings[.apikeysEndpoint], token: token, quotaProject: quotaProject(settings, token, project: project),
-                              timeout: settings[.timeout], retries: settings[.retries]), token)
+    /// The API Keys client, made when first needed (a young key's `--if-older-than` asks Google
+    /// nothing), with a fresh token. Calls are billed (a user's credential) to the
+    /// `quota_project` setting, else the credential file's, else the key's own project.
+    final class GoogleLink {
+        let call: Invocation
+        let settings: Settings
+        private var made: (client: APIKeysClient, token: AccessToken)?
+
+        init(_ call: Invocation, _ settings: Settings) {
+            self.call = call
+            self.settings = settings
+        }
+
+        /// The client, billed to `project` when nothing else names a quota project.
+        func client(project: String?) throws -> APIKeysClient {
+            if let made {
+                if let project { made.client.quotaProject = GoogleRotation.quotaProject(settings, made.token, project: project) }
+                return made.client
+            }
+            GeminiClient.prepareNetwork()
+            let token = try credentials(call, settings).token()
+            Console.note("using \(token.source.label) for the API Keys service")
+            let client = APIKeysClient(endpoint: try settings.endpoint(.apikeysEndpoint), token: token, quotaProject: quotaProject(settings, token, project: project),
+                                       timeout: settings[.timeout], retries: settings[.retries])
+            made = (client, token)
+            return client
+        }
     }
 
     /// The project a user credential's calls are billed to: the setting, the credential's own,
@@ -92,6 +130,45 @@ enum GoogleRotation {
         if call.flag("--json") { try Output.json(report, schema: .keyRotate) }
     }
 
+    /// `gcloud` commands for a key gemvault could not deal with itself.
+    static func byHand(_ resource: String, _ verb: String = "delete", project fallback: String? = nil) -> String {
+        let record = GoogleKeyRecord(resource: resource, serviceAccount: "")
+        return "gcloud services api-keys \(verb) \(record.keyId) --project \(record.project ?? fallback ?? "PROJECT")"
+    }
+
+    // MARK: A run a kill interrupted
+
+    /// What the last holder of the key's rotation lock left unfinished: the old key of a run
+    /// killed after its vault write is deleted, the new key of one killed before it too.
+    static func finishInterrupted(_ vault: VaultView, _ link: GoogleLink, name: String) throws {
+        guard let intent = vault.journal.interrupted else { return }
+        let written = vault.google.map { sameKey($0.resource, intent.current) } ?? false
+        if written, let retire = intent.retire {
+            // Only a key the history names as replaced: never the current one.
+            guard !sameKey(retire, intent.current), vault.historyNames(retire) else {
+                Console.warning("an interrupted \(intent.action) of '\(name)' meant to delete \(retire) at Google, which the key's history does not name; it is left alone")
+                vault.journal.end()
+                return
+            }
+            let client = try link.client(project: GoogleKeyRecord(resource: retire, serviceAccount: "").project)
+            switch try deleteAtGoogle(client, retire) {
+            case .deleted:
+                Console.note("the last \(intent.action) of '\(name)' was interrupted after the vault was written: finished it by deleting \(retire) at Google, which the key's history names as replaced")
+            case .alreadyDeleted, .gone:
+                Console.note("the last \(intent.action) of '\(name)' was interrupted after the vault was written; \(retire), which it replaced, is already deleted at Google")
+            }
+        } else if !written, let made = intent.made {
+            let client = try link.client(project: GoogleKeyRecord(resource: made, serviceAccount: "").project)
+            switch try deleteAtGoogle(client, made, absentIsGone: true) {
+            case .deleted:
+                Console.note("the last rotation of '\(name)' was interrupted before it stored its new key: deleted that key, \(made), at Google")
+            case .alreadyDeleted, .gone:
+                Console.note("the last rotation of '\(name)' was interrupted before it stored its new key; \(made) was not made, or is already deleted, at Google")
+            }
+        }
+        vault.journal.end()
+    }
+
     // MARK: key rotate --create
 
     static func create(_ call: Invocation, name: String) throws {
@@ -101,14 +178,24 @@ enum GoogleRotation {
             return days
         }
         try withVault(call.context, name: name) { vault in
-            let age = max(0, Output.now() - vault.key.updated) / 86400
+            let settings = try settings(call, vault: vault.settings)
+            let link = GoogleLink(call, settings)
+            try finishInterrupted(vault, link, name: name)
+            // (1) The current key's resource, recorded by an earlier rotation, and (2) read; else
+            // looked up below. Its age is Google's createTime when Google knows the key (CIS 1.15).
+            var current: GoogleKey?
+            if let record = vault.google {
+                current = try liveKey(try link.client(project: call.value("--project") ?? record.project), record.resource, name: name)
+            }
+            let age = max(0, Output.now() - (current?.created ?? vault.key.updated)) / 86400
             if let olderThan, age < olderThan {
-                Console.note("key '\(name)' is \(age) day\(age == 1 ? "" : "s") old, younger than \(olderThan): nothing to do")
-                try finish(call, Report(name: name, action: "skipped", old_key: vault.key.google?.resource, new_key: vault.key.google?.resource,
-                                        service_account: vault.key.google?.serviceAccount, old_key_deleted: false, age_days: age))
+                let from = current?.created != nil ? "created at Google on \(current!.createTime ?? "?")" : "set in the vault on \(Output.isoDate(vault.key.updated))"
+                Console.note("key '\(name)' is \(age) day\(age == 1 ? "" : "s") old (\(from)), younger than \(olderThan): nothing to do")
+                try finish(call, Report(name: name, action: "skipped", old_key: vault.google?.resource, new_key: nil,
+                                        service_account: vault.google?.serviceAccount.nonEmpty, old_key_deleted: false, age_days: age))
                 return
             }
-            try rotate(call, name: name, vault: vault, age: age, verifyLimit: verifyLimit)
+            try rotate(call, name: name, vault: vault, link: link, current: current, age: age, verifyLimit: verifyLimit)
         }
     }
 
@@ -120,20 +207,28 @@ enum GoogleRotation {
         return seconds
     }
 
-    private static func rotate(_ call: Invocation, name: String, vault: VaultView, age: Int64, verifyLimit: Double) throws {
-        let settings = try settings(call, vault: vault.settings)
-        GeminiClient.prepareNetwork()
-        let (client, token) = try client(call, settings, project: call.value("--project"))
-        Console.note("using \(token.source.label) for the API Keys service")
+    /// The key at Google, which must not be deleted.
+    static func liveKey(_ client: APIKeysClient, _ resource: String, name: String) throws -> GoogleKey {
+        let key = try client.get(resource)
+        guard !key.isDeleted else {
+            throw GoogleError(.refused, "the current key of '\(name)' (\(resource)) was deleted at Google on \(key.deleteTime ?? "?")",
+                              hint: "'gemvault key rotate --undo \(name)' brings back the previous one, or store a working key with 'gemvault key rotate \(name)'")
+        }
+        return key
+    }
 
-        // (1) The current key's resource: recorded by an earlier rotation, else looked up.
-        var resource = vault.key.google?.resource
+    private static func rotate(_ call: Invocation, name: String, vault: VaultView, link: GoogleLink, current known: GoogleKey?, age: Int64,
+                               verifyLimit: Double) throws {
+        let settings = link.settings
+        var client = try link.client(project: call.value("--project") ?? vault.google?.project)
+        var current = known
         var foundByLookup = false
-        if resource == nil {
+        if current == nil {
             Console.note("looking the current key of '\(name)' up at Google (keys:lookupKey)")
             do {
-                resource = try client.lookup(vault.key.secret)
+                let resource = try client.lookup(vault.key.secret)
                 foundByLookup = true
+                current = try client.get(resource)
             } catch {
                 let flagsGiven = call.value("--service-account") != nil && call.value("--project") != nil
                 // A 403 is also what a credential without the role gets: told as such unless the
@@ -146,45 +241,48 @@ enum GoogleRotation {
                 }
                 Console.note("Google could not find the current key; making a new one in project \(call.value("--project")!) as asked")
             }
+            if let found = current { current = try liveKey(client, found.name, name: name) }
         }
-
-        // (2) Read it: service account, restrictions, display name, project.
-        var current: GoogleKey?
-        if let resource {
-            let key = try client.get(resource)
-            guard !key.isDeleted else {
-                throw GoogleError(.refused, "the current key of '\(name)' (\(resource)) was deleted at Google on \(key.deleteTime ?? "?")",
-                                  hint: "'gemvault key rotate --undo \(name)' brings back the previous one, or store a working key with 'gemvault key rotate \(name)'")
-            }
-            current = key
-        }
+        let resource = current?.name
         guard let project = call.value("--project") ?? current?.project else { throw UsageError("--project is needed", command: call.command) }
-        client.quotaProject = quotaProject(settings, token, project: project)
+        client = try link.client(project: project)
         guard let serviceAccount = call.value("--service-account") ?? current?.serviceAccountEmail, !serviceAccount.isEmpty else {
             throw GoogleError(.refused, "the current key of '\(name)' is not bound to a service account, and Gemini takes only auth keys",
                               hint: "name the service account the new key is bound to: --service-account EMAIL")
         }
         let restrictions: JSONValue = current.flatMap { $0.isUnrestricted ? nil : $0.restrictions }
-            ?? (current == nil ? .object(["apiTargets": .array([.object(["service": .string("generativelanguage.googleapis.com")])])]) : .null)
+            ?? (current == nil ? .object(["apiTargets": .array([.object(["service": .string(KeyCheck.geminiService)])])]) : .null)
         guard restrictions != .null else {
             throw GoogleError(.refused, "the current key of '\(name)' (\(resource ?? "?")) has no restrictions; gemvault makes no unrestricted key",
                               hint: "restrict it to the Generative Language API in the Cloud console first, then rotate again")
         }
+        let check = try KeyCheck(restrictions: restrictions, name: name)
 
-        // Left by an interrupted rotation of this vault's key: made at Google, never stored.
+        // Made for this vault's key and never stored: a run that no journal covers.
         var known = Set([resource].compactMap { $0 } + vault.summary.earlier.compactMap { $0.google?.resource })
-        if let record = vault.key.google { known.insert(record.resource) }
+        if let record = vault.google { known.insert(record.resource) }
         reportLeftovers(client, project: project, name: name, tag: vault.tag, known: known, earlier: vault.summary.earlier)
 
-        // (3) Create the new key with the same binding and restrictions, and wait for it.
+        // (3) Create the new key with the same binding and restrictions, and wait for it. The
+        // journal says first what this run is about to do, for the next run if this one is killed.
         let stamp = String(Output.isoDate(Output.now()).filter(\.isNumber))
         let keyId = Self.keyId(name: name, stamp: stamp)
+        let planned = "projects/\(project)/locations/global/keys/\(keyId)"
+        try vault.journal.begin(.init(action: "rotation", made: planned, current: planned, retire: call.flag("--keep-old") ? nil : resource))
         Console.note("creating \(keyId) in project \(project), bound to \(serviceAccount)")
-        let started = try client.create(project: project, keyId: keyId, displayName: String("gemvault \(name) \(stamp)".prefix(63)),
-                                        restrictions: restrictions, serviceAccount: serviceAccount,
-                                        annotations: ["gemvault-vault": vault.tag, "gemvault-key": String(name.prefix(63))])
-        let created = try client.wait(started, what: "creating \(keyId)")
-        let newName = created.key?.name ?? "projects/\(project)/locations/global/keys/\(keyId)"
+        let annotations = ["gemvault-vault": vault.tag, "gemvault-key": String(name.prefix(63))]
+        let creation = Result { () throws(GoogleError) -> GoogleOperation in
+            let started = try client.create(project: project, keyId: keyId, displayName: String("gemvault \(name) \(stamp)".prefix(63)),
+                                            restrictions: restrictions, serviceAccount: serviceAccount, annotations: annotations)
+            return try client.wait(started, what: "creating \(keyId)")
+        }
+        if case .failure(let error) = creation, error.reason == GoogleError.stillPending || error.mayHaveBeenPerformed {
+            throw GoogleError(error.category, error.message + "; the key \(keyId) may still be made",
+                              hint: "the next 'gemvault key rotate --create \(name)' deletes it if it was; or see for yourself: "
+                                  + "\(byHand(planned, "describe")), then \(byHand(planned))", status: error.status, reason: error.reason)
+        }
+        let created = try creation.get()
+        let newName = created.key?.name ?? planned
 
         // Any failure from here until the vault holds the new key deletes it again.
         let secret: SecretBytes
@@ -199,7 +297,7 @@ enum GoogleRotation {
                 throw GoogleError(.refused, "Google made \(newName) bound to \(made.serviceAccountEmail ?? "no service account"), not to \(serviceAccount)")
             }
             // (4) The new key against the endpoint it will be used with.
-            try verify(secret, settings: settings, limit: verifyLimit)
+            try check.verify(secret, settings: settings, limit: verifyLimit)
             // (5) Stored as the current value; the old one goes into the history with its name.
             let replaced = foundByLookup ? GoogleKeyRecord(resource: resource!, serviceAccount: current?.serviceAccountEmail ?? "") : nil
             _ = try vault.apply(.rotateKey(name: name, secret: secret, now: Output.now(),
@@ -207,7 +305,10 @@ enum GoogleRotation {
         } catch {
             // A session that saved the change but whose answer was lost has the new key current:
             // that one must stay.
-            if vault.currentGoogle()?.resource != newName { undoCreate(client, newName) }
+            if vault.currentGoogle()?.resource != newName {
+                undoCreate(client, newName)
+                vault.journal.end()
+            }
             throw error
         }
         Console.note("key '\(name)' is now \(secret.masked) (\(newName)), which Gemini accepted; the previous value is in its history")
@@ -216,16 +317,18 @@ enum GoogleRotation {
         var deleted = false
         if let resource, !call.flag("--keep-old") {
             do {
-                try deleteAtGoogle(client, resource)
+                if try deleteAtGoogle(client, resource) == .deleted {
+                    Console.note("deleted the old key \(resource) at Google; Google may still accept it for up to about 25 minutes, and can undelete it for 30 days ('gemvault key rotate --undo \(name)')")
+                } else {
+                    Console.note("the old key \(resource) was already deleted at Google")
+                }
                 deleted = true
-                Console.note("deleted the old key \(resource) at Google; Google may still accept it for up to about 25 minutes, and can undelete it for 30 days ('gemvault key rotate --undo \(name)')")
             } catch let error as GoogleError {
                 try? finish(call, Report(name: name, action: "created", old_key: resource, new_key: newName, service_account: serviceAccount,
                                          old_key_deleted: false, age_days: age))
                 // The old key's own project: a first rotation's --project names where the new one goes.
-                let old = GoogleKeyRecord(resource: resource, serviceAccount: "")
                 throw GoogleError(error.category, "the new key is stored and current, but deleting the old key \(resource) failed: \(error.message)",
-                                  hint: "delete it by hand: gcloud services api-keys delete \(old.keyId) --project \(old.project ?? project)",
+                                  hint: "the next 'gemvault key rotate --create \(name)' deletes it, or delete it by hand: \(byHand(resource, project: project))",
                                   status: error.status, reason: error.reason)
             }
         } else if let resource {
@@ -233,6 +336,7 @@ enum GoogleRotation {
         } else {
             Console.note("the old key was not found at Google, so it was not deleted: delete it where it was made")
         }
+        vault.journal.end()
         try finish(call, Report(name: name, action: "created", old_key: resource, new_key: newName, service_account: serviceAccount,
                                 old_key_deleted: deleted, age_days: age))
     }
@@ -250,10 +354,23 @@ enum GoogleRotation {
         return "gemvault-" + (part.isEmpty ? "key" : part) + "-" + stamp
     }
 
-    static func deleteAtGoogle(_ client: APIKeysClient, _ resource: String) throws {
-        let key = try client.get(resource)
-        if key.isDeleted { return }
+    enum Deletion: Equatable {
+        case deleted
+        /// Soft-deleted before: Google keeps it for 30 days.
+        case alreadyDeleted
+        /// Gone for good (deleted more than 30 days ago: Google answers 404), or never made.
+        case gone
+    }
+
+    /// Deletes a key with the etag just read. `absentIsGone` takes a 403 for "not there" too,
+    /// as Google answers for a key id that was never made.
+    static func deleteAtGoogle(_ client: APIKeysClient, _ resource: String, absentIsGone: Bool = false) throws -> Deletion {
+        let answer: Result<GoogleKey, GoogleError> = Result { () throws(GoogleError) in try client.get(resource) }
+        if case .failure(let error) = answer, error.status == 404 || (absentIsGone && error.status == 403) { return .gone }
+        let key = try answer.get()
+        if key.isDeleted { return .alreadyDeleted }
         _ = try client.wait(try client.delete(resource, etag: key.etag), what: "deleting \(resource)")
+        return .deleted
     }
 
     /// After a failure: the key just made is deleted again, or named for deleting by hand.
@@ -262,54 +379,34 @@ enum GoogleRotation {
             _ = try client.wait(try client.delete(resource, etag: nil), what: "deleting \(resource)")
             Console.note("deleted the new key \(resource) at Google again; the vault is as it was")
         } catch {
-            Console.warning("the new key \(resource) could not be deleted at Google (\(error.message)); delete it by hand: gcloud services api-keys delete \(GoogleKeyRecord(resource: resource, serviceAccount: "").keyId) --project \(GoogleKeyRecord(resource: resource, serviceAccount: "").project ?? "?")")
+            Console.warning("the new key \(resource) could not be deleted at Google (\(error.message)); delete it by hand: \(byHand(resource))")
         }
     }
 
-    /// Keys this vault made for `name` that it never stored (a rotation killed between the
-    /// create and the write) are deleted; earlier values still live at Google are named.
+    /// Keys made for this vault's `name` that it never stored and no journal covers (a synced
+    /// vault's other machine, a lost state folder) are deleted once no rotation can still be
+    /// running them; younger ones are named. Earlier values still live at Google are named.
     static func reportLeftovers(_ client: APIKeysClient, project: String, name: String, tag: String, known: Set<String>, earlier: [KeySummary.Earlier]) {
         guard let keys = try? client.list(project: project, showDeleted: false) else {
             Console.warning("could not list the keys of project \(project) to look for keys an interrupted rotation left")
             return
         }
-        for key in keys where key.annotations?["gemvault-vault"] == tag && key.annotations?["gemvault-key"] == String(name.prefix(63)) && !known.contains(key.name) {
+        for key in keys where key.annotations?["gemvault-vault"] == tag && key.annotations?["gemvault-key"] == String(name.prefix(63))
+                                && !known.contains(where: { sameKey($0, key.name) }) {
+            let age = key.created.map { Output.now() - $0 } ?? 0
+            guard age >= RotationJournal.longestRun else {
+                Console.warning("found \(key.name), made for '\(name)' of this vault \(age / 60) minutes ago and not stored: a rotation on another machine may still be running, so it is left alone (if none is: \(byHand(key.name)))")
+                continue
+            }
             Console.warning("found \(key.name), made by an interrupted rotation of '\(name)' and never stored; deleting it")
-            do { try deleteAtGoogle(client, key.name) } catch {
-                Console.warning("could not delete \(key.name): \((error as? GoogleError)?.message ?? "\(error)"); delete it by hand")
+            do { _ = try deleteAtGoogle(client, key.name) } catch {
+                Console.warning("could not delete \(key.name): \((error as? GoogleError)?.message ?? "\(error)"); delete it by hand: \(byHand(key.name))")
             }
         }
         let live = Set(keys.map(\.name))
         for value in earlier {
             if let resource = value.google?.resource, live.contains(resource) {
-                Console.warning("an earlier value of '\(name)' (\(value.masked), \(resource)) still works at Google (kept with --keep-old, or a rotation was interrupted before deleting it)")
-            }
-        }
-    }
-
-    /// Lists the models with the new key, through Google's propagation window: a new key may
-    /// be refused for minutes before it works.
-    static func verify(_ key: SecretBytes, settings: Settings, limit: Double) throws {
-        let configuration = ClientConfiguration(endpoint: settings[.endpoint], apiVersion: settings[.apiVersion], timeout: settings[.timeout],
-                                                maxAttempts: settings[.retries] + 1)
-        let errors = ErrorMapper(keyOrigin: "the new key", keyReplaceHint: "Google may need a few more minutes; nothing was changed",
-                                 keyKind: key.googleKeyKind, model: settings[.model], apiVersion: settings[.apiVersion])
-        let start = Clock.monotonicSeconds()
-        var delay = 1.0
-        while true {
-            do {
-                _ = try GeminiClient(configuration: configuration, apiKey: key, errors: errors).listModels()
-                return
-            } catch let error as GeminiError where error.category != .interrupted {
-                let elapsed = Clock.monotonicSeconds() - start
-                guard elapsed + delay < limit else {
-                    throw GeminiError(category: error.category, message: "the new key was still refused after \(Int(elapsed)) s: \(error.message)",
-                                      hint: "Google can take up to 5 minutes before a new key works; try again with a longer --verify-timeout",
-                                      status: error.status, reason: error.reason)
-                }
-                Console.note("the new key is not accepted yet (\(error.status.map { "HTTP \($0) " } ?? "")\(error.reason)); new keys can take up to 5 minutes, trying again in \(Int(delay)) s (\(Int(elapsed)) of \(Int(limit)) s)")
-                Clock.sleep(delay)
-                delay = min(delay * 2, 15)
+                Console.warning("an earlier value of '\(name)' (\(value.masked), \(resource)) still works at Google (kept with --keep-old): \(byHand(resource)) deletes it")
             }
         }
     }
@@ -319,7 +416,10 @@ enum GoogleRotation {
     static func undo(_ call: Invocation, name: String) throws {
         try withVault(call.context, name: name) { vault in
             let age = max(0, Output.now() - vault.key.updated) / 86400
-            guard let newer = vault.key.google else {
+            let settings = try settings(call, vault: vault.settings)
+            let link = GoogleLink(call, settings)
+            try finishInterrupted(vault, link, name: name)
+            guard let newer = vault.google else {
                 throw CommandFailure(.failure, "the current value of '\(name)' was not made by 'key rotate --create'; nothing to undo at Google",
                                      hint: "'gemvault key rollback \(name)' makes the previous value current in the vault only")
             }
@@ -327,27 +427,29 @@ enum GoogleRotation {
                 throw CommandFailure(.failure, "the previous value of '\(name)' has no key at Google that gemvault knows",
                                      hint: "'gemvault key rollback \(name)' makes it current in the vault only")
             }
-            let settings = try settings(call, vault: vault.settings)
-            let (client, _) = try client(call, settings, project: previous.project)
+            let client = try link.client(project: previous.project)
             let old = try client.get(previous.resource)
             if old.isDeleted {
                 Console.note("undeleting \(previous.resource) at Google")
                 _ = try client.wait(try client.undelete(previous.resource), what: "undeleting \(previous.resource)")
             }
+            try vault.journal.begin(.init(action: "--undo", made: nil, current: previous.resource, retire: call.flag("--keep-old") ? nil : newer.resource))
             _ = try vault.apply(.rollBack(name: name, now: Output.now()))
             Console.note("key '\(name)' is back to its previous value (\(previous.resource))")
             var deleted = false
             if !call.flag("--keep-old") {
                 do {
-                    try deleteAtGoogle(client, newer.resource)
+                    if try deleteAtGoogle(client, newer.resource) == .deleted {
+                        Console.note("deleted the newer key \(newer.resource) at Google; Google may still accept it for up to about 25 minutes")
+                    }
                     deleted = true
-                    Console.note("deleted the newer key \(newer.resource) at Google; Google may still accept it for up to about 25 minutes")
                 } catch let error as GoogleError {
                     throw GoogleError(error.category, "the previous key is current again, but deleting the newer key \(newer.resource) failed: \(error.message)",
-                                      hint: "delete it by hand: gcloud services api-keys delete \(newer.keyId) --project \(newer.project ?? "?")",
+                                      hint: "the next 'gemvault key rotate --create \(name)' deletes it, or delete it by hand: \(byHand(newer.resource))",
                                       status: error.status, reason: error.reason)
                 }
             }
+            vault.journal.end()
             try finish(call, Report(name: name, action: "undone", old_key: newer.resource, new_key: previous.resource,
                                     service_account: previous.serviceAccount.isEmpty ? nil : previous.serviceAccount, old_key_deleted: deleted, age_days: age))
         }
@@ -357,19 +459,23 @@ enum GoogleRotation {
 
     static func revoke(_ call: Invocation, name: String) throws {
         try withVault(call.context, name: name) { vault in
-            let settings = try settings(call, vault: vault.settings)
-            let (client, token) = try client(call, settings, project: vault.key.google?.project)
-            var resources = [vault.key.google?.resource].compactMap { $0 }
+            let link = GoogleLink(call, try settings(call, vault: vault.settings))
+            try finishInterrupted(vault, link, name: name)
+            var client = try link.client(project: vault.google?.project)
+            var resources = [vault.google?.resource].compactMap { $0 }
             if resources.isEmpty {
                 Console.note("looking the key of '\(name)' up at Google (keys:lookupKey)")
                 resources.append(try client.lookup(vault.key.secret))
                 // The same token, billed to the project the key turned out to be in.
-                client.quotaProject = quotaProject(settings, token, project: GoogleKeyRecord(resource: resources[0], serviceAccount: "").project)
+                client = try link.client(project: GoogleKeyRecord(resource: resources[0], serviceAccount: "").project)
             }
             resources += vault.summary.earlier.compactMap { $0.google?.resource }
             for resource in resources {
-                try deleteAtGoogle(client, resource)
-                Console.note("deleted \(resource) at Google (Google may still accept it for up to about 25 minutes; it can be undeleted for 30 days)")
+                switch try deleteAtGoogle(client, resource) {
+                case .deleted: Console.note("deleted \(resource) at Google (Google may still accept it for up to about 25 minutes; it can be undeleted for 30 days)")
+                case .alreadyDeleted: Console.note("\(resource) was already deleted at Google")
+                case .gone: Console.note("\(resource) is gone from Google (deleted more than 30 days ago)")
+                }
             }
             _ = try vault.apply(.removeKey(name: name))
             Console.note("removed key '\(name)'")
@@ -393,6 +499,7 @@ enum GoogleRotation {
         if source.isUserCredential {
             text += "quota project:     \(settings[.quotaProject] ?? "the credential's quota_project_id, else the key's project")\n"
         }
+        text += "key age:           Google's createTime for a key gemvault knows at Google (made or found by a rotation), else the date set in the vault\n"
         try Console.out(text)
     }
 }

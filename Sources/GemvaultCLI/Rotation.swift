@@ -82,7 +82,7 @@ enum RotationCommand {
             layers.vaultPath = context.vaultPath
         }
         let settings = try Settings.resolve(layers)
-        let configuration = ClientConfiguration(endpoint: settings[.endpoint], apiVersion: settings[.apiVersion], timeout: settings[.timeout],
+        let configuration = ClientConfiguration(endpoint: try settings.endpoint(.endpoint), apiVersion: settings[.apiVersion], timeout: settings[.timeout],
                                                 maxAttempts: settings[.retries] + 1)
         let errors = ErrorMapper(keyOrigin: "the new key", keyReplaceHint: "check that you pasted the whole new key; nothing was changed",
                                  keyKind: key.googleKeyKind, model: settings[.model], apiVersion: settings[.apiVersion])

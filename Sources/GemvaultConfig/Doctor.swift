@@ -269,6 +269,17 @@ public struct Doctor {
     static let proxyVariables = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
 
     func endpointFindings() -> [Finding] {
+        // The Gemini endpoint carries the key (below); the others carry access tokens.
+        let findings = (settings?.all ?? []).filter { $0.name != Setting<String>.endpoint.name && SettingsSchema.spec(named: $0.name)?.isEndpoint == true }
+            .compactMap { setting -> Finding? in
+                guard let value = setting.value, let url = EndpointURL(value), !url.isSecure else { return nil }
+                return Finding(check: "endpoint", message: "\(setting.name) is \(value) (from \(setting.origin.label)), plain http off loopback: an access token would travel unencrypted, so the commands that use it refuse it",
+                               fix: "gemvault config unset \(setting.name), or set an https URL")
+            }
+        return findings + geminiEndpointFindings()
+    }
+
+    func geminiEndpointFindings() -> [Finding] {
         guard let settings, let url = EndpointURL(settings[.endpoint]), url.scheme != "https" else { return [] }
         let origin = settings.resolved(.endpoint).origin.label
         var findings: [Finding] = []

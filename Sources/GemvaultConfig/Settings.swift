@@ -72,10 +72,29 @@ public struct SettingLayers: Sendable {
 /// Every effective setting, validated, each knowing its layer.
 public struct Settings: Sendable {
     public let all: [ResolvedSetting]
+    /// Plain-http endpoints off loopback, by setting: refused only by the commands that use them.
+    let insecureEndpoints: [String: ConfigError]
+
+    public init(all: [ResolvedSetting], insecureEndpoints: [String: ConfigError] = [:]) {
+        self.all = all
+        self.insecureEndpoints = insecureEndpoints
+    }
+
+    /// An endpoint's value for a command that is about to send something to it.
+    public func endpoint(_ setting: Setting<String>) throws(ConfigError) -> String {
+        if let refusal = insecureEndpoints[setting.name] { throw refusal }
+        return self[setting]
+    }
+
+    /// For the commands that show every setting as effective: an endpoint in force must be usable.
+    public func checkEveryEndpoint() throws(ConfigError) {
+        if let refusal = all.lazy.compactMap({ self.insecureEndpoints[$0.name] }).first { throw refusal }
+    }
 
     /// Resolves defaults < config file < vault < environment < flags.
     public static func resolve(_ layers: SettingLayers) throws(ConfigError) -> Settings {
         var resolved: [ResolvedSetting] = []
+        var insecure: [String: ConfigError] = [:]
         for spec in SettingsSchema.all {
             var candidates: [(String, SettingOrigin)] = []
             if let value = spec.defaultValue { candidates.append((value, .builtIn)) }
@@ -96,7 +115,9 @@ public struct Settings: Sendable {
                 switch spec.validate(raw) {
                 case .success(let value):
                     if spec.isEndpoint, let url = EndpointURL(value), !url.isSecure, !layers.allowInsecureEndpoint {
-                        throw .insecureEndpoint(value, layer: origin.layerName, setting: spec.name)
+                        insecure[spec.name] = .insecureEndpoint(value, layer: origin.layerName, setting: spec.name)
+                    } else if spec.isEndpoint {
+                        insecure[spec.name] = nil
                     }
                     winner = ResolvedSetting(name: spec.name, value: value, origin: origin)
                 case .failure(let problem):
@@ -105,7 +126,7 @@ public struct Settings: Sendable {
             }
             resolved.append(winner ?? ResolvedSetting(name: spec.name, value: nil, origin: .builtIn))
         }
-        return Settings(all: resolved)
+        return Settings(all: resolved, insecureEndpoints: insecure)
     }
 
     /// A setting's effective value, typed: `settings[.retries]`.

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 import SystemIO
 import VaultCore
 
@@ -21,6 +22,33 @@ public struct GoogleKey: Decodable, Sendable, Equatable {
     }
 
     public var keyId: String { name.split(separator: "/").last.map(String.init) ?? name }
+    /// `createTime` (RFC 3339, `2021-03-23T17:39:46.721099Z`) as Unix seconds.
+    public var created: Int64? { createTime.flatMap(GoogleKey.unixSeconds) }
+
+    static func unixSeconds(_ text: String) -> Int64? {
+        let digits = Array(text.utf8)
+        func number(_ range: Range<Int>) -> Int32? {
+            guard range.upperBound <= digits.count else { return nil }
+            var value: Int32 = 0
+            for byte in digits[range] {
+                guard byte >= 0x30 && byte <= 0x39 else { return nil }
+                value = value * 10 + Int32(byte - 0x30)
+            }
+            return value
+        }
+        guard digits.count >= 20, digits[4] == 0x2D, digits[7] == 0x2D, digits[10] == 0x54, digits[13] == 0x3A, digits[16] == 0x3A,
+              digits.last == 0x5A, let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19) else { return nil }
+        var parts = tm()
+        parts.tm_year = year - 1900
+        parts.tm_mon = month - 1
+        parts.tm_mday = day
+        parts.tm_hour = hour
+        parts.tm_min = minute
+        parts.tm_sec = second
+        let seconds = timegm(&parts)
+        return seconds < 0 ? nil : Int64(seconds)
+    }
     public var isDeleted: Bool { !(deleteTime ?? "").isEmpty }
     /// No restriction at all: any API, from anywhere.
     public var isUnrestricted: Bool { restrictions == nil || restrictions == .null || restrictions!.isEmptyObject }
@@ -129,7 +157,24 @@ public final class APIKeysClient {
             throw GoogleError(.refused, "could not write the create request")
         }
         let target = url("projects/\(project)/locations/global/keys") + "?keyId=" + FormEncoding.encode(keyId)
-        return try operation(try call("POST", .plain(target), body: Array(body), what: "creating key \(keyId)"))
+        let name = "projects/\(project)/locations/global/keys/\(keyId)"
+        var attempt = 0
+        var delay = backoff
+        while true {
+            attempt += 1
+            do {
+                return try operation(try call("POST", .plain(target), body: Array(body), what: "creating key \(keyId)", retries: .unlessPerformed))
+            } catch where error.mayHaveBeenPerformed {
+                // Google may have made the key and lost the answer: a second create of the same id
+                // would fail as a duplicate and leave the first unnoticed, so the id is looked up.
+                if let made = try? get(name), !made.isDeleted {
+                    return GoogleOperation(name: "", done: true, error: nil, key: made, keyString: nil)
+                }
+                guard attempt < maxAttempts else { throw error }
+                Clock.sleep(delay)
+                delay = min(delay * 2, maxBackoff)
+            }
+        }
     }
 
     /// The key's string (`getKeyString`), when the finished create did not carry it.
@@ -161,8 +206,7 @@ public final class APIKeysClient {
         var delay = 0.5
         while !operation.done {
             guard Clock.monotonicSeconds() < deadline else {
-                throw GoogleError(.network, "\(what): Google's operation \(operation.name) was not done after \(Int(limit)) s",
-                                  hint: "it may still finish; 'gcloud services api-keys operations describe \(operation.name)' shows it")
+                throw GoogleError(.network, "\(what): Google's operation \(operation.name) was not done after \(Int(limit)) s", reason: GoogleError.stillPending)
             }
             Clock.sleep(delay)
             progress(limit - (deadline - Clock.monotonicSeconds()))
@@ -174,13 +218,16 @@ public final class APIKeysClient {
             var hint: String?
             if code == 6 { hint = "a key with this id exists (or was deleted less than 30 days ago); nothing was created" }
             if code == 7 || code == 9 || (error.message ?? "").contains("disableServiceAccountApiKeyCreation") {
-                hint = "the organisation may forbid keys bound to service accounts (iam.managed.disableServiceAccountApiKeyCreation)"
+                hint = Self.boundKeysForbiddenHint
             }
             throw GoogleError(.refused, "\(what) failed at Google: code \(code), \(Redaction.redact(error.message ?? "no message"))", hint: hint,
                               reason: code == 6 ? "ALREADY_EXISTS" : "code \(code)")
         }
         return operation
     }
+
+    static let boundKeysForbiddenHint = "the organisation may forbid keys bound to service accounts (the policy iam.managed.disableServiceAccountApiKeyCreation): "
+        + "an organisation policy administrator can allow them for this project; until then, make the key by hand and store it with 'gemvault key rotate'"
 
     // MARK: Plumbing
 
@@ -211,8 +258,16 @@ public final class APIKeysClient {
         let error: Inner?
     }
 
+    enum Retries {
+        /// Every failure that may pass: connection failures, 429 and 5xx.
+        case always
+        /// Only 429, which Google answers before doing anything; a call that must not run twice.
+        case unlessPerformed
+    }
+
     /// One call with retries; the answer with its secret fields taken out.
-    func call(_ method: String, _ target: GoogleHTTP.URLText, body: [UInt8]? = nil, what: String) throws(GoogleError) -> SecretJSON {
+    func call(_ method: String, _ target: GoogleHTTP.URLText, body: [UInt8]? = nil, what: String,
+              retries: Retries = .always) throws(GoogleError) -> SecretJSON {
         var headers = ["Accept: application/json"]
         if body != nil { headers.append("Content-Type: application/json; charset=utf-8") }
         if token.source.isUserCredential, let quotaProject { headers.append("x-goog-user-project: " + quotaProject) }
@@ -225,16 +280,16 @@ public final class APIKeysClient {
                 response = try GoogleHTTP(timeout: timeout).perform(method, target, headers: headers, bearer: token.token,
                                                                    body: body.map { .plain($0) } ?? .none)
             } catch {
-                if attempt < maxAttempts { Clock.sleep(delay); delay = min(delay * 2, maxBackoff); continue }
+                if attempt < maxAttempts && retries == .always { Clock.sleep(delay); delay = min(delay * 2, maxBackoff); continue }
                 throw GoogleError(.network, "the API Keys service did not answer while \(what): \(error.message)",
-                                  hint: "check the network, or the apikeys_endpoint setting")
+                                  hint: "check the network, or the apikeys_endpoint setting", reason: GoogleError.answerLost)
             }
             guard let split = SecretJSON.split(response.body, secretFields: ["keyString"]) else {
                 throw GoogleError(response.status >= 500 ? .network : .refused, "the API Keys service answered \(what) with a malformed body (HTTP \(response.status))",
                                   status: response.status)
             }
             if response.status == 200 { return split }
-            if (response.status == 429 || response.status >= 500) && attempt < maxAttempts {
+            if (response.status == 429 || (response.status >= 500 && retries == .always)) && attempt < maxAttempts {
                 Clock.sleep(delay)
                 delay = min(delay * 2, maxBackoff)
                 continue
@@ -248,16 +303,19 @@ public final class APIKeysClient {
         let message = Redaction.redact(error?.message ?? "no message")
         let category: GoogleError.Category = status >= 500 || status == 429 ? .network : .refused
         var hint: String?
+        let project = error?.details?.compactMap { $0.metadata?["consumer"] }.first.map { $0.hasPrefix("projects/") ? String($0.dropFirst(9)) : $0 }
         switch (status, reason) {
+        case _ where message.contains("disableServiceAccountApiKeyCreation"):
+            hint = Self.boundKeysForbiddenHint
         case (401, _):
             hint = "the access token was refused: fetch a new one (for gcloud: 'gcloud auth login' or 'gcloud auth application-default login')"
         case (403, "SERVICE_DISABLED") where message.contains("quota project"):
             hint = "set the quota_project setting (or quota_project_id in the credential file) to a project where you may use services"
         case (403, "SERVICE_DISABLED"):
-            let project = error?.details?.compactMap { $0.metadata?["consumer"] }.first ?? "the project"
+            let enable = "gcloud services enable apikeys.googleapis.com --project \(project ?? "PROJECT")"
             hint = token.source.isUserCredential
-                ? "enable the API Keys API in \(project), or set quota_project to a project that has it enabled"
-                : "enable the API Keys API in \(project): gcloud services enable apikeys.googleapis.com"
+                ? "enable the API Keys API in project \(project ?? "of the key"): \(enable); or set quota_project to a project that has it enabled"
+                : "enable the API Keys API in project \(project ?? "of the key"): \(enable)"
         case (403, "ACCESS_TOKEN_SCOPE_INSUFFICIENT"):
             hint = "the token lacks the cloud-platform scope: for gcloud, log in again; on a VM, give it the cloud-platform scope"
         case (403, _):

@@ -30,4 +30,13 @@ public struct GoogleError: Error, Sendable, Equatable {
         self.reason = reason
         self.commandStderr = commandStderr
     }
+
+    /// The request went out and no answer came back: Google may have carried it out.
+    public static let answerLost = "answer-lost"
+    /// A long-running operation was still not done when gemvault stopped waiting.
+    public static let stillPending = "operation-pending"
+
+    /// Whether Google may have done what was asked although the call failed: no answer, or a
+    /// server error after it may have acted.
+    public var mayHaveBeenPerformed: Bool { reason == Self.answerLost || (status ?? 0) >= 500 }
 }

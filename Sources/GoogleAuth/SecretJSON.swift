@@ -160,4 +160,9 @@ public indirect enum JSONValue: Codable, Sendable, Equatable {
     }
 
     public var isEmptyObject: Bool { if case .object(let members) = self { members.isEmpty } else { false } }
+
+    /// An object's member; nil for anything else.
+    public subscript(member: String) -> JSONValue? { if case .object(let members) = self { members[member] } else { nil } }
+
+    public var stringValue: String? { if case .string(let value) = self { value } else { nil } }
 }

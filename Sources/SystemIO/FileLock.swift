@@ -40,6 +40,12 @@ public final class FileLock {
         return FileLock(descriptor: descriptor)
     }
 
+    /// What the holder left in the lock file for the next one (a small record, never a secret).
+    public func record(limit: Int = 4096) throws(SystemError) -> [UInt8] { try descriptor.readFromStart(limit: limit) }
+
+    /// Replaces that record, durably: it must survive a `kill -9` of this holder.
+    public func keep(_ record: [UInt8]) throws(SystemError) { try descriptor.overwrite(record) }
+
     /// "pid 1234 (gemvault, uid 1000)" from /proc/locks, matched by inode.
     static func holderDescription(_ descriptor: FileDescriptor) -> String? {
         guard let status = try? descriptor.status(),

@@ -28,7 +28,12 @@ the tests are the only readers). `fail` makes one API Keys method answer with an
 always: {"create": "permission"} or {"delete": "server:once"}; see FAILURES. `omit_key_string`
 leaves the key string out of the finished create (the client must call getKeyString);
 `reuse_id` answers every create as a reused id; `bound_keys_forbidden` fails a bound create as
-the organisation policy does; `unrestricted_result` drops the restrictions from a new key.
+the organisation policy does (inside the operation; "http" refuses the create call itself with
+400 FAILED_PRECONDITION); `unrestricted_result` drops the restrictions from a new key. `delay`
+holds a method's answer for some seconds ({"delete": 3}); `lose` carries a method out and drops
+the connection without an answer ({"create": "once"}); `purge` makes keys gone for good (404,
+as 30 days after a delete). Gemini calls follow the key's API restrictions: a method they do not
+allow is refused with 403 API_KEY_SERVICE_BLOCKED.
 """
 import argparse
 import base64
@@ -86,7 +91,7 @@ def new_etag():
 
 def public_key(key):
     """A key resource as get and list answer it: no keyString, no bookkeeping."""
-    return {k: v for k, v in key.items() if k not in ("keyString", "created_at", "deleted_at")}
+    return {k: v for k, v in key.items() if k not in ("keyString", "created_at", "deleted_at", "purged")}
 
 
 def error_body(code, status, message, reason=None, metadata=None, extra=None):
@@ -136,6 +141,35 @@ class GoogleHandler(fake_gemini.Handler):
     token_url = None
 
     # -- the shared key registry: Gemini accepts what the API Keys fake says ---------------
+    def gemini_method(self):
+        """The RPC a Gemini request calls, as API restrictions name it."""
+        path = urlsplit(self.path).path
+        if self.command == "GET":
+            return "google.ai.generativelanguage.v1beta.ModelService." + ("ListModels" if path.rstrip("/").endswith("/models") else "GetModel")
+        verb = path.rsplit(":", 1)[-1]
+        rpc = {"countTokens": "CountTokens", "generateContent": "GenerateContent", "streamGenerateContent": "StreamGenerateContent"}.get(verb, verb)
+        return "google.ai.generativelanguage.v1beta.GenerativeService." + rpc
+
+    def blocked(self, restrictions):
+        """Google's answer for a call the key's API restrictions do not allow, else None."""
+        targets = (restrictions or {}).get("apiTargets")
+        if not targets:
+            return None
+        method = self.gemini_method()
+        allowed = False
+        for target in targets:
+            if target.get("service") != "generativelanguage.googleapis.com":
+                continue
+            methods = target.get("methods") or []
+            short = method.rsplit(".", 1)[-1]
+            names = (method, short, "generativelanguage.googleapis.com." + short)
+            allowed |= not methods or any(n == m or (m.endswith("*") and n.startswith(m[:-1])) for m in methods for n in names)
+        if allowed:
+            return None
+        return error_body(403, "PERMISSION_DENIED", "Requests to this API generativelanguage.googleapis.com method %s are blocked." % method,
+                          "API_KEY_SERVICE_BLOCKED", {"service": "generativelanguage.googleapis.com", "methodName": method,
+                                                      "consumer": "projects/" + PROJECT_NUMBER})
+
     def authorised(self):
         key = self.headers.get("x-goog-api-key")
         with LOCK:
@@ -143,6 +177,10 @@ class GoogleHandler(fake_gemini.Handler):
             config = STATE["config"]
         if key and known and not self.headers.get("Authorization"):
             entry = known[0]
+            refusal = self.blocked(entry.get("restrictions"))
+            if refusal:
+                self.send_json(403, json.dumps(refusal, indent=2).encode())
+                return False
             invalid = fake_gemini.fixture("error-invalid-key.json").replace(b"{KEY_PREFIX}", key[:12].encode())
             if entry["deleted_at"] is not None and now() - entry["deleted_at"] >= config["delete_lag"]:
                 self.send_json(400, invalid)
@@ -219,6 +257,8 @@ class GoogleHandler(fake_gemini.Handler):
             for token in command.get("tokens", []):
                 STATE["tokens"][token["token"]] = token
             STATE["denied"] += command.get("deny", [])
+            for name in command.get("purge", []):
+                STATE["keys"][name]["purged"] = True
             for key in command.get("keys", []):
                 name = "projects/%s/locations/global/keys/%s" % (PROJECT_NUMBER, key["id"])
                 created = now() - key.get("age", 3600)
@@ -228,6 +268,8 @@ class GoogleHandler(fake_gemini.Handler):
                     "restrictions": key.get("restrictions", {"apiTargets": [{"service": "generativelanguage.googleapis.com"}]}),
                     "serviceAccountEmail": key.get("serviceAccountEmail"), "keyString": key["keyString"],
                     "created_at": created, "deleted_at": None}
+                if "annotations" in key:
+                    STATE["keys"][name]["annotations"] = key["annotations"]
                 if not key.get("restrictions", True):
                     del STATE["keys"][name]["restrictions"]
             return self.reply(200, {"ok": True})
@@ -364,9 +406,24 @@ class GoogleHandler(fake_gemini.Handler):
         if not self.caller(kind) or self.injected(kind):
             return
         with LOCK:
+            delay = STATE["config"].get("delay", {}).get(kind, 0)
+            lose = STATE["config"].get("lose", {}).get(kind)
+            if lose == "once":
+                del STATE["config"]["lose"][kind]
+        time.sleep(delay)
+        if lose:
+            # Google did it, and the answer never arrives: the connection drops.
+            with LOCK:
+                self.apikeys_method(kind, segments, query, raw, answer=False)
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        with LOCK:
             return self.apikeys_method(kind, segments, query, raw)
 
-    def apikeys_method(self, kind, segments, query, raw):
+    def apikeys_method(self, kind, segments, query, raw, answer=True):
+        if not answer:
+            self.reply = lambda status, payload: None
         config = STATE["config"]
         if kind == "operations":
             operation = STATE["operations"].get("/".join(segments))
@@ -397,6 +454,9 @@ class GoogleHandler(fake_gemini.Handler):
                 result = {"error": {"code": 6, "message": "A key with this id already exists.", "details": [
                     {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "FLOW_APIKEY_ALREADY_EXISTS"}]}}
                 return self.reply(200, self.operation(result))
+            if config["bound_keys_forbidden"] == "http" and body.get("serviceAccountEmail"):
+                return self.reply(400, error_body(400, "FAILED_PRECONDITION", "Constraint constraints/iam.managed.disableServiceAccountApiKeyCreation "
+                                                  "violated for projects/%s. Creating service account bound API keys is not allowed." % PROJECT_NUMBER))
             if config["bound_keys_forbidden"] and body.get("serviceAccountEmail"):
                 result = {"error": {"code": 9, "message": "Constraint iam.managed.disableServiceAccountApiKeyCreation violated."}}
                 return self.reply(200, self.operation(result))
@@ -417,6 +477,9 @@ class GoogleHandler(fake_gemini.Handler):
         key = self.find(project, key_id)
         if key is None:
             return self.reply(*permission_denied("apikeys.keys." + kind.lower()))
+        if key.get("purged"):
+            # More than 30 days after its delete, a key is gone for good.
+            return self.reply(404, error_body(404, "NOT_FOUND", "Requested entity was not found."))
         if kind == "get":
             return self.reply(200, public_key(key))
         if kind == "getKeyString":

@@ -1,0 +1,78 @@
+import FoundationEssentials
+import SystemIO
+import TerminalIO
+import VaultCore
+
+/// One hands-off rotation of a vault key at a time (`--create`, `--undo`, `rm --revoke`),
+/// across processes and whether the vault is reached through a session or not: an flock on a
+/// file in this user's state folder, named by the vault and the key. The kernel lets go of it
+/// when its holder dies, so a `kill -9` never leaves the key stuck. The file also says what
+/// its holder is in the middle of, so that the next holder can finish a run that was killed.
+final class RotationJournal {
+    /// What a run will have done once its vault write is made (Google key ids, never a key).
+    struct Intent: Codable, Equatable {
+        /// "create" or "undo", for the messages.
+        var action: String
+        /// The key this run makes at Google (`projects/P/locations/global/keys/ID`): a leftover
+        /// to delete when the write never happened.
+        var made: String?
+        /// The Google key the vault's current value has once the write happened.
+        var current: String
+        /// The Google key to delete once the write happened; nil with `--keep-old`.
+        var retire: String?
+    }
+
+    /// No rotation runs longer: the new key's check waits at most an hour, Google's operations
+    /// two minutes each. A key made for this vault that is younger may be another machine's
+    /// rotation in progress (a synced vault), so it is never taken for a leftover.
+    static let longestRun: Int64 = 2 * 3600
+
+    private let lock: FileLock
+    private let name: String
+    /// The run a killed holder left unfinished, read when the lock was taken.
+    let interrupted: Intent?
+
+    private init(lock: FileLock, name: String, interrupted: Intent?) {
+        self.lock = lock
+        self.name = name
+        self.interrupted = interrupted
+    }
+
+    /// Waits (saying so) while another rotation of the same key runs.
+    static func take(_ context: Context, vaultTag: String, name: String) throws -> RotationJournal {
+        let folder: TrustedFolder
+        do { folder = try TrustedFolder.create(context.paths.stateHome + "/gemvault/rotations") } catch { throw VaultError(error) }
+        let lock: FileLock
+        do {
+            lock = try FileLock.acquire(Sodium.fingerprint(vaultTag + "\u{0}" + name) + ".lock", in: folder, timeout: Double(longestRun),
+                                        onWait: { Console.note("another rotation of '\(name)' is running (\($0)); waiting for it to end") })
+        } catch .open(let error) {
+            throw VaultError(error)
+        } catch .timedOut(let path, let seconds, let holder) {
+            throw VaultError.lockTimedOut(path: path, seconds: seconds, holder: holder)
+        } catch .failed(let error) {
+            throw VaultError.system(error)
+        }
+        var intent: Intent?
+        let record = (try? lock.record()) ?? []
+        if !record.isEmpty {
+            intent = try? JSONDecoder().decode(Intent.self, from: Data(record))
+            if intent == nil { Console.warning("the record of an interrupted rotation of '\(name)' is damaged; it is ignored") }
+        }
+        return RotationJournal(lock: lock, name: name, interrupted: intent)
+    }
+
+    /// Written (durably) before the step that makes it true can begin.
+    func begin(_ intent: Intent) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        try lock.keep(Array(try encoder.encode(intent)))
+    }
+
+    /// The run is complete: nothing for the next holder to finish.
+    func end() {
+        do { try lock.keep([]) } catch {
+            Console.warning("could not clear the rotation record of '\(name)': \(error); the next rotation will check it again")
+        }
+    }
+}
