@@ -34,9 +34,16 @@ import VaultCore
     }
 
     @Test func endpointsMustBeSecureUnlessLoopbackOrAllowed() throws {
-        #expect(throws: ConfigError.insecureEndpoint("http://example.com", layer: "GEMVAULT_ENDPOINT")) {
-            try Settings.resolve(SettingLayers(environment: ["GEMVAULT_ENDPOINT": "http://example.com"]))
+        // Resolving succeeds: only a command that sends to the endpoint refuses it.
+        let insecure = try Settings.resolve(SettingLayers(environment: ["GEMVAULT_ENDPOINT": "http://example.com"]))
+        #expect(throws: ConfigError.insecureEndpoint("http://example.com", layer: "GEMVAULT_ENDPOINT", setting: "endpoint")) {
+            try insecure.endpoint(.endpoint)
         }
+        #expect(throws: ConfigError.self) { try insecure.checkEveryEndpoint() }
+        #expect(try insecure.endpoint(.apikeysEndpoint) == "https://apikeys.googleapis.com")
+        let overridden = try Settings.resolve(SettingLayers(environment: ["GEMVAULT_ENDPOINT": "http://example.com"],
+                                                            flags: ["endpoint": (flag: "--endpoint", value: "https://example.com")]))
+        #expect(try overridden.endpoint(.endpoint) == "https://example.com")
         #expect(try Settings.resolve(SettingLayers(environment: ["GEMVAULT_ENDPOINT": "http://[::1]:8080/"]))[.endpoint] == "http://[::1]:8080")
         #expect(try Settings.resolve(SettingLayers(environment: ["GEMVAULT_ENDPOINT": "http://example.com"], allowInsecureEndpoint: true))[.endpoint] == "http://example.com")
         #expect(EndpointURL("https://user:pw@host") == nil && EndpointURL("ftp://x") == nil && EndpointURL("https://h/?key=1") == nil)
