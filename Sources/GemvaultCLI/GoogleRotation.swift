@@ -184,18 +184,22 @@ enum GoogleRotation {
             // (1) The current key's resource, recorded by an earlier rotation, and (2) read; else
             // looked up below. Its age is Google's createTime when Google knows the key (CIS 1.15).
             var current: GoogleKey?
+            var foundByLookup = false
             if let record = vault.google {
                 current = try liveKey(try link.client(project: call.value("--project") ?? record.project), record.resource, name: name)
+            } else {
+                current = try lookUp(call, name: name, vault: vault, link: link)
+                foundByLookup = current != nil
             }
             let age = max(0, Output.now() - (current?.created ?? vault.key.updated)) / 86400
             if let olderThan, age < olderThan {
                 let from = current?.created != nil ? "created at Google on \(current!.createTime ?? "?")" : "set in the vault on \(Output.isoDate(vault.key.updated))"
                 Console.note("key '\(name)' is \(age) day\(age == 1 ? "" : "s") old (\(from)), younger than \(olderThan): nothing to do")
-                try finish(call, Report(name: name, action: "skipped", old_key: vault.google?.resource, new_key: nil,
-                                        service_account: vault.google?.serviceAccount.nonEmpty, old_key_deleted: false, age_days: age))
+                try finish(call, Report(name: name, action: "skipped", old_key: current?.name ?? vault.google?.resource, new_key: nil,
+                                        service_account: current?.serviceAccountEmail ?? vault.google?.serviceAccount.nonEmpty, old_key_deleted: false, age_days: age))
                 return
             }
-            try rotate(call, name: name, vault: vault, link: link, current: current, age: age, verifyLimit: verifyLimit)
+            try rotate(call, name: name, vault: vault, link: link, current: current, foundByLookup: foundByLookup, age: age, verifyLimit: verifyLimit)
         }
     }
 
@@ -217,32 +221,34 @@ enum GoogleRotation {
         return key
     }
 
-    private static func rotate(_ call: Invocation, name: String, vault: VaultView, link: GoogleLink, current known: GoogleKey?, age: Int64,
-                               verifyLimit: Double) throws {
+    /// A current key whose Google name the vault does not hold, found by its string
+    /// (keys:lookupKey); nil when Google cannot find it and the new key's home was given.
+    static func lookUp(_ call: Invocation, name: String, vault: VaultView, link: GoogleLink) throws -> GoogleKey? {
+        let client = try link.client(project: call.value("--project"))
+        Console.note("looking the current key of '\(name)' up at Google (keys:lookupKey)")
+        let found: GoogleKey
+        do {
+            found = try client.get(try client.lookup(vault.key.secret))
+        } catch {
+            let flagsGiven = call.value("--service-account") != nil && call.value("--project") != nil
+            // A 403 is also what a credential without the role gets: told as such unless the
+            // new key's home was given.
+            guard error.status == 404 || (error.status == 403 && flagsGiven) else { throw error }
+            guard flagsGiven else {
+                throw GoogleError(.refused, "Google could not find the current key of '\(name)' (\(error.message))",
+                                  hint: "for a key that lookup cannot find, give the new key's home: --project PROJECT --service-account EMAIL",
+                                  status: error.status, reason: error.reason)
+            }
+            Console.note("Google could not find the current key; making a new one in project \(call.value("--project")!) as asked")
+            return nil
+        }
+        return try liveKey(client, found.name, name: name)
+    }
+
+    private static func rotate(_ call: Invocation, name: String, vault: VaultView, link: GoogleLink, current: GoogleKey?, foundByLookup: Bool,
+                               age: Int64, verifyLimit: Double) throws {
         let settings = link.settings
         var client = try link.client(project: call.value("--project") ?? vault.google?.project)
-        var current = known
-        var foundByLookup = false
-        if current == nil {
-            Console.note("looking the current key of '\(name)' up at Google (keys:lookupKey)")
-            do {
-                let resource = try client.lookup(vault.key.secret)
-                foundByLookup = true
-                current = try client.get(resource)
-            } catch {
-                let flagsGiven = call.value("--service-account") != nil && call.value("--project") != nil
-                // A 403 is also what a credential without the role gets: told as such unless the
-                // new key's home was given.
-                guard error.status == 404 || (error.status == 403 && flagsGiven) else { throw error }
-                guard flagsGiven else {
-                    throw GoogleError(.refused, "Google could not find the current key of '\(name)' (\(error.message))",
-                                      hint: "for a key that lookup cannot find, give the new key's home: --project PROJECT --service-account EMAIL",
-                                      status: error.status, reason: error.reason)
-                }
-                Console.note("Google could not find the current key; making a new one in project \(call.value("--project")!) as asked")
-            }
-            if let found = current { current = try liveKey(client, found.name, name: name) }
-        }
         let resource = current?.name
         guard let project = call.value("--project") ?? current?.project else { throw UsageError("--project is needed", command: call.command) }
         client = try link.client(project: project)
@@ -499,7 +505,7 @@ enum GoogleRotation {
         if source.isUserCredential {
             text += "quota project:     \(settings[.quotaProject] ?? "the credential's quota_project_id, else the key's project")\n"
         }
-        text += "key age:           Google's createTime for a key gemvault knows at Google (made or found by a rotation), else the date set in the vault\n"
+        text += "key age:           Google's createTime (a key whose Google name the vault lacks is looked up first); the date set in the vault only when Google cannot find the key\n"
         try Console.out(text)
     }
 }
