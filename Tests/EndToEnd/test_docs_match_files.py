@@ -72,6 +72,11 @@ def test_the_history_document_states_what_the_binary_writes(api):
         index = handle.read()
     assert index[:4] == b"GVHI"
     assert int(stated(r"`GVHI`, then a (\d+)-byte nonce", doc)) == 24
+    # The index's plaintext: its version, and padded to a record's bucket (the same smallest bucket).
+    key = hashlib.blake2b(b"gemvault history index 1", digest_size=32, key=secret_key).digest()
+    plain = nacl.crypto_aead_xchacha20poly1305_ietf_decrypt(index[28:], b"gemvault history index 1", index[4:28], key)
+    assert plain[0] == int(stated(r"The plaintext is version (\d+) \(one byte\)", doc))
+    assert len(plain) >= smallest and len(plain) & (len(plain) - 1) == 0, len(plain)
 
 
 # What a reader written from the documents alone got wrong: each claim is read from the
