@@ -40,6 +40,9 @@ struct HistoryIndex {
     static let fileName = "index"
     static let magic = Array("GVHI".utf8)
     static let purpose = "gemvault history index 1"
+    /// Version 2 is version 1 padded as records are, so the file's size shows only a bucket,
+    /// not the length of each new title; version 1 (unpadded) is still read.
+    static let version: UInt8 = 2
 
     struct Entry {
         let size: Int64
@@ -61,7 +64,7 @@ struct HistoryIndex {
         return plain.withUnsafeBytes { raw in
             var reader = Reader(bytes: raw)
             var index = HistoryIndex()
-            guard reader.u8() == 1, let count = reader.u32() else { return HistoryIndex() }
+            guard let version = reader.u8(), version == 1 || version == Self.version, let count = reader.u32() else { return HistoryIndex() }
             for _ in 0..<count {
                 guard let id = reader.text(), let size = reader.u64(), let modified = reader.u64(), let inode = reader.u64(),
                       let turns = reader.u32(), let first = reader.u64(), let last = reader.u64(),
@@ -70,13 +73,14 @@ struct HistoryIndex {
                                                   first: Int64(bitPattern: first), last: Int64(bitPattern: last))
                 index.entries[id] = Entry(size: Int64(bitPattern: size), modified: Double(bitPattern: modified), inode: inode, summary: summary)
             }
-            return reader.atEnd ? index : HistoryIndex()
+            let padded = version == 1 ? reader.atEnd : raw.count == HistoryStore.paddedLength(raw.count) && reader.restIsZero
+            return padded ? index : HistoryIndex()
         }
     }
 
     /// `GVHI`, then the entries sealed with `pair`.
     func encoded(with pair: SealedBox.KeyPair) throws(VaultError) -> [UInt8] {
-        var plain: [UInt8] = [1]
+        var plain: [UInt8] = [Self.version]
         func put<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { plain.append(contentsOf: $0) } }
         func put(_ text: String) {
             put(UInt32(text.utf8.count))
@@ -95,6 +99,7 @@ struct HistoryIndex {
             put(entry.summary.model)
             put(entry.summary.kind)
         }
+        plain += [UInt8](repeating: 0, count: HistoryStore.paddedLength(plain.count) - plain.count)
         defer { for index in plain.indices { plain[index] = 0 } }
         return Self.magic + (try pair.sealPrivately(plain, purpose: Self.purpose))
     }
@@ -104,6 +109,7 @@ struct HistoryIndex {
         var offset = 0
 
         var atEnd: Bool { offset == bytes.count }
+        var restIsZero: Bool { bytes[offset...].allSatisfy { $0 == 0 } }
 
         mutating func take(_ count: Int) -> UnsafeRawBufferPointer? {
             guard count >= 0, bytes.count - offset >= count else { return nil }

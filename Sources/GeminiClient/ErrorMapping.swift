@@ -94,7 +94,19 @@ public struct ErrorMapper: Sendable {
     }
 
     /// A response that ended for a reason other than STOP, or a prompt that was blocked.
-    public func finishProblem(finishReason: String?, blockReason: String?) -> GeminiError? {
+    /// Google's `finishMessage` says why in its own words, so it is shown; `thoughtTokens` with
+    /// no text means thinking used the whole output budget.
+    public func finishProblem(finishReason: String?, blockReason: String?, finishMessage: String? = nil, thoughtTokens: Int? = nil,
+                              anyText: Bool = true) -> GeminiError? {
+        guard let problem = finishProblem(finishReason: finishReason, blockReason: blockReason, thinkingOnly: !anyText && (thoughtTokens ?? 0) > 0,
+                                          thoughtTokens: thoughtTokens ?? 0) else { return nil }
+        guard let finishMessage, !finishMessage.allSatisfy(\.isWhitespace) else { return problem }
+        let said = Self.redact(finishMessage)
+        return GeminiError(category: problem.category, message: problem.message + "; Google says: " + said, hint: problem.hint,
+                           status: problem.status, reason: problem.reason, serverMessage: said)
+    }
+
+    private func finishProblem(finishReason: String?, blockReason: String?, thinkingOnly: Bool, thoughtTokens: Int) -> GeminiError? {
         if let blockReason {
             return GeminiError(category: .refused, message: "the prompt was blocked by Gemini (\(blockReason))",
                                hint: "rephrase the prompt", reason: "blocked:\(blockReason)")
@@ -102,6 +114,11 @@ public struct ErrorMapper: Sendable {
         switch finishReason {
         case nil, "STOP", "FINISH_REASON_UNSPECIFIED":
             return nil
+        case "MAX_TOKENS" where thinkingOnly:
+            return GeminiError(category: .refused,
+                               message: "the model spent the whole output token limit thinking (\(thoughtTokens) thought tokens) and wrote no answer (MAX_TOKENS)",
+                               hint: "thinking counts against max_output_tokens: raise it well above the thinking the question needs, or ask something narrower",
+                               reason: "MAX_TOKENS")
         case "MAX_TOKENS":
             return GeminiError(category: .refused, message: "the reply was cut off at the output token limit (MAX_TOKENS)",
                                hint: "raise max_output_tokens, or ask for a shorter answer", reason: "MAX_TOKENS")

@@ -117,11 +117,13 @@ public final class GeminiClient {
             var errorBody: [UInt8] = []
             var streamError: GeminiError?
             var blockReason: String?
+            var finishMessage: String?
 
             var eventCount = 0
             var received = 0
             let decoder = JSONDecoder()
-            func handle(_ events: [[UInt8]]) {
+            /// `unterminated`: the events the stream ended inside of, which may be cut short.
+            func handle(_ events: [[UInt8]], unterminated: Bool = false) {
                 eventCount += events.count
                 for event in events where streamError == nil {
                     if ErrorMapper.mayBeEnvelope(event), let envelope = ErrorMapper.decodeEnvelope(event),
@@ -130,7 +132,9 @@ public final class GeminiClient {
                         continue
                     }
                     guard let chunk = try? decoder.decode(GenerateContentResponse.self, from: Data(event)) else {
-                        streamError = GeminiError(category: .network, message: "the server sent an event that is not a Gemini response", reason: "bad-event")
+                        streamError = unterminated
+                            ? GeminiError(category: .network, message: "the stream was cut off in the middle of an event: the reply is incomplete", reason: "cut-stream")
+                            : GeminiError(category: .network, message: "the server sent an event that is not a Gemini response", reason: "bad-event")
                         continue
                     }
                     let text = chunk.visibleText
@@ -139,6 +143,7 @@ public final class GeminiClient {
                         handlers.onText(text)
                     }
                     if let reason = chunk.candidates?.first?.finishReason { result.finishReason = reason }
+                    if let message = chunk.candidates?.first?.finishMessage { finishMessage = message }
                     if let usage = chunk.usageMetadata { result.usage = usage }
                     if let version = chunk.modelVersion { result.modelVersion = version }
                     if let block = chunk.promptFeedback?.blockReason { blockReason = block }
@@ -181,7 +186,7 @@ public final class GeminiClient {
                     let error = errors.apiError(status: status, body: errorBody)
                     return .retry(error, delay: ErrorMapper.retryDelay(errorBody), anyText: false)
                 }
-                handle(parser.finish())
+                handle(parser.finish(), unterminated: true)
                 if streamError == nil, !parser.extra.isEmpty {
                     // A bare JSON error after the events is Google's mid-stream failure; anything else is not Gemini.
                     streamError = ErrorMapper.decodeEnvelope(parser.extra) != nil
@@ -192,7 +197,8 @@ public final class GeminiClient {
                     streamError = GeminiError(category: .network, message: "the server ended the stream without a reply", reason: "empty-stream")
                 }
                 if let streamError { return .retry(streamError, delay: nil, anyText: !result.text.isEmpty) }
-                if let problem = errors.finishProblem(finishReason: result.finishReason, blockReason: blockReason) {
+                if let problem = errors.finishProblem(finishReason: result.finishReason, blockReason: blockReason, finishMessage: finishMessage,
+                                                      thoughtTokens: result.usage?.thoughtsTokenCount, anyText: !result.text.isEmpty) {
                     throw PartialReply(error: problem, result: result)
                 }
                 return .done(result)
@@ -209,7 +215,9 @@ public final class GeminiClient {
         let response: GenerateContentResponse = try call(method: "POST", url: target, body: body, handlers: handlers)
         let result = TurnResult(text: response.visibleText, finishReason: response.candidates?.first?.finishReason,
                                 usage: response.usageMetadata, modelVersion: response.modelVersion, interrupted: false)
-        if let problem = errors.finishProblem(finishReason: result.finishReason, blockReason: response.promptFeedback?.blockReason) {
+        if let problem = errors.finishProblem(finishReason: result.finishReason, blockReason: response.promptFeedback?.blockReason,
+                                              finishMessage: response.candidates?.first?.finishMessage,
+                                              thoughtTokens: result.usage?.thoughtsTokenCount, anyText: !result.text.isEmpty) {
             throw PartialReply(error: problem, result: result)
         }
         return result

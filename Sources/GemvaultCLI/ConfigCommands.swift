@@ -229,10 +229,14 @@ enum ConfigCommand {
             updated: key.updated.map(Output.isoDate), age_days: key.updated.map { (Output.now() - $0) / 86400 },
             shadowed: shadowed.map { WhichResult.Shadow(source: $0.source.kind, detail: $0.note) })
         for shadow in shadowed { Console.warning("\(shadow.note), but it is shadowed by \(key.source.label)") }
-        if call.flag("--json") { try Output.json(result, schema: .keyWhich); return }
-        var text = "source: \(key.source.label)\nkey:    \(key.secret.masked)\nkind:   \(result.kind.label)\n"
-        if let updated = key.updated { text += "age:    \(Output.age(since: updated)) (set \(Output.isoDate(updated)))\n" }
-        try Console.out(text)
+        if call.flag("--json") {
+            try Output.json(result, schema: .keyWhich)
+        } else {
+            var text = "source: \(key.source.label)\nkey:    \(key.secret.masked)\nkind:   \(result.kind.label)\n"
+            if let updated = key.updated { text += "age:    \(Output.age(since: updated)) (set \(Output.isoDate(updated)))\n" }
+            try Console.out(text)
+        }
+        // Both forms warn alike: a script reading --json sees stderr too.
         if result.kind.isRetired {
             Console.warning("the key from \(key.source.label) is a standard key, which Google rejects for the Gemini API since September 2026")
             Console.hint("create an auth key at https://aistudio.google.com/apikey, then \(key.source.replaceHint)")

@@ -103,23 +103,40 @@ enum HistoryCommand {
         let last: String
     }
 
-    static func summaries(_ context: Context) throws -> [Summary] {
-        let keys = try context.historyKeys()
-        // One damaged file must not hide the others.
-        return try context.history.summaries(with: keys, unreadable: { id, error in
+    /// `--json` keeps ISO dates in UTC for programs; the table is for people: local time (TZ),
+    /// the kind, titles without markdown heading marks, and rows cut to the terminal's width.
+    static func list(_ call: Invocation) throws {
+        let keys = try call.context.historyKeys()
+        let raw = try call.context.history.summaries(with: keys, unreadable: { id, error in
             Console.warning("conversation \(id) cannot be read: \(ErrorReport.describe(error).1)")
-        }).map { summary in
-            Summary(id: summary.id, title: EscapeNeutralizer.neutralize(summary.title), model: EscapeNeutralizer.neutralize(summary.model),
-                    kind: summary.kind, turns: summary.turns, first: Output.isoDate(summary.first), last: Output.isoDate(summary.last))
+        })
+        if call.flag("--json") {
+            let all = raw.map { summary in
+                Summary(id: summary.id, title: EscapeNeutralizer.neutralize(summary.title), model: EscapeNeutralizer.neutralize(summary.model),
+                        kind: summary.kind, turns: summary.turns, first: Output.isoDate(summary.first), last: Output.isoDate(summary.last))
+            }
+            try Output.json(["conversations": all], schema: .historyList)
+            return
         }
+        if raw.isEmpty { Console.note("no saved conversations"); return }
+        let rows = raw.map { summary in
+            [String(summary.id.prefix(8)), summary.kind, String(summary.turns), Output.localDate(summary.first), Output.localDate(summary.last),
+             EscapeNeutralizer.neutralize(summary.model), EscapeNeutralizer.neutralize(plainTitle(summary.title))]
+        }
+        var text = Output.table([["ID", "KIND", "TURNS", "FIRST", "LAST", "MODEL", "TITLE"]] + rows)
+        if Terminal.stdoutIsTerminal, let columns = Terminal.columns {
+            text = text.split(separator: "\n", omittingEmptySubsequences: false).map { Output.fitted(String($0), width: columns) }
+                .joined(separator: "\n")
+        }
+        try Console.out(text)
     }
 
-    static func list(_ call: Invocation) throws {
-        let all = try summaries(call.context)
-        if call.flag("--json") { try Output.json(["conversations": all], schema: .historyList); return }
-        if all.isEmpty { Console.note("no saved conversations"); return }
-        try Console.out(Output.table([["ID", "TURNS", "FIRST", "LAST", "MODEL", "TITLE"]]
-            + all.map { [String($0.id.prefix(8)), String($0.turns), $0.first, $0.last, $0.model, $0.title] }))
+    /// A title as read: a first line written as a markdown heading (`## Plan`) loses its marks.
+    static func plainTitle(_ title: String) -> String {
+        let unmarked = title.drop { $0 == "#" }
+        guard unmarked.count < title.count, unmarked.first == " " || unmarked.isEmpty else { return title }
+        let rest = String(unmarked.drop { $0 == " " })
+        return rest.isEmpty ? title : rest
     }
 
     static func load(_ call: Invocation) throws -> Transcript {

@@ -1,3 +1,5 @@
+import Conversations
+import Glibc
 import FoundationEssentials
 import SystemIO
 import TerminalIO
@@ -54,6 +56,29 @@ enum Output {
     static func isoDate(_ seconds: Int64) -> String { Clock.isoDate(seconds) }
 
     static func now() -> Int64 { Clock.now() }
+
+    /// `2026-11-29 20:02` in the local time zone (TZ), for tables people read.
+    static func localDate(_ seconds: Int64) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        localtime_r(&time, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min))"
+    }
+
+    /// A line cut to `width` terminal columns, with `…` where it was cut.
+    static func fitted(_ line: String, width: Int) -> String {
+        guard width > 1, DisplayWidth.of(line) > width else { return line }
+        var kept = ""
+        var used = 0
+        for character in line {
+            let wide = DisplayWidth.of(character)
+            if used + wide > width - 1 { break }
+            kept.append(character)
+            used += wide
+        }
+        return kept + "…"
+    }
 
     /// `20261129T190221Z`, for file names.
     static func compactDate(_ seconds: Int64) -> String { isoDate(seconds).filter { $0 != ":" && $0 != "-" } }

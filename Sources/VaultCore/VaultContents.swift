@@ -22,12 +22,14 @@ public struct GoogleKeyRecord: Sendable, Equatable {
     /// The key id, the last part of the resource name.
     public var keyId: String { resource.split(separator: "/").last.map(String.init) ?? resource }
 
-    /// What a writer produces: printable ASCII, bounded, a resource of the API Keys shape.
+    /// What a writer produces: printable ASCII without spaces, bounded, a resource of the API
+    /// Keys shape with no segment empty (a segment holding `/` makes more than six).
     public var isWellFormed: Bool {
         let printable: (String) -> Bool = { $0.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7f } && $0.utf8.count <= Self.maxBytes }
         let parts = resource.split(separator: "/", omittingEmptySubsequences: false)
         return printable(resource) && (serviceAccount.isEmpty || printable(serviceAccount)) && parts.count == 6
-            && parts[0] == "projects" && parts[2] == "locations" && parts[4] == "keys" && !parts[1].isEmpty && !parts[5].isEmpty
+            && parts[0] == "projects" && parts[2] == "locations" && parts[4] == "keys" && !parts[1].isEmpty && !parts[3].isEmpty
+            && !parts[5].isEmpty
     }
 }
 

@@ -31,6 +31,54 @@ import VaultCore
         }
     }
 
+    @Test func itsSizeShowsOnlyAPaddingBucketNotTheTitlesLength() throws {
+        let pair = try SealedBox.keyPair(seed: .random(count: 32))
+        func size(title: String) throws -> Int {
+            var index = HistoryIndex()
+            index.entries["00000000000000a0"] = HistoryIndex.Entry(size: 1, modified: 2, inode: 3, summary: ConversationSummary(
+                id: "00000000000000a0", title: title, model: "gemini-test", kind: "chat", turns: 1, first: 4, last: 5))
+            return try index.encoded(with: pair).count
+        }
+        #expect(try size(title: "hi") == size(title: String(repeating: "a much longer title ", count: 4)))
+        #expect(try size(title: "hi") < size(title: String(repeating: "x", count: 400)))
+    }
+
+    /// An index written before it was padded (version 1) still reads; a padded one with bytes
+    /// after its entries that are not zero does not.
+    @Test func anUnpaddedIndexOfVersion1StillReads() throws {
+        let pair = try SealedBox.keyPair(seed: .random(count: 32))
+        func plain(version: UInt8, trailing: [UInt8]) -> [UInt8] {
+            var bytes: [UInt8] = [version]
+            func put<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+            func put(_ text: String) {
+                put(UInt32(text.utf8.count))
+                bytes.append(contentsOf: text.utf8)
+            }
+            put(UInt32(1))
+            put("00000000000000b1")
+            put(UInt64(900))
+            put(Double(1_796_111_103.5).bitPattern)
+            put(UInt64(42))
+            put(UInt32(3))
+            put(UInt64(1_796_000_000))
+            put(UInt64(1_796_111_103))
+            put("an old title")
+            put("gemini-test")
+            put("chat")
+            return bytes + trailing
+        }
+        func sealed(_ plain: [UInt8]) throws -> [UInt8] { Array("GVHI".utf8) + (try pair.sealPrivately(plain, purpose: HistoryIndex.purpose)) }
+        let old = HistoryIndex.decode(try sealed(plain(version: 1, trailing: [])), with: pair)
+        #expect(old.entries["00000000000000b1"]?.summary.title == "an old title" && old.entries["00000000000000b1"]?.inode == 42)
+        #expect(HistoryIndex.decode(try sealed(plain(version: 1, trailing: [0])), with: pair).entries.isEmpty)
+        let unpadded = plain(version: 2, trailing: [])
+        #expect(HistoryIndex.decode(try sealed(unpadded), with: pair).entries.isEmpty)
+        var padded = unpadded + [UInt8](repeating: 0, count: 256 - unpadded.count)
+        #expect(HistoryIndex.decode(try sealed(padded), with: pair).entries.count == 1)
+        padded[padded.count - 1] = 1
+        #expect(HistoryIndex.decode(try sealed(padded), with: pair).entries.isEmpty)
+    }
+
     @Test func anIndexThatDoesNotOpenIsEmpty() throws {
         let pair = try SealedBox.keyPair(seed: .random(count: 32))
         let bytes = try sample().encoded(with: pair)

@@ -8,6 +8,8 @@ to --log (method, path, headers, body) so tests can check what the client sent.
 
 Scenarios: ok, code (a reply with two code blocks), lf, split, slow, slow-long, steady, slow-paragraph, slow-markdown, tall, garbage, empty, not-json, thinking, echo, escape, error-before, error-mid, error-mid-data,
 retry-429, retry-503, always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
+other-finish (no content, finishReason OTHER with Google's finishMessage), thinking-only (thought
+parts, then MAX_TOKENS with no text), cut-event (a reply whose stream ends in the middle of an event),
 drop, hang, hang-first, echo-key, echo-foreign-key, api-blocked; and hostile ones: gigabyte, flood, endless-header, slowloris. Unknown scenario names answer 404 NOT_FOUND like Google does.
 
 The slow-paragraph, slow-markdown and tall scenarios stream the replies in STREAMED_REPLIES in
@@ -63,6 +65,12 @@ def fixture(name):
 
 def event(obj):
     return b"data: " + json.dumps(obj, separators=(",", ": "), ensure_ascii=False).encode() + b"\r\n\r\n"
+
+
+# Thinking that used the whole output budget: thought tokens, no answer, MAX_TOKENS.
+THINKING_ONLY = {"candidates": [{"content": {"role": "model"}, "finishReason": "MAX_TOKENS", "index": 0}],
+                 "usageMetadata": {"promptTokenCount": 9, "thoughtsTokenCount": 1021, "totalTokenCount": 1030},
+                 "modelVersion": "gemini-3.6-flash"}
 
 
 def text_chunk(text, finish=None, usage=None):
@@ -248,6 +256,10 @@ class Handler(BaseHTTPRequestHandler):
         elif scenario in ("max-tokens", "safety", "recitation"):
             reason = scenario.replace("-", "_").upper()
             self.send_json(200, json.dumps(text_chunk("Partial answer", reason), indent=2).encode())
+        elif scenario == "other-finish":
+            self.send_json(200, fixture("unary-other-finish-message.json"))
+        elif scenario == "thinking-only":
+            self.send_json(200, json.dumps(THINKING_ONLY, indent=2).encode())
         else:
             self.send_json(200, fixture("unary-basic.json"))
 
@@ -276,6 +288,14 @@ class Handler(BaseHTTPRequestHandler):
         elif scenario in ("max-tokens", "safety", "recitation"):
             reason = scenario.replace("-", "_").upper()
             events = [event(text_chunk("Partial answer")), event(text_chunk("", reason))]
+        elif scenario == "other-finish":
+            events = [b"data: " + json.dumps(json.loads(fixture("unary-other-finish-message.json"))).encode() + b"\r\n\r\n"]
+        elif scenario == "thinking-only":
+            events = [event({"candidates": [{"content": {"parts": [{"text": "**Planning** a long thought", "thought": True}], "role": "model"}}],
+                             "modelVersion": "gemini-3.6-flash"}), event(THINKING_ONLY)]
+        elif scenario == "cut-event":
+            whole = event(text_chunk(" and the rest", "STOP"))
+            events = [events[0], whole[:len(whole) // 2]]
         self.start_stream()
         try:
             if scenario == "lf":
@@ -463,7 +483,8 @@ CODE_REPLY = "Two ways:\n\n```python\nprint('one')\n```\n\nor in the shell:\n\n`
 
 SCENARIOS = {"ok", "code", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "tall", "garbage", "empty", "not-json", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
-             "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash"} | set(HOSTILE)
+             "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash",
+             "other-finish", "thinking-only", "cut-event"} | set(HOSTILE)
 
 
 def main():

@@ -6,6 +6,8 @@ import subprocess
 import time
 import uuid
 
+import pytest
+
 from conftest import BIN, GOOD_KEY
 
 REPLY = "Bonjour, the fake server says héllo wörld 你好 🚀.\n"
@@ -164,6 +166,21 @@ def test_api_errors_and_exit_codes(api):
     # A partial reply stays on stdout, ended by a newline, before the error.
     partial = ask(api, "--model", "max-tokens", "hi")
     assert partial.out == "Partial answer\n"
+
+
+@pytest.mark.parametrize("unary", [False, True])
+def test_finish_problems_say_what_happened(api, unary):
+    """Google's finishMessage is shown; thinking that used the whole budget is told as such; a
+    stream that ends inside an event is called cut off, not foreign."""
+    flags = ["--no-stream"] if unary else []
+    other = ask(api, "--model", "other-finish", *flags, "hi")
+    assert other.code == 6 and "(OTHER)" in other.err and "The model could not produce content for this request." in other.err, other
+    thinking = ask(api, "--model", "thinking-only", *flags, "hi")
+    assert thinking.code == 6 and "thinking" in thinking.err and "1021 thought tokens" in thinking.err, thinking
+    assert "thinking counts against max_output_tokens" in thinking.err and "ask for a shorter answer" not in thinking.err, thinking
+    if not unary:
+        cut = ask(api, "--model", tag("cut-event"), "hi", env={"GEMVAULT_RETRIES": "1"})
+        assert cut.code == 7 and "cut off in the middle of an event" in cut.err and "not a Gemini response" not in cut.err, cut
 
 
 def test_daily_quota_is_not_retried(api):

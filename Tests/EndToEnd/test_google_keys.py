@@ -77,6 +77,20 @@ def test_key_history_which_and_status_show_each_kind(env):
     assert json.loads(env.run("status", "--json", env=variables, passphrase=False).out)["keys"] is None
 
 
+def test_key_which_json_warns_about_a_standard_key_as_the_text_form_does(env):
+    # With a vault present, an environment key shadows it: --json printed that warning but not
+    # the standard-key one, so a script saw a retired key go by without a word.
+    env.init()
+    assert env.run("key", "set", input=GOOD_KEY).code == 0
+    for flags in ([], ["--json"]):
+        which = env.run("key", "which", *flags, env={"GEMINI_API_KEY": STANDARD_KEY})
+        assert which.code == 0, which
+        assert "shadowed by environment variable GEMINI_API_KEY" in which.err, which
+        assert "gemvault: warning: the key from environment variable GEMINI_API_KEY is a standard key" in which.err, (flags, which)
+        assert MIGRATION in which.err
+    assert json.loads(which.out)["kind"] == "standard"
+
+
 def test_ask_works_with_an_auth_key_and_sends_no_second_credential(api):
     result = api.run("ask", "--model", "echo", "hello", passphrase=False)
     assert result.code == 0 and "last=hello" in result.out, result

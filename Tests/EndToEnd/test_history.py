@@ -454,3 +454,34 @@ def test_continue_goes_on_with_the_latest_chat_not_a_later_ask(history):
     env.server.clear()
     assert env.run("chat", "--resume", by_title["a later ask"]["id"][:8], input="on\n").code == 0
     assert env.server.requests()[-1]["path"].startswith("/v1beta/models/echo:")
+
+
+def test_history_list_is_for_people_and_its_json_for_programs(history):
+    """Local time as TZ says (ISO UTC in --json), a kind column, titles without heading marks,
+    and rows that fit the terminal."""
+    env = history
+    assert env.run("ask", "--model", "echo", "## A heading as the first line", passphrase=False).code == 0
+    long_title = "a title long enough to run past a narrow terminal " * 2
+    assert env.run("chat", "--model", "echo", input=long_title + "\n", passphrase=False).code == 0
+    listed = {c["kind"]: c for c in conversations(env)}
+    assert listed["ask"]["last"].endswith("Z") and listed["ask"]["title"] == "## A heading as the first line"
+    import datetime
+    import zoneinfo
+    zone = "Asia/Kolkata"  # +05:30: no whole-hour slip hides a UTC date
+    last = datetime.datetime.strptime(listed["ask"]["last"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    local = last.astimezone(zoneinfo.ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M")
+    table = env.run("history", "list", env={"TZ": zone})
+    assert table.code == 0, table
+    header, *rows = table.out.splitlines()
+    assert header.split() == ["ID", "KIND", "TURNS", "FIRST", "LAST", "MODEL", "TITLE"], header
+    [ask_row] = [row for row in rows if listed["ask"]["id"][:8] in row]
+    assert " ask " in ask_row and local in ask_row and "A heading as the first line" in ask_row and "##" not in ask_row, ask_row
+    s = PtySession([BIN, "history", "list", "--passphrase-file", env.passfile], dict(env.vars, TZ=zone), columns=60)
+    try:
+        assert s.wait() == 0
+        lines = [line.rstrip() for line in s.text().splitlines() if line.strip()]
+        assert lines and all(len(line) <= 60 for line in lines), lines
+        assert len([line for line in lines if line[:8] in (listed["ask"]["id"][:8], listed["chat"]["id"][:8])]) == 2, lines
+        assert any(line.endswith("…") for line in lines), lines
+    finally:
+        s.close()

@@ -149,6 +149,23 @@ def test_records_are_padded_so_lengths_show_only_their_bucket(history):
     assert sizes[:3] == [256, 256, 256] and sizes[3] in (2048, 4096), sizes
 
 
+def test_the_index_size_shows_only_its_bucket_not_a_title_length(history):
+    """Two conversations whose titles differ in length within a bucket leave indexes of one size;
+    the index is still one the vault's holder opens, padded as records are."""
+    env = history
+    sizes = []
+    for title in ("hi", "a title of quite another length than the first one"):
+        assert env.run("history", "rm", "--all", "--yes").code == 0
+        assert env.run("ask", "--model", "echo", title, passphrase=False).code == 0
+        listed = env.run("history", "list", "--json")
+        assert [c["title"] for c in json.loads(listed.out)["conversations"]] == [title], listed
+        path = os.path.join(history_folder(env), "index")
+        sizes.append(os.path.getsize(path))
+        [key] = conversation_keys(env.vault_bytes(), PASSPHRASE)
+        assert index_opens(history_folder(env), key) is True
+    assert sizes[0] == sizes[1], sizes
+
+
 def test_a_dropped_reordered_or_repeated_record_is_reported_and_what_came_before_shown(history):
     env = history
     assert env.run("chat", "--model", "echo", input="turn one\nturn two\nturn three\n", passphrase=False).code == 0
