@@ -1,5 +1,4 @@
 """Shared fixtures for the end-to-end tests: they run the built gemvault binary as a user would."""
-import hashlib
 import json
 import os
 import subprocess
@@ -34,6 +33,30 @@ def binary_path():
 
 
 BIN = binary_path()
+_peer_bin = []
+
+
+def peer_binary():
+    """The binary as another account can run it: BIN itself when every folder above it lets
+    others through, else a copy in a folder they can reach (a checkout under root's 0700 home)."""
+    if not _peer_bin:
+        folder = os.path.dirname(os.path.realpath(BIN))
+        reachable = True
+        while folder != "/":
+            reachable = reachable and bool(os.stat(folder).st_mode & 0o001)
+            folder = os.path.dirname(folder)
+        if reachable and os.stat(BIN).st_mode & 0o005 == 0o005:
+            _peer_bin.append(BIN)
+        else:
+            import shutil
+            import tempfile
+            shared = tempfile.mkdtemp(prefix="gemvault-bin-")
+            os.chmod(shared, 0o755)
+            copy = os.path.join(shared, "gemvault")
+            shutil.copy2(BIN, copy)
+            os.chmod(copy, 0o755)
+            _peer_bin.append(copy)
+    return _peer_bin[0]
 
 
 def pytest_configure(config):
@@ -50,12 +73,12 @@ def pytest_configure(config):
     import tempfile
     default = os.path.join(tempfile.gettempdir(), "x")
     if world_writable_above(default):
-        # One folder per checkout: pytest empties its basetemp, so two clones must not share one.
-        checkout = hashlib.sha256(str(config.rootpath).encode()).hexdigest()[:8]
-        base = os.path.join(os.path.expanduser("~"), ".cache", "gemvault-e2e-" + checkout)
+        # pytest's numbered folders under this root (not a fixed --basetemp, which each run
+        # empties): runs side by side, from one checkout or several, keep their own.
+        base = os.path.join(os.path.expanduser("~"), ".cache", "gemvault-e2e")
         if not world_writable_above(base + "/x"):
-            os.makedirs(os.path.dirname(base), mode=0o700, exist_ok=True)
-            config.option.basetemp = base
+            os.makedirs(base, mode=0o700, exist_ok=True)
+            os.environ["PYTEST_DEBUG_TEMPROOT"] = base
 
 
 class Result:

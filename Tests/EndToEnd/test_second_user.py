@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from conftest import BIN, GOOD_KEY, PASSPHRASE
+from conftest import GOOD_KEY, PASSPHRASE, peer_binary
 
 USER = "gemvault-peer"
 
@@ -43,7 +43,7 @@ def as_peer(account, home, *args, input=None, extra_env=None):
            "XDG_DATA_HOME": home + "/data", "XDG_CONFIG_HOME": home + "/config", "XDG_STATE_HOME": home + "/state",
            "SWIFT_BACKTRACE": "enable=no"}
     env.update(extra_env or {})
-    return subprocess.run(["runuser", "-u", USER, "--", BIN] + list(args), input=input, env=env,
+    return subprocess.run(["runuser", "-u", USER, "--", peer_binary()] + list(args), input=input, env=env,
                           capture_output=True, text=True, start_new_session=True)
 
 

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import BIN, GOOD_KEY, PASSPHRASE
+from conftest import BIN, GOOD_KEY, PASSPHRASE, peer_binary
 from ptyrun import PtySession
 
 OTHER_KEY = GOOD_KEY.replace("D3mo", "Rot8")
@@ -285,7 +285,7 @@ def test_other_users_are_refused_by_the_agent(session):
     os.chmod(passfile, 0o600)
 
     def as_peer(*args, input=None):
-        return subprocess.run(["runuser", "-u", PEER, "--", BIN] + list(args), env=peer_env, input=input,
+        return subprocess.run(["runuser", "-u", PEER, "--", peer_binary()] + list(args), env=peer_env, input=input,
                               capture_output=True, text=True)
     try:
         subprocess.run(["runuser", "-u", PEER, "--", "mkdir", "-m", "700", peer_home + "/run"], check=True)
