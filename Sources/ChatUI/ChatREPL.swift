@@ -366,8 +366,8 @@ public final class ChatREPL {
     }
 
     /// `/copy` and `/copy code [N]`: the last reply's text, or one of its code blocks, through
-    /// the terminal (OSC 52). Control characters in the reply are copied as the caret notation
-    /// shown on screen, never as themselves.
+    /// the terminal (OSC 52). What is copied is what the screen drew: the neutralised text, its
+    /// control, invisible and bidirectional characters as the escapes shown, never as themselves.
     private func copy(_ argument: String) throws(StandardOutputFailure) {
         let words = argument.split(separator: " ").map(String.init)
         guard let reply = conversation.turns.last?.model else { Console.error("there is no reply to copy yet"); return }
@@ -396,6 +396,10 @@ public final class ChatREPL {
         }
         try Console.out(TerminalClipboard.sequence(for: safe))
         Console.err("copied \(what) (\(safe.count) characters) to the clipboard through the terminal\n")
+        // What the screen drew is what was copied; say so when the reply itself held more.
+        if safe != text.replacingAll("\r\n", with: "\n") {
+            Console.warning("the reply holds control, invisible or bidirectional characters: they were copied as the screen shows them (^[, \\u{200b}), not as sent")
+        }
     }
 
     /// Writes a new private file (0600) renamed over `path`; refuses a symlink, a file of
