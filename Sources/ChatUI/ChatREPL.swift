@@ -25,13 +25,17 @@ public final class ChatREPL {
     public private(set) var pendingAttachments: [Attachment]
     /// Where `/copy` sends its text.
     private let clipboard: TerminalClipboard
+    /// Files `/attach` never takes (the passphrase file the command was given).
+    private let secretFiles: [AttachmentReader.SecretFile]
     /// Messages refused for holding a credential without a terminal to ask on.
     public private(set) var refusedMessages = 0
 
     public init(conversation: Conversation, client: GeminiClient, style: Style, interactive: Bool, allowSecrets: Bool = false,
                 recorder: ConversationRecorder? = nil, bubbles: Bool = false, markdown: MarkdownRenderer? = nil,
-                attachments: [Attachment] = [], clipboard: TerminalClipboard = TerminalClipboard(environment: [:], outputIsTerminal: false)) {
+                attachments: [Attachment] = [], secretFiles: [AttachmentReader.SecretFile] = [],
+                clipboard: TerminalClipboard = TerminalClipboard(environment: [:], outputIsTerminal: false)) {
         self.pendingAttachments = attachments
+        self.secretFiles = secretFiles
         self.clipboard = clipboard
         self.recorder = recorder
         self.bubbles = bubbles
@@ -182,9 +186,9 @@ public final class ChatREPL {
         }
     }
 
-    /// Whether an attached text file may go out: its text is scanned like a message.
+    /// Whether an attached file may go out: its text (a PDF's readable parts) is scanned like a message.
     func mayAttach(_ attachment: Attachment) -> Bool {
-        guard case .text(let text) = attachment.content else { return true }
+        guard let text = AttachmentReader.scannedText(attachment) else { return true }
         switch SecretGate.check(text, what: "attached file \(EscapeNeutralizer.neutralize(attachment.name))", interactive: interactive, allowed: allowSecrets) {
         case .send:
             return true
@@ -350,7 +354,7 @@ public final class ChatREPL {
         }
         let path = ProcessIdentity.expandingTilde(argument)
         do throws(AttachmentReader.Failure) {
-            let attachment = try AttachmentReader.read(path)
+            let attachment = try AttachmentReader.read(path, secretFiles: secretFiles)
             try AttachmentReader.checkTotal(pendingAttachments + [attachment])
             guard mayAttach(attachment) else { return }
             pendingAttachments.append(attachment)
@@ -362,8 +366,8 @@ public final class ChatREPL {
     }
 
     /// `/copy` and `/copy code [N]`: the last reply's text, or one of its code blocks, through
-    /// the terminal (OSC 52). Control characters in the reply are copied as the caret notation
-    /// shown on screen, never as themselves.
+    /// the terminal (OSC 52). What is copied is what the screen drew: the neutralised text, its
+    /// control, invisible and bidirectional characters as the escapes shown, never as themselves.
     private func copy(_ argument: String) throws(StandardOutputFailure) {
         let words = argument.split(separator: " ").map(String.init)
         guard let reply = conversation.turns.last?.model else { Console.error("there is no reply to copy yet"); return }
@@ -392,6 +396,10 @@ public final class ChatREPL {
         }
         try Console.out(TerminalClipboard.sequence(for: safe))
         Console.err("copied \(what) (\(safe.count) characters) to the clipboard through the terminal\n")
+        // What the screen drew is what was copied; say so when the reply itself held more.
+        if safe != text.replacingAll("\r\n", with: "\n") {
+            Console.warning("the reply holds control, invisible or bidirectional characters: they were copied as the screen shows them (^[, \\u{200b}), not as sent")
+        }
     }
 
     /// Writes a new private file (0600) renamed over `path`; refuses a symlink, a file of

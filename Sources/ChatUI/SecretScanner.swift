@@ -22,7 +22,9 @@ public enum SecretGate {
 }
 
 /// Finds text that looks like a credential before it is sent to a model, the way GitHub's push
-/// protection looks at a commit: Google API keys and the common token formats.
+/// protection looks at a commit: Google API keys and the common token formats, private keys,
+/// Google credential files (a service account's key file, the refresh token of gcloud's
+/// application-default credentials) and gemvault's own recovery code.
 public enum SecretScanner {
     public struct Finding: Sendable, Equatable {
         /// "a GitHub token"
@@ -75,7 +77,50 @@ public enum SecretScanner {
         if pemHeader {
             found.append(Finding(kind: "a private key", masked: "-----BEGIN … PRIVATE KEY-----"))
         }
+        // Credential files hold their secrets as JSON strings, where a PEM block is one line.
+        if jsonStrings(named: "private_key", in: bytes).contains(where: { $0.starts(with: Array("-----BEGIN".utf8)) }) {
+            found.append(Finding(kind: "a service account's private key (\"private_key\")", masked: "-----BEGIN … PRIVATE KEY-----"))
+        }
+        for token in jsonStrings(named: "refresh_token", in: bytes) where token.count >= 8 {
+            found.append(Finding(kind: "an OAuth refresh token (\"refresh_token\", as in gcloud's credentials)", masked: mask(token)))
+        }
+        for token in tokens(in: bytes) where isRecoveryCode(token) {
+            found.append(Finding(kind: "a gemvault recovery code", masked: mask(token)))
+        }
         return found
+    }
+
+    /// Eight groups of four Crockford base32 characters, as `init` shows the recovery code.
+    static func isRecoveryCode(_ token: ArraySlice<UInt8>) -> Bool {
+        let groups = token.split(separator: 0x2d, omittingEmptySubsequences: false)
+        let alphabet = Array("0123456789ABCDEFGHJKMNPQRSTVWXYZ".utf8)
+        return groups.count == 8 && groups.allSatisfy { group in
+            group.count == 4 && group.allSatisfy { alphabet.contains($0 >= 0x61 && $0 <= 0x7a ? $0 - 0x20 : $0) }
+        }
+    }
+
+    /// The string values of every `"name": "…"` in JSON-shaped text (escapes left as they are).
+    static func jsonStrings(named name: String, in bytes: [UInt8]) -> [ArraySlice<UInt8>] {
+        let needle = Array("\"\(name)\"".utf8)
+        var values: [ArraySlice<UInt8>] = []
+        var index = 0
+        while index + needle.count <= bytes.count {
+            guard bytes[index..<index + needle.count].elementsEqual(needle) else { index += 1; continue }
+            var cursor = index + needle.count
+            index = cursor
+            func skipSpace() { while cursor < bytes.count, [0x20, 0x09, 0x0a, 0x0d].contains(bytes[cursor]) { cursor += 1 } }
+            skipSpace()
+            guard cursor < bytes.count, bytes[cursor] == UInt8(ascii: ":") else { continue }
+            cursor += 1
+            skipSpace()
+            guard cursor < bytes.count, bytes[cursor] == UInt8(ascii: "\"") else { continue }
+            let start = cursor + 1
+            var end = start
+            while end < bytes.count, bytes[end] != UInt8(ascii: "\"") { end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1 }
+            values.append(bytes[start..<min(end, bytes.count)])
+            index = min(end, bytes.count)
+        }
+        return values
     }
 
     /// Maximal runs of characters that can appear in a token.

@@ -66,11 +66,20 @@ enum ChatCommand {
         let paths = call.values("--attach").map(ProcessIdentity.expandingTilde)
         guard !paths.isEmpty else { return [] }
         let attachments: [Attachment]
-        do { attachments = try AttachmentReader.read(paths) } catch { throw CommandFailure(.failure, error.message, hint: error.hint) }
+        do { attachments = try AttachmentReader.read(paths, secretFiles: secretFiles(call.context)) } catch {
+            throw CommandFailure(.failure, error.message, hint: error.hint)
+        }
         for (name, text) in AttachmentReader.scannedText(attachments) {
             try checkForSecrets(text, call, what: "attached file \(EscapeNeutralizer.neutralize(name))")
         }
         return attachments
+    }
+
+    /// The passphrase files this command was given: never attached, whatever they hold.
+    static func secretFiles(_ context: Context) -> [AttachmentReader.SecretFile] {
+        ["--passphrase-file", "--new-passphrase-file"].compactMap { option in
+            context.options[option].map { AttachmentReader.SecretFile(path: ProcessIdentity.expandingTilde($0), role: "the passphrase file \(option) names") }
+        }
     }
 
     /// Resolves the key and settings, then builds a client.
@@ -149,6 +158,7 @@ enum ChatCommand {
         let repl = ChatREPL(conversation: conversation, client: client, style: chatStyle,
                             interactive: Terminal.stdinIsTerminal, allowSecrets: call.flag("--allow-secrets"), recorder: recorder,
                             bubbles: bubbles, markdown: markdownRenderer(call, chatStyle), attachments: attachments,
+                            secretFiles: secretFiles(context),
                             clipboard: TerminalClipboard(environment: context.environment, outputIsTerminal: Terminal.stdoutIsTerminal))
         try repl.run()
         if repl.refusedMessages > 0 {

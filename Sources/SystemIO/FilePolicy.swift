@@ -10,6 +10,10 @@ public enum FileRequirement: Sendable {
 /// Why a file or folder was refused.
 public enum FileProblem: Equatable, Sendable {
     case symbolicLink
+    /// A link owned by neither the user nor root: another account may have planted it.
+    case plantedLink(owner: UInt32)
+    /// A second name of a file of the user's, in a folder others can write to.
+    case extraHardLink(links: UInt64)
     case notRegular(FileStatus.Kind)
     case foreignOwner(owner: UInt32, mode: String)
     case openToOthers(mode: String)
@@ -24,6 +28,8 @@ public enum FileProblem: Equatable, Sendable {
     public var description: String {
         switch self {
         case .symbolicLink: "is a symbolic link"
+        case .plantedLink(let owner): "is a symbolic link owned by uid \(owner), not by you (uid \(CurrentUser.id)) or root, so another account may have planted it"
+        case .extraHardLink(let links): "is one of \(links) names of a file of yours, in a folder others can write to, so another account may have linked it there"
         case .notRegular(let kind): "is \(kind.description), not a regular file"
         case .foreignOwner(let owner, _): "is owned by uid \(owner), not by you (uid \(CurrentUser.id))"
         case .openToOthers(let mode): "is readable or writable by group or others (mode \(mode))"
@@ -41,6 +47,8 @@ public enum FileProblem: Equatable, Sendable {
         switch self {
         case .symbolicLink:
             return "point gemvault at a regular file of your own, not at a link"
+        case .plantedLink, .extraHardLink:
+            return "name the file by its real path in a folder of your own; gemvault never follows what another account could have put there"
         case .notRegular:
             return "point gemvault at a regular file of your own"
         case .foreignOwner:

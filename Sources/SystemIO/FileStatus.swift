@@ -25,6 +25,8 @@ public struct FileStatus: Equatable, Sendable {
     public let size: Int64
     public let device: UInt64
     public let inode: UInt64
+    /// How many names (hard links) the file has.
+    public let linkCount: UInt64
     public let modified: Int64
     /// With its nanoseconds, to order files written within one second.
     public let modifiedExactly: Double
@@ -44,6 +46,7 @@ public struct FileStatus: Equatable, Sendable {
         size = Int64(info.st_size)
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
+        linkCount = UInt64(info.st_nlink)
         modified = Int64(info.st_mtim.tv_sec)
         modifiedExactly = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
     }

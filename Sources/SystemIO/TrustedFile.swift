@@ -88,16 +88,16 @@ public enum TrustedFile {
     }
 
     /// Saves `bytes` as a new private file (0600) at a path the user named (/save): written
-    /// to a temp file beside it and renamed over, so nobody holding the old file open reads
-    /// the new text. A symlink, something not a regular file, or another user's file there
-    /// is refused.
+    /// to a temp file beside it (O_EXCL | O_NOFOLLOW) and renamed over, so nobody holding the
+    /// old file open reads the new text. The folder is reached by the checked walk, so a
+    /// folder link another account planted is refused, and so is a folder others can write
+    /// to unless it is sticky. A symlink, something not a regular file, or another user's
+    /// file at the name is refused.
     public static func savePrivate(_ path: String, _ bytes: [UInt8]) throws(TrustedOpenError) {
         let (folderPath, name) = TrustedFolder.parent(of: path)
-        let fd = retryingOnInterrupt { Glibc.open(folderPath, GV_O_PATH | O_DIRECTORY | O_CLOEXEC) }
-        guard fd >= 0 else { throw .failed(SystemError("open", path: folderPath)) }
-        let folder = TrustedFolder(path: folderPath, descriptor: FileDescriptor(owning: fd, path: folderPath))
+        guard let folder = try TrustedFolder.openForSaving(folderPath) else { throw .failed(SystemError("open", path: folderPath, code: ENOENT)) }
         var info = stat()
-        if fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 {
+        if fstatat(folder.descriptor.raw, name, &info, AT_SYMLINK_NOFOLLOW) == 0 {
             let existing = FileStatus(info)
             if existing.kind == .symbolicLink { throw .refused(FileCheckFailure(path: path, problem: .symbolicLink)) }
             if existing.kind != .regular { throw .refused(FileCheckFailure(path: path, problem: .notRegular(existing.kind))) }
@@ -130,17 +130,59 @@ public final class TrustedFolder {
     /// writable by group or others at all. A symbolic link on the way is followed only when
     /// the user or root owns it: one planted by someone else is refused.
     public static func open(_ path: String) throws(TrustedOpenError) -> TrustedFolder? {
-        try walk(path, create: false)
+        try walk(path, create: false, purpose: .trusted).map { TrustedFolder(path: path, descriptor: $0.folder) }
     }
 
     /// Creates the folder and any missing parents (new ones 0700) during the same checked
     /// walk, then returns it.
     public static func create(_ path: String) throws(TrustedOpenError) -> TrustedFolder {
-        guard let folder = try walk(path, create: true) else { throw .failed(SystemError("open", path: path, code: ENOENT)) }
-        return folder
+        guard let walked = try walk(path, create: true, purpose: .trusted) else { throw .failed(SystemError("open", path: path, code: ENOENT)) }
+        return TrustedFolder(path: path, descriptor: walked.folder)
     }
 
-    private static func walk(_ path: String, create: Bool) throws(TrustedOpenError) -> TrustedFolder? {
+    /// The folder a file the user names is written to (`/save`): walked as `open` walks, but
+    /// the last folder may be shared when it is sticky (like /tmp), where nobody else can
+    /// rename or replace what the user puts there.
+    public static func openForSaving(_ path: String) throws(TrustedOpenError) -> TrustedFolder? {
+        try walk(path, create: false, purpose: .saving).map { TrustedFolder(path: path, descriptor: $0.folder) }
+    }
+
+    /// Where a file the user names to be read (an attachment) really is: its folder and its
+    /// name there, which is not a symbolic link; nil when nothing is there. The folders may be
+    /// anyone's (the file is only read), but a symbolic link on the way, the last name
+    /// included, is followed only when nobody else could have put it there: it is the user's
+    /// or root's, in a folder that passes the vault's check. `name` is nil when the path
+    /// ends at a folder.
+    public static func locate(_ path: String) throws(TrustedOpenError) -> (folder: TrustedFolder, name: String?)? {
+        guard let walked = try walk(path, create: false, purpose: .reading) else { return nil }
+        return (TrustedFolder(path: walked.shown, descriptor: walked.folder), walked.leaf)
+    }
+
+    /// Whether others than the user and root could add, rename or remove names in this folder.
+    public var isSharedWithOthers: Bool {
+        guard let status = try? descriptor.status() else { return true }
+        return !(status.owner == CurrentUser.id || status.owner == 0) || status.permissions & 0o022 != 0
+    }
+
+    /// What a walk is for, which decides what its folders must be.
+    private enum Purpose {
+        /// The vault's own files: every folder checked, the last one private.
+        case trusted
+        /// A file the user saves: as `trusted`, but the last folder may be shared if sticky.
+        case saving
+        /// A file the user reads: only folders that hold a followed link are checked, and
+        /// the last name may be a file.
+        case reading
+    }
+
+    private struct Walked {
+        let folder: FileDescriptor
+        let shown: String
+        /// The last name, when the walk ended at something not a folder (`reading` only).
+        let leaf: String?
+    }
+
+    private static func walk(_ path: String, create: Bool, purpose: Purpose) throws(TrustedOpenError) -> Walked? {
         var absolute = path
         if !path.hasPrefix("/") {
             var buffer = [CChar](repeating: 0, count: 4096)
@@ -157,7 +199,7 @@ public final class TrustedFolder {
             let name = pending.removeFirst()
             if name == "." { continue }
             // The folder we are in was checked: an ancestor, writable by others only if sticky.
-            try checkAncestor(current, shown: shown.isEmpty ? "/" : shown)
+            if purpose != .reading { try checkAncestor(current, shown: shown.isEmpty ? "/" : shown) }
             var fd = retryingOnInterrupt { openat(current.raw, name, GV_O_PATH | O_NOFOLLOW | O_CLOEXEC) }
             if fd < 0 && errno == ENOENT && create {
                 if mkdirat(current.raw, name, 0o700) != 0 && errno != EEXIST {
@@ -174,13 +216,16 @@ public final class TrustedFolder {
             let status: FileStatus
             do { status = try next.status() } catch { throw .failed(error) }
             if status.kind == .symbolicLink {
+                // Followed only when nobody else could have put it there or swapped it since.
+                if purpose == .reading { try checkAncestor(current, shown: shown.isEmpty ? "/" : shown) }
                 guard status.owner == CurrentUser.id || status.owner == 0 else {
-                    throw .refused(FileCheckFailure(path: next.path, problem: .symbolicLink))
+                    throw .refused(FileCheckFailure(path: next.path, problem: .plantedLink(owner: status.owner)))
                 }
                 links += 1
                 guard links <= 40 else { throw .failed(SystemError("open", path: path, code: ELOOP)) }
                 var target = [CChar](repeating: 0, count: 4096)
-                let length = readlinkat(current.raw, name, &target, target.count - 1)
+                // The link itself, through its own descriptor: not whatever holds its name now.
+                let length = readlinkat(next.raw, "", &target, target.count - 1)
                 guard length > 0 else { throw .failed(SystemError("readlink", path: next.path)) }
                 let text = String(decoding: target[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
                 pending = text.split(separator: "/", omittingEmptySubsequences: true).map(String.init) + pending
@@ -192,17 +237,26 @@ public final class TrustedFolder {
                 }
                 continue
             }
-            guard status.kind == .directory else { throw .refused(FileCheckFailure(path: next.path, problem: .folderNotDirectory)) }
+            guard status.kind == .directory else {
+                if purpose == .reading && pending.isEmpty { return Walked(folder: current, shown: shown.isEmpty ? "/" : shown, leaf: name) }
+                throw .refused(FileCheckFailure(path: next.path, problem: .folderNotDirectory))
+            }
             current = next
             shown = next.path == "/" ? "" : next.path
         }
-        try checkAncestor(current, shown: path, last: true)
-        return TrustedFolder(path: path, descriptor: current)
+        switch purpose {
+        case .trusted: try checkAncestor(current, shown: path, last: true)
+        case .saving: try checkAncestor(current, shown: path, sharedIfSticky: true)
+        case .reading: break
+        }
+        return Walked(folder: current, shown: shown.isEmpty ? "/" : shown, leaf: nil)
     }
 
     /// A folder on the way to a trusted one: the user's or root's, and if others may write to
     /// it, sticky, so they cannot rename or remove what is in it.
-    private static func checkAncestor(_ folder: FileDescriptor, shown: String, last: Bool = false) throws(TrustedOpenError) {
+    /// With `sharedIfSticky`, also the folder a file is saved to: there group write needs the
+    /// sticky bit too.
+    private static func checkAncestor(_ folder: FileDescriptor, shown: String, last: Bool = false, sharedIfSticky: Bool = false) throws(TrustedOpenError) {
         let status: FileStatus
         do { status = try folder.status() } catch { throw .failed(error) }
         if last {
@@ -212,7 +266,7 @@ public final class TrustedFolder {
         guard status.owner == CurrentUser.id || status.owner == 0 else {
             throw .refused(FileCheckFailure(path: shown, problem: .folderForeignOwner(owner: status.owner)))
         }
-        if status.permissions & 0o002 != 0 && !status.isSticky {
+        if status.permissions & (sharedIfSticky ? 0o022 : 0o002) != 0 && !status.isSticky {
             throw .refused(FileCheckFailure(path: shown, problem: .folderWritableByOthers(mode: status.octalMode)))
         }
     }

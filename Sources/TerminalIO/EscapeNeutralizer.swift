@@ -1,16 +1,25 @@
-/// Makes untrusted text (a model's reply) safe to write to a terminal.
+/// Makes untrusted text (a model's reply) safe to write to a terminal, and makes what it draws
+/// the whole text: nothing in it acts, and nothing in it is invisible.
 ///
 /// ESC, the C1 controls (U+0080–U+009F, which some terminals treat as CSI or OSC), and the other
 /// C0 controls except tab and newline are replaced by visible caret notation (`^[`), so a reply
 /// cannot recolour the screen, move the cursor, set the title or write the clipboard (OSC 52).
-/// Carriage returns are shown unless they end a line, so text cannot overwrite itself, and
-/// bidirectional overrides (U+202A–U+202E, U+2066–U+2069) are shown as escapes.
+/// Carriage returns are shown unless they end a line, so text cannot overwrite itself.
+/// Bidirectional controls (U+202A–U+202E, U+2066–U+2069, the marks U+200E, U+200F, U+061C) and
+/// characters that draw nothing (zero-width space U+200B, word joiner and invisible operators
+/// U+2060–U+2064, U+FEFF, U+180E, Unicode tags U+E0000–U+E007F) are shown as `\u{…}` escapes,
+/// so text cannot read differently than it is or carry words the screen never shows. The
+/// joiners U+200C and U+200D stay where they join two non-ASCII characters (emoji sequences,
+/// scripts that need them), and tags stay inside an emoji flag (after U+1F3F4).
 public enum EscapeNeutralizer {
     public static func neutralize(_ text: String) -> String {
         var output = String.UnicodeScalarView()
         let scalars = Array(text.unicodeScalars)
+        var inFlagTags = false
         for (index, scalar) in scalars.enumerated() {
-            switch scalar.value {
+            let value = scalar.value
+            if value == 0x1F3F4 { inFlagTags = true } else if !(0xE0000...0xE007F).contains(value) { inFlagTags = false }
+            switch value {
             case 0x09, 0x0A:
                 output.append(scalar)
             case 0x0D:
@@ -18,16 +27,28 @@ public enum EscapeNeutralizer {
                 output.append(contentsOf: "^M".unicodeScalars)
             case 0x00...0x1F:
                 output.append("^")
-                output.append(Unicode.Scalar(UInt8(scalar.value + 0x40)))
+                output.append(Unicode.Scalar(UInt8(value + 0x40)))
             case 0x7F:
                 output.append(contentsOf: "^?".unicodeScalars)
-            case 0x80...0x9F, 0x202A...0x202E, 0x2066...0x2069:
-                // C1 controls, and bidirectional overrides that can make text read differently than it is.
-                output.append(contentsOf: "\\u{\(String(scalar.value, radix: 16))}".unicodeScalars)
+            case 0x200C, 0x200D:
+                // A joiner between two non-ASCII characters shapes them (👨‍👩‍👧); anywhere else it only hides.
+                let before = index > 0 ? scalars[index - 1].value : 0
+                let after = index + 1 < scalars.count ? scalars[index + 1].value : 0
+                if before > 0x7F && after > 0x7F { output.append(scalar) } else { output.append(contentsOf: escaped(value)) }
+            case 0xE0000...0xE007F where inFlagTags:
+                output.append(scalar)
+            case 0x80...0x9F, 0x202A...0x202E, 0x2066...0x2069, 0x200E, 0x200F, 0x061C,
+                 0x200B, 0x2060...0x2064, 0xFEFF, 0x180E, 0xE0000...0xE007F:
+                // C1 controls, bidirectional controls, and characters that draw nothing.
+                output.append(contentsOf: escaped(value))
             default:
                 output.append(scalar)
             }
         }
         return String(output)
+    }
+
+    private static func escaped(_ value: UInt32) -> String.UnicodeScalarView {
+        "\\u{\(String(value, radix: 16))}".unicodeScalars
     }
 }

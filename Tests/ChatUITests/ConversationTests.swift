@@ -55,6 +55,11 @@ private func result(_ text: String, interrupted: Bool = false, total: Int? = nil
         ("aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "an AWS access key (AKIA…MPLE)"),
         ("xoxb-123456789012-abcdefghijkl", "a Slack token (xoxb…ijkl)"),
         ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----", "a private key (-----BEGIN … PRIVATE KEY-----)"),
+        ("{\"type\": \"service_account\", \"private_key\" : \"-----BEGIN PRIVATE KEY-----\\nMIIE\\n-----END PRIVATE KEY-----\\n\"}",
+         "a service account's private key (\"private_key\") (-----BEGIN … PRIVATE KEY-----)"),
+        ("{\"refresh_token\": \"1//0gAbCdEf-GhIjKlMnOp\", \"type\": \"authorized_user\"}",
+         "an OAuth refresh token (\"refresh_token\", as in gcloud's credentials) (1//0…MnOp)"),
+        ("code: 7k2m-9qxd-a1b2-c3d4-e5f6-g7h8-j9k0-mnpq.", "a gemvault recovery code (7k2m…mnpq)"),
     ])
     func credentialShapesAreFoundAndMasked(text: String, expected: String) {
         #expect(SecretScanner.findings(in: text).map(\.description) == [expected])
@@ -64,6 +69,19 @@ private func result(_ text: String, interrupted: Bool = false, total: Int? = nil
         #expect(SecretScanner.findings(in: "AIza is a prefix, AIzaShort, sk-short, task-force, AKIA lowercase akiaiosfodnn7example").isEmpty)
         #expect(SecretScanner.findings(in: "the risk-management-framework-document-for-2026 plan").isEmpty)
         #expect(SecretScanner.findings(in: "auth keys start with AQ. and AQ.short is too short; see AQ.md").isEmpty)
+        #expect(SecretScanner.findings(in: "\"refresh_token\": \"\", \"private_key\": null, ABCD-EFGH-JKMN-PQRS-TVWX-YZ01-2345-678I").isEmpty)
+    }
+
+    @Test func aPDFsUncompressedTextIsScannedAndItsCompressedStreamsAreLeftOut() {
+        let key = "AIzaSyUnitTest-0123456789abcdefghijklmn"
+        let pdf = Array("%PDF-1.4\n1 0 obj\n<< /Length 40 >>\nstream\nBT (see \(key)) Tj ET\nendstream\nendobj\n".utf8)
+            + Array("2 0 obj\n<< /Length 8 /Filter /FlateDecode >>\nstream\n".utf8) + [0x78, 0x9c, 0xff, 0x00, 0x41, 0x49, 0x7a, 0x61]
+            + Array("\nendstream\nendobj\n%%EOF\n".utf8)
+        let attachment = Attachment(name: "a.pdf", size: pdf.count, sha256: "", mimeType: "application/pdf", content: .binary(pdf))
+        let text = AttachmentReader.scannedText(attachment) ?? ""
+        #expect(SecretScanner.findings(in: text).map(\.description) == ["a Google API key (AIza…klmn)"])
+        // The compressed stream's bytes (which spell "AIza" here) are not in the scanned text.
+        #expect(text.split(separator: "AIza", omittingEmptySubsequences: false).count == 2 && text.contains("/Filter /FlateDecode"))
     }
 }
 

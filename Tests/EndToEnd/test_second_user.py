@@ -2,13 +2,15 @@
 import json
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import tempfile
 
 import pytest
 
-from conftest import GOOD_KEY, PASSPHRASE, peer_binary
+from conftest import BIN, GOOD_KEY, PASSPHRASE, peer_binary
+from ptyrun import PtySession
 
 USER = "gemvault-peer"
 
@@ -75,3 +77,106 @@ def test_another_users_vault_is_refused(peer, env):
     assert "refusing to use %s: it is owned by uid 0, not by you (uid %d)" % (vault, account.pw_uid) in result.stderr
     # Never a chmod or chown on a file the user does not own.
     assert "use a file of your own" in result.stderr and "chown" not in result.stderr and "chmod" not in result.stderr
+
+
+# -- Links another account plants for the victim's attachments and /save ------------------------
+
+def sticky_folder(shared, name="tmp", mode=0o1777):
+    """A /tmp-like folder both accounts can write to (root's, sticky unless told otherwise)."""
+    folder = tempfile.mkdtemp(prefix=name + "-", dir=shared)
+    os.chmod(folder, mode)
+    return folder
+
+
+def plant_link(target, link):
+    subprocess.run(["runuser", "-u", USER, "--", "ln", "-s", target, link], check=True)
+    assert os.lstat(link).st_uid == pwd.getpwnam(USER).pw_uid
+
+
+def test_an_attachment_link_another_account_planted_is_refused_and_nothing_is_sent(peer, api):
+    account, _, shared = peer
+    shared_tmp = sticky_folder(shared)
+    # The victim's passphrase file, and a private folder holding another copy of it.
+    private = os.path.join(api.root, "private")
+    os.mkdir(private, 0o700)
+    api.write_private(os.path.join(private, "pass"), PASSPHRASE + "\n")
+    notes = os.path.join(shared_tmp, "notes.txt")
+    plant_link(api.passfile, notes)
+    folder_link = os.path.join(shared_tmp, "project")
+    plant_link(private, folder_link)
+    said = "it is a symbolic link owned by uid %d, not by you (uid 0) or root, so another account may have planted it" % account.pw_uid
+    for command, path, subject in (("ask", notes, "it"), ("ask", folder_link + "/pass", folder_link),
+                                   ("chat", notes, "it")):
+        api.server.clear()
+        args = [command, "--model", "echo", "-a", path] + (["summarise this"] if command == "ask" else [])
+        result = api.run(*args, input="summarise this\n", passphrase=False)
+        assert result.code == 1, (command, path, result)
+        assert "gemvault: error: cannot attach %s: %s %s" % (path, subject, said.replace("it is ", "is ")) in result.err, result
+        assert "name the file by its real path" in result.err and PASSPHRASE not in result.err + result.out
+        assert api.server.requests() == [], (command, path)
+    # /attach in a chat on a terminal: refused, and the message goes without it.
+    session = PtySession([BIN, "chat", "--model", "echo"], api.vars)
+    try:
+        session.expect(r"you ›")
+        session.line("/attach " + notes)
+        session.expect(r"cannot attach .*notes\.txt: it is a symbolic link owned by uid %d" % account.pw_uid)
+        session.mark()
+        session.line("hello")
+        session.expect(r"turns=1 .*last=hello")
+        assert "inline=" not in session.text() and PASSPHRASE not in api.server.requests()[-1]["body"]
+        session.send("\x04")
+        assert session.wait() == 0
+    finally:
+        session.close()
+    # The victim's own link in the sticky folder is theirs: it is followed.
+    own = os.path.join(shared_tmp, "mine.txt")
+    os.symlink(os.path.join(private, "readme.txt"), own)
+    with open(os.path.join(private, "readme.txt"), "w") as handle:
+        handle.write("hello from a file\n")
+    api.server.clear()
+    result = api.run("ask", "--model", "echo", "-a", own, "read it", passphrase=False)
+    assert result.code == 0 and len(api.server.requests()) == 1, result
+
+
+def test_a_second_name_of_a_private_file_in_a_shared_folder_is_refused(peer, api):
+    _, _, shared = peer
+    shared_tmp = sticky_folder(shared)
+    # Where protected_hardlinks is off, another account can give the victim's file a name it
+    # controls; root makes that name here.
+    second = os.path.join(shared_tmp, "report.txt")
+    os.link(api.passfile, second)
+    result = api.run("ask", "--model", "echo", "-a", second, "summarise", passphrase=False)
+    assert result.code == 1 and "cannot attach %s: it is one of 2 names of a file of yours" % second in result.err, result
+    assert api.server.requests() == []
+
+
+def test_save_refuses_a_planted_folder_link_and_a_folder_others_can_write(peer, api):
+    account, _, shared = peer
+    shared_tmp = sticky_folder(shared)
+    open_folder = sticky_folder(shared, "open", mode=0o777)
+    private = os.path.join(api.root, "private")
+    os.mkdir(private, 0o700)
+    planted = os.path.join(shared_tmp, "out")
+    plant_link(private, planted)
+    session = PtySession([BIN, "chat", "--model", "echo"], api.vars)
+    try:
+        session.expect(r"you ›")
+        session.line("hello")
+        session.expect(r"turns=1 .*last=hello")
+        session.mark()
+        session.line("/save %s/chat.md" % planted)
+        session.expect(r"refusing to use %s: it is a symbolic link owned by uid %d" % (re.escape(planted), account.pw_uid))
+        session.mark()
+        session.line("/save %s/chat.md" % open_folder)
+        session.expect(r"refusing to use %s: it is a folder that group or others can write to \(mode 0777\)" % re.escape(open_folder))
+        session.mark()
+        # A sticky folder such as /tmp keeps what the victim saves theirs.
+        session.line("/save %s/chat.md" % shared_tmp)
+        session.expect(r"saved to")
+        session.send("\x04")
+        assert session.wait() == 0
+    finally:
+        session.close()
+    assert os.listdir(private) == [] and os.listdir(open_folder) == []
+    saved = os.path.join(shared_tmp, "chat.md")
+    assert os.stat(saved).st_uid == 0 and (os.stat(saved).st_mode & 0o777) == 0o600

@@ -100,7 +100,7 @@ func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) {
         #expect(try TrustedFolder.open(folder + "/mine/") != nil)
         if geteuid() == 0 {
             lchown(folder + "/mine", 54321, 54321)
-            #expect(throws: TrustedOpenError.refused(FileCheckFailure(path: folder + "/mine", problem: .symbolicLink))) {
+            #expect(throws: TrustedOpenError.refused(FileCheckFailure(path: folder + "/mine", problem: .plantedLink(owner: 54321)))) {
                 try TrustedFolder.open(folder + "/mine/sub")
             }
             mkdir(folder + "/theirs", 0o755)
@@ -109,6 +109,32 @@ func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) {
             #expect(throws: TrustedOpenError.refused(FileCheckFailure(path: folder + "/theirs", problem: .folderForeignOwner(owner: 54321)))) {
                 try TrustedFolder.open(folder + "/theirs/inner")
             }
+        }
+    }
+
+    @Test func inputFilesFollowOnlyLinksNobodyElseCouldHavePlanted() throws {
+        let folder = scratchFolder()
+        writeFile(folder + "/notes.txt", "hello")
+        symlink(folder + "/notes.txt", folder + "/mine.txt")
+        #expect(try InputFile.read(folder + "/mine.txt", limit: 100) == Array("hello".utf8))
+        #expect(try TrustedFolder.locate(folder + "/mine.txt")?.name == "notes.txt")
+        // A link in a folder others can write to and that is not sticky could have been swapped.
+        mkdir(folder + "/open", 0o777)
+        chmod(folder + "/open", 0o777)
+        symlink(folder + "/notes.txt", folder + "/open/link.txt")
+        #expect(throws: InputFile.Failure.refused(FileCheckFailure(path: folder + "/open", problem: .folderWritableByOthers(mode: "0777")))) {
+            try InputFile.read(folder + "/open/link.txt", limit: 100)
+        }
+        if geteuid() == 0 {
+            lchown(folder + "/mine.txt", 54321, 54321)
+            #expect(throws: InputFile.Failure.refused(FileCheckFailure(path: folder + "/mine.txt", problem: .plantedLink(owner: 54321)))) {
+                try InputFile.read(folder + "/mine.txt", limit: 100)
+            }
+        }
+        // A second name of the user's file where others can add names.
+        link(folder + "/notes.txt", folder + "/open/copy.txt")
+        #expect(throws: InputFile.Failure.refused(FileCheckFailure(path: folder + "/open/copy.txt", problem: .extraHardLink(links: 2)))) {
+            try InputFile.read(folder + "/open/copy.txt", limit: 100)
         }
     }
 

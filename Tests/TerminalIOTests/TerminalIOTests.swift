@@ -8,6 +8,12 @@ import Testing
         #expect(EscapeNeutralizer.neutralize("a\u{9B}2J") == "a\\u{9b}2J")
         #expect(EscapeNeutralizer.neutralize("over\rwrite") == "over^Mwrite")
         #expect(EscapeNeutralizer.neutralize("abc\u{202E}fed") == "abc\\u{202e}fed")
+        // Characters that draw nothing are shown, so the screen carries the whole text.
+        #expect(EscapeNeutralizer.neutralize("rm -rf ~/\u{200B}tmp\u{FEFF}\u{2060}") == "rm -rf ~/\\u{200b}tmp\\u{feff}\\u{2060}")
+        #expect(EscapeNeutralizer.neutralize("pa\u{200D}ss \u{E0041}\u{E0042}") == "pa\\u{200d}ss \\u{e0041}\\u{e0042}")
+        // Joiners that shape emoji and scripts, and the tags of a flag, stay.
+        let family = "👨\u{200D}👩\u{200D}👧", england = "\u{1F3F4}\u{E0067}\u{E0062}\u{E0065}\u{E006E}\u{E0067}\u{E007F}"
+        #expect(EscapeNeutralizer.neutralize(family + " " + england) == family + " " + england)
     }
 
     @Test func ordinaryTextIsUntouched() {
