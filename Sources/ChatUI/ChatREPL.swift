@@ -202,6 +202,10 @@ public final class ChatREPL {
     func send(_ message: String, attachments: [Attachment] = []) throws(StandardOutputFailure) {
         guard maySend(message) else { return }
         gv_interrupt_clear()
+        // Echo off while the reply streams: keys typed meanwhile wait unseen for the next prompt,
+        // which shows them, instead of landing in the reply (an Enter would break its redraw).
+        let quiet = interactive && Terminal.stdinIsTerminal && gv_tty_quiet_begin(STDIN_FILENO) == 0
+        defer { if quiet { gv_tty_quiet_end() } }
         if bubbles {
             let layout = BubbleLayout(width: Self.windowSize().columns, color: true)
             try Console.out(layout.bubble(EscapeNeutralizer.neutralize(message), from: .user).joined(separator: "\n") + "\n")

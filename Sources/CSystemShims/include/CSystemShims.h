@@ -26,6 +26,13 @@ enum {
 /// then re-raises the signal with its default action.
 int gv_tty_read_secret(const char *prompt, unsigned char *buffer, size_t capacity, size_t *length);
 
+/// Turns echo off on terminal `fd` while a chat reply streams (typed keys wait, unseen, for the
+/// next prompt), until gv_tty_quiet_end. As for gv_tty_read_secret, SIGTERM, SIGHUP and SIGQUIT
+/// restore the terminal and re-raise; Ctrl-Z restores it while stopped. SIGINT is untouched.
+/// Returns 0, or -1 when `fd` is not a terminal.
+int gv_tty_quiet_begin(int fd);
+void gv_tty_quiet_end(void);
+
 /// Installs a SIGINT handler without SA_RESTART that only records the signal.
 /// Blocking reads then return EINTR, which libedit reports as a NULL line.
 void gv_interrupt_install(void);
