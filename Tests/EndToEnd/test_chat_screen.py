@@ -17,11 +17,11 @@ from vt import text_width
 def terminal(api):
     sessions = []
 
-    def start(*argv, columns=100, rows=30, env=None):
+    def start(*argv, columns=100, rows=30, env=None, reflow=True):
         full = dict(api.vars, TERM="xterm")
         full.update(env or {})
         program = list(argv) if argv[0].startswith("/") else [BIN] + list(argv)
-        session = PtySession(program, full, columns=columns, rows=rows)
+        session = PtySession(program, full, columns=columns, rows=rows, reflow=reflow)
         sessions.append(session)
         return session
 
@@ -114,3 +114,83 @@ def test_ctrl_z_during_a_reply_gives_the_terminal_back_and_fg_silences_it_again(
     s.expect(r"you ›")
     s.line("/exit")
     s.expect(r"SHELL> ")
+
+
+def prompt_rows(lines, text):
+    return [line for line in lines if text in line]
+
+
+@pytest.mark.parametrize("reflow", [True, False])
+def test_a_resize_at_the_prompt_redraws_the_line_once_in_place(terminal, reflow):
+    # Terminals that wrap lines again to the new width (tmux, VTE, kitty…), and xterm, which cuts them.
+    s = terminal("chat", "--no-save", "--model", "echo", columns=100, rows=20, reflow=reflow,
+                 env={} if reflow else {"XTERM_VERSION": "XTerm(390)"})
+    s.expect(r"you ›")
+    s.send("hello wor")
+    s.expect(r"hello wor")
+    for columns in (60, 40, 100, 60):
+        s.resize(20, columns)
+        time.sleep(0.3)
+        s.read_available(0.1)
+        lines = s.screen.all_lines()
+        # The line is there once, as typed, on a row of its own: nothing drawn twice.
+        assert prompt_rows(lines, "hello wor") == ["you › hello wor"], (columns, lines)
+    # A line longer than the window: still once, whole, after every resize.
+    long = " ".join("word%02d" % number for number in range(14))
+    s.send("ld " + long)
+    s.expect(r"word13")
+    for columns in (40, 100, 60):
+        s.resize(20, columns)
+        time.sleep(0.3)
+        s.read_available(0.1)
+        text = "".join(s.screen.all_lines())
+        assert text.count("you ›") == 1 and text.count("word13") == 1, (columns, s.screen.all_lines())
+    # With the cursor at the start of the line, too.
+    s.send("\x01")
+    for columns in (40, 60):
+        s.resize(20, columns)
+        time.sleep(0.3)
+        s.read_available(0.1)
+        text = "".join(s.screen.all_lines())
+        assert text.count("you ›") == 1 and text.count("word13") == 1, (columns, s.screen.all_lines())
+    s.send("\x05")
+    s.mark()
+    s.send("\r")
+    s.expect(r"last=hello world word00")
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+WIDE_LINE = "result = compute(" + ", ".join("argument_%02d" % number for number in range(12)) + ")  # END-OF-WIDE-LINE"
+
+
+@pytest.mark.parametrize("bubbles", [False, True])
+def test_an_over_wide_code_line_stays_inside_its_frame_while_it_streams_and_after(terminal, bubbles):
+    s = terminal("chat", "--no-save", "--model", "slow-wide-code", *(["--bubbles"] if bubbles else []), columns=100, rows=40)
+    s.expect(r"you ›")
+    s.read_available(0.1)
+    for columns in (100, 60, 40):
+        if columns != 100:
+            s.resize(40, columns)
+            time.sleep(0.3)
+            s.read_available(0.1)
+        before = s.screen.overflows
+        send(s, "code at %d" % columns)
+        # Not one character went past the right edge, while it streamed or when it was printed for good.
+        assert s.screen.overflows == before, "\n".join(s.screen.window())
+        lines = s.screen.all_lines()
+        start = max(index for index, line in enumerate(lines) if "result = compute(" in line)
+        rows = []
+        for line in lines[start:]:
+            inner = line.strip().strip("│").strip() if bubbles else line
+            if "print(result)" in inner:
+                break
+            assert inner.startswith("│ "), lines[start:]
+            rows.append(inner[2:])
+        # The whole line is there, in order; the rows after the first are marked as its continuation.
+        # (Spaces are left out of the comparison: the screen cannot tell a row's trailing space from padding.)
+        assert len(rows) > 1 and all(row.startswith("↪ ") for row in rows[1:]), rows
+        joined = rows[0] + "".join(row[2:] for row in rows[1:])
+        assert joined.replace(" ", "") == WIDE_LINE.replace(" ", ""), rows
+    s.line("/exit")
+    assert s.wait() == 0

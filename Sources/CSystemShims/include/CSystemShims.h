@@ -56,9 +56,10 @@ void gv_interrupt_clear(void);
 int gv_paste_getc(FILE *stream);
 /// Job control around one libedit read: Ctrl-Z restores the shell's terminal modes (and
 /// sends `leave`, such as the end of bracketed paste), stops, and on fg puts the editor's
-/// modes back, sends `enter` and calls `redisplay`; a resize calls `resize` then
-/// `redisplay`. The line being typed is kept in both cases.
-void gv_edit_signals_begin(int terminal_fd, void (*redisplay)(void), void (*resize)(void),
+/// modes back, sends `enter` and calls `redisplay`; a resize ends the read with
+/// `resize_key`, which the caller binds to its redraw (it knows where the cursor stands).
+/// The line being typed is kept in both cases.
+void gv_edit_signals_begin(int terminal_fd, void (*redisplay)(void), int resize_key,
                            const char *leave, const char *enter);
 /// Back to the default actions, outside the line editor (a reply may then be stopped with Ctrl-Z as usual).
 void gv_edit_signals_end(void);
