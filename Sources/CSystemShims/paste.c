@@ -9,12 +9,15 @@
 
 /* Job control at the chat prompt. libedit's own signal handling (rl_catch_signals) is off:
  * with a custom getc it would end the line on any signal. Here a resize or a stop only
- * interrupts the read; the getc handles it and reads on, so the line being typed survives. */
+ * interrupts the read; the getc handles it and reads on, so the line being typed survives.
+ * A resize is handed to libedit as a key bound to the caller's redraw, which alone knows
+ * where the cursor is in the line (libedit's own redisplay draws from wherever the cursor
+ * stands, so the line came out twice on its row). */
 static volatile sig_atomic_t pending_stop = 0, pending_continue = 0, pending_resize = 0;
 static struct termios shell_mode;
 static int have_shell_mode = 0;
 static void (*redisplay_line)(void) = NULL;
-static void (*resize_editor)(void) = NULL;
+static int resize_key = -1;
 static const char *leave_sequence = NULL, *enter_sequence = NULL;
 
 static void note_job_signal(int sig) {
@@ -34,11 +37,11 @@ static void install_job_handlers(void) {
     sigaction(SIGWINCH, &action, NULL);
 }
 
-void gv_edit_signals_begin(int terminal_fd, void (*redisplay)(void), void (*resize)(void),
+void gv_edit_signals_begin(int terminal_fd, void (*redisplay)(void), int resize,
                            const char *leave, const char *enter) {
     have_shell_mode = tcgetattr(terminal_fd, &shell_mode) == 0;
     redisplay_line = redisplay;
-    resize_editor = resize;
+    resize_key = resize;
     leave_sequence = leave;
     enter_sequence = enter;
     pending_stop = pending_continue = pending_resize = 0;
@@ -63,7 +66,7 @@ static void write_all(int fd, const char *text) {
     }
 }
 
-/* Acts on a stop, a continue or a resize that interrupted a read. */
+/* Acts on a stop or a continue that interrupted a read; a resize waits for the getc. */
 static void handle_job_signals(int fd) {
     if (pending_stop) {
         pending_stop = 0;
@@ -85,11 +88,6 @@ static void handle_job_signals(int fd) {
         pending_continue = 0;
         if (redisplay_line) redisplay_line();
     }
-    if (pending_resize) {
-        pending_resize = 0;
-        if (resize_editor) resize_editor();
-        if (redisplay_line) redisplay_line();
-    }
 }
 
 static unsigned char pushback[8];
@@ -97,7 +95,10 @@ static int pushback_count = 0;
 static char *pasted = NULL;
 static size_t pasted_length = 0, pasted_capacity = 0;
 
-static int next_byte(int fd) {
+/* `top`: called for a key of its own, not inside an escape sequence or a paste, so that a
+ * resize may end the read with the resize key. */
+#define RESIZED (-2)
+static int next_byte_at(int fd, int top) {
     if (pushback_count > 0) {
         unsigned char byte = pushback[0];
         memmove(pushback, pushback + 1, (size_t)--pushback_count);
@@ -109,11 +110,17 @@ static int next_byte(int fd) {
         if (n == 1) return byte;
         if (n < 0 && errno == EINTR && !gv_interrupt_pending()) {
             handle_job_signals(fd);
+            if (top && pending_resize && resize_key >= 0) {
+                pending_resize = 0;
+                return RESIZED;
+            }
             continue;
         }
         return EOF; /* EOF, EINTR from Ctrl-C, or an error: libedit ends the line */
     }
 }
+
+static int next_byte(int fd) { return next_byte_at(fd, 0); }
 
 static void append(char byte) {
     if (pasted_length + 2 > pasted_capacity) {
@@ -162,7 +169,12 @@ static int decode_utf8(int fd, int lead) {
 
 int gv_paste_getc(FILE *stream) {
     int fd = fileno(stream);
-    int byte = next_byte(fd);
+    if (pending_resize && resize_key >= 0 && pushback_count == 0) {
+        pending_resize = 0;
+        return resize_key;
+    }
+    int byte = next_byte_at(fd, 1);
+    if (byte == RESIZED) return resize_key;
     if (byte != EOF && byte >= 0x80) return decode_utf8(fd, byte);
     if (byte != 0x1b || !matches(fd, "[200~")) return byte;
     free(pasted);

@@ -119,6 +119,74 @@ int gv_tty_read_secret(const char *prompt, unsigned char *buffer, size_t capacit
     return result;
 }
 
+/* Echo off while a chat reply streams. Keys typed then stay in the terminal's queue, unseen,
+ * for the next prompt to read; they cannot land in the reply or move its cursor. The terminal
+ * comes back as it was on every path, as for the passphrase prompt: SIGTERM, SIGHUP and
+ * SIGQUIT restore it and re-raise; Ctrl-Z restores it while stopped and silences it again
+ * after fg. SIGINT is left to the chat, which stops the reply with it. */
+static int quiet_fd = -1;
+static struct termios quiet_original, quiet_silent;
+static const int quiet_guarded[] = {SIGTERM, SIGHUP, SIGQUIT};
+#define QUIET_GUARDED_COUNT (sizeof(quiet_guarded) / sizeof(quiet_guarded[0]))
+static struct sigaction quiet_previous[QUIET_GUARDED_COUNT], quiet_previous_suspend;
+
+static void quiet_restore_and_reraise(int sig) {
+    if (quiet_fd >= 0) tcsetattr(quiet_fd, TCSANOW, &quiet_original);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void quiet_suspend(int sig) {
+    int saved = errno;
+    if (quiet_fd >= 0) tcsetattr(quiet_fd, TCSANOW, &quiet_original);
+    signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    raise(sig); /* stopped here until fg */
+    struct sigaction again;
+    memset(&again, 0, sizeof again);
+    again.sa_handler = quiet_suspend;
+    sigemptyset(&again.sa_mask);
+    sigaction(sig, &again, NULL);
+    if (quiet_fd >= 0) tcsetattr(quiet_fd, TCSANOW, &quiet_silent);
+    errno = saved;
+}
+
+int gv_tty_quiet_begin(int fd) {
+    if (quiet_fd >= 0) return 0;
+    if (tcgetattr(fd, &quiet_original) != 0) return -1;
+    if (!(quiet_original.c_lflag & ECHO)) return 0; /* already silent: nothing to undo */
+    quiet_silent = quiet_original;
+    quiet_silent.c_lflag &= ~(tcflag_t)(ECHO | ECHONL);
+    struct sigaction guard;
+    memset(&guard, 0, sizeof guard);
+    guard.sa_handler = quiet_restore_and_reraise;
+    sigemptyset(&guard.sa_mask);
+    quiet_fd = fd;
+    for (size_t i = 0; i < QUIET_GUARDED_COUNT; i++) sigaction(quiet_guarded[i], &guard, &quiet_previous[i]);
+    struct sigaction suspend;
+    memset(&suspend, 0, sizeof suspend);
+    suspend.sa_handler = quiet_suspend;
+    sigemptyset(&suspend.sa_mask);
+    sigaction(SIGTSTP, &suspend, &quiet_previous_suspend);
+    /* TCSANOW, never TCSAFLUSH: what was typed ahead is kept. */
+    if (tcsetattr(fd, TCSANOW, &quiet_silent) != 0) {
+        gv_tty_quiet_end();
+        return -1;
+    }
+    return 0;
+}
+
+void gv_tty_quiet_end(void) {
+    if (quiet_fd < 0) return;
+    tcsetattr(quiet_fd, TCSANOW, &quiet_original);
+    quiet_fd = -1;
+    for (size_t i = 0; i < QUIET_GUARDED_COUNT; i++) sigaction(quiet_guarded[i], &quiet_previous[i], NULL);
+    sigaction(SIGTSTP, &quiet_previous_suspend, NULL);
+}
+
 static volatile sig_atomic_t interrupt_flag = 0;
 static volatile sig_atomic_t interrupt_signal = 0;
 

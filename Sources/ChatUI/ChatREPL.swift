@@ -75,6 +75,7 @@ public final class ChatREPL {
         rl_catch_signals = 0
         rl_catch_sigwinch = 0
         using_history()
+        rl_add_defun("gemvault-redraw-after-resize", Self.redrawAfterResize, Self.resizeKey)
         // Bracketed paste: a pasted block arrives between ESC[200~ and ESC[201~ and joins one message.
         bracketedPaste = interactive && Terminal.stdoutIsTerminal
         if bracketedPaste { try Console.out("\u{1B}[?2004h") }
@@ -114,7 +115,9 @@ public final class ChatREPL {
         if interactive {
             let leave = bracketedPaste ? UnsafeRawPointer(Self.pasteOff.utf8Start).assumingMemoryBound(to: CChar.self) : nil
             let enter = bracketedPaste ? UnsafeRawPointer(Self.pasteOn.utf8Start).assumingMemoryBound(to: CChar.self) : nil
-            gv_edit_signals_begin(STDIN_FILENO, rl_forced_update_display, rl_resize_terminal, leave, enter)
+            Self.promptColumns = DisplayWidth.of(Self.visible(prompt))
+            Self.editColumns = Self.windowSize().columns
+            gv_edit_signals_begin(STDIN_FILENO, rl_forced_update_display, Self.resizeKey, leave, enter)
         }
         let line = readline(prompt)
         if interactive { gv_edit_signals_end() }
@@ -125,6 +128,46 @@ public final class ChatREPL {
         }
         defer { free(raw) }
         return .some(String(cString: raw))
+    }
+
+    /// The key a resize at the prompt arrives as (from gv_paste_getc), bound to `redrawAfterResize`.
+    /// Ctrl-^, which nothing else uses: typed, it only redraws the line.
+    static let resizeKey: Int32 = 0x1E
+    /// The prompt's columns and the window's width the line was last drawn at, for the redraw.
+    nonisolated(unsafe) static var promptColumns = 0
+    nonisolated(unsafe) static var editColumns = 80
+
+    /// The line being typed, drawn again after a resize: the cursor goes back to where the prompt
+    /// starts (rows counted as the terminal shows the line now), everything below is erased, and
+    /// libedit draws prompt and line there at the new width. libedit's own redraw starts
+    /// wherever the cursor stands, which printed the prompt and line a second time on its row.
+    static let redrawAfterResize: @convention(c) (Int32, Int32) -> Int32 = { _, _ in
+        // Called through libedit's key binding, which has just brought rl_point (bytes before
+        // the cursor) and rl_line_buffer up to date.
+        var before = ""
+        if let buffer = rl_line_buffer, rl_point > 0 {
+            before = String(decoding: UnsafeRawBufferPointer(start: buffer, count: Int(rl_point)), as: UTF8.self)
+        }
+        let window = windowSize()
+        // A terminal that wraps lines again shows them at the new width; one that cuts them
+        // (xterm) keeps the rows they had.
+        let width = max(1, Terminal.reflowsOnResize ? window.columns : editColumns)
+        let up = min((promptColumns + DisplayWidth.of(before)) / width, max(0, window.rows - 1))
+        try? Console.out("\r" + (up > 0 ? "\u{1B}[\(up)A" : "") + "\u{1B}[J")
+        rl_resize_terminal()
+        rl_forced_update_display()
+        editColumns = window.columns
+        return 0
+    }
+
+    /// A libedit prompt without its invisible parts (escape sequences between \u{1} and \u{2}).
+    static func visible(_ prompt: String) -> String {
+        var text = ""
+        var hidden = false
+        for scalar in prompt.unicodeScalars {
+            if scalar == "\u{1}" { hidden = true } else if scalar == "\u{2}" { hidden = false } else if !hidden { text.unicodeScalars.append(scalar) }
+        }
+        return text
     }
 
     /// One message: a line, a pasted block, or a `"""` block. nil at end of input.
@@ -206,6 +249,10 @@ public final class ChatREPL {
     func send(_ message: String, attachments: [Attachment] = []) throws(StandardOutputFailure) {
         guard maySend(message) else { return }
         gv_interrupt_clear()
+        // Echo off while the reply streams: keys typed meanwhile wait unseen for the next prompt,
+        // which shows them, instead of landing in the reply (an Enter would break its redraw).
+        let quiet = interactive && Terminal.stdinIsTerminal && gv_tty_quiet_begin(STDIN_FILENO) == 0
+        defer { if quiet { gv_tty_quiet_end() } }
         if bubbles {
             let layout = BubbleLayout(width: Self.windowSize().columns, color: true)
             try Console.out(layout.bubble(EscapeNeutralizer.neutralize(message), from: .user).joined(separator: "\n") + "\n")

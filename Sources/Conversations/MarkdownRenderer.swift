@@ -8,7 +8,7 @@ public indirect enum MarkdownBlock: Equatable, Sendable {
     /// Prose: wrapped to the width; a newline in a run is a line break the reply meant.
     case paragraph([StyledRun])
     case heading(level: Int, [StyledRun])
-    /// Never wrapped, every space kept.
+    /// Every space kept; a line wider than the width is broken there, inside the frame.
     case code(language: String, lines: [String])
     case list(ordered: Bool, tight: Bool, items: [ListItem])
     case quote([MarkdownBlock])
@@ -197,6 +197,37 @@ public struct MarkdownRenderer: Sendable {
             }
         }
 
+        /// A code line as one unit, its spaces kept, broken only where it meets the width: each
+        /// row starts with `gutter`, the rows after the first with `continuation` too, so a long
+        /// line stays inside its frame. A row's position is the character it starts with.
+        mutating func broken(_ text: String, style: TextStyle, width: Int, gutter: StyledLine, continuation: StyledLine) -> [StyledLine] {
+            defer { unit += 1 }
+            if let resume, unit < resume.unit { return [] }
+            let start = resume?.unit == unit ? resume?.offset ?? 0 : 0
+            var rows: [StyledLine] = []
+            var row = ""
+            var rowWidth = 0
+            var rowStart = start
+            func room(_ offset: Int) -> Int { max(1, width - gutter.width - (offset > 0 ? continuation.width : 0)) }
+            func close(next: Int) {
+                var line = rowStart > 0 ? gutter + continuation : gutter
+                line.append(row, style: style)
+                line.position = LinePosition(unit: unit, offset: rowStart)
+                rows.append(line)
+                row = ""
+                rowWidth = 0
+                rowStart = next
+            }
+            for (index, character) in text.enumerated() where index >= start {
+                let cells = DisplayWidth.of(character)
+                if rowWidth > 0 && rowWidth + cells > room(rowStart) { close(next: index) }
+                row.append(character)
+                rowWidth += cells
+            }
+            if rowWidth > 0 || rows.isEmpty { close(next: 0) }
+            return rows
+        }
+
         /// Lines never wrapped, a unit each.
         mutating func fixed(_ lines: [StyledLine]) -> [StyledLine] {
             lines.compactMap { line in
@@ -218,8 +249,11 @@ public struct MarkdownRenderer: Sendable {
             return state.wrapped(runs.map { StyledRun($0.text, style: $0.style.within(style), kind: $0.kind) }, width: width, firstWidth: firstWidth)
         case .code(let language, let lines):
             let header = StyledLine("┌─" + (language.isEmpty ? "" : " \(language) ") + "─", style: frameStyle)
-            let body = lines.map { StyledLine("│ ", style: frameStyle) + StyledLine($0, style: .code) }
-            return state.fixed(startingBelow(firstWidth, width, [header] + body + [StyledLine("└─", style: frameStyle)]))
+            let top = state.fixed(startingBelow(firstWidth, width, [header]))
+            let gutter = StyledLine("│ ", style: frameStyle)
+            let continuation = StyledLine("↪ ", style: frameStyle)
+            let body = lines.flatMap { state.broken($0, style: .code, width: width, gutter: gutter, continuation: continuation) }
+            return top + body + state.fixed([StyledLine("└─", style: frameStyle)])
         case .list(_, let tight, let items):
             var lines: [StyledLine] = []
             var first = true

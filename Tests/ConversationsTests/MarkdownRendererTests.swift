@@ -68,13 +68,20 @@ import Testing
         for line in text.split(separator: "\n") { #expect(DisplayWidth.of(line) <= 20) }
     }
 
-    @Test func codeKeepsEverySpaceAndIsNeverWrapped() {
+    @Test func codeKeepsEverySpaceAndBreaksOnlyAtTheWidthInsideItsFrame() {
         let source = "```python\ndef f(x):\n    if x:\n\treturn [x,    x]  # a comment long enough to overflow\n```\n"
-        let lines = plain.render(source, width: 30).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let lines = plain.render(source, width: 30).split(separator: "\n").map(String.init)
         #expect(lines[0] == "┌─ python ─")
         #expect(lines[1] == "│ def f(x):" && lines[2] == "│     if x:")
-        // A tab goes to the next multiple of four; a line too long stays whole.
-        #expect(lines[3] == "│     return [x,    x]  # a comment long enough to overflow")
+        // A tab goes to the next multiple of four; a line too long goes on in the frame, marked.
+        #expect(lines[3] == "│     return [x,    x]  # a co")
+        #expect(lines[4] == "│ ↪ mment long enough to overf" && lines[5] == "│ ↪ low" && lines[6] == "└─")
+        for line in lines { #expect(DisplayWidth.of(line) <= 30, "\(line)") }
+        // Without a width (a pipe) every line stays whole.
+        #expect(plain.render(source).contains("│     return [x,    x]  # a comment long enough to overflow\n"))
+        // Wide characters are never cut in two.
+        let wide = plain.render("```\n一二三四五六七八\n```\n", width: 9).split(separator: "\n").map(String.init)
+        #expect(wide == ["┌──", "│ 一二三", "│ ↪ 四五", "│ ↪ 六七", "│ ↪ 八", "└─"])
     }
 
     @Test func tablesAlignColumnsAsTheyAsk() {

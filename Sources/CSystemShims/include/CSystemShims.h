@@ -26,6 +26,13 @@ enum {
 /// then re-raises the signal with its default action.
 int gv_tty_read_secret(const char *prompt, unsigned char *buffer, size_t capacity, size_t *length);
 
+/// Turns echo off on terminal `fd` while a chat reply streams (typed keys wait, unseen, for the
+/// next prompt), until gv_tty_quiet_end. As for gv_tty_read_secret, SIGTERM, SIGHUP and SIGQUIT
+/// restore the terminal and re-raise; Ctrl-Z restores it while stopped. SIGINT is untouched.
+/// Returns 0, or -1 when `fd` is not a terminal.
+int gv_tty_quiet_begin(int fd);
+void gv_tty_quiet_end(void);
+
 /// Installs a SIGINT handler without SA_RESTART that only records the signal.
 /// Blocking reads then return EINTR, which libedit reports as a NULL line.
 void gv_interrupt_install(void);
@@ -49,9 +56,10 @@ void gv_interrupt_clear(void);
 int gv_paste_getc(FILE *stream);
 /// Job control around one libedit read: Ctrl-Z restores the shell's terminal modes (and
 /// sends `leave`, such as the end of bracketed paste), stops, and on fg puts the editor's
-/// modes back, sends `enter` and calls `redisplay`; a resize calls `resize` then
-/// `redisplay`. The line being typed is kept in both cases.
-void gv_edit_signals_begin(int terminal_fd, void (*redisplay)(void), void (*resize)(void),
+/// modes back, sends `enter` and calls `redisplay`; a resize ends the read with
+/// `resize_key`, which the caller binds to its redraw (it knows where the cursor stands).
+/// The line being typed is kept in both cases.
+void gv_edit_signals_begin(int terminal_fd, void (*redisplay)(void), int resize_key,
                            const char *leave, const char *enter);
 /// Back to the default actions, outside the line editor (a reply may then be stopped with Ctrl-Z as usual).
 void gv_edit_signals_end(void);

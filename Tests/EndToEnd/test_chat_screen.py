@@ -1,0 +1,196 @@
+"""What a newcomer sees of the chat in a real terminal (issue 25): keys typed while a reply
+streams, resizes at the prompt, tables that must fit the window, attachments and bubbles. Each
+is checked on the vt.py emulator, at the sizes people use (100, 60 and 40 columns)."""
+import os
+import re
+import signal
+import time
+
+import pytest
+
+from conftest import BIN
+from ptyrun import PtySession
+from vt import text_width
+
+
+@pytest.fixture
+def terminal(api):
+    sessions = []
+
+    def start(*argv, columns=100, rows=30, env=None, reflow=True):
+        full = dict(api.vars, TERM="xterm")
+        full.update(env or {})
+        program = list(argv) if argv[0].startswith("/") else [BIN] + list(argv)
+        session = PtySession(program, full, columns=columns, rows=rows, reflow=reflow)
+        sessions.append(session)
+        return session
+
+    yield start
+    for session in sessions:
+        session.close()
+
+
+def send(s, message, timeout=30):
+    """Sends one chat message and waits for the next prompt."""
+    s.expect(r"you ›")
+    s.mark()
+    s.line(message)
+    s.expect(r"you ›", timeout=timeout)
+    s.read_available(0.1)
+
+
+@pytest.mark.parametrize("bubbles", [False, True])
+def test_keys_typed_while_a_reply_streams_stay_out_of_it_and_are_sent_visibly(terminal, api, bubbles):
+    s = terminal("chat", "--no-save", "--model", "steady", *(["--bubbles"] if bubbles else []), columns=60)
+    s.expect(r"you ›")
+    s.mark()
+    s.line("count slowly")
+    s.expect(r"step 2 ")
+    # While the reply streams the terminal does not echo: what is typed cannot land in it.
+    assert not s.echo_enabled()
+    s.send("/model echo\r")
+    s.send("typed ahead\r")
+    s.send("and half")
+    s.expect(r"last=typed ahead", timeout=30)
+    # A line typed without its Enter waits at the next prompt, to be finished or changed.
+    s.expect(r"you › and half")
+    s.read_available(0.2)
+    lines = s.screen.all_lines()
+    reply = [line for line in lines if "step" in line]
+    assert reply and not any("typed" in line or "/model" in line for line in reply), lines
+    # Every step is there once: the Enter typed during the reply did not break its redraw.
+    steps = re.findall(r"step (\d+)", re.sub(r"[│ ]+", " ", " ".join(reply)))
+    assert steps == [str(n) for n in range(12)], steps
+    # The lines typed ahead are shown as the user's, after the reply, then run in order.
+    end = max(index for index, line in enumerate(lines) if "step 11" in line)
+    after = lines[end + 1:]
+    shown = [index for index, line in enumerate(after) if re.search(r"(you ›|│) */model echo", line)]
+    typed = [index for index, line in enumerate(after) if re.search(r"(you ›|│) *typed ahead", line)]
+    assert shown and typed and shown[0] < typed[0], after
+    assert any("model set to echo" in line for line in after[shown[0]:typed[0]]), after
+    echo = [r for r in api.server.requests() if "/echo:" in r["path"]]
+    assert len(echo) == 1
+    s.mark()
+    s.line(" done")
+    s.expect(r"last=and half done")
+    s.expect(r"you ›")
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+@pytest.mark.parametrize("way_out", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
+def test_every_way_out_of_a_streaming_reply_restores_echo(terminal, way_out):
+    s = terminal("chat", "--no-save", "--model", "steady")
+    s.expect(r"you ›")
+    s.line("count slowly")
+    s.expect(r"step 1 ")
+    assert not s.echo_enabled()
+    os.kill(s.pid, way_out)
+    code = s.wait()
+    assert code in (-way_out, 128 + way_out), code
+    assert s.echo_enabled()
+
+
+def test_ctrl_z_during_a_reply_gives_the_terminal_back_and_fg_silences_it_again(terminal):
+    # From an interactive bash, as a person would: a program started straight in a pty is in an
+    # orphaned process group, where the kernel drops Ctrl-Z.
+    s = terminal("/bin/bash", "--norc", "--noprofile", "-i", env={"PS1": "SHELL> ", "HISTFILE": "/dev/null"})
+    s.expect(r"SHELL> ")
+    s.line("%s chat --no-save --model steady" % BIN)
+    s.expect(r"you ›")
+    s.line("count slowly")
+    s.expect(r"step 1 ")
+    s.send("\x1a")
+    s.expect(r"Stopped")
+    s.mark()
+    s.line("echo shell-works")
+    s.expect(r"shell-works\s+SHELL> ")
+    s.mark()
+    s.line("fg")
+    s.expect(r"step \d+ ")
+    # Back in the reply: echo is off again until it ends.
+    assert not s.echo_enabled()
+    s.expect(r"step 11", timeout=30)
+    s.expect(r"you ›")
+    s.line("/exit")
+    s.expect(r"SHELL> ")
+
+
+def prompt_rows(lines, text):
+    return [line for line in lines if text in line]
+
+
+@pytest.mark.parametrize("reflow", [True, False])
+def test_a_resize_at_the_prompt_redraws_the_line_once_in_place(terminal, reflow):
+    # Terminals that wrap lines again to the new width (tmux, VTE, kitty…), and xterm, which cuts them.
+    s = terminal("chat", "--no-save", "--model", "echo", columns=100, rows=20, reflow=reflow,
+                 env={} if reflow else {"XTERM_VERSION": "XTerm(390)"})
+    s.expect(r"you ›")
+    s.send("hello wor")
+    s.expect(r"hello wor")
+    for columns in (60, 40, 100, 60):
+        s.resize(20, columns)
+        time.sleep(0.3)
+        s.read_available(0.1)
+        lines = s.screen.all_lines()
+        # The line is there once, as typed, on a row of its own: nothing drawn twice.
+        assert prompt_rows(lines, "hello wor") == ["you › hello wor"], (columns, lines)
+    # A line longer than the window: still once, whole, after every resize.
+    long = " ".join("word%02d" % number for number in range(14))
+    s.send("ld " + long)
+    s.expect(r"word13")
+    for columns in (40, 100, 60):
+        s.resize(20, columns)
+        time.sleep(0.3)
+        s.read_available(0.1)
+        text = "".join(s.screen.all_lines())
+        assert text.count("you ›") == 1 and text.count("word13") == 1, (columns, s.screen.all_lines())
+    # With the cursor at the start of the line, too.
+    s.send("\x01")
+    for columns in (40, 60):
+        s.resize(20, columns)
+        time.sleep(0.3)
+        s.read_available(0.1)
+        text = "".join(s.screen.all_lines())
+        assert text.count("you ›") == 1 and text.count("word13") == 1, (columns, s.screen.all_lines())
+    s.send("\x05")
+    s.mark()
+    s.send("\r")
+    s.expect(r"last=hello world word00")
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+WIDE_LINE = "result = compute(" + ", ".join("argument_%02d" % number for number in range(12)) + ")  # END-OF-WIDE-LINE"
+
+
+@pytest.mark.parametrize("bubbles", [False, True])
+def test_an_over_wide_code_line_stays_inside_its_frame_while_it_streams_and_after(terminal, bubbles):
+    s = terminal("chat", "--no-save", "--model", "slow-wide-code", *(["--bubbles"] if bubbles else []), columns=100, rows=40)
+    s.expect(r"you ›")
+    s.read_available(0.1)
+    for columns in (100, 60, 40):
+        if columns != 100:
+            s.resize(40, columns)
+            time.sleep(0.3)
+            s.read_available(0.1)
+        before = s.screen.overflows
+        send(s, "code at %d" % columns)
+        # Not one character went past the right edge, while it streamed or when it was printed for good.
+        assert s.screen.overflows == before, "\n".join(s.screen.window())
+        lines = s.screen.all_lines()
+        start = max(index for index, line in enumerate(lines) if "result = compute(" in line)
+        rows = []
+        for line in lines[start:]:
+            inner = line.strip().strip("│").strip() if bubbles else line
+            if "print(result)" in inner:
+                break
+            assert inner.startswith("│ "), lines[start:]
+            rows.append(inner[2:])
+        # The whole line is there, in order; the rows after the first are marked as its continuation.
+        # (Spaces are left out of the comparison: the screen cannot tell a row's trailing space from padding.)
+        assert len(rows) > 1 and all(row.startswith("↪ ") for row in rows[1:]), rows
+        joined = rows[0] + "".join(row[2:] for row in rows[1:])
+        assert joined.replace(" ", "") == WIDE_LINE.replace(" ", ""), rows
+    s.line("/exit")
+    assert s.wait() == 0
