@@ -27,6 +27,11 @@ public final class ChatREPL {
     private let clipboard: TerminalClipboard
     /// Messages refused for holding a credential without a terminal to ask on.
     public private(set) var refusedMessages = 0
+    /// Asked before each message is sent: why the chat may no longer send or save (the
+    /// session its key came from was locked), or nil to go on.
+    public var stopCheck: (() -> String?)?
+    /// Why the chat ended on its own, when `stopCheck` said so.
+    public private(set) var stopReason: String?
 
     public init(conversation: Conversation, client: GeminiClient, style: Style, interactive: Bool, allowSecrets: Bool = false,
                 recorder: ConversationRecorder? = nil, bubbles: Bool = false, markdown: MarkdownRenderer? = nil,
@@ -93,9 +98,11 @@ public final class ChatREPL {
                     pendingRetry = nil
                     try send(retry.message, attachments: retry.attachments)
                 }
+                if stopReason != nil { break }
                 continue
             }
             try send(input, attachments: pendingAttachments)
+            if stopReason != nil { break }
         }
     }
 
@@ -200,6 +207,10 @@ public final class ChatREPL {
     }
 
     func send(_ message: String, attachments: [Attachment] = []) throws(StandardOutputFailure) {
+        if let reason = stopCheck?() {
+            stopReason = reason
+            return
+        }
         guard maySend(message) else { return }
         gv_interrupt_clear()
         if bubbles {
