@@ -80,14 +80,15 @@ enum ChatCommand {
     }
 
     /// The same, with where the key came from.
-    static func clientWithKey(_ call: Invocation) throws -> (GeminiClient, Settings, KeySource) {
+    static func clientWithKey(_ call: Invocation, modelsAdvice: String? = nil) throws -> (GeminiClient, Settings, KeySource) {
         let resolver = try call.context.keyResolver(call)
         let (key, settings) = try resolver.resolve()
         RotationReminder(context: call.context).remind(key: key, settings: settings)
         let configuration = ClientConfiguration(endpoint: try settings.endpoint(.endpoint), apiVersion: settings[.apiVersion], timeout: settings[.timeout],
                                                 maxAttempts: settings[.retries] + 1)
-        let errors = ErrorMapper(keyOrigin: key.source.label, keyReplaceHint: key.source.replaceHint, keyKind: key.secret.googleKeyKind,
+        var errors = ErrorMapper(keyOrigin: key.source.label, keyReplaceHint: key.source.replaceHint, keyKind: key.secret.googleKeyKind,
                                  model: settings[.model], apiVersion: settings[.apiVersion])
+        if let modelsAdvice { errors.modelsAdvice = modelsAdvice }
         return (GeminiClient(configuration: configuration, apiKey: key.secret, errors: errors), settings, key.source)
     }
 
@@ -123,7 +124,7 @@ enum ChatCommand {
         let attachments = try attachments(call)
         // A wrong id is found before the key is resolved: it needs no passphrase.
         let resumed = try call.value("--resume").map(call.context.history.resolve)
-        let (client, settings, keySource) = try clientWithKey(call)
+        let (client, settings, keySource) = try clientWithKey(call, modelsAdvice: "type /models to list the models your key can use")
         let context = call.context
         // A key the unlocked session handed over is the session's: when it is locked, the chat
         // stops using the key and saving turns.
