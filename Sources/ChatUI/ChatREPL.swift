@@ -21,6 +21,8 @@ public final class ChatREPL {
     /// Replies rendered from markdown (a terminal without --raw), and how.
     private let markdown: MarkdownRenderer?
     private var pendingRetry: (message: String, attachments: [Attachment])?
+    /// The last message whose turn failed (no reply kept): what `/retry` sends again.
+    private var failedMessage: (message: String, attachments: [Attachment])?
     /// Files that go with the next message (`chat -a`, `/attach`).
     public private(set) var pendingAttachments: [Attachment]
     /// Where `/copy` sends its text.
@@ -29,6 +31,11 @@ public final class ChatREPL {
     private let secretFiles: [AttachmentReader.SecretFile]
     /// Messages refused for holding a credential without a terminal to ask on.
     public private(set) var refusedMessages = 0
+    /// Asked before each message is sent: why the chat may no longer send or save (the
+    /// session its key came from was locked), or nil to go on.
+    public var stopCheck: (() -> String?)?
+    /// Why the chat ended on its own, when `stopCheck` said so.
+    public private(set) var stopReason: String?
 
     public init(conversation: Conversation, client: GeminiClient, style: Style, interactive: Bool, allowSecrets: Bool = false,
                 recorder: ConversationRecorder? = nil, bubbles: Bool = false, markdown: MarkdownRenderer? = nil,
@@ -98,9 +105,11 @@ public final class ChatREPL {
                     pendingRetry = nil
                     try send(retry.message, attachments: retry.attachments)
                 }
+                if stopReason != nil { break }
                 continue
             }
             try send(input, attachments: pendingAttachments)
+            if stopReason != nil { break }
         }
     }
 
@@ -247,6 +256,10 @@ public final class ChatREPL {
     }
 
     func send(_ message: String, attachments: [Attachment] = []) throws(StandardOutputFailure) {
+        if let reason = stopCheck?() {
+            stopReason = reason
+            return
+        }
         guard maySend(message) else { return }
         gv_interrupt_clear()
         // Echo off while the reply streams: keys typed meanwhile wait unseen for the next prompt,
@@ -267,6 +280,8 @@ public final class ChatREPL {
             live = nil
         }
         let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted, prefix: modelLabel, live: live)
+        // Until a reply is kept, this message is the one `/retry` sends again.
+        failedMessage = (message, attachments)
         do {
             let result = try client.streamGenerateContent(model: conversation.model, request: conversation.request(for: message, attachments: attachments),
                                                           handlers: printer.handlers())
@@ -277,6 +292,7 @@ public final class ChatREPL {
             if let turn = conversation.record(user: message, attachments: attachments, result: result) {
                 recorder?.record(turn, in: conversation, now: Clock.now())
                 pendingAttachments = []
+                failedMessage = nil
             }
         } catch let failure as StandardOutputFailure {
             throw failure
@@ -289,6 +305,7 @@ public final class ChatREPL {
                let turn = conversation.record(user: message, attachments: attachments, result: partial.result) {
                 recorder?.record(turn, in: conversation, now: Clock.now())
                 pendingAttachments = []
+                failedMessage = nil
             }
         } catch let error as GeminiError {
             try printer.finish()
@@ -310,7 +327,8 @@ public final class ChatREPL {
 
     static let help = """
     /help               this list
-    /model [NAME]       show or change the model
+    /model [NAME]       change the model; alone, show it and list the others
+    /models             list the models your key can chat with
     /system [TEXT]      show or set the system instruction (/system off removes it)
     /temperature T      set the temperature (0 to 2)
     /attach FILE        send a file with the next message (text, image or PDF)
@@ -318,7 +336,7 @@ public final class ChatREPL {
     /copy               copy the last reply to the clipboard (OSC 52)
     /copy code [N]      copy its Nth code block (default the last)
     /clear              start a new conversation
-    /retry              send the last message again
+    /retry              send the last message again (a failed one, or the last exchange's)
     /undo               remove the last exchange
     /usage              tokens of the last reply and of this session
     /save FILE          write the conversation as Markdown (mode 0600)
@@ -341,8 +359,13 @@ public final class ChatREPL {
             pendingAttachments = []
         case "/copy":
             try copy(argument)
+        case "/models":
+            listModels()
         case "/model":
-            if argument.isEmpty { Console.err("model: \(conversation.model)\n") }
+            if argument.isEmpty {
+                Console.err("model: \(conversation.model)\n")
+                listModels()
+            }
             else if (try? GeminiClient.modelResource(argument)) == nil { Console.error("'\(argument)' is not a valid model name") }
             else { conversation.model = argument; Console.err("model set to \(argument)\n") }
         case "/system":
@@ -366,6 +389,12 @@ public final class ChatREPL {
                 Console.err("removed the last exchange\n")
             }
         case "/retry":
+            // A failed turn first: it left no exchange, so undoing one would drop an earlier reply.
+            if let failed = failedMessage {
+                failedMessage = nil
+                pendingRetry = failed
+                return true
+            }
             guard let turn = conversation.undo() else { Console.err("nothing to retry\n"); return true }
             recorder?.recordUndo()
             pendingRetry = (turn.user, turn.attachments)
@@ -389,6 +418,25 @@ public final class ChatREPL {
             Console.error("unknown command \(parts[0]); /help lists them")
         }
         return true
+    }
+
+    /// `/models` (and `/model` alone): the models this key can chat with, the current one marked.
+    private func listModels() {
+        let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted)
+        defer { printer.clearSpinner() }
+        do {
+            let models = try client.listModels(handlers: printer.handlers()).filter { $0.supportedGenerationMethods?.contains("generateContent") ?? false }
+            printer.clearSpinner()
+            guard !models.isEmpty else { Console.err("the API lists no model that can chat\n"); return }
+            let lines = models.map { ($0.shortName == conversation.model ? "* " : "  ") + EscapeNeutralizer.neutralize($0.shortName) }
+            Console.err(lines.joined(separator: "\n") + "\n" + style.dim("/model NAME switches") + "\n")
+        } catch let error as GeminiError {
+            printer.clearSpinner()
+            report(error)
+        } catch {
+            printer.clearSpinner()
+            Console.error("\(error)")
+        }
     }
 
     /// `/attach FILE`: checked like `ask -a`, then kept for the next message. Without a file,

@@ -14,6 +14,8 @@ public struct ErrorMapper: Sendable {
     public var keyKind: GoogleKeyKind
     public var model: String
     public var apiVersion: String
+    /// Where to look for the models a key can use: a command, or the chat's `/models`.
+    public var modelsAdvice = "run 'gemvault models' to list the models your key can use"
 
     public init(keyOrigin: String, keyReplaceHint: String, keyKind: GoogleKeyKind, model: String, apiVersion: String) {
         self.keyOrigin = keyOrigin
@@ -21,6 +23,13 @@ public struct ErrorMapper: Sendable {
         self.keyKind = keyKind
         self.model = model
         self.apiVersion = apiVersion
+    }
+
+    /// The same, for a request to `model` (the chat's `/model` changes it after the start).
+    public func about(_ model: String) -> ErrorMapper {
+        var copy = self
+        copy.model = model
+        return copy
     }
 
     /// What a user of a standard key has to do, whatever error Google chose to send.
@@ -77,7 +86,7 @@ public struct ErrorMapper: Sendable {
                                hint: "check that the key from \(keyOrigin) may call the Gemini API", status: code, reason: reasons.first ?? statusName)
         case 404:
             return GeminiError(category: .refused, message: "model '\(model)' was not found for API version \(apiVersion) (\(code) \(statusName))",
-                               hint: "run 'gemvault models' to list the models your key can use", status: code, reason: statusName)
+                               hint: modelsAdvice, status: code, reason: statusName)
         case 429:
             let final = Self.isDailyQuota(details)
             return GeminiError(category: .refused,

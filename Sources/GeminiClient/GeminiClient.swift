@@ -109,6 +109,7 @@ public final class GeminiClient {
     /// Streams a reply with `:streamGenerateContent?alt=sse`, retrying failures that happen
     /// before any text arrived. Thought parts are skipped.
     public func streamGenerateContent(model: String, request: GenerateContentRequest, handlers: StreamHandlers) throws -> TurnResult {
+        let errors = self.errors.about(model)
         let body = try encode(request)
         let target = url(try Self.modelResource(model) + ":streamGenerateContent?alt=sse")
         return try withRetries(handlers: handlers) { () throws -> Attempt<TurnResult> in
@@ -212,7 +213,8 @@ public final class GeminiClient {
     public func generateContent(model: String, request: GenerateContentRequest, handlers: StreamHandlers) throws -> TurnResult {
         let body = try encode(request)
         let target = url(try Self.modelResource(model) + ":generateContent")
-        let response: GenerateContentResponse = try call(method: "POST", url: target, body: body, handlers: handlers)
+        let errors = self.errors.about(model)
+        let response: GenerateContentResponse = try call(method: "POST", url: target, body: body, handlers: handlers, errors: errors)
         let result = TurnResult(text: response.visibleText, finishReason: response.candidates?.first?.finishReason,
                                 usage: response.usageMetadata, modelVersion: response.modelVersion, interrupted: false)
         if let problem = errors.finishProblem(finishReason: result.finishReason, blockReason: response.promptFeedback?.blockReason,
@@ -241,12 +243,14 @@ public final class GeminiClient {
     /// Tokens in `contents` for `model`, with `:countTokens`.
     public func countTokens(model: String, contents: [Content], handlers: StreamHandlers = StreamHandlers()) throws -> Int {
         let target = url(try Self.modelResource(model) + ":countTokens")
-        let response: CountTokensResponse = try call(method: "POST", url: target, body: try encode(CountTokensRequest(contents: contents)), handlers: handlers)
+        let response: CountTokensResponse = try call(method: "POST", url: target, body: try encode(CountTokensRequest(contents: contents)), handlers: handlers,
+                                                     errors: errors.about(model))
         return response.totalTokens ?? 0
     }
 
-    private func call<Response: Decodable>(method: String, url: String, body: [UInt8]?, handlers: StreamHandlers) throws -> Response {
-        try withRetries(handlers: handlers) { () throws -> Attempt<Response> in
+    private func call<Response: Decodable>(method: String, url: String, body: [UInt8]?, handlers: StreamHandlers, errors: ErrorMapper? = nil) throws -> Response {
+        let errors = errors ?? self.errors
+        return try withRetries(handlers: handlers) { () throws -> Attempt<Response> in
             var received: [UInt8] = []
             let outcome = HTTPTransport.perform(
                 method: method, url: url, apiKey: apiKey, body: body, idleTimeout: configuration.timeout, direct: direct,

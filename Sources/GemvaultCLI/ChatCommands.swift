@@ -84,14 +84,21 @@ enum ChatCommand {
 
     /// Resolves the key and settings, then builds a client.
     static func client(_ call: Invocation) throws -> (GeminiClient, Settings) {
+        let (client, settings, _) = try clientWithKey(call)
+        return (client, settings)
+    }
+
+    /// The same, with where the key came from.
+    static func clientWithKey(_ call: Invocation, modelsAdvice: String? = nil) throws -> (GeminiClient, Settings, KeySource) {
         let resolver = try call.context.keyResolver(call)
         let (key, settings) = try resolver.resolve()
         RotationReminder(context: call.context).remind(key: key, settings: settings)
         let configuration = ClientConfiguration(endpoint: try settings.endpoint(.endpoint), apiVersion: settings[.apiVersion], timeout: settings[.timeout],
                                                 maxAttempts: settings[.retries] + 1)
-        let errors = ErrorMapper(keyOrigin: key.source.label, keyReplaceHint: key.source.replaceHint, keyKind: key.secret.googleKeyKind,
+        var errors = ErrorMapper(keyOrigin: key.source.label, keyReplaceHint: key.source.replaceHint, keyKind: key.secret.googleKeyKind,
                                  model: settings[.model], apiVersion: settings[.apiVersion])
-        return (GeminiClient(configuration: configuration, apiKey: key.secret, errors: errors), settings)
+        if let modelsAdvice { errors.modelsAdvice = modelsAdvice }
+        return (GeminiClient(configuration: configuration, apiKey: key.secret, errors: errors), settings, key.source)
     }
 
     static func conversation(_ settings: Settings) throws -> Conversation {
@@ -126,8 +133,11 @@ enum ChatCommand {
         let attachments = try attachments(call)
         // A wrong id is found before the key is resolved: it needs no passphrase.
         let resumed = try call.value("--resume").map(call.context.history.resolve)
-        let (client, settings) = try client(call)
+        let (client, settings, keySource) = try clientWithKey(call, modelsAdvice: "type /models to list the models your key can use")
         let context = call.context
+        // A key the unlocked session handed over is the session's: when it is locked, the chat
+        // stops using the key and saving turns.
+        let keyFromSession = keySource.kind == "vault" && (try? context.vault.sessionIsOpen()) == true
         var conversation = try conversation(settings)
         var writer: HistoryWriter?
         var system: String?
@@ -160,7 +170,16 @@ enum ChatCommand {
                             bubbles: bubbles, markdown: markdownRenderer(call, chatStyle), attachments: attachments,
                             secretFiles: secretFiles(context),
                             clipboard: TerminalClipboard(environment: context.environment, outputIsTerminal: Terminal.stdoutIsTerminal))
+        if keyFromSession {
+            repl.stopCheck = {
+                (try? context.vault.sessionIsOpen()) == true ? nil
+                    : "the session was locked ('gemvault lock', or its time limit): the chat stopped, as its key came from the session; nothing more was sent or saved"
+            }
+        }
         try repl.run()
+        if let reason = repl.stopReason {
+            throw CommandFailure(.failure, reason, hint: "'gemvault unlock', then 'gemvault chat --continue' goes on with this conversation")
+        }
         if repl.refusedMessages > 0 {
             throw CommandFailure(.failure, "\(repl.refusedMessages) message\(repl.refusedMessages == 1 ? " was" : "s were") not sent for holding what looks like a credential",
                                  hint: "pass --allow-secrets to send such messages")
@@ -339,7 +358,10 @@ enum ChatCommand {
     static func models(_ call: Invocation) throws {
         let (client, _) = try client(call)
         let printer = ReplyPrinter(spinner: ProgressLine.isWanted)
-        let models = try client.listModels(handlers: printer.handlers()).filter { $0.supportedGenerationMethods?.contains("generateContent") ?? false }
+        let models: [ModelInfo]
+        // The spinner goes before anything else is written, an error line included.
+        defer { printer.clearSpinner() }
+        models = try client.listModels(handlers: printer.handlers()).filter { $0.supportedGenerationMethods?.contains("generateContent") ?? false }
         printer.clearSpinner()
         let listings = models.map { ModelListing(name: $0.shortName, displayName: $0.displayName, inputTokenLimit: $0.inputTokenLimit, outputTokenLimit: $0.outputTokenLimit) }
         ModelCache(paths: call.context.paths).save(listings.map(\.name))

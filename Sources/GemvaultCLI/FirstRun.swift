@@ -1,3 +1,4 @@
+import GeminiClient
 import GemvaultConfig
 import SystemIO
 import TerminalIO
@@ -14,7 +15,7 @@ enum FirstRun {
             throw ExitStatus(code: ExitCode.usage.rawValue)
         }
         if context.store.exists {
-            try run(["chat"], context)
+            try chatOrAddKey(context)
             return
         }
         Console.err("""
@@ -37,14 +38,7 @@ enum FirstRun {
         try storeKey(key, in: document, context)
 
         if TerminalQuestion.offer("3. Check the key with one request to the Gemini API?") {
-            do {
-                try RotationCommand.verify(key, try invocation(["chat"], context), vaultSettings: nil)
-                Console.note("the API accepted the key")
-            } catch {
-                let (_, message, hint) = ErrorReport.describe(error)
-                Console.warning("the key was stored, but the check failed: \(message)")
-                if let hint { Console.hint(hint) }
-            }
+            _ = try checkUntilAccepted(key, context) { retyped in try storeKey(retyped, in: document, context, replacing: true) }
         }
 
         if TerminalQuestion.offer("4. Unlock a session, so chat and key get need no passphrase for a while?") {
@@ -80,27 +74,121 @@ enum FirstRun {
         return document
     }
 
-    /// The key, warned about like `key set` does; a key of the wrong shape may be typed again.
-    private static func readKey() throws -> SecretBytes {
+    /// The key, warned about like `key set` does; a key of the wrong shape is typed again
+    /// unless the user says to keep it.
+    private static func readKey(name: String = "default") throws -> SecretBytes {
         while true {
             let key = try VaultCommand.readAPIKey(prompt: "Paste the API key (from https://aistudio.google.com/apikey): ")
-            guard KeyKindNotice.warn(key, name: "default"), TerminalQuestion.available,
-                  TerminalQuestion.confirm("Type the key again?") else { return key }
+            guard KeyKindNotice.warn(key, name: name), TerminalQuestion.available,
+                  TerminalQuestion.offer("Type the key again?") else { return key }
         }
     }
 
     /// Stores the key under the lock, opening the vault with the key-encryption key in hand.
-    private static func storeKey(_ key: SecretBytes, in created: VaultDocument, _ context: Context) throws {
-        guard let kek = created.keyEncryptionKey else { throw VaultError.wrongPassphrase }
+    /// A key typed again after a refused check replaces the refused one, which is not kept.
+    private static func storeKey(_ key: SecretBytes, name: String = "default", in opened: VaultDocument, _ context: Context,
+                                 replacing: Bool = false) throws {
+        guard let kek = opened.keyEncryptionKey else { throw VaultError.wrongPassphrase }
         try context.store.withExclusiveLock { session in
             guard let bytes = try session.read() else { throw VaultError.notFound(path: context.vaultPath) }
             let document = try VaultDocument.open(try context.vault.file.checked(context.vault.file.parse(bytes)),
                                                   path: context.vaultPath, kek: kek)
-            try document.contents.setKey("default", secret: key, now: Output.now())
+            if replacing, document.contents.key(named: name) != nil { try document.contents.removeKey(name) }
+            try document.contents.setKey(name, secret: key, now: Output.now())
             try context.vault.save(document, in: session, backup: .previous)
-            created.replaceContents(document.contents)
+            opened.replaceContents(document.contents)
         }
-        Console.note("stored key 'default' (\(key.masked))")
+        Console.note("stored key '\(name)' (\(key.masked))")
+    }
+
+    /// The first run waits this long for the check's answer, whatever `timeout` says: a
+    /// newcomer at a dead endpoint learns why in seconds, not after a minute of silence.
+    static let checkLimit = 10.0
+
+    /// Step 3: one request with the key, with a progress line. A refused key is typed again
+    /// (the default) and stored in place of the refused one; declined, or with no answer
+    /// within `checkLimit`, the set-up stops with the check's exit code: it never goes on to
+    /// a chat that would fail the same way. Returns the key the API accepted.
+    private static func checkUntilAccepted(_ first: SecretBytes, name: String = "default", _ context: Context,
+                                           store: (SecretBytes) throws -> Void) throws -> SecretBytes {
+        var key = first
+        while true {
+            do {
+                try check(key, context)
+                Console.note("the API accepted the key")
+                return key
+            } catch let error as GeminiError where error.category == .refused {
+                Console.warning("the check failed: \(EscapeNeutralizer.neutralize(error.message))")
+                if let hint = error.hint { Console.hint(EscapeNeutralizer.neutralize(hint)) }
+                guard TerminalQuestion.offer("Type the key again?") else {
+                    throw CommandFailure(.apiRefused, "set-up stopped: key '\(name)' is stored, but the Gemini API refused it",
+                                         hint: "'gemvault key rotate \(name)' replaces it with a key that works; then 'gemvault' starts a chat")
+                }
+                key = try readKey(name: name)
+                try store(key)
+            } catch let error as GeminiError {
+                throw CommandFailure(.network, "set-up stopped: \(error.message)",
+                                     hint: "key '\(name)' is stored, unchecked; check the network and the 'endpoint' setting ('gemvault config explain endpoint'), then run 'gemvault' again to chat")
+            }
+        }
+    }
+
+    private static func check(_ key: SecretBytes, _ context: Context) throws {
+        let settings = try Settings.resolve(try context.settingLayers(try invocation(["chat"], context)))
+        let endpoint = try settings.endpoint(.endpoint)
+        let limit = min(settings[.timeout], checkLimit)
+        let configuration = ClientConfiguration(endpoint: endpoint, apiVersion: settings[.apiVersion], timeout: limit,
+                                                maxAttempts: settings[.retries] + 1)
+        let errors = ErrorMapper(keyOrigin: "what you pasted", keyReplaceHint: "type the key again when asked",
+                                 keyKind: key.googleKeyKind, model: settings[.model], apiVersion: settings[.apiVersion])
+        GeminiClient.prepareNetwork()
+        let progress = ProgressLine.start("checking the key with \(endpoint)…")
+        defer { progress?.stop() }
+        let start = Clock.monotonicSeconds()
+        // The limit covers the whole check, retries included.
+        let handlers = StreamHandlers(isCancelled: { Clock.monotonicSeconds() - start > limit })
+        do {
+            _ = try GeminiClient(configuration: configuration, apiKey: key, errors: errors).listModels(handlers: handlers)
+        } catch let error as GeminiError where error.category == .interrupted || error.reason == "timeout" {
+            throw GeminiError(category: .network, message: "the Gemini API at \(endpoint) did not answer within \(Int(limit)) s", reason: "timeout")
+        }
+    }
+
+    /// Plain `gemvault` with a vault: the chat. A vault without the key the chat needs gets
+    /// the key step instead of exit 5, with the vault the chat already opened (no second
+    /// passphrase) or through the unlocked session.
+    private static func chatOrAddKey(_ context: Context) throws {
+        do {
+            try run(["chat"], context)
+            return
+        } catch let error as ConfigError {
+            guard case .noKey = error, context.store.exists, TerminalQuestion.available else { throw error }
+            let throughSession = try context.vault.sessionIsOpen()
+            let vaultSettings = try context.vault.settings()
+            var layers = try context.settingLayers(try invocation(["chat"], context))
+            layers.vaultSettings = vaultSettings
+            let name = try Settings.resolve(layers)[.key]
+            Console.note("the vault at \(context.vaultPath) has no key '\(name)' yet")
+            guard TerminalQuestion.offer("Store your Gemini API key in it now (hidden input)?") else {
+                Console.note("no key stored; 'gemvault key set' adds one later")
+                throw error
+            }
+            let store: (SecretBytes, Bool) throws -> Void = { key, replacing in
+                if throughSession {
+                    if replacing { try context.vault.apply(.removeKey(name: name)) }
+                    try context.vault.apply(.setKey(name: name, secret: key, now: Output.now()))
+                    Console.note("stored key '\(name)' (\(key.masked))")
+                } else {
+                    try storeKey(key, name: name, in: try context.vault.openDocument(), context, replacing: replacing)
+                }
+            }
+            let key = try readKey(name: name)
+            try store(key, false)
+            if TerminalQuestion.offer("Check the key with one request to the Gemini API?") {
+                _ = try checkUntilAccepted(key, name: name, context) { try store($0, true) }
+            }
+            try run(["chat"], context)
+        }
     }
 
     private static func invocation(_ argv: [String], _ context: Context) throws -> Invocation {

@@ -76,7 +76,16 @@ enum KeyKindNotice {
             Console.warning("this is a standard API key (AIza…): Google rejects standard keys for the Gemini API since September 2026")
             Console.hint("create an auth key in Google AI Studio (https://aistudio.google.com/apikey > Create API key), then run 'gemvault key rotate \(name)' with it")
         case .other:
-            Console.warning("the value does not look like a Google API key (an auth key starts with AQ., a standard key with AIza)")
+            switch key.cutShortKind {
+            case .auth?:
+                Console.warning("the value looks cut short: it starts like an auth key (AQ.…) but has only \(key.count) characters, and auth keys have about 53")
+                Console.hint("copy the whole key again from https://aistudio.google.com/apikey")
+            case .standard?:
+                Console.warning("the value looks cut short: it starts like a standard key (AIza…) but has only \(key.count) characters of \(GoogleKeyShape.standardLength)")
+                Console.hint("copy the whole key again")
+            default:
+                Console.warning("the value does not look like a Google API key (an auth key starts with AQ., a standard key with AIza)")
+            }
         }
         return true
     }

@@ -36,6 +36,14 @@ public enum GoogleKeyShape {
         return .other
     }
 
+    /// The kind a value of no known shape was meant to be, when it starts like one but is
+    /// shorter: a paste cut short. Nil otherwise.
+    public static func cutShortKind<Bytes: BidirectionalCollection<UInt8>>(of value: Bytes) -> GoogleKeyKind? {
+        if value.starts(with: authPrefix), value.count < authLength.lowerBound { return .auth }
+        if value.starts(with: standardPrefix), value.count < standardLength { return .standard }
+        return nil
+    }
+
     /// A found credential: where it is in the text, and what it is.
     public struct Match: Sendable, Equatable {
         public let range: Range<Int>

@@ -146,4 +146,6 @@ extension SecretBytes {
 extension SecretBytes {
     /// Which of Google's key shapes the value has.
     public var googleKeyKind: GoogleKeyKind { withUnsafeBytes { GoogleKeyShape.kind(of: $0) } }
+    /// The kind this value starts like when it is too short to be one (a paste cut short).
+    public var cutShortKind: GoogleKeyKind? { withUnsafeBytes { GoogleKeyShape.cutShortKind(of: $0) } }
 }

@@ -1,6 +1,7 @@
 """ask and models against the fake Gemini server: wire format, streaming, errors, retries, safety."""
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -8,7 +9,8 @@ import uuid
 
 import pytest
 
-from conftest import BIN, GOOD_KEY
+from conftest import BIN, GOOD_KEY, ROOT
+from test_fit_in import valid
 
 REPLY = "Bonjour, the fake server says héllo wörld 你好 🚀.\n"
 
@@ -297,6 +299,38 @@ def test_key_shaped_prompt_is_refused_without_a_terminal_unless_allowed(api):
     assert len(api.server.requests()) == 1
 
 
+def test_models_clears_its_spinner_before_an_error(api):
+    """A server that never answers, with a one-second timeout: the spinner ran, and the error
+    line that follows starts on a clean row."""
+    import socket
+    from ptyrun import PtySession
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    variables = dict(api.vars, GEMVAULT_ENDPOINT="http://127.0.0.1:%d" % silent.getsockname()[1])
+    s = PtySession([BIN, "models", "--timeout", "1"], variables)
+    try:
+        code = s.wait(timeout=30)
+        raw = s.raw()
+        rows = s.screen.all_lines()
+    finally:
+        s.close()
+        silent.close()
+    assert code == 7 and "waiting for Gemini" in raw, raw
+    [error_row] = [row for row in rows if "gemvault: error:" in row]
+    assert error_row.startswith("gemvault: error:"), rows
+
+
+def test_a_key_cut_short_is_told_so(api):
+    api.init()
+    for cut, kind in ((GOOD_KEY[:20], "an auth key (AQ.…)"), ("AIzaSyD3mo-Key_0123", "a standard key (AIza…)")):
+        result = api.run("key", "set", "cut", input=cut + "\n")
+        assert result.code == 0, result
+        assert "looks cut short: it starts like %s but has only %d characters" % (kind, len(cut)) in result.err, result
+        assert "an auth key starts with AQ." not in result.err
+    assert "an auth key starts with AQ." in api.run("key", "set", "other", input="sk-not-google\n").err
+
+
 def test_models_lists_generate_content_models_across_pages(api):
     result = api.run("models", passphrase=False)
     assert result.code == 0, result
@@ -352,6 +386,26 @@ def test_ask_json_gives_an_object_for_usage_errors_and_termination(api):
         assert process.returncode == expected and data["error"]["exitCode"] == expected, (sig, process.returncode, data, err)
         assert data["interrupted"] is True and data["text"].startswith("tick 0"), data
         assert data["error"]["message"], data
+        # The object a script gets after a signal is one the committed schema accepts.
+        valid("ask", out)
+
+
+def test_every_local_reason_ask_json_gives_is_documented(api):
+    """A refusal on loopback is its own reason (not retried); the reason a script reads must
+    be in the documented list, with the exit code it comes with."""
+    import socket
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    result = api.run("ask", "--json", "hi", env={"GEMVAULT_ENDPOINT": "http://127.0.0.1:%d" % port}, passphrase=False)
+    error = valid("ask", result.out)["error"]
+    assert result.code == 7 and (error["exitCode"], error["reason"]) == (7, "connection-refused"), result
+    with open(os.path.join(ROOT, "Docs", "cli.md")) as handle:
+        reference = handle.read().split("### `ask --json`", 1)[1].split("## `models`", 1)[0]
+    documented = dict(re.findall(r"^\| `([a-z-]+)`(?:, `[a-z-]+`)* \| ([0-9, ]+) \|", reference, re.M))
+    assert documented.get("connection-refused") == "7", documented
+    assert documented.get("terminated") == "129, 143", documented
 
 
 def test_a_chat_whose_input_ends_at_once_exits_cleanly_every_time(api):

@@ -187,8 +187,10 @@ def test_key_shaped_input_is_asked_about_and_errors_keep_the_chat_alive(chat, ap
     s.line("/model no-such-model")
     s.mark()
     s.line("hello?")
-    s.expect(r"not found for API version v1beta")
-    s.expect(r"gemvault models")
+    s.expect(r"model 'no-such-model' was not found for API version v1beta")
+    # Inside the chat the hint is the chat's own command, not a shell command.
+    s.expect(r"hint: type /models to list the models your key can use")
+    assert "gemvault models" not in s.text()
     s.line("/model echo")
     s.mark()
     s.line("again")
@@ -438,3 +440,35 @@ def test_copy_without_a_terminal_only_warns(api):
     result = api.run("chat", "--model", "code", input="show me\n/copy\n", passphrase=False)
     assert result.code == 0 and "warning: not copied: the output is not a terminal" in result.err, result
     assert "\x1b]52" not in result.out
+
+
+def test_retry_after_a_failed_turn_sends_it_again(chat, api):
+    """A 404 for a model, then /models, /model with a good one and /retry: the failed
+    message goes out again, and the earlier exchange is kept."""
+    s = chat("--model", "echo")
+    s.line("first")
+    s.expect(r"turns=1 .*last=first")
+    s.line("/model no-such-model")
+    s.mark()
+    s.line("the failed one")
+    s.expect(r"model 'no-such-model' was not found")
+    s.mark()
+    s.line("/models")
+    s.expect(r"gemini-3\.6-flash")
+    s.mark()
+    s.line("/model")
+    s.expect(r"model: no-such-model")
+    s.expect(r"gemini-3\.6-flash")
+    s.line("/model echo")
+    s.mark()
+    s.line("/retry")
+    s.expect(r"turns=3 roles=user,model,user .*last=the failed one")
+    assert "nothing to retry" not in s.text()
+    # Once the retried turn has its reply, /retry goes back to redoing the last exchange.
+    s.mark()
+    s.line("/retry")
+    s.expect(r"turns=3 roles=user,model,user .*last=the failed one")
+    s.line("/exit")
+    assert s.wait() == 0
+    sent = [json.loads(r["body"])["contents"][-1]["parts"][0]["text"] for r in api.server.requests() if ":streamGenerateContent" in r["path"]]
+    assert sent == ["first", "the failed one", "the failed one", "the failed one"], sent

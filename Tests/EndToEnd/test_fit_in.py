@@ -195,6 +195,68 @@ def test_first_run_steps_can_be_declined(env, fake_server):
     assert listed.code == 0 and json.loads(listed.out)["keys"] == []
 
 
+def test_first_run_against_an_endpoint_that_never_answers_shows_progress_and_stops_soon(env, fake_server):
+    """A server that takes the connection and never answers: the check shows a progress line
+    and stops after the first run's short limit (not the minute of the 'timeout' setting),
+    with a clear message, and the set-up goes no further."""
+    import socket
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    variables = clean_user(env, fake_server)
+    variables["GEMVAULT_ENDPOINT"] = "http://127.0.0.1:%d" % silent.getsockname()[1]
+    s = PtySession([BIN], variables)
+    try:
+        create_vault(s)
+        s.expect(r"Have you stored the recovery code\? \[y/N\]", timeout=30)
+        s.line("y")
+        s.expect(r"2\. Store your Gemini API key .*\[Y/n\]")
+        s.line("")
+        s.expect(r"Paste the API key .*: ")
+        s.line(GOOD_KEY)
+        s.expect(r"3\. Check the key .*\[Y/n\]")
+        s.line("")
+        s.expect(r"checking the key with http://127\.0\.0\.1:\d+… \d")
+        code = s.wait(timeout=40)
+        screen = s.text()
+    finally:
+        s.close()
+        silent.close()
+    assert code == 7, screen
+    assert "set-up stopped: the Gemini API at http://127.0.0.1:" in screen and "did not answer within 10 s" in screen
+    assert "4. Unlock" not in screen and "Start a chat" not in screen
+    assert env.run("key", "get", env=variables).out == GOOD_KEY + "\n"
+
+
+def test_plain_gemvault_with_a_vault_but_no_key_offers_the_key_step(env, fake_server):
+    variables = clean_user(env, fake_server)
+    assert env.run("init", "--kdf", "interactive", env=variables).code == 0
+    s = PtySession([BIN], variables)
+    try:
+        s.expect(r"Passphrase for .*: ", timeout=30)
+        s.line(PASSPHRASE)
+        s.expect(r"the vault at .* has no key 'default' yet", timeout=30)
+        s.expect(r"Store your Gemini API key in it now \(hidden input\)\? \[Y/n\]")
+        s.line("")
+        s.expect(r"Paste the API key .*: ")
+        s.line(GOOD_KEY)
+        s.expect(r"stored key 'default'")
+        s.expect(r"Check the key .*\[Y/n\]")
+        s.line("")
+        s.expect(r"the API accepted the key")
+        s.expect(r"you ›")
+        s.line("hello with the new key")
+        s.expect(r"last=hello with the new key")
+        s.line("/exit")
+        assert s.wait() == 0, s.text()
+        screen = s.text()
+    finally:
+        s.close()
+    # One passphrase for the whole run: the key step reuses the vault the chat opened.
+    assert screen.count("Passphrase for") == 1, screen
+    assert env.run("key", "get", env=variables).out == GOOD_KEY + "\n"
+
+
 def test_plain_gemvault_with_a_vault_starts_chat_and_without_a_terminal_prints_help(api):
     api.init()
     api.run("key", "set", input=GOOD_KEY)

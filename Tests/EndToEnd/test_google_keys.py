@@ -171,7 +171,7 @@ def test_the_first_run_warns_like_key_set_and_offers_to_type_the_key_again(env, 
     try:
         s.line(STANDARD_KEY)
         s.expect(r"this is a standard API key .*September 2026")
-        s.expect(r"Type the key again\? \[y/N\]")
+        s.expect(r"Type the key again\? \[Y/n\]")
         s.line("y")
         s.expect(r"Paste the API key .*: ")
         s.mark()
@@ -191,16 +191,45 @@ def test_the_first_run_warns_like_key_set_and_offers_to_type_the_key_again(env, 
     assert env.run("key", "get", env=variables).out == GOOD_KEY + "\n"
 
 
-def test_the_first_run_keeps_a_standard_key_when_told_to(env, fake_server):
+def test_the_first_run_keeps_a_standard_key_when_told_to_but_stops_when_the_check_fails(env, fake_server):
+    """Typing the key again is the default; a key kept anyway and refused by the check ends
+    the set-up with exit 6: no "all set", no chat that would get the same 401."""
     s, variables = first_run_until_key(env, fake_server)
     try:
         s.line(STANDARD_KEY)
-        s.expect(r"Type the key again\? \[y/N\]")
-        s.line("")
+        s.expect(r"Type the key again\? \[Y/n\]")
+        s.line("n")
         s.expect(r"stored key 'default'")
         s.expect(r"3\. Check the key .*\[Y/n\]")
         s.line("")
-        s.expect(r"the check failed: the standard API key from the new key was refused")
+        s.expect(r"warning: the check failed: the standard API key from what you pasted was refused")
+        s.expect(r"Type the key again\? \[Y/n\]")
+        s.line("n")
+        assert s.wait() == 6
+        screen = s.text()
+    finally:
+        s.close()
+    assert "set-up stopped: key 'default' is stored, but the Gemini API refused it" in screen
+    assert "gemvault key rotate default" in screen
+    for contradiction in ("nothing was changed", "the new key", "all set", "4. Unlock", "Start a chat"):
+        assert contradiction not in screen, screen
+    assert env.run("key", "get", env=variables).out == STANDARD_KEY + "\n"
+
+
+def test_the_first_run_types_a_refused_key_again_by_default_and_keeps_only_the_good_one(env, fake_server):
+    s, variables = first_run_until_key(env, fake_server)
+    try:
+        s.line(STANDARD_KEY)
+        s.expect(r"Type the key again\? \[Y/n\]")
+        s.line("n")
+        s.expect(r"3\. Check the key .*\[Y/n\]")
+        s.line("")
+        s.expect(r"the check failed")
+        s.expect(r"Type the key again\? \[Y/n\]")
+        s.line("")
+        s.expect(r"Paste the API key .*: ")
+        s.line(GOOD_KEY)
+        s.expect(r"the API accepted the key")
         s.expect(r"4\. Unlock a session.*\[Y/n\]")
         s.line("n")
         s.expect(r"Start a chat now\? \[Y/n\]")
@@ -208,7 +237,10 @@ def test_the_first_run_keeps_a_standard_key_when_told_to(env, fake_server):
         assert s.wait() == 0
     finally:
         s.close()
-    assert env.run("key", "get", env=variables).out == STANDARD_KEY + "\n"
+    assert env.run("key", "get", env=variables).out == GOOD_KEY + "\n"
+    # The refused key is not kept as an earlier value of the key.
+    history = json.loads(env.run("key", "history", "default", "--json", env=variables).out)
+    assert [v["current"] for v in history["values"]] == [True], history
 
 
 def test_a_prompt_holding_an_auth_key_is_refused_without_a_terminal(api):

@@ -607,3 +607,48 @@ def test_unlock_checks_its_flags_before_asking_or_starting_anything(session):
     assert env.run("unlock").code == 0
     again = env.run("unlock", "--idle", "forever", passphrase=False)
     assert again.code == 64 and "--idle takes a duration" in again.err, again
+
+
+def test_lock_stops_a_chat_whose_key_came_from_the_session(session):
+    """`gemvault lock` wipes the vault from the agent's memory; a chat that got its key from
+    the session must notice before its next turn, and neither send nor save it."""
+    assert session.run("unlock").code == 0
+    session.server.clear()
+    s = PtySession([BIN, "chat", "--model", "echo"], session.vars)
+    try:
+        s.expect(r"you ›")
+        s.line("before the lock")
+        s.expect(r"last=before the lock")
+        s.expect(r"you ›")
+        assert session.run("lock", passphrase=False).code == 0
+        s.mark()
+        s.line("after the lock")
+        code = s.wait()
+        screen = s.text()
+    finally:
+        s.close()
+    assert code == 1, screen
+    assert "the session was locked" in screen and "the chat stopped" in screen, screen
+    assert "last=after the lock" not in screen
+    sent = [r for r in session.server.requests() if ":streamGenerateContent" in r["path"]]
+    assert len(sent) == 1, sent
+    # The history holds the turn from before the lock, not the message typed after it.
+    listed = json.loads(session.run("history", "list", "--json").out)["conversations"]
+    assert len(listed) == 1
+    shown = session.run("history", "show", listed[0]["id"])
+    assert "before the lock" in shown.out and "after the lock" not in shown.out, shown
+
+
+def test_a_chat_with_a_key_from_the_environment_goes_on_after_lock(session):
+    assert session.run("unlock").code == 0
+    variables = dict(session.vars, GEMINI_API_KEY=GOOD_KEY)
+    s = PtySession([BIN, "chat", "--model", "echo"], variables)
+    try:
+        s.expect(r"you ›")
+        assert session.run("lock", passphrase=False).code == 0
+        s.line("after the lock")
+        s.expect(r"last=after the lock")
+        s.line("/exit")
+        assert s.wait() == 0
+    finally:
+        s.close()
