@@ -159,7 +159,7 @@ enum ChatCommand {
                             interactive: Terminal.stdinIsTerminal, allowSecrets: call.flag("--allow-secrets"), recorder: recorder,
                             bubbles: bubbles, markdown: markdownRenderer(call, chatStyle), attachments: attachments,
                             secretFiles: secretFiles(context),
-                            clipboard: TerminalClipboard(environment: context.environment, outputIsTerminal: Terminal.stdoutIsTerminal))
+                            clipboard: TerminalClipboard(environment: context.helperEnvironment, outputIsTerminal: Terminal.stdoutIsTerminal))
         try repl.run()
         if repl.refusedMessages > 0 {
             throw CommandFailure(.failure, "\(repl.refusedMessages) message\(repl.refusedMessages == 1 ? " was" : "s were") not sent for holding what looks like a credential",
