@@ -489,8 +489,23 @@ public final class ChatREPL {
             Console.warning("not copied: \(what) has \(safe.utf8.count) bytes, more than a terminal's clipboard takes (\(TerminalClipboard.maxBytes >> 10) KiB); use /save")
             return
         }
-        try Console.out(TerminalClipboard.sequence(for: safe))
-        Console.err("copied \(what) (\(safe.count) characters) to the clipboard through the terminal\n")
+        let enable = "turn it on with 'tmux set -g set-clipboard on', and keep it with the line 'set -g set-clipboard on' in ~/.tmux.conf"
+        switch clipboard.multiplexer {
+        case .tmuxDrops(let setting):
+            Console.warning("not copied: tmux drops a program's clipboard escape (OSC 52) while its set-clipboard option is '\(setting)' (tmux's default is 'external')")
+            Console.hint(enable)
+            return
+        case .tmuxUnknown:
+            try Console.out(TerminalClipboard.sequence(for: safe))
+            Console.err("sent \(what) (\(safe.count) characters) to tmux for the clipboard; it gets there only if tmux's set-clipboard option is 'on' (its default, 'external', drops it)\n")
+            Console.hint(enable)
+        case .tmuxPassesOn:
+            try Console.out(TerminalClipboard.sequence(for: safe))
+            Console.err("copied \(what) (\(safe.count) characters) to the clipboard through tmux (set-clipboard on)\n")
+        case .none:
+            try Console.out(TerminalClipboard.sequence(for: safe))
+            Console.err("copied \(what) (\(safe.count) characters) to the clipboard through the terminal\n")
+        }
         // What the screen drew is what was copied; say so when the reply itself held more.
         if safe != text.replacingAll("\r\n", with: "\n") {
             Console.warning("the reply holds control, invisible or bidirectional characters: they were copied as the screen shows them (^[, \\u{200b}), not as sent")

@@ -169,7 +169,7 @@ enum ChatCommand {
                             interactive: Terminal.stdinIsTerminal, allowSecrets: call.flag("--allow-secrets"), recorder: recorder,
                             bubbles: bubbles, markdown: markdownRenderer(call, chatStyle), attachments: attachments,
                             secretFiles: secretFiles(context),
-                            clipboard: TerminalClipboard(environment: context.environment, outputIsTerminal: Terminal.stdoutIsTerminal))
+                            clipboard: TerminalClipboard(environment: context.helperEnvironment, outputIsTerminal: Terminal.stdoutIsTerminal))
         if keyFromSession {
             repl.stopCheck = {
                 (try? context.vault.sessionIsOpen()) == true ? nil

@@ -1,8 +1,15 @@
+import SystemIO
 import VaultCore
 
 /// Copying to the clipboard through the terminal: OSC 52 (`ESC ] 52 ; c ; BASE64 BEL`). It works
 /// over SSH and inside tmux with `set-clipboard on`. Only gemvault's own text is ever sent, as
 /// base64, so nothing in it can act as an escape sequence on the way.
+///
+/// Inside tmux the plain sequence is sent, never tmux's passthrough (`ESC P tmux; … ESC \`):
+/// with `set-clipboard on` tmux takes it itself, keeps a buffer and sets the outer terminal's
+/// clipboard; passthrough needs `allow-passthrough on` (off by default since tmux 3.3) and
+/// goes around tmux. tmux's default, `external`, drops a program's sequence, so tmux is asked
+/// for its setting and a copy that would be dropped is not called one.
 public struct TerminalClipboard: Sendable {
     /// Terminals cap what they take (xterm and tmux at about 1 MB of base64).
     public static let maxBytes = 512 << 10
@@ -21,6 +28,47 @@ public struct TerminalClipboard: Sendable {
         if environment["TERM"] == "dumb" { return "TERM is dumb, and such a terminal has no clipboard escape (OSC 52)" }
         if environment["TERM_PROGRAM"] == "Apple_Terminal" { return "Terminal.app ignores clipboard escapes (OSC 52); iTerm2, kitty, WezTerm and others take them" }
         return nil
+    }
+
+    /// What tmux does with a program's clipboard escape here.
+    public enum Multiplexer: Equatable, Sendable {
+        /// Not inside tmux ($TMUX unset).
+        case none
+        /// tmux with `set-clipboard on`: it takes the escape and passes it on.
+        case tmuxPassesOn
+        /// tmux with `set-clipboard` at this value (`external`, its default, or `off`): dropped.
+        case tmuxDrops(String)
+        /// Inside tmux, but its setting could not be read.
+        case tmuxUnknown
+    }
+
+    /// Asks tmux (the server $TMUX names) for its `set-clipboard` option. The environment is
+    /// the one helpers get, without the API key.
+    public var multiplexer: Multiplexer {
+        guard let socket = environment["TMUX"], !socket.isEmpty else { return .none }
+        guard let value = Self.tmuxOption("set-clipboard", environment: environment) else { return .tmuxUnknown }
+        return value == "on" ? .tmuxPassesOn : .tmuxDrops(value)
+    }
+
+    /// `tmux show-options -sv NAME`, or nil when tmux cannot be run or does not answer within 2 s.
+    static func tmuxOption(_ name: String, environment: [String: String]) -> String? {
+        guard let child = try? ProcessSpawner.spawn(["tmux", "show-options", "-sv", name], environment: environment,
+                                                    input: .null, output: .pipe, errors: .null, ownProcessGroup: true),
+              let output = child.standardOutput else { return nil }
+        var answer: [UInt8] = []
+        let deadline = Clock.monotonicSeconds() + 2
+        var ended = false
+        while !ended, answer.count < 256 {
+            let remaining = deadline - Clock.monotonicSeconds()
+            guard remaining > 0, !Poller.readable([output], timeout: remaining).isEmpty else { break }
+            var chunk = [UInt8](repeating: 0, count: 256)
+            let n = chunk.withUnsafeMutableBytes { (try? output.read(into: $0)) ?? 0 }
+            if n <= 0 { ended = true } else { answer += chunk[0..<n] }
+        }
+        if !ended { child.signalGroup(9) }
+        guard child.wait() == .exited(0), ended else { return nil }
+        let value = String(decoding: answer, as: UTF8.self).trimmedWhitespace
+        return value.isEmpty ? nil : value
     }
 
     /// The escape sequence that puts `text` on the clipboard.

@@ -422,6 +422,62 @@ def test_copy_of_a_plain_reply_does_not_warn(chat):
     assert "warning" not in s.text()
 
 
+def test_copy_inside_tmux_whose_setting_cannot_be_read_says_what_tmux_needs(chat):
+    # $TMUX names a server that is not there: tmux's set-clipboard cannot be asked.
+    s = chat("--model", "code", env={"TMUX": "/nonexistent/gemvault-tmux-socket,1,0"})
+    s.line("show me")
+    s.expect(r"you ›")
+    s.mark()
+    s.line("/copy code 1")
+    s.expect(r"sent code block 1 of 2 \(12 characters\) to tmux for the clipboard; it gets there only if tmux's set-clipboard option is 'on' \(its default, 'external', drops it\)")
+    s.expect(r"gemvault: hint: turn it on with 'tmux set -g set-clipboard on'")
+    assert osc52("print('one')") in s.raw() and "\x1bPtmux;" not in s.raw()
+    assert "copied" not in s.text()
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_copy_in_a_real_tmux_is_refused_while_tmux_drops_it_and_reaches_its_buffer_once_on(api, tmp_path):
+    import shutil
+    import subprocess
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (apt-get install tmux)")
+    socket_path = str(tmp_path / "tmux.sock")
+    environment = dict(api.vars, TERM="xterm-256color")
+
+    def tmux(*args):
+        return subprocess.run(["tmux", "-S", socket_path] + list(args), env=environment, capture_output=True, text=True)
+
+    def wait_for(pattern, count=1):
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            screen = tmux("capture-pane", "-p", "-J", "-S", "-200").stdout
+            if len(re.findall(pattern, screen)) >= count:
+                return screen
+            time.sleep(0.05)
+        raise AssertionError("did not see %r in tmux:\n%s" % (pattern, screen))
+
+    # tmux's defaults (no configuration): set-clipboard is external.
+    started = tmux("-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "40", "%s chat --model code" % BIN)
+    assert started.returncode == 0, started
+    try:
+        assert tmux("show-options", "-sv", "set-clipboard").stdout.strip() == "external"
+        wait_for(r"you ›")
+        tmux("send-keys", "show me", "Enter")
+        wait_for(r"you ›", 2)
+        tmux("send-keys", "/copy code 1", "Enter")
+        screen = wait_for(r"gemvault: hint: turn it on")
+        assert "not copied: tmux drops a program's clipboard escape (OSC 52) while its set-clipboard option is 'external'" in screen, screen
+        assert tmux("list-buffers").stdout == ""
+        assert tmux("set-option", "-s", "set-clipboard", "on").returncode == 0
+        tmux("send-keys", "/copy code 1", "Enter")
+        screen = wait_for(r"copied code block 1 of 2 \(12 characters\) to the clipboard through tmux \(set-clipboard on\)")
+        # tmux took the escape itself: its newest buffer holds the copied text.
+        assert tmux("show-buffer").stdout == "print('one')"
+    finally:
+        tmux("kill-server")
+
+
 @pytest.mark.parametrize("variables, reason", [({"TERM": "dumb"}, "TERM is dumb"),
                                                ({"TERM_PROGRAM": "Apple_Terminal"}, "Terminal.app ignores clipboard escapes")])
 def test_copy_refuses_politely_where_the_terminal_has_no_clipboard_escape(chat, variables, reason):
