@@ -57,6 +57,9 @@ enum ErrorReport {
             return describe(input)
         case let config as ConfigError:
             return describe(config)
+        case let malformed as MalformedKeyError:
+            return (.noKey, "the key from \(malformed.source) is more than one line, or holds a space or a control character; it was not used (a key is one line, and only a line break may follow it)",
+                    malformed.hint)
         case let api as GeminiError:
             return describe(api)
         case let google as GoogleError:
@@ -158,6 +161,9 @@ enum ErrorReport {
         case .empty: return (.usage, "an empty value was given", nil)
         case .tooLong(let limit): return (.usage, "the value is longer than \(limit) bytes", nil)
         case .mismatch: return (.usage, "the two entries do not match", nil)
+        case .notOneLine:
+            return (.usage, "the key is more than one line, or holds a space or a control character; nothing was stored (a key is one line, and only a line break may follow it)",
+                    "give only the key, for example: pass show gemini | head -n 1 | gemvault key set")
         case .unreadable(let what): return (.failure, "cannot read \(what)", nil)
         case .refused(let failure): return (.failure, failure.message, failure.fix)
         }

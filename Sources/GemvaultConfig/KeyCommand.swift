@@ -94,6 +94,11 @@ public enum KeyCommand {
         guard key.count > 0 else {
             throw .keyCommandFailed(command: program, detail: "printed nothing on stdout", stderr: stderrText, setting: setting)
         }
+        // A second line would go out as extra HTTP headers: one line, or nothing.
+        guard key.isHeaderSafe else {
+            throw .keyCommandFailed(command: program, detail: "printed more than one line, or a space or a control character (only one line, followed by nothing but a line break, is taken)",
+                                    stderr: stderrText, setting: setting)
+        }
         return key
     }
 }

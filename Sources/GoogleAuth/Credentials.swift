@@ -124,7 +124,7 @@ public struct GoogleCredentials {
                 throw GoogleError(.credentials, "token_command '\(program)' \(detail)", hint: "check the command with: gemvault config get token_command",
                                   commandStderr: stderr)
             }
-            guard token.isPrintableASCII, !token.withUnsafeBytes({ $0.contains(0x20) }) else {
+            guard token.isHeaderSafe else {
                 throw GoogleError(.credentials, "token_command '\(program)' printed something that is not an access token (one line, no spaces)")
             }
             Redaction.register(token)
@@ -351,8 +351,11 @@ enum TokenEndpoint {
                                 ? "the credential may be revoked or expired; for gcloud's, run 'gcloud auth application-default login' again" : nil,
                               status: response.status, reason: answer?.error)
         }
-        guard token.isPrintableASCII else { throw GoogleError(.refused, "\(what) answered with a malformed access token") }
         Redaction.register(token)
-        return token
+        // One header-safe line, as every key and token gemvault sends must be.
+        guard let oneLine = token.singleLineCredential() else {
+            throw GoogleError(.refused, "\(what) answered with a malformed access token (more than one line, or a space or a control character)")
+        }
+        return oneLine
     }
 }
