@@ -197,6 +197,8 @@ enum ErrorReport {
             return (.noKey, "key_command '\(command)' \(detail)\(shown)", "check the command with: gemvault config get key_command")
         case .keyFile(let vault):
             let (code, message, hint) = describe(vault)
+            // A refused file (someone else's, open to others, a link) exits 1 as every refused file does.
+            if case .refused = vault { return (code, message, hint) }
             return (code == .failure ? .noKey : code, message, hint)
         case .refused(let failure):
             return (.failure, failure.message, failure.fix)

@@ -1,6 +1,15 @@
 import SystemIO
 import VaultCore
 
+/// The environment of a program gemvault starts for itself (the agent, the pager,
+/// `key_command`, `token_command`): no API key, which is none of its business, and no
+/// SSLKEYLOGFILE, which `main` keeps only so that doctor can report it.
+public enum HelperEnvironment {
+    public static func of(_ environment: [String: String]) -> [String: String] {
+        environment.filter { !["GEMINI_API_KEY", "GOOGLE_API_KEY", "SSLKEYLOGFILE"].contains($0.key) }
+    }
+}
+
 /// Runs `key_command` without a shell and captures its stdout as the key.
 public enum KeyCommand {
     static let outputLimit = 8192
@@ -42,11 +51,10 @@ public enum KeyCommand {
         }
         let program = arguments[0]
         let child: ChildProcess
-        // The command fetches the key: TLS secrets it logged would let anyone decrypt it.
-        var environment = environment
-        environment["SSLKEYLOGFILE"] = nil
+        // The command fetches the key: TLS secrets it logged would let anyone decrypt it, and
+        // an API key in the environment is not its to see.
         do {
-            child = try ProcessSpawner.spawn(arguments, environment: environment, input: .null, output: .pipe, errors: .pipe,
+            child = try ProcessSpawner.spawn(arguments, environment: HelperEnvironment.of(environment), input: .null, output: .pipe, errors: .pipe,
                                              ownProcessGroup: true)
         } catch {
             throw .keyCommandFailed(command: program, detail: "could not be started: \(error.reason)", stderr: "", setting: setting)

@@ -164,7 +164,12 @@ public struct GoogleCredentials {
     }
 
     func metadataAnswers() -> Bool {
-        guard let base = try? metadataBase() else { return false }
+        let base: String
+        do { base = try metadataBase() } catch {
+            // Silence here would leave "no credentials" unexplained.
+            settings.warn("the metadata server is not asked: " + error.message + (error.hint.map { " (\($0))" } ?? ""))
+            return false
+        }
         guard let answer = try? GoogleHTTP(timeout: 1).perform("GET", .plain(base + "/computeMetadata/v1/"), headers: ["Metadata-Flavor: Google"]) else {
             return false
         }

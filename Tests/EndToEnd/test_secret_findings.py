@@ -110,3 +110,90 @@ def test_a_google_endpoint_sending_a_byte_at_a_time_is_stopped_by_the_timeout(en
     assert result.code == code and words in result.err, result
     if code == 7:
         assert "no answer within 2 s" in result.err, result
+
+
+# -- 17: helpers' environment, --json's bidi controls, a replaced vault, --key-file, the metadata host --
+
+def env_dumping_helper(env, prints):
+    """A helper command that writes its environment to a file and prints `prints`'s contents."""
+    script = os.path.join(env.home, "helper.sh")
+    env.write_private(script, "#!/bin/sh\nenv > \"$HOME/helper-env\"\ncat %s\n" % prints, mode=0o700)
+    return script
+
+
+def helper_environment(env):
+    with open(os.path.join(env.home, "helper-env")) as handle:
+        return dict(line.split("=", 1) for line in handle.read().splitlines() if "=" in line)
+
+
+def test_key_command_gets_no_api_key_variable(api):
+    keyfile = os.path.join(api.home, "the-key")
+    api.write_private(keyfile, GOOD_KEY + "\n")
+    assert api.run("config", "set", "--file", "key_command", env_dumping_helper(api, keyfile)).code == 0
+    # --key names a vault key, so the environment's key is passed over; with no vault, key_command runs.
+    result = api.run("ask", "--key", "default", "--model", "echo", "hello", env={"GOOGLE_API_KEY": auth_key("google-variable")}, passphrase=False)
+    assert result.code == 0, result
+    seen = helper_environment(api)
+    assert "HOME" in seen and "GEMINI_API_KEY" not in seen and "GOOGLE_API_KEY" not in seen, seen
+
+
+def test_token_command_gets_no_api_key_variable(env, google):
+    setup(env, google, "token-command")
+    assert env.run("config", "set", "token_command", env_dumping_helper(env, os.path.join(env.home, "token"))).code == 0
+    result = env.run("key", "rotate", "--create", "--verify-timeout", "30",
+                     env={"GEMINI_API_KEY": GOOD_KEY, "GOOGLE_API_KEY": auth_key("google-variable")}, timeout=120)
+    assert result.code == 0, result
+    seen = helper_environment(env)
+    assert "HOME" in seen and "GEMINI_API_KEY" not in seen and "GOOGLE_API_KEY" not in seen, seen
+
+
+def test_json_escapes_bidi_controls(api):
+    prompt = "abc\u202edcba \u2066x\u2069 \u200e\u200f \u202a\u202b\u202c\u202d"
+    result = api.run("ask", "--json", "--model", "echo", prompt, passphrase=False)
+    assert result.code == 0, result
+    for control in "\u202e\u2066\u2069\u200e\u200f\u202a\u202b\u202c\u202d":
+        assert control not in result.out
+    assert "\\u202e" in result.out and "\\u2066" in result.out
+    assert prompt in json.loads(result.out)["text"]
+
+
+@pytest.fixture
+def unlocked(env):
+    runtime = os.path.join(env.root, "run")
+    os.mkdir(runtime, 0o700)
+    env.vars["XDG_RUNTIME_DIR"] = runtime
+    env.init()
+    assert env.run("key", "set", input=GOOD_KEY).code == 0
+    assert env.run("unlock").code == 0
+    yield env
+    env.run("lock", passphrase=False)
+
+
+def test_another_vault_put_at_the_path_during_a_session_ends_it_with_a_clear_message(unlocked):
+    env = unlocked
+    other = os.path.join(env.root, "other", "vault")
+    os.makedirs(os.path.dirname(other), mode=0o700)
+    assert env.run("--vault", other, "init", "--kdf", "interactive", "--json").code == 0
+    assert env.run("--vault", other, "key", "set", input=auth_key("other-vault")).code == 0
+    os.replace(other, env.vault)
+    result = env.run("key", "get", passphrase=False)
+    assert result.code == 4 and "another vault was put in its place" in result.err, result
+    assert "the agent failed" not in result.err and "anotherVault" not in result.err
+    status = json.loads(env.run("status", "--json", passphrase=False).out)
+    assert status["unlocked"] is False, status
+
+
+def test_a_refused_key_file_exits_1(api):
+    path = os.path.join(api.root, "shared-key")
+    api.write_private(path, GOOD_KEY + "\n", mode=0o644)
+    result = api.run("ask", "--key-file", path, "--model", "echo", "hello", passphrase=False)
+    assert result.code == 1 and path in result.err, result
+    assert api.server.requests() == []
+
+
+def test_a_metadata_host_off_loopback_says_why_it_is_ignored(env, google):
+    setup(env, google, credential=None)
+    result = env.run("key", "rotate", "--create", env={"GCE_METADATA_HOST": "203.0.113.9"}, timeout=120)
+    assert result.code == 1 and "no Google credentials" in result.err, result
+    assert "gemvault: warning: the metadata server is not asked: GCE_METADATA_HOST '203.0.113.9' is not loopback" in result.err
+    assert "--allow-insecure-endpoint" in result.err
