@@ -207,6 +207,9 @@ enum ErrorReport {
 
     static func describe(_ error: AgentError) -> (ExitCode, String, String?) {
         switch error {
+        case .busy:
+            return (.failure, "the session is busy: its agent dropped this command's connection unanswered, also when asked again (many clients at once)",
+                    "try again in a moment; the session is still unlocked")
         case .notRunning:
             return (.failure, "no unlocked session for this vault", "run 'gemvault unlock'")
         case .locked:

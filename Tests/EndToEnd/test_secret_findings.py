@@ -5,11 +5,13 @@ and a chat that kept sealing to a retired key."""
 import json
 import os
 import subprocess
+import threading
 
 import pytest
 
 from conftest import GOOD_KEY, auth_key
 from test_rotation import OLD_NAME, google, setup  # noqa: F401
+from test_session import connect_agent, session  # noqa: F401 (fixtures)
 
 INJECTED = "X-Injected: yes"
 
@@ -197,3 +199,49 @@ def test_a_metadata_host_off_loopback_says_why_it_is_ignored(env, google):
     assert result.code == 1 and "no Google credentials" in result.err, result
     assert "gemvault: warning: the metadata server is not asked: GCE_METADATA_HOST '203.0.113.9' is not loopback" in result.err
     assert "--allow-insecure-endpoint" in result.err
+
+
+# -- 14: a connection flood is never read as "locked" -------------------------------------------
+
+def test_a_connection_flood_is_never_read_as_locked(session):
+    env = session
+    assert env.run("unlock").code == 0
+    stop = threading.Event()
+
+    def flood():
+        # Connections that never send: the agent's slots fill, and it drops the idlest.
+        held = []
+        while not stop.is_set():
+            try:
+                held.append(connect_agent(env, timeout=2))
+            except OSError:
+                continue
+            if len(held) > 60:
+                for client in held[:30]:
+                    client.close()
+                del held[:30]
+        for client in held:
+            client.close()
+
+    threads = [threading.Thread(target=flood) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    answers = []
+    try:
+        for _ in range(25):
+            answers.append(("status", env.run("status", "--json", passphrase=False)))
+            answers.append(("key get", env.run("key", "get", passphrase=False)))
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    for what, result in answers:
+        busy = result.code == 1 and "gemvault: error: the session is busy" in result.err
+        if what == "status":
+            assert busy or (result.code == 0 and json.loads(result.out)["unlocked"] is True), (what, result)
+        else:
+            assert busy or (result.code == 0 and result.out == GOOD_KEY + "\n"), (what, result)
+        assert "session is locked" not in result.err and "passphrase" not in result.err, (what, result)
+    # Most were answered: the retries and the backlog leave room for them.
+    assert sum(1 for _, result in answers if result.code == 0) > len(answers) // 2, answers
+    assert json.loads(env.run("status", "--json", passphrase=False).out)["unlocked"] is True
