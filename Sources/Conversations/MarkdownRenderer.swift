@@ -100,9 +100,17 @@ public struct MarkdownRenderer: Sendable {
             let bullets = ["•", "◦", "▪"]
             var items: [MarkdownBlock.ListItem] = []
             for item in children(node) {
-                let marker = ordered ? "\(number)\(delimiter) " : bullets[min(depth, bullets.count - 1)] + " "
+                var marker = ordered ? "\(number)\(delimiter) " : bullets[min(depth, bullets.count - 1)] + " "
                 number += 1
-                items.append(.init(marker: marker, blocks: children(item).map { block($0, depth: depth + 1) }))
+                var blocks = children(item).map { block($0, depth: depth + 1) }
+                // A task list item (`- [ ] todo`, `- [x] done`): a box instead of the bullet.
+                if !ordered, case .paragraph(var runs)? = blocks.first, let first = runs.first,
+                   let box = ["[ ] ": "☐ ", "[x] ": "☑ ", "[X] ": "☑ "].first(where: { first.text.hasPrefix($0.key) }) {
+                    runs[0] = StyledRun(String(first.text.dropFirst(4)), style: first.style, kind: first.kind)
+                    blocks[0] = .paragraph(runs)
+                    marker = box.value
+                }
+                items.append(.init(marker: marker, blocks: blocks))
             }
             return .list(ordered: ordered, tight: cmark_node_get_list_tight(node) != 0, items: items)
         case "code_block":
@@ -259,7 +267,7 @@ public struct MarkdownRenderer: Sendable {
         case .paragraph(let runs):
             return state.wrapped(runs, width: width, firstWidth: firstWidth)
         case .heading(let level, let runs):
-            let style = TextStyle(bold: true, underline: level == 1)
+            let style = headingStyle(level)
             return state.wrapped(runs.map { StyledRun($0.text, style: $0.style.within(style), kind: $0.kind) }, width: width, firstWidth: firstWidth)
         case .code(let language, let lines):
             let header = StyledLine("┌─" + (language.isEmpty ? "" : " \(language) ") + "─", style: frameStyle)
@@ -309,6 +317,17 @@ public struct MarkdownRenderer: Sendable {
             return state.fixed(startingBelow(firstWidth, width, [StyledLine(String(repeating: "─", count: max(1, min(width, 40))), style: frameStyle)]))
         case .verbatim(let lines):
             return state.fixed(lines.map { StyledLine($0) })
+        }
+    }
+
+    /// Each level its own look, none the same as bold text: 1 bold underlined, 2 bold in
+    /// magenta, 3 bold italic, 4 to 6 italic underlined.
+    static func headingStyle(_ level: Int) -> TextStyle {
+        switch level {
+        case 1: TextStyle(bold: true, underline: true)
+        case 2: TextStyle(bold: true, color: 35)
+        case 3: TextStyle(bold: true, italic: true)
+        default: TextStyle(italic: true, underline: true)
         }
     }
 

@@ -7,9 +7,9 @@ import VaultCore
 
 let historyCommands: [CommandSpec] = [
     CommandSpec(path: ["history", "list"], arguments: "", argumentRange: 0...0,
-                summary: "saved conversations: id, title, model, turns, first and last dates",
+                summary: "saved conversations: id, title, model, turns, first and last dates (also plain 'gemvault history')",
                 options: [jsonOption], details: "Reading history needs the vault: an unlocked session, or its passphrase.",
-                run: HistoryCommand.list),
+                isGroupDefault: true, run: HistoryCommand.list),
     CommandSpec(path: ["history", "show"], arguments: "ID", argumentRange: 1...1,
                 summary: "print a saved conversation (any unique prefix of its id)",
                 options: [OptionSpec(name: "--raw", value: nil, help: "the text as saved, unstyled; escape sequences are shown as text, never run")],

@@ -12,7 +12,7 @@ enum Output {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(Versioned(version: schema.version, body: value))) ?? Data("null".utf8)
-        var bytes = escapingInvisibleControls(Array(data))
+        var bytes = escapingInvisibleControls(JSONLayout.tightenKeySeparators(Array(data)))
         bytes.append(0x0a)
         try Console.out(bytes)
     }
@@ -107,6 +107,17 @@ enum Output {
         case ..<172_800: return "\(elapsed / 3600) hours"
         default: return "\(elapsed / 86400) days"
         }
+    }
+
+    /// `1,048,576`: a count a person reads at a glance (JSON keeps the bare number).
+    static func grouped(_ number: Int) -> String {
+        let digits = String(number.magnitude)
+        var text = ""
+        for (index, digit) in digits.enumerated() {
+            if index > 0, (digits.count - index) % 3 == 0 { text += "," }
+            text.append(digit)
+        }
+        return (number < 0 ? "-" : "") + text
     }
 
     static func table(_ rows: [[String]]) -> String {

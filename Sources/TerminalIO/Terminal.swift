@@ -12,6 +12,23 @@ public enum Terminal {
     public static var stderrIsTerminal: Bool { isTerminal(STDERR_FILENO) }
 
     /// Columns of the terminal on stdout, or nil when it is not one.
+    /// `text` broken between words into lines of at most `width` characters (a longer word
+    /// stays whole); nil leaves it as it is. For gemvault's own prose, not for replies.
+    public static func wordWrapped(_ text: String, width: Int?) -> String {
+        guard let width, width > 0, text.count > width else { return text }
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            if !line.isEmpty, line.count + 1 + word.count > width {
+                lines.append(line)
+                line = ""
+            }
+            line += (line.isEmpty ? "" : " ") + word
+        }
+        lines.append(line)
+        return lines.joined(separator: "\n")
+    }
+
     public static var columns: Int? {
         let columns = Int(gv_terminal_columns(STDOUT_FILENO))
         return columns > 0 ? columns : nil

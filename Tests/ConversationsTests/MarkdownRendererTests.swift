@@ -13,6 +13,19 @@ import Testing
                 && painted.contains("\u{1B}[36mcode"))
     }
 
+    /// Issue 25: H2 to H4 looked like bold text, and task lists showed `[ ]`.
+    @Test func headingLevelsLookDifferentFromBoldAndFromEachOther() {
+        let looks = (1...4).map { level in styled.render(String(repeating: "#", count: level) + " Head") }
+        let bold = styled.render("**Head**")
+        #expect(Set(looks + [bold]).count == 5, "\(looks) \(bold)")
+        #expect(plain.render("## Head") == "Head\n")
+    }
+
+    @Test func taskListItemsShowBoxes() {
+        #expect(plain.render("- [ ] todo\n- [x] done\n- plain") == "☐ todo\n☑ done\n• plain\n")
+        #expect(plain.render("1. [ ] stays as written") == "1. [ ] stays as written\n")
+    }
+
     @Test func codeBlocksAreSetOffWithTheirLanguage() {
         let text = plain.render("```swift\nlet x = 1\nprint(x)\n```\n")
         #expect(text == "┌─ swift ─\n│ let x = 1\n│ print(x)\n└─\n")

@@ -528,3 +528,40 @@ def test_retry_after_a_failed_turn_sends_it_again(chat, api):
     assert s.wait() == 0
     sent = [json.loads(r["body"])["contents"][-1]["parts"][0]["text"] for r in api.server.requests() if ":streamGenerateContent" in r["path"]]
     assert sent == ["first", "the failed one", "the failed one", "the failed one"], sent
+
+
+def test_chat_polish_tab_completion_undo_save_clear_and_a_wrapped_banner(api, tmp_path):
+    s = PtySession([BIN, "chat", "--model", "echo"], api.vars, columns=40)
+    try:
+        s.expect(r"you ›")
+        # The banner breaks between words, never inside one.
+        rows = s.screen.all_lines()
+        first = next(i for i, row in enumerate(rows) if row.startswith("gemvault chat with"))
+        last = next(i for i, row in enumerate(rows) if row.startswith("you ›"))
+        banner = rows[first:last]
+        assert len(banner) > 1 and all(len(row) <= 40 for row in banner), rows
+        assert " ".join(banner) == 'gemvault chat with echo. Enter sends, """ starts a multi-line block, /help lists commands, Ctrl-D leaves.', rows
+        target = str(tmp_path / "empty.md")
+        s.line("/save " + target)
+        s.expect(r"nothing to save yet")
+        assert not os.path.exists(target)
+        # Tab completes a slash command: "/he" becomes /help.
+        s.mark()
+        s.send("/he\t")
+        s.line("")
+        s.expect(r"/usage")
+        s.line("take back")
+        s.expect(r"last=take back")
+        s.mark()
+        s.line("/undo")
+        s.expect(r"removed the last exchange: you ›\s+take back")
+        s.line("again")
+        s.expect(r"last=again")
+        s.mark()
+        s.line("/clear")
+        s.expect(r"new conversation")
+        assert "\x1b[2J" in s.raw()
+        s.line("/exit")
+        assert s.wait() == 0
+    finally:
+        s.close()

@@ -530,3 +530,57 @@ def test_completion_offers_no_hostile_words_and_never_touches_the_session(api):
             os.kill(pid, 18)  # SIGCONT
     finally:
         api.run("lock", passphrase=False)
+
+
+# Polish a newcomer notices (issue 25, item 30)
+
+def test_version_aliases_bare_history_help_json_spacing_and_grouped_numbers(api):
+    version = api.run("--version", passphrase=False).out
+    assert version.startswith("gemvault ")
+    for spelling in (["-v"], ["version"], ["-V"]):
+        result = api.run(*spelling, passphrase=False)
+        assert (result.code, result.out) == (0, version), (spelling, result)
+    api.init()
+    assert api.run("ask", "--model", "ok", "hi", passphrase=False).code == 0
+    bare, listed = api.run("history", "--json"), api.run("history", "list", "--json")
+    assert bare.code == 0 and bare.out == listed.out, (bare, listed)
+    assert api.run("history", "nonsense").code == 64
+    overview = api.run("--help", passphrase=False).out
+    assert "Plain 'gemvault', on a terminal, walks through the set-up" in overview and "starts a chat" in overview
+    # JSON is laid out "key": value, on stdout and in config.json.
+    status = api.run("status", "--json", passphrase=False).out
+    assert '" : ' not in status and '"unlocked": false' in status, status
+    assert api.run("config", "set", "--file", "model", "echo").code == 0
+    with open(os.path.join(api.vars["XDG_CONFIG_HOME"], "gemvault", "config.json")) as handle:
+        assert '"model": "echo"' in handle.read()
+    models = api.run("models", passphrase=False).out
+    assert "1,048,576" in models and "1048576" not in models, models
+    assert json.loads(api.run("models", "--json", passphrase=False).out)["models"][0]["inputTokenLimit"] == 1048576
+
+
+def test_ask_on_a_terminal_ends_without_a_blank_line_and_says_interrupted(api):
+    s = PtySession(["/bin/sh", "-c", BIN + " ask --model ok hi; echo '<end>'"], api.vars)
+    try:
+        assert s.wait() == 0
+        rows = [row for row in s.screen.all_lines() if row.strip()] and s.screen.all_lines()
+    finally:
+        s.close()
+    reply = next(i for i, row in enumerate(rows) if row.startswith("Bonjour"))
+    assert rows[reply + 1] == "<end>", rows
+    s = PtySession([BIN, "ask", "--model", tag("slow-long"), "hi"], api.vars)
+    try:
+        s.expect(r"tick 0")
+        s.send("\x03")
+        assert s.wait() == 130
+        screen = s.text()
+    finally:
+        s.close()
+    assert "[interrupted]" in screen, screen
+
+
+def test_retries_on_a_terminal_leave_one_summary_line(api):
+    code, screen = run_on_terminal([BIN, "ask", "--model", tag("always-503"), "hi"], dict(api.vars, GEMVAULT_RETRIES="2"))
+    assert code == 7, screen
+    warnings = [line for line in screen.splitlines() if "gemvault: warning:" in line]
+    assert len(warnings) == 1 and "retried 2 times (last: 503 UNAVAILABLE" in warnings[0], screen
+    assert "retrying in 1 s… (retry 1: 503 UNAVAILABLE" in screen
