@@ -6,7 +6,7 @@ URL: `models/<scenario>[~tag]:streamGenerateContent`. A tag makes per-scenario c
 "fail once, then succeed") independent between tests. Every request is logged as one JSON line
 to --log (method, path, headers, body) so tests can check what the client sent.
 
-Scenarios: ok, code (a reply with two code blocks), lf, split, slow, slow-long, steady, slow-paragraph, slow-markdown, tall, garbage, empty, not-json, thinking, echo, escape, error-before, error-mid, error-mid-data,
+Scenarios: ok, code (a reply with two code blocks), lf, split, slow, slow-long, steady, slow-paragraph, slow-markdown, tall, garbage, empty, not-json, thinking, thinking-slow, echo, escape, error-before, error-mid, error-mid-data,
 retry-429, retry-503, always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
 drop, hang, hang-first, echo-key, echo-foreign-key, api-blocked; and hostile ones: gigabyte, flood, endless-header, slowloris. Unknown scenario names answer 404 NOT_FOUND like Google does.
 
@@ -262,8 +262,10 @@ class Handler(BaseHTTPRequestHandler):
             return
         basic = fixture("stream-basic.sse")
         events = [e + b"\r\n\r\n" for e in basic.split(b"\r\n\r\n") if e]
-        if scenario == "thinking":
+        if scenario in ("thinking", "thinking-slow"):
             events = [fixture("stream-thinking.sse")]
+            if scenario == "thinking-slow":
+                events = [e + b"\r\n\r\n" for e in events[0].split(b"\r\n\r\n") if e.strip()]
         elif scenario == "echo":
             events = [event(echo_reply(request))]
         elif scenario == "code":
@@ -289,6 +291,12 @@ class Handler(BaseHTTPRequestHandler):
                 for e in events:
                     self.chunk(e)
                     time.sleep(0.4)
+            elif scenario == "thinking-slow":
+                # The thought, then a long pause before the answer, as a thinking model takes.
+                self.chunk(events[0])
+                time.sleep(2)
+                for e in events[1:]:
+                    self.chunk(e)
             elif scenario == "error-mid":
                 self.chunk(fixture("stream-error-mid.txt"))
             elif scenario == "error-mid-data":
@@ -461,7 +469,7 @@ def echo_reply(request):
 # Two fenced code blocks, for /copy code N.
 CODE_REPLY = "Two ways:\n\n```python\nprint('one')\n```\n\nor in the shell:\n\n```sh\necho \"two\" | tr a-z A-Z\nls -l\n```\n"
 
-SCENARIOS = {"ok", "code", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "tall", "garbage", "empty", "not-json", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
+SCENARIOS = {"ok", "code", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "tall", "garbage", "empty", "not-json", "thinking", "thinking-slow", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
              "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash"} | set(HOSTILE)
 

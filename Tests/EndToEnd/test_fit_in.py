@@ -584,3 +584,9 @@ def test_retries_on_a_terminal_leave_one_summary_line(api):
     warnings = [line for line in screen.splitlines() if "gemvault: warning:" in line]
     assert len(warnings) == 1 and "retried 2 times (last: 503 UNAVAILABLE" in warnings[0], screen
     assert "retrying in 1 s… (retry 1: 503 UNAVAILABLE" in screen
+
+
+def test_the_spinner_says_thinking_once_thought_parts_arrive(api):
+    code, screen = run_on_terminal([BIN, "ask", "--model", "thinking-slow", "hi"], api.vars)
+    assert code == 0 and "Forty-two." in screen, screen
+    assert "Gemini is thinking…" in screen and "secret thought" not in screen, screen
