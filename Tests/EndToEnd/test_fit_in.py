@@ -231,6 +231,10 @@ def test_first_run_against_an_endpoint_that_never_answers_shows_progress_and_sto
 def test_plain_gemvault_with_a_vault_but_no_key_offers_the_key_step(env, fake_server):
     variables = clean_user(env, fake_server)
     assert env.run("init", "--kdf", "interactive", env=variables).code == 0
+    # The endpoint is the vault's own setting: the key step's check uses it, as the chat does.
+    assert env.run("config", "set", "endpoint", variables.pop("GEMVAULT_ENDPOINT"), env=variables).code == 0
+    env.vars.pop("GEMVAULT_ENDPOINT", None)
+    fake_server.clear()
     s = PtySession([BIN], variables)
     try:
         s.expect(r"Passphrase for .*: ", timeout=30)
@@ -254,6 +258,7 @@ def test_plain_gemvault_with_a_vault_but_no_key_offers_the_key_step(env, fake_se
         s.close()
     # One passphrase for the whole run: the key step reuses the vault the chat opened.
     assert screen.count("Passphrase for") == 1, screen
+    assert any(r["path"].endswith("/models?pageSize=1000") for r in fake_server.requests())
     assert env.run("key", "get", env=variables).out == GOOD_KEY + "\n"
 
 
