@@ -19,6 +19,8 @@ public final class ReplyPrinter {
     private var retryAt: Double?
     /// Retries so far, and the reason of the last, for the one summary line on a terminal.
     private var retries = 0
+    /// Thought parts have arrived: the spinner says the model is thinking.
+    private var thinking = false
     private var retryReason = ""
     private let frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
     private let prefix: String
@@ -51,7 +53,8 @@ public final class ReplyPrinter {
                 Console.warning("retrying in \(Self.seconds(notice.delay)) (\(notice.reason))")
             },
             onTick: { [self] in self.tick() },
-            isCancelled: { [self] in self.outputFailure != nil || gv_interrupt_pending() != 0 })
+            isCancelled: { [self] in self.outputFailure != nil || gv_interrupt_pending() != 0 },
+            onThinking: { [self] in self.thinking = true })
     }
 
     public func print(_ text: String) throws(StandardOutputFailure) {
@@ -109,7 +112,7 @@ public final class ReplyPrinter {
         retryAt = nil
         // Quick replies get no spinner: it starts after about 300 ms.
         guard frame > 3 else { return }
-        Console.err("\r\u{1B}[2K" + frames[frame % frames.count] + " waiting for Gemini…")
+        Console.err("\r\u{1B}[2K" + frames[frame % frames.count] + (thinking ? " Gemini is thinking…" : " waiting for Gemini…"))
         spinnerShown = true
     }
 

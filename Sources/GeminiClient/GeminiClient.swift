@@ -40,9 +40,12 @@ public struct StreamHandlers {
     public var onRetry: (RetryNotice) -> Void
     public var onTick: () -> Void
     public var isCancelled: () -> Bool
+    /// A thought part arrived (never shown): the model is thinking, not silent.
+    public var onThinking: () -> Void
 
     public init(onText: @escaping (String) -> Void = { _ in }, onRetry: @escaping (RetryNotice) -> Void = { _ in },
-                onTick: @escaping () -> Void = {}, isCancelled: @escaping () -> Bool = { false }) {
+                onTick: @escaping () -> Void = {}, isCancelled: @escaping () -> Bool = { false }, onThinking: @escaping () -> Void = {}) {
+        self.onThinking = onThinking
         self.onText = onText
         self.onRetry = onRetry
         self.onTick = onTick
@@ -138,6 +141,7 @@ public final class GeminiClient {
                             : GeminiError(category: .network, message: "the server sent an event that is not a Gemini response", reason: "bad-event")
                         continue
                     }
+                    if chunk.candidates?.first?.content?.parts?.contains(where: { $0.thought == true }) == true { handlers.onThinking() }
                     let text = chunk.visibleText
                     if !text.isEmpty {
                         result.text += text

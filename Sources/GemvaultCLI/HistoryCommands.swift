@@ -253,7 +253,7 @@ enum HistoryCommand {
             text += style.bold(String(summary.id.prefix(8))) + "  " + Output.isoDate(summary.last) + "  " + EscapeNeutralizer.neutralize(summary.title) + "\n"
             for match in result.matches.prefix(5) {
                 let label = match.place == .title ? "title" : "\(match.place == .model ? "gemini" : match.place == .attachment ? "file" : "you") (turn \(match.turn))"
-                text += "  " + style.dim(label + ":") + " " + EscapeNeutralizer.neutralize(match.line) + "\n"
+                text += "  " + style.dim(label + ":") + " " + style.highlighting(EscapeNeutralizer.neutralize(query), in: EscapeNeutralizer.neutralize(match.line)) + "\n"
             }
             if result.matches.count > 5 { text += "  " + style.dim("… \(result.matches.count - 5) more") + "\n" }
         }

@@ -231,6 +231,10 @@ def test_first_run_against_an_endpoint_that_never_answers_shows_progress_and_sto
 def test_plain_gemvault_with_a_vault_but_no_key_offers_the_key_step(env, fake_server):
     variables = clean_user(env, fake_server)
     assert env.run("init", "--kdf", "interactive", env=variables).code == 0
+    # The endpoint is the vault's own setting: the key step's check uses it, as the chat does.
+    assert env.run("config", "set", "endpoint", variables.pop("GEMVAULT_ENDPOINT"), env=variables).code == 0
+    env.vars.pop("GEMVAULT_ENDPOINT", None)
+    fake_server.clear()
     s = PtySession([BIN], variables)
     try:
         s.expect(r"Passphrase for .*: ", timeout=30)
@@ -254,6 +258,7 @@ def test_plain_gemvault_with_a_vault_but_no_key_offers_the_key_step(env, fake_se
         s.close()
     # One passphrase for the whole run: the key step reuses the vault the chat opened.
     assert screen.count("Passphrase for") == 1, screen
+    assert any(r["path"].endswith("/models?pageSize=1000") for r in fake_server.requests())
     assert env.run("key", "get", env=variables).out == GOOD_KEY + "\n"
 
 
@@ -584,3 +589,9 @@ def test_retries_on_a_terminal_leave_one_summary_line(api):
     warnings = [line for line in screen.splitlines() if "gemvault: warning:" in line]
     assert len(warnings) == 1 and "retried 2 times (last: 503 UNAVAILABLE" in warnings[0], screen
     assert "retrying in 1 s… (retry 1: 503 UNAVAILABLE" in screen
+
+
+def test_the_spinner_says_thinking_once_thought_parts_arrive(api):
+    code, screen = run_on_terminal([BIN, "ask", "--model", "thinking-slow", "hi"], api.vars)
+    assert code == 0 and "Forty-two." in screen, screen
+    assert "Gemini is thinking…" in screen and "secret thought" not in screen, screen
