@@ -245,3 +245,46 @@ def test_a_connection_flood_is_never_read_as_locked(session):
     # Most were answered: the retries and the backlog leave room for them.
     assert sum(1 for _, result in answers if result.code == 0) > len(answers) // 2, answers
     assert json.loads(env.run("status", "--json", passphrase=False).out)["unlocked"] is True
+
+
+# -- 13: a chat left open during passwd, rekey or recovery-code reseals to the new key -----------
+
+@pytest.mark.parametrize("command", ["passwd", "rekey", "recovery-code"])
+def test_a_chat_open_during_a_key_change_seals_its_next_turn_to_the_new_key(api, command):
+    from ptyrun import PtySession
+    from test_history_keys import conversation_keys, files, opens, records
+    from conftest import BIN, PASSPHRASE
+    env = api
+    env.init()
+    chat = PtySession([BIN, "chat", "--model", "echo"], dict(env.vars))
+    try:
+        chat.expect(r"you ›")
+        chat.line("before the change")
+        chat.expect(r"last=before the change")
+        [old_key] = conversation_keys(env.vault_bytes(), PASSPHRASE)
+        passphrase = PASSPHRASE
+        if command == "passwd":
+            new_pass = os.path.join(env.root, "new-pass")
+            passphrase = "a new passphrase, long enough"
+            env.write_private(new_pass, passphrase + "\n")
+            changed = env.run("passwd", "--new-passphrase-file", new_pass)
+        else:
+            changed = env.run(command)
+        assert changed.code == 0, changed
+        chat.line("after the change")
+        chat.expect(r"last=after the change")
+        chat.line("/exit")
+        assert chat.wait() == 0
+    finally:
+        chat.close()
+    [(conversation_id, path)] = files(env).items()
+    sealed = records(path)[1:]
+    keys = conversation_keys(env.vault_bytes(), passphrase)
+    assert keys[0] != old_key
+    # Each turn is one record after the meta: the first opens with the old key, the second only with the new.
+    assert [opens(record, old_key) for record in sealed] == [True, True, False], len(sealed)
+    assert opens(sealed[-1], keys[0])
+    if command == "passwd":
+        env.passfile = new_pass
+    shown = env.run("history", "show", conversation_id)
+    assert shown.code == 0 and "after the change" in shown.out, shown
