@@ -337,7 +337,7 @@ public final class ChatREPL {
     /attach FILE        send a file with the next message (text, image or PDF)
     /detach             drop the files waiting for the next message
     /copy               copy the last reply to the clipboard (OSC 52)
-    /copy code [N]      copy its Nth code block (default the last)
+    /copy code [N]      copy code block N, as numbered in its frame (default the last)
     /clear              start a new conversation
     /retry              send the last (or the failed) message again
     /undo               remove the last exchange
@@ -486,7 +486,7 @@ public final class ChatREPL {
         var what = "the last reply"
         if let first = words.first {
             guard first == "code", words.count <= 2 else { Console.error("/copy takes nothing, or 'code' and a block number: /copy code 2"); return }
-            let blocks = CodeBlocks.fenced(in: reply)
+            let blocks = MarkdownRenderer.codeBlocks(in: reply)
             guard !blocks.isEmpty else { Console.error("the last reply has no code block"); return }
             let number = words.count == 2 ? Int(words[1]) : blocks.count
             guard let number, (1...blocks.count).contains(number) else {

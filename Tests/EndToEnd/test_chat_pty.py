@@ -348,6 +348,9 @@ def test_copy_puts_the_last_reply_or_one_of_its_code_blocks_on_the_clipboard(cha
     s.mark()
     s.line("show me")
     s.expect(r"you ›")
+    # Each code block is drawn with the number /copy code takes.
+    drawn = s.raw()
+    assert "┌─ #1 python ─" in drawn and "┌─ #2 sh ─" in drawn, drawn
     for command, text, said in (("/copy", CODE_REPLY, "copied the last reply"),
                                 ("/copy code 2", "echo \"two\" | tr a-z A-Z\nls -l", "copied code block 2 of 2"),
                                 ("/copy code", "echo \"two\" | tr a-z A-Z\nls -l", "copied code block 2 of 2"),
