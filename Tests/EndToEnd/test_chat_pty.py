@@ -72,6 +72,8 @@ def test_ctrl_c_stops_a_reply_keeps_partial_and_chat_goes_on(chat, api, renderin
     s.expect(r"you ›")
     after = plain(s.text())
     assert "tick 99" not in after
+    # The terminal's own echo of the key stays out of the transcript on the screen.
+    assert "^C" not in after, after
     # The partial reply is kept as the model's turn.
     s.line("/model echo")
     s.expect(r"model set to echo")
@@ -94,6 +96,7 @@ def test_ctrl_c_at_empty_prompt_only_hints(chat):
     s.expect(r"you ›")
     s.send("half a line\x03")
     s.expect(r"Ctrl-C only stops a reply")
+    assert "^C" not in plain(s.text()), s.text()
     s.mark()
     s.line("still here")
     s.expect(r"turns=1 .*last=still here")
