@@ -112,10 +112,31 @@ public enum Console {
     public static func err(_ text: String) { try? FileDescriptor.standardError.writeAll(Redaction.redact(text)) }
 
     /// What a command reports on its way (stored, unlocked, set): not an error, warning or hint.
-    public static func note(_ message: String) { err("gemvault: \(message)\n") }
-    public static func error(_ message: String) { err("gemvault: error: \(message)\n") }
-    public static func warning(_ message: String) { err("gemvault: warning: \(message)\n") }
-    public static func hint(_ message: String) { err("gemvault: hint: \(message)\n") }
+    public static func note(_ message: String) { labelled("gemvault: ", message) }
+    public static func error(_ message: String) { labelled("gemvault: error: ", message) }
+    public static func warning(_ message: String) { labelled("gemvault: warning: ", message) }
+    public static func hint(_ message: String) { labelled("gemvault: hint: ", message) }
+
+    /// On a terminal, a long message is broken between words to the window's width, its
+    /// later lines indented under its first word; in a pipe or a log it stays one line, for
+    /// grep. Redacted before it is broken, so a key is masked whole.
+    static func labelled(_ label: String, _ message: String) {
+        let text = Redaction.redact(label + message)
+        let columns = Int(gv_terminal_columns(STDERR_FILENO))
+        guard columns > 0, Terminal.stderrIsTerminal else {
+            try? FileDescriptor.standardError.writeAll(text + "\n")
+            return
+        }
+        let indent = columns - label.count >= 30 ? label.count : 2
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).flatMap { line -> [String] in
+            let wrapped = Terminal.wordWrapped(String(line), width: columns - 1).split(separator: "\n").map(String.init)
+            guard wrapped.count > 1 else { return wrapped.isEmpty ? [""] : wrapped }
+            // The later lines are broken again to the room the indent leaves.
+            let rest = Terminal.wordWrapped(wrapped.dropFirst().joined(separator: " "), width: columns - 1 - indent)
+            return [wrapped[0]] + rest.split(separator: "\n").map { String(repeating: " ", count: indent) + $0 }
+        }
+        try? FileDescriptor.standardError.writeAll(lines.joined(separator: "\n") + "\n")
+    }
 }
 
 /// Questions asked on the controlling terminal, never on stdin (which may be data).

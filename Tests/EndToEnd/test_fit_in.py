@@ -604,3 +604,25 @@ def test_the_spinner_says_thinking_once_thought_parts_arrive(api):
     code, screen = run_on_terminal([BIN, "ask", "--model", "thinking-slow", "hi"], api.vars)
     assert code == 0 and "Forty-two." in screen, screen
     assert "Gemini is thinking…" in screen and "secret thought" not in screen, screen
+
+
+
+def test_errors_on_a_terminal_are_broken_between_words_to_its_width(env):
+    """A long hint on a 60-column terminal: broken between words, its later lines indented
+    under its first word; in a pipe the same hint stays one line, for grep."""
+    env.vars.pop("GEMINI_API_KEY", None)
+    piped = env.run("ask", "hi", passphrase=False)
+    [hint] = [line for line in piped.err.splitlines() if line.startswith("gemvault: hint: ")]
+    assert piped.code == 5 and len(hint) > 60, piped
+    s = PtySession([BIN, "ask", "hi"], env.vars, columns=60, rows=24)
+    assert s.wait() == 5
+    s.read_available(0.1)
+    lines = [line.rstrip() for line in s.screen.all_lines()]
+    first = [index for index, line in enumerate(lines) if line.startswith("gemvault: hint: ")][0]
+    shown = [lines[first]]
+    for line in lines[first + 1:]:
+        if not line.startswith(" " * len("gemvault: hint: ")):
+            break
+        shown.append(line)
+    assert len(shown) > 1 and all(len(line) <= 59 for line in shown), lines
+    assert " ".join(line.strip() for line in shown) == hint, (shown, hint)
