@@ -170,7 +170,7 @@ def test_the_first_run_warns_like_key_set_and_offers_to_type_the_key_again(env, 
     s, variables = first_run_until_key(env, fake_server)
     try:
         s.line(STANDARD_KEY)
-        s.expect(r"this is a standard API key .*September 2026")
+        s.expect(r"this is a standard API key [\s\S]*September\s+2026")
         s.expect(r"Type the key again\? \[Y/n\]")
         s.line("y")
         s.expect(r"Paste the API key .*: ")
