@@ -61,19 +61,25 @@ enum ChatCommand {
     }
 
     /// The files of `-a`, read and checked before anything is asked or sent; a key inside a
-    /// text file is handled like one in the prompt.
-    static func attachments(_ call: Invocation) throws -> [Attachment] {
+    /// text file is handled like one in the prompt. A file given twice is sent once, with a warning.
+    static func attachedFiles(_ call: Invocation) throws -> [AttachmentReader.AttachedFile] {
         let paths = call.values("--attach").map(ProcessIdentity.expandingTilde)
         guard !paths.isEmpty else { return [] }
-        let attachments: [Attachment]
-        do { attachments = try AttachmentReader.read(paths, secretFiles: secretFiles(call.context)) } catch {
+        let files: [AttachmentReader.AttachedFile]
+        do {
+            let read = try AttachmentReader.read(paths, secretFiles: secretFiles(call.context))
+            read.warnings.forEach(Console.warning)
+            files = read.files
+        } catch {
             throw CommandFailure(.failure, error.message, hint: error.hint)
         }
-        for (name, text) in AttachmentReader.scannedText(attachments) {
+        for (name, text) in AttachmentReader.scannedText(files.map(\.attachment)) {
             try checkForSecrets(text, call, what: "attached file \(EscapeNeutralizer.neutralize(name))")
         }
-        return attachments
+        return files
     }
+
+    static func attachments(_ call: Invocation) throws -> [Attachment] { try attachedFiles(call).map(\.attachment) }
 
     /// The passphrase files this command was given: never attached, whatever they hold.
     static func secretFiles(_ context: Context) -> [AttachmentReader.SecretFile] {
@@ -130,7 +136,7 @@ enum ChatCommand {
     }
 
     static func chat(_ call: Invocation) throws {
-        let attachments = try attachments(call)
+        let attachments = try attachedFiles(call)
         // A wrong id is found before the key is resolved: it needs no passphrase.
         let resumed = try call.value("--resume").map(call.context.history.resolve)
         let (client, settings, keySource) = try clientWithKey(call, modelsAdvice: "type /models to list the models your key can use")

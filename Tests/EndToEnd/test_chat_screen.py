@@ -1,6 +1,7 @@
 """What a newcomer sees of the chat in a real terminal (issue 25): keys typed while a reply
 streams, resizes at the prompt, tables that must fit the window, attachments and bubbles. Each
 is checked on the vt.py emulator, at the sizes people use (100, 60 and 40 columns)."""
+import json
 import os
 import re
 import signal
@@ -233,3 +234,83 @@ def test_a_wide_table_fits_a_window_of_60_columns(terminal, bubbles):
     assert "The number of seconds a request may take before gemvault gives up on it" in " ".join(column.split()), column
     s.line("/exit")
     assert s.wait() == 0
+
+
+def user_turn(lines, message, bubbles):
+    """The rows of the user's turn that sent `message`: the prompt line (plain) or the bubble."""
+    if bubbles:
+        start = max(index for index, line in enumerate(lines) if re.search(r"│ *%s" % re.escape(message), line))
+        top = max(index for index in range(start + 1) if "╭" in lines[index])
+        bottom = next(index for index in range(start, len(lines)) if "╰" in lines[index])
+        return lines[top:bottom + 1]
+    start = max(index for index, line in enumerate(lines) if line.startswith("you › " + message))
+    end = next(index for index in range(start + 1, len(lines)) if "gemini ›" in lines[index])
+    return lines[start:end]
+
+
+@pytest.mark.parametrize("bubbles", [False, True])
+def test_attached_files_show_with_the_users_message(terminal, api, tmp_path, bubbles):
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\nThe quokka is a small marsupial.\n")
+    other = tmp_path / "plan.txt"
+    other.write_text("step one\nstep two\n" * 40)
+    s = terminal("chat", "--no-save", "--model", "echo", "-a", str(notes), *(["--bubbles"] if bubbles else []), columns=60)
+    # The file given with -a is named before the first message, as /attach names its file.
+    s.expect(r"notes\.md \(42 bytes, text/plain\)")
+    send(s, "summarise")
+    turn = user_turn(s.screen.all_lines(), "summarise", bubbles)
+    assert any("📎 notes.md (42 bytes, text/plain)" in line for line in turn), turn
+    # The next message has no file: nothing is shown with it.
+    send(s, "thanks")
+    turn = user_turn(s.screen.all_lines(), "thanks", bubbles)
+    assert not any("📎" in line for line in turn), turn
+    s.mark()
+    s.line("/attach " + str(other))
+    s.expect(r"attached plan\.txt \(720 bytes, text/plain\)")
+    before = s.screen.overflows
+    send(s, "and this")
+    # Nothing of the message and its file went past the window's edge.
+    assert s.screen.overflows == before, "\n".join(s.screen.window())
+    turn = user_turn(s.screen.all_lines(), "and this", bubbles)
+    assert any("📎 plan.txt (720 bytes, text/plain)" in line for line in turn), turn
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def file_parts(request):
+    parts = json.loads(request["body"])["contents"][-1]["parts"]
+    return [part["text"].split("\n")[0] for part in parts if part.get("text", "").startswith("File: ")]
+
+
+def test_the_same_file_attached_twice_is_sent_once_with_a_warning(terminal, api, tmp_path):
+    notes = tmp_path / "notes.md"
+    notes.write_text("quokka facts\n")
+    # Another name for the same file (a hard link): the same device and inode.
+    alias = tmp_path / "alias.md"
+    os.link(notes, alias)
+    s = terminal("chat", "--no-save", "--model", "echo", "-a", str(notes), "-a", str(notes), "-a", str(alias))
+    s.expect(r"warning: .*notes\.md is attached already; it is sent once")
+    s.expect(r"warning: .*alias\.md is .*notes\.md, attached already; it is sent once")
+    s.expect(r"you ›")
+    s.mark()
+    s.line("/attach " + str(alias))
+    s.expect(r"warning: .*alias\.md is .*notes\.md, attached already; it is sent once")
+    send(s, "what is in it")
+    assert file_parts(api.server.requests()[-1]) == ["File: notes.md"]
+    # Once sent, the same file may go with a later message again.
+    s.mark()
+    s.line("/attach " + str(notes))
+    s.expect(r"attached notes\.md")
+    send(s, "again")
+    assert file_parts(api.server.requests()[-1]) == ["File: notes.md"]
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_ask_sends_a_file_attached_twice_once(api, tmp_path):
+    notes = tmp_path / "notes.md"
+    notes.write_text("quokka facts\n")
+    result = api.run("ask", "--model", "echo", "-a", str(notes), "-a", str(notes), "what", passphrase=False)
+    assert result.code == 0, result
+    assert "notes.md is attached already; it is sent once" in result.err, result
+    assert file_parts(api.server.requests()[-1]) == ["File: notes.md"]
