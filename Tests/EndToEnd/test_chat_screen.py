@@ -314,3 +314,72 @@ def test_ask_sends_a_file_attached_twice_once(api, tmp_path):
     assert result.code == 0, result
     assert "notes.md is attached already; it is sent once" in result.err, result
     assert file_parts(api.server.requests()[-1]) == ["File: notes.md"]
+
+
+def test_bubbles_show_the_users_message_once(terminal, api):
+    s = terminal("chat", "--no-save", "--model", "echo", "--bubbles", columns=60)
+    long = " ".join("word%02d" % number for number in range(20))
+    send(s, "hello there")
+    # A line wider than the window, which took three rows as it was typed.
+    send(s, long)
+    # A block of several lines, each typed after its own prompt.
+    s.expect(r"you ›")
+    s.line('"""')
+    s.line("first line")
+    s.line("second line")
+    s.mark()
+    s.line('"""')
+    s.expect(r"you ›")
+    s.read_available(0.1)
+    lines = s.screen.all_lines()
+    # Each message is in its bubble only: the lines as typed were replaced by it.
+    assert [line for line in lines if "you ›" in line or "…" in line] == ["you ›"], lines
+    assert sum("│ hello there" in line for line in lines) == 1, lines
+    # (The model's bubble, on the left, echoes it.)
+    assert sum(line.count("word19") for line in lines if not line.startswith(("   │", "🤖"))) == 1, lines
+    assert any("│ first line" in line for line in lines) and any("│ second line" in line for line in lines), lines
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def model_bubbles(lines):
+    """Each model bubble: its top row's box width, and the widths of its text rows."""
+    bubbles = []
+    for index, line in enumerate(lines):
+        if line.startswith("🤖 ╭"):
+            box = text_width(line[2:].strip())
+            rows = []
+            for row in lines[index + 1:]:
+                if "╰" in row:
+                    break
+                inner = row[3:]
+                assert inner.startswith("│ ") and inner.rstrip().endswith(" │"), row
+                rows.append(text_width(inner.rstrip()[2:-2].rstrip()))
+            bubbles.append((box, rows))
+    return bubbles
+
+
+@pytest.mark.parametrize("model,columns", [("ok", 100), ("code", 100), ("steady", 140)])
+def test_a_model_bubble_fits_its_reply(terminal, model, columns):
+    # "steady" streams one line in twelve pieces: the bubble grows with it.
+    s = terminal("chat", "--no-save", "--model", model, "--bubbles", columns=columns, rows=40)
+    send(s, "count slowly")
+    (box, rows), = model_bubbles(s.screen.all_lines())
+    # The box is as wide as its widest line needs, not the window's width.
+    assert box == max(rows) + 4, (box, rows, s.screen.all_lines())
+    assert box < columns - 3 - columns // 10, (box, rows)
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_a_tall_model_bubble_still_takes_the_width_it_needs(terminal):
+    # Taller than the window: its first lines are printed for good before its widest is known.
+    s = terminal("chat", "--no-save", "--model", "tall", "--bubbles", columns=60, rows=20)
+    s.expect(r"you ›")
+    before = s.screen.overflows
+    send(s, "hi")
+    assert s.screen.overflows == before
+    (box, rows), = model_bubbles(s.screen.all_lines())
+    assert box <= 60 - 3 and max(rows) <= box - 4, (box, rows)
+    s.line("/exit")
+    assert s.wait() == 0
