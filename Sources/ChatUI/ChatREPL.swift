@@ -16,8 +16,10 @@ public final class ChatREPL {
     private let allowSecrets: Bool
     /// Saves each kept turn, when history is on.
     private let recorder: ConversationRecorder?
-    /// `chat --bubbles`: each message drawn as a bubble, the model's growing as it streams.
-    private let bubbles: Bool
+    /// `chat --bubbles` (or `chat_style`, or `/bubbles`): each message drawn as a bubble, the model's growing as it streams.
+    private var bubbles: Bool
+    /// Why bubbles are not drawn where the cursor cannot move.
+    public static let noBubbles = "bubbles need a terminal that can move the cursor (stdout is not a terminal, or TERM=dumb): the chat is drawn plain"
     /// Replies rendered from markdown (a terminal without --raw), and how.
     private let markdown: MarkdownRenderer?
     private var pendingRetry: (message: String, attachments: [Attachment])?
@@ -290,7 +292,7 @@ public final class ChatREPL {
         // On a terminal the reply is drawn live: rendered from markdown, or plain in a bubble with --raw.
         let live: LiveReply?
         if bubbles {
-            live = LiveReply(markdown: markdown, frame: .bubble(color: true), size: Self.windowSize, reflows: Terminal.reflowsOnResize)
+            live = LiveReply(markdown: markdown, frame: .bubble(color: style.enabled), size: Self.windowSize, reflows: Terminal.reflowsOnResize)
         } else if let markdown {
             live = LiveReply(markdown: markdown, frame: .labelled(Self.liveModelLabel), size: Self.windowSize, reflows: Terminal.reflowsOnResize)
         } else {
@@ -370,6 +372,7 @@ public final class ChatREPL {
     /temperature T      set the temperature (0 to 2)
     /attach FILE        send a file with the next message (text, image or PDF)
     /detach             drop the files waiting for the next message
+    /bubbles [on|off]   draw messages as bubbles or plain lines (alone, switch)
     /copy               copy the last reply to the clipboard (OSC 52)
     /copy code [N]      copy its Nth code block (default the last)
     /clear              start a new conversation
@@ -394,6 +397,8 @@ public final class ChatREPL {
         case "/detach":
             Console.err(pendingAttachments.isEmpty ? "no files are waiting\n" : "dropped \(pendingAttachments.count) file\(pendingAttachments.count == 1 ? "" : "s")\n")
             pendingFiles = []
+        case "/bubbles":
+            switchBubbles(argument)
         case "/copy":
             try copy(argument)
         case "/models":
@@ -455,6 +460,25 @@ public final class ChatREPL {
             Console.error("unknown command \(parts[0]); /help lists them")
         }
         return true
+    }
+
+    /// `/bubbles [on|off]`: the chat's style from the next message on.
+    private func switchBubbles(_ argument: String) {
+        let wanted: Bool
+        switch argument.lowercased() {
+        case "": wanted = !bubbles
+        case "on": wanted = true
+        case "off": wanted = false
+        default:
+            Console.error("/bubbles takes on or off (alone, it switches)")
+            return
+        }
+        if wanted && !Terminal.canRedraw {
+            Console.note(Self.noBubbles)
+            return
+        }
+        bubbles = wanted
+        Console.err("bubbles \(wanted ? "on" : "off")\n")
     }
 
     /// `/models` (and `/model` alone): the models this key can chat with, the current one marked.

@@ -152,7 +152,10 @@ public final class LiveReply {
     public init(markdown renderer: MarkdownRenderer?, frame: Frame, size: @escaping () -> TerminalSize, reflows: Bool,
                 synchronized: Bool = true, clock: @escaping () -> Double = Clock.monotonicSeconds) {
         self.source = renderer.map { MarkdownBlockSplitter(renderer: $0) as any ReplyBlockSource } ?? PlainTextSource()
-        self.styled = renderer?.styled ?? true
+        var frameColor = true
+        if case .bubble(let color) = frame { frameColor = color }
+        // Plain text (no renderer) takes its colours from the frame: none under NO_COLOR.
+        self.styled = renderer?.styled ?? frameColor
         self.frame = frame
         self.size = size
         self.reflows = reflows

@@ -13,7 +13,7 @@ let chatCommands: [CommandSpec] = [
                 options: generationOptions + keySourceOptions + [attachOption, keepAttachmentsOption, allowSecretsOption, noSaveOption,
                     OptionSpec(name: "--continue", value: nil, help: "go on with the latest saved chat (not an ask), with the model it used"),
                     OptionSpec(name: "--resume", value: "ID", help: "go on with a saved conversation (any unique prefix of its id), with its model unless --model is given"),
-                    OptionSpec(name: "--bubbles", value: nil, help: "draw messages as chat bubbles (on a terminal without NO_COLOR)"),
+                    OptionSpec(name: "--bubbles", value: nil, help: "draw messages as chat bubbles (on a terminal that can move the cursor); also the 'chat_style' setting"),
                     rawOption],
                 details: """
                 Type /help inside the chat for its commands. Multi-line input: paste it, or open and close a block with \"\"\".
@@ -170,7 +170,11 @@ enum ChatCommand {
         let (recorder, notice) = context.recorder(call, settings: settings, kind: "chat", resuming: writer, system: system)
         if let notice { Console.note(notice) }
         let chatStyle = context.style(settings, fd: FileDescriptor.standardOutput.raw)
-        let bubbles = call.flag("--bubbles") && chatStyle.enabled && Terminal.canRedraw
+        // Bubbles are frames, not colours: NO_COLOR draws them without colour. They need a
+        // terminal that can move the cursor; asked for where there is none, the chat says so.
+        let wantsBubbles = call.flag("--bubbles") || settings[.chatStyle] == "bubbles"
+        let bubbles = wantsBubbles && Terminal.canRedraw
+        if wantsBubbles && !bubbles && (call.flag("--bubbles") || Terminal.stdoutIsTerminal) { Console.note(ChatREPL.noBubbles) }
         let repl = ChatREPL(conversation: conversation, client: client, style: chatStyle,
                             interactive: Terminal.stdinIsTerminal, allowSecrets: call.flag("--allow-secrets"), recorder: recorder,
                             bubbles: bubbles, markdown: markdownRenderer(call, chatStyle), attachments: attachments,

@@ -383,3 +383,67 @@ def test_a_tall_model_bubble_still_takes_the_width_it_needs(terminal):
     assert box <= 60 - 3 and max(rows) <= box - 4, (box, rows)
     s.line("/exit")
     assert s.wait() == 0
+
+
+def bubble_of(lines, message):
+    return any(re.search(r"│ %s *│" % re.escape(message), line) for line in lines)
+
+
+def test_the_chat_style_setting_makes_bubbles_the_default_and_slash_bubbles_switches(terminal, api):
+    s = terminal("chat", "--no-save", "--model", "echo", env={"GEMVAULT_CHAT_STYLE": "bubbles"})
+    send(s, "first one")
+    assert bubble_of(s.screen.all_lines(), "first one"), s.screen.all_lines()
+    s.mark()
+    s.line("/bubbles off")
+    s.expect(r"bubbles off")
+    send(s, "second one")
+    lines = s.screen.all_lines()
+    assert "you › second one" in lines and not bubble_of(lines, "second one"), lines
+    s.mark()
+    # Alone, it switches.
+    s.line("/bubbles")
+    s.expect(r"bubbles on")
+    send(s, "third one")
+    assert bubble_of(s.screen.all_lines(), "third one"), s.screen.all_lines()
+    s.mark()
+    s.line("/bubbles sideways")
+    s.expect(r"/bubbles takes on or off")
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_a_bad_chat_style_is_refused(api):
+    result = api.run("chat", "--no-save", env={"GEMVAULT_CHAT_STYLE": "round"}, passphrase=False)
+    assert result.code == 1 and "chat_style" in result.err and "plain, bubbles" in result.err, result
+
+
+SGR_COLOUR = re.compile(rb"\x1b\[[0-9;]*m")
+
+
+@pytest.mark.parametrize("raw", [False, True])
+def test_bubbles_draw_without_colour_under_no_color(terminal, raw):
+    s = terminal("chat", "--no-save", "--model", "ok", "--bubbles", *(["--raw"] if raw else []), env={"NO_COLOR": "1"})
+    s.expect(r"you ›")
+    s.mark()
+    s.line("hello")
+    s.expect(r"you ›")
+    s.read_available(0.1)
+    lines = s.screen.all_lines()
+    assert bubble_of(lines, "hello"), lines
+    assert any(line.startswith("🤖 ╭") for line in lines), lines
+    # Frames, not colours: no SGR sequence at all.
+    assert not SGR_COLOUR.search(s.buffer), s.buffer
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_bubbles_on_a_dumb_terminal_say_why_they_are_not_drawn(terminal):
+    s = terminal("chat", "--no-save", "--model", "echo", "--bubbles", env={"TERM": "dumb"})
+    s.expect(r"bubbles need a terminal that can move the cursor")
+    send(s, "hello")
+    assert "you › hello" in s.screen.all_lines()
+    s.mark()
+    s.line("/bubbles on")
+    s.expect(r"bubbles need a terminal that can move the cursor")
+    s.line("/exit")
+    assert s.wait() == 0
