@@ -7,6 +7,13 @@
 #                               libcrypto are linked from their archives by their module maps)
 #   --exclude-libs ALL          no symbol of those archives is exported, so the libssl that
 #                               libcurl loads binds to the system's libcrypto, never to ours
+#   function sections, order   each function in its own section, and the functions that `ask`,
+#                               `chat`, `unlock`, the agent and `key get` run placed first, in
+#                               the order of BuildSupport/hot-symbols.txt (bench/hot_symbols.py
+#                               makes it): the kernel maps a program's code 64 KiB at a time,
+#                               so scattered hot code kept 7 MiB of it resident in `ask`.
+#                               Only a layout: a name missing from the list costs memory, never
+#                               behaviour.
 #   lld, pack-relative-relocs   the 59,000 relocations of a position-independent binary stored
 #                               as a bitmap (DT_RELR): fewer pages touched at start. Only where
 #                               the C library reads it (glibc 2.36, Debian 12); an older one
@@ -15,7 +22,10 @@ release_flags=(-c release --static-swift-stdlib --disable-local-rpath
   -Xswiftc -L -Xswiftc "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/static-cxx"
   -Xswiftc -Xclang-linker -Xswiftc -static-libgcc
   -Xlinker --exclude-libs -Xlinker ALL
-  -Xswiftc -use-ld=lld)
+  -Xswiftc -use-ld=lld
+  -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections
+  -Xlinker --symbol-ordering-file="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/hot-symbols.txt"
+  -Xlinker --no-warn-symbol-ordering)
 if printf '2.36\n%s\n' "$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')" | sort -V -C; then
   release_flags+=(-Xlinker -z -Xlinker pack-relative-relocs)
 fi

@@ -48,18 +48,38 @@ def timed(argv, env=None, stdin=None, check=True):
     return elapsed
 
 
-def streamed(argv, env=None):
-    """(time to the first byte of stdout, total time, peak RSS in MiB) of one process."""
+def streamed(argv, env=None, launcher=None):
+    """(time to the first byte of stdout, total time, peak RSS in MiB or None) of one process.
+
+    The peak comes only through `launcher` (bench/peak_rss.c): Linux keeps a process's
+    high-water mark across exec, so a child forked from this Python process would report
+    Python's resident memory, not its own. Timing goes without it (no extra fork to time)."""
+    peak_file = None
+    if launcher:
+        peak_file = tempfile.NamedTemporaryFile("r", prefix="peak-", suffix=".kib")
+        argv = [launcher, peak_file.name, *argv]
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     first = proc.stdout.read(1)
     ttfb = (time.perf_counter() - start) * 1000
     rest = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
+    status = proc.wait()
     total = (time.perf_counter() - start) * 1000
     if status != 0 or not first or not rest:
         raise SystemExit("bench: %s failed or printed nothing" % " ".join(argv[:3]))
-    return ttfb, total, usage.ru_maxrss / 1024
+    if peak_file is None:
+        return ttfb, total, None
+    with peak_file:
+        return ttfb, total, launcher_peak(peak_file.name)
+
+
+def launcher_peak(path):
+    """The peak (MiB) bench/peak_rss.c wrote; no figure is an error, never a peak of 0."""
+    with open(path) as handle:
+        text = handle.read().strip()
+    if not text.isdigit():
+        raise SystemExit("bench: the peak-RSS launcher wrote no figure to %s" % path)
+    return int(text) / 1024
 
 
 def alternate(cases, runs):
@@ -82,6 +102,13 @@ def verdict(value, limit, below=True):
 
 def record(what, figure, target, ok):
     SUMMARY.append((what, figure, target, ok))
+
+
+def launcher_floor(launcher, program):
+    """Peak (MiB) of a C program that does nothing, started by the launcher: the least any figure can read."""
+    with tempfile.NamedTemporaryFile("r", prefix="peak-", suffix=".kib") as peak_file:
+        subprocess.run([launcher, peak_file.name, program], check=True)
+        return launcher_peak(peak_file.name)
 
 
 def run_c(work, name, source, libs=()):
@@ -378,11 +405,17 @@ class Suite:
 
     def memory(self):
         env, ask, curl, _ = self.chat_commands()
+        launcher = self.options.peak_rss
+        if not launcher:
+            raise SystemExit("bench: the memory section needs --peak-rss PATH (bench/run compiles bench/peak_rss.c)")
         runs = max(1, self.runs // 4)
         say("## 5. Memory: peak RSS against curl's on the same request (%d runs each; the largest peak is shown)" % runs)
-        r = alternate([("ask", lambda: streamed(ask, env)), ("curl", lambda: streamed(curl, env))], runs)
+        say("  (each process started by bench/peak_rss.c, so the figure is its own, not this Python's)")
+        floor = launcher_floor(launcher, self.true)
+        r = alternate([("ask", lambda: streamed(ask, env, launcher)), ("curl", lambda: streamed(curl, env, launcher))], runs)
         curl_peak = max(x[2] for x in r["curl"])
         ask_peak = max(x[2] for x in r["ask"])
+        say("  %-34s %8.1f MiB   (the launcher's floor)" % ("C true", floor))
         say("  %-34s %8.1f MiB" % ("curl -sN", curl_peak))
         say("  %-34s %8.1f MiB   %.2fx curl (target <= 1.5)" % ("gemvault ask", ask_peak, ask_peak / curl_peak))
         record("`ask` peak RSS / curl", "%.2fx (%.1f / %.1f MiB)" % (ask_peak / curl_peak, ask_peak, curl_peak), "<= 1.5x",
@@ -394,17 +427,20 @@ class Suite:
         chat_env = dict(vault.env, GEMINI_API_KEY=API_KEY, GEMVAULT_ENDPOINT=env["GEMVAULT_ENDPOINT"], TERM="xterm-256color")
         peaks = []
         for _ in range(max(1, runs // 2)):
-            session = PtySession([self.binary, "chat", "--model", "ok"], chat_env)
-            session.expect(r"you ›", timeout=30)
-            for turn in range(turns):
-                session.mark()
-                session.line("turn %d, tell me something" % turn)
+            # The launcher runs in the pty and starts chat there: the pty and its signals reach chat as before.
+            with tempfile.NamedTemporaryFile("r", prefix="peak-", suffix=".kib") as peak_file:
+                session = PtySession([launcher, peak_file.name, self.binary, "chat", "--model", "ok"], chat_env)
                 session.expect(r"you ›", timeout=30)
-            session.send(b"\x04")
-            _, _, usage = os.wait4(session.pid, 0)
-            os.close(session.master)
-            os.close(session.slave)
-            peaks.append(usage.ru_maxrss / 1024)
+                for turn in range(turns):
+                    session.mark()
+                    session.line("turn %d, tell me something" % turn)
+                    session.expect(r"you ›", timeout=30)
+                session.send(b"\x04")
+                code = session.wait(timeout=30)
+                session.close()
+                if code != 0:
+                    raise SystemExit("bench: chat through the pty exited %s" % code)
+                peaks.append(launcher_peak(peak_file.name))
         chat_peak = max(peaks)
         say("  %-34s %8.1f MiB   %.2fx curl" % ("chat, %d turns through a pty" % turns, chat_peak, chat_peak / curl_peak))
         record("%d-turn chat peak RSS / curl" % turns, "%.2fx (%.1f MiB)" % (chat_peak / curl_peak, chat_peak), "<= 1.5x",
@@ -415,6 +451,8 @@ class Suite:
         subprocess.run(vault.argv("key", "list"), env=vault.env, stdout=subprocess.DEVNULL, check=True)
         subprocess.run(vault.argv("key", "get", "key%04d" % (keys // 2)), env=vault.env, stdout=subprocess.DEVNULL, check=True)
         status = json.loads(subprocess.run(vault.argv("status", "--json"), env=vault.env, capture_output=True, check=True).stdout)
+        # The agent is started by `unlock` (posix_spawn, so exec gave it a fresh high-water mark)
+        # and keeps running: its own VmHWM after the work is its peak so far.
         with open("/proc/%d/status" % status["agentPid"]) as handle:
             fields = dict(line.split(":", 1) for line in handle)
         hwm = int(fields["VmHWM"].split()[0]) / 1024
@@ -648,6 +686,7 @@ def main():
     parser.add_argument("--chat-turns", type=int, default=50)
     parser.add_argument("--agent-keys", type=int, default=1000)
     parser.add_argument("--only", default="startup,lookup,unlock,chat,memory,growth,render")
+    parser.add_argument("--peak-rss", help="the compiled bench/peak_rss.c, which the memory section measures through")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-sdk", action="store_true")
     options = parser.parse_args()

@@ -1,3 +1,4 @@
+import Glibc
 import GoogleKeys
 import SystemIO
 import VaultCore
@@ -34,6 +35,9 @@ public enum AgentError: Error, Equatable, Sendable {
     case noSuchKey(String)
     /// A change the vault's rules refuse (no earlier value to roll back to, a full vault).
     case changeRefused(VaultError)
+    /// The agent runs but dropped the connection before answering (a flood of clients), also
+    /// after the retries: never to be taken for "locked" or "no session".
+    case busy
 }
 
 /// Talks to the agent of one vault: one connection per request.
@@ -143,8 +147,27 @@ public struct AgentClient: Sendable {
         _ = try request(AgentMessage(code: AgentProtocol.Operation.lock.rawValue))
     }
 
-    /// Sends one request and reads the response. The agent must run as our own uid.
+    /// Pauses before each retry of a request whose connection the agent dropped unanswered.
+    static let busyBackoff = [0.05, 0.1, 0.2, 0.4, 0.8]
+
+    /// Sends one request and reads the response. A connection the agent accepted but dropped
+    /// (or one it could not take yet) means a busy agent, not a missing one: a question is
+    /// asked again after a short pause, a few times; a change, which may have been made, is not.
     func request(_ message: AgentMessage) throws(AgentError) -> AgentMessage {
+        let asksOnly: Set<UInt8> = [AgentProtocol.Operation.status, .contents, .keyNames, .key, .keySummaries, .settings, .conversationKeys, .lock]
+            .reduce(into: []) { $0.insert($1.rawValue) }
+        var pauses = asksOnly.contains(message.code) ? Self.busyBackoff[...] : []
+        while true {
+            do {
+                return try requestOnce(message)
+            } catch .busy {
+                guard let pause = pauses.popFirst() else { throw .busy }
+                Clock.sleep(pause)
+            }
+        }
+    }
+
+    private func requestOnce(_ message: AgentMessage) throws(AgentError) -> AgentMessage {
         let folder: TrustedFolder
         do {
             guard let opened = try paths.openFolder(create: false) else { throw AgentError.notRunning }
@@ -158,7 +181,10 @@ public struct AgentClient: Sendable {
         }
         // Through the checked folder's descriptor: any folder depth works.
         let connection: FileDescriptor
-        do { connection = try UnixSocket.connect(paths.socketName, in: folder.descriptor, path: paths.socketPath) } catch { throw .notRunning }
+        do { connection = try UnixSocket.connect(paths.socketName, in: folder.descriptor, path: paths.socketPath) } catch {
+            // A full backlog is a busy agent; no socket, or nothing listening on it, is none.
+            throw error.code == EAGAIN ? .busy : .notRunning
+        }
         guard let peer = try? UnixSocket.peer(of: connection), peer.uid == CurrentUser.id else {
             throw .untrusted("the socket \(paths.socketPath) is served by another user")
         }
@@ -170,8 +196,9 @@ public struct AgentClient: Sendable {
         do {
             body = try FrameReader.read(connection, deadline: Clock.monotonicSeconds() + (sent.isSuccess ? responseTimeout : 1))
         } catch {
-            guard sent.isSuccess else { throw .notRunning }
-            throw error == .timedOut ? .failed("the agent did not answer within \(Int(responseTimeout)) s") : .notRunning
+            // The agent accepted the connection, so it runs: a drop is its being busy.
+            guard sent.isSuccess else { throw .busy }
+            throw error == .timedOut ? .failed("the agent did not answer within \(Int(responseTimeout)) s") : .busy
         }
         guard let response = AgentMessage.parse(body: body) else { throw .untrusted("the agent's answer is malformed") }
         guard response.code == 0 else {

@@ -593,6 +593,13 @@ public final class AgentServer {
             return response
         case .wrongPassphrase:
             return Self.error(.wrongKey, "the key does not open the vault")
+        case .anotherVault:
+            // As in `adopt`: this session is over, and the command's own check of the file
+            // says what happened ("another vault was put in its place").
+            log("another vault was put at \(store.path): wiping and exiting")
+            wipe(persist: false)
+            stopRequested = true
+            return Self.error(.locked, "the session ended: another vault was put at \(store.path)")
         default:
             return Self.error(.failed, "\(error)")
         }

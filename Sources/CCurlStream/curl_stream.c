@@ -140,11 +140,25 @@ static void set_message(char *message, size_t capacity, const char *text) {
     snprintf(message, capacity, "%s", text);
 }
 
+// The last guard against header injection: a CR or LF in a value (a key's second line)
+// would end the header and start another, so only printable ASCII goes out.
+static int header_is_printable(const char *header) {
+    for (const unsigned char *byte = (const unsigned char *)header; *byte; byte++)
+        if (*byte < 0x20 || *byte >= 0x7f) return 0;
+    return 1;
+}
+
 int gv_http_perform(const gv_http_request *request, gv_http_data_callback on_data,
                     gv_http_tick_callback on_tick, void *context, long *status,
                     char *message, size_t message_capacity) {
     *status = 0;
     set_message(message, message_capacity, "");
+    for (size_t i = 0; i < request->header_count; i++) {
+        if (!header_is_printable(request->headers[i])) {
+            set_message(message, message_capacity, "a request header holds a line break or a byte outside printable ASCII; nothing was sent");
+            return GV_HTTP_REFUSED_HEADER;
+        }
+    }
     pthread_once(&load_once, load_library);
     if (!load_ok) {
         set_message(message, message_capacity, "libcurl.so.4 could not be loaded");

@@ -255,6 +255,7 @@ static int unix_address(const char *path, struct sockaddr_un *address) {
     return 0;
 }
 
+// The whole backlog the kernel allows: a flood of clients waits in it instead of being refused.
 int gv_unix_listen(const char *path) {
     struct sockaddr_un address;
     if (unix_address(path, &address) != 0) return -1;
@@ -264,7 +265,7 @@ int gv_unix_listen(const char *path) {
     mode_t previous = umask(0177);
     int bound = bind(fd, (struct sockaddr *)&address, sizeof address);
     umask(previous);
-    if (bound != 0 || chmod(path, 0600) != 0 || listen(fd, 64) != 0) {
+    if (bound != 0 || chmod(path, 0600) != 0 || listen(fd, SOMAXCONN) != 0) {
         int saved = errno;
         close(fd);
         errno = saved;

@@ -86,13 +86,16 @@ public final class ChatREPL {
         rl_catch_sigwinch = 0
         using_history()
         rl_add_defun("gemvault-redraw-after-resize", Self.redrawAfterResize, Self.resizeKey)
+        SlashCompletion.install()
         // Bracketed paste: a pasted block arrives between ESC[200~ and ESC[201~ and joins one message.
         bracketedPaste = interactive && Terminal.stdoutIsTerminal
         if bracketedPaste { try Console.out("\u{1B}[?2004h") }
         // Best effort on the way out: a failure is already being reported.
         defer { if bracketedPaste { try? Console.out("\u{1B}[?2004l") } }
         if interactive {
-            Console.err(style.dim("gemvault chat with \(conversation.model). Enter sends, \"\"\" starts a multi-line block, /help lists commands, Ctrl-D leaves.") + "\n")
+            let banner = "gemvault chat with \(EscapeNeutralizer.neutralize(conversation.model)). Enter sends, \"\"\" starts a multi-line block, /help lists commands, Ctrl-D leaves."
+            // Broken between words, never mid-word by the terminal's own wrap.
+            Console.err(Terminal.wordWrapped(banner, width: Terminal.size?.columns).split(separator: "\n").map { style.dim(String($0)) }.joined(separator: "\n") + "\n")
             for file in pendingFiles { Console.err("attached \(file.attachment.label); it goes with your first message\n") }
         }
         while true {
@@ -374,9 +377,9 @@ public final class ChatREPL {
     /detach             drop the files waiting for the next message
     /bubbles [on|off]   draw messages as bubbles or plain lines (alone, switch)
     /copy               copy the last reply to the clipboard (OSC 52)
-    /copy code [N]      copy its Nth code block (default the last)
+    /copy code [N]      copy code block N, as numbered in its frame (default the last)
     /clear              start a new conversation
-    /retry              send the last message again (a failed one, or the last exchange's)
+    /retry              send the last (or the failed) message again
     /undo               remove the last exchange
     /usage              tokens of the last reply and of this session
     /save FILE          write the conversation as Markdown (mode 0600)
@@ -424,11 +427,16 @@ public final class ChatREPL {
         case "/clear":
             conversation.clear()
             recorder?.startNew()
+            failedMessage = nil
+            // The screen goes too, as `clear` does: the old exchange is no longer the context.
+            if interactive && Terminal.stdoutIsTerminal { try Console.out("\u{1B}[H\u{1B}[2J") }
             Console.err("new conversation\n")
         case "/undo":
-            if conversation.undo() == nil { Console.err("nothing to undo\n") } else {
+            if let turn = conversation.undo() {
                 recorder?.recordUndo()
-                Console.err("removed the last exchange\n")
+                Console.err("removed the last exchange: you › \(Self.excerpt(turn.user))\n")
+            } else {
+                Console.err("nothing to undo\n")
             }
         case "/retry":
             // A failed turn first: it left no exchange, so undoing one would drop an earlier reply.
@@ -449,6 +457,7 @@ public final class ChatREPL {
             Console.err("session: \(conversation.sessionTokens) tokens\n")
         case "/save":
             guard !argument.isEmpty else { Console.error("/save needs a file name"); return true }
+            guard !conversation.turns.isEmpty else { Console.err("nothing to save yet: the conversation has no exchange\n"); return true }
             let path = ProcessIdentity.expandingTilde(argument)
             if interactive, FileStatus.of(link: path) != nil, !TerminalQuestion.confirm("\(path) exists. Replace it?") {
                 Console.err("not saved\n")
@@ -479,6 +488,13 @@ public final class ChatREPL {
         }
         bubbles = wanted
         Console.err("bubbles \(wanted ? "on" : "off")\n")
+    }
+
+    /// The start of a message on one line, for "removed …": neutralised, at most 60 characters.
+    static func excerpt(_ text: String) -> String {
+        let line = EscapeNeutralizer.neutralize(text.split(whereSeparator: \.isNewline).first.map(String.init) ?? "")
+        let more = line.count > 60 || text.contains(where: \.isNewline)
+        return (line.count > 60 ? String(line.prefix(59)) : line) + (more ? "…" : "")
     }
 
     /// `/models` (and `/model` alone): the models this key can chat with, the current one marked.
@@ -536,7 +552,7 @@ public final class ChatREPL {
         var what = "the last reply"
         if let first = words.first {
             guard first == "code", words.count <= 2 else { Console.error("/copy takes nothing, or 'code' and a block number: /copy code 2"); return }
-            let blocks = CodeBlocks.fenced(in: reply)
+            let blocks = MarkdownRenderer.codeBlocks(in: reply)
             guard !blocks.isEmpty else { Console.error("the last reply has no code block"); return }
             let number = words.count == 2 ? Int(words[1]) : blocks.count
             guard let number, (1...blocks.count).contains(number) else {

@@ -17,6 +17,11 @@ public final class ReplyPrinter {
     private var shownText = false
     /// When a retry is due (monotonic seconds), for its countdown.
     private var retryAt: Double?
+    /// Retries so far, and the reason of the last, for the one summary line on a terminal.
+    private var retries = 0
+    /// Thought parts have arrived: the spinner says the model is thinking.
+    private var thinking = false
+    private var retryReason = ""
     private let frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
     private let prefix: String
     /// Draws the reply as it streams, on a terminal; nil prints it as it came.
@@ -39,12 +44,17 @@ public final class ReplyPrinter {
             // The stream takes no error from here: a failed write is kept in outputFailure, which cancels it.
             onText: { [self] text in try? self.print(text) },
             onRetry: { [self] notice in
-                self.clearSpinner()
-                Console.warning("retrying in \(Self.seconds(notice.delay)) (\(notice.reason))")
+                self.retries += 1
+                self.retryReason = notice.reason
                 self.retryAt = Clock.monotonicSeconds() + notice.delay
+                // On a terminal the countdown line carries each retry and one summary follows;
+                // elsewhere (a log) each retry gets its line.
+                guard !self.spinnerEnabled else { return }
+                Console.warning("retrying in \(Self.seconds(notice.delay)) (\(notice.reason))")
             },
             onTick: { [self] in self.tick() },
-            isCancelled: { [self] in self.outputFailure != nil || gv_interrupt_pending() != 0 })
+            isCancelled: { [self] in self.outputFailure != nil || gv_interrupt_pending() != 0 },
+            onThinking: { [self] in self.thinking = true })
     }
 
     public func print(_ text: String) throws(StandardOutputFailure) {
@@ -70,7 +80,20 @@ public final class ReplyPrinter {
             outputFailure = error
             throw error
         }
-        if let last = text.last { endsWithNewline = last == "\n" }
+        endsWithNewline = Self.endsOnFreshLine(text)
+    }
+
+    /// Whether the cursor is at the start of a line after `text`: a live redraw ends with
+    /// its own control sequences (synchronized output off), which move nothing, after the
+    /// newline. Counting them as text printed a second, blank line after every reply.
+    static func endsOnFreshLine(_ text: String) -> Bool {
+        var rest = Substring(text)
+        while rest.hasSuffix("h") || rest.hasSuffix("l") || rest.hasSuffix("m") {
+            guard let start = rest.lastIndex(of: "\u{1B}"), rest[rest.index(after: start)...].hasPrefix("["),
+                  rest[rest.index(start, offsetBy: 2)..<rest.index(before: rest.endIndex)].allSatisfy({ $0.isNumber || $0 == ";" || $0 == "?" }) else { break }
+            rest = rest[..<start]
+        }
+        return rest.last == "\n"
     }
 
     func tick() {
@@ -79,21 +102,30 @@ public final class ReplyPrinter {
         if let live, outputFailure == nil { try? show(live.tick()) }
         guard spinnerEnabled, !shownText else { return }
         if let retryAt, case let left = retryAt - Clock.monotonicSeconds(), left > 0 {
-            Console.err("\r\u{1B}[2K" + frames[frame % frames.count] + " retrying in \(Int(left.rounded(.up))) s…")
+            let line = frames[frame % frames.count] + " retrying in \(Int(left.rounded(.up))) s… (retry \(retries): \(retryReason))"
+            // One row, or the erase before the next frame would leave the wrapped part behind.
+            let columns = max(20, (Terminal.columns ?? 80) - 1)
+            Console.err("\r\u{1B}[2K" + (line.count > columns ? String(line.prefix(columns - 1)) + "…" : line))
             spinnerShown = true
             return
         }
         retryAt = nil
         // Quick replies get no spinner: it starts after about 300 ms.
         guard frame > 3 else { return }
-        Console.err("\r\u{1B}[2K" + frames[frame % frames.count] + " waiting for Gemini…")
+        Console.err("\r\u{1B}[2K" + frames[frame % frames.count] + (thinking ? " Gemini is thinking…" : " waiting for Gemini…"))
         spinnerShown = true
     }
 
     public func clearSpinner() {
-        guard spinnerShown else { return }
-        Console.err("\r\u{1B}[2K")
-        spinnerShown = false
+        if spinnerShown {
+            Console.err("\r\u{1B}[2K")
+            spinnerShown = false
+        }
+        // The retries the countdown showed, in one line that stays.
+        if spinnerEnabled && retries > 0 {
+            Console.warning("retried \(retries) time\(retries == 1 ? "" : "s") (last: \(retryReason))")
+            retries = 0
+        }
     }
 
     /// Ends the reply on a fresh line; throws the failure of any write to stdout, this one's or an earlier one's.

@@ -127,7 +127,7 @@ public struct HistoryStore: Sendable {
         let id = (0..<8).map { _ in String(format2: UInt8.random(in: 0...255)) }.joined()
         guard let file = try openFile(id + Self.suffix, in: folder, flags: OpenFlags.appendCreateNew) else { throw .notFound(id) }
         let header = Self.fileMagic + recipient
-        let writer = HistoryWriter(id: id, file: file, recipient: recipient, sequence: 0, previous: [])
+        let writer = HistoryWriter(store: self, id: id, file: file, recipient: recipient, sequence: 0, previous: [])
         try writer.append(raw: header)
         try writer.append(.meta(meta))
         return writer
@@ -143,7 +143,7 @@ public struct HistoryStore: Sendable {
         guard let folder = try openFolder(create: false),
               let file = try openFile(id + Self.suffix, in: folder, flags: OpenFlags.readWriteAppend) else { throw .notFound(id) }
         if let end = loaded?.end, loaded?.id == id, loaded?.damage == nil, let size = try? file.status().size, size == Int64(end.length) {
-            return HistoryWriter(id: id, file: file, recipient: recipient, sequence: end.records, previous: end.lastHash)
+            return HistoryWriter(store: self, id: id, file: file, recipient: recipient, sequence: end.records, previous: end.lastHash)
         }
         let bytes: [UInt8]
         do { bytes = try file.readAll(limit: 1 << 30) } catch { throw .damaged(folder.path(of: id + Self.suffix)) }
@@ -157,7 +157,7 @@ public struct HistoryStore: Sendable {
         if last.upperBound < bytes.count {
             do { try file.truncate(to: last.upperBound) } catch { throw .system(error) }
         }
-        return HistoryWriter(id: id, file: file, recipient: recipient, sequence: UInt64(count), previous: Sodium.blake2b256(bytes[last]))
+        return HistoryWriter(store: self, id: id, file: file, recipient: recipient, sequence: UInt64(count), previous: Sodium.blake2b256(bytes[last]))
     }
 
     // MARK: Reading
@@ -466,14 +466,18 @@ public struct Transcript: Sendable {
 /// Appends records to one conversation file; each is durable before `append` returns.
 public final class HistoryWriter {
     public let id: String
+    private let store: HistoryStore
     private let file: FileDescriptor
-    private let recipient: [UInt8]
+    /// The key records are sealed to: the `recipient` file's, read again before each record,
+    /// so a passwd, rekey or recovery-code run elsewhere during a chat retires the old key here too.
+    private var recipient: [UInt8]
     /// The position of the next record in the file, and the hash of the last one stored:
     /// both come from the file's bytes, so a writer needs no key to continue the chain.
     private var sequence: UInt64
     private var previous: [UInt8]
 
-    init(id: String, file: FileDescriptor, recipient: [UInt8], sequence: UInt64, previous: [UInt8]) {
+    init(store: HistoryStore, id: String, file: FileDescriptor, recipient: [UInt8], sequence: UInt64, previous: [UInt8]) {
+        self.store = store
         self.id = id
         self.file = file
         self.recipient = recipient
@@ -484,6 +488,7 @@ public final class HistoryWriter {
     func append(_ record: HistoryRecord) throws(HistoryStore.Failure) {
         let json: [UInt8]
         do { json = Array(try JSONEncoder().encode(record)) } catch { throw .crypto("\(error)") }
+        if let current = try store.recipient()?.publicKey { recipient = current }
         let sealed: [UInt8]
         do { sealed = try SealedBox.seal(HistoryStore.recordPlaintext(json, sequence: sequence, previous: previous), to: recipient) }
         catch { throw .crypto("\(error)") }

@@ -28,6 +28,8 @@ public struct MarkdownBlockSplitter: ReplyBlockSource {
     /// The size of `openSource` at the last parse: a huge open block is parsed again only once
     /// it has grown by a quarter, so even one block of megabytes costs O(n log n).
     private var parsedCount = 0
+    /// The code blocks among the final blocks, so the open ones go on counting after them.
+    private var finalCodeBlocks = 0
 
     public init(renderer: MarkdownRenderer) { self.renderer = renderer }
 
@@ -39,16 +41,18 @@ public struct MarkdownBlockSplitter: ReplyBlockSource {
         let size = openSource.utf8.count
         guard size < 64 << 10 || size - parsedCount >= size / 4 else { return [] }
         parsedCount = size
-        let blocks = renderer.parse(String(openSource[...lastNewline]))
+        let blocks = renderer.parse(String(openSource[...lastNewline]), firstCode: finalCodeBlocks + 1)
         guard blocks.count > 1, let open = blocks.last else { return [] }
         // Final blocks never change again: keep the source of the open one only.
         openSource = openSource.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(open.line - 1).joined(separator: "\n")
         parsedCount = openSource.utf8.count
-        return blocks.dropLast().map(\.block)
+        let final = blocks.dropLast().map(\.block)
+        finalCodeBlocks += final.reduce(0) { $0 + $1.codeBlockCount }
+        return final
     }
 
     public func openBlocks() -> [MarkdownBlock] {
-        openSource.isEmpty ? [] : renderer.parse(openSource).map(\.block)
+        openSource.isEmpty ? [] : renderer.parse(openSource, firstCode: finalCodeBlocks + 1).map(\.block)
     }
 
     public mutating func finish() -> [MarkdownBlock] {

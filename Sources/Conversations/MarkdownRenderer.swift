@@ -9,7 +9,8 @@ public indirect enum MarkdownBlock: Equatable, Sendable {
     case paragraph([StyledRun])
     case heading(level: Int, [StyledRun])
     /// Every space kept; a line wider than the width is broken there, inside the frame.
-    case code(language: String, lines: [String])
+    /// `number` counts the reply's code blocks in order, as `/copy code N` does.
+    case code(language: String, lines: [String], number: Int)
     case list(ordered: Bool, tight: Bool, items: [ListItem])
     case quote([MarkdownBlock])
     case table(rows: [[[StyledRun]]], alignments: [TableAlignment])
@@ -23,6 +24,33 @@ public indirect enum MarkdownBlock: Equatable, Sendable {
     }
 
     public enum TableAlignment: Equatable, Sendable { case left, center, right }
+
+    /// The code blocks inside this one, nested ones included.
+    var codeBlockCount: Int {
+        switch self {
+        case .code: 1
+        case .quote(let blocks): blocks.reduce(0) { $0 + $1.codeBlockCount }
+        case .list(_, _, let items): items.reduce(0) { $0 + $1.blocks.reduce(0) { $0 + $1.codeBlockCount } }
+        default: 0
+        }
+    }
+
+    /// This block with its code blocks numbered in document order from `next`.
+    func numberingCode(_ next: inout Int) -> MarkdownBlock {
+        switch self {
+        case .code(let language, let lines, _):
+            defer { next += 1 }
+            return .code(language: language, lines: lines, number: next)
+        case .quote(let blocks):
+            return .quote(blocks.map { $0.numberingCode(&next) })
+        case .list(let ordered, let tight, let items):
+            return .list(ordered: ordered, tight: tight, items: items.map { item in
+                ListItem(marker: item.marker, blocks: item.blocks.map { $0.numberingCode(&next) })
+            })
+        default:
+            return self
+        }
+    }
 }
 
 /// The model's markdown for a terminal, parsed by cmark-gfm (with its table, strikethrough
@@ -65,24 +93,54 @@ public struct MarkdownRenderer: Sendable {
 
     // MARK: Parsing
 
-    /// Each top-level block of `markdown` with the line (from 1) it starts on.
-    func parse(_ markdown: String) -> [(block: MarkdownBlock, line: Int)] {
+    /// Each top-level block of `markdown` with the line (from 1) it starts on; its code
+    /// blocks numbered from `firstCode` (more than 1 for the rest of a streaming reply).
+    func parse(_ markdown: String, firstCode: Int = 1) -> [(block: MarkdownBlock, line: Int)] {
         let safe = EscapeNeutralizer.neutralize(markdown)
-        return Self.libraryLock.withLock { _ in Self.parsedBlocks(safe) }
+        var next = firstCode
+        return Self.libraryLock.withLock { _ in Self.parsedBlocks(safe) }.map { ($0.block.numberingCode(&next), $0.line) }
+    }
+
+    /// The text of each code block of `markdown` (fenced, indented, nested), numbered as the
+    /// rendered reply numbers them; a block's last newlines are left off, so a pasted command
+    /// does not run by itself. The markdown as it came: `/copy` neutralises what it copies.
+    public static func codeBlocks(in markdown: String) -> [String] {
+        libraryLock.withLock { _ in
+            guard let document = parsedDocument(markdown) else { return [] }
+            defer { cmark_node_free(document) }
+            var found: [String] = []
+            func walk(_ node: OpaquePointer) {
+                if type(node) == "code_block" {
+                    var code = literal(cmark_node_get_literal(node))
+                    while code.hasSuffix("\n") { code.removeLast() }
+                    found.append(code)
+                }
+                children(node).forEach(walk)
+            }
+            walk(document)
+            return found
+        }
     }
 
     private static func parsedBlocks(_ safe: String) -> [(block: MarkdownBlock, line: Int)] {
+        guard let document = parsedDocument(safe) else {
+            return [(MarkdownBlock.verbatim(safe.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)), 1)]
+        }
+        defer { cmark_node_free(document) }
+        return children(document).map { (block($0, depth: 0), Int(cmark_node_get_start_line($0))) }
+    }
+
+    /// The document cmark-gfm makes of `markdown` with the extensions replies use; the caller
+    /// holds the library lock and frees it.
+    private static func parsedDocument(_ markdown: String) -> OpaquePointer? {
         cmark_gfm_core_extensions_ensure_registered()
-        let fallback = [(MarkdownBlock.verbatim(safe.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)), 1)]
-        guard let parser = cmark_parser_new(CMARK_OPT_DEFAULT) else { return fallback }
+        guard let parser = cmark_parser_new(CMARK_OPT_DEFAULT) else { return nil }
         defer { cmark_parser_free(parser) }
         for name in ["table", "strikethrough", "autolink"] {
             if let extensionSyntax = cmark_find_syntax_extension(name) { cmark_parser_attach_syntax_extension(parser, extensionSyntax) }
         }
-        safe.withCString { cmark_parser_feed(parser, $0, safe.utf8.count) }
-        guard let document = cmark_parser_finish(parser) else { return fallback }
-        defer { cmark_node_free(document) }
-        return children(document).map { (block($0, depth: 0), Int(cmark_node_get_start_line($0))) }
+        markdown.withCString { cmark_parser_feed(parser, $0, markdown.utf8.count) }
+        return cmark_parser_finish(parser)
     }
 
     private static func block(_ node: OpaquePointer, depth: Int) -> MarkdownBlock {
@@ -100,16 +158,24 @@ public struct MarkdownRenderer: Sendable {
             let bullets = ["•", "◦", "▪"]
             var items: [MarkdownBlock.ListItem] = []
             for item in children(node) {
-                let marker = ordered ? "\(number)\(delimiter) " : bullets[min(depth, bullets.count - 1)] + " "
+                var marker = ordered ? "\(number)\(delimiter) " : bullets[min(depth, bullets.count - 1)] + " "
                 number += 1
-                items.append(.init(marker: marker, blocks: children(item).map { block($0, depth: depth + 1) }))
+                var blocks = children(item).map { block($0, depth: depth + 1) }
+                // A task list item (`- [ ] todo`, `- [x] done`): a box instead of the bullet.
+                if !ordered, case .paragraph(var runs)? = blocks.first, let first = runs.first,
+                   let box = ["[ ] ": "☐ ", "[x] ": "☑ ", "[X] ": "☑ "].first(where: { first.text.hasPrefix($0.key) }) {
+                    runs[0] = StyledRun(String(first.text.dropFirst(4)), style: first.style, kind: first.kind)
+                    blocks[0] = .paragraph(runs)
+                    marker = box.value
+                }
+                items.append(.init(marker: marker, blocks: blocks))
             }
             return .list(ordered: ordered, tight: cmark_node_get_list_tight(node) != 0, items: items)
         case "code_block":
             let language = literal(cmark_node_get_fence_info(node)).split(separator: " ").first.map(String.init) ?? ""
             var code = literal(cmark_node_get_literal(node))
             if code.hasSuffix("\n") { code.removeLast() }
-            return .code(language: language, lines: code.split(separator: "\n", omittingEmptySubsequences: false).map { expandingTabs(String($0)) })
+            return .code(language: language, lines: code.split(separator: "\n", omittingEmptySubsequences: false).map { expandingTabs(String($0)) }, number: 0)
         case "thematic_break":
             return .rule
         case "html_block":
@@ -259,10 +325,11 @@ public struct MarkdownRenderer: Sendable {
         case .paragraph(let runs):
             return state.wrapped(runs, width: width, firstWidth: firstWidth)
         case .heading(let level, let runs):
-            let style = TextStyle(bold: true, underline: level == 1)
+            let style = headingStyle(level)
             return state.wrapped(runs.map { StyledRun($0.text, style: $0.style.within(style), kind: $0.kind) }, width: width, firstWidth: firstWidth)
-        case .code(let language, let lines):
-            let header = StyledLine("┌─" + (language.isEmpty ? "" : " \(language) ") + "─", style: frameStyle)
+        case .code(let language, let lines, let number):
+            // The number is the one `/copy code N` takes.
+            let header = StyledLine("┌─ #\(number)" + (language.isEmpty ? "" : " \(language)") + " ─", style: frameStyle)
             let top = state.fixed(startingBelow(firstWidth, width, [header]))
             let gutter = StyledLine("│ ", style: frameStyle)
             let continuation = StyledLine("↪ ", style: frameStyle)
@@ -309,6 +376,17 @@ public struct MarkdownRenderer: Sendable {
             return state.fixed(startingBelow(firstWidth, width, [StyledLine(String(repeating: "─", count: max(1, min(width, 40))), style: frameStyle)]))
         case .verbatim(let lines):
             return state.fixed(lines.map { StyledLine($0) })
+        }
+    }
+
+    /// Each level its own look, none the same as bold text: 1 bold underlined, 2 bold in
+    /// magenta, 3 bold italic, 4 to 6 italic underlined.
+    static func headingStyle(_ level: Int) -> TextStyle {
+        switch level {
+        case 1: TextStyle(bold: true, underline: true)
+        case 2: TextStyle(bold: true, color: 35)
+        case 3: TextStyle(bold: true, italic: true)
+        default: TextStyle(italic: true, underline: true)
         }
     }
 

@@ -40,9 +40,12 @@ public struct StreamHandlers {
     public var onRetry: (RetryNotice) -> Void
     public var onTick: () -> Void
     public var isCancelled: () -> Bool
+    /// A thought part arrived (never shown): the model is thinking, not silent.
+    public var onThinking: () -> Void
 
     public init(onText: @escaping (String) -> Void = { _ in }, onRetry: @escaping (RetryNotice) -> Void = { _ in },
-                onTick: @escaping () -> Void = {}, isCancelled: @escaping () -> Bool = { false }) {
+                onTick: @escaping () -> Void = {}, isCancelled: @escaping () -> Bool = { false }, onThinking: @escaping () -> Void = {}) {
+        self.onThinking = onThinking
         self.onText = onText
         self.onRetry = onRetry
         self.onTick = onTick
@@ -138,6 +141,7 @@ public final class GeminiClient {
                             : GeminiError(category: .network, message: "the server sent an event that is not a Gemini response", reason: "bad-event")
                         continue
                     }
+                    if chunk.candidates?.first?.content?.parts?.contains(where: { $0.thought == true }) == true { handlers.onThinking() }
                     let text = chunk.visibleText
                     if !text.isEmpty {
                         result.text += text
@@ -180,7 +184,7 @@ public final class GeminiClient {
             case .cancelled:
                 result.interrupted = true
                 return .done(result)
-            case .libraryMissing, .transportError, .connectionRefused, .idleTimeout:
+            case .libraryMissing, .transportError, .connectionRefused, .idleTimeout, .refusedHeader:
                 return try transportFailure(outcome, anyText: !result.text.isEmpty)
             case .complete(let status), .aborted(let status):
                 if status != 200 {
@@ -265,7 +269,7 @@ public final class GeminiClient {
             switch outcome {
             case .cancelled:
                 throw GeminiError(category: .interrupted, message: "interrupted", reason: "interrupted")
-            case .libraryMissing, .transportError, .connectionRefused, .idleTimeout:
+            case .libraryMissing, .transportError, .connectionRefused, .idleTimeout, .refusedHeader:
                 return try transportFailure(outcome, anyText: false)
             case .complete(let status), .aborted(let status):
                 guard status == 200 else {
@@ -291,6 +295,9 @@ public final class GeminiClient {
             guard EndpointURL(configuration.endpoint)?.isLoopback == true else { return .retry(failure, delay: nil, anyText: anyText) }
             throw GeminiError(category: .network, message: "the connection to \(configuration.endpoint) was refused: nothing listens there (\(message))",
                               hint: "start the server at that address, or check the 'endpoint' setting", reason: "connection-refused")
+        case .refusedHeader:
+            throw GeminiError(category: .refused, message: "the API key holds a line break or a character outside printable ASCII, which would reach the server as extra headers; nothing was sent",
+                              hint: "store the key again as one line", reason: "malformed-key")
         case .idleTimeout:
             throw GeminiError(category: .network, message: "no data from the server for \(Int(configuration.timeout)) s (timeout)",
                               hint: "raise the limit with --timeout SECONDS or the 'timeout' setting", reason: "timeout")

@@ -13,6 +13,8 @@ struct HTTPTransport {
         /// Nothing listens at the address: every address of the host refused the connection.
         case connectionRefused(String)
         case libraryMissing
+        /// The key (or another header) holds bytes a header cannot carry; nothing was sent.
+        case refusedHeader
     }
 
     /// What the body's reader says of each piece: go on, stop, or go on with the idle clock
@@ -45,6 +47,8 @@ struct HTTPTransport {
     /// copy is wiped by the C layer after the transfer.
     static func perform(method: String, url: String, apiKey: SecretBytes, body: [UInt8]?, idleTimeout: Double, direct: Bool,
                         onData: @escaping (Int, UnsafeRawBufferPointer) -> DataVerdict, onTick: @escaping () -> Bool) -> Outcome {
+        // Checked where the header is built, whatever the key's source checked before.
+        guard apiKey.isHeaderSafe else { return .refusedHeader }
         let callbacks = Callbacks(onData: onData, onTick: onTick)
         let context = Unmanaged.passRetained(callbacks)
         defer { context.release() }
@@ -85,6 +89,7 @@ struct HTTPTransport {
         case Int(GV_HTTP_IDLE_TIMEOUT): return .idleTimeout(status: status)
         case Int(GV_HTTP_CANCELLED): return .cancelled
         case Int(GV_HTTP_LIBRARY_MISSING): return .libraryMissing
+        case Int(GV_HTTP_REFUSED_HEADER): return .refusedHeader
         case Int(GV_HTTP_CONNECTION_REFUSED):
             return .connectionRefused(message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
         default:

@@ -351,6 +351,10 @@ enum ChatCommand {
             if let problem, call.context.store.exists { Console.warning(problem) }
         }
         if let failure { throw failure }
+        // As in the chat: a reply cut by Ctrl-C says so, where a person watches.
+        if turn.interrupted && !json && Terminal.stderrIsTerminal {
+            Console.err(call.context.style(settings, fd: FileDescriptor.standardError.raw).yellow("[interrupted]") + "\n")
+        }
         if turn.interrupted {
             let signal = gv_interrupt_termination_signal()
             if signal != 0 { throw Terminated(signal: signal) }
@@ -376,7 +380,7 @@ enum ChatCommand {
         let listings = models.map { ModelListing(name: $0.shortName, displayName: $0.displayName, inputTokenLimit: $0.inputTokenLimit, outputTokenLimit: $0.outputTokenLimit) }
         ModelCache(paths: call.context.paths).save(listings.map(\.name))
         if call.flag("--json") { try Output.json(["models": listings], schema: .models); return }
-        let rows = listings.map { [EscapeNeutralizer.neutralize($0.name), $0.inputTokenLimit.map(String.init) ?? "-", $0.outputTokenLimit.map(String.init) ?? "-",
+        let rows = listings.map { [EscapeNeutralizer.neutralize($0.name), $0.inputTokenLimit.map(Output.grouped) ?? "-", $0.outputTokenLimit.map(Output.grouped) ?? "-",
                                    EscapeNeutralizer.neutralize($0.displayName ?? "")] }
         try Console.out(Output.table([["MODEL", "INPUT TOKENS", "OUTPUT TOKENS", "NAME"]] + rows))
     }

@@ -26,6 +26,8 @@ struct CommandSpec: Sendable {
     let privateArguments: Bool
     /// It talks to Gemini: libcurl starts loading on a second thread as soon as it is parsed.
     let usesNetwork: Bool
+    /// What its first word alone runs (`gemvault history` is `history list`).
+    let isGroupDefault: Bool
     let run: @Sendable (Invocation) throws -> Void
     /// Built only for help, the reference and the man page: every command parses this table.
     private let detailsText: @Sendable () -> String
@@ -33,7 +35,8 @@ struct CommandSpec: Sendable {
 
     init(path: [String], arguments: String, argumentRange: ClosedRange<Int>, summary: String, options: [OptionSpec],
          details: @autoclosure @escaping @Sendable () -> String, privateArguments: Bool = false, usesNetwork: Bool = false,
-         run: @escaping @Sendable (Invocation) throws -> Void) {
+         isGroupDefault: Bool = false, run: @escaping @Sendable (Invocation) throws -> Void) {
+        self.isGroupDefault = isGroupDefault
         self.path = path
         self.arguments = arguments
         self.argumentRange = argumentRange
@@ -182,7 +185,7 @@ enum ArgumentParser {
         if argv.first == "__complete" { return .complete(Array(argv.dropFirst())) }
         if argv.isEmpty { return .start }
         if arguments.isEmpty || arguments == ["--help"] || arguments == ["-h"] { return .help(nil) }
-        if arguments == ["--version"] || arguments == ["-V"] { return .version }
+        if arguments == ["--version"] || arguments == ["-V"] || arguments == ["-v"] { return .version }
         if arguments == ["help", "--reference"] { return .reference }
         if arguments == ["help", "--man"] { return .manual }
         if arguments.first == "help" {
@@ -195,7 +198,14 @@ enum ArgumentParser {
             return .help(spec)
         }
         let words = arguments.prefix { !$0.hasPrefix("-") }
-        guard let spec = commandTable.filter({ words.starts(with: $0.path) }).max(by: { $0.path.count < $1.path.count }) else {
+        var matched = commandTable.filter({ words.starts(with: $0.path) }).max(by: { $0.path.count < $1.path.count })
+        var consumed = matched?.path.count ?? 0
+        if matched == nil, words.count == 1, !arguments.contains("--help"),
+           let fallback = commandTable.first(where: { $0.path.first == words.first && $0.isGroupDefault }) {
+            matched = fallback
+            consumed = 1
+        }
+        guard let spec = matched else {
             let group = Array(words.prefix(1))
             if !group.isEmpty, commandTable.contains(where: { $0.path.first == group[0] }) {
                 if arguments.contains("--help") { return .groupHelp(group) }
@@ -214,7 +224,7 @@ enum ArgumentParser {
         var positionals: [String] = []
         var options: [String: String] = [:]
         let allowed = spec.options + globalOptions
-        var index = spec.path.count
+        var index = consumed
         var onlyPositionals = false
         while index < arguments.count {
             let word = arguments[index]
@@ -304,13 +314,10 @@ enum Suggestion {
 /// text is wrapped to it (examples stay whole, so they can be copied); nil leaves lines long.
 enum HelpText {
     static func overview(width: Int? = nil) -> String {
-        var text = wrapped("gemvault \(gemvaultVersion): keeps Gemini API keys in an encrypted vault and chats with Gemini", width: width) + "\n" + """
-
-        Usage: gemvault COMMAND [OPTIONS] [ARGUMENTS]
-
-        Commands:
-
-        """
+        var text = wrapped("gemvault \(gemvaultVersion): keeps Gemini API keys in an encrypted vault and chats with Gemini", width: width)
+        text += "\n\nUsage: gemvault COMMAND [OPTIONS] [ARGUMENTS]\n\n"
+        text += wrapped("Plain 'gemvault', on a terminal, walks through the set-up when there is no vault (vault, recovery code, API key, a check, a session) and starts a chat when there is one.", width: width)
+        text += "\n\nCommands:\n"
         let column = (commandTable.map { $0.name.count + 1 + $0.arguments.count }.max() ?? 20) + 2
         let commandsPerSubject = Dictionary(commandTable.map { ($0.path[0], 1) }, uniquingKeysWith: +)
         var previous: String?

@@ -18,6 +18,10 @@ let completionCommands: [CommandSpec] = [
                 fish: gemvault completion fish > ~/.config/fish/completions/gemvault.fish
                 """,
                 run: CompletionCommand.script),
+    CommandSpec(path: ["version"], arguments: "", argumentRange: 0...0,
+                summary: "print the version (so do --version, -V and -v)",
+                options: [], details: "",
+                run: { _ in try Console.out("gemvault \(gemvaultVersion)\n") }),
 ]
 
 /// What a word on the command line can be, read from the table's placeholders.

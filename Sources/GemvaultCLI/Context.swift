@@ -9,11 +9,8 @@ import VaultCore
 /// What every command shares: the environment, paths, and how to reach the vault.
 struct Context {
     let environment: [String: String]
-    /// For a program gemvault starts for itself (the agent, the pager): no API key, and no
-    /// SSLKEYLOGFILE, which `main` keeps only so that doctor can report it.
-    var helperEnvironment: [String: String] {
-        environment.filter { !["GEMINI_API_KEY", "GOOGLE_API_KEY", "SSLKEYLOGFILE"].contains($0.key) }
-    }
+    /// For a program gemvault starts for itself (the agent, the pager): `HelperEnvironment`.
+    var helperEnvironment: [String: String] { HelperEnvironment.of(environment) }
     let paths: Paths
     let options: [String: String]
     /// How this command reaches the vault: the one home for it (the VaultAccess module).

@@ -57,6 +57,9 @@ enum ErrorReport {
             return describe(input)
         case let config as ConfigError:
             return describe(config)
+        case let malformed as MalformedKeyError:
+            return (.noKey, "the key from \(malformed.source) is more than one line, or holds a space or a control character; it was not used (a key is one line, and only a line break may follow it)",
+                    malformed.hint)
         case let api as GeminiError:
             return describe(api)
         case let google as GoogleError:
@@ -158,6 +161,9 @@ enum ErrorReport {
         case .empty: return (.usage, "an empty value was given", nil)
         case .tooLong(let limit): return (.usage, "the value is longer than \(limit) bytes", nil)
         case .mismatch: return (.usage, "the two entries do not match", nil)
+        case .notOneLine:
+            return (.usage, "the key is more than one line, or holds a space or a control character; nothing was stored (a key is one line, and only a line break may follow it)",
+                    "give only the key, for example: pass show gemini | head -n 1 | gemvault key set")
         case .unreadable(let what): return (.failure, "cannot read \(what)", nil)
         case .refused(let failure): return (.failure, failure.message, failure.fix)
         }
@@ -191,6 +197,8 @@ enum ErrorReport {
             return (.noKey, "key_command '\(command)' \(detail)\(shown)", "check the command with: gemvault config get key_command")
         case .keyFile(let vault):
             let (code, message, hint) = describe(vault)
+            // A refused file (someone else's, open to others, a link) exits 1 as every refused file does.
+            if case .refused = vault { return (code, message, hint) }
             return (code == .failure ? .noKey : code, message, hint)
         case .refused(let failure):
             return (.failure, failure.message, failure.fix)
@@ -199,6 +207,9 @@ enum ErrorReport {
 
     static func describe(_ error: AgentError) -> (ExitCode, String, String?) {
         switch error {
+        case .busy:
+            return (.failure, "the session is busy: its agent dropped this command's connection unanswered, also when asked again (many clients at once)",
+                    "try again in a moment; the session is still unlocked")
         case .notRunning:
             return (.failure, "no unlocked session for this vault", "run 'gemvault unlock'")
         case .locked:

@@ -31,7 +31,7 @@ let commandExamples: [String: [String]] = [
     "ask": ["gemvault ask \"one-line summary of RFC 9110\"", "git diff | gemvault ask \"review this\"", "gemvault ask --json \"hi\" | jq -r .text",
             "gemvault ask -a screenshot.png \"what does this error mean?\""],
     "models": ["gemvault models", "gemvault models --json | jq -r '.models[].name'"],
-    "history list": ["gemvault history list", "gemvault history list --json"],
+    "history list": ["gemvault history", "gemvault history list --json"],
     "history show": ["gemvault history show 3f2a", "PAGER=cat gemvault history show 3f2a"],
     "history search": ["gemvault history search \"rate limit\"", "gemvault history search quokka --json | jq -r '.conversations[].id'"],
     "history rm": ["gemvault history rm 3f2a", "gemvault history rm --older-than 30d", "gemvault history rm --all --yes   # scripts: no question"],
@@ -39,4 +39,5 @@ let commandExamples: [String: [String]] = [
     "exec": ["gemvault exec -- python3 app.py", "gemvault exec --key work -- npm test"],
     "completion": ["gemvault completion bash > ~/.local/share/bash-completion/completions/gemvault",
                    "gemvault completion fish > ~/.config/fish/completions/gemvault.fish"],
+    "version": ["gemvault version", "gemvault -v"],
 ]

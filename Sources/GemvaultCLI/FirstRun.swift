@@ -110,11 +110,11 @@ enum FirstRun {
     /// within `checkLimit`, the set-up stops with the check's exit code: it never goes on to
     /// a chat that would fail the same way. Returns the key the API accepted.
     private static func checkUntilAccepted(_ first: SecretBytes, name: String = "default", _ context: Context,
-                                           store: (SecretBytes) throws -> Void) throws -> SecretBytes {
+                                           vaultSettings: [String: String]? = nil, store: (SecretBytes) throws -> Void) throws -> SecretBytes {
         var key = first
         while true {
             do {
-                try check(key, context)
+                try check(key, context, vaultSettings: vaultSettings)
                 Console.note("the API accepted the key")
                 return key
             } catch let error as GeminiError where error.category == .refused {
@@ -133,8 +133,14 @@ enum FirstRun {
         }
     }
 
-    private static func check(_ key: SecretBytes, _ context: Context) throws {
-        let settings = try Settings.resolve(try context.settingLayers(try invocation(["chat"], context)))
+    /// `vaultSettings`: an existing vault's own (its endpoint, its model), as the chat will use them.
+    private static func check(_ key: SecretBytes, _ context: Context, vaultSettings: [String: String]?) throws {
+        var layers = try context.settingLayers(try invocation(["chat"], context))
+        if let vaultSettings {
+            layers.vaultSettings = vaultSettings
+            layers.vaultPath = context.vaultPath
+        }
+        let settings = try Settings.resolve(layers)
         let endpoint = try settings.endpoint(.endpoint)
         let limit = min(settings[.timeout], checkLimit)
         let configuration = ClientConfiguration(endpoint: endpoint, apiVersion: settings[.apiVersion], timeout: limit,
@@ -185,7 +191,7 @@ enum FirstRun {
             let key = try readKey(name: name)
             try store(key, false)
             if TerminalQuestion.offer("Check the key with one request to the Gemini API?") {
-                _ = try checkUntilAccepted(key, name: name, context) { try store($0, true) }
+                _ = try checkUntilAccepted(key, name: name, context, vaultSettings: vaultSettings) { try store($0, true) }
             }
             try run(["chat"], context)
         }

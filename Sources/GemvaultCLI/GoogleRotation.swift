@@ -293,8 +293,13 @@ enum GoogleRotation {
         // Any failure from here until the vault holds the new key deletes it again.
         let secret: SecretBytes
         do {
-            secret = try created.keyString ?? client.keyString(newName)
-            Redaction.register(secret)
+            let answered = try created.keyString ?? client.keyString(newName)
+            Redaction.register(answered)
+            // Google's answer is a source like any other: a second line would become extra headers.
+            guard let oneLine = answered.singleLineCredential() else {
+                throw GoogleError(.refused, "Google answered with a key string for \(newName) that is more than one line, or holds a space or a control character; gemvault does not keep it")
+            }
+            secret = oneLine
             let made = try client.get(newName)
             guard !made.isUnrestricted else {
                 throw GoogleError(.refused, "Google made \(newName) without restrictions; gemvault does not keep an unrestricted key")

@@ -7,9 +7,9 @@ import VaultCore
 
 let historyCommands: [CommandSpec] = [
     CommandSpec(path: ["history", "list"], arguments: "", argumentRange: 0...0,
-                summary: "saved conversations: id, title, model, turns, first and last dates",
+                summary: "saved conversations: id, title, model, turns, first and last dates (also plain 'gemvault history')",
                 options: [jsonOption], details: "Reading history needs the vault: an unlocked session, or its passphrase.",
-                run: HistoryCommand.list),
+                isGroupDefault: true, run: HistoryCommand.list),
     CommandSpec(path: ["history", "show"], arguments: "ID", argumentRange: 1...1,
                 summary: "print a saved conversation (any unique prefix of its id)",
                 options: [OptionSpec(name: "--raw", value: nil, help: "the text as saved, unstyled; escape sequences are shown as text, never run")],
@@ -253,7 +253,7 @@ enum HistoryCommand {
             text += style.bold(String(summary.id.prefix(8))) + "  " + Output.isoDate(summary.last) + "  " + EscapeNeutralizer.neutralize(summary.title) + "\n"
             for match in result.matches.prefix(5) {
                 let label = match.place == .title ? "title" : "\(match.place == .model ? "gemini" : match.place == .attachment ? "file" : "you") (turn \(match.turn))"
-                text += "  " + style.dim(label + ":") + " " + EscapeNeutralizer.neutralize(match.line) + "\n"
+                text += "  " + style.dim(label + ":") + " " + style.highlighting(EscapeNeutralizer.neutralize(query), in: EscapeNeutralizer.neutralize(match.line)) + "\n"
             }
             if result.matches.count > 5 { text += "  " + style.dim("… \(result.matches.count - 5) more") + "\n" }
         }

@@ -17,6 +17,7 @@ let vaultCommands: [CommandSpec] = [
                 summary: "store or replace an API key (hidden prompt, or stdin when it is not a terminal)",
                 options: [], details: """
                 NAME defaults to 'default'. The key is never taken from the command line. A replaced key is kept in the key's history.
+                A key is one line: a line break after it is dropped, but more lines (or a space or a control character) are refused (exit 64), never cut.
                 Google makes two kinds of key. An auth key (AQ. and about 50 more characters) is what Google AI Studio creates since 2026; it is stored silently.
                 A standard key (AIza and 35 more) is stored with a warning: the Gemini API rejects standard keys since September 2026.
                 To move: create an auth key at https://aistudio.google.com/apikey, run 'gemvault key rotate NAME' and paste it, then delete the old key there.
@@ -175,11 +176,12 @@ enum VaultCommand {
         Console.note("\(outcome.replaced ? "replaced" : "stored") key '\(name)' (\(key.masked))")
     }
 
-    /// An API key from a hidden prompt, or all of stdin when it is not a terminal; trimmed.
+    /// An API key from a hidden prompt, or all of stdin when it is not a terminal: its one line.
     static func readAPIKey(prompt: String) throws -> SecretBytes {
         let source: SecretSource = Terminal.stdinIsTerminal ? .terminal : .standardInput
-        let key = try SecretInput.read(from: source, prompt: prompt).trimmingWhitespace()
-        guard key.count > 0 else { throw SecretInputError.empty }
+        let input = try SecretInput.read(from: source, prompt: prompt)
+        guard input.trimmingWhitespace().count > 0 else { throw SecretInputError.empty }
+        guard let key = input.singleLineCredential() else { throw SecretInputError.notOneLine }
         Redaction.register(key)
         return key
     }

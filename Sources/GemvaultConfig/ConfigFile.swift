@@ -84,7 +84,7 @@ public struct ConfigFile: Sendable {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(object) else { throw .invalidFile(path: path, reason: "could not encode") }
         do {
-            try VaultStore.writePlainFile(path, Array(data) + [0x0a])
+            try VaultStore.writePlainFile(path, JSONLayout.tightenKeySeparators(Array(data)) + [0x0a])
         } catch .refused(let failure) {
             throw .refused(failure)
         } catch {

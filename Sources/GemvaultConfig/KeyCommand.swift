@@ -1,6 +1,15 @@
 import SystemIO
 import VaultCore
 
+/// The environment of a program gemvault starts for itself (the agent, the pager,
+/// `key_command`, `token_command`): no API key, which is none of its business, and no
+/// SSLKEYLOGFILE, which `main` keeps only so that doctor can report it.
+public enum HelperEnvironment {
+    public static func of(_ environment: [String: String]) -> [String: String] {
+        environment.filter { !["GEMINI_API_KEY", "GOOGLE_API_KEY", "SSLKEYLOGFILE"].contains($0.key) }
+    }
+}
+
 /// Runs `key_command` without a shell and captures its stdout as the key.
 public enum KeyCommand {
     static let outputLimit = 8192
@@ -42,11 +51,10 @@ public enum KeyCommand {
         }
         let program = arguments[0]
         let child: ChildProcess
-        // The command fetches the key: TLS secrets it logged would let anyone decrypt it.
-        var environment = environment
-        environment["SSLKEYLOGFILE"] = nil
+        // The command fetches the key: TLS secrets it logged would let anyone decrypt it, and
+        // an API key in the environment is not its to see.
         do {
-            child = try ProcessSpawner.spawn(arguments, environment: environment, input: .null, output: .pipe, errors: .pipe,
+            child = try ProcessSpawner.spawn(arguments, environment: HelperEnvironment.of(environment), input: .null, output: .pipe, errors: .pipe,
                                              ownProcessGroup: true)
         } catch {
             throw .keyCommandFailed(command: program, detail: "could not be started: \(error.reason)", stderr: "", setting: setting)
@@ -93,6 +101,11 @@ public enum KeyCommand {
         let key = output.trimmingWhitespace()
         guard key.count > 0 else {
             throw .keyCommandFailed(command: program, detail: "printed nothing on stdout", stderr: stderrText, setting: setting)
+        }
+        // A second line would go out as extra HTTP headers: one line, or nothing.
+        guard key.isHeaderSafe else {
+            throw .keyCommandFailed(command: program, detail: "printed more than one line, or a space or a control character (only one line, followed by nothing but a line break, is taken)",
+                                    stderr: stderrText, setting: setting)
         }
         return key
     }

@@ -112,6 +112,10 @@ public struct KeyResolver {
     public func resolve() throws -> (key: ResolvedKey, settings: Settings) {
         let resolved = try findKey()
         Redaction.register(resolved.key.secret)
+        // Every source is trimmed of surrounding white space; what is left must be one header-safe line.
+        guard resolved.key.secret.isHeaderSafe else {
+            throw MalformedKeyError(source: resolved.key.source.label, hint: resolved.key.source.replaceHint)
+        }
         return resolved
     }
 

@@ -124,7 +124,7 @@ public struct GoogleCredentials {
                 throw GoogleError(.credentials, "token_command '\(program)' \(detail)", hint: "check the command with: gemvault config get token_command",
                                   commandStderr: stderr)
             }
-            guard token.isPrintableASCII, !token.withUnsafeBytes({ $0.contains(0x20) }) else {
+            guard token.isHeaderSafe else {
                 throw GoogleError(.credentials, "token_command '\(program)' printed something that is not an access token (one line, no spaces)")
             }
             Redaction.register(token)
@@ -164,7 +164,12 @@ public struct GoogleCredentials {
     }
 
     func metadataAnswers() -> Bool {
-        guard let base = try? metadataBase() else { return false }
+        let base: String
+        do { base = try metadataBase() } catch {
+            // Silence here would leave "no credentials" unexplained.
+            settings.warn("the metadata server is not asked: " + error.message + (error.hint.map { " (\($0))" } ?? ""))
+            return false
+        }
         guard let answer = try? GoogleHTTP(timeout: 1).perform("GET", .plain(base + "/computeMetadata/v1/"), headers: ["Metadata-Flavor: Google"]) else {
             return false
         }
@@ -351,8 +356,11 @@ enum TokenEndpoint {
                                 ? "the credential may be revoked or expired; for gcloud's, run 'gcloud auth application-default login' again" : nil,
                               status: response.status, reason: answer?.error)
         }
-        guard token.isPrintableASCII else { throw GoogleError(.refused, "\(what) answered with a malformed access token") }
         Redaction.register(token)
-        return token
+        // One header-safe line, as every key and token gemvault sends must be.
+        guard let oneLine = token.singleLineCredential() else {
+            throw GoogleError(.refused, "\(what) answered with a malformed access token (more than one line, or a space or a control character)")
+        }
+        return oneLine
     }
 }

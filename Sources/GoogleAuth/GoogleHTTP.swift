@@ -34,13 +34,17 @@ public struct GoogleHTTP: Sendable {
 
     public static let maxAnswer = 1 << 20
 
-    /// Seconds allowed for connecting and for the whole answer's silence.
+    /// Seconds allowed for connecting and getting the headers, and again for the whole body.
     public var timeout: Double
 
     public init(timeout: Double) { self.timeout = timeout }
 
     public func perform(_ method: String, _ url: URLText, headers: [String], bearer: SecretBytes? = nil,
                         body: Body = .none) throws(TransportFailure) -> Response {
+        // Checked where the header is built, whatever the token's source checked before.
+        if let bearer, !bearer.isHeaderSafe {
+            throw TransportFailure(message: "the access token holds a line break or a character outside printable ASCII; nothing was sent", timedOut: false)
+        }
         let answer = AnswerBuffer()
         let context = Unmanaged.passRetained(answer)
         defer { context.release() }
@@ -66,8 +70,11 @@ public struct GoogleHTTP: Sendable {
                             var code = 0
                             let result = gv_http_perform(&request, { _, data, length, context in
                                 let answer = Unmanaged<AnswerBuffer>.fromOpaque(context!).takeUnretainedValue()
+                                // Bytes never restart the idle clock (a one-byte-at-a-time answer would hold
+                                // gemvault forever): as for Gemini's whole answers, the limit runs from the
+                                // end of the headers to the end of the body.
                                 return answer.append(UnsafeRawBufferPointer(start: data, count: length))
-                                    ? Int32(GV_HTTP_DATA_PROGRESS) : Int32(GV_HTTP_DATA_ABORT)
+                                    ? Int32(GV_HTTP_DATA_CONTINUE) : Int32(GV_HTTP_DATA_ABORT)
                             }, nil, context.toOpaque(), &code, &message, message.count)
                             status = code
                             return result
@@ -81,6 +88,7 @@ public struct GoogleHTTP: Sendable {
         case Int(GV_HTTP_ABORTED): throw TransportFailure(message: "the answer was larger than \(Self.maxAnswer >> 10) KiB", timedOut: false)
         case Int(GV_HTTP_IDLE_TIMEOUT): throw TransportFailure(message: "no answer within \(Int(timeout)) s", timedOut: true)
         case Int(GV_HTTP_LIBRARY_MISSING): throw TransportFailure(message: "libcurl.so.4 could not be loaded (install libcurl4)", timedOut: false)
+        case Int(GV_HTTP_REFUSED_HEADER): throw TransportFailure(message: "a request header holds a line break or a character outside printable ASCII; nothing was sent", timedOut: false)
         default:
             let text = message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
             throw TransportFailure(message: Redaction.redact(text), timedOut: false)

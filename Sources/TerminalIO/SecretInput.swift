@@ -23,6 +23,8 @@ public enum SecretInputError: Error, Equatable, Sendable {
     case empty
     case tooLong(limit: Int)
     case mismatch
+    /// A key with a second line, a space or a control character: it would become extra HTTP headers.
+    case notOneLine
     case unreadable(String)
     case refused(FileCheckFailure)
 }

@@ -28,4 +28,26 @@ public struct Style: Sendable {
     public func yellow(_ text: String) -> String { wrap("33", text) }
     public func blue(_ text: String) -> String { wrap("34", text) }
     public func gray(_ text: String) -> String { wrap("90", text) }
+    /// A found match: reverse video, seen in any colour scheme.
+    public func highlight(_ text: String) -> String { wrap("7", text) }
+
+    /// `text` with every occurrence of `query` (ignoring ASCII case) highlighted.
+    public func highlighting(_ query: String, in text: String) -> String {
+        guard enabled, !query.isEmpty else { return text }
+        let needle = query.map { $0.lowercased() }
+        let characters = Array(text)
+        let lowered = characters.map { $0.lowercased() }
+        var result = ""
+        var index = 0
+        while index < characters.count {
+            if index + needle.count <= characters.count, Array(lowered[index..<index + needle.count]) == needle {
+                result += highlight(String(characters[index..<index + needle.count]))
+                index += needle.count
+            } else {
+                result.append(characters[index])
+                index += 1
+            }
+        }
+        return result
+    }
 }

@@ -12,6 +12,23 @@ public enum Terminal {
     public static var stderrIsTerminal: Bool { isTerminal(STDERR_FILENO) }
 
     /// Columns of the terminal on stdout, or nil when it is not one.
+    /// `text` broken between words into lines of at most `width` characters (a longer word
+    /// stays whole); nil leaves it as it is. For gemvault's own prose, not for replies.
+    public static func wordWrapped(_ text: String, width: Int?) -> String {
+        guard let width, width > 0, text.count > width else { return text }
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            if !line.isEmpty, line.count + 1 + word.count > width {
+                lines.append(line)
+                line = ""
+            }
+            line += (line.isEmpty ? "" : " ") + word
+        }
+        lines.append(line)
+        return lines.joined(separator: "\n")
+    }
+
     public static var columns: Int? {
         let columns = Int(gv_terminal_columns(STDOUT_FILENO))
         return columns > 0 ? columns : nil
@@ -95,10 +112,31 @@ public enum Console {
     public static func err(_ text: String) { try? FileDescriptor.standardError.writeAll(Redaction.redact(text)) }
 
     /// What a command reports on its way (stored, unlocked, set): not an error, warning or hint.
-    public static func note(_ message: String) { err("gemvault: \(message)\n") }
-    public static func error(_ message: String) { err("gemvault: error: \(message)\n") }
-    public static func warning(_ message: String) { err("gemvault: warning: \(message)\n") }
-    public static func hint(_ message: String) { err("gemvault: hint: \(message)\n") }
+    public static func note(_ message: String) { labelled("gemvault: ", message) }
+    public static func error(_ message: String) { labelled("gemvault: error: ", message) }
+    public static func warning(_ message: String) { labelled("gemvault: warning: ", message) }
+    public static func hint(_ message: String) { labelled("gemvault: hint: ", message) }
+
+    /// On a terminal, a long message is broken between words to the window's width, its
+    /// later lines indented under its first word; in a pipe or a log it stays one line, for
+    /// grep. Redacted before it is broken, so a key is masked whole.
+    static func labelled(_ label: String, _ message: String) {
+        let text = Redaction.redact(label + message)
+        let columns = Int(gv_terminal_columns(STDERR_FILENO))
+        guard columns > 0, Terminal.stderrIsTerminal else {
+            try? FileDescriptor.standardError.writeAll(text + "\n")
+            return
+        }
+        let indent = columns - label.count >= 30 ? label.count : 2
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).flatMap { line -> [String] in
+            let wrapped = Terminal.wordWrapped(String(line), width: columns - 1).split(separator: "\n").map(String.init)
+            guard wrapped.count > 1 else { return wrapped.isEmpty ? [""] : wrapped }
+            // The later lines are broken again to the room the indent leaves.
+            let rest = Terminal.wordWrapped(wrapped.dropFirst().joined(separator: " "), width: columns - 1 - indent)
+            return [wrapped[0]] + rest.split(separator: "\n").map { String(repeating: " ", count: indent) + $0 }
+        }
+        try? FileDescriptor.standardError.writeAll(lines.joined(separator: "\n") + "\n")
+    }
 }
 
 /// Questions asked on the controlling terminal, never on stdin (which may be data).

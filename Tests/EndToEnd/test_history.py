@@ -338,6 +338,10 @@ def test_history_search_finds_matching_lines_ignoring_case(history):
     assert none.code == 0 and none.out == "" and "no saved conversation holds 'platypus'" in none.err
     none = env.run("history", "search", "platypus", "--json")
     assert none.code == 0 and json.loads(none.out)["conversations"] == [] and json.loads(none.out)["query"] == "platypus", none
+    # In colour, each match is highlighted (reverse video) in the line shown; piped, no escapes.
+    coloured = env.run("history", "search", "quokka", "--color", "always")
+    assert "the \x1b[7mQuokka\x1b[0m is a small marsupial" in coloured.out, coloured
+    assert "\x1b[7m" not in result.out
 
 
 PAGER_SCRIPT = """#!/usr/bin/env python3

@@ -2,6 +2,7 @@
 each passphrase is derived once, history list keeps an encrypted index and stays right when
 conversations change, and the benchmark suite itself runs."""
 import glob
+import importlib.util
 import json
 import os
 import re
@@ -120,6 +121,45 @@ def test_bench_suite_runs_in_its_quick_mode(tmp_path):
                     "## 7b. Live render", "## Summary"):
         assert section in proc.stdout
     assert proc.stdout.count("\n| ") >= 15
+
+
+def load_bench_suite():
+    spec = importlib.util.spec_from_file_location("bench_suite", os.path.join(ROOT, "bench", "suite.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def resident_mib():
+    with open("/proc/self/status") as handle:
+        return next(int(line.split()[1]) for line in handle if line.startswith("VmRSS:")) / 1024
+
+
+def test_bench_memory_figures_are_the_measured_programs_own_not_pythons(tmp_path):
+    """Linux keeps a process's high-water mark across exec, so a child forked from Python reads as
+    Python's size. bench/peak_rss.c, the launcher the memory section measures through, must
+    report a tiny program's own small peak while this Python holds 128 MiB."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler (cc), which bench/run needs to build the launcher")
+    launcher = str(tmp_path / "peak_rss")
+    subprocess.run(["cc", "-O2", "-o", launcher, os.path.join(ROOT, "bench", "peak_rss.c")], check=True)
+    suite = load_bench_suite()
+    ballast = b"\x01" * (128 << 20)  # written, so resident
+    assert resident_mib() >= 128
+    echo = [shutil.which("echo"), "a tiny program"]
+    _, _, peak = suite.streamed(echo, {"PATH": os.environ["PATH"]}, launcher)
+    assert 0 < peak < 16, "echo read as %.1f MiB; this Python holds %.1f MiB" % (peak, resident_mib())
+    # Through a pty as well (the 50-turn chat row): the launcher passes the terminal through.
+    from ptyrun import PtySession
+    peak_file = tmp_path / "chat.kib"
+    session = PtySession([launcher, str(peak_file), echo[0], "through a pty"], {"PATH": os.environ["PATH"]})
+    try:
+        session.expect("through a pty")
+        assert session.wait() == 0
+    finally:
+        session.close()
+    assert 0 < suite.launcher_peak(str(peak_file)) < 16
+    del ballast
 
 
 # -- unlock starts the agent while Argon2 runs ---------------------------------------------------

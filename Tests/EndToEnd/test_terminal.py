@@ -332,6 +332,8 @@ def test_save_expands_the_home_folder_and_asks_before_overwriting(api):
     s = PtySession([BIN, "chat", "--model", "echo"], api.vars)
     try:
         s.expect(r"you ›")
+        s.line("something to save")
+        s.expect(r"last=something to save")
         s.line("/save ~/notes.md")
         s.expect(r"notes.md exists. Replace it\? \[y/N\] ")
         s.line("n")

@@ -35,6 +35,7 @@ enum {
     GV_HTTP_CANCELLED = 4,       /* the tick callback asked to stop */
     GV_HTTP_ABORTED = 5,         /* the data callback asked to stop */
     GV_HTTP_CONNECTION_REFUSED = 6, /* every address refused the connection (ECONNREFUSED; message filled in) */
+    GV_HTTP_REFUSED_HEADER = 7,  /* a header holds a line break or another byte outside printable ASCII: nothing was sent */
 };
 
 /// Performs the request, streaming the body to `on_data`. Fills `status` and, on a
