@@ -27,6 +27,32 @@ public enum AttachmentReader {
     /// or an image or PDF Gemini reads, reached without following a link another account
     /// could have planted, and none of `secretFiles`.
     public static func read(_ path: String, secretFiles: [SecretFile] = []) throws(Failure) -> Attachment {
+        try readFile(path, secretFiles: secretFiles).attachment
+    }
+
+    /// An attachment with the file it was read from: the same file attached again (by the same
+    /// path, or another name for it) is noticed and sent once.
+    public struct AttachedFile: Sendable {
+        public let attachment: Attachment
+        let path: String
+        let device: UInt64
+        let inode: UInt64
+
+        func isSame(as other: AttachedFile) -> Bool {
+            path == other.path || (device == other.device && inode == other.inode)
+        }
+    }
+
+    /// The warning for `file` when it is among `files` already (it is then not added); nil for a new one.
+    public static func duplicate(_ file: AttachedFile, among files: [AttachedFile]) -> String? {
+        guard let earlier = files.first(where: file.isSame) else { return nil }
+        let shown = EscapeNeutralizer.neutralize(file.path)
+        if earlier.path == file.path { return "\(shown) is attached already; it is sent once" }
+        return "\(shown) is the same file as \(EscapeNeutralizer.neutralize(earlier.path)), attached already; it is sent once"
+    }
+
+    /// One file, with which file it is.
+    public static func readFile(_ path: String, secretFiles: [SecretFile] = []) throws(Failure) -> AttachedFile {
         let shown = EscapeNeutralizer.neutralize(path)
         let contents: InputFile.Contents
         do { contents = try InputFile.readWithStatus(path, limit: Attachment.fileLimit) } catch {
@@ -54,19 +80,25 @@ public enum AttachmentReader {
                           hint: "attach a copy without the secret in it")
         }
         do {
-            return try Attachment.make(name: path, bytes: contents.bytes)
+            return AttachedFile(attachment: try Attachment.make(name: path, bytes: contents.bytes), path: path,
+                                device: contents.status.device, inode: contents.status.inode)
         } catch {
             throw Failure(message: "cannot attach \(shown): it is neither UTF-8 text nor an image (PNG, JPEG, WebP, GIF, HEIC, HEIF) or a PDF",
                           hint: "Gemini reads those kinds of files; gemvault tells them apart by their first bytes, not their names")
         }
     }
 
-    /// Every file, and together no more than `Attachment.messageLimit` bytes.
-    public static func read(_ paths: [String], secretFiles: [SecretFile] = []) throws(Failure) -> [Attachment] {
-        var attachments: [Attachment] = []
-        for path in paths { attachments.append(try read(path, secretFiles: secretFiles)) }
-        try checkTotal(attachments)
-        return attachments
+    /// Every file once (with a warning for each given again), together no more than
+    /// `Attachment.messageLimit` bytes.
+    public static func read(_ paths: [String], secretFiles: [SecretFile] = []) throws(Failure) -> (files: [AttachedFile], warnings: [String]) {
+        var files: [AttachedFile] = []
+        var warnings: [String] = []
+        for path in paths {
+            let file = try readFile(path, secretFiles: secretFiles)
+            if let warning = duplicate(file, among: files) { warnings.append(warning) } else { files.append(file) }
+        }
+        try checkTotal(files.map(\.attachment))
+        return (files, warnings)
     }
 
     public static func checkTotal(_ attachments: [Attachment]) throws(Failure) {

@@ -16,15 +16,18 @@ public final class ChatREPL {
     private let allowSecrets: Bool
     /// Saves each kept turn, when history is on.
     private let recorder: ConversationRecorder?
-    /// `chat --bubbles`: each message drawn as a bubble, the model's growing as it streams.
-    private let bubbles: Bool
+    /// `chat --bubbles` (or `chat_style`, or `/bubbles`): each message drawn as a bubble, the model's growing as it streams.
+    private var bubbles: Bool
+    /// Why bubbles are not drawn where the cursor cannot move.
+    public static let noBubbles = "bubbles need a terminal that can move the cursor (stdout is not a terminal, or TERM=dumb): the chat is drawn plain"
     /// Replies rendered from markdown (a terminal without --raw), and how.
     private let markdown: MarkdownRenderer?
     private var pendingRetry: (message: String, attachments: [Attachment])?
     /// The last message whose turn failed (no reply kept): what `/retry` sends again.
     private var failedMessage: (message: String, attachments: [Attachment])?
-    /// Files that go with the next message (`chat -a`, `/attach`).
-    public private(set) var pendingAttachments: [Attachment]
+    /// Files that go with the next message (`chat -a`, `/attach`), each file once.
+    private var pendingFiles: [AttachmentReader.AttachedFile]
+    public var pendingAttachments: [Attachment] { pendingFiles.map(\.attachment) }
     /// Where `/copy` sends its text.
     private let clipboard: TerminalClipboard
     /// Files `/attach` never takes (the passphrase file the command was given).
@@ -39,9 +42,9 @@ public final class ChatREPL {
 
     public init(conversation: Conversation, client: GeminiClient, style: Style, interactive: Bool, allowSecrets: Bool = false,
                 recorder: ConversationRecorder? = nil, bubbles: Bool = false, markdown: MarkdownRenderer? = nil,
-                attachments: [Attachment] = [], secretFiles: [AttachmentReader.SecretFile] = [],
+                attachments: [AttachmentReader.AttachedFile] = [], secretFiles: [AttachmentReader.SecretFile] = [],
                 clipboard: TerminalClipboard = TerminalClipboard(environment: [:], outputIsTerminal: false)) {
-        self.pendingAttachments = attachments
+        self.pendingFiles = attachments
         self.secretFiles = secretFiles
         self.clipboard = clipboard
         self.recorder = recorder
@@ -93,6 +96,7 @@ public final class ChatREPL {
             let banner = "gemvault chat with \(EscapeNeutralizer.neutralize(conversation.model)). Enter sends, \"\"\" starts a multi-line block, /help lists commands, Ctrl-D leaves."
             // Broken between words, never mid-word by the terminal's own wrap.
             Console.err(Terminal.wordWrapped(banner, width: Terminal.size?.columns).split(separator: "\n").map { style.dim(String($0)) }.joined(separator: "\n") + "\n")
+            for file in pendingFiles { Console.err("attached \(file.attachment.label); it goes with your first message\n") }
         }
         while true {
             guard let input = try readMessage() else {
@@ -111,7 +115,7 @@ public final class ChatREPL {
                 if stopReason != nil { break }
                 continue
             }
-            try send(input, attachments: pendingAttachments)
+            try send(input, attachments: pendingAttachments, typedRows: typedRows)
             if stopReason != nil { break }
         }
     }
@@ -121,6 +125,14 @@ public final class ChatREPL {
     private var bracketedPaste = false
     private static let pasteOff: StaticString = "\u{1B}[?2004l"
     private static let pasteOn: StaticString = "\u{1B}[?2004h"
+
+    /// The rows the message being read took on the screen (prompts, typed and pasted lines),
+    /// which a bubble replaces.
+    private var typedRows = 0
+
+    /// The rows `columns` columns of text from the left edge take; a full last row puts the
+    /// cursor on the next one, as libedit does.
+    private static func rows(_ columns: Int) -> Int { columns / max(1, windowSize().columns) + 1 }
 
     private func readLine(_ prompt: String) -> String?? {
         gv_interrupt_clear()
@@ -139,7 +151,9 @@ public final class ChatREPL {
             return nil
         }
         defer { free(raw) }
-        return .some(String(cString: raw))
+        let text = String(cString: raw)
+        if interactive { typedRows += Self.rows(DisplayWidth.of(Self.visible(prompt)) + DisplayWidth.of(EscapeNeutralizer.neutralize(text))) }
+        return .some(text)
     }
 
     /// The key a resize at the prompt arrives as (from gv_paste_getc), bound to `redrawAfterResize`.
@@ -185,6 +199,7 @@ public final class ChatREPL {
     /// One message: a line, a pasted block, or a `"""` block. nil at end of input.
     func readMessage() throws(StandardOutputFailure) -> String? {
         while true {
+            typedRows = 0
             guard let line = readLine(interactive ? userPrompt : "") else { return nil }
             guard var text = line else {
                 Console.err("\n" + style.dim("(Ctrl-C only stops a reply; type /exit or press Ctrl-D to leave)") + "\n")
@@ -218,7 +233,11 @@ public final class ChatREPL {
         guard let raw = gv_paste_take() else { return nil }
         defer { free(raw) }
         let text = String(cString: raw)
-        if interactive { try Console.out(style.dim(EscapeNeutralizer.neutralize(text)) + "\n") }
+        if interactive {
+            let shown = EscapeNeutralizer.neutralize(text)
+            try Console.out(style.dim(shown) + "\n")
+            typedRows += shown.split(separator: "\n", omittingEmptySubsequences: false).reduce(0) { $0 + Self.rows(DisplayWidth.of(String($1))) }
+        }
         return text
     }
 
@@ -258,25 +277,25 @@ public final class ChatREPL {
         }
     }
 
-    func send(_ message: String, attachments: [Attachment] = []) throws(StandardOutputFailure) {
+    /// Sends `message`; `typedRows` are the rows it took as typed just above, which its bubble replaces.
+    func send(_ message: String, attachments: [Attachment] = [], typedRows: Int = 0) throws(StandardOutputFailure) {
         if let reason = stopCheck?() {
             stopReason = reason
             return
         }
+        // A question about a credential in the message stands between it and the bubble: it stays.
+        let typedLinesAbove = typedRows > 0 && SecretScanner.findings(in: message).isEmpty
         guard maySend(message) else { return }
         gv_interrupt_clear()
         // Echo off while the reply streams: keys typed meanwhile wait unseen for the next prompt,
         // which shows them, instead of landing in the reply (an Enter would break its redraw).
         let quiet = interactive && Terminal.stdinIsTerminal && gv_tty_quiet_begin(STDIN_FILENO) == 0
         defer { if quiet { gv_tty_quiet_end() } }
-        if bubbles {
-            let layout = BubbleLayout(width: Self.windowSize().columns, color: true)
-            try Console.out(layout.bubble(EscapeNeutralizer.neutralize(message), from: .user).joined(separator: "\n") + "\n")
-        }
+        try showUserMessage(message, attachments: attachments, erasingRows: typedLinesAbove ? typedRows : 0)
         // On a terminal the reply is drawn live: rendered from markdown, or plain in a bubble with --raw.
         let live: LiveReply?
         if bubbles {
-            live = LiveReply(markdown: markdown, frame: .bubble(color: true), size: Self.windowSize, reflows: Terminal.reflowsOnResize)
+            live = LiveReply(markdown: markdown, frame: .bubble(color: style.enabled), size: Self.windowSize, reflows: Terminal.reflowsOnResize)
         } else if let markdown {
             live = LiveReply(markdown: markdown, frame: .labelled(Self.liveModelLabel), size: Self.windowSize, reflows: Terminal.reflowsOnResize)
         } else {
@@ -294,7 +313,7 @@ public final class ChatREPL {
             }
             if let turn = conversation.record(user: message, attachments: attachments, result: result) {
                 recorder?.record(turn, in: conversation, now: Clock.now())
-                pendingAttachments = []
+                pendingFiles = []
                 failedMessage = nil
             }
         } catch let failure as StandardOutputFailure {
@@ -307,7 +326,7 @@ public final class ChatREPL {
             if partial.error.reason == "MAX_TOKENS" && !partial.result.text.isEmpty,
                let turn = conversation.record(user: message, attachments: attachments, result: partial.result) {
                 recorder?.record(turn, in: conversation, now: Clock.now())
-                pendingAttachments = []
+                pendingFiles = []
                 failedMessage = nil
             }
         } catch let error as GeminiError {
@@ -318,6 +337,26 @@ public final class ChatREPL {
             Console.error("\(error)")
         }
         gv_interrupt_clear()
+    }
+
+    /// The user's message as sent: in bubbles, its bubble (with its files) in place of the lines
+    /// as typed; plain, the files under the line typed.
+    private func showUserMessage(_ message: String, attachments: [Attachment], erasingRows rows: Int) throws(StandardOutputFailure) {
+        guard interactive else { return }
+        let files = attachments.map { "📎 " + $0.label }
+        if bubbles {
+            let window = Self.windowSize()
+            let layout = BubbleLayout(width: window.columns, color: style.enabled)
+            var text = ""
+            // Back to the first row typed (as far as the window reaches) and erased from there down.
+            let up = min(rows, max(0, window.rows - 1))
+            if up > 0 { text += "\r\u{1B}[\(up)A\u{1B}[J" }
+            let lines = layout.messageLines(EscapeNeutralizer.neutralize(message), from: .user) + files.map { StyledLine($0, style: TextStyle(dim: true)) }
+            text += layout.bubble(lines: lines, from: .user).map { $0.encoded(styled: style.enabled) }.joined(separator: "\n") + "\n"
+            try Console.out(text)
+        } else if !files.isEmpty {
+            try Console.out(files.map { "      " + style.dim($0) }.joined(separator: "\n") + "\n")
+        }
     }
 
     private func report(_ error: GeminiError) {
@@ -336,6 +375,7 @@ public final class ChatREPL {
     /temperature T      set the temperature (0 to 2)
     /attach FILE        send a file with the next message (text, image or PDF)
     /detach             drop the files waiting for the next message
+    /bubbles [on|off]   draw messages as bubbles or plain lines (alone, switch)
     /copy               copy the last reply to the clipboard (OSC 52)
     /copy code [N]      copy code block N, as numbered in its frame (default the last)
     /clear              start a new conversation
@@ -359,7 +399,9 @@ public final class ChatREPL {
             attach(argument)
         case "/detach":
             Console.err(pendingAttachments.isEmpty ? "no files are waiting\n" : "dropped \(pendingAttachments.count) file\(pendingAttachments.count == 1 ? "" : "s")\n")
-            pendingAttachments = []
+            pendingFiles = []
+        case "/bubbles":
+            switchBubbles(argument)
         case "/copy":
             try copy(argument)
         case "/models":
@@ -429,6 +471,25 @@ public final class ChatREPL {
         return true
     }
 
+    /// `/bubbles [on|off]`: the chat's style from the next message on.
+    private func switchBubbles(_ argument: String) {
+        let wanted: Bool
+        switch argument.lowercased() {
+        case "": wanted = !bubbles
+        case "on": wanted = true
+        case "off": wanted = false
+        default:
+            Console.error("/bubbles takes on or off (alone, it switches)")
+            return
+        }
+        if wanted && !Terminal.canRedraw {
+            Console.note(Self.noBubbles)
+            return
+        }
+        bubbles = wanted
+        Console.err("bubbles \(wanted ? "on" : "off")\n")
+    }
+
     /// The start of a message on one line, for "removed …": neutralised, at most 60 characters.
     static func excerpt(_ text: String) -> String {
         let line = EscapeNeutralizer.neutralize(text.split(whereSeparator: \.isNewline).first.map(String.init) ?? "")
@@ -459,16 +520,21 @@ public final class ChatREPL {
     /// lists the waiting ones.
     private func attach(_ argument: String) {
         guard !argument.isEmpty else {
-            if pendingAttachments.isEmpty { Console.err("no files are waiting; /attach FILE adds one\n") }
+            if pendingFiles.isEmpty { Console.err("no files are waiting; /attach FILE adds one\n") }
             else { Console.err("waiting for the next message: " + pendingAttachments.map(\.label).joined(separator: ", ") + "\n") }
             return
         }
         let path = ProcessIdentity.expandingTilde(argument)
         do throws(AttachmentReader.Failure) {
-            let attachment = try AttachmentReader.read(path, secretFiles: secretFiles)
+            let file = try AttachmentReader.readFile(path, secretFiles: secretFiles)
+            if let warning = AttachmentReader.duplicate(file, among: pendingFiles) {
+                Console.warning(warning)
+                return
+            }
+            let attachment = file.attachment
             try AttachmentReader.checkTotal(pendingAttachments + [attachment])
             guard mayAttach(attachment) else { return }
-            pendingAttachments.append(attachment)
+            pendingFiles.append(file)
             Console.err("attached \(attachment.label); it goes with your next message\n")
         } catch {
             Console.error(error.message)

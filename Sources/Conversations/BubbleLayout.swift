@@ -1,7 +1,8 @@
 /// The seed's chat screen drawn in a terminal: the user's messages in right-aligned blue
 /// bubbles with their avatar on the right, the model's in left-aligned gray bubbles with its
 /// avatar on the left. The user's bubble fits its text, up to 70 % of the width; the model's
-/// takes the width but for a margin, so a reply streams into it without its frame moving.
+/// fits its reply, up to the width but for a margin (a live reply grows its box while it is
+/// redrawn, and takes the widest box once it is taller than the part of the window redrawn).
 /// Every line is measured by display width and is never wider than `width`; what cannot be
 /// wrapped (a code line, a table row, a URL) is clipped at the frame with a `…`.
 public struct BubbleLayout: Sendable {

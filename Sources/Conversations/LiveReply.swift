@@ -129,7 +129,7 @@ public final class LiveReply {
     private let synchronized: Bool
     private let clock: () -> Double
 
-    /// Final blocks not drawn yet.
+    /// Final blocks not printed for good yet (a bubble fitting its reply keeps them open).
     private var finalBlocks: [MarkdownBlock] = []
     /// Blocks printed for good so far, for the blank line between blocks.
     private var printedBlocks = 0
@@ -144,6 +144,8 @@ public final class LiveReply {
     private var started = false
     private var ended = false
     private var bubbleTopPrinted = false
+    /// The bubble's box, fixed once its top is printed for good; until then it fits the widest line.
+    private var bubbleBox: Int?
     private var dirty = false
     private var nextDrawTime = 0.0
     private var lastSize: TerminalSize?
@@ -154,7 +156,10 @@ public final class LiveReply {
     public init(markdown renderer: MarkdownRenderer?, frame: Frame, size: @escaping () -> TerminalSize, reflows: Bool,
                 synchronized: Bool = true, clock: @escaping () -> Double = Clock.monotonicSeconds) {
         self.source = renderer.map { MarkdownBlockSplitter(renderer: $0) as any ReplyBlockSource } ?? PlainTextSource()
-        self.styled = renderer?.styled ?? true
+        var frameColor = true
+        if case .bubble(let color) = frame { frameColor = color }
+        // Plain text (no renderer) takes its colours from the frame: none under NO_COLOR.
+        self.styled = renderer?.styled ?? frameColor
         self.frame = frame
         self.size = size
         self.reflows = reflows
@@ -236,31 +241,50 @@ public final class LiveReply {
         }
         let finalBlockCount = finalBlocks.count
         finalBlocks.forEach(add)
-        printedBlocks = blocksBefore
-        finalBlocks = []
         let finalCount = lines.count
         if !final { source.openBlocks().forEach(add) }
         if lines.isEmpty && !started { return "" }
 
         var printCount = final ? lines.count : finalCount
-        // The open part takes at most half the window (the bubble's bottom included), so that it
+        // A bubble whose top is not printed yet keeps all its lines open while they fit the
+        // room, so that its box can still fit the widest of them.
+        let fitting = bubble != nil && bubbleBox == nil
+        if fitting && !final { printCount = 0 }
+        // The open part takes at most half the window (the bubble's frame lines included), so that it
         // can still be reached after the window is narrowed to half its width and it wraps again.
-        let room = max(1, (window.rows - 1) / 2 - (bubble == nil ? 0 : 1))
+        let room = max(1, (window.rows - 1) / 2 - (bubble == nil ? 0 : fitting ? 2 : 1))
         if lines.count - printCount > room { printCount = lines.count - room }
-        // The next layout starts at the first line left open, in the blocks that stay open.
-        if printCount < lines.count && blocks[printCount] >= finalBlockCount {
-            resume = (blocks[printCount] - finalBlockCount, lines[printCount].position)
+        // Blocks printed whole are done; the next layout starts at the first line left open.
+        if printCount < lines.count {
+            let first = blocks[printCount]
+            let done = min(first, finalBlockCount)
+            finalBlocks.removeFirst(done)
+            printedBlocks += done
+            resume = (first - done, lines[printCount].position)
         } else {
+            finalBlocks = []
+            printedBlocks += finalBlockCount
             resume = nil
         }
 
-        // In a bubble each line gets its frame; the top is printed with the first line.
-        if let (layout, box) = bubble {
+        // In a bubble each line gets its frame; the top is printed for good with the first line.
+        if let (layout, widest) = bubble {
+            let box: Int
+            if let fixed = bubbleBox {
+                box = fixed
+            } else {
+                // Streaming on past the room, later lines may be wider: the box takes the width then.
+                let fitted = min(widest, max(Self.smallestBox, (lines.map(\.width).max() ?? 0) + 4))
+                box = printCount > 0 && !final ? widest : fitted
+                if printCount > 0 { bubbleBox = box }
+            }
             lines = lines.map { layout.middle($0, .model, box: box) }
             if !bubbleTopPrinted {
                 lines.insert(layout.top(.model, box: box), at: 0)
-                printCount += 1
-                bubbleTopPrinted = true
+                if printCount > 0 {
+                    printCount += 1
+                    bubbleTopPrinted = true
+                }
             }
             lines.append(layout.bottom(.model, box: box))
             if final { printCount = lines.count }
@@ -314,6 +338,9 @@ public final class LiveReply {
         text += synchronized ? "\u{1B}[?2026l" : ""
         return text
     }
+
+    /// The narrowest bubble: a frame around a few columns.
+    private static let smallestBox = 8
 
     /// The position of the blank line before a block: ahead of everything in it.
     private static let separator = LinePosition(unit: -1, offset: 0)

@@ -13,7 +13,7 @@ let chatCommands: [CommandSpec] = [
                 options: generationOptions + keySourceOptions + [attachOption, keepAttachmentsOption, allowSecretsOption, noSaveOption,
                     OptionSpec(name: "--continue", value: nil, help: "go on with the latest saved chat (not an ask), with the model it used"),
                     OptionSpec(name: "--resume", value: "ID", help: "go on with a saved conversation (any unique prefix of its id), with its model unless --model is given"),
-                    OptionSpec(name: "--bubbles", value: nil, help: "draw messages as chat bubbles (on a terminal without NO_COLOR)"),
+                    OptionSpec(name: "--bubbles", value: nil, help: "draw messages as chat bubbles (on a terminal that can move the cursor); also the 'chat_style' setting"),
                     rawOption],
                 details: """
                 Type /help inside the chat for its commands. Multi-line input: paste it, or open and close a block with \"\"\".
@@ -61,19 +61,25 @@ enum ChatCommand {
     }
 
     /// The files of `-a`, read and checked before anything is asked or sent; a key inside a
-    /// text file is handled like one in the prompt.
-    static func attachments(_ call: Invocation) throws -> [Attachment] {
+    /// text file is handled like one in the prompt. A file given twice is sent once, with a warning.
+    static func attachedFiles(_ call: Invocation) throws -> [AttachmentReader.AttachedFile] {
         let paths = call.values("--attach").map(ProcessIdentity.expandingTilde)
         guard !paths.isEmpty else { return [] }
-        let attachments: [Attachment]
-        do { attachments = try AttachmentReader.read(paths, secretFiles: secretFiles(call.context)) } catch {
+        let files: [AttachmentReader.AttachedFile]
+        do {
+            let read = try AttachmentReader.read(paths, secretFiles: secretFiles(call.context))
+            read.warnings.forEach(Console.warning)
+            files = read.files
+        } catch {
             throw CommandFailure(.failure, error.message, hint: error.hint)
         }
-        for (name, text) in AttachmentReader.scannedText(attachments) {
+        for (name, text) in AttachmentReader.scannedText(files.map(\.attachment)) {
             try checkForSecrets(text, call, what: "attached file \(EscapeNeutralizer.neutralize(name))")
         }
-        return attachments
+        return files
     }
+
+    static func attachments(_ call: Invocation) throws -> [Attachment] { try attachedFiles(call).map(\.attachment) }
 
     /// The passphrase files this command was given: never attached, whatever they hold.
     static func secretFiles(_ context: Context) -> [AttachmentReader.SecretFile] {
@@ -130,7 +136,7 @@ enum ChatCommand {
     }
 
     static func chat(_ call: Invocation) throws {
-        let attachments = try attachments(call)
+        let attachments = try attachedFiles(call)
         // A wrong id is found before the key is resolved: it needs no passphrase.
         let resumed = try call.value("--resume").map(call.context.history.resolve)
         let (client, settings, keySource) = try clientWithKey(call, modelsAdvice: "type /models to list the models your key can use")
@@ -164,7 +170,11 @@ enum ChatCommand {
         let (recorder, notice) = context.recorder(call, settings: settings, kind: "chat", resuming: writer, system: system)
         if let notice { Console.note(notice) }
         let chatStyle = context.style(settings, fd: FileDescriptor.standardOutput.raw)
-        let bubbles = call.flag("--bubbles") && chatStyle.enabled && Terminal.canRedraw
+        // Bubbles are frames, not colours: NO_COLOR draws them without colour. They need a
+        // terminal that can move the cursor; asked for where there is none, the chat says so.
+        let wantsBubbles = call.flag("--bubbles") || settings[.chatStyle] == "bubbles"
+        let bubbles = wantsBubbles && Terminal.canRedraw
+        if wantsBubbles && !bubbles && (call.flag("--bubbles") || Terminal.stdoutIsTerminal) { Console.note(ChatREPL.noBubbles) }
         let repl = ChatREPL(conversation: conversation, client: client, style: chatStyle,
                             interactive: Terminal.stdinIsTerminal, allowSecrets: call.flag("--allow-secrets"), recorder: recorder,
                             bubbles: bubbles, markdown: markdownRenderer(call, chatStyle), attachments: attachments,

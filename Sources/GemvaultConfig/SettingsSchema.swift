@@ -161,6 +161,8 @@ extension Setting where Value == String {
     public static let key = with("key", .keyName, default: "default", "name of the vault key to use", text)
     public static let history = with("history", .choice(["on", "off"]), default: "on", "keep encrypted conversation history", text)
     public static let color = with("color", .choice(["auto", "always", "never"]), default: "auto", "colour output", text)
+    public static let chatStyle = with("chat_style", .choice(["plain", "bubbles"]), default: "plain",
+                                       "how chat draws messages: plain lines, or bubbles (as --bubbles; /bubbles switches in a chat)", text)
     public static let apikeysEndpoint = with("apikeys_endpoint", .endpoint, default: defaultAPIKeysEndpoint,
                                              "API Keys service base URL for key rotate --create (https, or http on loopback)", text)
 }
@@ -203,7 +205,7 @@ public enum SettingsSchema {
         Setting.systemPrompt.spec, Setting.endpoint.spec, Setting.apiVersion.spec, Setting.timeout.spec, Setting.retries.spec,
         Setting.key.spec, Setting.keyCommand.spec, Setting.keyCommandTimeout.spec, Setting.rotationDays.spec,
         Setting.apikeysEndpoint.spec, Setting.tokenCommand.spec, Setting.quotaProject.spec,
-        Setting.sessionIdle.spec, Setting.sessionMax.spec, Setting.history.spec, Setting.color.spec,
+        Setting.sessionIdle.spec, Setting.sessionMax.spec, Setting.history.spec, Setting.color.spec, Setting.chatStyle.spec,
     ]
 
     public static func spec(named name: String) -> SettingSpec? { all.first { $0.name == name } }

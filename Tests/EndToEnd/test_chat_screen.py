@@ -1,6 +1,7 @@
 """What a newcomer sees of the chat in a real terminal (issue 25): keys typed while a reply
 streams, resizes at the prompt, tables that must fit the window, attachments and bubbles. Each
 is checked on the vt.py emulator, at the sizes people use (100, 60 and 40 columns)."""
+import json
 import os
 import re
 import signal
@@ -231,5 +232,218 @@ def test_a_wide_table_fits_a_window_of_60_columns(terminal, bubbles):
     # The long cell wraps inside its column: its words read in order down the column.
     column = " ".join(row.split("│")[1].strip() for row in table if "│" in row)
     assert "The number of seconds a request may take before gemvault gives up on it" in " ".join(column.split()), column
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def user_turn(lines, message, bubbles):
+    """The rows of the user's turn that sent `message`: the prompt line (plain) or the bubble."""
+    if bubbles:
+        start = max(index for index, line in enumerate(lines) if re.search(r"│ *%s" % re.escape(message), line))
+        top = max(index for index in range(start + 1) if "╭" in lines[index])
+        bottom = next(index for index in range(start, len(lines)) if "╰" in lines[index])
+        return lines[top:bottom + 1]
+    start = max(index for index, line in enumerate(lines) if line.startswith("you › " + message))
+    end = next(index for index in range(start + 1, len(lines)) if "gemini ›" in lines[index])
+    return lines[start:end]
+
+
+@pytest.mark.parametrize("bubbles", [False, True])
+def test_attached_files_show_with_the_users_message(terminal, api, tmp_path, bubbles):
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\nThe quokka is a small marsupial.\n")
+    other = tmp_path / "plan.txt"
+    other.write_text("step one\nstep two\n" * 40)
+    s = terminal("chat", "--no-save", "--model", "echo", "-a", str(notes), *(["--bubbles"] if bubbles else []), columns=60)
+    # The file given with -a is named before the first message, as /attach names its file.
+    s.expect(r"notes\.md \(42 bytes, text/plain\)")
+    send(s, "summarise")
+    turn = user_turn(s.screen.all_lines(), "summarise", bubbles)
+    assert any("📎 notes.md (42 bytes, text/plain)" in line for line in turn), turn
+    # The next message has no file: nothing is shown with it.
+    send(s, "thanks")
+    turn = user_turn(s.screen.all_lines(), "thanks", bubbles)
+    assert not any("📎" in line for line in turn), turn
+    s.mark()
+    s.line("/attach " + str(other))
+    s.expect(r"attached plan\.txt \(720 bytes, text/plain\)")
+    before = s.screen.overflows
+    send(s, "and this")
+    # Nothing of the message and its file went past the window's edge.
+    assert s.screen.overflows == before, "\n".join(s.screen.window())
+    turn = user_turn(s.screen.all_lines(), "and this", bubbles)
+    assert any("📎 plan.txt (720 bytes, text/plain)" in line for line in turn), turn
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def file_parts(request):
+    parts = json.loads(request["body"])["contents"][-1]["parts"]
+    return [part["text"].split("\n")[0] for part in parts if part.get("text", "").startswith("File: ")]
+
+
+def test_the_same_file_attached_twice_is_sent_once_with_a_warning(terminal, api, tmp_path):
+    notes = tmp_path / "notes.md"
+    notes.write_text("quokka facts\n")
+    # Another name for the same file (a hard link): the same device and inode.
+    alias = tmp_path / "alias.md"
+    os.link(notes, alias)
+    s = terminal("chat", "--no-save", "--model", "echo", "-a", str(notes), "-a", str(notes), "-a", str(alias))
+    s.expect(r"warning: .*notes\.md is attached already; it is sent once")
+    s.expect(r"warning: .*alias\.md is .*notes\.md, attached already; it is sent once")
+    s.expect(r"you ›")
+    s.mark()
+    s.line("/attach " + str(alias))
+    s.expect(r"warning: .*alias\.md is .*notes\.md, attached already; it is sent once")
+    send(s, "what is in it")
+    assert file_parts(api.server.requests()[-1]) == ["File: notes.md"]
+    # Once sent, the same file may go with a later message again.
+    s.mark()
+    s.line("/attach " + str(notes))
+    s.expect(r"attached notes\.md")
+    send(s, "again")
+    assert file_parts(api.server.requests()[-1]) == ["File: notes.md"]
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_ask_sends_a_file_attached_twice_once(api, tmp_path):
+    notes = tmp_path / "notes.md"
+    notes.write_text("quokka facts\n")
+    result = api.run("ask", "--model", "echo", "-a", str(notes), "-a", str(notes), "what", passphrase=False)
+    assert result.code == 0, result
+    assert "notes.md is attached already; it is sent once" in result.err, result
+    assert file_parts(api.server.requests()[-1]) == ["File: notes.md"]
+
+
+def test_bubbles_show_the_users_message_once(terminal, api):
+    s = terminal("chat", "--no-save", "--model", "echo", "--bubbles", columns=60)
+    long = " ".join("word%02d" % number for number in range(20))
+    send(s, "hello there")
+    # A line wider than the window, which took three rows as it was typed.
+    send(s, long)
+    # A block of several lines, each typed after its own prompt.
+    s.expect(r"you ›")
+    s.line('"""')
+    s.line("first line")
+    s.line("second line")
+    s.mark()
+    s.line('"""')
+    s.expect(r"you ›")
+    s.read_available(0.1)
+    lines = s.screen.all_lines()
+    # Each message is in its bubble only: the lines as typed were replaced by it.
+    assert [line for line in lines if "you ›" in line or "…" in line] == ["you ›"], lines
+    assert sum("│ hello there" in line for line in lines) == 1, lines
+    # (The model's bubble, on the left, echoes it.)
+    assert sum(line.count("word19") for line in lines if not line.startswith(("   │", "🤖"))) == 1, lines
+    assert any("│ first line" in line for line in lines) and any("│ second line" in line for line in lines), lines
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def model_bubbles(lines):
+    """Each model bubble: its top row's box width, and the widths of its text rows."""
+    bubbles = []
+    for index, line in enumerate(lines):
+        if line.startswith("🤖 ╭"):
+            box = text_width(line[2:].strip())
+            rows = []
+            for row in lines[index + 1:]:
+                if "╰" in row:
+                    break
+                inner = row[3:]
+                assert inner.startswith("│ ") and inner.rstrip().endswith(" │"), row
+                rows.append(text_width(inner.rstrip()[2:-2].rstrip()))
+            bubbles.append((box, rows))
+    return bubbles
+
+
+@pytest.mark.parametrize("model,columns", [("ok", 100), ("code", 100), ("steady", 140)])
+def test_a_model_bubble_fits_its_reply(terminal, model, columns):
+    # "steady" streams one line in twelve pieces: the bubble grows with it.
+    s = terminal("chat", "--no-save", "--model", model, "--bubbles", columns=columns, rows=40)
+    send(s, "count slowly")
+    (box, rows), = model_bubbles(s.screen.all_lines())
+    # The box is as wide as its widest line needs, not the window's width.
+    assert box == max(rows) + 4, (box, rows, s.screen.all_lines())
+    assert box < columns - 3 - columns // 10, (box, rows)
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_a_tall_model_bubble_still_takes_the_width_it_needs(terminal):
+    # Taller than the window: its first lines are printed for good before its widest is known.
+    s = terminal("chat", "--no-save", "--model", "tall", "--bubbles", columns=60, rows=20)
+    s.expect(r"you ›")
+    before = s.screen.overflows
+    send(s, "hi")
+    assert s.screen.overflows == before
+    (box, rows), = model_bubbles(s.screen.all_lines())
+    assert box <= 60 - 3 and max(rows) <= box - 4, (box, rows)
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def bubble_of(lines, message):
+    return any(re.search(r"│ %s *│" % re.escape(message), line) for line in lines)
+
+
+def test_the_chat_style_setting_makes_bubbles_the_default_and_slash_bubbles_switches(terminal, api):
+    s = terminal("chat", "--no-save", "--model", "echo", env={"GEMVAULT_CHAT_STYLE": "bubbles"})
+    send(s, "first one")
+    assert bubble_of(s.screen.all_lines(), "first one"), s.screen.all_lines()
+    s.mark()
+    s.line("/bubbles off")
+    s.expect(r"bubbles off")
+    send(s, "second one")
+    lines = s.screen.all_lines()
+    assert "you › second one" in lines and not bubble_of(lines, "second one"), lines
+    s.mark()
+    # Alone, it switches.
+    s.line("/bubbles")
+    s.expect(r"bubbles on")
+    send(s, "third one")
+    assert bubble_of(s.screen.all_lines(), "third one"), s.screen.all_lines()
+    s.mark()
+    s.line("/bubbles sideways")
+    s.expect(r"/bubbles takes on or off")
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_a_bad_chat_style_is_refused(api):
+    result = api.run("chat", "--no-save", env={"GEMVAULT_CHAT_STYLE": "round"}, passphrase=False)
+    assert result.code == 1 and "chat_style" in result.err and "plain, bubbles" in result.err, result
+
+
+SGR_COLOUR = re.compile(rb"\x1b\[[0-9;]*m")
+
+
+@pytest.mark.parametrize("raw", [False, True])
+def test_bubbles_draw_without_colour_under_no_color(terminal, raw):
+    s = terminal("chat", "--no-save", "--model", "ok", "--bubbles", *(["--raw"] if raw else []), env={"NO_COLOR": "1"})
+    s.expect(r"you ›")
+    s.mark()
+    s.line("hello")
+    s.expect(r"you ›")
+    s.read_available(0.1)
+    lines = s.screen.all_lines()
+    assert bubble_of(lines, "hello"), lines
+    assert any(line.startswith("🤖 ╭") for line in lines), lines
+    # Frames, not colours: no SGR sequence at all.
+    assert not SGR_COLOUR.search(s.buffer), s.buffer
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_bubbles_on_a_dumb_terminal_say_why_they_are_not_drawn(terminal):
+    s = terminal("chat", "--no-save", "--model", "echo", "--bubbles", env={"TERM": "dumb"})
+    s.expect(r"bubbles need a terminal that can move the cursor")
+    send(s, "hello")
+    assert "you › hello" in s.screen.all_lines()
+    s.mark()
+    s.line("/bubbles on")
+    s.expect(r"bubbles need a terminal that can move the cursor")
     s.line("/exit")
     assert s.wait() == 0

@@ -105,7 +105,9 @@ def test_bubbles_follow_the_window_from_100_to_60_to_40_columns(terminal):
     s.expect(r"you ›")
     s.mark()
     s.line("and while it streams")
-    s.expect(r"nested point")
+    # Resized the moment it arrives (expect waits for a pause in the output, which may come
+    # only at the reply's end).
+    s.arrival_of(b"nested point")
     s.resize(50, 40)
     s.expect(r"you ›", timeout=30)
     s.read_available(0.2)
