@@ -104,7 +104,7 @@ enum HistoryCommand {
     }
 
     /// `--json` keeps ISO dates in UTC for programs; the table is for people: local time (TZ),
-    /// the kind, titles without markdown heading marks, and rows cut to the terminal's width.
+    /// the kind, titles without markdown heading marks, and rows that fit the terminal's width.
     static func list(_ call: Invocation) throws {
         let keys = try call.context.historyKeys()
         let raw = try call.context.history.summaries(with: keys, unreadable: { id, error in
@@ -123,13 +123,24 @@ enum HistoryCommand {
             [String(summary.id.prefix(8)), summary.kind, String(summary.turns), Output.localDate(summary.first), Output.localDate(summary.last),
              EscapeNeutralizer.neutralize(summary.model), EscapeNeutralizer.neutralize(plainTitle(summary.title))]
         }
-        var text = Output.table([["ID", "KIND", "TURNS", "FIRST", "LAST", "MODEL", "TITLE"]] + rows)
-        if Terminal.stdoutIsTerminal, let columns = Terminal.columns {
-            text = text.split(separator: "\n", omittingEmptySubsequences: false).map { Output.fitted(String($0), width: columns) }
-                .joined(separator: "\n")
+        var table = [["ID", "KIND", "TURNS", "FIRST", "LAST", "MODEL", "TITLE"]] + rows
+        guard Terminal.stdoutIsTerminal, let columns = Terminal.columns else {
+            try Console.out(Output.table(table))
+            return
         }
-        try Console.out(text)
+        // A narrow window keeps the title readable: the first date, the model, the turns and
+        // the kind give way, in that order, until the title has room for its first words.
+        for giving in ["FIRST", "MODEL", "TURNS", "KIND"] {
+            let titleStart = table[0].indices.dropLast().reduce(0) { start, column in start + table.map { $0[column].count }.max()! + 1 }
+            guard titleStart + Self.titleRoom > columns, let column = table[0].firstIndex(of: giving) else { break }
+            table = table.map { row in var row = row; row.remove(at: column); return row }
+        }
+        try Console.out(Output.table(table).split(separator: "\n", omittingEmptySubsequences: false)
+            .map { Output.fitted(String($0), width: columns) }.joined(separator: "\n"))
     }
+
+    /// The columns a title keeps in a narrow window before other columns give way.
+    static let titleRoom = 24
 
     /// A title as read: a first line written as a markdown heading (`## Plan`) loses its marks.
     static func plainTitle(_ title: String) -> String {

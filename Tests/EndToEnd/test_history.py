@@ -487,5 +487,8 @@ def test_history_list_is_for_people_and_its_json_for_programs(history):
         assert lines and all(len(line) <= 60 for line in lines), lines
         assert len([line for line in lines if line[:8] in (listed["ask"]["id"][:8], listed["chat"]["id"][:8])]) == 2, lines
         assert any(line.endswith("…") for line in lines), lines
+        # The title keeps room for its first words: other columns gave way.
+        assert lines[0].split() == ["ID", "KIND", "LAST", "TITLE"], lines
+        assert any("a title long enough to run" in line for line in lines), lines
     finally:
         s.close()
