@@ -121,21 +121,30 @@ public enum Console {
     /// later lines indented under its first word; in a pipe or a log it stays one line, for
     /// grep. Redacted before it is broken, so a key is masked whole.
     static func labelled(_ label: String, _ message: String) {
-        let text = Redaction.redact(label + message)
+        let text = Redaction.redact(message)
         let columns = Int(gv_terminal_columns(STDERR_FILENO))
         guard columns > 0, Terminal.stderrIsTerminal else {
-            try? FileDescriptor.standardError.writeAll(text + "\n")
+            try? FileDescriptor.standardError.writeAll(label + text + "\n")
             return
         }
         let indent = columns - label.count >= 30 ? label.count : 2
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).flatMap { line -> [String] in
-            let wrapped = Terminal.wordWrapped(String(line), width: columns - 1).split(separator: "\n").map(String.init)
-            guard wrapped.count > 1 else { return wrapped.isEmpty ? [""] : wrapped }
-            // The later lines are broken again to the room the indent leaves.
-            let rest = Terminal.wordWrapped(wrapped.dropFirst().joined(separator: " "), width: columns - 1 - indent)
-            return [wrapped[0]] + rest.split(separator: "\n").map { String(repeating: " ", count: indent) + $0 }
+        var lines: [String] = []
+        for (number, paragraph) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            var line = ""
+            // The first line always takes its first word, however long: the label never stands alone.
+            var room = (number == 0 ? columns - label.count : columns - indent) - 1
+            for word in paragraph.split(separator: " ") {
+                if !line.isEmpty, line.count + 1 + word.count > room {
+                    lines.append(line)
+                    line = ""
+                    room = columns - indent - 1
+                }
+                line += (line.isEmpty ? "" : " ") + word
+            }
+            lines.append(line)
         }
-        try? FileDescriptor.standardError.writeAll(lines.joined(separator: "\n") + "\n")
+        let shown = lines.enumerated().map { $0.offset == 0 ? label + $0.element : String(repeating: " ", count: indent) + $0.element }
+        try? FileDescriptor.standardError.writeAll(shown.joined(separator: "\n") + "\n")
     }
 }
 
