@@ -1,0 +1,295 @@
+import CSystemShims
+import GoogleKeys
+import SystemIO
+import VaultCore
+
+/// What the agent does for each request, and how it keeps the vault file underneath in step.
+extension AgentServer {
+    // MARK: Operations
+
+    func perform(_ operation: AgentProtocol.Operation, _ request: AgentMessage) -> AgentMessage {
+        switch operation {
+        case .status:
+            return status()  // never extends the session
+        case .keyNames:
+            return keyNames()  // for completion: no secret, and no use
+        case .unlock:
+            return unlock(request)
+        case .followKey:
+            return followKey(request)
+        case .lock:
+            stopRequested = true
+            log("locked on request")
+            return AgentMessage(code: 0)
+        case .contents, .write:
+            // Whole payloads no longer travel: each command asks only for what it needs.
+            return Self.error(.badRequest, "this agent answers narrow requests only (key, keySummaries, settings, conversationKeys, change)")
+        case .key, .keySummaries, .settings, .conversationKeys, .change, .rekey:
+            guard document != nil else { return Self.error(.locked, "the session is locked") }
+            let answer = switch operation {
+            case .key: key(request)
+            case .keySummaries: narrow { .init(field: .keySummaries, bytes: NarrowCoding.encode($0.contents.keys.map(\.summary))) }
+            case .settings: narrow { .init(field: .settings, bytes: NarrowCoding.encode($0.contents.settings)) }
+            case .conversationKeys: conversationKeys()
+            case .change: change(request)
+            default: rekey()
+            }
+            // Only a request that used the vault counts: a refused write leaves the idle clock alone.
+            if answer.code == 0 { lastActivity = Clock.bootSeconds() }
+            return answer
+        }
+    }
+
+    private func status() -> AgentMessage {
+        var response = AgentMessage(code: 0)
+        response.add(.state, number: document == nil ? 0 : 1)
+        response.add(.vaultPath, text: paths.vaultPath)
+        response.add(.pid, number: Int64(ProcessIdentity.current))
+        if document != nil {
+            let now = Clock.now()
+            let elapsedIdle = Clock.bootSeconds() - lastActivity
+            let elapsedTotal = Clock.bootSeconds() - startedMonotonic
+            response.add(.unlockedAt, number: unlockedAt)
+            response.add(.idleDeadline, number: now + Int64(max(0, timeouts.idle - elapsedIdle)))
+            response.add(.maxDeadline, number: now + Int64(max(0, timeouts.max - elapsedTotal)))
+        }
+        return response
+    }
+
+    private func unlock(_ request: AgentMessage) -> AgentMessage {
+        guard document == nil else {
+            // An open session is left as it is: not its key, not its limits.
+            log("an unlock for the open session changed nothing")
+            return status()
+        }
+        guard let kek = request.secret(.keyEncryptionKey) else { return Self.error(.badRequest, "unlock needs the key-encryption key") }
+        let idle = Double(min(max(request.number(.idleSeconds) ?? 900, 1), Self.longestSession))
+        let maximum = Double(min(max(request.number(.maxSeconds) ?? 28800, 1), Self.longestSession))
+        do {
+            let file = try readFile()
+            document = try VaultDocument.open(file, path: store.path, kek: kek)
+            remember(file)
+        } catch let error as VaultError {
+            return failure(error)
+        } catch is AgentLocked {
+            return Self.error(.locked, "the session ended")
+        } catch {
+            return Self.error(.failed, "\(error)")
+        }
+        timeouts = Timeouts(idle: max(1, idle), max: max(1, maximum))
+        unlockedAt = Clock.now()
+        startedMonotonic = Clock.bootSeconds()
+        lastActivity = startedMonotonic
+        log("unlocked \(paths.vaultPath) (idle \(Int(timeouts.idle)) s, at most \(Int(timeouts.max)) s)")
+        return status()
+    }
+
+    /// passwd or recover beside the session: the vault now opens with another key-encryption
+    /// key. The session follows it; its limits stay as they were.
+    private func followKey(_ request: AgentMessage) -> AgentMessage {
+        guard let kek = request.secret(.keyEncryptionKey) else { return Self.error(.badRequest, "followKey needs the key-encryption key") }
+        guard document != nil else { return Self.error(.locked, "the session is locked") }
+        return answering {
+            let file = try readFile()
+            let opened = try VaultDocument.open(file, path: store.path, kek: kek)
+            opened.contents.recordUse(uses)
+            document = opened
+            remember(file)
+            log("follows the vault's new key-encryption key at generation \(file.generation)")
+            return status()
+        }
+    }
+
+    private func keyNames() -> AgentMessage {
+        guard let document else { return Self.error(.locked, "the session is locked") }
+        var response = AgentMessage(code: 0)
+        response.add(.keyNames, text: document.contents.keys.map(\.name).joined(separator: "\n"))
+        response.add(.keyKinds, text: document.contents.keys.map(\.secret.googleKeyKind.rawValue).joined(separator: "\n"))
+        return response
+    }
+
+    /// One key's value and dates; with `markUsed`, its use is recorded.
+    private func key(_ request: AgentMessage) -> AgentMessage {
+        guard let name = request.text(.keyName) else { return Self.error(.badRequest, "key needs a key name") }
+        return answering {
+            try refreshIfChanged()
+            guard let document else { return Self.error(.locked, "the session is locked") }
+            guard let stored = document.contents.key(named: name) else { return Self.noSuchKey(name) }
+            if request.number(.markUsed) == 1 {
+                uses[name] = Clock.now()
+                document.contents.recordUse([name: uses[name]!])
+            }
+            var response = AgentMessage(code: 0)
+            response.add(.keyValue, secret: stored.secret)
+            response.add(.created, number: stored.created)
+            response.add(.updated, number: stored.updated)
+            response.add(.lastUsed, number: document.contents.key(named: name)?.lastUsed ?? stored.lastUsed)
+            return response
+        }
+    }
+
+    struct NarrowField {
+        let field: AgentProtocol.Tag
+        let bytes: [UInt8]
+    }
+
+    /// An answer of one field computed from the current document: nothing of a key's value.
+    private func narrow(_ body: (VaultDocument) -> NarrowField) -> AgentMessage {
+        answering {
+            try refreshIfChanged()
+            guard let document else { return Self.error(.locked, "the session is locked") }
+            let answer = body(document)
+            var response = AgentMessage(code: 0)
+            response.add(answer.field, secret: SecretBytes(copying: answer.bytes))
+            return response
+        }
+    }
+
+    private func conversationKeys() -> AgentMessage {
+        answering {
+            try refreshIfChanged()
+            guard let document else { return Self.error(.locked, "the session is locked") }
+            let keys = document.contents.conversationKeys
+            let joined = SecretBytes(count: 32 * keys.count)
+            joined.withUnsafeMutableBytes { out in
+                for (index, key) in keys.enumerated() {
+                    key.withUnsafeBytes { (out.baseAddress! + 32 * index).copyMemory(from: $0.baseAddress!, byteCount: 32) }
+                }
+            }
+            var response = AgentMessage(code: 0)
+            response.add(.conversationKeys, secret: joined)
+            return response
+        }
+    }
+
+    /// One change, made under the vault's lock on the current file, then saved.
+    private func change(_ request: AgentMessage) -> AgentMessage {
+        guard let change = NarrowCoding.change(in: request) else { return Self.error(.badRequest, "malformed change") }
+        var outcome: VaultChange.Outcome?
+        return answering {
+            var response = try locked({ document in
+                do throws(VaultError) {
+                    outcome = try change.apply(to: document.contents)
+                } catch .keyNotFound(let name) {
+                    return Self.noSuchKey(name)
+                } catch {
+                    var refused = Self.error(.changeRefused, "\(error)")
+                    NarrowCoding.add(refusal: error, to: &refused)
+                    return refused
+                }
+                document.contents.recordUse(uses)
+                return nil
+            }, backup: .previous)
+            if let outcome {
+                if let masked = outcome.masked { response.add(.masked, text: masked) }
+                response.add(.replaced, number: outcome.replaced ? 1 : 0)
+            }
+            return response
+        }
+    }
+
+    static func noSuchKey(_ name: String) -> AgentMessage {
+        var response = error(.noSuchKey, "no key named '\(name)' in the vault")
+        response.add(.keyName, text: name)
+        return response
+    }
+
+    private func rekey() -> AgentMessage {
+        var code: SecretBytes?
+        return answering {
+            var response = try locked({ document in
+                code = try document.rekey()
+                return nil
+            }, backup: .new)
+            if let code { response.add(.recoveryCode, secret: code) }
+            return response
+        }
+    }
+
+    /// The answer `body` gives, or the error it threw, as the client should see it.
+    private func answering(_ body: () throws -> AgentMessage) -> AgentMessage {
+        do {
+            return try body()
+        } catch let error as VaultError {
+            return failure(error)
+        } catch is AgentLocked {
+            return Self.error(.locked, "the session ended")
+        } catch {
+            return Self.error(.failed, "\(error)")
+        }
+    }
+
+    /// A write under the vault's lock: the file is re-read first (another writer may have
+    /// been there), `change` edits the document or answers instead, then the save.
+    func locked(_ change: (VaultDocument) throws -> AgentMessage?, backup: VaultStore.Backup) throws -> AgentMessage {
+        try store.withExclusiveLock { session in
+            guard let bytes = try session.read() else { throw VaultError.notFound(path: store.path) }
+            try adopt(try file.checked(file.parse(bytes)))
+            guard let document else { return Self.error(.locked, "the session is locked") }
+            if let answer = try change(document) { return answer }
+            try file.save(document, in: session, backup: backup)
+            var response = AgentMessage(code: 0)
+            response.add(.generation, number: Int64(document.file.generation))
+            return response
+        }
+    }
+
+    // MARK: The file underneath
+
+    private func readFile() throws -> VaultFile { try file.readFile() }
+
+    private func remember(_ vault: VaultFile) { file.remember(vault) }
+
+    /// Another writer (or a sync from another machine) may have changed the file: reload it.
+    private func refreshIfChanged() throws {
+        try adopt(try readFile())
+    }
+
+    private func adopt(_ file: VaultFile) throws {
+        guard let current = document else { return }
+        if file.vaultID == current.file.vaultID && file.generation == current.file.generation { return }
+        guard file.vaultID != nil, file.vaultID == current.file.vaultID else {
+            // Another vault, or an older format's copy, put in its place: this session is over,
+            // and the commands' own checks judge the file.
+            log("the vault file was replaced by another vault or an older format: wiping and exiting")
+            wipe(persist: false)
+            stopRequested = true
+            throw AgentLocked()
+        }
+        if file.generation < current.file.generation {
+            throw VaultError.rolledBack(path: store.path, generation: file.generation, seen: current.file.generation)
+        }
+        guard let kek = current.keyEncryptionKey, let reloaded = try? VaultDocument.open(file, path: store.path, kek: kek) else {
+            // The passphrase changed underneath: this session can no longer follow the vault.
+            log("the vault was changed by a writer with another passphrase; locking")
+            wipe(persist: false)
+            stopRequested = true
+            throw VaultError.wrongPassphrase
+        }
+        reloaded.contents.recordUse(uses)
+        document = reloaded
+        remember(file)
+        log("reloaded \(store.path) at generation \(file.generation)")
+    }
+
+    private func failure(_ error: VaultError) -> AgentMessage {
+        switch error {
+        case .rolledBack(_, let generation, let seen):
+            var response = Self.error(.rolledBack, "the vault went back from generation \(seen) to \(generation)")
+            response.add(.generation, number: Int64(generation))
+            response.add(.seenGeneration, number: Int64(seen))
+            return response
+        case .wrongPassphrase:
+            return Self.error(.wrongKey, "the key does not open the vault")
+        case .anotherVault:
+            // As in `adopt`: this session is over, and the command's own check of the file
+            // says what happened ("another vault was put in its place").
+            log("another vault was put at \(store.path): wiping and exiting")
+            wipe(persist: false)
+            stopRequested = true
+            return Self.error(.locked, "the session ended: another vault was put at \(store.path)")
+        default:
+            return Self.error(.failed, "\(error)")
+        }
+    }
+}

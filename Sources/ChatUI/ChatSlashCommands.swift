@@ -1,0 +1,278 @@
+@preconcurrency import CEditLine
+import CSystemShims
+import Conversations
+import SystemIO
+import GeminiClient
+import Glibc
+import TerminalIO
+import VaultCore
+
+/// The chat's slash commands: /model, /attach, /copy, /save and the rest.
+extension ChatREPL {
+    // MARK: Slash commands
+
+    static let help = """
+    /help               this list
+    /model [NAME]       change the model; alone, show it and list the others
+    /models             list the models your key can chat with
+    /system [TEXT]      show or set the system instruction (/system off removes it)
+    /temperature T      set the temperature (0 to 2)
+    /attach FILE        send a file with the next message (text, image or PDF)
+    /detach             drop the files waiting for the next message
+    /bubbles [on|off]   draw messages as bubbles or plain lines (alone, switch)
+    /copy               copy the last reply to the clipboard (OSC 52)
+    /copy code [N]      copy code block N, as numbered in its frame (default the last)
+    /clear              start a new conversation
+    /retry              send the last (or the failed) message again
+    /undo               remove the last exchange
+    /usage              tokens of the last reply and of this session
+    /save FILE          write the conversation as Markdown (mode 0600)
+    /exit               leave (Ctrl-D works too)
+    """
+
+    /// Returns false when the chat should end.
+    func slashCommand(_ line: String) throws(StandardOutputFailure) -> Bool {
+        let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+        let argument = parts.count > 1 ? parts[1].trimmedWhitespace : ""
+        switch parts[0] {
+        case "/exit", "/quit":
+            return false
+        case "/help":
+            Console.err(Self.help + "\n")
+        case "/attach":
+            attach(argument)
+        case "/detach":
+            Console.err(pendingAttachments.isEmpty ? "no files are waiting\n" : "dropped \(pendingAttachments.count) file\(pendingAttachments.count == 1 ? "" : "s")\n")
+            pendingFiles = []
+        case "/bubbles":
+            switchBubbles(argument)
+        case "/copy":
+            try copy(argument)
+        case "/models":
+            listModels()
+        case "/model":
+            if argument.isEmpty {
+                Console.err("model: \(conversation.model)\n")
+                listModels()
+            }
+            else if (try? GeminiClient.modelResource(argument)) == nil { Console.error("'\(argument)' is not a valid model name") }
+            else { conversation.model = argument; Console.err("model set to \(argument)\n") }
+        case "/system":
+            if argument.isEmpty { Console.err("system: \(conversation.systemPrompt ?? "(none)")\n") }
+            else if argument == "off" { conversation.systemPrompt = nil; Console.err("system instruction removed\n") }
+            else { conversation.systemPrompt = argument; Console.err("system instruction set\n") }
+        case "/temperature":
+            guard let value = Double(argument), (0...2).contains(value) else {
+                Console.error("/temperature takes a number from 0 to 2")
+                return true
+            }
+            conversation.generation.temperature = value
+            Console.err("temperature set to \(argument)\n")
+        case "/clear":
+            conversation.clear()
+            recorder?.startNew()
+            failedMessage = nil
+            // The screen goes too, as `clear` does: the old exchange is no longer the context.
+            if interactive && Terminal.stdoutIsTerminal { try Console.out("\u{1B}[H\u{1B}[2J") }
+            Console.err("new conversation\n")
+        case "/undo":
+            if let turn = conversation.undo() {
+                recorder?.recordUndo()
+                Console.err("removed the last exchange: you › \(Self.excerpt(turn.user))\n")
+            } else {
+                Console.err("nothing to undo\n")
+            }
+        case "/retry":
+            // A failed turn first: it left no exchange, so undoing one would drop an earlier reply.
+            if let failed = failedMessage {
+                failedMessage = nil
+                pendingRetry = failed
+                return true
+            }
+            guard let turn = conversation.undo() else { Console.err("nothing to retry\n"); return true }
+            recorder?.recordUndo()
+            pendingRetry = (turn.user, turn.attachments)
+        case "/usage":
+            if let usage = conversation.lastUsage {
+                Console.err("last reply: prompt \(usage.promptTokenCount ?? 0), reply \(usage.candidatesTokenCount ?? 0), thoughts \(usage.thoughtsTokenCount ?? 0), total \(usage.totalTokenCount ?? 0) tokens\n")
+            } else {
+                Console.err("no reply yet\n")
+            }
+            Console.err("session: \(conversation.sessionTokens) tokens\n")
+        case "/save":
+            guard !argument.isEmpty else { Console.error("/save needs a file name"); return true }
+            guard !conversation.turns.isEmpty else { Console.err("nothing to save yet: the conversation has no exchange\n"); return true }
+            let path = ProcessIdentity.expandingTilde(argument)
+            if interactive, FileStatus.of(link: path) != nil, !TerminalQuestion.confirm("\(path) exists. Replace it?") {
+                Console.err("not saved\n")
+                return true
+            }
+            if let problem = Self.save(conversation.markdown(), to: path) { Console.error(problem) }
+            else { Console.err("saved to \(path)\n") }
+        default:
+            Console.error("unknown command \(parts[0]); /help lists them")
+        }
+        return true
+    }
+
+    /// `/bubbles [on|off]`: the chat's style from the next message on.
+    private func switchBubbles(_ argument: String) {
+        let wanted: Bool
+        switch argument.lowercased() {
+        case "": wanted = !bubbles
+        case "on": wanted = true
+        case "off": wanted = false
+        default:
+            Console.error("/bubbles takes on or off (alone, it switches)")
+            return
+        }
+        if wanted && !Terminal.canRedraw {
+            Console.note(Self.noBubbles)
+            return
+        }
+        bubbles = wanted
+        Console.err("bubbles \(wanted ? "on" : "off")\n")
+    }
+
+    /// The start of a message on one line, for "removed …": neutralised, at most 60 characters.
+    static func excerpt(_ text: String) -> String {
+        let line = EscapeNeutralizer.neutralize(text.split(whereSeparator: \.isNewline).first.map(String.init) ?? "")
+        let more = line.count > 60 || text.contains(where: \.isNewline)
+        return (line.count > 60 ? String(line.prefix(59)) : line) + (more ? "…" : "")
+    }
+
+    /// `/models` (and `/model` alone): the models this key can chat with, the current one marked.
+    private func listModels() {
+        let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted)
+        defer { printer.clearSpinner() }
+        do {
+            let models = try client.listModels(handlers: printer.handlers()).filter { $0.supportedGenerationMethods?.contains("generateContent") ?? false }
+            printer.clearSpinner()
+            guard !models.isEmpty else { Console.err("the API lists no model that can chat\n"); return }
+            let lines = models.map { ($0.shortName == conversation.model ? "* " : "  ") + EscapeNeutralizer.neutralize($0.shortName) }
+            Console.err(lines.joined(separator: "\n") + "\n" + style.dim("/model NAME switches") + "\n")
+        } catch let error as GeminiError {
+            printer.clearSpinner()
+            report(error)
+        } catch {
+            printer.clearSpinner()
+            Console.error("\(error)")
+        }
+    }
+
+    /// `/attach FILE`: checked like `ask -a`, then kept for the next message. Without a file,
+    /// lists the waiting ones.
+    private func attach(_ argument: String) {
+        guard !argument.isEmpty else {
+            if pendingFiles.isEmpty { Console.err("no files are waiting; /attach FILE adds one\n") }
+            else { Console.err("waiting for the next message: " + pendingAttachments.map(\.label).joined(separator: ", ") + "\n") }
+            return
+        }
+        let path = ProcessIdentity.expandingTilde(argument)
+        do throws(AttachmentReader.Failure) {
+            let file = try AttachmentReader.readFile(path, secretFiles: secretFiles)
+            if let warning = AttachmentReader.duplicate(file, among: pendingFiles) {
+                Console.warning(warning)
+                return
+            }
+            let attachment = file.attachment
+            try AttachmentReader.checkTotal(pendingAttachments + [attachment])
+            guard mayAttach(attachment) else { return }
+            pendingFiles.append(file)
+            Console.err("attached \(attachment.label); it goes with your next message\n")
+        } catch {
+            Console.error(error.message)
+            if let hint = error.hint { Console.hint(hint) }
+        }
+    }
+
+    /// `/copy` and `/copy code [N]`: the last reply's text, or one of its code blocks, through
+    /// the terminal (OSC 52). What is copied is what the screen drew: the neutralised text, its
+    /// control, invisible and bidirectional characters as the escapes shown, never as themselves.
+    private func copy(_ argument: String) throws(StandardOutputFailure) {
+        let words = argument.split(separator: " ").map(String.init)
+        guard let reply = conversation.turns.last?.model else { Console.error("there is no reply to copy yet"); return }
+        var text = reply
+        var what = "the last reply"
+        if let first = words.first {
+            guard first == "code", words.count <= 2 else { Console.error("/copy takes nothing, or 'code' and a block number: /copy code 2"); return }
+            let blocks = MarkdownRenderer.codeBlocks(in: reply)
+            guard !blocks.isEmpty else { Console.error("the last reply has no code block"); return }
+            let number = words.count == 2 ? Int(words[1]) : blocks.count
+            guard let number, (1...blocks.count).contains(number) else {
+                Console.error("the last reply has \(blocks.count) code block\(blocks.count == 1 ? "" : "s"); give a number from 1 to \(blocks.count)")
+                return
+            }
+            text = blocks[number - 1]
+            what = "code block \(number) of \(blocks.count)"
+        }
+        if let refusal = clipboard.refusal {
+            Console.warning("not copied: \(refusal)")
+            return
+        }
+        let safe = EscapeNeutralizer.neutralize(text)
+        guard safe.utf8.count <= TerminalClipboard.maxBytes else {
+            Console.warning("not copied: \(what) has \(safe.utf8.count) bytes, more than a terminal's clipboard takes (\(TerminalClipboard.maxBytes >> 10) KiB); use /save")
+            return
+        }
+        let enable = "turn it on with 'tmux set -g set-clipboard on', and keep it with the line 'set -g set-clipboard on' in ~/.tmux.conf"
+        switch clipboard.multiplexer {
+        case .tmuxDrops(let setting):
+            Console.warning("not copied: tmux drops a program's clipboard escape (OSC 52) while its set-clipboard option is '\(setting)' (tmux's default is 'external')")
+            Console.hint(enable)
+            return
+        case .tmuxUnknown:
+            try Console.out(TerminalClipboard.sequence(for: safe))
+            Console.err("sent \(what) (\(safe.count) characters) to tmux for the clipboard; it gets there only if tmux's set-clipboard option is 'on' (its default, 'external', drops it)\n")
+            Console.hint(enable)
+        case .tmuxPassesOn:
+            try Console.out(TerminalClipboard.sequence(for: safe))
+            Console.err("copied \(what) (\(safe.count) characters) to the clipboard through tmux (set-clipboard on)\n")
+        case .none:
+            try Console.out(TerminalClipboard.sequence(for: safe))
+            Console.err("copied \(what) (\(safe.count) characters) to the clipboard through the terminal\n")
+        }
+        // What the screen drew is what was copied; say so when the reply itself held more.
+        if safe != text.replacingAll("\r\n", with: "\n") {
+            Console.warning("the reply holds control, invisible or bidirectional characters: they were copied as the screen shows them (^[, \\u{200b}), not as sent")
+        }
+    }
+
+    /// Writes a new private file (0600) renamed over `path`; refuses a symlink, a file of
+    /// another user, or anything that is not a regular file there.
+    static func save(_ text: String, to path: String) -> String? {
+        do throws(TrustedOpenError) {
+            try TrustedFile.savePrivate(path, Array(text.utf8))
+            return nil
+        } catch {
+            switch error {
+            case .refused(let failure): return "\(failure.message); \(failure.fix)"
+            case .failed(let system): return "cannot write \(path): \(system.reason)"
+            }
+        }
+    }
+}
+
+extension String {
+    func replacingAll(_ target: String, with replacement: String) -> String {
+        var result = ""
+        var rest = self[...]
+        while let range = rest.range(of: target) {
+            result += rest[..<range.lowerBound] + replacement
+            rest = rest[range.upperBound...]
+        }
+        return result + rest
+    }
+}
+
+private extension Substring {
+    func range(of target: String) -> Range<Substring.Index>? {
+        guard !target.isEmpty else { return nil }
+        var index = startIndex
+        while index < endIndex {
+            if self[index...].hasPrefix(target) { return index..<self.index(index, offsetBy: target.count) }
+            index = self.index(after: index)
+        }
+        return nil
+    }
+}
