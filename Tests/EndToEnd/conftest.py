@@ -48,9 +48,11 @@ def peer_binary():
         if reachable and os.stat(BIN).st_mode & 0o005 == 0o005:
             _peer_bin.append(BIN)
         else:
+            import atexit
             import shutil
             import tempfile
             shared = tempfile.mkdtemp(prefix="gemvault-bin-")
+            atexit.register(shutil.rmtree, shared, True)
             os.chmod(shared, 0o755)
             copy = os.path.join(shared, "gemvault")
             shutil.copy2(BIN, copy)
