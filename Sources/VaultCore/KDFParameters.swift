@@ -1,4 +1,7 @@
 internal import CSodium
+#if DEBUG
+private import Glibc
+#endif
 
 /// Argon2id cost parameters, as stored in each key slot.
 public struct KDFParameters: Equatable, Sendable {
@@ -16,13 +19,37 @@ public struct KDFParameters: Equatable, Sendable {
         case interactive, moderate, sensitive
 
         public var parameters: KDFParameters {
+            if KDFParameters.testFloorIsOn { return testFloorParameters }
+            return libsodiumParameters
+        }
+
+        var libsodiumParameters: KDFParameters {
             switch self {
             case .interactive: KDFParameters(opsLimit: UInt32(crypto_pwhash_opslimit_interactive()), memLimit: UInt64(crypto_pwhash_memlimit_interactive()))
             case .moderate: KDFParameters(opsLimit: UInt32(crypto_pwhash_opslimit_moderate()), memLimit: UInt64(crypto_pwhash_memlimit_moderate()))
             case .sensitive: KDFParameters(opsLimit: UInt32(crypto_pwhash_opslimit_sensitive()), memLimit: UInt64(crypto_pwhash_memlimit_sensitive()))
             }
         }
+
+        private var testFloorParameters: KDFParameters {
+            switch self {
+            case .interactive: KDFParameters(opsLimit: 1, memLimit: 16 << 10)
+            case .moderate: KDFParameters(opsLimit: 1, memLimit: 32 << 10)
+            case .sensitive: KDFParameters(opsLimit: 2, memLimit: 64 << 10)
+            }
+        }
     }
+
+    /// The end-to-end suite's floor: each preset at a few KiB, in the same order, so hundreds of
+    /// vaults cost milliseconds instead of minutes. Only a debug build reads the variable; a
+    /// release build compiles it out and keeps refusing such parameters from disk.
+    static let testFloorIsOn: Bool = {
+        #if DEBUG
+        return getenv("GEMVAULT_TEST_KDF_FLOOR") != nil
+        #else
+        return false
+        #endif
+    }()
 
     /// The name of the preset these parameters equal, if any.
     public var presetName: String? { Preset.allCases.first { $0.parameters == self }?.rawValue }
@@ -44,7 +71,7 @@ public struct KDFPolicy: Sendable {
     /// costs at most one sensitive derivation, about 4 s here.
     public static let standard = KDFPolicy(
         minimum: KDFParameters.Preset.interactive.parameters,
-        maximum: KDFParameters.Preset.sensitive.parameters)
+        maximum: KDFParameters.Preset.sensitive.libsodiumParameters)
 
     /// For unit tests through the library, which use the cheapest parameters.
     public static let testing = KDFPolicy(minimum: .testingMinimum, maximum: standard.maximum)

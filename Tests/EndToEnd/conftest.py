@@ -1,6 +1,7 @@
 """Shared fixtures for the end-to-end tests: they run the built gemvault binary as a user would."""
 import json
 import os
+import random
 import subprocess
 import sys
 
@@ -62,6 +63,7 @@ def peer_binary():
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "real_kdf: runs with libsodium's Argon2 presets, not the suite's cheap floor")
     """Keep test homes out of world-writable folders such as /tmp: doctor rightly reports a
     vault below one, and a clean setup must be clean. Tests of that finding make their own."""
     if config.option.basetemp:
@@ -83,6 +85,44 @@ def pytest_configure(config):
             os.environ["PYTEST_DEBUG_TEMPROOT"] = base
 
 
+def account_name(base):
+    """An OS account name of this test process's own: workers side by side never share one."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return base + "-" + worker if worker else base
+
+
+_made_accounts = []
+
+
+def ensure_account(name, *useradd_options):
+    """The account `name`, made (and removed when the run ends) if it does not exist."""
+    import pwd
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(["useradd"] + list(useradd_options) + [name], check=True)
+        _made_accounts.append(name)
+        return pwd.getpwnam(name)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    for name in _made_accounts:
+        subprocess.run(["userdel", name], capture_output=True)
+
+
+SEED = int(os.environ.setdefault("GEMVAULT_TEST_SEED", str(random.SystemRandom().randrange(1 << 32))))
+
+
+def pytest_report_header(config):
+    return "random moments seeded with GEMVAULT_TEST_SEED=%d (set it to replay a run)" % SEED
+
+
+@pytest.fixture(autouse=True)
+def _seeded_random(request):
+    """Every random choice in a test (kill moments, keys) follows the run's printed seed."""
+    random.seed("%d:%s" % (SEED, request.node.nodeid))
+
+
 class Result:
     def __init__(self, proc):
         self.code = proc.returncode
@@ -96,7 +136,7 @@ class Result:
 class Env:
     """An isolated user: its own HOME and XDG folders, and helpers to run gemvault."""
 
-    def __init__(self, tmp_path):
+    def __init__(self, tmp_path, real_kdf=False):
         self.root = str(tmp_path)
         self.home = os.path.join(self.root, "home")
         os.makedirs(self.home, mode=0o700)
@@ -109,6 +149,13 @@ class Env:
             "LANG": "C.UTF-8",
             "SWIFT_BACKTRACE": "enable=no",
         }
+        if not real_kdf:
+            # A debug build then makes each Argon2 preset cost a few KiB (a release build ignores
+            # it); tests of the real costs are marked real_kdf.
+            self.vars["GEMVAULT_TEST_KDF_FLOOR"] = "1"
+        # A runtime folder of its own, so tests side by side never meet in /tmp/gemvault-UID.
+        self.vars["XDG_RUNTIME_DIR"] = os.path.join(self.root, "runtime")
+        os.mkdir(self.vars["XDG_RUNTIME_DIR"], 0o700)
         self.vault = os.path.join(self.vars["XDG_DATA_HOME"], "gemvault/vault")
         self.passfile = os.path.join(self.root, "pass")
         self.write_private(self.passfile, PASSPHRASE + "\n")
@@ -141,8 +188,8 @@ class Env:
 
 
 @pytest.fixture
-def env(tmp_path):
-    return Env(tmp_path)
+def env(tmp_path, request):
+    return Env(tmp_path, real_kdf=request.node.get_closest_marker("real_kdf") is not None)
 
 
 class FakeGemini:

@@ -459,6 +459,7 @@ def test_slots_swapped_duplicated_or_copied_from_another_vault_open_nothing(env,
     record("tampering: slots", cases=len(cases), opened=0, crashes=0)
 
 
+@pytest.mark.real_kdf
 def test_kdf_parameters_out_of_bounds_and_a_huge_declared_length_are_refused_before_any_work(env):
     tamper = Tamperer(env)
     body = tamper.original[:-32]

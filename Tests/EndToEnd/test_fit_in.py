@@ -475,6 +475,7 @@ def run_on_terminal(argv, variables, timeout=60):
         s.close()
 
 
+@pytest.mark.real_kdf
 def test_argon2_shows_unlocking_with_elapsed_time_on_a_terminal_only(env):
     code, screen = run_on_terminal([BIN, "init", "--kdf", "moderate", "--passphrase-file", env.passfile], env.vars)
     assert code == 0 and re.search(r"protecting the vault… \d+(\.\d)? s", screen), screen

@@ -23,9 +23,9 @@ import time
 import pytest
 
 from ptyrun import PtySession
-from conftest import BIN, GOOD_KEY, PASSPHRASE
+from conftest import BIN, GOOD_KEY, PASSPHRASE, account_name, ensure_account
 
-PEER = "gemvault-peer"
+PEER = account_name("gemvault-peer")
 OTHER_KEY = "AQ.OtherUser-Key_0123456789abcdefghijklmnopqrstuvwx"
 assert len(OTHER_KEY) == 51
 
@@ -35,11 +35,7 @@ def peer_account():
         pytest.skip("needs root to create a second user account")
     if shutil.which("useradd") is None or shutil.which("runuser") is None:
         pytest.skip("useradd and runuser are not installed")
-    try:
-        return pwd.getpwnam(PEER)
-    except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PEER], check=True)
-        return pwd.getpwnam(PEER)
+    return ensure_account(PEER, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin")
 
 
 def forge_checksum(data):

@@ -2,9 +2,11 @@
 --purge (which asks first), and a machine missing the build packages.
 
 The install step is given the already-built binary (--binary), so these tests do not run a
-second, release build; everything else install.sh does runs as it would for a user. The one
-exception checks the binary install.sh builds itself (a release build of this checkout).
+second, release build; everything else install.sh does runs as it would for a user. The
+exceptions check the binary install.sh builds itself (a release build of this checkout, made
+once by ./test's release stage).
 """
+import json
 import os
 import pwd
 import re
@@ -14,10 +16,10 @@ import tempfile
 
 import pytest
 
-from conftest import BIN, PASSPHRASE, ROOT
+from conftest import BIN, PASSPHRASE, ROOT, account_name
 from ptyrun import PtySession
 
-USER = "gemvault-installer"
+USER = account_name("gemvault-installer")
 
 
 @pytest.fixture(scope="module")
@@ -195,15 +197,25 @@ def library_paths(binary):
     return dict(re.findall(r"^\s*(\S+) => (\S+)", listing, re.M))
 
 
-def test_the_installed_binary_loads_no_library_from_its_own_folder(tmp_path):
-    """SwiftPM links executables with RUNPATH $ORIGIN: a library planted in the binary's folder
-    would be loaded before the system's. install.sh builds without it, and with the static Swift
-    runtime needs no RUNPATH at all. This runs install.sh's own build, as a user would."""
-    prefix = str(tmp_path / "prefix")
+@pytest.fixture(scope="module")
+def release_install(tmp_path_factory):
+    """The prefix install.sh's own build went into, as a user would run it: ./test's release
+    stage makes it once (GEMVAULT_RELEASE_BIN); a run of this file alone builds it here."""
+    made = os.environ.get("GEMVAULT_RELEASE_BIN")
+    if made:
+        return os.path.dirname(os.path.dirname(made))
+    prefix = str(tmp_path_factory.mktemp("release") / "prefix")
     result = subprocess.run(["bash", os.path.join(ROOT, "install.sh"), "--prefix", prefix], capture_output=True, text=True,
                             timeout=1800, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result
-    installed = os.path.join(prefix, "bin", "gemvault")
+    return prefix
+
+
+def test_the_installed_binary_loads_no_library_from_its_own_folder(release_install):
+    """SwiftPM links executables with RUNPATH $ORIGIN: a library planted in the binary's folder
+    would be loaded before the system's. install.sh builds without it, and with the static Swift
+    runtime needs no RUNPATH at all. This checks the binary install.sh built itself."""
+    installed = os.path.join(release_install, "bin", "gemvault")
     dynamic = subprocess.run(["readelf", "-d", installed], capture_output=True, text=True, check=True).stdout
     assert "NEEDED" in dynamic and "$ORIGIN" not in dynamic and "RUNPATH" not in dynamic and "RPATH" not in dynamic, dynamic
     before = library_paths(installed)
@@ -211,7 +223,31 @@ def test_the_installed_binary_loads_no_library_from_its_own_folder(tmp_path):
     # and libcrypto are linked in (Docs/performance.md, "Build configuration").
     assert "not found" not in before.values() and set(before) == {"libc.so.6", "libm.so.6"}, before
     # A copy of a library it needs, planted beside it, is not the one it loads.
-    shutil.copy(before["libm.so.6"], os.path.join(prefix, "bin", "libm.so.6"))
-    assert library_paths(installed) == before
+    planted = os.path.join(release_install, "bin", "libm.so.6")
+    shutil.copy(before["libm.so.6"], planted)
+    try:
+        assert library_paths(installed) == before
+    finally:
+        os.remove(planted)
     version = subprocess.run([installed, "--version"], capture_output=True, text=True, timeout=60)
     assert version.returncode == 0 and version.stdout.startswith("gemvault "), version
+
+
+def test_a_release_build_ignores_the_test_kdf_floor_and_refuses_vaults_made_with_it(release_install, env):
+    """The suite's cheap Argon2 floor is compiled into debug builds only: with the variable set,
+    the release binary still writes libsodium's presets and refuses a floor vault from disk."""
+    assert env.vars.get("GEMVAULT_TEST_KDF_FLOOR") == "1"
+    release = os.path.join(release_install, "bin", "gemvault")
+    made = subprocess.run([release, "init", "--kdf", "interactive", "--json", "--passphrase-file", env.passfile],
+                          env=env.vars, capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made
+    slot = json.loads(env.run("inspect", "--json", passphrase=False).out)["slots"][0]
+    assert (slot["ops_limit"], slot["mem_limit_bytes"]) == (2, 64 << 20), slot
+    # The debug binary under the floor writes a vault the release binary will not open.
+    floor_vault = os.path.join(env.root, "floor-vault")
+    assert env.run("--vault", floor_vault, "init", "--kdf", "interactive", "--json").code == 0
+    floor_slot = json.loads(env.run("--vault", floor_vault, "inspect", "--json", passphrase=False).out)["slots"][0]
+    assert floor_slot["mem_limit_bytes"] < 64 << 20, floor_slot
+    refused = subprocess.run([release, "--vault", floor_vault, "key", "list", "--passphrase-file", env.passfile],
+                             env=env.vars, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 4 and "below the accepted minimum" in refused.stderr, refused

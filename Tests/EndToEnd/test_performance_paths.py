@@ -31,6 +31,7 @@ def argon2_runs(env, *args, input=None):
         return sum(1 for line in handle if re.search(r"mmap\(NULL, %d," % INTERACTIVE_MEMORY, line))
 
 
+@pytest.mark.real_kdf
 def test_passwd_derives_each_passphrase_once(env):
     env.init()
     new = os.path.join(env.root, "new-pass")
@@ -41,6 +42,7 @@ def test_passwd_derives_each_passphrase_once(env):
     assert env.run("key", "list").code != 0
 
 
+@pytest.mark.real_kdf
 def test_recover_derives_the_code_and_the_new_passphrase_once_each(env):
     code = env.init()
     new = os.path.join(env.root, "new-pass")

@@ -134,6 +134,7 @@ def documented_unlock(env):
     return argv[1:]
 
 
+@pytest.mark.real_kdf
 def test_the_documented_timer_rotates_an_old_key_through_the_documented_session(env, google, runtime):
     service = documented_units()["gemvault-rotate.service"]
     env.init()

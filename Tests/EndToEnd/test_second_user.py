@@ -9,10 +9,10 @@ import tempfile
 
 import pytest
 
-from conftest import BIN, GOOD_KEY, PASSPHRASE, peer_binary
+from conftest import BIN, GOOD_KEY, PASSPHRASE, account_name, ensure_account, peer_binary
 from ptyrun import PtySession
 
-USER = "gemvault-peer"
+USER = account_name("gemvault-peer")
 
 
 @pytest.fixture(scope="module")
@@ -21,13 +21,7 @@ def peer(tmp_path_factory):
         pytest.skip("needs root to create a second user account")
     if shutil.which("useradd") is None or shutil.which("runuser") is None:
         pytest.skip("useradd and runuser are not installed")
-    created = False
-    try:
-        pwd.getpwnam(USER)
-    except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER], check=True)
-        created = True
-    account = pwd.getpwnam(USER)
+    account = ensure_account(USER, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin")
     # pytest's own temp folders are root's alone, so the peer gets a folder it can reach.
     shared = tempfile.mkdtemp(prefix="gemvault-peer-")
     os.chmod(shared, 0o711)
@@ -36,8 +30,6 @@ def peer(tmp_path_factory):
     os.chown(home, account.pw_uid, account.pw_gid)
     yield account, home, shared
     shutil.rmtree(shared, ignore_errors=True)
-    if created:
-        subprocess.run(["userdel", USER], check=False)
 
 
 def as_peer(account, home, *args, input=None, extra_env=None):

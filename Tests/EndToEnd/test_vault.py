@@ -38,6 +38,7 @@ def test_init_json_and_refusal_to_overwrite(env):
     assert os.path.exists(env.vault + ".bak")
 
 
+@pytest.mark.real_kdf
 def test_default_kdf_is_moderate(env):
     assert env.run("init").code == 0
     info = json.loads(env.run("inspect", "--json", passphrase=False).out)
