@@ -28,6 +28,7 @@ struct Context {
         let history = HistoryStore(stateDirectory: paths.stateHome, vaultPath: vaultPath)
         vault = VaultAccess(file: VaultFileAccess(store: store, rollback: rollback, warn: { Console.warning($0) }),
                             agent: options["--no-session"] == nil ? AgentClient(paths: AgentPaths(environment: environment, vaultPath: vaultPath)) : nil,
+                            agentOfVault: AgentClient(paths: AgentPaths(environment: environment, vaultPath: vaultPath)),
                             passphrase: CommandPassphrase(options: options, vaultPath: vaultPath),
                             observe: { contents in
                                 // Conversations can be sealed, or not saved, without an unlock.
@@ -86,25 +87,43 @@ struct Context {
 
     /// `attempt` with the vault's passphrase, retried on a terminal.
     func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T {
-        try vault.passphraseSource.withPassphrase(attempt)
+        try CommandPassphrase(options: options, vaultPath: vaultPath).withPassphrase(attempt)
     }
 }
 
-/// The vault's passphrase for one command: --passphrase-fd, --passphrase-file, or the
-/// terminal, where a wrong one may be typed again (three tries, like sudo and ssh).
+/// The vault's secret for one command: the passphrase from --passphrase-fd,
+/// --passphrase-file or the terminal, the recovery code from the terminal or stdin. On a
+/// terminal a wrong one may be typed again (three tries, like sudo and ssh).
 struct CommandPassphrase: PassphraseSource {
     let options: [String: String]
     let vaultPath: String
 
     var canProvide: Bool { options["--passphrase-fd"] != nil || options["--passphrase-file"] != nil || SecretInput.hasTerminal }
 
-    func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T {
-        let source = try SecretSource.chosen(by: options, fdOption: "--passphrase-fd", fileOption: "--passphrase-file")
+    func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T {
+        let source: SecretSource
+        let prompt: String
+        switch kind {
+        case .passphrase, .currentPassphrase:
+            source = try SecretSource.chosen(by: options, fdOption: "--passphrase-fd", fileOption: "--passphrase-file")
+            prompt = kind == .passphrase ? "Passphrase for \(vaultPath): " : "Current passphrase for \(vaultPath): "
+        case .recoveryCode:
+            source = Terminal.stdinIsTerminal ? .terminal : .fileDescriptor(FileDescriptor.standardInput.raw)
+            prompt = "Recovery code: "
+        }
         return try SecretSource.retrying(source, read: {
-            let passphrase = try SecretInput.read(from: source, prompt: "Passphrase for \(vaultPath): ")
-            Redaction.registerPassphrase(passphrase)
-            return passphrase
-        }, attempt)
+            let secret = try SecretInput.read(from: source, prompt: prompt)
+            Redaction.registerPassphrase(secret)
+            return secret
+        }) { secret in try attempt(kind == .recoveryCode ? .recoveryCode(secret) : .passphrase(secret)) }
+    }
+
+    /// The passphrase itself, for the commands that open a file other than the vault (restore-backup).
+    func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T {
+        try withSecret(for: .passphrase) { unlock in
+            guard case .passphrase(let secret) = unlock else { throw VaultError.wrongPassphrase }
+            return try attempt(secret)
+        }
     }
 }
 

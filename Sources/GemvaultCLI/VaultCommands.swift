@@ -3,6 +3,7 @@ import GemvaultConfig
 import GoogleKeys
 import SystemIO
 import TerminalIO
+import VaultAccess
 import VaultCore
 
 let vaultCommands: [CommandSpec] = [
@@ -269,87 +270,38 @@ enum VaultCommand {
     static func changePassphrase(_ call: Invocation) throws {
         let context = call.context
         try context.vault.checkBeforePrompt()
-        let file = try context.vault.readFile()
         // Check the current passphrase before asking for a new one. Its key is kept, so each
         // passphrase costs one Argon2 run in all (Docs/performance.md).
-        let current = try context.retrying(try context.passphraseSource(), read: {
-            let secret = try SecretInput.read(from: try context.passphraseSource(), prompt: "Current passphrase for \(context.vaultPath): ")
-            Redaction.registerPassphrase(secret)
-            return secret
-        }) { secret in
-            guard let key = try PassphraseKey.derive(secret, opening: file) else { throw VaultError.wrongPassphrase }
-            _ = try VaultDocument.open(file, path: context.vaultPath, kek: key.kek)
-            return (secret: secret, key: key)
-        }
+        let current = try context.vault.withUnlocked(.currentPassphrase) { $0 }
         let new = try readNewPassphrase(call)
-        let newCode = try rekeyVault(context, unlockWith: current.secret, knownKey: current.key, newPassphrase: try newKey(new, for: file))
-        Console.note("passphrase changed and the vault is under a new data key; the old passphrase opens nothing written from now on\(newCode ? "" : ". The recovery code still works")")
-    }
-
-    /// The new passphrase's key, derived before the vault's lock is taken so the Argon2 run
-    /// holds up no other writer; the slot keeps its parameters.
-    static func newKey(_ passphrase: SecretBytes, for file: VaultFile) throws -> PassphraseKey {
-        guard let slot = file.passphraseSlot else { throw VaultError.wrongPassphrase }
-        return try PassphraseKey.derive(passphrase, kdf: slot.kdf)
+        let result = try current.rekey(newPassphrase: new, legacyRecoveryCode: { try askForLegacyRecoveryCode(current) })
+        if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
+        Console.note("passphrase changed and the vault is under a new data key; the old passphrase opens nothing written from now on\(result.newRecoveryCode != nil ? "" : ". The recovery code still works")")
     }
 
     static func recover(_ call: Invocation) throws {
         let context = call.context
         try context.vault.checkBeforePrompt()
-        let source: SecretSource = Terminal.stdinIsTerminal ? .terminal : .fileDescriptor(FileDescriptor.standardInput.raw)
-        let file = try context.vault.readFile()
-        let code = try context.retrying(source, read: {
-            let secret = try SecretInput.read(from: source, prompt: "Recovery code: ")
-            Redaction.registerPassphrase(secret)
-            return secret
-        }) { secret in
-            guard let key = try RecoveryKey.derive(secret, opening: file) else { throw VaultError.wrongRecoveryCode }
-            _ = try VaultDocument.open(file, path: context.vaultPath, recoveryKey: key)
-            return (secret: secret, key: key)
-        }
+        let code = try context.vault.withUnlocked(.recoveryCode) { $0 }
         let new = try readNewPassphrase(call)
-        _ = try rekeyVault(context, unlockWith: code.secret, recovery: true, knownRecoveryKey: code.key, newPassphrase: try newKey(new, for: file))
+        if let newCode = try code.rekey(newPassphrase: new).newRecoveryCode { showNewRecoveryCode(newCode) }
         Console.note("new passphrase set and the vault is under a new data key; the recovery code stays the same")
     }
 
     static func rekey(_ call: Invocation) throws {
         let context = call.context
         try context.vault.checkBeforePrompt()
-        if try context.vault.sessionIsOpen() {
+        if let result = try context.vault.rekeyThroughSession() {
             // Through the session: no passphrase, and the agent follows the new data key at once.
-            if let code = try context.agent.rekey() { showNewRecoveryCode(code) }
+            if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
             context.rememberRecipientThroughSession()
         } else {
-            _ = try context.withPassphrase { passphrase in try rekeyVault(context, unlockWith: passphrase, newPassphrase: nil) }
+            let result = try context.vault.withUnlocked { current in
+                try current.rekey(newPassphrase: nil, legacyRecoveryCode: { try askForLegacyRecoveryCode(current) })
+            }
+            if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
         }
         Console.note("the vault is under a new data key; old copies of it open nothing written from now on")
-    }
-
-    /// A new data key, and vault.bak replaced by the result, so no retired slot survives.
-    /// A format 1 recovery slot that had to be replaced yields a new code, shown once;
-    /// returns whether that happened.
-    static func rekeyVault(_ context: Context, unlockWith secret: SecretBytes, recovery: Bool = false, knownKey: PassphraseKey? = nil,
-                           knownRecoveryKey: RecoveryKey? = nil, newPassphrase: PassphraseKey?,
-                           replacingRecoveryCode: ((SecretBytes) throws -> Void)? = nil) throws -> Bool {
-        var newCode: SecretBytes?
-        var kek: SecretBytes?
-        let legacyCode = recovery || replacingRecoveryCode != nil ? nil : try askForLegacyRecoveryCode(context)
-        var replacement: SecretBytes?
-        try context.vault.modify(unlockWith: secret, recovery: recovery, knownKey: knownKey, knownRecoveryKey: knownRecoveryKey,
-                                backup: .new) { document in
-            if let legacyCode, document.recoverySlotNeedsItsCode { try? document.keepRecoveryCode(legacyCode) }
-            if replacingRecoveryCode != nil { replacement = document.replaceRecoveryCode() }
-            newCode = try document.rekey(newPassphraseKey: newPassphrase)
-            kek = document.keyEncryptionKey
-        }
-        // A running session follows the new passphrase instead of locking itself out, and
-        // keeps its limits.
-        if let kek, (try? context.agent.status())?.unlocked == true {
-            try? context.agent.followKey(kek)
-        }
-        // Shown last: a code that cannot be written fails the command, after the session has followed.
-        if let replacement { try replacingRecoveryCode?(replacement) } else if let newCode { showNewRecoveryCode(newCode) }
-        return newCode != nil
     }
 
     struct RecoveryCodeResult: Encodable {
@@ -362,15 +314,15 @@ enum VaultCommand {
     static func replaceRecoveryCode(_ call: Invocation) throws {
         let context = call.context
         try context.vault.checkBeforePrompt()
-        _ = try context.withPassphrase { passphrase in
-            try rekeyVault(context, unlockWith: passphrase, newPassphrase: nil) { code in
-                if call.flag("--json") {
-                    let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-                    try Output.json(RecoveryCodeResult(vault: context.vaultPath, recovery_code: text), schema: .recoveryCode)
-                } else {
-                    Console.note("the old recovery code no longer opens this vault; the new one below is shown only this once. Write it down and keep it offline.")
-                    try Output.writeSecret(code)
-                }
+        let result = try context.vault.withUnlocked { try $0.rekey(newPassphrase: nil, replacingRecoveryCode: true) }
+        // Shown last: a code that cannot be written fails the command, after the session has followed.
+        if let code = result.replacementCode {
+            if call.flag("--json") {
+                let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+                try Output.json(RecoveryCodeResult(vault: context.vaultPath, recovery_code: text), schema: .recoveryCode)
+            } else {
+                Console.note("the old recovery code no longer opens this vault; the new one below is shown only this once. Write it down and keep it offline.")
+                try Output.writeSecret(code)
             }
         }
         Console.note("recovery code replaced; the vault is under a new data key")
@@ -378,14 +330,13 @@ enum VaultCommand {
 
     /// A format 1 vault (made by a build before 0.1.0) keeps its recovery code through a rekey only if the code
     /// is typed once: on a terminal, ask for it (Enter, or three wrong tries, makes a new one).
-    static func askForLegacyRecoveryCode(_ context: Context) throws -> RecoveryKey? {
-        let file = try context.vault.readFile()
-        guard file.recoverySlot?.kind == .legacyRecovery, TerminalQuestion.available else { return nil }
+    static func askForLegacyRecoveryCode(_ vault: UnlockedVault) throws -> UnlockKey? {
+        guard vault.recoverySlotIsLegacy, TerminalQuestion.available else { return nil }
         Console.note("this vault is in format 1, made by a build before 0.1.0; its recovery code can follow the new data key only if you type it now")
         for _ in 0..<3 {
             guard let typed = try? SecretInput.read(from: .terminal, prompt: "Recovery code (Enter for a new one): "), typed.count > 0 else { return nil }
             Redaction.registerPassphrase(typed)
-            if let key = try RecoveryKey.derive(typed, opening: file) { return key }
+            if let key = try vault.recoveryKey(typed) { return key }
             Console.note("that code does not open this vault")
         }
         return nil

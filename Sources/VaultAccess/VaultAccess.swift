@@ -2,12 +2,12 @@ import Agent
 import SystemIO
 import VaultCore
 
-/// Where a vault's passphrase comes from for one command: a flag, a descriptor or the terminal.
+/// Where a vault's secret comes from for one command: a flag, a descriptor or the terminal.
 public protocol PassphraseSource {
     /// Whether a passphrase can be had without failing for lack of a terminal.
     var canProvide: Bool { get }
-    /// Runs `attempt` with the passphrase; on a terminal a wrong one may be typed again.
-    func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T
+    /// Runs `attempt` with the secret of `kind`; on a terminal a wrong one may be typed again.
+    func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T
 }
 
 /// The one home for reaching a vault, used by every command: the file's checks that need no
@@ -19,6 +19,8 @@ public final class VaultAccess {
     public let file: VaultFileAccess
     /// The session to ask first; nil with `--no-session`.
     public let agent: AgentClient?
+    /// This vault's agent even with `--no-session`: a session that runs follows a new key.
+    let agentOfVault: AgentClient?
     /// Where this command's passphrase comes from.
     public let passphraseSource: any PassphraseSource
     /// Told of the contents whenever they are opened or saved here (the history's recipient).
@@ -26,14 +28,15 @@ public final class VaultAccess {
     let warn: (String) -> Void
     /// Hears that another writer holds the vault's lock, while this one waits.
     let onLockWait: (String) -> Void
-    /// The document opened with the passphrase, kept for the rest of the command: one Argon2 run.
-    private var opened: VaultDocument?
+    /// The vault opened with the passphrase, kept for the rest of the command: one Argon2 run.
+    private var opened: UnlockedVault?
 
-    public init(file: VaultFileAccess, agent: AgentClient?, passphrase: any PassphraseSource,
+    public init(file: VaultFileAccess, agent: AgentClient?, agentOfVault: AgentClient? = nil, passphrase: any PassphraseSource,
                 observe: @escaping (VaultContents) -> Void, warn: @escaping (String) -> Void, onLockWait: @escaping (String) -> Void = { _ in }) {
         self.onLockWait = onLockWait
         self.file = file
         self.agent = agent
+        self.agentOfVault = agentOfVault ?? agent
         self.passphraseSource = passphrase
         self.observe = observe
         self.warn = warn
@@ -91,13 +94,26 @@ public final class VaultAccess {
 
     /// The vault opened with the passphrase (once per command).
     public func openDocument() throws -> VaultDocument {
-        if let opened { return opened }
+        if let opened { return opened.document }
+        let unlocked = try withUnlocked { $0 }
+        opened = unlocked
+        return unlocked.document
+    }
+
+    /// Derives `unlock`'s key once from the checked file and opens the vault with it.
+    public func unlock(_ unlock: Unlock) throws -> UnlockedVault {
         let vault = try readFile()
-        let document = try passphraseSource.withPassphrase { try VaultDocument.open(vault, path: path, passphrase: $0) }
+        let key = try unlock.derive(opening: vault)
+        let document = try key.open(vault, path: path)
         file.remember(document.file)
         observe(document.contents)
-        opened = document
-        return document
+        return UnlockedVault(document: document, key: key, access: self)
+    }
+
+    /// The one way to read and then write with a secret: it is asked (retried on a terminal),
+    /// derived once, and `work` gets the opened vault, whose writes reuse the derived key.
+    public func withUnlocked<T>(_ kind: UnlockKind = .passphrase, _ work: (UnlockedVault) throws -> T) throws -> T {
+        try passphraseSource.withSecret(for: kind) { try work(try unlock($0)) }
     }
 
     /// Contents opened elsewhere (a vault just made, an unlock): told to `observe` like the rest.
@@ -150,30 +166,16 @@ public final class VaultAccess {
             }
             return outcome
         }
-        var outcome: VaultChange.Outcome?
-        try passphraseSource.withPassphrase { secret in try modify(unlockWith: secret) { outcome = try change.apply(to: $0.contents) } }
-        return outcome!
+        return try withUnlocked { try $0.apply(change) }
     }
 
-    /// A locked read-modify-write with a secret already read. `knownKey`, the passphrase's key
-    /// derived before the lock, opens the file without another Argon2 run while its slot is
-    /// unchanged (another writer's passwd changes the salt; then the passphrase is derived again).
-    public func modify(unlockWith secret: SecretBytes, recovery: Bool = false, knownKey: PassphraseKey? = nil,
-                       knownRecoveryKey: RecoveryKey? = nil, backup: VaultStore.Backup = .previous,
-                       _ change: (VaultDocument) throws -> Void) throws {
+    /// A locked read-modify-write with a key derived before the lock: the file is read again
+    /// under the lock and opened with `key` (derived again only if another writer's passwd
+    /// changed the slot), `change` edits it, and it is saved.
+    public func modify(with key: UnlockKey, backup: VaultStore.Backup = .previous, _ change: (VaultDocument) throws -> Void) throws {
         try store.withExclusiveLock(onWait: onLockWait) { session in
             guard let bytes = try session.read() else { throw VaultError.notFound(path: path) }
-            let vault = try file.checked(file.parse(bytes))
-            let document: VaultDocument
-            if recovery, let knownRecoveryKey, knownRecoveryKey.fits(vault) {
-                document = try VaultDocument.open(vault, path: path, recoveryKey: knownRecoveryKey)
-            } else if recovery {
-                document = try VaultDocument.open(vault, path: path, recoveryCode: secret)
-            } else if let knownKey, knownKey.fits(vault) {
-                document = try VaultDocument.open(vault, path: path, kek: knownKey.kek)
-            } else {
-                document = try VaultDocument.open(vault, path: path, passphrase: secret)
-            }
+            let document = try key.open(try file.checked(file.parse(bytes)), path: path)
             try change(document)
             try save(document, in: session, backup: backup)
         }
@@ -186,5 +188,32 @@ public final class VaultAccess {
         try file.save(document, in: session, backup: backup, newVault: newVault)
         // A passphrase change's new conversation key, or a new `history` setting, applies at once.
         observe(document.contents)
+    }
+}
+
+/// The vault opened with one secret, derived once: what it held when read, and writes made
+/// with the same key under the vault's lock.
+public final class UnlockedVault {
+    /// The document as read before any write.
+    public let document: VaultDocument
+    public let key: UnlockKey
+    let access: VaultAccess
+
+    init(document: VaultDocument, key: UnlockKey, access: VaultAccess) {
+        self.document = document
+        self.key = key
+        self.access = access
+    }
+
+    /// A locked read-modify-write of the current file with this key.
+    public func modify(backup: VaultStore.Backup = .previous, _ change: (VaultDocument) throws -> Void) throws {
+        try access.modify(with: key, backup: backup, change)
+    }
+
+    /// One change, made under the lock on the current file.
+    public func apply(_ change: VaultChange) throws -> VaultChange.Outcome {
+        var outcome: VaultChange.Outcome?
+        try modify { outcome = try change.apply(to: $0.contents) }
+        return outcome!
     }
 }

@@ -13,9 +13,9 @@ private final class GivenPassphrase: PassphraseSource, @unchecked Sendable {
 
     var canProvide: Bool { true }
 
-    func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T {
+    func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T {
         asked += 1
-        return try attempt(SecretBytes(utf8: text))
+        return try attempt(kind == .recoveryCode ? .recoveryCode(SecretBytes(utf8: text)) : .passphrase(SecretBytes(utf8: text)))
     }
 }
 
