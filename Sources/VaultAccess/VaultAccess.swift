@@ -44,7 +44,15 @@ public final class VaultAccess {
 
     public var store: VaultStore { file.store }
     public var path: String { file.path }
-    public var exists: Bool { store.exists }
+    /// Whether the vault is there; once seen, it is taken to stay for the command.
+    public var exists: Bool {
+        if seenToExist { return true }
+        seenToExist = store.exists
+        return seenToExist
+    }
+    private var seenToExist = false
+    /// Set once a request found no session to use: the command asks the agent no more.
+    private var noSession = false
 
     /// The file, checked without a secret.
     public func readFile() throws -> VaultFile { try file.readFile() }
@@ -60,18 +68,22 @@ public final class VaultAccess {
 
     /// Whether an unlocked session holds this vault; never prompts. A session that answers
     /// with a rollback or an untrusted socket is an error.
+    /// Asked anew each time (a chat stops when its session locks), until no session was found.
     public func sessionIsOpen() throws -> Bool {
-        guard exists, let agent else { return false }
+        guard !noSession, exists, let agent else { return false }
         do throws(AgentError) {
-            return try agent.status().unlocked
+            let unlocked = try agent.status().unlocked
+            if !unlocked { noSession = true }
+            return unlocked
         } catch {
             return try sessionFailure(error)
         }
     }
 
-    /// Runs a request through the session; nil when there is none to ask.
+    /// Runs a request through the session; nil when there is none to ask. The session is
+    /// resolved once per command: after a request found none, no other is sent.
     public func throughSession<T>(_ request: (AgentClient) throws(AgentError) -> T) throws -> T? {
-        guard exists, let agent else { return nil }
+        guard !noSession, exists, let agent else { return nil }
         do throws(AgentError) {
             return try request(agent)
         } catch {
@@ -84,8 +96,11 @@ public final class VaultAccess {
     /// passphrase"; another user's socket folder is warned about and passed over.
     private func sessionFailure(_ error: AgentError) throws -> Bool {
         switch error {
-        case .notRunning, .locked, .wrongKey: return false
+        case .notRunning, .locked, .wrongKey:
+            noSession = true
+            return false
         case .refused(let failure):
+            noSession = true
             warn("the session is not used: \(failure.message)")
             return false
         default: throw error
@@ -131,6 +146,13 @@ public final class VaultAccess {
     public func keySummaries() throws -> [KeySummary] {
         if let summaries = try throughSession({ agent throws(AgentError) in try agent.keySummaries() }) { return summaries }
         return try openDocument().contents.keys.map(\.summary)
+    }
+
+    /// The vault's settings and one key from an unlocked session in one round trip, or nil
+    /// without one; never prompts. `nameFromSettings`: the vault's `key` setting, when set,
+    /// names the key instead of `name`.
+    public func sessionSettingsAndKey(name: String, nameFromSettings: Bool) throws -> (settings: [String: String], name: String, key: StoredKey?)? {
+        try throughSession { agent throws(AgentError) in try agent.settingsAndKey(name: name, nameFromSettings: nameFromSettings, markUsed: true) }
     }
 
     /// The vault's settings from an unlocked session, or nil without one; never prompts.
