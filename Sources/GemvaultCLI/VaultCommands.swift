@@ -191,17 +191,12 @@ enum VaultCommand {
         let name = call.positionals.first ?? "default"
         try VaultContents.validateName(name)
         let context = call.context
-        let stored: StoredKey?
-        // One round trip when a session holds the vault: the key is asked for, not the status first.
-        if let answer = try context.vault.throughSession({ agent throws(AgentError) in try agent.key(name, markUsed: true) }) {
-            stored = answer
-        } else {
-            // A script without a terminal, session or passphrase source gets "no key" (exit 5), as
-            // every command that needs the key does, not a generic failure.
-            try context.vault.checkBeforePrompt()
+        // One round trip when a session holds the vault: the key is asked for, not the status
+        // first. Without one, a script with no terminal or passphrase source gets "no key"
+        // (exit 5), as every command that needs the key does, not a generic failure.
+        let stored = try context.vault.key(name, markUsed: true, beforePrompt: {
             guard context.canReadPassphrase else { throw ConfigError.vaultNeedsPassphrase(path: context.vaultPath) }
-            stored = try context.vault.openDocument().contents.key(named: name)
-        }
+        })
         guard let stored else { throw VaultError.keyNotFound(name: name) }
         try Output.writeSecret(stored.secret)
     }

@@ -54,8 +54,18 @@ public final class VaultAccess {
     /// Set once a request found no session to use: the command asks the agent no more.
     private var noSession = false
 
-    /// The file, checked without a secret.
-    public func readFile() throws -> VaultFile { try file.readFile() }
+    /// The file, checked without a secret: read and parsed once per command (again only under
+    /// the lock of a write, and after one).
+    public func readFile() throws -> VaultFile {
+        if let checkedFile { return checkedFile }
+        parses += 1
+        let vault = try file.readFile()
+        checkedFile = vault
+        return vault
+    }
+    private var checkedFile: VaultFile?
+    /// How many times this command parsed the vault file (the unit tests count them).
+    private(set) var parses = 0
 
     /// Everything that can be checked without a secret, done before a prompt so nobody types
     /// a passphrase for a bad file.
@@ -131,14 +141,36 @@ public final class VaultAccess {
         try passphraseSource.withSecret(for: kind) { try work(try unlock($0)) }
     }
 
+    /// `unlock`'s open: the passphrase is asked (retried on a terminal), then `whileDeriving`
+    /// runs (unlock starts the agent, which comes up while Argon2 runs), then the key is
+    /// derived once.
+    public func unlockForSession(whileDeriving: () throws -> Void) throws -> UnlockedVault {
+        try checkBeforePrompt()
+        return try passphraseSource.withSecret(for: .passphrase) { secret in
+            try whileDeriving()
+            return try unlock(secret)
+        }
+    }
+
+    /// Hands an opened vault's key-encryption key to this vault's agent (also under
+    /// --no-session: `unlock` starts the session whatever the flag says).
+    public func startSession(with document: VaultDocument, idle: Double, max: Double) throws -> AgentStatus {
+        guard let kek = document.keyEncryptionKey, let agent = agentOfVault else { throw VaultError.wrongPassphrase }
+        return try agent.unlock(kek: kek, idle: idle, max: max)
+    }
+
     /// Contents opened elsewhere (a vault just made, an unlock): told to `observe` like the rest.
     public func note(_ contents: VaultContents) { observe(contents) }
 
     // MARK: Narrow questions
 
-    /// One key, marked as used when `markUsed` (the session records it).
-    public func key(_ name: String, markUsed: Bool) throws -> StoredKey? {
+    /// One key, marked as used when `markUsed` (the session records it): one round trip to a
+    /// session; without one, the file is checked, then `beforePrompt` may refuse (no
+    /// passphrase can be had), then the passphrase is asked once.
+    public func key(_ name: String, markUsed: Bool, beforePrompt: () throws -> Void = {}) throws -> StoredKey? {
         if let answer = try throughSession({ agent throws(AgentError) in try agent.key(name, markUsed: markUsed) }) { return answer }
+        try checkBeforePrompt()
+        try beforePrompt()
         return try openDocument().contents.key(named: name)
     }
 
@@ -197,17 +229,20 @@ public final class VaultAccess {
     public func modify(with key: UnlockKey, backup: VaultStore.Backup = .previous, _ change: (VaultDocument) throws -> Void) throws {
         try store.withExclusiveLock(onWait: onLockWait) { session in
             guard let bytes = try session.read() else { throw VaultError.notFound(path: path) }
+            parses += 1
             let document = try key.open(try file.checked(file.parse(bytes)), path: path)
             try change(document)
             try save(document, in: session, backup: backup)
         }
-        opened = nil
     }
 
     /// Seals and writes a document above every generation seen, then records the new one.
     /// `newVault` is for a vault made on purpose at this path (`init`, the first run).
     public func save(_ document: VaultDocument, in session: VaultStore.WriteSession, backup: VaultStore.Backup, newVault: Bool = false) throws {
         try file.save(document, in: session, backup: backup, newVault: newVault)
+        // What was read before is no longer the vault.
+        opened = nil
+        checkedFile = nil
         // A passphrase change's new conversation key, or a new `history` setting, applies at once.
         observe(document.contents)
     }
