@@ -22,13 +22,10 @@ struct Context {
         self.options = options
         let paths = self.paths
         let vaultPath = paths.vault(flag: options["--vault"])
-        let store = VaultStore(path: vaultPath, lockTimeout: environment["GEMVAULT_LOCK_TIMEOUT"].flatMap(Double.init).map { max(0, $0) } ?? 10)
-        let rollback = RollbackGuard(record: GenerationRecord(stateDirectory: paths.stateHome), vaultPath: ProcessIdentity.absolutePath(vaultPath),
-                                     acceptsRollback: options["--accept-rollback"] != nil)
         let history = HistoryStore(stateDirectory: paths.stateHome, vaultPath: vaultPath)
-        vault = VaultAccess(file: VaultFileAccess(store: store, rollback: rollback, warn: { Console.warning($0) }),
-                            agent: options["--no-session"] == nil ? AgentClient(paths: AgentPaths(environment: environment, vaultPath: vaultPath)) : nil,
-                            agentOfVault: AgentClient(paths: AgentPaths(environment: environment, vaultPath: vaultPath)),
+        vault = VaultAccess(path: vaultPath, lockTimeout: environment["GEMVAULT_LOCK_TIMEOUT"].flatMap(Double.init).map { max(0, $0) } ?? 10,
+                            stateDirectory: paths.stateHome, acceptsRollback: options["--accept-rollback"] != nil,
+                            agentPaths: AgentPaths(environment: environment, vaultPath: vaultPath), useSession: options["--no-session"] == nil,
                             passphrase: CommandPassphrase(options: options, vaultPath: vaultPath),
                             observe: { contents in
                                 // Conversations can be sealed, or not saved, without an unlock.
@@ -38,11 +35,6 @@ struct Context {
     }
 
     var vaultPath: String { vault.path }
-    /// GEMVAULT_LOCK_TIMEOUT seconds, 10 by default.
-    var store: VaultStore { vault.store }
-    var generations: GenerationRecord { vault.file.rollback.record }
-    /// Argon2 bounds for files read from disk; only tests of the library loosen them.
-    var kdfPolicy: KDFPolicy { vault.file.kdfPolicy }
 
     /// `--color`, then the `color` setting, then auto (a terminal without NO_COLOR or TERM=dumb).
     func style(_ settings: Settings?, fd: Int32) -> Style {
@@ -79,10 +71,6 @@ struct Context {
     static func weakness(_ passphrase: SecretBytes) -> String? {
         let characters = passphrase.withUnsafeBytes { $0.filter { $0 & 0xC0 != 0x80 }.count }
         return characters < 12 ? "the passphrase is shorter than 12 characters; a longer one resists guessing far better" : nil
-    }
-
-    func retrying<T>(_ source: SecretSource, read: () throws -> SecretBytes, _ attempt: (SecretBytes) throws -> T) throws -> T {
-        try SecretSource.retrying(source, read: read, attempt)
     }
 
     /// `attempt` with the vault's passphrase, retried on a terminal.

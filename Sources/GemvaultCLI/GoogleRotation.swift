@@ -40,7 +40,7 @@ enum GoogleRotation {
     static func withVault<T>(_ context: Context, name: String, _ work: (VaultView) throws -> T) throws -> T {
         try VaultContents.validateName(name)
         try context.vault.checkBeforePrompt()
-        let tag = Sodium.fingerprint(try context.vault.readFile().vaultIDHex ?? ProcessIdentity.absolutePath(context.vaultPath))
+        let tag = Sodium.fingerprint(try context.vault.identity())
         let journal = try RotationJournal.take(context, vaultTag: tag, name: name)
         if try context.vault.sessionIsOpen(), let settings = try context.vault.sessionSettings() {
             guard let key = try context.vault.key(name, markUsed: false),

@@ -50,23 +50,23 @@ enum SessionCommand {
             if let spawned, (try? waitForAgent(context, spawned)) != nil { try? agent.lock() }
             throw error
         }
-        try startSession(call, document: unlocked.document, agentSpawned: spawned)
+        try startSession(call, vault: unlocked, agentSpawned: spawned)
     }
 
     /// Hands an open vault's key-encryption key to the agent, starting one when none runs
     /// (or waiting for the one `unlock` started while Argon2 ran).
-    static func startSession(_ call: Invocation, document: VaultDocument, agentSpawned spawned: ChildProcess? = nil) throws {
+    static func startSession(_ call: Invocation, vault: UnlockedVault, agentSpawned spawned: ChildProcess? = nil) throws {
         let context = call.context
         let agent = context.agent
         let layers = try context.settingLayers(call)
         var withVault = layers
-        withVault.vaultSettings = document.contents.settings
+        withVault.vaultSettings = vault.document.contents.settings
         withVault.vaultPath = context.vaultPath
         let settings = try Settings.resolve(withVault)
         let idle = try duration(call.value("--idle"), flag: "--idle", command: call.command) ?? settings[.sessionIdle]
         let max = try duration(call.value("--max"), flag: "--max", command: call.command) ?? settings[.sessionMax]
         if let spawned { try waitForAgent(context, spawned) } else if (try? agent.status()) == nil { try startAgent(context) }
-        let status = try context.vault.startSession(with: document, idle: idle, max: max)
+        let status = try context.vault.startSession(with: vault.document, idle: idle, max: max)
         Console.note("unlocked \(status.vaultPath); it locks after \(DurationText.text(idle)) unused, and at the latest at \(status.maxDeadline.map(Output.isoDate) ?? "?")")
     }
 
@@ -218,9 +218,8 @@ enum SessionCommand {
         let context = call.context
         // The agent leaves its working folder, so every path it keeps is absolute.
         let vault = ProcessIdentity.absolutePath(context.vaultPath)
-        let server = AgentServer(paths: AgentPaths(environment: context.environment, vaultPath: vault),
-                                 store: VaultStore(path: vault, lockTimeout: context.store.lockTimeout), generations: context.generations,
-                                 log: { Console.err("gemvault agent: \(Output.isoDate(Output.now())) \($0)\n") })
+        let server = context.vault.agentServer(paths: AgentPaths(environment: context.environment, vaultPath: vault),
+                                               log: { Console.err("gemvault agent: \(Output.isoDate(Output.now())) \($0)\n") })
         let code: Int32
         do throws(AgentServer.StartFailure) {
             code = try server.run()

@@ -100,14 +100,15 @@ enum VaultCommand {
         guard let preset = KDFParameters.Preset(rawValue: presetName) else {
             throw UsageError("--kdf takes interactive, moderate or sensitive, not '\(presetName)'", command: call.command)
         }
-        if context.store.exists && !call.flag("--force") { throw VaultError.alreadyExists(path: context.vaultPath) }
-        if context.store.exists { try confirmReplacing(context) }
+        let store = context.vault.store
+        if store.exists && !call.flag("--force") { throw VaultError.alreadyExists(path: context.vaultPath) }
+        if store.exists { try confirmReplacing(context) }
         let passphrase = try context.readNewPassphrase(try context.passphraseSource(),
                                                        prompt: "New passphrase for \(context.vaultPath): ", confirmPrompt: "Repeat the passphrase: ")
         let code = RecoveryCode.generate()
         let document = try VaultDocument.create(path: context.vaultPath, passphrase: passphrase, recoveryCode: code, kdf: preset.parameters)
         var kept: String?
-        try context.store.withExclusiveLock { session in
+        try store.withExclusiveLock { session in
             if try session.read() != nil {
                 guard call.flag("--force") else { throw VaultError.alreadyExists(path: context.vaultPath) }
                 // Nothing a flag does may lose keys: the old vault stays, under a dated name.
@@ -135,9 +136,9 @@ enum VaultCommand {
     /// On a terminal, `init --force` says what it would replace and asks first. Counting the
     /// keys needs the old passphrase, which may be skipped (losing it may be why).
     static func confirmReplacing(_ context: Context) throws {
-        let bytes = try context.store.read()
+        let bytes = try context.vault.store.read()
         guard TerminalQuestion.available else { return }
-        let file = try? VaultFile.parse(bytes, path: context.vaultPath, policy: context.kdfPolicy)
+        let file = try? context.vault.file.parse(bytes)
         var description = "gemvault: a vault already exists at \(context.vaultPath)"
         if let file, let modified = FileStatus.of(context.vaultPath)?.modified {
             description += " (generation \(file.generation), last written \(Output.isoDate(modified)))"
@@ -345,12 +346,13 @@ enum VaultCommand {
 
     static func restoreBackup(_ call: Invocation) throws {
         let context = call.context
-        let store = context.store
-        _ = try VaultFile.parse(try store.readBackup(), path: store.backupPath, policy: context.kdfPolicy)
+        let store = context.vault.store
+        let policy = context.vault.file.kdfPolicy
+        _ = try VaultFile.parse(try store.readBackup(), path: store.backupPath, policy: policy)
         var kept: String?
         var generation: UInt64 = 0
         try context.withPassphrase { passphrase in try store.withExclusiveLock(onWait: { Console.note($0) }) { session in
-            let backup = try VaultFile.parse(try session.readBackup(), path: store.backupPath, policy: context.kdfPolicy)
+            let backup = try VaultFile.parse(try session.readBackup(), path: store.backupPath, policy: policy)
             let document = try VaultDocument.open(backup, path: store.backupPath, passphrase: passphrase)
             // Nothing is lost: the vault being replaced stays beside it, whatever state it is in.
             if store.exists {
@@ -386,15 +388,13 @@ enum VaultCommand {
 
     static func inspect(_ call: Invocation) throws {
         let context = call.context
-        let bytes = try context.store.read()
-        let file = try VaultFile.parse(bytes, path: context.vaultPath, policy: context.kdfPolicy)
+        let header = try context.vault.header()
         let result = InspectResult(
-            path: context.vaultPath, format_version: Int(file.formatVersion), generation: file.generation,
-            file_bytes: bytes.count, payload_bytes: file.payloadSize,
-            slots: file.slots.map { SlotInfo(kind: $0.kind.name, kdf: "argon2id13", ops_limit: $0.kdf.opsLimit,
-                                             mem_limit_bytes: $0.kdf.memLimit, preset: $0.kdf.presetName) },
+            path: context.vaultPath, format_version: header.formatVersion, generation: header.generation,
+            file_bytes: header.fileBytes, payload_bytes: header.payloadBytes,
+            slots: header.slots.map { SlotInfo(kind: $0.kind, kdf: "argon2id13", ops_limit: $0.opsLimit, mem_limit_bytes: $0.memLimit, preset: $0.preset) },
             checksum: "ok", mode: FileStatus.of(link: context.vaultPath)?.octalMode ?? "?",
-            vault_id: file.vaultIDHex, highest_generation_seen: context.vault.file.highestSeen(file))
+            vault_id: header.vaultID, highest_generation_seen: header.highestGenerationSeen)
         if call.flag("--json") { try Output.json(result, schema: .inspect); return }
         var text = """
         vault:          \(result.path)

@@ -46,10 +46,13 @@ public enum Unlock {
 /// A secret with the key it derived for the vault's slot, so reading and then writing cost
 /// one Argon2 run while the slot is unchanged.
 public struct UnlockKey {
-    public let unlock: Unlock
+    /// The secret, derived again if the slot changed; nil for a vault this command created.
+    public let unlock: Unlock?
     enum Derived {
         case passphrase(PassphraseKey)
         case recoveryCode(RecoveryKey)
+        /// A vault this command created: its passphrase slot's key, taken from the new document.
+        case created(SecretBytes)
     }
     let derived: Derived
 
@@ -57,9 +60,12 @@ public struct UnlockKey {
     /// another writer's passwd changed the salt, the secret is derived again.
     func open(_ file: VaultFile, path: String) throws -> VaultDocument {
         switch derived {
-        case .passphrase(let key) where key.fits(file): try VaultDocument.open(file, path: path, kek: key.kek)
-        case .recoveryCode(let key) where key.fits(file): try VaultDocument.open(file, path: path, recoveryKey: key)
-        default: try unlock.open(file, path: path)
+        case .passphrase(let key) where key.fits(file): return try VaultDocument.open(file, path: path, kek: key.kek)
+        case .recoveryCode(let key) where key.fits(file): return try VaultDocument.open(file, path: path, recoveryKey: key)
+        case .created(let kek): return try VaultDocument.open(file, path: path, kek: kek)
+        default:
+            guard let unlock else { throw VaultError.wrongPassphrase }
+            return try unlock.open(file, path: path)
         }
     }
 

@@ -42,6 +42,19 @@ public final class VaultAccess {
         self.warn = warn
     }
 
+    /// The vault at `path` for one command: its lock (waiting `lockTimeout` seconds for
+    /// another writer), its record of generations seen in `stateDirectory`, and its agent,
+    /// asked first unless `useSession` is false (`--no-session`).
+    public convenience init(path: String, lockTimeout: Double, stateDirectory: String, acceptsRollback: Bool, agentPaths: AgentPaths, useSession: Bool,
+                            passphrase: any PassphraseSource, observe: @escaping (VaultContents) -> Void,
+                            warn: @escaping @Sendable (String) -> Void, onLockWait: @escaping (String) -> Void) {
+        let rollback = RollbackGuard(record: GenerationRecord(stateDirectory: stateDirectory), vaultPath: ProcessIdentity.absolutePath(path),
+                                     acceptsRollback: acceptsRollback)
+        self.init(file: VaultFileAccess(store: VaultStore(path: path, lockTimeout: lockTimeout), rollback: rollback, warn: warn),
+                  agent: useSession ? AgentClient(paths: agentPaths) : nil, agentOfVault: AgentClient(paths: agentPaths),
+                  passphrase: passphrase, observe: observe, warn: warn, onLockWait: onLockWait)
+    }
+
     public var store: VaultStore { file.store }
     public var path: String { file.path }
     /// Whether the vault is there; once seen, it is taken to stay for the command.
@@ -159,6 +172,32 @@ public final class VaultAccess {
         return try agent.unlock(kek: kek, idle: idle, max: max)
     }
 
+    /// The vault opened with the passphrase for this command (asked once), to read and write.
+    public func openedVault() throws -> UnlockedVault {
+        _ = try openDocument()
+        return opened!
+    }
+
+    func isOpened(_ vault: UnlockedVault) -> Bool { opened === vault }
+    func keepOpened(_ vault: UnlockedVault) { opened = vault }
+
+    /// A vault this command just created, to write to with the key it was made with.
+    public func created(_ document: VaultDocument) throws -> UnlockedVault {
+        guard let kek = document.keyEncryptionKey else { throw VaultError.wrongPassphrase }
+        return UnlockedVault(document: document, key: UnlockKey(unlock: nil, derived: .created(kek)), access: self)
+    }
+
+    /// The session agent for this vault (`gemvault agent`), with the commands' file rules.
+    public func agentServer(paths: AgentPaths, log: @escaping @Sendable (String) -> Void) -> AgentServer {
+        AgentServer(paths: paths, store: VaultStore(path: paths.vaultPath, lockTimeout: store.lockTimeout), generations: file.rollback.record, log: log)
+    }
+
+    /// A name of this vault that stays the same across its copies: its id (format 2), else its
+    /// absolute path.
+    public func identity() throws -> String {
+        try readFile().vaultIDHex ?? ProcessIdentity.absolutePath(path)
+    }
+
     /// Contents opened elsewhere (a vault just made, an unlock): told to `observe` like the rest.
     public func note(_ contents: VaultContents) { observe(contents) }
 
@@ -262,9 +301,20 @@ public final class UnlockedVault {
         self.access = access
     }
 
-    /// A locked read-modify-write of the current file with this key.
+    /// A locked read-modify-write of the current file with this key. The command's opened
+    /// vault stays open through its own writes, holding what was written (plain `gemvault`
+    /// stores a key, then chats without a second passphrase).
     public func modify(backup: VaultStore.Backup = .previous, _ change: (VaultDocument) throws -> Void) throws {
-        try access.modify(with: key, backup: backup, change)
+        let keptOpen = access.isOpened(self)
+        var written: VaultContents?
+        try access.modify(with: key, backup: backup) { document in
+            try change(document)
+            written = document.contents
+        }
+        if keptOpen, let written {
+            document.replaceContents(written)
+            access.keepOpened(self)
+        }
     }
 
     /// One change, made under the lock on the current file.
