@@ -71,7 +71,7 @@ let package = Package(
         .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "Agent", "VaultCore", "SystemIO"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO"], exclude: ["Fixtures"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
-        .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "VaultAccess", "SystemIO", "GoogleKeys"]),
+        .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "VaultAccess", "SystemIO", "GoogleKeys", "Agent"]),
         .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "GoogleKeys"]),
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations"], exclude: ["Fixtures"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "GeminiClient", "TerminalIO"]),

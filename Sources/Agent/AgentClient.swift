@@ -93,6 +93,26 @@ public struct AgentClient: Sendable {
         return StoredKey(name: name, secret: value, created: created, updated: updated, lastUsed: response.number(.lastUsed) ?? 0, previous: [])
     }
 
+    /// The vault's settings and one key together, in one round trip: the key named by the
+    /// vault's `key` setting when `nameFromSettings` and it is set, else `name`. The answer
+    /// names the key looked up; its value is nil when the vault has none by that name.
+    public func settingsAndKey(name: String, nameFromSettings: Bool, markUsed: Bool) throws(AgentError)
+        -> (settings: [String: String], name: String, key: StoredKey?) {
+        var message = AgentMessage(code: AgentProtocol.Operation.settingsAndKey.rawValue)
+        message.add(.keyName, text: name)
+        message.add(.keyFromSettings, number: nameFromSettings ? 1 : 0)
+        message.add(.markUsed, number: markUsed ? 1 : 0)
+        let response = try request(message)
+        guard let body = response.secret(.settings), let settings = body.withUnsafeBytes({ NarrowCoding.decodeSettings(Array($0)) }),
+              let looked = response.text(.keyName) else {
+            throw .untrusted("the agent's answer is malformed")
+        }
+        guard let value = response.secret(.keyValue) else { return (settings, looked, nil) }
+        guard let created = response.number(.created), let updated = response.number(.updated) else { throw .untrusted("the agent's answer has no key") }
+        return (settings, looked, StoredKey(name: looked, secret: value, created: created, updated: updated,
+                                            lastUsed: response.number(.lastUsed) ?? 0, previous: []))
+    }
+
     /// What may be shown of every key: names, masked values, kinds, dates.
     public func keySummaries() throws(AgentError) -> [KeySummary] {
         let response = try request(AgentMessage(code: AgentProtocol.Operation.keySummaries.rawValue))
@@ -154,7 +174,8 @@ public struct AgentClient: Sendable {
     /// (or one it could not take yet) means a busy agent, not a missing one: a question is
     /// asked again after a short pause, a few times; a change, which may have been made, is not.
     func request(_ message: AgentMessage) throws(AgentError) -> AgentMessage {
-        let asksOnly: Set<UInt8> = [AgentProtocol.Operation.status, .contents, .keyNames, .key, .keySummaries, .settings, .conversationKeys, .lock]
+        let asksOnly: Set<UInt8> = [AgentProtocol.Operation.status, .contents, .keyNames, .key, .keySummaries, .settings, .conversationKeys, .lock,
+                                    .settingsAndKey]
             .reduce(into: []) { $0.insert($1.rawValue) }
         var pauses = asksOnly.contains(message.code) ? Self.busyBackoff[...] : []
         while true {

@@ -24,10 +24,11 @@ extension AgentServer {
         case .contents, .write:
             // Whole payloads no longer travel: each command asks only for what it needs.
             return Self.error(.badRequest, "this agent answers narrow requests only (key, keySummaries, settings, conversationKeys, change)")
-        case .key, .keySummaries, .settings, .conversationKeys, .change, .rekey:
+        case .key, .keySummaries, .settings, .conversationKeys, .change, .rekey, .settingsAndKey:
             guard document != nil else { return Self.error(.locked, "the session is locked") }
             let answer = switch operation {
             case .key: key(request)
+            case .settingsAndKey: settingsAndKey(request)
             case .keySummaries: narrow { .init(field: .keySummaries, bytes: NarrowCoding.encode($0.contents.keys.map(\.summary))) }
             case .settings: narrow { .init(field: .settings, bytes: NarrowCoding.encode($0.contents.settings)) }
             case .conversationKeys: conversationKeys()
@@ -120,6 +121,31 @@ extension AgentServer {
                 document.contents.recordUse([name: uses[name]!])
             }
             var response = AgentMessage(code: 0)
+            response.add(.keyValue, secret: stored.secret)
+            response.add(.created, number: stored.created)
+            response.add(.updated, number: stored.updated)
+            response.add(.lastUsed, number: document.contents.key(named: name)?.lastUsed ?? stored.lastUsed)
+            return response
+        }
+    }
+
+    /// The vault's settings and one key's value and dates (none when the vault lacks it); the
+    /// key's use is recorded with `markUsed`.
+    private func settingsAndKey(_ request: AgentMessage) -> AgentMessage {
+        guard let fallback = request.text(.keyName) else { return Self.error(.badRequest, "settingsAndKey needs a key name") }
+        return answering {
+            try refreshIfChanged()
+            guard let document else { return Self.error(.locked, "the session is locked") }
+            let settings = document.contents.settings
+            let name = request.number(.keyFromSettings) == 1 ? settings["key"] ?? fallback : fallback
+            var response = AgentMessage(code: 0)
+            response.add(.settings, secret: SecretBytes(copying: NarrowCoding.encode(settings)))
+            response.add(.keyName, text: name)
+            guard let stored = document.contents.key(named: name) else { return response }
+            if request.number(.markUsed) == 1 {
+                uses[name] = Clock.now()
+                document.contents.recordUse([name: uses[name]!])
+            }
             response.add(.keyValue, secret: stored.secret)
             response.add(.created, number: stored.created)
             response.add(.updated, number: stored.updated)

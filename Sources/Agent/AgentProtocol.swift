@@ -23,6 +23,11 @@ public enum AgentProtocol {
         /// Narrow questions: one key, what may be shown of every key, the vault's settings, the
         /// conversation keys; and one change. None carries a whole payload.
         case key = 9, keySummaries = 10, settings = 11, conversationKeys = 12, change = 13
+        /// The vault's settings and one key in one answer, so a command that needs both (ask,
+        /// chat, exec) makes one round trip. The key's name is the vault's `key` setting when
+        /// `keyFromSettings` says so and it is set, else `keyName`; the answer names the key it
+        /// looked up, and carries no value when the vault has no such key.
+        case settingsAndKey = 14
     }
 
     /// A change carries at most one key's value (4 KiB) or one setting's (64 KiB) and names.
@@ -63,6 +68,8 @@ public enum AgentProtocol {
         /// A rotation's Google keys: the new value's resource name and service account, and the
         /// replaced value's when the rotation found it by a lookup.
         case googleResource = 35, googleServiceAccount = 36, replacedGoogleResource = 37, replacedGoogleServiceAccount = 38
+        /// `settingsAndKey`: 1 when the vault's own `key` setting, if set, names the key.
+        case keyFromSettings = 39
     }
 
     public enum ErrorKind: UInt8, Sendable {

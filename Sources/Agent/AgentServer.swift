@@ -57,6 +57,8 @@ public final class AgentServer {
     var lastActivity = 0.0
     var startedMonotonic = 0.0
     var uses: [String: Int64] = [:]
+    /// Requests answered: the unit tests count a command's round trips with it.
+    var requestsAnswered = 0
     private var connections: [AgentConnection] = []
     var stopRequested = false
     private var drops: [String: Int] = [:]
@@ -204,6 +206,7 @@ public final class AgentServer {
                 answer(connection, Self.error(.badRequest, "malformed request"))
                 return
             }
+            requestsAnswered += 1
             answer(connection, perform(operation, request))
         }
     }

@@ -42,12 +42,10 @@ static void restore_tty_and_reraise(int sig) {
     raise(sig);
 }
 
-int gv_tty_read_secret(const char *prompt, unsigned char *buffer, size_t capacity, size_t *length) {
+int gv_tty_read_secret_on(int fd, const char *prompt, unsigned char *buffer, size_t capacity, size_t *length) {
     *length = 0;
-    int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) return GV_TTY_NO_TERMINAL;
     struct termios original;
-    if (tcgetattr(fd, &original) != 0) { close(fd); return GV_TTY_NO_TERMINAL; }
+    if (tcgetattr(fd, &original) != 0) return GV_TTY_NO_TERMINAL;
 
     saved_tty = original;
     saved_tty_fd = fd;
@@ -114,7 +112,6 @@ int gv_tty_read_secret(const char *prompt, unsigned char *buffer, size_t capacit
     for (size_t i = 0; i < GUARDED_COUNT; i++) sigaction(guarded_signals[i], &previous[i], NULL);
     for (size_t i = 0; i < SUSPEND_COUNT; i++) sigaction(suspend_signals[i], &previous_suspend[i], NULL);
     saved_tty_fd = -1;
-    close(fd);
     *length = result == GV_TTY_OK ? used : 0;
     return result;
 }

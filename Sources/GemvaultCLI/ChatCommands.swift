@@ -348,7 +348,7 @@ enum ChatCommand {
             recorder?.record(kept, in: saved, now: Clock.now())
             // Without a vault there is nothing to save to, and a script asking all day needs no
             // reminder; a vault whose history cannot be written is worth a word every time.
-            if let problem, call.context.store.exists { Console.warning(problem) }
+            if let problem, call.context.vault.exists { Console.warning(problem) }
         }
         if let failure { throw failure }
         // As in the chat: a reply cut by Ctrl-C says so, where a person watches.

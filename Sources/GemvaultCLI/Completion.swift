@@ -134,7 +134,7 @@ struct CompletionEngine {
     /// From an unlocked session only, never by prompting. The names-only request carries no
     /// key and does not count as use; a stalled agent costs a second at most.
     private func sessionKeyNames() -> [String] {
-        guard context.store.exists else { return [] }
+        guard context.vault.exists else { return [] }
         var agent = context.agent
         agent.responseTimeout = 1
         return (try? agent.keyNames()) ?? []

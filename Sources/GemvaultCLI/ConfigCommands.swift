@@ -175,7 +175,7 @@ enum ConfigCommand {
         var vaultState: String
         if call.flag("--no-vault") {
             vaultState = "skipped (--no-vault)"
-        } else if !context.store.exists {
+        } else if !context.vault.exists {
             vaultState = "absent"
         } else if let settings = try context.vault.sessionSettings() {
             layers.vaultSettings = settings
@@ -249,7 +249,7 @@ enum ConfigCommand {
     /// The vault's keys and kinds for doctor: from a session, or with a passphrase given by
     /// --passphrase-fd or --passphrase-file; doctor never prompts.
     static func vaultKeyKinds(_ context: Context) throws -> [(name: String, kind: GoogleKeyKind)]? {
-        guard context.store.exists else { return [] }
+        guard context.vault.exists else { return [] }
         if let keys = try? context.vault.agent?.keySummary() { return keys }
         guard context.options["--passphrase-fd"] != nil || context.options["--passphrase-file"] != nil else {
             Console.note("the vault's keys were not checked: no unlocked session (run 'gemvault unlock', or pass --passphrase-file)")

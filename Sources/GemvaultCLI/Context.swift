@@ -22,12 +22,10 @@ struct Context {
         self.options = options
         let paths = self.paths
         let vaultPath = paths.vault(flag: options["--vault"])
-        let store = VaultStore(path: vaultPath, lockTimeout: environment["GEMVAULT_LOCK_TIMEOUT"].flatMap(Double.init).map { max(0, $0) } ?? 10)
-        let rollback = RollbackGuard(record: GenerationRecord(stateDirectory: paths.stateHome), vaultPath: ProcessIdentity.absolutePath(vaultPath),
-                                     acceptsRollback: options["--accept-rollback"] != nil)
         let history = HistoryStore(stateDirectory: paths.stateHome, vaultPath: vaultPath)
-        vault = VaultAccess(file: VaultFileAccess(store: store, rollback: rollback, warn: { Console.warning($0) }),
-                            agent: options["--no-session"] == nil ? AgentClient(paths: AgentPaths(environment: environment, vaultPath: vaultPath)) : nil,
+        vault = VaultAccess(path: vaultPath, lockTimeout: environment["GEMVAULT_LOCK_TIMEOUT"].flatMap(Double.init).map { max(0, $0) } ?? 10,
+                            stateDirectory: paths.stateHome, acceptsRollback: options["--accept-rollback"] != nil,
+                            agentPaths: AgentPaths(environment: environment, vaultPath: vaultPath), useSession: options["--no-session"] == nil,
                             passphrase: CommandPassphrase(options: options, vaultPath: vaultPath),
                             observe: { contents in
                                 // Conversations can be sealed, or not saved, without an unlock.
@@ -37,11 +35,6 @@ struct Context {
     }
 
     var vaultPath: String { vault.path }
-    /// GEMVAULT_LOCK_TIMEOUT seconds, 10 by default.
-    var store: VaultStore { vault.store }
-    var generations: GenerationRecord { vault.file.rollback.record }
-    /// Argon2 bounds for files read from disk; only tests of the library loosen them.
-    var kdfPolicy: KDFPolicy { vault.file.kdfPolicy }
 
     /// `--color`, then the `color` setting, then auto (a terminal without NO_COLOR or TERM=dumb).
     func style(_ settings: Settings?, fd: Int32) -> Style {
@@ -80,31 +73,45 @@ struct Context {
         return characters < 12 ? "the passphrase is shorter than 12 characters; a longer one resists guessing far better" : nil
     }
 
-    func retrying<T>(_ source: SecretSource, read: () throws -> SecretBytes, _ attempt: (SecretBytes) throws -> T) throws -> T {
-        try SecretSource.retrying(source, read: read, attempt)
-    }
-
     /// `attempt` with the vault's passphrase, retried on a terminal.
     func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T {
-        try vault.passphraseSource.withPassphrase(attempt)
+        try CommandPassphrase(options: options, vaultPath: vaultPath).withPassphrase(attempt)
     }
 }
 
-/// The vault's passphrase for one command: --passphrase-fd, --passphrase-file, or the
-/// terminal, where a wrong one may be typed again (three tries, like sudo and ssh).
+/// The vault's secret for one command: the passphrase from --passphrase-fd,
+/// --passphrase-file or the terminal, the recovery code from the terminal or stdin. On a
+/// terminal a wrong one may be typed again (three tries, like sudo and ssh).
 struct CommandPassphrase: PassphraseSource {
     let options: [String: String]
     let vaultPath: String
 
     var canProvide: Bool { options["--passphrase-fd"] != nil || options["--passphrase-file"] != nil || SecretInput.hasTerminal }
 
-    func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T {
-        let source = try SecretSource.chosen(by: options, fdOption: "--passphrase-fd", fileOption: "--passphrase-file")
+    func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T {
+        let source: SecretSource
+        let prompt: String
+        switch kind {
+        case .passphrase, .currentPassphrase:
+            source = try SecretSource.chosen(by: options, fdOption: "--passphrase-fd", fileOption: "--passphrase-file")
+            prompt = kind == .passphrase ? "Passphrase for \(vaultPath): " : "Current passphrase for \(vaultPath): "
+        case .recoveryCode:
+            source = Terminal.stdinIsTerminal ? .terminal : .fileDescriptor(FileDescriptor.standardInput.raw)
+            prompt = "Recovery code: "
+        }
         return try SecretSource.retrying(source, read: {
-            let passphrase = try SecretInput.read(from: source, prompt: "Passphrase for \(vaultPath): ")
-            Redaction.registerPassphrase(passphrase)
-            return passphrase
-        }, attempt)
+            let secret = try SecretInput.read(from: source, prompt: prompt)
+            Redaction.registerPassphrase(secret)
+            return secret
+        }) { secret in try attempt(kind == .recoveryCode ? .recoveryCode(secret) : .passphrase(secret)) }
+    }
+
+    /// The passphrase itself, for the commands that open a file other than the vault (restore-backup).
+    func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T {
+        try withSecret(for: .passphrase) { unlock in
+            guard case .passphrase(let secret) = unlock else { throw VaultError.wrongPassphrase }
+            return try attempt(secret)
+        }
     }
 }
 

@@ -2,6 +2,7 @@ import GeminiClient
 import GemvaultConfig
 import SystemIO
 import TerminalIO
+import VaultAccess
 import VaultCore
 
 /// Plain `gemvault`, the seed app's entry page: with no vault, a guided set-up (vault,
@@ -14,7 +15,7 @@ enum FirstRun {
             Console.err(HelpText.overview())
             throw ExitStatus(code: ExitCode.usage.rawValue)
         }
-        if context.store.exists {
+        if context.vault.exists {
             try chatOrAddKey(context)
             return
         }
@@ -28,21 +29,21 @@ enum FirstRun {
             Console.note("nothing was created; run 'gemvault init' when you are ready")
             return
         }
-        let document = try createVault(context)
+        let vault = try context.vault.created(try createVault(context))
 
         guard TerminalQuestion.offer("2. Store your Gemini API key in it now (hidden input)?") else {
             Console.note("no key stored; 'gemvault key set' adds one later")
             return
         }
         let key = try readKey()
-        try storeKey(key, in: document, context)
+        try storeKey(key, in: vault)
 
         if TerminalQuestion.offer("3. Check the key with one request to the Gemini API?") {
-            _ = try checkUntilAccepted(key, context) { retyped in try storeKey(retyped, in: document, context, replacing: true) }
+            _ = try checkUntilAccepted(key, context) { retyped in try storeKey(retyped, in: vault, replacing: true) }
         }
 
         if TerminalQuestion.offer("4. Unlock a session, so chat and key get need no passphrase for a while?") {
-            try SessionCommand.startSession(try invocation(["unlock"], context), document: document)
+            try SessionCommand.startSession(try invocation(["unlock"], context), vault: vault)
         }
         guard TerminalQuestion.offer("Start a chat now?") else {
             Console.note("all set; 'gemvault chat' starts one, 'gemvault --help' lists the rest")
@@ -58,7 +59,7 @@ enum FirstRun {
         let code = RecoveryCode.generate()
         let document = try VaultDocument.create(path: context.vaultPath, passphrase: passphrase, recoveryCode: code,
                                                 kdf: KDFParameters.Preset.moderate.parameters)
-        try context.store.withExclusiveLock { session in
+        try context.vault.store.withExclusiveLock { session in
             if try session.read() != nil { throw VaultError.alreadyExists(path: context.vaultPath) }
             try context.vault.save(document, in: session, backup: .previous, newVault: true)
         }
@@ -84,19 +85,12 @@ enum FirstRun {
         }
     }
 
-    /// Stores the key under the lock, opening the vault with the key-encryption key in hand.
-    /// A key typed again after a refused check replaces the refused one, which is not kept.
-    private static func storeKey(_ key: SecretBytes, name: String = "default", in opened: VaultDocument, _ context: Context,
-                                 replacing: Bool = false) throws {
-        guard let kek = opened.keyEncryptionKey else { throw VaultError.wrongPassphrase }
-        try context.store.withExclusiveLock { session in
-            guard let bytes = try session.read() else { throw VaultError.notFound(path: context.vaultPath) }
-            let document = try VaultDocument.open(try context.vault.file.checked(context.vault.file.parse(bytes)),
-                                                  path: context.vaultPath, kek: kek)
+    /// Stores the key under the lock, opening the vault with the key in hand (no passphrase
+    /// again). A key typed again after a refused check replaces the refused one, which is not kept.
+    private static func storeKey(_ key: SecretBytes, name: String = "default", in vault: UnlockedVault, replacing: Bool = false) throws {
+        try vault.modify { document in
             if replacing, document.contents.key(named: name) != nil { try document.contents.removeKey(name) }
             try document.contents.setKey(name, secret: key, now: Output.now())
-            try context.vault.save(document, in: session, backup: .previous)
-            opened.replaceContents(document.contents)
         }
         Console.note("stored key '\(name)' (\(key.masked))")
     }
@@ -168,7 +162,7 @@ enum FirstRun {
             try run(["chat"], context)
             return
         } catch let error as ConfigError {
-            guard case .noKey = error, context.store.exists, TerminalQuestion.available else { throw error }
+            guard case .noKey = error, context.vault.exists, TerminalQuestion.available else { throw error }
             let throughSession = try context.vault.sessionIsOpen()
             let vaultSettings = try context.vault.settings()
             var layers = try context.settingLayers(try invocation(["chat"], context))
@@ -185,7 +179,7 @@ enum FirstRun {
                     try context.vault.apply(.setKey(name: name, secret: key, now: Output.now()))
                     Console.note("stored key '\(name)' (\(key.masked))")
                 } else {
-                    try storeKey(key, name: name, in: try context.vault.openDocument(), context, replacing: replacing)
+                    try storeKey(key, name: name, in: try context.vault.openedVault(), replacing: replacing)
                 }
             }
             let key = try readKey(name: name)

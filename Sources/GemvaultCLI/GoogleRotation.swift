@@ -40,25 +40,19 @@ enum GoogleRotation {
     static func withVault<T>(_ context: Context, name: String, _ work: (VaultView) throws -> T) throws -> T {
         try VaultContents.validateName(name)
         try context.vault.checkBeforePrompt()
-        let tag = Sodium.fingerprint(try context.vault.readFile().vaultIDHex ?? ProcessIdentity.absolutePath(context.vaultPath))
+        let tag = Sodium.fingerprint(try context.vault.identity())
         let journal = try RotationJournal.take(context, vaultTag: tag, name: name)
-        let file = try context.vault.readFile()
         if try context.vault.sessionIsOpen(), let settings = try context.vault.sessionSettings() {
             guard let key = try context.vault.key(name, markUsed: false),
                   let summary = try context.vault.keySummaries().first(where: { $0.name == name }) else { throw VaultError.keyNotFound(name: name) }
             return try work(VaultView(settings: settings, key: key, summary: summary, tag: tag, journal: journal, apply: { try context.vault.apply($0) },
                                       currentGoogle: { (try? context.vault.keySummaries())?.first { $0.name == name }?.google }))
         }
-        return try context.withPassphrase { secret in
-            guard let known = try PassphraseKey.derive(secret, opening: file) else { throw VaultError.wrongPassphrase }
-            let document = try VaultDocument.open(file, path: context.vaultPath, kek: known.kek)
-            context.vault.note(document.contents)
-            guard let key = document.contents.key(named: name) else { throw VaultError.keyNotFound(name: name) }
-            return try work(VaultView(settings: document.contents.settings, key: key, summary: key.summary, tag: tag, journal: journal, apply: { change in
-                var outcome: VaultChange.Outcome?
-                try context.vault.modify(unlockWith: secret, knownKey: known) { outcome = try change.apply(to: $0.contents) }
-                return outcome!
-            }, currentGoogle: { nil }))
+        return try context.vault.withUnlocked { vault in
+            let contents = vault.document.contents
+            guard let key = contents.key(named: name) else { throw VaultError.keyNotFound(name: name) }
+            return try work(VaultView(settings: contents.settings, key: key, summary: key.summary, tag: tag, journal: journal,
+                                      apply: { try vault.apply($0) }, currentGoogle: { nil }))
         }
     }
 

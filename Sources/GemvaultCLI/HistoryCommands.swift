@@ -75,7 +75,7 @@ extension Context {
     func recorder(_ call: Invocation, settings: Settings, kind: String, resuming writer: HistoryWriter? = nil,
                   system: String? = nil) -> (ConversationRecorder?, String?) {
         if call.flag("--no-save") { return (nil, nil) }
-        guard store.exists else {
+        guard vault.exists else {
             return (nil, settings[.history] == "off" ? nil : "there is no vault, so this conversation is not saved")
         }
         do {

@@ -57,14 +57,9 @@ enum RotationCommand {
         } else {
             // The check uses the vault's own endpoint and settings, so the vault is opened first;
             // the passphrase's key is derived once for the check and the write.
-            let file = try context.vault.readFile()
-            outcome = try context.withPassphrase { secret in
-                guard let known = try PassphraseKey.derive(secret, opening: file) else { throw VaultError.wrongPassphrase }
-                let document = try VaultDocument.open(file, path: context.vaultPath, kek: known.kek)
-                try verify(key, call, vaultSettings: document.contents.settings)
-                var outcome: VaultChange.Outcome?
-                try context.vault.modify(unlockWith: secret, knownKey: known) { outcome = try change.apply(to: $0.contents) }
-                return outcome!
+            outcome = try context.vault.withUnlocked { vault in
+                try verify(key, call, vaultSettings: vault.document.contents.settings)
+                return try vault.apply(change)
             }
         }
         Console.note("rotated key '\(name)' to \(key.masked)\(call.flag("--no-verify") ? " (not checked)" : ", which the API accepted"); the previous one (\(outcome.masked ?? "?")) is kept in its history")

@@ -3,6 +3,7 @@ import GemvaultConfig
 import GoogleKeys
 import SystemIO
 import TerminalIO
+import VaultAccess
 import VaultCore
 
 let sessionCommands: [CommandSpec] = [
@@ -37,41 +38,35 @@ enum SessionCommand {
             Console.note("\(status.vaultPath) is already unlocked (agent pid \(status.pid)); the running session was left alone\(status.locksAt.map { ", it locks at \(Output.isoDate($0))" } ?? "")")
             return
         }
-        try context.vault.checkBeforePrompt()
-        let file = try context.vault.readFile()
         // Once the passphrase is read, the agent starts while Argon2 runs (one core each), so the
         // unlock costs the KDF alone; a wrong passphrase stops it again.
         var spawned: ChildProcess?
-        let document: VaultDocument
+        let unlocked: UnlockedVault
         do {
-            document = try context.withPassphrase { passphrase in
+            unlocked = try context.vault.unlockForSession(whileDeriving: {
                 if spawned == nil, (try? agent.status()) == nil { spawned = try spawnAgent(context) }
-                return try VaultDocument.open(file, path: context.vaultPath, passphrase: passphrase)
-            }
+            })
         } catch {
             if let spawned, (try? waitForAgent(context, spawned)) != nil { try? agent.lock() }
             throw error
         }
-        context.vault.file.remember(document.file)
-        context.rememberRecipient(document.contents)
-        try startSession(call, document: document, agentSpawned: spawned)
+        try startSession(call, vault: unlocked, agentSpawned: spawned)
     }
 
     /// Hands an open vault's key-encryption key to the agent, starting one when none runs
     /// (or waiting for the one `unlock` started while Argon2 ran).
-    static func startSession(_ call: Invocation, document: VaultDocument, agentSpawned spawned: ChildProcess? = nil) throws {
+    static func startSession(_ call: Invocation, vault: UnlockedVault, agentSpawned spawned: ChildProcess? = nil) throws {
         let context = call.context
         let agent = context.agent
-        guard let kek = document.keyEncryptionKey else { throw VaultError.wrongPassphrase }
         let layers = try context.settingLayers(call)
         var withVault = layers
-        withVault.vaultSettings = document.contents.settings
+        withVault.vaultSettings = vault.document.contents.settings
         withVault.vaultPath = context.vaultPath
         let settings = try Settings.resolve(withVault)
         let idle = try duration(call.value("--idle"), flag: "--idle", command: call.command) ?? settings[.sessionIdle]
         let max = try duration(call.value("--max"), flag: "--max", command: call.command) ?? settings[.sessionMax]
         if let spawned { try waitForAgent(context, spawned) } else if (try? agent.status()) == nil { try startAgent(context) }
-        let status = try agent.unlock(kek: kek, idle: idle, max: max)
+        let status = try context.vault.startSession(with: vault.document, idle: idle, max: max)
         Console.note("unlocked \(status.vaultPath); it locks after \(DurationText.text(idle)) unused, and at the latest at \(status.maxDeadline.map(Output.isoDate) ?? "?")")
     }
 
@@ -223,9 +218,8 @@ enum SessionCommand {
         let context = call.context
         // The agent leaves its working folder, so every path it keeps is absolute.
         let vault = ProcessIdentity.absolutePath(context.vaultPath)
-        let server = AgentServer(paths: AgentPaths(environment: context.environment, vaultPath: vault),
-                                 store: VaultStore(path: vault, lockTimeout: context.store.lockTimeout), generations: context.generations,
-                                 log: { Console.err("gemvault agent: \(Output.isoDate(Output.now())) \($0)\n") })
+        let server = context.vault.agentServer(paths: AgentPaths(environment: context.environment, vaultPath: vault),
+                                               log: { Console.err("gemvault agent: \(Output.isoDate(Output.now())) \($0)\n") })
         let code: Int32
         do throws(AgentServer.StartFailure) {
             code = try server.run()

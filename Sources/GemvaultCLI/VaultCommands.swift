@@ -3,6 +3,7 @@ import GemvaultConfig
 import GoogleKeys
 import SystemIO
 import TerminalIO
+import VaultAccess
 import VaultCore
 
 let vaultCommands: [CommandSpec] = [
@@ -99,14 +100,15 @@ enum VaultCommand {
         guard let preset = KDFParameters.Preset(rawValue: presetName) else {
             throw UsageError("--kdf takes interactive, moderate or sensitive, not '\(presetName)'", command: call.command)
         }
-        if context.store.exists && !call.flag("--force") { throw VaultError.alreadyExists(path: context.vaultPath) }
-        if context.store.exists { try confirmReplacing(context) }
+        let store = context.vault.store
+        if store.exists && !call.flag("--force") { throw VaultError.alreadyExists(path: context.vaultPath) }
+        if store.exists { try confirmReplacing(context) }
         let passphrase = try context.readNewPassphrase(try context.passphraseSource(),
                                                        prompt: "New passphrase for \(context.vaultPath): ", confirmPrompt: "Repeat the passphrase: ")
         let code = RecoveryCode.generate()
         let document = try VaultDocument.create(path: context.vaultPath, passphrase: passphrase, recoveryCode: code, kdf: preset.parameters)
         var kept: String?
-        try context.store.withExclusiveLock { session in
+        try store.withExclusiveLock { session in
             if try session.read() != nil {
                 guard call.flag("--force") else { throw VaultError.alreadyExists(path: context.vaultPath) }
                 // Nothing a flag does may lose keys: the old vault stays, under a dated name.
@@ -134,9 +136,9 @@ enum VaultCommand {
     /// On a terminal, `init --force` says what it would replace and asks first. Counting the
     /// keys needs the old passphrase, which may be skipped (losing it may be why).
     static func confirmReplacing(_ context: Context) throws {
-        let bytes = try context.store.read()
+        let bytes = try context.vault.store.read()
         guard TerminalQuestion.available else { return }
-        let file = try? VaultFile.parse(bytes, path: context.vaultPath, policy: context.kdfPolicy)
+        let file = try? context.vault.file.parse(bytes)
         var description = "gemvault: a vault already exists at \(context.vaultPath)"
         if let file, let modified = FileStatus.of(context.vaultPath)?.modified {
             description += " (generation \(file.generation), last written \(Output.isoDate(modified)))"
@@ -190,17 +192,12 @@ enum VaultCommand {
         let name = call.positionals.first ?? "default"
         try VaultContents.validateName(name)
         let context = call.context
-        let stored: StoredKey?
-        // One round trip when a session holds the vault: the key is asked for, not the status first.
-        if let answer = try context.vault.throughSession({ agent throws(AgentError) in try agent.key(name, markUsed: true) }) {
-            stored = answer
-        } else {
-            // A script without a terminal, session or passphrase source gets "no key" (exit 5), as
-            // every command that needs the key does, not a generic failure.
-            try context.vault.checkBeforePrompt()
+        // One round trip when a session holds the vault: the key is asked for, not the status
+        // first. Without one, a script with no terminal or passphrase source gets "no key"
+        // (exit 5), as every command that needs the key does, not a generic failure.
+        let stored = try context.vault.key(name, markUsed: true, beforePrompt: {
             guard context.canReadPassphrase else { throw ConfigError.vaultNeedsPassphrase(path: context.vaultPath) }
-            stored = try context.vault.openDocument().contents.key(named: name)
-        }
+        })
         guard let stored else { throw VaultError.keyNotFound(name: name) }
         try Output.writeSecret(stored.secret)
     }
@@ -269,87 +266,38 @@ enum VaultCommand {
     static func changePassphrase(_ call: Invocation) throws {
         let context = call.context
         try context.vault.checkBeforePrompt()
-        let file = try context.vault.readFile()
         // Check the current passphrase before asking for a new one. Its key is kept, so each
         // passphrase costs one Argon2 run in all (Docs/performance.md).
-        let current = try context.retrying(try context.passphraseSource(), read: {
-            let secret = try SecretInput.read(from: try context.passphraseSource(), prompt: "Current passphrase for \(context.vaultPath): ")
-            Redaction.registerPassphrase(secret)
-            return secret
-        }) { secret in
-            guard let key = try PassphraseKey.derive(secret, opening: file) else { throw VaultError.wrongPassphrase }
-            _ = try VaultDocument.open(file, path: context.vaultPath, kek: key.kek)
-            return (secret: secret, key: key)
-        }
+        let current = try context.vault.withUnlocked(.currentPassphrase) { $0 }
         let new = try readNewPassphrase(call)
-        let newCode = try rekeyVault(context, unlockWith: current.secret, knownKey: current.key, newPassphrase: try newKey(new, for: file))
-        Console.note("passphrase changed and the vault is under a new data key; the old passphrase opens nothing written from now on\(newCode ? "" : ". The recovery code still works")")
-    }
-
-    /// The new passphrase's key, derived before the vault's lock is taken so the Argon2 run
-    /// holds up no other writer; the slot keeps its parameters.
-    static func newKey(_ passphrase: SecretBytes, for file: VaultFile) throws -> PassphraseKey {
-        guard let slot = file.passphraseSlot else { throw VaultError.wrongPassphrase }
-        return try PassphraseKey.derive(passphrase, kdf: slot.kdf)
+        let result = try current.rekey(newPassphrase: new, legacyRecoveryCode: { try askForLegacyRecoveryCode(current) })
+        if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
+        Console.note("passphrase changed and the vault is under a new data key; the old passphrase opens nothing written from now on\(result.newRecoveryCode != nil ? "" : ". The recovery code still works")")
     }
 
     static func recover(_ call: Invocation) throws {
         let context = call.context
         try context.vault.checkBeforePrompt()
-        let source: SecretSource = Terminal.stdinIsTerminal ? .terminal : .fileDescriptor(FileDescriptor.standardInput.raw)
-        let file = try context.vault.readFile()
-        let code = try context.retrying(source, read: {
-            let secret = try SecretInput.read(from: source, prompt: "Recovery code: ")
-            Redaction.registerPassphrase(secret)
-            return secret
-        }) { secret in
-            guard let key = try RecoveryKey.derive(secret, opening: file) else { throw VaultError.wrongRecoveryCode }
-            _ = try VaultDocument.open(file, path: context.vaultPath, recoveryKey: key)
-            return (secret: secret, key: key)
-        }
+        let code = try context.vault.withUnlocked(.recoveryCode) { $0 }
         let new = try readNewPassphrase(call)
-        _ = try rekeyVault(context, unlockWith: code.secret, recovery: true, knownRecoveryKey: code.key, newPassphrase: try newKey(new, for: file))
+        if let newCode = try code.rekey(newPassphrase: new).newRecoveryCode { showNewRecoveryCode(newCode) }
         Console.note("new passphrase set and the vault is under a new data key; the recovery code stays the same")
     }
 
     static func rekey(_ call: Invocation) throws {
         let context = call.context
         try context.vault.checkBeforePrompt()
-        if try context.vault.sessionIsOpen() {
+        if let result = try context.vault.rekeyThroughSession() {
             // Through the session: no passphrase, and the agent follows the new data key at once.
-            if let code = try context.agent.rekey() { showNewRecoveryCode(code) }
+            if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
             context.rememberRecipientThroughSession()
         } else {
-            _ = try context.withPassphrase { passphrase in try rekeyVault(context, unlockWith: passphrase, newPassphrase: nil) }
+            let result = try context.vault.withUnlocked { current in
+                try current.rekey(newPassphrase: nil, legacyRecoveryCode: { try askForLegacyRecoveryCode(current) })
+            }
+            if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
         }
         Console.note("the vault is under a new data key; old copies of it open nothing written from now on")
-    }
-
-    /// A new data key, and vault.bak replaced by the result, so no retired slot survives.
-    /// A format 1 recovery slot that had to be replaced yields a new code, shown once;
-    /// returns whether that happened.
-    static func rekeyVault(_ context: Context, unlockWith secret: SecretBytes, recovery: Bool = false, knownKey: PassphraseKey? = nil,
-                           knownRecoveryKey: RecoveryKey? = nil, newPassphrase: PassphraseKey?,
-                           replacingRecoveryCode: ((SecretBytes) throws -> Void)? = nil) throws -> Bool {
-        var newCode: SecretBytes?
-        var kek: SecretBytes?
-        let legacyCode = recovery || replacingRecoveryCode != nil ? nil : try askForLegacyRecoveryCode(context)
-        var replacement: SecretBytes?
-        try context.vault.modify(unlockWith: secret, recovery: recovery, knownKey: knownKey, knownRecoveryKey: knownRecoveryKey,
-                                backup: .new) { document in
-            if let legacyCode, document.recoverySlotNeedsItsCode { try? document.keepRecoveryCode(legacyCode) }
-            if replacingRecoveryCode != nil { replacement = document.replaceRecoveryCode() }
-            newCode = try document.rekey(newPassphraseKey: newPassphrase)
-            kek = document.keyEncryptionKey
-        }
-        // A running session follows the new passphrase instead of locking itself out, and
-        // keeps its limits.
-        if let kek, (try? context.agent.status())?.unlocked == true {
-            try? context.agent.followKey(kek)
-        }
-        // Shown last: a code that cannot be written fails the command, after the session has followed.
-        if let replacement { try replacingRecoveryCode?(replacement) } else if let newCode { showNewRecoveryCode(newCode) }
-        return newCode != nil
     }
 
     struct RecoveryCodeResult: Encodable {
@@ -362,15 +310,15 @@ enum VaultCommand {
     static func replaceRecoveryCode(_ call: Invocation) throws {
         let context = call.context
         try context.vault.checkBeforePrompt()
-        _ = try context.withPassphrase { passphrase in
-            try rekeyVault(context, unlockWith: passphrase, newPassphrase: nil) { code in
-                if call.flag("--json") {
-                    let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-                    try Output.json(RecoveryCodeResult(vault: context.vaultPath, recovery_code: text), schema: .recoveryCode)
-                } else {
-                    Console.note("the old recovery code no longer opens this vault; the new one below is shown only this once. Write it down and keep it offline.")
-                    try Output.writeSecret(code)
-                }
+        let result = try context.vault.withUnlocked { try $0.rekey(newPassphrase: nil, replacingRecoveryCode: true) }
+        // Shown last: a code that cannot be written fails the command, after the session has followed.
+        if let code = result.replacementCode {
+            if call.flag("--json") {
+                let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+                try Output.json(RecoveryCodeResult(vault: context.vaultPath, recovery_code: text), schema: .recoveryCode)
+            } else {
+                Console.note("the old recovery code no longer opens this vault; the new one below is shown only this once. Write it down and keep it offline.")
+                try Output.writeSecret(code)
             }
         }
         Console.note("recovery code replaced; the vault is under a new data key")
@@ -378,14 +326,13 @@ enum VaultCommand {
 
     /// A format 1 vault (made by a build before 0.1.0) keeps its recovery code through a rekey only if the code
     /// is typed once: on a terminal, ask for it (Enter, or three wrong tries, makes a new one).
-    static func askForLegacyRecoveryCode(_ context: Context) throws -> RecoveryKey? {
-        let file = try context.vault.readFile()
-        guard file.recoverySlot?.kind == .legacyRecovery, TerminalQuestion.available else { return nil }
+    static func askForLegacyRecoveryCode(_ vault: UnlockedVault) throws -> UnlockKey? {
+        guard vault.recoverySlotIsLegacy, TerminalQuestion.available else { return nil }
         Console.note("this vault is in format 1, made by a build before 0.1.0; its recovery code can follow the new data key only if you type it now")
         for _ in 0..<3 {
             guard let typed = try? SecretInput.read(from: .terminal, prompt: "Recovery code (Enter for a new one): "), typed.count > 0 else { return nil }
             Redaction.registerPassphrase(typed)
-            if let key = try RecoveryKey.derive(typed, opening: file) { return key }
+            if let key = try vault.recoveryKey(typed) { return key }
             Console.note("that code does not open this vault")
         }
         return nil
@@ -399,12 +346,13 @@ enum VaultCommand {
 
     static func restoreBackup(_ call: Invocation) throws {
         let context = call.context
-        let store = context.store
-        _ = try VaultFile.parse(try store.readBackup(), path: store.backupPath, policy: context.kdfPolicy)
+        let store = context.vault.store
+        let policy = context.vault.file.kdfPolicy
+        _ = try VaultFile.parse(try store.readBackup(), path: store.backupPath, policy: policy)
         var kept: String?
         var generation: UInt64 = 0
         try context.withPassphrase { passphrase in try store.withExclusiveLock(onWait: { Console.note($0) }) { session in
-            let backup = try VaultFile.parse(try session.readBackup(), path: store.backupPath, policy: context.kdfPolicy)
+            let backup = try VaultFile.parse(try session.readBackup(), path: store.backupPath, policy: policy)
             let document = try VaultDocument.open(backup, path: store.backupPath, passphrase: passphrase)
             // Nothing is lost: the vault being replaced stays beside it, whatever state it is in.
             if store.exists {
@@ -440,15 +388,13 @@ enum VaultCommand {
 
     static func inspect(_ call: Invocation) throws {
         let context = call.context
-        let bytes = try context.store.read()
-        let file = try VaultFile.parse(bytes, path: context.vaultPath, policy: context.kdfPolicy)
+        let header = try context.vault.header()
         let result = InspectResult(
-            path: context.vaultPath, format_version: Int(file.formatVersion), generation: file.generation,
-            file_bytes: bytes.count, payload_bytes: file.payloadSize,
-            slots: file.slots.map { SlotInfo(kind: $0.kind.name, kdf: "argon2id13", ops_limit: $0.kdf.opsLimit,
-                                             mem_limit_bytes: $0.kdf.memLimit, preset: $0.kdf.presetName) },
+            path: context.vaultPath, format_version: header.formatVersion, generation: header.generation,
+            file_bytes: header.fileBytes, payload_bytes: header.payloadBytes,
+            slots: header.slots.map { SlotInfo(kind: $0.kind, kdf: "argon2id13", ops_limit: $0.opsLimit, mem_limit_bytes: $0.memLimit, preset: $0.preset) },
             checksum: "ok", mode: FileStatus.of(link: context.vaultPath)?.octalMode ?? "?",
-            vault_id: file.vaultIDHex, highest_generation_seen: context.vault.file.highestSeen(file))
+            vault_id: header.vaultID, highest_generation_seen: header.highestGenerationSeen)
         if call.flag("--json") { try Output.json(result, schema: .inspect); return }
         var text = """
         vault:          \(result.path)

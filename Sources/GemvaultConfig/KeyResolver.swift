@@ -93,6 +93,16 @@ public struct KeyResolver {
 
     func keyName(_ settings: Settings) -> String { explicitKeyName ?? settings[.key] }
 
+    /// The key's name as far as it is known before the vault's layer: fixed by `--key`, a flag
+    /// or the environment, else the vault's own `key` setting wins when it has one.
+    func candidateKeyName(_ withoutVault: Settings) -> (name: String, nameFromSettings: Bool) {
+        if let explicitKeyName { return (explicitKeyName, false) }
+        switch withoutVault.resolved(.key).origin {
+        case .environment, .flag: return (withoutVault[.key], false)
+        default: return (withoutVault[.key], true)
+        }
+    }
+
     /// The variable the environment step uses, warning once when both are set and differ.
     func environmentKey(warnIfBoth: Bool) -> (variable: String, value: String)? {
         let google = environment["GOOGLE_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
@@ -122,8 +132,19 @@ public struct KeyResolver {
     private func findKey() throws -> (key: ResolvedKey, settings: Settings) {
         var reasons: [String] = []
         var settings = try self.settings()
-        // An unlocked session gives the vault's settings to every command, whatever the key's source.
-        let sessionSettings = try vault.sessionSettings()
+        // An unlocked session gives the vault's settings to every command, whatever the key's
+        // source; when the key may be the vault's, the same request brings it (one round trip).
+        let wantsVaultKey = keyFileFlag == nil && (explicitKeyName != nil || environmentKey(warnIfBoth: false) == nil)
+        var sessionKey: (name: String, key: StoredKey?)?
+        let sessionSettings: [String: String]?
+        if wantsVaultKey {
+            let (name, nameFromSettings) = candidateKeyName(settings)
+            let answer = try vault.sessionSettingsAndKey(name: name, nameFromSettings: nameFromSettings)
+            sessionSettings = answer?.settings
+            sessionKey = answer.map { ($0.name, $0.key) }
+        } else {
+            sessionSettings = try vault.sessionSettings()
+        }
         if let sessionSettings { settings = try self.settings(vaultSettings: sessionSettings) }
         if let path = keyFileFlag {
             return (try readKeyFile(path, source: .keyFileFlag(path: path), required: true)!, settings)
@@ -138,7 +159,9 @@ public struct KeyResolver {
             settings = try self.settings(vaultSettings: try sessionSettings ?? vault.settings())
             let name = keyName(settings)
             // Only the one key travels from a session, which records its use.
-            if let stored = try vault.key(name, markUsed: true) {
+            let stored: StoredKey?
+            if let sessionKey, sessionKey.name == name { stored = sessionKey.key } else { stored = try vault.key(name, markUsed: true) }
+            if let stored {
                 return (ResolvedKey(secret: stored.secret, source: .vault(path: vaultPath, name: name), updated: stored.updated), settings)
             }
             if explicitKeyName != nil { throw VaultError.keyNotFound(name: name) }

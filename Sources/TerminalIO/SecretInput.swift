@@ -86,18 +86,14 @@ public enum SecretInput {
         throw .mismatch
     }
 
-    public static var hasTerminal: Bool {
-        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
-        guard fd >= 0 else { return false }
-        close(fd)
-        return true
-    }
+    public static var hasTerminal: Bool { ControllingTerminal.descriptor != nil }
 
     private static func readFromTerminal(prompt: String) throws(SecretInputError) -> SecretBytes {
+        guard let fd = ControllingTerminal.descriptor else { throw .noTerminal }
         let buffer = SecretBytes(count: maximumLength)
         var length = 0
         let result = buffer.withUnsafeMutableBytes { raw in
-            gv_tty_read_secret(prompt, raw.baseAddress!.assumingMemoryBound(to: UInt8.self), raw.count, &length)
+            gv_tty_read_secret_on(fd, prompt, raw.baseAddress!.assumingMemoryBound(to: UInt8.self), raw.count, &length)
         }
         switch Int(result) {
         case Int(GV_TTY_OK): buffer.truncate(to: length); return buffer
@@ -134,5 +130,23 @@ public enum SecretInput {
         buffer.truncate(to: length)
         if !wholeInput, length > 0, buffer.withUnsafeBytes({ $0[length - 1] }) == 0x0d { buffer.truncate(to: length - 1) }
         return buffer
+    }
+}
+
+/// The controlling terminal, opened once per process: whether there is one, and every secret
+/// or answer read from it, cost one open of /dev/tty (the only one).
+public enum ControllingTerminal {
+    /// The descriptor, or nil without a controlling terminal; -2 until first asked. A
+    /// command runs its prompts on one thread.
+    nonisolated(unsafe) private static var opened: Int32 = -2
+    /// How many times /dev/tty was opened: at most once (the unit tests check it).
+    nonisolated(unsafe) public private(set) static var opens = 0
+
+    public static var descriptor: Int32? {
+        if opened == -2 {
+            opens += 1
+            opened = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
+        }
+        return opened >= 0 ? opened : nil
     }
 }

@@ -167,9 +167,8 @@ public enum TerminalQuestion {
 
     /// One line typed on /dev/tty after `prompt`, or nil without a terminal.
     public static func ask(_ prompt: String) -> String? {
-        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
-        guard fd >= 0 else { return nil }
-        let tty = FileDescriptor(owning: fd, path: "/dev/tty")
+        guard let fd = ControllingTerminal.descriptor else { return nil }
+        let tty = FileDescriptor(borrowing: fd, path: "/dev/tty")
         try? tty.writeAll(Redaction.redact(prompt))
         var line: [UInt8] = []
         var byte: UInt8 = 0

@@ -2,12 +2,12 @@ import Agent
 import SystemIO
 import VaultCore
 
-/// Where a vault's passphrase comes from for one command: a flag, a descriptor or the terminal.
+/// Where a vault's secret comes from for one command: a flag, a descriptor or the terminal.
 public protocol PassphraseSource {
     /// Whether a passphrase can be had without failing for lack of a terminal.
     var canProvide: Bool { get }
-    /// Runs `attempt` with the passphrase; on a terminal a wrong one may be typed again.
-    func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T
+    /// Runs `attempt` with the secret of `kind`; on a terminal a wrong one may be typed again.
+    func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T
 }
 
 /// The one home for reaching a vault, used by every command: the file's checks that need no
@@ -19,6 +19,8 @@ public final class VaultAccess {
     public let file: VaultFileAccess
     /// The session to ask first; nil with `--no-session`.
     public let agent: AgentClient?
+    /// This vault's agent even with `--no-session`: a session that runs follows a new key.
+    let agentOfVault: AgentClient?
     /// Where this command's passphrase comes from.
     public let passphraseSource: any PassphraseSource
     /// Told of the contents whenever they are opened or saved here (the history's recipient).
@@ -26,25 +28,57 @@ public final class VaultAccess {
     let warn: (String) -> Void
     /// Hears that another writer holds the vault's lock, while this one waits.
     let onLockWait: (String) -> Void
-    /// The document opened with the passphrase, kept for the rest of the command: one Argon2 run.
-    private var opened: VaultDocument?
+    /// The vault opened with the passphrase, kept for the rest of the command: one Argon2 run.
+    private var opened: UnlockedVault?
 
-    public init(file: VaultFileAccess, agent: AgentClient?, passphrase: any PassphraseSource,
+    public init(file: VaultFileAccess, agent: AgentClient?, agentOfVault: AgentClient? = nil, passphrase: any PassphraseSource,
                 observe: @escaping (VaultContents) -> Void, warn: @escaping (String) -> Void, onLockWait: @escaping (String) -> Void = { _ in }) {
         self.onLockWait = onLockWait
         self.file = file
         self.agent = agent
+        self.agentOfVault = agentOfVault ?? agent
         self.passphraseSource = passphrase
         self.observe = observe
         self.warn = warn
     }
 
+    /// The vault at `path` for one command: its lock (waiting `lockTimeout` seconds for
+    /// another writer), its record of generations seen in `stateDirectory`, and its agent,
+    /// asked first unless `useSession` is false (`--no-session`).
+    public convenience init(path: String, lockTimeout: Double, stateDirectory: String, acceptsRollback: Bool, agentPaths: AgentPaths, useSession: Bool,
+                            passphrase: any PassphraseSource, observe: @escaping (VaultContents) -> Void,
+                            warn: @escaping @Sendable (String) -> Void, onLockWait: @escaping (String) -> Void) {
+        let rollback = RollbackGuard(record: GenerationRecord(stateDirectory: stateDirectory), vaultPath: ProcessIdentity.absolutePath(path),
+                                     acceptsRollback: acceptsRollback)
+        self.init(file: VaultFileAccess(store: VaultStore(path: path, lockTimeout: lockTimeout), rollback: rollback, warn: warn),
+                  agent: useSession ? AgentClient(paths: agentPaths) : nil, agentOfVault: AgentClient(paths: agentPaths),
+                  passphrase: passphrase, observe: observe, warn: warn, onLockWait: onLockWait)
+    }
+
     public var store: VaultStore { file.store }
     public var path: String { file.path }
-    public var exists: Bool { store.exists }
+    /// Whether the vault is there; once seen, it is taken to stay for the command.
+    public var exists: Bool {
+        if seenToExist { return true }
+        seenToExist = store.exists
+        return seenToExist
+    }
+    private var seenToExist = false
+    /// Set once a request found no session to use: the command asks the agent no more.
+    private var noSession = false
 
-    /// The file, checked without a secret.
-    public func readFile() throws -> VaultFile { try file.readFile() }
+    /// The file, checked without a secret: read and parsed once per command (again only under
+    /// the lock of a write, and after one).
+    public func readFile() throws -> VaultFile {
+        if let checkedFile { return checkedFile }
+        parses += 1
+        let vault = try file.readFile()
+        checkedFile = vault
+        return vault
+    }
+    private var checkedFile: VaultFile?
+    /// How many times this command parsed the vault file (the unit tests count them).
+    private(set) var parses = 0
 
     /// Everything that can be checked without a secret, done before a prompt so nobody types
     /// a passphrase for a bad file.
@@ -57,18 +91,22 @@ public final class VaultAccess {
 
     /// Whether an unlocked session holds this vault; never prompts. A session that answers
     /// with a rollback or an untrusted socket is an error.
+    /// Asked anew each time (a chat stops when its session locks), until no session was found.
     public func sessionIsOpen() throws -> Bool {
-        guard exists, let agent else { return false }
+        guard !noSession, exists, let agent else { return false }
         do throws(AgentError) {
-            return try agent.status().unlocked
+            let unlocked = try agent.status().unlocked
+            if !unlocked { noSession = true }
+            return unlocked
         } catch {
             return try sessionFailure(error)
         }
     }
 
-    /// Runs a request through the session; nil when there is none to ask.
+    /// Runs a request through the session; nil when there is none to ask. The session is
+    /// resolved once per command: after a request found none, no other is sent.
     public func throughSession<T>(_ request: (AgentClient) throws(AgentError) -> T) throws -> T? {
-        guard exists, let agent else { return nil }
+        guard !noSession, exists, let agent else { return nil }
         do throws(AgentError) {
             return try request(agent)
         } catch {
@@ -81,8 +119,11 @@ public final class VaultAccess {
     /// passphrase"; another user's socket folder is warned about and passed over.
     private func sessionFailure(_ error: AgentError) throws -> Bool {
         switch error {
-        case .notRunning, .locked, .wrongKey: return false
+        case .notRunning, .locked, .wrongKey:
+            noSession = true
+            return false
         case .refused(let failure):
+            noSession = true
             warn("the session is not used: \(failure.message)")
             return false
         default: throw error
@@ -91,13 +132,70 @@ public final class VaultAccess {
 
     /// The vault opened with the passphrase (once per command).
     public func openDocument() throws -> VaultDocument {
-        if let opened { return opened }
+        if let opened { return opened.document }
+        let unlocked = try withUnlocked { $0 }
+        opened = unlocked
+        return unlocked.document
+    }
+
+    /// Derives `unlock`'s key once from the checked file and opens the vault with it.
+    public func unlock(_ unlock: Unlock) throws -> UnlockedVault {
         let vault = try readFile()
-        let document = try passphraseSource.withPassphrase { try VaultDocument.open(vault, path: path, passphrase: $0) }
+        let key = try unlock.derive(opening: vault)
+        let document = try key.open(vault, path: path)
         file.remember(document.file)
         observe(document.contents)
-        opened = document
-        return document
+        return UnlockedVault(document: document, key: key, access: self)
+    }
+
+    /// The one way to read and then write with a secret: it is asked (retried on a terminal),
+    /// derived once, and `work` gets the opened vault, whose writes reuse the derived key.
+    public func withUnlocked<T>(_ kind: UnlockKind = .passphrase, _ work: (UnlockedVault) throws -> T) throws -> T {
+        try passphraseSource.withSecret(for: kind) { try work(try unlock($0)) }
+    }
+
+    /// `unlock`'s open: the passphrase is asked (retried on a terminal), then `whileDeriving`
+    /// runs (unlock starts the agent, which comes up while Argon2 runs), then the key is
+    /// derived once.
+    public func unlockForSession(whileDeriving: () throws -> Void) throws -> UnlockedVault {
+        try checkBeforePrompt()
+        return try passphraseSource.withSecret(for: .passphrase) { secret in
+            try whileDeriving()
+            return try unlock(secret)
+        }
+    }
+
+    /// Hands an opened vault's key-encryption key to this vault's agent (also under
+    /// --no-session: `unlock` starts the session whatever the flag says).
+    public func startSession(with document: VaultDocument, idle: Double, max: Double) throws -> AgentStatus {
+        guard let kek = document.keyEncryptionKey, let agent = agentOfVault else { throw VaultError.wrongPassphrase }
+        return try agent.unlock(kek: kek, idle: idle, max: max)
+    }
+
+    /// The vault opened with the passphrase for this command (asked once), to read and write.
+    public func openedVault() throws -> UnlockedVault {
+        _ = try openDocument()
+        return opened!
+    }
+
+    func isOpened(_ vault: UnlockedVault) -> Bool { opened === vault }
+    func keepOpened(_ vault: UnlockedVault) { opened = vault }
+
+    /// A vault this command just created, to write to with the key it was made with.
+    public func created(_ document: VaultDocument) throws -> UnlockedVault {
+        guard let kek = document.keyEncryptionKey else { throw VaultError.wrongPassphrase }
+        return UnlockedVault(document: document, key: UnlockKey(unlock: nil, derived: .created(kek)), access: self)
+    }
+
+    /// The session agent for this vault (`gemvault agent`), with the commands' file rules.
+    public func agentServer(paths: AgentPaths, log: @escaping @Sendable (String) -> Void) -> AgentServer {
+        AgentServer(paths: paths, store: VaultStore(path: paths.vaultPath, lockTimeout: store.lockTimeout), generations: file.rollback.record, log: log)
+    }
+
+    /// A name of this vault that stays the same across its copies: its id (format 2), else its
+    /// absolute path.
+    public func identity() throws -> String {
+        try readFile().vaultIDHex ?? ProcessIdentity.absolutePath(path)
     }
 
     /// Contents opened elsewhere (a vault just made, an unlock): told to `observe` like the rest.
@@ -105,9 +203,13 @@ public final class VaultAccess {
 
     // MARK: Narrow questions
 
-    /// One key, marked as used when `markUsed` (the session records it).
-    public func key(_ name: String, markUsed: Bool) throws -> StoredKey? {
+    /// One key, marked as used when `markUsed` (the session records it): one round trip to a
+    /// session; without one, the file is checked, then `beforePrompt` may refuse (no
+    /// passphrase can be had), then the passphrase is asked once.
+    public func key(_ name: String, markUsed: Bool, beforePrompt: () throws -> Void = {}) throws -> StoredKey? {
         if let answer = try throughSession({ agent throws(AgentError) in try agent.key(name, markUsed: markUsed) }) { return answer }
+        try checkBeforePrompt()
+        try beforePrompt()
         return try openDocument().contents.key(named: name)
     }
 
@@ -115,6 +217,13 @@ public final class VaultAccess {
     public func keySummaries() throws -> [KeySummary] {
         if let summaries = try throughSession({ agent throws(AgentError) in try agent.keySummaries() }) { return summaries }
         return try openDocument().contents.keys.map(\.summary)
+    }
+
+    /// The vault's settings and one key from an unlocked session in one round trip, or nil
+    /// without one; never prompts. `nameFromSettings`: the vault's `key` setting, when set,
+    /// names the key instead of `name`.
+    public func sessionSettingsAndKey(name: String, nameFromSettings: Bool) throws -> (settings: [String: String], name: String, key: StoredKey?)? {
+        try throughSession { agent throws(AgentError) in try agent.settingsAndKey(name: name, nameFromSettings: nameFromSettings, markUsed: true) }
     }
 
     /// The vault's settings from an unlocked session, or nil without one; never prompts.
@@ -150,41 +259,68 @@ public final class VaultAccess {
             }
             return outcome
         }
-        var outcome: VaultChange.Outcome?
-        try passphraseSource.withPassphrase { secret in try modify(unlockWith: secret) { outcome = try change.apply(to: $0.contents) } }
-        return outcome!
+        return try withUnlocked { try $0.apply(change) }
     }
 
-    /// A locked read-modify-write with a secret already read. `knownKey`, the passphrase's key
-    /// derived before the lock, opens the file without another Argon2 run while its slot is
-    /// unchanged (another writer's passwd changes the salt; then the passphrase is derived again).
-    public func modify(unlockWith secret: SecretBytes, recovery: Bool = false, knownKey: PassphraseKey? = nil,
-                       knownRecoveryKey: RecoveryKey? = nil, backup: VaultStore.Backup = .previous,
-                       _ change: (VaultDocument) throws -> Void) throws {
+    /// A locked read-modify-write with a key derived before the lock: the file is read again
+    /// under the lock and opened with `key` (derived again only if another writer's passwd
+    /// changed the slot), `change` edits it, and it is saved.
+    public func modify(with key: UnlockKey, backup: VaultStore.Backup = .previous, _ change: (VaultDocument) throws -> Void) throws {
         try store.withExclusiveLock(onWait: onLockWait) { session in
             guard let bytes = try session.read() else { throw VaultError.notFound(path: path) }
-            let vault = try file.checked(file.parse(bytes))
-            let document: VaultDocument
-            if recovery, let knownRecoveryKey, knownRecoveryKey.fits(vault) {
-                document = try VaultDocument.open(vault, path: path, recoveryKey: knownRecoveryKey)
-            } else if recovery {
-                document = try VaultDocument.open(vault, path: path, recoveryCode: secret)
-            } else if let knownKey, knownKey.fits(vault) {
-                document = try VaultDocument.open(vault, path: path, kek: knownKey.kek)
-            } else {
-                document = try VaultDocument.open(vault, path: path, passphrase: secret)
-            }
+            parses += 1
+            let document = try key.open(try file.checked(file.parse(bytes)), path: path)
             try change(document)
             try save(document, in: session, backup: backup)
         }
-        opened = nil
     }
 
     /// Seals and writes a document above every generation seen, then records the new one.
     /// `newVault` is for a vault made on purpose at this path (`init`, the first run).
     public func save(_ document: VaultDocument, in session: VaultStore.WriteSession, backup: VaultStore.Backup, newVault: Bool = false) throws {
         try file.save(document, in: session, backup: backup, newVault: newVault)
+        // What was read before is no longer the vault.
+        opened = nil
+        checkedFile = nil
         // A passphrase change's new conversation key, or a new `history` setting, applies at once.
         observe(document.contents)
+    }
+}
+
+/// The vault opened with one secret, derived once: what it held when read, and writes made
+/// with the same key under the vault's lock.
+public final class UnlockedVault {
+    /// The document as read before any write.
+    public let document: VaultDocument
+    public let key: UnlockKey
+    let access: VaultAccess
+
+    init(document: VaultDocument, key: UnlockKey, access: VaultAccess) {
+        self.document = document
+        self.key = key
+        self.access = access
+    }
+
+    /// A locked read-modify-write of the current file with this key. The command's opened
+    /// vault stays open through its own writes, holding what was written (plain `gemvault`
+    /// stores a key, then chats without a second passphrase).
+    public func modify(backup: VaultStore.Backup = .previous, _ change: (VaultDocument) throws -> Void) throws {
+        let keptOpen = access.isOpened(self)
+        var written: VaultContents?
+        try access.modify(with: key, backup: backup) { document in
+            try change(document)
+            written = document.contents
+        }
+        if keptOpen, let written {
+            document.replaceContents(written)
+            access.keepOpened(self)
+        }
+    }
+
+    /// One change, made under the lock on the current file.
+    public func apply(_ change: VaultChange) throws -> VaultChange.Outcome {
+        var outcome: VaultChange.Outcome?
+        try modify { outcome = try change.apply(to: $0.contents) }
+        return outcome!
     }
 }

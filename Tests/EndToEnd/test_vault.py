@@ -448,3 +448,26 @@ def test_vault_owned_by_someone_else_is_refused(env):
     result = env.run("key", "list")
     assert result.code == 1
     assert "owned by uid 54321, not by you" in result.err and "use a file of your own" in result.err and "chown" not in result.err
+
+
+def test_key_get_without_a_session_reads_the_vault_once_and_opens_the_terminal_once(env):
+    """issue 26: the passphrase walk of `key get` reads the vault file once and opens /dev/tty
+    once (it was twice each: a check and the open, a probe and the prompt), counted by strace."""
+    import re
+    import shutil
+    from ptyrun import PtySession
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.skip("strace is not installed, so the opens cannot be counted")
+    env.init()
+    assert env.run("key", "set", input=GOOD_KEY + "\n").code == 0
+    trace = os.path.join(env.root, "opens")
+    session = PtySession([strace, "-f", "-qq", "-e", "trace=open,openat", "-o", trace, BIN, "key", "get"], env.vars)
+    session.expect("Passphrase for")
+    session.line(PASSPHRASE)
+    assert session.wait(60) == 0, session.text()
+    assert GOOD_KEY in session.text()
+    with open(trace) as handle:
+        opens = [line for line in handle if "= -1" not in line or "/dev/tty" in line]
+    assert len([line for line in opens if '"/dev/tty"' in line]) == 1, opens
+    assert len([line for line in opens if re.search(r'open(at)?\([^,]*, ?"vault", ', line)]) == 1, opens

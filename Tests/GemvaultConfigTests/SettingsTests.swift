@@ -100,7 +100,7 @@ import VaultCore
     /// No vault file, no session, no passphrase: the sources around the vault.
     struct NoPassphrase: PassphraseSource {
         var canProvide: Bool { false }
-        func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T { throw VaultError.wrongPassphrase }
+        func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T { throw VaultError.wrongPassphrase }
     }
 
     func resolver(_ environment: [String: String], warnings: Box) -> KeyResolver {

@@ -48,6 +48,14 @@ import Testing
         #expect(throws: SecretInputError.empty) { try SecretInput.read(from: .fileDescriptor(fds[0]), prompt: "") }
         close(fds[0])
     }
+
+    /// Asking whether there is a terminal, however often, opens /dev/tty once in the process;
+    /// a prompt then reads from that descriptor (the e2e test counts a prompt's opens).
+    @Test func theTerminalIsOpenedOnce() {
+        let first = SecretInput.hasTerminal
+        #expect(SecretInput.hasTerminal == first && TerminalQuestion.available == first)
+        #expect(ControllingTerminal.opens == 1)
+    }
 }
 
 #if canImport(Glibc)

@@ -13,9 +13,9 @@ private final class GivenPassphrase: PassphraseSource, @unchecked Sendable {
 
     var canProvide: Bool { true }
 
-    func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T {
+    func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T {
         asked += 1
-        return try attempt(SecretBytes(utf8: text))
+        return try attempt(kind == .recoveryCode ? .recoveryCode(SecretBytes(utf8: text)) : .passphrase(SecretBytes(utf8: text)))
     }
 }
 
@@ -51,6 +51,19 @@ private final class GivenPassphrase: PassphraseSource, @unchecked Sendable {
         #expect(try access.keySummaries().map(\.earlier.count) == [1])
         // One passphrase entry (one Argon2 run) answers every question of a command.
         #expect(given.asked == 1)
+    }
+
+    /// `key get` without a session: the file is read and parsed once, the passphrase asked once
+    /// (the check that one can be had runs before the prompt, on the file already read).
+    @Test func aKeyWithoutASessionParsesTheVaultOnceAndAsksOnce() throws {
+        let (setUp, _, _) = try newVault()
+        try setUp.apply(.setKey(name: "work", secret: SecretBytes(utf8: "AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp"), now: 10))
+        let given = GivenPassphrase(passphrase)
+        let access = VaultAccess(file: setUp.file, agent: nil, passphrase: given, observe: { _ in }, warn: { _ in })
+        var checked = 0
+        let stored = try access.key("work", markUsed: true, beforePrompt: { checked += 1 })
+        #expect(stored?.name == "work")
+        #expect(access.parses == 1 && given.asked == 1 && checked == 1)
     }
 
     @Test func aWrongPassphraseChangesNothing() throws {

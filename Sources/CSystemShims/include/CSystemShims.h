@@ -10,7 +10,7 @@ int gv_disable_core_dumps(void);
 /// Reports PR_GET_DUMPABLE (1 or 0), or -1 on error.
 int gv_is_dumpable(void);
 
-/// Result codes of gv_tty_read_secret.
+/// Result codes of gv_tty_read_secret_on.
 enum {
     GV_TTY_OK = 0,
     GV_TTY_NO_TERMINAL = 1, /* no controlling terminal (ENXIO and friends) */
@@ -19,15 +19,16 @@ enum {
     GV_TTY_EOF = 4,
 };
 
-/// Prompts on /dev/tty with echo off and reads one line into `buffer`.
+/// Prompts on the terminal `fd` (/dev/tty, opened once by TerminalIO and left open) with
+/// echo off and reads one line into `buffer`.
 ///
 /// The terminal's settings are restored on every path: a SIGINT, SIGTERM,
 /// SIGHUP or SIGQUIT during the read restores them from a signal handler,
 /// then re-raises the signal with its default action.
-int gv_tty_read_secret(const char *prompt, unsigned char *buffer, size_t capacity, size_t *length);
+int gv_tty_read_secret_on(int fd, const char *prompt, unsigned char *buffer, size_t capacity, size_t *length);
 
 /// Turns echo off on terminal `fd` while a chat reply streams (typed keys wait, unseen, for the
-/// next prompt), until gv_tty_quiet_end. As for gv_tty_read_secret, SIGTERM, SIGHUP and SIGQUIT
+/// next prompt), until gv_tty_quiet_end. As for gv_tty_read_secret_on, SIGTERM, SIGHUP and SIGQUIT
 /// restore the terminal and re-raise; Ctrl-Z restores it while stopped. SIGINT is untouched.
 /// Returns 0, or -1 when `fd` is not a terminal.
 int gv_tty_quiet_begin(int fd);
