@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "GeminiClient", dependencies: ["VaultCore", "SystemIO", "GoogleHTTP", "GoogleKeys"]),
         /// Google credentials and access tokens (token_command, credential files, the metadata
         /// server) and the API Keys service's client. No terminal code.
-        .target(name: "GoogleAuth", dependencies: ["COpenSSL", "GoogleHTTP", "VaultCore", "SystemIO", "GemvaultConfig", "GoogleKeys"]),
+        .target(name: "GoogleAuth", dependencies: ["COpenSSL", "GoogleHTTP", "VaultCore", "SystemIO", "GoogleKeys"]),
         /// The session agent: its socket protocol, the server that holds an unlocked vault, the client.
         .target(name: "Agent", dependencies: ["VaultCore", "SystemIO", "GoogleKeys"]),
         /// The one home for reaching a vault: its file rules, the session or the passphrase, the

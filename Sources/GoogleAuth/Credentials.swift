@@ -1,6 +1,5 @@
 import FoundationEssentials
 import Glibc
-import GemvaultConfig
 import GoogleHTTP
 import SystemIO
 import VaultCore
@@ -121,13 +120,10 @@ public struct GoogleCredentials {
             let program = KeyCommand.split(command)?.first ?? "token_command"
             let token: SecretBytes
             do {
-                token = try KeyCommand.run(command, timeout: settings.commandTimeout, environment: settings.environment, setting: "token_command")
+                token = try KeyCommand.secret(command, timeout: settings.commandTimeout, environment: settings.environment, setting: "token_command")
             } catch {
-                guard case .keyCommandFailed(let program, let detail, let stderr, _) = error else {
-                    throw GoogleError(.credentials, "token_command failed")
-                }
-                throw GoogleError(.credentials, "token_command '\(program)' \(detail)", hint: "check the command with: gemvault config get token_command",
-                                  commandStderr: stderr)
+                throw GoogleError(.credentials, "token_command '\(error.program)' \(error.detail)", hint: "check the command with: gemvault config get token_command",
+                                  commandStderr: error.stderr)
             }
             guard token.isHeaderSafe else {
                 throw GoogleError(.credentials, "token_command '\(program)' printed something that is not an access token (one line, no spaces)")
