@@ -115,12 +115,17 @@ private func fixture(_ name: String) throws -> String {
     }
 
     @Test func anOperationThatEndedInAnErrorIsThatError() throws {
-        let transport = FakeTransport([.json(200, try fixture("operation-already-exists.json"))])
-        let started = GoogleOperation(name: "operations/x", done: false, error: nil, key: nil, keyString: nil)
+        // The create answers 200 with an operation not yet done; the poll finds it failed.
+        let transport = FakeTransport([.json(200, try fixture("operation-started.json")), .json(200, try fixture("operation-already-exists.json"))])
+        let keys = client(transport)
+        let started = try keys.create(project: "764086051850", keyId: "gemvault-default-20261202050000", displayName: "d",
+                                      restrictions: nil, serviceAccount: nil, annotations: [:])
+        #expect(!started.done && started.name == "operations/akmf.p7-764086051850-a778a84e-6829-4426-b26c-7bd71525cc8c")
         #expect {
-            try client(transport).wait(started, what: "creating the key", limit: 30)
+            try keys.wait(started, what: "creating the key", limit: 30)
         } throws: { error in
             (error as? GoogleError)?.reason == "ALREADY_EXISTS" && (error as? GoogleError)?.hint?.contains("a key with this id exists") == true
         }
+        #expect(transport.sent.last?.url == "https://apikeys.test/v2/operations/akmf.p7-764086051850-a778a84e-6829-4426-b26c-7bd71525cc8c")
     }
 }
