@@ -38,11 +38,16 @@ let package = Package(
         .target(name: "TerminalIO", dependencies: ["VaultCore", "SystemIO", "CSystemShims"]),
         /// Paths, the settings schema and layers, key sources and provenance, doctor checks.
         .target(name: "GemvaultConfig", dependencies: ["VaultCore", "VaultAccess", "SystemIO", "GoogleKeys"]),
-        /// The Gemini REST client: wire types, SSE parsing, errors and retry. No terminal code.
-        .target(name: "GeminiClient", dependencies: ["VaultCore", "SystemIO", "CCurlStream", "GoogleKeys"]),
+        /// The one way to Google over HTTP: the transport (libcurl, or a fake in tests), the retry
+        /// policy, the decoder of Google's error envelope, percent-encoding and base64url.
+        .target(name: "GoogleHTTP", dependencies: ["CCurlStream", "SystemIO", "VaultCore"]),
+        /// For unit tests only: a transport that answers from a script.
+        .target(name: "GoogleHTTPTesting", dependencies: ["GoogleHTTP", "VaultCore"]),
+        /// The Gemini REST client: wire types, SSE parsing, errors. No terminal code.
+        .target(name: "GeminiClient", dependencies: ["VaultCore", "SystemIO", "GoogleHTTP", "GoogleKeys"]),
         /// Google credentials and access tokens (token_command, credential files, the metadata
         /// server) and the API Keys service's client. No terminal code.
-        .target(name: "GoogleAuth", dependencies: ["COpenSSL", "CCurlStream", "VaultCore", "SystemIO", "GemvaultConfig", "GoogleKeys"]),
+        .target(name: "GoogleAuth", dependencies: ["COpenSSL", "GoogleHTTP", "VaultCore", "SystemIO", "GoogleKeys"]),
         /// The session agent: its socket protocol, the server that holds an unlocked vault, the client.
         .target(name: "Agent", dependencies: ["VaultCore", "SystemIO", "GoogleKeys"]),
         /// The one home for reaching a vault: its file rules, the session or the passphrase, the
@@ -72,11 +77,12 @@ let package = Package(
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO"], exclude: ["Fixtures"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
         .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "VaultAccess", "SystemIO", "GoogleKeys", "Agent"]),
-        .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "GoogleKeys"]),
+        .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "GoogleHTTPTesting", "VaultCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "GoogleHTTP", "GoogleKeys"]),
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations"], exclude: ["Fixtures"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "GeminiClient", "TerminalIO"]),
         .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "GoogleAuth"]),
-        .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "VaultCore"]),
+        .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GoogleHTTPTesting", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Conversations"]),
     ]
 )

@@ -21,7 +21,7 @@ extension AgentServer {
             stopRequested = true
             log("locked on request")
             return AgentMessage(code: 0)
-        case .contents, .write:
+        case .contents:
             // Whole payloads no longer travel: each command asks only for what it needs.
             return Self.error(.badRequest, "this agent answers narrow requests only (key, keySummaries, settings, conversationKeys, change)")
         case .key, .keySummaries, .settings, .conversationKeys, .change, .rekey, .settingsAndKey:

@@ -9,14 +9,16 @@ import VaultCore
 /// bytes. Frames travel whole inside `SecretBytes`, since fields can carry key material.
 public enum AgentProtocol {
     public static let magic = Array("GVA1".utf8)
-    /// Large enough for the biggest vault's contents, small enough to bound a hostile client.
+    /// The bound of an answer: large enough for the narrow answers of the biggest vault,
+    /// small enough to bound a hostile agent.
     public static let maxFrame = 17 << 20
     /// The bound of every request that carries no vault: the largest (unlock, a 32-byte key
     /// and two numbers; contents, a key name of at most 128 bytes) takes under 200.
     public static let maxSmallRequest = 1024
 
     public enum Operation: UInt8, Sendable {
-        case status = 1, unlock = 2, contents = 3, write = 4, rekey = 5, lock = 6, keyNames = 7
+        /// 4 was the whole-vault write, refused since requests became narrow: now an unknown operation.
+        case status = 1, unlock = 2, contents = 3, rekey = 5, lock = 6, keyNames = 7
         /// After passwd or recover: the new key-encryption key, which the session follows
         /// without touching its limits.
         case followKey = 8
@@ -34,11 +36,10 @@ public enum AgentProtocol {
     public static let maxChangeRequest = 80 << 10
 
     /// The longest body a request for `operation` may announce; nil for an unknown operation.
-    /// Only a write carries a whole vault.
+    /// No request carries a whole vault.
     public static func maxRequestBody(operation: UInt8) -> Int? {
         guard let known = Operation(rawValue: operation) else { return nil }
         switch known {
-        case .write: return maxFrame
         case .change: return maxChangeRequest
         default: return maxSmallRequest
         }

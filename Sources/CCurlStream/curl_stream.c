@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 static struct {
@@ -95,6 +96,7 @@ typedef struct transfer {
     void *context;
     long status;
     int aborted;
+    long retry_after;
     struct timespec last_activity;
 } transfer;
 
@@ -125,6 +127,22 @@ static size_t receive_header(char *data, size_t size, size_t count, void *user) 
     size_t length = size * count;
     int blank = (length == 2 && data[0] == '\r' && data[1] == '\n') || (length == 1 && data[0] == '\n');
     if (blank) clock_gettime(CLOCK_MONOTONIC, &t->last_activity);
+    // Each response (an interim one too) starts afresh; only delay-seconds is read, not a date.
+    if (length >= 5 && strncmp(data, "HTTP/", 5) == 0) t->retry_after = -1;
+    static const char name[] = "retry-after:";
+    if (length > sizeof name - 1 && strncasecmp(data, name, sizeof name - 1) == 0) {
+        size_t index = sizeof name - 1;
+        while (index < length && (data[index] == ' ' || data[index] == '\t')) index++;
+        long seconds = 0;
+        size_t digits = 0;
+        while (index < length && data[index] >= '0' && data[index] <= '9' && digits < 9) {
+            seconds = seconds * 10 + (data[index] - '0');
+            index++;
+            digits++;
+        }
+        while (index < length && (data[index] == ' ' || data[index] == '\t' || data[index] == '\r' || data[index] == '\n')) index++;
+        if (digits > 0 && index == length) t->retry_after = seconds;
+    }
     return length;
 }
 
@@ -150,8 +168,9 @@ static int header_is_printable(const char *header) {
 
 int gv_http_perform(const gv_http_request *request, gv_http_data_callback on_data,
                     gv_http_tick_callback on_tick, void *context, long *status,
-                    char *message, size_t message_capacity) {
+                    long *retry_after, char *message, size_t message_capacity) {
     *status = 0;
+    *retry_after = -1;
     set_message(message, message_capacity, "");
     for (size_t i = 0; i < request->header_count; i++) {
         if (!header_is_printable(request->headers[i])) {
@@ -166,6 +185,7 @@ int gv_http_perform(const gv_http_request *request, gv_http_data_callback on_dat
     }
 
     transfer t = {0};
+    t.retry_after = -1;
     t.on_data = on_data;
     t.context = context;
     t.easy = curl.easy_init();
@@ -238,6 +258,7 @@ int gv_http_perform(const gv_http_request *request, gv_http_data_callback on_dat
     }
     if (t.status == 0) curl.easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &t.status);
     *status = t.status;
+    *retry_after = t.retry_after;
 
     curl.multi_remove_handle(multi, t.easy);
     curl.easy_cleanup(t.easy);

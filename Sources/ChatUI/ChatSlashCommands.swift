@@ -233,7 +233,7 @@ extension ChatREPL {
             Console.err("copied \(what) (\(safe.count) characters) to the clipboard through the terminal\n")
         }
         // What the screen drew is what was copied; say so when the reply itself held more.
-        if safe != text.replacingAll("\r\n", with: "\n") {
+        if safe != text.replacing("\r\n", with: "\n") {
             Console.warning("the reply holds control, invisible or bidirectional characters: they were copied as the screen shows them (^[, \\u{200b}), not as sent")
         }
     }
@@ -250,29 +250,5 @@ extension ChatREPL {
             case .failed(let system): return "cannot write \(path): \(system.reason)"
             }
         }
-    }
-}
-
-extension String {
-    func replacingAll(_ target: String, with replacement: String) -> String {
-        var result = ""
-        var rest = self[...]
-        while let range = rest.range(of: target) {
-            result += rest[..<range.lowerBound] + replacement
-            rest = rest[range.upperBound...]
-        }
-        return result + rest
-    }
-}
-
-private extension Substring {
-    func range(of target: String) -> Range<Substring.Index>? {
-        guard !target.isEmpty else { return nil }
-        var index = startIndex
-        while index < endIndex {
-            if self[index...].hasPrefix(target) { return index..<self.index(index, offsetBy: target.count) }
-            index = self.index(after: index)
-        }
-        return nil
     }
 }

@@ -1,4 +1,4 @@
-import FoundationEssentials
+import GoogleHTTP
 import GoogleKeys
 
 /// Turns Google's error bodies and finish reasons into `GeminiError`s a person can act on.
@@ -38,57 +38,57 @@ public struct ErrorMapper: Sendable {
     }
 
     /// An HTTP error status with its body (or an `{"error":…}` received inside a stream).
+    public func apiError(status: Int, body: [UInt8]) -> GeminiError { apiError(status: status, envelope: GoogleStatus.decode(body)) }
+
     /// Decisions rest on the `ErrorInfo` reason; message text is read only where Google
     /// sends no reason (`authenticationReason`).
-    public func apiError(status: Int, body: [UInt8]) -> GeminiError {
-        let envelope = Self.decodeEnvelope(body)
-        let code = envelope?.error.code ?? status
-        let statusName = envelope?.error.status ?? "HTTP \(status)"
-        let message = Self.redact(envelope?.error.message ?? "no error message")
-        let details = envelope?.error.details ?? []
-        let reasons = details.compactMap(\.reason)
-        let shown = "(\(code) \(reasons.first ?? statusName))"
+    func apiError(status: Int, envelope: GoogleStatus?) -> GeminiError {
+        let code = envelope?.code ?? status
+        let statusName = envelope?.status ?? "HTTP \(status)"
+        let message = Self.redact(envelope?.message ?? "no error message")
+        let reasons = envelope?.reasons ?? []
+        let shown = "(\(code) \(reasons.first?.name ?? statusName))"
 
-        if let reason = Self.authenticationReason(code: code, reasons: reasons, message: envelope?.error.message ?? "") {
+        if let reason = Self.authenticationReason(code: code, reasons: reasons, message: envelope?.message ?? "") {
             if keyKind == .standard {
                 return GeminiError(category: .refused, message: "the standard API key from \(keyOrigin) was refused \(shown): Google stopped accepting standard keys for the Gemini API in September 2026",
-                                   hint: migrationHint, status: code, reason: reason)
+                                   hint: migrationHint, status: code, reason: reason.name)
             }
             return GeminiError(category: .refused, message: "the auth key from \(keyOrigin) was refused \(shown): Google did not accept it as bound to a working service account",
                                hint: "in the Google Cloud console (APIs & Services > Credentials), check that the key's service account still exists and is enabled, and that the key belongs to the project you expect; or create a new key at https://aistudio.google.com/apikey",
-                               status: code, reason: reason)
+                               status: code, reason: reason.name)
         }
-        if reasons.contains("API_KEY_INVALID") {
+        if reasons.contains(.apiKeyInvalid) {
             if keyKind == .standard {
                 return GeminiError(category: .refused, message: "the standard API key from \(keyOrigin) was rejected \(shown): Google rejects standard keys since September 2026",
-                                   hint: migrationHint, status: code, reason: "API_KEY_INVALID")
+                                   hint: migrationHint, status: code, reason: GoogleErrorReason.apiKeyInvalid.name)
             }
             return GeminiError(category: .refused, message: "the API key from \(keyOrigin) was rejected by Gemini \(shown): it is wrong, revoked or deleted",
-                               hint: keyReplaceHint, status: code, reason: "API_KEY_INVALID")
+                               hint: keyReplaceHint, status: code, reason: GoogleErrorReason.apiKeyInvalid.name)
         }
-        if reasons.contains("API_KEY_SERVICE_BLOCKED") {
+        if reasons.contains(.apiKeyServiceBlocked) {
             return GeminiError(category: .refused, message: "the key from \(keyOrigin) may not call the Gemini API \(shown): its API restrictions leave out the Generative Language API",
                                hint: "in the Google Cloud console (APIs & Services > Credentials > the key > API restrictions), allow \"Generative Language API\" (\"Gemini for Google Cloud API\" is a different one)",
-                               status: code, reason: "API_KEY_SERVICE_BLOCKED")
+                               status: code, reason: GoogleErrorReason.apiKeyServiceBlocked.name)
         }
-        if reasons.contains("SERVICE_DISABLED") {
-            let link = Self.activationLink(details)
+        if reasons.contains(.serviceDisabled) {
+            let link = envelope?.helpLink
             return GeminiError(category: .refused, message: "the Gemini API (Generative Language API) is not enabled for the key's project \(shown)",
                                hint: "enable it at \(link ?? "the Google Cloud console (APIs & Services > Library > Generative Language API)"); it takes a few minutes to reach Google's servers, then try again",
-                               status: code, reason: "SERVICE_DISABLED")
+                               status: code, reason: GoogleErrorReason.serviceDisabled.name)
         }
         switch code {
         case 401:
             return GeminiError(category: .refused, message: "the key from \(keyOrigin) was not accepted \(shown): \(message)",
-                               hint: keyReplaceHint, status: code, reason: reasons.first ?? statusName)
+                               hint: keyReplaceHint, status: code, reason: reasons.first?.name ?? statusName)
         case 403:
             return GeminiError(category: .refused, message: "permission denied \(shown): \(message)",
-                               hint: "check that the key from \(keyOrigin) may call the Gemini API", status: code, reason: reasons.first ?? statusName)
+                               hint: "check that the key from \(keyOrigin) may call the Gemini API", status: code, reason: reasons.first?.name ?? statusName)
         case 404:
             return GeminiError(category: .refused, message: "model '\(model)' was not found for API version \(apiVersion) (\(code) \(statusName))",
                                hint: modelsAdvice, status: code, reason: statusName)
         case 429:
-            let final = Self.isDailyQuota(details)
+            let final = envelope?.isDailyQuota ?? false
             return GeminiError(category: .refused,
                                message: final ? "the daily quota is used up (429 \(statusName)): \(message)" : "rate limited (429 \(statusName)): \(message)",
                                hint: final ? "wait for the quota to reset or use a key with a higher tier" : "wait a moment and try again",
@@ -142,57 +142,13 @@ public struct ErrorMapper: Sendable {
         }
     }
 
-    /// The delay RetryInfo asks for (`"40s"`, `"1.5s"`, `"200ms"`), in seconds.
-    static func retryDelay(_ body: [UInt8]) -> Double? {
-        guard let details = decodeEnvelope(body)?.error.details else { return nil }
-        for detail in details {
-            guard let text = detail.retryDelay else { continue }
-            if text.hasSuffix("ms"), let value = Double(text.dropLast(2)) { return value / 1000 }
-            if text.hasSuffix("s"), let value = Double(text.dropLast()) { return value }
-        }
-        return nil
-    }
-
     /// The reason of a refused credential, or nil. Google's 401 for a key it takes for the wrong
     /// kind of credential can arrive without an `ErrorInfo`; then, and only then, its message
     /// tells it apart.
-    static func authenticationReason(code: Int, reasons: [String], message: String) -> String? {
-        if reasons.contains("ACCESS_TOKEN_TYPE_UNSUPPORTED") { return "ACCESS_TOKEN_TYPE_UNSUPPORTED" }
-        if code == 401, reasons.isEmpty, message.contains("Expected OAuth 2 access token") { return "ACCESS_TOKEN_TYPE_UNSUPPORTED" }
+    static func authenticationReason(code: Int, reasons: [GoogleErrorReason], message: String) -> GoogleErrorReason? {
+        if reasons.contains(.accessTokenTypeUnsupported) { return .accessTokenTypeUnsupported }
+        if code == 401, reasons.isEmpty, message.contains("Expected OAuth 2 access token") { return .accessTokenTypeUnsupported }
         return nil
-    }
-
-    /// The first https link of a `google.rpc.Help` detail, if it is a plain URL (it is printed).
-    static func activationLink(_ details: [ErrorEnvelope.Detail]) -> String? {
-        let urls = details.flatMap { $0.links ?? [] }.compactMap(\.url)
-        return urls.first { url in
-            url.hasPrefix("https://") && url.utf8.count < 512 && url.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") }
-        }
-    }
-
-    static func isDailyQuota(_ details: [ErrorEnvelope.Detail]) -> Bool {
-        details.flatMap { $0.violations ?? [] }.contains { ($0.quotaId ?? "").contains("PerDay") }
-    }
-
-    /// Whether `body` can hold an `"error"` member at all: a byte scan, so that the events of
-    /// a healthy stream are decoded once, not first tried as an error. A `\u` escape could
-    /// spell the name, so any escape counts as a maybe.
-    static func mayBeEnvelope(_ body: [UInt8]) -> Bool {
-        let name = Array("\"error\"".utf8)
-        guard body.count >= name.count else { return false }
-        for index in 0...(body.count - name.count) {
-            if body[index] == 0x5C && body[index + 1] == 0x75 { return true }  // \u
-            if body[index] == 0x22 && body[index + 1] == 0x65 && Array(body[index..<index + name.count]) == name { return true }
-        }
-        return false
-    }
-
-    static func decodeEnvelope(_ body: [UInt8]) -> ErrorEnvelope? {
-        var trimmed = body[...]
-        while let first = trimmed.first, first == 0x20 || first == 0x0A || first == 0x0D || first == 0x09 { trimmed = trimmed.dropFirst() }
-        // Without alt=sse errors can come wrapped in an array.
-        if trimmed.first == UInt8(ascii: "["), let list = try? JSONDecoder().decode([ErrorEnvelope].self, from: Data(trimmed)) { return list.first }
-        return try? JSONDecoder().decode(ErrorEnvelope.self, from: Data(trimmed))
     }
 
     /// Drops any word that holds something shaped like a Google key or token, even in part,

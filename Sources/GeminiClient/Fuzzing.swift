@@ -1,4 +1,5 @@
 import FoundationEssentials
+import GoogleHTTP
 
 /// What the fuzzers (Fuzz/) and the corpus replay tests drive through the stream parser and
 /// the decoding of its events. The check returns the property the input broke, or nil.
@@ -23,15 +24,15 @@ public enum StreamFuzzing {
             guard wholeEvents == pieceEvents, whole.extra == pieces.extra else { return "the events depend on how the bytes were cut into reads" }
         }
         for event in wholeEvents {
-            if let envelope = ErrorMapper.decodeEnvelope(event), envelope.error.code != nil || envelope.error.status != nil,
-               !ErrorMapper.mayBeEnvelope(event) {
+            if let envelope = GoogleStatus.decode(event), envelope.code != nil || envelope.status != nil,
+               !GoogleStatus.mayBeEnvelope(event) {
                 return "the byte scan missed an error envelope"
             }
             if let chunk = try? JSONDecoder().decode(GenerateContentResponse.self, from: Data(event)) {
                 _ = chunk.visibleText
             }
         }
-        _ = ErrorMapper.retryDelay(body)
+        _ = GoogleStatus.decode(body)?.retryDelay
         return nil
     }
 }

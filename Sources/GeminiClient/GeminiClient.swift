@@ -1,4 +1,5 @@
 import FoundationEssentials
+import GoogleHTTP
 import SystemIO
 import VaultCore
 
@@ -77,19 +78,21 @@ public final class GeminiClient {
     public let configuration: ClientConfiguration
     public let errors: ErrorMapper
     private let apiKey: SecretBytes
+    private let transport: any HTTPTransport
 
-    public init(configuration: ClientConfiguration, apiKey: SecretBytes, errors: ErrorMapper) {
+    public init(configuration: ClientConfiguration, apiKey: SecretBytes, errors: ErrorMapper, transport: any HTTPTransport = CurlTransport()) {
         self.configuration = configuration
         self.apiKey = apiKey
         self.errors = errors
+        self.transport = transport
     }
 
     /// Starts loading the network library while the caller resolves the key and settings.
-    public static func prepareNetwork() { HTTPTransport.preload() }
+    public static func prepareNetwork() { CurlTransport.preload() }
 
     /// Before the process exits: a load that `prepareNetwork` began must not be cut off by
     /// exit() (a chat whose input ends at once crashed about one time in twenty).
-    public static func settleNetwork() { HTTPTransport.settlePreload() }
+    public static func settleNetwork() { CurlTransport.settlePreload() }
 
     /// `models/NAME` for a bare name; names that could alter the URL are refused.
     public static func modelResource(_ name: String) throws -> String {
@@ -98,10 +101,21 @@ public final class GeminiClient {
         return name.contains("/") ? name : "models/" + name
     }
 
-    /// Whether proxies are skipped: for plain http to loopback.
-    var direct: Bool { EndpointURL(configuration.endpoint)?.bypassesProxy ?? false }
-
     func url(_ path: String) -> String { "\(configuration.endpoint)/\(configuration.apiVersion)/\(path)" }
+
+    /// A request with the key in its header (never in the URL).
+    func httpRequest(_ method: String, _ url: String, body: [UInt8]?) -> HTTPRequest {
+        HTTPRequest(method: method, target: .plain(url), headers: ["Content-Type: application/json", "Accept: */*"],
+                    secretHeader: .init(prefix: "x-goog-api-key: ", value: apiKey), body: body.map { .plain($0) } ?? .none,
+                    idleTimeout: configuration.timeout)
+    }
+
+    /// An HTTP error answer: the error to show, and what the retry policy weighs.
+    func failure<T>(_ status: Int, _ body: [UInt8], retryAfter: Double?, errors: ErrorMapper) -> Attempt<T> {
+        let envelope = GoogleStatus.decode(body)
+        let error = errors.apiError(status: status, envelope: envelope)
+        return .failed(error, .answer(error.status ?? status, envelope, retryAfter: retryAfter))
+    }
 
     // MARK: Streaming
 
@@ -120,19 +134,26 @@ public final class GeminiClient {
             var result = TurnResult(text: "", finishReason: nil, usage: nil, modelVersion: nil, interrupted: false)
             var errorBody: [UInt8] = []
             var streamError: GeminiError?
+            /// What the retry policy weighs of `streamError`: only Google's own errors may pass.
+            var streamFailure = RetryPolicy.Failure.final
             var blockReason: String?
             var finishMessage: String?
 
             var eventCount = 0
             var received = 0
             let decoder = JSONDecoder()
+            /// An error Google reported inside the stream, weighed by its status (its delay is not read there).
+            func googleFailure(_ envelope: GoogleStatus, status: Int) -> GeminiError {
+                let error = errors.apiError(status: status, envelope: envelope)
+                streamFailure = .status(error.status ?? status, serverDelay: nil, dailyQuota: envelope.isDailyQuota)
+                return error
+            }
             /// `unterminated`: the events the stream ended inside of, which may be cut short.
             func handle(_ events: [[UInt8]], unterminated: Bool = false) {
                 eventCount += events.count
                 for event in events where streamError == nil {
-                    if ErrorMapper.mayBeEnvelope(event), let envelope = ErrorMapper.decodeEnvelope(event),
-                       envelope.error.code != nil || envelope.error.status != nil {
-                        streamError = errors.apiError(status: envelope.error.code ?? 500, body: event)
+                    if GoogleStatus.mayBeEnvelope(event), let envelope = GoogleStatus.decode(event), envelope.code != nil || envelope.status != nil {
+                        streamError = googleFailure(envelope, status: envelope.code ?? 500)
                         continue
                     }
                     guard let chunk = try? decoder.decode(GenerateContentResponse.self, from: Data(event)) else {
@@ -155,8 +176,8 @@ public final class GeminiClient {
                 }
             }
 
-            let outcome = HTTPTransport.perform(
-                method: "POST", url: target, apiKey: apiKey, body: body, idleTimeout: configuration.timeout, direct: direct,
+            let outcome = transport.perform(
+                httpRequest("POST", target, body: body),
                 onData: { status, bytes in
                     if status != 200 {
                         errorBody.append(contentsOf: bytes)
@@ -186,22 +207,18 @@ public final class GeminiClient {
                 return .done(result)
             case .libraryMissing, .transportError, .connectionRefused, .idleTimeout, .refusedHeader:
                 return try transportFailure(outcome, anyText: !result.text.isEmpty)
-            case .complete(let status), .aborted(let status):
-                if status != 200 {
-                    let error = errors.apiError(status: status, body: errorBody)
-                    return .retry(error, delay: ErrorMapper.retryDelay(errorBody), anyText: false)
-                }
+            case .complete(let status, let retryAfter), .aborted(let status, let retryAfter):
+                if status != 200 { return failure(status, errorBody, retryAfter: retryAfter, errors: errors) }
                 handle(parser.finish(), unterminated: true)
                 if streamError == nil, !parser.extra.isEmpty {
                     // A bare JSON error after the events is Google's mid-stream failure; anything else is not Gemini.
-                    streamError = ErrorMapper.decodeEnvelope(parser.extra) != nil
-                        ? errors.apiError(status: 500, body: parser.extra)
-                        : GeminiError(category: .network, message: "the server's answer is not a Gemini event stream", reason: "bad-stream")
+                    streamError = GoogleStatus.decode(parser.extra).map { googleFailure($0, status: 500) }
+                        ?? GeminiError(category: .network, message: "the server's answer is not a Gemini event stream", reason: "bad-stream")
                 }
                 if streamError == nil, eventCount == 0 {
                     streamError = GeminiError(category: .network, message: "the server ended the stream without a reply", reason: "empty-stream")
                 }
-                if let streamError { return .retry(streamError, delay: nil, anyText: !result.text.isEmpty) }
+                if let streamError { return .failed(streamError, result.text.isEmpty ? streamFailure : .final) }
                 if let problem = errors.finishProblem(finishReason: result.finishReason, blockReason: blockReason, finishMessage: finishMessage,
                                                       thoughtTokens: result.usage?.thoughtsTokenCount, anyText: !result.text.isEmpty) {
                     throw PartialReply(error: problem, result: result)
@@ -235,7 +252,7 @@ public final class GeminiClient {
         var token: String?
         for _ in 0..<50 {
             var target = url("models?pageSize=1000")
-            if let token { target += "&pageToken=" + Self.percentEncode(token) }
+            if let token { target += "&pageToken=" + PercentEncoding.encode(token) }
             let page: ListModelsResponse = try call(method: "GET", url: target, body: nil, handlers: handlers)
             models += page.models ?? []
             guard let next = page.nextPageToken, !next.isEmpty else { break }
@@ -256,8 +273,8 @@ public final class GeminiClient {
         let errors = errors ?? self.errors
         return try withRetries(handlers: handlers) { () throws -> Attempt<Response> in
             var received: [UInt8] = []
-            let outcome = HTTPTransport.perform(
-                method: method, url: url, apiKey: apiKey, body: body, idleTimeout: configuration.timeout, direct: direct,
+            let outcome = transport.perform(
+                httpRequest(method, url, body: body),
                 onData: { _, bytes in
                     received.append(contentsOf: bytes)
                     return received.count < 64 << 20 ? .more : .abort
@@ -271,10 +288,8 @@ public final class GeminiClient {
                 throw GeminiError(category: .interrupted, message: "interrupted", reason: "interrupted")
             case .libraryMissing, .transportError, .connectionRefused, .idleTimeout, .refusedHeader:
                 return try transportFailure(outcome, anyText: false)
-            case .complete(let status), .aborted(let status):
-                guard status == 200 else {
-                    return .retry(errors.apiError(status: status, body: received), delay: ErrorMapper.retryDelay(received), anyText: false)
-                }
+            case .complete(let status, let retryAfter), .aborted(let status, let retryAfter):
+                guard status == 200 else { return failure(status, received, retryAfter: retryAfter, errors: errors) }
                 guard let decoded = try? JSONDecoder().decode(Response.self, from: Data(received)) else {
                     throw GeminiError(category: .network, message: "the server's answer is not valid JSON", reason: "bad-json")
                 }
@@ -284,15 +299,15 @@ public final class GeminiClient {
     }
 
     /// A transfer that produced no HTTP answer: a retryable connection failure, or a final one.
-    private func transportFailure<T>(_ outcome: HTTPTransport.Outcome, anyText: Bool) throws -> Attempt<T> {
+    private func transportFailure<T>(_ outcome: HTTPOutcome, anyText: Bool) throws -> Attempt<T> {
         switch outcome {
         case .transportError(let message):
-            return .retry(GeminiError(category: .network, message: "the connection to \(configuration.endpoint) failed: \(message)", reason: "connection"),
-                          delay: nil, anyText: anyText)
+            return .failed(GeminiError(category: .network, message: "the connection to \(configuration.endpoint) failed: \(message)", reason: "connection"),
+                           anyText ? .final : .noAnswer)
         case .connectionRefused(let message):
             let failure = GeminiError(category: .network, message: "the connection to \(configuration.endpoint) failed: \(message)", reason: "connection")
             // On loopback a refusal means nothing listens there, and waiting will not start it.
-            guard EndpointURL(configuration.endpoint)?.isLoopback == true else { return .retry(failure, delay: nil, anyText: anyText) }
+            guard EndpointURL(configuration.endpoint)?.isLoopback == true else { return .failed(failure, anyText ? .final : .noAnswer) }
             throw GeminiError(category: .network, message: "the connection to \(configuration.endpoint) was refused: nothing listens there (\(message))",
                               hint: "start the server at that address, or check the 'endpoint' setting", reason: "connection-refused")
         case .refusedHeader:
@@ -310,45 +325,35 @@ public final class GeminiClient {
 
     enum Attempt<T> {
         case done(T)
-        /// A failure; retried when retryable and no text reached the caller.
-        case retry(GeminiError, delay: Double?, anyText: Bool)
+        /// A failure, and what the retry policy weighs (`.final` once text reached the caller).
+        case failed(GeminiError, RetryPolicy.Failure)
     }
 
-    /// Retries 429 (honouring RetryInfo, never a daily quota), 500, 502, 503, 504 and
-    /// connection failures (but a refusal on loopback), with exponential backoff and ±25 % jitter.
+    /// Connection failures (but a refusal on loopback), 429 (never a daily quota) and 500,
+    /// 502, 503, 504 are tried again, with exponential backoff and ±25 % jitter.
+    var retryPolicy: RetryPolicy {
+        RetryPolicy(maxAttempts: configuration.maxAttempts, retryOn: [.noAnswer, .rateLimit, .transientServerErrors],
+                    backoff: .exponential(initial: configuration.initialBackoff, max: configuration.maxBackoff, jitter: true),
+                    maxServerDelay: configuration.maxRetryInfoDelay)
+    }
+
     func withRetries<T>(handlers: StreamHandlers, _ body: () throws -> Attempt<T>) throws -> T {
-        var attempt = 1
-        while true {
+        try retryPolicy.run({ (_: Int) throws(any Error) -> RetryPolicy.Step<T, any Error> in
             switch try body() {
-            case .done(let value):
-                return value
-            case .retry(let error, let retryInfo, let anyText):
-                let retryable = !anyText && Self.isRetryable(error) && attempt < configuration.maxAttempts
-                guard retryable else { throw error }
-                var delay = min(configuration.maxBackoff, configuration.initialBackoff * Double(1 << min(attempt - 1, 16)))
-                delay *= Double.random(in: 0.75...1.25)
-                if let retryInfo {
-                    guard retryInfo <= configuration.maxRetryInfoDelay else { throw error }
-                    delay = retryInfo
-                }
-                handlers.onRetry(RetryNotice(delay: delay, attempt: attempt, reason: Self.shortReason(error)))
-                if Self.sleep(delay, onTick: handlers.onTick, isCancelled: handlers.isCancelled) {
-                    throw GeminiError(category: .interrupted, message: "interrupted while waiting to retry", reason: "interrupted")
-                }
-                attempt += 1
+            case .done(let value): return .done(value)
+            case .failed(let error, let failure): return .failed(error, failure)
             }
-        }
-    }
-
-    static func isRetryable(_ error: GeminiError) -> Bool {
-        if error.reason == "connection" { return true }
-        guard let status = error.status else { return false }
-        if status == 429 { return !error.message.hasPrefix("the daily quota") }
-        return [500, 502, 503, 504].contains(status)
+        }, wait: { (delay: Double, attempt: Int, error: any Error) throws(any Error) in
+            handlers.onRetry(RetryNotice(delay: delay, attempt: attempt, reason: Self.shortReason(error as? GeminiError)))
+            if Self.sleep(delay, onTick: handlers.onTick, isCancelled: handlers.isCancelled) {
+                throw GeminiError(category: .interrupted, message: "interrupted while waiting to retry", reason: "interrupted")
+            }
+        })
     }
 
     /// "503 UNAVAILABLE: The model is overloaded" for a retry notice.
-    static func shortReason(_ error: GeminiError) -> String {
+    static func shortReason(_ error: GeminiError?) -> String {
+        guard let error else { return "" }
         guard let status = error.status else { return error.reason }
         var text = "\(status) \(error.reason)"
         if let first = error.serverMessage?.split(separator: ".").first, !first.isEmpty { text += ": " + first.prefix(80) }
@@ -373,15 +378,6 @@ public final class GeminiClient {
 
     private func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
         Array(try JSONEncoder().encode(value))
-    }
-
-    static func percentEncode(_ text: String) -> String {
-        var result = ""
-        for byte in text.utf8 {
-            let safe = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte == 0x2d || byte == 0x5f || byte == 0x2e || byte == 0x7e
-            result += safe ? String(UnicodeScalar(byte)) : "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
-        }
-        return result
     }
 }
 

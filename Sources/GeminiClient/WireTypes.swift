@@ -137,39 +137,3 @@ struct CountTokensRequest: Codable, Sendable {
 public struct CountTokensResponse: Codable, Sendable {
     public var totalTokens: Int?
 }
-
-/// Google's error envelope: `{"error": {"code", "message", "status", "details": [...]}}`.
-struct ErrorEnvelope: Decodable, Sendable {
-    struct Body: Decodable, Sendable {
-        var code: Int?
-        var message: String?
-        var status: String?
-        var details: [Detail]?
-    }
-
-    struct Detail: Decodable, Sendable {
-        var type: String?
-        var reason: String?
-        var retryDelay: String?
-        var violations: [Violation]?
-        /// `google.rpc.Help`: where to fix it (the API activation page for SERVICE_DISABLED).
-        var links: [Link]?
-
-        enum CodingKeys: String, CodingKey {
-            case type = "@type"
-            case reason, retryDelay, violations, links
-        }
-    }
-
-    struct Link: Decodable, Sendable {
-        var description: String?
-        var url: String?
-    }
-
-    struct Violation: Decodable, Sendable {
-        var quotaId: String?
-        var quotaMetric: String?
-    }
-
-    var error: Body
-}

@@ -174,7 +174,12 @@ public struct KeyResolver {
         }
         reasons.append("there is no key file at \(paths.keyFile)")
         if let command = settings[.keyCommand], !command.isEmpty {
-            let secret = try KeyCommand.run(command, timeout: settings[.keyCommandTimeout], environment: environment)
+            let secret: SecretBytes
+            do {
+                secret = try KeyCommand.secret(command, timeout: settings[.keyCommandTimeout], environment: environment)
+            } catch {
+                throw ConfigError.keyCommandFailed(command: error.program, detail: error.detail, stderr: error.stderr)
+            }
             return (ResolvedKey(secret: secret, source: .keyCommand(command: command), updated: nil), settings)
         }
         reasons.append("key_command is not set")

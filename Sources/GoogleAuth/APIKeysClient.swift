@@ -1,5 +1,7 @@
 import FoundationEssentials
 import Glibc
+import GoogleHTTP
+import GoogleKeys
 import SystemIO
 import VaultCore
 
@@ -16,12 +18,9 @@ public struct GoogleKey: Decodable, Sendable, Equatable {
     public let annotations: [String: String]?
 
     /// `projects/P/locations/global/keys/ID` → P (Google answers with the project number).
-    public var project: String? {
-        let parts = name.split(separator: "/")
-        return parts.count == 6 && parts[0] == "projects" ? String(parts[1]) : nil
-    }
+    public var project: String? { GoogleKeyResource(name)?.project }
 
-    public var keyId: String { name.split(separator: "/").last.map(String.init) ?? name }
+    public var keyId: String { GoogleKeyResource(name)?.keyId ?? name }
     /// `createTime` (RFC 3339, `2021-03-23T17:39:46.721099Z`) as Unix seconds.
     public var created: Int64? { createTime.flatMap(GoogleKey.unixSeconds) }
 
@@ -66,11 +65,6 @@ public struct GoogleOperation {
         let name: String?
         let done: Bool?
         let error: Status?
-        let response: GoogleKeyWire?
-    }
-
-    struct GoogleKeyWire: Decodable {
-        let name: String?
     }
 
     public let name: String
@@ -86,6 +80,7 @@ public struct GoogleOperation {
 /// Google's reason and a message that says what to do.
 public final class APIKeysClient {
     public let endpoint: String
+    let transport: any HTTPTransport
     let token: AccessToken
     /// `x-goog-user-project`, for user credentials.
     public var quotaProject: String?
@@ -95,8 +90,10 @@ public final class APIKeysClient {
     let backoff: Double
     let maxBackoff: Double
 
-    public init(endpoint: String, token: AccessToken, quotaProject: String?, timeout: Double, retries: Int, backoff: Double = 1, maxBackoff: Double = 16) {
+    public init(endpoint: String, token: AccessToken, quotaProject: String?, timeout: Double, retries: Int, backoff: Double = 1, maxBackoff: Double = 16,
+                transport: any HTTPTransport = CurlTransport()) {
         self.endpoint = endpoint
+        self.transport = transport
         self.token = token
         self.quotaProject = quotaProject
         self.timeout = timeout
@@ -111,7 +108,7 @@ public final class APIKeysClient {
     /// by Google's design: this is the only request that carries one, and it is never logged.
     public func lookup(_ key: SecretBytes) throws(GoogleError) -> String {
         struct Answer: Decodable { let name: String? }
-        let url = FormEncoding.join([.literal(endpoint + "/v2/keys:lookupKey?keyString="), .encoded(key)])
+        let url = PercentEncoding.join([.literal(endpoint + "/v2/keys:lookupKey?keyString="), .encoded(key)])
         let body = try call("GET", .secret(url), what: "looking the key up")
         guard let answer = body.decode(Answer.self), let name = answer.name, GoogleKeyRecord(resource: name, serviceAccount: "").isWellFormed else {
             throw GoogleError(.refused, "the API Keys service answered the lookup with no key name")
@@ -131,8 +128,8 @@ public final class APIKeysClient {
         var keys: [GoogleKey] = []
         var token: String?
         for _ in 0..<100 {
-            var target = url("projects/\(project)/locations/global/keys") + "?pageSize=300&showDeleted=\(showDeleted)"
-            if let token { target += "&pageToken=" + FormEncoding.encode(token) }
+            var target = url(GoogleKeyResource.collection(project: project)) + "?pageSize=300&showDeleted=\(showDeleted)"
+            if let token { target += "&pageToken=" + PercentEncoding.encode(token) }
             let body = try call("GET", .plain(target), what: "listing the keys of project \(project)")
             guard let page = body.decode(Page.self) else { throw GoogleError(.refused, "the API Keys service answered the list with something else") }
             keys += page.keys ?? []
@@ -156,25 +153,20 @@ public final class APIKeysClient {
         guard let body = try? encoder.encode(Body(displayName: displayName, restrictions: restrictions, serviceAccountEmail: serviceAccount, annotations: annotations)) else {
             throw GoogleError(.refused, "could not write the create request")
         }
-        let target = url("projects/\(project)/locations/global/keys") + "?keyId=" + FormEncoding.encode(keyId)
-        let name = "projects/\(project)/locations/global/keys/\(keyId)"
-        var attempt = 0
-        var delay = backoff
-        while true {
-            attempt += 1
-            do {
-                return try operation(try call("POST", .plain(target), body: Array(body), what: "creating key \(keyId)", retries: .unlessPerformed))
+        let target = url(GoogleKeyResource.collection(project: project)) + "?keyId=" + PercentEncoding.encode(keyId)
+        let name = GoogleKeyResource(project: project, keyId: keyId).name
+        return try retryPolicy(retryOn: [.noAnswer]).run({ (_: Int) throws(GoogleError) -> RetryPolicy.Step<GoogleOperation, GoogleError> in
+            do throws(GoogleError) {
+                return .done(try operation(try call("POST", .plain(target), body: Array(body), what: "creating key \(keyId)", retries: .unlessPerformed)))
             } catch where error.mayHaveBeenPerformed {
                 // Google may have made the key and lost the answer: a second create of the same id
                 // would fail as a duplicate and leave the first unnoticed, so the id is looked up.
                 if let made = try? get(name), !made.isDeleted {
-                    return GoogleOperation(name: "", done: true, error: nil, key: made, keyString: nil)
+                    return .done(GoogleOperation(name: "", done: true, error: nil, key: made, keyString: nil))
                 }
-                guard attempt < maxAttempts else { throw error }
-                Clock.sleep(delay)
-                delay = min(delay * 2, maxBackoff)
+                return .failed(error, .noAnswer)
             }
-        }
+        }, wait: { (delay: Double, _: Int, _: GoogleError) throws(GoogleError) in Clock.sleep(delay) })
     }
 
     /// The key's string (`getKeyString`), when the finished create did not carry it.
@@ -185,7 +177,7 @@ public final class APIKeysClient {
     }
 
     public func delete(_ name: String, etag: String?) throws(GoogleError) -> GoogleOperation {
-        let target = url(name) + (etag.map { "?etag=" + FormEncoding.encode($0) } ?? "")
+        let target = url(name) + (etag.map { "?etag=" + PercentEncoding.encode($0) } ?? "")
         return try operation(try call("DELETE", .plain(target), what: "deleting \(name)"))
     }
 
@@ -244,20 +236,6 @@ public final class APIKeysClient {
         return GoogleOperation(name: name, done: wire.done ?? false, error: wire.error, key: key?.name == nil ? nil : key, keyString: keyString)
     }
 
-    struct ErrorBody: Decodable {
-        struct Inner: Decodable {
-            struct Detail: Decodable {
-                let reason: String?
-                let metadata: [String: String]?
-            }
-            let code: Int?
-            let message: String?
-            let status: String?
-            let details: [Detail]?
-        }
-        let error: Inner?
-    }
-
     enum Retries {
         /// Every failure that may pass: connection failures, 429 and 5xx.
         case always
@@ -265,68 +243,69 @@ public final class APIKeysClient {
         case unlessPerformed
     }
 
+    /// Backoff from `backoff` doubling to `maxBackoff`, `maxAttempts` in all.
+    func retryPolicy(retryOn: RetryPolicy.RetryOn) -> RetryPolicy {
+        RetryPolicy(maxAttempts: maxAttempts, retryOn: retryOn, backoff: .exponential(initial: backoff, max: maxBackoff, jitter: false))
+    }
+
     /// One call with retries; the answer with its secret fields taken out.
-    func call(_ method: String, _ target: GoogleHTTP.URLText, body: [UInt8]? = nil, what: String,
+    func call(_ method: String, _ target: HTTPRequest.Target, body: [UInt8]? = nil, what: String,
               retries: Retries = .always) throws(GoogleError) -> SecretJSON {
         var headers = ["Accept: application/json"]
         if body != nil { headers.append("Content-Type: application/json; charset=utf-8") }
         if token.source.isUserCredential, let quotaProject { headers.append("x-goog-user-project: " + quotaProject) }
-        var attempt = 0
-        var delay = backoff
-        while true {
-            attempt += 1
-            let response: GoogleHTTP.Response
-            do {
-                response = try GoogleHTTP(timeout: timeout).perform(method, target, headers: headers, bearer: token.token,
-                                                                   body: body.map { .plain($0) } ?? .none)
+        let exchange = GoogleExchange(transport: transport, timeout: timeout)
+        let policy = retryPolicy(retryOn: retries == .always ? [.noAnswer, .rateLimit, .serverErrors] : [.rateLimit])
+        return try policy.run({ (_: Int) throws(GoogleError) -> RetryPolicy.Step<SecretJSON, GoogleError> in
+            let response: GoogleExchange.Response
+            do throws(GoogleExchange.TransportFailure) {
+                response = try exchange.perform(method, target, headers: headers, bearer: token.token, body: body.map { .plain($0) } ?? .none)
             } catch {
-                if attempt < maxAttempts && retries == .always { Clock.sleep(delay); delay = min(delay * 2, maxBackoff); continue }
-                throw GoogleError(.network, "the API Keys service did not answer while \(what): \(error.message)",
-                                  hint: "check the network, or the apikeys_endpoint setting", reason: GoogleError.answerLost)
+                return .failed(GoogleError(.network, "the API Keys service did not answer while \(what): \(error.message)",
+                                           hint: "check the network, or the apikeys_endpoint setting", reason: GoogleError.answerLost), .noAnswer)
             }
             guard let split = SecretJSON.split(response.body, secretFields: ["keyString"]) else {
                 throw GoogleError(response.status >= 500 ? .network : .refused, "the API Keys service answered \(what) with a malformed body (HTTP \(response.status))",
                                   status: response.status)
             }
-            if response.status == 200 { return split }
-            if (response.status == 429 || (response.status >= 500 && retries == .always)) && attempt < maxAttempts {
-                Clock.sleep(delay)
-                delay = min(delay * 2, maxBackoff)
-                continue
-            }
-            throw refusal(response.status, split.decode(ErrorBody.self)?.error, what: what)
-        }
+            if response.status == 200 { return .done(split) }
+            let envelope = GoogleStatus.decode(split.plain)
+            return .failed(refusal(response.status, envelope, what: what), .answer(response.status, envelope, retryAfter: response.retryAfter))
+        }, wait: { (delay: Double, _: Int, _: GoogleError) throws(GoogleError) in Clock.sleep(delay) })
     }
 
-    func refusal(_ status: Int, _ error: ErrorBody.Inner?, what: String) -> GoogleError {
-        let reason = error?.details?.compactMap(\.reason).first ?? error?.status
+    func refusal(_ status: Int, _ error: GoogleStatus?, what: String) -> GoogleError {
+        let reason = error?.reason
+        let reasonName = reason?.name ?? error?.status
         let message = Redaction.redact(error?.message ?? "no message")
         let category: GoogleError.Category = status >= 500 || status == 429 ? .network : .refused
         var hint: String?
-        let project = error?.details?.compactMap { $0.metadata?["consumer"] }.first.map { $0.hasPrefix("projects/") ? String($0.dropFirst(9)) : $0 }
+        let project = error?.metadata("consumer").map { $0.hasPrefix("projects/") ? String($0.dropFirst(9)) : $0 }
         switch (status, reason) {
         case _ where message.contains("disableServiceAccountApiKeyCreation"):
             hint = Self.boundKeysForbiddenHint
         case (401, _):
             hint = "the access token was refused: fetch a new one (for gcloud: 'gcloud auth login' or 'gcloud auth application-default login')"
-        case (403, "SERVICE_DISABLED") where message.contains("quota project"):
+        case (403, .serviceDisabled?) where message.contains("quota project"):
             hint = "set the quota_project setting (or quota_project_id in the credential file) to a project where you may use services"
-        case (403, "SERVICE_DISABLED"):
+        case (403, .serviceDisabled?):
             let enable = "gcloud services enable apikeys.googleapis.com --project \(project ?? "PROJECT")"
             hint = token.source.isUserCredential
                 ? "enable the API Keys API in project \(project ?? "of the key"): \(enable); or set quota_project to a project that has it enabled"
                 : "enable the API Keys API in project \(project ?? "of the key"): \(enable)"
-        case (403, "ACCESS_TOKEN_SCOPE_INSUFFICIENT"):
+        case (403, .accessTokenScopeInsufficient?):
             hint = "the token lacks the cloud-platform scope: for gcloud, log in again; on a VM, give it the cloud-platform scope"
         case (403, _):
             hint = "the credential needs the API Keys Admin role (roles/serviceusage.apiKeysAdmin) on the key's project"
         case (404, _):
             hint = "the key or project does not exist, or the credential cannot see it"
-        case (409, _), (412, _), (400, "FAILED_PRECONDITION"), (400, "ABORTED"):
+        case (409, _), (412, _):
+            hint = "the key changed at Google meanwhile; run the command again"
+        case (400, _) where reasonName == "FAILED_PRECONDITION" || reasonName == "ABORTED":
             hint = "the key changed at Google meanwhile; run the command again"
         default: break
         }
-        return GoogleError(category, "the API Keys service refused \(what): HTTP \(status)\(reason.map { " " + $0 } ?? ""): \(message)", hint: hint,
-                           status: status, reason: reason)
+        return GoogleError(category, "the API Keys service refused \(what): HTTP \(status)\(reasonName.map { " " + $0 } ?? ""): \(message)", hint: hint,
+                           status: status, reason: reasonName)
     }
 }

@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Glibc
-import GemvaultConfig
+import GoogleHTTP
 import SystemIO
 import VaultCore
 
@@ -80,8 +80,12 @@ public struct CredentialSettings {
 /// Finds the credential and exchanges it for an access token for `cloudPlatformScope`.
 public struct GoogleCredentials {
     public let settings: CredentialSettings
+    let transport: any HTTPTransport
 
-    public init(_ settings: CredentialSettings) { self.settings = settings }
+    public init(_ settings: CredentialSettings, transport: any HTTPTransport = CurlTransport()) {
+        self.settings = settings
+        self.transport = transport
+    }
 
     /// The file gcloud's `auth application-default login` writes.
     var applicationDefaultPath: String {
@@ -116,13 +120,10 @@ public struct GoogleCredentials {
             let program = KeyCommand.split(command)?.first ?? "token_command"
             let token: SecretBytes
             do {
-                token = try KeyCommand.run(command, timeout: settings.commandTimeout, environment: settings.environment, setting: "token_command")
+                token = try KeyCommand.secret(command, timeout: settings.commandTimeout, environment: settings.environment, setting: "token_command")
             } catch {
-                guard case .keyCommandFailed(let program, let detail, let stderr, _) = error else {
-                    throw GoogleError(.credentials, "token_command failed")
-                }
-                throw GoogleError(.credentials, "token_command '\(program)' \(detail)", hint: "check the command with: gemvault config get token_command",
-                                  commandStderr: stderr)
+                throw GoogleError(.credentials, "token_command '\(error.program)' \(error.detail)", hint: "check the command with: gemvault config get token_command",
+                                  commandStderr: error.stderr)
             }
             guard token.isHeaderSafe else {
                 throw GoogleError(.credentials, "token_command '\(program)' printed something that is not an access token (one line, no spaces)")
@@ -130,7 +131,7 @@ public struct GoogleCredentials {
             Redaction.register(token)
             return AccessToken(token: token, source: .tokenCommand(program: program), quotaProject: nil)
         }
-        if let file = try credentialFile() { return try file.exchange(settings: settings) }
+        if let file = try credentialFile() { return try file.exchange(settings: settings, transport: transport) }
         if metadataAnswers() { return try metadataToken() }
         throw Self.noCredential
     }
@@ -170,7 +171,7 @@ public struct GoogleCredentials {
             settings.warn("the metadata server is not asked: " + error.message + (error.hint.map { " (\($0))" } ?? ""))
             return false
         }
-        guard let answer = try? GoogleHTTP(timeout: 1).perform("GET", .plain(base + "/computeMetadata/v1/"), headers: ["Metadata-Flavor: Google"]) else {
+        guard let answer = try? GoogleExchange(transport: transport, timeout: 1).perform("GET", .plain(base + "/computeMetadata/v1/"), headers: ["Metadata-Flavor: Google"]) else {
             return false
         }
         return answer.status == 200
@@ -178,9 +179,9 @@ public struct GoogleCredentials {
 
     func metadataToken() throws(GoogleError) -> AccessToken {
         let base = try metadataBase()
-        let url = base + "/computeMetadata/v1/instance/service-accounts/default/token?scopes=" + FormEncoding.encode(cloudPlatformScope)
+        let url = base + "/computeMetadata/v1/instance/service-accounts/default/token?scopes=" + PercentEncoding.encode(cloudPlatformScope)
         let token = try TokenEndpoint.exchange(what: "the metadata server", method: "GET", url: url, headers: ["Metadata-Flavor: Google"], body: .none,
-                                               timeout: settings.timeout)
+                                               exchange: GoogleExchange(transport: transport, timeout: settings.timeout))
         return AccessToken(token: token, source: .metadataServer(host: metadataHost), quotaProject: nil)
     }
 }
@@ -281,21 +282,21 @@ struct CredentialFile {
         return uri
     }
 
-    func exchange(settings: CredentialSettings) throws(GoogleError) -> AccessToken {
+    func exchange(settings: CredentialSettings, transport: any HTTPTransport) throws(GoogleError) -> AccessToken {
         let uri = try tokenURI(allowInsecure: settings.allowInsecure)
         let body: SecretBytes
         switch kind {
         case .serviceAccount:
             let assertion = try jwt(audience: uri)
-            body = FormEncoding.join([.literal("grant_type=" + FormEncoding.encode("urn:ietf:params:oauth:grant-type:jwt-bearer") + "&assertion="),
+            body = PercentEncoding.join([.literal("grant_type=" + PercentEncoding.encode("urn:ietf:params:oauth:grant-type:jwt-bearer") + "&assertion="),
                                       .encoded(assertion)])
         case .authorizedUser:
-            body = FormEncoding.join([.literal("grant_type=refresh_token&client_id=" + FormEncoding.encode(fields.client_id ?? "") + "&client_secret="),
+            body = PercentEncoding.join([.literal("grant_type=refresh_token&client_id=" + PercentEncoding.encode(fields.client_id ?? "") + "&client_secret="),
                                       .encoded(secrets["client_secret"]!), .literal("&refresh_token="), .encoded(secrets["refresh_token"]!)])
         }
         let token = try TokenEndpoint.exchange(what: "the token endpoint \(uri)", method: "POST", url: uri,
                                                headers: ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"],
-                                               body: .secret(body), timeout: settings.timeout)
+                                               body: .secret(body), exchange: GoogleExchange(transport: transport, timeout: settings.timeout))
         return AccessToken(token: token, source: source, quotaProject: fields.quota_project_id)
     }
 
@@ -326,41 +327,41 @@ struct CredentialFile {
 /// The answer of a token endpoint (OAuth's or the metadata server's): `access_token` in secret memory.
 enum TokenEndpoint {
     struct Answer: Decodable {
-        let token_type: String?
         let error: String?
         let error_description: String?
     }
 
-    static func exchange(what: String, method: String, url: String, headers: [String], body: GoogleHTTP.Body, timeout: Double) throws(GoogleError) -> SecretBytes {
-        let response: GoogleHTTP.Response
-        var attempt = 0
-        while true {
-            attempt += 1
-            do {
-                let answer = try GoogleHTTP(timeout: timeout).perform(method, .plain(url), headers: headers, body: body)
-                if answer.status >= 500 && attempt < 3 { Clock.sleep(Double(attempt)); continue }
-                response = answer
-                break
+    /// Connection failures (but a timeout) and 5xx are tried again, three attempts in all, 1 s then 2 s apart.
+    static let retryPolicy = RetryPolicy(maxAttempts: 3, retryOn: [.noAnswer, .serverErrors], backoff: .linear(step: 1))
+
+    static func exchange(what: String, method: String, url: String, headers: [String], body: HTTPRequest.Body,
+                         exchange: GoogleExchange) throws(GoogleError) -> SecretBytes {
+        let response = try retryPolicy.run({ (_: Int) throws(GoogleError) -> RetryPolicy.Step<GoogleExchange.Response, GoogleError> in
+            do throws(GoogleExchange.TransportFailure) {
+                let answer = try exchange.perform(method, .plain(url), headers: headers, body: body)
+                guard answer.status >= 500 else { return .done(answer) }
+                return .failed(refusal(answer, what: what), .status(answer.status, serverDelay: answer.retryAfter, dailyQuota: false))
             } catch {
-                if attempt < 3 && !error.timedOut { Clock.sleep(Double(attempt)); continue }
-                throw GoogleError(.network, "\(what) did not answer: \(error.message)")
+                return .failed(GoogleError(.network, "\(what) did not answer: \(error.message)"), error.timedOut ? .final : .noAnswer)
             }
-        }
+        }, wait: { (delay: Double, _: Int, _: GoogleError) throws(GoogleError) in Clock.sleep(delay) })
         let split = SecretJSON.split(response.body, secretFields: ["access_token", "id_token", "refresh_token"])
-        let answer = split?.decode(Answer.self)
-        guard response.status == 200, let token = split?.secrets["access_token"], token.count > 0 else {
-            let detail = [answer?.error, answer?.error_description].compactMap { $0 }.joined(separator: ": ")
-            let category: GoogleError.Category = response.status >= 500 ? .network : .refused
-            throw GoogleError(category, "\(what) refused the credential (HTTP \(response.status)\(detail.isEmpty ? "" : ", " + Redaction.redact(detail)))",
-                              hint: response.status == 400 || response.status == 401
-                                ? "the credential may be revoked or expired; for gcloud's, run 'gcloud auth application-default login' again" : nil,
-                              status: response.status, reason: answer?.error)
-        }
+        guard response.status == 200, let token = split?.secrets["access_token"], token.count > 0 else { throw refusal(response, what: what) }
         Redaction.register(token)
         // One header-safe line, as every key and token gemvault sends must be.
         guard let oneLine = token.singleLineCredential() else {
             throw GoogleError(.refused, "\(what) answered with a malformed access token (more than one line, or a space or a control character)")
         }
         return oneLine
+    }
+
+    static func refusal(_ response: GoogleExchange.Response, what: String) -> GoogleError {
+        let answer = SecretJSON.split(response.body, secretFields: ["access_token", "id_token", "refresh_token"])?.decode(Answer.self)
+        let detail = [answer?.error, answer?.error_description].compactMap { $0 }.joined(separator: ": ")
+        let category: GoogleError.Category = response.status >= 500 ? .network : .refused
+        return GoogleError(category, "\(what) refused the credential (HTTP \(response.status)\(detail.isEmpty ? "" : ", " + Redaction.redact(detail)))",
+                           hint: response.status == 400 || response.status == 401
+                             ? "the credential may be revoked or expired; for gcloud's, run 'gcloud auth application-default login' again" : nil,
+                           status: response.status, reason: answer?.error)
     }
 }

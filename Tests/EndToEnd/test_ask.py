@@ -199,6 +199,14 @@ def test_429_with_retry_info_then_success(api):
     assert len(api.server.requests()) == 2
 
 
+def test_retry_after_header_sets_the_wait(api):
+    """Without RetryInfo, the Retry-After header says how long to wait (the backoff alone would say 1 s)."""
+    result = ask(api, "--model", tag("retry-after"), "hi")
+    assert result.code == 0 and result.out == REPLY
+    assert "retrying in 2 s (503 UNAVAILABLE: The model is overloaded" in result.err, result.err
+    assert len(api.server.requests()) == 2
+
+
 def test_503_then_success_and_persistent_503(api):
     result = ask(api, "--model", tag("retry-503"), "hi")
     assert result.code == 0 and "retrying in" in result.err and "503 UNAVAILABLE: The model is overloaded" in result.err

@@ -2,6 +2,7 @@ import Foundation
 import GoogleKeys
 import Testing
 @testable import GeminiClient
+import GoogleHTTP
 
 /// The fixture files the fake server also replays, in Google's wire format.
 func fixture(_ name: String) throws -> [UInt8] {
@@ -48,8 +49,8 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
     @Test func bareErrorAfterEventsLandsInExtra() throws {
         let (events, extra) = parseAll(try fixture("stream-error-mid.txt"), chunkSize: 1)
         #expect(events.count == 1)
-        let error = ErrorMapper.decodeEnvelope(extra)
-        #expect(error?.error.code == 499 && error?.error.status == "CANCELLED")
+        let error = GoogleStatus.decode(extra)
+        #expect(error?.code == 499 && error?.status == "CANCELLED")
     }
 
     @Test func thoughtPartsAreNotVisibleText() throws {
@@ -138,12 +139,16 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
     }
 
     @Test func retryInfoAndDailyQuota() throws {
-        #expect(ErrorMapper.retryDelay(try fixture("error-429-retryinfo.json")) == 1)
-        #expect(ErrorMapper.retryDelay(Array(#"{"error":{"code":429,"details":[{"@type":"x","retryDelay":"250ms"}]}}"#.utf8)) == 0.25)
-        let daily = mapper.apiError(status: 429, body: try fixture("error-429-daily.json"))
-        #expect(daily.message.hasPrefix("the daily quota") && !GeminiClient.isRetryable(daily))
-        let minute = mapper.apiError(status: 429, body: try fixture("error-429-retryinfo.json"))
-        #expect(GeminiClient.isRetryable(minute))
+        #expect(GoogleStatus.decode(try fixture("error-429-retryinfo.json"))?.retryDelay == 1)
+        #expect(GoogleStatus.decode(Array(#"{"error":{"code":429,"details":[{"@type":"x","retryDelay":"250ms"}]}}"#.utf8))?.retryDelay == 0.25)
+        let client = GeminiClient(configuration: ClientConfiguration(endpoint: "http://127.0.0.1:9", apiVersion: "v1beta", timeout: 1),
+                                  apiKey: .init(utf8: "k"), errors: mapper)
+        let daily: GeminiClient.Attempt<Int> = client.failure(429, try fixture("error-429-daily.json"), retryAfter: nil, errors: mapper)
+        guard case .failed(let dailyError, let dailyFailure) = daily else { Issue.record("no failure"); return }
+        #expect(dailyError.message.hasPrefix("the daily quota") && client.retryPolicy.decision(attempt: 1, dailyFailure) == .stop)
+        let minute: GeminiClient.Attempt<Int> = client.failure(429, try fixture("error-429-retryinfo.json"), retryAfter: nil, errors: mapper)
+        guard case .failed(_, let minuteFailure) = minute else { Issue.record("no failure"); return }
+        #expect(client.retryPolicy.decision(attempt: 1, minuteFailure) == .retry(after: 1))
     }
 
     @Test func finishReasons() {
@@ -180,24 +185,20 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
         #expect(throws: unavailable) {
             try client.withRetries(handlers: StreamHandlers(onRetry: { notices.append($0) })) { () -> GeminiClient.Attempt<Int> in
                 calls += 1
-                return .retry(unavailable, delay: nil, anyText: false)
+                return .failed(unavailable, .status(503, serverDelay: nil, dailyQuota: false))
             }
         }
         #expect(calls == 3 && notices.count == 2)
         calls = 0
         let value = try client.withRetries(handlers: StreamHandlers(onRetry: { notices.append($0) })) { () -> GeminiClient.Attempt<Int> in
             calls += 1
-            return calls == 1 ? .retry(GeminiError(category: .refused, message: "m", status: 429, reason: "R"), delay: 0.05, anyText: false) : .done(7)
+            return calls == 1 ? .failed(GeminiError(category: .refused, message: "m", status: 429, reason: "R"), .status(429, serverDelay: 0.05, dailyQuota: false)) : .done(7)
         }
         #expect(value == 7 && notices.last?.delay == 0.05)
         // Text already shown is never repeated by a retry.
         #expect(throws: unavailable) {
-            try client.withRetries(handlers: StreamHandlers()) { () -> GeminiClient.Attempt<Int> in .retry(unavailable, delay: nil, anyText: true) }
+            try client.withRetries(handlers: StreamHandlers()) { () -> GeminiClient.Attempt<Int> in .failed(unavailable, .final) }
         }
-    }
-
-    @Test func percentEncodingOfPageTokens() {
-        #expect(GeminiClient.percentEncode("Cg9t/+=") == "Cg9t%2F%2B%3D")
     }
 
     @Test func requestsEncodeInCamelCase() throws {
@@ -209,6 +210,6 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
     }
 
     @Test func theNetworkLibraryIsNotLoadedUntilARequest() {
-        #expect(!HTTPTransport.libraryLoaded)
+        #expect(!CurlTransport.libraryLoaded)
     }
 }

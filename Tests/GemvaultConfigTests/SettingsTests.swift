@@ -71,31 +71,6 @@ import VaultCore
     }
 }
 
-@Suite struct KeyCommandTests {
-    @Test func splittingHonoursQuotesWithoutExpanding() {
-        #expect(KeyCommand.split(#"op read "op://a b/c" --x='y z' $HOME"#) == ["op", "read", "op://a b/c", "--x=y z", "$HOME"])
-        #expect(KeyCommand.split(#"a\ b c"#) == ["a b", "c"])
-        #expect(KeyCommand.split("unbalanced 'quote") == nil && KeyCommand.split("   ") == nil)
-    }
-
-    @Test func runCapturesStdoutAndReportsFailures() throws {
-        let key = try KeyCommand.run("printf ' AIzaSyFromCommand \\n'", timeout: 5, environment: ["PATH": "/usr/bin:/bin"])
-        #expect(key.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } == "AIzaSyFromCommand")
-        #expect {
-            try KeyCommand.run("sh -c 'echo nope >&2; exit 4'", timeout: 5, environment: ["PATH": "/usr/bin:/bin"])
-        } throws: { error in
-            guard case ConfigError.keyCommandFailed(_, let detail, let stderr, _) = error else { return false }
-            return detail == "exited with status 4" && stderr == "nope"
-        }
-        #expect {
-            try KeyCommand.run("sleep 5", timeout: 0.3, environment: ["PATH": "/usr/bin:/bin"])
-        } throws: { error in
-            guard case ConfigError.keyCommandFailed(_, let detail, _, _) = error else { return false }
-            return detail.hasPrefix("timed out")
-        }
-    }
-}
-
 @Suite struct KeyResolverTests {
     /// No vault file, no session, no passphrase: the sources around the vault.
     struct NoPassphrase: PassphraseSource {

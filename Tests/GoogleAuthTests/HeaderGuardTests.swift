@@ -1,3 +1,4 @@
+import GoogleHTTP
 import Testing
 import VaultCore
 @testable import GoogleAuth
@@ -6,22 +7,23 @@ import VaultCore
 /// break never leaves the process, whatever checked it before (nothing listens at port 9, so a
 /// request that went out would fail with a connection error instead).
 @Suite struct HeaderGuardTests {
-    private let nowhere = GoogleHTTP.URLText.plain("http://127.0.0.1:9/")
+    private let nowhere = HTTPRequest.Target.plain("http://127.0.0.1:9/")
+    private let exchange = GoogleExchange(transport: CurlTransport(), timeout: 2)
 
     @Test func aBearerTokenWithASecondLineIsNotSent() {
         let token = SecretBytes(utf8: "ya29.token\r\nX-Injected: yes")
         #expect {
-            _ = try GoogleHTTP(timeout: 2).perform("GET", nowhere, headers: [], bearer: token)
+            _ = try exchange.perform("GET", nowhere, headers: [], bearer: token)
         } throws: { error in
-            (error as? GoogleHTTP.TransportFailure)?.message.contains("nothing was sent") == true
+            (error as? GoogleExchange.TransportFailure)?.message.contains("nothing was sent") == true
         }
     }
 
     @Test func aPlainHeaderWithALineBreakIsRefusedByTheTransport() {
         #expect {
-            _ = try GoogleHTTP(timeout: 2).perform("GET", nowhere, headers: ["X-Goog-User-Project: p\nX-Injected: yes"])
+            _ = try exchange.perform("GET", nowhere, headers: ["X-Goog-User-Project: p\nX-Injected: yes"])
         } throws: { error in
-            (error as? GoogleHTTP.TransportFailure)?.message.contains("nothing was sent") == true
+            (error as? GoogleExchange.TransportFailure)?.message.contains("nothing was sent") == true
         }
     }
 

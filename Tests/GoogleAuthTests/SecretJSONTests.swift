@@ -31,16 +31,4 @@ struct SecretJSONTests {
     @Test func anUnterminatedStringIsRefused() {
         #expect(SecretJSON.split(SecretBytes(utf8: #"{"keyString": "AQ.abc"#), secretFields: ["keyString"]) == nil)
     }
-
-    @Test func base64URLHasNoPaddingAndTheURLAlphabet() {
-        #expect(Base64URL.encode(Array("{\"alg\":\"RS256\"}".utf8)) == "eyJhbGciOiJSUzI1NiJ9")
-        #expect(Base64URL.encode([0xfb, 0xff]) == "-_8")
-        #expect(Base64URL.encode([]) == "")
-    }
-
-    @Test func formEncodingPercentEncodesEverythingButTheUnreserved() {
-        let joined = FormEncoding.join([.literal("a="), .encoded(SecretBytes(utf8: "x y/+"))])
-        #expect(String(decoding: joined.withUnsafeBytes { Array($0) }, as: UTF8.self) == "a=x%20y%2F%2B")
-        #expect(FormEncoding.encode("urn:a b") == "urn%3Aa%20b")
-    }
 }

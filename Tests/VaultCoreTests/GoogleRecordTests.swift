@@ -43,5 +43,7 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         #expect(contents.key(named: "k") == nil)
         #expect(GoogleKeyRecord(resource: "projects/1/locations/global/keys/x y", serviceAccount: "").isWellFormed == false)
         #expect(new.project == "123" && new.keyId == "gemvault-default-20261202050000")
+        // One parser: a name of another shape has no project, however it starts.
+        #expect(bad.project == nil && bad.keyId == "projects/1/keys/x")
     }
 }

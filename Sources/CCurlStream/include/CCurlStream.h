@@ -38,13 +38,15 @@ enum {
     GV_HTTP_REFUSED_HEADER = 7,  /* a header holds a line break or another byte outside printable ASCII: nothing was sent */
 };
 
-/// Performs the request, streaming the body to `on_data`. Fills `status` and, on a
-/// transport error, `message` (NUL-terminated, at most `message_capacity` bytes).
+/// Performs the request, streaming the body to `on_data`. Fills `status`, `retry_after`
+/// (the Retry-After header's seconds, or -1) and, on a transport error, `message`
+/// (NUL-terminated, at most `message_capacity` bytes).
 int gv_http_perform(const gv_http_request *request,
                     gv_http_data_callback on_data,
                     gv_http_tick_callback on_tick,
                     void *context,
                     long *status,
+                    long *retry_after,
                     char *message,
                     size_t message_capacity);
 

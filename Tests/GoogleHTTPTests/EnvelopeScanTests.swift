@@ -1,9 +1,9 @@
 import Testing
-@testable import GeminiClient
+import GoogleHTTP
 
 /// The byte scan that spares a healthy stream's events a second JSON decode: it must never
 /// say no to anything that decodes as an error envelope.
-@Suite struct ErrorScanTests {
+@Suite struct EnvelopeScanTests {
     private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
     @Test func everyErrorEnvelopeIsAMaybe() {
@@ -14,17 +14,17 @@ import Testing
             #"{"err\u006fr": {"code": 400}}"#,
         ]
         for text in envelopes {
-            #expect(ErrorMapper.mayBeEnvelope(bytes(text)), "\(text)")
-            #expect(ErrorMapper.decodeEnvelope(bytes(text)) != nil, "\(text)")
+            #expect(GoogleStatus.mayBeEnvelope(bytes(text)), "\(text)")
+            #expect(GoogleStatus.decode(bytes(text)) != nil, "\(text)")
         }
     }
 
     @Test func aHealthyEventIsNot() {
         let event = #"{"candidates": [{"content": {"parts": [{"text": "no errors here, error-free"}], "role": "model"}}], "modelVersion": "gemini-3.6-flash"}"#
-        #expect(!ErrorMapper.mayBeEnvelope(bytes(event)))
-        #expect(!ErrorMapper.mayBeEnvelope(bytes("")))
-        #expect(!ErrorMapper.mayBeEnvelope(bytes("\"error")))
+        #expect(!GoogleStatus.mayBeEnvelope(bytes(event)))
+        #expect(!GoogleStatus.mayBeEnvelope(bytes("")))
+        #expect(!GoogleStatus.mayBeEnvelope(bytes("\"error")))
         // Any member of that name is a maybe; the decode then decides, as before.
-        #expect(ErrorMapper.mayBeEnvelope(bytes(#"{"candidates": [], "error": null}"#)))
+        #expect(GoogleStatus.mayBeEnvelope(bytes(#"{"candidates": [], "error": null}"#)))
     }
 }

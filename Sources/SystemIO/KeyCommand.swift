@@ -1,5 +1,4 @@
-import SystemIO
-import VaultCore
+import Glibc
 
 /// The environment of a program gemvault starts for itself (the agent, the pager,
 /// `key_command`, `token_command`): no API key, which is none of its business, and no
@@ -10,9 +9,29 @@ public enum HelperEnvironment {
     }
 }
 
-/// Runs `key_command` without a shell and captures its stdout as the key.
+/// Runs `key_command` (or `token_command`) without a shell and captures its stdout, which
+/// holds a secret: it goes straight into the caller's memory (VaultCore's `KeyCommand.secret`
+/// gives it in secret memory).
 public enum KeyCommand {
-    static let outputLimit = 8192
+    public static let outputLimit = 8192
+
+    /// Why the command gave no key. Messages name only the program, never the whole command
+    /// line, which may carry a token.
+    public struct Failure: Error, Sendable, Equatable {
+        /// The program, or the setting when the line cannot be parsed.
+        public let program: String
+        /// What happened, ready to follow the program's name ("exited with status 4").
+        public let detail: String
+        /// What the command wrote to stderr, trimmed (at most 4 KiB).
+        public let stderr: String
+
+        public init(program: String, detail: String, stderr: String) {
+            self.program = program
+            self.detail = detail
+            self.stderr = stderr
+        }
+    }
+
     /// Splits a command line into arguments: white space separates, single and double quotes
     /// group, backslash escapes. No expansion of any kind happens.
     public static func split(_ line: String) -> [String]? {
@@ -41,13 +60,13 @@ public enum KeyCommand {
         return arguments.isEmpty ? nil : arguments
     }
 
-    /// Runs the command and returns its trimmed stdout in secret memory. Messages name only
-    /// the program, never the whole command line, which may carry a token.
-    /// `setting` names the setting the command came from in messages (`token_command` runs
-    /// the same way).
-    public static func run(_ line: String, timeout: Double, environment: [String: String], setting: String = "key_command") throws(ConfigError) -> SecretBytes {
+    /// Runs the command and puts its stdout into `output` (at most `outputLimit` bytes);
+    /// returns how many bytes came, and the stderr text for the checks that follow.
+    /// `setting` names the setting the command came from in messages.
+    public static func run(_ line: String, timeout: Double, environment: [String: String], setting: String,
+                           into output: UnsafeMutableRawBufferPointer) throws(Failure) -> (count: Int, stderr: String) {
         guard let arguments = split(line) else {
-            throw .keyCommandFailed(command: setting, detail: "cannot be parsed (unbalanced quote?)", stderr: "", setting: setting)
+            throw Failure(program: setting, detail: "cannot be parsed (unbalanced quote?)", stderr: "")
         }
         let program = arguments[0]
         let child: ChildProcess
@@ -57,9 +76,9 @@ public enum KeyCommand {
             child = try ProcessSpawner.spawn(arguments, environment: HelperEnvironment.of(environment), input: .null, output: .pipe, errors: .pipe,
                                              ownProcessGroup: true)
         } catch {
-            throw .keyCommandFailed(command: program, detail: "could not be started: \(error.reason)", stderr: "", setting: setting)
+            throw Failure(program: program, detail: "could not be started: \(error.reason)", stderr: "")
         }
-        let output = SecretBytes(count: outputLimit)
+        let capacity = min(output.count, outputLimit)
         var outputLength = 0
         var errorText: [UInt8] = []
         var timedOut = false
@@ -71,9 +90,8 @@ public enum KeyCommand {
             guard remaining > 0 else { timedOut = true; break }
             for stream in Poller.readable(streams, timeout: min(remaining, 1)) {
                 if stream === child.standardOutput {
-                    let n = output.withUnsafeMutableBytes { raw in
-                        outputLength < raw.count ? (try? stream.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[outputLength...]))) ?? 0 : -1
-                    }
+                    let n = outputLength < capacity
+                        ? (try? stream.read(into: UnsafeMutableRawBufferPointer(rebasing: output[outputLength..<capacity]))) ?? 0 : -1
                     if n < 0 { overflow = true }
                     if n <= 0 { streams.removeAll { $0 === stream } } else { outputLength += n }
                 } else {
@@ -87,26 +105,16 @@ public enum KeyCommand {
         let termination = child.wait()
         let stderrText = String(decoding: errorText, as: UTF8.self).trimmedWhitespace
         if timedOut {
-            throw .keyCommandFailed(command: program, detail: "timed out after \(Int(timeout)) s (key_command_timeout)", stderr: stderrText, setting: setting)
+            throw Failure(program: program, detail: "timed out after \(Int(timeout)) s (key_command_timeout)", stderr: stderrText)
         }
         if overflow {
-            throw .keyCommandFailed(command: program, detail: "printed more than \(outputLimit) bytes", stderr: stderrText, setting: setting)
+            throw Failure(program: program, detail: "printed more than \(outputLimit) bytes", stderr: stderrText)
         }
         switch termination {
         case .exited(0): break
-        case .exited(let code): throw .keyCommandFailed(command: program, detail: "exited with status \(code)", stderr: stderrText, setting: setting)
-        case .signaled(let signal): throw .keyCommandFailed(command: program, detail: "was killed by signal \(signal)", stderr: stderrText, setting: setting)
+        case .exited(let code): throw Failure(program: program, detail: "exited with status \(code)", stderr: stderrText)
+        case .signaled(let signal): throw Failure(program: program, detail: "was killed by signal \(signal)", stderr: stderrText)
         }
-        output.truncate(to: outputLength)
-        let key = output.trimmingWhitespace()
-        guard key.count > 0 else {
-            throw .keyCommandFailed(command: program, detail: "printed nothing on stdout", stderr: stderrText, setting: setting)
-        }
-        // A second line would go out as extra HTTP headers: one line, or nothing.
-        guard key.isHeaderSafe else {
-            throw .keyCommandFailed(command: program, detail: "printed more than one line, or a space or a control character (only one line, followed by nothing but a line break, is taken)",
-                                    stderr: stderrText, setting: setting)
-        }
-        return key
+        return (outputLength, stderrText)
     }
 }

@@ -1,0 +1,175 @@
+import FoundationEssentials
+
+/// Google's error envelope, `{"error": google.rpc.Status}`, decoded once for every Google API:
+/// the code, message and status name, and the details gemvault acts on (ErrorInfo's reason
+/// and metadata, RetryInfo's delay, QuotaFailure's violations, Help's links).
+public struct GoogleStatus: Sendable, Equatable {
+    public var code: Int?
+    public var message: String?
+    /// The canonical status name (`RESOURCE_EXHAUSTED`).
+    public var status: String?
+    public var details: [Detail]
+
+    public struct Detail: Decodable, Sendable, Equatable {
+        /// `type.googleapis.com/google.rpc.ErrorInfo` and the like.
+        public var type: String?
+        /// ErrorInfo.
+        public var reason: String?
+        public var metadata: [String: String]?
+        /// RetryInfo (`"40s"`, `"1.5s"`, `"200ms"`).
+        public var retryDelay: String?
+        /// QuotaFailure.
+        public var violations: [Violation]?
+        /// Help: where to fix it (the API activation page for SERVICE_DISABLED).
+        public var links: [Link]?
+
+        enum CodingKeys: String, CodingKey {
+            case type = "@type"
+            case reason, metadata, retryDelay, violations, links
+        }
+
+        /// Each field on its own: one odd field of one detail never hides the envelope.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            type = try? container.decodeIfPresent(String.self, forKey: .type)
+            reason = try? container.decodeIfPresent(String.self, forKey: .reason)
+            metadata = try? container.decodeIfPresent([String: String].self, forKey: .metadata)
+            retryDelay = try? container.decodeIfPresent(String.self, forKey: .retryDelay)
+            violations = try? container.decodeIfPresent([Violation].self, forKey: .violations)
+            links = try? container.decodeIfPresent([Link].self, forKey: .links)
+        }
+
+        public init(type: String? = nil, reason: String? = nil, metadata: [String: String]? = nil, retryDelay: String? = nil,
+                    violations: [Violation]? = nil, links: [Link]? = nil) {
+            self.type = type
+            self.reason = reason
+            self.metadata = metadata
+            self.retryDelay = retryDelay
+            self.violations = violations
+            self.links = links
+        }
+    }
+
+    public struct Link: Decodable, Sendable, Equatable {
+        public var description: String?
+        public var url: String?
+    }
+
+    public struct Violation: Decodable, Sendable, Equatable {
+        public var quotaId: String?
+        public var quotaMetric: String?
+    }
+
+    public init(code: Int? = nil, message: String? = nil, status: String? = nil, details: [Detail] = []) {
+        self.code = code
+        self.message = message
+        self.status = status
+        self.details = details
+    }
+
+    /// The ErrorInfo reasons, typed, in the order Google sent them.
+    public var reasons: [GoogleErrorReason] { details.compactMap(\.reason).map(GoogleErrorReason.init) }
+
+    /// The first reason, if any.
+    public var reason: GoogleErrorReason? { reasons.first }
+
+    /// The delay RetryInfo asks for, in seconds.
+    public var retryDelay: Double? {
+        for text in details.compactMap(\.retryDelay) {
+            if text.hasSuffix("ms"), let value = Double(text.dropLast(2)) { return value / 1000 }
+            if text.hasSuffix("s"), let value = Double(text.dropLast()) { return value }
+        }
+        return nil
+    }
+
+    /// A QuotaFailure on a per-day quota: waiting minutes will not help.
+    public var isDailyQuota: Bool {
+        details.flatMap { $0.violations ?? [] }.contains { ($0.quotaId ?? "").contains("PerDay") }
+    }
+
+    /// The first https link of a Help detail, if it is a plain URL (it is printed).
+    public var helpLink: String? {
+        let urls = details.flatMap { $0.links ?? [] }.compactMap(\.url)
+        return urls.first { url in
+            url.hasPrefix("https://") && url.utf8.count < 512 && url.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") }
+        }
+    }
+
+    /// The first value of `key` in any ErrorInfo's metadata (`consumer`: `projects/123`).
+    public func metadata(_ key: String) -> String? { details.compactMap { $0.metadata?[key] }.first }
+
+    // MARK: Decoding
+
+    private struct Envelope: Decodable {
+        struct Body: Decodable {
+            var code: Int?
+            var message: String?
+            var status: String?
+            var details: [Detail]?
+        }
+        var error: Body
+    }
+
+    /// The status in `body`, or nil when it is no error envelope. Without alt=sse Gemini's
+    /// errors can come wrapped in an array; leading white space is allowed.
+    public static func decode(_ body: [UInt8]) -> GoogleStatus? {
+        var trimmed = body[...]
+        while let first = trimmed.first, first == 0x20 || first == 0x0A || first == 0x0D || first == 0x09 { trimmed = trimmed.dropFirst() }
+        let envelope: Envelope?
+        if trimmed.first == UInt8(ascii: "["), let list = try? JSONDecoder().decode([Envelope].self, from: Data(trimmed)) {
+            envelope = list.first
+        } else {
+            envelope = try? JSONDecoder().decode(Envelope.self, from: Data(trimmed))
+        }
+        guard let error = envelope?.error else { return nil }
+        return GoogleStatus(code: error.code, message: error.message, status: error.status, details: error.details ?? [])
+    }
+
+    /// Whether `body` can hold an `"error"` member at all: a byte scan, so that the events of
+    /// a healthy stream are decoded once, not first tried as an error. A `\u` escape could
+    /// spell the name, so any escape counts as a maybe.
+    public static func mayBeEnvelope(_ body: [UInt8]) -> Bool {
+        let name = Array("\"error\"".utf8)
+        guard body.count >= name.count else { return false }
+        for index in 0...(body.count - name.count) {
+            if body[index] == 0x5C && body[index + 1] == 0x75 { return true }  // \u
+            if body[index] == 0x22 && body[index + 1] == 0x65 && Array(body[index..<index + name.count]) == name { return true }
+        }
+        return false
+    }
+}
+
+/// ErrorInfo's reason: the ones gemvault decides on by name, and every other kept as sent.
+public enum GoogleErrorReason: Sendable, Equatable, CustomStringConvertible {
+    case apiKeyInvalid
+    case apiKeyServiceBlocked
+    case serviceDisabled
+    case accessTokenTypeUnsupported
+    case accessTokenScopeInsufficient
+    case other(String)
+
+    public init(_ name: String) {
+        switch name {
+        case "API_KEY_INVALID": self = .apiKeyInvalid
+        case "API_KEY_SERVICE_BLOCKED": self = .apiKeyServiceBlocked
+        case "SERVICE_DISABLED": self = .serviceDisabled
+        case "ACCESS_TOKEN_TYPE_UNSUPPORTED": self = .accessTokenTypeUnsupported
+        case "ACCESS_TOKEN_SCOPE_INSUFFICIENT": self = .accessTokenScopeInsufficient
+        default: self = .other(name)
+        }
+    }
+
+    /// The name as Google spells it, which messages and `--json` show.
+    public var name: String {
+        switch self {
+        case .apiKeyInvalid: "API_KEY_INVALID"
+        case .apiKeyServiceBlocked: "API_KEY_SERVICE_BLOCKED"
+        case .serviceDisabled: "SERVICE_DISABLED"
+        case .accessTokenTypeUnsupported: "ACCESS_TOKEN_TYPE_UNSUPPORTED"
+        case .accessTokenScopeInsufficient: "ACCESS_TOKEN_SCOPE_INSUFFICIENT"
+        case .other(let name): name
+        }
+    }
+
+    public var description: String { name }
+}
