@@ -48,15 +48,17 @@ let package = Package(
         /// The one home for reaching a vault: its file rules, the session or the passphrase, the
         /// narrow questions and the changes every command makes.
         .target(name: "VaultAccess", dependencies: ["Agent", "VaultCore", "SystemIO"]),
-        /// The conversation model, its encrypted history, and the renderers ask, chat and history share.
-        .target(name: "Conversations", dependencies: ["GeminiClient", "VaultCore", "SystemIO", "TerminalIO", "CSystemShims", "CCmark"]),
+        /// The conversation model and its encrypted history.
+        .target(name: "Conversations", dependencies: ["GeminiClient", "VaultCore", "SystemIO", "TerminalIO"]),
+        /// The terminal renderers ask, chat and history share: markdown, live replies, bubbles, line breaking.
+        .target(name: "Rendering", dependencies: ["CCmark", "CSystemShims", "SystemIO", "TerminalIO"]),
         /// The chat REPL and its slash commands.
-        .target(name: "ChatUI", dependencies: ["Conversations", "GeminiClient", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims", "GoogleKeys"]),
+        .target(name: "ChatUI", dependencies: ["Conversations", "Rendering", "GeminiClient", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims", "GoogleKeys"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth"]),
+        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth"]),
 
         /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
-        .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "GemvaultConfig", "VaultCore"]),
+        .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "GemvaultConfig", "Rendering", "VaultCore"]),
 
         // MARK: Executable
 
@@ -73,10 +75,11 @@ let package = Package(
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
         .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "VaultAccess", "SystemIO", "GoogleKeys"]),
         .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "GoogleKeys"]),
-        .testTarget(name: "ConversationsTests", dependencies: ["Conversations"], exclude: ["Fixtures"]),
-        .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "GeminiClient", "TerminalIO"]),
+        .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "GeminiClient", "VaultCore"]),
+        .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),
+        .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "GeminiClient", "Rendering", "TerminalIO"]),
         .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "GoogleAuth"]),
         .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "VaultCore"]),
-        .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Conversations"]),
+        .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Rendering"]),
     ]
 )

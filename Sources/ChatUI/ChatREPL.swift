@@ -1,6 +1,7 @@
 @preconcurrency import CEditLine
 import CSystemShims
 import Conversations
+import Rendering
 import SystemIO
 import GeminiClient
 import Glibc

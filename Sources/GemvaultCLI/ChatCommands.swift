@@ -3,6 +3,7 @@ import Conversations
 import CSystemShims
 import GeminiClient
 import GemvaultConfig
+import Rendering
 import SystemIO
 import TerminalIO
 import VaultCore

@@ -3,6 +3,7 @@ import TerminalIO
 import Testing
 @testable import ChatUI
 @testable import Conversations
+@testable import Rendering
 
 private func result(_ text: String, interrupted: Bool = false, total: Int? = nil) -> TurnResult {
     var usage = UsageMetadata()
