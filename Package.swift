@@ -38,8 +38,9 @@ let package = Package(
         .target(name: "TerminalIO", dependencies: ["VaultCore", "SystemIO", "CSystemShims"]),
         /// Paths, the settings schema and layers, key sources and provenance, doctor checks.
         .target(name: "GemvaultConfig", dependencies: ["VaultCore", "VaultAccess", "SystemIO", "GoogleKeys"]),
-        /// The Gemini REST client: wire types, SSE parsing, errors and retry. No terminal code.
-        .target(name: "GeminiClient", dependencies: ["VaultCore", "SystemIO", "CCurlStream", "GoogleKeys"]),
+        /// The Gemini REST client, Gemini's `ChatProvider`: wire types and their mapping to the
+        /// neutral ones, SSE parsing, errors and retry. No terminal code.
+        .target(name: "GeminiClient", dependencies: ["Conversations", "VaultCore", "SystemIO", "CCurlStream", "GoogleKeys"]),
         /// Google credentials and access tokens (token_command, credential files, the metadata
         /// server) and the API Keys service's client. No terminal code.
         .target(name: "GoogleAuth", dependencies: ["COpenSSL", "CCurlStream", "VaultCore", "SystemIO", "GemvaultConfig", "GoogleKeys"]),
@@ -48,12 +49,13 @@ let package = Package(
         /// The one home for reaching a vault: its file rules, the session or the passphrase, the
         /// narrow questions and the changes every command makes.
         .target(name: "VaultAccess", dependencies: ["Agent", "VaultCore", "SystemIO"]),
-        /// The conversation model and its encrypted history.
-        .target(name: "Conversations", dependencies: ["GeminiClient", "VaultCore", "SystemIO", "TerminalIO"]),
+        /// The conversation model, its encrypted history, and the provider seam: the neutral
+        /// request, reply, usage, finish reason and failure kind, and the `ChatProvider` protocol.
+        .target(name: "Conversations", dependencies: ["VaultCore", "SystemIO", "TerminalIO"]),
         /// The terminal renderers ask, chat and history share: markdown, live replies, bubbles, line breaking.
         .target(name: "Rendering", dependencies: ["CCmark", "CSystemShims", "SystemIO", "TerminalIO"]),
         /// The chat REPL and its slash commands.
-        .target(name: "ChatUI", dependencies: ["Conversations", "Rendering", "GeminiClient", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims", "GoogleKeys"]),
+        .target(name: "ChatUI", dependencies: ["Conversations", "Rendering", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims", "GoogleKeys"]),
         /// The command table, the command functions and the one error-to-exit-code map.
         .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth"]),
 
@@ -74,10 +76,10 @@ let package = Package(
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO"], exclude: ["Fixtures"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
         .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "VaultAccess", "SystemIO", "GoogleKeys"]),
-        .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "GoogleKeys"]),
-        .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "GeminiClient", "VaultCore"]),
+        .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "Conversations", "GoogleKeys"]),
+        .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "VaultCore"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),
-        .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "GeminiClient", "Rendering", "TerminalIO"]),
+        .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "Rendering", "TerminalIO"]),
         .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "GoogleAuth"]),
         .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "VaultCore"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Rendering"]),

@@ -1,6 +1,5 @@
 import Conversations
 import CSystemShims
-import GeminiClient
 import Rendering
 import SystemIO
 import TerminalIO

@@ -111,8 +111,8 @@ enum ChatCommand {
     static func conversation(_ settings: Settings) throws -> Conversation {
         _ = try GeminiClient.modelResource(settings[.model])
         return Conversation(model: settings[.model], systemPrompt: settings[.systemPrompt],
-                            generation: GenerationConfig(temperature: settings[.temperature], topP: settings[.topP],
-                                                         topK: settings[.topK], maxOutputTokens: settings[.maxOutputTokens]))
+                            generation: GenerationOptions(temperature: settings[.temperature], topP: settings[.topP],
+                                                          topK: settings[.topK], maxOutputTokens: settings[.maxOutputTokens]))
     }
 
     /// Markdown is rendered only on a terminal that can redraw (not TERM=dumb) and without
@@ -203,7 +203,7 @@ enum ChatCommand {
         @Nullable var model: String?
         @Nullable var finishReason: String?
         @Nullable var blockReason: String?
-        @Nullable var usage: UsageMetadata?
+        @Nullable var usage: TokenUsage?
         var interrupted = false
         @Nullable var totalTokens: Int?
         @Nullable var error: AskError?
@@ -228,26 +228,14 @@ enum ChatCommand {
         init(_ error: Error) {
             let (code, message, hint) = ErrorReport.describe(error)
             exitCode = code.rawValue
-            let api = error as? GeminiError
-            status = api?.status
-            reason = api?.reason ?? Self.reason(code)
+            let failure = error as? any ChatFailure
+            status = failure?.status
+            reason = failure?.reason ?? code.reason
             // stdout is not redacted the way stderr is: the text could quote the key.
             self.message = Redaction.redact(message)
             self.hint = hint.map(Redaction.redact)
         }
 
-        static func reason(_ code: ExitCode) -> String {
-            switch code {
-            case .noKey: "no-key"
-            case .wrongSecret: "wrong-secret"
-            case .damaged: "vault-damaged"
-            case .usage: "usage"
-            case .interrupted: "interrupted"
-            case .network: "network"
-            case .apiRefused: "refused"
-            default: "failure"
-            }
-        }
     }
 
     /// SIGTERM or SIGHUP ended a reply: the exit code is 128 plus the signal, as if it had killed us.
@@ -304,7 +292,7 @@ enum ChatCommand {
         let request = conversation.request(for: prompt, attachments: attachments)
         let json = call.flag("--json")
         if call.flag("--count-tokens") {
-            let total = try client.countTokens(model: conversation.model, contents: request.contents)
+            let total = try client.countTokens(request, model: conversation.model, handlers: StreamHandlers())
             if json { result.totalTokens = total } else { try Console.out("\(total)\n") }
             return
         }
@@ -318,23 +306,23 @@ enum ChatCommand {
         // A script's `kill` or a closed terminal still gets its JSON object, like Ctrl-C.
         if json { gv_interrupt_install_termination() }
         defer { gv_interrupt_uninstall() }
-        var turn: TurnResult
-        var failure: GeminiError?
+        var turn: ChatReply
+        var failure: (any ChatFailure)?
         do {
             turn = streaming
-                ? try client.streamGenerateContent(model: conversation.model, request: request, handlers: handlers)
-                : try client.generateContent(model: conversation.model, request: request, handlers: handlers)
-        } catch let partial as PartialReply {
-            turn = partial.result
-            failure = partial.error
+                ? try client.stream(request, model: conversation.model, handlers: handlers)
+                : try client.reply(to: request, model: conversation.model, handlers: handlers)
+        } catch let cut as CutReply {
+            turn = cut.reply
+            failure = cut.failure
         } catch {
             try printer.finish()
             throw error
         }
         result.text = turn.text
         result.model = turn.modelVersion ?? conversation.model
-        result.finishReason = turn.finishReason
-        result.blockReason = failure.flatMap { $0.reason.hasPrefix("blocked:") ? String($0.reason.dropFirst(8)) : nil }
+        result.finishReason = turn.finishName
+        if case .blocked(let reason)? = turn.finish { result.blockReason = reason }
         result.usage = turn.usage
         result.interrupted = turn.interrupted
         if json {
@@ -344,7 +332,7 @@ enum ChatCommand {
             try printer.finish()
         }
         var saved = conversation
-        if failure == nil, let kept = saved.record(user: prompt, attachments: attachments, result: turn) {
+        if failure == nil, let kept = saved.record(user: prompt, attachments: attachments, reply: turn) {
             let (recorder, problem) = call.context.recorder(call, settings: settings, kind: "ask")
             recorder?.record(kept, in: saved, now: Clock.now())
             // Without a vault there is nothing to save to, and a script asking all day needs no
@@ -373,12 +361,11 @@ enum ChatCommand {
     static func models(_ call: Invocation) throws {
         let (client, _) = try client(call)
         let printer = ReplyPrinter(spinner: ProgressLine.isWanted)
-        let models: [ModelInfo]
         // The spinner goes before anything else is written, an error line included.
         defer { printer.clearSpinner() }
-        models = try client.listModels(handlers: printer.handlers()).filter { $0.supportedGenerationMethods?.contains("generateContent") ?? false }
+        let models = try client.chatModels(handlers: printer.handlers())
         printer.clearSpinner()
-        let listings = models.map { ModelListing(name: $0.shortName, displayName: $0.displayName, inputTokenLimit: $0.inputTokenLimit, outputTokenLimit: $0.outputTokenLimit) }
+        let listings = models.map { ModelListing(name: $0.name, displayName: $0.displayName, inputTokenLimit: $0.inputTokenLimit, outputTokenLimit: $0.outputTokenLimit) }
         ModelCache(paths: call.context.paths).save(listings.map(\.name))
         if call.flag("--json") { try Output.json(["models": listings], schema: .models); return }
         let rows = listings.map { [EscapeNeutralizer.neutralize($0.name), $0.inputTokenLimit.map(Output.grouped) ?? "-", $0.outputTokenLimit.map(Output.grouped) ?? "-",

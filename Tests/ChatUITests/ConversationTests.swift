@@ -1,42 +1,53 @@
-import GeminiClient
 import TerminalIO
 import Testing
 @testable import ChatUI
 @testable import Conversations
 @testable import Rendering
 
-private func result(_ text: String, interrupted: Bool = false, total: Int? = nil) -> TurnResult {
-    var usage = UsageMetadata()
-    usage.totalTokenCount = total
-    return TurnResult(text: text, finishReason: interrupted ? nil : "STOP", usage: total == nil ? nil : usage, modelVersion: nil, interrupted: interrupted)
+private func reply(_ text: String, interrupted: Bool = false, total: Int? = nil, finish: FinishReason? = .complete) -> ChatReply {
+    ChatReply(text: text, finish: interrupted ? nil : finish, usage: total.map { TokenUsage(totalTokenCount: $0) }, interrupted: interrupted)
 }
 
 @Suite struct ConversationTests {
     @Test func requestCarriesWholeHistoryAndOptions() {
-        var conversation = Conversation(model: "m", systemPrompt: "terse", generation: GenerationConfig(temperature: 0.2))
-        conversation.record(user: "one", result: result("uno"))
+        var conversation = Conversation(model: "m", systemPrompt: "terse", generation: GenerationOptions(temperature: 0.2))
+        conversation.record(user: "one", reply: reply("uno"))
         let request = conversation.request(for: "two")
-        #expect(request.contents.map(\.role) == ["user", "model", "user"])
-        #expect(request.contents.map(\.visibleText) == ["one", "uno", "two"])
-        #expect(request.systemInstruction?.visibleText == "terse")
-        #expect(request.generationConfig?.temperature == 0.2)
-        #expect(Conversation(model: "m", systemPrompt: nil, generation: GenerationConfig()).request(for: "x").generationConfig == nil)
+        #expect(request.messages.map(\.role) == [.user, .model, .user])
+        #expect(request.messages.map(\.text) == ["one", "uno", "two"])
+        #expect(request.system == "terse")
+        #expect(request.options.temperature == 0.2)
+        #expect(Conversation(model: "m", systemPrompt: "", generation: GenerationOptions()).request(for: "x").system == nil)
     }
 
     @Test func interruptedTurnsKeepOnlyTheirPartialText() {
-        var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationConfig())
-        conversation.record(user: "stopped early", result: result("", interrupted: true))
+        var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationOptions())
+        conversation.record(user: "stopped early", reply: reply("", interrupted: true))
         #expect(conversation.turns.isEmpty)
-        conversation.record(user: "stopped later", result: result("half an ans", interrupted: true, total: 10))
+        conversation.record(user: "stopped later", reply: reply("half an ans", interrupted: true, total: 10))
         #expect(conversation.turns == [Conversation.Turn(user: "stopped later", model: "half an ans", interrupted: true, modelName: "m")])
         #expect(conversation.sessionTokens == 10)
         #expect(conversation.markdown().contains("_[interrupted]_"))
     }
 
+    /// The one rule for cut-off replies: cut at the token limit with text, kept; filtered,
+    /// blocked or ended otherwise, not kept and not counted; thinking that wrote nothing, not kept.
+    @Test func aReplyCutAtItsLengthIsKeptAndAFilteredOneIsNot() {
+        var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationOptions())
+        for finish: FinishReason in [.safety, .recitation, .blocked("SAFETY"), .other("OTHER")] {
+            #expect(conversation.record(user: "no", reply: reply("some text", total: 5, finish: finish)) == nil)
+        }
+        #expect(conversation.record(user: "thinking", reply: reply("", total: 5, finish: .maxTokens)) == nil)
+        #expect(conversation.turns.isEmpty && conversation.sessionTokens == 0)
+        #expect(conversation.record(user: "long", reply: reply("cut sh", total: 7, finish: .maxTokens))?.model == "cut sh")
+        #expect(conversation.record(user: "empty", reply: reply("", finish: nil)) != nil)
+        #expect(conversation.turns.count == 2 && conversation.sessionTokens == 7)
+    }
+
     @Test func undoAndClear() {
-        var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationConfig())
-        conversation.record(user: "a", result: result("1"))
-        conversation.record(user: "b", result: result("2"))
+        var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationOptions())
+        conversation.record(user: "a", reply: reply("1"))
+        conversation.record(user: "b", reply: reply("2"))
         #expect(conversation.undo()?.user == "b" && conversation.turns.count == 1)
         conversation.clear()
         #expect(conversation.turns.isEmpty && conversation.undo() == nil)

@@ -1,5 +1,4 @@
 import Foundation
-import GeminiClient
 import Testing
 @testable import Conversations
 
@@ -18,7 +17,7 @@ import Testing
         for (bytes, mime) in cases {
             let attachment = try Attachment.make(name: "dir/looks.txt", bytes: bytes)
             #expect(attachment.mimeType == mime && attachment.name == "looks.txt" && attachment.content == .binary(bytes))
-            #expect(attachment.part.inlineData == InlineData(mimeType: mime, data: Data(bytes).base64EncodedString()))
+            #expect(attachment.part == .file(mimeType: mime, bytes: bytes))
         }
         // An AVIF or MP4 has `ftyp` too, but is not an image Gemini takes inline here.
         #expect(throws: Attachment.Unsupported.self) { try Attachment.make(name: "clip", bytes: Array("\u{0}\u{0}\u{0}\u{18}ftypavif....".utf8)) }
@@ -48,13 +47,13 @@ import Testing
 
     @Test func aRequestCarriesTheMessageThenItsFilesAndKeepsThemWithTheirTurn() throws {
         let note = try Attachment.make(name: "n.txt", bytes: Array("hi".utf8))
-        var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationConfig())
+        var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationOptions())
         let first = conversation.request(for: "look", attachments: [note])
-        #expect(first.contents[0].parts == [Part(text: "look"), note.part])
-        #expect(conversation.request(for: "", attachments: [note]).contents[0].parts == [note.part])
-        conversation.record(user: "look", attachments: [note], result: TurnResult(text: "ok", finishReason: "STOP", usage: nil, modelVersion: nil, interrupted: false))
+        #expect(first.messages[0].parts == [.text("look"), note.part])
+        #expect(conversation.request(for: "", attachments: [note]).messages[0].parts == [note.part])
+        conversation.record(user: "look", attachments: [note], reply: ChatReply(text: "ok", finish: .complete, finishName: "STOP"))
         let second = conversation.request(for: "more")
-        #expect(second.contents.map { $0.parts?.count } == [2, 1, 1])
+        #expect(second.messages.map(\.parts.count) == [2, 1, 1])
         #expect(conversation.turns[0].modelName == "m")
     }
 
@@ -65,4 +64,8 @@ import Testing
         let written = String(decoding: try JSONEncoder().encode(turn), as: UTF8.self)
         #expect(!written.contains("modelName") && !written.contains("attachments"))
     }
+}
+
+private extension MessagePart {
+    var text: String? { if case .text(let text) = self { text } else { nil } }
 }
