@@ -332,7 +332,9 @@ enum ChatCommand {
             try printer.finish()
         }
         var saved = conversation
-        if failure == nil, let kept = saved.record(user: prompt, attachments: attachments, reply: turn) {
+        // The chat's rule for a cut-off reply (ChatReply.isKept): cut at the token limit, it is
+        // kept though the exit code says it was cut; filtered or blocked, it is not.
+        if let kept = saved.record(user: prompt, attachments: attachments, reply: turn) {
             let (recorder, problem) = call.context.recorder(call, settings: settings, kind: "ask")
             recorder?.record(kept, in: saved, now: Clock.now())
             // Without a vault there is nothing to save to, and a script asking all day needs no
