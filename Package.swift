@@ -80,7 +80,7 @@ let package = Package(
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "VaultCore"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "Rendering", "TerminalIO"]),
-        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "GoogleAuth"]),
+        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "Conversations", "GeminiClient", "GemvaultConfig", "GoogleAuth", "SystemIO", "VaultCore"]),
         .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "VaultCore"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Rendering"]),
     ]

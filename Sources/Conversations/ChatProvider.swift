@@ -147,6 +147,18 @@ public protocol ChatFailure: Error, Sendable {
     var reason: String { get }
 }
 
+/// A reply the user stopped (Ctrl-C) while it came: exit 130, `interrupted` in `ask --json`.
+public struct ReplyInterrupted: ChatFailure {
+    public let kind = ChatErrorKind.interrupted
+    /// Empty where a person watched the reply stop: nothing more needs saying.
+    public let message: String
+    public let hint: String? = nil
+    public let status: Int? = nil
+    public let reason = "interrupted"
+
+    public init(message: String) { self.message = message }
+}
+
 /// A reply that ended with a problem (cut at the token limit, filtered, blocked) after some
 /// text may have arrived: the failure to report and what came.
 public struct CutReply: Error {
@@ -210,8 +222,8 @@ public struct ChatModel: Sendable, Equatable {
 /// A model provider: what `ask` and `chat` need from one. Failures are `ChatFailure`s; a
 /// reply that ended with a problem is thrown as `CutReply` with what came.
 public protocol ChatProvider: AnyObject {
-    /// Whether `name` can name a model at all (not whether the provider has it).
-    func isModelName(_ name: String) -> Bool
+    /// Refuses a name that cannot name a model at all (whether the provider has it is its answer to a request).
+    func checkModelName(_ name: String) throws
     /// The reply, streamed to `handlers.onText` as it comes.
     func stream(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> ChatReply
     /// The whole reply at once.
@@ -220,4 +232,8 @@ public protocol ChatProvider: AnyObject {
     func countTokens(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> Int
     /// The models that can chat.
     func chatModels(handlers: StreamHandlers) throws -> [ChatModel]
+}
+
+extension ChatProvider {
+    public func isModelName(_ name: String) -> Bool { (try? checkModelName(name)) != nil }
 }

@@ -4,7 +4,7 @@ import VaultCore
 /// Gemini as a `ChatProvider`: the neutral request becomes Gemini's wire request, and the
 /// wire reply the neutral one (WireTypes.swift holds both mappings).
 extension GeminiClient: ChatProvider {
-    public func isModelName(_ name: String) -> Bool { (try? Self.modelResource(name)) != nil }
+    public func checkModelName(_ name: String) throws { _ = try Self.modelResource(name) }
 
     public func stream(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> ChatReply {
         try streamGenerateContent(model: model, request: GenerateContentRequest(request), handlers: handlers)

@@ -89,14 +89,14 @@ enum ChatCommand {
         }
     }
 
-    /// Resolves the key and settings, then builds a client.
-    static func client(_ call: Invocation) throws -> (GeminiClient, Settings) {
+    /// Resolves the key and settings, then builds the provider.
+    static func client(_ call: Invocation) throws -> (any ChatProvider, Settings) {
         let (client, settings, _) = try clientWithKey(call)
         return (client, settings)
     }
 
-    /// The same, with where the key came from.
-    static func clientWithKey(_ call: Invocation, modelsAdvice: String? = nil) throws -> (GeminiClient, Settings, KeySource) {
+    /// The same, with where the key came from. The one place that picks the provider: Gemini.
+    static func clientWithKey(_ call: Invocation, modelsAdvice: String? = nil) throws -> (any ChatProvider, Settings, KeySource) {
         let resolver = try call.context.keyResolver(call)
         let (key, settings) = try resolver.resolve()
         RotationReminder(context: call.context).remind(key: key, settings: settings)
@@ -108,8 +108,8 @@ enum ChatCommand {
         return (GeminiClient(configuration: configuration, apiKey: key.secret, errors: errors), settings, key.source)
     }
 
-    static func conversation(_ settings: Settings) throws -> Conversation {
-        _ = try GeminiClient.modelResource(settings[.model])
+    static func conversation(_ settings: Settings, _ provider: any ChatProvider) throws -> Conversation {
+        try provider.checkModelName(settings[.model])
         return Conversation(model: settings[.model], systemPrompt: settings[.systemPrompt],
                             generation: GenerationOptions(temperature: settings[.temperature], topP: settings[.topP],
                                                           topK: settings[.topK], maxOutputTokens: settings[.maxOutputTokens]))
@@ -145,7 +145,7 @@ enum ChatCommand {
         // A key the unlocked session handed over is the session's: when it is locked, the chat
         // stops using the key and saving turns.
         let keyFromSession = keySource.kind == "vault" && (try? context.vault.sessionIsOpen()) == true
-        var conversation = try conversation(settings)
+        var conversation = try conversation(settings, client)
         var writer: HistoryWriter?
         var system: String?
         if call.flag("--continue") || resumed != nil {
@@ -158,7 +158,7 @@ enum ChatCommand {
             let transcript = try history.load(id, with: keys)
             conversation.restore(transcript.turns)
             // The conversation goes on as it was: its model and system instruction, unless given again.
-            if call.value("--model") == nil, let model = transcript.currentModel, (try? GeminiClient.modelResource(model)) != nil {
+            if call.value("--model") == nil, let model = transcript.currentModel, client.isModelName(model) {
                 conversation.model = model
             }
             if call.value("--system") == nil, transcript.currentSystem != nil || transcript.meta?.system != nil {
@@ -287,7 +287,7 @@ enum ChatCommand {
         try checkForSecrets(prompt, call)
         let attachments = try attachments(call)
         let (client, settings) = try client(call)
-        let conversation = try conversation(settings)
+        let conversation = try conversation(settings, client)
         result.model = conversation.model
         let request = conversation.request(for: prompt, attachments: attachments)
         let json = call.flag("--json")
@@ -349,7 +349,7 @@ enum ChatCommand {
         if turn.interrupted {
             let signal = gv_interrupt_termination_signal()
             if signal != 0 { throw Terminated(signal: signal) }
-            throw GeminiError(category: .interrupted, message: json ? "interrupted" : "", reason: "interrupted")
+            throw ReplyInterrupted(message: json ? "interrupted" : "")
         }
     }
 
