@@ -112,3 +112,47 @@ private func reply(_ text: String, interrupted: Bool = false, total: Int? = nil,
         #expect(screen.lines == ["gemini › one two", "three four", ""])
     }
 }
+
+/// The chat through the provider seam: any `ChatProvider` drives it, and what a turn keeps
+/// follows the one rule for cut-off replies.
+@Suite struct ProviderSeamTests {
+    struct Refusal: ChatFailure {
+        let kind = ChatErrorKind.refused
+        let message: String
+        let hint: String? = nil
+        let status: Int? = nil
+        let reason: String
+    }
+
+    /// A provider that answers from a script and remembers what it was asked.
+    final class ScriptedProvider: ChatProvider {
+        var answers: [(text: String, finish: FinishReason)]
+        var requests: [ChatRequest] = []
+        init(_ answers: [(text: String, finish: FinishReason)]) { self.answers = answers }
+
+        func checkModelName(_ name: String) throws {
+            if name.contains(" ") { throw Refusal(message: "'\(name)' is not a model name", reason: "invalid-model") }
+        }
+        func stream(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> ChatReply {
+            requests.append(request)
+            let answer = answers.removeFirst()
+            let reply = ChatReply(text: answer.text, finish: answer.finish, usage: TokenUsage(totalTokenCount: 3))
+            if answer.finish != .complete { throw CutReply(failure: Refusal(message: "cut", reason: "\(answer.finish)"), reply: reply) }
+            return reply
+        }
+        func reply(to request: ChatRequest, model: String, handlers: StreamHandlers) throws -> ChatReply { try stream(request, model: model, handlers: handlers) }
+        func countTokens(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> Int { request.messages.count }
+        func chatModels(handlers: StreamHandlers) throws -> [ChatModel] { [ChatModel(name: "scripted")] }
+    }
+
+    @Test func aChatTurnKeepsACutReplyAndDropsAFilteredOne() throws {
+        let provider = ScriptedProvider([("whole", .complete), ("cut sh", .maxTokens), ("unsafe", .safety), ("again", .complete)])
+        let repl = ChatREPL(conversation: Conversation(model: "m", systemPrompt: nil, generation: GenerationOptions()), client: provider,
+                            style: Style(enabled: false), interactive: false)
+        for message in ["one", "two", "three", "four"] { try repl.send(message) }
+        #expect(repl.conversation.turns.map(\.model) == ["whole", "cut sh", "again"])
+        // The filtered turn left nothing behind: the last request carries the kept turns only.
+        #expect(provider.requests.last?.messages.map(\.text) == ["one", "whole", "two", "cut sh", "four"])
+        #expect(repl.conversation.sessionTokens == 9 && provider.isModelName("m") && !provider.isModelName("a b"))
+    }
+}
