@@ -1,7 +1,8 @@
 /// The turns of one chat and the options they are sent with.
 ///
-/// Invariant: `turns` changes only when a model turn completes, or is stopped with partial
-/// text (then the partial text is kept and marked interrupted). A failed turn leaves it as it was.
+/// Invariant: `turns` changes only when a model turn completes, is cut at the token limit, or is
+/// stopped with partial text (then the partial text is kept and marked interrupted): the rule of
+/// `ChatReply.isKept`. A failed, filtered or blocked turn leaves it as it was.
 public struct Conversation: Sendable {
     public struct Turn: Sendable, Equatable {
         public let user: String
