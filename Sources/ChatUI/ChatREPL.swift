@@ -1,8 +1,8 @@
 @preconcurrency import CEditLine
 import CSystemShims
 import Conversations
+import Rendering
 import SystemIO
-import GeminiClient
 import Glibc
 import TerminalIO
 import VaultCore
@@ -10,7 +10,7 @@ import VaultCore
 /// The interactive chat: libedit input, streaming replies that Ctrl-C stops, slash commands.
 public final class ChatREPL {
     public var conversation: Conversation
-    let client: GeminiClient
+    let client: any ChatProvider
     let style: Style
     let interactive: Bool
     private let allowSecrets: Bool
@@ -40,7 +40,7 @@ public final class ChatREPL {
     /// Why the chat ended on its own, when `stopCheck` said so.
     public private(set) var stopReason: String?
 
-    public init(conversation: Conversation, client: GeminiClient, style: Style, interactive: Bool, allowSecrets: Bool = false,
+    public init(conversation: Conversation, client: any ChatProvider, style: Style, interactive: Bool, allowSecrets: Bool = false,
                 recorder: ConversationRecorder? = nil, bubbles: Bool = false, markdown: MarkdownRenderer? = nil,
                 attachments: [AttachmentReader.AttachedFile] = [], secretFiles: [AttachmentReader.SecretFile] = [],
                 clipboard: TerminalClipboard = TerminalClipboard(environment: [:], outputIsTerminal: false)) {
@@ -305,31 +305,26 @@ public final class ChatREPL {
         // Until a reply is kept, this message is the one `/retry` sends again.
         failedMessage = (message, attachments)
         do {
-            let result = try client.streamGenerateContent(model: conversation.model, request: conversation.request(for: message, attachments: attachments),
-                                                          handlers: printer.handlers())
-            try printer.finish()
-            if result.interrupted {
-                Console.err(style.yellow("[interrupted]") + "\n")
+            let reply: ChatReply
+            var failure: (any ChatFailure)?
+            do {
+                reply = try client.stream(conversation.request(for: message, attachments: attachments), model: conversation.model, handlers: printer.handlers())
+            } catch let cut as CutReply {
+                reply = cut.reply
+                failure = cut.failure
             }
-            if let turn = conversation.record(user: message, attachments: attachments, result: result) {
+            try printer.finish()
+            if let failure { report(failure) } else if reply.interrupted { Console.err(style.yellow("[interrupted]") + "\n") }
+            // What is kept follows the one rule for cut-off replies: a reply cut at its length or
+            // stopped by Ctrl-C stays; a filtered or blocked one leaves the conversation as it was.
+            if let turn = conversation.record(user: message, attachments: attachments, reply: reply) {
                 recorder?.record(turn, in: conversation, now: Clock.now())
                 pendingFiles = []
                 failedMessage = nil
             }
         } catch let failure as StandardOutputFailure {
             throw failure
-        } catch let partial as PartialReply {
-            try printer.finish()
-            report(partial.error)
-            // A reply cut short by its length is still a reply; one stopped by a filter or a
-            // blocked prompt is not, and the conversation stays as it was.
-            if partial.error.reason == "MAX_TOKENS" && !partial.result.text.isEmpty,
-               let turn = conversation.record(user: message, attachments: attachments, result: partial.result) {
-                recorder?.record(turn, in: conversation, now: Clock.now())
-                pendingFiles = []
-                failedMessage = nil
-            }
-        } catch let error as GeminiError {
+        } catch let error as any ChatFailure {
             try printer.finish()
             report(error)
         } catch {
@@ -359,8 +354,8 @@ public final class ChatREPL {
         }
     }
 
-    func report(_ error: GeminiError) {
-        if error.category == .interrupted { Console.err(style.yellow("[interrupted]") + "\n"); return }
+    func report(_ error: any ChatFailure) {
+        if error.kind == .interrupted { Console.err(style.yellow("[interrupted]") + "\n"); return }
         Console.error(error.message)
         if let hint = error.hint { Console.hint(hint) }
     }

@@ -1,8 +1,8 @@
 @preconcurrency import CEditLine
 import CSystemShims
 import Conversations
+import Rendering
 import SystemIO
-import GeminiClient
 import Glibc
 import TerminalIO
 import VaultCore
@@ -55,7 +55,7 @@ extension ChatREPL {
                 Console.err("model: \(conversation.model)\n")
                 listModels()
             }
-            else if (try? GeminiClient.modelResource(argument)) == nil { Console.error("'\(argument)' is not a valid model name") }
+            else if !client.isModelName(argument) { Console.error("'\(argument)' is not a valid model name") }
             else { conversation.model = argument; Console.err("model set to \(argument)\n") }
         case "/system":
             if argument.isEmpty { Console.err("system: \(conversation.systemPrompt ?? "(none)")\n") }
@@ -146,12 +146,12 @@ extension ChatREPL {
         let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted)
         defer { printer.clearSpinner() }
         do {
-            let models = try client.listModels(handlers: printer.handlers()).filter { $0.supportedGenerationMethods?.contains("generateContent") ?? false }
+            let models = try client.chatModels(handlers: printer.handlers())
             printer.clearSpinner()
             guard !models.isEmpty else { Console.err("the API lists no model that can chat\n"); return }
-            let lines = models.map { ($0.shortName == conversation.model ? "* " : "  ") + EscapeNeutralizer.neutralize($0.shortName) }
+            let lines = models.map { ($0.name == conversation.model ? "* " : "  ") + EscapeNeutralizer.neutralize($0.name) }
             Console.err(lines.joined(separator: "\n") + "\n" + style.dim("/model NAME switches") + "\n")
-        } catch let error as GeminiError {
+        } catch let error as any ChatFailure {
             printer.clearSpinner()
             report(error)
         } catch {

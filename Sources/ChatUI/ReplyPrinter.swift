@@ -1,6 +1,6 @@
 import Conversations
 import CSystemShims
-import GeminiClient
+import Rendering
 import SystemIO
 import TerminalIO
 

@@ -1,4 +1,3 @@
-import GeminiClient
 import TerminalIO
 import VaultCore
 
@@ -75,16 +74,16 @@ public struct Attachment: Sendable, Equatable {
     }
 
     /// What the request carries: a text file in a fence longer than any run of backticks in
-    /// it, headed by its name; an image or PDF as inline data; one not kept, a note saying so.
-    public var part: Part {
+    /// it, headed by its name; an image or PDF as a file part; one not kept, a note saying so.
+    public var part: MessagePart {
         switch content {
         case .text(let text):
             let fence = String(repeating: "`", count: max(3, Self.longestBacktickRun(text) + 1))
-            return Part(text: "File: \(name)\n\(fence)\n\(text)\(text.hasSuffix("\n") || text.isEmpty ? "" : "\n")\(fence)")
+            return .text("File: \(name)\n\(fence)\n\(text)\(text.hasSuffix("\n") || text.isEmpty ? "" : "\n")\(fence)")
         case .binary(let bytes):
-            return Part(inlineData: InlineData(mimeType: mimeType, data: Sodium.base64(bytes)))
+            return .file(mimeType: mimeType, bytes: bytes)
         case .notKept:
-            return Part(text: "[The file \(name) (\(size) bytes, \(mimeType), SHA-256 \(sha256)) was attached here; gemvault's history keeps only its name and digest.]")
+            return .text("[The file \(name) (\(size) bytes, \(mimeType), SHA-256 \(sha256)) was attached here; gemvault's history keeps only its name and digest.]")
         }
     }
 

@@ -1,9 +1,8 @@
-import GeminiClient
-
 /// The turns of one chat and the options they are sent with.
 ///
-/// Invariant: `turns` changes only when a model turn completes, or is stopped with partial
-/// text (then the partial text is kept and marked interrupted). A failed turn leaves it as it was.
+/// Invariant: `turns` changes only when a model turn completes, is cut at the token limit, or is
+/// stopped with partial text (then the partial text is kept and marked interrupted): the rule of
+/// `ChatReply.isKept`. A failed, filtered or blocked turn leaves it as it was.
 public struct Conversation: Sendable {
     public struct Turn: Sendable, Equatable {
         public let user: String
@@ -27,46 +26,45 @@ public struct Conversation: Sendable {
     public private(set) var turns: [Turn] = []
     public var model: String
     public var systemPrompt: String?
-    public var generation: GenerationConfig
-    /// usageMetadata of the last completed reply.
-    public var lastUsage: UsageMetadata?
+    public var generation: GenerationOptions
+    /// The usage of the last completed reply.
+    public var lastUsage: TokenUsage?
     public private(set) var sessionTokens = 0
 
-    public init(model: String, systemPrompt: String?, generation: GenerationConfig) {
+    public init(model: String, systemPrompt: String?, generation: GenerationOptions) {
         self.model = model
         self.systemPrompt = systemPrompt
         self.generation = generation
     }
 
     /// The request for a new user message: every earlier turn, then the message and its files.
-    public func request(for message: String, attachments: [Attachment] = []) -> GenerateContentRequest {
-        var contents: [Content] = []
+    public func request(for message: String, attachments: [Attachment] = []) -> ChatRequest {
+        var messages: [ChatMessage] = []
         for turn in turns {
-            contents.append(Self.userContent(turn.user, turn.attachments))
-            contents.append(Content(role: "model", text: turn.model))
+            messages.append(Self.userMessage(turn.user, turn.attachments))
+            messages.append(ChatMessage(role: .model, parts: [.text(turn.model)]))
         }
-        contents.append(Self.userContent(message, attachments))
-        let system = systemPrompt.flatMap { $0.isEmpty ? nil : Content(role: "user", text: $0) }
-        let config = generation == GenerationConfig() ? nil : generation
-        return GenerateContentRequest(contents: contents, systemInstruction: system, generationConfig: config)
+        messages.append(Self.userMessage(message, attachments))
+        let system = systemPrompt.flatMap { $0.isEmpty ? nil : $0 }
+        return ChatRequest(messages: messages, system: system, options: generation)
     }
 
     /// The message first, then its files; a message of files alone has no empty text part.
-    static func userContent(_ message: String, _ attachments: [Attachment]) -> Content {
-        let parts = (message.isEmpty && !attachments.isEmpty ? [] : [Part(text: message)]) + attachments.map(\.part)
-        return Content(role: "user", parts: parts)
+    static func userMessage(_ message: String, _ attachments: [Attachment]) -> ChatMessage {
+        let parts = (message.isEmpty && !attachments.isEmpty ? [] : [MessagePart.text(message)]) + attachments.map(\.part)
+        return ChatMessage(role: .user, parts: parts)
     }
 
-    /// Records a finished or stopped reply and returns the turn kept; a stop before any text
-    /// keeps nothing.
+    /// Records a reply by the one rule for cut-off replies (`ChatReply.isKept`) and returns the
+    /// turn kept. The usage of a reply that was kept or stopped by Ctrl-C counts.
     @discardableResult
-    public mutating func record(user: String, attachments: [Attachment] = [], result: TurnResult) -> Turn? {
-        if let usage = result.usage {
+    public mutating func record(user: String, attachments: [Attachment] = [], reply: ChatReply) -> Turn? {
+        if let usage = reply.usage, reply.isKept || reply.interrupted {
             lastUsage = usage
             sessionTokens += usage.totalTokenCount ?? 0
         }
-        guard !(result.interrupted && result.text.isEmpty) else { return nil }
-        let turn = Turn(user: user, model: result.text, interrupted: result.interrupted, modelName: model, attachments: attachments)
+        guard reply.isKept else { return nil }
+        let turn = Turn(user: user, model: reply.text, interrupted: reply.interrupted, modelName: model, attachments: attachments)
         turns.append(turn)
         return turn
     }

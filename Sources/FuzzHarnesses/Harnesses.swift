@@ -2,6 +2,7 @@ import Agent
 import Conversations
 import GeminiClient
 import GemvaultConfig
+import Rendering
 import VaultCore
 
 /// Every parser that reads bytes another party controls, by the name its fuzzer and its seed

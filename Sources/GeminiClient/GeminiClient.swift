@@ -1,3 +1,4 @@
+import Conversations
 import FoundationEssentials
 import GoogleHTTP
 import SystemIO
@@ -25,50 +26,6 @@ public struct ClientConfiguration: Sendable {
         self.initialBackoff = initialBackoff
         self.maxBackoff = maxBackoff
         self.maxRetryInfoDelay = maxRetryInfoDelay
-    }
-}
-
-/// A retry about to happen, for the caller to show.
-public struct RetryNotice: Sendable, Equatable {
-    public let delay: Double
-    public let attempt: Int
-    public let reason: String
-}
-
-/// How the caller follows a request: text as it arrives, retries, ticks while waiting, cancellation.
-public struct StreamHandlers {
-    public var onText: (String) -> Void
-    public var onRetry: (RetryNotice) -> Void
-    public var onTick: () -> Void
-    public var isCancelled: () -> Bool
-    /// A thought part arrived (never shown): the model is thinking, not silent.
-    public var onThinking: () -> Void
-
-    public init(onText: @escaping (String) -> Void = { _ in }, onRetry: @escaping (RetryNotice) -> Void = { _ in },
-                onTick: @escaping () -> Void = {}, isCancelled: @escaping () -> Bool = { false }, onThinking: @escaping () -> Void = {}) {
-        self.onThinking = onThinking
-        self.onText = onText
-        self.onRetry = onRetry
-        self.onTick = onTick
-        self.isCancelled = isCancelled
-    }
-}
-
-/// The outcome of one model turn.
-public struct TurnResult: Sendable {
-    public var text: String
-    public var finishReason: String?
-    public var usage: UsageMetadata?
-    public var modelVersion: String?
-    /// True when the caller cancelled; `text` is the partial reply.
-    public var interrupted: Bool
-
-    public init(text: String, finishReason: String?, usage: UsageMetadata?, modelVersion: String?, interrupted: Bool) {
-        self.text = text
-        self.finishReason = finishReason
-        self.usage = usage
-        self.modelVersion = modelVersion
-        self.interrupted = interrupted
     }
 }
 
@@ -124,14 +81,15 @@ public final class GeminiClient {
     static let maxStreamBytes = 16 << 20
 
     /// Streams a reply with `:streamGenerateContent?alt=sse`, retrying failures that happen
-    /// before any text arrived. Thought parts are skipped.
-    public func streamGenerateContent(model: String, request: GenerateContentRequest, handlers: StreamHandlers) throws -> TurnResult {
+    /// before any text arrived. Thought parts are skipped. A reply that ended with a problem is
+    /// thrown as `CutReply`.
+    public func streamGenerateContent(model: String, request: GenerateContentRequest, handlers: StreamHandlers) throws -> ChatReply {
         let errors = self.errors.about(model)
         let body = try encode(request)
         let target = url(try Self.modelResource(model) + ":streamGenerateContent?alt=sse")
-        return try withRetries(handlers: handlers) { () throws -> Attempt<TurnResult> in
+        return try withRetries(handlers: handlers) { () throws -> Attempt<ChatReply> in
             var parser = SSEParser()
-            var result = TurnResult(text: "", finishReason: nil, usage: nil, modelVersion: nil, interrupted: false)
+            var result = ChatReply(text: "")
             var errorBody: [UInt8] = []
             var streamError: GeminiError?
             /// What the retry policy weighs of `streamError`: only Google's own errors may pass.
@@ -168,9 +126,9 @@ public final class GeminiClient {
                         result.text += text
                         handlers.onText(text)
                     }
-                    if let reason = chunk.candidates?.first?.finishReason { result.finishReason = reason }
+                    if let reason = chunk.candidates?.first?.finishReason { result.finishName = reason }
                     if let message = chunk.candidates?.first?.finishMessage { finishMessage = message }
-                    if let usage = chunk.usageMetadata { result.usage = usage }
+                    if let usage = chunk.usageMetadata { result.usage = TokenUsage(usage) }
                     if let version = chunk.modelVersion { result.modelVersion = version }
                     if let block = chunk.promptFeedback?.blockReason { blockReason = block }
                 }
@@ -204,6 +162,7 @@ public final class GeminiClient {
             switch outcome {
             case .cancelled:
                 result.interrupted = true
+                result.finish = FinishReason(gemini: result.finishName, blockReason: nil)
                 return .done(result)
             case .libraryMissing, .transportError, .connectionRefused, .idleTimeout, .refusedHeader:
                 return try transportFailure(outcome, anyText: !result.text.isEmpty)
@@ -219,9 +178,10 @@ public final class GeminiClient {
                     streamError = GeminiError(category: .network, message: "the server ended the stream without a reply", reason: "empty-stream")
                 }
                 if let streamError { return .failed(streamError, result.text.isEmpty ? streamFailure : .final) }
-                if let problem = errors.finishProblem(finishReason: result.finishReason, blockReason: blockReason, finishMessage: finishMessage,
+                result.finish = FinishReason(gemini: result.finishName, blockReason: blockReason)
+                if let problem = errors.finishProblem(finishReason: result.finishName, blockReason: blockReason, finishMessage: finishMessage,
                                                       thoughtTokens: result.usage?.thoughtsTokenCount, anyText: !result.text.isEmpty) {
-                    throw PartialReply(error: problem, result: result)
+                    throw CutReply(failure: problem, reply: result)
                 }
                 return .done(result)
             }
@@ -230,18 +190,20 @@ public final class GeminiClient {
 
     // MARK: Unary calls
 
-    /// One whole reply with `:generateContent`.
-    public func generateContent(model: String, request: GenerateContentRequest, handlers: StreamHandlers) throws -> TurnResult {
+    /// One whole reply with `:generateContent`; one that ended with a problem is thrown as `CutReply`.
+    public func generateContent(model: String, request: GenerateContentRequest, handlers: StreamHandlers) throws -> ChatReply {
         let body = try encode(request)
         let target = url(try Self.modelResource(model) + ":generateContent")
         let errors = self.errors.about(model)
         let response: GenerateContentResponse = try call(method: "POST", url: target, body: body, handlers: handlers, errors: errors)
-        let result = TurnResult(text: response.visibleText, finishReason: response.candidates?.first?.finishReason,
-                                usage: response.usageMetadata, modelVersion: response.modelVersion, interrupted: false)
-        if let problem = errors.finishProblem(finishReason: result.finishReason, blockReason: response.promptFeedback?.blockReason,
+        let finishName = response.candidates?.first?.finishReason
+        let blockReason = response.promptFeedback?.blockReason
+        let result = ChatReply(text: response.visibleText, finish: FinishReason(gemini: finishName, blockReason: blockReason), finishName: finishName,
+                               usage: response.usageMetadata.map(TokenUsage.init), modelVersion: response.modelVersion)
+        if let problem = errors.finishProblem(finishReason: finishName, blockReason: blockReason,
                                               finishMessage: response.candidates?.first?.finishMessage,
                                               thoughtTokens: result.usage?.thoughtsTokenCount, anyText: !result.text.isEmpty) {
-            throw PartialReply(error: problem, result: result)
+            throw CutReply(failure: problem, reply: result)
         }
         return result
     }
@@ -379,10 +341,4 @@ public final class GeminiClient {
     private func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
         Array(try JSONEncoder().encode(value))
     }
-}
-
-/// A reply that ended with a problem (MAX_TOKENS, SAFETY …) after some text may have arrived.
-public struct PartialReply: Error {
-    public let error: GeminiError
-    public let result: TurnResult
 }

@@ -1,13 +1,9 @@
+import Conversations
+
 /// A failed API call, already worded for a person. The key is never part of the text.
 public struct GeminiError: Error, Sendable, Equatable {
-    public enum Category: Sendable, Equatable {
-        /// The API answered and refused (4xx, a blocked prompt, a final quota): exit 6.
-        case refused
-        /// No usable answer: connection failures and 5xx after retries, timeouts: exit 7.
-        case network
-        /// The user pressed Ctrl-C: exit 130.
-        case interrupted
-    }
+    /// Refused (exit 6), network (exit 7) or interrupted (exit 130): the kind every provider reports.
+    public typealias Category = ChatErrorKind
 
     public let category: Category
     public let message: String

@@ -1,4 +1,8 @@
-/// Request and response shapes of the Gemini REST API (v1beta), in its camelCase JSON.
+import Conversations
+import VaultCore
+
+/// Request and response shapes of the Gemini REST API (v1beta), in its camelCase JSON, and
+/// their mapping to and from the neutral types of Conversations (at the end).
 /// Decoders ignore unknown keys and keep enums as strings, so new server values never fail a decode.
 
 public struct Part: Codable, Sendable, Equatable {
@@ -136,4 +140,60 @@ struct CountTokensRequest: Codable, Sendable {
 
 public struct CountTokensResponse: Codable, Sendable {
     public var totalTokens: Int?
+}
+
+// MARK: The neutral types, in Gemini's words
+
+extension GenerateContentRequest {
+    /// Gemini's request for a neutral one: a system instruction is a user turn of its own, and
+    /// options left all to the server are not sent.
+    public init(_ request: ChatRequest) {
+        self.init(contents: request.messages.map(Content.init), systemInstruction: request.system.map { Content(role: "user", text: $0) },
+                  generationConfig: request.options == GenerationOptions() ? nil : GenerationConfig(request.options))
+    }
+}
+
+extension Content {
+    init(_ message: ChatMessage) {
+        self.init(role: message.role == .user ? "user" : "model", parts: message.parts.map(Part.init))
+    }
+}
+
+extension Part {
+    /// A file goes as inline data, its bytes in standard base64.
+    init(_ part: MessagePart) {
+        switch part {
+        case .text(let text): self.init(text: text)
+        case .file(let mimeType, let bytes): self.init(inlineData: InlineData(mimeType: mimeType, data: Sodium.base64(bytes)))
+        }
+    }
+}
+
+extension GenerationConfig {
+    init(_ options: GenerationOptions) {
+        self.init(temperature: options.temperature, topP: options.topP, topK: options.topK, maxOutputTokens: options.maxOutputTokens)
+    }
+}
+
+extension TokenUsage {
+    init(_ usage: UsageMetadata) {
+        self.init(promptTokenCount: usage.promptTokenCount, candidatesTokenCount: usage.candidatesTokenCount,
+                  thoughtsTokenCount: usage.thoughtsTokenCount, totalTokenCount: usage.totalTokenCount)
+    }
+}
+
+extension FinishReason {
+    /// A candidate's `finishReason` and the prompt's `blockReason`, typed: a blocked prompt
+    /// wins; nil when Gemini named neither.
+    init?(gemini finishReason: String?, blockReason: String?) {
+        if let blockReason { self = .blocked(blockReason); return }
+        switch finishReason {
+        case nil: return nil
+        case "STOP", "FINISH_REASON_UNSPECIFIED": self = .complete
+        case "MAX_TOKENS": self = .maxTokens
+        case "SAFETY": self = .safety
+        case "RECITATION": self = .recitation
+        case let other?: self = .other(other)
+        }
+    }
 }

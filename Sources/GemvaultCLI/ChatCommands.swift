@@ -3,6 +3,7 @@ import Conversations
 import CSystemShims
 import GeminiClient
 import GemvaultConfig
+import Rendering
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -88,14 +89,14 @@ enum ChatCommand {
         }
     }
 
-    /// Resolves the key and settings, then builds a client.
-    static func client(_ call: Invocation) throws -> (GeminiClient, Settings) {
+    /// Resolves the key and settings, then builds the provider.
+    static func client(_ call: Invocation) throws -> (any ChatProvider, Settings) {
         let (client, settings, _) = try clientWithKey(call)
         return (client, settings)
     }
 
-    /// The same, with where the key came from.
-    static func clientWithKey(_ call: Invocation, modelsAdvice: String? = nil) throws -> (GeminiClient, Settings, KeySource) {
+    /// The same, with where the key came from. The one place that picks the provider: Gemini.
+    static func clientWithKey(_ call: Invocation, modelsAdvice: String? = nil) throws -> (any ChatProvider, Settings, KeySource) {
         let resolver = try call.context.keyResolver(call)
         let (key, settings) = try resolver.resolve()
         RotationReminder(context: call.context).remind(key: key, settings: settings)
@@ -107,11 +108,11 @@ enum ChatCommand {
         return (GeminiClient(configuration: configuration, apiKey: key.secret, errors: errors), settings, key.source)
     }
 
-    static func conversation(_ settings: Settings) throws -> Conversation {
-        _ = try GeminiClient.modelResource(settings[.model])
+    static func conversation(_ settings: Settings, _ provider: any ChatProvider) throws -> Conversation {
+        try provider.checkModelName(settings[.model])
         return Conversation(model: settings[.model], systemPrompt: settings[.systemPrompt],
-                            generation: GenerationConfig(temperature: settings[.temperature], topP: settings[.topP],
-                                                         topK: settings[.topK], maxOutputTokens: settings[.maxOutputTokens]))
+                            generation: GenerationOptions(temperature: settings[.temperature], topP: settings[.topP],
+                                                          topK: settings[.topK], maxOutputTokens: settings[.maxOutputTokens]))
     }
 
     /// Markdown is rendered only on a terminal that can redraw (not TERM=dumb) and without
@@ -144,7 +145,7 @@ enum ChatCommand {
         // A key the unlocked session handed over is the session's: when it is locked, the chat
         // stops using the key and saving turns.
         let keyFromSession = keySource.kind == "vault" && (try? context.vault.sessionIsOpen()) == true
-        var conversation = try conversation(settings)
+        var conversation = try conversation(settings, client)
         var writer: HistoryWriter?
         var system: String?
         if call.flag("--continue") || resumed != nil {
@@ -157,7 +158,7 @@ enum ChatCommand {
             let transcript = try history.load(id, with: keys)
             conversation.restore(transcript.turns)
             // The conversation goes on as it was: its model and system instruction, unless given again.
-            if call.value("--model") == nil, let model = transcript.currentModel, (try? GeminiClient.modelResource(model)) != nil {
+            if call.value("--model") == nil, let model = transcript.currentModel, client.isModelName(model) {
                 conversation.model = model
             }
             if call.value("--system") == nil, transcript.currentSystem != nil || transcript.meta?.system != nil {
@@ -202,7 +203,7 @@ enum ChatCommand {
         @Nullable var model: String?
         @Nullable var finishReason: String?
         @Nullable var blockReason: String?
-        @Nullable var usage: UsageMetadata?
+        @Nullable var usage: TokenUsage?
         var interrupted = false
         @Nullable var totalTokens: Int?
         @Nullable var error: AskError?
@@ -227,26 +228,14 @@ enum ChatCommand {
         init(_ error: Error) {
             let (code, message, hint) = ErrorReport.describe(error)
             exitCode = code.rawValue
-            let api = error as? GeminiError
-            status = api?.status
-            reason = api?.reason ?? Self.reason(code)
+            let failure = error as? any ChatFailure
+            status = failure?.status
+            reason = failure?.reason ?? code.reason
             // stdout is not redacted the way stderr is: the text could quote the key.
             self.message = Redaction.redact(message)
             self.hint = hint.map(Redaction.redact)
         }
 
-        static func reason(_ code: ExitCode) -> String {
-            switch code {
-            case .noKey: "no-key"
-            case .wrongSecret: "wrong-secret"
-            case .damaged: "vault-damaged"
-            case .usage: "usage"
-            case .interrupted: "interrupted"
-            case .network: "network"
-            case .apiRefused: "refused"
-            default: "failure"
-            }
-        }
     }
 
     /// SIGTERM or SIGHUP ended a reply: the exit code is 128 plus the signal, as if it had killed us.
@@ -298,12 +287,12 @@ enum ChatCommand {
         try checkForSecrets(prompt, call)
         let attachments = try attachments(call)
         let (client, settings) = try client(call)
-        let conversation = try conversation(settings)
+        let conversation = try conversation(settings, client)
         result.model = conversation.model
         let request = conversation.request(for: prompt, attachments: attachments)
         let json = call.flag("--json")
         if call.flag("--count-tokens") {
-            let total = try client.countTokens(model: conversation.model, contents: request.contents)
+            let total = try client.countTokens(request, model: conversation.model, handlers: StreamHandlers())
             if json { result.totalTokens = total } else { try Console.out("\(total)\n") }
             return
         }
@@ -317,23 +306,23 @@ enum ChatCommand {
         // A script's `kill` or a closed terminal still gets its JSON object, like Ctrl-C.
         if json { gv_interrupt_install_termination() }
         defer { gv_interrupt_uninstall() }
-        var turn: TurnResult
-        var failure: GeminiError?
+        var turn: ChatReply
+        var failure: (any ChatFailure)?
         do {
             turn = streaming
-                ? try client.streamGenerateContent(model: conversation.model, request: request, handlers: handlers)
-                : try client.generateContent(model: conversation.model, request: request, handlers: handlers)
-        } catch let partial as PartialReply {
-            turn = partial.result
-            failure = partial.error
+                ? try client.stream(request, model: conversation.model, handlers: handlers)
+                : try client.reply(to: request, model: conversation.model, handlers: handlers)
+        } catch let cut as CutReply {
+            turn = cut.reply
+            failure = cut.failure
         } catch {
             try printer.finish()
             throw error
         }
         result.text = turn.text
         result.model = turn.modelVersion ?? conversation.model
-        result.finishReason = turn.finishReason
-        result.blockReason = failure.flatMap { $0.reason.hasPrefix("blocked:") ? String($0.reason.dropFirst(8)) : nil }
+        result.finishReason = turn.finishName
+        if case .blocked(let reason)? = turn.finish { result.blockReason = reason }
         result.usage = turn.usage
         result.interrupted = turn.interrupted
         if json {
@@ -343,7 +332,9 @@ enum ChatCommand {
             try printer.finish()
         }
         var saved = conversation
-        if failure == nil, let kept = saved.record(user: prompt, attachments: attachments, result: turn) {
+        // The chat's rule for a cut-off reply (ChatReply.isKept): cut at the token limit, it is
+        // kept though the exit code says it was cut; filtered or blocked, it is not.
+        if let kept = saved.record(user: prompt, attachments: attachments, reply: turn) {
             let (recorder, problem) = call.context.recorder(call, settings: settings, kind: "ask")
             recorder?.record(kept, in: saved, now: Clock.now())
             // Without a vault there is nothing to save to, and a script asking all day needs no
@@ -358,7 +349,7 @@ enum ChatCommand {
         if turn.interrupted {
             let signal = gv_interrupt_termination_signal()
             if signal != 0 { throw Terminated(signal: signal) }
-            throw GeminiError(category: .interrupted, message: json ? "interrupted" : "", reason: "interrupted")
+            throw ReplyInterrupted(message: json ? "interrupted" : "")
         }
     }
 
@@ -372,12 +363,11 @@ enum ChatCommand {
     static func models(_ call: Invocation) throws {
         let (client, _) = try client(call)
         let printer = ReplyPrinter(spinner: ProgressLine.isWanted)
-        let models: [ModelInfo]
         // The spinner goes before anything else is written, an error line included.
         defer { printer.clearSpinner() }
-        models = try client.listModels(handlers: printer.handlers()).filter { $0.supportedGenerationMethods?.contains("generateContent") ?? false }
+        let models = try client.chatModels(handlers: printer.handlers())
         printer.clearSpinner()
-        let listings = models.map { ModelListing(name: $0.shortName, displayName: $0.displayName, inputTokenLimit: $0.inputTokenLimit, outputTokenLimit: $0.outputTokenLimit) }
+        let listings = models.map { ModelListing(name: $0.name, displayName: $0.displayName, inputTokenLimit: $0.inputTokenLimit, outputTokenLimit: $0.outputTokenLimit) }
         ModelCache(paths: call.context.paths).save(listings.map(\.name))
         if call.flag("--json") { try Output.json(["models": listings], schema: .models); return }
         let rows = listings.map { [EscapeNeutralizer.neutralize($0.name), $0.inputTokenLimit.map(Output.grouped) ?? "-", $0.outputTokenLimit.map(Output.grouped) ?? "-",

@@ -1,4 +1,3 @@
-import GeminiClient
 import GoogleAuth
 import Agent
 import Conversations
@@ -20,6 +19,29 @@ enum ExitCode: Int32 {
     case interrupted = 130
     /// The reader of stdout went away: 128 + SIGPIPE, the status of a process SIGPIPE ended.
     case readerClosed = 141
+
+    /// A provider's failure kind: the one place it becomes an exit code.
+    init(_ kind: ChatErrorKind) {
+        switch kind {
+        case .refused: self = .apiRefused
+        case .network: self = .network
+        case .interrupted: self = .interrupted
+        }
+    }
+
+    /// `ask --json`'s `reason` for a failure that names none of its own.
+    var reason: String {
+        switch self {
+        case .noKey: "no-key"
+        case .wrongSecret: "wrong-secret"
+        case .damaged: "vault-damaged"
+        case .usage: "usage"
+        case .interrupted: "interrupted"
+        case .network: "network"
+        case .apiRefused: "refused"
+        default: "failure"
+        }
+    }
 }
 
 /// A failure with a message that needs no further mapping.
@@ -60,8 +82,8 @@ enum ErrorReport {
         case let malformed as MalformedKeyError:
             return (.noKey, "the key from \(malformed.source) is more than one line, or holds a space or a control character; it was not used (a key is one line, and only a line break may follow it)",
                     malformed.hint)
-        case let api as GeminiError:
-            return describe(api)
+        case let failure as any ChatFailure:
+            return (ExitCode(failure.kind), failure.message, failure.hint)
         case let google as GoogleError:
             // Google refusing (4xx, an operation ended in an error) is 6 like Gemini refusing;
             // no answer after the retries is 7; no usable credential is 1.
@@ -233,16 +255,4 @@ enum ErrorReport {
             return describe(refusal)
         }
     }
-
-    static func describe(_ error: GeminiError) -> (ExitCode, String, String?) {
-        let code: ExitCode
-        switch error.category {
-        case .refused: code = .apiRefused
-        case .network: code = .network
-        case .interrupted: code = .interrupted
-        }
-        return (code, error.message, error.hint)
-    }
-
 }
-

@@ -1,3 +1,4 @@
+import Conversations
 import GeminiClient
 import GemvaultConfig
 import SystemIO

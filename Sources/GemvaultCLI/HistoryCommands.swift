@@ -1,6 +1,7 @@
 import Agent
 import Conversations
 import GemvaultConfig
+import Rendering
 import SystemIO
 import TerminalIO
 import VaultCore

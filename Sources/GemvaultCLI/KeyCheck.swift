@@ -1,3 +1,4 @@
+import Conversations
 import GeminiClient
 import GemvaultConfig
 import GoogleAuth
@@ -78,7 +79,7 @@ struct KeyCheck {
             } catch let error as GeminiError where error.reason == "API_KEY_SERVICE_BLOCKED" && remaining.count > 1 {
                 Console.note("the new key may not call \(probe.shortName); checking it with \(remaining.dropFirst().first!.shortName)")
                 remaining = remaining.dropFirst()
-            } catch is PartialReply {
+            } catch is CutReply {
                 // A one-token reply ends early by design; any reply means Gemini took the key.
                 return
             } catch let error as GeminiError where error.category != .interrupted {

@@ -1,6 +1,6 @@
-import Conversations
 import Glibc
 import FoundationEssentials
+import Rendering
 import SystemIO
 import TerminalIO
 import VaultCore

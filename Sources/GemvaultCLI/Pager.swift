@@ -1,5 +1,5 @@
-import Conversations
 import CSystemShims
+import Rendering
 import SystemIO
 import TerminalIO
 

@@ -1,41 +1,53 @@
-import GeminiClient
 import TerminalIO
 import Testing
 @testable import ChatUI
 @testable import Conversations
+@testable import Rendering
 
-private func result(_ text: String, interrupted: Bool = false, total: Int? = nil) -> TurnResult {
-    var usage = UsageMetadata()
-    usage.totalTokenCount = total
-    return TurnResult(text: text, finishReason: interrupted ? nil : "STOP", usage: total == nil ? nil : usage, modelVersion: nil, interrupted: interrupted)
+private func reply(_ text: String, interrupted: Bool = false, total: Int? = nil, finish: FinishReason? = .complete) -> ChatReply {
+    ChatReply(text: text, finish: interrupted ? nil : finish, usage: total.map { TokenUsage(totalTokenCount: $0) }, interrupted: interrupted)
 }
 
 @Suite struct ConversationTests {
     @Test func requestCarriesWholeHistoryAndOptions() {
-        var conversation = Conversation(model: "m", systemPrompt: "terse", generation: GenerationConfig(temperature: 0.2))
-        conversation.record(user: "one", result: result("uno"))
+        var conversation = Conversation(model: "m", systemPrompt: "terse", generation: GenerationOptions(temperature: 0.2))
+        conversation.record(user: "one", reply: reply("uno"))
         let request = conversation.request(for: "two")
-        #expect(request.contents.map(\.role) == ["user", "model", "user"])
-        #expect(request.contents.map(\.visibleText) == ["one", "uno", "two"])
-        #expect(request.systemInstruction?.visibleText == "terse")
-        #expect(request.generationConfig?.temperature == 0.2)
-        #expect(Conversation(model: "m", systemPrompt: nil, generation: GenerationConfig()).request(for: "x").generationConfig == nil)
+        #expect(request.messages.map(\.role) == [.user, .model, .user])
+        #expect(request.messages.map(\.text) == ["one", "uno", "two"])
+        #expect(request.system == "terse")
+        #expect(request.options.temperature == 0.2)
+        #expect(Conversation(model: "m", systemPrompt: "", generation: GenerationOptions()).request(for: "x").system == nil)
     }
 
     @Test func interruptedTurnsKeepOnlyTheirPartialText() {
-        var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationConfig())
-        conversation.record(user: "stopped early", result: result("", interrupted: true))
+        var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationOptions())
+        conversation.record(user: "stopped early", reply: reply("", interrupted: true))
         #expect(conversation.turns.isEmpty)
-        conversation.record(user: "stopped later", result: result("half an ans", interrupted: true, total: 10))
+        conversation.record(user: "stopped later", reply: reply("half an ans", interrupted: true, total: 10))
         #expect(conversation.turns == [Conversation.Turn(user: "stopped later", model: "half an ans", interrupted: true, modelName: "m")])
         #expect(conversation.sessionTokens == 10)
         #expect(conversation.markdown().contains("_[interrupted]_"))
     }
 
+    /// The one rule for cut-off replies: cut at the token limit with text, kept; filtered,
+    /// blocked or ended otherwise, not kept and not counted; thinking that wrote nothing, not kept.
+    @Test func aReplyCutAtItsLengthIsKeptAndAFilteredOneIsNot() {
+        var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationOptions())
+        for finish: FinishReason in [.safety, .recitation, .blocked("SAFETY"), .other("OTHER")] {
+            #expect(conversation.record(user: "no", reply: reply("some text", total: 5, finish: finish)) == nil)
+        }
+        #expect(conversation.record(user: "thinking", reply: reply("", total: 5, finish: .maxTokens)) == nil)
+        #expect(conversation.turns.isEmpty && conversation.sessionTokens == 0)
+        #expect(conversation.record(user: "long", reply: reply("cut sh", total: 7, finish: .maxTokens))?.model == "cut sh")
+        #expect(conversation.record(user: "empty", reply: reply("", finish: nil)) != nil)
+        #expect(conversation.turns.count == 2 && conversation.sessionTokens == 7)
+    }
+
     @Test func undoAndClear() {
-        var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationConfig())
-        conversation.record(user: "a", result: result("1"))
-        conversation.record(user: "b", result: result("2"))
+        var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationOptions())
+        conversation.record(user: "a", reply: reply("1"))
+        conversation.record(user: "b", reply: reply("2"))
         #expect(conversation.undo()?.user == "b" && conversation.turns.count == 1)
         conversation.clear()
         #expect(conversation.turns.isEmpty && conversation.undo() == nil)
@@ -98,5 +110,49 @@ private func result(_ text: String, interrupted: Bool = false, total: Int? = nil
         var screen = ScreenReplay(size: TerminalSize(columns: 20, rows: 10))
         screen.feed(live.feed("one two three four") + live.finish())
         #expect(screen.lines == ["gemini › one two", "three four", ""])
+    }
+}
+
+/// The chat through the provider seam: any `ChatProvider` drives it, and what a turn keeps
+/// follows the one rule for cut-off replies.
+@Suite struct ProviderSeamTests {
+    struct Refusal: ChatFailure {
+        let kind = ChatErrorKind.refused
+        let message: String
+        let hint: String? = nil
+        let status: Int? = nil
+        let reason: String
+    }
+
+    /// A provider that answers from a script and remembers what it was asked.
+    final class ScriptedProvider: ChatProvider {
+        var answers: [(text: String, finish: FinishReason)]
+        var requests: [ChatRequest] = []
+        init(_ answers: [(text: String, finish: FinishReason)]) { self.answers = answers }
+
+        func checkModelName(_ name: String) throws {
+            if name.contains(" ") { throw Refusal(message: "'\(name)' is not a model name", reason: "invalid-model") }
+        }
+        func stream(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> ChatReply {
+            requests.append(request)
+            let answer = answers.removeFirst()
+            let reply = ChatReply(text: answer.text, finish: answer.finish, usage: TokenUsage(totalTokenCount: 3))
+            if answer.finish != .complete { throw CutReply(failure: Refusal(message: "cut", reason: "\(answer.finish)"), reply: reply) }
+            return reply
+        }
+        func reply(to request: ChatRequest, model: String, handlers: StreamHandlers) throws -> ChatReply { try stream(request, model: model, handlers: handlers) }
+        func countTokens(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> Int { request.messages.count }
+        func chatModels(handlers: StreamHandlers) throws -> [ChatModel] { [ChatModel(name: "scripted")] }
+    }
+
+    @Test func aChatTurnKeepsACutReplyAndDropsAFilteredOne() throws {
+        let provider = ScriptedProvider([("whole", .complete), ("cut sh", .maxTokens), ("unsafe", .safety), ("again", .complete)])
+        let repl = ChatREPL(conversation: Conversation(model: "m", systemPrompt: nil, generation: GenerationOptions()), client: provider,
+                            style: Style(enabled: false), interactive: false)
+        for message in ["one", "two", "three", "four"] { try repl.send(message) }
+        #expect(repl.conversation.turns.map(\.model) == ["whole", "cut sh", "again"])
+        // The filtered turn left nothing behind: the last request carries the kept turns only.
+        #expect(provider.requests.last?.messages.map(\.text) == ["one", "whole", "two", "cut sh", "four"])
+        #expect(repl.conversation.sessionTokens == 9 && provider.isModelName("m") && !provider.isModelName("a b"))
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import GeminiClient
 import Testing
 @testable import Conversations
 
@@ -18,7 +17,7 @@ import Testing
         for (bytes, mime) in cases {
             let attachment = try Attachment.make(name: "dir/looks.txt", bytes: bytes)
             #expect(attachment.mimeType == mime && attachment.name == "looks.txt" && attachment.content == .binary(bytes))
-            #expect(attachment.part.inlineData == InlineData(mimeType: mime, data: Data(bytes).base64EncodedString()))
+            #expect(attachment.part == .file(mimeType: mime, bytes: bytes))
         }
         // An AVIF or MP4 has `ftyp` too, but is not an image Gemini takes inline here.
         #expect(throws: Attachment.Unsupported.self) { try Attachment.make(name: "clip", bytes: Array("\u{0}\u{0}\u{0}\u{18}ftypavif....".utf8)) }
@@ -48,13 +47,13 @@ import Testing
 
     @Test func aRequestCarriesTheMessageThenItsFilesAndKeepsThemWithTheirTurn() throws {
         let note = try Attachment.make(name: "n.txt", bytes: Array("hi".utf8))
-        var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationConfig())
+        var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationOptions())
         let first = conversation.request(for: "look", attachments: [note])
-        #expect(first.contents[0].parts == [Part(text: "look"), note.part])
-        #expect(conversation.request(for: "", attachments: [note]).contents[0].parts == [note.part])
-        conversation.record(user: "look", attachments: [note], result: TurnResult(text: "ok", finishReason: "STOP", usage: nil, modelVersion: nil, interrupted: false))
+        #expect(first.messages[0].parts == [.text("look"), note.part])
+        #expect(conversation.request(for: "", attachments: [note]).messages[0].parts == [note.part])
+        conversation.record(user: "look", attachments: [note], reply: ChatReply(text: "ok", finish: .complete, finishName: "STOP"))
         let second = conversation.request(for: "more")
-        #expect(second.contents.map { $0.parts?.count } == [2, 1, 1])
+        #expect(second.messages.map(\.parts.count) == [2, 1, 1])
         #expect(conversation.turns[0].modelName == "m")
     }
 
@@ -67,29 +66,6 @@ import Testing
     }
 }
 
-@Suite struct CodeBlockTests {
-    @Test func codeBlocksAreFoundInOrderWithoutTheirFences() {
-        let reply = "intro\n```swift\nlet a = 1\n\nlet b = 2\n```\ntext\n  ~~~~\n  indented\n   more\n  ~~~~\n````\nhas ``` inside\n````\n- item\n\n      nested in a list\n```\nleft open\n\n"
-        #expect(MarkdownRenderer.codeBlocks(in: reply) == ["let a = 1\n\nlet b = 2", "indented\n more", "has ``` inside", "nested in a list", "left open"])
-        #expect(MarkdownRenderer.codeBlocks(in: "no code here, only ``inline``") == [])
-        #expect(MarkdownRenderer.codeBlocks(in: "``` not ` a fence\ncode") == [])
-    }
-
-    @Test func theRenderedNumbersAreTheOnesCopyTakes() {
-        let reply = "one:\n\n```sh\nls\n```\n\n> quoted:\n>\n>     indented\n\n- in a list:\n\n  ```\n  x\n  ```\n"
-        let headers = MarkdownRenderer(styled: false).render(reply).split(separator: "\n").filter { $0.hasPrefix("┌─") || $0.contains("┌─") }
-        #expect(headers.count == 3 && headers[0] == "┌─ #1 sh ─" && headers[1].hasSuffix("┌─ #2 ─") && headers[2].hasSuffix("┌─ #3 ─"), "\(headers)")
-        #expect(MarkdownRenderer.codeBlocks(in: reply) == ["ls", "indented", "x"])
-    }
-
-    @Test func aStreamingReplyNumbersItsCodeBlocksAsTheWholeReplyDoes() {
-        let renderer = MarkdownRenderer(styled: false)
-        var splitter = MarkdownBlockSplitter(renderer: renderer)
-        let reply = "```a\n1\n```\n\ntext\n\n```b\n2\n```\n\nmore\n\n```c\n3\n```\n"
-        var blocks: [MarkdownBlock] = []
-        for character in reply { blocks += splitter.append(String(character)) }
-        blocks += splitter.finish()
-        let numbers = blocks.compactMap { block -> Int? in if case .code(_, _, let number) = block { return number } else { return nil } }
-        #expect(numbers == [1, 2, 3])
-    }
+private extension MessagePart {
+    var text: String? { if case .text(let text) = self { text } else { nil } }
 }

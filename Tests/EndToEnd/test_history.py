@@ -319,6 +319,23 @@ def test_rm_all_and_older_than_ask_on_a_terminal_and_need_yes_without_one(histor
     assert done.code == 0 and "deleted 1 conversation" in done.err and history_chats(env) == []
 
 
+@pytest.mark.parametrize("unary", [False, True])
+def test_an_ask_cut_at_max_tokens_is_kept_as_a_chat_turn_is_and_a_filtered_one_is_not(history, unary):
+    """One rule for a cut-off reply, in ask as in chat: cut at the output token limit, what came
+    is kept (and the exit code still says it was cut); stopped by a filter or blocked, nothing is."""
+    env = history
+    flags = ["--no-stream"] if unary else []
+    for scenario in ("safety", "blocked", "recitation"):
+        assert env.run("ask", *flags, "--model", scenario, "filtered", passphrase=False).code == 6
+    assert conversations(env) == []
+    cut = env.run("ask", *flags, "--model", "max-tokens", "cut short", passphrase=False)
+    assert cut.code == 6 and "MAX_TOKENS" in cut.err and cut.out == "Partial answer\n", cut
+    [saved] = conversations(env)
+    assert saved["kind"] == "ask" and saved["turns"] == 1, saved
+    shown = env.run("history", "show", saved["id"], "--raw")
+    assert shown.code == 0 and "cut short" in shown.out and "Partial answer" in shown.out, shown
+
+
 def test_history_search_finds_matching_lines_ignoring_case(history):
     env = history
     env.run("chat", "--model", "echo", input="nothing here\nthe Quokka is a small marsupial\n", passphrase=False)

@@ -1,6 +1,6 @@
-import Conversations
 import FuzzHarnesses
 import Foundation
+import Rendering
 import Testing
 
 /// Every committed input (the seed corpus, and every input a fuzzer ever found breaking

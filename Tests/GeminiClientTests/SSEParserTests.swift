@@ -1,3 +1,4 @@
+import Conversations
 import Foundation
 import GoogleKeys
 import Testing
@@ -207,6 +208,31 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
         let json = String(decoding: try JSONEncoder().encode(request), as: UTF8.self)
         #expect(json.contains("\"systemInstruction\"") && json.contains("\"maxOutputTokens\":9") && json.contains("\"topK\":3"))
         #expect(!json.contains("topP"))
+    }
+
+    /// The neutral request in Gemini's words: roles, a file as base64 inline data, the system
+    /// instruction as a user turn, and no generationConfig when every option is left to the server.
+    @Test func aNeutralRequestBecomesGeminisRequest() throws {
+        let bytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0xFF]
+        let neutral = ChatRequest(messages: [ChatMessage(role: .user, parts: [.text("look"), .file(mimeType: "image/png", bytes: bytes)]),
+                                             ChatMessage(role: .model, parts: [.text("a picture")])],
+                                  system: "terse", options: GenerationOptions(topK: 3))
+        let wire = GenerateContentRequest(neutral)
+        #expect(wire.contents.map(\.role) == ["user", "model"])
+        #expect(wire.contents[0].parts == [Part(text: "look"), Part(inlineData: InlineData(mimeType: "image/png", data: Data(bytes).base64EncodedString()))])
+        #expect(wire.systemInstruction == Content(role: "user", text: "terse") && wire.generationConfig == GenerationConfig(topK: 3))
+        #expect(GenerateContentRequest(ChatRequest(messages: [])).generationConfig == nil)
+    }
+
+    @Test func finishReasonsAreTypedAndABlockWins() {
+        #expect(FinishReason(gemini: nil, blockReason: nil) == nil)
+        #expect(FinishReason(gemini: "STOP", blockReason: nil) == .complete)
+        #expect(FinishReason(gemini: "FINISH_REASON_UNSPECIFIED", blockReason: nil) == .complete)
+        #expect(FinishReason(gemini: "MAX_TOKENS", blockReason: nil) == .maxTokens)
+        #expect(FinishReason(gemini: "SAFETY", blockReason: nil) == .safety)
+        #expect(FinishReason(gemini: "RECITATION", blockReason: nil) == .recitation)
+        #expect(FinishReason(gemini: "SPII", blockReason: nil) == .other("SPII"))
+        #expect(FinishReason(gemini: "MAX_TOKENS", blockReason: "OTHER") == .blocked("OTHER"))
     }
 
     @Test func theNetworkLibraryIsNotLoadedUntilARequest() {

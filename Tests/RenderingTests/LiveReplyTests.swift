@@ -1,5 +1,5 @@
 import Testing
-@testable import Conversations
+@testable import Rendering
 import TerminalIO
 
 /// A live reply fed piece by piece, its output replayed on a small terminal (ScreenReplay).

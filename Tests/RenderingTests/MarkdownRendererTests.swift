@@ -1,5 +1,5 @@
 import Testing
-@testable import Conversations
+@testable import Rendering
 
 @Suite struct MarkdownRendererTests {
     let plain = MarkdownRenderer(styled: false)

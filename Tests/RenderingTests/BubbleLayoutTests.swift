@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Conversations
+@testable import Rendering
 
 /// The seed's chat: Chinese, emoji, a long unbroken word, a multi-line answer.
 let goldenConversation: [(user: String, model: String)] = [

@@ -1,5 +1,5 @@
 import Testing
-@testable import Conversations
+@testable import Rendering
 
 @Suite struct LineBreakerTests {
     private func wrap(_ text: String, _ width: Int, first: Int? = nil) -> [String] {

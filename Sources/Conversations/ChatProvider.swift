@@ -1,0 +1,239 @@
+/// What the conversation asks of a model provider, in words no provider owns: the request
+/// (messages, system instruction, generation options), the reply (text, usage, a typed finish
+/// reason), the failure kinds, and the `ChatProvider` protocol a client (Gemini's) implements.
+/// A provider maps its own wire format to and from these types; nothing above it reads that format.
+
+/// Who wrote a message.
+public enum ChatRole: Sendable, Equatable {
+    case user
+    case model
+}
+
+/// One piece of a message: text, or a file (an image, a PDF) with its MIME type.
+public enum MessagePart: Sendable, Equatable {
+    case text(String)
+    case file(mimeType: String, bytes: [UInt8])
+}
+
+public struct ChatMessage: Sendable, Equatable {
+    public var role: ChatRole
+    public var parts: [MessagePart]
+
+    public init(role: ChatRole, parts: [MessagePart]) {
+        self.role = role
+        self.parts = parts
+    }
+
+    /// The text parts, joined.
+    public var text: String {
+        parts.compactMap { if case .text(let text) = $0 { text } else { nil } }.joined()
+    }
+}
+
+/// How the reply is generated; nil leaves a value to the provider.
+public struct GenerationOptions: Sendable, Equatable {
+    public var temperature: Double?
+    public var topP: Double?
+    public var topK: Int?
+    public var maxOutputTokens: Int?
+
+    public init(temperature: Double? = nil, topP: Double? = nil, topK: Int? = nil, maxOutputTokens: Int? = nil) {
+        self.temperature = temperature
+        self.topP = topP
+        self.topK = topK
+        self.maxOutputTokens = maxOutputTokens
+    }
+}
+
+/// One request: every message so far, the system instruction, the options.
+public struct ChatRequest: Sendable, Equatable {
+    public var messages: [ChatMessage]
+    public var system: String?
+    public var options: GenerationOptions
+
+    public init(messages: [ChatMessage], system: String? = nil, options: GenerationOptions = GenerationOptions()) {
+        self.messages = messages
+        self.system = system
+        self.options = options
+    }
+}
+
+/// Tokens a reply used. The names are those `ask --json` prints under `usage`.
+public struct TokenUsage: Codable, Sendable, Equatable {
+    public var promptTokenCount: Int?
+    public var candidatesTokenCount: Int?
+    public var thoughtsTokenCount: Int?
+    public var totalTokenCount: Int?
+
+    public init(promptTokenCount: Int? = nil, candidatesTokenCount: Int? = nil, thoughtsTokenCount: Int? = nil, totalTokenCount: Int? = nil) {
+        self.promptTokenCount = promptTokenCount
+        self.candidatesTokenCount = candidatesTokenCount
+        self.thoughtsTokenCount = thoughtsTokenCount
+        self.totalTokenCount = totalTokenCount
+    }
+}
+
+/// Why a reply ended.
+public enum FinishReason: Sendable, Equatable {
+    /// It ended on its own (or the provider did not say why).
+    case complete
+    /// It reached the output token limit: what came is kept, cut short.
+    case maxTokens
+    /// The provider's safety filters stopped it.
+    case safety
+    /// It was stopped for reciting source material.
+    case recitation
+    /// The prompt was refused before any reply, for the reason named (the provider's word).
+    case blocked(String)
+    /// Any other early end, by the provider's word for it.
+    case other(String)
+}
+
+/// The outcome of one model turn.
+public struct ChatReply: Sendable {
+    public var text: String
+    /// Why it ended; nil when the stream stopped before the provider said (Ctrl-C).
+    public var finish: FinishReason?
+    /// The provider's own word for the end (`STOP`, `MAX_TOKENS`), as `ask --json` prints it.
+    public var finishName: String?
+    public var usage: TokenUsage?
+    /// The model version that answered, when the provider names it.
+    public var modelVersion: String?
+    /// True when the caller cancelled; `text` is the partial reply.
+    public var interrupted: Bool
+
+    public init(text: String, finish: FinishReason? = nil, finishName: String? = nil, usage: TokenUsage? = nil, modelVersion: String? = nil,
+                interrupted: Bool = false) {
+        self.text = text
+        self.finish = finish
+        self.finishName = finishName
+        self.usage = usage
+        self.modelVersion = modelVersion
+        self.interrupted = interrupted
+    }
+
+    /// The one rule for a reply that did not end on its own, shared by `ask` and `chat`: one
+    /// stopped by Ctrl-C or cut at the output token limit is kept (marked interrupted when
+    /// stopped) if any text came; one blocked, filtered or ended for another reason is not.
+    public var isKept: Bool {
+        guard !text.isEmpty else { return !interrupted && (finish == nil || finish == .complete) }
+        if interrupted { return true }
+        switch finish {
+        case nil, .complete?, .maxTokens?: return true
+        default: return false
+        }
+    }
+}
+
+/// What kind of failure a provider reports; the CLI maps each to its exit code once.
+public enum ChatErrorKind: Sendable, Equatable {
+    /// The API answered and refused (4xx, a blocked prompt, a final quota): exit 6.
+    case refused
+    /// No usable answer: connection failures and 5xx after retries, timeouts: exit 7.
+    case network
+    /// The user pressed Ctrl-C: exit 130.
+    case interrupted
+}
+
+/// A provider's failure, already worded for a person.
+public protocol ChatFailure: Error, Sendable {
+    var kind: ChatErrorKind { get }
+    var message: String { get }
+    var hint: String? { get }
+    /// The HTTP status, when there was one.
+    var status: Int? { get }
+    /// The provider's status name, a finish or block reason, or a local reason (`timeout`),
+    /// as `ask --json` prints it.
+    var reason: String { get }
+}
+
+/// A reply the user stopped (Ctrl-C) while it came: exit 130, `interrupted` in `ask --json`.
+public struct ReplyInterrupted: ChatFailure {
+    public let kind = ChatErrorKind.interrupted
+    /// Empty where a person watched the reply stop: nothing more needs saying.
+    public let message: String
+    public let hint: String? = nil
+    public let status: Int? = nil
+    public let reason = "interrupted"
+
+    public init(message: String) { self.message = message }
+}
+
+/// A reply that ended with a problem (cut at the token limit, filtered, blocked) after some
+/// text may have arrived: the failure to report and what came.
+public struct CutReply: Error {
+    public let failure: any ChatFailure
+    public let reply: ChatReply
+
+    public init(failure: any ChatFailure, reply: ChatReply) {
+        self.failure = failure
+        self.reply = reply
+    }
+}
+
+/// A retry about to happen, for the caller to show.
+public struct RetryNotice: Sendable, Equatable {
+    public let delay: Double
+    public let attempt: Int
+    public let reason: String
+
+    public init(delay: Double, attempt: Int, reason: String) {
+        self.delay = delay
+        self.attempt = attempt
+        self.reason = reason
+    }
+}
+
+/// How the caller follows a request: text as it arrives, retries, ticks while waiting, cancellation.
+public struct StreamHandlers {
+    public var onText: (String) -> Void
+    public var onRetry: (RetryNotice) -> Void
+    public var onTick: () -> Void
+    public var isCancelled: () -> Bool
+    /// A thought part arrived (never shown): the model is thinking, not silent.
+    public var onThinking: () -> Void
+
+    public init(onText: @escaping (String) -> Void = { _ in }, onRetry: @escaping (RetryNotice) -> Void = { _ in },
+                onTick: @escaping () -> Void = {}, isCancelled: @escaping () -> Bool = { false }, onThinking: @escaping () -> Void = {}) {
+        self.onThinking = onThinking
+        self.onText = onText
+        self.onRetry = onRetry
+        self.onTick = onTick
+        self.isCancelled = isCancelled
+    }
+}
+
+/// A model a provider offers for chat.
+public struct ChatModel: Sendable, Equatable {
+    /// The name to ask for (`gemini-2.5-flash`).
+    public var name: String
+    public var displayName: String?
+    public var inputTokenLimit: Int?
+    public var outputTokenLimit: Int?
+
+    public init(name: String, displayName: String? = nil, inputTokenLimit: Int? = nil, outputTokenLimit: Int? = nil) {
+        self.name = name
+        self.displayName = displayName
+        self.inputTokenLimit = inputTokenLimit
+        self.outputTokenLimit = outputTokenLimit
+    }
+}
+
+/// A model provider: what `ask` and `chat` need from one. Failures are `ChatFailure`s; a
+/// reply that ended with a problem is thrown as `CutReply` with what came.
+public protocol ChatProvider: AnyObject {
+    /// Refuses a name that cannot name a model at all (whether the provider has it is its answer to a request).
+    func checkModelName(_ name: String) throws
+    /// The reply, streamed to `handlers.onText` as it comes.
+    func stream(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> ChatReply
+    /// The whole reply at once.
+    func reply(to request: ChatRequest, model: String, handlers: StreamHandlers) throws -> ChatReply
+    /// The tokens the request's messages take.
+    func countTokens(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> Int
+    /// The models that can chat.
+    func chatModels(handlers: StreamHandlers) throws -> [ChatModel]
+}
+
+extension ChatProvider {
+    public func isModelName(_ name: String) -> Bool { (try? checkModelName(name)) != nil }
+}

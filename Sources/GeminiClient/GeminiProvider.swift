@@ -1,0 +1,30 @@
+import Conversations
+import VaultCore
+
+/// Gemini as a `ChatProvider`: the neutral request becomes Gemini's wire request, and the
+/// wire reply the neutral one (WireTypes.swift holds both mappings).
+extension GeminiClient: ChatProvider {
+    public func checkModelName(_ name: String) throws { _ = try Self.modelResource(name) }
+
+    public func stream(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> ChatReply {
+        try streamGenerateContent(model: model, request: GenerateContentRequest(request), handlers: handlers)
+    }
+
+    public func reply(to request: ChatRequest, model: String, handlers: StreamHandlers) throws -> ChatReply {
+        try generateContent(model: model, request: GenerateContentRequest(request), handlers: handlers)
+    }
+
+    public func countTokens(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> Int {
+        try countTokens(model: model, contents: GenerateContentRequest(request).contents, handlers: handlers)
+    }
+
+    public func chatModels(handlers: StreamHandlers) throws -> [ChatModel] {
+        try listModels(handlers: handlers).filter { $0.supportedGenerationMethods?.contains("generateContent") ?? false }.map {
+            ChatModel(name: $0.shortName, displayName: $0.displayName, inputTokenLimit: $0.inputTokenLimit, outputTokenLimit: $0.outputTokenLimit)
+        }
+    }
+}
+
+extension GeminiError: ChatFailure {
+    public var kind: ChatErrorKind { category }
+}
