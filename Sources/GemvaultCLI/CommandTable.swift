@@ -331,10 +331,7 @@ enum HelpText {
         }
         text += "\nGlobal options:\n"
         for option in globalOptions { text += optionLine(option, width: width) }
-        text += "\n" + wrapped("""
-        Exit codes: 0 success, 1 failure, 64 usage, 3 wrong passphrase or recovery code, \
-        4 vault damaged or unsupported, 5 no API key, 6 API refused, 7 network or server failure, 130 interrupted.
-        """, width: width) + "\n\n"
+        text += "\n" + wrapped("Exit codes: " + ExitCode.summaries, width: width) + "\n\n"
         text += wrapped("Run 'gemvault help COMMAND' or 'gemvault COMMAND --help' for details.", width: width) + "\n"
         return text
     }

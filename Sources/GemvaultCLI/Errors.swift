@@ -20,6 +20,27 @@ enum ExitCode: Int32 {
     /// The reader of stdout went away: 128 + SIGPIPE, the status of a process SIGPIPE ended.
     case readerClosed = 141
 
+    /// The words `--help` and the man page give each code: both are made from this list.
+    var summary: String {
+        switch self {
+        case .success: "success"
+        case .failure: "failure"
+        case .wrongSecret: "wrong passphrase or recovery code"
+        case .damaged: "vault damaged or unsupported"
+        case .noKey: "no API key"
+        case .apiRefused: "API refused"
+        case .network: "network or server failure"
+        case .usage: "usage"
+        case .interrupted: "interrupted"
+        case .readerClosed: "stdout's reader went away"
+        }
+    }
+
+    static var summaries: String {
+        [ExitCode.success, .failure, .wrongSecret, .damaged, .noKey, .apiRefused, .network, .usage, .interrupted, .readerClosed]
+            .map { "\($0.rawValue) \($0.summary)" }.joined(separator: ", ") + "."
+    }
+
     /// A provider's failure kind: the one place it becomes an exit code.
     init(_ kind: ChatErrorKind) {
         switch kind {

@@ -76,9 +76,7 @@ enum ManualPage {
         .I $XDG_CACHE_HOME/gemvault/models
         Model names for completion, written by \\fBgemvault models\\fR.
         .SH EXIT STATUS
-        0 success, 1 failure, 3 wrong passphrase or recovery code, 4 vault damaged or unsupported,
-        5 no API key, 6 API refused the request, 7 network or server failure, 64 usage,
-        130 interrupted.
+        \(ExitCode.summaries)
         .SH SEE ALSO
         The documents in the source tree: Docs/cli.md, Docs/configuration.md, Docs/security.md,
         Docs/session.md, Docs/vault-format.md, Docs/history-format.md.

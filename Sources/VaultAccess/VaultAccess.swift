@@ -80,6 +80,13 @@ public final class VaultAccess {
     /// How many times this command parsed the vault file (the unit tests count them).
     private(set) var parses = 0
 
+    /// Forgets what this command read, so the next read sees the file as it is now: after a
+    /// wait for another process (a rotation lock) that may have written it meanwhile.
+    public func forgetRead() {
+        checkedFile = nil
+        opened = nil
+    }
+
     /// Everything that can be checked without a secret, done before a prompt so nobody types
     /// a passphrase for a bad file.
     public func checkBeforePrompt() throws {

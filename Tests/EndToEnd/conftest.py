@@ -113,6 +113,17 @@ def pytest_sessionfinish(session, exitstatus):
 SEED = int(os.environ.setdefault("GEMVAULT_TEST_SEED", str(random.SystemRandom().randrange(1 << 32))))
 
 
+# Tests that wait out a real limit (the two-minute operation wait, a rotation killed at each
+# step): scheduled first, so that side by side they do not end the run alone.
+SLOW_FIRST = ("test_a_create_still_pending", "test_kill_9_at_every_step", "test_damaged_history_files_are_reported",
+              "test_through_a_session_the_recorded_google_name", "test_bench_suite_runs_in_its_quick_mode",
+              "test_overlapping_rotations_never_delete")
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: not item.name.startswith(SLOW_FIRST))
+
+
 def pytest_report_header(config):
     return "random moments seeded with GEMVAULT_TEST_SEED=%d (set it to replay a run)" % SEED
 

@@ -331,3 +331,15 @@ def test_model_name_is_on_every_turn_and_what_shows_without_the_key_is_listed(hi
     visible = stated(r"(\*\*What is visible without the key:\*\*.*?)\*\*What is not protected", doc)
     for seen in ("each file's header key", "the vault's `history` byte", "of the index, its size"):
         assert seen in visible, seen
+
+
+def test_the_architecture_names_every_target_package_swift_declares():
+    import re
+    with open(os.path.join(ROOT, "Package.swift")) as handle:
+        package = handle.read()
+    with open(os.path.join(ROOT, "Docs", "architecture.md")) as handle:
+        architecture = handle.read()
+    targets = re.findall(r'\.(?:target|executableTarget|systemLibrary)\(name: "([^"]+)"', package)
+    assert len(targets) > 15
+    missing = [name for name in targets if "`%s`" % name not in architecture]
+    assert not missing, missing
