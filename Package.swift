@@ -19,6 +19,8 @@ let package = Package(
         .systemLibrary(name: "CCmark", providers: [.apt(["libcmark-gfm-dev", "libcmark-gfm-extensions-dev"])]),
         /// OpenSSL's libcrypto, for RS256 only: a service account signs its token request with it.
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
+        /// zlib, for the unit tests only: some of the C2SP age vectors are stored compressed.
+        .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         /// prctl, termios and signal glue that Swift cannot call directly.
         .target(name: "CSystemShims"),
         /// libcurl loaded with dlopen on first use, so vault commands never map the network stack.
@@ -38,6 +40,9 @@ let package = Package(
         .target(name: "TerminalIO", dependencies: ["VaultCore", "SystemIO", "CSystemShims"]),
         /// Paths, the settings schema and layers, key sources and provenance, doctor checks.
         .target(name: "GemvaultConfig", dependencies: ["VaultCore", "VaultAccess", "SystemIO", "GoogleKeys"]),
+        /// The age v1 file format (age-encryption.org/v1): X25519 and ssh-ed25519 recipients and
+        /// identities, the header and its MAC, the STREAM payload, armor. For sharing keys.
+        .target(name: "AgeFormat", dependencies: ["VaultCore"]),
         /// The one way to Google over HTTP: the transport (libcurl, or a fake in tests), the retry
         /// policy, the decoder of Google's error envelope, percent-encoding and base64url.
         .target(name: "GoogleHTTP", dependencies: ["CCurlStream", "SystemIO", "VaultCore"]),
@@ -79,6 +84,7 @@ let package = Package(
         .testTarget(name: "AgentTests", dependencies: ["Agent", "VaultCore"]),
         .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "Agent", "VaultCore", "SystemIO"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO"], exclude: ["Fixtures"]),
+        .testTarget(name: "AgeFormatTests", dependencies: ["AgeFormat", "VaultCore", "CZlib"], exclude: ["Fixtures"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
         .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "VaultAccess", "SystemIO", "GoogleKeys", "Agent"]),
         .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "GoogleHTTPTesting", "VaultCore"], exclude: ["Fixtures"]),
