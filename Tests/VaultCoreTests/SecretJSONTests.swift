@@ -1,6 +1,5 @@
-@testable import GoogleAuth
+@testable import VaultCore
 import Testing
-import VaultCore
 
 struct SecretJSONTests {
     @Test func takesTheNamedValuesOutAndLeavesTheRestDecodable() throws {

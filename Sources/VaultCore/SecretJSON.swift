@@ -1,5 +1,4 @@
 import FoundationEssentials
-import VaultCore
 
 /// A JSON document that may carry secrets (a token answer, a finished create operation, a
 /// credential file): the values of the named fields are taken out into `SecretBytes`, and
