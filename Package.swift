@@ -43,6 +43,9 @@ let package = Package(
         /// The age v1 file format (age-encryption.org/v1): X25519 and ssh-ed25519 recipients and
         /// identities, the header and its MAC, the STREAM payload, armor. For sharing keys.
         .target(name: "AgeFormat", dependencies: ["VaultCore"]),
+        /// Sharing keys: the vault's identity in age and Ed25519 form, the signed share document,
+        /// recipient lists. No terminal or file code.
+        .target(name: "Sharing", dependencies: ["AgeFormat", "VaultCore", "GoogleKeys"]),
         /// The one way to Google over HTTP: the transport (libcurl, or a fake in tests), the retry
         /// policy, the decoder of Google's error envelope, percent-encoding and base64url.
         .target(name: "GoogleHTTP", dependencies: ["CCurlStream", "SystemIO", "VaultCore"]),
@@ -85,6 +88,7 @@ let package = Package(
         .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "Agent", "VaultCore", "SystemIO"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO"], exclude: ["Fixtures"]),
         .testTarget(name: "AgeFormatTests", dependencies: ["AgeFormat", "VaultCore", "CZlib"], exclude: ["Fixtures"]),
+        .testTarget(name: "SharingTests", dependencies: ["Sharing", "AgeFormat", "VaultCore"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
         .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "VaultAccess", "SystemIO", "GoogleKeys", "Agent"]),
         .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "GoogleHTTPTesting", "VaultCore"], exclude: ["Fixtures"]),

@@ -198,23 +198,28 @@ public enum Ed25519 {
         return (publicKey, secretKey)
     }
 
-    /// A detached signature of `message` by a 64-byte libsodium secret key.
-    public static func sign(_ message: [UInt8], secretKey: SecretBytes) throws(PrimitiveError) -> [UInt8] {
+    /// A detached signature of `message` (secret: a share's signed bytes hold the key) by a 64-byte libsodium secret key.
+    public static func sign(_ message: SecretBytes, secretKey: SecretBytes) throws(PrimitiveError) -> [UInt8] {
         Sodium.ensureInitialized()
         guard secretKey.count == Int(crypto_sign_ed25519_secretkeybytes()) else { throw .invalidInput }
         var signature = [UInt8](repeating: 0, count: signatureBytes)
         let rc = secretKey.withUnsafeBytes { key in
-            crypto_sign_ed25519_detached(&signature, nil, message, UInt64(message.count), key.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            message.withUnsafeBytes { bytes in
+                crypto_sign_ed25519_detached(&signature, nil, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count),
+                                             key.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
         }
         guard rc == 0 else { throw .invalidInput }
         return signature
     }
 
     /// Whether `signature` is `publicKey`'s over `message`.
-    public static func verify(_ signature: [UInt8], of message: [UInt8], by publicKey: [UInt8]) -> Bool {
+    public static func verify(_ signature: [UInt8], of message: SecretBytes, by publicKey: [UInt8]) -> Bool {
         Sodium.ensureInitialized()
         guard signature.count == signatureBytes, publicKey.count == publicKeyBytes else { return false }
-        return crypto_sign_ed25519_verify_detached(signature, message, UInt64(message.count), publicKey) == 0
+        return message.withUnsafeBytes { bytes in
+            crypto_sign_ed25519_verify_detached(signature, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count), publicKey)
+        } == 0
     }
 
     /// The X25519 public key of an Ed25519 public key (the birational map to Montgomery form).

@@ -23,11 +23,11 @@ import VaultCore
 
     @Test func ed25519SignaturesVerifyOnlyForTheirMessageAndKey() throws {
         let (publicKey, secretKey) = try Ed25519.keyPair(seed: SecretBytes.random(count: 32))
-        let signature = try Ed25519.sign(Array("share".utf8), secretKey: secretKey)
-        #expect(Ed25519.verify(signature, of: Array("share".utf8), by: publicKey))
-        #expect(!Ed25519.verify(signature, of: Array("shard".utf8), by: publicKey))
+        let signature = try Ed25519.sign(SecretBytes(utf8: "share"), secretKey: secretKey)
+        #expect(Ed25519.verify(signature, of: SecretBytes(utf8: "share"), by: publicKey))
+        #expect(!Ed25519.verify(signature, of: SecretBytes(utf8: "shard"), by: publicKey))
         let (otherKey, _) = try Ed25519.keyPair(seed: SecretBytes.random(count: 32))
-        #expect(!Ed25519.verify(signature, of: Array("share".utf8), by: otherKey))
+        #expect(!Ed25519.verify(signature, of: SecretBytes(utf8: "share"), by: otherKey))
     }
 
     @Test func chachaPolyOpensOnlyWithItsKeyAndNonce() throws {
