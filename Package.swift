@@ -61,7 +61,7 @@ let package = Package(
         .target(name: "Agent", dependencies: ["VaultCore", "SystemIO", "GoogleKeys"]),
         /// The one home for reaching a vault: its file rules, the session or the passphrase, the
         /// narrow questions and the changes every command makes.
-        .target(name: "VaultAccess", dependencies: ["Agent", "VaultCore", "SystemIO"]),
+        .target(name: "VaultAccess", dependencies: ["Agent", "Sharing", "VaultCore", "SystemIO"]),
         /// The conversation model, its encrypted history, and the provider seam: the neutral
         /// request, reply, usage, finish reason and failure kind, and the `ChatProvider` protocol.
         .target(name: "Conversations", dependencies: ["VaultCore", "SystemIO", "TerminalIO"]),
@@ -85,7 +85,7 @@ let package = Package(
         .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"]),
         .testTarget(name: "GoogleKeysTests", dependencies: ["GoogleKeys"], exclude: ["Fixtures"]),
         .testTarget(name: "AgentTests", dependencies: ["Agent", "VaultCore"]),
-        .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "Agent", "VaultCore", "SystemIO"]),
+        .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "Agent", "AgeFormat", "Sharing", "VaultCore", "SystemIO"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO"], exclude: ["Fixtures"]),
         .testTarget(name: "AgeFormatTests", dependencies: ["AgeFormat", "VaultCore", "CZlib"], exclude: ["Fixtures"]),
         .testTarget(name: "SharingTests", dependencies: ["Sharing", "AgeFormat", "VaultCore"]),

@@ -131,16 +131,38 @@ public struct X25519Identity: AgeIdentity {
     }
 
     public func unwrap(_ stanzas: [AgeStanza]) throws(AgeError) -> SecretBytes? {
+        try Self.unwrap(stanzas, recipient: recipient) { share throws(PrimitiveError) in try X25519.sharedSecret(secret, share) }
+    }
+
+    /// The X25519 stanzas' unwrapping, with the agreement done by `agree` (here, or in the agent).
+    static func unwrap(_ stanzas: [AgeStanza], recipient: X25519Recipient,
+                       agree: ([UInt8]) throws(PrimitiveError) -> SecretBytes) throws(AgeError) -> SecretBytes? {
         for stanza in stanzas where stanza.type == "X25519" {
             guard stanza.arguments.count == 1 else { throw AgeError(.header, "the X25519 stanza has \(stanza.arguments.count) arguments, not 1") }
             let share = try StanzaSeal.point(stanza.arguments[0], "X25519")
             try StanzaSeal.checkBody(stanza, "X25519")
             let shared: SecretBytes
-            do { shared = try X25519.sharedSecret(secret, share) } catch { throw AgeError(.header, "the X25519 share is a low-order point") }
+            do { shared = try agree(share) } catch { throw AgeError(.header, "the X25519 share is a low-order point") }
             if let fileKey = StanzaSeal.open(stanza.body, shared: shared, salt: share + recipient.publicKey, label: Labels.x25519) {
                 return fileKey
             }
         }
         return nil
+    }
+}
+
+/// An X25519 identity whose secret is held elsewhere (the session agent): only the agreement
+/// with each stanza's share is asked for, never the secret.
+public struct DelegatedX25519Identity: AgeIdentity {
+    public let recipient: X25519Recipient
+    private let agree: @Sendable ([UInt8]) throws(PrimitiveError) -> SecretBytes
+
+    public init(recipient: X25519Recipient, agree: @escaping @Sendable ([UInt8]) throws(PrimitiveError) -> SecretBytes) {
+        self.recipient = recipient
+        self.agree = agree
+    }
+
+    public func unwrap(_ stanzas: [AgeStanza]) throws(AgeError) -> SecretBytes? {
+        try X25519Identity.unwrap(stanzas, recipient: recipient, agree: agree)
     }
 }

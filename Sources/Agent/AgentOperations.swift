@@ -24,7 +24,7 @@ extension AgentServer {
         case .contents:
             // Whole payloads no longer travel: each command asks only for what it needs.
             return Self.error(.badRequest, "this agent answers narrow requests only (key, keySummaries, settings, conversationKeys, change)")
-        case .key, .keySummaries, .settings, .conversationKeys, .change, .rekey, .settingsAndKey:
+        case .key, .keySummaries, .settings, .conversationKeys, .change, .rekey, .settingsAndKey, .identity, .signShare, .agree, .sharingRecords:
             guard document != nil else { return Self.error(.locked, "the session is locked") }
             let answer = switch operation {
             case .key: key(request)
@@ -33,6 +33,8 @@ extension AgentServer {
             case .settings: narrow { .init(field: .settings, bytes: NarrowCoding.encode($0.contents.settings)) }
             case .conversationKeys: conversationKeys()
             case .change: change(request)
+            case .identity, .signShare, .agree: sharing(operation, request)
+            case .sharingRecords: narrow { .init(field: .sharingRecord, bytes: NarrowCoding.encode($0.contents.sharing)) }
             default: rekey()
             }
             // Only a request that used the vault counts: a refused write leaves the idle clock alone.
@@ -209,6 +211,48 @@ extension AgentServer {
             if let outcome {
                 if let masked = outcome.masked { response.add(.masked, text: masked) }
                 response.add(.replaced, number: outcome.replaced ? 1 : 0)
+            }
+            return response
+        }
+    }
+
+    /// The sharing identity's uses; its secrets never leave the agent.
+    private func sharing(_ operation: AgentProtocol.Operation, _ request: AgentMessage) -> AgentMessage {
+        answering {
+            try refreshIfChanged()
+            if operation == .identity, document?.contents.identity == nil {
+                // Made on first use, here: its secrets are born in the agent and stay in it.
+                guard let label = request.text(.identityLabel) else { return Self.error(.badRequest, "identity needs a default label") }
+                let made = try locked({ document in
+                    try VaultChange.identity(label: label, relabel: false).apply(to: document.contents)
+                    document.contents.recordUse(uses)
+                    return nil
+                }, backup: .previous)
+                guard made.code == 0 else { return made }
+            }
+            guard let document else { return Self.error(.locked, "the session is locked") }
+            guard let identity = document.contents.identity else { return Self.error(.failed, "the vault has no sharing identity yet") }
+            var response = AgentMessage(code: 0)
+            switch operation {
+            case .identity:
+                response.add(.recipient, secret: SecretBytes(copying: try X25519.publicKey(of: identity.agreementSecret)))
+                response.add(.signingKey, secret: SecretBytes(copying: try Ed25519.keyPair(seed: identity.signingSeed).publicKey))
+                response.add(.identityLabel, text: identity.label)
+            case .signShare:
+                guard let bytes = request.secret(.signedBytes), bytes.withUnsafeBytes({ $0.starts(with: AgentProtocol.shareContext) }) else {
+                    return Self.error(.badRequest, "signShare signs share documents only")
+                }
+                let signature = try Ed25519.sign(bytes, secretKey: try Ed25519.keyPair(seed: identity.signingSeed).secretKey)
+                response.add(.signature, secret: SecretBytes(copying: signature))
+            default:
+                guard let share = request.secret(.ephemeralShare), share.count == X25519.keyBytes else {
+                    return Self.error(.badRequest, "agree needs a 32-byte share")
+                }
+                do {
+                    response.add(.sharedSecret, secret: try X25519.sharedSecret(identity.agreementSecret, share))
+                } catch {
+                    return Self.error(.badRequest, "the share is a low-order point")
+                }
             }
             return response
         }

@@ -1,4 +1,5 @@
 import Agent
+import Sharing
 import SystemIO
 import VaultCore
 
@@ -250,6 +251,32 @@ public final class VaultAccess {
         return try openDocument().contents.conversationKeys
     }
 
+    // MARK: Sharing
+
+    /// The vault's sharing identity, made on first use (labelled `defaultLabel`): through the
+    /// session, whose agent keeps the secrets and only signs and agrees; else from the vault
+    /// opened with the passphrase.
+    public func sharingIdentity(defaultLabel: String) throws -> SharingIdentity {
+        if let agent, let halves = try throughSession({ agent throws(AgentError) in try agent.sharingIdentity(defaultLabel: defaultLabel) }) {
+            return SharingIdentity(agreementKey: halves.agreementKey, signingKey: halves.signingKey, label: halves.label,
+                                   sign: { bytes in try agent.signShare(bytes) },
+                                   agree: { share throws(PrimitiveError) in
+                                       do { return try agent.agree(share) } catch { throw .lowOrderPoint }
+                                   })
+        }
+        try checkBeforePrompt()
+        let vault = try openedVault()
+        if vault.document.contents.identity == nil { _ = try vault.apply(.identity(label: defaultLabel, relabel: false)) }
+        guard let identity = vault.document.contents.identity else { throw VaultError.cryptoFailure("the sharing identity was not kept") }
+        return try SharingIdentity(identity)
+    }
+
+    /// Each key's sharing state (what `key share --list`, `key list` and `key which` show).
+    public func sharingRecords() throws -> [String: KeySharing] {
+        if let records = try throughSession({ agent throws(AgentError) in try agent.sharingRecords() }) { return records }
+        return try openDocument().contents.sharing
+    }
+
     // MARK: Changes
 
     /// One change: sent to the session as it is, or made under the vault's lock with the
@@ -266,6 +293,8 @@ public final class VaultAccess {
             }
             return outcome
         }
+        // A command that opened the vault already (sharing: the identity, then the record) asks once.
+        if let opened { return try opened.apply(change) }
         return try withUnlocked { try $0.apply(change) }
     }
 

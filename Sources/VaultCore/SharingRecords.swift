@@ -104,63 +104,120 @@ public struct KeySharing: Sendable, Equatable {
     var isEmpty: Bool { serial == 0 && recipients.isEmpty && origin == nil && follow == nil }
 }
 
+extension KeySharing {
+    /// The record's bytes as the payload holds them after the key's name (Docs/vault-format.md);
+    /// the agent's `change` carries the same bytes.
+    public func encoded() -> [UInt8] {
+        var writer = ByteWriter()
+        writer.append(serial)
+        switch origin {
+        case nil: writer.append(UInt8(0))
+        case .unsigned: writer.append(UInt8(1))
+        case .signed(let sender):
+            writer.append(UInt8(2))
+            writer.append(sender.signingKey)
+            writer.appendField(sender.label)
+        }
+        writer.appendField(follow?.path ?? "")
+        if let follow {
+            writer.append(follow.device)
+            writer.append(follow.inode)
+            writer.append(follow.size)
+            writer.append(follow.modified)
+        }
+        writer.append(UInt16(recipients.count))
+        for recipient in recipients {
+            writer.appendField(recipient.recipient)
+            writer.appendField(recipient.label)
+            writer.append(recipient.added)
+            writer.appendField(recipient.path)
+        }
+        return writer.bytes
+    }
+
+    /// A record from `encoded()`'s bytes, nil for anything a writer never produces.
+    public init?(encoded bytes: [UInt8]) {
+        guard let record = try? bytes.withUnsafeBytes({ raw in
+            var reader = ByteReader(raw)
+            let record = try KeySharing.read(&reader)
+            guard reader.remaining == 0 else { throw ByteReader.OutOfBounds() }
+            return record
+        }) else { return nil }
+        self = record
+    }
+
+    struct Malformed: Error {
+        let detail: String
+    }
+
+    static func read(_ reader: inout ByteReader) throws -> KeySharing {
+        var record = KeySharing(serial: try reader.read(UInt64.self))
+        switch try reader.read(UInt8.self) {
+        case 0: break
+        case 1: record.origin = .unsigned
+        case 2:
+            let key = try reader.readBytes(32)
+            let label = try reader.readUTF8(Int(try reader.read(UInt16.self)))
+            guard label.utf8.count <= VaultIdentity.labelLimit else { throw Malformed(detail: "a sender's label is too long") }
+            record.origin = .signed(ShareSender(signingKey: key, label: label))
+        default: throw Malformed(detail: "a key's share origin is not 0, 1 or 2")
+        }
+        let followPath = try reader.readUTF8(Int(try reader.read(UInt16.self)))
+        guard followPath.utf8.count <= VaultContents.pathLimit else { throw Malformed(detail: "a followed path is too long") }
+        if !followPath.isEmpty {
+            record.follow = FollowedFile(path: followPath, device: try reader.read(UInt64.self), inode: try reader.read(UInt64.self),
+                                         size: try reader.read(UInt64.self), modified: try reader.read(Int64.self))
+        }
+        let count = Int(try reader.read(UInt16.self))
+        guard count <= recipientLimit else { throw Malformed(detail: "a key has more than \(recipientLimit) recipients") }
+        for _ in 0..<count {
+            let recipient = try reader.readUTF8(Int(try reader.read(UInt16.self)))
+            let label = try reader.readUTF8(Int(try reader.read(UInt16.self)))
+            let added = try reader.read(Int64.self)
+            let path = try reader.readUTF8(Int(try reader.read(UInt16.self)))
+            guard !recipient.isEmpty, recipient.utf8.count <= VaultContents.pathLimit, label.utf8.count <= VaultIdentity.labelLimit,
+                  path.utf8.count <= VaultContents.pathLimit else {
+                throw Malformed(detail: "a recipient record is empty or too long")
+            }
+            record.recipients.append(ShareRecipient(recipient: recipient, label: label, added: added, path: path))
+        }
+        guard !record.isEmpty else { throw Malformed(detail: "an empty sharing record") }
+        return record
+    }
+}
+
 extension VaultContents {
     static let pathLimit = 4096
 
     /// The payload's sharing section (version 6): the identity, then each key's sharing state.
-    func encodedSharingLength() -> Int {
-        var length = 1
-        if let identity { length += 32 + 32 + 2 + identity.label.utf8.count }
-        length += 2
-        for (name, record) in sharing {
-            length += 2 + name.utf8.count + 8 + 1
-            if case .signed(let sender) = record.origin { length += 32 + 2 + sender.label.utf8.count }
-            length += 2 + (record.follow?.path.utf8.count ?? 0) + (record.follow == nil ? 0 : 32)
-            length += 2
-            for recipient in record.recipients {
-                length += 2 + recipient.recipient.utf8.count + 2 + recipient.label.utf8.count + 8 + 2 + recipient.path.utf8.count
-            }
-        }
-        return length
-    }
-
-    func writeSharing(_ writer: inout SecretWriter) {
+    func encodedSharing() -> [UInt8] {
+        var writer = ByteWriter()
         if let identity {
             writer.append(UInt8(1))
-            identity.agreementSecret.withUnsafeBytes { writer.append($0) }
-            identity.signingSeed.withUnsafeBytes { writer.append($0) }
             writer.appendField(identity.label)
         } else {
             writer.append(UInt8(0))
         }
         writer.append(UInt16(sharing.count))
         for name in sharing.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
-            let record = sharing[name]!
             writer.appendField(name)
-            writer.append(record.serial)
-            switch record.origin {
-            case nil: writer.append(UInt8(0))
-            case .unsigned: writer.append(UInt8(1))
-            case .signed(let sender):
-                writer.append(UInt8(2))
-                sender.signingKey.withUnsafeBytes { writer.append($0) }
-                writer.appendField(sender.label)
-            }
-            writer.appendField(record.follow?.path ?? "")
-            if let follow = record.follow {
-                writer.append(follow.device)
-                writer.append(follow.inode)
-                writer.append(follow.size)
-                writer.append(follow.modified)
-            }
-            writer.append(UInt16(record.recipients.count))
-            for recipient in record.recipients {
-                writer.appendField(recipient.recipient)
-                writer.appendField(recipient.label)
-                writer.append(recipient.added)
-                writer.appendField(recipient.path)
-            }
+            writer.append(sharing[name]!.encoded())
         }
+        return writer.bytes
+    }
+
+    /// The section's length in the payload: its public bytes and the identity's two secrets.
+    func encodedSharingLength() -> Int { encodedSharing().count + (identity == nil ? 0 : 64) }
+
+    func writeSharing(_ writer: inout SecretWriter) {
+        let section = encodedSharing()
+        // The identity's secrets go between its marker and its label; the rest is public.
+        writer.append(section[0])
+        if let identity {
+            identity.agreementSecret.withUnsafeBytes { writer.append($0) }
+            identity.signingSeed.withUnsafeBytes { writer.append($0) }
+        }
+        section[1...].withUnsafeBytes { writer.append($0) }
     }
 
     static func readSharing(_ reader: inout ByteReader, keyNames: Set<String>, broken: (String) -> VaultError) throws
@@ -183,37 +240,11 @@ extension VaultContents {
             guard keyNames.contains(name) else { throw broken("sharing is recorded for a key the vault does not hold") }
             if let lastName, !lastName.utf8.lexicographicallyPrecedes(name.utf8) { throw broken("sharing records are duplicated or not in byte order") }
             lastName = name
-            var record = KeySharing(serial: try reader.read(UInt64.self))
-            switch try reader.read(UInt8.self) {
-            case 0: break
-            case 1: record.origin = .unsigned
-            case 2:
-                let key = try reader.readBytes(32)
-                let label = try reader.readUTF8(Int(try reader.read(UInt16.self)))
-                guard label.utf8.count <= VaultIdentity.labelLimit else { throw broken("a sender's label is too long") }
-                record.origin = .signed(ShareSender(signingKey: key, label: label))
-            default: throw broken("a key's share origin is not 0, 1 or 2")
+            do {
+                sharing[name] = try KeySharing.read(&reader)
+            } catch let malformed as KeySharing.Malformed {
+                throw broken(malformed.detail)
             }
-            let followPath = try reader.readUTF8(Int(try reader.read(UInt16.self)))
-            guard followPath.utf8.count <= pathLimit else { throw broken("a followed path is too long") }
-            if !followPath.isEmpty {
-                record.follow = FollowedFile(path: followPath, device: try reader.read(UInt64.self), inode: try reader.read(UInt64.self),
-                                             size: try reader.read(UInt64.self), modified: try reader.read(Int64.self))
-            }
-            let count = Int(try reader.read(UInt16.self))
-            guard count <= KeySharing.recipientLimit else { throw broken("a key has more than \(KeySharing.recipientLimit) recipients") }
-            for _ in 0..<count {
-                let recipient = try reader.readUTF8(Int(try reader.read(UInt16.self)))
-                let label = try reader.readUTF8(Int(try reader.read(UInt16.self)))
-                let added = try reader.read(Int64.self)
-                let path = try reader.readUTF8(Int(try reader.read(UInt16.self)))
-                guard !recipient.isEmpty, recipient.utf8.count <= pathLimit, label.utf8.count <= VaultIdentity.labelLimit, path.utf8.count <= pathLimit else {
-                    throw broken("a recipient record is empty or too long")
-                }
-                record.recipients.append(ShareRecipient(recipient: recipient, label: label, added: added, path: path))
-            }
-            guard !record.isEmpty else { throw broken("an empty sharing record") }
-            sharing[name] = record
         }
         return (identity, sharing)
     }
