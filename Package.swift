@@ -41,8 +41,6 @@ let package = Package(
         /// The one way to Google over HTTP: the transport (libcurl, or a fake in tests), the retry
         /// policy, the decoder of Google's error envelope, percent-encoding and base64url.
         .target(name: "GoogleHTTP", dependencies: ["CCurlStream", "SystemIO", "VaultCore"]),
-        /// For unit tests only: a transport that answers from a script.
-        .target(name: "GoogleHTTPTesting", dependencies: ["GoogleHTTP", "VaultCore"]),
         /// The Gemini REST client, Gemini's `ChatProvider`: wire types and their mapping to the
         /// neutral ones, SSE parsing, errors. No terminal code.
         .target(name: "GeminiClient", dependencies: ["Conversations", "VaultCore", "SystemIO", "GoogleHTTP", "GoogleKeys"]),
@@ -67,6 +65,10 @@ let package = Package(
         /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
         .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "GemvaultConfig", "Rendering", "VaultCore"]),
 
+        /// For test targets only: temporary folders, a test vault, a real agent on a temporary
+        /// socket in the test process, a transport that answers from a script, shared expectations.
+        .target(name: "GemvaultTesting", dependencies: ["Agent", "GoogleHTTP", "VaultCore"]),
+
         // MARK: Executable
 
         .executableTarget(name: "gemvault", dependencies: ["GemvaultCLI"]),
@@ -77,17 +79,17 @@ let package = Package(
         .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"]),
         .testTarget(name: "GoogleKeysTests", dependencies: ["GoogleKeys"], exclude: ["Fixtures"]),
         .testTarget(name: "AgentTests", dependencies: ["Agent", "VaultCore"]),
-        .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "Agent", "VaultCore", "SystemIO"]),
+        .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "Agent", "VaultCore", "GemvaultTesting"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO"], exclude: ["Fixtures"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
-        .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "VaultAccess", "SystemIO", "GoogleKeys", "Agent"]),
-        .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "GoogleHTTPTesting", "VaultCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "VaultAccess", "SystemIO", "GoogleKeys", "GemvaultTesting"]),
+        .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "Conversations", "GoogleHTTP", "GoogleKeys"]),
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "VaultCore"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "Rendering", "TerminalIO"]),
         .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "Conversations", "GeminiClient", "GemvaultConfig", "GoogleAuth", "SystemIO", "VaultCore"]),
-        .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GoogleHTTPTesting", "VaultCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GemvaultTesting", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Rendering"]),
     ]
 )
