@@ -60,7 +60,7 @@ let package = Package(
         /// The chat REPL and its slash commands.
         .target(name: "ChatUI", dependencies: ["Conversations", "Rendering", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims", "GoogleKeys"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth"]),
+        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP"]),
 
         /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
         .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "GemvaultConfig", "Rendering", "VaultCore"]),
@@ -88,7 +88,7 @@ let package = Package(
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "VaultCore"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "Rendering", "TerminalIO"]),
-        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "Conversations", "GeminiClient", "GemvaultConfig", "GoogleAuth", "SystemIO", "VaultCore"]),
+        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "Conversations", "GeminiClient", "GemvaultConfig", "GoogleAuth", "GoogleHTTP", "SystemIO", "VaultCore", "GemvaultTesting"]),
         .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GemvaultTesting", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Rendering"]),
     ]
