@@ -214,4 +214,14 @@ final class FakeGoogle: @unchecked Sendable {
         expectSecret(key.secret, equals: Self.oldString)
         #expect(summary.google?.resource == Self.oldKey && summary.earlier.first?.google?.resource == made)
     }
+
+    /// `key rm --revoke`: every Google key the vault names for it is deleted, then the key is removed.
+    @Test func revokeDeletesTheCurrentAndEarlierKeysThenRemovesTheKey() throws {
+        try create(["--keep-old": ""])
+        let made = try #require(newKeys.first)
+        #expect(google.keys[Self.oldKey]?.deleted == false)
+        try GoogleRotation.revoke(call(["--revoke": ""]), name: "default", transport: google.transport)
+        #expect(google.keys[made]?.deleted == true && google.keys[Self.oldKey]?.deleted == true)
+        #expect(try context().vault.keySummaries().isEmpty)
+    }
 }
