@@ -88,7 +88,7 @@ let package = Package(
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "VaultCore"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "Rendering", "TerminalIO"]),
-        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "Conversations", "GeminiClient", "GemvaultConfig", "GoogleAuth", "GoogleHTTP", "SystemIO", "VaultCore", "GemvaultTesting"]),
+        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "Conversations", "GeminiClient", "GemvaultConfig", "GoogleAuth", "GoogleHTTP", "SystemIO", "VaultAccess", "VaultCore", "GemvaultTesting"]),
         .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GemvaultTesting", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Rendering"]),
     ]
