@@ -122,11 +122,13 @@ private final class CountedPassphrase: PassphraseSource, @unchecked Sendable {
         #expect(passphrase.asked == 1 && command.parses == 1)
     }
 
-    /// A session idle past its limit ends by itself, and with it the key it held.
-    @Test func anIdleSessionExpires() throws {
+    /// A session idle past its limit, or open past its longest, ends by itself, and with it
+    /// the key it held.
+    @Test(arguments: [(1.0, 3600.0), (3600.0, 1.0)])
+    func aSessionExpires(idle: Double, max: Double) throws {
         let (vault, agent) = try setUp()
-        let status = try agent.unlock(vault.document, idle: 1, max: 3600)
-        #expect(status.idleDeadline != nil)
+        let status = try agent.unlock(vault.document, idle: idle, max: max)
+        #expect(status.idleDeadline != nil && status.maxDeadline != nil)
         #expect(agent.waitUntilStopped(seconds: 30))
         #expect(throws: AgentError.notRunning) { try agent.client.status() }
         let passphrase = CountedPassphrase()
