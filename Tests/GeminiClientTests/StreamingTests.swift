@@ -129,6 +129,14 @@ import VaultCore
         #expect(error?.reason == "bad-stream" && error?.category == .network)
     }
 
+    /// A line that is no SSE field among the events: the stream is not Gemini's, even though
+    /// every event decoded and the last one said STOP.
+    @Test func aStrayLineAmongTheEventsFailsTheReply() throws {
+        let seen = Seen()
+        let error = expectError(GeminiError.self, { try stream(FakeTransport([try sse("streaming-failure-stray-line.txt")]), seen) })
+        #expect(error?.reason == "bad-stream" && seen.texts == ["Half an answer", " and the rest"])
+    }
+
     @Test func aStreamCutInsideAnEventIsNotTakenForAReply() throws {
         let whole = try fixtures.text("streaming-success-text.sse")
         let cut = String(whole.prefix(whole.count - 40))
