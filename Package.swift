@@ -49,8 +49,6 @@ let package = Package(
         /// The one way to Google over HTTP: the transport (libcurl, or a fake in tests), the retry
         /// policy, the decoder of Google's error envelope, percent-encoding and base64url.
         .target(name: "GoogleHTTP", dependencies: ["CCurlStream", "SystemIO", "VaultCore"]),
-        /// For unit tests only: a transport that answers from a script.
-        .target(name: "GoogleHTTPTesting", dependencies: ["GoogleHTTP", "VaultCore"]),
         /// The Gemini REST client, Gemini's `ChatProvider`: wire types and their mapping to the
         /// neutral ones, SSE parsing, errors. No terminal code.
         .target(name: "GeminiClient", dependencies: ["Conversations", "VaultCore", "SystemIO", "GoogleHTTP", "GoogleKeys"]),
@@ -70,10 +68,14 @@ let package = Package(
         /// The chat REPL and its slash commands.
         .target(name: "ChatUI", dependencies: ["Conversations", "Rendering", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims", "GoogleKeys"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth"]),
+        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP"]),
 
         /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
         .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "GemvaultConfig", "Rendering", "VaultCore"]),
+
+        /// For test targets only: temporary folders, a test vault, a real agent on a temporary
+        /// socket in the test process, a transport that answers from a script, shared expectations.
+        .target(name: "GemvaultTesting", dependencies: ["Agent", "GoogleHTTP", "VaultCore"]),
 
         // MARK: Executable
 
@@ -85,19 +87,19 @@ let package = Package(
         .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"]),
         .testTarget(name: "GoogleKeysTests", dependencies: ["GoogleKeys"], exclude: ["Fixtures"]),
         .testTarget(name: "AgentTests", dependencies: ["Agent", "VaultCore"]),
-        .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "Agent", "AgeFormat", "Sharing", "VaultCore", "SystemIO"]),
+        .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "Agent", "AgeFormat", "Sharing", "VaultCore", "GemvaultTesting"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO"], exclude: ["Fixtures"]),
         .testTarget(name: "AgeFormatTests", dependencies: ["AgeFormat", "VaultCore", "CZlib"], exclude: ["Fixtures"]),
         .testTarget(name: "SharingTests", dependencies: ["Sharing", "AgeFormat", "VaultCore"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
-        .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "VaultAccess", "SystemIO", "GoogleKeys", "Agent"]),
-        .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "GoogleHTTPTesting", "VaultCore"], exclude: ["Fixtures"]),
-        .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "Conversations", "GoogleHTTP", "GoogleKeys"]),
+        .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "VaultAccess", "SystemIO", "GoogleKeys", "GemvaultTesting"]),
+        .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "VaultCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "Conversations", "GoogleHTTP", "GoogleKeys", "VaultCore", "GemvaultTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "VaultCore"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "Rendering", "TerminalIO"]),
-        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "Conversations", "GeminiClient", "GemvaultConfig", "GoogleAuth", "SystemIO", "VaultCore"]),
-        .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GoogleHTTPTesting", "VaultCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "Conversations", "GeminiClient", "GemvaultConfig", "GoogleAuth", "GoogleHTTP", "SystemIO", "VaultAccess", "VaultCore", "GemvaultTesting"]),
+        .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GemvaultTesting", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Rendering"]),
     ]
 )

@@ -58,7 +58,7 @@ public final class AgentServer {
     var startedMonotonic = 0.0
     var uses: [String: Int64] = [:]
     /// Requests answered: the unit tests count a command's round trips with it.
-    var requestsAnswered = 0
+    public private(set) var requestsAnswered = 0
     private var connections: [AgentConnection] = []
     var stopRequested = false
     private var drops: [String: Int] = [:]

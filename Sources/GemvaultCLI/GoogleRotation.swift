@@ -1,6 +1,7 @@
 import GeminiClient
 import GemvaultConfig
 import GoogleAuth
+import GoogleHTTP
 import GoogleKeys
 import SystemIO
 import TerminalIO
@@ -82,11 +83,14 @@ enum GoogleRotation {
     final class GoogleLink {
         let call: Invocation
         let settings: Settings
+        /// The way to Google for the API Keys service and the new key's check (a fake in unit tests).
+        let transport: any HTTPTransport
         private var made: (client: APIKeysClient, token: AccessToken)?
 
-        init(_ call: Invocation, _ settings: Settings) {
+        init(_ call: Invocation, _ settings: Settings, transport: any HTTPTransport) {
             self.call = call
             self.settings = settings
+            self.transport = transport
         }
 
         /// The client, billed to `project` when nothing else names a quota project.
@@ -95,11 +99,12 @@ enum GoogleRotation {
                 if let project { made.client.quotaProject = GoogleRotation.quotaProject(settings, made.token, project: project) }
                 return made.client
             }
-            GeminiClient.prepareNetwork()
+            // Only libcurl needs loading; a test's transport must leave it unmapped.
+            if transport is CurlTransport { GeminiClient.prepareNetwork() }
             let token = try credentials(call, settings).token()
             Console.note("using \(token.source.label) for the API Keys service")
             let client = APIKeysClient(endpoint: try settings.endpoint(.apikeysEndpoint), token: token, quotaProject: quotaProject(settings, token, project: project),
-                                       timeout: settings[.timeout], retries: settings[.retries])
+                                       timeout: settings[.timeout], retries: settings[.retries], transport: transport)
             made = (client, token)
             return client
         }
@@ -167,7 +172,7 @@ enum GoogleRotation {
 
     // MARK: key rotate --create
 
-    static func create(_ call: Invocation, name: String) throws {
+    static func create(_ call: Invocation, name: String, transport: any HTTPTransport = CurlTransport()) throws {
         let verifyLimit = try seconds(call, "--verify-timeout", default: 300)
         let olderThan = try call.value("--if-older-than").map { text -> Int64 in
             guard let days = Int64(text), days >= 0 else { throw UsageError("--if-older-than takes a whole number of days, not '\(text)'", command: call.command) }
@@ -175,7 +180,7 @@ enum GoogleRotation {
         }
         try withVault(call.context, name: name) { vault in
             let settings = try settings(call, vault: vault.settings)
-            let link = GoogleLink(call, settings)
+            let link = GoogleLink(call, settings, transport: transport)
             try finishInterrupted(vault, link, name: name)
             // (1) The current key's resource, recorded by an earlier rotation, and (2) read; else
             // looked up below. Its age is Google's createTime when Google knows the key (CIS 1.15).
@@ -304,7 +309,7 @@ enum GoogleRotation {
                 throw GoogleError(.refused, "Google made \(newName) bound to \(made.serviceAccountEmail ?? "no service account"), not to \(serviceAccount)")
             }
             // (4) The new key against the endpoint it will be used with.
-            try check.verify(secret, settings: settings, limit: verifyLimit)
+            try check.verify(secret, settings: settings, limit: verifyLimit, transport: link.transport)
             // (5) Stored as the current value; the old one goes into the history with its name.
             let replaced = foundByLookup ? GoogleKeyRecord(resource: resource!, serviceAccount: current?.serviceAccountEmail ?? "") : nil
             _ = try vault.apply(.rotateKey(name: name, secret: secret, now: Output.now(),

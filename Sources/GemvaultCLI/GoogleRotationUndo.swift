@@ -1,6 +1,7 @@
 import GeminiClient
 import GemvaultConfig
 import GoogleAuth
+import GoogleHTTP
 import GoogleKeys
 import SystemIO
 import TerminalIO
@@ -11,11 +12,11 @@ import VaultCore
 extension GoogleRotation {
     // MARK: key rotate --undo
 
-    static func undo(_ call: Invocation, name: String) throws {
+    static func undo(_ call: Invocation, name: String, transport: any HTTPTransport = CurlTransport()) throws {
         try withVault(call.context, name: name) { vault in
             let age = max(0, Output.now() - vault.key.updated) / 86400
             let settings = try settings(call, vault: vault.settings)
-            let link = GoogleLink(call, settings)
+            let link = GoogleLink(call, settings, transport: transport)
             try finishInterrupted(vault, link, name: name)
             guard let newer = vault.google else {
                 throw CommandFailure(.failure, "the current value of '\(name)' was not made by 'key rotate --create'; nothing to undo at Google",
@@ -55,9 +56,9 @@ extension GoogleRotation {
 
     // MARK: key rm --revoke
 
-    static func revoke(_ call: Invocation, name: String) throws {
+    static func revoke(_ call: Invocation, name: String, transport: any HTTPTransport = CurlTransport()) throws {
         try withVault(call.context, name: name) { vault in
-            let link = GoogleLink(call, try settings(call, vault: vault.settings))
+            let link = GoogleLink(call, try settings(call, vault: vault.settings), transport: transport)
             try finishInterrupted(vault, link, name: name)
             var client = try link.client(project: vault.google?.project)
             var resources = [vault.google?.resource].compactMap { $0 }

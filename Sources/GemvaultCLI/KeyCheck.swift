@@ -2,6 +2,7 @@ import Conversations
 import GeminiClient
 import GemvaultConfig
 import GoogleAuth
+import GoogleHTTP
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -55,12 +56,12 @@ struct KeyCheck {
 
     /// Tries the key until Google has propagated it or `limit` seconds have passed; a method
     /// the key turns out not to allow passes the check on to the next one.
-    func verify(_ key: SecretBytes, settings: Settings, limit: Double) throws {
+    func verify(_ key: SecretBytes, settings: Settings, limit: Double, transport: any HTTPTransport = CurlTransport()) throws {
         let configuration = ClientConfiguration(endpoint: try settings.endpoint(.endpoint), apiVersion: settings[.apiVersion], timeout: settings[.timeout],
                                                 maxAttempts: settings[.retries] + 1)
         let errors = ErrorMapper(keyOrigin: "the new key", keyReplaceHint: "Google may need a few more minutes; nothing was changed",
                                  keyKind: key.googleKeyKind, model: settings[.model], apiVersion: settings[.apiVersion])
-        let client = GeminiClient(configuration: configuration, apiKey: key, errors: errors)
+        let client = GeminiClient(configuration: configuration, apiKey: key, errors: errors, transport: transport)
         let model = settings[.model]
         var remaining = probes[...]
         let start = Clock.monotonicSeconds()

@@ -1,8 +1,6 @@
 import AgeFormat
-import Foundation
-import Glibc
+import GemvaultTesting
 import Sharing
-import SystemIO
 import Testing
 import VaultCore
 @testable import Agent
@@ -17,41 +15,16 @@ private struct Passphrase: PassphraseSource {
     }
 }
 
-private final class RunningAgent: @unchecked Sendable {
-    let server: AgentServer
-    let stopped = DispatchSemaphore(value: 0)
-    init(_ server: AgentServer) { self.server = server }
-}
-
 /// The sharing identity through a session (its secrets stay in the agent) and with the passphrase.
 @Suite(.serialized) struct SharingAccessTests {
-    static let passphrase = "correct horse battery staple"
-
     @Test func theSessionSignsAndAgreesButTheIdentityIsTheVaults() throws {
-        var template = Array((NSTemporaryDirectory() + "/gemvault-sharing-XXXXXX").utf8CString)
-        let folder = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let store = VaultStore(path: folder + "/vault/vault")
-        let document = try VaultDocument.create(path: store.path, passphrase: SecretBytes(utf8: Self.passphrase), recoveryCode: RecoveryCode.generate(),
-                                                kdf: KDFParameters.Preset.interactive.parameters)
-        try document.contents.setKey("lab", secret: SecretBytes(utf8: "AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp"), now: 10)
-        try store.withExclusiveLock { session in try store.write(try document.sealed(), in: session) }
-        let generations = GenerationRecord(stateDirectory: folder + "/state")
-        let paths = AgentPaths(environment: ["XDG_RUNTIME_DIR": folder + "/run"], vaultPath: store.path)
-        _ = try TrustedFolder.create(folder + "/run")
-        let agent = RunningAgent(AgentServer(paths: paths, store: store, generations: generations, log: { _ in }))
-        Thread.detachNewThread {
-            _ = try? agent.server.run()
-            agent.stopped.signal()
-        }
-        let client = AgentClient(paths: paths)
-        var started = false
-        for _ in 0..<500 where !started {
-            started = (try? client.status()) != nil
-            if !started { usleep(10_000) }
-        }
-        #expect(started)
-        _ = try client.unlock(kek: try #require(document.keyEncryptionKey), idle: 600, max: 600)
+        let folder = TemporaryFolder("sharing")
+        let vault = try TestVault(in: folder, keys: ["lab": "AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp"])
+        let store = vault.store, generations = vault.generations
+        let agent = try InProcessAgent(store: store, generations: generations, runtimeFolder: folder.appending("run"))
+        defer { agent.stop() }
+        try agent.unlock(vault.document)
+        let client = agent.client
         func access(agent: AgentClient?, passphrase: String?) -> VaultAccess {
             VaultAccess(file: VaultFileAccess(store: store, rollback: RollbackGuard(record: generations, vaultPath: store.path, acceptsRollback: false),
                                               warn: { _ in }),
@@ -64,7 +37,7 @@ private final class RunningAgent: @unchecked Sendable {
         #expect(session.recipient == again.recipient && session.signingPublicKey == again.signingPublicKey && again.label == "alice@lab")
 
         // The vault file holds it: opened with the passphrase, it is the same identity.
-        let local = try access(agent: nil, passphrase: Self.passphrase).sharingIdentity(defaultLabel: "ignored")
+        let local = try access(agent: nil, passphrase: TestVault.passphrase).sharingIdentity(defaultLabel: "ignored")
         #expect(local.recipient == session.recipient && local.fingerprint == session.fingerprint)
 
         // A share signed through the session verifies; a file to the recipient opens through it.
@@ -81,7 +54,5 @@ private final class RunningAgent: @unchecked Sendable {
             ShareRecipient(recipient: "age1x", label: "bob", added: 3, path: "/tmp/lab.age"),
         ])))
         #expect(try access(agent: client, passphrase: nil).sharingRecords()["lab"]?.recipients.first?.label == "bob")
-        try client.lock()
-        agent.stopped.wait()
     }
 }

@@ -7,11 +7,19 @@ public final class FakeTransport: HTTPTransport, @unchecked Sendable {
     /// One scripted answer.
     public enum Reply {
         case answer(status: Int, body: [UInt8], retryAfter: Double? = nil)
+        /// A body handed to the reader in these pieces, as a network delivers a stream.
+        case pieces(status: Int, [[UInt8]])
         /// An outcome with no body (a refused connection, a timeout …).
         case outcome(HTTPOutcome)
 
         public static func json(_ status: Int, _ text: String, retryAfter: Double? = nil) -> Reply {
             .answer(status: status, body: Array(text.utf8), retryAfter: retryAfter)
+        }
+
+        /// `text` in pieces of `size` bytes, so events and lines are split across reads.
+        public static func stream(_ status: Int, _ text: String, pieceSize size: Int) -> Reply {
+            let bytes = Array(text.utf8)
+            return .pieces(status: status, stride(from: 0, to: bytes.count, by: size).map { Array(bytes[$0..<min($0 + size, bytes.count)]) })
         }
     }
 
@@ -64,6 +72,11 @@ public final class FakeTransport: HTTPTransport, @unchecked Sendable {
         case .answer(let status, let bytes, let retryAfter):
             let verdict = bytes.withUnsafeBytes { onData(status, $0) }
             return verdict == .abort ? .aborted(status: status, retryAfter: retryAfter) : .complete(status: status, retryAfter: retryAfter)
+        case .pieces(let status, let pieces):
+            for piece in pieces where piece.withUnsafeBytes({ onData(status, $0) }) == .abort {
+                return .aborted(status: status, retryAfter: nil)
+            }
+            return .complete(status: status, retryAfter: nil)
         }
     }
 }
