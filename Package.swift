@@ -33,11 +33,11 @@ let package = Package(
         /// The shapes of Google's credentials (auth keys, standard keys, access tokens), defined once.
         .target(name: "GoogleKeys"),
         /// Secret bytes, the libsodium wrapper, the vault file format and the on-disk store.
-        .target(name: "VaultCore", dependencies: ["CSodium", "CSystemShims", "SystemIO", "GoogleKeys"]),
+        .target(name: "VaultCore", dependencies: ["CSodium", "SystemIO", "GoogleKeys"]),
         /// The controlling terminal: hidden prompts, capabilities, colour, escape neutralising.
         .target(name: "TerminalIO", dependencies: ["VaultCore", "SystemIO", "CSystemShims"]),
-        /// Paths, the settings schema and layers, key sources and provenance, doctor checks.
-        .target(name: "GemvaultConfig", dependencies: ["VaultCore", "VaultAccess", "SystemIO", "GoogleKeys"]),
+        /// Paths, the settings schema and layers, config.json, and their errors: low enough for the agent.
+        .target(name: "Settings", dependencies: ["VaultCore", "SystemIO"]),
         /// The one way to Google over HTTP: the transport (libcurl, or a fake in tests), the retry
         /// policy, the decoder of Google's error envelope, percent-encoding and base64url.
         .target(name: "GoogleHTTP", dependencies: ["CCurlStream", "SystemIO", "VaultCore"]),
@@ -50,10 +50,12 @@ let package = Package(
         /// server) and the API Keys service's client. No terminal code.
         .target(name: "GoogleAuth", dependencies: ["COpenSSL", "GoogleHTTP", "VaultCore", "SystemIO", "GoogleKeys"]),
         /// The session agent: its socket protocol, the server that holds an unlocked vault, the client.
-        .target(name: "Agent", dependencies: ["VaultCore", "SystemIO", "GoogleKeys"]),
+        .target(name: "Agent", dependencies: ["VaultCore", "SystemIO", "GoogleKeys", "CSystemShims"]),
         /// The one home for reaching a vault: its file rules, the session or the passphrase, the
         /// narrow questions and the changes every command makes.
         .target(name: "VaultAccess", dependencies: ["Agent", "VaultCore", "SystemIO"]),
+        /// Key sources, their order and provenance (`KeyResolver`), and the doctor's checks.
+        .target(name: "KeyResolution", dependencies: ["Settings", "VaultAccess", "VaultCore", "SystemIO", "GoogleKeys"]),
         /// The conversation model, its encrypted history, and the provider seam: the neutral
         /// request, reply, usage, finish reason and failure kind, and the `ChatProvider` protocol.
         .target(name: "Conversations", dependencies: ["VaultCore", "SystemIO", "TerminalIO"]),
@@ -62,10 +64,10 @@ let package = Package(
         /// The chat REPL and its slash commands.
         .target(name: "ChatUI", dependencies: ["Conversations", "Rendering", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims", "GoogleKeys"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth"]),
+        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "Settings", "KeyResolution", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth"]),
 
         /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
-        .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "GemvaultConfig", "Rendering", "VaultCore"]),
+        .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "Settings", "Rendering", "VaultCore"]),
 
         // MARK: Executable
 
@@ -77,16 +79,17 @@ let package = Package(
         .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"]),
         .testTarget(name: "GoogleKeysTests", dependencies: ["GoogleKeys"], exclude: ["Fixtures"]),
         .testTarget(name: "AgentTests", dependencies: ["Agent", "VaultCore"]),
-        .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "Agent", "VaultCore", "SystemIO"]),
+        .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "VaultCore"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO"], exclude: ["Fixtures"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
-        .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "VaultAccess", "SystemIO", "GoogleKeys", "Agent"]),
-        .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "GoogleHTTPTesting", "VaultCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "SettingsTests", dependencies: ["Settings", "SystemIO"]),
+        .testTarget(name: "KeyResolutionTests", dependencies: ["KeyResolution", "Settings", "VaultAccess", "Agent", "VaultCore", "SystemIO", "GoogleKeys"]),
+        .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "Conversations", "GoogleHTTP", "GoogleKeys"]),
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "VaultCore"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "Rendering", "TerminalIO"]),
-        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "Conversations", "GeminiClient", "GemvaultConfig", "GoogleAuth", "SystemIO", "VaultCore"]),
+        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "Conversations", "GeminiClient", "Settings", "GoogleAuth", "SystemIO", "VaultCore"]),
         .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GoogleHTTPTesting", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Rendering"]),
     ]

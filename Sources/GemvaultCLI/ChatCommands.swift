@@ -2,8 +2,9 @@ import ChatUI
 import Conversations
 import CSystemShims
 import GeminiClient
-import GemvaultConfig
+import KeyResolution
 import Rendering
+import Settings
 import SystemIO
 import TerminalIO
 import VaultCore

@@ -1,6 +1,6 @@
 import Agent
 import Conversations
-import GemvaultConfig
+import Settings
 import SystemIO
 import TerminalIO
 import VaultAccess

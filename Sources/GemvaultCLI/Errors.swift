@@ -1,7 +1,8 @@
 import GoogleAuth
 import Agent
 import Conversations
-import GemvaultConfig
+import KeyResolution
+import Settings
 import SystemIO
 import TerminalIO
 import VaultCore

@@ -1,5 +1,4 @@
 import CSystemShims
-import GemvaultConfig
 import SystemIO
 import TerminalIO
 import VaultCore

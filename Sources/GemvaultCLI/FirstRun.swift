@@ -1,6 +1,6 @@
 import Conversations
 import GeminiClient
-import GemvaultConfig
+import Settings
 import SystemIO
 import TerminalIO
 import VaultAccess

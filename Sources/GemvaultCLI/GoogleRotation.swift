@@ -1,7 +1,7 @@
 import GeminiClient
-import GemvaultConfig
 import GoogleAuth
 import GoogleKeys
+import Settings
 import SystemIO
 import TerminalIO
 import VaultAccess

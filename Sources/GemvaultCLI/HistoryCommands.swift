@@ -1,7 +1,7 @@
 import Agent
 import Conversations
-import GemvaultConfig
 import Rendering
+import Settings
 import SystemIO
 import TerminalIO
 import VaultCore

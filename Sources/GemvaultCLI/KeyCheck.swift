@@ -1,7 +1,7 @@
 import Conversations
 import GeminiClient
-import GemvaultConfig
 import GoogleAuth
+import Settings
 import SystemIO
 import TerminalIO
 import VaultCore

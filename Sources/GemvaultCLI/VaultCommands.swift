@@ -1,6 +1,6 @@
 import Agent
-import GemvaultConfig
 import GoogleKeys
+import Settings
 import SystemIO
 import TerminalIO
 import VaultAccess

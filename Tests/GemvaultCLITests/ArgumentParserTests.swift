@@ -1,3 +1,4 @@
+import Settings
 import Testing
 @testable import GemvaultCLI
 
@@ -116,7 +117,6 @@ import Testing
     }
 }
 
-import GemvaultConfig
 import GoogleAuth
 import VaultCore
 

@@ -1,3 +1,4 @@
+import Settings
 import SystemIO
 import VaultAccess
 import VaultCore
@@ -39,6 +40,13 @@ public enum KeySource: Sendable, Equatable {
         case .keyCommand: "update the secret your key_command reads"
         }
     }
+}
+
+/// The key a source gave is not one header-safe line (`source` is the source's label): its
+/// later lines would go out as HTTP headers.
+public struct MalformedKeyError: Error, Sendable {
+    public let source: String
+    public let hint: String
 }
 
 /// The key for a request, and where it came from.

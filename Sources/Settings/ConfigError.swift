@@ -18,10 +18,3 @@ public enum ConfigError: Error, Equatable, Sendable {
     /// config.json or its folder could be changed by another user.
     case refused(FileCheckFailure)
 }
-
-/// The key a source gave is not one header-safe line (`source` is the source's label): its
-/// later lines would go out as HTTP headers.
-public struct MalformedKeyError: Error, Sendable {
-    public let source: String
-    public let hint: String
-}

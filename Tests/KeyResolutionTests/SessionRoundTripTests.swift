@@ -4,7 +4,8 @@ import SystemIO
 import Testing
 import VaultCore
 @testable import Agent
-@testable import GemvaultConfig
+@testable import KeyResolution
+import Settings
 @testable import VaultAccess
 
 /// A passphrase that must not be needed: the session answers.
