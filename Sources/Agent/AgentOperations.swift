@@ -64,8 +64,9 @@ extension AgentServer {
             return status()
         }
         guard let kek = request.secret(.keyEncryptionKey) else { return Self.error(.badRequest, "unlock needs the key-encryption key") }
-        let idle = Double(min(max(request.number(.idleSeconds) ?? 900, 1), Self.longestSession))
-        let maximum = Double(min(max(request.number(.maxSeconds) ?? 28800, 1), Self.longestSession))
+        let defaults = Timeouts.settingsDefaults
+        let idle = Double(min(max(request.number(.idleSeconds) ?? Int64(defaults.idle), 1), Self.longestSession))
+        let maximum = Double(min(max(request.number(.maxSeconds) ?? Int64(defaults.max), 1), Self.longestSession))
         do {
             let file = try readFile()
             document = try VaultDocument.open(file, path: store.path, kek: kek)

@@ -1,5 +1,6 @@
 import CSystemShims
 import GoogleKeys
+import Settings
 import SystemIO
 import VaultCore
 
@@ -18,6 +19,11 @@ public final class AgentServer {
         public init(idle: Double, max: Double) {
             self.idle = idle
             self.max = max
+        }
+
+        /// The session_idle and session_max settings' defaults, for an unlock that names no limits.
+        static var settingsDefaults: Timeouts {
+            Timeouts(idle: Setting.sessionIdle.defaultValue, max: Setting.sessionMax.defaultValue)
         }
     }
 
@@ -52,7 +58,7 @@ public final class AgentServer {
     static let longestSession: Int64 = 366 * 86400
 
     var document: VaultDocument?
-    var timeouts = Timeouts(idle: 900, max: 28800)
+    var timeouts = Timeouts.settingsDefaults
     var unlockedAt: Int64 = 0
     var lastActivity = 0.0
     var startedMonotonic = 0.0

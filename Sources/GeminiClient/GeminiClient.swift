@@ -10,6 +10,7 @@ public struct ClientConfiguration: Sendable {
     public var apiVersion: String
     /// Seconds allowed for connecting, for the first byte, and for any silence between events.
     public var timeout: Double
+    /// The `retries` setting plus the first attempt.
     public var maxAttempts: Int
     /// The first backoff delay in seconds; it doubles per attempt up to `maxBackoff`.
     public var initialBackoff: Double
@@ -17,8 +18,8 @@ public struct ClientConfiguration: Sendable {
     /// RetryInfo delays longer than this are not waited for.
     public var maxRetryInfoDelay: Double
 
-    public init(endpoint: String, apiVersion: String, timeout: Double, maxAttempts: Int = 5,
-                initialBackoff: Double = 1, maxBackoff: Double = 30, maxRetryInfoDelay: Double = 120) {
+    public init(endpoint: String, apiVersion: String, timeout: Double, maxAttempts: Int,
+                initialBackoff: Double = 1, maxBackoff: Double = 30, maxRetryInfoDelay: Double = RetryPolicy.longestServerDelay) {
         self.endpoint = endpoint
         self.apiVersion = apiVersion
         self.timeout = timeout

@@ -168,7 +168,7 @@ enum GoogleRotation {
     // MARK: key rotate --create
 
     static func create(_ call: Invocation, name: String) throws {
-        let verifyLimit = try seconds(call, "--verify-timeout", default: 300)
+        let verifyLimit = try seconds(call, "--verify-timeout", default: defaultVerifyLimit)
         let olderThan = try call.value("--if-older-than").map { text -> Int64 in
             guard let days = Int64(text), days >= 0 else { throw UsageError("--if-older-than takes a whole number of days, not '\(text)'", command: call.command) }
             return days
@@ -198,6 +198,9 @@ enum GoogleRotation {
             try rotate(call, name: name, vault: vault, link: link, current: current, foundByLookup: foundByLookup, age: age, verifyLimit: verifyLimit)
         }
     }
+
+    /// How long `--create` waits for Google to accept the new key, when --verify-timeout is not given.
+    static let defaultVerifyLimit = 300.0
 
     static func seconds(_ call: Invocation, _ option: String, default value: Double) throws -> Double {
         guard let text = call.value(option) else { return value }

@@ -167,7 +167,7 @@ enum VaultCommand {
 
     static func setKey(_ call: Invocation) throws {
         let context = call.context
-        let name = call.positionals.first ?? "default"
+        let name = call.positionals.first ?? Setting.key.defaultValue
         try VaultContents.validateName(name)
         try context.vault.checkBeforePrompt()
         // The key first: stdin may be the key while the passphrase comes from the terminal or a descriptor.
@@ -189,7 +189,7 @@ enum VaultCommand {
     }
 
     static func getKey(_ call: Invocation) throws {
-        let name = call.positionals.first ?? "default"
+        let name = call.positionals.first ?? Setting.key.defaultValue
         try VaultContents.validateName(name)
         let context = call.context
         // One round trip when a session holds the vault: the key is asked for, not the status

@@ -42,6 +42,9 @@ public final class VaultAccess {
         self.warn = warn
     }
 
+    /// Seconds to wait for another writer's lock when GEMVAULT_LOCK_TIMEOUT is not set.
+    public static let defaultLockTimeout = VaultStore.defaultLockTimeout
+
     /// The vault at `path` for one command: its lock (waiting `lockTimeout` seconds for
     /// another writer), its record of generations seen in `stateDirectory`, and its agent,
     /// asked first unless `useSession` is false (`--no-session`).

@@ -142,7 +142,7 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
     @Test func retryInfoAndDailyQuota() throws {
         #expect(GoogleStatus.decode(try fixture("error-429-retryinfo.json"))?.retryDelay == 1)
         #expect(GoogleStatus.decode(Array(#"{"error":{"code":429,"details":[{"@type":"x","retryDelay":"250ms"}]}}"#.utf8))?.retryDelay == 0.25)
-        let client = GeminiClient(configuration: ClientConfiguration(endpoint: "http://127.0.0.1:9", apiVersion: "v1beta", timeout: 1),
+        let client = GeminiClient(configuration: ClientConfiguration(endpoint: "http://127.0.0.1:9", apiVersion: "v1beta", timeout: 1, maxAttempts: 5),
                                   apiKey: .init(utf8: "k"), errors: mapper)
         let daily: GeminiClient.Attempt<Int> = client.failure(429, try fixture("error-429-daily.json"), retryAfter: nil, errors: mapper)
         guard case .failed(let dailyError, let dailyFailure) = daily else { Issue.record("no failure"); return }

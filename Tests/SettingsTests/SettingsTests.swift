@@ -67,6 +67,12 @@ import SystemIO
         #expect(Paths(environment: ["GEMVAULT_VAULT": "/x"]).vault(flag: "/f") == "/f")
     }
 
+    /// The one statement of each default, read typed by the agent and the commands.
+    @Test func defaultsReadTypedFromTheSchema() {
+        #expect(Setting.sessionIdle.defaultValue == 900 && Setting.sessionMax.defaultValue == 28800)
+        #expect(Setting.key.defaultValue == "default" && Setting.retries.defaultValue == 4 && Setting.temperature.defaultValue == nil)
+    }
+
     @Test func modelNamesWithControlCharactersAreRefused() {
         let model = SettingsSchema.spec(named: "model")!
         guard case .failure = model.validate("gemini\u{1b}]0;pwned\u{07}") else { Issue.record("accepted an escape"); return }
