@@ -79,7 +79,7 @@ let package = Package(
         .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"]),
         .testTarget(name: "GoogleKeysTests", dependencies: ["GoogleKeys"], exclude: ["Fixtures"]),
         .testTarget(name: "AgentTests", dependencies: ["Agent", "VaultCore"]),
-        .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "VaultCore"]),
+        .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "VaultCore", "SystemIO"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO"], exclude: ["Fixtures"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "SystemIO"]),

@@ -41,9 +41,9 @@ enum GoogleRotation {
         try VaultContents.validateName(name)
         try context.vault.checkBeforePrompt()
         let tag = Sodium.fingerprint(try context.vault.identity())
+        // Taken through the vault, which reads the file again: the rotation that held the lock
+        // may have written it while this one waited.
         let journal = try RotationJournal.take(context, vaultTag: tag, name: name)
-        // The rotation that held the lock may have written the vault while this one waited.
-        context.vault.forgetRead()
         if try context.vault.sessionIsOpen(), let settings = try context.vault.sessionSettings() {
             guard let key = try context.vault.key(name, markUsed: false),
                   let summary = try context.vault.keySummaries().first(where: { $0.name == name }) else { throw VaultError.keyNotFound(name: name) }
