@@ -129,7 +129,7 @@ public final class GeminiClient {
                     }
                     if let reason = chunk.candidates?.first?.finishReason { result.finishName = reason }
                     if let message = chunk.candidates?.first?.finishMessage { finishMessage = message }
-                    if let usage = chunk.usageMetadata { result.usage = TokenUsage(usage) }
+                    if let usage = chunk.usage { result.usage = usage }
                     if let version = chunk.modelVersion { result.modelVersion = version }
                     if let block = chunk.promptFeedback?.blockReason { blockReason = block }
                 }
@@ -200,7 +200,7 @@ public final class GeminiClient {
         let finishName = response.candidates?.first?.finishReason
         let blockReason = response.promptFeedback?.blockReason
         let result = ChatReply(text: response.visibleText, finish: FinishReason(gemini: finishName, blockReason: blockReason), finishName: finishName,
-                               usage: response.usageMetadata.map(TokenUsage.init), modelVersion: response.modelVersion)
+                               usage: response.usage, modelVersion: response.modelVersion)
         if let problem = errors.finishProblem(finishReason: finishName, blockReason: blockReason,
                                               finishMessage: response.candidates?.first?.finishMessage,
                                               thoughtTokens: result.usage?.thoughtsTokenCount, anyText: !result.text.isEmpty) {

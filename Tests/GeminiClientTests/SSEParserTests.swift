@@ -32,6 +32,13 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
 @Suite struct SSEParserTests {
     static let expected = "Bonjour, the fake server says héllo wörld 你好 🚀.\n"
 
+    /// Gemini's usageMetadata reaches the neutral type field by field (the names `ask --json` prints).
+    @Test func usageIsReadFromTheWireOnce() throws {
+        let (events, _) = parseAll(try fixture("stream-thinking.sse"), chunkSize: 100_000)
+        let usage = try events.compactMap { try JSONDecoder().decode(GenerateContentResponse.self, from: Data($0)).usage }.last
+        #expect(usage == TokenUsage(promptTokenCount: 5, candidatesTokenCount: 3, thoughtsTokenCount: 40, totalTokenCount: 48))
+    }
+
     @Test(arguments: [1, 2, 3, 7, 64, 100_000])
     func crlfStreamSplitAnywhere(chunkSize: Int) throws {
         let (events, extra) = parseAll(try fixture("stream-basic.sse"), chunkSize: chunkSize)
