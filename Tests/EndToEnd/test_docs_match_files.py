@@ -364,7 +364,7 @@ def imported_modules(folder):
         for name in files:
             if name.endswith(".swift"):
                 with open(os.path.join(directory, name)) as handle:
-                    modules.update(re.findall(r"^(?:@\w+(?:\([^)]*\))? )*(?:public |package |internal )?import (\w+)", handle.read(), re.M))
+                    modules.update(re.findall(r"^(?:@\w+(?:\([^)]*\))? )*(?:public |package |internal |fileprivate |private )?import (?:(?:struct|class|enum|protocol|typealias|func|var|let) )?(\w+)", handle.read(), re.M))
     return modules - SYSTEM_MODULES
 
 
