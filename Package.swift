@@ -89,7 +89,7 @@ let package = Package(
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "VaultCore"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "Rendering", "TerminalIO"]),
-        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "Conversations", "GeminiClient", "Settings", "GoogleAuth", "SystemIO", "VaultCore"]),
+        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "Conversations", "GeminiClient", "Settings", "KeyResolution", "GoogleAuth", "SystemIO", "VaultCore"]),
         .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GoogleHTTPTesting", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Rendering"]),
     ]

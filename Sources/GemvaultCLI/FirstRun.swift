@@ -1,5 +1,6 @@
 import Conversations
 import GeminiClient
+import KeyResolution
 import Settings
 import SystemIO
 import TerminalIO
@@ -162,7 +163,7 @@ enum FirstRun {
         do {
             try run(["chat"], context)
             return
-        } catch let error as ConfigError {
+        } catch let error as KeySourceError {
             guard case .noKey = error, context.vault.exists, TerminalQuestion.available else { throw error }
             let throughSession = try context.vault.sessionIsOpen()
             let vaultSettings = try context.vault.settings()

@@ -34,7 +34,7 @@ import VaultCore
         #expect {
             try resolver([:], warnings: Box()).resolve()
         } throws: { error in
-            guard case ConfigError.noKey(let reasons) = error else { return false }
+            guard case KeySourceError.noKey(let reasons) = error else { return false }
             return reasons.count == 4
         }
     }
