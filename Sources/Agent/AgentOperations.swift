@@ -1,5 +1,6 @@
 import CSystemShims
 import GoogleKeys
+import Settings
 import SystemIO
 import VaultCore
 
@@ -66,8 +67,9 @@ extension AgentServer {
             return status()
         }
         guard let kek = request.secret(.keyEncryptionKey) else { return Self.error(.badRequest, "unlock needs the key-encryption key") }
-        let idle = Double(min(max(request.number(.idleSeconds) ?? 900, 1), Self.longestSession))
-        let maximum = Double(min(max(request.number(.maxSeconds) ?? 28800, 1), Self.longestSession))
+        let defaults = Timeouts.settingsDefaults
+        let idle = Double(min(max(request.number(.idleSeconds) ?? Int64(defaults.idle), 1), Self.longestSession))
+        let maximum = Double(min(max(request.number(.maxSeconds) ?? Int64(defaults.max), 1), Self.longestSession))
         do {
             let file = try readFile()
             document = try VaultDocument.open(file, path: store.path, kek: kek)
@@ -118,15 +120,8 @@ extension AgentServer {
             try refreshIfChanged()
             guard let document else { return Self.error(.locked, "the session is locked") }
             guard let stored = document.contents.key(named: name) else { return Self.noSuchKey(name) }
-            if request.number(.markUsed) == 1 {
-                uses[name] = Clock.now()
-                document.contents.recordUse([name: uses[name]!])
-            }
             var response = AgentMessage(code: 0)
-            response.add(.keyValue, secret: stored.secret)
-            response.add(.created, number: stored.created)
-            response.add(.updated, number: stored.updated)
-            response.add(.lastUsed, number: document.contents.key(named: name)?.lastUsed ?? stored.lastUsed)
+            addKey(stored, in: document, request, to: &response)
             return response
         }
     }
@@ -139,21 +134,27 @@ extension AgentServer {
             try refreshIfChanged()
             guard let document else { return Self.error(.locked, "the session is locked") }
             let settings = document.contents.settings
-            let name = request.number(.keyFromSettings) == 1 ? settings["key"] ?? fallback : fallback
+            let name = request.number(.keyFromSettings) == 1 ? settings[Setting.key.name] ?? fallback : fallback
             var response = AgentMessage(code: 0)
             response.add(.settings, secret: SecretBytes(copying: NarrowCoding.encode(settings)))
             response.add(.keyName, text: name)
             guard let stored = document.contents.key(named: name) else { return response }
-            if request.number(.markUsed) == 1 {
-                uses[name] = Clock.now()
-                document.contents.recordUse([name: uses[name]!])
-            }
-            response.add(.keyValue, secret: stored.secret)
-            response.add(.created, number: stored.created)
-            response.add(.updated, number: stored.updated)
-            response.add(.lastUsed, number: document.contents.key(named: name)?.lastUsed ?? stored.lastUsed)
+            addKey(stored, in: document, request, to: &response)
             return response
         }
+    }
+
+    /// A key's value and dates for `key` and `settingsAndKey`; with `markUsed`, its use is
+    /// recorded first, so the answer carries the new last use.
+    private func addKey(_ stored: StoredKey, in document: VaultDocument, _ request: AgentMessage, to response: inout AgentMessage) {
+        if request.number(.markUsed) == 1 {
+            uses[stored.name] = Clock.now()
+            document.contents.recordUse([stored.name: uses[stored.name]!])
+        }
+        response.add(.keyValue, secret: stored.secret)
+        response.add(.created, number: stored.created)
+        response.add(.updated, number: stored.updated)
+        response.add(.lastUsed, number: document.contents.key(named: stored.name)?.lastUsed ?? stored.lastUsed)
     }
 
     struct NarrowField {

@@ -10,6 +10,7 @@ public struct ClientConfiguration: Sendable {
     public var apiVersion: String
     /// Seconds allowed for connecting, for the first byte, and for any silence between events.
     public var timeout: Double
+    /// The `retries` setting plus the first attempt.
     public var maxAttempts: Int
     /// The first backoff delay in seconds; it doubles per attempt up to `maxBackoff`.
     public var initialBackoff: Double
@@ -17,8 +18,8 @@ public struct ClientConfiguration: Sendable {
     /// RetryInfo delays longer than this are not waited for.
     public var maxRetryInfoDelay: Double
 
-    public init(endpoint: String, apiVersion: String, timeout: Double, maxAttempts: Int = 5,
-                initialBackoff: Double = 1, maxBackoff: Double = 30, maxRetryInfoDelay: Double = 120) {
+    public init(endpoint: String, apiVersion: String, timeout: Double, maxAttempts: Int,
+                initialBackoff: Double = 1, maxBackoff: Double = 30, maxRetryInfoDelay: Double = RetryPolicy.longestServerDelay) {
         self.endpoint = endpoint
         self.apiVersion = apiVersion
         self.timeout = timeout
@@ -128,7 +129,7 @@ public final class GeminiClient {
                     }
                     if let reason = chunk.candidates?.first?.finishReason { result.finishName = reason }
                     if let message = chunk.candidates?.first?.finishMessage { finishMessage = message }
-                    if let usage = chunk.usageMetadata { result.usage = TokenUsage(usage) }
+                    if let usage = chunk.usage { result.usage = usage }
                     if let version = chunk.modelVersion { result.modelVersion = version }
                     if let block = chunk.promptFeedback?.blockReason { blockReason = block }
                 }
@@ -199,7 +200,7 @@ public final class GeminiClient {
         let finishName = response.candidates?.first?.finishReason
         let blockReason = response.promptFeedback?.blockReason
         let result = ChatReply(text: response.visibleText, finish: FinishReason(gemini: finishName, blockReason: blockReason), finishName: finishName,
-                               usage: response.usageMetadata.map(TokenUsage.init), modelVersion: response.modelVersion)
+                               usage: response.usage, modelVersion: response.modelVersion)
         if let problem = errors.finishProblem(finishReason: finishName, blockReason: blockReason,
                                               finishMessage: response.candidates?.first?.finishMessage,
                                               thoughtTokens: result.usage?.thoughtsTokenCount, anyText: !result.text.isEmpty) {

@@ -2,8 +2,9 @@ import ChatUI
 import Conversations
 import CSystemShims
 import GeminiClient
-import GemvaultConfig
+import KeyResolution
 import Rendering
+import Settings
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -123,7 +124,7 @@ enum ChatCommand {
     }
 
     /// The window as it is now, read again for every redraw.
-    static func windowSize() -> TerminalSize { Terminal.size ?? TerminalSize(columns: 80, rows: 24) }
+    static func windowSize() -> TerminalSize { Terminal.size ?? .fallback }
 
 
     /// `--continue`'s conversation: the chat written to most recently (an `ask` is passed over).

@@ -1,7 +1,7 @@
 import Agent
 import Conversations
 import GeminiClient
-import GemvaultConfig
+import Settings
 import SystemIO
 import TerminalIO
 import VaultCore

@@ -1,6 +1,7 @@
 import GeminiClient
-import GemvaultConfig
 import GoogleKeys
+import KeyResolution
+import Settings
 import SystemIO
 import TerminalIO
 import VaultCore

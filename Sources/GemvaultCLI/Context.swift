@@ -1,6 +1,6 @@
 import Agent
 import Conversations
-import GemvaultConfig
+import Settings
 import SystemIO
 import TerminalIO
 import VaultAccess
@@ -23,7 +23,7 @@ struct Context {
         let paths = self.paths
         let vaultPath = paths.vault(flag: options["--vault"])
         let history = HistoryStore(stateDirectory: paths.stateHome, vaultPath: vaultPath)
-        vault = VaultAccess(path: vaultPath, lockTimeout: environment["GEMVAULT_LOCK_TIMEOUT"].flatMap(Double.init).map { max(0, $0) } ?? 10,
+        vault = VaultAccess(path: vaultPath, lockTimeout: environment["GEMVAULT_LOCK_TIMEOUT"].flatMap(Double.init).map { max(0, $0) } ?? VaultAccess.defaultLockTimeout,
                             stateDirectory: paths.stateHome, acceptsRollback: options["--accept-rollback"] != nil,
                             agentPaths: AgentPaths(environment: environment, vaultPath: vaultPath), useSession: options["--no-session"] == nil,
                             passphrase: CommandPassphrase(options: options, vaultPath: vaultPath),

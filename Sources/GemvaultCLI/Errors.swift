@@ -1,7 +1,8 @@
 import GoogleAuth
 import Agent
 import Conversations
-import GemvaultConfig
+import KeyResolution
+import Settings
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -100,6 +101,8 @@ enum ErrorReport {
             return describe(input)
         case let config as ConfigError:
             return describe(config)
+        case let keys as KeySourceError:
+            return describe(keys)
         case let malformed as MalformedKeyError:
             return (.noKey, "the key from \(malformed.source) is more than one line, or holds a space or a control character; it was not used (a key is one line, and only a line break may follow it)",
                     malformed.hint)
@@ -226,25 +229,27 @@ enum ErrorReport {
             let what = setting == "endpoint" ? "the API key" : "the access token"
             return (.usage, "\(layer): \(setting): \(url) is plain http on a non-loopback host; \(what) would travel unencrypted",
                     "use https, or pass --allow-insecure-endpoint if you really mean it")
+        case .refused(let failure):
+            return (.failure, failure.message, failure.fix)
+        }
+    }
+
+    static func describe(_ error: KeySourceError) -> (ExitCode, String, String?) {
+        switch error {
         case .noKey(let reasons):
             return (.noKey, "no API key available (" + reasons.joined(separator: "; ") + ")",
                     "store one with 'gemvault key set', or export GEMINI_API_KEY, or write it to the key file, or set key_command")
         case .vaultNeedsPassphrase(let path):
             return (.noKey, "the API key is in the vault \(path), but there is no terminal to ask for its passphrase and no unlocked session",
                     "run 'gemvault unlock' first, or pass --passphrase-fd N or --passphrase-file PATH")
-        case .keyCommandFailed(let command, let detail, let stderr, let setting):
+        case .keyCommandFailed(let command, let detail, let stderr):
             let shown = stderr.isEmpty ? "" : "; its stderr: " + EscapeNeutralizer.neutralize(stderr)
-            if setting != "key_command" {
-                return (.failure, "\(setting) '\(command)' \(detail)\(shown)", "check the command with: gemvault config get \(setting)")
-            }
             return (.noKey, "key_command '\(command)' \(detail)\(shown)", "check the command with: gemvault config get key_command")
         case .keyFile(let vault):
             let (code, message, hint) = describe(vault)
             // A refused file (someone else's, open to others, a link) exits 1 as every refused file does.
             if case .refused = vault { return (code, message, hint) }
             return (code == .failure ? .noKey : code, message, hint)
-        case .refused(let failure):
-            return (.failure, failure.message, failure.fix)
         }
     }
 

@@ -1,3 +1,5 @@
+import Settings
+
 /// Examples for each command of the table, by name: shown by `help COMMAND`, the CLI
 /// reference and the man page. A test checks that every command has at least one.
 let commandExamples: [String: [String]] = [
@@ -20,7 +22,7 @@ let commandExamples: [String: [String]] = [
     "lock": ["gemvault lock"],
     "status": ["gemvault status", "gemvault status --json | jq .unlocked"],
     "agent": ["gemvault agent --foreground"],
-    "config set": ["gemvault config set model gemini-3.6-flash", "gemvault config set --file color never"],
+    "config set": ["gemvault config set model \(defaultModel)", "gemvault config set --file color never"],
     "config get": ["gemvault config get model"],
     "config unset": ["gemvault config unset temperature"],
     "config list": ["gemvault config list", "gemvault config list --file --json"],

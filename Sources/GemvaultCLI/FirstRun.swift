@@ -1,6 +1,7 @@
 import Conversations
 import GeminiClient
-import GemvaultConfig
+import KeyResolution
+import Settings
 import SystemIO
 import TerminalIO
 import VaultAccess
@@ -78,7 +79,7 @@ enum FirstRun {
 
     /// The key, warned about like `key set` does; a key of the wrong shape is typed again
     /// unless the user says to keep it.
-    private static func readKey(name: String = "default") throws -> SecretBytes {
+    private static func readKey(name: String = Setting.key.defaultValue) throws -> SecretBytes {
         while true {
             let key = try VaultCommand.readAPIKey(prompt: "Paste the API key (from https://aistudio.google.com/apikey): ")
             guard KeyKindNotice.warn(key, name: name), TerminalQuestion.available,
@@ -88,7 +89,7 @@ enum FirstRun {
 
     /// Stores the key under the lock, opening the vault with the key in hand (no passphrase
     /// again). A key typed again after a refused check replaces the refused one, which is not kept.
-    private static func storeKey(_ key: SecretBytes, name: String = "default", in vault: UnlockedVault, replacing: Bool = false) throws {
+    private static func storeKey(_ key: SecretBytes, name: String = Setting.key.defaultValue, in vault: UnlockedVault, replacing: Bool = false) throws {
         try vault.modify { document in
             if replacing, document.contents.key(named: name) != nil { try document.contents.removeKey(name) }
             try document.contents.setKey(name, secret: key, now: Output.now())
@@ -104,7 +105,7 @@ enum FirstRun {
     /// (the default) and stored in place of the refused one; declined, or with no answer
     /// within `checkLimit`, the set-up stops with the check's exit code: it never goes on to
     /// a chat that would fail the same way. Returns the key the API accepted.
-    private static func checkUntilAccepted(_ first: SecretBytes, name: String = "default", _ context: Context,
+    private static func checkUntilAccepted(_ first: SecretBytes, name: String = Setting.key.defaultValue, _ context: Context,
                                            vaultSettings: [String: String]? = nil, store: (SecretBytes) throws -> Void) throws -> SecretBytes {
         var key = first
         while true {
@@ -162,7 +163,7 @@ enum FirstRun {
         do {
             try run(["chat"], context)
             return
-        } catch let error as ConfigError {
+        } catch let error as KeySourceError {
             guard case .noKey = error, context.vault.exists, TerminalQuestion.available else { throw error }
             let throughSession = try context.vault.sessionIsOpen()
             let vaultSettings = try context.vault.settings()

@@ -1,8 +1,8 @@
 import GeminiClient
-import GemvaultConfig
 import GoogleAuth
 import GoogleHTTP
 import GoogleKeys
+import Settings
 import SystemIO
 import TerminalIO
 import VaultAccess
@@ -42,9 +42,9 @@ enum GoogleRotation {
         try VaultContents.validateName(name)
         try context.vault.checkBeforePrompt()
         let tag = Sodium.fingerprint(try context.vault.identity())
+        // Taken through the vault, which reads the file again: the rotation that held the lock
+        // may have written it while this one waited.
         let journal = try RotationJournal.take(context, vaultTag: tag, name: name)
-        // The rotation that held the lock may have written the vault while this one waited.
-        context.vault.forgetRead()
         if try context.vault.sessionIsOpen(), let settings = try context.vault.sessionSettings() {
             guard let key = try context.vault.key(name, markUsed: false),
                   let summary = try context.vault.keySummaries().first(where: { $0.name == name }) else { throw VaultError.keyNotFound(name: name) }
@@ -173,7 +173,7 @@ enum GoogleRotation {
     // MARK: key rotate --create
 
     static func create(_ call: Invocation, name: String, transport: any HTTPTransport = CurlTransport()) throws {
-        let verifyLimit = try seconds(call, "--verify-timeout", default: 300)
+        let verifyLimit = try seconds(call, "--verify-timeout", default: defaultVerifyLimit)
         let olderThan = try call.value("--if-older-than").map { text -> Int64 in
             guard let days = Int64(text), days >= 0 else { throw UsageError("--if-older-than takes a whole number of days, not '\(text)'", command: call.command) }
             return days
@@ -203,6 +203,9 @@ enum GoogleRotation {
             try rotate(call, name: name, vault: vault, link: link, current: current, foundByLookup: foundByLookup, age: age, verifyLimit: verifyLimit)
         }
     }
+
+    /// How long `--create` waits for Google to accept the new key, when --verify-timeout is not given.
+    static let defaultVerifyLimit = 300.0
 
     static func seconds(_ call: Invocation, _ option: String, default value: Double) throws -> Double {
         guard let text = call.value(option) else { return value }

@@ -1,8 +1,8 @@
 import GeminiClient
-import GemvaultConfig
 import GoogleAuth
 import GoogleHTTP
 import GoogleKeys
+import Settings
 import SystemIO
 import TerminalIO
 import VaultAccess

@@ -1,7 +1,7 @@
 import Agent
 import Conversations
-import GemvaultConfig
 import Rendering
+import Settings
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -14,7 +14,7 @@ let historyCommands: [CommandSpec] = [
     CommandSpec(path: ["history", "show"], arguments: "ID", argumentRange: 1...1,
                 summary: "print a saved conversation (any unique prefix of its id)",
                 options: [OptionSpec(name: "--raw", value: nil, help: "the text as saved, unstyled; escape sequences are shown as text, never run")],
-                details: "On a terminal, a conversation taller than the window goes through $PAGER (default 'less -FRX'; empty or 'cat' prints directly). $PAGER is split at spaces and run without a shell.",
+                details: "On a terminal, a conversation taller than the window goes through $PAGER (default '\(Pager.defaultCommand.joined(separator: " "))'; empty or 'cat' prints directly). $PAGER is split at spaces and run without a shell.",
                 run: HistoryCommand.show),
     CommandSpec(path: ["history", "search"], arguments: "TEXT", argumentRange: 1...1,
                 summary: "the saved conversations that hold TEXT (ignoring case), with the matching lines",

@@ -1,8 +1,8 @@
 import Conversations
 import GeminiClient
-import GemvaultConfig
 import GoogleAuth
 import GoogleHTTP
+import Settings
 import SystemIO
 import TerminalIO
 import VaultCore

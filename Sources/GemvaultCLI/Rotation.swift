@@ -1,6 +1,7 @@
 import GeminiClient
-import GemvaultConfig
 import GoogleKeys
+import KeyResolution
+import Settings
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -17,7 +18,7 @@ let rotationCommands: [CommandSpec] = [
                     OptionSpec(name: "--keep-old", value: nil, help: "with --create or --undo: leave the replaced key working at Google"),
                     OptionSpec(name: "--project", value: "PROJECT", help: "with --create: the Google project of the new key (default: the old key's)"),
                     OptionSpec(name: "--service-account", value: "EMAIL", help: "with --create: the service account to bind the new key to (default: the old key's)"),
-                    OptionSpec(name: "--verify-timeout", value: "DURATION", help: "with --create: how long Google may take before the new key works (default 5m)"),
+                    OptionSpec(name: "--verify-timeout", value: "DURATION", help: "with --create: how long Google may take before the new key works (default \(DurationText.text(GoogleRotation.defaultVerifyLimit)))"),
                     jsonOption],
                 details: "Without --create or --undo, the new key comes from a hidden prompt, or stdin when it is not a terminal. The check lists the models (one cheap call).\nA key the API refuses changes nothing (exit 6). Afterwards, delete the old key in Google AI Studio.\nWith --create, gemvault finds the key at Google (recorded by an earlier rotation, else keys:lookupKey), makes a new auth key bound to the same service account with the same restrictions, checks it against Gemini (retrying while Google propagates it), stores it, and deletes the old key. Any failure before the new key is stored deletes it again and leaves the vault as it was. Credentials: token_command, GOOGLE_APPLICATION_CREDENTIALS, gcloud's application-default credentials, or the metadata server (Docs/rotation.md). Google refusing exits 6, no answer 7.",
                 run: RotationCommand.rotate),
@@ -32,7 +33,7 @@ let rotationCommands: [CommandSpec] = [
 enum RotationCommand {
     static func rotate(_ call: Invocation) throws {
         let context = call.context
-        let name = call.positionals.first ?? "default"
+        let name = call.positionals.first ?? Setting.key.defaultValue
         let googleOnly = ["--if-older-than", "--keep-old", "--project", "--service-account", "--verify-timeout", "--json"]
         if call.flag("--create") && call.flag("--undo") { throw UsageError("give --create or --undo, not both", command: call.command) }
         if call.flag("--create") || call.flag("--undo") {

@@ -1,6 +1,6 @@
 import Agent
-import GemvaultConfig
 import GoogleKeys
+import Settings
 import SystemIO
 import TerminalIO
 import VaultAccess
@@ -9,8 +9,8 @@ import VaultCore
 let sessionCommands: [CommandSpec] = [
     CommandSpec(path: ["unlock"], arguments: "", argumentRange: 0...0,
                 summary: "unlock the vault once for a session: later commands need no passphrase",
-                options: [OptionSpec(name: "--idle", value: "DURATION", help: "lock after this long unused (setting session_idle, default 15m)"),
-                          OptionSpec(name: "--max", value: "DURATION", help: "lock after this long in any case (setting session_max, default 8h)")],
+                options: [OptionSpec(name: "--idle", value: "DURATION", help: "lock after this long unused (setting session_idle, default \(DurationText.text(Setting.sessionIdle.defaultValue)))"),
+                          OptionSpec(name: "--max", value: "DURATION", help: "lock after this long in any case (setting session_max, default \(DurationText.text(Setting.sessionMax.defaultValue)))")],
                 details: "Starts a background agent holding the vault in locked memory, or hands the key to one already running (agent --foreground).\nA second unlock leaves a running session alone. Docs/session.md explains the session.",
                 run: SessionCommand.unlock),
     CommandSpec(path: ["lock"], arguments: "", argumentRange: 0...0,

@@ -1,6 +1,7 @@
 import Agent
-import GemvaultConfig
 import GoogleKeys
+import KeyResolution
+import Settings
 import SystemIO
 import TerminalIO
 import VaultAccess
@@ -167,7 +168,7 @@ enum VaultCommand {
 
     static func setKey(_ call: Invocation) throws {
         let context = call.context
-        let name = call.positionals.first ?? "default"
+        let name = call.positionals.first ?? Setting.key.defaultValue
         try VaultContents.validateName(name)
         try context.vault.checkBeforePrompt()
         // The key first: stdin may be the key while the passphrase comes from the terminal or a descriptor.
@@ -189,14 +190,14 @@ enum VaultCommand {
     }
 
     static func getKey(_ call: Invocation) throws {
-        let name = call.positionals.first ?? "default"
+        let name = call.positionals.first ?? Setting.key.defaultValue
         try VaultContents.validateName(name)
         let context = call.context
         // One round trip when a session holds the vault: the key is asked for, not the status
         // first. Without one, a script with no terminal or passphrase source gets "no key"
         // (exit 5), as every command that needs the key does, not a generic failure.
         let stored = try context.vault.key(name, markUsed: true, beforePrompt: {
-            guard context.canReadPassphrase else { throw ConfigError.vaultNeedsPassphrase(path: context.vaultPath) }
+            guard context.canReadPassphrase else { throw KeySourceError.vaultNeedsPassphrase(path: context.vaultPath) }
         })
         guard let stored else { throw VaultError.keyNotFound(name: name) }
         try Output.writeSecret(stored.secret)

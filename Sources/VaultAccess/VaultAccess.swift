@@ -43,6 +43,9 @@ public final class VaultAccess {
         self.warn = warn
     }
 
+    /// Seconds to wait for another writer's lock when GEMVAULT_LOCK_TIMEOUT is not set.
+    public static let defaultLockTimeout = VaultStore.defaultLockTimeout
+
     /// The vault at `path` for one command: its lock (waiting `lockTimeout` seconds for
     /// another writer), its record of generations seen in `stateDirectory`, and its agent,
     /// asked first unless `useSession` is false (`--no-session`).
@@ -81,11 +84,15 @@ public final class VaultAccess {
     /// How many times this command parsed the vault file (the unit tests count them).
     private(set) var parses = 0
 
-    /// Forgets what this command read, so the next read sees the file as it is now: after a
-    /// wait for another process (a rotation lock) that may have written it meanwhile.
-    public func forgetRead() {
+    /// Takes a lock that guards this vault's file beside its own (a key's rotation lock). Its
+    /// holder may have written the vault meanwhile, so what this command read is dropped here,
+    /// and the next read sees the file as it is now.
+    public func acquireGuardingLock(_ name: String, in folder: TrustedFolder, timeout: Double,
+                                    onWait: (String) -> Void) throws(FileLock.Failure) -> FileLock {
+        let lock = try FileLock.acquire(name, in: folder, timeout: timeout, onWait: onWait)
         checkedFile = nil
         opened = nil
+        return lock
     }
 
     /// Everything that can be checked without a secret, done before a prompt so nobody types

@@ -32,6 +32,13 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
 @Suite struct SSEParserTests {
     static let expected = "Bonjour, the fake server says héllo wörld 你好 🚀.\n"
 
+    /// Gemini's usageMetadata reaches the neutral type field by field (the names `ask --json` prints).
+    @Test func usageIsReadFromTheWireOnce() throws {
+        let (events, _) = parseAll(try fixture("stream-thinking.sse"), chunkSize: 100_000)
+        let usage = try events.compactMap { try JSONDecoder().decode(GenerateContentResponse.self, from: Data($0)).usage }.last
+        #expect(usage == TokenUsage(promptTokenCount: 5, candidatesTokenCount: 3, thoughtsTokenCount: 40, totalTokenCount: 48))
+    }
+
     @Test(arguments: [1, 2, 3, 7, 64, 100_000])
     func crlfStreamSplitAnywhere(chunkSize: Int) throws {
         let (events, extra) = parseAll(try fixture("stream-basic.sse"), chunkSize: chunkSize)
@@ -142,7 +149,7 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
     @Test func retryInfoAndDailyQuota() throws {
         #expect(GoogleStatus.decode(try fixture("error-429-retryinfo.json"))?.retryDelay == 1)
         #expect(GoogleStatus.decode(Array(#"{"error":{"code":429,"details":[{"@type":"x","retryDelay":"250ms"}]}}"#.utf8))?.retryDelay == 0.25)
-        let client = GeminiClient(configuration: ClientConfiguration(endpoint: "http://127.0.0.1:9", apiVersion: "v1beta", timeout: 1),
+        let client = GeminiClient(configuration: ClientConfiguration(endpoint: "http://127.0.0.1:9", apiVersion: "v1beta", timeout: 1, maxAttempts: 5),
                                   apiKey: .init(utf8: "k"), errors: mapper)
         let daily: GeminiClient.Attempt<Int> = client.failure(429, try fixture("error-429-daily.json"), retryAfter: nil, errors: mapper)
         guard case .failed(let dailyError, let dailyFailure) = daily else { Issue.record("no failure"); return }

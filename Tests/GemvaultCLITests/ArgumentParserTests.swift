@@ -1,3 +1,5 @@
+import KeyResolution
+import Settings
 import Testing
 @testable import GemvaultCLI
 
@@ -98,7 +100,7 @@ import Testing
         #expect(ErrorReport.describe(UsageError("x")).0 == .usage)
         #expect(ErrorReport.describe(VaultCoreError.wrong).0 == .wrongSecret)
         #expect(ErrorReport.describe(VaultCoreError.damaged).0 == .damaged)
-        #expect(ErrorReport.describe(ConfigErrorCase.noKey).0 == .noKey)
+        #expect(ErrorReport.describe(KeySourceErrorCase.noKey).0 == .noKey)
         // Google's API Keys service and token endpoints: refused 6, no answer 7, no credential 1.
         #expect(ErrorReport.describe(GoogleError(.refused, "r")).0 == .apiRefused)
         #expect(ErrorReport.describe(GoogleError(.network, "n")).0 == .network)
@@ -116,7 +118,6 @@ import Testing
     }
 }
 
-import GemvaultConfig
 import GoogleAuth
 import VaultCore
 
@@ -125,6 +126,6 @@ private enum VaultCoreError {
     static let damaged = VaultError.damaged(path: "p", detail: "d")
 }
 
-private enum ConfigErrorCase {
-    static let noKey = ConfigError.noKey(reasons: [])
+private enum KeySourceErrorCase {
+    static let noKey = KeySourceError.noKey(reasons: [])
 }

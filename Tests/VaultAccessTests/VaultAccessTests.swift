@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SystemIO
 import Testing
 import VaultCore
 @testable import VaultAccess
@@ -64,6 +65,22 @@ private final class GivenPassphrase: PassphraseSource, @unchecked Sendable {
         let stored = try access.key("work", markUsed: true, beforePrompt: { checked += 1 })
         #expect(stored?.name == "work")
         #expect(access.parses == 1 && given.asked == 1 && checked == 1)
+    }
+
+    /// A lock guarding the vault (a key's rotation lock) is taken through the vault: whatever
+    /// its holder wrote meanwhile is what the command reads next, without a call to remember.
+    @Test func takingAGuardingLockReadsTheVaultAgain() throws {
+        let (access, _, folder) = try newVault()
+        try access.apply(.setKey(name: "work", secret: SecretBytes(utf8: "AQ.first-value-000000000000000000000000000"), now: 10))
+        #expect(try access.key("work", markUsed: false)?.updated == 10)
+        let other = VaultAccess(file: access.file, agent: nil, passphrase: GivenPassphrase(passphrase), observe: { _ in }, warn: { _ in })
+        _ = try other.apply(.replaceKey(name: "work", secret: SecretBytes(utf8: "AQ.second-value-00000000000000000000000000"), now: 20))
+        #expect(try access.key("work", markUsed: false)?.updated == 10)  // still what this command read
+        let parsed = access.parses
+        let lock = try access.acquireGuardingLock("work.lock", in: try TrustedFolder.create(folder + "/locks"), timeout: 1, onWait: { _ in })
+        withExtendedLifetime(lock) {}
+        #expect(try access.key("work", markUsed: false)?.updated == 20)
+        #expect(access.parses == parsed + 1)
     }
 
     @Test func aWrongPassphraseChangesNothing() throws {

@@ -1,4 +1,5 @@
 import GoogleKeys
+import Settings
 import SystemIO
 import VaultCore
 

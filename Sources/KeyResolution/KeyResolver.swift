@@ -1,3 +1,4 @@
+import Settings
 import SystemIO
 import VaultAccess
 import VaultCore
@@ -39,6 +40,23 @@ public enum KeySource: Sendable, Equatable {
         case .keyCommand: "update the secret your key_command reads"
         }
     }
+}
+
+/// Why no key could be had from the sources.
+public enum KeySourceError: Error, Equatable, Sendable {
+    /// No key anywhere; `reasons` says what each source lacked.
+    case noKey(reasons: [String])
+    /// The vault has a key but no passphrase can be read without a terminal.
+    case vaultNeedsPassphrase(path: String)
+    case keyCommandFailed(command: String, detail: String, stderr: String)
+    case keyFile(VaultError)
+}
+
+/// The key a source gave is not one header-safe line (`source` is the source's label): its
+/// later lines would go out as HTTP headers.
+public struct MalformedKeyError: Error, Sendable {
+    public let source: String
+    public let hint: String
 }
 
 /// The key for a request, and where it came from.
@@ -155,7 +173,7 @@ public struct KeyResolver {
         }
         reasons.append(explicitKeyName == nil ? "GOOGLE_API_KEY and GEMINI_API_KEY are not set" : "--key names a vault key, so the environment is not used")
         if vault.exists {
-            if sessionSettings == nil, !vault.passphraseSource.canProvide { throw ConfigError.vaultNeedsPassphrase(path: vaultPath) }
+            if sessionSettings == nil, !vault.passphraseSource.canProvide { throw KeySourceError.vaultNeedsPassphrase(path: vaultPath) }
             settings = try self.settings(vaultSettings: try sessionSettings ?? vault.settings())
             let name = keyName(settings)
             // Only the one key travels from a session, which records its use.
@@ -178,12 +196,12 @@ public struct KeyResolver {
             do {
                 secret = try KeyCommand.secret(command, timeout: settings[.keyCommandTimeout], environment: environment)
             } catch {
-                throw ConfigError.keyCommandFailed(command: error.program, detail: error.detail, stderr: error.stderr)
+                throw KeySourceError.keyCommandFailed(command: error.program, detail: error.detail, stderr: error.stderr)
             }
             return (ResolvedKey(secret: secret, source: .keyCommand(command: command), updated: nil), settings)
         }
         reasons.append("key_command is not set")
-        throw ConfigError.noKey(reasons: reasons)
+        throw KeySourceError.noKey(reasons: reasons)
     }
 
     /// Sources below or beside `winner` that also hold a key (checked without any prompt).
@@ -217,7 +235,7 @@ public struct KeyResolver {
             }
             return ResolvedKey(secret: secret, source: source, updated: status.modified)
         } catch let error as VaultError {
-            throw ConfigError.keyFile(error)
+            throw KeySourceError.keyFile(error)
         }
     }
 }

@@ -211,3 +211,8 @@ public enum SettingsSchema {
     public static func spec(named name: String) -> SettingSpec? { all.first { $0.name == name } }
     public static var names: [String] { all.map(\.name) }
 }
+
+extension Setting {
+    /// The value when no layer sets it (nil for a setting without a default).
+    public var defaultValue: Value { read(nil) }
+}

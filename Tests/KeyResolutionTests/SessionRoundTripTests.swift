@@ -1,7 +1,9 @@
 import GemvaultTesting
 import Testing
 import VaultCore
-@testable import GemvaultConfig
+@testable import Agent
+@testable import KeyResolution
+import Settings
 @testable import VaultAccess
 
 /// A passphrase that must not be needed: the session answers.
