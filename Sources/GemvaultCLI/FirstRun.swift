@@ -59,7 +59,7 @@ enum FirstRun {
                                                        confirmPrompt: "Repeat the passphrase: ")
         let code = RecoveryCode.generate()
         let document = try VaultDocument.create(path: context.vaultPath, passphrase: passphrase, recoveryCode: code,
-                                                kdf: KDFParameters.Preset.moderate.parameters)
+                                                kdf: VaultCommand.defaultPreset.parameters)
         try context.vault.store.withExclusiveLock { session in
             if try session.read() != nil { throw VaultError.alreadyExists(path: context.vaultPath) }
             try context.vault.save(document, in: session, backup: .previous, newVault: true)
