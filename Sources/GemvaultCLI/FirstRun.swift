@@ -150,8 +150,8 @@ enum FirstRun {
         let handlers = StreamHandlers(isCancelled: { Clock.monotonicSeconds() - start > limit })
         do {
             _ = try GeminiClient(configuration: configuration, apiKey: key, errors: errors).listModels(handlers: handlers)
-        } catch let error as GeminiError where error.category == .interrupted || error.reason == "timeout" {
-            throw GeminiError(category: .network, message: "the Gemini API at \(endpoint) did not answer within \(Int(limit)) s", reason: "timeout")
+        } catch let error as GeminiError where error.category == .interrupted || error.cause == .timeout {
+            throw GeminiError(category: .network, message: "the Gemini API at \(endpoint) did not answer within \(Int(limit)) s", cause: .timeout)
         }
     }
 
