@@ -116,7 +116,7 @@ enum ChatCommand {
         let history = context.history
         for id in try history.ids().reversed() {
             // A damaged file is reported when it is the one loaded below, not skipped silently.
-            guard let kind = try? history.loadIntact(id, with: keys).meta?.kind, kind == "ask" else { return id }
+            guard (try? history.loadIntact(id, with: keys).meta?.conversationKind) == .ask else { return id }
         }
         return nil
     }
@@ -129,7 +129,7 @@ enum ChatCommand {
         let context = call.context
         // A key the unlocked session handed over is the session's: when it is locked, the chat
         // stops using the key and saving turns.
-        let keyFromSession = keySource.kind == "vault" && (try? context.vault.sessionIsOpen()) == true
+        let keyFromSession = if case .vault = keySource { (try? context.vault.sessionIsOpen()) == true } else { false }
         var conversation = try conversation(settings, client)
         var writer: HistoryWriter?
         var system: String?
@@ -153,7 +153,7 @@ enum ChatCommand {
             writer = try history.reopen(id, after: transcript)
             Console.note("going on with conversation \(id.prefix(8)) (\(transcript.turns.count) turn\(transcript.turns.count == 1 ? "" : "s"), \(EscapeNeutralizer.neutralize(conversation.model)))")
         }
-        let (recorder, notice) = context.recorder(call, settings: settings, kind: "chat", resuming: writer, system: system)
+        let (recorder, notice) = context.recorder(call, settings: settings, kind: .chat, resuming: writer, system: system)
         if let notice { Console.note(notice) }
         let chatStyle = context.style(settings, fd: FileDescriptor.standardOutput.raw)
         // Bubbles are frames, not colours: NO_COLOR draws them without colour. They need a
@@ -320,7 +320,7 @@ enum ChatCommand {
         // The chat's rule for a cut-off reply (ChatReply.isKept): cut at the token limit, it is
         // kept though the exit code says it was cut; filtered or blocked, it is not.
         if let kept = saved.record(user: prompt, attachments: attachments, reply: turn) {
-            let (recorder, problem) = call.context.recorder(call, settings: settings, kind: "ask")
+            let (recorder, problem) = call.context.recorder(call, settings: settings, kind: .ask)
             recorder?.record(kept, in: saved, now: Clock.now())
             // Without a vault there is nothing to save to, and a script asking all day needs no
             // reminder; a vault whose history cannot be written is worth a word every time.

@@ -223,7 +223,7 @@ enum ErrorReport {
         case .unreadable(let path, let reason):
             return (.failure, "cannot read \(path): \(reason)", nil)
         case .insecureEndpoint(let url, let layer, let setting):
-            let what = setting == "endpoint" ? "the API key" : "the access token"
+            let what = setting == Setting.endpoint.name ? "the API key" : "the access token"
             return (.usage, "\(layer): \(setting): \(url) is plain http on a non-loopback host; \(what) would travel unencrypted",
                     "use https, or pass --allow-insecure-endpoint if you really mean it")
         case .noKey(let reasons):
@@ -234,7 +234,7 @@ enum ErrorReport {
                     "run 'gemvault unlock' first, or pass --passphrase-fd N or --passphrase-file PATH")
         case .keyCommandFailed(let command, let detail, let stderr, let setting):
             let shown = stderr.isEmpty ? "" : "; its stderr: " + EscapeNeutralizer.neutralize(stderr)
-            if setting != "key_command" {
+            if setting != Setting.keyCommand.name {
                 return (.failure, "\(setting) '\(command)' \(detail)\(shown)", "check the command with: gemvault config get \(setting)")
             }
             return (.noKey, "key_command '\(command)' \(detail)\(shown)", "check the command with: gemvault config get key_command")

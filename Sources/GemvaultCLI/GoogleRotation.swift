@@ -281,7 +281,7 @@ enum GoogleRotation {
                                             restrictions: restrictions, serviceAccount: serviceAccount, annotations: annotations)
             return try client.wait(started, what: "creating \(keyId)")
         }
-        if case .failure(let error) = creation, error.reason == GoogleError.stillPending || error.mayHaveBeenPerformed {
+        if case .failure(let error) = creation, error.isStillPending || error.mayHaveBeenPerformed {
             throw GoogleError(error.category, error.message + "; the key \(keyId) may still be made",
                               hint: "the next 'gemvault key rotate --create \(name)' deletes it if it was; or see for yourself: "
                                   + "\(byHand(planned, "describe")), then \(byHand(planned))", status: error.status, reason: error.reason)

@@ -71,7 +71,7 @@ extension Context {
 
     /// A recorder for a new conversation, or nil with the reason it is not saved. `resuming`
     /// goes on with a file whose system instruction in effect is `system`.
-    func recorder(_ call: Invocation, settings: Settings, kind: String, resuming writer: HistoryWriter? = nil,
+    func recorder(_ call: Invocation, settings: Settings, kind: ConversationKind, resuming writer: HistoryWriter? = nil,
                   system: String? = nil) -> (ConversationRecorder?, String?) {
         if call.flag(.noSave) { return (nil, nil) }
         guard vault.exists else {
@@ -350,25 +350,28 @@ enum HistoryCommand {
         }
     }
 
-    /// What `history export` writes without --format.
-    static let defaultFormat = "md"
+    /// What `history export` writes.
+    enum ExportFormat: String {
+        case md, json
+    }
+
+    /// Without --format.
+    static let defaultFormat = ExportFormat.md
 
     static func export(_ call: Invocation) throws {
-        let format = call.value(.format) ?? defaultFormat
-        guard ["md", "json"].contains(format) else { throw UsageError("--format takes md or json, not '\(format)'", command: call.command) }
+        let name = call.value(.format) ?? defaultFormat.rawValue
+        guard let format = ExportFormat(rawValue: name) else { throw UsageError("--format takes md or json, not '\(name)'", command: call.command) }
         let transcript = try load(call)
         switch format {
-        case "json":
+        case .json:
             try Output.json(Export(id: transcript.id, meta: transcript.meta, turns: transcript.turns.map(ExportedTurn.init)), schema: .historyExport)
-        case "md":
+        case .md:
             var text = "# \(transcript.meta?.title ?? "gemvault conversation")\n\n_\(transcript.meta?.model ?? "?"), \(Output.isoDate(transcript.meta?.created ?? 0))_\n\n"
             for (turn, notes) in annotated(transcript) {
                 text += "## You\n\n" + notes.map { "_(\($0))_\n\n" }.joined() + "\(turn.user)\n\n## Gemini\n\n\(turn.model)\(turn.interrupted ? "\n\n_[interrupted]_" : "")\n\n"
             }
             // Control characters have no place in Markdown, and could drive a terminal.
             try Console.out(EscapeNeutralizer.neutralize(text))
-        case let other:
-            throw UsageError("--format takes md or json, not '\(other)'", command: call.command)
         }
     }
 }

@@ -124,7 +124,7 @@ extension OptionSpec {
     static let all = OptionSpec(name: "--all", value: nil, help: "delete every saved conversation")
     static let olderThan = OptionSpec(name: "--older-than", value: "DURATION", help: "delete those last written before, such as 30d")
     static let yes = OptionSpec(name: "--yes", value: nil, help: "delete without asking (needed for --all and --older-than without a terminal)")
-    static let format = OptionSpec(name: "--format", value: "md|json", help: "\(HistoryCommand.defaultFormat) (default) or json")
+    static let format = OptionSpec(name: "--format", value: "md|json", help: "\(HistoryCommand.defaultFormat.rawValue) (default) or json")
 
     // chat, ask, models
     static let continueChat = OptionSpec(name: "--continue", value: nil, help: "go on with the latest saved chat (not an ask), with the model it used")
