@@ -100,17 +100,44 @@ enum VaultCommand {
         guard let preset = KDFParameters.Preset(rawValue: presetName) else {
             throw UsageError("--kdf takes interactive, moderate or sensitive, not '\(presetName)'", command: call.command)
         }
-        let store = context.vault.store
-        if store.exists && !call.flag(.forceReplace) { throw VaultError.alreadyExists(path: context.vaultPath) }
-        if store.exists { try confirmReplacing(context) }
-        let passphrase = try context.readNewPassphrase(try context.passphraseSource(),
-                                                       prompt: "New passphrase for \(context.vaultPath): ", confirmPrompt: "Repeat the passphrase: ")
+        let replacing = call.flag(.forceReplace)
+        if context.vault.exists && !replacing { throw VaultError.alreadyExists(path: context.vaultPath) }
+        if context.vault.exists { try confirmReplacing(context) }
+        let created = try createVault(context, passphraseFrom: try context.passphraseSource(), kdf: preset, replacing: replacing)
+        if let kept = created.keptAside {
+            Console.note("the vault it replaces was kept as \(kept), with its conversations (gemvault --vault \(kept) history list)")
+        }
+        let code = created.recoveryCode
+        if call.flag(.json) {
+            let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+            try Output.json(InitResult(vault: context.vaultPath, kdf: preset.rawValue, recovery_code: text), schema: .initResult)
+        } else {
+            Console.note("created \(context.vaultPath) (Argon2id \(preset.rawValue))")
+            Console.note("the recovery code below is shown only this once; write it down and keep it offline")
+            try Output.writeSecret(code)
+        }
+    }
+
+    /// A vault just written, open with the key its passphrase derived, and its recovery code (to show once).
+    struct CreatedVault {
+        let vault: UnlockedVault
+        let recoveryCode: SecretBytes
+        /// Where the vault it replaced was kept, with its conversations.
+        let keptAside: String?
+    }
+
+    /// The steps `init` and the first run share: the new passphrase (twice on a terminal), a
+    /// recovery code, and the file written under the lock. An existing vault is refused, or
+    /// with `replacing` (init --force) kept aside under a dated name.
+    static func createVault(_ context: Context, passphraseFrom source: SecretSource, kdf preset: KDFParameters.Preset,
+                            replacing: Bool) throws -> CreatedVault {
+        let passphrase = try context.readNewPassphrase(source, prompt: "New passphrase for \(context.vaultPath): ", confirmPrompt: "Repeat the passphrase: ")
         let code = RecoveryCode.generate()
         let document = try VaultDocument.create(path: context.vaultPath, passphrase: passphrase, recoveryCode: code, kdf: preset.parameters)
         var kept: String?
-        try store.withExclusiveLock { session in
+        try context.vault.store.withExclusiveLock { session in
             if try session.read() != nil {
-                guard call.flag(.forceReplace) else { throw VaultError.alreadyExists(path: context.vaultPath) }
+                guard replacing else { throw VaultError.alreadyExists(path: context.vaultPath) }
                 // Nothing a flag does may lose keys: the old vault stays, under a dated name.
                 kept = try session.keepAside(suffix: ".replaced-" + Output.compactDate(Output.now()))
             }
@@ -121,16 +148,8 @@ enum VaultCommand {
             }
             try context.vault.save(document, in: session, backup: .previous, newVault: true)
         }
-        if let kept { Console.note("the vault it replaces was kept as \(kept), with its conversations (gemvault --vault \(kept) history list)") }
         context.rememberRecipient(document.contents)
-        if call.flag(.json) {
-            let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-            try Output.json(InitResult(vault: context.vaultPath, kdf: preset.rawValue, recovery_code: text), schema: .initResult)
-        } else {
-            Console.note("created \(context.vaultPath) (Argon2id \(preset.rawValue))")
-            Console.note("the recovery code below is shown only this once; write it down and keep it offline")
-            try Output.writeSecret(code)
-        }
+        return CreatedVault(vault: try context.vault.created(document), recoveryCode: code, keptAside: kept)
     }
 
     /// On a terminal, `init --force` says what it would replace and asks first. Counting the
