@@ -191,4 +191,16 @@ extension FinishReason {
         case let other?: self = .other(other)
         }
     }
+
+    /// Gemini's word for it, and `blocked:REASON` for a blocked prompt: the reason `ask --json` prints.
+    var reasonName: String {
+        switch self {
+        case .complete: "STOP"
+        case .maxTokens: "MAX_TOKENS"
+        case .safety: "SAFETY"
+        case .recitation: "RECITATION"
+        case .blocked(let reason): "blocked:" + reason
+        case .other(let name): name
+        }
+    }
 }

@@ -226,7 +226,7 @@ enum ErrorReport {
         case .unreadable(let path, let reason):
             return (.failure, "cannot read \(path): \(reason)", nil)
         case .insecureEndpoint(let url, let layer, let setting):
-            let what = setting == "endpoint" ? "the API key" : "the access token"
+            let what = setting == Setting.endpoint.name ? "the API key" : "the access token"
             return (.usage, "\(layer): \(setting): \(url) is plain http on a non-loopback host; \(what) would travel unencrypted",
                     "use https, or pass --allow-insecure-endpoint if you really mean it")
         case .refused(let failure):

@@ -6,8 +6,7 @@ import VaultCore
 let execCommands: [CommandSpec] = [
     CommandSpec(path: ["exec"], arguments: "-- COMMAND [ARGS...]", argumentRange: 1...Int.max,
                 summary: "run a command with the API key in its environment (GEMINI_API_KEY)",
-                options: [OptionSpec(name: "--env", value: "VAR", help: "the variable to set (default \(ExecCommand.defaultVariable))"),
-                          OptionSpec(name: "--force", value: nil, help: "run even inside another 'gemvault exec'")] + keySourceOptions,
+                options: [.env, .forceNested] + keySourceOptions,
                 details: """
                 GOOGLE_API_KEY is removed unless --env names it, so it cannot shadow the key. --env refuses the variables the
                 dynamic loader and the C library read (every LD_ name, GCONV_PATH, TMPDIR and the rest of glibc's list). The command gets only
@@ -37,11 +36,11 @@ enum ExecCommand {
 
     static func run(_ call: Invocation) throws {
         let context = call.context
-        if context.environment[nestingVariable] != nil && !call.flag("--force") {
+        if context.environment[nestingVariable] != nil && !call.flag(.forceNested) {
             throw CommandFailure(.failure, "already inside 'gemvault exec' (\(nestingVariable) is set)",
                                  hint: "run the command directly, or pass --force to nest on purpose")
         }
-        let variable = call.value("--env") ?? defaultVariable
+        let variable = call.value(.env) ?? defaultVariable
         guard !variable.isEmpty, variable.utf8.allSatisfy({ $0 == 0x5f || ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7a) }),
               variable.first.map({ !$0.isNumber }) == true else {
             throw UsageError("--env takes a variable name, not '\(variable)'", command: call.command)

@@ -31,7 +31,7 @@ enum FirstRun {
             Console.note("nothing was created; run 'gemvault init' when you are ready")
             return
         }
-        let vault = try context.vault.created(try createVault(context))
+        let vault = try createVault(context)
 
         guard TerminalQuestion.offer("2. Store your Gemini API key in it now (hidden input)?") else {
             Console.note("no key stored; 'gemvault key set' adds one later")
@@ -55,26 +55,17 @@ enum FirstRun {
     }
 
     /// Like `init`: the passphrase twice, then the recovery code once, kept until confirmed.
-    private static func createVault(_ context: Context) throws -> VaultDocument {
-        let passphrase = try context.readNewPassphrase(.terminal, prompt: "New passphrase for \(context.vaultPath): ",
-                                                       confirmPrompt: "Repeat the passphrase: ")
-        let code = RecoveryCode.generate()
-        let document = try VaultDocument.create(path: context.vaultPath, passphrase: passphrase, recoveryCode: code,
-                                                kdf: KDFParameters.Preset.moderate.parameters)
-        try context.vault.store.withExclusiveLock { session in
-            if try session.read() != nil { throw VaultError.alreadyExists(path: context.vaultPath) }
-            try context.vault.save(document, in: session, backup: .previous, newVault: true)
-        }
-        context.rememberRecipient(document.contents)
+    private static func createVault(_ context: Context) throws -> UnlockedVault {
+        let created = try VaultCommand.createVault(context, passphraseFrom: .terminal, kdf: VaultCommand.defaultPreset, replacing: false)
         Console.err("gemvault: created \(context.vaultPath)\n\nYour recovery code opens the vault if the passphrase is lost. It is shown only this once:\n\n    ")
-        try Output.writeSecret(code)
+        try Output.writeSecret(created.recoveryCode)
         Console.err("\nWrite it down and keep it offline, away from this machine.\n")
         while !TerminalQuestion.confirm("Have you stored the recovery code?") {
             guard TerminalQuestion.available else { break }
             Console.err("It cannot be shown again. Without it, a forgotten passphrase loses every key in the vault.\n")
             if TerminalQuestion.confirm("Go on without storing it?") { break }
         }
-        return document
+        return created.vault
     }
 
     /// The key, warned about like `key set` does; a key of the wrong shape is typed again
@@ -151,8 +142,8 @@ enum FirstRun {
         let handlers = StreamHandlers(isCancelled: { Clock.monotonicSeconds() - start > limit })
         do {
             _ = try GeminiClient(configuration: configuration, apiKey: key, errors: errors).listModels(handlers: handlers)
-        } catch let error as GeminiError where error.category == .interrupted || error.reason == "timeout" {
-            throw GeminiError(category: .network, message: "the Gemini API at \(endpoint) did not answer within \(Int(limit)) s", reason: "timeout")
+        } catch let error as GeminiError where error.category == .interrupted || error.cause == .timeout {
+            throw GeminiError(category: .network, message: "the Gemini API at \(endpoint) did not answer within \(Int(limit)) s", cause: .timeout)
         }
     }
 

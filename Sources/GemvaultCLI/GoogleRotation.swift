@@ -74,7 +74,7 @@ enum GoogleRotation {
     static func credentials(_ call: Invocation, _ settings: Settings) -> GoogleCredentials {
         GoogleCredentials(CredentialSettings(tokenCommand: settings[.tokenCommand], commandTimeout: settings[.keyCommandTimeout],
                                              environment: call.context.environment, home: call.context.paths.home, timeout: settings[.timeout],
-                                             allowInsecure: call.flag("--allow-insecure-endpoint"), warn: { Console.warning($0) }))
+                                             allowInsecure: call.flag(.allowInsecureEndpoint), warn: { Console.warning($0) }))
     }
 
     /// The API Keys client, made when first needed (a young key's `--if-older-than` asks Google
@@ -128,7 +128,7 @@ enum GoogleRotation {
     }
 
     static func finish(_ call: Invocation, _ report: Report) throws {
-        if call.flag("--json") { try Output.json(report, schema: .keyRotate) }
+        if call.flag(.json) { try Output.json(report, schema: .keyRotate) }
     }
 
     /// `gcloud` commands for a key gemvault could not deal with itself.
@@ -173,8 +173,8 @@ enum GoogleRotation {
     // MARK: key rotate --create
 
     static func create(_ call: Invocation, name: String, transport: any HTTPTransport = CurlTransport()) throws {
-        let verifyLimit = try seconds(call, "--verify-timeout", default: defaultVerifyLimit)
-        let olderThan = try call.value("--if-older-than").map { text -> Int64 in
+        let verifyLimit = try seconds(call, .verifyTimeout, default: defaultVerifyLimit)
+        let olderThan = try call.value(.ifOlderThan).map { text -> Int64 in
             guard let days = Int64(text), days >= 0 else { throw UsageError("--if-older-than takes a whole number of days, not '\(text)'", command: call.command) }
             return days
         }
@@ -187,7 +187,7 @@ enum GoogleRotation {
             var current: GoogleKey?
             var foundByLookup = false
             if let record = vault.google {
-                current = try liveKey(try link.client(project: call.value("--project") ?? record.project), record.resource, name: name)
+                current = try liveKey(try link.client(project: call.value(.project) ?? record.project), record.resource, name: name)
             } else {
                 current = try lookUp(call, name: name, vault: vault, link: link)
                 foundByLookup = current != nil
@@ -207,10 +207,10 @@ enum GoogleRotation {
     /// How long `--create` waits for Google to accept the new key, when --verify-timeout is not given.
     static let defaultVerifyLimit = 300.0
 
-    static func seconds(_ call: Invocation, _ option: String, default value: Double) throws -> Double {
+    static func seconds(_ call: Invocation, _ option: OptionSpec, default value: Double) throws -> Double {
         guard let text = call.value(option) else { return value }
         guard let seconds = DurationText.seconds(text), seconds >= 1, seconds <= 3600 else {
-            throw UsageError("\(option) takes a duration from 1s to 1h (like 300, 90s or 5m), not '\(text)'", command: call.command)
+            throw UsageError("\(option.name) takes a duration from 1s to 1h (like 300, 90s or 5m), not '\(text)'", command: call.command)
         }
         return seconds
     }
@@ -228,13 +228,13 @@ enum GoogleRotation {
     /// A current key whose Google name the vault does not hold, found by its string
     /// (keys:lookupKey); nil when Google cannot find it and the new key's home was given.
     static func lookUp(_ call: Invocation, name: String, vault: VaultView, link: GoogleLink) throws -> GoogleKey? {
-        let client = try link.client(project: call.value("--project"))
+        let client = try link.client(project: call.value(.project))
         Console.note("looking the current key of '\(name)' up at Google (keys:lookupKey)")
         let found: GoogleKey
         do {
             found = try client.get(try client.lookup(vault.key.secret))
         } catch {
-            let flagsGiven = call.value("--service-account") != nil && call.value("--project") != nil
+            let flagsGiven = call.value(.serviceAccount) != nil && call.value(.project) != nil
             // A 403 is also what a credential without the role gets: told as such unless the
             // new key's home was given.
             guard error.status == 404 || (error.status == 403 && flagsGiven) else { throw error }
@@ -243,7 +243,7 @@ enum GoogleRotation {
                                   hint: "for a key that lookup cannot find, give the new key's home: --project PROJECT --service-account EMAIL",
                                   status: error.status, reason: error.reason)
             }
-            Console.note("Google could not find the current key; making a new one in project \(call.value("--project")!) as asked")
+            Console.note("Google could not find the current key; making a new one in project \(call.value(.project)!) as asked")
             return nil
         }
         return try liveKey(client, found.name, name: name)
@@ -252,11 +252,11 @@ enum GoogleRotation {
     private static func rotate(_ call: Invocation, name: String, vault: VaultView, link: GoogleLink, current: GoogleKey?, foundByLookup: Bool,
                                age: Int64, verifyLimit: Double) throws {
         let settings = link.settings
-        var client = try link.client(project: call.value("--project") ?? vault.google?.project)
+        var client = try link.client(project: call.value(.project) ?? vault.google?.project)
         let resource = current?.name
-        guard let project = call.value("--project") ?? current?.project else { throw UsageError("--project is needed", command: call.command) }
+        guard let project = call.value(.project) ?? current?.project else { throw UsageError("--project is needed", command: call.command) }
         client = try link.client(project: project)
-        guard let serviceAccount = call.value("--service-account") ?? current?.serviceAccountEmail, !serviceAccount.isEmpty else {
+        guard let serviceAccount = call.value(.serviceAccount) ?? current?.serviceAccountEmail, !serviceAccount.isEmpty else {
             throw GoogleError(.refused, "the current key of '\(name)' is not bound to a service account, and Gemini takes only auth keys",
                               hint: "name the service account the new key is bound to: --service-account EMAIL")
         }
@@ -278,7 +278,7 @@ enum GoogleRotation {
         let stamp = String(Output.isoDate(Output.now()).filter(\.isNumber))
         let keyId = Self.keyId(name: name, stamp: stamp)
         let planned = "projects/\(project)/locations/global/keys/\(keyId)"
-        try vault.journal.begin(.init(action: "rotation", made: planned, current: planned, retire: call.flag("--keep-old") ? nil : resource))
+        try vault.journal.begin(.init(action: "rotation", made: planned, current: planned, retire: call.flag(.keepOld) ? nil : resource))
         Console.note("creating \(keyId) in project \(project), bound to \(serviceAccount)")
         let annotations = ["gemvault-vault": vault.tag, "gemvault-key": String(name.prefix(63))]
         let creation = Result { () throws(GoogleError) -> GoogleOperation in
@@ -286,7 +286,7 @@ enum GoogleRotation {
                                             restrictions: restrictions, serviceAccount: serviceAccount, annotations: annotations)
             return try client.wait(started, what: "creating \(keyId)")
         }
-        if case .failure(let error) = creation, error.reason == GoogleError.stillPending || error.mayHaveBeenPerformed {
+        if case .failure(let error) = creation, error.isStillPending || error.mayHaveBeenPerformed {
             throw GoogleError(error.category, error.message + "; the key \(keyId) may still be made",
                               hint: "the next 'gemvault key rotate --create \(name)' deletes it if it was; or see for yourself: "
                                   + "\(byHand(planned, "describe")), then \(byHand(planned))", status: error.status, reason: error.reason)
@@ -330,7 +330,7 @@ enum GoogleRotation {
 
         // (6) Delete the old key at Google, with its etag.
         var deleted = false
-        if let resource, !call.flag("--keep-old") {
+        if let resource, !call.flag(.keepOld) {
             do {
                 if try deleteAtGoogle(client, resource) == .deleted {
                     Console.note("deleted the old key \(resource) at Google; Google may still accept it for up to about 25 minutes, and can undelete it for 30 days ('gemvault key rotate --undo \(name)')")

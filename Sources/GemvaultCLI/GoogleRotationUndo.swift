@@ -32,11 +32,11 @@ extension GoogleRotation {
                 Console.note("undeleting \(previous.resource) at Google")
                 _ = try client.wait(try client.undelete(previous.resource), what: "undeleting \(previous.resource)")
             }
-            try vault.journal.begin(.init(action: "--undo", made: nil, current: previous.resource, retire: call.flag("--keep-old") ? nil : newer.resource))
+            try vault.journal.begin(.init(action: "--undo", made: nil, current: previous.resource, retire: call.flag(.keepOld) ? nil : newer.resource))
             _ = try vault.apply(.rollBack(name: name, now: Output.now()))
             Console.note("key '\(name)' is back to its previous value (\(previous.resource))")
             var deleted = false
-            if !call.flag("--keep-old") {
+            if !call.flag(.keepOld) {
                 do {
                     if try deleteAtGoogle(client, newer.resource) == .deleted {
                         Console.note("deleted the newer key \(newer.resource) at Google; Google may still accept it for up to about 25 minutes")

@@ -77,7 +77,7 @@ struct KeyCheck {
                                                    handlers: StreamHandlers())
                 }
                 return
-            } catch let error as GeminiError where error.reason == "API_KEY_SERVICE_BLOCKED" && remaining.count > 1 {
+            } catch let error as GeminiError where error.cause == .google(.apiKeyServiceBlocked) && remaining.count > 1 {
                 Console.note("the new key may not call \(probe.shortName); checking it with \(remaining.dropFirst().first!.shortName)")
                 remaining = remaining.dropFirst()
             } catch is CutReply {
@@ -88,7 +88,7 @@ struct KeyCheck {
                 guard elapsed + delay < limit else {
                     throw GeminiError(category: error.category, message: "the new key was still refused after \(Int(elapsed)) s: \(error.message)",
                                       hint: "Google can take up to 5 minutes before a new key works; try again with a longer --verify-timeout",
-                                      status: error.status, reason: error.reason)
+                                      status: error.status, cause: error.cause)
                 }
                 Console.note("the new key is not accepted yet (\(error.status.map { "HTTP \($0) " } ?? "")\(error.reason)); new keys can take up to 5 minutes, trying again in \(Int(delay)) s (\(Int(elapsed)) of \(Int(limit)) s)")
                 Clock.sleep(delay)

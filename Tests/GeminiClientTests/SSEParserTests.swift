@@ -126,7 +126,7 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
 
     @Test func restrictionsAndDisabledServiceSayWhatToDo() throws {
         let blocked = mapper.apiError(status: 403, body: try fixture("error-403-service-blocked.json"))
-        #expect(blocked.reason == "API_KEY_SERVICE_BLOCKED" && blocked.hint?.contains("Generative Language API") == true)
+        #expect(blocked.cause == .google(.apiKeyServiceBlocked) && blocked.reason == "API_KEY_SERVICE_BLOCKED" && blocked.hint?.contains("Generative Language API") == true)
         #expect(blocked.hint?.contains("Gemini for Google Cloud API") == true)
         let disabled = mapper.apiError(status: 403, body: try fixture("error-403-disabled.json"))
         #expect(disabled.reason == "SERVICE_DISABLED" && disabled.category == .refused)
@@ -160,11 +160,16 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
     }
 
     @Test func finishReasons() {
-        #expect(mapper.finishProblem(finishReason: "STOP", blockReason: nil) == nil)
-        #expect(mapper.finishProblem(finishReason: nil, blockReason: "SAFETY")?.reason == "blocked:SAFETY")
-        for reason in ["SAFETY", "RECITATION", "MAX_TOKENS", "OTHER"] {
-            #expect(mapper.finishProblem(finishReason: reason, blockReason: nil)?.reason == reason)
+        func problem(_ finishReason: String?, blocked: String? = nil) -> GeminiError? {
+            mapper.finishProblem(FinishReason(gemini: finishReason, blockReason: blocked))
         }
+        #expect(problem("STOP") == nil && problem("FINISH_REASON_UNSPECIFIED") == nil && problem(nil) == nil)
+        let blocked = problem("STOP", blocked: "SAFETY")
+        #expect(blocked?.cause == .finish(.blocked("SAFETY")) && blocked?.reason == "blocked:SAFETY")
+        for reason in ["SAFETY", "RECITATION", "MAX_TOKENS", "OTHER"] {
+            #expect(problem(reason)?.reason == reason)
+        }
+        #expect(problem("MAX_TOKENS")?.cause == .finish(.maxTokens) && problem("OTHER")?.cause == .finish(.other("OTHER")))
     }
 
     @Test func redactionDropsKeyShapedWords() {
@@ -189,7 +194,7 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
                                   apiKey: .init(utf8: "k"), errors: ErrorMapper(keyOrigin: "", keyReplaceHint: "", keyKind: .auth, model: "m", apiVersion: "v1beta"))
         var notices: [RetryNotice] = []
         var calls = 0
-        let unavailable = GeminiError(category: .network, message: "m", status: 503, reason: "UNAVAILABLE")
+        let unavailable = GeminiError(category: .network, message: "m", status: 503, cause: .status("UNAVAILABLE"))
         #expect(throws: unavailable) {
             try client.withRetries(handlers: StreamHandlers(onRetry: { notices.append($0) })) { () -> GeminiClient.Attempt<Int> in
                 calls += 1
@@ -200,7 +205,7 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
         calls = 0
         let value = try client.withRetries(handlers: StreamHandlers(onRetry: { notices.append($0) })) { () -> GeminiClient.Attempt<Int> in
             calls += 1
-            return calls == 1 ? .failed(GeminiError(category: .refused, message: "m", status: 429, reason: "R"), .status(429, serverDelay: 0.05, dailyQuota: false)) : .done(7)
+            return calls == 1 ? .failed(GeminiError(category: .refused, message: "m", status: 429, cause: .status("R")), .status(429, serverDelay: 0.05, dailyQuota: false)) : .done(7)
         }
         #expect(value == 7 && notices.last?.delay == 0.05)
         // Text already shown is never repeated by a retry.

@@ -120,11 +120,11 @@ final class FakeGoogle: @unchecked Sendable {
         Context(environment: ["HOME": folder.path, "XDG_STATE_HOME": folder.appending("state"), "XDG_CONFIG_HOME": folder.appending("config"),
                               "XDG_RUNTIME_DIR": folder.appending("run"), "GEMVAULT_TOKEN_COMMAND": "/bin/echo ya29.rotation-token",
                               "GEMVAULT_ENDPOINT": FakeGoogle.gemini, "GEMVAULT_APIKEYS_ENDPOINT": String(FakeGoogle.apiKeys.dropLast(4))],
-                options: ["--vault": folder.appending("vault/vault"), "--passphrase-file": folder.appending("passphrase")])
+                options: ParsedOptions(byName: ["--vault": folder.appending("vault/vault"), "--passphrase-file": folder.appending("passphrase")]))
     }
 
     private func call(_ flags: [String: String]) -> Invocation {
-        Invocation(command: rotationCommands[0], positionals: ["default"], options: flags, context: context())
+        Invocation(command: rotationCommands[0], positionals: ["default"], options: ParsedOptions(byName: flags), context: context())
     }
 
     private func create(_ flags: [String: String] = [:]) throws {
