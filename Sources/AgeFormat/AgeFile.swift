@@ -27,6 +27,9 @@ public enum AgeFile {
         try decryptBinary(try AgeArmor.binary(file), with: identities)
     }
 
+    /// Whether `file` is ASCII-armored (after leading white space).
+    public static func isArmored(_ file: [UInt8]) -> Bool { AgeArmor.isArmored(file) }
+
     /// The recipient stanzas of `file`, for saying who a file is for without opening it.
     public static func stanzas(of file: [UInt8]) throws(AgeError) -> [AgeStanza] {
         try AgeHeader.parse(AgeArmor.isArmored(file) ? try AgeArmor.binary(file) : file).stanzas

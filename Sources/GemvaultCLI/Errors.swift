@@ -1,8 +1,10 @@
+import AgeFormat
 import GoogleAuth
 import Agent
 import Conversations
 import KeyResolution
 import Settings
+import Sharing
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -124,6 +126,10 @@ enum ErrorReport {
             return (.failure, "cannot write to standard output: \(output.reason)", nil)
         case let agent as AgentError:
             return describe(agent)
+        case let sharing as SharingError:
+            return describe(sharing)
+        case let age as AgeError:
+            return describe(age)
         case let history as HistoryStore.Failure:
             switch history {
             case .notFound, .ambiguous: return (.failure, history.description, "'gemvault history list' shows the ids")
@@ -190,6 +196,33 @@ enum ErrorReport {
             return (.failure, "key '\(name)' has no earlier value to roll back to", "'gemvault key history \(name)' lists what the vault keeps")
         case .noBackup(let path):
             return (.failure, "there is no backup at \(path)", nil)
+        }
+    }
+
+    static func describe(_ error: SharingError) -> (ExitCode, String, String?) {
+        switch error {
+        case .badRecipient(let what):
+            return (.usage, what, "a recipient is an age1… recipient ('gemvault identity' prints this vault's), an ssh-ed25519 public key line, or a .pub file with one")
+        case .malformed(let detail):
+            return (.damaged, "the share is not what gemvault writes: \(detail); nothing was stored", nil)
+        case .age(let age):
+            return describe(age)
+        case .signing:
+            return (.failure, "the vault's sharing identity could not sign the share", nil)
+        }
+    }
+
+    /// A share file age cannot read: damage is exit 4; a file for someone else, or of a kind
+    /// gemvault does not read, is 1.
+    static func describe(_ error: AgeError) -> (ExitCode, String, String?) {
+        switch error.kind {
+        case .noMatch:
+            return (.failure, "the file is not encrypted to this vault's identity (or to the -i identities given); nothing was stored",
+                    "ask the sender to share to the recipient 'gemvault identity' prints")
+        case .unsupported:
+            return (.failure, "\(error.detail); nothing was stored", nil)
+        default:
+            return (.damaged, "the share file is damaged (\(error.kind.rawValue): \(error.detail)); nothing was stored", nil)
         }
     }
 

@@ -126,6 +126,25 @@ extension OptionSpec {
     static let yes = OptionSpec(name: "--yes", value: nil, help: "delete without asking (needed for --all and --older-than without a terminal)")
     static let format = OptionSpec(name: "--format", value: "md|json", help: "\(HistoryCommand.defaultFormat.rawValue) (default) or json")
 
+    // identity, key share, key import
+    static let label = OptionSpec(name: "--label", value: "TEXT", help: "the name your shares carry as their sender (default user@host)")
+    static let to = OptionSpec(name: "--to", value: "RECIPIENT", help: "an age1… recipient, an ssh-ed25519 public key line, or a .pub file with one (repeatable)",
+                               repeatable: true)
+    static let recipientsFile = OptionSpec(name: "--recipients-file", value: "FILE", help: "age's recipients file: one recipient a line, # comments (repeatable)",
+                                           shortName: "-R", repeatable: true)
+    static let armor = OptionSpec(name: "--armor", value: nil, help: "write ASCII armor (PEM) instead of the binary age format")
+    static let output = OptionSpec(name: "--output", value: "FILE", help: "write the share to FILE (atomically, mode 0644) instead of stdout", shortName: "-o")
+    static let overwrite = OptionSpec(name: "--force", value: nil, help: "replace the --output file when it exists")
+    static let mode = OptionSpec(name: "--mode", value: "MODE", help: "the --output file's mode: 644 (default: its readers may share a folder) or 600")
+    static let list = OptionSpec(name: "--list", value: nil, help: "show who the key was shared with: recipient, label, when, file")
+    static let identityFile = OptionSpec(name: "--identity", value: "FILE",
+                                         help: "decrypt with an age identity file or an unencrypted ssh-ed25519 private key instead of the vault's identity (repeatable)",
+                                         shortName: "-i", repeatable: true)
+    static let yesStore = OptionSpec(name: "--yes", value: nil, help: "store without asking (needed without a terminal)")
+    static let noVerifyImport = OptionSpec(name: "--no-verify", value: nil, help: "store the key without checking it with Gemini")
+    static let acceptNewSender = OptionSpec(name: "--accept-new-sender", value: nil,
+                                            help: "take a share of a pinned name from another signing key, or unsigned, and pin its sender")
+
     // chat, ask, models
     static let continueChat = OptionSpec(name: "--continue", value: nil, help: "go on with the latest saved chat (not an ask), with the model it used")
     static let resume = OptionSpec(name: "--resume", value: "ID",

@@ -59,7 +59,8 @@ enum RotationCommand {
 
     /// One cheap authenticated call (listing models) with the new key, against the endpoint
     /// the key will be used with: the vault's settings count.
-    static func verify(_ key: SecretBytes, _ call: Invocation, vaultSettings: [String: String]?) throws {
+    static func verify(_ key: SecretBytes, _ call: Invocation, vaultSettings: [String: String]?, origin: String = "the new key",
+                       replaceHint: String = "check that you pasted the whole new key; nothing was changed") throws {
         GeminiClient.prepareNetwork()
         let context = call.context
         var layers = try context.settingLayers(call)
@@ -70,7 +71,7 @@ enum RotationCommand {
         let settings = try Settings.resolve(layers)
         let configuration = ClientConfiguration(endpoint: try settings.endpoint(.endpoint), apiVersion: settings[.apiVersion], timeout: settings[.timeout],
                                                 maxAttempts: settings[.retries] + 1)
-        let errors = ErrorMapper(keyOrigin: "the new key", keyReplaceHint: "check that you pasted the whole new key; nothing was changed",
+        let errors = ErrorMapper(keyOrigin: origin, keyReplaceHint: replaceHint,
                                  keyKind: key.googleKeyKind, model: settings[.model], apiVersion: settings[.apiVersion])
         _ = try GeminiClient(configuration: configuration, apiKey: key, errors: errors).listModels()
     }
