@@ -59,7 +59,7 @@ let package = Package(
         .target(name: "Agent", dependencies: ["Settings", "VaultCore", "SystemIO", "GoogleKeys", "CSystemShims"]),
         /// The one home for reaching a vault: its file rules, the session or the passphrase, the
         /// narrow questions and the changes every command makes.
-        .target(name: "VaultAccess", dependencies: ["Agent", "Sharing", "VaultCore", "SystemIO"]),
+        .target(name: "VaultAccess", dependencies: ["Agent", "AgeFormat", "Sharing", "VaultCore", "SystemIO"]),
         /// Key sources, their order and provenance (`KeyResolver`), and the doctor's checks.
         .target(name: "KeyResolution", dependencies: ["Settings", "VaultAccess", "VaultCore", "SystemIO", "GoogleKeys"]),
         /// The conversation model, its encrypted history, and the provider seam: the neutral

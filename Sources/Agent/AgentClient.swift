@@ -90,7 +90,14 @@ public struct AgentClient: Sendable {
         guard let value = response.secret(.keyValue), let created = response.number(.created), let updated = response.number(.updated) else {
             throw .untrusted("the agent's answer has no key")
         }
-        return StoredKey(name: name, secret: value, created: created, updated: updated, lastUsed: response.number(.lastUsed) ?? 0, previous: [])
+        var stored = StoredKey(name: name, secret: value, created: created, updated: updated, lastUsed: response.number(.lastUsed) ?? 0, previous: [])
+        stored.followed = Self.followed(in: response)
+        return stored
+    }
+
+    /// The followed share file an answer with a key carries, when the key has one.
+    static func followed(in response: AgentMessage) -> FollowedFile? {
+        response.secret(.sharingRecord).flatMap { bytes in KeySharing(encoded: bytes.withUnsafeBytes { Array($0) })?.follow }
     }
 
     /// The vault's settings and one key together, in one round trip: the key named by the
@@ -109,8 +116,9 @@ public struct AgentClient: Sendable {
         }
         guard let value = response.secret(.keyValue) else { return (settings, looked, nil) }
         guard let created = response.number(.created), let updated = response.number(.updated) else { throw .untrusted("the agent's answer has no key") }
-        return (settings, looked, StoredKey(name: looked, secret: value, created: created, updated: updated,
-                                            lastUsed: response.number(.lastUsed) ?? 0, previous: []))
+        var stored = StoredKey(name: looked, secret: value, created: created, updated: updated, lastUsed: response.number(.lastUsed) ?? 0, previous: [])
+        stored.followed = Self.followed(in: response)
+        return (settings, looked, stored)
     }
 
     /// What may be shown of every key: names, masked values, kinds, dates.

@@ -155,6 +155,9 @@ extension AgentServer {
         response.add(.created, number: stored.created)
         response.add(.updated, number: stored.updated)
         response.add(.lastUsed, number: document.contents.key(named: stored.name)?.lastUsed ?? stored.lastUsed)
+        if let record = document.contents.sharing[stored.name], record.follow != nil {
+            response.add(.sharingRecord, secret: SecretBytes(copying: record.encoded()))
+        }
     }
 
     struct NarrowField {

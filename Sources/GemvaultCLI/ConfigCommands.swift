@@ -81,7 +81,8 @@ extension Context {
     /// The resolver for the key; the vault is opened only when its turn comes.
     func keyResolver(_ call: Invocation) throws -> KeyResolver {
         KeyResolver(keyFileFlag: call.value(.keyFile), environment: environment, paths: paths,
-                    explicitKeyName: call.value(.key), layers: try settingLayers(call), vault: vault, warn: { Console.warning($0) })
+                    explicitKeyName: call.value(.key), layers: try settingLayers(call), vault: vault, warn: { Console.warning($0) },
+                    note: { Console.note($0) })
     }
 }
 

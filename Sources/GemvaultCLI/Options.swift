@@ -142,6 +142,7 @@ extension OptionSpec {
                                          shortName: "-i", repeatable: true)
     static let yesStore = OptionSpec(name: "--yes", value: nil, help: "store without asking (needed without a terminal)")
     static let noVerifyImport = OptionSpec(name: "--no-verify", value: nil, help: "store the key without checking it with Gemini")
+    static let follow = OptionSpec(name: "--follow", value: nil, help: "take newer shares from FILE whenever the key is used (key sync does it on demand)")
     static let acceptNewSender = OptionSpec(name: "--accept-new-sender", value: nil,
                                             help: "take a share of a pinned name from another signing key, or unsigned, and pin its sender")
 

@@ -27,13 +27,19 @@ let shareCommands: [CommandSpec] = [
                 run: ShareCommand.share),
     CommandSpec(path: ["key", "import"], arguments: "FILE [NAME]", argumentRange: 1...2,
                 summary: "store a key shared with you (a gemvault share, or a plain age file holding a key)",
-                options: [.identityFile, .yesStore, .noVerifyImport, .acceptNewSender, .allowInsecureEndpoint, .json],
+                options: [.identityFile, .yesStore, .noVerifyImport, .follow, .acceptNewSender, .allowInsecureEndpoint, .json],
                 details: """
                 The file is decrypted with this vault's identity, or with -i (an age identity file, or an unencrypted ssh-ed25519 private key). FILE may be - for stdin.
                 Before storing, it shows the key's name, masked value, kind and Google key, and who signed it. On a terminal it asks; without one it needs --yes. The key is checked with Gemini (listing models) unless --no-verify.
                 The first signed import of a name pins its sender's signing key: a later share of that name from another key, an unsigned one, or one with a lower serial (a replay) is refused (exit 4) unless --accept-new-sender.
+                With --follow, FILE is recorded: whenever the key is used, a changed FILE holding a newer share from the pinned sender is taken (said once on stderr); one that fails a check is warned about and the stored key stays.
                 """,
                 run: ShareCommand.importShare),
+    CommandSpec(path: ["key", "sync"], arguments: "[NAME]", argumentRange: 0...1,
+                summary: "take newer shares from the files keys follow now, and say what each held",
+                options: [],
+                details: "For every key imported with --follow (or NAME): a changed file holding a newer share signed by the pinned sender is taken. Exit 4 when a changed file failed a check; the stored key stays.",
+                run: ShareCommand.sync),
 ]
 
 enum ShareCommand {
@@ -82,10 +88,11 @@ enum ShareCommand {
         guard !call.flag(.json) else { throw UsageError("--json goes with --list", command: call.command) }
         // Every recipient is read before anything else: a bad one changes nothing.
         let given = try recipients(call)
-        guard !given.isEmpty else { throw UsageError("name at least one recipient with --to or -R", command: call.command) }
         let mode = try fileMode(call)
         let output = call.value(.output).map { ProcessIdentity.absolutePath(ProcessIdentity.expandingTilde($0)) }
-        if output == nil, !call.flag(.armor), Terminal.isTerminal(1) {
+        // Without recipients, the share goes again to everyone recorded, in the files recorded.
+        let toStandardOutput = output == nil && !given.isEmpty
+        if toStandardOutput, !call.flag(.armor), Terminal.isTerminal(1) {
             throw UsageError("refusing to write a binary age file to the terminal", command: call.command)
         }
         if let output, !call.flag(.overwrite), FileStatus.of(link: output) != nil {
@@ -97,6 +104,9 @@ enum ShareCommand {
         guard let key = try vault.key(name, markUsed: false) else { throw VaultError.keyNotFound(name: name) }
         let google = try vault.keySummaries().first { $0.name == name }?.google
         var record = try vault.sharingRecords()[name] ?? KeySharing()
+        guard !given.isEmpty || !record.recipients.isEmpty else {
+            throw UsageError("name at least one recipient with --to or -R ('\(name)' has not been shared yet)", command: call.command)
+        }
         let now = Output.now()
         for recipient in given {
             let entry = ShareRecipient(recipient: recipient.text, label: recipient.label, added: now, path: output ?? "")
@@ -114,7 +124,7 @@ enum ShareCommand {
         record.serial += 1
         let written = try writeShares(name: name, key: key.secret, google: google, record: record, identity: identity, now: now,
                                       output: output.map { (path: $0, armor: call.flag(.armor), mode: mode, replacing: call.flag(.overwrite)) },
-                                      toStandardOutput: output == nil ? call.flag(.armor) : nil)
+                                      toStandardOutput: toStandardOutput ? call.flag(.armor) : nil)
         _ = try vault.apply(.recordSharing(name: name, record: record))
         let everyone = record.recipients.count == 1 ? "1 recipient" : "\(record.recipients.count) recipients"
         Console.note("shared '\(name)' (serial \(record.serial)) with \(everyone)" + (written.isEmpty ? "" : ": wrote " + written.joined(separator: ", ")))
@@ -318,6 +328,11 @@ enum ShareCommand {
         var record = existing ?? KeySharing()
         record.serial = document?.serial ?? record.serial
         record.origin = origin
+        if call.flag(.follow) {
+            guard path != "-" else { throw UsageError("--follow needs a file, not stdin", command: call.command) }
+            guard document != nil else { throw UsageError("--follow needs a signed share: a plain age file's next version could not be checked", command: call.command) }
+            record.follow = FollowedFile(path: ProcessIdentity.absolutePath(ProcessIdentity.expandingTilde(path)), status: contents.status)
+        }
         _ = try vault.apply(.importKey(name: name, secret: key, now: Output.now(), google: document?.googleKey, record: record))
         Console.note("stored '\(name)'" + (document == nil ? " (unsigned)" : " from \(document!.sender.label)") + (call.flag(.noVerifyImport) ? ", not checked with Gemini" : ""))
         if call.flag(.json) {
@@ -325,6 +340,40 @@ enum ShareCommand {
                                          sender: document?.sender.label, fingerprint: fingerprint, serial: document?.serial,
                                          verified: !call.flag(.noVerifyImport), followed: record.follow?.path), schema: .keyImport)
         }
+    }
+
+    // MARK: key sync
+
+    static func sync(_ call: Invocation) throws {
+        let vault = call.context.vault
+        try vault.checkBeforePrompt()
+        let records = try vault.sharingRecords()
+        var names = records.filter { $0.value.follow != nil }.map(\.key).sorted()
+        if let name = call.positionals.first {
+            try VaultContents.validateName(name)
+            guard records[name]?.follow != nil else {
+                throw CommandFailure(.failure, "'\(name)' follows no share file", hint: "'gemvault key import FILE --follow' makes a key follow its share file")
+            }
+            names = [name]
+        }
+        guard !names.isEmpty else {
+            Console.note("no key follows a share file")
+            return
+        }
+        var refused = 0
+        for name in names {
+            let line: String
+            switch try vault.syncFollowed(name) {
+            case .unchanged: line = "\(name): unchanged (serial \(records[name]!.serial))"
+            case .missing(let path): line = "\(name): \(path) is gone; the stored key stays"
+            case .imported(_, let serial, let sender): line = "\(name): took serial \(serial) from \(sender)"
+            case .refused(let reason):
+                refused += 1
+                line = "\(name): not taken: \(reason)"
+            }
+            try Console.out(EscapeNeutralizer.neutralize(line) + "\n")
+        }
+        if refused > 0 { throw CommandFailure(.damaged, "\(refused) followed share file\(refused == 1 ? "" : "s") failed a check (above)") }
     }
 
     /// The pinning rule: the first signed import of a name pins its sender; after that, another

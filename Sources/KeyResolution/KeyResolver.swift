@@ -89,9 +89,12 @@ public struct KeyResolver {
     /// turn comes (and only when a passphrase can be had).
     public var vault: VaultAccess
     public var warn: (String) -> Void
+    /// Says what happened that the user should know, not a problem (a followed share taken).
+    public var note: (String) -> Void
 
     public init(keyFileFlag: String?, environment: [String: String], paths: Paths, explicitKeyName: String?, layers: SettingLayers,
-                vault: VaultAccess, warn: @escaping (String) -> Void) {
+                vault: VaultAccess, warn: @escaping (String) -> Void, note: @escaping (String) -> Void = { _ in }) {
+        self.note = note
         self.keyFileFlag = keyFileFlag
         self.environment = environment
         self.paths = paths
@@ -147,6 +150,27 @@ public struct KeyResolver {
         return resolved
     }
 
+    /// A key that follows a share file (`key import --follow`) takes a newer share from it when
+    /// the file changed: the new value, said once on stderr; a file that fails a check is
+    /// warned about and the stored key is used.
+    private func followedShare(of stored: StoredKey) -> SecretBytes? {
+        guard let followed = stored.followed, followed.hasChanged else { return nil }
+        do {
+            switch try vault.syncFollowed(stored.name) {
+            case .imported(let key, let serial, let sender):
+                note("took serial \(serial) of '\(stored.name)' from \(sender), from the followed \(followed.path)")
+                return key
+            case .refused(let reason):
+                warn("the followed share file of '\(stored.name)' changed but was not taken: \(reason)")
+            case .unchanged, .missing:
+                break
+            }
+        } catch {
+            warn("could not look at the followed share file of '\(stored.name)' (\(error)); the stored key is used")
+        }
+        return nil
+    }
+
     private func findKey() throws -> (key: ResolvedKey, settings: Settings) {
         var reasons: [String] = []
         var settings = try self.settings()
@@ -180,7 +204,8 @@ public struct KeyResolver {
             let stored: StoredKey?
             if let sessionKey, sessionKey.name == name { stored = sessionKey.key } else { stored = try vault.key(name, markUsed: true) }
             if let stored {
-                return (ResolvedKey(secret: stored.secret, source: .vault(path: vaultPath, name: name), updated: stored.updated), settings)
+                let secret = followedShare(of: stored) ?? stored.secret
+                return (ResolvedKey(secret: secret, source: .vault(path: vaultPath, name: name), updated: stored.updated), settings)
             }
             if explicitKeyName != nil { throw VaultError.keyNotFound(name: name) }
             reasons.append("the vault \(vaultPath) has no key '\(name)'")

@@ -225,7 +225,10 @@ public final class VaultAccess {
         if let answer = try throughSession({ agent throws(AgentError) in try agent.key(name, markUsed: markUsed) }) { return answer }
         try checkBeforePrompt()
         try beforePrompt()
-        return try openDocument().contents.key(named: name)
+        let contents = try openDocument().contents
+        var stored = contents.key(named: name)
+        stored?.followed = contents.sharing[name]?.follow
+        return stored
     }
 
     /// What can be shown of every key, without their values.

@@ -61,6 +61,9 @@ public struct StoredKey {
     public let previous: [RetiredSecret]
     /// The current value's key at Google, when gemvault knows it (payload version 5).
     public let google: GoogleKeyRecord?
+    /// The share file this key follows (`key import --follow`), when one is recorded: handed
+    /// out with the key so resolving it can notice a newer share without another question.
+    public var followed: FollowedFile?
 
     public init(name: String, secret: SecretBytes, created: Int64, updated: Int64, lastUsed: Int64 = 0, previous: [RetiredSecret],
                 google: GoogleKeyRecord? = nil) {

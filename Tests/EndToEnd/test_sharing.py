@@ -258,3 +258,61 @@ def test_sharing_through_a_session_needs_no_passphrase(env, tmp_path):
     finally:
         alice.run("lock", passphrase=False)
         bob.run("lock", passphrase=False)
+
+
+def key_seen_by_exec(env):
+    result = env.run("--passphrase-file", env.passfile, "exec", "--", "printenv", "GEMINI_API_KEY", passphrase=False)
+    assert result.code == 0, result
+    return result.out.strip(), result.err
+
+
+def test_a_followed_share_brings_the_next_key_and_a_swapped_or_old_file_is_refused(env, tmp_path):
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    bob_id = identity(bob)
+    shared = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("key", "share", "lab", "--to", bob_id["recipient"], "-o", shared).code == 0
+    first = os.path.join(str(tmp_path), "lab-serial-1.age")
+    shutil.copyfile(shared, first)
+    assert bob.run("key", "import", shared, "--yes", "--no-verify", "--follow").code == 0
+    assert bob.run("config", "set", "key", "lab").code == 0
+    assert key_seen_by_exec(bob)[0] == GOOD_KEY
+
+    # Alice changes the key and shares again to everyone recorded (no --to): bob's next use takes it, saying so once.
+    new_key = auth_key("second-value")
+    assert alice.run("key", "set", "lab", input=new_key).code == 0
+    again = alice.run("key", "share", "lab")
+    assert again.code == 0 and shared in again.err, again
+    seen, said = key_seen_by_exec(bob)
+    assert seen == new_key and "took serial 2 of 'lab'" in said
+    seen, said = key_seen_by_exec(bob)
+    assert seen == new_key and "took serial" not in said
+    assert bob.run("key", "get", "lab").out == new_key + "\n"
+
+    # Mallory, who can write the shared folder, swaps in her own share: warned once, the key stays.
+    mallory = second(tmp_path, "mallory")
+    assert mallory.run("key", "set", "lab", input=auth_key("mallory")).code == 0
+    swapped = os.path.join(str(tmp_path), "swap.age")
+    assert mallory.run("key", "share", "lab", "--to", bob_id["recipient"], "-o", swapped).code == 0
+    os.replace(swapped, shared)
+    seen, said = key_seen_by_exec(bob)
+    assert seen == new_key and "not taken" in said and "pinned sender" in said
+    # An old share of alice's put back is a replay: key sync reports it, exit 4.
+    shutil.copyfile(first, shared)
+    synced = bob.run("key", "sync")
+    assert synced.code == 4 and "lab: not taken" in synced.out and "replay" in synced.out
+    assert key_seen_by_exec(bob)[0] == new_key
+    unchanged = bob.run("key", "sync", "lab")
+    assert unchanged.code == 0 and "lab: unchanged" in unchanged.out
+
+
+def test_follow_needs_a_signed_share_from_a_file(env, tmp_path):
+    env.init()
+    me = identity(env)
+    data = subprocess.run([AGE, "-r", me["recipient"]], input=(auth_key("plain") + "\n").encode(), capture_output=True, check=True).stdout
+    path = os.path.join(str(tmp_path), "plain.age")
+    with open(path, "wb") as handle:
+        handle.write(data)
+    refused = env.run("key", "import", path, "work", "--yes", "--no-verify", "--follow")
+    assert refused.code == 64 and "signed" in refused.err
+    assert env.run("key", "sync").code == 0
