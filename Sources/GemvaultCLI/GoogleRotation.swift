@@ -327,6 +327,7 @@ enum GoogleRotation {
             throw error
         }
         Console.note("key '\(name)' is now \(secret.masked) (\(newName)), which Gemini accepted; the previous value is in its history")
+        ShareCommand.reshareAfterRotation(call.context.vault, name: name)
 
         // (6) Delete the old key at Google, with its etag.
         var deleted = false

@@ -35,6 +35,7 @@ extension GoogleRotation {
             try vault.journal.begin(.init(action: "--undo", made: nil, current: previous.resource, retire: call.flag(.keepOld) ? nil : newer.resource))
             _ = try vault.apply(.rollBack(name: name, now: Output.now()))
             Console.note("key '\(name)' is back to its previous value (\(previous.resource))")
+            ShareCommand.reshareAfterRotation(call.context.vault, name: name)
             var deleted = false
             if !call.flag(.keepOld) {
                 do {

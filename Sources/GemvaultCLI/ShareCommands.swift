@@ -164,6 +164,27 @@ enum ShareCommand {
         return written
     }
 
+    /// After a rotation stored a new value: the next share goes to every recorded recipient,
+    /// in their files, before the old key is deleted at Google, so followers have the new key
+    /// first. A failure is warned about, never the rotation's end.
+    static func reshareAfterRotation(_ vault: VaultAccess, name: String) {
+        do {
+            guard var record = try vault.sharingRecords()[name], !record.recipients.isEmpty else { return }
+            guard let key = try vault.key(name, markUsed: false) else { return }
+            let identity = try vault.sharingIdentity(defaultLabel: defaultLabel)
+            let google = try vault.keySummaries().first { $0.name == name }?.google
+            record.serial += 1
+            let written = try writeShares(name: name, key: key.secret, google: google, record: record, identity: identity, now: Output.now(),
+                                          output: nil, toStandardOutput: nil)
+            _ = try vault.apply(.recordSharing(name: name, record: record))
+            let files = written.isEmpty ? "no file recorded (shared to stdout): share it again by hand" : "wrote " + written.joined(separator: ", ")
+            Console.note("shared the new value of '\(name)' (serial \(record.serial)) with its \(record.recipients.count) recipient\(record.recipients.count == 1 ? "" : "s"): \(files)")
+        } catch {
+            let (_, message, _) = ErrorReport.describe(error)
+            Console.warning("the new value of '\(name)' was not shared with its recipients (\(message)); 'gemvault key share \(name)' does it")
+        }
+    }
+
     static func save(_ bytes: [UInt8], to path: String, mode: mode_t, replacing: Bool) throws {
         do throws(TrustedOpenError) {
             try TrustedFile.save(path, bytes, mode: mode, replacing: replacing)

@@ -318,6 +318,9 @@ public final class VaultAccess {
             let document = try key.open(try file.checked(file.parse(bytes)), path: path)
             try change(document)
             try save(document, in: session, backup: backup)
+            // What was just written is the vault: a later question in this command (sharing
+            // after a rotation) reads it without another passphrase.
+            opened = UnlockedVault(document: document, key: key, access: self)
         }
     }
 

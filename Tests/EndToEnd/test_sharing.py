@@ -316,3 +316,35 @@ def test_follow_needs_a_signed_share_from_a_file(env, tmp_path):
     refused = env.run("key", "import", path, "work", "--yes", "--no-verify", "--follow")
     assert refused.code == 64 and "signed" in refused.err
     assert env.run("key", "sync").code == 0
+
+
+def test_a_rotation_by_hand_shares_the_new_value_to_every_recorded_file(env, tmp_path):
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    shared = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("key", "share", "lab", "--to", identity(bob)["recipient"], "-o", shared).code == 0
+    assert bob.run("key", "import", shared, "--yes", "--no-verify", "--follow").code == 0
+    assert bob.run("config", "set", "key", "lab").code == 0
+    new_key = auth_key("rotated-by-hand")
+    rotated = alice.run("key", "rotate", "lab", "--no-verify", input=new_key)
+    assert rotated.code == 0 and "serial 2" in rotated.err and shared in rotated.err, rotated
+    assert key_seen_by_exec(bob)[0] == new_key
+
+
+def test_rotate_create_shares_the_new_key_before_it_deletes_the_old_one(env, tmp_path):
+    from test_rotation import FakeGoogle, rotate, setup, vault_keys
+    google = FakeGoogle(str(tmp_path))
+    try:
+        alice = setup(env, google, "metadata")
+        bob = second(tmp_path, "bob")
+        shared = os.path.join(str(tmp_path), "default.age")
+        assert alice.run("key", "share", "default", "--to", identity(bob)["recipient"], "-o", shared).code == 0
+        assert bob.run("key", "import", shared, "--yes", "--no-verify", "--follow").code == 0
+        result = rotate(alice)
+        assert result.code == 0, result
+        assert result.err.index("shared the new value of 'default' (serial 2)") < result.err.index("deleted the old key")
+        assert shared in result.err
+        new_key = vault_keys(alice)[0]["default"]
+        assert key_seen_by_exec(bob)[0] == new_key
+    finally:
+        google.stop()

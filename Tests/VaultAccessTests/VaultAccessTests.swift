@@ -45,12 +45,12 @@ private final class GivenPassphrase: PassphraseSource, @unchecked Sendable {
         let replaced = try access.apply(.replaceKey(name: "work", secret: SecretBytes(utf8: key + "x"), now: 20))
         #expect(replaced == VaultChange.Outcome(masked: "AQ.A…MhKp", replaced: true))
         #expect(throws: VaultError.keyNotFound(name: "other")) { try access.apply(.replaceKey(name: "other", secret: SecretBytes(utf8: key), now: 30)) }
-        given.asked = 0
         let stored = try #require(try access.key("work", markUsed: false))
         #expect(stored.secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } == key + "x" && stored.updated == 20)
         #expect(try access.settings() == ["history": "off"])
         #expect(try access.keySummaries().map(\.earlier.count) == [1])
-        // One passphrase entry (one Argon2 run) answers every question of a command.
+        // One passphrase entry (one Argon2 run) serves every change and question of a command:
+        // what a change wrote is what the next one reads.
         #expect(given.asked == 1)
     }
 
