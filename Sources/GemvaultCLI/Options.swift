@@ -136,6 +136,9 @@ extension OptionSpec {
     static let output = OptionSpec(name: "--output", value: "FILE", help: "write the share to FILE (atomically, mode 0644) instead of stdout", shortName: "-o")
     static let overwrite = OptionSpec(name: "--force", value: nil, help: "replace the --output file when it exists")
     static let mode = OptionSpec(name: "--mode", value: "MODE", help: "the --output file's mode: 644 (default: its readers may share a folder) or 600")
+    static let revokeRecipient = OptionSpec(name: "--revoke", value: "RECIPIENT",
+                                            help: "drop a recipient and rotate the key at Google (key rotate --create), sharing the new one with the others")
+    static let noRotate = OptionSpec(name: "--no-rotate", value: nil, help: "with --revoke: drop the recipient only; the key they hold keeps working")
     static let list = OptionSpec(name: "--list", value: nil, help: "show who the key was shared with: recipient, label, when, file")
     static let identityFile = OptionSpec(name: "--identity", value: "FILE",
                                          help: "decrypt with an age identity file or an unencrypted ssh-ed25519 private key instead of the vault's identity (repeatable)",

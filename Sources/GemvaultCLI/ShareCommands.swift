@@ -1,5 +1,6 @@
 import AgeFormat
 import Glibc
+import GoogleAuth
 import GoogleKeys
 import Sharing
 import SystemIO
@@ -18,11 +19,12 @@ let shareCommands: [CommandSpec] = [
                 run: ShareCommand.identity),
     CommandSpec(path: ["key", "share"], arguments: "NAME", argumentRange: 1...1,
                 summary: "encrypt a key to recipients as a signed age file, or list who it was shared with",
-                options: [.to, .recipientsFile, .armor, .output, .overwrite, .mode, .list, .json],
+                options: [.to, .recipientsFile, .armor, .output, .overwrite, .mode, .list, .revokeRecipient, .noRotate, .allowInsecureEndpoint, .json],
                 details: """
                 RECIPIENT is an age1… recipient (see 'gemvault identity'), an ssh-ed25519 public key line, or a .pub file holding one; -R FILE is age's recipients file (one a line, # comments). A recipient that is none of these is refused (exit 64) before anything is written.
                 The output is a standard age file (armored with --armor) that 'age -d' reads with the recipient's identity or ~/.ssh/id_ed25519; inside is the key as a JSON document signed by this vault. -o writes it atomically with mode 0644 (--mode 600 keeps it private), never over a link, and replaces an existing file only with --force.
                 The vault records each recipient and file: a later share of the key includes everyone recorded and rewrites every recorded file with a higher serial. --list shows them.
+                --revoke RECIPIENT drops a recipient and rotates the key at Google (as key rotate --create does; Docs/rotation.md), which shares the new key with the others: a recipient saw the key, so only a new key takes it back. Google may accept the old key for about 25 minutes more. Without a Google credential, or for a key not made at Google, it refuses (exit 1) unless --no-rotate, which only drops the recipient.
                 """,
                 run: ShareCommand.share),
     CommandSpec(path: ["key", "import"], arguments: "FILE [NAME]", argumentRange: 1...2,
@@ -85,6 +87,8 @@ enum ShareCommand {
         let name = call.positionals[0]
         try VaultContents.validateName(name)
         if call.flag(.list) { return try list(call, name: name) }
+        if let revoked = call.value(.revokeRecipient) { return try revoke(call, name: name, recipient: revoked) }
+        if call.flag(.noRotate) { throw UsageError("--no-rotate goes with --revoke", command: call.command) }
         guard !call.flag(.json) else { throw UsageError("--json goes with --list", command: call.command) }
         // Every recipient is read before anything else: a bad one changes nothing.
         let given = try recipients(call)
@@ -237,6 +241,64 @@ enum ShareCommand {
         case "600", "0600": 0o600
         case let other?: throw UsageError("--mode takes 644 or 600, not '\(other)'", command: call.command)
         }
+    }
+
+    /// Revocation is rotation: the recipient is dropped, then the key is rotated at Google,
+    /// which shares the new value with the others (`reshareAfterRotation`).
+    static func revoke(_ call: Invocation, name: String, recipient value: String) throws {
+        guard call.values(.to).isEmpty, call.values(.recipientsFile).isEmpty, call.value(.output) == nil else {
+            throw UsageError("--revoke takes no --to, -R or -o: the others get the new key in their recorded files", command: call.command)
+        }
+        let target = value.hasPrefix("age1") || value.hasPrefix("ssh-") ? try RecipientList.parse(value, origin: "--revoke")
+            : try RecipientList.parseFile(try readText(value, what: "--revoke"), path: value).first ?? { throw SharingError.badRecipient("\(value): holds no recipient") }()
+        let vault = call.context.vault
+        try vault.checkBeforePrompt()
+        var record = try vault.sharingRecords()[name] ?? KeySharing()
+        guard let index = record.recipients.firstIndex(where: { $0.recipient == target.text }) else {
+            throw CommandFailure(.failure, "\(target.text) is not a recipient of '\(name)'", hint: "'gemvault key share \(name) --list' shows them")
+        }
+        let dropped = record.recipients[index]
+        let shown = dropped.label.isEmpty ? dropped.recipient : "\(dropped.label) (\(dropped.recipient))"
+        let keep = "use --no-rotate to drop the recipient alone (the key they hold keeps working)"
+        let before = try vault.keySummaries().first { $0.name == name }
+        if !call.flag(.noRotate) {
+            guard before?.kind == .auth else {
+                throw CommandFailure(.failure, "'\(name)' is not a Google auth key, so gemvault cannot rotate it at Google to take it back from \(shown); nothing changed",
+                                     hint: "make a new key where it was made and run 'gemvault key rotate \(name)' with it (the others get it), or \(keep)")
+            }
+            let settings = try GoogleRotation.settings(call, vault: try vault.settings())
+            do throws(GoogleError) {
+                _ = try GoogleRotation.credentials(call, settings).source()
+            } catch {
+                throw CommandFailure(.failure, "\(shown) cannot be revoked without rotating '\(name)' at Google: \(error.message); nothing changed", hint: keep)
+            }
+        }
+        record.recipients.remove(at: index)
+        _ = try vault.apply(.recordSharing(name: name, record: record))
+        if call.flag(.noRotate) {
+            Console.warning("dropped \(shown) from the recipients of '\(name)', but the key they hold still works: only a new key takes it back ('gemvault key rotate --create \(name)')")
+            return
+        }
+        Console.note("dropped \(shown) from the recipients of '\(name)'; rotating it at Google")
+        var options = ["--create": ""]
+        if call.flag(.allowInsecureEndpoint) { options["--allow-insecure-endpoint"] = "" }
+        let rotate = Invocation(command: rotationCommands.first { $0.path == ["key", "rotate"] }!, positionals: [name],
+                                options: ParsedOptions(byName: options), context: call.context)
+        do {
+            try GoogleRotation.create(rotate, name: name)
+        } catch {
+            // Nothing rotated: the recipient is put back, so the record says who holds the key.
+            let after = try? vault.keySummaries().first { $0.name == name }
+            if after?.updated == before?.updated, after?.masked == before?.masked {
+                record.recipients.insert(dropped, at: index)
+                _ = try? vault.apply(.recordSharing(name: name, record: record))
+                Console.warning("the rotation failed, so \(shown) was not revoked and stays a recipient of '\(name)'")
+            } else {
+                Console.warning("\(shown) no longer receives '\(name)', but the rotation did not finish: the old key may still work")
+            }
+            throw error
+        }
+        Console.warning("\(shown) no longer receives '\(name)'; the key they hold may still work at Google for up to about 25 minutes (Google's delete lag)")
     }
 
     struct RecipientReport: Encodable {

@@ -348,3 +348,50 @@ def test_rotate_create_shares_the_new_key_before_it_deletes_the_old_one(env, tmp
         assert key_seen_by_exec(bob)[0] == new_key
     finally:
         google.stop()
+
+
+def test_revoking_rotates_the_key_shares_it_with_the_others_and_not_with_the_revoked(env, tmp_path):
+    from test_rotation import FakeGoogle, OLD_NAME, rotate, setup, vault_keys
+    google = FakeGoogle(str(tmp_path))
+    try:
+        alice = setup(env, google, "metadata")
+        bob, carol = second(tmp_path, "bob"), second(tmp_path, "carol")
+        bob_file, carol_file = os.path.join(str(tmp_path), "bob.age"), os.path.join(str(tmp_path), "carol.age")
+        bob_recipient = identity(bob)["recipient"]
+        assert alice.run("key", "share", "default", "--to", bob_recipient, "-o", bob_file).code == 0
+        assert alice.run("key", "share", "default", "--to", identity(carol)["recipient"], "-o", carol_file).code == 0
+        for person, path in ((bob, bob_file), (carol, carol_file)):
+            assert person.run("key", "import", path, "--yes", "--no-verify", "--follow").code == 0
+        with open(bob_file, "rb") as handle:
+            bob_before = handle.read()
+
+        revoked = alice.run("key", "share", "default", "--revoke", bob_recipient)
+        assert revoked.code == 0, revoked
+        assert "25 minutes" in revoked.err and "no longer receives" in revoked.err
+        new_key = vault_keys(alice)[0]["default"]
+        assert google.key(OLD_NAME)["deleteTime"]
+        # Carol follows her file to the new key; bob's file is not rewritten for him.
+        assert key_seen_by_exec(carol)[0] == new_key
+        with open(bob_file, "rb") as handle:
+            assert handle.read() == bob_before
+        assert key_seen_by_exec(bob)[0] != new_key
+        recipients = json.loads(alice.run("key", "share", "default", "--list", "--json").out)["recipients"]
+        assert [r["recipient"] for r in recipients] == [identity(carol)["recipient"]]
+    finally:
+        google.stop()
+
+
+def test_revoking_without_google_refuses_unless_no_rotate(env, tmp_path):
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    recipient = identity(bob)["recipient"]
+    assert alice.run("key", "share", "lab", "--to", recipient, "-o", os.path.join(str(tmp_path), "lab.age")).code == 0
+    # No Google credential here: the key cannot be rotated, so nothing changes.
+    refused = alice.run("key", "share", "lab", "--revoke", recipient, env={"GCE_METADATA_HOST": "127.0.0.1:9"})
+    assert refused.code == 1 and "no Google credentials" in refused.err and "--no-rotate" in refused.err, refused
+    assert len(json.loads(alice.run("key", "share", "lab", "--list", "--json").out)["recipients"]) == 1
+    dropped = alice.run("key", "share", "lab", "--revoke", recipient, "--no-rotate")
+    assert dropped.code == 0 and "still works" in dropped.err
+    assert json.loads(alice.run("key", "share", "lab", "--list", "--json").out)["recipients"] == []
+    unknown = alice.run("key", "share", "lab", "--revoke", recipient, "--no-rotate")
+    assert unknown.code == 1 and "not a recipient" in unknown.err
