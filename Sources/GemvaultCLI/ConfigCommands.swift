@@ -207,6 +207,8 @@ enum ConfigCommand {
         @Nullable var updated: String?
         @Nullable var age_days: Int64?
         let shadowed: [Shadow]
+        /// A vault key's sharing: who it went to, who sent it (key share, key import).
+        @Nullable var sharing: String?
 
         struct Shadow: Encodable {
             let source: String
@@ -227,13 +229,15 @@ enum ConfigCommand {
         let result = WhichResult(
             source: key.source.kind, detail: key.source.label, name: name, masked: key.secret.masked, kind: key.secret.googleKeyKind,
             updated: key.updated.map(Output.isoDate), age_days: key.updated.map { (Output.now() - $0) / 86400 },
-            shadowed: shadowed.map { WhichResult.Shadow(source: $0.source.kind, detail: $0.note) })
+            shadowed: shadowed.map { WhichResult.Shadow(source: $0.source.kind, detail: $0.note) },
+            sharing: try name.flatMap { ShareCommand.summary(try call.context.vault.sharingRecords()[$0]) })
         for shadow in shadowed { Console.warning("\(shadow.note), but it is shadowed by \(key.source.label)") }
         if call.flag(.json) {
             try Output.json(result, schema: .keyWhich)
         } else {
             var text = "source: \(key.source.label)\nkey:    \(key.secret.masked)\nkind:   \(result.kind.label)\n"
             if let updated = key.updated { text += "age:    \(Output.age(since: updated)) (set \(Output.isoDate(updated)))\n" }
+            if let sharing = result.sharing { text += "shared: \(sharing)\n" }
             try Console.out(text)
         }
         // Both forms warn alike: a script reading --json sees stderr too.

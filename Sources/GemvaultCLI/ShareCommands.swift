@@ -425,6 +425,19 @@ enum ShareCommand {
         }
     }
 
+    /// What `key list` and `key which` say of a key's sharing: who it went to, who sent it.
+    static func summary(_ record: KeySharing?) -> String? {
+        guard let record else { return nil }
+        var parts: [String] = []
+        if !record.recipients.isEmpty { parts.append("shared with \(record.recipients.count) recipient\(record.recipients.count == 1 ? "" : "s")") }
+        switch record.origin {
+        case .signed(let sender)?: parts.append("from \(sender.label) (\(SharingIdentity.fingerprint(of: sender.signingKey)))")
+        case .unsigned?: parts.append("imported unsigned")
+        case nil: break
+        }
+        return parts.isEmpty ? nil : parts.joined(separator: "; ")
+    }
+
     // MARK: key sync
 
     static func sync(_ call: Invocation) throws {

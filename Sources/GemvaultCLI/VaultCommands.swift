@@ -2,6 +2,7 @@ import Agent
 import GoogleKeys
 import KeyResolution
 import Settings
+import Sharing
 import SystemIO
 import TerminalIO
 import VaultAccess
@@ -236,18 +237,24 @@ enum VaultCommand {
         /// The current value's key at Google, when gemvault made or found it.
         @Nullable var google_key: String?
         @Nullable var service_account: String?
+        /// How many recipients it was shared with (key share).
+        let recipients: Int
+        /// Who shared it with this vault: the sender's label and fingerprint, or "unsigned".
+        @Nullable var shared_by: String?
     }
 
     static func listKeys(_ call: Invocation) throws {
         // Names, masked values, kinds and dates: no key's value leaves the session for this.
         let keys = try call.context.vault.keySummaries()
+        let sharing = keys.isEmpty ? [:] : try call.context.vault.sharingRecords()
         let now = Output.now()
         if call.flag(.json) {
             let listings = keys.map {
                 KeyListing(name: $0.name, masked: $0.masked, kind: $0.kind, kind_retired: $0.kind.isRetired, created: Output.isoDate($0.created),
                            updated: Output.isoDate($0.updated), age_days: max(0, now - $0.updated) / 86400,
                            last_used: $0.lastUsed > 0 ? Output.isoDate($0.lastUsed) : nil, previous_versions: $0.earlier.count,
-                           google_key: $0.google?.resource, service_account: $0.google?.serviceAccount.nonEmpty)
+                           google_key: $0.google?.resource, service_account: $0.google?.serviceAccount.nonEmpty,
+                           recipients: sharing[$0.name]?.recipients.count ?? 0, shared_by: sharedBy(sharing[$0.name]))
             }
             try Output.json(["keys": listings], schema: .keyList)
             return
@@ -257,15 +264,26 @@ enum VaultCommand {
             return
         }
         let showGoogle = keys.contains { $0.google != nil }
-        try Console.out(Output.table([["NAME", "KEY", "KIND", "AGE", "UPDATED", "LAST USED"] + (showGoogle ? ["GOOGLE KEY", "SERVICE ACCOUNT"] : [])]
+        let showSharing = keys.contains { ShareCommand.summary(sharing[$0.name]) != nil }
+        try Console.out(Output.table([["NAME", "KEY", "KIND", "AGE", "UPDATED", "LAST USED"] + (showGoogle ? ["GOOGLE KEY", "SERVICE ACCOUNT"] : [])
+                                      + (showSharing ? ["SHARING"] : [])]
             + keys.map { key in
                 [key.name, key.masked, key.kind.label, Output.age(since: key.updated, now: now), Output.isoDate(key.updated),
                  key.lastUsed > 0 ? Output.isoDate(key.lastUsed) : "-"]
-                    + (showGoogle ? [key.google?.resource ?? "-", key.google?.serviceAccount.nonEmpty ?? "-"] : []) }))
+                    + (showGoogle ? [key.google?.resource ?? "-", key.google?.serviceAccount.nonEmpty ?? "-"] : [])
+                    + (showSharing ? [ShareCommand.summary(sharing[key.name]) ?? "-"] : []) }))
         let retired = keys.filter(\.kind.isRetired).map(\.name)
         if !retired.isEmpty {
             Console.warning("Google rejects standard keys since September 2026: \(retired.map { "'\($0)'" }.joined(separator: ", "))")
             Console.hint("create auth keys at https://aistudio.google.com/apikey and store each with 'gemvault key rotate NAME'")
+        }
+    }
+
+    static func sharedBy(_ record: KeySharing?) -> String? {
+        switch record?.origin {
+        case .signed(let sender)?: "\(sender.label) \(SharingIdentity.fingerprint(of: sender.signingKey))"
+        case .unsigned?: "unsigned"
+        default: nil
         }
     }
 

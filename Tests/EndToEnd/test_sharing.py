@@ -395,3 +395,20 @@ def test_revoking_without_google_refuses_unless_no_rotate(env, tmp_path):
     assert json.loads(alice.run("key", "share", "lab", "--list", "--json").out)["recipients"] == []
     unknown = alice.run("key", "share", "lab", "--revoke", recipient, "--no-rotate")
     assert unknown.code == 1 and "not a recipient" in unknown.err
+
+
+def test_key_list_and_key_which_say_who_a_key_went_to_and_came_from(env, tmp_path):
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    shared = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("key", "share", "lab", "--to", identity(bob)["recipient"], "-o", shared).code == 0
+    listed = json.loads(alice.run("key", "list", "--json").out)["keys"][0]
+    assert listed["recipients"] == 1 and listed["shared_by"] is None
+    assert "shared with 1 recipient" in alice.run("key", "list").out
+    assert bob.run("key", "import", shared, "--yes", "--no-verify").code == 0
+    fingerprint = identity(alice)["fingerprint"]
+    got = json.loads(bob.run("key", "list", "--json").out)["keys"][0]
+    assert got["recipients"] == 0 and fingerprint in got["shared_by"]
+    which = bob.run("key", "which", "--key", "lab", "--json")
+    assert which.code == 0 and fingerprint in json.loads(which.out)["sharing"]
+    assert ("from " in bob.run("key", "which", "--key", "lab").out) and fingerprint in bob.run("key", "which", "--key", "lab").out
