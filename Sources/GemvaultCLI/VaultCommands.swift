@@ -136,6 +136,8 @@ enum VaultCommand {
         let passphrase = try context.readNewPassphrase(source, prompt: "New passphrase for \(context.vaultPath): ", confirmPrompt: "Repeat the passphrase: ")
         let code = RecoveryCode.generate()
         let document = try VaultDocument.create(path: context.vaultPath, passphrase: passphrase, recoveryCode: code, kdf: preset.parameters)
+        // The sharing identity is born with the vault (older vaults get one on first use).
+        try VaultChange.identity(label: ShareCommand.defaultLabel, relabel: false).apply(to: document.contents)
         var kept: String?
         try context.vault.store.withExclusiveLock { session in
             if try session.read() != nil {

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import GOOD_KEY, Env, auth_key
+from conftest import GOOD_KEY, PASSPHRASE, Env, auth_key
 
 AGE = shutil.which("age")
 pytestmark = pytest.mark.skipif(AGE is None, reason="Debian's age is not installed (.ci/run installs it)")
@@ -412,3 +412,33 @@ def test_key_list_and_key_which_say_who_a_key_went_to_and_came_from(env, tmp_pat
     which = bob.run("key", "which", "--key", "lab", "--json")
     assert which.code == 0 and fingerprint in json.loads(which.out)["sharing"]
     assert ("from " in bob.run("key", "which", "--key", "lab").out) and fingerprint in bob.run("key", "which", "--key", "lab").out
+
+
+def test_init_makes_the_identity_and_stores_its_secret_in_the_payload(env):
+    import test_vault_format as fmt
+    env.init()
+    with open(env.vault, "rb") as handle:
+        vault = fmt.parse(handle.read())
+    data_key = fmt.unwrap(fmt.slot_of(vault, (fmt.PASSPHRASE_SLOT,)), PASSPHRASE.encode())
+    sharing = {}
+    fmt.decode_payload(fmt.unpad(fmt.decrypt(vault, data_key)), sharing=sharing)
+    assert sharing["identity"] is not None and len(sharing["identity"][0]) == 32
+    # The recipient printed is the X25519 public key of the stored secret.
+    import nacl.bindings
+    public = nacl.bindings.crypto_scalarmult_base(sharing["identity"][0])
+    me = identity(env)
+    assert me["label"] == sharing["identity"][2]
+    assert bech32_data(me["recipient"]) == public
+
+
+def bech32_data(text):
+    alphabet = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+    values = [alphabet.index(c) for c in text[text.rindex("1") + 1:-6]]
+    bits, acc, out = 0, 0, []
+    for value in values:
+        acc = (acc << 5) | value
+        bits += 5
+        if bits >= 8:
+            bits -= 8
+            out.append((acc >> bits) & 0xff)
+    return bytes(out)
