@@ -105,36 +105,32 @@ public enum HMACSHA256 {
 
     /// The MAC of the concatenated `parts` under `key`.
     public static func mac(key: SecretBytes, _ parts: [UInt8]...) -> SecretBytes {
-        Sodium.ensureInitialized()
-        let state = SecretBytes(count: MemoryLayout<crypto_auth_hmacsha256_state>.size)
-        let digest = SecretBytes(count: bytes)
-        state.withUnsafeMutableBytes { raw in
-            let state = raw.baseAddress!.assumingMemoryBound(to: crypto_auth_hmacsha256_state.self)
-            key.withUnsafeBytes { keyBytes in
-                _ = crypto_auth_hmacsha256_init(state, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count)
-            }
+        mac(key: key) { state in
             for part in parts { _ = crypto_auth_hmacsha256_update(state, part, UInt64(part.count)) }
-            digest.withUnsafeMutableBytes { out in
-                _ = crypto_auth_hmacsha256_final(state, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
         }
-        return digest
     }
 
-    /// `mac` with the key's bytes fed as a message part (HKDF's expand step needs the previous block).
+    /// `mac` of a secret part, then public bytes: HKDF's expand step feeds the previous block.
     static func mac(key: SecretBytes, secretPart: SecretBytes, _ tail: [UInt8]) -> SecretBytes {
-        Sodium.ensureInitialized()
-        let state = SecretBytes(count: MemoryLayout<crypto_auth_hmacsha256_state>.size)
-        let digest = SecretBytes(count: bytes)
-        state.withUnsafeMutableBytes { raw in
-            let state = raw.baseAddress!.assumingMemoryBound(to: crypto_auth_hmacsha256_state.self)
-            key.withUnsafeBytes { keyBytes in
-                _ = crypto_auth_hmacsha256_init(state, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count)
-            }
+        mac(key: key) { state in
             secretPart.withUnsafeBytes { part in
                 _ = crypto_auth_hmacsha256_update(state, part.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
             }
             _ = crypto_auth_hmacsha256_update(state, tail, UInt64(tail.count))
+        }
+    }
+
+    /// The one HMAC computation: its state lives in secret memory, `feed` adds the message.
+    private static func mac(key: SecretBytes, feed: (UnsafeMutablePointer<crypto_auth_hmacsha256_state>) -> Void) -> SecretBytes {
+        Sodium.ensureInitialized()
+        let state = SecretBytes(count: MemoryLayout<crypto_auth_hmacsha256_state>.size)
+        let digest = SecretBytes(count: bytes)
+        state.withUnsafeMutableBytes { raw in
+            let state = raw.baseAddress!.assumingMemoryBound(to: crypto_auth_hmacsha256_state.self)
+            key.withUnsafeBytes { keyBytes in
+                _ = crypto_auth_hmacsha256_init(state, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count)
+            }
+            feed(state)
             digest.withUnsafeMutableBytes { out in
                 _ = crypto_auth_hmacsha256_final(state, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
