@@ -442,3 +442,28 @@ def bech32_data(text):
             bits -= 8
             out.append((acc >> bits) & 0xff)
     return bytes(out)
+
+
+def test_on_a_terminal_import_shows_the_share_and_asks(env, tmp_path):
+    from conftest import BIN
+    from ptyrun import PtySession
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    shared = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("key", "share", "lab", "--to", identity(bob)["recipient"], "-o", shared).code == 0
+    fingerprint = identity(alice)["fingerprint"]
+
+    def answer(word):
+        s = PtySession([BIN, "key", "import", shared, "--no-verify", "--passphrase-file", bob.passfile], bob.vars)
+        try:
+            s.expect(r"Store it as 'lab'\? \[y/N\]")
+            s.line(word)
+            return s.wait(), s.text()
+        finally:
+            s.close()
+
+    code, screen = answer("n")
+    assert code == 1 and "nothing was stored" in screen and fingerprint in screen and "AQ.A" in screen and GOOD_KEY not in screen
+    assert bob.run("key", "get", "lab").code != 0
+    code, screen = answer("y")
+    assert code == 0 and bob.run("key", "get", "lab").out == GOOD_KEY + "\n"
