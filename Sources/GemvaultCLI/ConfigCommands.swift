@@ -237,7 +237,7 @@ enum ConfigCommand {
         } else {
             var text = "source: \(key.source.label)\nkey:    \(key.secret.masked)\nkind:   \(result.kind.label)\n"
             if let updated = key.updated { text += "age:    \(Output.age(since: updated)) (set \(Output.isoDate(updated)))\n" }
-            if let sharing = result.sharing { text += "shared: \(sharing)\n" }
+            if let sharing = result.sharing { text += "shared: \(EscapeNeutralizer.neutralize(sharing))\n" }
             try Console.out(text)
         }
         // Both forms warn alike: a script reading --json sees stderr too.

@@ -77,7 +77,8 @@ enum ShareCommand {
             try Output.json(IdentityReport(recipient: identity.recipient, signing_key: Sodium.base64(identity.signingPublicKey),
                                            fingerprint: identity.fingerprint, label: identity.label), schema: .identity)
         } else {
-            try Console.out(Output.table([["recipient", identity.recipient], ["signing key", identity.fingerprint], ["label", identity.label]]))
+            try Console.out(EscapeNeutralizer.neutralize(Output.table([["recipient", identity.recipient], ["signing key", identity.fingerprint],
+                                                                       ["label", identity.label]])))
         }
     }
 
@@ -332,7 +333,7 @@ enum ShareCommand {
             return
         }
         let rows = record.recipients.map { [$0.recipient, $0.label.isEmpty ? "-" : $0.label, Output.localDate($0.added), $0.path.isEmpty ? "(stdout)" : $0.path] }
-        try Console.out(Output.table([["RECIPIENT", "LABEL", "SHARED", "FILE"]] + rows))
+        try Console.out(EscapeNeutralizer.neutralize(Output.table([["RECIPIENT", "LABEL", "SHARED", "FILE"]] + rows)))
     }
 
     // MARK: key import
@@ -397,7 +398,8 @@ enum ShareCommand {
         }
         let replacing = try vault.keySummaries().contains { $0.name == name }
         if replacing { shown.append("replaces    the key '\(name)' in this vault (its value goes to the key's history)") }
-        Console.err(shown.joined(separator: "\n") + "\n")
+        // The sender's label and the names come from someone else's file: shown, never obeyed.
+        Console.err(EscapeNeutralizer.neutralize(shown.joined(separator: "\n")) + "\n")
         if !call.flag(.yesStore) {
             guard TerminalQuestion.available else {
                 throw UsageError("key import asks before it stores a key; without a terminal to ask on, it needs --yes", command: call.command)

@@ -273,7 +273,7 @@ enum VaultCommand {
                 [key.name, key.masked, key.kind.label, Output.age(since: key.updated, now: now), Output.isoDate(key.updated),
                  key.lastUsed > 0 ? Output.isoDate(key.lastUsed) : "-"]
                     + (showGoogle ? [key.google?.resource ?? "-", key.google?.serviceAccount.nonEmpty ?? "-"] : [])
-                    + (showSharing ? [ShareCommand.summary(sharing[key.name]) ?? "-"] : []) }))
+                    + (showSharing ? [EscapeNeutralizer.neutralize(ShareCommand.summary(sharing[key.name]) ?? "-")] : []) }))
         let retired = keys.filter(\.kind.isRetired).map(\.name)
         if !retired.isEmpty {
             Console.warning("Google rejects standard keys since September 2026: \(retired.map { "'\($0)'" }.joined(separator: ", "))")

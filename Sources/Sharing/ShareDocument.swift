@@ -115,6 +115,7 @@ public struct ShareDocument {
         guard let signingKey = Sodium.bytes(base64: wire.from.signing_key), signingKey.count == Ed25519.publicKeyBytes,
               let signature = Sodium.bytes(base64: wire.signature), signature.count == Ed25519.signatureBytes,
               VaultIdentity.isValidLabel(wire.from.label) else {
+            // A label is shown on the importer's terminal: one with controls is not a writer's.
             throw .malformed("its sender or signature is malformed")
         }
         return ShareDocument(name: wire.name, key: key, kind: kind, googleKey: googleKey, serial: wire.serial, created: wire.created,

@@ -23,9 +23,15 @@ public struct VaultIdentity {
         VaultIdentity(agreementSecret: agreementSecret, signingSeed: signingSeed, label: label)
     }
 
-    /// Printable text without line breaks, bounded: what a share and `identity` show.
+    /// Printable text without line breaks, bounded: what a share and `identity` show. Labels
+    /// travel to other people's terminals, so C0 and C1 controls and the bidirectional
+    /// controls (which reorder what is shown) are refused, not only escaped.
     public static func isValidLabel(_ label: String) -> Bool {
-        !label.isEmpty && label.utf8.count <= labelLimit && label.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7f }
+        !label.isEmpty && label.utf8.count <= labelLimit && label.unicodeScalars.allSatisfy { scalar in
+            let value = scalar.value
+            return value >= 0x20 && !(0x7f...0x9f).contains(value) && !(0x200e...0x200f).contains(value)
+                && !(0x202a...0x202e).contains(value) && !(0x2066...0x2069).contains(value)
+        }
     }
 }
 

@@ -467,3 +467,53 @@ def test_on_a_terminal_import_shows_the_share_and_asks(env, tmp_path):
     assert bob.run("key", "get", "lab").code != 0
     code, screen = answer("y")
     assert code == 0 and bob.run("key", "get", "lab").out == GOOD_KEY + "\n"
+
+
+def signed_share(document, seed):
+    """A share document signed as Docs/sharing.md says: the context line, then each field
+    length-prefixed (u32 big-endian), signed with Ed25519 (PyNaCl)."""
+    import struct
+    import nacl.bindings
+    public, secret = nacl.bindings.crypto_sign_seed_keypair(seed)
+    document = dict(document, **{"from": dict(document["from"], signing_key=base64.b64encode(public).decode())})
+    google = document["google_key"] or {"resource": "", "service_account": ""}
+    fields = [document["name"], document["key"], document["kind"], google["resource"], google["service_account"],
+              str(document["serial"]), str(document["created"]), document["from"]["label"]]
+    signed = b"gemvault-share-v1\n" + b"".join(struct.pack(">I", len(f.encode())) + f.encode() for f in fields)
+    signed += struct.pack(">I", 32) + public
+    signature = nacl.bindings.crypto_sign(signed, secret)[:64]
+    return dict(document, signature=base64.b64encode(signature).decode())
+
+
+def test_the_documented_signature_is_what_gemvault_checks(env, tmp_path):
+    """A share made outside gemvault from Docs/sharing.md alone (PyNaCl, real age) is taken;
+    one whose sender label holds terminal controls is refused as not what a writer makes."""
+    env.init()
+    me = identity(env)
+    document = {"gemvault_share": 1, "name": "outside", "key": auth_key("outside"), "kind": "auth", "google_key": None,
+                "serial": 1, "created": 1764900000, "from": {"label": "made@outside"}}
+
+    def import_document(doc, name):
+        data = subprocess.run([AGE, "-r", me["recipient"]], input=json.dumps(doc).encode(), capture_output=True, check=True).stdout
+        path = os.path.join(str(tmp_path), name + ".age")
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return env.run("key", "import", path, "--yes", "--no-verify")
+
+    taken = import_document(signed_share(document, b"\x01" * 32), "good")
+    assert taken.code == 0 and "made@outside" in taken.err, taken
+    assert env.run("key", "get", "outside").out == auth_key("outside") + "\n"
+    tampered = signed_share(document, b"\x01" * 32)
+    tampered["serial"] = 2
+    refused = import_document(tampered, "tampered")
+    assert refused.code == 4 and "signature does not verify" in refused.err
+    hostile = dict(document, **{"from": {"label": "alice\u009b31m\u202emal"}})
+    controls = import_document(signed_share(hostile, b"\x02" * 32), "controls")
+    assert controls.code == 4 and "\u009b" not in controls.err and "\u202e" not in controls.err
+
+
+def test_a_label_with_terminal_controls_is_refused(env):
+    env.init()
+    for label in ("alice\u009b31m", "mal\u202elam", "two\nlines"):
+        refused = env.run("identity", "--label", label)
+        assert refused.code == 64 and "control characters" in refused.err
