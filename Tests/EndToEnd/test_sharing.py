@@ -517,3 +517,22 @@ def test_a_label_with_terminal_controls_is_refused(env):
     for label in ("alice\u009b31m", "mal\u202elam", "two\nlines"):
         refused = env.run("identity", "--label", label)
         assert refused.code == 64 and "control characters" in refused.err
+
+
+def test_a_followed_share_is_taken_through_a_session_too(env, tmp_path):
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    shared = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("key", "share", "lab", "--to", identity(bob)["recipient"], "-o", shared).code == 0
+    assert bob.run("key", "import", shared, "--yes", "--no-verify", "--follow").code == 0
+    assert bob.run("config", "set", "key", "lab").code == 0
+    assert bob.run("unlock").code == 0
+    try:
+        new_key = auth_key("through-session")
+        assert alice.run("key", "set", "lab", input=new_key).code == 0
+        assert alice.run("key", "share", "lab").code == 0
+        ran = bob.run("exec", "--", "printenv", "GEMINI_API_KEY", passphrase=False)
+        assert ran.code == 0 and ran.out.strip() == new_key and "took serial 2" in ran.err, ran
+        assert bob.run("key", "get", "lab", passphrase=False).out == new_key + "\n"
+    finally:
+        bob.run("lock", passphrase=False)
