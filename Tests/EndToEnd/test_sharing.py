@@ -346,6 +346,10 @@ def test_rotate_create_shares_the_new_key_before_it_deletes_the_old_one(env, tmp
         assert shared in result.err
         new_key = vault_keys(alice)[0]["default"]
         assert key_seen_by_exec(bob)[0] == new_key
+        # --undo brings the old key back, and it too goes to the recipients first.
+        undone = alice.run("key", "rotate", "--undo")
+        assert undone.code == 0 and "shared the new value of 'default' (serial 3)" in undone.err, undone
+        assert key_seen_by_exec(bob)[0] == vault_keys(alice)[0]["default"] != new_key
     finally:
         google.stop()
 
