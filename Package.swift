@@ -62,7 +62,7 @@ let package = Package(
         /// The chat REPL and its slash commands.
         .target(name: "ChatUI", dependencies: ["Conversations", "Rendering", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims", "GoogleKeys"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth"]),
+        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP"]),
 
         /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
         .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "GemvaultConfig", "Rendering", "VaultCore"]),
@@ -81,7 +81,7 @@ let package = Package(
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO"], exclude: ["Fixtures"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
         .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "VaultAccess", "SystemIO", "GoogleKeys", "Agent"]),
-        .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "GoogleHTTPTesting", "VaultCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "GoogleHTTPTesting", "SystemIO", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "Conversations", "GoogleHTTP", "GoogleKeys"]),
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "VaultCore"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),

@@ -15,7 +15,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from conftest import BIN, HERE, ROOT, auth_key
+from conftest import BIN, HERE, ROOT, auth_key, wait_until
 from test_vault_format import decode_payload, decrypt, parse, slot_of, unpad, unwrap
 
 PROJECT_NUMBER = "123456867718"
@@ -170,7 +170,7 @@ def test_a_second_rotation_uses_the_recorded_name_not_a_lookup(env, google):
     setup(env, google, "service-account")
     first_name, _ = check_rotated(env, google, rotate(env))
     lookups = [c for c in google.calls() if c[1] == "/v2/keys:lookupKey"]
-    time.sleep(1.1)  # key ids carry the second
+    env.advance_clock()  # key ids carry the second
     second = rotate(env)
     assert second.code == 0, second
     assert [c for c in google.calls() if c[1] == "/v2/keys:lookupKey"] == lookups
@@ -248,7 +248,7 @@ def test_keep_old_leaves_the_old_key_working(env, google):
     assert "deleteTime" not in google.key(OLD_NAME)
     assert set(google.live_keys()) == {OLD_NAME, vault_keys(env)[1]["default"][0][0]}
     # The next rotation says the kept value still works.
-    time.sleep(1.1)
+    env.advance_clock()  # key ids carry the second
     again = rotate(env)
     assert again.code == 0 and "still works at Google" in again.err, again
 
@@ -430,7 +430,8 @@ def test_nothing_secret_reaches_argv_files_or_output(env, google):
     google.control(set={"propagation": 6})
     argv = [BIN, "key", "rotate", "--create", "--verify-timeout", "30", "--passphrase-file", env.passfile]
     proc = subprocess.Popen(argv, env=dict(env.vars), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    # Google has made the new key, which it refuses for 6 s: the rotation is waiting.
+    wait_until(lambda: any(method == "POST" and path.endswith("/keys") for method, path, _ in google.calls()), "the create call")
     with open("/proc/%d/cmdline" % proc.pid, "rb") as handle:
         cmdline = handle.read()
     with open("/proc/%d/environ" % proc.pid, "rb") as handle:
@@ -452,6 +453,7 @@ def test_nothing_secret_reaches_argv_files_or_output(env, google):
                 assert secret.encode() not in content, os.path.join(folder, name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step", ["looking the current key", "creating gemvault-", "not accepted yet", "now AQ.",
                                   "deleted the old key", None])
 def test_kill_9_at_every_step_leaves_a_consistent_vault_and_project(env, google, step):
@@ -478,7 +480,7 @@ def test_kill_9_at_every_step_leaves_a_consistent_vault_and_project(env, google,
     assert records["default"][0] is None or records["default"][0][0] in google.state()["keys"]
     if step is None:
         return
-    time.sleep(1.1)  # key ids carry the second
+    env.advance_clock()  # key ids carry the second
     following = env.run("key", "rotate", "--create", "--verify-timeout", "30")
     assert following.code == 0, (step, following)
     # Killed after Google made the new key and before the vault stored it: the next run says so.
