@@ -231,10 +231,12 @@ def test_the_agent_survives_garbage_huge_frames_and_stalled_clients(session):
         except OSError:
             pass
         client.close()
-    # Meanwhile another client is served at once.
-    started = time.monotonic()
+    # Meanwhile another client is served, while the agent still waits for the stalled one's
+    # request (which it drops 2 s after its first byte): nothing has come back to it, nor an end.
     assert env.run("key", "get", passphrase=False).out == GOOD_KEY + "\n"
-    assert time.monotonic() - started < 3
+    stalled.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        stalled.recv(1, socket.MSG_PEEK)
     stalled.close()
     assert status(env)["unlocked"]
 
