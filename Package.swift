@@ -19,6 +19,8 @@ let package = Package(
         .systemLibrary(name: "CCmark", providers: [.apt(["libcmark-gfm-dev", "libcmark-gfm-extensions-dev"])]),
         /// OpenSSL's libcrypto, for RS256 only: a service account signs its token request with it.
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
+        /// zlib, for the unit tests only: some of the C2SP age vectors are stored compressed.
+        .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         /// prctl, termios and signal glue that Swift cannot call directly.
         .target(name: "CSystemShims"),
         /// libcurl loaded with dlopen on first use, so vault commands never map the network stack.
@@ -33,16 +35,20 @@ let package = Package(
         /// The shapes of Google's credentials (auth keys, standard keys, access tokens), defined once.
         .target(name: "GoogleKeys"),
         /// Secret bytes, the libsodium wrapper, the vault file format and the on-disk store.
-        .target(name: "VaultCore", dependencies: ["CSodium", "CSystemShims", "SystemIO", "GoogleKeys"]),
+        .target(name: "VaultCore", dependencies: ["CSodium", "SystemIO", "GoogleKeys"]),
         /// The controlling terminal: hidden prompts, capabilities, colour, escape neutralising.
         .target(name: "TerminalIO", dependencies: ["VaultCore", "SystemIO", "CSystemShims"]),
-        /// Paths, the settings schema and layers, key sources and provenance, doctor checks.
-        .target(name: "GemvaultConfig", dependencies: ["VaultCore", "VaultAccess", "SystemIO", "GoogleKeys"]),
+        /// Paths, the settings schema and layers, config.json, and their errors: low enough for the agent.
+        .target(name: "Settings", dependencies: ["VaultCore", "SystemIO"]),
+        /// The age v1 file format (age-encryption.org/v1): X25519 and ssh-ed25519 recipients and
+        /// identities, the header and its MAC, the STREAM payload, armor. For sharing keys.
+        .target(name: "AgeFormat", dependencies: ["VaultCore"]),
+        /// Sharing keys: the vault's identity in age and Ed25519 form, the signed share document,
+        /// recipient lists. No terminal or file code.
+        .target(name: "Sharing", dependencies: ["AgeFormat", "VaultCore", "GoogleKeys"]),
         /// The one way to Google over HTTP: the transport (libcurl, or a fake in tests), the retry
         /// policy, the decoder of Google's error envelope, percent-encoding and base64url.
         .target(name: "GoogleHTTP", dependencies: ["CCurlStream", "SystemIO", "VaultCore"]),
-        /// For unit tests only: a transport that answers from a script.
-        .target(name: "GoogleHTTPTesting", dependencies: ["GoogleHTTP", "VaultCore"]),
         /// The Gemini REST client, Gemini's `ChatProvider`: wire types and their mapping to the
         /// neutral ones, SSE parsing, errors. No terminal code.
         .target(name: "GeminiClient", dependencies: ["Conversations", "VaultCore", "SystemIO", "GoogleHTTP", "GoogleKeys"]),
@@ -50,10 +56,12 @@ let package = Package(
         /// server) and the API Keys service's client. No terminal code.
         .target(name: "GoogleAuth", dependencies: ["COpenSSL", "GoogleHTTP", "VaultCore", "SystemIO", "GoogleKeys"]),
         /// The session agent: its socket protocol, the server that holds an unlocked vault, the client.
-        .target(name: "Agent", dependencies: ["VaultCore", "SystemIO", "GoogleKeys"]),
+        .target(name: "Agent", dependencies: ["Settings", "VaultCore", "SystemIO", "GoogleKeys", "CSystemShims"]),
         /// The one home for reaching a vault: its file rules, the session or the passphrase, the
         /// narrow questions and the changes every command makes.
-        .target(name: "VaultAccess", dependencies: ["Agent", "VaultCore", "SystemIO"]),
+        .target(name: "VaultAccess", dependencies: ["Agent", "AgeFormat", "Sharing", "VaultCore", "SystemIO"]),
+        /// Key sources, their order and provenance (`KeyResolver`), and the doctor's checks.
+        .target(name: "KeyResolution", dependencies: ["Settings", "VaultAccess", "VaultCore", "SystemIO", "GoogleKeys"]),
         /// The conversation model, its encrypted history, and the provider seam: the neutral
         /// request, reply, usage, finish reason and failure kind, and the `ChatProvider` protocol.
         .target(name: "Conversations", dependencies: ["VaultCore", "SystemIO", "TerminalIO"]),
@@ -62,10 +70,14 @@ let package = Package(
         /// The chat REPL and its slash commands.
         .target(name: "ChatUI", dependencies: ["Conversations", "Rendering", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims", "GoogleKeys"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "GemvaultConfig", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP"]),
+        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "Settings", "KeyResolution", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP", "AgeFormat", "Sharing"]),
 
         /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
-        .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "GemvaultConfig", "Rendering", "VaultCore"]),
+        .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "Settings", "Rendering", "VaultCore"]),
+
+        /// For test targets only: temporary folders, a test vault, a real agent on a temporary
+        /// socket in the test process, a transport that answers from a script, shared expectations.
+        .target(name: "GemvaultTesting", dependencies: ["Agent", "GoogleHTTP", "VaultCore"]),
 
         // MARK: Executable
 
@@ -77,17 +89,20 @@ let package = Package(
         .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"]),
         .testTarget(name: "GoogleKeysTests", dependencies: ["GoogleKeys"], exclude: ["Fixtures"]),
         .testTarget(name: "AgentTests", dependencies: ["Agent", "VaultCore"]),
-        .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "Agent", "VaultCore", "SystemIO"]),
+        .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "Agent", "AgeFormat", "Sharing", "VaultCore", "SystemIO", "GemvaultTesting"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO"], exclude: ["Fixtures"]),
+        .testTarget(name: "AgeFormatTests", dependencies: ["AgeFormat", "VaultCore", "CZlib"], exclude: ["Fixtures"]),
+        .testTarget(name: "SharingTests", dependencies: ["Sharing", "AgeFormat", "GoogleKeys", "VaultCore"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
-        .testTarget(name: "GemvaultConfigTests", dependencies: ["GemvaultConfig", "VaultCore", "VaultAccess", "SystemIO", "GoogleKeys", "Agent"]),
-        .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "GoogleHTTPTesting", "SystemIO", "VaultCore"], exclude: ["Fixtures"]),
-        .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "Conversations", "GoogleHTTP", "GoogleKeys"]),
+        .testTarget(name: "SettingsTests", dependencies: ["Settings", "SystemIO"]),
+        .testTarget(name: "KeyResolutionTests", dependencies: ["KeyResolution", "Settings", "VaultAccess", "Agent", "VaultCore", "GoogleKeys", "GemvaultTesting"]),
+        .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "SystemIO", "VaultCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "Conversations", "GoogleHTTP", "GoogleKeys", "VaultCore", "GemvaultTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "VaultCore"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "Rendering", "TerminalIO"]),
-        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "Conversations", "GeminiClient", "GemvaultConfig", "GoogleAuth", "SystemIO", "VaultCore"]),
-        .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GoogleHTTPTesting", "VaultCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "Conversations", "GeminiClient", "Settings", "KeyResolution", "GoogleAuth", "GoogleHTTP", "SystemIO", "VaultAccess", "VaultCore", "GemvaultTesting"]),
+        .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GemvaultTesting", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Rendering"]),
     ]
 )

@@ -90,7 +90,14 @@ public struct AgentClient: Sendable {
         guard let value = response.secret(.keyValue), let created = response.number(.created), let updated = response.number(.updated) else {
             throw .untrusted("the agent's answer has no key")
         }
-        return StoredKey(name: name, secret: value, created: created, updated: updated, lastUsed: response.number(.lastUsed) ?? 0, previous: [])
+        var stored = StoredKey(name: name, secret: value, created: created, updated: updated, lastUsed: response.number(.lastUsed) ?? 0, previous: [])
+        stored.followed = Self.followed(in: response)
+        return stored
+    }
+
+    /// The followed share file an answer with a key carries, when the key has one.
+    static func followed(in response: AgentMessage) -> FollowedFile? {
+        response.secret(.sharingRecord).flatMap { bytes in KeySharing(encoded: bytes.withUnsafeBytes { Array($0) })?.follow }
     }
 
     /// The vault's settings and one key together, in one round trip: the key named by the
@@ -109,8 +116,9 @@ public struct AgentClient: Sendable {
         }
         guard let value = response.secret(.keyValue) else { return (settings, looked, nil) }
         guard let created = response.number(.created), let updated = response.number(.updated) else { throw .untrusted("the agent's answer has no key") }
-        return (settings, looked, StoredKey(name: looked, secret: value, created: created, updated: updated,
-                                            lastUsed: response.number(.lastUsed) ?? 0, previous: []))
+        var stored = StoredKey(name: looked, secret: value, created: created, updated: updated, lastUsed: response.number(.lastUsed) ?? 0, previous: [])
+        stored.followed = Self.followed(in: response)
+        return (settings, looked, stored)
     }
 
     /// What may be shown of every key: names, masked values, kinds, dates.
@@ -150,6 +158,44 @@ public struct AgentClient: Sendable {
         return VaultChange.Outcome(masked: response.text(.masked), replaced: response.number(.replaced) == 1)
     }
 
+    /// The sharing identity's public halves: the X25519 public key, the Ed25519 signing key, the label.
+    /// The agent makes the identity first when the vault has none, labelled `defaultLabel`.
+    public func sharingIdentity(defaultLabel: String) throws(AgentError) -> (agreementKey: [UInt8], signingKey: [UInt8], label: String) {
+        var message = AgentMessage(code: AgentProtocol.Operation.identity.rawValue)
+        message.add(.identityLabel, text: defaultLabel)
+        let response = try request(message)
+        guard let agreement = response.secret(.recipient), agreement.count == 32, let signing = response.secret(.signingKey), signing.count == 32,
+              let label = response.text(.identityLabel) else {
+            throw .untrusted("the agent's answer is malformed")
+        }
+        return (agreement.withUnsafeBytes { Array($0) }, signing.withUnsafeBytes { Array($0) }, label)
+    }
+
+    /// Each key's sharing state, by key name (public: recipients, senders, followed files).
+    public func sharingRecords() throws(AgentError) -> [String: KeySharing] {
+        let response = try request(AgentMessage(code: AgentProtocol.Operation.sharingRecords.rawValue))
+        guard let body = response.secret(.sharingRecord), let records = body.withUnsafeBytes({ NarrowCoding.decodeSharing(Array($0)) }) else {
+            throw .untrusted("the agent's answer is malformed")
+        }
+        return records
+    }
+
+    /// The identity's Ed25519 signature over a share's signed bytes.
+    public func signShare(_ bytes: SecretBytes) throws(AgentError) -> [UInt8] {
+        var message = AgentMessage(code: AgentProtocol.Operation.signShare.rawValue)
+        message.add(.signedBytes, secret: bytes)
+        guard let signature = try request(message).secret(.signature), signature.count == 64 else { throw .untrusted("the agent's answer is malformed") }
+        return signature.withUnsafeBytes { Array($0) }
+    }
+
+    /// The identity's X25519 agreement with an age stanza's ephemeral `share`.
+    public func agree(_ share: [UInt8]) throws(AgentError) -> SecretBytes {
+        var message = AgentMessage(code: AgentProtocol.Operation.agree.rawValue)
+        message.add(.ephemeralShare, secret: SecretBytes(copying: share))
+        guard let shared = try request(message).secret(.sharedSecret), shared.count == 32 else { throw .untrusted("the agent's answer is malformed") }
+        return shared
+    }
+
     /// Puts the vault under a new data key; returns a new recovery code when one was needed.
     public func rekey() throws(AgentError) -> SecretBytes? {
         try request(AgentMessage(code: AgentProtocol.Operation.rekey.rawValue)).secret(.recoveryCode)
@@ -175,7 +221,7 @@ public struct AgentClient: Sendable {
     /// asked again after a short pause, a few times; a change, which may have been made, is not.
     func request(_ message: AgentMessage) throws(AgentError) -> AgentMessage {
         let asksOnly: Set<UInt8> = [AgentProtocol.Operation.status, .contents, .keyNames, .key, .keySummaries, .settings, .conversationKeys, .lock,
-                                    .settingsAndKey]
+                                    .settingsAndKey, .identity, .signShare, .agree, .sharingRecords]
             .reduce(into: []) { $0.insert($1.rawValue) }
         var pauses = asksOnly.contains(message.code) ? Self.busyBackoff[...] : []
         while true {

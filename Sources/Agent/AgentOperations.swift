@@ -1,5 +1,6 @@
 import CSystemShims
 import GoogleKeys
+import Settings
 import SystemIO
 import VaultCore
 
@@ -24,7 +25,7 @@ extension AgentServer {
         case .contents:
             // Whole payloads no longer travel: each command asks only for what it needs.
             return Self.error(.badRequest, "this agent answers narrow requests only (key, keySummaries, settings, conversationKeys, change)")
-        case .key, .keySummaries, .settings, .conversationKeys, .change, .rekey, .settingsAndKey:
+        case .key, .keySummaries, .settings, .conversationKeys, .change, .rekey, .settingsAndKey, .identity, .signShare, .agree, .sharingRecords:
             guard document != nil else { return Self.error(.locked, "the session is locked") }
             let answer = switch operation {
             case .key: key(request)
@@ -33,6 +34,8 @@ extension AgentServer {
             case .settings: narrow { .init(field: .settings, bytes: NarrowCoding.encode($0.contents.settings)) }
             case .conversationKeys: conversationKeys()
             case .change: change(request)
+            case .identity, .signShare, .agree: sharing(operation, request)
+            case .sharingRecords: narrow { .init(field: .sharingRecord, bytes: NarrowCoding.encode($0.contents.sharing)) }
             default: rekey()
             }
             // Only a request that used the vault counts: a refused write leaves the idle clock alone.
@@ -64,8 +67,9 @@ extension AgentServer {
             return status()
         }
         guard let kek = request.secret(.keyEncryptionKey) else { return Self.error(.badRequest, "unlock needs the key-encryption key") }
-        let idle = Double(min(max(request.number(.idleSeconds) ?? 900, 1), Self.longestSession))
-        let maximum = Double(min(max(request.number(.maxSeconds) ?? 28800, 1), Self.longestSession))
+        let defaults = Timeouts.settingsDefaults
+        let idle = Double(min(max(request.number(.idleSeconds) ?? Int64(defaults.idle), 1), Self.longestSession))
+        let maximum = Double(min(max(request.number(.maxSeconds) ?? Int64(defaults.max), 1), Self.longestSession))
         do {
             let file = try readFile()
             document = try VaultDocument.open(file, path: store.path, kek: kek)
@@ -116,15 +120,8 @@ extension AgentServer {
             try refreshIfChanged()
             guard let document else { return Self.error(.locked, "the session is locked") }
             guard let stored = document.contents.key(named: name) else { return Self.noSuchKey(name) }
-            if request.number(.markUsed) == 1 {
-                uses[name] = Clock.now()
-                document.contents.recordUse([name: uses[name]!])
-            }
             var response = AgentMessage(code: 0)
-            response.add(.keyValue, secret: stored.secret)
-            response.add(.created, number: stored.created)
-            response.add(.updated, number: stored.updated)
-            response.add(.lastUsed, number: document.contents.key(named: name)?.lastUsed ?? stored.lastUsed)
+            addKey(stored, in: document, request, to: &response)
             return response
         }
     }
@@ -137,20 +134,29 @@ extension AgentServer {
             try refreshIfChanged()
             guard let document else { return Self.error(.locked, "the session is locked") }
             let settings = document.contents.settings
-            let name = request.number(.keyFromSettings) == 1 ? settings["key"] ?? fallback : fallback
+            let name = request.number(.keyFromSettings) == 1 ? settings[Setting.key.name] ?? fallback : fallback
             var response = AgentMessage(code: 0)
             response.add(.settings, secret: SecretBytes(copying: NarrowCoding.encode(settings)))
             response.add(.keyName, text: name)
             guard let stored = document.contents.key(named: name) else { return response }
-            if request.number(.markUsed) == 1 {
-                uses[name] = Clock.now()
-                document.contents.recordUse([name: uses[name]!])
-            }
-            response.add(.keyValue, secret: stored.secret)
-            response.add(.created, number: stored.created)
-            response.add(.updated, number: stored.updated)
-            response.add(.lastUsed, number: document.contents.key(named: name)?.lastUsed ?? stored.lastUsed)
+            addKey(stored, in: document, request, to: &response)
             return response
+        }
+    }
+
+    /// A key's value and dates for `key` and `settingsAndKey`; with `markUsed`, its use is
+    /// recorded first, so the answer carries the new last use.
+    private func addKey(_ stored: StoredKey, in document: VaultDocument, _ request: AgentMessage, to response: inout AgentMessage) {
+        if request.number(.markUsed) == 1 {
+            uses[stored.name] = Clock.now()
+            document.contents.recordUse([stored.name: uses[stored.name]!])
+        }
+        response.add(.keyValue, secret: stored.secret)
+        response.add(.created, number: stored.created)
+        response.add(.updated, number: stored.updated)
+        response.add(.lastUsed, number: document.contents.key(named: stored.name)?.lastUsed ?? stored.lastUsed)
+        if let record = document.contents.sharing[stored.name], record.follow != nil {
+            response.add(.sharingRecord, secret: SecretBytes(copying: record.encoded()))
         }
     }
 
@@ -209,6 +215,48 @@ extension AgentServer {
             if let outcome {
                 if let masked = outcome.masked { response.add(.masked, text: masked) }
                 response.add(.replaced, number: outcome.replaced ? 1 : 0)
+            }
+            return response
+        }
+    }
+
+    /// The sharing identity's uses; its secrets never leave the agent.
+    private func sharing(_ operation: AgentProtocol.Operation, _ request: AgentMessage) -> AgentMessage {
+        answering {
+            try refreshIfChanged()
+            if operation == .identity, document?.contents.identity == nil {
+                // Made on first use, here: its secrets are born in the agent and stay in it.
+                guard let label = request.text(.identityLabel) else { return Self.error(.badRequest, "identity needs a default label") }
+                let made = try locked({ document in
+                    try VaultChange.identity(label: label, relabel: false).apply(to: document.contents)
+                    document.contents.recordUse(uses)
+                    return nil
+                }, backup: .previous)
+                guard made.code == 0 else { return made }
+            }
+            guard let document else { return Self.error(.locked, "the session is locked") }
+            guard let identity = document.contents.identity else { return Self.error(.failed, "the vault has no sharing identity yet") }
+            var response = AgentMessage(code: 0)
+            switch operation {
+            case .identity:
+                response.add(.recipient, secret: SecretBytes(copying: try X25519.publicKey(of: identity.agreementSecret)))
+                response.add(.signingKey, secret: SecretBytes(copying: try Ed25519.keyPair(seed: identity.signingSeed).publicKey))
+                response.add(.identityLabel, text: identity.label)
+            case .signShare:
+                guard let bytes = request.secret(.signedBytes), bytes.withUnsafeBytes({ $0.starts(with: AgentProtocol.shareContext) }) else {
+                    return Self.error(.badRequest, "signShare signs share documents only")
+                }
+                let signature = try Ed25519.sign(bytes, secretKey: try Ed25519.keyPair(seed: identity.signingSeed).secretKey)
+                response.add(.signature, secret: SecretBytes(copying: signature))
+            default:
+                guard let share = request.secret(.ephemeralShare), share.count == X25519.keyBytes else {
+                    return Self.error(.badRequest, "agree needs a 32-byte share")
+                }
+                do {
+                    response.add(.sharedSecret, secret: try X25519.sharedSecret(identity.agreementSecret, share))
+                } catch {
+                    return Self.error(.badRequest, "the share is a low-order point")
+                }
             }
             return response
         }

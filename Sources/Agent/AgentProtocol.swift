@@ -30,7 +30,16 @@ public enum AgentProtocol {
         /// `keyFromSettings` says so and it is set, else `keyName`; the answer names the key it
         /// looked up, and carries no value when the vault has no such key.
         case settingsAndKey = 14
+        /// Sharing, without ever handing out the identity's secrets: its public halves and label;
+        /// a signature over a share's signed bytes (which must start with the share context);
+        /// the X25519 agreement of the identity with an age stanza's ephemeral share.
+        case identity = 15, signShare = 16, agree = 17
+        /// Each key's sharing state (public only).
+        case sharingRecords = 18
     }
+
+    /// What every signed share starts with: the agent signs nothing else with the identity.
+    public static let shareContext = Array("gemvault-share-v1\n".utf8)
 
     /// A change carries at most one key's value (4 KiB) or one setting's (64 KiB) and names.
     public static let maxChangeRequest = 80 << 10
@@ -40,7 +49,7 @@ public enum AgentProtocol {
     public static func maxRequestBody(operation: UInt8) -> Int? {
         guard let known = Operation(rawValue: operation) else { return nil }
         switch known {
-        case .change: return maxChangeRequest
+        case .change, .signShare: return maxChangeRequest
         default: return maxSmallRequest
         }
     }
@@ -71,6 +80,15 @@ public enum AgentProtocol {
         case googleResource = 35, googleServiceAccount = 36, replacedGoogleResource = 37, replacedGoogleServiceAccount = 38
         /// `settingsAndKey`: 1 when the vault's own `key` setting, if set, names the key.
         case keyFromSettings = 39
+        /// Sharing changes: the identity's label and whether to replace it; a key's sharing
+        /// record (its payload bytes, Docs/vault-format.md).
+        case identityLabel = 40, relabel = 41, sharingRecord = 42
+        /// `identity`: the age recipient and the Ed25519 signing key (public halves only).
+        case recipient = 43, signingKey = 44
+        /// `signShare`: the bytes a share's signature covers, and the signature.
+        case signedBytes = 45, signature = 46
+        /// `agree`: an age stanza's ephemeral X25519 share, and the identity's shared secret with it.
+        case ephemeralShare = 47, sharedSecret = 48
     }
 
     public enum ErrorKind: UInt8, Sendable {

@@ -1,5 +1,6 @@
 import CSystemShims
 import GoogleKeys
+import Settings
 import SystemIO
 import VaultCore
 
@@ -19,6 +20,11 @@ public final class AgentServer {
             self.idle = idle
             self.max = max
         }
+
+        /// The session_idle and session_max settings' defaults, for an unlock that names no limits.
+        static var settingsDefaults: Timeouts {
+            Timeouts(idle: Setting.sessionIdle.defaultValue, max: Setting.sessionMax.defaultValue)
+        }
     }
 
     /// What one client may cost (Docs/session.md lists them).
@@ -30,9 +36,11 @@ public final class AgentServer {
         static let request = 2.0
         /// From an answer being ready to the client having taken all of it.
         static let answer = 5.0
-        /// The secret memory all requests being received may hold together: enough for the
-        /// largest write while it grows, so a flood of large writes cannot exhaust memory.
-        static let requestMemory = 2 * AgentProtocol.maxFrame
+        /// The secret memory all requests being received may hold together. The largest request
+        /// is a change (`maxChangeRequest`); while it grows, the old and the new buffer live side
+        /// by side, under twice its size. So every slot can receive the largest request at once,
+        /// and no flood makes the agent hold more.
+        static let requestMemory = connections * 2 * AgentProtocol.maxChangeRequest
         /// The memory answers not yet taken may hold together; slow readers of large answers
         /// beyond it are dropped, idlest first.
         static let answerMemory = 2 * AgentProtocol.maxFrame
@@ -52,13 +60,13 @@ public final class AgentServer {
     static let longestSession: Int64 = 366 * 86400
 
     var document: VaultDocument?
-    var timeouts = Timeouts(idle: 900, max: 28800)
+    var timeouts = Timeouts.settingsDefaults
     var unlockedAt: Int64 = 0
     var lastActivity = 0.0
     var startedMonotonic = 0.0
     var uses: [String: Int64] = [:]
     /// Requests answered: the unit tests count a command's round trips with it.
-    var requestsAnswered = 0
+    public private(set) var requestsAnswered = 0
     private var connections: [AgentConnection] = []
     var stopRequested = false
     private var drops: [String: Int] = [:]

@@ -72,10 +72,38 @@ enum NarrowCoding {
         return input.atEnd ? settings : nil
     }
 
+    // MARK: Sharing records: u32 count, then each key's name (text) and its record (u32 length
+    // and the payload's bytes for it).
+
+    static func encode(_ sharing: [String: KeySharing]) -> [UInt8] {
+        var out = ByteWriter()
+        out.u32(UInt32(sharing.count))
+        for name in sharing.keys.sorted() {
+            out.text(name)
+            let record = sharing[name]!.encoded()
+            out.u32(UInt32(record.count))
+            out.bytes += record
+        }
+        return out.bytes
+    }
+
+    static func decodeSharing(_ bytes: [UInt8]) -> [String: KeySharing]? {
+        var input = ByteCursor(bytes)
+        guard let count = input.u32(), Int(count) <= bytes.count else { return nil }
+        var sharing: [String: KeySharing] = [:]
+        for _ in 0..<count {
+            guard let name = input.text(), let length = input.u32(), let body = input.take(Int(length)),
+                  let record = KeySharing(encoded: Array(body)) else { return nil }
+            sharing[name] = record
+        }
+        return input.atEnd ? sharing : nil
+    }
+
     // MARK: A change: u8 kind, then its fields (a key's value travels in its own secret field).
 
     enum ChangeKind: UInt8 {
         case setKey = 1, replaceKey = 2, removeKey = 3, rollBack = 4, setSetting = 5, unsetSetting = 6, rotateKey = 7
+        case identity = 8, recordSharing = 9, importKey = 10
     }
 
     static func add(_ change: VaultChange, to message: inout AgentMessage) {
@@ -108,6 +136,24 @@ enum NarrowCoding {
             message.add(.changeKind, number: Int64((value == nil ? ChangeKind.unsetSetting : .setSetting).rawValue))
             message.add(.settingName, text: name)
             if let value { message.add(.settingValue, text: value) }
+        case .identity(let label, let relabel):
+            message.add(.changeKind, number: Int64(ChangeKind.identity.rawValue))
+            message.add(.identityLabel, text: label)
+            message.add(.relabel, number: relabel ? 1 : 0)
+        case .recordSharing(let name, let record):
+            message.add(.changeKind, number: Int64(ChangeKind.recordSharing.rawValue))
+            message.add(.keyName, text: name)
+            message.add(.sharingRecord, secret: SecretBytes(copying: record.encoded()))
+        case .importKey(let name, let secret, let now, let google, let record):
+            message.add(.changeKind, number: Int64(ChangeKind.importKey.rawValue))
+            message.add(.keyName, text: name)
+            message.add(.keyValue, secret: secret)
+            message.add(.now, number: now)
+            if let google {
+                message.add(.googleResource, text: google.resource)
+                message.add(.googleServiceAccount, text: google.serviceAccount)
+            }
+            message.add(.sharingRecord, secret: SecretBytes(copying: record.encoded()))
         }
     }
 
@@ -161,7 +207,25 @@ enum NarrowCoding {
             let value = message.text(.settingValue)
             guard (kind == .setSetting) == (value != nil) else { return nil }
             return .setting(name: setting, value: value)
+        case .identity:
+            guard let label = message.text(.identityLabel), let relabel = message.number(.relabel), relabel == 0 || relabel == 1 else { return nil }
+            return .identity(label: label, relabel: relabel == 1)
+        case .recordSharing:
+            guard let name, let record = sharingRecord(in: message) else { return nil }
+            return .recordSharing(name: name, record: record)
+        case .importKey:
+            guard let name, let secret = message.secret(.keyValue), let now, let record = sharingRecord(in: message) else { return nil }
+            var google: GoogleKeyRecord?
+            if let resource = message.text(.googleResource) {
+                guard let account = message.text(.googleServiceAccount) else { return nil }
+                google = GoogleKeyRecord(resource: resource, serviceAccount: account)
+            }
+            return .importKey(name: name, secret: secret, now: now, google: google, record: record)
         }
+    }
+
+    private static func sharingRecord(in message: AgentMessage) -> KeySharing? {
+        message.secret(.sharingRecord).flatMap { bytes in KeySharing(encoded: bytes.withUnsafeBytes { Array($0) }) }
     }
 }
 

@@ -70,7 +70,7 @@ public final class ChatREPL {
     static let liveModelLabel = StyledLine("gemini ›", style: TextStyle(bold: true, color: 90)) + StyledLine(" ")
 
     /// The window as it is now: every bubble and redraw is laid out at the width of the moment.
-    private static func windowSize() -> TerminalSize { Terminal.size ?? TerminalSize(columns: 80, rows: 24) }
+    private static func windowSize() -> TerminalSize { Terminal.size ?? .fallback }
 
     /// Runs until /exit or Ctrl-D, or until stdout refuses a write (which it throws).
     public func run() throws(StandardOutputFailure) {
@@ -161,7 +161,7 @@ public final class ChatREPL {
     static let resizeKey: Int32 = 0x1E
     /// The prompt's columns and the window's width the line was last drawn at, for the redraw.
     nonisolated(unsafe) static var promptColumns = 0
-    nonisolated(unsafe) static var editColumns = 80
+    nonisolated(unsafe) static var editColumns = TerminalSize.fallback.columns
 
     /// The line being typed, drawn again after a resize: the cursor goes back to where the prompt
     /// starts (rows counted as the terminal shows the line now), everything below is erased, and

@@ -104,7 +104,7 @@ public final class ReplyPrinter {
         if let retryAt, case let left = retryAt - Clock.monotonicSeconds(), left > 0 {
             let line = frames[frame % frames.count] + " retrying in \(Int(left.rounded(.up))) s… (retry \(retries): \(retryReason))"
             // One row, or the erase before the next frame would leave the wrapped part behind.
-            let columns = max(20, (Terminal.columns ?? 80) - 1)
+            let columns = max(20, (Terminal.columns ?? TerminalSize.fallback.columns) - 1)
             Console.err("\r\u{1B}[2K" + (line.count > columns ? String(line.prefix(columns - 1)) + "…" : line))
             spinnerShown = true
             return

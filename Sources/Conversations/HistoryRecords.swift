@@ -8,6 +8,7 @@ public struct ConversationMeta: Codable, Sendable, Equatable {
     public var model: String
     public var system: String?
     public var created: Int64
+    /// `chat` or `ask`, as written; another word (from a newer gemvault) is kept as it is.
     public var kind: String
 
     public init(title: String, model: String, system: String?, created: Int64, kind: String) {
@@ -17,6 +18,14 @@ public struct ConversationMeta: Codable, Sendable, Equatable {
         self.created = created
         self.kind = kind
     }
+
+    /// The command that started it, when it is one this gemvault knows.
+    public var conversationKind: ConversationKind? { ConversationKind(rawValue: kind) }
+}
+
+/// The command that started a conversation: its `kind` in the file.
+public enum ConversationKind: String, Sendable {
+    case chat, ask
 }
 
 /// One exchange as saved. The fields after `time` are left out of the JSON when empty, and

@@ -55,7 +55,7 @@ public final class HistoryWriter {
 /// durable before the next prompt. A failure is reported once and saving stops.
 public final class ConversationRecorder {
     private let store: HistoryStore
-    private let kind: String
+    private let kind: ConversationKind
     private var writer: HistoryWriter?
     private var failed = false
     private let warn: (String) -> Void
@@ -65,7 +65,7 @@ public final class ConversationRecorder {
     private var recordedSystem: String?
 
     /// `resuming` goes on with a file whose system instruction in effect is `system`.
-    public init(store: HistoryStore, kind: String, resuming writer: HistoryWriter? = nil, system: String? = nil, keepAttachments: Bool = false,
+    public init(store: HistoryStore, kind: ConversationKind, resuming writer: HistoryWriter? = nil, system: String? = nil, keepAttachments: Bool = false,
                 warn: @escaping (String) -> Void) {
         self.store = store
         self.kind = kind
@@ -82,7 +82,7 @@ public final class ConversationRecorder {
                 let firstLine = String(turn.user.split(whereSeparator: \.isNewline).first ?? "").trimmedWhitespace
                 let title = firstLine.isEmpty ? turn.attachments.map(\.name).joined(separator: ", ") : firstLine
                 writer = try store.create(ConversationMeta(title: String(title.prefix(80)), model: conversation.model,
-                                                           system: system, created: now, kind: kind))
+                                                           system: system, created: now, kind: kind.rawValue))
                 recordedSystem = system
             }
             let change = system == recordedSystem ? nil : system ?? ""

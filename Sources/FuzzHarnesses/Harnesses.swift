@@ -1,8 +1,8 @@
 import Agent
 import Conversations
 import GeminiClient
-import GemvaultConfig
 import Rendering
+import Settings
 import VaultCore
 
 /// Every parser that reads bytes another party controls, by the name its fuzzer and its seed

@@ -1,3 +1,4 @@
+import Conversations
 import GoogleHTTP
 import GoogleKeys
 
@@ -52,93 +53,92 @@ public struct ErrorMapper: Sendable {
         if let reason = Self.authenticationReason(code: code, reasons: reasons, message: envelope?.message ?? "") {
             if keyKind == .standard {
                 return GeminiError(category: .refused, message: "the standard API key from \(keyOrigin) was refused \(shown): Google stopped accepting standard keys for the Gemini API in September 2026",
-                                   hint: migrationHint, status: code, reason: reason.name)
+                                   hint: migrationHint, status: code, cause: .google(reason))
             }
             return GeminiError(category: .refused, message: "the auth key from \(keyOrigin) was refused \(shown): Google did not accept it as bound to a working service account",
                                hint: "in the Google Cloud console (APIs & Services > Credentials), check that the key's service account still exists and is enabled, and that the key belongs to the project you expect; or create a new key at https://aistudio.google.com/apikey",
-                               status: code, reason: reason.name)
+                               status: code, cause: .google(reason))
         }
         if reasons.contains(.apiKeyInvalid) {
             if keyKind == .standard {
                 return GeminiError(category: .refused, message: "the standard API key from \(keyOrigin) was rejected \(shown): Google rejects standard keys since September 2026",
-                                   hint: migrationHint, status: code, reason: GoogleErrorReason.apiKeyInvalid.name)
+                                   hint: migrationHint, status: code, cause: .google(.apiKeyInvalid))
             }
             return GeminiError(category: .refused, message: "the API key from \(keyOrigin) was rejected by Gemini \(shown): it is wrong, revoked or deleted",
-                               hint: keyReplaceHint, status: code, reason: GoogleErrorReason.apiKeyInvalid.name)
+                               hint: keyReplaceHint, status: code, cause: .google(.apiKeyInvalid))
         }
         if reasons.contains(.apiKeyServiceBlocked) {
             return GeminiError(category: .refused, message: "the key from \(keyOrigin) may not call the Gemini API \(shown): its API restrictions leave out the Generative Language API",
                                hint: "in the Google Cloud console (APIs & Services > Credentials > the key > API restrictions), allow \"Generative Language API\" (\"Gemini for Google Cloud API\" is a different one)",
-                               status: code, reason: GoogleErrorReason.apiKeyServiceBlocked.name)
+                               status: code, cause: .google(.apiKeyServiceBlocked))
         }
         if reasons.contains(.serviceDisabled) {
             let link = envelope?.helpLink
             return GeminiError(category: .refused, message: "the Gemini API (Generative Language API) is not enabled for the key's project \(shown)",
                                hint: "enable it at \(link ?? "the Google Cloud console (APIs & Services > Library > Generative Language API)"); it takes a few minutes to reach Google's servers, then try again",
-                               status: code, reason: GoogleErrorReason.serviceDisabled.name)
+                               status: code, cause: .google(.serviceDisabled))
         }
         switch code {
         case 401:
             return GeminiError(category: .refused, message: "the key from \(keyOrigin) was not accepted \(shown): \(message)",
-                               hint: keyReplaceHint, status: code, reason: reasons.first?.name ?? statusName)
+                               hint: keyReplaceHint, status: code, cause: reasons.first.map { .google($0) } ?? .status(statusName))
         case 403:
             return GeminiError(category: .refused, message: "permission denied \(shown): \(message)",
-                               hint: "check that the key from \(keyOrigin) may call the Gemini API", status: code, reason: reasons.first?.name ?? statusName)
+                               hint: "check that the key from \(keyOrigin) may call the Gemini API", status: code, cause: reasons.first.map { .google($0) } ?? .status(statusName))
         case 404:
             return GeminiError(category: .refused, message: "model '\(model)' was not found for API version \(apiVersion) (\(code) \(statusName))",
-                               hint: modelsAdvice, status: code, reason: statusName)
+                               hint: modelsAdvice, status: code, cause: .status(statusName))
         case 429:
             let final = envelope?.isDailyQuota ?? false
             return GeminiError(category: .refused,
                                message: final ? "the daily quota is used up (429 \(statusName)): \(message)" : "rate limited (429 \(statusName)): \(message)",
                                hint: final ? "wait for the quota to reset or use a key with a higher tier" : "wait a moment and try again",
-                               status: code, reason: statusName, serverMessage: message)
+                               status: code, cause: .status(statusName), serverMessage: message)
         case 499, 500...599:
             return GeminiError(category: .network, message: "the Gemini server failed (\(code) \(statusName)): \(message)",
-                               hint: "try again later", status: code, reason: statusName, serverMessage: message)
+                               hint: "try again later", status: code, cause: .status(statusName), serverMessage: message)
         default:
             return GeminiError(category: .refused, message: "Gemini refused the request (\(code) \(statusName)): \(message)",
-                               status: code, reason: statusName)
+                               status: code, cause: .status(statusName))
         }
     }
 
     /// A response that ended for a reason other than STOP, or a prompt that was blocked.
     /// Google's `finishMessage` says why in its own words, so it is shown; `thoughtTokens` with
     /// no text means thinking used the whole output budget.
-    public func finishProblem(finishReason: String?, blockReason: String?, finishMessage: String? = nil, thoughtTokens: Int? = nil,
+    public func finishProblem(_ finish: FinishReason?, finishMessage: String? = nil, thoughtTokens: Int? = nil,
                               anyText: Bool = true) -> GeminiError? {
-        guard let problem = finishProblem(finishReason: finishReason, blockReason: blockReason, thinkingOnly: !anyText && (thoughtTokens ?? 0) > 0,
-                                          thoughtTokens: thoughtTokens ?? 0) else { return nil }
+        guard let finish, let problem = finishProblem(finish, thinkingOnly: !anyText && (thoughtTokens ?? 0) > 0,
+                                                      thoughtTokens: thoughtTokens ?? 0) else { return nil }
         guard let finishMessage, !finishMessage.allSatisfy(\.isWhitespace) else { return problem }
         let said = Self.redact(finishMessage)
         return GeminiError(category: problem.category, message: problem.message + "; Google says: " + said, hint: problem.hint,
-                           status: problem.status, reason: problem.reason, serverMessage: said)
+                           status: problem.status, cause: problem.cause, serverMessage: said)
     }
 
-    private func finishProblem(finishReason: String?, blockReason: String?, thinkingOnly: Bool, thoughtTokens: Int) -> GeminiError? {
-        if let blockReason {
-            return GeminiError(category: .refused, message: "the prompt was blocked by Gemini (\(blockReason))",
-                               hint: "rephrase the prompt", reason: "blocked:\(blockReason)")
-        }
-        switch finishReason {
-        case nil, "STOP", "FINISH_REASON_UNSPECIFIED":
+    private func finishProblem(_ finish: FinishReason, thinkingOnly: Bool, thoughtTokens: Int) -> GeminiError? {
+        switch finish {
+        case .complete:
             return nil
-        case "MAX_TOKENS" where thinkingOnly:
+        case .blocked(let blockReason):
+            return GeminiError(category: .refused, message: "the prompt was blocked by Gemini (\(blockReason))",
+                               hint: "rephrase the prompt", cause: .finish(finish))
+        case .maxTokens where thinkingOnly:
             return GeminiError(category: .refused,
                                message: "the model spent the whole output token limit thinking (\(thoughtTokens) thought tokens) and wrote no answer (MAX_TOKENS)",
                                hint: "thinking counts against max_output_tokens: raise it well above the thinking the question needs, or ask something narrower",
-                               reason: "MAX_TOKENS")
-        case "MAX_TOKENS":
+                               cause: .finish(finish))
+        case .maxTokens:
             return GeminiError(category: .refused, message: "the reply was cut off at the output token limit (MAX_TOKENS)",
-                               hint: "raise max_output_tokens, or ask for a shorter answer", reason: "MAX_TOKENS")
-        case "SAFETY":
+                               hint: "raise max_output_tokens, or ask for a shorter answer", cause: .finish(finish))
+        case .safety:
             return GeminiError(category: .refused, message: "the reply was stopped by Gemini's safety filters (SAFETY)",
-                               hint: "rephrase the prompt", reason: "SAFETY")
-        case "RECITATION":
+                               hint: "rephrase the prompt", cause: .finish(finish))
+        case .recitation:
             return GeminiError(category: .refused, message: "the reply was stopped because it recited source material (RECITATION)",
-                               hint: "ask for a summary in your own words", reason: "RECITATION")
-        case let other?:
-            return GeminiError(category: .refused, message: "the reply ended early (\(other))", reason: other)
+                               hint: "ask for a summary in your own words", cause: .finish(finish))
+        case .other(let other):
+            return GeminiError(category: .refused, message: "the reply ended early (\(other))", cause: .finish(finish))
         }
     }
 

@@ -10,6 +10,7 @@ public struct ClientConfiguration: Sendable {
     public var apiVersion: String
     /// Seconds allowed for connecting, for the first byte, and for any silence between events.
     public var timeout: Double
+    /// The `retries` setting plus the first attempt.
     public var maxAttempts: Int
     /// The first backoff delay in seconds; it doubles per attempt up to `maxBackoff`.
     public var initialBackoff: Double
@@ -17,8 +18,8 @@ public struct ClientConfiguration: Sendable {
     /// RetryInfo delays longer than this are not waited for.
     public var maxRetryInfoDelay: Double
 
-    public init(endpoint: String, apiVersion: String, timeout: Double, maxAttempts: Int = 5,
-                initialBackoff: Double = 1, maxBackoff: Double = 30, maxRetryInfoDelay: Double = 120) {
+    public init(endpoint: String, apiVersion: String, timeout: Double, maxAttempts: Int,
+                initialBackoff: Double = 1, maxBackoff: Double = 30, maxRetryInfoDelay: Double = RetryPolicy.longestServerDelay) {
         self.endpoint = endpoint
         self.apiVersion = apiVersion
         self.timeout = timeout
@@ -54,7 +55,7 @@ public final class GeminiClient {
     /// `models/NAME` for a bare name; names that could alter the URL are refused.
     public static func modelResource(_ name: String) throws -> String {
         let bad = name.isEmpty || name.contains("..") || name.contains { "?&#% \t\n".contains($0) }
-        guard !bad else { throw GeminiError(category: .refused, message: "'\(name)' is not a valid model name", reason: "invalid-model") }
+        guard !bad else { throw GeminiError(category: .refused, message: "'\(name)' is not a valid model name", cause: .invalidModel) }
         return name.contains("/") ? name : "models/" + name
     }
 
@@ -116,8 +117,8 @@ public final class GeminiClient {
                     }
                     guard let chunk = try? decoder.decode(GenerateContentResponse.self, from: Data(event)) else {
                         streamError = unterminated
-                            ? GeminiError(category: .network, message: "the stream was cut off in the middle of an event: the reply is incomplete", reason: "cut-stream")
-                            : GeminiError(category: .network, message: "the server sent an event that is not a Gemini response", reason: "bad-event")
+                            ? GeminiError(category: .network, message: "the stream was cut off in the middle of an event: the reply is incomplete", cause: .cutStream)
+                            : GeminiError(category: .network, message: "the server sent an event that is not a Gemini response", cause: .badEvent)
                         continue
                     }
                     if chunk.candidates?.first?.content?.parts?.contains(where: { $0.thought == true }) == true { handlers.onThinking() }
@@ -128,7 +129,7 @@ public final class GeminiClient {
                     }
                     if let reason = chunk.candidates?.first?.finishReason { result.finishName = reason }
                     if let message = chunk.candidates?.first?.finishMessage { finishMessage = message }
-                    if let usage = chunk.usageMetadata { result.usage = TokenUsage(usage) }
+                    if let usage = chunk.usage { result.usage = usage }
                     if let version = chunk.modelVersion { result.modelVersion = version }
                     if let block = chunk.promptFeedback?.blockReason { blockReason = block }
                 }
@@ -143,13 +144,13 @@ public final class GeminiClient {
                     }
                     received += bytes.count
                     guard received <= Self.maxStreamBytes else {
-                        streamError = GeminiError(category: .network, message: "the server sent more than \(Self.maxStreamBytes >> 20) MiB for one reply", reason: "oversized-reply")
+                        streamError = GeminiError(category: .network, message: "the server sent more than \(Self.maxStreamBytes >> 20) MiB for one reply", cause: .oversizedReply)
                         return .abort
                     }
                     let before = eventCount
                     handle(parser.feed(bytes))
                     if parser.overflowed {
-                        streamError = GeminiError(category: .network, message: "the server sent an event larger than \(parser.limit >> 20) MiB", reason: "oversized-event")
+                        streamError = GeminiError(category: .network, message: "the server sent an event larger than \(parser.limit >> 20) MiB", cause: .oversizedEvent)
                     }
                     guard streamError == nil else { return .abort }
                     return eventCount > before ? .progress : .more
@@ -172,14 +173,14 @@ public final class GeminiClient {
                 if streamError == nil, !parser.extra.isEmpty {
                     // A bare JSON error after the events is Google's mid-stream failure; anything else is not Gemini.
                     streamError = GoogleStatus.decode(parser.extra).map { googleFailure($0, status: 500) }
-                        ?? GeminiError(category: .network, message: "the server's answer is not a Gemini event stream", reason: "bad-stream")
+                        ?? GeminiError(category: .network, message: "the server's answer is not a Gemini event stream", cause: .badStream)
                 }
                 if streamError == nil, eventCount == 0 {
-                    streamError = GeminiError(category: .network, message: "the server ended the stream without a reply", reason: "empty-stream")
+                    streamError = GeminiError(category: .network, message: "the server ended the stream without a reply", cause: .emptyStream)
                 }
                 if let streamError { return .failed(streamError, result.text.isEmpty ? streamFailure : .final) }
                 result.finish = FinishReason(gemini: result.finishName, blockReason: blockReason)
-                if let problem = errors.finishProblem(finishReason: result.finishName, blockReason: blockReason, finishMessage: finishMessage,
+                if let problem = errors.finishProblem(result.finish, finishMessage: finishMessage,
                                                       thoughtTokens: result.usage?.thoughtsTokenCount, anyText: !result.text.isEmpty) {
                     throw CutReply(failure: problem, reply: result)
                 }
@@ -199,9 +200,8 @@ public final class GeminiClient {
         let finishName = response.candidates?.first?.finishReason
         let blockReason = response.promptFeedback?.blockReason
         let result = ChatReply(text: response.visibleText, finish: FinishReason(gemini: finishName, blockReason: blockReason), finishName: finishName,
-                               usage: response.usageMetadata.map(TokenUsage.init), modelVersion: response.modelVersion)
-        if let problem = errors.finishProblem(finishReason: finishName, blockReason: blockReason,
-                                              finishMessage: response.candidates?.first?.finishMessage,
+                               usage: response.usage, modelVersion: response.modelVersion)
+        if let problem = errors.finishProblem(result.finish, finishMessage: response.candidates?.first?.finishMessage,
                                               thoughtTokens: result.usage?.thoughtsTokenCount, anyText: !result.text.isEmpty) {
             throw CutReply(failure: problem, reply: result)
         }
@@ -247,13 +247,13 @@ public final class GeminiClient {
                 })
             switch outcome {
             case .cancelled:
-                throw GeminiError(category: .interrupted, message: "interrupted", reason: "interrupted")
+                throw GeminiError(category: .interrupted, message: "interrupted", cause: .interrupted)
             case .libraryMissing, .transportError, .connectionRefused, .idleTimeout, .refusedHeader:
                 return try transportFailure(outcome, anyText: false)
             case .complete(let status, let retryAfter), .aborted(let status, let retryAfter):
                 guard status == 200 else { return failure(status, received, retryAfter: retryAfter, errors: errors) }
                 guard let decoded = try? JSONDecoder().decode(Response.self, from: Data(received)) else {
-                    throw GeminiError(category: .network, message: "the server's answer is not valid JSON", reason: "bad-json")
+                    throw GeminiError(category: .network, message: "the server's answer is not valid JSON", cause: .badJSON)
                 }
                 return .done(decoded)
             }
@@ -264,22 +264,22 @@ public final class GeminiClient {
     private func transportFailure<T>(_ outcome: HTTPOutcome, anyText: Bool) throws -> Attempt<T> {
         switch outcome {
         case .transportError(let message):
-            return .failed(GeminiError(category: .network, message: "the connection to \(configuration.endpoint) failed: \(message)", reason: "connection"),
+            return .failed(GeminiError(category: .network, message: "the connection to \(configuration.endpoint) failed: \(message)", cause: .connection),
                            anyText ? .final : .noAnswer)
         case .connectionRefused(let message):
-            let failure = GeminiError(category: .network, message: "the connection to \(configuration.endpoint) failed: \(message)", reason: "connection")
+            let failure = GeminiError(category: .network, message: "the connection to \(configuration.endpoint) failed: \(message)", cause: .connection)
             // On loopback a refusal means nothing listens there, and waiting will not start it.
             guard EndpointURL(configuration.endpoint)?.isLoopback == true else { return .failed(failure, anyText ? .final : .noAnswer) }
             throw GeminiError(category: .network, message: "the connection to \(configuration.endpoint) was refused: nothing listens there (\(message))",
-                              hint: "start the server at that address, or check the 'endpoint' setting", reason: "connection-refused")
+                              hint: "start the server at that address, or check the 'endpoint' setting", cause: .connectionRefused)
         case .refusedHeader:
             throw GeminiError(category: .refused, message: "the API key holds a line break or a character outside printable ASCII, which would reach the server as extra headers; nothing was sent",
-                              hint: "store the key again as one line", reason: "malformed-key")
+                              hint: "store the key again as one line", cause: .malformedKey)
         case .idleTimeout:
             throw GeminiError(category: .network, message: "no data from the server for \(Int(configuration.timeout)) s (timeout)",
-                              hint: "raise the limit with --timeout SECONDS or the 'timeout' setting", reason: "timeout")
+                              hint: "raise the limit with --timeout SECONDS or the 'timeout' setting", cause: .timeout)
         default:
-            throw GeminiError(category: .network, message: "libcurl (libcurl.so.4) cannot be loaded", hint: "install it: apt-get install libcurl4", reason: "libcurl")
+            throw GeminiError(category: .network, message: "libcurl (libcurl.so.4) cannot be loaded", hint: "install it: apt-get install libcurl4", cause: .libraryMissing)
         }
     }
 
@@ -308,7 +308,7 @@ public final class GeminiClient {
         }, wait: { (delay: Double, attempt: Int, error: any Error) throws(any Error) in
             handlers.onRetry(RetryNotice(delay: delay, attempt: attempt, reason: Self.shortReason(error as? GeminiError)))
             if Self.sleep(delay, onTick: handlers.onTick, isCancelled: handlers.isCancelled) {
-                throw GeminiError(category: .interrupted, message: "interrupted while waiting to retry", reason: "interrupted")
+                throw GeminiError(category: .interrupted, message: "interrupted while waiting to retry", cause: .interrupted)
             }
         })
     }

@@ -83,18 +83,12 @@ public struct GenerateContentRequest: Codable, Sendable, Equatable {
     }
 }
 
-public struct UsageMetadata: Codable, Sendable, Equatable {
-    public var promptTokenCount: Int?
-    public var candidatesTokenCount: Int?
-    public var thoughtsTokenCount: Int?
-    public var totalTokenCount: Int?
-
-    public init(promptTokenCount: Int? = nil, candidatesTokenCount: Int? = nil, thoughtsTokenCount: Int? = nil, totalTokenCount: Int? = nil) {
-        self.promptTokenCount = promptTokenCount
-        self.candidatesTokenCount = candidatesTokenCount
-        self.thoughtsTokenCount = thoughtsTokenCount
-        self.totalTokenCount = totalTokenCount
-    }
+/// Gemini's `usageMetadata`: only decoded, then read as the neutral `TokenUsage` (`usage`).
+struct UsageMetadata: Codable, Sendable {
+    var promptTokenCount: Int?
+    var candidatesTokenCount: Int?
+    var thoughtsTokenCount: Int?
+    var totalTokenCount: Int?
 }
 
 public struct Candidate: Codable, Sendable {
@@ -111,11 +105,19 @@ public struct PromptFeedback: Codable, Sendable {
 public struct GenerateContentResponse: Codable, Sendable {
     public var candidates: [Candidate]?
     public var promptFeedback: PromptFeedback?
-    public var usageMetadata: UsageMetadata?
+    var usageMetadata: UsageMetadata?
     public var modelVersion: String?
     public var responseId: String?
 
     public var visibleText: String { candidates?.first?.content?.visibleText ?? "" }
+
+    /// The tokens used, mapped once from the wire's `usageMetadata`.
+    public var usage: TokenUsage? {
+        usageMetadata.map {
+            TokenUsage(promptTokenCount: $0.promptTokenCount, candidatesTokenCount: $0.candidatesTokenCount,
+                       thoughtsTokenCount: $0.thoughtsTokenCount, totalTokenCount: $0.totalTokenCount)
+        }
+    }
 }
 
 public struct ModelInfo: Codable, Sendable, Equatable {
@@ -175,13 +177,6 @@ extension GenerationConfig {
     }
 }
 
-extension TokenUsage {
-    init(_ usage: UsageMetadata) {
-        self.init(promptTokenCount: usage.promptTokenCount, candidatesTokenCount: usage.candidatesTokenCount,
-                  thoughtsTokenCount: usage.thoughtsTokenCount, totalTokenCount: usage.totalTokenCount)
-    }
-}
-
 extension FinishReason {
     /// A candidate's `finishReason` and the prompt's `blockReason`, typed: a blocked prompt
     /// wins; nil when Gemini named neither.
@@ -194,6 +189,18 @@ extension FinishReason {
         case "SAFETY": self = .safety
         case "RECITATION": self = .recitation
         case let other?: self = .other(other)
+        }
+    }
+
+    /// Gemini's word for it, and `blocked:REASON` for a blocked prompt: the reason `ask --json` prints.
+    var reasonName: String {
+        switch self {
+        case .complete: "STOP"
+        case .maxTokens: "MAX_TOKENS"
+        case .safety: "SAFETY"
+        case .recitation: "RECITATION"
+        case .blocked(let reason): "blocked:" + reason
+        case .other(let name): name
         }
     }
 }

@@ -2,8 +2,9 @@ import ChatUI
 import Conversations
 import CSystemShims
 import GeminiClient
-import GemvaultConfig
+import KeyResolution
 import Rendering
+import Settings
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -11,11 +12,7 @@ import VaultCore
 let chatCommands: [CommandSpec] = [
     CommandSpec(path: ["chat"], arguments: "", argumentRange: 0...0,
                 summary: "chat with Gemini (Ctrl-C stops a reply, Ctrl-D leaves)",
-                options: generationOptions + keySourceOptions + [attachOption, keepAttachmentsOption, allowSecretsOption, noSaveOption,
-                    OptionSpec(name: "--continue", value: nil, help: "go on with the latest saved chat (not an ask), with the model it used"),
-                    OptionSpec(name: "--resume", value: "ID", help: "go on with a saved conversation (any unique prefix of its id), with its model unless --model is given"),
-                    OptionSpec(name: "--bubbles", value: nil, help: "draw messages as chat bubbles (on a terminal that can move the cursor); also the 'chat_style' setting"),
-                    rawOption],
+                options: generationOptions + keySourceOptions + [.attach, .keepAttachments, .allowSecrets, .noSave, .continueChat, .resume, .bubbles, .rawReply],
                 details: """
                 Type /help inside the chat for its commands. Multi-line input: paste it, or open and close a block with \"\"\".
                 Files given with -a go with the first message; /attach FILE adds one to the next.
@@ -23,10 +20,8 @@ let chatCommands: [CommandSpec] = [
                 usesNetwork: true, run: ChatCommand.chat),
     CommandSpec(path: ["ask"], arguments: "[PROMPT...]", argumentRange: 0...Int.max,
                 summary: "ask once and stream the answer to stdout (stdin is added to the prompt)",
-                options: generationOptions + keySourceOptions + [attachOption, keepAttachmentsOption,
-                    OptionSpec(name: "--no-stream", value: nil, help: "wait for the whole answer (generateContent)"),
-                    OptionSpec(name: "--count-tokens", value: nil, help: "print the prompt's token count instead of asking"),
-                    allowSecretsOption, noSaveOption, rawOption, jsonOption],
+                options: generationOptions + keySourceOptions + [.attach, .keepAttachments, .noStream, .countTokens, .allowSecrets, .noSave,
+                                                                 .rawReply, .json],
                 details: """
                 Example: git diff | gemvault ask "review this"
                 Attached files: text goes inline under its name; PNG, JPEG, WebP, GIF, HEIC, HEIF and PDF files go as inline data, \
@@ -37,24 +32,15 @@ let chatCommands: [CommandSpec] = [
                 privateArguments: true, usesNetwork: true, run: ChatCommand.ask),
     CommandSpec(path: ["models"], arguments: "", argumentRange: 0...0,
                 summary: "list the models that support generateContent, with token limits",
-                options: [jsonOption, OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the first byte")] + keySourceOptions,
+                options: [.json, .firstByteTimeout] + keySourceOptions,
                 details: "", usesNetwork: true, run: ChatCommand.models),
 ]
-
-let rawOption = OptionSpec(name: "--raw", value: nil, help: "print the reply's text untouched (no markdown rendering)")
-let attachOption = OptionSpec(name: "--attach", value: "FILE", help: "send a file with the prompt: text inline, an image or PDF as inline data (repeatable)",
-                              shortName: "-a", repeatable: true)
-let keepAttachmentsOption = OptionSpec(name: "--keep-attachments", value: nil,
-                                       help: "keep attached files' contents in the encrypted history (by default only their names, sizes and SHA-256)")
-let noSaveOption = OptionSpec(name: "--no-save", value: nil, help: "do not keep this conversation in the encrypted history")
-let allowSecretsOption = OptionSpec(name: "--allow-secrets", value: nil,
-                                    help: "send a prompt that looks like it holds a credential (API key, token, private key)")
 
 enum ChatCommand {
     /// A prompt holding something credential-shaped is sent only when the user says so: asked
     /// on a terminal (default no), refused otherwise unless --allow-secrets.
     static func checkForSecrets(_ text: String, _ call: Invocation, what subject: String = "prompt") throws {
-        switch SecretGate.check(text, what: subject, interactive: Terminal.stdinIsTerminal, allowed: call.flag("--allow-secrets")) {
+        switch SecretGate.check(text, what: subject, interactive: Terminal.stdinIsTerminal, allowed: call.flag(.allowSecrets)) {
         case .send: return
         case .declined: throw CommandFailure(.failure, "not sent", hint: "remove the secret, or pass --allow-secrets")
         case .refused(let what): throw CommandFailure(.failure, "not sent: \(what)", hint: "remove it, or pass --allow-secrets to send it anyway")
@@ -64,7 +50,7 @@ enum ChatCommand {
     /// The files of `-a`, read and checked before anything is asked or sent; a key inside a
     /// text file is handled like one in the prompt. A file given twice is sent once, with a warning.
     static func attachedFiles(_ call: Invocation) throws -> [AttachmentReader.AttachedFile] {
-        let paths = call.values("--attach").map(ProcessIdentity.expandingTilde)
+        let paths = call.values(.attach).map(ProcessIdentity.expandingTilde)
         guard !paths.isEmpty else { return [] }
         let files: [AttachmentReader.AttachedFile]
         do {
@@ -84,8 +70,8 @@ enum ChatCommand {
 
     /// The passphrase files this command was given: never attached, whatever they hold.
     static func secretFiles(_ context: Context) -> [AttachmentReader.SecretFile] {
-        ["--passphrase-file", "--new-passphrase-file"].compactMap { option in
-            context.options[option].map { AttachmentReader.SecretFile(path: ProcessIdentity.expandingTilde($0), role: "the passphrase file \(option) names") }
+        [OptionSpec.passphraseFile, .newPassphraseFile].compactMap { option in
+            context.options.value(option).map { AttachmentReader.SecretFile(path: ProcessIdentity.expandingTilde($0), role: "the passphrase file \(option.name) names") }
         }
     }
 
@@ -118,12 +104,12 @@ enum ChatCommand {
     /// Markdown is rendered only on a terminal that can redraw (not TERM=dumb) and without
     /// --raw or --json: piped output is never styled.
     static func markdownRenderer(_ call: Invocation, _ style: Style) -> MarkdownRenderer? {
-        guard Terminal.canRedraw, !call.flag("--raw"), !call.flag("--json") else { return nil }
+        guard Terminal.canRedraw, !call.flag(.rawReply), !(call.command.offers(.json) && call.flag(.json)) else { return nil }
         return MarkdownRenderer(styled: style.enabled)
     }
 
     /// The window as it is now, read again for every redraw.
-    static func windowSize() -> TerminalSize { Terminal.size ?? TerminalSize(columns: 80, rows: 24) }
+    static func windowSize() -> TerminalSize { Terminal.size ?? .fallback }
 
 
     /// `--continue`'s conversation: the chat written to most recently (an `ask` is passed over).
@@ -131,7 +117,7 @@ enum ChatCommand {
         let history = context.history
         for id in try history.ids().reversed() {
             // A damaged file is reported when it is the one loaded below, not skipped silently.
-            guard let kind = try? history.loadIntact(id, with: keys).meta?.kind, kind == "ask" else { return id }
+            guard (try? history.loadIntact(id, with: keys).meta?.conversationKind) == .ask else { return id }
         }
         return nil
     }
@@ -139,16 +125,16 @@ enum ChatCommand {
     static func chat(_ call: Invocation) throws {
         let attachments = try attachedFiles(call)
         // A wrong id is found before the key is resolved: it needs no passphrase.
-        let resumed = try call.value("--resume").map(call.context.history.resolve)
+        let resumed = try call.value(.resume).map(call.context.history.resolve)
         let (client, settings, keySource) = try clientWithKey(call, modelsAdvice: "type /models to list the models your key can use")
         let context = call.context
         // A key the unlocked session handed over is the session's: when it is locked, the chat
         // stops using the key and saving turns.
-        let keyFromSession = keySource.kind == "vault" && (try? context.vault.sessionIsOpen()) == true
+        let keyFromSession = if case .vault = keySource { (try? context.vault.sessionIsOpen()) == true } else { false }
         var conversation = try conversation(settings, client)
         var writer: HistoryWriter?
         var system: String?
-        if call.flag("--continue") || resumed != nil {
+        if call.flag(.continueChat) || resumed != nil {
             let history = context.history
             let keys = try context.historyKeys()
             guard let id = try resumed ?? latestChat(context, keys: keys) else {
@@ -158,26 +144,26 @@ enum ChatCommand {
             let transcript = try history.load(id, with: keys)
             conversation.restore(transcript.turns)
             // The conversation goes on as it was: its model and system instruction, unless given again.
-            if call.value("--model") == nil, let model = transcript.currentModel, client.isModelName(model) {
+            if call.value(.model) == nil, let model = transcript.currentModel, client.isModelName(model) {
                 conversation.model = model
             }
-            if call.value("--system") == nil, transcript.currentSystem != nil || transcript.meta?.system != nil {
+            if call.value(.system) == nil, transcript.currentSystem != nil || transcript.meta?.system != nil {
                 conversation.systemPrompt = transcript.systemInEffect
             }
             system = transcript.systemInEffect
             writer = try history.reopen(id, after: transcript)
             Console.note("going on with conversation \(id.prefix(8)) (\(transcript.turns.count) turn\(transcript.turns.count == 1 ? "" : "s"), \(EscapeNeutralizer.neutralize(conversation.model)))")
         }
-        let (recorder, notice) = context.recorder(call, settings: settings, kind: "chat", resuming: writer, system: system)
+        let (recorder, notice) = context.recorder(call, settings: settings, kind: .chat, resuming: writer, system: system)
         if let notice { Console.note(notice) }
         let chatStyle = context.style(settings, fd: FileDescriptor.standardOutput.raw)
         // Bubbles are frames, not colours: NO_COLOR draws them without colour. They need a
         // terminal that can move the cursor; asked for where there is none, the chat says so.
-        let wantsBubbles = call.flag("--bubbles") || settings[.chatStyle] == "bubbles"
+        let wantsBubbles = call.flag(.bubbles) || settings[.chatStyle] == "bubbles"
         let bubbles = wantsBubbles && Terminal.canRedraw
-        if wantsBubbles && !bubbles && (call.flag("--bubbles") || Terminal.stdoutIsTerminal) { Console.note(ChatREPL.noBubbles) }
+        if wantsBubbles && !bubbles && (call.flag(.bubbles) || Terminal.stdoutIsTerminal) { Console.note(ChatREPL.noBubbles) }
         let repl = ChatREPL(conversation: conversation, client: client, style: chatStyle,
-                            interactive: Terminal.stdinIsTerminal, allowSecrets: call.flag("--allow-secrets"), recorder: recorder,
+                            interactive: Terminal.stdinIsTerminal, allowSecrets: call.flag(.allowSecrets), recorder: recorder,
                             bubbles: bubbles, markdown: markdownRenderer(call, chatStyle), attachments: attachments,
                             secretFiles: secretFiles(context),
                             clipboard: TerminalClipboard(environment: context.helperEnvironment, outputIsTerminal: Terminal.stdoutIsTerminal))
@@ -245,14 +231,14 @@ enum ChatCommand {
 
     /// `ask --json` whose arguments did not parse still gives a script its one object.
     static func reportUsageError(_ error: UsageError, arguments: [String]) throws(StandardOutputFailure) {
-        guard error.command?.path == ["ask"], arguments.contains("--json") else { return }
+        guard error.command?.path == ["ask"], arguments.contains(OptionSpec.json.name) else { return }
         var result = AskResult()
         result.error = AskError(error)
         try Output.json(result, schema: .ask)
     }
 
     static func ask(_ call: Invocation) throws {
-        let json = call.flag("--json")
+        let json = call.flag(.json)
         var result = AskResult()
         do {
             try askOnce(call, &result)
@@ -281,7 +267,7 @@ enum ChatCommand {
             let input = try readStandardInput()
             if !input.isEmpty { prompt = prompt.isEmpty ? input : prompt + "\n\n" + input }
         }
-        guard !prompt.trimmedWhitespace.isEmpty || !call.values("--attach").isEmpty else {
+        guard !prompt.trimmedWhitespace.isEmpty || !call.values(.attach).isEmpty else {
             throw UsageError("nothing to ask: give a prompt or pipe text in", command: call.command)
         }
         try checkForSecrets(prompt, call)
@@ -290,13 +276,13 @@ enum ChatCommand {
         let conversation = try conversation(settings, client)
         result.model = conversation.model
         let request = conversation.request(for: prompt, attachments: attachments)
-        let json = call.flag("--json")
-        if call.flag("--count-tokens") {
+        let json = call.flag(.json)
+        if call.flag(.countTokens) {
             let total = try client.countTokens(request, model: conversation.model, handlers: StreamHandlers())
             if json { result.totalTokens = total } else { try Console.out("\(total)\n") }
             return
         }
-        let streaming = !call.flag("--no-stream")
+        let streaming = !call.flag(.noStream)
         let markdown = markdownRenderer(call, call.context.style(settings, fd: FileDescriptor.standardOutput.raw))
         let live = markdown.map { LiveReply(markdown: $0, frame: .labelled(StyledLine()), size: windowSize, reflows: Terminal.reflowsOnResize) }
         let printer = ReplyPrinter(spinner: ProgressLine.isWanted, live: live)
@@ -335,7 +321,7 @@ enum ChatCommand {
         // The chat's rule for a cut-off reply (ChatReply.isKept): cut at the token limit, it is
         // kept though the exit code says it was cut; filtered or blocked, it is not.
         if let kept = saved.record(user: prompt, attachments: attachments, reply: turn) {
-            let (recorder, problem) = call.context.recorder(call, settings: settings, kind: "ask")
+            let (recorder, problem) = call.context.recorder(call, settings: settings, kind: .ask)
             recorder?.record(kept, in: saved, now: Clock.now())
             // Without a vault there is nothing to save to, and a script asking all day needs no
             // reminder; a vault whose history cannot be written is worth a word every time.
@@ -369,7 +355,7 @@ enum ChatCommand {
         printer.clearSpinner()
         let listings = models.map { ModelListing(name: $0.name, displayName: $0.displayName, inputTokenLimit: $0.inputTokenLimit, outputTokenLimit: $0.outputTokenLimit) }
         ModelCache(paths: call.context.paths).save(listings.map(\.name))
-        if call.flag("--json") { try Output.json(["models": listings], schema: .models); return }
+        if call.flag(.json) { try Output.json(["models": listings], schema: .models); return }
         let rows = listings.map { [EscapeNeutralizer.neutralize($0.name), $0.inputTokenLimit.map(Output.grouped) ?? "-", $0.outputTokenLimit.map(Output.grouped) ?? "-",
                                    EscapeNeutralizer.neutralize($0.displayName ?? "")] }
         try Console.out(Output.table([["MODEL", "INPUT TOKENS", "OUTPUT TOKENS", "NAME"]] + rows))

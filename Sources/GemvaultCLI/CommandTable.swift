@@ -1,19 +1,3 @@
-/// An option a command accepts: a flag (`value == nil`) or an option with a value.
-struct OptionSpec: Sendable {
-    let name: String
-    let value: String?
-    let help: String
-    /// The value may be private text: it is wiped from the process's argv once read.
-    var privateValue = false
-    /// A one-letter spelling, such as `-a` for `--attach`.
-    var shortName: String? = nil
-    /// May be given more than once; `Invocation.values` has every value, in order.
-    var repeatable = false
-
-    /// `-a, --attach FILE` in help, the reference and the manual.
-    var synopsis: String { (shortName.map { $0 + ", " } ?? "") + name + (value.map { " " + $0 } ?? "") }
-}
-
 /// One row of the command table. The parser, `--help`, `help COMMAND` and the CLI reference
 /// are all generated from these rows.
 struct CommandSpec: Sendable {
@@ -50,6 +34,12 @@ struct CommandSpec: Sendable {
 
     var name: String { path.joined(separator: " ") }
 
+    /// Whether this option is in the command's row or a global one.
+    func offers(_ option: OptionSpec) -> Bool { options.contains(option) || globalOptions.contains(option) }
+
+    /// The options in its row that override a setting (`--model`, `--timeout`, …).
+    var settingOptions: [OptionSpec] { options.filter { $0.setting != nil } }
+
     var usage: String { usageParts.joined(separator: " ") }
 
     /// The usage line in the pieces it may be wrapped between: `[--model M]` stays whole.
@@ -58,42 +48,9 @@ struct CommandSpec: Sendable {
     }
 }
 
-/// Options every command accepts.
-let globalOptions: [OptionSpec] = [
-    OptionSpec(name: "--vault", value: "PATH", help: "vault file (default $GEMVAULT_VAULT, then $XDG_DATA_HOME/gemvault/vault)"),
-    OptionSpec(name: "--passphrase-fd", value: "N", help: "read the passphrase as one line from file descriptor N"),
-    OptionSpec(name: "--passphrase-file", value: "PATH", help: "read the passphrase from the first line of a private file"),
-    OptionSpec(name: "--no-session", value: nil, help: "do not use an unlocked session; open the vault file with the passphrase"),
-    OptionSpec(name: "--accept-rollback", value: nil, help: "open a vault older than one already seen (an old copy restored on purpose)"),
-    OptionSpec(name: "--color", value: "WHEN", help: "colour: auto (default), always or never; also the 'color' setting, NO_COLOR and TERM=dumb"),
-    OptionSpec(name: "--help", value: nil, help: "show help for the command"),
-]
-
-let jsonOption = OptionSpec(name: "--json", value: nil, help: "print machine-readable JSON")
-let newPassphraseOptions = [
-    OptionSpec(name: "--new-passphrase-fd", value: "N", help: "read the new passphrase as one line from file descriptor N"),
-    OptionSpec(name: "--new-passphrase-file", value: "PATH", help: "read the new passphrase from the first line of a private file"),
-]
-let keySourceOptions = [
-    OptionSpec(name: "--key", value: "NAME", help: "vault key to use (default: the 'key' setting, then 'default')"),
-    OptionSpec(name: "--key-file", value: "PATH", help: "read the API key from a private file; wins over every other source"),
-    OptionSpec(name: "--allow-insecure-endpoint", value: nil, help: "allow a plain-http endpoint that is not on loopback"),
-]
-let generationOptions = [
-    OptionSpec(name: "--model", value: "M", help: "model name (setting 'model')"),
-    OptionSpec(name: "--system", value: "TEXT", help: "system instruction (setting 'system_prompt')", privateValue: true),
-    OptionSpec(name: "--temperature", value: "T", help: "sampling temperature, 0 to 2"),
-    OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the first byte and between stream events"),
-]
-
-/// Flags that override a setting, by setting name.
-let settingFlags: [String: String] = [
-    "--model": "model", "--system": "system_prompt", "--temperature": "temperature", "--timeout": "timeout", "--key": "key",
-]
-
 /// The whole command surface, with the subcommands of one command together (all `key …`
 /// where the first one is), in the order help, the reference and the manual show them.
-let commandTable: [CommandSpec] = groupedBySubject(vaultCommands + rotationCommands + sessionCommands + configCommands + chatCommands
+let commandTable: [CommandSpec] = groupedBySubject(vaultCommands + rotationCommands + shareCommands + sessionCommands + configCommands + chatCommands
     + historyCommands + execCommands + completionCommands)
 
 /// Stable: each command word's subcommands follow its first one, in their own order.
@@ -108,16 +65,20 @@ func groupedBySubject(_ specs: [CommandSpec]) -> [CommandSpec] {
 struct Invocation {
     let command: CommandSpec
     let positionals: [String]
-    let options: [String: String]
+    let options: ParsedOptions
     let context: Context
 
-    func flag(_ name: String) -> Bool { options[name] != nil }
+    func flag(_ option: OptionSpec) -> Bool { options.flag(accepted(option)) }
     /// The value of an option; for a repeatable one, the last.
-    func value(_ name: String) -> String? { values(name).last }
+    func value(_ option: OptionSpec) -> String? { options.value(accepted(option)) }
     /// Every value of a repeatable option, in the order given.
-    func values(_ name: String) -> [String] {
-        guard let joined = options[name] else { return [] }
-        return joined.split(separator: ArgumentParser.valueSeparator, omittingEmptySubsequences: false).map(String.init)
+    func values(_ option: OptionSpec) -> [String] { options.values(accepted(option)) }
+
+    /// An option outside the command's row could never be given: asking for it is a mistake
+    /// that debug builds (and so the tests) stop at. Code shared by commands asks `command.offers` first.
+    private func accepted(_ option: OptionSpec) -> OptionSpec {
+        assert(command.offers(option), "'\(command.name)' has no option \(option.name) (\(option.help))")
+        return option
     }
 }
 
@@ -140,7 +101,7 @@ struct PrivateArgument: Equatable {
 
 /// What argv asked for.
 enum ParsedCommand {
-    case run(CommandSpec, positionals: [String], options: [String: String])
+    case run(CommandSpec, positionals: [String], options: ParsedOptions)
     case help(CommandSpec?)
     case groupHelp([String])
     case reference
@@ -169,7 +130,7 @@ enum ArgumentParser {
         // Global options may come before the command: `gemvault --vault PATH key list`.
         var leading: [String] = []
         var rest = argv[...]
-        while let word = rest.first, let option = globalOptions.first(where: { word == $0.name || word.hasPrefix($0.name + "=") }), option.name != "--help" {
+        while let word = rest.first, let option = globalOptions.first(where: { word == $0.name || word.hasPrefix($0.name + "=") }), option != .help {
             leading.append(word)
             rest = rest.dropFirst()
             if option.value != nil, !word.contains("=") {
@@ -184,7 +145,7 @@ enum ArgumentParser {
         let argvIndex = Array(commandWords.indices) + Array(argv.indices.prefix(leading.count)) + Array(rest.indices.dropFirst(commandWords.count))
         if argv.first == "__complete" { return .complete(Array(argv.dropFirst())) }
         if argv.isEmpty { return .start }
-        if arguments.isEmpty || arguments == ["--help"] || arguments == ["-h"] { return .help(nil) }
+        if arguments.isEmpty || arguments == [OptionSpec.help.name] || arguments == ["-h"] { return .help(nil) }
         if arguments == ["--version"] || arguments == ["-V"] || arguments == ["-v"] { return .version }
         if arguments == ["help", "--reference"] { return .reference }
         if arguments == ["help", "--man"] { return .manual }
@@ -200,7 +161,7 @@ enum ArgumentParser {
         let words = arguments.prefix { !$0.hasPrefix("-") }
         var matched = commandTable.filter({ words.starts(with: $0.path) }).max(by: { $0.path.count < $1.path.count })
         var consumed = matched?.path.count ?? 0
-        if matched == nil, words.count == 1, !arguments.contains("--help"),
+        if matched == nil, words.count == 1, !arguments.contains(OptionSpec.help.name),
            let fallback = commandTable.first(where: { $0.path.first == words.first && $0.isGroupDefault }) {
             matched = fallback
             consumed = 1
@@ -208,7 +169,7 @@ enum ArgumentParser {
         guard let spec = matched else {
             let group = Array(words.prefix(1))
             if !group.isEmpty, commandTable.contains(where: { $0.path.first == group[0] }) {
-                if arguments.contains("--help") { return .groupHelp(group) }
+                if arguments.contains(OptionSpec.help.name) { return .groupHelp(group) }
                 let subcommands = commandTable.filter { $0.path.first == group[0] }.map { $0.path.dropFirst().joined(separator: " ") }
                 if words.count > 1, let guess = Suggestion.nearest(words[words.startIndex + 1], among: subcommands) {
                     throw UsageError("unknown command '\(group[0]) \(words[words.startIndex + 1])': did you mean '\(group[0]) \(guess)'?")
@@ -246,7 +207,7 @@ enum ArgumentParser {
                 let guess = Suggestion.nearest(name, among: allowed.map(\.name)).map { ": did you mean '\($0)'?" } ?? ""
                 throw UsageError("unknown option '\(name)' for 'gemvault \(spec.name)'\(guess)", command: spec)
             }
-            if option.name == "--help" { return .help(spec) }
+            if option == .help { return .help(spec) }
             if option.value != nil {
                 func store(_ value: String) {
                     if option.repeatable, let earlier = options[option.name] {
@@ -274,7 +235,7 @@ enum ArgumentParser {
                 ? "\(spec.argumentRange.lowerBound)" : "\(spec.argumentRange.lowerBound) to \(spec.argumentRange.upperBound)"
             throw UsageError("'gemvault \(spec.name)' takes \(expected) argument\(spec.argumentRange.upperBound == 1 ? "" : "s"), got \(positionals.count)", command: spec)
         }
-        return .run(spec, positionals: positionals, options: options)
+        return .run(spec, positionals: positionals, options: ParsedOptions(byName: options))
     }
 }
 

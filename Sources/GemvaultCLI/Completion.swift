@@ -1,7 +1,7 @@
 import Agent
 import Conversations
 import GeminiClient
-import GemvaultConfig
+import Settings
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -170,7 +170,7 @@ enum CompletionCommand {
     /// `gemvault __complete WORD...`: the candidates, one a line. `@files` and `@commands`
     /// ask the shell to complete paths or command names itself.
     static func complete(_ words: [String], environment: [String: String]) throws(StandardOutputFailure) {
-        let engine = CompletionEngine(context: Context(environment: environment, options: [:]))
+        let engine = CompletionEngine(context: Context(environment: environment, options: .none))
         let candidates = engine.candidates(words.isEmpty ? [""] : words)
         if !candidates.isEmpty { try Console.out(candidates.joined(separator: "\n") + "\n") }
     }

@@ -1,6 +1,7 @@
 import GeminiClient
-import GemvaultConfig
 import GoogleKeys
+import KeyResolution
+import Settings
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -8,33 +9,31 @@ import VaultCore
 let configCommands: [CommandSpec] = [
     CommandSpec(path: ["config", "set"], arguments: "KEY VALUE", argumentRange: 2...2,
                 summary: "store a setting in the vault (--file: in config.json)",
-                options: [fileOption], details: settingsList, run: ConfigCommand.set),
+                options: [.file], details: settingsList, run: ConfigCommand.set),
     CommandSpec(path: ["config", "get"], arguments: "KEY", argumentRange: 1...1,
                 summary: "print a setting stored in the vault (--file: in config.json)",
-                options: [fileOption], details: "", run: ConfigCommand.get),
+                options: [.file], details: "", run: ConfigCommand.get),
     CommandSpec(path: ["config", "unset"], arguments: "KEY", argumentRange: 1...1,
                 summary: "remove a setting from the vault (--file: from config.json)",
-                options: [fileOption], details: "", run: ConfigCommand.unset),
+                options: [.file], details: "", run: ConfigCommand.unset),
     CommandSpec(path: ["config", "list"], arguments: "", argumentRange: 0...0,
                 summary: "list the settings stored in the vault (--file: in config.json)",
-                options: [fileOption, jsonOption], details: "", run: ConfigCommand.list),
+                options: [.file, .json], details: "", run: ConfigCommand.list),
     CommandSpec(path: ["config", "explain"], arguments: "", argumentRange: 0...0,
                 summary: "every effective setting, its value and the layer it came from",
-                options: [jsonOption, OptionSpec(name: "--no-vault", value: nil, help: "do not open the vault (its layer is skipped)"),
-                          OptionSpec(name: "--allow-insecure-endpoint", value: nil, help: "allow a plain-http endpoint that is not on loopback")] + generationOptions,
+                options: [.json, .noVault, .allowInsecureEndpoint] + generationOptions,
                 details: "Layers, lowest first: default, config file, vault, environment (GEMVAULT_<NAME>), flags.",
                 run: ConfigCommand.explain),
     CommandSpec(path: ["key", "which"], arguments: "", argumentRange: 0...0,
                 summary: "which source the API key would come from now, and what it shadows",
-                options: [jsonOption] + keySourceOptions + [OptionSpec(name: "--google", value: nil, help: "say which Google credential key rotate --create would use (no token is fetched)")],
+                options: [.json] + keySourceOptions + [.google],
                 details: keyOrder, run: ConfigCommand.which),
     CommandSpec(path: ["doctor"], arguments: "", argumentRange: 0...0,
                 summary: "check this machine for the risks of a shared machine",
-                options: [jsonOption], details: "Exits 0 when nothing was found, 1 otherwise. Each finding comes with its fix.",
+                options: [.json], details: "Exits 0 when nothing was found, 1 otherwise. Each finding comes with its fix.",
                 run: ConfigCommand.doctor),
 ]
 
-let fileOption = OptionSpec(name: "--file", value: nil, help: "use the plain config file instead of the vault")
 let settingsList = "Settings: " + SettingsSchema.names.joined(separator: ", ") + "."
 let keyOrder = """
 The key comes from the first of: --key-file PATH; GOOGLE_API_KEY, then GEMINI_API_KEY;
@@ -48,18 +47,18 @@ extension Invocation {
     /// or request: a usage error (exit 64) costs nobody a typed passphrase.
     func checkFlagValues() throws {
         var flags: [String: (flag: String, value: String)] = [:]
-        for (flag, setting) in settingFlags { if let value = value(flag) { flags[setting] = (flag, value) } }
+        for option in command.settingOptions { if let value = value(option) { flags[option.setting!.name] = (option.name, value) } }
         do {
             if !flags.isEmpty { _ = try Settings.resolve(SettingLayers(flags: flags, allowInsecureEndpoint: true)) }
         } catch {
             // A usage error, so that `ask --json` still gives its one object.
             throw UsageError(ErrorReport.describe(error).1, command: command)
         }
-        if let model = value("--model"), (try? GeminiClient.modelResource(model)) == nil {
+        if command.offers(.model), let model = value(.model), (try? GeminiClient.modelResource(model)) == nil {
             throw UsageError("--model: '\(EscapeNeutralizer.neutralize(model))' is not a valid model name", command: command)
         }
         _ = try context.passphraseSource()
-        _ = try context.secretSource(fdOption: "--new-passphrase-fd", fileOption: "--new-passphrase-file")
+        _ = try context.secretSource(fdOption: .newPassphraseFd, fileOption: .newPassphraseFile)
     }
 }
 
@@ -74,15 +73,16 @@ extension Context {
     /// Every layer except the vault's, from the config file, the environment and the flags.
     func settingLayers(_ call: Invocation) throws -> SettingLayers {
         var flags: [String: (flag: String, value: String)] = [:]
-        for (flag, setting) in settingFlags { if let value = call.value(flag) { flags[setting] = (flag, value) } }
+        for option in call.command.settingOptions { if let value = call.value(option) { flags[option.setting!.name] = (option.name, value) } }
         return SettingLayers(configFile: try loadConfigFile(), vaultPath: vaultPath, environment: environment,
-                             flags: flags, allowInsecureEndpoint: call.flag("--allow-insecure-endpoint"))
+                             flags: flags, allowInsecureEndpoint: call.command.offers(.allowInsecureEndpoint) && call.flag(.allowInsecureEndpoint))
     }
 
     /// The resolver for the key; the vault is opened only when its turn comes.
     func keyResolver(_ call: Invocation) throws -> KeyResolver {
-        KeyResolver(keyFileFlag: call.value("--key-file"), environment: environment, paths: paths,
-                    explicitKeyName: call.value("--key"), layers: try settingLayers(call), vault: vault, warn: { Console.warning($0) })
+        KeyResolver(keyFileFlag: call.value(.keyFile), environment: environment, paths: paths,
+                    explicitKeyName: call.value(.key), layers: try settingLayers(call), vault: vault, warn: { Console.warning($0) },
+                    note: { Console.note($0) })
     }
 }
 
@@ -95,7 +95,7 @@ enum ConfigCommand {
     static func set(_ call: Invocation) throws {
         let (name, raw) = (call.positionals[0], call.positionals[1])
         let spec = try checkedSetting(name)
-        let layer = call.flag("--file") ? "config.json" : "vault"
+        let layer = call.flag(.file) ? "config.json" : "vault"
         let value: String
         switch spec.validate(raw) {
         case .success(let valid): value = valid
@@ -105,7 +105,7 @@ enum ConfigCommand {
             Console.warning("\(value) is plain http on a non-loopback host; commands will refuse it without --allow-insecure-endpoint")
         }
         let context = call.context
-        if call.flag("--file") {
+        if call.flag(.file) {
             var file = try context.loadConfigFile()
             file.set(name, value)
             try file.save()
@@ -116,7 +116,7 @@ enum ConfigCommand {
     }
 
     static func stored(_ call: Invocation) throws -> [String: String] {
-        if call.flag("--file") { return try call.context.loadConfigFile().values }
+        if call.flag(.file) { return try call.context.loadConfigFile().values }
         return try call.context.vault.settings()
     }
 
@@ -124,7 +124,7 @@ enum ConfigCommand {
         let name = call.positionals[0]
         _ = try checkedSetting(name)
         guard let value = try stored(call)[name] else {
-            throw CommandFailure(.failure, "\(name) is not set in the \(call.flag("--file") ? "config file" : "vault")",
+            throw CommandFailure(.failure, "\(name) is not set in the \(call.flag(.file) ? "config file" : "vault")",
                                  hint: "'gemvault config explain' shows the effective value and where it comes from")
         }
         try Console.out(display(name, value) + "\n")
@@ -135,7 +135,7 @@ enum ConfigCommand {
         _ = try checkedSetting(name)
         let context = call.context
         var removed = false
-        if call.flag("--file") {
+        if call.flag(.file) {
             var file = try context.loadConfigFile()
             removed = file.unset(name)
             if removed { try file.save() }
@@ -147,7 +147,7 @@ enum ConfigCommand {
 
     static func list(_ call: Invocation) throws {
         let values = try stored(call)
-        if call.flag("--json") { try Output.json(["settings": values], schema: .configList); return }
+        if call.flag(.json) { try Output.json(["settings": values], schema: .configList); return }
         for name in values.keys.sorted() { try Console.out("\(name)=\(display(name, values[name]!))\n") }
     }
 
@@ -173,7 +173,7 @@ enum ConfigCommand {
         let context = call.context
         var layers = try context.settingLayers(call)
         var vaultState: String
-        if call.flag("--no-vault") {
+        if call.flag(.noVault) {
             vaultState = "skipped (--no-vault)"
         } else if !context.vault.exists {
             vaultState = "absent"
@@ -193,7 +193,7 @@ enum ConfigCommand {
             ExplainedSetting(name: setting.name, value: setting.value.map { display(setting.name, $0) },
                              origin: setting.origin.label, layer: setting.origin.kind)
         }
-        if call.flag("--json") { try Output.json(Explanation(settings: explained, vault: vaultState), schema: .configExplain); return }
+        if call.flag(.json) { try Output.json(Explanation(settings: explained, vault: vaultState), schema: .configExplain); return }
         try Console.out(Output.table([["SETTING", "VALUE", "ORIGIN"]] + explained.map { [$0.name, $0.value ?? "(unset)", $0.origin] }))
         Console.note("vault layer: \(vaultState)")
     }
@@ -207,6 +207,8 @@ enum ConfigCommand {
         @Nullable var updated: String?
         @Nullable var age_days: Int64?
         let shadowed: [Shadow]
+        /// A vault key's sharing: who it went to, who sent it (key share, key import).
+        @Nullable var sharing: String?
 
         struct Shadow: Encodable {
             let source: String
@@ -215,8 +217,8 @@ enum ConfigCommand {
     }
 
     static func which(_ call: Invocation) throws {
-        if call.flag("--google") {
-            if call.flag("--json") { throw UsageError("--google has no --json form", command: call.command) }
+        if call.flag(.google) {
+            if call.flag(.json) { throw UsageError("--google has no --json form", command: call.command) }
             return try GoogleRotation.which(call)
         }
         let resolver = try call.context.keyResolver(call)
@@ -227,13 +229,15 @@ enum ConfigCommand {
         let result = WhichResult(
             source: key.source.kind, detail: key.source.label, name: name, masked: key.secret.masked, kind: key.secret.googleKeyKind,
             updated: key.updated.map(Output.isoDate), age_days: key.updated.map { (Output.now() - $0) / 86400 },
-            shadowed: shadowed.map { WhichResult.Shadow(source: $0.source.kind, detail: $0.note) })
+            shadowed: shadowed.map { WhichResult.Shadow(source: $0.source.kind, detail: $0.note) },
+            sharing: try name.flatMap { ShareCommand.summary(try call.context.vault.sharingRecords()[$0]) })
         for shadow in shadowed { Console.warning("\(shadow.note), but it is shadowed by \(key.source.label)") }
-        if call.flag("--json") {
+        if call.flag(.json) {
             try Output.json(result, schema: .keyWhich)
         } else {
             var text = "source: \(key.source.label)\nkey:    \(key.secret.masked)\nkind:   \(result.kind.label)\n"
             if let updated = key.updated { text += "age:    \(Output.age(since: updated)) (set \(Output.isoDate(updated)))\n" }
+            if let sharing = result.sharing { text += "shared: \(sharing)\n" }
             try Console.out(text)
         }
         // Both forms warn alike: a script reading --json sees stderr too.
@@ -251,7 +255,7 @@ enum ConfigCommand {
     static func vaultKeyKinds(_ context: Context) throws -> [(name: String, kind: GoogleKeyKind)]? {
         guard context.vault.exists else { return [] }
         if let keys = try? context.vault.agent?.keySummary() { return keys }
-        guard context.options["--passphrase-fd"] != nil || context.options["--passphrase-file"] != nil else {
+        guard context.options.flag(.passphraseFd) || context.options.flag(.passphraseFile) else {
             Console.note("the vault's keys were not checked: no unlocked session (run 'gemvault unlock', or pass --passphrase-file)")
             return nil
         }
@@ -273,7 +277,7 @@ enum ConfigCommand {
                             settings: try? Settings.resolve(layers), coreDumpsDisabled: !ProcessHardening.isDumpable,
                             vaultKeys: try vaultKeyKinds(context))
         let findings = doctor.run()
-        if call.flag("--json") {
+        if call.flag(.json) {
             try Output.json(DoctorReport(clean: findings.isEmpty, checks: Doctor.checks, findings: findings), schema: .doctor)
         } else if findings.isEmpty {
             try Console.out("ok: no findings (checked \(Doctor.checks.joined(separator: ", ")))\n")

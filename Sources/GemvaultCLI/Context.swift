@@ -1,6 +1,6 @@
 import Agent
 import Conversations
-import GemvaultConfig
+import Settings
 import SystemIO
 import TerminalIO
 import VaultAccess
@@ -12,20 +12,20 @@ struct Context {
     /// For a program gemvault starts for itself (the agent, the pager): `HelperEnvironment`.
     var helperEnvironment: [String: String] { HelperEnvironment.of(environment) }
     let paths: Paths
-    let options: [String: String]
+    let options: ParsedOptions
     /// How this command reaches the vault: the one home for it (the VaultAccess module).
     let vault: VaultAccess
 
-    init(environment: [String: String], options: [String: String]) {
+    init(environment: [String: String], options: ParsedOptions) {
         self.environment = environment
         self.paths = Paths(environment: environment)
         self.options = options
         let paths = self.paths
-        let vaultPath = paths.vault(flag: options["--vault"])
+        let vaultPath = paths.vault(flag: options.value(.vault))
         let history = HistoryStore(stateDirectory: paths.stateHome, vaultPath: vaultPath)
-        vault = VaultAccess(path: vaultPath, lockTimeout: environment["GEMVAULT_LOCK_TIMEOUT"].flatMap(Double.init).map { max(0, $0) } ?? 10,
-                            stateDirectory: paths.stateHome, acceptsRollback: options["--accept-rollback"] != nil,
-                            agentPaths: AgentPaths(environment: environment, vaultPath: vaultPath), useSession: options["--no-session"] == nil,
+        vault = VaultAccess(path: vaultPath, lockTimeout: environment["GEMVAULT_LOCK_TIMEOUT"].flatMap(Double.init).map { max(0, $0) } ?? VaultAccess.defaultLockTimeout,
+                            stateDirectory: paths.stateHome, acceptsRollback: options.flag(.acceptRollback),
+                            agentPaths: AgentPaths(environment: environment, vaultPath: vaultPath), useSession: !options.flag(.noSession),
                             passphrase: CommandPassphrase(options: options, vaultPath: vaultPath),
                             observe: { contents in
                                 // Conversations can be sealed, or not saved, without an unlock.
@@ -38,7 +38,7 @@ struct Context {
 
     /// `--color`, then the `color` setting, then auto (a terminal without NO_COLOR or TERM=dumb).
     func style(_ settings: Settings?, fd: Int32) -> Style {
-        let mode = options["--color"].flatMap(ColorMode.init) ?? settings.flatMap { ColorMode(rawValue: $0[.color]) } ?? .auto
+        let mode = options.value(.color).flatMap(ColorMode.init) ?? settings.flatMap { ColorMode(rawValue: $0[.color]) } ?? .auto
         return Style.decide(mode: mode, environment: environment, isTerminal: Terminal.isTerminal(fd))
     }
 
@@ -47,11 +47,11 @@ struct Context {
 
     /// Where the current passphrase comes from: --passphrase-fd, --passphrase-file, or the terminal.
     func passphraseSource() throws -> SecretSource {
-        try secretSource(fdOption: "--passphrase-fd", fileOption: "--passphrase-file")
+        try secretSource(fdOption: .passphraseFd, fileOption: .passphraseFile)
     }
 
     /// A descriptor option, else a file option, else the terminal.
-    func secretSource(fdOption: String, fileOption: String) throws -> SecretSource {
+    func secretSource(fdOption: OptionSpec, fileOption: OptionSpec) throws -> SecretSource {
         try SecretSource.chosen(by: options, fdOption: fdOption, fileOption: fileOption)
     }
 
@@ -83,17 +83,17 @@ struct Context {
 /// --passphrase-file or the terminal, the recovery code from the terminal or stdin. On a
 /// terminal a wrong one may be typed again (three tries, like sudo and ssh).
 struct CommandPassphrase: PassphraseSource {
-    let options: [String: String]
+    let options: ParsedOptions
     let vaultPath: String
 
-    var canProvide: Bool { options["--passphrase-fd"] != nil || options["--passphrase-file"] != nil || SecretInput.hasTerminal }
+    var canProvide: Bool { options.flag(.passphraseFd) || options.flag(.passphraseFile) || SecretInput.hasTerminal }
 
     func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T {
         let source: SecretSource
         let prompt: String
         switch kind {
         case .passphrase, .currentPassphrase:
-            source = try SecretSource.chosen(by: options, fdOption: "--passphrase-fd", fileOption: "--passphrase-file")
+            source = try SecretSource.chosen(by: options, fdOption: .passphraseFd, fileOption: .passphraseFile)
             prompt = kind == .passphrase ? "Passphrase for \(vaultPath): " : "Current passphrase for \(vaultPath): "
         case .recoveryCode:
             source = Terminal.stdinIsTerminal ? .terminal : .fileDescriptor(FileDescriptor.standardInput.raw)
@@ -117,12 +117,12 @@ struct CommandPassphrase: PassphraseSource {
 
 extension SecretSource {
     /// A descriptor option, else a file option, else the terminal.
-    static func chosen(by options: [String: String], fdOption: String, fileOption: String) throws -> SecretSource {
-        if let text = options[fdOption] {
-            guard let fd = Int32(text), fd >= 0 else { throw UsageError("\(fdOption) takes a file descriptor number, not '\(text)'") }
+    static func chosen(by options: ParsedOptions, fdOption: OptionSpec, fileOption: OptionSpec) throws -> SecretSource {
+        if let text = options.value(fdOption) {
+            guard let fd = Int32(text), fd >= 0 else { throw UsageError("\(fdOption.name) takes a file descriptor number, not '\(text)'") }
             return .fileDescriptor(fd)
         }
-        if let path = options[fileOption] { return .file(path) }
+        if let path = options.value(fileOption) { return .file(path) }
         return .terminal
     }
 

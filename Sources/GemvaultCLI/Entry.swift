@@ -33,9 +33,9 @@ public enum GemvaultMain {
             case .complete(let words):
                 try CompletionCommand.complete(words, environment: environment)
             case .start:
-                try FirstRun.start(Context(environment: environment, options: [:]))
+                try FirstRun.start(Context(environment: environment, options: .none))
             case .run(let spec, let positionals, let options):
-                if let color = options["--color"], ColorMode(rawValue: color) == nil {
+                if let color = options.value(.color), ColorMode(rawValue: color) == nil {
                     throw UsageError("--color takes auto, always or never, not '\(color)'", command: spec)
                 }
                 let context = Context(environment: environment, options: options)

@@ -1,7 +1,10 @@
+import AgeFormat
 import GoogleAuth
 import Agent
 import Conversations
-import GemvaultConfig
+import KeyResolution
+import Settings
+import Sharing
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -100,6 +103,8 @@ enum ErrorReport {
             return describe(input)
         case let config as ConfigError:
             return describe(config)
+        case let keys as KeySourceError:
+            return describe(keys)
         case let malformed as MalformedKeyError:
             return (.noKey, "the key from \(malformed.source) is more than one line, or holds a space or a control character; it was not used (a key is one line, and only a line break may follow it)",
                     malformed.hint)
@@ -121,6 +126,10 @@ enum ErrorReport {
             return (.failure, "cannot write to standard output: \(output.reason)", nil)
         case let agent as AgentError:
             return describe(agent)
+        case let sharing as SharingError:
+            return describe(sharing)
+        case let age as AgeError:
+            return describe(age)
         case let history as HistoryStore.Failure:
             switch history {
             case .notFound, .ambiguous: return (.failure, history.description, "'gemvault history list' shows the ids")
@@ -190,6 +199,33 @@ enum ErrorReport {
         }
     }
 
+    static func describe(_ error: SharingError) -> (ExitCode, String, String?) {
+        switch error {
+        case .badRecipient(let what):
+            return (.usage, what, "a recipient is an age1… recipient ('gemvault identity' prints this vault's), an ssh-ed25519 public key line, or a .pub file with one")
+        case .malformed(let detail):
+            return (.damaged, "the share is not what gemvault writes: \(detail); nothing was stored", nil)
+        case .age(let age):
+            return describe(age)
+        case .signing:
+            return (.failure, "the vault's sharing identity could not sign the share", nil)
+        }
+    }
+
+    /// A share file age cannot read: damage is exit 4; a file for someone else, or of a kind
+    /// gemvault does not read, is 1.
+    static func describe(_ error: AgeError) -> (ExitCode, String, String?) {
+        switch error.kind {
+        case .noMatch:
+            return (.failure, "the file is not encrypted to this vault's identity (or to the -i identities given); nothing was stored",
+                    "ask the sender to share to the recipient 'gemvault identity' prints")
+        case .unsupported:
+            return (.failure, "\(error.detail); nothing was stored", nil)
+        default:
+            return (.damaged, "the share file is damaged (\(error.kind.rawValue): \(error.detail)); nothing was stored", nil)
+        }
+    }
+
     /// Names the command that restores the backup, only when there is one to restore.
     static func restoreHint(_ path: String) -> String? {
         guard !path.hasSuffix(".bak"), FileStatus.of(link: path + ".bak") != nil else { return nil }
@@ -223,28 +259,30 @@ enum ErrorReport {
         case .unreadable(let path, let reason):
             return (.failure, "cannot read \(path): \(reason)", nil)
         case .insecureEndpoint(let url, let layer, let setting):
-            let what = setting == "endpoint" ? "the API key" : "the access token"
+            let what = setting == Setting.endpoint.name ? "the API key" : "the access token"
             return (.usage, "\(layer): \(setting): \(url) is plain http on a non-loopback host; \(what) would travel unencrypted",
                     "use https, or pass --allow-insecure-endpoint if you really mean it")
+        case .refused(let failure):
+            return (.failure, failure.message, failure.fix)
+        }
+    }
+
+    static func describe(_ error: KeySourceError) -> (ExitCode, String, String?) {
+        switch error {
         case .noKey(let reasons):
             return (.noKey, "no API key available (" + reasons.joined(separator: "; ") + ")",
                     "store one with 'gemvault key set', or export GEMINI_API_KEY, or write it to the key file, or set key_command")
         case .vaultNeedsPassphrase(let path):
             return (.noKey, "the API key is in the vault \(path), but there is no terminal to ask for its passphrase and no unlocked session",
                     "run 'gemvault unlock' first, or pass --passphrase-fd N or --passphrase-file PATH")
-        case .keyCommandFailed(let command, let detail, let stderr, let setting):
+        case .keyCommandFailed(let command, let detail, let stderr):
             let shown = stderr.isEmpty ? "" : "; its stderr: " + EscapeNeutralizer.neutralize(stderr)
-            if setting != "key_command" {
-                return (.failure, "\(setting) '\(command)' \(detail)\(shown)", "check the command with: gemvault config get \(setting)")
-            }
             return (.noKey, "key_command '\(command)' \(detail)\(shown)", "check the command with: gemvault config get key_command")
         case .keyFile(let vault):
             let (code, message, hint) = describe(vault)
             // A refused file (someone else's, open to others, a link) exits 1 as every refused file does.
             if case .refused = vault { return (code, message, hint) }
             return (code == .failure ? .noKey : code, message, hint)
-        case .refused(let failure):
-            return (.failure, failure.message, failure.fix)
         }
     }
 

@@ -1,3 +1,5 @@
+import Settings
+
 /// Examples for each command of the table, by name: shown by `help COMMAND`, the CLI
 /// reference and the man page. A test checks that every command has at least one.
 let commandExamples: [String: [String]] = [
@@ -15,12 +17,17 @@ let commandExamples: [String: [String]] = [
     "key rotate": ["gemvault key rotate", "gemvault key rotate work --no-verify", "gemvault key rotate --create --if-older-than 90",
                    "gemvault key rotate --undo work"],
     "key history": ["gemvault key history default"],
+    "identity": ["gemvault identity", "gemvault identity --label \"Ada, lab 3\"", "gemvault identity --json | jq -r .recipient"],
+    "key share": ["gemvault key share lab --to age1… -o /srv/share/lab.age", "gemvault key share lab --to ~/.ssh/bob.pub --armor",
+                  "gemvault key share lab -R team.txt -o /srv/share/lab.age --force", "gemvault key share lab --list"],
+    "key sync": ["gemvault key sync", "gemvault key sync lab"],
+    "key import": ["gemvault key import /srv/share/lab.age", "gemvault key import /srv/share/lab.age --follow", "age -r age1… key.txt | gemvault key import - work --yes"],
     "key rollback": ["gemvault key rollback default"],
     "unlock": ["gemvault unlock", "gemvault unlock --idle 1h --max 10h"],
     "lock": ["gemvault lock"],
     "status": ["gemvault status", "gemvault status --json | jq .unlocked"],
     "agent": ["gemvault agent --foreground"],
-    "config set": ["gemvault config set model gemini-3.6-flash", "gemvault config set --file color never"],
+    "config set": ["gemvault config set model \(defaultModel)", "gemvault config set --file color never"],
     "config get": ["gemvault config get model"],
     "config unset": ["gemvault config unset temperature"],
     "config list": ["gemvault config list", "gemvault config list --file --json"],

@@ -1,5 +1,4 @@
 import CSystemShims
-import GemvaultConfig
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -7,8 +6,7 @@ import VaultCore
 let execCommands: [CommandSpec] = [
     CommandSpec(path: ["exec"], arguments: "-- COMMAND [ARGS...]", argumentRange: 1...Int.max,
                 summary: "run a command with the API key in its environment (GEMINI_API_KEY)",
-                options: [OptionSpec(name: "--env", value: "VAR", help: "the variable to set (default GEMINI_API_KEY)"),
-                          OptionSpec(name: "--force", value: nil, help: "run even inside another 'gemvault exec'")] + keySourceOptions,
+                options: [.env, .forceNested] + keySourceOptions,
                 details: """
                 GOOGLE_API_KEY is removed unless --env names it, so it cannot shadow the key. --env refuses the variables the
                 dynamic loader and the C library read (every LD_ name, GCONV_PATH, TMPDIR and the rest of glibc's list). The command gets only
@@ -21,6 +19,8 @@ let execCommands: [CommandSpec] = [
 
 enum ExecCommand {
     static let nestingVariable = "GEMVAULT_EXEC"
+    /// The variable the key is put in unless --env names another.
+    static let defaultVariable = "GEMINI_API_KEY"
 
     /// Besides every LD_ name: what glibc removes from the environment of setuid programs
     /// (its "unsecure" list), since the loader or libc reads each as a path or an option.
@@ -36,11 +36,11 @@ enum ExecCommand {
 
     static func run(_ call: Invocation) throws {
         let context = call.context
-        if context.environment[nestingVariable] != nil && !call.flag("--force") {
+        if context.environment[nestingVariable] != nil && !call.flag(.forceNested) {
             throw CommandFailure(.failure, "already inside 'gemvault exec' (\(nestingVariable) is set)",
                                  hint: "run the command directly, or pass --force to nest on purpose")
         }
-        let variable = call.value("--env") ?? "GEMINI_API_KEY"
+        let variable = call.value(.env) ?? defaultVariable
         guard !variable.isEmpty, variable.utf8.allSatisfy({ $0 == 0x5f || ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7a) }),
               variable.first.map({ !$0.isNumber }) == true else {
             throw UsageError("--env takes a variable name, not '\(variable)'", command: call.command)

@@ -1,6 +1,7 @@
 import Conversations
 import GeminiClient
-import GemvaultConfig
+import KeyResolution
+import Settings
 import SystemIO
 import TerminalIO
 import VaultAccess
@@ -30,7 +31,7 @@ enum FirstRun {
             Console.note("nothing was created; run 'gemvault init' when you are ready")
             return
         }
-        let vault = try context.vault.created(try createVault(context))
+        let vault = try createVault(context)
 
         guard TerminalQuestion.offer("2. Store your Gemini API key in it now (hidden input)?") else {
             Console.note("no key stored; 'gemvault key set' adds one later")
@@ -54,31 +55,22 @@ enum FirstRun {
     }
 
     /// Like `init`: the passphrase twice, then the recovery code once, kept until confirmed.
-    private static func createVault(_ context: Context) throws -> VaultDocument {
-        let passphrase = try context.readNewPassphrase(.terminal, prompt: "New passphrase for \(context.vaultPath): ",
-                                                       confirmPrompt: "Repeat the passphrase: ")
-        let code = RecoveryCode.generate()
-        let document = try VaultDocument.create(path: context.vaultPath, passphrase: passphrase, recoveryCode: code,
-                                                kdf: KDFParameters.Preset.moderate.parameters)
-        try context.vault.store.withExclusiveLock { session in
-            if try session.read() != nil { throw VaultError.alreadyExists(path: context.vaultPath) }
-            try context.vault.save(document, in: session, backup: .previous, newVault: true)
-        }
-        context.rememberRecipient(document.contents)
+    private static func createVault(_ context: Context) throws -> UnlockedVault {
+        let created = try VaultCommand.createVault(context, passphraseFrom: .terminal, kdf: VaultCommand.defaultPreset, replacing: false)
         Console.err("gemvault: created \(context.vaultPath)\n\nYour recovery code opens the vault if the passphrase is lost. It is shown only this once:\n\n    ")
-        try Output.writeSecret(code)
+        try Output.writeSecret(created.recoveryCode)
         Console.err("\nWrite it down and keep it offline, away from this machine.\n")
         while !TerminalQuestion.confirm("Have you stored the recovery code?") {
             guard TerminalQuestion.available else { break }
             Console.err("It cannot be shown again. Without it, a forgotten passphrase loses every key in the vault.\n")
             if TerminalQuestion.confirm("Go on without storing it?") { break }
         }
-        return document
+        return created.vault
     }
 
     /// The key, warned about like `key set` does; a key of the wrong shape is typed again
     /// unless the user says to keep it.
-    private static func readKey(name: String = "default") throws -> SecretBytes {
+    private static func readKey(name: String = Setting.key.defaultValue) throws -> SecretBytes {
         while true {
             let key = try VaultCommand.readAPIKey(prompt: "Paste the API key (from https://aistudio.google.com/apikey): ")
             guard KeyKindNotice.warn(key, name: name), TerminalQuestion.available,
@@ -88,7 +80,7 @@ enum FirstRun {
 
     /// Stores the key under the lock, opening the vault with the key in hand (no passphrase
     /// again). A key typed again after a refused check replaces the refused one, which is not kept.
-    private static func storeKey(_ key: SecretBytes, name: String = "default", in vault: UnlockedVault, replacing: Bool = false) throws {
+    private static func storeKey(_ key: SecretBytes, name: String = Setting.key.defaultValue, in vault: UnlockedVault, replacing: Bool = false) throws {
         try vault.modify { document in
             if replacing, document.contents.key(named: name) != nil { try document.contents.removeKey(name) }
             try document.contents.setKey(name, secret: key, now: Output.now())
@@ -104,7 +96,7 @@ enum FirstRun {
     /// (the default) and stored in place of the refused one; declined, or with no answer
     /// within `checkLimit`, the set-up stops with the check's exit code: it never goes on to
     /// a chat that would fail the same way. Returns the key the API accepted.
-    private static func checkUntilAccepted(_ first: SecretBytes, name: String = "default", _ context: Context,
+    private static func checkUntilAccepted(_ first: SecretBytes, name: String = Setting.key.defaultValue, _ context: Context,
                                            vaultSettings: [String: String]? = nil, store: (SecretBytes) throws -> Void) throws -> SecretBytes {
         var key = first
         while true {
@@ -150,8 +142,8 @@ enum FirstRun {
         let handlers = StreamHandlers(isCancelled: { Clock.monotonicSeconds() - start > limit })
         do {
             _ = try GeminiClient(configuration: configuration, apiKey: key, errors: errors).listModels(handlers: handlers)
-        } catch let error as GeminiError where error.category == .interrupted || error.reason == "timeout" {
-            throw GeminiError(category: .network, message: "the Gemini API at \(endpoint) did not answer within \(Int(limit)) s", reason: "timeout")
+        } catch let error as GeminiError where error.category == .interrupted || error.cause == .timeout {
+            throw GeminiError(category: .network, message: "the Gemini API at \(endpoint) did not answer within \(Int(limit)) s", cause: .timeout)
         }
     }
 
@@ -162,7 +154,7 @@ enum FirstRun {
         do {
             try run(["chat"], context)
             return
-        } catch let error as ConfigError {
+        } catch let error as KeySourceError {
             guard case .noKey = error, context.vault.exists, TerminalQuestion.available else { throw error }
             let throughSession = try context.vault.sessionIsOpen()
             let vaultSettings = try context.vault.settings()

@@ -1,7 +1,8 @@
 import GeminiClient
-import GemvaultConfig
 import GoogleAuth
+import GoogleHTTP
 import GoogleKeys
+import Settings
 import SystemIO
 import TerminalIO
 import VaultAccess
@@ -41,9 +42,9 @@ enum GoogleRotation {
         try VaultContents.validateName(name)
         try context.vault.checkBeforePrompt()
         let tag = Sodium.fingerprint(try context.vault.identity())
+        // Taken through the vault, which reads the file again: the rotation that held the lock
+        // may have written it while this one waited.
         let journal = try RotationJournal.take(context, vaultTag: tag, name: name)
-        // The rotation that held the lock may have written the vault while this one waited.
-        context.vault.forgetRead()
         if try context.vault.sessionIsOpen(), let settings = try context.vault.sessionSettings() {
             guard let key = try context.vault.key(name, markUsed: false),
                   let summary = try context.vault.keySummaries().first(where: { $0.name == name }) else { throw VaultError.keyNotFound(name: name) }
@@ -73,7 +74,7 @@ enum GoogleRotation {
     static func credentials(_ call: Invocation, _ settings: Settings) -> GoogleCredentials {
         GoogleCredentials(CredentialSettings(tokenCommand: settings[.tokenCommand], commandTimeout: settings[.keyCommandTimeout],
                                              environment: call.context.environment, home: call.context.paths.home, timeout: settings[.timeout],
-                                             allowInsecure: call.flag("--allow-insecure-endpoint"), warn: { Console.warning($0) }))
+                                             allowInsecure: call.flag(.allowInsecureEndpoint), warn: { Console.warning($0) }))
     }
 
     /// The API Keys client, made when first needed (a young key's `--if-older-than` asks Google
@@ -82,11 +83,14 @@ enum GoogleRotation {
     final class GoogleLink {
         let call: Invocation
         let settings: Settings
+        /// The way to Google for the API Keys service and the new key's check (a fake in unit tests).
+        let transport: any HTTPTransport
         private var made: (client: APIKeysClient, token: AccessToken)?
 
-        init(_ call: Invocation, _ settings: Settings) {
+        init(_ call: Invocation, _ settings: Settings, transport: any HTTPTransport) {
             self.call = call
             self.settings = settings
+            self.transport = transport
         }
 
         /// The client, billed to `project` when nothing else names a quota project.
@@ -95,11 +99,12 @@ enum GoogleRotation {
                 if let project { made.client.quotaProject = GoogleRotation.quotaProject(settings, made.token, project: project) }
                 return made.client
             }
-            GeminiClient.prepareNetwork()
+            // Only libcurl needs loading; a test's transport must leave it unmapped.
+            if transport is CurlTransport { GeminiClient.prepareNetwork() }
             let token = try credentials(call, settings).token()
             Console.note("using \(token.source.label) for the API Keys service")
             let client = APIKeysClient(endpoint: try settings.endpoint(.apikeysEndpoint), token: token, quotaProject: quotaProject(settings, token, project: project),
-                                       timeout: settings[.timeout], retries: settings[.retries])
+                                       timeout: settings[.timeout], retries: settings[.retries], transport: transport)
             made = (client, token)
             return client
         }
@@ -123,7 +128,7 @@ enum GoogleRotation {
     }
 
     static func finish(_ call: Invocation, _ report: Report) throws {
-        if call.flag("--json") { try Output.json(report, schema: .keyRotate) }
+        if call.flag(.json) { try Output.json(report, schema: .keyRotate) }
     }
 
     /// `gcloud` commands for a key gemvault could not deal with itself.
@@ -167,22 +172,22 @@ enum GoogleRotation {
 
     // MARK: key rotate --create
 
-    static func create(_ call: Invocation, name: String) throws {
-        let verifyLimit = try seconds(call, "--verify-timeout", default: 300)
-        let olderThan = try call.value("--if-older-than").map { text -> Int64 in
+    static func create(_ call: Invocation, name: String, transport: any HTTPTransport = CurlTransport()) throws {
+        let verifyLimit = try seconds(call, .verifyTimeout, default: defaultVerifyLimit)
+        let olderThan = try call.value(.ifOlderThan).map { text -> Int64 in
             guard let days = Int64(text), days >= 0 else { throw UsageError("--if-older-than takes a whole number of days, not '\(text)'", command: call.command) }
             return days
         }
         try withVault(call.context, name: name) { vault in
             let settings = try settings(call, vault: vault.settings)
-            let link = GoogleLink(call, settings)
+            let link = GoogleLink(call, settings, transport: transport)
             try finishInterrupted(vault, link, name: name)
             // (1) The current key's resource, recorded by an earlier rotation, and (2) read; else
             // looked up below. Its age is Google's createTime when Google knows the key (CIS 1.15).
             var current: GoogleKey?
             var foundByLookup = false
             if let record = vault.google {
-                current = try liveKey(try link.client(project: call.value("--project") ?? record.project), record.resource, name: name)
+                current = try liveKey(try link.client(project: call.value(.project) ?? record.project), record.resource, name: name)
             } else {
                 current = try lookUp(call, name: name, vault: vault, link: link)
                 foundByLookup = current != nil
@@ -199,10 +204,13 @@ enum GoogleRotation {
         }
     }
 
-    static func seconds(_ call: Invocation, _ option: String, default value: Double) throws -> Double {
+    /// How long `--create` waits for Google to accept the new key, when --verify-timeout is not given.
+    static let defaultVerifyLimit = 300.0
+
+    static func seconds(_ call: Invocation, _ option: OptionSpec, default value: Double) throws -> Double {
         guard let text = call.value(option) else { return value }
         guard let seconds = DurationText.seconds(text), seconds >= 1, seconds <= 3600 else {
-            throw UsageError("\(option) takes a duration from 1s to 1h (like 300, 90s or 5m), not '\(text)'", command: call.command)
+            throw UsageError("\(option.name) takes a duration from 1s to 1h (like 300, 90s or 5m), not '\(text)'", command: call.command)
         }
         return seconds
     }
@@ -220,13 +228,13 @@ enum GoogleRotation {
     /// A current key whose Google name the vault does not hold, found by its string
     /// (keys:lookupKey); nil when Google cannot find it and the new key's home was given.
     static func lookUp(_ call: Invocation, name: String, vault: VaultView, link: GoogleLink) throws -> GoogleKey? {
-        let client = try link.client(project: call.value("--project"))
+        let client = try link.client(project: call.value(.project))
         Console.note("looking the current key of '\(name)' up at Google (keys:lookupKey)")
         let found: GoogleKey
         do {
             found = try client.get(try client.lookup(vault.key.secret))
         } catch {
-            let flagsGiven = call.value("--service-account") != nil && call.value("--project") != nil
+            let flagsGiven = call.value(.serviceAccount) != nil && call.value(.project) != nil
             // A 403 is also what a credential without the role gets: told as such unless the
             // new key's home was given.
             guard error.status == 404 || (error.status == 403 && flagsGiven) else { throw error }
@@ -235,7 +243,7 @@ enum GoogleRotation {
                                   hint: "for a key that lookup cannot find, give the new key's home: --project PROJECT --service-account EMAIL",
                                   status: error.status, reason: error.reason)
             }
-            Console.note("Google could not find the current key; making a new one in project \(call.value("--project")!) as asked")
+            Console.note("Google could not find the current key; making a new one in project \(call.value(.project)!) as asked")
             return nil
         }
         return try liveKey(client, found.name, name: name)
@@ -244,11 +252,11 @@ enum GoogleRotation {
     private static func rotate(_ call: Invocation, name: String, vault: VaultView, link: GoogleLink, current: GoogleKey?, foundByLookup: Bool,
                                age: Int64, verifyLimit: Double) throws {
         let settings = link.settings
-        var client = try link.client(project: call.value("--project") ?? vault.google?.project)
+        var client = try link.client(project: call.value(.project) ?? vault.google?.project)
         let resource = current?.name
-        guard let project = call.value("--project") ?? current?.project else { throw UsageError("--project is needed", command: call.command) }
+        guard let project = call.value(.project) ?? current?.project else { throw UsageError("--project is needed", command: call.command) }
         client = try link.client(project: project)
-        guard let serviceAccount = call.value("--service-account") ?? current?.serviceAccountEmail, !serviceAccount.isEmpty else {
+        guard let serviceAccount = call.value(.serviceAccount) ?? current?.serviceAccountEmail, !serviceAccount.isEmpty else {
             throw GoogleError(.refused, "the current key of '\(name)' is not bound to a service account, and Gemini takes only auth keys",
                               hint: "name the service account the new key is bound to: --service-account EMAIL")
         }
@@ -270,7 +278,7 @@ enum GoogleRotation {
         let stamp = String(Output.isoDate(Output.now()).filter(\.isNumber))
         let keyId = Self.keyId(name: name, stamp: stamp)
         let planned = "projects/\(project)/locations/global/keys/\(keyId)"
-        try vault.journal.begin(.init(action: "rotation", made: planned, current: planned, retire: call.flag("--keep-old") ? nil : resource))
+        try vault.journal.begin(.init(action: "rotation", made: planned, current: planned, retire: call.flag(.keepOld) ? nil : resource))
         Console.note("creating \(keyId) in project \(project), bound to \(serviceAccount)")
         let annotations = ["gemvault-vault": vault.tag, "gemvault-key": String(name.prefix(63))]
         let creation = Result { () throws(GoogleError) -> GoogleOperation in
@@ -278,7 +286,7 @@ enum GoogleRotation {
                                             restrictions: restrictions, serviceAccount: serviceAccount, annotations: annotations)
             return try client.wait(started, what: "creating \(keyId)")
         }
-        if case .failure(let error) = creation, error.reason == GoogleError.stillPending || error.mayHaveBeenPerformed {
+        if case .failure(let error) = creation, error.isStillPending || error.mayHaveBeenPerformed {
             throw GoogleError(error.category, error.message + "; the key \(keyId) may still be made",
                               hint: "the next 'gemvault key rotate --create \(name)' deletes it if it was; or see for yourself: "
                                   + "\(byHand(planned, "describe")), then \(byHand(planned))", status: error.status, reason: error.reason)
@@ -304,7 +312,7 @@ enum GoogleRotation {
                 throw GoogleError(.refused, "Google made \(newName) bound to \(made.serviceAccountEmail ?? "no service account"), not to \(serviceAccount)")
             }
             // (4) The new key against the endpoint it will be used with.
-            try check.verify(secret, settings: settings, limit: verifyLimit)
+            try check.verify(secret, settings: settings, limit: verifyLimit, transport: link.transport)
             // (5) Stored as the current value; the old one goes into the history with its name.
             let replaced = foundByLookup ? GoogleKeyRecord(resource: resource!, serviceAccount: current?.serviceAccountEmail ?? "") : nil
             _ = try vault.apply(.rotateKey(name: name, secret: secret, now: Output.now(),
@@ -319,10 +327,11 @@ enum GoogleRotation {
             throw error
         }
         Console.note("key '\(name)' is now \(secret.masked) (\(newName)), which Gemini accepted; the previous value is in its history")
+        ShareCommand.reshareAfterRotation(call.context.vault, name: name)
 
         // (6) Delete the old key at Google, with its etag.
         var deleted = false
-        if let resource, !call.flag("--keep-old") {
+        if let resource, !call.flag(.keepOld) {
             do {
                 if try deleteAtGoogle(client, resource) == .deleted {
                     Console.note("deleted the old key \(resource) at Google; Google may still accept it for up to about 25 minutes, and can undelete it for 30 days ('gemvault key rotate --undo \(name)')")

@@ -1,7 +1,8 @@
 import GeminiClient
-import GemvaultConfig
 import GoogleAuth
+import GoogleHTTP
 import GoogleKeys
+import Settings
 import SystemIO
 import TerminalIO
 import VaultAccess
@@ -11,11 +12,11 @@ import VaultCore
 extension GoogleRotation {
     // MARK: key rotate --undo
 
-    static func undo(_ call: Invocation, name: String) throws {
+    static func undo(_ call: Invocation, name: String, transport: any HTTPTransport = CurlTransport()) throws {
         try withVault(call.context, name: name) { vault in
             let age = max(0, Output.now() - vault.key.updated) / 86400
             let settings = try settings(call, vault: vault.settings)
-            let link = GoogleLink(call, settings)
+            let link = GoogleLink(call, settings, transport: transport)
             try finishInterrupted(vault, link, name: name)
             guard let newer = vault.google else {
                 throw CommandFailure(.failure, "the current value of '\(name)' was not made by 'key rotate --create'; nothing to undo at Google",
@@ -31,11 +32,12 @@ extension GoogleRotation {
                 Console.note("undeleting \(previous.resource) at Google")
                 _ = try client.wait(try client.undelete(previous.resource), what: "undeleting \(previous.resource)")
             }
-            try vault.journal.begin(.init(action: "--undo", made: nil, current: previous.resource, retire: call.flag("--keep-old") ? nil : newer.resource))
+            try vault.journal.begin(.init(action: "--undo", made: nil, current: previous.resource, retire: call.flag(.keepOld) ? nil : newer.resource))
             _ = try vault.apply(.rollBack(name: name, now: Output.now()))
             Console.note("key '\(name)' is back to its previous value (\(previous.resource))")
+            ShareCommand.reshareAfterRotation(call.context.vault, name: name)
             var deleted = false
-            if !call.flag("--keep-old") {
+            if !call.flag(.keepOld) {
                 do {
                     if try deleteAtGoogle(client, newer.resource) == .deleted {
                         Console.note("deleted the newer key \(newer.resource) at Google; Google may still accept it for up to about 25 minutes")
@@ -55,9 +57,9 @@ extension GoogleRotation {
 
     // MARK: key rm --revoke
 
-    static func revoke(_ call: Invocation, name: String) throws {
+    static func revoke(_ call: Invocation, name: String, transport: any HTTPTransport = CurlTransport()) throws {
         try withVault(call.context, name: name) { vault in
-            let link = GoogleLink(call, try settings(call, vault: vault.settings))
+            let link = GoogleLink(call, try settings(call, vault: vault.settings), transport: transport)
             try finishInterrupted(vault, link, name: name)
             var client = try link.client(project: vault.google?.project)
             var resources = [vault.google?.resource].compactMap { $0 }

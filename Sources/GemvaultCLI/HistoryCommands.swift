@@ -1,7 +1,7 @@
 import Agent
 import Conversations
-import GemvaultConfig
 import Rendering
+import Settings
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -9,28 +9,26 @@ import VaultCore
 let historyCommands: [CommandSpec] = [
     CommandSpec(path: ["history", "list"], arguments: "", argumentRange: 0...0,
                 summary: "saved conversations: id, title, model, turns, first and last dates (also plain 'gemvault history')",
-                options: [jsonOption], details: "Reading history needs the vault: an unlocked session, or its passphrase.",
+                options: [.json], details: "Reading history needs the vault: an unlocked session, or its passphrase.",
                 isGroupDefault: true, run: HistoryCommand.list),
     CommandSpec(path: ["history", "show"], arguments: "ID", argumentRange: 1...1,
                 summary: "print a saved conversation (any unique prefix of its id)",
-                options: [OptionSpec(name: "--raw", value: nil, help: "the text as saved, unstyled; escape sequences are shown as text, never run")],
-                details: "On a terminal, a conversation taller than the window goes through $PAGER (default 'less -FRX'; empty or 'cat' prints directly). $PAGER is split at spaces and run without a shell.",
+                options: [.rawHistory],
+                details: "On a terminal, a conversation taller than the window goes through $PAGER (default '\(Pager.defaultCommand.joined(separator: " "))'; empty or 'cat' prints directly). $PAGER is split at spaces and run without a shell.",
                 run: HistoryCommand.show),
     CommandSpec(path: ["history", "search"], arguments: "TEXT", argumentRange: 1...1,
                 summary: "the saved conversations that hold TEXT (ignoring case), with the matching lines",
-                options: [jsonOption],
+                options: [.json],
                 details: "Titles, prompts, replies and attachment names are searched, decrypted in memory only; a long result goes through $PAGER on a terminal, as with show. Reading history needs the vault.",
                 run: HistoryCommand.search),
     CommandSpec(path: ["history", "rm"], arguments: "[ID]", argumentRange: 0...1,
                 summary: "delete a saved conversation, all of them, or those older than a duration",
-                options: [OptionSpec(name: "--all", value: nil, help: "delete every saved conversation"),
-                          OptionSpec(name: "--older-than", value: "DURATION", help: "delete those last written before, such as 30d"),
-                          OptionSpec(name: "--yes", value: nil, help: "delete without asking (needed for --all and --older-than without a terminal)")],
+                options: [.all, .olderThan, .yes],
                 details: "Needs no passphrase: deleting reads nothing. --all and --older-than say how many they would delete and ask first on a terminal.",
                 run: HistoryCommand.remove),
     CommandSpec(path: ["history", "export"], arguments: "ID", argumentRange: 1...1,
                 summary: "print a saved conversation as Markdown or JSON",
-                options: [OptionSpec(name: "--format", value: "md|json", help: "md (default) or json")],
+                options: [.format],
                 details: "", run: HistoryCommand.export),
 ]
 
@@ -73,9 +71,9 @@ extension Context {
 
     /// A recorder for a new conversation, or nil with the reason it is not saved. `resuming`
     /// goes on with a file whose system instruction in effect is `system`.
-    func recorder(_ call: Invocation, settings: Settings, kind: String, resuming writer: HistoryWriter? = nil,
+    func recorder(_ call: Invocation, settings: Settings, kind: ConversationKind, resuming writer: HistoryWriter? = nil,
                   system: String? = nil) -> (ConversationRecorder?, String?) {
-        if call.flag("--no-save") { return (nil, nil) }
+        if call.flag(.noSave) { return (nil, nil) }
         guard vault.exists else {
             return (nil, settings[.history] == "off" ? nil : "there is no vault, so this conversation is not saved")
         }
@@ -88,7 +86,7 @@ extension Context {
         } catch {
             return (nil, "this conversation is not saved: \(error)")
         }
-        return (ConversationRecorder(store: history, kind: kind, resuming: writer, system: system, keepAttachments: call.flag("--keep-attachments"),
+        return (ConversationRecorder(store: history, kind: kind, resuming: writer, system: system, keepAttachments: call.flag(.keepAttachments),
                                      warn: { Console.warning($0) }), nil)
     }
 }
@@ -111,7 +109,7 @@ enum HistoryCommand {
         let raw = try call.context.history.summaries(with: keys, unreadable: { id, error in
             Console.warning("conversation \(id) cannot be read: \(ErrorReport.describe(error).1)")
         })
-        if call.flag("--json") {
+        if call.flag(.json) {
             let all = raw.map { summary in
                 Summary(id: summary.id, title: EscapeNeutralizer.neutralize(summary.title), model: EscapeNeutralizer.neutralize(summary.model),
                         kind: summary.kind, turns: summary.turns, first: Output.isoDate(summary.first), last: Output.isoDate(summary.last))
@@ -186,7 +184,7 @@ enum HistoryCommand {
     }
 
     static func render(_ transcript: Transcript, _ call: Invocation) -> String {
-        if call.flag("--raw") {
+        if call.flag(.rawHistory) {
             // Unstyled, but a saved reply's escape sequences still must not reach a terminal or a pipe.
             return annotated(transcript).map { turn, notes in
                 notes.map { "(\($0))\n" }.joined() + EscapeNeutralizer.neutralize("you › \(turn.user)\ngemini › \(turn.model)\n\n")
@@ -245,7 +243,7 @@ enum HistoryCommand {
         let results = try context.history.search(query, with: try context.historyKeys(), unreadable: { id, error in
             Console.warning("conversation \(id) cannot be read: \(ErrorReport.describe(error).1)")
         })
-        if call.flag("--json") {
+        if call.flag(.json) {
             let found = results.map { result in
                 Found(id: result.summary.id, title: result.summary.title, model: result.summary.model, kind: result.summary.kind,
                       turns: result.summary.turns, last: Output.isoDate(result.summary.last),
@@ -274,24 +272,24 @@ enum HistoryCommand {
 
     static func remove(_ call: Invocation) throws {
         let history = call.context.history
-        if call.flag("--all") || call.value("--older-than") != nil {
+        if call.flag(.all) || call.value(.olderThan) != nil {
             guard call.positionals.isEmpty else { throw UsageError("give an ID, or --all, or --older-than, not both", command: call.command) }
             var cutoff = Int64.max
-            if let text = call.value("--older-than") {
+            if let text = call.value(.olderThan) {
                 guard let seconds = DurationText.seconds(text) else { throw UsageError("--older-than takes a duration such as 30d or 12h, not '\(text)'", command: call.command) }
                 cutoff = Output.now() - Int64(seconds)
             }
             // Many conversations at once: asked on a terminal, and only with --yes without one.
-            if !call.flag("--yes") {
+            if !call.flag(.yes) {
                 guard TerminalQuestion.available else {
-                    throw UsageError("\(call.flag("--all") ? "--all" : "--older-than") deletes conversations for good; without a terminal to ask on, it needs --yes",
+                    throw UsageError("\(call.flag(.all) ? "--all" : "--older-than") deletes conversations for good; without a terminal to ask on, it needs --yes",
                                      command: call.command)
                 }
             }
             let doomed = try history.ids(writtenBefore: cutoff)
-            if !call.flag("--yes"), !doomed.isEmpty {
-                let what = call.value("--older-than") == nil ? "all \(doomed.count) saved conversation\(doomed.count == 1 ? "" : "s")"
-                    : "\(doomed.count) saved conversation\(doomed.count == 1 ? "" : "s") last written more than \(call.value("--older-than") ?? "") ago"
+            if !call.flag(.yes), !doomed.isEmpty {
+                let what = call.value(.olderThan) == nil ? "all \(doomed.count) saved conversation\(doomed.count == 1 ? "" : "s")"
+                    : "\(doomed.count) saved conversation\(doomed.count == 1 ? "" : "s") last written more than \(call.value(.olderThan) ?? "") ago"
                 guard TerminalQuestion.confirm("Delete \(what)? This cannot be undone.") else {
                     throw CommandFailure(.failure, "nothing was deleted")
                 }
@@ -352,22 +350,28 @@ enum HistoryCommand {
         }
     }
 
+    /// What `history export` writes.
+    enum ExportFormat: String {
+        case md, json
+    }
+
+    /// Without --format.
+    static let defaultFormat = ExportFormat.md
+
     static func export(_ call: Invocation) throws {
-        let format = call.value("--format") ?? "md"
-        guard ["md", "json"].contains(format) else { throw UsageError("--format takes md or json, not '\(format)'", command: call.command) }
+        let name = call.value(.format) ?? defaultFormat.rawValue
+        guard let format = ExportFormat(rawValue: name) else { throw UsageError("--format takes md or json, not '\(name)'", command: call.command) }
         let transcript = try load(call)
         switch format {
-        case "json":
+        case .json:
             try Output.json(Export(id: transcript.id, meta: transcript.meta, turns: transcript.turns.map(ExportedTurn.init)), schema: .historyExport)
-        case "md":
+        case .md:
             var text = "# \(transcript.meta?.title ?? "gemvault conversation")\n\n_\(transcript.meta?.model ?? "?"), \(Output.isoDate(transcript.meta?.created ?? 0))_\n\n"
             for (turn, notes) in annotated(transcript) {
                 text += "## You\n\n" + notes.map { "_(\($0))_\n\n" }.joined() + "\(turn.user)\n\n## Gemini\n\n\(turn.model)\(turn.interrupted ? "\n\n_[interrupted]_" : "")\n\n"
             }
             // Control characters have no place in Markdown, and could drive a terminal.
             try Console.out(EscapeNeutralizer.neutralize(text))
-        case let other:
-            throw UsageError("--format takes md or json, not '\(other)'", command: call.command)
         }
     }
 }

@@ -1,8 +1,8 @@
 import Conversations
 import GeminiClient
-import GemvaultConfig
 import GoogleAuth
 import GoogleHTTP
+import Settings
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -56,12 +56,12 @@ struct KeyCheck {
 
     /// Tries the key until Google has propagated it or `limit` seconds have passed; a method
     /// the key turns out not to allow passes the check on to the next one.
-    func verify(_ key: SecretBytes, settings: Settings, limit: Double) throws {
+    func verify(_ key: SecretBytes, settings: Settings, limit: Double, transport: any HTTPTransport = CurlTransport()) throws {
         let configuration = ClientConfiguration(endpoint: try settings.endpoint(.endpoint), apiVersion: settings[.apiVersion], timeout: settings[.timeout],
                                                 maxAttempts: settings[.retries] + 1)
         let errors = ErrorMapper(keyOrigin: "the new key", keyReplaceHint: "Google may need a few more minutes; nothing was changed",
                                  keyKind: key.googleKeyKind, model: settings[.model], apiVersion: settings[.apiVersion])
-        let client = GeminiClient(configuration: configuration, apiKey: key, errors: errors)
+        let client = GeminiClient(configuration: configuration, apiKey: key, errors: errors, transport: transport)
         let model = settings[.model]
         var remaining = probes[...]
         // Set by each attempt that failed: what the note and the final error report.
@@ -79,7 +79,7 @@ struct KeyCheck {
                                                        handlers: StreamHandlers())
                     }
                     return ()
-                } catch let error as GeminiError where error.reason == "API_KEY_SERVICE_BLOCKED" && remaining.count > 1 {
+                } catch let error as GeminiError where error.cause == .google(.apiKeyServiceBlocked) && remaining.count > 1 {
                     Console.note("the new key may not call \(probe.shortName); checking it with \(remaining.dropFirst().first!.shortName)")
                     remaining = remaining.dropFirst()
                 } catch is CutReply {
@@ -98,7 +98,7 @@ struct KeyCheck {
             let error = refused!
             return GeminiError(category: error.category, message: "the new key was still refused after \(Int(elapsed)) s: \(error.message)",
                                hint: "Google can take up to 5 minutes before a new key works; try again with a longer --verify-timeout",
-                               status: error.status, reason: error.reason)
+                               status: error.status, cause: error.cause)
         })
     }
 }

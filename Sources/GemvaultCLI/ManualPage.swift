@@ -58,7 +58,7 @@ enum ManualPage {
         \\fBdumb\\fR means no colour, spinner or progress line, and no clipboard escape for /copy.
         .TP
         .B PAGER
-        The pager for history output taller than the terminal (default \\fBless \\-FRX\\fR; empty or \\fBcat\\fR: none).
+        The pager for history output taller than the terminal (default \\fB\(escape(Pager.defaultCommand.joined(separator: " ")))\\fR; empty or \\fBcat\\fR: none).
         .TP
         .B XDG_DATA_HOME\\fR, \\fBXDG_CONFIG_HOME\\fR, \\fBXDG_STATE_HOME\\fR, \\fBXDG_CACHE_HOME\\fR, \\fBXDG_RUNTIME_DIR
         Where the vault, config.json, history, the model list and the session socket live.

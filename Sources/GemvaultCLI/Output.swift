@@ -145,6 +145,7 @@ enum JSONSchema: String, CaseIterable {
     case configList = "config-list", configExplain = "config-explain", keyWhich = "key-which", doctor
     case ask, models, historyList = "history-list", historyExport = "history-export", historySearch = "history-search", recoveryCode = "recovery-code"
     case keyRotate = "key-rotate"
+    case identity, keyShareList = "key-share-list", keyImport = "key-import"
 
     var version: Int { 1 }
     var file: String { "Docs/schemas/\(rawValue).schema.json" }

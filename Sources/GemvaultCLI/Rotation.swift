@@ -1,6 +1,7 @@
 import GeminiClient
-import GemvaultConfig
 import GoogleKeys
+import KeyResolution
+import Settings
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -8,22 +9,12 @@ import VaultCore
 let rotationCommands: [CommandSpec] = [
     CommandSpec(path: ["key", "rotate"], arguments: "[NAME]", argumentRange: 0...1,
                 summary: "replace a key: paste a new one, or have Google make it (--create) and delete the old one",
-                options: [OptionSpec(name: "--no-verify", value: nil, help: "store the new key without the check")] + [
-                    OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the check's answer"),
-                    OptionSpec(name: "--allow-insecure-endpoint", value: nil, help: "allow a plain-http endpoint that is not on loopback"),
-                    OptionSpec(name: "--create", value: nil, help: "make the new key at Google (API Keys service), check it, store it, delete the old one"),
-                    OptionSpec(name: "--undo", value: nil, help: "undelete the previous Google key, make it current again, delete the newer one"),
-                    OptionSpec(name: "--if-older-than", value: "DAYS", help: "with --create: do nothing (exit 0) when the key is younger"),
-                    OptionSpec(name: "--keep-old", value: nil, help: "with --create or --undo: leave the replaced key working at Google"),
-                    OptionSpec(name: "--project", value: "PROJECT", help: "with --create: the Google project of the new key (default: the old key's)"),
-                    OptionSpec(name: "--service-account", value: "EMAIL", help: "with --create: the service account to bind the new key to (default: the old key's)"),
-                    OptionSpec(name: "--verify-timeout", value: "DURATION", help: "with --create: how long Google may take before the new key works (default 5m)"),
-                    jsonOption],
+                options: [.noVerify, .checkTimeout, .allowInsecureEndpoint, .create, .undo, .ifOlderThan, .keepOld, .project, .serviceAccount, .verifyTimeout, .json],
                 details: "Without --create or --undo, the new key comes from a hidden prompt, or stdin when it is not a terminal. The check lists the models (one cheap call).\nA key the API refuses changes nothing (exit 6). Afterwards, delete the old key in Google AI Studio.\nWith --create, gemvault finds the key at Google (recorded by an earlier rotation, else keys:lookupKey), makes a new auth key bound to the same service account with the same restrictions, checks it against Gemini (retrying while Google propagates it), stores it, and deletes the old key. Any failure before the new key is stored deletes it again and leaves the vault as it was. Credentials: token_command, GOOGLE_APPLICATION_CREDENTIALS, gcloud's application-default credentials, or the metadata server (Docs/rotation.md). Google refusing exits 6, no answer 7.",
                 run: RotationCommand.rotate),
     CommandSpec(path: ["key", "history"], arguments: "NAME", argumentRange: 1...1,
                 summary: "a key's current and earlier values, masked, with their dates",
-                options: [jsonOption], details: "", run: RotationCommand.history),
+                options: [.json], details: "", run: RotationCommand.history),
     CommandSpec(path: ["key", "rollback"], arguments: "NAME", argumentRange: 1...1,
                 summary: "make a key's previous value current again (recorded in its history)",
                 options: [], details: "", run: RotationCommand.rollback),
@@ -32,24 +23,24 @@ let rotationCommands: [CommandSpec] = [
 enum RotationCommand {
     static func rotate(_ call: Invocation) throws {
         let context = call.context
-        let name = call.positionals.first ?? "default"
-        let googleOnly = ["--if-older-than", "--keep-old", "--project", "--service-account", "--verify-timeout", "--json"]
-        if call.flag("--create") && call.flag("--undo") { throw UsageError("give --create or --undo, not both", command: call.command) }
-        if call.flag("--create") || call.flag("--undo") {
-            if call.flag("--no-verify") { throw UsageError("--no-verify is for a pasted key; --create always checks the new key", command: call.command) }
-            if call.flag("--undo"), let option = ["--if-older-than", "--project", "--service-account", "--verify-timeout"].first(where: call.flag) {
-                throw UsageError("\(option) goes with --create", command: call.command)
+        let name = call.positionals.first ?? Setting.key.defaultValue
+        let googleOnly: [OptionSpec] = [.ifOlderThan, .keepOld, .project, .serviceAccount, .verifyTimeout, .json]
+        if call.flag(.create) && call.flag(.undo) { throw UsageError("give --create or --undo, not both", command: call.command) }
+        if call.flag(.create) || call.flag(.undo) {
+            if call.flag(.noVerify) { throw UsageError("--no-verify is for a pasted key; --create always checks the new key", command: call.command) }
+            if call.flag(.undo), let option = [OptionSpec.ifOlderThan, .project, .serviceAccount, .verifyTimeout].first(where: call.flag) {
+                throw UsageError("\(option.name) goes with --create", command: call.command)
             }
-            return call.flag("--create") ? try GoogleRotation.create(call, name: name) : try GoogleRotation.undo(call, name: name)
+            return call.flag(.create) ? try GoogleRotation.create(call, name: name) : try GoogleRotation.undo(call, name: name)
         }
-        if let option = googleOnly.first(where: call.flag) { throw UsageError("\(option) goes with --create or --undo", command: call.command) }
+        if let option = googleOnly.first(where: call.flag) { throw UsageError("\(option.name) goes with --create or --undo", command: call.command) }
         try VaultContents.validateName(name)
         try context.vault.checkBeforePrompt()
         let key = try VaultCommand.readAPIKey(prompt: "New API key for '\(name)': ")
         KeyKindNotice.warn(key, name: name)
         let change = VaultChange.replaceKey(name: name, secret: key, now: Output.now())
         let outcome: VaultChange.Outcome
-        if call.flag("--no-verify") {
+        if call.flag(.noVerify) {
             outcome = try context.vault.apply(change)
         } else if let settings = try context.vault.sessionSettings() {
             try verify(key, call, vaultSettings: settings)
@@ -62,13 +53,15 @@ enum RotationCommand {
                 return try vault.apply(change)
             }
         }
-        Console.note("rotated key '\(name)' to \(key.masked)\(call.flag("--no-verify") ? " (not checked)" : ", which the API accepted"); the previous one (\(outcome.masked ?? "?")) is kept in its history")
+        Console.note("rotated key '\(name)' to \(key.masked)\(call.flag(.noVerify) ? " (not checked)" : ", which the API accepted"); the previous one (\(outcome.masked ?? "?")) is kept in its history")
+        ShareCommand.reshareAfterRotation(call.context.vault, name: name)
         Console.note("now delete the old key where it was made: https://aistudio.google.com/apikey ('gemvault key rollback \(name)' undoes the rotation)")
     }
 
     /// One cheap authenticated call (listing models) with the new key, against the endpoint
     /// the key will be used with: the vault's settings count.
-    static func verify(_ key: SecretBytes, _ call: Invocation, vaultSettings: [String: String]?) throws {
+    static func verify(_ key: SecretBytes, _ call: Invocation, vaultSettings: [String: String]?, origin: String = "the new key",
+                       replaceHint: String = "check that you pasted the whole new key; nothing was changed") throws {
         GeminiClient.prepareNetwork()
         let context = call.context
         var layers = try context.settingLayers(call)
@@ -79,7 +72,7 @@ enum RotationCommand {
         let settings = try Settings.resolve(layers)
         let configuration = ClientConfiguration(endpoint: try settings.endpoint(.endpoint), apiVersion: settings[.apiVersion], timeout: settings[.timeout],
                                                 maxAttempts: settings[.retries] + 1)
-        let errors = ErrorMapper(keyOrigin: "the new key", keyReplaceHint: "check that you pasted the whole new key; nothing was changed",
+        let errors = ErrorMapper(keyOrigin: origin, keyReplaceHint: replaceHint,
                                  keyKind: key.googleKeyKind, model: settings[.model], apiVersion: settings[.apiVersion])
         _ = try GeminiClient(configuration: configuration, apiKey: key, errors: errors).listModels()
     }
@@ -114,7 +107,7 @@ enum RotationCommand {
                                                          google_key: key.google?.resource, service_account: key.google?.serviceAccount.nonEmpty)]
                                        + key.earlier.map { HistoryEntry(value: $0.masked, kind: $0.kind, current: false, date: Output.isoDate($0.retired),
                                                                         google_key: $0.google?.resource, service_account: $0.google?.serviceAccount.nonEmpty) })
-        if call.flag("--json") { try Output.json(report, schema: .keyHistory); return }
+        if call.flag(.json) { try Output.json(report, schema: .keyHistory); return }
         let showGoogle = report.values.contains { $0.google_key != nil }
         var rows = [["VALUE", "KIND", "STATE", "SINCE OR RETIRED"] + (showGoogle ? ["GOOGLE KEY", "SERVICE ACCOUNT"] : [])]
         for entry in report.values {

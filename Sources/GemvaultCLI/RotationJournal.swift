@@ -44,8 +44,8 @@ final class RotationJournal {
         do { folder = try TrustedFolder.create(context.paths.stateHome + "/gemvault/rotations") } catch { throw VaultError(error) }
         let lock: FileLock
         do {
-            lock = try FileLock.acquire(Sodium.fingerprint(vaultTag + "\u{0}" + name) + ".lock", in: folder, timeout: Double(longestRun),
-                                        onWait: { Console.note("another rotation of '\(name)' is running (\($0)); waiting for it to end") })
+            lock = try context.vault.acquireGuardingLock(Sodium.fingerprint(vaultTag + "\u{0}" + name) + ".lock", in: folder, timeout: Double(longestRun),
+                                                            onWait: { Console.note("another rotation of '\(name)' is running (\($0)); waiting for it to end") })
         } catch .open(let error) {
             throw VaultError(error)
         } catch .timedOut(let path, let seconds, let holder) {

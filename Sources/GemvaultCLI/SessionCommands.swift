@@ -1,6 +1,6 @@
 import Agent
-import GemvaultConfig
 import GoogleKeys
+import Settings
 import SystemIO
 import TerminalIO
 import VaultAccess
@@ -9,8 +9,7 @@ import VaultCore
 let sessionCommands: [CommandSpec] = [
     CommandSpec(path: ["unlock"], arguments: "", argumentRange: 0...0,
                 summary: "unlock the vault once for a session: later commands need no passphrase",
-                options: [OptionSpec(name: "--idle", value: "DURATION", help: "lock after this long unused (setting session_idle, default 15m)"),
-                          OptionSpec(name: "--max", value: "DURATION", help: "lock after this long in any case (setting session_max, default 8h)")],
+                options: [.idle, .max],
                 details: "Starts a background agent holding the vault in locked memory, or hands the key to one already running (agent --foreground).\nA second unlock leaves a running session alone. Docs/session.md explains the session.",
                 run: SessionCommand.unlock),
     CommandSpec(path: ["lock"], arguments: "", argumentRange: 0...0,
@@ -18,10 +17,10 @@ let sessionCommands: [CommandSpec] = [
                 options: [], details: "", run: SessionCommand.lock),
     CommandSpec(path: ["status"], arguments: "", argumentRange: 0...0,
                 summary: "whether a session is unlocked, for which vault, since when, and when it locks",
-                options: [jsonOption], details: "Never extends the session.", run: SessionCommand.status),
+                options: [.json], details: "Never extends the session.", run: SessionCommand.status),
     CommandSpec(path: ["agent"], arguments: "", argumentRange: 0...0,
                 summary: "run the session agent (for a systemd user service)",
-                options: [OptionSpec(name: "--foreground", value: nil, help: "stay in the foreground, logging to stderr (required)")],
+                options: [.foreground],
                 details: "It starts locked; 'gemvault unlock' hands it the vault. Docs/session.md has a unit file.",
                 run: SessionCommand.agent),
 ]
@@ -32,8 +31,8 @@ enum SessionCommand {
         let agent = context.agent
         // The flags are checked first: a bad value is refused before a passphrase is typed or an
         // agent started, and also while a session runs.
-        _ = try duration(call.value("--idle"), flag: "--idle", command: call.command)
-        _ = try duration(call.value("--max"), flag: "--max", command: call.command)
+        _ = try duration(call, .idle)
+        _ = try duration(call, .max)
         if let status = try? agent.status(), status.unlocked {
             Console.note("\(status.vaultPath) is already unlocked (agent pid \(status.pid)); the running session was left alone\(status.locksAt.map { ", it locks at \(Output.isoDate($0))" } ?? "")")
             return
@@ -63,17 +62,17 @@ enum SessionCommand {
         withVault.vaultSettings = vault.document.contents.settings
         withVault.vaultPath = context.vaultPath
         let settings = try Settings.resolve(withVault)
-        let idle = try duration(call.value("--idle"), flag: "--idle", command: call.command) ?? settings[.sessionIdle]
-        let max = try duration(call.value("--max"), flag: "--max", command: call.command) ?? settings[.sessionMax]
+        let idle = try duration(call, .idle) ?? settings[.sessionIdle]
+        let max = try duration(call, .max) ?? settings[.sessionMax]
         if let spawned { try waitForAgent(context, spawned) } else if (try? agent.status()) == nil { try startAgent(context) }
         let status = try context.vault.startSession(with: vault.document, idle: idle, max: max)
         Console.note("unlocked \(status.vaultPath); it locks after \(DurationText.text(idle)) unused, and at the latest at \(status.maxDeadline.map(Output.isoDate) ?? "?")")
     }
 
-    static func duration(_ text: String?, flag: String, command: CommandSpec? = nil) throws -> Double? {
-        guard let text else { return nil }
+    static func duration(_ call: Invocation, _ option: OptionSpec) throws -> Double? {
+        guard let text = call.value(option) else { return nil }
         guard let seconds = DurationText.seconds(text), seconds >= 1, seconds <= 366 * 86400 else {
-            throw UsageError("\(flag) takes a duration from 1s to 366d, such as 90s, 15m, 8h or 1h30m, not '\(text)'", command: command)
+            throw UsageError("\(option.name) takes a duration from 1s to 366d, such as 90s, 15m, 8h or 1h30m, not '\(text)'", command: call.command)
         }
         return seconds
     }
@@ -122,7 +121,7 @@ enum SessionCommand {
         var environment = context.helperEnvironment
         environment["SWIFT_BACKTRACE"] = "enable=no"
         do {
-            return try ProcessSpawner.spawn([ProcessIdentity.executablePath, "agent", "--foreground", "--vault", paths.vaultPath],
+            return try ProcessSpawner.spawn([ProcessIdentity.executablePath, "agent", OptionSpec.foreground.name, OptionSpec.vault.name, paths.vaultPath],
                                             environment: environment, input: .null, output: .null, errors: .file(log), newSession: true)
         } catch {
             throw CommandFailure(.failure, "could not start the agent: \(error.reason)")
@@ -199,7 +198,7 @@ enum SessionCommand {
                                   locksAt: status?.locksAt.map(Output.isoDate), idleLocksAt: status?.idleDeadline.map(Output.isoDate),
                                   maxLocksAt: status?.maxDeadline.map(Output.isoDate),
                                   keys: status?.unlocked == true ? (try? context.agent.keySummary())?.map { KeySummary(name: $0.name, kind: $0.kind) } : nil)
-        if call.flag("--json") { try Output.json(report, schema: .status); return }
+        if call.flag(.json) { try Output.json(report, schema: .status); return }
         if report.unlocked {
             let keys = (report.keys ?? []).map { "\($0.name) (\($0.kind.label))" }.joined(separator: ", ")
             try Console.out("unlocked: \(report.vault)\nsince:    \(report.since ?? "?")\nlocks at: \(report.locksAt ?? "?") (idle limit \(report.idleLocksAt ?? "?"), at the latest \(report.maxLocksAt ?? "?"))\nagent:    pid \(report.agentPid ?? 0)\nkeys:     \(keys.isEmpty ? "none" : keys)\n")
@@ -212,7 +211,7 @@ enum SessionCommand {
     }
 
     static func agent(_ call: Invocation) throws {
-        guard call.flag("--foreground") else {
+        guard call.flag(.foreground) else {
             throw UsageError("the agent runs only in the foreground (for systemd); 'gemvault unlock' starts one in the background", command: call.command)
         }
         let context = call.context

@@ -1,6 +1,8 @@
 import Agent
-import GemvaultConfig
 import GoogleKeys
+import KeyResolution
+import Settings
+import Sharing
 import SystemIO
 import TerminalIO
 import VaultAccess
@@ -9,9 +11,7 @@ import VaultCore
 let vaultCommands: [CommandSpec] = [
     CommandSpec(path: ["init"], arguments: "", argumentRange: 0...0,
                 summary: "create the vault and print its recovery code once",
-                options: [OptionSpec(name: "--kdf", value: "PRESET", help: "Argon2id cost: interactive, moderate (default) or sensitive"),
-                          OptionSpec(name: "--force", value: nil, help: "replace an existing vault; the old file is kept beside it as VAULT.replaced-TIME (asks first on a terminal)"),
-                          jsonOption],
+                options: [.kdf, .forceReplace, .json],
                 details: "The passphrase is asked twice on the terminal, or read from --passphrase-fd or --passphrase-file.\nThe recovery code goes to stdout once; keep it offline. It opens the vault if the passphrase is lost.",
                 run: VaultCommand.initialize),
     CommandSpec(path: ["key", "set"], arguments: "[NAME]", argumentRange: 0...1,
@@ -29,11 +29,10 @@ let vaultCommands: [CommandSpec] = [
                 options: [], details: "", run: VaultCommand.getKey),
     CommandSpec(path: ["key", "list"], arguments: "", argumentRange: 0...0,
                 summary: "list key names, masked values and dates",
-                options: [jsonOption], details: "", run: VaultCommand.listKeys),
+                options: [.json], details: "", run: VaultCommand.listKeys),
     CommandSpec(path: ["key", "rm"], arguments: "NAME", argumentRange: 1...1,
                 summary: "remove a key",
-                options: [OptionSpec(name: "--revoke", value: nil, help: "also delete its keys at Google (API Keys service; Docs/rotation.md)"),
-                          OptionSpec(name: "--allow-insecure-endpoint", value: nil, help: "allow a plain-http endpoint that is not on loopback")],
+                options: [.revoke, .allowInsecureEndpoint],
                 details: "With --revoke, the key's current value and the earlier values gemvault knows at Google are deleted there first (soft-deleted: Google can undelete them for 30 days, and may accept them for about 25 minutes); the vault changes only when that worked.",
                 run: VaultCommand.removeKey),
     CommandSpec(path: ["passwd"], arguments: "", argumentRange: 0...0,
@@ -48,7 +47,7 @@ let vaultCommands: [CommandSpec] = [
                 run: VaultCommand.recover),
     CommandSpec(path: ["recovery-code"], arguments: "", argumentRange: 0...0,
                 summary: "replace the recovery code with a new one, printed once; the old code stops working",
-                options: [jsonOption],
+                options: [.json],
                 details: "For a code that was seen or lost. Asks for the passphrase. The vault also gets a new data key and conversation key, so the old code opens no copy of the vault written from now on.\nThe new code goes to stdout once; keep it offline.",
                 run: VaultCommand.replaceRecoveryCode),
     CommandSpec(path: ["rekey"], arguments: "", argumentRange: 0...0,
@@ -63,7 +62,7 @@ let vaultCommands: [CommandSpec] = [
                 run: VaultCommand.restoreBackup),
     CommandSpec(path: ["inspect"], arguments: "", argumentRange: 0...0,
                 summary: "show the vault's header without a passphrase",
-                options: [jsonOption], details: "", run: VaultCommand.inspect),
+                options: [.json], details: "", run: VaultCommand.inspect),
 ]
 
 /// What gemvault says about a key's shape when one is typed in: nothing for an auth key.
@@ -94,23 +93,55 @@ enum KeyKindNotice {
 }
 
 enum VaultCommand {
+    /// The Argon2id cost of a new vault without --kdf (also the first run's).
+    static let defaultPreset = KDFParameters.Preset.moderate
+
     static func initialize(_ call: Invocation) throws {
         let context = call.context
-        let presetName = call.value("--kdf") ?? "moderate"
+        let presetName = call.value(.kdf) ?? defaultPreset.rawValue
         guard let preset = KDFParameters.Preset(rawValue: presetName) else {
             throw UsageError("--kdf takes interactive, moderate or sensitive, not '\(presetName)'", command: call.command)
         }
-        let store = context.vault.store
-        if store.exists && !call.flag("--force") { throw VaultError.alreadyExists(path: context.vaultPath) }
-        if store.exists { try confirmReplacing(context) }
-        let passphrase = try context.readNewPassphrase(try context.passphraseSource(),
-                                                       prompt: "New passphrase for \(context.vaultPath): ", confirmPrompt: "Repeat the passphrase: ")
+        let replacing = call.flag(.forceReplace)
+        if context.vault.exists && !replacing { throw VaultError.alreadyExists(path: context.vaultPath) }
+        if context.vault.exists { try confirmReplacing(context) }
+        let created = try createVault(context, passphraseFrom: try context.passphraseSource(), kdf: preset, replacing: replacing)
+        if let kept = created.keptAside {
+            Console.note("the vault it replaces was kept as \(kept), with its conversations (gemvault --vault \(kept) history list)")
+        }
+        let code = created.recoveryCode
+        if call.flag(.json) {
+            let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+            try Output.json(InitResult(vault: context.vaultPath, kdf: preset.rawValue, recovery_code: text), schema: .initResult)
+        } else {
+            Console.note("created \(context.vaultPath) (Argon2id \(preset.rawValue))")
+            Console.note("the recovery code below is shown only this once; write it down and keep it offline")
+            try Output.writeSecret(code)
+        }
+    }
+
+    /// A vault just written, open with the key its passphrase derived, and its recovery code (to show once).
+    struct CreatedVault {
+        let vault: UnlockedVault
+        let recoveryCode: SecretBytes
+        /// Where the vault it replaced was kept, with its conversations.
+        let keptAside: String?
+    }
+
+    /// The steps `init` and the first run share: the new passphrase (twice on a terminal), a
+    /// recovery code, and the file written under the lock. An existing vault is refused, or
+    /// with `replacing` (init --force) kept aside under a dated name.
+    static func createVault(_ context: Context, passphraseFrom source: SecretSource, kdf preset: KDFParameters.Preset,
+                            replacing: Bool) throws -> CreatedVault {
+        let passphrase = try context.readNewPassphrase(source, prompt: "New passphrase for \(context.vaultPath): ", confirmPrompt: "Repeat the passphrase: ")
         let code = RecoveryCode.generate()
         let document = try VaultDocument.create(path: context.vaultPath, passphrase: passphrase, recoveryCode: code, kdf: preset.parameters)
+        // The sharing identity is born with the vault (older vaults get one on first use).
+        try VaultChange.identity(label: ShareCommand.defaultLabel, relabel: false).apply(to: document.contents)
         var kept: String?
-        try store.withExclusiveLock { session in
+        try context.vault.store.withExclusiveLock { session in
             if try session.read() != nil {
-                guard call.flag("--force") else { throw VaultError.alreadyExists(path: context.vaultPath) }
+                guard replacing else { throw VaultError.alreadyExists(path: context.vaultPath) }
                 // Nothing a flag does may lose keys: the old vault stays, under a dated name.
                 kept = try session.keepAside(suffix: ".replaced-" + Output.compactDate(Output.now()))
             }
@@ -121,16 +152,8 @@ enum VaultCommand {
             }
             try context.vault.save(document, in: session, backup: .previous, newVault: true)
         }
-        if let kept { Console.note("the vault it replaces was kept as \(kept), with its conversations (gemvault --vault \(kept) history list)") }
         context.rememberRecipient(document.contents)
-        if call.flag("--json") {
-            let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-            try Output.json(InitResult(vault: context.vaultPath, kdf: preset.rawValue, recovery_code: text), schema: .initResult)
-        } else {
-            Console.note("created \(context.vaultPath) (Argon2id \(preset.rawValue))")
-            Console.note("the recovery code below is shown only this once; write it down and keep it offline")
-            try Output.writeSecret(code)
-        }
+        return CreatedVault(vault: try context.vault.created(document), recoveryCode: code, keptAside: kept)
     }
 
     /// On a terminal, `init --force` says what it would replace and asks first. Counting the
@@ -167,7 +190,7 @@ enum VaultCommand {
 
     static func setKey(_ call: Invocation) throws {
         let context = call.context
-        let name = call.positionals.first ?? "default"
+        let name = call.positionals.first ?? Setting.key.defaultValue
         try VaultContents.validateName(name)
         try context.vault.checkBeforePrompt()
         // The key first: stdin may be the key while the passphrase comes from the terminal or a descriptor.
@@ -189,14 +212,14 @@ enum VaultCommand {
     }
 
     static func getKey(_ call: Invocation) throws {
-        let name = call.positionals.first ?? "default"
+        let name = call.positionals.first ?? Setting.key.defaultValue
         try VaultContents.validateName(name)
         let context = call.context
         // One round trip when a session holds the vault: the key is asked for, not the status
         // first. Without one, a script with no terminal or passphrase source gets "no key"
         // (exit 5), as every command that needs the key does, not a generic failure.
         let stored = try context.vault.key(name, markUsed: true, beforePrompt: {
-            guard context.canReadPassphrase else { throw ConfigError.vaultNeedsPassphrase(path: context.vaultPath) }
+            guard context.canReadPassphrase else { throw KeySourceError.vaultNeedsPassphrase(path: context.vaultPath) }
         })
         guard let stored else { throw VaultError.keyNotFound(name: name) }
         try Output.writeSecret(stored.secret)
@@ -216,18 +239,24 @@ enum VaultCommand {
         /// The current value's key at Google, when gemvault made or found it.
         @Nullable var google_key: String?
         @Nullable var service_account: String?
+        /// How many recipients it was shared with (key share).
+        let recipients: Int
+        /// Who shared it with this vault: the sender's label and fingerprint, or "unsigned".
+        @Nullable var shared_by: String?
     }
 
     static func listKeys(_ call: Invocation) throws {
         // Names, masked values, kinds and dates: no key's value leaves the session for this.
         let keys = try call.context.vault.keySummaries()
+        let sharing = keys.isEmpty ? [:] : try call.context.vault.sharingRecords()
         let now = Output.now()
-        if call.flag("--json") {
+        if call.flag(.json) {
             let listings = keys.map {
                 KeyListing(name: $0.name, masked: $0.masked, kind: $0.kind, kind_retired: $0.kind.isRetired, created: Output.isoDate($0.created),
                            updated: Output.isoDate($0.updated), age_days: max(0, now - $0.updated) / 86400,
                            last_used: $0.lastUsed > 0 ? Output.isoDate($0.lastUsed) : nil, previous_versions: $0.earlier.count,
-                           google_key: $0.google?.resource, service_account: $0.google?.serviceAccount.nonEmpty)
+                           google_key: $0.google?.resource, service_account: $0.google?.serviceAccount.nonEmpty,
+                           recipients: sharing[$0.name]?.recipients.count ?? 0, shared_by: sharedBy(sharing[$0.name]))
             }
             try Output.json(["keys": listings], schema: .keyList)
             return
@@ -237,11 +266,14 @@ enum VaultCommand {
             return
         }
         let showGoogle = keys.contains { $0.google != nil }
-        try Console.out(Output.table([["NAME", "KEY", "KIND", "AGE", "UPDATED", "LAST USED"] + (showGoogle ? ["GOOGLE KEY", "SERVICE ACCOUNT"] : [])]
+        let showSharing = keys.contains { ShareCommand.summary(sharing[$0.name]) != nil }
+        try Console.out(Output.table([["NAME", "KEY", "KIND", "AGE", "UPDATED", "LAST USED"] + (showGoogle ? ["GOOGLE KEY", "SERVICE ACCOUNT"] : [])
+                                      + (showSharing ? ["SHARING"] : [])]
             + keys.map { key in
                 [key.name, key.masked, key.kind.label, Output.age(since: key.updated, now: now), Output.isoDate(key.updated),
                  key.lastUsed > 0 ? Output.isoDate(key.lastUsed) : "-"]
-                    + (showGoogle ? [key.google?.resource ?? "-", key.google?.serviceAccount.nonEmpty ?? "-"] : []) }))
+                    + (showGoogle ? [key.google?.resource ?? "-", key.google?.serviceAccount.nonEmpty ?? "-"] : [])
+                    + (showSharing ? [ShareCommand.summary(sharing[key.name]) ?? "-"] : []) }))
         let retired = keys.filter(\.kind.isRetired).map(\.name)
         if !retired.isEmpty {
             Console.warning("Google rejects standard keys since September 2026: \(retired.map { "'\($0)'" }.joined(separator: ", "))")
@@ -249,17 +281,25 @@ enum VaultCommand {
         }
     }
 
+    static func sharedBy(_ record: KeySharing?) -> String? {
+        switch record?.origin {
+        case .signed(let sender)?: "\(sender.label) \(SharingIdentity.fingerprint(of: sender.signingKey))"
+        case .unsigned?: "unsigned"
+        default: nil
+        }
+    }
+
     static func removeKey(_ call: Invocation) throws {
         let name = call.positionals[0]
         try VaultContents.validateName(name)
-        if call.flag("--revoke") { return try GoogleRotation.revoke(call, name: name) }
-        if call.flag("--allow-insecure-endpoint") { throw UsageError("--allow-insecure-endpoint goes with --revoke", command: call.command) }
+        if call.flag(.revoke) { return try GoogleRotation.revoke(call, name: name) }
+        if call.flag(.allowInsecureEndpoint) { throw UsageError("--allow-insecure-endpoint goes with --revoke", command: call.command) }
         try call.context.vault.apply(.removeKey(name: name))
         Console.note("removed key '\(name)'")
     }
 
     static func readNewPassphrase(_ call: Invocation) throws -> SecretBytes {
-        let source = try call.context.secretSource(fdOption: "--new-passphrase-fd", fileOption: "--new-passphrase-file")
+        let source = try call.context.secretSource(fdOption: .newPassphraseFd, fileOption: .newPassphraseFile)
         return try call.context.readNewPassphrase(source, prompt: "New passphrase: ", confirmPrompt: "Repeat the new passphrase: ")
     }
 
@@ -313,7 +353,7 @@ enum VaultCommand {
         let result = try context.vault.withUnlocked { try $0.rekey(newPassphrase: nil, replacingRecoveryCode: true) }
         // Shown last: a code that cannot be written fails the command, after the session has followed.
         if let code = result.replacementCode {
-            if call.flag("--json") {
+            if call.flag(.json) {
                 let text = code.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
                 try Output.json(RecoveryCodeResult(vault: context.vaultPath, recovery_code: text), schema: .recoveryCode)
             } else {
@@ -395,7 +435,7 @@ enum VaultCommand {
             slots: header.slots.map { SlotInfo(kind: $0.kind, kdf: "argon2id13", ops_limit: $0.opsLimit, mem_limit_bytes: $0.memLimit, preset: $0.preset) },
             checksum: "ok", mode: FileStatus.of(link: context.vaultPath)?.octalMode ?? "?",
             vault_id: header.vaultID, highest_generation_seen: header.highestGenerationSeen)
-        if call.flag("--json") { try Output.json(result, schema: .inspect); return }
+        if call.flag(.json) { try Output.json(result, schema: .inspect); return }
         var text = """
         vault:          \(result.path)
         format version: \(result.format_version)

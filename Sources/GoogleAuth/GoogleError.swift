@@ -39,4 +39,7 @@ public struct GoogleError: Error, Sendable, Equatable {
     /// Whether Google may have done what was asked although the call failed: no answer, or a
     /// server error after it may have acted.
     public var mayHaveBeenPerformed: Bool { reason == Self.answerLost || (status ?? 0) >= 500 }
+
+    /// Whether gemvault stopped waiting for a long-running operation that may still finish.
+    public var isStillPending: Bool { reason == Self.stillPending }
 }

@@ -56,7 +56,10 @@ public struct RetryPolicy: Sendable, Equatable {
     public var backoff: Backoff
     public var maxServerDelay: Double
 
-    public init(maxAttempts: Int, retryOn: RetryOn, backoff: Backoff, maxServerDelay: Double = 120) {
+    /// Server-asked delays (RetryInfo, Retry-After) longer than this are not waited for.
+    public static let longestServerDelay = 120.0
+
+    public init(maxAttempts: Int, retryOn: RetryOn, backoff: Backoff, maxServerDelay: Double = longestServerDelay) {
         self.maxAttempts = maxAttempts
         self.retryOn = retryOn
         self.backoff = backoff

@@ -74,4 +74,17 @@ public struct FileStatus: Equatable, Sendable {
 
 public enum CurrentUser {
     public static var id: uid_t { geteuid() }
+
+    /// The account's login name, or its number when the password database has none.
+    public static var name: String {
+        guard let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name else { return String(geteuid()) }
+        return String(cString: name)
+    }
+
+    /// This machine's host name (the first label shares carry as a sender's default label).
+    public static var host: String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 }

@@ -89,3 +89,16 @@ public enum InputFile {
         return file
     }
 }
+
+extension InputFile.Failure {
+    /// What went wrong, for a message that names the file itself.
+    public var reason: String {
+        switch self {
+        case .notFound: "no such file"
+        case .notRegular(_, let kind): "it is \(kind.description), not a regular file"
+        case .tooLarge(_, let size, let limit): "it has \(size) bytes, more than the \(limit) bytes it may have"
+        case .refused(let failure): "\(failure.path) \(failure.problem.description)"
+        case .failed(let system): system.reason
+        }
+    }
+}

@@ -94,6 +94,13 @@ public enum TrustedFile {
     /// to unless it is sticky. A symlink, something not a regular file, or another user's
     /// file at the name is refused.
     public static func savePrivate(_ path: String, _ bytes: [UInt8]) throws(TrustedOpenError) {
+        try save(path, bytes, mode: 0o600, replacing: true)
+    }
+
+    /// `savePrivate` with the file's mode (`key share -o` writes 0644: the file is encrypted to
+    /// its readers). Without `replacing`, an existing name is left alone and the save fails with
+    /// EEXIST: the new file is linked in (link(2) never replaces), not renamed over.
+    public static func save(_ path: String, _ bytes: [UInt8], mode: mode_t, replacing: Bool) throws(TrustedOpenError) {
         let (folderPath, name) = TrustedFolder.parent(of: path)
         guard let folder = try TrustedFolder.openForSaving(folderPath) else { throw .failed(SystemError("open", path: folderPath, code: ENOENT)) }
         var info = stat()
@@ -104,8 +111,20 @@ public enum TrustedFile {
             if existing.owner != CurrentUser.id {
                 throw .refused(FileCheckFailure(path: path, problem: .foreignOwner(owner: existing.owner, mode: existing.octalMode)))
             }
+            if !replacing { throw .failed(SystemError("create", path: path, code: EEXIST)) }
         }
-        do { try folder.replace(name, with: bytes, tempPrefix: "." + name + ".tmp.") } catch { throw .failed(error) }
+        let setMode = { (temp: String) throws(SystemError) in
+            guard fchmodat(folder.descriptor.raw, temp, mode, 0) == 0 else { throw SystemError("chmod", path: folder.path(of: temp)) }
+        }
+        do {
+            if replacing {
+                try folder.replace(name, with: bytes, tempPrefix: "." + name + ".tmp.", beforeRename: setMode)
+            } else {
+                try folder.createNew(name, with: bytes, tempPrefix: "." + name + ".tmp.", beforeLink: setMode)
+            }
+        } catch {
+            throw .failed(error)
+        }
     }
 }
 
@@ -316,6 +335,23 @@ public final class TrustedFolder {
         guard fd >= 0 else { return }
         _ = fsync(fd)
         close(fd)
+    }
+
+    /// Writes `bytes` as a new file `name`: a temp file, fsync, then a hard link to `name`,
+    /// which fails with EEXIST rather than replace anything; the temp name is removed either way.
+    public func createNew(_ name: String, with bytes: [UInt8], tempPrefix: String,
+                          beforeLink: (String) throws(SystemError) -> Void = { _ in }) throws(SystemError) {
+        let random = UInt64.random(in: 0...UInt64.max)
+        let temp = "\(tempPrefix)\(getpid()).\(String(random, radix: 36))"
+        let fd = retryingOnInterrupt { openat(descriptor.raw, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        guard fd >= 0 else { throw SystemError("create a temporary file in", path: path) }
+        defer { remove(temp) }
+        let file = FileDescriptor(owning: fd, path: path(of: temp))
+        try file.writeAll(bytes)
+        try file.sync()
+        try beforeLink(temp)
+        try link(temp, to: name)
+        sync()
     }
 
     public func replace(_ name: String, with bytes: [UInt8], tempPrefix: String,

@@ -74,6 +74,9 @@ public struct TerminalSize: Equatable, Sendable {
         self.columns = columns
         self.rows = rows
     }
+
+    /// What is assumed when the window's size cannot be read.
+    public static let fallback = TerminalSize(columns: 80, rows: 24)
 }
 
 /// Standard output refused a write. Results live on stdout, so a command that cannot write

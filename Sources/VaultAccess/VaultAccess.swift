@@ -1,4 +1,5 @@
 import Agent
+import Sharing
 import SystemIO
 import VaultCore
 
@@ -42,6 +43,9 @@ public final class VaultAccess {
         self.warn = warn
     }
 
+    /// Seconds to wait for another writer's lock when GEMVAULT_LOCK_TIMEOUT is not set.
+    public static let defaultLockTimeout = VaultStore.defaultLockTimeout
+
     /// The vault at `path` for one command: its lock (waiting `lockTimeout` seconds for
     /// another writer), its record of generations seen in `stateDirectory`, and its agent,
     /// asked first unless `useSession` is false (`--no-session`).
@@ -80,11 +84,15 @@ public final class VaultAccess {
     /// How many times this command parsed the vault file (the unit tests count them).
     private(set) var parses = 0
 
-    /// Forgets what this command read, so the next read sees the file as it is now: after a
-    /// wait for another process (a rotation lock) that may have written it meanwhile.
-    public func forgetRead() {
+    /// Takes a lock that guards this vault's file beside its own (a key's rotation lock). Its
+    /// holder may have written the vault meanwhile, so what this command read is dropped here,
+    /// and the next read sees the file as it is now.
+    public func acquireGuardingLock(_ name: String, in folder: TrustedFolder, timeout: Double,
+                                    onWait: (String) -> Void) throws(FileLock.Failure) -> FileLock {
+        let lock = try FileLock.acquire(name, in: folder, timeout: timeout, onWait: onWait)
         checkedFile = nil
         opened = nil
+        return lock
     }
 
     /// Everything that can be checked without a secret, done before a prompt so nobody types
@@ -217,7 +225,10 @@ public final class VaultAccess {
         if let answer = try throughSession({ agent throws(AgentError) in try agent.key(name, markUsed: markUsed) }) { return answer }
         try checkBeforePrompt()
         try beforePrompt()
-        return try openDocument().contents.key(named: name)
+        let contents = try openDocument().contents
+        var stored = contents.key(named: name)
+        stored?.followed = contents.sharing[name]?.follow
+        return stored
     }
 
     /// What can be shown of every key, without their values.
@@ -250,6 +261,32 @@ public final class VaultAccess {
         return try openDocument().contents.conversationKeys
     }
 
+    // MARK: Sharing
+
+    /// The vault's sharing identity, made on first use (labelled `defaultLabel`): through the
+    /// session, whose agent keeps the secrets and only signs and agrees; else from the vault
+    /// opened with the passphrase.
+    public func sharingIdentity(defaultLabel: String) throws -> SharingIdentity {
+        if let agent, let halves = try throughSession({ agent throws(AgentError) in try agent.sharingIdentity(defaultLabel: defaultLabel) }) {
+            return SharingIdentity(agreementKey: halves.agreementKey, signingKey: halves.signingKey, label: halves.label,
+                                   sign: { bytes in try agent.signShare(bytes) },
+                                   agree: { share throws(PrimitiveError) in
+                                       do { return try agent.agree(share) } catch { throw .lowOrderPoint }
+                                   })
+        }
+        try checkBeforePrompt()
+        let vault = try openedVault()
+        if vault.document.contents.identity == nil { _ = try vault.apply(.identity(label: defaultLabel, relabel: false)) }
+        guard let identity = vault.document.contents.identity else { throw VaultError.cryptoFailure("the sharing identity was not kept") }
+        return try SharingIdentity(identity)
+    }
+
+    /// Each key's sharing state (what `key share --list`, `key list` and `key which` show).
+    public func sharingRecords() throws -> [String: KeySharing] {
+        if let records = try throughSession({ agent throws(AgentError) in try agent.sharingRecords() }) { return records }
+        return try openDocument().contents.sharing
+    }
+
     // MARK: Changes
 
     /// One change: sent to the session as it is, or made under the vault's lock with the
@@ -266,6 +303,8 @@ public final class VaultAccess {
             }
             return outcome
         }
+        // A command that opened the vault already (sharing: the identity, then the record) asks once.
+        if let opened { return try opened.apply(change) }
         return try withUnlocked { try $0.apply(change) }
     }
 
@@ -279,6 +318,9 @@ public final class VaultAccess {
             let document = try key.open(try file.checked(file.parse(bytes)), path: path)
             try change(document)
             try save(document, in: session, backup: backup)
+            // What was just written is the vault: a later question in this command (sharing
+            // after a rotation) reads it without another passphrase.
+            opened = UnlockedVault(document: document, key: key, access: self)
         }
     }
 

@@ -3,6 +3,11 @@ struct ByteWriter {
     private(set) var bytes: [UInt8] = []
 
     mutating func append(_ raw: [UInt8]) { bytes.append(contentsOf: raw) }
+    /// A u16 length and the text's UTF-8 bytes.
+    mutating func appendField(_ text: String) {
+        append(UInt16(text.utf8.count))
+        append(Array(text.utf8))
+    }
     mutating func append<T: FixedWidthInteger>(_ value: T) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }

@@ -149,6 +149,17 @@ extension SecretBytes {
         withUnsafeMutableBytes { $0.copyBytes(from: bytes) }
     }
 
+    /// A copy of `bytes` that wipes them: for a secret that had to pass through ordinary memory.
+    public convenience init(taking bytes: inout [UInt8]) {
+        self.init(copying: bytes)
+        Self.wipe(&bytes)
+    }
+
+    /// Zeroes ordinary memory that held a secret.
+    public static func wipe(_ bytes: inout [UInt8]) {
+        bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { Sodium.wipe(base, $0.count) } }
+    }
+
     /// Random secret bytes.
     public static func random(count: Int) -> SecretBytes {
         let secret = SecretBytes(count: count)

@@ -16,6 +16,13 @@ public enum VaultChange: Sendable {
     case rollBack(name: String, now: Int64)
     /// Set (a value) or unset (nil) a vault setting.
     case setting(name: String, value: String?)
+    /// Makes the sharing identity when the vault has none (labelled `label`), or relabels it
+    /// when `relabel`. Its secrets are made where the change is applied: in a session, inside the agent.
+    case identity(label: String, relabel: Bool)
+    /// Records a key's sharing state: a share written, a recipient dropped, a followed file read.
+    case recordSharing(name: String, record: KeySharing)
+    /// Stores an imported key and its sharing state together.
+    case importKey(name: String, secret: SecretBytes, now: Int64, google: GoogleKeyRecord?, record: KeySharing)
 
     /// What a change reports back, for its message: the masked value it replaced or restored.
     public struct Outcome: Sendable, Equatable {
@@ -53,6 +60,24 @@ public enum VaultChange: Sendable {
             let had = contents.settings[name] != nil
             if let value { try contents.setSetting(name, value: value) } else { _ = contents.removeSetting(name) }
             return Outcome(masked: nil, replaced: had)
+        case .identity(let label, let relabel):
+            if let existing = contents.identity {
+                if relabel { try contents.setIdentity(existing.relabeled(label)) }
+                return Outcome(masked: nil, replaced: true)
+            }
+            try contents.setIdentity(.generate(label: label))
+            return Outcome(masked: nil, replaced: false)
+        case .recordSharing(let name, let record):
+            let had = contents.sharing[name] != nil
+            try contents.setSharing(name, record)
+            return Outcome(masked: nil, replaced: had)
+        case .importKey(let name, let secret, let now, let google, let record):
+            let old = contents.key(named: name)
+            // Checked first, so a refused record leaves the key unstored.
+            guard record.recipients.count <= KeySharing.recipientLimit else { throw .valueTooLarge("the recipients of \(name)") }
+            try contents.setKey(name, secret: secret, now: now, google: google)
+            try contents.setSharing(name, record)
+            return Outcome(masked: old?.secret.masked, replaced: old != nil)
         }
     }
 }

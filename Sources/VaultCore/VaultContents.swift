@@ -61,6 +61,9 @@ public struct StoredKey {
     public let previous: [RetiredSecret]
     /// The current value's key at Google, when gemvault knows it (payload version 5).
     public let google: GoogleKeyRecord?
+    /// The share file this key follows (`key import --follow`), when one is recorded: handed
+    /// out with the key so resolving it can notice a newer share without another question.
+    public var followed: FollowedFile?
 
     public init(name: String, secret: SecretBytes, created: Int64, updated: Int64, lastUsed: Int64 = 0, previous: [RetiredSecret],
                 google: GoogleKeyRecord? = nil) {
@@ -80,9 +83,10 @@ public struct StoredKey {
 /// and `rekey` replace it (`retireConversationKey`), so an old copy of the vault opens nothing
 /// written afterwards; the earlier ones stay here, so every conversation stays readable.
 public final class VaultContents {
-    /// Version 5 adds each value's key at Google, version 4 when each earlier value was set,
-    /// version 3 the earlier conversation keys, version 2 each key's last use; 1 to 4 are still read.
-    public static let payloadVersion: UInt8 = 5
+    /// Version 6 adds the sharing identity and each key's sharing state, version 5 each value's
+    /// key at Google, version 4 when each earlier value was set, version 3 the earlier
+    /// conversation keys, version 2 each key's last use; 1 to 5 are still read.
+    public static let payloadVersion: UInt8 = 6
     public static let retiredLimit = 5
     /// Each passphrase change adds one; far more than a vault's lifetime of changes.
     public static let earlierConversationKeyLimit = 1000
@@ -98,13 +102,32 @@ public final class VaultContents {
     /// The conversation keys retired by passphrase changes and rekeys, newest first: they
     /// still open what was written before.
     public private(set) var earlierConversationKeys: [SecretBytes]
+    /// The vault's sharing identity; nil until `init` or the first sharing command makes it.
+    public private(set) var identity: VaultIdentity?
+    /// Each key's sharing state, by key name (only keys that were shared or imported).
+    public private(set) var sharing: [String: KeySharing]
 
     public init(keys: [StoredKey] = [], settings: [String: String] = [:], conversationKey: SecretBytes = .random(count: 32),
-                earlierConversationKeys: [SecretBytes] = []) {
+                earlierConversationKeys: [SecretBytes] = [], identity: VaultIdentity? = nil, sharing: [String: KeySharing] = [:]) {
         self.keys = keys.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         self.settings = settings
         self.conversationKey = conversationKey
         self.earlierConversationKeys = earlierConversationKeys
+        self.identity = identity
+        self.sharing = sharing
+    }
+
+    /// Sets (or replaces the label of) the sharing identity.
+    public func setIdentity(_ identity: VaultIdentity) throws(VaultError) {
+        guard VaultIdentity.isValidLabel(identity.label) else { throw .valueTooLarge("the identity's label (1 to \(VaultIdentity.labelLimit) bytes, no control characters)") }
+        self.identity = identity
+    }
+
+    /// Records a key's sharing state; an empty one removes the record.
+    public func setSharing(_ name: String, _ record: KeySharing) throws(VaultError) {
+        guard key(named: name) != nil else { throw .keyNotFound(name: name) }
+        guard record.recipients.count <= KeySharing.recipientLimit else { throw .valueTooLarge("the recipients of \(name) (\(KeySharing.recipientLimit) at most)") }
+        sharing[name] = record.isEmpty ? nil : record
     }
 
     /// The current conversation key, then the earlier ones.
@@ -179,6 +202,7 @@ public final class VaultContents {
     public func removeKey(_ name: String) throws(VaultError) {
         guard let index = keys.firstIndex(where: { $0.name == name }) else { throw .keyNotFound(name: name) }
         keys.remove(at: index)
+        sharing[name] = nil
     }
 
     public func setSetting(_ name: String, value: String) throws(VaultError) {
@@ -218,6 +242,7 @@ public final class VaultContents {
         }
         for (name, value) in settings { length += 2 + name.utf8.count + 4 + value.utf8.count }
         length += 2 + 32 * earlierConversationKeys.count
+        length += encodedSharingLength()
         let buffer = SecretBytes(count: length + Self.paddingBlock)
         return try buffer.withUnsafeMutableBytes { raw throws(VaultError) in
             var writer = SecretWriter(buffer: raw)
@@ -250,6 +275,7 @@ public final class VaultContents {
             }
             writer.append(UInt16(earlierConversationKeys.count))
             for earlier in earlierConversationKeys { earlier.withUnsafeBytes { writer.append($0) } }
+            writeSharing(&writer)
             precondition(writer.offset == length)
             let padded = try mapSodium { () throws(SodiumError) in
                 try Sodium.pad(raw, unpaddedLength: length, blockSize: Self.paddingBlock)
@@ -322,8 +348,15 @@ public final class VaultContents {
                     guard count <= earlierConversationKeyLimit else { throw broken("\(count) earlier conversation keys; writers keep at most \(earlierConversationKeyLimit)") }
                     for _ in 0..<count { earlier.append(try reader.readSecret(32)) }
                 }
-                guard reader.remaining == 0 else { throw broken("\(reader.remaining) unexpected bytes follow the \(version >= 3 ? "conversation keys" : "settings")") }
-                return VaultContents(keys: keys, settings: settings, conversationKey: conversationKey, earlierConversationKeys: earlier)
+                var identity: VaultIdentity?
+                var sharing: [String: KeySharing] = [:]
+                if version >= 6 {
+                    (identity, sharing) = try readSharing(&reader, keyNames: Set(keys.map(\.name)), broken: broken)
+                }
+                let last = version >= 6 ? "sharing records" : version >= 3 ? "conversation keys" : "settings"
+                guard reader.remaining == 0 else { throw broken("\(reader.remaining) unexpected bytes follow the \(last)") }
+                return VaultContents(keys: keys, settings: settings, conversationKey: conversationKey, earlierConversationKeys: earlier,
+                                     identity: identity, sharing: sharing)
             }
         } catch let error as VaultError {
             throw error
@@ -351,7 +384,7 @@ extension VaultContents {
 }
 
 /// Writes into a fixed secret buffer; the caller sized it exactly.
-private struct SecretWriter {
+struct SecretWriter {
     let buffer: UnsafeMutableRawBufferPointer
     private(set) var offset = 0
 

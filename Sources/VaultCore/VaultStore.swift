@@ -11,7 +11,10 @@ public struct VaultStore: Sendable {
     /// Seconds a writer waits for another writer's lock.
     public var lockTimeout: Double
 
-    public init(path: String, lockTimeout: Double = 10) {
+    /// Seconds a command waits for another process's lock (GEMVAULT_LOCK_TIMEOUT when set).
+    public static let defaultLockTimeout = 10.0
+
+    public init(path: String, lockTimeout: Double = defaultLockTimeout) {
         self.path = path
         self.lockTimeout = lockTimeout
     }

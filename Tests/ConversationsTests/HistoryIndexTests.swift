@@ -1,4 +1,5 @@
 import Glibc
+import Foundation
 import Testing
 import VaultCore
 @testable import Conversations
@@ -77,6 +78,13 @@ import VaultCore
         #expect(HistoryIndex.decode(try sealed(padded), with: pair).entries.count == 1)
         padded[padded.count - 1] = 1
         #expect(HistoryIndex.decode(try sealed(padded), with: pair).entries.isEmpty)
+    }
+
+    @Test func aConversationsKindIsTypedAndAnUnknownOneIsKeptAsWritten() throws {
+        let ask = try JSONDecoder().decode(ConversationMeta.self, from: Data(#"{"title":"t","model":"m","created":1,"kind":"ask"}"#.utf8))
+        #expect(ask.conversationKind == .ask && ask.kind == "ask")
+        let newer = ConversationMeta(title: "t", model: "m", system: nil, created: 1, kind: "agent")
+        #expect(newer.conversationKind == nil && newer.kind == "agent")
     }
 
     @Test func anIndexThatDoesNotOpenIsEmpty() throws {

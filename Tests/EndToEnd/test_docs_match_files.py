@@ -343,3 +343,42 @@ def test_the_architecture_names_every_target_package_swift_declares():
     assert len(targets) > 15
     missing = [name for name in targets if "`%s`" % name not in architecture]
     assert not missing, missing
+
+
+# What a target may import without declaring it: the toolchain's own modules.
+SYSTEM_MODULES = {"Foundation", "FoundationEssentials", "FoundationNetworking", "Glibc", "Dispatch", "XCTest", "Testing", "Synchronization"}
+
+
+def declared_dependencies(package):
+    """Each target's name and its dependency list, from Package.swift's `.target(name:dependencies:)` lines."""
+    declared = {}
+    for kind, name, rest in re.findall(r'\.(target|executableTarget|testTarget|systemLibrary)\(name: "([^"]+)"(.*)', package):
+        match = re.match(r', dependencies: \[([^\]]*)\]', rest)
+        declared[name] = (kind, set(re.findall(r'"([^"]+)"', match.group(1))) if match else set())
+    return declared
+
+
+def imported_modules(folder):
+    modules = set()
+    for directory, _, files in os.walk(folder):
+        for name in files:
+            if name.endswith(".swift"):
+                with open(os.path.join(directory, name)) as handle:
+                    modules.update(re.findall(r"^(?:@\w+(?:\([^)]*\))? )*(?:public |package |internal |fileprivate |private )?import (?:(?:struct|class|enum|protocol|typealias|func|var|let) )?(\w+)", handle.read(), re.M))
+    return modules - SYSTEM_MODULES
+
+
+def test_package_swift_declares_exactly_what_each_target_imports():
+    with open(os.path.join(ROOT, "Package.swift")) as handle:
+        declared = declared_dependencies(handle.read())
+    differences = []
+    for name, (kind, dependencies) in sorted(declared.items()):
+        if kind == "systemLibrary":
+            continue
+        folder = os.path.join(ROOT, "Tests" if kind == "testTarget" else "Sources", name)
+        imported = imported_modules(folder) - {name}
+        if imported - dependencies:
+            differences.append("%s imports %s without declaring it" % (name, ", ".join(sorted(imported - dependencies))))
+        if dependencies - imported:
+            differences.append("%s declares %s without importing it" % (name, ", ".join(sorted(dependencies - imported))))
+    assert not differences, "Package.swift and the imports differ:\n" + "\n".join(differences)

@@ -52,6 +52,11 @@ def test_every_json_output_matches_its_committed_schema(api):
     keys = check("key-list", "key", "list", "--json")
     assert [k["name"] for k in keys["keys"]] == ["default"] and keys["keys"][0]["previous_versions"] == 1
     check("key-history", "key", "history", "default", "--json")
+    me = check("identity", "identity", "--json")
+    share = os.path.join(api.root, "default.age")
+    assert api.run("key", "share", "default", "--to", me["recipient"], "-o", share).code == 0
+    assert len(check("key-share-list", "key", "share", "default", "--list", "--json")["recipients"]) == 1
+    assert check("key-import", "key", "import", share, "copy", "--yes", "--json")["verified"] is True
     # A young key with --if-older-than: found at (the fake) Google, whose createTime says it is
     # young; the rotation does nothing and says so (test_rotation.py checks the report of real
     # rotations against the same schema).

@@ -173,3 +173,53 @@ def test_save_refuses_a_planted_folder_link_and_a_folder_others_can_write(peer, 
     assert os.listdir(private) == [] and os.listdir(open_folder) == []
     saved = os.path.join(shared_tmp, "chat.md")
     assert os.stat(saved).st_uid == 0 and (os.stat(saved).st_mode & 0o777) == 0o600
+
+
+def test_a_key_shared_with_another_account_follows_rotation_and_revocation(peer, env, tmp_path):
+    """Alice (this account) shares her Google-made key with bob (a real second account) through
+    a shared folder; bob follows it; alice rotates, and bob's next command uses the new key
+    without a word from her; alice revokes bob: his file is not updated, and his key is dead."""
+    from test_rotation import FakeGoogle, setup, vault_keys
+    account, home, shared = peer
+    google = FakeGoogle(str(tmp_path))
+    try:
+        alice = setup(env, google, "metadata")
+        bob_env = {"GEMVAULT_TEST_KDF_FLOOR": "1", "GEMVAULT_ENDPOINT": google.url}
+        passfile = os.path.join(home, "sharing-pass")
+        with open(passfile, "w") as handle:
+            handle.write(PASSPHRASE + "\n")
+        os.chown(passfile, account.pw_uid, account.pw_gid)
+        os.chmod(passfile, 0o600)
+        vault = os.path.join(home, "sharing-vault")
+
+        def bob(*args):
+            return as_peer(account, home, "--vault", vault, "--passphrase-file", passfile, *args, extra_env=bob_env)
+
+        assert bob("init", "--kdf", "interactive").returncode == 0
+        recipient = json.loads(bob("identity", "--json").stdout)["recipient"]
+        drop = os.path.join(shared, "drop")
+        os.mkdir(drop)
+        os.chmod(drop, 0o1777)
+        share = os.path.join(drop, "default.age")
+        assert alice.run("key", "share", "default", "--to", recipient, "-o", share).code == 0
+        imported = bob("key", "import", share, "--yes", "--no-verify", "--follow")
+        assert imported.returncode == 0, imported
+        assert bob("models").returncode == 0
+
+        assert alice.run("key", "rotate", "--create", "--verify-timeout", "30").code == 0
+        second_key = vault_keys(alice)[0]["default"]
+        models = bob("models")
+        assert models.returncode == 0 and "took serial 2 of 'default'" in models.stderr, models
+        assert bob("key", "get", "default").stdout == second_key + "\n"
+
+        with open(share, "rb") as handle:
+            before = handle.read()
+        revoked = alice.run("key", "share", "default", "--revoke", recipient)
+        assert revoked.code == 0 and "25 minutes" in revoked.err, revoked
+        with open(share, "rb") as handle:
+            assert handle.read() == before
+        dead = bob("models")
+        assert dead.returncode == 6, dead
+        assert bob("key", "get", "default").stdout == second_key + "\n"
+    finally:
+        google.stop()

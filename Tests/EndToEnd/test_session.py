@@ -441,11 +441,11 @@ def age_every_key(env, days):
     slot = fmt.slot_of(vault, (fmt.PASSPHRASE_SLOT,))
     data_key = fmt.unwrap(slot, PASSPHRASE.encode())
     payload = bytearray(fmt.unpad(fmt.decrypt(vault, data_key)))
-    assert payload[0] == 5
+    assert payload[0] == 6  # the keys come first; the sharing section at the end is kept as it is
     offset = 33
 
     def skip_google_key():
-        # Payload version 5: a value's Google key, two u16-length texts.
+        # Payload versions 5 and 6: a value's Google key, two u16-length texts.
         nonlocal offset
         for _text in range(2):
             (length,) = struct.unpack_from("<H", payload, offset)

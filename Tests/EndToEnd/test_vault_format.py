@@ -118,13 +118,15 @@ def unpad(padded):
     return unpadded[:-1]
 
 
-def decode_payload(payload, conversation_keys=None, google=None):
+def decode_payload(payload, conversation_keys=None, google=None, sharing=None):
     """The payload of the document, with the writer rules a reader enforces. When given a list,
     `conversation_keys` receives the conversation keys, current first. When given a dict,
     `google` receives for each key name the Google keys of its values (payload version 5), the
-    current value's first: (resource name, service account) or None."""
+    current value's first: (resource name, service account) or None. When given a dict,
+    `sharing` receives the version 6 section: "identity" (agreement secret, signing seed,
+    label) or None, and "keys", each key's sharing record by name."""
     version = payload[0]
-    assert version in (1, 2, 3, 4, 5)
+    assert version in (1, 2, 3, 4, 5, 6)
     offset = 33
     if conversation_keys is not None:
         conversation_keys.append(payload[1:33])
@@ -200,8 +202,47 @@ def decode_payload(payload, conversation_keys=None, google=None):
             if conversation_keys is not None:
                 conversation_keys.append(payload[offset:offset + 32])
             offset += 32
+    if version >= 6:
+        offset = decode_sharing(payload, offset, set(keys), {} if sharing is None else sharing)
     assert offset == len(payload)
     return keys, settings
+
+
+def decode_sharing(payload, offset, key_names, out):
+    """Payload version 6's sharing section (Docs/vault-format.md); returns the offset after it."""
+    def take(n):
+        nonlocal offset
+        value = payload[offset:offset + n]
+        assert len(value) == n
+        offset += n
+        return value
+
+    def number(fmt):
+        return struct.unpack(fmt, take(struct.calcsize(fmt)))[0]
+
+    def text():
+        return take(number("<H")).decode()
+
+    marker = number("<B")
+    assert marker in (0, 1)
+    out["identity"] = (take(32), take(32), text()) if marker else None
+    if out["identity"]:
+        assert 1 <= len(out["identity"][2].encode()) <= 256
+    out["keys"], last = {}, None
+    for _ in range(number("<H")):
+        name = text()
+        assert name in key_names and (last is None or last.encode() < name.encode())
+        last = name
+        record = {"serial": number("<Q")}
+        origin = number("<B")
+        assert origin in (0, 1, 2)
+        record["origin"] = None if origin == 0 else "unsigned" if origin == 1 else (take(32), text())
+        path = text()
+        record["follow"] = (path,) + struct.unpack("<QQQq", take(32)) if path else None
+        record["recipients"] = [(text(), text(), number("<q"), text()) for _ in range(number("<H"))]
+        assert len(record["recipients"]) <= 256
+        out["keys"][name] = record
+    return offset
 
 
 def document_dumps(vector):

@@ -32,6 +32,13 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
 @Suite struct SSEParserTests {
     static let expected = "Bonjour, the fake server says héllo wörld 你好 🚀.\n"
 
+    /// Gemini's usageMetadata reaches the neutral type field by field (the names `ask --json` prints).
+    @Test func usageIsReadFromTheWireOnce() throws {
+        let (events, _) = parseAll(try fixture("stream-thinking.sse"), chunkSize: 100_000)
+        let usage = try events.compactMap { try JSONDecoder().decode(GenerateContentResponse.self, from: Data($0)).usage }.last
+        #expect(usage == TokenUsage(promptTokenCount: 5, candidatesTokenCount: 3, thoughtsTokenCount: 40, totalTokenCount: 48))
+    }
+
     @Test(arguments: [1, 2, 3, 7, 64, 100_000])
     func crlfStreamSplitAnywhere(chunkSize: Int) throws {
         let (events, extra) = parseAll(try fixture("stream-basic.sse"), chunkSize: chunkSize)
@@ -119,7 +126,7 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
 
     @Test func restrictionsAndDisabledServiceSayWhatToDo() throws {
         let blocked = mapper.apiError(status: 403, body: try fixture("error-403-service-blocked.json"))
-        #expect(blocked.reason == "API_KEY_SERVICE_BLOCKED" && blocked.hint?.contains("Generative Language API") == true)
+        #expect(blocked.cause == .google(.apiKeyServiceBlocked) && blocked.reason == "API_KEY_SERVICE_BLOCKED" && blocked.hint?.contains("Generative Language API") == true)
         #expect(blocked.hint?.contains("Gemini for Google Cloud API") == true)
         let disabled = mapper.apiError(status: 403, body: try fixture("error-403-disabled.json"))
         #expect(disabled.reason == "SERVICE_DISABLED" && disabled.category == .refused)
@@ -142,7 +149,7 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
     @Test func retryInfoAndDailyQuota() throws {
         #expect(GoogleStatus.decode(try fixture("error-429-retryinfo.json"))?.retryDelay == 1)
         #expect(GoogleStatus.decode(Array(#"{"error":{"code":429,"details":[{"@type":"x","retryDelay":"250ms"}]}}"#.utf8))?.retryDelay == 0.25)
-        let client = GeminiClient(configuration: ClientConfiguration(endpoint: "http://127.0.0.1:9", apiVersion: "v1beta", timeout: 1),
+        let client = GeminiClient(configuration: ClientConfiguration(endpoint: "http://127.0.0.1:9", apiVersion: "v1beta", timeout: 1, maxAttempts: 5),
                                   apiKey: .init(utf8: "k"), errors: mapper)
         let daily: GeminiClient.Attempt<Int> = client.failure(429, try fixture("error-429-daily.json"), retryAfter: nil, errors: mapper)
         guard case .failed(let dailyError, let dailyFailure) = daily else { Issue.record("no failure"); return }
@@ -153,11 +160,16 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
     }
 
     @Test func finishReasons() {
-        #expect(mapper.finishProblem(finishReason: "STOP", blockReason: nil) == nil)
-        #expect(mapper.finishProblem(finishReason: nil, blockReason: "SAFETY")?.reason == "blocked:SAFETY")
-        for reason in ["SAFETY", "RECITATION", "MAX_TOKENS", "OTHER"] {
-            #expect(mapper.finishProblem(finishReason: reason, blockReason: nil)?.reason == reason)
+        func problem(_ finishReason: String?, blocked: String? = nil) -> GeminiError? {
+            mapper.finishProblem(FinishReason(gemini: finishReason, blockReason: blocked))
         }
+        #expect(problem("STOP") == nil && problem("FINISH_REASON_UNSPECIFIED") == nil && problem(nil) == nil)
+        let blocked = problem("STOP", blocked: "SAFETY")
+        #expect(blocked?.cause == .finish(.blocked("SAFETY")) && blocked?.reason == "blocked:SAFETY")
+        for reason in ["SAFETY", "RECITATION", "MAX_TOKENS", "OTHER"] {
+            #expect(problem(reason)?.reason == reason)
+        }
+        #expect(problem("MAX_TOKENS")?.cause == .finish(.maxTokens) && problem("OTHER")?.cause == .finish(.other("OTHER")))
     }
 
     @Test func redactionDropsKeyShapedWords() {
@@ -182,7 +194,7 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
                                   apiKey: .init(utf8: "k"), errors: ErrorMapper(keyOrigin: "", keyReplaceHint: "", keyKind: .auth, model: "m", apiVersion: "v1beta"))
         var notices: [RetryNotice] = []
         var calls = 0
-        let unavailable = GeminiError(category: .network, message: "m", status: 503, reason: "UNAVAILABLE")
+        let unavailable = GeminiError(category: .network, message: "m", status: 503, cause: .status("UNAVAILABLE"))
         #expect(throws: unavailable) {
             try client.withRetries(handlers: StreamHandlers(onRetry: { notices.append($0) })) { () -> GeminiClient.Attempt<Int> in
                 calls += 1
@@ -193,7 +205,7 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
         calls = 0
         let value = try client.withRetries(handlers: StreamHandlers(onRetry: { notices.append($0) })) { () -> GeminiClient.Attempt<Int> in
             calls += 1
-            return calls == 1 ? .failed(GeminiError(category: .refused, message: "m", status: 429, reason: "R"), .status(429, serverDelay: 0.05, dailyQuota: false)) : .done(7)
+            return calls == 1 ? .failed(GeminiError(category: .refused, message: "m", status: 429, cause: .status("R")), .status(429, serverDelay: 0.05, dailyQuota: false)) : .done(7)
         }
         #expect(value == 7 && notices.last?.delay == 0.05)
         // Text already shown is never repeated by a retry.

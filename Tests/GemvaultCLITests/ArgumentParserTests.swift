@@ -1,3 +1,6 @@
+import Foundation
+import KeyResolution
+import Settings
 import Testing
 @testable import GemvaultCLI
 
@@ -8,7 +11,8 @@ import Testing
             return
         }
         #expect(spec.name == "key get" && positionals == ["work"])
-        #expect(options == ["--vault": "/v", "--passphrase-fd": "3"])
+        #expect(options == ParsedOptions(byName: ["--vault": "/v", "--passphrase-fd": "3"]))
+        #expect(options.value(.vault) == "/v" && options.value(.passphraseFd) == "3" && !options.flag(.passphraseFile))
     }
 
     @Test func aRepeatableOptionKeepsEveryValueAndItsShortSpellingCounts() throws {
@@ -17,11 +21,11 @@ import Testing
             return
         }
         let call = Invocation(command: spec, positionals: positionals, options: options, context: Context(environment: [:], options: options))
-        #expect(call.values("--attach") == ["one.png", "two.txt", "three"] && call.value("--attach") == "three" && positionals == ["hi"])
-        #expect(call.values("--model").isEmpty)
+        #expect(call.values(.attach) == ["one.png", "two.txt", "three"] && call.value(.attach) == "three" && positionals == ["hi"])
+        #expect(call.values(.model).isEmpty)
         // Not repeatable: the last value wins, as before.
         guard case .run(_, _, let single) = try ArgumentParser.parse(["ask", "--model", "a", "--model", "b", "hi"]) else { return }
-        #expect(single["--model"] == "b")
+        #expect(single.value(.model) == "b")
     }
 
     @Test func helpIsWrappedOnlyWhenAWidthIsGiven() {
@@ -94,11 +98,56 @@ import Testing
         }
     }
 
+    @Test func optionsSpelledAlikeAreToldApartByTheirRow() throws {
+        let show = try #require(commandTable.first { $0.name == "history show" })
+        let ask = try #require(commandTable.first { $0.name == "ask" })
+        #expect(show.offers(.rawHistory) && !show.offers(.rawReply))
+        #expect(ask.offers(.rawReply) && !ask.offers(.rawHistory))
+        #expect(ask.offers(.vault) && show.offers(.vault) && !show.offers(.model))
+        guard case .run(let spec, _, let options) = try ArgumentParser.parse(["history", "show", "x", "--raw"]) else { Issue.record("not a run"); return }
+        #expect(spec.name == "history show" && options.flag(.rawHistory))
+    }
+
+    /// `--model`, `--system`, `--temperature`, `--timeout` and `--key` override their setting
+    /// in every command that has them (the flags layer), whatever their help says there.
+    @Test func everySpellingOfASettingFlagOverridesItsSetting() {
+        let expected = ["--model": "model", "--system": "system_prompt", "--temperature": "temperature", "--timeout": "timeout", "--key": "key"]
+        for spec in commandTable {
+            for option in spec.options {
+                #expect(option.setting?.name == expected[option.name], "\(spec.name) \(option.name)")
+            }
+        }
+    }
+
+    /// Every option constant the commands look up is in some command's row; within one
+    /// command, a lookup outside its row stops a debug build (`Invocation.accepted`), so the
+    /// end-to-end tests catch that.
+    @Test func everyOptionLookedUpIsInTheTable() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/GemvaultCLI").standardized
+        func read(_ file: String) throws -> String { try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8) }
+        // The constants, by their Swift name: `static let rawReply = OptionSpec(name: "--raw", …`.
+        var spelling: [String: String] = [:]
+        for match in try read("Options.swift").matches(of: #/static let ([a-zA-Z]+) = OptionSpec\(name: "(--[a-z-]+)"/#) {
+            spelling[String(match.output.1)] = String(match.output.2)
+        }
+        let offered = Set((commandTable.flatMap(\.options) + globalOptions).map(\.name))
+        var lookups = 0
+        for file in try FileManager.default.contentsOfDirectory(atPath: sources.path) where file.hasSuffix(".swift") {
+            for match in try read(file).matches(of: #/\.(?:flag|value|values|offers)\(\.([a-zA-Z]+)\)/#) {
+                let constant = String(match.output.1)
+                let name = try #require(spelling[constant], "\(file): .\(constant) is not an option constant")
+                #expect(offered.contains(name), "\(file): .\(constant) (\(name)) is in no command's row")
+                lookups += 1
+            }
+        }
+        #expect(lookups > 50)
+    }
+
     @Test func errorsMapToDocumentedExitCodes() {
         #expect(ErrorReport.describe(UsageError("x")).0 == .usage)
         #expect(ErrorReport.describe(VaultCoreError.wrong).0 == .wrongSecret)
         #expect(ErrorReport.describe(VaultCoreError.damaged).0 == .damaged)
-        #expect(ErrorReport.describe(ConfigErrorCase.noKey).0 == .noKey)
+        #expect(ErrorReport.describe(KeySourceErrorCase.noKey).0 == .noKey)
         // Google's API Keys service and token endpoints: refused 6, no answer 7, no credential 1.
         #expect(ErrorReport.describe(GoogleError(.refused, "r")).0 == .apiRefused)
         #expect(ErrorReport.describe(GoogleError(.network, "n")).0 == .network)
@@ -116,7 +165,6 @@ import Testing
     }
 }
 
-import GemvaultConfig
 import GoogleAuth
 import VaultCore
 
@@ -125,6 +173,6 @@ private enum VaultCoreError {
     static let damaged = VaultError.damaged(path: "p", detail: "d")
 }
 
-private enum ConfigErrorCase {
-    static let noKey = ConfigError.noKey(reasons: [])
+private enum KeySourceErrorCase {
+    static let noKey = KeySourceError.noKey(reasons: [])
 }

@@ -9,12 +9,12 @@ import Testing
     @Test func eachKindHasOneExitCode() {
         #expect(ExitCode(ChatErrorKind.refused) == .apiRefused && ExitCode(ChatErrorKind.network) == .network)
         #expect(ExitCode(ChatErrorKind.interrupted) == .interrupted)
-        let (code, message, hint) = ErrorReport.describe(GeminiError(category: .network, message: "no data", hint: "wait", reason: "timeout"))
+        let (code, message, hint) = ErrorReport.describe(GeminiError(category: .network, message: "no data", hint: "wait", cause: .timeout))
         #expect(code == .network && message == "no data" && hint == "wait")
     }
 
     @Test func askJSONKeepsTheProvidersReasonAndNamesTheCodeOtherwise() {
-        let timeout = ChatCommand.AskError(GeminiError(category: .network, message: "no data", reason: "timeout"))
+        let timeout = ChatCommand.AskError(GeminiError(category: .network, message: "no data", cause: .timeout))
         #expect(timeout.exitCode == 7 && timeout.reason == "timeout")
         let stopped = ChatCommand.AskError(ReplyInterrupted(message: "interrupted"))
         #expect(stopped.exitCode == 130 && stopped.reason == "interrupted" && stopped.message == "interrupted")

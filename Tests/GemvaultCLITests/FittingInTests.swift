@@ -44,7 +44,7 @@ import Testing
         }
     }
 
-    let engine = CompletionEngine(context: Context(environment: ["HOME": "/nonexistent-home", "XDG_RUNTIME_DIR": "/nonexistent-run"], options: [:]))
+    let engine = CompletionEngine(context: Context(environment: ["HOME": "/nonexistent-home", "XDG_RUNTIME_DIR": "/nonexistent-run"], options: .none))
 
     @Test func commandsSubcommandsAndOptionsComplete() {
         #expect(engine.candidates(["ke"]) == ["key"])

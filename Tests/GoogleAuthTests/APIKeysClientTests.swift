@@ -1,6 +1,6 @@
 import Foundation
 import GoogleHTTP
-import GoogleHTTPTesting
+import GemvaultTesting
 import Testing
 import VaultCore
 @testable import GoogleAuth

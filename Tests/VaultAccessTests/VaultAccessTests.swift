@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SystemIO
 import Testing
 import VaultCore
 @testable import VaultAccess
@@ -44,12 +45,12 @@ private final class GivenPassphrase: PassphraseSource, @unchecked Sendable {
         let replaced = try access.apply(.replaceKey(name: "work", secret: SecretBytes(utf8: key + "x"), now: 20))
         #expect(replaced == VaultChange.Outcome(masked: "AQ.A…MhKp", replaced: true))
         #expect(throws: VaultError.keyNotFound(name: "other")) { try access.apply(.replaceKey(name: "other", secret: SecretBytes(utf8: key), now: 30)) }
-        given.asked = 0
         let stored = try #require(try access.key("work", markUsed: false))
         #expect(stored.secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } == key + "x" && stored.updated == 20)
         #expect(try access.settings() == ["history": "off"])
         #expect(try access.keySummaries().map(\.earlier.count) == [1])
-        // One passphrase entry (one Argon2 run) answers every question of a command.
+        // One passphrase entry (one Argon2 run) serves every change and question of a command:
+        // what a change wrote is what the next one reads.
         #expect(given.asked == 1)
     }
 
@@ -64,6 +65,22 @@ private final class GivenPassphrase: PassphraseSource, @unchecked Sendable {
         let stored = try access.key("work", markUsed: true, beforePrompt: { checked += 1 })
         #expect(stored?.name == "work")
         #expect(access.parses == 1 && given.asked == 1 && checked == 1)
+    }
+
+    /// A lock guarding the vault (a key's rotation lock) is taken through the vault: whatever
+    /// its holder wrote meanwhile is what the command reads next, without a call to remember.
+    @Test func takingAGuardingLockReadsTheVaultAgain() throws {
+        let (access, _, folder) = try newVault()
+        try access.apply(.setKey(name: "work", secret: SecretBytes(utf8: "AQ.first-value-000000000000000000000000000"), now: 10))
+        #expect(try access.key("work", markUsed: false)?.updated == 10)
+        let other = VaultAccess(file: access.file, agent: nil, passphrase: GivenPassphrase(passphrase), observe: { _ in }, warn: { _ in })
+        _ = try other.apply(.replaceKey(name: "work", secret: SecretBytes(utf8: "AQ.second-value-00000000000000000000000000"), now: 20))
+        #expect(try access.key("work", markUsed: false)?.updated == 10)  // still what this command read
+        let parsed = access.parses
+        let lock = try access.acquireGuardingLock("work.lock", in: try TrustedFolder.create(folder + "/locks"), timeout: 1, onWait: { _ in })
+        withExtendedLifetime(lock) {}
+        #expect(try access.key("work", markUsed: false)?.updated == 20)
+        #expect(access.parses == parsed + 1)
     }
 
     @Test func aWrongPassphraseChangesNothing() throws {

@@ -33,7 +33,7 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         let reread = try VaultContents.decode(try contents.encoded(), path: "t")
         #expect(reread.key(named: "default")?.google == new && reread.key(named: "default")?.previous.first?.google == old)
         #expect(reread.key(named: "plain")?.google == nil)
-        try reread.encoded().withUnsafeBytes { #expect($0.first == 5) }
+        try reread.encoded().withUnsafeBytes { #expect($0.first == VaultContents.payloadVersion) }
     }
 
     @Test func aMalformedResourceNameIsRefusedAndNeverWritten() {
@@ -45,5 +45,36 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         #expect(new.project == "123" && new.keyId == "gemvault-default-20261202050000")
         // One parser: a name of another shape has no project, however it starts.
         #expect(bad.project == nil && bad.keyId == "projects/1/keys/x")
+    }
+}
+
+@Suite struct SharingRecordTests {
+    @Test func theIdentityAndSharingStateSurviveASaveAndAnOpen() throws {
+        let contents = VaultContents()
+        try contents.setKey("lab", secret: SecretBytes(utf8: "AQ.lab-key-0000000000000000000000000000000"), now: 1)
+        try contents.setKey("nightly", secret: SecretBytes(utf8: "AQ.nightly-00000000000000000000000000000000"), now: 2)
+        let identity = VaultIdentity.generate(label: "alice@lab")
+        try contents.setIdentity(identity)
+        let sent = KeySharing(serial: 3, recipients: [ShareRecipient(recipient: "age1xyz", label: "bob", added: 5, path: "/srv/share/lab.age")])
+        try contents.setSharing("lab", sent)
+        let received = KeySharing(serial: 7, origin: .signed(ShareSender(signingKey: [UInt8](repeating: 9, count: 32), label: "carol@ci")),
+                                  follow: FollowedFile(path: "/srv/share/nightly.age", device: 1, inode: 2, size: 3, modified: 4))
+        try contents.setSharing("nightly", received)
+        let reread = try VaultContents.decode(try contents.encoded(), path: "t")
+        #expect(reread.identity?.label == "alice@lab")
+        #expect(reread.identity?.agreementSecret.isEqual(to: identity.agreementSecret) == true)
+        #expect(reread.identity?.signingSeed.isEqual(to: identity.signingSeed) == true)
+        #expect(reread.sharing == ["lab": sent, "nightly": received])
+        // Removing a key removes its sharing state; an empty state is no record at all.
+        try reread.removeKey("lab")
+        try reread.setSharing("nightly", KeySharing())
+        #expect(try VaultContents.decode(try reread.encoded(), path: "t").sharing.isEmpty)
+    }
+
+    @Test func sharingStateForAnUnknownKeyOrABadLabelIsRefused() throws {
+        let contents = VaultContents()
+        #expect(throws: VaultError.keyNotFound(name: "ghost")) { try contents.setSharing("ghost", KeySharing(serial: 1)) }
+        #expect(throws: VaultError.self) { try contents.setIdentity(VaultIdentity.generate(label: "two\nlines")) }
+        #expect(throws: VaultError.self) { try contents.setIdentity(VaultIdentity.generate(label: "")) }
     }
 }

@@ -1,0 +1,75 @@
+/// Bech32 (BIP 173) as age writes recipients and identities: without BIP 173's 90-character limit.
+enum Bech32 {
+    private static let alphabet = Array("qpzry9x8gf2tvdw0s3jn54khce6mua7l".utf8)
+    private static let generator: [UInt32] = [0x3b6a_57b2, 0x2650_8e6d, 0x1ea1_19fa, 0x3d42_33dd, 0x2a14_62b3]
+
+    private static func polymod(_ values: [UInt8]) -> UInt32 {
+        var checksum: UInt32 = 1
+        for value in values {
+            let top = checksum >> 25
+            checksum = (checksum & 0x1ff_ffff) << 5 ^ UInt32(value)
+            for bit in 0..<5 where (top >> UInt32(bit)) & 1 == 1 { checksum ^= generator[bit] }
+        }
+        return checksum
+    }
+
+    private static func expanded(_ hrp: [UInt8]) -> [UInt8] {
+        hrp.map { $0 >> 5 } + [0] + hrp.map { $0 & 31 }
+    }
+
+    /// Regroups bits; `pad` adds zero bits at the end (encoding), otherwise leftover bits must be zero padding.
+    static func regrouped(_ data: [UInt8], from: Int, to: Int, pad: Bool) -> [UInt8]? {
+        var accumulator = 0
+        var bits = 0
+        var output: [UInt8] = []
+        let mask = (1 << to) - 1
+        for value in data {
+            accumulator = accumulator << from | Int(value)
+            bits += from
+            while bits >= to {
+                bits -= to
+                output.append(UInt8(accumulator >> bits & mask))
+            }
+            accumulator &= (1 << bits) - 1
+        }
+        if pad {
+            if bits > 0 { output.append(UInt8(accumulator << (to - bits) & mask)) }
+        } else if bits >= from || accumulator != 0 {
+            return nil
+        }
+        return output
+    }
+
+    /// `hrp` and `data` in Bech32, as bytes (an identity's text must not become a String);
+    /// `uppercase` for identities, which age writes in capitals.
+    static func encode(hrp: String, _ data: [UInt8], uppercase: Bool = false) -> [UInt8] {
+        let hrpBytes = Array(hrp.lowercased().utf8)
+        let values = regrouped(data, from: 8, to: 5, pad: true)!
+        let check = polymod(expanded(hrpBytes) + values + [0, 0, 0, 0, 0, 0]) ^ 1
+        let checksum = (0..<6).map { UInt8(check >> UInt32(5 * (5 - $0)) & 31) }
+        let text = hrpBytes + [UInt8(ascii: "1")] + (values + checksum).map { alphabet[Int($0)] }
+        return uppercase ? text.map { $0 >= 97 && $0 <= 122 ? $0 - 32 : $0 } : text
+    }
+
+    /// The human-readable part (in the input's own case) and the data, or nil for anything that
+    /// is not valid Bech32. Works on bytes so that an identity's text never becomes a String.
+    static func decode(_ text: [UInt8]) -> (hrp: String, data: [UInt8])? {
+        guard text.allSatisfy({ $0 >= 33 && $0 <= 126 }) else { return nil }
+        let isUpper = { (byte: UInt8) in byte >= 65 && byte <= 90 }
+        let isLower = { (byte: UInt8) in byte >= 97 && byte <= 122 }
+        let upper = text.contains(where: isUpper)
+        guard !(upper && text.contains(where: isLower)) else { return nil }
+        let lowered = upper ? text.map { isUpper($0) ? $0 + 32 : $0 } : text
+        guard let separator = lowered.lastIndex(of: UInt8(ascii: "1")), separator >= 1, lowered.count - separator - 1 >= 6 else { return nil }
+        var values: [UInt8] = []
+        for character in lowered[(separator + 1)...] {
+            guard let value = alphabet.firstIndex(of: character) else { return nil }
+            values.append(UInt8(value))
+        }
+        let hrp = Array(lowered[..<separator])
+        guard polymod(expanded(hrp) + values) == 1,
+              let data = regrouped(Array(values.dropLast(6)), from: 5, to: 8, pad: false) else { return nil }
+        let hrpText = String(decoding: hrp, as: UTF8.self)
+        return (upper ? hrpText.uppercased() : hrpText, data)
+    }
+}

@@ -1,0 +1,170 @@
+import Settings
+
+/// An option a command accepts: a flag (`value == nil`) or an option with a value. Each is
+/// one named constant below, used both in the command table's rows and in the lookups
+/// (`call.flag(.json)`), so a lookup names an option the table has.
+struct OptionSpec: Sendable, Equatable {
+    let name: String
+    let value: String?
+    let help: String
+    /// The value may be private text: it is wiped from the process's argv once read.
+    var privateValue = false
+    /// A one-letter spelling, such as `-a` for `--attach`.
+    var shortName: String? = nil
+    /// May be given more than once; `Invocation.values` has every value, in order.
+    var repeatable = false
+    /// The setting it overrides for this command (the flags layer of the settings).
+    var setting: SettingSpec? = nil
+
+    /// `-a, --attach FILE` in help, the reference and the manual.
+    var synopsis: String { (shortName.map { $0 + ", " } ?? "") + name + (value.map { " " + $0 } ?? "") }
+
+    /// Two options with one spelling but different help (`--timeout`, `--force`, `--raw`) are different options.
+    static func == (one: OptionSpec, other: OptionSpec) -> Bool {
+        one.name == other.name && one.value == other.value && one.help == other.help
+    }
+}
+
+/// The options argv gave, by the option they belong to; only the parser makes one from names.
+struct ParsedOptions: Sendable, Equatable {
+    private let byName: [String: String]
+
+    init(byName: [String: String] = [:]) { self.byName = byName }
+
+    static let none = ParsedOptions()
+
+    func flag(_ option: OptionSpec) -> Bool { byName[option.name] != nil }
+    /// The value of an option; for a repeatable one, the last.
+    func value(_ option: OptionSpec) -> String? { values(option).last }
+    /// Every value of a repeatable option, in the order given.
+    func values(_ option: OptionSpec) -> [String] {
+        guard let joined = byName[option.name] else { return [] }
+        return joined.split(separator: ArgumentParser.valueSeparator, omittingEmptySubsequences: false).map(String.init)
+    }
+}
+
+// MARK: Global options
+
+extension OptionSpec {
+    static let vault = OptionSpec(name: "--vault", value: "PATH", help: "vault file (default $GEMVAULT_VAULT, then $XDG_DATA_HOME/gemvault/vault)")
+    static let passphraseFd = OptionSpec(name: "--passphrase-fd", value: "N", help: "read the passphrase as one line from file descriptor N")
+    static let passphraseFile = OptionSpec(name: "--passphrase-file", value: "PATH", help: "read the passphrase from the first line of a private file")
+    static let noSession = OptionSpec(name: "--no-session", value: nil, help: "do not use an unlocked session; open the vault file with the passphrase")
+    static let acceptRollback = OptionSpec(name: "--accept-rollback", value: nil, help: "open a vault older than one already seen (an old copy restored on purpose)")
+    static let color = OptionSpec(name: "--color", value: "WHEN",
+                                  help: "colour: \(Setting.color.spec.defaultValue!) (default), always or never; also the '\(Setting.color.name)' setting, NO_COLOR and TERM=dumb")
+    static let help = OptionSpec(name: "--help", value: nil, help: "show help for the command")
+}
+
+/// Options every command accepts.
+let globalOptions: [OptionSpec] = [.vault, .passphraseFd, .passphraseFile, .noSession, .acceptRollback, .color, .help]
+
+// MARK: Options several commands share
+
+extension OptionSpec {
+    static let json = OptionSpec(name: "--json", value: nil, help: "print machine-readable JSON")
+    static let newPassphraseFd = OptionSpec(name: "--new-passphrase-fd", value: "N", help: "read the new passphrase as one line from file descriptor N")
+    static let newPassphraseFile = OptionSpec(name: "--new-passphrase-file", value: "PATH", help: "read the new passphrase from the first line of a private file")
+    static let key = OptionSpec(name: "--key", value: "NAME", help: "vault key to use (default: the '\(Setting.key.name)' setting, then '\(Setting.key.spec.defaultValue!)')",
+                                setting: Setting.key.spec)
+    static let keyFile = OptionSpec(name: "--key-file", value: "PATH", help: "read the API key from a private file; wins over every other source")
+    static let allowInsecureEndpoint = OptionSpec(name: "--allow-insecure-endpoint", value: nil, help: "allow a plain-http endpoint that is not on loopback")
+    static let model = OptionSpec(name: "--model", value: "M", help: "model name (setting '\(Setting.model.name)')", setting: Setting.model.spec)
+    static let system = OptionSpec(name: "--system", value: "TEXT", help: "system instruction (setting '\(Setting.systemPrompt.name)')", privateValue: true,
+                                   setting: Setting.systemPrompt.spec)
+    static let temperature = OptionSpec(name: "--temperature", value: "T", help: "sampling temperature, 0 to 2", setting: Setting.temperature.spec)
+    static let timeout = OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the first byte and between stream events", setting: Setting.timeout.spec)
+}
+
+let newPassphraseOptions: [OptionSpec] = [.newPassphraseFd, .newPassphraseFile]
+let keySourceOptions: [OptionSpec] = [.key, .keyFile, .allowInsecureEndpoint]
+let generationOptions: [OptionSpec] = [.model, .system, .temperature, .timeout]
+
+// MARK: Options of one command, or of a few
+
+extension OptionSpec {
+    // init
+    static let kdf = OptionSpec(name: "--kdf", value: "PRESET", help: "Argon2id cost: interactive, \(VaultCommand.defaultPreset.rawValue) (default) or sensitive")
+    static let forceReplace = OptionSpec(name: "--force", value: nil,
+                                         help: "replace an existing vault; the old file is kept beside it as VAULT.replaced-TIME (asks first on a terminal)")
+    // key rm
+    static let revoke = OptionSpec(name: "--revoke", value: nil, help: "also delete its keys at Google (API Keys service; Docs/rotation.md)")
+
+    // key rotate
+    static let noVerify = OptionSpec(name: "--no-verify", value: nil, help: "store the new key without the check")
+    static let checkTimeout = OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the check's answer", setting: Setting.timeout.spec)
+    static let create = OptionSpec(name: "--create", value: nil, help: "make the new key at Google (API Keys service), check it, store it, delete the old one")
+    static let undo = OptionSpec(name: "--undo", value: nil, help: "undelete the previous Google key, make it current again, delete the newer one")
+    static let ifOlderThan = OptionSpec(name: "--if-older-than", value: "DAYS", help: "with --create: do nothing (exit 0) when the key is younger")
+    static let keepOld = OptionSpec(name: "--keep-old", value: nil, help: "with --create or --undo: leave the replaced key working at Google")
+    static let project = OptionSpec(name: "--project", value: "PROJECT", help: "with --create: the Google project of the new key (default: the old key's)")
+    static let serviceAccount = OptionSpec(name: "--service-account", value: "EMAIL",
+                                           help: "with --create: the service account to bind the new key to (default: the old key's)")
+    static let verifyTimeout = OptionSpec(name: "--verify-timeout", value: "DURATION",
+                                          help: "with --create: how long Google may take before the new key works (default \(DurationText.text(GoogleRotation.defaultVerifyLimit)))")
+
+    // unlock, agent
+    static let idle = OptionSpec(name: "--idle", value: "DURATION",
+                                 help: "lock after this long unused (setting \(Setting.sessionIdle.name), default \(Setting.sessionIdle.spec.defaultValue!))")
+    static let max = OptionSpec(name: "--max", value: "DURATION",
+                                help: "lock after this long in any case (setting \(Setting.sessionMax.name), default \(Setting.sessionMax.spec.defaultValue!))")
+    static let foreground = OptionSpec(name: "--foreground", value: nil, help: "stay in the foreground, logging to stderr (required)")
+
+    // config, key which
+    static let file = OptionSpec(name: "--file", value: nil, help: "use the plain config file instead of the vault")
+    static let noVault = OptionSpec(name: "--no-vault", value: nil, help: "do not open the vault (its layer is skipped)")
+    static let google = OptionSpec(name: "--google", value: nil, help: "say which Google credential key rotate --create would use (no token is fetched)")
+
+    // exec
+    static let env = OptionSpec(name: "--env", value: "VAR", help: "the variable to set (default \(ExecCommand.defaultVariable))")
+    static let forceNested = OptionSpec(name: "--force", value: nil, help: "run even inside another 'gemvault exec'")
+
+    // history
+    static let rawHistory = OptionSpec(name: "--raw", value: nil, help: "the text as saved, unstyled; escape sequences are shown as text, never run")
+    static let all = OptionSpec(name: "--all", value: nil, help: "delete every saved conversation")
+    static let olderThan = OptionSpec(name: "--older-than", value: "DURATION", help: "delete those last written before, such as 30d")
+    static let yes = OptionSpec(name: "--yes", value: nil, help: "delete without asking (needed for --all and --older-than without a terminal)")
+    static let format = OptionSpec(name: "--format", value: "md|json", help: "\(HistoryCommand.defaultFormat.rawValue) (default) or json")
+
+    // identity, key share, key import
+    static let label = OptionSpec(name: "--label", value: "TEXT", help: "the name your shares carry as their sender (default user@host)")
+    static let to = OptionSpec(name: "--to", value: "RECIPIENT", help: "an age1… recipient, an ssh-ed25519 public key line, or a .pub file with one (repeatable)",
+                               repeatable: true)
+    static let recipientsFile = OptionSpec(name: "--recipients-file", value: "FILE", help: "age's recipients file: one recipient a line, # comments (repeatable)",
+                                           shortName: "-R", repeatable: true)
+    static let armor = OptionSpec(name: "--armor", value: nil, help: "write ASCII armor (PEM) instead of the binary age format")
+    static let output = OptionSpec(name: "--output", value: "FILE", help: "write the share to FILE (atomically, mode 0644) instead of stdout", shortName: "-o")
+    static let overwrite = OptionSpec(name: "--force", value: nil, help: "replace the --output file when it exists")
+    static let mode = OptionSpec(name: "--mode", value: "MODE", help: "the --output file's mode: 644 (default: its readers may share a folder) or 600")
+    static let revokeRecipient = OptionSpec(name: "--revoke", value: "RECIPIENT",
+                                            help: "drop a recipient and rotate the key at Google (key rotate --create), sharing the new one with the others")
+    static let noRotate = OptionSpec(name: "--no-rotate", value: nil, help: "with --revoke: drop the recipient only; the key they hold keeps working")
+    static let list = OptionSpec(name: "--list", value: nil, help: "show who the key was shared with: recipient, label, when, file")
+    static let identityFile = OptionSpec(name: "--identity", value: "FILE",
+                                         help: "decrypt with an age identity file or an unencrypted ssh-ed25519 private key instead of the vault's identity (repeatable)",
+                                         shortName: "-i", repeatable: true)
+    static let yesStore = OptionSpec(name: "--yes", value: nil, help: "store without asking (needed without a terminal)")
+    static let noVerifyImport = OptionSpec(name: "--no-verify", value: nil, help: "store the key without checking it with Gemini")
+    static let follow = OptionSpec(name: "--follow", value: nil, help: "take newer shares from FILE whenever the key is used (key sync does it on demand)")
+    static let acceptNewSender = OptionSpec(name: "--accept-new-sender", value: nil,
+                                            help: "take a share of a pinned name from another signing key, or unsigned, and pin its sender")
+
+    // chat, ask, models
+    static let continueChat = OptionSpec(name: "--continue", value: nil, help: "go on with the latest saved chat (not an ask), with the model it used")
+    static let resume = OptionSpec(name: "--resume", value: "ID",
+                                   help: "go on with a saved conversation (any unique prefix of its id), with its model unless --model is given")
+    static let bubbles = OptionSpec(name: "--bubbles", value: nil,
+                                    help: "draw messages as chat bubbles (on a terminal that can move the cursor); also the '\(Setting.chatStyle.name)' setting")
+    static let noStream = OptionSpec(name: "--no-stream", value: nil, help: "wait for the whole answer (generateContent)")
+    static let countTokens = OptionSpec(name: "--count-tokens", value: nil, help: "print the prompt's token count instead of asking")
+    static let firstByteTimeout = OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the first byte", setting: Setting.timeout.spec)
+    static let rawReply = OptionSpec(name: "--raw", value: nil, help: "print the reply's text untouched (no markdown rendering)")
+    static let attach = OptionSpec(name: "--attach", value: "FILE",
+                                   help: "send a file with the prompt: text inline, an image or PDF as inline data (repeatable)",
+                                   shortName: "-a", repeatable: true)
+    static let keepAttachments = OptionSpec(name: "--keep-attachments", value: nil,
+                                            help: "keep attached files' contents in the encrypted history (by default only their names, sizes and SHA-256)")
+    static let noSave = OptionSpec(name: "--no-save", value: nil, help: "do not keep this conversation in the encrypted history")
+    static let allowSecrets = OptionSpec(name: "--allow-secrets", value: nil,
+                                         help: "send a prompt that looks like it holds a credential (API key, token, private key)")
+}

@@ -1,0 +1,54 @@
+public import AgeFormat
+
+/// A recipient as the user named it, parsed.
+public struct NamedRecipient {
+    public let recipient: any AgeRecipient
+    /// The recipient's canonical text (`age1…`, or `ssh-ed25519 AAAA…` without a comment).
+    public var text: String { recipient.text }
+    /// An ssh key's comment, or the comment line above it in a recipients file; may be empty.
+    public let label: String
+}
+
+/// The recipient syntaxes `key share` takes: age's own (`age1…`), an `ssh-ed25519 …` line, and
+/// age's recipients file (one per line, `#` comments, blank lines).
+public enum RecipientList {
+    /// One `--to` value that is not a path: `age1…` or an `ssh-ed25519 …` line.
+    public static func parse(_ value: String, origin: String) throws(SharingError) -> NamedRecipient {
+        let trimmed = value.stripped(of: " \t\r")
+        if let recipient = X25519Recipient(parsing: trimmed) { return NamedRecipient(recipient: recipient, label: "") }
+        if trimmed.hasPrefix("ssh-ed25519 "), let recipient = SSHEd25519Recipient(parsing: trimmed) {
+            let words = trimmed.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
+            return NamedRecipient(recipient: recipient, label: words.count == 3 ? String(words[2]) : "")
+        }
+        if trimmed.hasPrefix("ssh-") { throw .badRecipient("\(origin): only ssh-ed25519 keys can receive a share, not \(trimmed.prefix { $0 != " " })") }
+        if trimmed.hasPrefix("age1") { throw .badRecipient("\(origin): not a valid age recipient (a character is wrong or missing)") }
+        throw .badRecipient("\(origin): not an age1… recipient or an ssh-ed25519 public key")
+    }
+
+    /// Every recipient of a recipients file's text; the first bad line stops it, named by number.
+    public static func parseFile(_ text: String, path: String) throws(SharingError) -> [NamedRecipient] {
+        var recipients: [NamedRecipient] = []
+        var comment = ""
+        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let trimmed = line.stripped(of: " \t\r")
+            if trimmed.isEmpty { comment = ""; continue }
+            if trimmed.hasPrefix("#") {
+                comment = trimmed.dropFirst().stripped(of: " \t")
+                continue
+            }
+            let parsed = try parse(trimmed, origin: "\(path) line \(index + 1)")
+            recipients.append(NamedRecipient(recipient: parsed.recipient, label: parsed.label.isEmpty ? comment : parsed.label))
+            comment = ""
+        }
+        return recipients
+    }
+}
+
+extension StringProtocol {
+    func stripped(of set: String) -> String {
+        let characters = Set(set)
+        let start = firstIndex { !characters.contains($0) } ?? endIndex
+        let end = lastIndex { !characters.contains($0) }.map { index(after: $0) } ?? start
+        return String(self[start..<Swift.max(start, end)])
+    }
+}

@@ -1,0 +1,139 @@
+import FoundationEssentials
+public import GoogleKeys
+public import VaultCore
+
+/// The plaintext of a share: one JSON document naming the key, its value and where it lives at
+/// Google, signed by the sender's Ed25519 key over a canonical encoding of every other field.
+public struct ShareDocument {
+    public static let formatVersion = 1
+
+    public let name: String
+    public let key: SecretBytes
+    public let kind: GoogleKeyKind
+    public let googleKey: GoogleKeyRecord?
+    public let serial: UInt64
+    /// Unix seconds.
+    public let created: Int64
+    public let sender: ShareSender
+    public let signature: [UInt8]
+
+    /// A share of `key`, signed by `identity`.
+    public static func signed(name: String, key: SecretBytes, googleKey: GoogleKeyRecord?, serial: UInt64, created: Int64,
+                              identity: SharingIdentity) throws(SharingError) -> ShareDocument {
+        let sender = ShareSender(signingKey: identity.signingPublicKey, label: identity.label)
+        let unsigned = ShareDocument(name: name, key: key, kind: key.googleKeyKind, googleKey: googleKey, serial: serial, created: created,
+                                     sender: sender, signature: [])
+        let signature = try identity.sign(unsigned.signedBytes)
+        return ShareDocument(name: name, key: key, kind: unsigned.kind, googleKey: googleKey, serial: serial, created: created,
+                             sender: sender, signature: signature)
+    }
+
+    /// What the signature covers: a context string and every other field, each length-prefixed,
+    /// in the order of Docs/sharing.md.
+    var signedBytes: SecretBytes {
+        var text = SecretText()
+        text.append("gemvault-share-v1\n")
+        text.appendField(name)
+        text.appendField(secret: key)
+        text.appendField(kind.rawValue)
+        text.appendField(googleKey?.resource ?? "")
+        text.appendField(googleKey?.serviceAccount ?? "")
+        text.appendField(String(serial))
+        text.appendField(String(created))
+        text.appendField(sender.label)
+        text.appendField(bytes: sender.signingKey)
+        return text.assembled()
+    }
+
+    /// Whether the signature is the named sender's over the other fields. It says nothing of who
+    /// the sender is: the importer pins the signing key.
+    public var isSignatureValid: Bool { Ed25519.verify(signature, of: signedBytes, by: sender.signingKey) }
+
+    /// The JSON document, in secret memory.
+    public func encoded() -> SecretBytes {
+        var text = SecretText()
+        text.append("{\"gemvault_share\":\(Self.formatVersion),\"name\":")
+        text.appendJSONString(name)
+        text.append(",\"key\":")
+        text.appendJSONString(secret: key)
+        text.append(",\"kind\":")
+        text.appendJSONString(kind.rawValue)
+        text.append(",\"google_key\":")
+        if let googleKey {
+            text.append("{\"resource\":")
+            text.appendJSONString(googleKey.resource)
+            text.append(",\"service_account\":")
+            text.appendJSONString(googleKey.serviceAccount)
+            text.append("}")
+        } else {
+            text.append("null")
+        }
+        text.append(",\"serial\":\(serial),\"created\":\(created),\"from\":{\"label\":")
+        text.appendJSONString(sender.label)
+        text.append(",\"signing_key\":")
+        text.appendJSONString(Sodium.base64(sender.signingKey))
+        text.append("},\"signature\":")
+        text.appendJSONString(Sodium.base64(signature))
+        text.append("}\n")
+        return text.assembled()
+    }
+
+    private struct Wire: Decodable {
+        struct Google: Decodable {
+            let resource: String
+            let service_account: String
+        }
+
+        struct From: Decodable {
+            let label: String
+            let signing_key: String
+        }
+
+        let gemvault_share: Int
+        let name: String
+        let kind: String
+        let google_key: Google?
+        let serial: UInt64
+        let created: Int64
+        let from: From
+        let signature: String
+    }
+
+    /// Reads a share document. Throws `.malformed` for anything a writer does not produce; the
+    /// signature is checked by the caller (`isSignatureValid`), which decides what to say.
+    public static func parse(_ plaintext: SecretBytes) throws(SharingError) -> ShareDocument {
+        guard let split = SecretJSON.split(plaintext, secretFields: ["key"]), let key = split.secrets["key"], key.count > 0 else {
+            throw .malformed("it is not a gemvault share (no key field)")
+        }
+        guard key.isHeaderSafe else { throw .malformed("its key is not one line of printable text") }
+        guard let wire = split.decode(Wire.self) else { throw .malformed("its fields are missing or of the wrong type") }
+        guard wire.gemvault_share == formatVersion else { throw .malformed("it is share format \(wire.gemvault_share); this gemvault reads \(formatVersion)") }
+        guard (try? VaultContents.validateName(wire.name)) != nil else { throw .malformed("its key name is not a valid name") }
+        guard let kind = GoogleKeyKind(rawValue: wire.kind), kind == key.googleKeyKind else { throw .malformed("its kind does not match its key") }
+        let googleKey = wire.google_key.map { GoogleKeyRecord(resource: $0.resource, serviceAccount: $0.service_account) }
+        guard googleKey?.isWellFormed ?? true else { throw .malformed("its Google key name is malformed") }
+        guard let signingKey = Sodium.bytes(base64: wire.from.signing_key), signingKey.count == Ed25519.publicKeyBytes,
+              let signature = Sodium.bytes(base64: wire.signature), signature.count == Ed25519.signatureBytes,
+              VaultIdentity.isValidLabel(wire.from.label) else {
+            throw .malformed("its sender or signature is malformed")
+        }
+        return ShareDocument(name: wire.name, key: key, kind: kind, googleKey: googleKey, serial: wire.serial, created: wire.created,
+                             sender: ShareSender(signingKey: signingKey, label: wire.from.label), signature: signature)
+    }
+}
+
+/// What an age file held: a signed gemvault share, or just a key (a plain `age -r` file).
+public enum SharePlaintext {
+    case share(ShareDocument)
+    case bareKey(SecretBytes)
+
+    /// A plaintext starting with `{` must be a share; anything else must be one line of key.
+    public static func read(_ plaintext: SecretBytes) throws(SharingError) -> SharePlaintext {
+        let first = plaintext.withUnsafeBytes { $0.first { !($0 == 0x20 || $0 == 0x0a || $0 == 0x0d || $0 == 0x09) } }
+        if first == UInt8(ascii: "{") { return .share(try ShareDocument.parse(plaintext)) }
+        guard let key = plaintext.singleLineCredential(), key.count > 0, key.count <= 4096 else {
+            throw .malformed("it holds neither a gemvault share nor a single line of key")
+        }
+        return .bareKey(key)
+    }
+}

@@ -1,0 +1,469 @@
+"""Sharing a key (Docs/sharing.md): identities, `key share` to real age and ssh keys, `key import`
+with sender pinning, all against Debian's real `age`, `age-keygen` and `ssh-keygen`."""
+import base64
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import GOOD_KEY, PASSPHRASE, Env, auth_key
+
+AGE = shutil.which("age")
+pytestmark = pytest.mark.skipif(AGE is None, reason="Debian's age is not installed (.ci/run installs it)")
+
+
+def vault_with_key(env, name="lab", key=GOOD_KEY):
+    env.init()
+    assert env.run("key", "set", name, input=key).code == 0
+    return env
+
+
+def identity(env, **kw):
+    result = env.run("identity", "--json", **kw)
+    assert result.code == 0, result
+    return json.loads(result.out)
+
+
+def age_identity(folder):
+    path = os.path.join(folder, "age-id.txt")
+    subprocess.run(["age-keygen", "-o", path], check=True, capture_output=True)
+    recipient = subprocess.run(["age-keygen", "-y", path], check=True, capture_output=True, text=True).stdout.strip()
+    return path, recipient
+
+
+def age_decrypt(identity_path, data):
+    result = subprocess.run([AGE, "-d", "-i", identity_path], input=data, capture_output=True)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def second(tmp_path, name):
+    other = Env(tmp_path / name)
+    other.init()
+    return other
+
+
+def test_the_identity_is_made_once_and_age_accepts_its_recipient(env):
+    env.init()
+    first = identity(env)
+    assert first["recipient"].startswith("age1") and first["fingerprint"].startswith("SHA256:")
+    assert first["label"] == "%s@%s" % (os.environ.get("USER") or __import__("pwd").getpwuid(os.geteuid()).pw_name, os.uname().nodename)
+    assert identity(env) == first
+    # Real age encrypts to it.
+    made = subprocess.run([AGE, "-r", first["recipient"]], input=b"x", capture_output=True)
+    assert made.returncode == 0, made.stderr
+    text = env.run("identity")
+    assert first["recipient"] in text.out and first["fingerprint"] in text.out
+    relabelled = env.run("identity", "--label", "alice@lab", "--json")
+    assert relabelled.code == 0 and json.loads(relabelled.out)["label"] == "alice@lab"
+    assert identity(env)["recipient"] == first["recipient"]
+    bad = env.run("identity", "--label", "two\nlines")
+    assert bad.code == 64 and "control characters" in bad.err
+
+
+def test_a_share_is_a_signed_age_file_real_age_reads(env, tmp_path):
+    vault_with_key(env)
+    me = identity(env)
+    id_path, recipient = age_identity(str(tmp_path))
+    out = os.path.join(str(tmp_path), "lab.age")
+    shared = env.run("key", "share", "lab", "--to", recipient, "-o", out)
+    assert shared.code == 0, shared
+    assert GOOD_KEY not in shared.out + shared.err
+    assert os.stat(out).st_mode & 0o777 == 0o644
+    with open(out, "rb") as handle:
+        data = handle.read()
+    assert data.startswith(b"age-encryption.org/v1\n") and GOOD_KEY.encode() not in data
+    document = json.loads(age_decrypt(id_path, data))
+    assert document["gemvault_share"] == 1 and document["name"] == "lab" and document["key"] == GOOD_KEY
+    assert document["kind"] == "auth" and document["google_key"] is None and document["serial"] == 1
+    assert document["from"] == {"label": me["label"], "signing_key": me["signing_key"]}
+    assert len(base64.b64decode(document["signature"])) == 64
+    # Nothing over an existing file without --force; --mode 600 keeps it private.
+    again = env.run("key", "share", "lab", "--to", recipient, "-o", out)
+    assert again.code == 1 and "--force" in again.err
+    forced = env.run("key", "share", "lab", "--to", recipient, "-o", out, "--force", "--mode", "600")
+    assert forced.code == 0, forced
+    assert os.stat(out).st_mode & 0o777 == 0o600
+    with open(out, "rb") as handle:
+        assert json.loads(age_decrypt(id_path, handle.read()))["serial"] == 2
+
+
+def test_a_share_to_an_ssh_key_is_read_by_age_with_that_key_and_armor_goes_to_stdout(env, tmp_path):
+    vault_with_key(env)
+    key_path = os.path.join(str(tmp_path), "id_ed25519")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "bob@laptop", "-f", key_path], check=True)
+    shared = env.run("key", "share", "lab", "--to", key_path + ".pub", "--armor")
+    assert shared.code == 0, shared
+    assert shared.out.startswith("-----BEGIN AGE ENCRYPTED FILE-----\n")
+    assert json.loads(age_decrypt(key_path, shared.out.encode()))["key"] == GOOD_KEY
+    listed = json.loads(env.run("key", "share", "lab", "--list", "--json").out)
+    assert listed["serial"] == 1 and len(listed["recipients"]) == 1
+    entry = listed["recipients"][0]
+    assert entry["recipient"].startswith("ssh-ed25519 ") and entry["label"] == "bob@laptop" and entry["path"] is None
+
+
+def test_bad_recipients_are_refused_before_anything_is_written(env, tmp_path):
+    vault_with_key(env)
+    out = os.path.join(str(tmp_path), "never.age")
+    bad = env.run("key", "share", "lab", "--to", "age1notarecipient", "-o", out)
+    assert bad.code == 64 and "--to" in bad.err and not os.path.exists(out)
+    recipients = os.path.join(str(tmp_path), "team.txt")
+    _, good = age_identity(str(tmp_path))
+    with open(recipients, "w") as handle:
+        handle.write("# the lab\n%s\n\nssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ bob\n" % good)
+    refused = env.run("key", "share", "lab", "-R", recipients, "-o", out)
+    assert refused.code == 64 and "team.txt line 4" in refused.err and "ssh-rsa" in refused.err
+    assert not os.path.exists(out)
+    assert json.loads(env.run("key", "share", "lab", "--list", "--json").out)["recipients"] == []
+
+
+def test_a_share_is_never_written_over_a_link(env, tmp_path):
+    vault_with_key(env)
+    _, recipient = age_identity(str(tmp_path))
+    target = os.path.join(str(tmp_path), "precious")
+    with open(target, "w") as handle:
+        handle.write("keep me\n")
+    link = os.path.join(str(tmp_path), "share.age")
+    os.symlink(target, link)
+    result = env.run("key", "share", "lab", "--to", recipient, "-o", link, "--force")
+    assert result.code == 1 and "link" in result.err
+    with open(target) as handle:
+        assert handle.read() == "keep me\n"
+
+
+def test_import_between_two_vaults_with_pinning_and_replay(env, tmp_path):
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    bob_id = identity(bob)
+    share1 = os.path.join(str(tmp_path), "lab-1.age")
+    assert alice.run("key", "share", "lab", "--to", bob_id["recipient"], "-o", share1).code == 0
+    without_yes = bob.run("key", "import", share1, "--no-verify")
+    assert without_yes.code == 64 and "--yes" in without_yes.err
+    imported = bob.run("key", "import", share1, "--yes", "--no-verify", "--json")
+    assert imported.code == 0, imported
+    report = json.loads(imported.out)
+    alice_id = identity(alice)
+    assert report["name"] == "lab" and report["signed"] and report["fingerprint"] == alice_id["fingerprint"] and report["serial"] == 1
+    assert alice_id["fingerprint"] in imported.err and "AQ.A" in imported.err and GOOD_KEY not in imported.err
+    assert bob.run("key", "get", "lab").out == GOOD_KEY + "\n"
+
+    # A newer share from alice is taken; the older one replayed afterwards is refused.
+    share2 = os.path.join(str(tmp_path), "lab-2.age")
+    assert alice.run("key", "share", "lab", "--to", bob_id["recipient"], "-o", share2).code == 0
+    assert bob.run("key", "import", share2, "--yes", "--no-verify").code == 0
+    replayed = bob.run("key", "import", share1, "--yes", "--no-verify")
+    assert replayed.code == 4 and "replayed" in replayed.err
+
+    # Mallory, who knows bob's recipient, sends a "lab" key of her own: refused, both fingerprints named.
+    mallory = second(tmp_path, "mallory")
+    assert mallory.run("key", "set", "lab", input=auth_key("mallory")).code == 0
+    forged = os.path.join(str(tmp_path), "forged.age")
+    assert mallory.run("key", "share", "lab", "--to", bob_id["recipient"], "-o", forged).code == 0
+    refused = bob.run("key", "import", forged, "--yes", "--no-verify")
+    assert refused.code == 4 and alice_id["fingerprint"] in refused.err and identity(mallory)["fingerprint"] in refused.err
+    assert bob.run("key", "get", "lab").out == GOOD_KEY + "\n"
+    # An unsigned file for the pinned name is refused too.
+    plain = subprocess.run([AGE, "-r", bob_id["recipient"]], input=(auth_key("plain") + "\n").encode(), capture_output=True).stdout
+    plain_path = os.path.join(str(tmp_path), "plain.age")
+    with open(plain_path, "wb") as handle:
+        handle.write(plain)
+    unsigned = bob.run("key", "import", plain_path, "lab", "--yes", "--no-verify")
+    assert unsigned.code == 4 and "unsigned" in unsigned.err
+    accepted = bob.run("key", "import", forged, "--yes", "--no-verify", "--accept-new-sender")
+    assert accepted.code == 0 and bob.run("key", "get", "lab").out == auth_key("mallory") + "\n"
+
+
+def test_a_plain_age_file_is_imported_as_unsigned_and_needs_a_name(env, tmp_path):
+    env.init()
+    me = identity(env)
+    key = auth_key("plainfile")
+    data = subprocess.run([AGE, "-r", me["recipient"], "-a"], input=(key + "\n").encode(), capture_output=True, check=True).stdout
+    path = os.path.join(str(tmp_path), "plain.age")
+    with open(path, "wb") as handle:
+        handle.write(data)
+    nameless = env.run("key", "import", path, "--yes", "--no-verify")
+    assert nameless.code == 64 and "NAME" in nameless.err
+    stored = env.run("key", "import", path, "work", "--yes", "--no-verify")
+    assert stored.code == 0 and "unsigned" in stored.err
+    assert env.run("key", "get", "work").out == key + "\n"
+
+
+def test_import_with_an_ssh_key_or_an_age_identity_file(env, tmp_path):
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    key_path = os.path.join(str(tmp_path), "id_ed25519")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key_path], check=True)
+    id_path, recipient = age_identity(str(tmp_path))
+    out = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("key", "share", "lab", "--to", key_path + ".pub", "--to", recipient, "-o", out).code == 0
+    assert bob.run("key", "import", out, "--yes", "--no-verify", "-i", key_path).code == 0
+    assert bob.run("key", "import", out, "--yes", "--no-verify", "-i", id_path).code == 0
+    # Not to bob's own identity: said so, nothing stored.
+    other = second(tmp_path, "carol")
+    missed = other.run("key", "import", out, "--yes", "--no-verify")
+    assert missed.code == 1 and "not encrypted to this vault" in missed.err
+    assert other.run("key", "get", "lab").code != 0
+
+
+def test_a_damaged_share_is_refused_with_exit_4_and_nothing_stored(env, tmp_path):
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    out = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("key", "share", "lab", "--to", identity(bob)["recipient"], "-o", out).code == 0
+    with open(out, "rb") as handle:
+        data = bytearray(handle.read())
+    mac = data.index(b"\n--- ") + 6
+    for offset in (len(data) - 5, mac):
+        damaged = bytearray(data)
+        damaged[offset] ^= 0x01
+        path = os.path.join(str(tmp_path), "damaged.age")
+        with open(path, "wb") as handle:
+            handle.write(damaged)
+        result = bob.run("key", "import", path, "--yes", "--no-verify")
+        assert result.code == 4, result
+        assert "nothing was stored" in result.err and len(result.err.strip().splitlines()) == 1
+    truncated = os.path.join(str(tmp_path), "short.age")
+    with open(truncated, "wb") as handle:
+        handle.write(bytes(data[:-20]))
+    assert bob.run("key", "import", truncated, "--yes", "--no-verify").code == 4
+    assert bob.run("key", "get", "lab").code != 0
+
+
+def test_import_checks_the_key_with_gemini_unless_no_verify(api, tmp_path):
+    alice = vault_with_key(api, key=auth_key("BAD-revoked"))
+    bob = second(tmp_path, "bob")
+    bob.vars["GEMVAULT_ENDPOINT"] = api.vars["GEMVAULT_ENDPOINT"]
+    out = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("key", "share", "lab", "--to", identity(bob)["recipient"], "-o", out).code == 0
+    refused = bob.run("key", "import", out, "--yes")
+    assert refused.code == 6 and bob.run("key", "get", "lab").code != 0
+    assert any("/models" in r["path"] for r in api.server.requests())
+
+
+def test_sharing_through_a_session_needs_no_passphrase(env, tmp_path):
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    assert alice.run("unlock").code == 0
+    assert bob.run("unlock").code == 0
+    try:
+        recipient = identity(bob, passphrase=False)["recipient"]
+        out = os.path.join(str(tmp_path), "lab.age")
+        shared = alice.run("key", "share", "lab", "--to", recipient, "-o", out, passphrase=False)
+        assert shared.code == 0, shared
+        imported = bob.run("key", "import", out, "--yes", "--no-verify", passphrase=False)
+        assert imported.code == 0, imported
+        assert bob.run("key", "get", "lab", passphrase=False).out == GOOD_KEY + "\n"
+    finally:
+        alice.run("lock", passphrase=False)
+        bob.run("lock", passphrase=False)
+
+
+def key_seen_by_exec(env):
+    result = env.run("--passphrase-file", env.passfile, "exec", "--", "printenv", "GEMINI_API_KEY", passphrase=False)
+    assert result.code == 0, result
+    return result.out.strip(), result.err
+
+
+def test_a_followed_share_brings_the_next_key_and_a_swapped_or_old_file_is_refused(env, tmp_path):
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    bob_id = identity(bob)
+    shared = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("key", "share", "lab", "--to", bob_id["recipient"], "-o", shared).code == 0
+    first = os.path.join(str(tmp_path), "lab-serial-1.age")
+    shutil.copyfile(shared, first)
+    assert bob.run("key", "import", shared, "--yes", "--no-verify", "--follow").code == 0
+    assert bob.run("config", "set", "key", "lab").code == 0
+    assert key_seen_by_exec(bob)[0] == GOOD_KEY
+
+    # Alice changes the key and shares again to everyone recorded (no --to): bob's next use takes it, saying so once.
+    new_key = auth_key("second-value")
+    assert alice.run("key", "set", "lab", input=new_key).code == 0
+    again = alice.run("key", "share", "lab")
+    assert again.code == 0 and shared in again.err, again
+    seen, said = key_seen_by_exec(bob)
+    assert seen == new_key and "took serial 2 of 'lab'" in said
+    seen, said = key_seen_by_exec(bob)
+    assert seen == new_key and "took serial" not in said
+    assert bob.run("key", "get", "lab").out == new_key + "\n"
+
+    # Mallory, who can write the shared folder, swaps in her own share: warned once, the key stays.
+    mallory = second(tmp_path, "mallory")
+    assert mallory.run("key", "set", "lab", input=auth_key("mallory")).code == 0
+    swapped = os.path.join(str(tmp_path), "swap.age")
+    assert mallory.run("key", "share", "lab", "--to", bob_id["recipient"], "-o", swapped).code == 0
+    os.replace(swapped, shared)
+    seen, said = key_seen_by_exec(bob)
+    assert seen == new_key and "not taken" in said and "pinned sender" in said
+    # An old share of alice's put back is a replay: key sync reports it, exit 4.
+    shutil.copyfile(first, shared)
+    synced = bob.run("key", "sync")
+    assert synced.code == 4 and "lab: not taken" in synced.out and "replay" in synced.out
+    assert key_seen_by_exec(bob)[0] == new_key
+    unchanged = bob.run("key", "sync", "lab")
+    assert unchanged.code == 0 and "lab: unchanged" in unchanged.out
+
+
+def test_follow_needs_a_signed_share_from_a_file(env, tmp_path):
+    env.init()
+    me = identity(env)
+    data = subprocess.run([AGE, "-r", me["recipient"]], input=(auth_key("plain") + "\n").encode(), capture_output=True, check=True).stdout
+    path = os.path.join(str(tmp_path), "plain.age")
+    with open(path, "wb") as handle:
+        handle.write(data)
+    refused = env.run("key", "import", path, "work", "--yes", "--no-verify", "--follow")
+    assert refused.code == 64 and "signed" in refused.err
+    assert env.run("key", "sync").code == 0
+
+
+def test_a_rotation_by_hand_shares_the_new_value_to_every_recorded_file(env, tmp_path):
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    shared = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("key", "share", "lab", "--to", identity(bob)["recipient"], "-o", shared).code == 0
+    assert bob.run("key", "import", shared, "--yes", "--no-verify", "--follow").code == 0
+    assert bob.run("config", "set", "key", "lab").code == 0
+    new_key = auth_key("rotated-by-hand")
+    rotated = alice.run("key", "rotate", "lab", "--no-verify", input=new_key)
+    assert rotated.code == 0 and "serial 2" in rotated.err and shared in rotated.err, rotated
+    assert key_seen_by_exec(bob)[0] == new_key
+
+
+def test_rotate_create_shares_the_new_key_before_it_deletes_the_old_one(env, tmp_path):
+    from test_rotation import FakeGoogle, rotate, setup, vault_keys
+    google = FakeGoogle(str(tmp_path))
+    try:
+        alice = setup(env, google, "metadata")
+        bob = second(tmp_path, "bob")
+        shared = os.path.join(str(tmp_path), "default.age")
+        assert alice.run("key", "share", "default", "--to", identity(bob)["recipient"], "-o", shared).code == 0
+        assert bob.run("key", "import", shared, "--yes", "--no-verify", "--follow").code == 0
+        result = rotate(alice)
+        assert result.code == 0, result
+        assert result.err.index("shared the new value of 'default' (serial 2)") < result.err.index("deleted the old key")
+        assert shared in result.err
+        new_key = vault_keys(alice)[0]["default"]
+        assert key_seen_by_exec(bob)[0] == new_key
+    finally:
+        google.stop()
+
+
+def test_revoking_rotates_the_key_shares_it_with_the_others_and_not_with_the_revoked(env, tmp_path):
+    from test_rotation import FakeGoogle, OLD_NAME, rotate, setup, vault_keys
+    google = FakeGoogle(str(tmp_path))
+    try:
+        alice = setup(env, google, "metadata")
+        bob, carol = second(tmp_path, "bob"), second(tmp_path, "carol")
+        bob_file, carol_file = os.path.join(str(tmp_path), "bob.age"), os.path.join(str(tmp_path), "carol.age")
+        bob_recipient = identity(bob)["recipient"]
+        assert alice.run("key", "share", "default", "--to", bob_recipient, "-o", bob_file).code == 0
+        assert alice.run("key", "share", "default", "--to", identity(carol)["recipient"], "-o", carol_file).code == 0
+        for person, path in ((bob, bob_file), (carol, carol_file)):
+            assert person.run("key", "import", path, "--yes", "--no-verify", "--follow").code == 0
+        with open(bob_file, "rb") as handle:
+            bob_before = handle.read()
+
+        revoked = alice.run("key", "share", "default", "--revoke", bob_recipient)
+        assert revoked.code == 0, revoked
+        assert "25 minutes" in revoked.err and "no longer receives" in revoked.err
+        new_key = vault_keys(alice)[0]["default"]
+        assert google.key(OLD_NAME)["deleteTime"]
+        # Carol follows her file to the new key; bob's file is not rewritten for him.
+        assert key_seen_by_exec(carol)[0] == new_key
+        with open(bob_file, "rb") as handle:
+            assert handle.read() == bob_before
+        assert key_seen_by_exec(bob)[0] != new_key
+        recipients = json.loads(alice.run("key", "share", "default", "--list", "--json").out)["recipients"]
+        assert [r["recipient"] for r in recipients] == [identity(carol)["recipient"]]
+    finally:
+        google.stop()
+
+
+def test_revoking_without_google_refuses_unless_no_rotate(env, tmp_path):
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    recipient = identity(bob)["recipient"]
+    assert alice.run("key", "share", "lab", "--to", recipient, "-o", os.path.join(str(tmp_path), "lab.age")).code == 0
+    # No Google credential here: the key cannot be rotated, so nothing changes.
+    refused = alice.run("key", "share", "lab", "--revoke", recipient, env={"GCE_METADATA_HOST": "127.0.0.1:9"})
+    assert refused.code == 1 and "no Google credentials" in refused.err and "--no-rotate" in refused.err, refused
+    assert len(json.loads(alice.run("key", "share", "lab", "--list", "--json").out)["recipients"]) == 1
+    dropped = alice.run("key", "share", "lab", "--revoke", recipient, "--no-rotate")
+    assert dropped.code == 0 and "still works" in dropped.err
+    assert json.loads(alice.run("key", "share", "lab", "--list", "--json").out)["recipients"] == []
+    unknown = alice.run("key", "share", "lab", "--revoke", recipient, "--no-rotate")
+    assert unknown.code == 1 and "not a recipient" in unknown.err
+
+
+def test_key_list_and_key_which_say_who_a_key_went_to_and_came_from(env, tmp_path):
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    shared = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("key", "share", "lab", "--to", identity(bob)["recipient"], "-o", shared).code == 0
+    listed = json.loads(alice.run("key", "list", "--json").out)["keys"][0]
+    assert listed["recipients"] == 1 and listed["shared_by"] is None
+    assert "shared with 1 recipient" in alice.run("key", "list").out
+    assert bob.run("key", "import", shared, "--yes", "--no-verify").code == 0
+    fingerprint = identity(alice)["fingerprint"]
+    got = json.loads(bob.run("key", "list", "--json").out)["keys"][0]
+    assert got["recipients"] == 0 and fingerprint in got["shared_by"]
+    which = bob.run("key", "which", "--key", "lab", "--json")
+    assert which.code == 0 and fingerprint in json.loads(which.out)["sharing"]
+    assert ("from " in bob.run("key", "which", "--key", "lab").out) and fingerprint in bob.run("key", "which", "--key", "lab").out
+
+
+def test_init_makes_the_identity_and_stores_its_secret_in_the_payload(env):
+    import test_vault_format as fmt
+    env.init()
+    with open(env.vault, "rb") as handle:
+        vault = fmt.parse(handle.read())
+    data_key = fmt.unwrap(fmt.slot_of(vault, (fmt.PASSPHRASE_SLOT,)), PASSPHRASE.encode())
+    sharing = {}
+    fmt.decode_payload(fmt.unpad(fmt.decrypt(vault, data_key)), sharing=sharing)
+    assert sharing["identity"] is not None and len(sharing["identity"][0]) == 32
+    # The recipient printed is the X25519 public key of the stored secret.
+    import nacl.bindings
+    public = nacl.bindings.crypto_scalarmult_base(sharing["identity"][0])
+    me = identity(env)
+    assert me["label"] == sharing["identity"][2]
+    assert bech32_data(me["recipient"]) == public
+
+
+def bech32_data(text):
+    alphabet = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+    values = [alphabet.index(c) for c in text[text.rindex("1") + 1:-6]]
+    bits, acc, out = 0, 0, []
+    for value in values:
+        acc = (acc << 5) | value
+        bits += 5
+        if bits >= 8:
+            bits -= 8
+            out.append((acc >> bits) & 0xff)
+    return bytes(out)
+
+
+def test_on_a_terminal_import_shows_the_share_and_asks(env, tmp_path):
+    from conftest import BIN
+    from ptyrun import PtySession
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    shared = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("key", "share", "lab", "--to", identity(bob)["recipient"], "-o", shared).code == 0
+    fingerprint = identity(alice)["fingerprint"]
+
+    def answer(word):
+        s = PtySession([BIN, "key", "import", shared, "--no-verify", "--passphrase-file", bob.passfile], bob.vars)
+        try:
+            s.expect(r"Store it as 'lab'\? \[y/N\]")
+            s.line(word)
+            return s.wait(), s.text()
+        finally:
+            s.close()
+
+    code, screen = answer("n")
+    assert code == 1 and "nothing was stored" in screen and fingerprint in screen and "AQ.A" in screen and GOOD_KEY not in screen
+    assert bob.run("key", "get", "lab").code != 0
+    code, screen = answer("y")
+    assert code == 0 and bob.run("key", "get", "lab").out == GOOD_KEY + "\n"

@@ -1,0 +1,114 @@
+import AgeFormat
+import Foundation
+import GoogleKeys
+import Sharing
+import Testing
+import VaultCore
+
+func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
+
+@Suite struct ShareDocumentTests {
+    static let key = "AQ.Ab8RN6LsharedKeyForTheLab-0123456789abcdefghijk"
+    static let google = GoogleKeyRecord(resource: "projects/123/locations/global/keys/gv-lab-1", serviceAccount: "bot@p.iam.gserviceaccount.com")
+
+    static func alice(_ label: String = "alice@lab") throws -> SharingIdentity { try SharingIdentity(.generate(label: label)) }
+
+    static func share(from identity: SharingIdentity, serial: UInt64 = 1) throws -> ShareDocument {
+        try ShareDocument.signed(name: "lab", key: SecretBytes(utf8: key), googleKey: google, serial: serial, created: 1_764_900_000, identity: identity)
+    }
+
+    @Test func aSignedShareSurvivesAgeAndVerifies() throws {
+        let alice = try Self.alice()
+        let bob = X25519Identity.generate()
+        let file = try AgeFile.encrypt(try Self.share(from: alice).encoded(), to: [bob.recipient])
+        guard case .share(let read) = try SharePlaintext.read(try AgeFile.decrypt(file, with: [bob])) else {
+            Issue.record("a share read as a bare key")
+            return
+        }
+        #expect(read.isSignatureValid)
+        #expect(read.name == "lab" && text(read.key) == Self.key && read.kind == .auth)
+        #expect(read.googleKey == Self.google && read.serial == 1 && read.created == 1_764_900_000)
+        #expect(read.sender == ShareSender(signingKey: alice.signingPublicKey, label: "alice@lab"))
+        #expect(SharingIdentity.fingerprint(of: read.sender.signingKey) == alice.fingerprint)
+        #expect(alice.fingerprint.hasPrefix("SHA256:") && alice.fingerprint.count == 50)
+    }
+
+    @Test func theJSONHasTheFieldsOfIssue27InOrder() throws {
+        let json = text(try Self.share(from: Self.alice()).encoded())
+        #expect(json.hasPrefix("{\"gemvault_share\":1,\"name\":\"lab\",\"key\":\"\(Self.key)\",\"kind\":\"auth\",\"google_key\":{\"resource\":"))
+        #expect(json.contains(",\"serial\":1,\"created\":1764900000,\"from\":{\"label\":\"alice@lab\",\"signing_key\":\""))
+        #expect(json.hasSuffix("\"}\n") && json.contains("\"signature\":\""))
+    }
+
+    /// Every field is covered: a change to any of them, or another key's claim to have signed, fails.
+    @Test(arguments: [
+        ("\"name\":\"lab\"", "\"name\":\"lab2\""),
+        ("\"serial\":1,", "\"serial\":2,"),
+        ("\"created\":1764900000", "\"created\":1764900001"),
+        ("\"label\":\"alice@lab\"", "\"label\":\"mallory@lab\""),
+        ("keys/gv-lab-1", "keys/gv-lab-2"),
+        ("bot@p.iam", "bob@p.iam"),
+        ("LsharedKey", "LsharedKex"),
+    ]) func aChangedFieldBreaksTheSignature(_ change: (String, String)) throws {
+        let json = text(try Self.share(from: Self.alice()).encoded())
+        #expect(json.contains(change.0))
+        let forged = try ShareDocument.parse(SecretBytes(utf8: json.replacingOccurrences(of: change.0, with: change.1)))
+        #expect(!forged.isSignatureValid)
+    }
+
+    @Test func anotherSignerIsAnotherFingerprint() throws {
+        let alice = try Self.alice(), mallory = try Self.alice()
+        let forged = try Self.share(from: mallory)
+        #expect(forged.isSignatureValid)
+        #expect(SharingIdentity.fingerprint(of: forged.sender.signingKey) != alice.fingerprint)
+    }
+
+    @Test func labelsWithQuotesAndBackslashesRoundTrip() throws {
+        let identity = try Self.alice("a \"quoted\" \\ lab ünïcode")
+        let read = try ShareDocument.parse(try Self.share(from: identity).encoded())
+        #expect(read.sender.label == "a \"quoted\" \\ lab ünïcode" && read.isSignatureValid)
+    }
+
+    @Test func aBareKeyIsAcceptedOnlyAsOneLine() throws {
+        guard case .bareKey(let key) = try SharePlaintext.read(SecretBytes(utf8: Self.key + "\n")) else {
+            Issue.record("a bare key read as a share")
+            return
+        }
+        #expect(text(key) == Self.key)
+        #expect(throws: SharingError.self) { try SharePlaintext.read(SecretBytes(utf8: Self.key + "\nX-Injected: yes\n")) }
+        #expect(throws: SharingError.self) { try SharePlaintext.read(SecretBytes(utf8: "\n")) }
+    }
+
+    @Test(arguments: [
+        "{\"gemvault_share\":1}",
+        "{\"gemvault_share\":2,\"name\":\"lab\",\"key\":\"AQ.x\",\"kind\":\"other\",\"google_key\":null,\"serial\":1,\"created\":1,\"from\":{\"label\":\"a\",\"signing_key\":\"\"},\"signature\":\"\"}",
+        "{\"gemvault_share\":1,\"name\":\"lab\",\"key\":\"AQ.x\\nX-Injected: 1\",\"kind\":\"other\",\"google_key\":null,\"serial\":1,\"created\":1,\"from\":{\"label\":\"a\",\"signing_key\":\"\"},\"signature\":\"\"}",
+        "{\"gemvault_share\":1,\"name\":\"../etc\",\"key\":\"AQ.x\",\"kind\":\"other\",\"google_key\":null,\"serial\":1,\"created\":1,\"from\":{\"label\":\"a\",\"signing_key\":\"\"},\"signature\":\"\"}",
+        "{\"gemvault_share\":1,\"name\":\"lab\",\"key\":\"AIzaSyNotAnAuthKey-0000000000000000000\",\"kind\":\"auth\",\"google_key\":null,\"serial\":1,\"created\":1,\"from\":{\"label\":\"a\",\"signing_key\":\"\"},\"signature\":\"\"}",
+        "{\"gemvault_share\":1,\"name\":\"lab\",\"key\":\"x",
+    ]) func malformedDocumentsAreRefused(_ document: String) {
+        #expect(throws: SharingError.self) { try ShareDocument.parse(SecretBytes(utf8: document)) }
+    }
+}
+
+@Suite struct RecipientListTests {
+    @Test func ageAndSSHRecipientsParseWithTheirLabels() throws {
+        let age = X25519Identity.generate().recipient.text
+        #expect(try RecipientList.parse(age, origin: "--to").text == age)
+        let (publicKey, _) = try Ed25519.keyPair(seed: .random(count: 32))
+        let length: (Int) -> [UInt8] = { [0, 0, 0, UInt8($0)] }
+        let wire = Sodium.base64(length(11) + Array("ssh-ed25519".utf8) + length(32) + publicKey)
+        let parsed = try RecipientList.parse("ssh-ed25519 \(wire) bob@laptop", origin: "--to")
+        #expect(parsed.label == "bob@laptop" && parsed.text == "ssh-ed25519 \(wire)")
+    }
+
+    @Test func aRecipientsFileSkipsCommentsAndNamesTheBadLine() throws {
+        let one = X25519Identity.generate().recipient.text, two = X25519Identity.generate().recipient.text
+        let list = try RecipientList.parseFile("# Bob, the new student\n\(one)\n\n\(two)\n", path: "team.txt")
+        #expect(list.map(\.text) == [one, two] && list.map(\.label) == ["Bob, the new student", ""])
+        let error = try #require(throws: SharingError.self) { try RecipientList.parseFile("\(one)\n# c\nage1broken\n", path: "team.txt") }
+        #expect(error == .badRecipient("team.txt line 3: not a valid age recipient (a character is wrong or missing)"))
+        let rsa = try #require(throws: SharingError.self) { try RecipientList.parse("ssh-rsa AAAAB3NzaC1yc2E= x", origin: "--to") }
+        #expect(rsa == .badRecipient("--to: only ssh-ed25519 keys can receive a share, not ssh-rsa"))
+    }
+}

@@ -1,0 +1,58 @@
+import AgeFormat
+import GemvaultTesting
+import Sharing
+import Testing
+import VaultCore
+@testable import Agent
+@testable import VaultAccess
+
+private struct Passphrase: PassphraseSource {
+    let text: String?
+    var canProvide: Bool { text != nil }
+    func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T {
+        guard let text else { throw VaultError.wrongPassphrase }
+        return try attempt(.passphrase(SecretBytes(utf8: text)))
+    }
+}
+
+/// The sharing identity through a session (its secrets stay in the agent) and with the passphrase.
+@Suite(.serialized) struct SharingAccessTests {
+    @Test func theSessionSignsAndAgreesButTheIdentityIsTheVaults() throws {
+        let folder = TemporaryFolder("sharing")
+        let vault = try TestVault(in: folder, keys: ["lab": "AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp"])
+        let store = vault.store, generations = vault.generations
+        let agent = try InProcessAgent(store: store, generations: generations, runtimeFolder: folder.appending("run"))
+        defer { agent.stop() }
+        try agent.unlock(vault.document)
+        let client = agent.client
+        func access(agent: AgentClient?, passphrase: String?) -> VaultAccess {
+            VaultAccess(file: VaultFileAccess(store: store, rollback: RollbackGuard(record: generations, vaultPath: store.path, acceptsRollback: false),
+                                              warn: { _ in }),
+                        agent: agent, passphrase: Passphrase(text: passphrase), observe: { _ in }, warn: { _ in })
+        }
+
+        // Made on first use, inside the agent; asked again, the same identity.
+        let session = try access(agent: client, passphrase: nil).sharingIdentity(defaultLabel: "alice@lab")
+        let again = try access(agent: client, passphrase: nil).sharingIdentity(defaultLabel: "ignored")
+        #expect(session.recipient == again.recipient && session.signingPublicKey == again.signingPublicKey && again.label == "alice@lab")
+
+        // The vault file holds it: opened with the passphrase, it is the same identity.
+        let local = try access(agent: nil, passphrase: TestVault.passphrase).sharingIdentity(defaultLabel: "ignored")
+        #expect(local.recipient == session.recipient && local.fingerprint == session.fingerprint)
+
+        // A share signed through the session verifies; a file to the recipient opens through it.
+        let share = try ShareDocument.signed(name: "lab", key: SecretBytes(utf8: "AQ.k"), googleKey: nil, serial: 1, created: 5, identity: session)
+        #expect(share.isSignatureValid && share.sender.signingKey == local.signingPublicKey)
+        let file = try AgeFile.encrypt(SecretBytes(utf8: "a key"), to: [session.recipientKey])
+        #expect(try AgeFile.decrypt(file, with: [session.age]).isEqual(to: SecretBytes(utf8: "a key")))
+
+        // The agent signs share documents only.
+        #expect(throws: AgentError.self) { try client.signShare(SecretBytes(utf8: "transfer all the money")) }
+
+        // Sharing records travel through the session.
+        _ = try client.apply(.recordSharing(name: "lab", record: KeySharing(serial: 1, recipients: [
+            ShareRecipient(recipient: "age1x", label: "bob", added: 3, path: "/tmp/lab.age"),
+        ])))
+        #expect(try access(agent: client, passphrase: nil).sharingRecords()["lab"]?.recipients.first?.label == "bob")
+    }
+}
