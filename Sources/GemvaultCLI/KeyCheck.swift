@@ -64,36 +64,41 @@ struct KeyCheck {
         let client = GeminiClient(configuration: configuration, apiKey: key, errors: errors, transport: transport)
         let model = settings[.model]
         var remaining = probes[...]
-        let start = Clock.monotonicSeconds()
-        var delay = 1.0
-        while let probe = remaining.first {
-            do {
-                switch probe {
-                case .listModels: _ = try client.listModels()
-                case .countTokens: _ = try client.countTokens(model: model, contents: [Content(role: "user", text: "ok")])
-                case .generateContent:
-                    _ = try client.generateContent(model: model, request: GenerateContentRequest(contents: [Content(role: "user", text: "Say ok.")],
-                                                                                              generationConfig: GenerationConfig(maxOutputTokens: 1)),
-                                                   handlers: StreamHandlers())
+        // Set by each attempt that failed: what the note and the final error report.
+        var refused: GeminiError?
+        let polling = PollPolicy(backoff: .exponential(initial: 1, max: 15, jitter: false), limit: limit)
+        try polling.run({ (_: Int, _: Double) throws -> Void? in
+            while let probe = remaining.first {
+                do {
+                    switch probe {
+                    case .listModels: _ = try client.listModels()
+                    case .countTokens: _ = try client.countTokens(model: model, contents: [Content(role: "user", text: "ok")])
+                    case .generateContent:
+                        _ = try client.generateContent(model: model, request: GenerateContentRequest(contents: [Content(role: "user", text: "Say ok.")],
+                                                                                                  generationConfig: GenerationConfig(maxOutputTokens: 1)),
+                                                       handlers: StreamHandlers())
+                    }
+                    return ()
+                } catch let error as GeminiError where error.cause == .google(.apiKeyServiceBlocked) && remaining.count > 1 {
+                    Console.note("the new key may not call \(probe.shortName); checking it with \(remaining.dropFirst().first!.shortName)")
+                    remaining = remaining.dropFirst()
+                } catch is CutReply {
+                    // A one-token reply ends early by design; any reply means Gemini took the key.
+                    return ()
+                } catch let error as GeminiError where error.category != .interrupted {
+                    refused = error
+                    return nil
                 }
-                return
-            } catch let error as GeminiError where error.cause == .google(.apiKeyServiceBlocked) && remaining.count > 1 {
-                Console.note("the new key may not call \(probe.shortName); checking it with \(remaining.dropFirst().first!.shortName)")
-                remaining = remaining.dropFirst()
-            } catch is CutReply {
-                // A one-token reply ends early by design; any reply means Gemini took the key.
-                return
-            } catch let error as GeminiError where error.category != .interrupted {
-                let elapsed = Clock.monotonicSeconds() - start
-                guard elapsed + delay < limit else {
-                    throw GeminiError(category: error.category, message: "the new key was still refused after \(Int(elapsed)) s: \(error.message)",
-                                      hint: "Google can take up to 5 minutes before a new key works; try again with a longer --verify-timeout",
-                                      status: error.status, cause: error.cause)
-                }
-                Console.note("the new key is not accepted yet (\(error.status.map { "HTTP \($0) " } ?? "")\(error.reason)); new keys can take up to 5 minutes, trying again in \(Int(delay)) s (\(Int(elapsed)) of \(Int(limit)) s)")
-                Clock.sleep(delay)
-                delay = min(delay * 2, 15)
             }
-        }
+            return ()
+        }, waiting: { delay, elapsed in
+            let error = refused!
+            Console.note("the new key is not accepted yet (\(error.status.map { "HTTP \($0) " } ?? "")\(error.reason)); new keys can take up to 5 minutes, trying again in \(Int(delay)) s (\(Int(elapsed)) of \(Int(limit)) s)")
+        }, gaveUp: { elapsed in
+            let error = refused!
+            return GeminiError(category: error.category, message: "the new key was still refused after \(Int(elapsed)) s: \(error.message)",
+                               hint: "Google can take up to 5 minutes before a new key works; try again with a longer --verify-timeout",
+                               status: error.status, cause: error.cause)
+        })
     }
 }

@@ -89,9 +89,11 @@ public final class APIKeysClient {
     /// Seconds between the first retries; doubles up to `maxBackoff`.
     let backoff: Double
     let maxBackoff: Double
+    /// What retries and operation waits sleep on.
+    let clock: WaitClock
 
     public init(endpoint: String, token: AccessToken, quotaProject: String?, timeout: Double, retries: Int, backoff: Double = 1, maxBackoff: Double = 16,
-                transport: any HTTPTransport = CurlTransport()) {
+                transport: any HTTPTransport = CurlTransport(), clock: WaitClock = .standard) {
         self.endpoint = endpoint
         self.transport = transport
         self.token = token
@@ -100,6 +102,7 @@ public final class APIKeysClient {
         self.maxAttempts = retries + 1
         self.backoff = backoff
         self.maxBackoff = maxBackoff
+        self.clock = clock
     }
 
     // MARK: Calls
@@ -166,7 +169,7 @@ public final class APIKeysClient {
                 }
                 return .failed(error, .noAnswer)
             }
-        }, wait: { (delay: Double, _: Int, _: GoogleError) throws(GoogleError) in Clock.sleep(delay) })
+        }, wait: { (delay: Double, _: Int, _: GoogleError) throws(GoogleError) in clock.sleep(delay) })
     }
 
     /// The key's string (`getKeyString`), when the finished create did not carry it.
@@ -193,18 +196,17 @@ public final class APIKeysClient {
     /// `limit` seconds. An operation that ended with an error is that error: a create that
     /// answered 200 may still have failed.
     public func wait(_ started: GoogleOperation, what: String, limit: Double = 120, progress: (Double) -> Void = { _ in }) throws(GoogleError) -> GoogleOperation {
-        var operation = started
-        let deadline = Clock.monotonicSeconds() + limit
-        var delay = 0.5
-        while !operation.done {
-            guard Clock.monotonicSeconds() < deadline else {
-                throw GoogleError(.network, "\(what): Google's operation \(operation.name) was not done after \(Int(limit)) s", reason: GoogleError.stillPending)
+        var current = started
+        let polling = PollPolicy(backoff: .exponential(initial: 0.5, max: 8, jitter: false), limit: limit, clock: clock)
+        let operation = try polling.run({ (number: Int, elapsed: Double) throws(GoogleError) -> GoogleOperation? in
+            if number > 1 {
+                progress(elapsed)
+                current = try poll(current.name)
             }
-            Clock.sleep(delay)
-            progress(limit - (deadline - Clock.monotonicSeconds()))
-            delay = min(delay * 2, 8)
-            operation = try poll(operation.name)
-        }
+            return current.done ? current : nil
+        }, gaveUp: { _ in
+            GoogleError(.network, "\(what): Google's operation \(current.name) was not done after \(Int(limit)) s", reason: GoogleError.stillPending)
+        })
         if let error = operation.error {
             let code = error.code ?? 0
             var hint: String?
@@ -271,7 +273,7 @@ public final class APIKeysClient {
             if response.status == 200 { return .done(split) }
             let envelope = GoogleStatus.decode(split.plain)
             return .failed(refusal(response.status, envelope, what: what), .answer(response.status, envelope, retryAfter: response.retryAfter))
-        }, wait: { (delay: Double, _: Int, _: GoogleError) throws(GoogleError) in Clock.sleep(delay) })
+        }, wait: { (delay: Double, _: Int, _: GoogleError) throws(GoogleError) in clock.sleep(delay) })
     }
 
     func refusal(_ status: Int, _ error: GoogleStatus?, what: String) -> GoogleError {

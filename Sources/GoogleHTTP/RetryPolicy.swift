@@ -1,3 +1,5 @@
+import SystemIO
+
 /// The one rule for trying a Google request again: which failures, how often, and how long to
 /// wait. A delay the server asks for (google.rpc.RetryInfo, else the Retry-After header) is
 /// taken as asked, and one longer than `maxServerDelay` ends the retries; otherwise the wait
@@ -22,6 +24,17 @@ public struct RetryPolicy: Sendable, Equatable {
         case exponential(initial: Double, max: Double, jitter: Bool)
         /// `step` × the attempt's number.
         case linear(step: Double)
+
+        /// The wait after attempt number `attempt` (from 1).
+        public func delay(attempt: Int) -> Double {
+            switch self {
+            case .linear(let step):
+                return step * Double(attempt)
+            case .exponential(let initial, let most, let jitter):
+                let delay = min(most, initial * Double(1 << min(attempt - 1, 16)))
+                return jitter ? delay * Double.random(in: 0.75...1.25) : delay
+            }
+        }
     }
 
     /// What went wrong with one attempt.
@@ -75,15 +88,7 @@ public struct RetryPolicy: Sendable, Equatable {
     }
 
     /// The wait after attempt `attempt` when the server asked for none.
-    public func backoffDelay(attempt: Int) -> Double {
-        switch backoff {
-        case .linear(let step):
-            return step * Double(attempt)
-        case .exponential(let initial, let most, let jitter):
-            let delay = min(most, initial * Double(1 << min(attempt - 1, 16)))
-            return jitter ? delay * Double.random(in: 0.75...1.25) : delay
-        }
-    }
+    public func backoffDelay(attempt: Int) -> Double { backoff.delay(attempt: attempt) }
 
     /// One attempt's result.
     public enum Step<Value, Failed: Error> {
@@ -114,5 +119,39 @@ extension RetryPolicy.Failure {
     /// read from the envelope, else the Retry-After header.
     public static func answer(_ status: Int, _ envelope: GoogleStatus?, retryAfter: Double?) -> Self {
         .status(status, serverDelay: envelope?.retryDelay ?? retryAfter, dailyQuota: envelope?.isDailyQuota ?? false)
+    }
+}
+
+/// The one rule for waiting until something at Google is done (an operation, a new key being
+/// accepted): attempts at intervals that grow by `backoff`, measured and slept on `clock`, and
+/// no wait that would end past `limit` seconds.
+public struct PollPolicy: Sendable {
+    public var backoff: RetryPolicy.Backoff
+    public var limit: Double
+    public var clock: WaitClock
+
+    public init(backoff: RetryPolicy.Backoff, limit: Double, clock: WaitClock = .standard) {
+        self.backoff = backoff
+        self.limit = limit
+        self.clock = clock
+    }
+
+    /// Runs `attempt` (given its number, from 1, and the seconds since the first) until it
+    /// answers. Before each wait `waiting` hears its length and the seconds passed; when the
+    /// next wait would end past the limit, `gaveUp(seconds passed)` is thrown.
+    public func run<Value, Failed: Error>(_ attempt: (_ number: Int, _ elapsed: Double) throws(Failed) -> Value?,
+                                          waiting: (_ delay: Double, _ elapsed: Double) throws(Failed) -> Void = { _, _ in },
+                                          gaveUp: (_ elapsed: Double) -> Failed) throws(Failed) -> Value {
+        let start = clock.now()
+        var number = 1
+        while true {
+            if let value = try attempt(number, clock.now() - start) { return value }
+            let delay = backoff.delay(attempt: number)
+            let elapsed = clock.now() - start
+            guard elapsed + delay < limit else { throw gaveUp(elapsed) }
+            try waiting(delay, elapsed)
+            clock.sleep(delay)
+            number += 1
+        }
     }
 }

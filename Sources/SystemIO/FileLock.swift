@@ -76,8 +76,8 @@ public enum Clock {
     /// Sleeps for `seconds`.
     public static func sleep(_ seconds: Double) { usleep(useconds_t(max(0, seconds) * 1_000_000)) }
 
-    /// Unix seconds.
-    public static func now() -> Int64 { Int64(time(nil)) }
+    /// Unix seconds (moved on by `TestHooks.clockOffset` in the end-to-end suite's debug runs).
+    public static func now() -> Int64 { Int64(time(nil)) + TestHooks.clockOffset }
 
     /// RFC 3339 in UTC: `2026-11-29T19:02:21Z`.
     public static func isoDate(_ seconds: Int64) -> String {

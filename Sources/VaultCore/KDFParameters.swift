@@ -1,7 +1,5 @@
 internal import CSodium
-#if DEBUG
-private import Glibc
-#endif
+import SystemIO
 
 /// Argon2id cost parameters, as stored in each key slot.
 public struct KDFParameters: Equatable, Sendable {
@@ -19,7 +17,7 @@ public struct KDFParameters: Equatable, Sendable {
         case interactive, moderate, sensitive
 
         public var parameters: KDFParameters {
-            if KDFParameters.testFloorIsOn { return testFloorParameters }
+            if TestHooks.kdfFloor { return testFloorParameters }
             return libsodiumParameters
         }
 
@@ -31,6 +29,9 @@ public struct KDFParameters: Equatable, Sendable {
             }
         }
 
+        /// The end-to-end suite's floor: each preset at a few KiB, in the same order, so hundreds of
+        /// vaults cost milliseconds instead of minutes. Only a debug build reads its variable
+        /// (`TestHooks`); a release build keeps refusing such parameters from disk.
         private var testFloorParameters: KDFParameters {
             switch self {
             case .interactive: KDFParameters(opsLimit: 1, memLimit: 16 << 10)
@@ -39,17 +40,6 @@ public struct KDFParameters: Equatable, Sendable {
             }
         }
     }
-
-    /// The end-to-end suite's floor: each preset at a few KiB, in the same order, so hundreds of
-    /// vaults cost milliseconds instead of minutes. Only a debug build reads the variable; a
-    /// release build compiles it out and keeps refusing such parameters from disk.
-    static let testFloorIsOn: Bool = {
-        #if DEBUG
-        return getenv("GEMVAULT_TEST_KDF_FLOOR") != nil
-        #else
-        return false
-        #endif
-    }()
 
     /// The name of the preset these parameters equal, if any.
     public var presetName: String? { Preset.allCases.first { $0.parameters == self }?.rawValue }

@@ -64,6 +64,7 @@ def peer_binary():
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "real_kdf: runs with libsodium's Argon2 presets, not the suite's cheap floor")
+    config.addinivalue_line("markers", "slow: takes many seconds (a rotation killed at each step, the bench suite); scheduled first")
     """Keep test homes out of world-writable folders such as /tmp: doctor rightly reports a
     vault below one, and a clean setup must be clean. Tests of that finding make their own."""
     if config.option.basetemp:
@@ -113,15 +114,9 @@ def pytest_sessionfinish(session, exitstatus):
 SEED = int(os.environ.setdefault("GEMVAULT_TEST_SEED", str(random.SystemRandom().randrange(1 << 32))))
 
 
-# Tests that wait out a real limit (the two-minute operation wait, a rotation killed at each
-# step): scheduled first, so that side by side they do not end the run alone.
-SLOW_FIRST = ("test_a_create_still_pending", "test_kill_9_at_every_step", "test_damaged_history_files_are_reported",
-              "test_through_a_session_the_recorded_google_name", "test_bench_suite_runs_in_its_quick_mode",
-              "test_overlapping_rotations_never_delete")
-
-
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: not item.name.startswith(SLOW_FIRST))
+    """Tests marked slow start first, so that side by side they do not end the run alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def pytest_report_header(config):
@@ -132,6 +127,37 @@ def pytest_report_header(config):
 def _seeded_random(request):
     """Every random choice in a test (kill moments, keys) follows the run's printed seed."""
     random.seed("%d:%s" % (SEED, request.node.nodeid))
+
+
+def wait_until(condition, what, limit=30, interval=0.02):
+    """Polls `condition` until it returns something true, and returns that; fails the test
+    only when `limit` seconds pass first. For the moments a test must wait for (a file, a
+    socket, a process state), instead of a fixed sleep."""
+    import time
+    deadline = time.monotonic() + limit
+    while True:
+        found = condition()
+        if found:
+            return found
+        assert time.monotonic() < deadline, "waited %d s for %s" % (limit, what)
+        time.sleep(interval)
+
+
+def read_until(stream, text, limit=30):
+    """Reads a child's output pipe until `text` has appeared, and returns what was read; fails
+    the test if the child ends first or `limit` seconds pass. The pipe reads as before after."""
+    import select
+    import time
+    deadline = time.monotonic() + limit
+    seen = b""
+    while text not in seen:
+        left = deadline - time.monotonic()
+        assert left > 0, "waited %d s for %r; read %r" % (limit, text, seen[-500:])
+        if select.select([stream], [], [], min(left, 0.5))[0]:
+            chunk = os.read(stream.fileno(), 65536)
+            assert chunk, "the output ended before %r; read %r" % (text, seen[-500:])
+            seen += chunk
+    return seen
 
 
 class Result:
@@ -170,6 +196,13 @@ class Env:
         self.vault = os.path.join(self.vars["XDG_DATA_HOME"], "gemvault/vault")
         self.passfile = os.path.join(self.root, "pass")
         self.write_private(self.passfile, PASSPHRASE + "\n")
+
+    def advance_clock(self, seconds=1):
+        """Moves this user's wall clock on by `seconds` for the gemvault runs from now on (a debug
+        build adds GEMVAULT_TEST_CLOCK_OFFSET to the time): key ids carry the second, so a test
+        moves time on between two rotations instead of sleeping through a second."""
+        offset = int(self.vars.get("GEMVAULT_TEST_CLOCK_OFFSET", "0")) + seconds
+        self.vars["GEMVAULT_TEST_CLOCK_OFFSET"] = str(offset)
 
     def write_private(self, path, text, mode=0o600):
         os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -12,8 +12,9 @@ It follows ../shared/reference/google-keys.md §1 (the wire shapes, the traps an
 - keys are named by project NUMBER; a project may be named by id or number in a request;
 - delete is soft: deleteTime is set, get still answers, list hides it unless showDeleted=true,
   undelete restores it; a delete with a stale etag is refused (409 ABORTED);
-- a new key is refused by Gemini with 400 API_KEY_INVALID for `propagation` seconds, and a
-  deleted key still works for `delete_lag` seconds;
+- a new key is refused by Gemini with 400 API_KEY_INVALID for `propagation` seconds (of the
+  client's waiting clock: `speedup` times real time, as a debug gemvault runs it under
+  GEMVAULT_TEST_WAIT_SPEEDUP), and a deleted key still works for `delete_lag` seconds;
 - 401 without a token or with an unknown one; 403 ACCESS_TOKEN_SCOPE_INSUFFICIENT for a token
   without the cloud-platform scope; 403 PERMISSION_DENIED for an identity without the role;
   403 SERVICE_DISABLED when the API Keys API is off, and the quota-project variant for a user's
@@ -70,7 +71,7 @@ STATE = {
     "accounts": {},      # service account email -> public key PEM
     "users": {},         # refresh token -> {"client_id", "client_secret"}
     "denied": [],        # identities without the API Keys Admin role
-    "config": {"op_polls": 2, "propagation": 0.0, "delete_lag": 0.0, "fail": {}, "metadata_token_scope": SCOPE,
+    "config": {"op_polls": 2, "propagation": 0.0, "speedup": 1, "delete_lag": 0.0, "fail": {}, "metadata_token_scope": SCOPE,
                "unrestricted_result": False, "bound_keys_forbidden": False, "omit_key_string": False, "reuse_id": False,
                "key_string_tail": "", "trickle": []},
     "calls": [],         # API Keys calls: [method, path without query, x-goog-user-project]
@@ -189,7 +190,7 @@ class GoogleHandler(fake_gemini.Handler):
             if entry["deleted_at"] is not None and now() - entry["deleted_at"] >= config["delete_lag"]:
                 self.send_json(400, invalid)
                 return False
-            if now() - entry["created_at"] < config["propagation"]:
+            if (now() - entry["created_at"]) * config["speedup"] < config["propagation"]:
                 self.send_json(400, invalid)
                 return False
             return True

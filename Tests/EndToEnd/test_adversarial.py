@@ -500,6 +500,7 @@ def chat_files(env):
     return set(glob.glob(os.path.join(env.vars["XDG_STATE_HOME"], "gemvault", "history", "*", "*.chat")))
 
 
+@pytest.mark.slow
 def test_damaged_history_files_are_reported_and_hide_nothing_else(api):
     env = api
     env.init()

@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import resource
+import select
 import socket
 import struct
 import time
@@ -12,7 +13,7 @@ from datetime import datetime
 
 import pytest
 
-from conftest import GOOD_KEY, PASSPHRASE
+from conftest import GOOD_KEY, PASSPHRASE, wait_until
 from test_session import agent_log, connect_agent, frame, session, socket_path, status  # noqa: F401 (session is a fixture)
 
 MAX_FRAME = 17 << 20
@@ -55,6 +56,26 @@ def ask(env, request):
     return answer[8], answer[9:]
 
 
+def stalled_request(env):
+    """A client that sent the first bytes of a request and stops there: the agent waits for the
+    rest, 2 s from the first byte (AgentServer.Limits.request), then drops it."""
+    client = connect_agent(env, timeout=5)
+    client.sendall(b"GVA1")
+    return client
+
+
+def still_held(client):
+    """Whether the agent still holds the connection: nothing has come back, and no end either."""
+    client.setblocking(False)
+    try:
+        client.recv(1, socket.MSG_PEEK)
+        return False  # an answer (a refusal) or the end
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False  # reset: dropped
+
+
 def deadlines(env):
     report = status(env)
     assert report["unlocked"], report
@@ -83,11 +104,13 @@ def test_clients_that_stall_or_never_read_cost_the_agent_nothing_and_delay_no_on
             client = connect_agent(env, timeout=5)
             client.sendall(frame(STATUS))
             misbehaving.append(client)
-        started = time.monotonic()
+        # And one whose request the agent must wait for: its header announces a small body.
+        stalled = stalled_request(env)
+        misbehaving.append(stalled)
         got = env.run("key", "get", passphrase=False)
-        took = time.monotonic() - started
         assert got.code == 0 and got.out == GOOD_KEY + "\n", got
-        assert took < 1, "key get took %.2f s beside misbehaving clients" % took
+        # Answered while the agent still waits for the rest of that request: no one queues behind it.
+        assert still_held(stalled), "key get was answered only after the agent had given up on the stalled client"
         rss = vm_kib(pid, "VmRSS")
         assert rss < 64 * 1024, "the agent's RSS is %d KiB" % rss
         assert status(env)["unlocked"] and status(env)["agentPid"] == pid
@@ -134,12 +157,15 @@ def test_clients_that_never_read_a_large_answer_delay_no_one(session):
             client = connect_agent(env, timeout=5)
             client.sendall(frame(10))
             readers.append(client)
-        time.sleep(0.2)
-        started = time.monotonic()
+        # Every request was taken: each client has the start of its answer waiting.
+        wait_until(lambda: len(select.select(readers, [], [], 0)[0]) == len(readers), "the answers")
+        stalled = stalled_request(env)
+        readers.append(stalled)
         got = env.run("key", "get", passphrase=False)
-        took = time.monotonic() - started
         assert got.code == 0 and got.out == GOOD_KEY + "\n", got
-        assert took < 1, "key get took %.2f s beside clients that never read" % took
+        # Answered while the agent still waits for the rest of a stalled request: no one queues
+        # behind it or behind the answers not taken.
+        assert still_held(stalled), "key get was answered only after the agent had given up on the stalled client"
         assert status(env)["unlocked"] and status(env)["agentPid"] == pid
     finally:
         for client in readers:
@@ -214,10 +240,8 @@ def test_a_session_works_in_a_runtime_folder_deeper_than_a_socket_name_holds(ses
     env.vars["XDG_RUNTIME_DIR"] = runtime
     env.runtime = runtime
     assert len(runtime) >= 200 and os.stat(runtime).st_uid == os.getuid()
-    started = time.monotonic()
     unlocked = env.run("unlock")
     assert unlocked.code == 0, unlocked
-    assert time.monotonic() - started < 4
     assert len(socket_path(env)) > 107
     assert env.run("key", "get", passphrase=False).out == GOOD_KEY + "\n"
     assert status(env)["unlocked"]
@@ -230,12 +254,10 @@ def test_a_runtime_folder_no_path_can_reach_is_refused_at_once(session):
     runtime = os.path.join(env.root, "far", *(["a-runtime-folder-of-a-long-name"] * 140))
     assert len(runtime) > 4096
     env.vars["XDG_RUNTIME_DIR"] = runtime
-    started = time.monotonic()
     result = env.run("unlock")
-    took = time.monotonic() - started
+    # Refused before any agent is started or waited for: the reason is the path, not a timeout.
     assert result.code == 1 and result.err.startswith("gemvault: error: the agent's socket would be a path of"), result
     assert "XDG_RUNTIME_DIR" in result.err, result
-    assert took < 3, "unlock took %.1f s to fail" % took
     assert not os.path.exists(os.path.join(env.root, "far")), "the unreachable folder was made anyway"
 
 
@@ -248,11 +270,9 @@ def test_an_agent_that_cannot_start_is_reported_at_once(session):
     holder = os.open(os.path.join(folder, "agent-%s.lock" % fingerprint), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(holder, fcntl.LOCK_EX)
-        started = time.monotonic()
         result = env.run("unlock")
-        took = time.monotonic() - started
+        # Reported from the agent's own exit, not after waiting out the start's time limit.
         assert result.code == 1 and "the agent stopped at once" in result.err and "already serves" in result.err, result
-        assert took < 3, "unlock took %.1f s to fail" % took
     finally:
         os.close(holder)
 

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from conftest import BIN, GOOD_KEY, ROOT
+from conftest import BIN, GOOD_KEY, ROOT, read_until
 from test_fit_in import valid
 
 REPLY = "Bonjour, the fake server says héllo wörld 你好 🚀.\n"
@@ -284,9 +284,10 @@ def test_https_requests_keep_honouring_the_proxy_variables(api):
 
 def test_ctrl_c_stops_ask_with_130_and_keeps_partial_text(api):
     proc = subprocess.Popen([BIN, "ask", "--model", "slow-long", "hi"], env=api.vars, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(1.0)
+    shown = read_until(proc.stdout, b"tick 0 ")
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=10)
+    out = shown + out
     assert proc.returncode == 130
     assert out.startswith(b"tick 0 ") and out.endswith(b"\n")
 

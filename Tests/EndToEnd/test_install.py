@@ -16,7 +16,7 @@ import tempfile
 
 import pytest
 
-from conftest import BIN, PASSPHRASE, ROOT, account_name
+from conftest import BIN, GOOD_KEY, PASSPHRASE, ROOT, account_name
 from ptyrun import PtySession
 
 USER = account_name("gemvault-installer")
@@ -231,6 +231,27 @@ def test_the_installed_binary_loads_no_library_from_its_own_folder(release_insta
         os.remove(planted)
     version = subprocess.run([installed, "--version"], capture_output=True, text=True, timeout=60)
     assert version.returncode == 0 and version.stdout.startswith("gemvault "), version
+
+
+@pytest.mark.real_kdf  # a vault the release binary opens
+def test_a_release_build_holds_no_test_hook_and_keeps_real_time(release_install, env):
+    """Every GEMVAULT_TEST_ variable (SystemIO's TestHooks) is read by debug builds only: the
+    release binary holds none of their names, and with the clock moved on ten years it still
+    counts a key's age from the real time, where the debug binary does not."""
+    release = os.path.join(release_install, "bin", "gemvault")
+    with open(BIN, "rb") as handle:
+        in_debug = set(re.findall(rb"GEMVAULT_TEST_[A-Z_]+", handle.read()))
+    assert {b"GEMVAULT_TEST_KDF_FLOOR", b"GEMVAULT_TEST_CLOCK_OFFSET", b"GEMVAULT_TEST_WAIT_SPEEDUP"} <= in_debug, in_debug
+    with open(release, "rb") as handle:
+        assert b"GEMVAULT_TEST_" not in handle.read()
+    env.init()
+    assert env.run("key", "set", input=GOOD_KEY).code == 0
+    later = dict(env.vars, GEMVAULT_TEST_CLOCK_OFFSET=str(10 * 365 * 86400))
+    moved = env.run("key", "which", "--json", env=later)
+    assert moved.code == 0 and json.loads(moved.out)["age_days"] == 3650, moved
+    real = subprocess.run([release, "key", "which", "--json", "--passphrase-file", env.passfile], env=later,
+                          capture_output=True, text=True, timeout=120)
+    assert real.returncode == 0 and json.loads(real.stdout)["age_days"] == 0, real
 
 
 def test_a_release_build_ignores_the_test_kdf_floor_and_refuses_vaults_made_with_it(release_install, env):

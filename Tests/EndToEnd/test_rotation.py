@@ -15,7 +15,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from conftest import BIN, HERE, ROOT, auth_key
+from conftest import BIN, HERE, ROOT, auth_key, wait_until
 from test_vault_format import decode_payload, decrypt, parse, slot_of, unpad, unwrap
 
 PROJECT_NUMBER = "123456867718"
@@ -79,8 +79,27 @@ def service_account_file(env, google, email=ACCOUNT, register=True, token_uri=No
     return path
 
 
-def setup(env, google, credential="service-account", key=OLD_KEY, key_id="old-key", restrictions=RESTRICTIONS, account=ACCOUNT):
-    """A vault whose key 'default' is a key of the fake project, bound to ACCOUNT, and a credential."""
+# The binary's clock for waiting on Google (operation polls, a new key's check, retries) runs
+# this many times faster in these tests, and the fake counts a new key's propagation on the
+# same clock: a rotation takes the same steps and says the same things in a fraction of the
+# time. Tests that act at a moment of a rotation (a kill, a look at /proc) keep real time.
+WAIT_SPEEDUP = 50
+
+
+def speed_up_waits(env, google, factor=WAIT_SPEEDUP):
+    """The binary's waits for Google, and the fake's propagation with them, `factor` times
+    faster than real time from now on (GEMVAULT_TEST_WAIT_SPEEDUP); None: real time."""
+    if factor:
+        env.vars["GEMVAULT_TEST_WAIT_SPEEDUP"] = str(factor)
+    else:
+        env.vars.pop("GEMVAULT_TEST_WAIT_SPEEDUP", None)
+    google.control(set={"speedup": factor or 1})
+
+
+def setup(env, google, credential="service-account", key=OLD_KEY, key_id="old-key", restrictions=RESTRICTIONS, account=ACCOUNT,
+          speedup=WAIT_SPEEDUP):
+    """A vault whose key 'default' is a key of the fake project, bound to ACCOUNT, and a
+    credential; the waits for Google `speedup` times faster (None: real time)."""
     env.init()
     assert env.run("key", "set", input=key + "\n").code == 0
     google.control(keys=[{"id": key_id, "keyString": key, "serviceAccountEmail": account, "restrictions": restrictions}])
@@ -106,6 +125,7 @@ def setup(env, google, credential="service-account", key=OLD_KEY, key_id="old-ke
         assert env.run("config", "set", "token_command", "cat " + tokenfile).code == 0
         assert env.run("config", "set", "quota_project", PROJECT_ID).code == 0
         env.token = token
+    speed_up_waits(env, google, speedup)
     return env
 
 
@@ -120,6 +140,8 @@ def vault_keys(env):
 
 
 def rotate(env, *args, timeout=120):
+    """One hands-off rotation, in a second of its own: key ids carry the second."""
+    env.advance_clock()
     return env.run("key", "rotate", "--create", "--verify-timeout", "30", *args, timeout=timeout)
 
 
@@ -170,7 +192,6 @@ def test_a_second_rotation_uses_the_recorded_name_not_a_lookup(env, google):
     setup(env, google, "service-account")
     first_name, _ = check_rotated(env, google, rotate(env))
     lookups = [c for c in google.calls() if c[1] == "/v2/keys:lookupKey"]
-    time.sleep(1.1)  # key ids carry the second
     second = rotate(env)
     assert second.code == 0, second
     assert [c for c in google.calls() if c[1] == "/v2/keys:lookupKey"] == lookups
@@ -248,7 +269,6 @@ def test_keep_old_leaves_the_old_key_working(env, google):
     assert "deleteTime" not in google.key(OLD_NAME)
     assert set(google.live_keys()) == {OLD_NAME, vault_keys(env)[1]["default"][0][0]}
     # The next rotation says the kept value still works.
-    time.sleep(1.1)
     again = rotate(env)
     assert again.code == 0 and "still works at Google" in again.err, again
 
@@ -426,11 +446,12 @@ def test_rm_revoke_deletes_the_key_at_google(env, google):
 def test_nothing_secret_reaches_argv_files_or_output(env, google):
     """While a rotation waits for Google, its command line, and every file under HOME after it,
     hold no key, token, refresh token or private key."""
-    setup(env, google, "token-command")
+    setup(env, google, "token-command", speedup=None)  # the test looks at the process while it waits
     google.control(set={"propagation": 6})
     argv = [BIN, "key", "rotate", "--create", "--verify-timeout", "30", "--passphrase-file", env.passfile]
     proc = subprocess.Popen(argv, env=dict(env.vars), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    # Google has made the new key, which it refuses for 6 s: the rotation is waiting.
+    wait_until(lambda: any(method == "POST" and path.endswith("/keys") for method, path, _ in google.calls()), "the create call")
     with open("/proc/%d/cmdline" % proc.pid, "rb") as handle:
         cmdline = handle.read()
     with open("/proc/%d/environ" % proc.pid, "rb") as handle:
@@ -452,6 +473,7 @@ def test_nothing_secret_reaches_argv_files_or_output(env, google):
                 assert secret.encode() not in content, os.path.join(folder, name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step", ["looking the current key", "creating gemvault-", "not accepted yet", "now AQ.",
                                   "deleted the old key", None])
 def test_kill_9_at_every_step_leaves_a_consistent_vault_and_project(env, google, step):
@@ -459,7 +481,7 @@ def test_kill_9_at_every_step_leaves_a_consistent_vault_and_project(env, google,
     vault that opens with the old or the new key current; the next rotation deletes a key it
     made and never stored, and ends with exactly one live key, the vault's. (Each step on a
     vault of its own, so the steps run side by side.)"""
-    setup(env, google)
+    setup(env, google, speedup=None)  # killed at a moment it is seen at: in real time
     google.control(set={"op_polls": 3, "propagation": 2})
     argv = [BIN, "key", "rotate", "--create", "--verify-timeout", "30", "--passphrase-file", env.passfile]
     proc = subprocess.Popen(argv, env=dict(env.vars), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -478,7 +500,8 @@ def test_kill_9_at_every_step_leaves_a_consistent_vault_and_project(env, google,
     assert records["default"][0] is None or records["default"][0][0] in google.state()["keys"]
     if step is None:
         return
-    time.sleep(1.1)  # key ids carry the second
+    env.advance_clock()  # key ids carry the second
+    speed_up_waits(env, google)
     following = env.run("key", "rotate", "--create", "--verify-timeout", "30")
     assert following.code == 0, (step, following)
     # Killed after Google made the new key and before the vault stored it: the next run says so.

@@ -11,7 +11,7 @@ import time
 import jsonschema
 import pytest
 
-from conftest import BIN, ROOT, auth_key
+from conftest import BIN, ROOT, auth_key, wait_until
 from test_rotation import (ACCOUNT, OLD_KEY, OLD_NAME, PROJECT_ID, PROJECT_NUMBER, RESTRICTIONS, check_rotated, google,  # noqa: F401
                            rotate, setup, vault_keys)
 
@@ -42,12 +42,13 @@ def finish(proc):
     return proc.returncode, out.decode(), proc.seen.decode() + (err or b"").decode()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("count,session", [(2, False), (3, False), (2, True), (3, True)])
 def test_overlapping_rotations_never_delete_each_others_keys(env, google, count, session):
     """Item 1: rotations of one key started while another runs wait for it (one at a time,
     across processes, with or without a session); each deletes only the key it replaced, and
     the project ends with exactly one live key: the vault's, which works."""
-    setup(env, google)
+    setup(env, google, speedup=None)  # the first rotation must still be checking its key when the others start
     if session:
         assert env.run("unlock").code == 0
     try:
@@ -57,7 +58,7 @@ def test_overlapping_rotations_never_delete_each_others_keys(env, google, count,
         wait_for(first, "creating gemvault-")
         others = []
         for _ in range(count - 1):
-            time.sleep(1.1)  # key ids carry the second
+            env.advance_clock()  # key ids carry the second
             others.append(start(env, *ROTATE, session=session))
         for other in others:
             wait_for(other, "another rotation of 'default' is running")
@@ -90,7 +91,6 @@ def test_a_young_key_made_for_this_vault_elsewhere_is_left_alone_an_old_one_dele
                           "annotations": tag, "age": 3 * 3600}])
     young = "projects/%s/locations/global/keys/gemvault-default-elsewhere-young" % PROJECT_NUMBER
     old = "projects/%s/locations/global/keys/gemvault-default-elsewhere-old" % PROJECT_NUMBER
-    time.sleep(1.1)
     result = rotate(env)
     assert result.code == 0, result
     assert young in google.live_keys() and "may still be running" in result.err and "gcloud services api-keys delete gemvault-default-elsewhere-young" in result.err
@@ -128,23 +128,23 @@ def test_a_create_still_pending_names_the_key_and_real_commands(env, google):
     setup(env, google)
     google.control(set={"op_polls": 10_000})
     before = env.vault_bytes()
+    # The wait is two minutes of gemvault's waiting clock, which runs WAIT_SPEEDUP times faster
+    # here: the same polls and message in seconds. The fake's operation never finishes, and the
+    # test kills nothing: it waits for gemvault to give up.
     proc = start(env, *ROTATE)
     wait_for(proc, "creating gemvault-")
-    # The wait is two minutes; the test stops the fake's operation from ever finishing, then
-    # kills nothing: it waits for gemvault to give up.
     code, _, err = finish(proc)
     assert code == 7, err
     key_id = err.split("creating ")[1].split(" ")[0]
     assert "gcloud services api-keys describe %s --project %s" % (key_id, PROJECT_ID) in err or \
            "gcloud services api-keys describe %s --project %s" % (key_id, PROJECT_NUMBER) in err, err
     assert "gcloud services api-keys delete %s" % key_id in err
-    assert "operations describe" not in err
+    assert "operations describe" not in err and "was not done after 120 s" in err, err
     assert env.vault_bytes() == before
     # Google made it after all; the next rotation deletes it.
     made = "projects/%s/locations/global/keys/%s" % (PROJECT_NUMBER, key_id)
     assert made in google.live_keys()
     google.control(set={"op_polls": 1})
-    time.sleep(1.1)
     following = rotate(env)
     assert following.code == 0, following
     assert "was interrupted before it stored its new key: deleted that key, " in following.err
@@ -153,9 +153,13 @@ def test_a_create_still_pending_names_the_key_and_real_commands(env, google):
 
 def kill_between_write_and_delete(env, google, *args):
     google.control(set={"delay": {"delete": 30}})
+    deletes = len([call for call in google.calls() if call[0] == "DELETE"])
     proc = start(env, *ROTATE, *args)
     wait_for(proc, "which Gemini accepted")
-    time.sleep(0.3)
+    # Past the vault write: the old key's delete has reached Google (and hangs there), or with
+    # --keep-old, which deletes nothing, the run has ended.
+    wait_until(lambda: proc.poll() is not None or len([call for call in google.calls() if call[0] == "DELETE"]) > deletes,
+               "the old key's delete")
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     google.control(set={"delay": {}})
@@ -171,7 +175,7 @@ def test_a_run_killed_after_its_write_is_finished_by_the_next(env, google, follo
     the next --create (or --undo) deletes the key the history names as replaced, and says so."""
     setup(env, google)
     new_name = kill_between_write_and_delete(env, google)
-    time.sleep(1.1)
+    env.advance_clock()  # key ids carry the second
     if following == "create":
         result = rotate(env)
         assert result.code == 0, result
@@ -190,7 +194,6 @@ def test_keep_old_is_not_finished_by_the_next_run(env, google):
     """Item 4: --keep-old kept the old key on purpose: a kill after the write leaves it kept."""
     setup(env, google)
     kill_between_write_and_delete(env, google, "--keep-old")
-    time.sleep(1.1)
     result = rotate(env, "--keep-old")
     assert result.code == 0, result
     assert "finished it" not in result.err and "deleteTime" not in google.key(OLD_NAME)
@@ -261,6 +264,7 @@ def test_if_older_than_counts_from_googles_create_time(env, google):
     assert "createTime" in which.out, which
 
 
+@pytest.mark.slow
 def test_through_a_session_the_recorded_google_name_is_used(env, google):
     """Item 9: through the session, the second rotation, --undo and rm --revoke use the Google
     name the vault records: no lookup (no key string in a URL)."""
@@ -270,7 +274,7 @@ def test_through_a_session_the_recorded_google_name_is_used(env, google):
         first = env.run(*ROTATE, passphrase=False)
         assert first.code == 0, first
         lookups = [c for c in google.calls() if c[1] == "/v2/keys:lookupKey"]
-        time.sleep(1.1)
+        env.advance_clock()  # key ids carry the second
         second = env.run(*ROTATE, passphrase=False)
         assert second.code == 0, second
         undo = env.run("key", "rotate", "--undo", passphrase=False)
@@ -289,7 +293,6 @@ def test_a_second_rotation_with_user_credentials_bills_its_first_call(env, googl
     check_rotated(env, google, rotate(env))
     assert env.run("config", "unset", "quota_project").code == 0
     calls_before = len(google.calls())
-    time.sleep(1.1)
     second = rotate(env)
     assert second.code == 0, second
     assert all(call[2] == PROJECT_NUMBER or call[2] == PROJECT_ID for call in google.calls()[calls_before:]), google.calls()[calls_before:]
@@ -320,7 +323,6 @@ def test_an_old_key_already_deleted_is_not_said_to_be_deleted(env, google):
     first_name, _ = check_rotated(env, google, rotate(env))
     # Someone deleted the current key's predecessor... and the current one is deleted by hand
     # after a rotation with --keep-old:
-    time.sleep(1.1)
     kept = rotate(env, "--keep-old")
     assert kept.code == 0, kept
     # The kept key is deleted by hand at Google; rm --revoke then says it was already deleted.
