@@ -179,7 +179,7 @@ def test_a_key_shared_with_another_account_follows_rotation_and_revocation(peer,
     """Alice (this account) shares her Google-made key with bob (a real second account) through
     a shared folder; bob follows it; alice rotates, and bob's next command uses the new key
     without a word from her; alice revokes bob: his file is not updated, and his key is dead."""
-    from test_rotation import FakeGoogle, setup, vault_keys
+    from test_rotation import FakeGoogle, rotate, setup, vault_keys
     account, home, shared = peer
     google = FakeGoogle(str(tmp_path))
     try:
@@ -206,7 +206,7 @@ def test_a_key_shared_with_another_account_follows_rotation_and_revocation(peer,
         assert imported.returncode == 0, imported
         assert bob("models").returncode == 0
 
-        assert alice.run("key", "rotate", "--create", "--verify-timeout", "30").code == 0
+        assert rotate(alice).code == 0
         second_key = vault_keys(alice)[0]["default"]
         models = bob("models")
         assert models.returncode == 0 and "took serial 2 of 'default'" in models.stderr, models
@@ -214,6 +214,7 @@ def test_a_key_shared_with_another_account_follows_rotation_and_revocation(peer,
 
         with open(share, "rb") as handle:
             before = handle.read()
+        alice.advance_clock()  # the revocation's new key id carries another second
         revoked = alice.run("key", "share", "default", "--revoke", recipient)
         assert revoked.code == 0 and "25 minutes" in revoked.err, revoked
         with open(share, "rb") as handle:

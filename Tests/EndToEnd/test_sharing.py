@@ -355,7 +355,7 @@ def test_rotate_create_shares_the_new_key_before_it_deletes_the_old_one(env, tmp
 
 
 def test_revoking_rotates_the_key_shares_it_with_the_others_and_not_with_the_revoked(env, tmp_path):
-    from test_rotation import FakeGoogle, OLD_NAME, rotate, setup, vault_keys
+    from test_rotation import FakeGoogle, OLD_NAME, setup, vault_keys
     google = FakeGoogle(str(tmp_path))
     try:
         alice = setup(env, google, "metadata")
@@ -369,6 +369,7 @@ def test_revoking_rotates_the_key_shares_it_with_the_others_and_not_with_the_rev
         with open(bob_file, "rb") as handle:
             bob_before = handle.read()
 
+        alice.advance_clock()
         revoked = alice.run("key", "share", "default", "--revoke", bob_recipient)
         assert revoked.code == 0, revoked
         assert "25 minutes" in revoked.err and "no longer receives" in revoked.err
