@@ -45,6 +45,15 @@ def second(tmp_path, name):
     return other
 
 
+def alice_shares_lab_with_bob(env, tmp_path):
+    """Alice's vault with the key 'lab', bob's vault, and the share alice wrote for bob."""
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    shared = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("key", "share", "lab", "--to", identity(bob)["recipient"], "-o", shared).code == 0
+    return alice, bob, shared
+
+
 def test_the_identity_is_made_once_and_age_accepts_its_recipient(env):
     env.init()
     first = identity(env)
@@ -319,10 +328,7 @@ def test_follow_needs_a_signed_share_from_a_file(env, tmp_path):
 
 
 def test_a_rotation_by_hand_shares_the_new_value_to_every_recorded_file(env, tmp_path):
-    alice = vault_with_key(env)
-    bob = second(tmp_path, "bob")
-    shared = os.path.join(str(tmp_path), "lab.age")
-    assert alice.run("key", "share", "lab", "--to", identity(bob)["recipient"], "-o", shared).code == 0
+    alice, bob, shared = alice_shares_lab_with_bob(env, tmp_path)
     assert bob.run("key", "import", shared, "--yes", "--no-verify", "--follow").code == 0
     assert bob.run("config", "set", "key", "lab").code == 0
     new_key = auth_key("rotated-by-hand")
@@ -403,10 +409,7 @@ def test_revoking_without_google_refuses_unless_no_rotate(env, tmp_path):
 
 
 def test_key_list_and_key_which_say_who_a_key_went_to_and_came_from(env, tmp_path):
-    alice = vault_with_key(env)
-    bob = second(tmp_path, "bob")
-    shared = os.path.join(str(tmp_path), "lab.age")
-    assert alice.run("key", "share", "lab", "--to", identity(bob)["recipient"], "-o", shared).code == 0
+    alice, bob, shared = alice_shares_lab_with_bob(env, tmp_path)
     listed = json.loads(alice.run("key", "list", "--json").out)["keys"][0]
     assert listed["recipients"] == 1 and listed["shared_by"] is None
     assert "shared with 1 recipient" in alice.run("key", "list").out
@@ -452,10 +455,7 @@ def bech32_data(text):
 def test_on_a_terminal_import_shows_the_share_and_asks(env, tmp_path):
     from conftest import BIN
     from ptyrun import PtySession
-    alice = vault_with_key(env)
-    bob = second(tmp_path, "bob")
-    shared = os.path.join(str(tmp_path), "lab.age")
-    assert alice.run("key", "share", "lab", "--to", identity(bob)["recipient"], "-o", shared).code == 0
+    alice, bob, shared = alice_shares_lab_with_bob(env, tmp_path)
     fingerprint = identity(alice)["fingerprint"]
 
     def answer(word):
@@ -525,10 +525,7 @@ def test_a_label_with_terminal_controls_is_refused(env):
 
 
 def test_a_followed_share_is_taken_through_a_session_too(env, tmp_path):
-    alice = vault_with_key(env)
-    bob = second(tmp_path, "bob")
-    shared = os.path.join(str(tmp_path), "lab.age")
-    assert alice.run("key", "share", "lab", "--to", identity(bob)["recipient"], "-o", shared).code == 0
+    alice, bob, shared = alice_shares_lab_with_bob(env, tmp_path)
     assert bob.run("key", "import", shared, "--yes", "--no-verify", "--follow").code == 0
     assert bob.run("config", "set", "key", "lab").code == 0
     assert bob.run("unlock").code == 0
