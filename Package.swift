@@ -91,7 +91,7 @@ let package = Package(
         .testTarget(name: "AgentTests", dependencies: ["Agent", "VaultCore"]),
         .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "Agent", "AgeFormat", "Sharing", "VaultCore", "SystemIO", "GemvaultTesting"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO"], exclude: ["Fixtures"]),
-        .testTarget(name: "AgeFormatTests", dependencies: ["AgeFormat", "VaultCore", "CZlib"], exclude: ["Fixtures"]),
+        .testTarget(name: "AgeFormatTests", dependencies: ["AgeFormat", "VaultCore", "CZlib", "GemvaultTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "SharingTests", dependencies: ["Sharing", "AgeFormat", "GoogleKeys", "VaultCore"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "SystemIO"]),

@@ -1,25 +1,16 @@
 import AgeFormat
 import Foundation
+import GemvaultTesting
 import Testing
 import VaultCore
 
-/// A private temporary folder, removed when the test ends.
-final class TemporaryFolder {
-    let path: String
-
-    init() throws {
-        var template = Array((NSTemporaryDirectory() + "/gemvault-age-XXXXXX").utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        path = String(cString: try #require(made))
-    }
-
-    func file(_ name: String, _ bytes: [UInt8], mode: mode_t = 0o600) throws -> String {
-        let target = path + "/" + name
-        try #require(FileManager.default.createFile(atPath: target, contents: Data(bytes), attributes: [.posixPermissions: Int(mode)]))
+extension TemporaryFolder {
+    /// Writes `bytes` to `name` in the folder with `mode`; returns its path.
+    func file(_ name: String, _ bytes: [UInt8], mode: Int = 0o600) throws -> String {
+        let target = appending(name)
+        try #require(FileManager.default.createFile(atPath: target, contents: Data(bytes), attributes: [.posixPermissions: mode]))
         return target
     }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 
 /// Runs a real program (Debian's `age`, `ssh-keygen`) and returns its exit status and output.
@@ -47,7 +38,7 @@ func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(dec
     static let message = "AQ.Ab8RN6Lexample-key-for-interop\n"
 
     @Test(arguments: [false, true]) func realAgeDecryptsWhatWeWriteToAnX25519Recipient(armored: Bool) throws {
-        let folder = try TemporaryFolder()
+        let folder = TemporaryFolder("age")
         let identity = X25519Identity.generate()
         let identityFile = try folder.file("id.txt", identity.encoded.withUnsafeBytes { Array($0) } + [10])
         let encrypted = try AgeFile.encrypt(SecretBytes(utf8: Self.message), to: [identity.recipient], armor: armored)
@@ -61,7 +52,7 @@ func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(dec
     }
 
     @Test func weDecryptWhatRealAgeWritesToUsBinaryAndArmored() throws {
-        let folder = try TemporaryFolder()
+        let folder = TemporaryFolder("age")
         let identity = X25519Identity.generate()
         let recipientsFile = try folder.file("recipients", Array("# a comment\n\n\(identity.recipient.text)\n".utf8))
         for arguments in [["-r", identity.recipient.text], ["-R", recipientsFile, "-a"]] {
@@ -72,7 +63,7 @@ func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(dec
     }
 
     @Test func anSSHEd25519KeyWorksBothWaysWithRealAge() throws {
-        let folder = try TemporaryFolder()
+        let folder = TemporaryFolder("age")
         let made = try run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "colleague@lab", "-f", folder.path + "/id_ed25519"])
         #expect(made.status == 0, "\(made.errors)")
         let publicLine = try String(contentsOfFile: folder.path + "/id_ed25519.pub", encoding: .utf8)
@@ -94,7 +85,7 @@ func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(dec
     }
 
     @Test func aPassphraseProtectedSSHKeyIsNamedAsSuch() throws {
-        let folder = try TemporaryFolder()
+        let folder = TemporaryFolder("age")
         _ = try run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "correct horse", "-f", folder.path + "/id_ed25519"])
         let privateKey = SecretBytes(copying: [UInt8](try #require(FileManager.default.contents(atPath: folder.path + "/id_ed25519"))))
         let error = try #require(throws: AgeError.self) { try SSHEd25519Identity(openSSHPrivateKey: privateKey) }
