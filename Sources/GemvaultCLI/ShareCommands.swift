@@ -126,6 +126,7 @@ enum ShareCommand {
         guard record.recipients.count <= KeySharing.recipientLimit else {
             throw UsageError("a key can be shared with at most \(KeySharing.recipientLimit) recipients", command: call.command)
         }
+        guard record.serial < ShareDocument.maxSerial else { throw CommandFailure(.failure, "'\(name)' has been shared \(record.serial) times; no serial is left") }
         record.serial += 1
         let written = try writeShares(name: name, key: key.secret, google: google, record: record, identity: identity, now: now,
                                       output: output.map { (path: $0, armor: call.flag(.armor), mode: mode, replacing: call.flag(.overwrite)) },
@@ -178,6 +179,7 @@ enum ShareCommand {
             guard let key = try vault.key(name, markUsed: false) else { return }
             let identity = try vault.sharingIdentity(defaultLabel: defaultLabel)
             let google = try vault.keySummaries().first { $0.name == name }?.google
+            guard record.serial < ShareDocument.maxSerial else { throw CommandFailure(.failure, "no serial is left for '\(name)'") }
             record.serial += 1
             let written = try writeShares(name: name, key: key.secret, google: google, record: record, identity: identity, now: Output.now(),
                                           output: nil, toStandardOutput: nil)
@@ -355,6 +357,9 @@ enum ShareCommand {
         let path = call.positionals[0]
         let explicitName = call.positionals.count > 1 ? call.positionals[1] : nil
         if let explicitName { try VaultContents.validateName(explicitName) }
+        if call.flag(.follow), path == "-" || path.hasPrefix("/dev/") || path.hasPrefix("/proc/") {
+            throw UsageError("--follow needs a file, not stdin or a descriptor", command: call.command)
+        }
         let vault = call.context.vault
         let contents = try readShare(path)
         let identities = try call.values(.identityFile).flatMap(loadIdentities)
@@ -414,11 +419,15 @@ enum ShareCommand {
         record.serial = document?.serial ?? record.serial
         record.origin = origin
         if call.flag(.follow) {
-            guard path != "-" else { throw UsageError("--follow needs a file, not stdin", command: call.command) }
+            if let document, document.name != name {
+                throw UsageError("--follow keeps the share's own name: import it as '\(document.name)', or without --follow", command: call.command)
+            }
             guard document != nil else { throw UsageError("--follow needs a signed share: a plain age file's next version could not be checked", command: call.command) }
             record.follow = FollowedFile(path: ProcessIdentity.absolutePath(ProcessIdentity.expandingTilde(path)), status: contents.status)
         }
-        _ = try vault.apply(.importKey(name: name, secret: key, now: Output.now(), google: document?.googleKey, record: record))
+        // The share's Google key name is shown above, never kept: a later rotation here looks the
+        // key up at Google instead of deleting whatever the sender named.
+        _ = try vault.apply(.importKey(name: name, secret: key, now: Output.now(), google: nil, record: record))
         Console.note("stored '\(name)'" + (document == nil ? " (unsigned)" : " from \(document!.sender.label)") + (call.flag(.noVerifyImport) ? ", not checked with Gemini" : ""))
         if call.flag(.json) {
             try Output.json(ImportReport(name: name, masked: key.masked, kind: key.googleKeyKind, google_key: document?.googleKey?.resource, signed: document != nil,

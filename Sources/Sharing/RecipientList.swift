@@ -1,4 +1,5 @@
 public import AgeFormat
+import VaultCore
 
 /// A recipient as the user named it, parsed.
 public struct NamedRecipient {
@@ -12,13 +13,16 @@ public struct NamedRecipient {
 /// The recipient syntaxes `key share` takes: age's own (`age1…`), an `ssh-ed25519 …` line, and
 /// age's recipients file (one per line, `#` comments, blank lines).
 public enum RecipientList {
+    /// A comment kept as a recipient's label only when it is one a terminal may show.
+    static func label(_ text: String) -> String { VaultIdentity.isValidLabel(text) ? text : "" }
+
     /// One `--to` value that is not a path: `age1…` or an `ssh-ed25519 …` line.
     public static func parse(_ value: String, origin: String) throws(SharingError) -> NamedRecipient {
         let trimmed = value.stripped(of: " \t\r")
         if let recipient = X25519Recipient(parsing: trimmed) { return NamedRecipient(recipient: recipient, label: "") }
         if trimmed.hasPrefix("ssh-ed25519 "), let recipient = SSHEd25519Recipient(parsing: trimmed) {
             let words = trimmed.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
-            return NamedRecipient(recipient: recipient, label: words.count == 3 ? String(words[2]) : "")
+            return NamedRecipient(recipient: recipient, label: words.count == 3 ? label(String(words[2])) : "")
         }
         if trimmed.hasPrefix("ssh-") { throw .badRecipient("\(origin): only ssh-ed25519 keys can receive a share, not \(trimmed.prefix { $0 != " " })") }
         if trimmed.hasPrefix("age1") { throw .badRecipient("\(origin): not a valid age recipient (a character is wrong or missing)") }
@@ -33,7 +37,7 @@ public enum RecipientList {
             let trimmed = line.stripped(of: " \t\r")
             if trimmed.isEmpty { comment = ""; continue }
             if trimmed.hasPrefix("#") {
-                comment = trimmed.dropFirst().stripped(of: " \t")
+                comment = label(trimmed.dropFirst().stripped(of: " \t"))
                 continue
             }
             let parsed = try parse(trimmed, origin: "\(path) line \(index + 1)")

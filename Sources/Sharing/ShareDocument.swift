@@ -6,6 +6,8 @@ public import VaultCore
 /// Google, signed by the sender's Ed25519 key over a canonical encoding of every other field.
 public struct ShareDocument {
     public static let formatVersion = 1
+    /// Serials stay below 2^53 (exact in every JSON reader); one beyond is not a writer's.
+    public static let maxSerial: UInt64 = 1 << 53
 
     public let name: String
     public let key: SecretBytes
@@ -107,6 +109,9 @@ public struct ShareDocument {
         }
         guard key.isHeaderSafe else { throw .malformed("its key is not one line of printable text") }
         guard let wire = split.decode(Wire.self) else { throw .malformed("its fields are missing or of the wrong type") }
+        // SecretJSON takes the first "key" at any depth: a share must have exactly one, at the top.
+        guard fieldCount("key", in: split.plain) == 1 else { throw .malformed("it has more than one key field") }
+        guard (1..<maxSerial).contains(wire.serial) else { throw .malformed("its serial is out of range") }
         guard wire.gemvault_share == formatVersion else { throw .malformed("it is share format \(wire.gemvault_share); this gemvault reads \(formatVersion)") }
         guard (try? VaultContents.validateName(wire.name)) != nil else { throw .malformed("its key name is not a valid name") }
         guard let kind = GoogleKeyKind(rawValue: wire.kind), kind == key.googleKeyKind else { throw .malformed("its kind does not match its key") }
@@ -121,6 +126,24 @@ public struct ShareDocument {
         return ShareDocument(name: wire.name, key: key, kind: kind, googleKey: googleKey, serial: wire.serial, created: wire.created,
                              sender: ShareSender(signingKey: signingKey, label: wire.from.label), signature: signature)
     }
+}
+
+/// How many times `name` appears as a member name (`"name"`, white space, `:`) in JSON text.
+func fieldCount(_ name: String, in json: [UInt8]) -> Int {
+    let quoted = Array("\"\(name)\"".utf8)
+    var count = 0
+    var index = 0
+    while index + quoted.count <= json.count {
+        if json[index..<(index + quoted.count)].elementsEqual(quoted) {
+            var after = index + quoted.count
+            while after < json.count, [0x20, 0x09, 0x0a, 0x0d].contains(json[after]) { after += 1 }
+            if after < json.count, json[after] == UInt8(ascii: ":") { count += 1 }
+            index = after
+        } else {
+            index += 1
+        }
+    }
+    return count
 }
 
 /// What an age file held: a signed gemvault share, or just a key (a plain `age -r` file).

@@ -45,17 +45,25 @@ extension VaultAccess {
         do throws(InputFile.Failure) {
             contents = try InputFile.readWithStatus(follow.path, limit: Self.followedFileLimit)
         } catch {
+            // What is there now is noted as seen, so it is reported once, not at every use.
+            if let seen = FileStatus.of(link: follow.path) {
+                var noted = record
+                noted.follow = FollowedFile(path: follow.path, status: seen)
+                _ = try apply(.recordSharing(name: name, record: noted))
+            }
             return .refused("cannot read \(follow.path): \(error.reason)")
         }
         var updated = record
         updated.follow = FollowedFile(path: follow.path, status: contents.status)
-        switch try checkedShare(contents.bytes, record: record) {
+        switch try checkedShare(contents.bytes, name: name, record: record) {
         case .success(let share) where share.serial == record.serial:
             _ = try apply(.recordSharing(name: name, record: updated))
             return .unchanged
         case .success(let share):
             updated.serial = share.serial
-            _ = try apply(.importKey(name: name, secret: share.key, now: Clock.now(), google: share.googleKey, record: updated))
+            // The sender's word for the key's Google name is shown, never kept: a rotation here
+            // must not delete at Google whatever a share claims (it looks the key up instead).
+            _ = try apply(.importKey(name: name, secret: share.key, now: Clock.now(), google: nil, record: updated))
             return .imported(key: share.key, serial: share.serial, sender: share.sender.label)
         case .failure(let refusal):
             _ = try apply(.recordSharing(name: name, record: updated))
@@ -69,7 +77,7 @@ extension VaultAccess {
 
     /// The share in a followed file, when it is one this key may take: signed by the pinned
     /// sender, with a serial no lower than the one imported.
-    private func checkedShare(_ bytes: [UInt8], record: KeySharing) throws -> Result<ShareDocument, Refusal> {
+    private func checkedShare(_ bytes: [UInt8], name: String, record: KeySharing) throws -> Result<ShareDocument, Refusal> {
         guard case .signed(let pinned)? = record.origin else { return .failure(Refusal(reason: "the key was imported unsigned, so no share can be followed")) }
         let identity = try sharingIdentity(defaultLabel: "gemvault")
         let plaintext: SecretBytes
@@ -80,6 +88,11 @@ extension VaultAccess {
         }
         guard case .share(let share)? = try? SharePlaintext.read(plaintext) else {
             return .failure(Refusal(reason: "the file holds no signed gemvault share"))
+        }
+        // Another share of the same sender (of another key, re-encrypted to this vault) must not
+        // replace this one: the file follows one name.
+        guard share.name == name else {
+            return .failure(Refusal(reason: "the share is of '\(share.name)', not of '\(name)'"))
         }
         guard share.isSignatureValid, share.sender.signingKey == pinned.signingKey else {
             return .failure(Refusal(reason: "the share is not signed by the pinned sender \(SharingIdentity.fingerprint(of: pinned.signingKey)) (\(pinned.label))"))

@@ -352,6 +352,9 @@ def test_rotate_create_shares_the_new_key_before_it_deletes_the_old_one(env, tmp
         assert shared in result.err
         new_key = vault_keys(alice)[0]["default"]
         assert key_seen_by_exec(bob)[0] == new_key
+        # The share names the key at Google; the importer shows it but keeps none of it, so its
+        # own rotation would look the key up rather than delete what a sender named.
+        assert json.loads(bob.run("key", "list", "--json").out)["keys"][0]["google_key"] is None
         # --undo brings the old key back, and it too goes to the recipients first.
         undone = alice.run("key", "rotate", "--undo")
         assert undone.code == 0 and "shared the new value of 'default' (serial 3)" in undone.err, undone
@@ -538,3 +541,23 @@ def test_a_followed_share_is_taken_through_a_session_too(env, tmp_path):
         assert bob.run("key", "get", "lab", passphrase=False).out == new_key + "\n"
     finally:
         bob.run("lock", passphrase=False)
+
+
+def test_a_followed_file_takes_only_a_share_of_its_own_name(env, tmp_path):
+    """Someone who can write the shared folder copies another share of the same sender over the
+    followed file: it is refused, and the key stays (found by an attacker's review)."""
+    alice, bob, shared = alice_shares_lab_with_bob(env, tmp_path)
+    assert alice.run("key", "set", "prod", input=auth_key("prod-value")).code == 0
+    prod = os.path.join(str(tmp_path), "prod.age")
+    assert alice.run("key", "share", "prod", "--to", identity(bob)["recipient"], "-o", prod).code == 0
+    assert bob.run("key", "import", shared, "--yes", "--no-verify", "--follow").code == 0
+    shutil.copyfile(prod, shared)
+    synced = bob.run("key", "sync", "lab")
+    assert synced.code == 4 and "of 'prod', not of 'lab'" in synced.out, synced
+    assert bob.run("key", "get", "lab").out == GOOD_KEY + "\n"
+    # Following keeps the share's own name, and needs a file, not a descriptor.
+    renamed = bob.run("key", "import", prod, "other", "--yes", "--no-verify", "--follow")
+    assert renamed.code == 64 and "own name" in renamed.err
+    with open(prod, "rb") as handle:
+        piped = bob.run("key", "import", "/dev/stdin", "--yes", "--no-verify", "--follow", input=handle.read().decode("latin-1"))
+    assert piped.code == 64 and "descriptor" in piped.err

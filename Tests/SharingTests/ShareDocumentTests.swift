@@ -56,6 +56,17 @@ func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(dec
         #expect(!forged.isSignatureValid)
     }
 
+    /// SecretJSON takes the first "key" at any depth, so a share has exactly one, at the top;
+    /// and serials stay below 2^53, so adding one can never overflow.
+    @Test func aSecondKeyFieldOrAHugeSerialIsNotAWritersShare() throws {
+        let json = text(try Self.share(from: Self.alice()).encoded())
+        #expect(throws: Never.self) { try ShareDocument.parse(SecretBytes(utf8: json)) }
+        let nested = json.replacingOccurrences(of: "\"from\":{", with: "\"from\":{\"key\":\"AQ.nested-value\",")
+        #expect(throws: SharingError.malformed("it has more than one key field")) { try ShareDocument.parse(SecretBytes(utf8: nested)) }
+        let huge = json.replacingOccurrences(of: "\"serial\":1,", with: "\"serial\":18446744073709551615,")
+        #expect(throws: SharingError.malformed("its serial is out of range")) { try ShareDocument.parse(SecretBytes(utf8: huge)) }
+    }
+
     @Test func anotherSignerIsAnotherFingerprint() throws {
         let alice = try Self.alice(), mallory = try Self.alice()
         let forged = try Self.share(from: mallory)
@@ -108,6 +119,9 @@ func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(dec
         #expect(list.map(\.text) == [one, two] && list.map(\.label) == ["Bob, the new student", ""])
         let error = try #require(throws: SharingError.self) { try RecipientList.parseFile("\(one)\n# c\nage1broken\n", path: "team.txt") }
         #expect(error == .badRecipient("team.txt line 3: not a valid age recipient (a character is wrong or missing)"))
+        // A comment that could drive a terminal is no label.
+        let escaped = try RecipientList.parseFile("# \u{1b}]0;title\u{07}\u{1b}[31mred\n\(one)\n", path: "evil.txt")
+        #expect(escaped.map(\.label) == [""])
         let rsa = try #require(throws: SharingError.self) { try RecipientList.parse("ssh-rsa AAAAB3NzaC1yc2E= x", origin: "--to") }
         #expect(rsa == .badRecipient("--to: only ssh-ed25519 keys can receive a share, not ssh-rsa"))
     }
