@@ -126,14 +126,14 @@ enum ShareCommand {
         guard record.recipients.count <= KeySharing.recipientLimit else {
             throw UsageError("a key can be shared with at most \(KeySharing.recipientLimit) recipients", command: call.command)
         }
-        guard record.serial < ShareDocument.maxSerial else { throw CommandFailure(.failure, "'\(name)' has been shared \(record.serial) times; no serial is left") }
-        record.serial += 1
+        guard record.sentSerial < ShareDocument.maxSerial else { throw CommandFailure(.failure, "'\(name)' has been shared \(record.sentSerial) times; no serial is left") }
+        record.sentSerial += 1
         let written = try writeShares(name: name, key: key.secret, google: google, record: record, identity: identity, now: now,
                                       output: output.map { (path: $0, armor: call.flag(.armor), mode: mode, replacing: call.flag(.overwrite)) },
                                       toStandardOutput: toStandardOutput ? call.flag(.armor) : nil)
         _ = try vault.apply(.recordSharing(name: name, record: record))
         let everyone = record.recipients.count == 1 ? "1 recipient" : "\(record.recipients.count) recipients"
-        Console.note("shared '\(name)' (serial \(record.serial)) with \(everyone)" + (written.isEmpty ? "" : ": wrote " + written.joined(separator: ", ")))
+        Console.note("shared '\(name)' (serial \(record.sentSerial)) with \(everyone)" + (written.isEmpty ? "" : ": wrote " + written.joined(separator: ", ")))
     }
 
     /// Writes the share of `record.serial` to every recipient: to `output` (or stdout), and over
@@ -141,7 +141,7 @@ enum ShareCommand {
     static func writeShares(name: String, key: SecretBytes, google: GoogleKeyRecord?, record: KeySharing, identity: SharingIdentity, now: Int64,
                             output: (path: String, armor: Bool, mode: mode_t, replacing: Bool)?, toStandardOutput armor: Bool?) throws -> [String] {
         let everyone = try record.recipients.map { try RecipientList.parse($0.recipient, origin: "the recorded recipient \($0.recipient)").recipient }
-        let document = try ShareDocument.signed(name: name, key: key, googleKey: google, serial: record.serial, created: now, identity: identity)
+        let document = try ShareDocument.signed(name: name, key: key, googleKey: google, serial: record.sentSerial, created: now, identity: identity)
         let plaintext = document.encoded()
         var written: [String] = []
         if let armor {
@@ -179,13 +179,13 @@ enum ShareCommand {
             guard let key = try vault.key(name, markUsed: false) else { return }
             let identity = try vault.sharingIdentity(defaultLabel: defaultLabel)
             let google = try vault.keySummaries().first { $0.name == name }?.google
-            guard record.serial < ShareDocument.maxSerial else { throw CommandFailure(.failure, "no serial is left for '\(name)'") }
-            record.serial += 1
+            guard record.sentSerial < ShareDocument.maxSerial else { throw CommandFailure(.failure, "no serial is left for '\(name)'") }
+            record.sentSerial += 1
             let written = try writeShares(name: name, key: key.secret, google: google, record: record, identity: identity, now: Output.now(),
                                           output: nil, toStandardOutput: nil)
             _ = try vault.apply(.recordSharing(name: name, record: record))
             let files = written.isEmpty ? "no file recorded (shared to stdout): share it again by hand" : "wrote " + written.joined(separator: ", ")
-            Console.note("shared the new value of '\(name)' (serial \(record.serial)) with its \(record.recipients.count) recipient\(record.recipients.count == 1 ? "" : "s"): \(files)")
+            Console.note("shared the new value of '\(name)' (serial \(record.sentSerial)) with its \(record.recipients.count) recipient\(record.recipients.count == 1 ? "" : "s"): \(files)")
         } catch {
             let (_, message, _) = ErrorReport.describe(error)
             Console.warning("the new value of '\(name)' was not shared with its recipients (\(message)); 'gemvault key share \(name)' does it")
@@ -325,7 +325,7 @@ enum ShareCommand {
         guard try vault.keySummaries().contains(where: { $0.name == name }) else { throw VaultError.keyNotFound(name: name) }
         let record = try vault.sharingRecords()[name] ?? KeySharing()
         if call.flag(.json) {
-            try Output.json(ShareList(name: name, serial: record.serial, recipients: record.recipients.map {
+            try Output.json(ShareList(name: name, serial: record.sentSerial, recipients: record.recipients.map {
                 RecipientReport(recipient: $0.recipient, label: $0.label, added: Output.isoDate($0.added), path: $0.path.isEmpty ? nil : $0.path)
             }), schema: .keyShareList)
             return

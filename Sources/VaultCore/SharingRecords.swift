@@ -88,8 +88,11 @@ public struct FollowedFile: Sendable, Equatable {
 public struct KeySharing: Sendable, Equatable {
     public static let recipientLimit = 256
 
-    /// The serial of the last share written (sender) or imported (recipient); a lower one is a rollback.
+    /// The serial of the last share imported (as a recipient): a lower one is a replay.
     public var serial: UInt64
+    /// The serial of the last share written (as a sender). Apart from `serial`: a recipient
+    /// who shares the key on counts its own shares without touching the sender's.
+    public var sentSerial: UInt64
     public var recipients: [ShareRecipient]
     /// How the key came in: nil when it was not imported; `.unsigned` for a plain age file.
     public var origin: Origin?
@@ -100,14 +103,15 @@ public struct KeySharing: Sendable, Equatable {
         case signed(ShareSender)
     }
 
-    public init(serial: UInt64 = 0, recipients: [ShareRecipient] = [], origin: Origin? = nil, follow: FollowedFile? = nil) {
+    public init(serial: UInt64 = 0, sentSerial: UInt64 = 0, recipients: [ShareRecipient] = [], origin: Origin? = nil, follow: FollowedFile? = nil) {
         self.serial = serial
+        self.sentSerial = sentSerial
         self.recipients = recipients
         self.origin = origin
         self.follow = follow
     }
 
-    var isEmpty: Bool { serial == 0 && recipients.isEmpty && origin == nil && follow == nil }
+    var isEmpty: Bool { serial == 0 && sentSerial == 0 && recipients.isEmpty && origin == nil && follow == nil }
 }
 
 extension KeySharing {
@@ -116,6 +120,7 @@ extension KeySharing {
     public func encoded() -> [UInt8] {
         var writer = ByteWriter()
         writer.append(serial)
+        writer.append(sentSerial)
         switch origin {
         case nil: writer.append(UInt8(0))
         case .unsigned: writer.append(UInt8(1))
@@ -157,7 +162,7 @@ extension KeySharing {
     }
 
     static func read(_ reader: inout ByteReader) throws -> KeySharing {
-        var record = KeySharing(serial: try reader.read(UInt64.self))
+        var record = KeySharing(serial: try reader.read(UInt64.self), sentSerial: try reader.read(UInt64.self))
         switch try reader.read(UInt8.self) {
         case 0: break
         case 1: record.origin = .unsigned

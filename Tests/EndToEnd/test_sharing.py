@@ -561,3 +561,21 @@ def test_a_followed_file_takes_only_a_share_of_its_own_name(env, tmp_path):
     with open(prod, "rb") as handle:
         piped = bob.run("key", "import", "/dev/stdin", "--yes", "--no-verify", "--follow", input=handle.read().decode("latin-1"))
     assert piped.code == 64 and "descriptor" in piped.err
+
+
+def test_sharing_an_imported_key_on_does_not_move_the_senders_serial(env, tmp_path):
+    """Bob passes alice's key on to carol; alice's next share still reaches bob (found by an
+    attacker's review: one counter served both roles)."""
+    alice, bob, shared = alice_shares_lab_with_bob(env, tmp_path)
+    assert bob.run("key", "import", shared, "--yes", "--no-verify", "--follow").code == 0
+    carol = second(tmp_path, "carol")
+    onward = os.path.join(str(tmp_path), "onward.age")
+    for _ in range(3):
+        assert bob.run("key", "share", "lab", "--to", identity(carol)["recipient"], "-o", onward, "--force").code == 0
+    new_key = auth_key("after-onward")
+    assert alice.run("key", "set", "lab", input=new_key).code == 0
+    assert alice.run("key", "share", "lab").code == 0
+    synced = bob.run("key", "sync", "lab")
+    assert synced.code == 0 and "took serial 2" in synced.out, synced
+    assert bob.run("key", "get", "lab").out == new_key + "\n"
+    assert json.loads(bob.run("key", "share", "lab", "--list", "--json").out)["serial"] == 3

@@ -233,7 +233,7 @@ def decode_sharing(payload, offset, key_names, out):
         name = text()
         assert name in key_names and (last is None or last.encode() < name.encode())
         last = name
-        record = {"serial": number("<Q")}
+        record = {"serial": number("<Q"), "sent_serial": number("<Q")}
         origin = number("<B")
         assert origin in (0, 1, 2)
         record["origin"] = None if origin == 0 else "unsigned" if origin == 1 else (take(32), text())

@@ -55,7 +55,7 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         try contents.setKey("nightly", secret: SecretBytes(utf8: "AQ.nightly-00000000000000000000000000000000"), now: 2)
         let identity = VaultIdentity.generate(label: "alice@lab")
         try contents.setIdentity(identity)
-        let sent = KeySharing(serial: 3, recipients: [ShareRecipient(recipient: "age1xyz", label: "bob", added: 5, path: "/srv/share/lab.age")])
+        let sent = KeySharing(sentSerial: 3, recipients: [ShareRecipient(recipient: "age1xyz", label: "bob", added: 5, path: "/srv/share/lab.age")])
         try contents.setSharing("lab", sent)
         let received = KeySharing(serial: 7, origin: .signed(ShareSender(signingKey: [UInt8](repeating: 9, count: 32), label: "carol@ci")),
                                   follow: FollowedFile(path: "/srv/share/nightly.age", device: 1, inode: 2, size: 3, modified: 4))
