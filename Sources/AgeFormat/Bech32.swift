@@ -1,14 +1,20 @@
+import VaultCore
+
 /// Bech32 (BIP 173) as age writes recipients and identities: without BIP 173's 90-character limit.
 enum Bech32 {
     private static let alphabet = Array("qpzry9x8gf2tvdw0s3jn54khce6mua7l".utf8)
     private static let generator: [UInt32] = [0x3b6a_57b2, 0x2650_8e6d, 0x1ea1_19fa, 0x3d42_33dd, 0x2a14_62b3]
 
-    private static func polymod(_ values: [UInt8]) -> UInt32 {
+    /// BIP 173's checksum over the parts in order (taken apart, so no joined copy of an
+    /// identity's characters is made).
+    private static func polymod(_ parts: [UInt8]...) -> UInt32 {
         var checksum: UInt32 = 1
-        for value in values {
-            let top = checksum >> 25
-            checksum = (checksum & 0x1ff_ffff) << 5 ^ UInt32(value)
-            for bit in 0..<5 where (top >> UInt32(bit)) & 1 == 1 { checksum ^= generator[bit] }
+        for part in parts {
+            for value in part {
+                let top = checksum >> 25
+                checksum = (checksum & 0x1ff_ffff) << 5 ^ UInt32(value)
+                for bit in 0..<5 where (top >> UInt32(bit)) & 1 == 1 { checksum ^= generator[bit] }
+            }
         }
         return checksum
     }
@@ -44,11 +50,16 @@ enum Bech32 {
     /// `uppercase` for identities, which age writes in capitals.
     static func encode(hrp: String, _ data: [UInt8], uppercase: Bool = false) -> [UInt8] {
         let hrpBytes = Array(hrp.lowercased().utf8)
-        let values = regrouped(data, from: 8, to: 5, pad: true)!
-        let check = polymod(expanded(hrpBytes) + values + [0, 0, 0, 0, 0, 0]) ^ 1
-        let checksum = (0..<6).map { UInt8(check >> UInt32(5 * (5 - $0)) & 31) }
-        let text = hrpBytes + [UInt8(ascii: "1")] + (values + checksum).map { alphabet[Int($0)] }
-        return uppercase ? text.map { $0 >= 97 && $0 <= 122 ? $0 - 32 : $0 } : text
+        var values = regrouped(data, from: 8, to: 5, pad: true)!
+        defer { SecretBytes.wipe(&values) }
+        let check = polymod(expanded(hrpBytes), values, [0, 0, 0, 0, 0, 0]) ^ 1
+        var text = hrpBytes + [UInt8(ascii: "1")]
+        text.reserveCapacity(text.count + values.count + 6)
+        for value in values { text.append(alphabet[Int(value)]) }
+        for index in 0..<6 { text.append(alphabet[Int(check >> UInt32(5 * (5 - index)) & 31)]) }
+        guard uppercase else { return text }
+        defer { SecretBytes.wipe(&text) }
+        return text.map { $0 >= 97 && $0 <= 122 ? $0 - 32 : $0 }
     }
 
     /// The human-readable part (in the input's own case) and the data, or nil for anything that
@@ -59,16 +70,21 @@ enum Bech32 {
         let isLower = { (byte: UInt8) in byte >= 97 && byte <= 122 }
         let upper = text.contains(where: isUpper)
         guard !(upper && text.contains(where: isLower)) else { return nil }
-        let lowered = upper ? text.map { isUpper($0) ? $0 + 32 : $0 } : text
+        // Every copy of an identity's characters is wiped when done.
+        var lowered = upper ? text.map { isUpper($0) ? $0 + 32 : $0 } : text
+        defer { SecretBytes.wipe(&lowered) }
         guard let separator = lowered.lastIndex(of: UInt8(ascii: "1")), separator >= 1, lowered.count - separator - 1 >= 6 else { return nil }
         var values: [UInt8] = []
+        defer { SecretBytes.wipe(&values) }
         for character in lowered[(separator + 1)...] {
             guard let value = alphabet.firstIndex(of: character) else { return nil }
             values.append(UInt8(value))
         }
         let hrp = Array(lowered[..<separator])
-        guard polymod(expanded(hrp) + values) == 1,
-              let data = regrouped(Array(values.dropLast(6)), from: 5, to: 8, pad: false) else { return nil }
+        guard polymod(expanded(hrp), values) == 1 else { return nil }
+        var payload = Array(values.dropLast(6))
+        defer { SecretBytes.wipe(&payload) }
+        guard let data = regrouped(payload, from: 5, to: 8, pad: false) else { return nil }
         let hrpText = String(decoding: hrp, as: UTF8.self)
         return (upper ? hrpText.uppercased() : hrpText, data)
     }
