@@ -228,14 +228,23 @@ enum ShareCommand {
         return all.filter { seen.insert($0.text).inserted }
     }
 
+    /// A recipients file's text. A private key named by mistake (the file beside the .pub) is
+    /// wiped and refused before it becomes a String.
     private static func readText(_ path: String, what: String) throws -> String {
+        var bytes: [UInt8]
         do throws(InputFile.Failure) {
-            return String(decoding: try InputFile.read(ProcessIdentity.expandingTilde(path), limit: 64 << 10), as: UTF8.self)
+            bytes = try InputFile.read(ProcessIdentity.expandingTilde(path), limit: 64 << 10)
         } catch .notFound {
             throw SharingError.badRecipient("\(what) \(path): not an age1… recipient, an ssh-ed25519 key line, or a file")
         } catch {
             throw SharingError.badRecipient("\(what) \(path): \(error.reason)")
         }
+        let secretMarkers = [Array("PRIVATE KEY".utf8), Array("AGE-SECRET-KEY-".utf8)]
+        if secretMarkers.contains(where: { marker in bytes.indices.contains { bytes[$0...].starts(with: marker) } }) {
+            SecretBytes.wipe(&bytes)
+            throw SharingError.badRecipient("\(what) \(path): holds a private key, not a recipient; give the public key (the .pub file, or 'gemvault identity')")
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func fileMode(_ call: Invocation) throws -> mode_t {

@@ -579,3 +579,12 @@ def test_sharing_an_imported_key_on_does_not_move_the_senders_serial(env, tmp_pa
     assert synced.code == 0 and "took serial 2" in synced.out, synced
     assert bob.run("key", "get", "lab").out == new_key + "\n"
     assert json.loads(bob.run("key", "share", "lab", "--list", "--json").out)["serial"] == 3
+
+
+def test_naming_a_private_key_as_a_recipient_is_refused_without_showing_it(env, tmp_path):
+    vault_with_key(env)
+    key_path = os.path.join(str(tmp_path), "id_ed25519")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key_path], check=True)
+    refused = env.run("key", "share", "lab", "--to", key_path, "-o", os.path.join(str(tmp_path), "x.age"))
+    assert refused.code == 64 and "private key" in refused.err and "OPENSSH" not in refused.err
+    assert not os.path.exists(os.path.join(str(tmp_path), "x.age"))
