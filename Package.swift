@@ -86,11 +86,11 @@ let package = Package(
 
         // MARK: Tests
 
-        .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"]),
+        .testTarget(name: "SystemIOTests", dependencies: ["SystemIO", "GemvaultTesting"]),
         .testTarget(name: "GoogleKeysTests", dependencies: ["GoogleKeys"], exclude: ["Fixtures"]),
         .testTarget(name: "AgentTests", dependencies: ["Agent", "VaultCore"]),
         .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "Agent", "AgeFormat", "Sharing", "VaultCore", "SystemIO", "GemvaultTesting"]),
-        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO"], exclude: ["Fixtures"]),
+        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO", "GemvaultTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "AgeFormatTests", dependencies: ["AgeFormat", "VaultCore", "CZlib", "GemvaultTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "SharingTests", dependencies: ["Sharing", "AgeFormat", "GoogleKeys", "VaultCore"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
@@ -98,7 +98,7 @@ let package = Package(
         .testTarget(name: "KeyResolutionTests", dependencies: ["KeyResolution", "Settings", "VaultAccess", "Agent", "VaultCore", "GoogleKeys", "GemvaultTesting"]),
         .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "SystemIO", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "Conversations", "GoogleHTTP", "GoogleKeys", "VaultCore", "GemvaultTesting"], exclude: ["Fixtures"]),
-        .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "VaultCore"]),
+        .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "VaultCore", "GemvaultTesting"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "Rendering", "TerminalIO"]),
         .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "Conversations", "GeminiClient", "Settings", "KeyResolution", "GoogleAuth", "GoogleHTTP", "SystemIO", "VaultAccess", "VaultCore", "GemvaultTesting"]),

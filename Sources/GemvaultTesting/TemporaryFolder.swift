@@ -19,5 +19,14 @@ public final class TemporaryFolder: @unchecked Sendable {
     /// `name` inside the folder.
     public func appending(_ name: String) -> String { path + "/" + name }
 
+    /// A new empty folder inside this one (mkdtemp, 0700), for a test that wants several.
+    public func newFolder() -> String {
+        var template = Array((path + "/folder-XXXXXX").utf8CString)
+        return template.withUnsafeMutableBufferPointer { buffer in
+            guard let made = mkdtemp(buffer.baseAddress!) else { fatalError("mkdtemp failed: errno \(errno)") }
+            return String(cString: made)
+        }
+    }
+
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }

@@ -1,5 +1,6 @@
 import Glibc
 import Foundation
+import GemvaultTesting
 import Testing
 import VaultCore
 @testable import Conversations
@@ -246,9 +247,11 @@ import VaultCore
 /// the file again when another writer appended in between.
 @Suite struct ReopenTests {
     let key = SecretBytes.random(count: 32)
+    /// Removed when the test ends.
+    let scratch = TemporaryFolder("reopen")
 
     func store() throws -> HistoryStore {
-        let directory = "/tmp/gemvault-reopen-\(UInt64.random(in: 0...UInt64.max))"
+        let directory = scratch.newFolder()
         let store = HistoryStore(stateDirectory: directory, vaultPath: directory + "/vault")
         try store.saveRecipient(conversationKey: key, vaultHistory: nil)
         return store

@@ -1,13 +1,8 @@
+import GemvaultTesting
 import Glibc
 import Testing
 @testable import SystemIO
 
-/// A private scratch folder per test.
-func scratchFolder() -> String {
-    var template = Array("/tmp/gemvault-systemio-XXXXXX".utf8CString)
-    let path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-    return path
-}
 
 func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode)
@@ -17,6 +12,10 @@ func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) {
 }
 
 @Suite struct TrustedFileTests {
+    /// Removed with everything in it when the test ends (Swift Testing makes a suite value per test).
+    let scratch = TemporaryFolder("systemio")
+    func scratchFolder() -> String { scratch.newFolder() }
+
     @Test func privateFileOpensAndMissingFileIsNil() throws {
         let folder = scratchFolder()
         writeFile(folder + "/secret", "hello")
@@ -199,6 +198,9 @@ func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) {
 }
 
 @Suite struct UnixSocketTests {
+    let scratch = TemporaryFolder("socket")
+    func scratchFolder() -> String { scratch.newFolder() }
+
     @Test func aSocketInAFolderDeeperThanASocketNameHoldsIsReachedThroughItsDescriptor() throws {
         var path = scratchFolder()
         while path.utf8.count < 200 { path += "/a-folder-name-of-thirty-bytes" }

@@ -1,4 +1,5 @@
 import Foundation
+import GemvaultTesting
 import Glibc
 import SystemIO
 import Testing
@@ -22,10 +23,11 @@ private final class GivenPassphrase: PassphraseSource, @unchecked Sendable {
 
 @Suite struct VaultAccessTests {
     let passphrase = "correct horse battery staple"
+    /// Removed when the test ends.
+    let scratch = TemporaryFolder("access")
 
     private func newVault() throws -> (VaultAccess, GivenPassphrase, String) {
-        var template = Array((NSTemporaryDirectory() + "/gemvault-access-XXXXXX").utf8CString)
-        let folder = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        let folder = scratch.newFolder()
         let store = VaultStore(path: folder + "/vault/vault")
         let document = try VaultDocument.create(path: store.path, passphrase: SecretBytes(utf8: passphrase), recoveryCode: RecoveryCode.generate(),
                                                 kdf: KDFParameters.Preset.interactive.parameters)

@@ -1,14 +1,14 @@
 import Foundation
+import GemvaultTesting
 import Glibc
 import SystemIO
 import Testing
 @testable import VaultCore
 
 @Suite struct VaultStoreTests {
-    private func temporaryDirectory() -> String {
-        var template = Array((NSTemporaryDirectory() + "/gemvault-store-XXXXXX").utf8CString)
-        return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-    }
+    /// Removed when the test ends.
+    let scratch = TemporaryFolder("store")
+    private func temporaryDirectory() -> String { scratch.newFolder() }
 
     private func write(_ store: VaultStore, _ bytes: [UInt8], backup: VaultStore.Backup = .previous) throws {
         try store.withExclusiveLock { session in try store.write(bytes, in: session, backup: backup) }
