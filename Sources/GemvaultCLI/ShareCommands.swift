@@ -400,6 +400,13 @@ enum ShareCommand {
         let existing = try vault.sharingRecords()[name]
         let origin: KeySharing.Origin = document.map { .signed($0.sender) } ?? .unsigned
         try checkSender(origin, document: document, existing: existing, name: name, accept: call.flag(.acceptNewSender))
+        // What --follow needs is known now: refused before anything is asked or checked.
+        if call.flag(.follow) {
+            guard let document else { throw UsageError("--follow needs a signed share: a plain age file's next version could not be checked", command: call.command) }
+            guard document.name == name else {
+                throw UsageError("--follow keeps the share's own name: import it as '\(document.name)', or without --follow", command: call.command)
+            }
+        }
 
         let fingerprint = document.map { SharingIdentity.fingerprint(of: $0.sender.signingKey) }
         var shown = ["name        \(name)" + (explicitName != nil && document != nil && document!.name != name ? " (shared as '\(document!.name)')" : ""),
@@ -428,10 +435,6 @@ enum ShareCommand {
         record.serial = document?.serial ?? record.serial
         record.origin = origin
         if call.flag(.follow) {
-            if let document, document.name != name {
-                throw UsageError("--follow keeps the share's own name: import it as '\(document.name)', or without --follow", command: call.command)
-            }
-            guard document != nil else { throw UsageError("--follow needs a signed share: a plain age file's next version could not be checked", command: call.command) }
             record.follow = FollowedFile(path: ProcessIdentity.absolutePath(ProcessIdentity.expandingTilde(path)), status: contents.status)
         }
         // The share's Google key name is shown above, never kept: a later rotation here looks the
