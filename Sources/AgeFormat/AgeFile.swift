@@ -30,11 +30,6 @@ public enum AgeFile {
     /// Whether `file` is ASCII-armored (after leading white space).
     public static func isArmored(_ file: [UInt8]) -> Bool { AgeArmor.isArmored(file) }
 
-    /// The recipient stanzas of `file`, for saying who a file is for without opening it.
-    public static func stanzas(of file: [UInt8]) throws(AgeError) -> [AgeStanza] {
-        try AgeHeader.parse(AgeArmor.isArmored(file) ? try AgeArmor.binary(file) : file).stanzas
-    }
-
     private static func decryptBinary(_ file: [UInt8], with identities: [any AgeIdentity]) throws(AgeError) -> SecretBytes {
         let header = try AgeHeader.parse(file)
         if header.stanzas.contains(where: { $0.type == "scrypt" }) {

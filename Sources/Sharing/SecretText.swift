@@ -11,7 +11,6 @@ struct SecretText {
     private var parts: [Part] = []
 
     mutating func append(_ text: String) { parts.append(.plain(Array(text.utf8))) }
-    mutating func append(bytes: [UInt8]) { parts.append(.plain(bytes)) }
     mutating func append(secret: SecretBytes) { parts.append(.secret(secret)) }
 
     /// `text` as a JSON string, quotes included.

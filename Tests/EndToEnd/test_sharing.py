@@ -588,3 +588,18 @@ def test_naming_a_private_key_as_a_recipient_is_refused_without_showing_it(env, 
     refused = env.run("key", "share", "lab", "--to", key_path, "-o", os.path.join(str(tmp_path), "x.age"))
     assert refused.code == 64 and "private key" in refused.err and "OPENSSH" not in refused.err
     assert not os.path.exists(os.path.join(str(tmp_path), "x.age"))
+
+
+def test_a_binary_share_is_not_written_to_a_terminal(env, tmp_path):
+    from conftest import BIN
+    from ptyrun import PtySession
+    vault_with_key(env)
+    _, recipient = age_identity(str(tmp_path))
+    s = PtySession([BIN, "key", "share", "lab", "--to", recipient, "--passphrase-file", env.passfile], env.vars)
+    try:
+        code = s.wait()
+        screen = s.text()
+    finally:
+        s.close()
+    assert code == 64 and "refusing to write a binary age file to the terminal" in screen and "age-encryption.org" not in screen
+    assert json.loads(env.run("key", "share", "lab", "--list", "--json").out)["recipients"] == []
