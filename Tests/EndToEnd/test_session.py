@@ -381,7 +381,8 @@ def test_exec_passes_codes_signals_environment_and_nothing_else(session, tmp_pat
     # A signal sent to gemvault reaches the child.
     proc = subprocess.Popen([BIN, "exec", "--", "sh", "-c", "trap 'exit 42' TERM; sleep 30 & wait"], env=env.vars)
     # The child's `sleep` runs: its trap is set.
-    wait_until(lambda: any(b"sleep" in command for command in descendant_commands(proc.pid)), "the child's sleep")
+    # (Its program, not the shell's own command line, which names sleep too.)
+    wait_until(lambda: any(command.split(b"\0")[0].endswith(b"sleep") for command in descendant_commands(proc.pid)), "the child's sleep")
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 42
     nested = env.run("exec", "--", "true", passphrase=False, env={"GEMVAULT_EXEC": "1"})
