@@ -13,6 +13,8 @@ public struct AgeError: Error, Equatable, Sendable, CustomStringConvertible {
         case noMatch = "no match"
         /// A valid feature gemvault does not read (a passphrase-encrypted file, a plugin recipient).
         case unsupported = "unsupported"
+        /// An identity (a passphrase-protected ssh key) needs a passphrase that is missing or wrong.
+        case wrongPassphrase = "wrong passphrase"
     }
 
     public let kind: Kind

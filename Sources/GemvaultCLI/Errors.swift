@@ -221,6 +221,8 @@ enum ErrorReport {
                     "ask the sender to share to the recipient 'gemvault identity' prints")
         case .unsupported:
             return (.failure, "\(error.detail); nothing was stored", nil)
+        case .wrongPassphrase:
+            return (.wrongSecret, "\(error.detail); nothing was stored", nil)
         default:
             return (.damaged, "the share file is damaged (\(error.kind.rawValue): \(error.detail)); nothing was stored", nil)
         }

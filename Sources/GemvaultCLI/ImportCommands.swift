@@ -188,7 +188,7 @@ extension ShareCommand {
     }
 
     /// The identities in an `-i` file: age's identity file (`AGE-SECRET-KEY-1…` lines, `#`
-    /// comments), or an unencrypted OpenSSH ed25519 private key.
+    /// comments), or an OpenSSH ed25519 private key (its passphrase asked on the terminal).
     static func loadIdentities(_ path: String) throws -> [any AgeIdentity] {
         let text: SecretBytes
         do throws(InputFile.Failure) {
@@ -197,7 +197,7 @@ extension ShareCommand {
         } catch {
             throw CommandFailure(.failure, "cannot read the identity \(path): \(error.reason)")
         }
-        if SSHEd25519Identity.isOpenSSHPrivateKey(text) { return [try SSHEd25519Identity(openSSHPrivateKey: text)] }
+        if SSHEd25519Identity.isOpenSSHPrivateKey(text) { return [try openSSHIdentity(text, path: path)] }
         var identities: [any AgeIdentity] = []
         var lineStart = 0
         try text.withUnsafeBytes { raw in
@@ -214,5 +214,24 @@ extension ShareCommand {
         }
         guard !identities.isEmpty else { throw UsageError("\(path) holds no identity") }
         return identities
+    }
+
+    /// An ssh key as an identity; a protected one gets three tries at its passphrase, as ssh gives.
+    private static func openSSHIdentity(_ text: SecretBytes, path: String) throws -> SSHEd25519Identity {
+        guard try SSHEd25519Identity.needsPassphrase(text) else { return try SSHEd25519Identity(openSSHPrivateKey: text) }
+        guard SecretInput.hasTerminal else {
+            throw CommandFailure(.failure, "the ssh key \(path) is protected by a passphrase, and there is no terminal to ask it on; nothing was stored",
+                                 hint: "run the command on a terminal, or give an age identity file with -i")
+        }
+        for attempt in 1...3 {
+            let passphrase = try SecretInput.read(from: .terminal, prompt: "Passphrase for the ssh key \(path): ")
+            let opened = Result { () throws(AgeError) in try SSHEd25519Identity(openSSHPrivateKey: text, passphrase: passphrase) }
+            if case .failure(let error) = opened, error.kind == .wrongPassphrase {
+                if attempt < 3 { Console.warning("wrong passphrase for the ssh key; try again") }
+                continue
+            }
+            return try opened.get()
+        }
+        throw CommandFailure(.wrongSecret, "wrong passphrase for the ssh key \(path); nothing was stored")
     }
 }

@@ -141,7 +141,7 @@ extension OptionSpec {
     static let noRotate = OptionSpec(name: "--no-rotate", value: nil, help: "with --revoke: drop the recipient only; the key they hold keeps working")
     static let list = OptionSpec(name: "--list", value: nil, help: "show who the key was shared with: recipient, label, when, file")
     static let identityFile = OptionSpec(name: "--identity", value: "FILE",
-                                         help: "decrypt with an age identity file or an unencrypted ssh-ed25519 private key instead of the vault's identity (repeatable)",
+                                         help: "decrypt with an age identity file or an ssh-ed25519 private key (a protected one asks its passphrase) instead of the vault's identity (repeatable)",
                                          shortName: "-i", repeatable: true)
     static let yesStore = OptionSpec(name: "--yes", value: nil, help: "store without asking (needed without a terminal)")
     static let noVerifyImport = OptionSpec(name: "--no-verify", value: nil, help: "store the key without checking it with Gemini")

@@ -31,7 +31,7 @@ let shareCommands: [CommandSpec] = [
                 summary: "store a key shared with you (a gemvault share, or a plain age file holding a key)",
                 options: [.identityFile, .yesStore, .noVerifyImport, .follow, .acceptNewSender, .allowInsecureEndpoint, .json],
                 details: """
-                The file is decrypted with this vault's identity, or with -i (an age identity file, or an unencrypted ssh-ed25519 private key). FILE may be - for stdin.
+                The file is decrypted with this vault's identity, or with -i (an age identity file, or an ssh-ed25519 private key, whose passphrase is asked on the terminal if it has one). FILE may be - for stdin.
                 Before storing, it shows the key's name, masked value, kind and Google key, and who signed it. On a terminal it asks; without one it needs --yes. The key is checked with Gemini (listing models) unless --no-verify.
                 The first signed import of a name pins its sender's signing key: a later share of that name from another key, an unsigned one, or one with a lower serial (a replay) is refused (exit 4) unless --accept-new-sender.
                 With --follow, FILE is recorded: whenever the key is used, a changed FILE holding a newer share from the pinned sender is taken (said once on stderr); one that fails a check is warned about and the stored key stays.

@@ -242,3 +242,16 @@ public enum Ed25519 {
         return converted
     }
 }
+
+/// SHA-512 from and into raw memory, so that OpenSSH's bcrypt_pbkdf can keep every
+/// intermediate value of a passphrase in one secret buffer.
+public enum SHA512 {
+    public static let bytes = 64
+
+    /// Writes the digest of `message` to the first 64 bytes at `digest`.
+    public static func hash(_ message: UnsafeRawBufferPointer, into digest: UnsafeMutableRawPointer) {
+        Sodium.ensureInitialized()
+        let input = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        _ = crypto_hash_sha512(digest.assumingMemoryBound(to: UInt8.self), input, UInt64(message.count))
+    }
+}

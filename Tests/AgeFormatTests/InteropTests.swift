@@ -84,12 +84,66 @@ func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(dec
         #expect(text(try AgeFile.decrypt(theirs.output, with: [identity])) == Self.message)
     }
 
-    @Test func aPassphraseProtectedSSHKeyIsNamedAsSuch() throws {
+    /// A key `ssh-keygen` protected with a passphrase: the right one opens it, as it opens a
+    /// file real age encrypted to its .pub; a missing or wrong one is said to be wrong.
+    @Test(arguments: [["-Z", "aes256-ctr"], ["-Z", "aes128-ctr", "-a", "2"], ["-Z", "aes192-ctr", "-a", "3"], []])
+    func aPassphraseProtectedSSHKeyOpensWithItsPassphrase(options: [String]) throws {
         let folder = TemporaryFolder("age")
-        _ = try run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "correct horse", "-f", folder.path + "/id_ed25519"])
+        let made = try run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "correct horse", "-f", folder.path + "/id_ed25519"] + options)
+        #expect(made.status == 0, "\(made.errors)")
         let privateKey = SecretBytes(copying: [UInt8](try #require(FileManager.default.contents(atPath: folder.path + "/id_ed25519"))))
-        let error = try #require(throws: AgeError.self) { try SSHEd25519Identity(openSSHPrivateKey: privateKey) }
+        #expect(try SSHEd25519Identity.needsPassphrase(privateKey))
+        for wrong in [nil, SecretBytes(utf8: "correct hors"), SecretBytes(utf8: "correct horse ")] {
+            let error = try #require(throws: AgeError.self) { try SSHEd25519Identity(openSSHPrivateKey: privateKey, passphrase: wrong) }
+            #expect(error.kind == .wrongPassphrase)
+        }
+        let identity = try SSHEd25519Identity(openSSHPrivateKey: privateKey, passphrase: SecretBytes(utf8: "correct horse"))
+        let publicLine = try String(contentsOfFile: folder.path + "/id_ed25519.pub", encoding: .utf8)
+        #expect(identity.recipient == SSHEd25519Recipient(parsing: publicLine.trimmingCharacters(in: .newlines)))
+        let theirs = try run("/usr/bin/age", ["-e", "-R", folder.path + "/id_ed25519.pub"], input: Array(Self.message.utf8))
+        #expect(text(try AgeFile.decrypt(theirs.output, with: [identity])) == Self.message)
+    }
+
+    @Test func anUnprotectedKeyNeedsNoPassphraseAndAnotherCipherIsNamed() throws {
+        let folder = TemporaryFolder("age")
+        _ = try run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", folder.path + "/plain"])
+        #expect(try !SSHEd25519Identity.needsPassphrase(SecretBytes(copying: [UInt8](try #require(FileManager.default.contents(atPath: folder.path + "/plain"))))))
+        _ = try run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "pass", "-Z", "chacha20-poly1305@openssh.com", "-f", folder.path + "/chacha"])
+        let chacha = SecretBytes(copying: [UInt8](try #require(FileManager.default.contents(atPath: folder.path + "/chacha"))))
+        // Refused before anyone is asked for a passphrase.
+        let error = try #require(throws: AgeError.self) { try SSHEd25519Identity.needsPassphrase(chacha) }
         #expect(error.kind == .unsupported)
+        #expect(error.detail.contains("chacha20-poly1305@openssh.com") && error.detail.contains("ssh-keygen -p -Z aes256-ctr"))
+    }
+}
+
+/// Hand-made openssh-key-v1 files, for what ssh-keygen would never write.
+@Suite struct HostileSSHKeyTests {
+    static func string(_ bytes: [UInt8]) -> [UInt8] {
+        let n = UInt32(bytes.count)
+        return [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + bytes
+    }
+
+    static func keyFile(cipher: String, rounds: UInt32, section: Int) -> SecretBytes {
+        let options = string([UInt8](repeating: 1, count: 16)) + [UInt8(rounds >> 24), UInt8(rounds >> 16 & 0xff), UInt8(rounds >> 8 & 0xff), UInt8(rounds & 0xff)]
+        let publicWire = string(Array("ssh-ed25519".utf8)) + string([UInt8](repeating: 9, count: 32))
+        let blob = Array("openssh-key-v1".utf8) + [0] + string(Array(cipher.utf8)) + string(Array("bcrypt".utf8)) + string(options)
+            + [0, 0, 0, 1] + string(publicWire) + string([UInt8](repeating: 0, count: section))
+        let text = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + Data(blob).base64EncodedString() + "\n-----END OPENSSH PRIVATE KEY-----\n"
+        return SecretBytes(utf8: text)
+    }
+
+    @Test func tooManyRoundsAreRefusedBeforeAnyPassphraseIsAsked() {
+        let error = #expect(throws: AgeError.self) { try SSHEd25519Identity.needsPassphrase(Self.keyFile(cipher: "aes256-ctr", rounds: 100_000, section: 16)) }
+        #expect(error?.kind == .unsupported)
+        #expect(throws: Never.self) { try SSHEd25519Identity.needsPassphrase(Self.keyFile(cipher: "aes256-ctr", rounds: 1000, section: 16)) }
+    }
+
+    @Test func aSectionThatIsNotWholeBlocksIsDamagedNotAWrongPassphrase() {
+        let error = #expect(throws: AgeError.self) {
+            try SSHEd25519Identity(openSSHPrivateKey: Self.keyFile(cipher: "aes128-ctr", rounds: 1, section: 17), passphrase: SecretBytes(utf8: "x"))
+        }
+        #expect(error?.kind == .header)
     }
 }
 

@@ -382,3 +382,14 @@ def test_package_swift_declares_exactly_what_each_target_imports():
         if dependencies - imported:
             differences.append("%s declares %s without importing it" % (name, ", ".join(sorted(dependencies - imported))))
     assert not differences, "Package.swift and the imports differ:\n" + "\n".join(differences)
+
+
+def test_the_blowfish_tables_are_the_digits_of_pi_their_generator_computes():
+    """Sources/AgeFormat/BlowfishTables.swift is what BuildSupport/blowfish_tables.py makes."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("blowfish_tables", os.path.join(ROOT, "BuildSupport", "blowfish_tables.py"))
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    with open(os.path.join(ROOT, "Sources", "AgeFormat", "BlowfishTables.swift")) as handle:
+        written = [int(word, 16) for word in re.findall(r"0x([0-9A-F]{8})", handle.read())]
+    assert written == generator.pi_fraction_words()

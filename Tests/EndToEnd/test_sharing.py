@@ -216,6 +216,46 @@ def test_import_with_an_ssh_key_or_an_age_identity_file(env, tmp_path):
     assert other.run("key", "get", "lab").code != 0
 
 
+def test_a_passphrase_protected_ssh_key_asks_its_passphrase_on_the_terminal(env, tmp_path):
+    """ssh-keygen's default encryption (bcrypt_pbkdf, AES-256-CTR): the passphrase is asked on
+    the terminal with echo off, three tries, then exit 3; without a terminal, exit 1."""
+    from conftest import BIN
+    from ptyrun import PtySession
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    key_path = os.path.join(str(tmp_path), "id_ed25519")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "ssh key phrase", "-f", key_path], check=True)
+    out = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("key", "share", "lab", "--to", key_path + ".pub", "-o", out).code == 0
+
+    headless = bob.run("key", "import", out, "--yes", "--no-verify", "-i", key_path)
+    assert headless.code == 1 and "protected by a passphrase" in headless.err and "no terminal" in headless.err
+    assert bob.run("key", "get", "lab").code != 0
+
+    def typed(answers):
+        s = PtySession([BIN, "key", "import", out, "--yes", "--no-verify", "-i", key_path, "--passphrase-file", bob.passfile], bob.vars)
+        seen = ""
+        try:
+            for answer in answers:
+                s.expect(r"Passphrase for the ssh key [^\n]*: ")
+                seen += s.text()
+                s.mark()
+                s.line(answer)
+            code = s.wait(timeout=30)
+            return code, seen + s.text()
+        finally:
+            s.close()
+
+    code, screen = typed(["not it", "no", "nope"])
+    assert code == 3 and "wrong passphrase for the ssh key" in screen and "nothing was stored" in screen
+    assert screen.count("try again") == 2 and "not it" not in screen
+    assert bob.run("key", "get", "lab").code != 0
+    code, screen = typed(["wrong once", "ssh key phrase"])
+    assert code == 0, screen
+    assert "ssh key phrase" not in screen
+    assert bob.run("key", "get", "lab").out == GOOD_KEY + "\n"
+
+
 def test_a_damaged_share_is_refused_with_exit_4_and_nothing_stored(env, tmp_path):
     alice = vault_with_key(env)
     bob = second(tmp_path, "bob")
