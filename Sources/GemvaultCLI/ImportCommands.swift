@@ -113,7 +113,7 @@ extension ShareCommand {
     static func summary(_ record: KeySharing?) -> String? {
         guard let record else { return nil }
         var parts: [String] = []
-        if !record.recipients.isEmpty { parts.append("shared with \(record.recipients.count) recipient\(record.recipients.count == 1 ? "" : "s")") }
+        if !record.recipients.isEmpty { parts.append("shared with \(record.recipientCount) recipient\(record.recipientCount == 1 ? "" : "s")") }
         switch record.origin {
         case .signed(let sender)?: parts.append("from \(sender.label) (\(SharingIdentity.fingerprint(of: sender.signingKey)))")
         case .unsigned?: parts.append("imported unsigned")

@@ -113,16 +113,7 @@ enum ShareCommand {
             throw UsageError("name at least one recipient with --to or -R ('\(name)' has not been shared yet)", command: call.command)
         }
         let now = Output.now()
-        for recipient in given {
-            let entry = ShareRecipient(recipient: recipient.text, label: recipient.label, added: now, path: output ?? "")
-            if let index = record.recipients.firstIndex(where: { $0.recipient == recipient.text }) {
-                let old = record.recipients[index]
-                record.recipients[index] = ShareRecipient(recipient: old.recipient, label: recipient.label.isEmpty ? old.label : recipient.label,
-                                                          added: old.added, path: output ?? old.path)
-            } else {
-                record.recipients.append(entry)
-            }
-        }
+        for recipient in given { record.add(recipient, path: output, now: now) }
         guard record.recipients.count <= KeySharing.recipientLimit else {
             throw UsageError("a key can be shared with at most \(KeySharing.recipientLimit) recipients", command: call.command)
         }
@@ -132,7 +123,7 @@ enum ShareCommand {
                                       output: output.map { (path: $0, armor: call.flag(.armor), mode: mode, replacing: call.flag(.overwrite)) },
                                       toStandardOutput: toStandardOutput ? call.flag(.armor) : nil)
         _ = try vault.apply(.recordSharing(name: name, record: record))
-        let everyone = record.recipients.count == 1 ? "1 recipient" : "\(record.recipients.count) recipients"
+        let everyone = record.recipientCount == 1 ? "1 recipient" : "\(record.recipientCount) recipients"
         Console.note("shared '\(name)' (serial \(record.sentSerial)) with \(everyone)" + (written.isEmpty ? "" : ": wrote " + written.joined(separator: ", ")))
     }
 
@@ -140,7 +131,9 @@ enum ShareCommand {
     /// every other file the record names. Returns the files written.
     static func writeShares(name: String, key: SecretBytes, google: GoogleKeyRecord?, record: KeySharing, identity: SharingIdentity, now: Int64,
                             output: (path: String, armor: Bool, mode: mode_t, replacing: Bool)?, toStandardOutput armor: Bool?) throws -> [String] {
-        let everyone = try record.recipients.map { try RecipientList.parse($0.recipient, origin: "the recorded recipient \($0.recipient)").recipient }
+        var seen: Set<String> = []
+        let everyone = try record.recipients.filter { seen.insert($0.recipient).inserted }
+            .map { try RecipientList.parse($0.recipient, origin: "the recorded recipient \($0.recipient)").recipient }
         let document = try ShareDocument.signed(name: name, key: key, googleKey: google, serial: record.sentSerial, created: now, identity: identity)
         let plaintext = document.encoded()
         var written: [String] = []
@@ -185,7 +178,7 @@ enum ShareCommand {
                                           output: nil, toStandardOutput: nil)
             _ = try vault.apply(.recordSharing(name: name, record: record))
             let files = written.isEmpty ? "no file recorded (shared to stdout): share it again by hand" : "wrote " + written.joined(separator: ", ")
-            Console.note("shared the new value of '\(name)' (serial \(record.sentSerial)) with its \(record.recipients.count) recipient\(record.recipients.count == 1 ? "" : "s"): \(files)")
+            Console.note("shared the new value of '\(name)' (serial \(record.sentSerial)) with its \(record.recipientCount) recipient\(record.recipientCount == 1 ? "" : "s"): \(files)")
         } catch {
             let (_, message, _) = ErrorReport.describe(error)
             Console.warning("the new value of '\(name)' was not shared with its recipients (\(message)); 'gemvault key share \(name)' does it")
@@ -285,7 +278,8 @@ enum ShareCommand {
                 throw CommandFailure(.failure, "\(shown) cannot be revoked without rotating '\(name)' at Google: \(error.message); nothing changed", hint: keep)
             }
         }
-        record.recipients.remove(at: index)
+        let recorded = record
+        record.recipients.removeAll { $0.recipient == dropped.recipient }
         _ = try vault.apply(.recordSharing(name: name, record: record))
         if call.flag(.noRotate) {
             Console.warning("dropped \(shown) from the recipients of '\(name)', but the key they hold still works: only a new key takes it back ('gemvault key rotate --create \(name)')")
@@ -302,8 +296,7 @@ enum ShareCommand {
             // Nothing rotated: the recipient is put back, so the record says who holds the key.
             let after = try? vault.keySummaries().first { $0.name == name }
             if after?.updated == before?.updated, after?.masked == before?.masked {
-                record.recipients.insert(dropped, at: index)
-                _ = try? vault.apply(.recordSharing(name: name, record: record))
+                _ = try? vault.apply(.recordSharing(name: name, record: recorded))
                 Console.warning("the rotation failed, so \(shown) was not revoked and stays a recipient of '\(name)'")
             } else {
                 Console.warning("\(shown) no longer receives '\(name)', but the rotation did not finish: the old key may still work")
@@ -345,5 +338,28 @@ enum ShareCommand {
         }
         let rows = record.recipients.map { [$0.recipient, $0.label.isEmpty ? "-" : $0.label, Output.localDate($0.added), $0.path.isEmpty ? "(stdout)" : $0.path] }
         try Console.out(EscapeNeutralizer.neutralize(Output.table([["RECIPIENT", "LABEL", "SHARED", "FILE"]] + rows)))
+    }
+}
+
+extension KeySharing {
+    /// Records a share to `recipient` written to `path` (nil: stdout). A new label replaces the
+    /// old one; a new file is kept beside the ones before, which their readers may follow.
+    mutating func add(_ recipient: NamedRecipient, path: String?, now: Int64) {
+        for index in recipients.indices where recipients[index].recipient == recipient.text && !recipient.label.isEmpty {
+            let old = recipients[index]
+            recipients[index] = ShareRecipient(recipient: old.recipient, label: recipient.label, added: old.added, path: old.path)
+        }
+        let entries = recipients.indices.filter { recipients[$0].recipient == recipient.text }
+        guard let path else {
+            if entries.isEmpty { recipients.append(ShareRecipient(recipient: recipient.text, label: recipient.label, added: now, path: "")) }
+            return
+        }
+        if entries.contains(where: { recipients[$0].path == path }) { return }
+        if let toStandardOutput = entries.first(where: { recipients[$0].path.isEmpty }) {
+            let old = recipients[toStandardOutput]
+            recipients[toStandardOutput] = ShareRecipient(recipient: old.recipient, label: old.label, added: old.added, path: path)
+        } else {
+            recipients.append(ShareRecipient(recipient: recipient.text, label: recipient.label, added: now, path: path))
+        }
     }
 }

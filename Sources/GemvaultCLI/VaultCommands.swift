@@ -256,7 +256,7 @@ enum VaultCommand {
                            updated: Output.isoDate($0.updated), age_days: max(0, now - $0.updated) / 86400,
                            last_used: $0.lastUsed > 0 ? Output.isoDate($0.lastUsed) : nil, previous_versions: $0.earlier.count,
                            google_key: $0.google?.resource, service_account: $0.google?.serviceAccount.nonEmpty,
-                           recipients: sharing[$0.name]?.recipients.count ?? 0, shared_by: sharedBy(sharing[$0.name]))
+                           recipients: sharing[$0.name]?.recipientCount ?? 0, shared_by: sharedBy(sharing[$0.name]))
             }
             try Output.json(["keys": listings], schema: .keyList)
             return

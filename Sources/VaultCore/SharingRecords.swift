@@ -112,6 +112,9 @@ public struct KeySharing: Sendable, Equatable {
     }
 
     var isEmpty: Bool { serial == 0 && sentSerial == 0 && recipients.isEmpty && origin == nil && follow == nil }
+
+    /// The people the key went to: one recipient has an entry per file written for it.
+    public var recipientCount: Int { Set(recipients.map(\.recipient)).count }
 }
 
 extension KeySharing {

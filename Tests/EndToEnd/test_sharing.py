@@ -158,11 +158,14 @@ def test_import_between_two_vaults_with_pinning_and_replay(env, tmp_path):
     assert alice_id["fingerprint"] in imported.err and "AQ.A" in imported.err and GOOD_KEY not in imported.err
     assert bob.run("key", "get", "lab").out == GOOD_KEY + "\n"
 
-    # A newer share from alice is taken; the older one replayed afterwards is refused.
+    # A newer share from alice is taken; the older one replayed afterwards is refused. (The
+    # second share rewrites the first file too, which its reader may follow: the old bytes are kept aside.)
+    old_copy = os.path.join(str(tmp_path), "lab-1-old.age")
+    shutil.copyfile(share1, old_copy)
     share2 = os.path.join(str(tmp_path), "lab-2.age")
     assert alice.run("key", "share", "lab", "--to", bob_id["recipient"], "-o", share2).code == 0
     assert bob.run("key", "import", share2, "--yes", "--no-verify").code == 0
-    replayed = bob.run("key", "import", share1, "--yes", "--no-verify")
+    replayed = bob.run("key", "import", old_copy, "--yes", "--no-verify")
     assert replayed.code == 4 and "replayed" in replayed.err
 
     # Mallory, who knows bob's recipient, sends a "lab" key of her own: refused, both fingerprints named.
@@ -375,6 +378,31 @@ def test_a_rotation_by_hand_shares_the_new_value_to_every_recorded_file(env, tmp
     rotated = alice.run("key", "rotate", "lab", "--no-verify", input=new_key)
     assert rotated.code == 0 and "serial 2" in rotated.err and shared in rotated.err, rotated
     assert key_seen_by_exec(bob)[0] == new_key
+
+
+def test_a_share_file_that_cannot_be_rewritten_during_a_rotation_is_warned_about(env, tmp_path):
+    """A second file for the same recipient is recorded beside the first (its reader may follow
+    either); one replaced by a link is not followed, and says so; the other still gets the new
+    key, and the rotation itself succeeds."""
+    alice, bob, shared = alice_shares_lab_with_bob(env, tmp_path)
+    second_copy = os.path.join(str(tmp_path), "lab-copy.age")
+    assert alice.run("key", "share", "lab", "--to", identity(bob)["recipient"], "-o", second_copy).code == 0
+    listed = json.loads(alice.run("key", "share", "lab", "--list", "--json").out)["recipients"]
+    assert sorted(entry["path"] for entry in listed) == sorted([shared, second_copy])
+    assert "1 recipient" in alice.run("key", "which", "lab").out + alice.run("key", "list").out
+    decoy = os.path.join(str(tmp_path), "decoy")
+    with open(decoy, "w") as handle:
+        handle.write("not a share\n")
+    os.unlink(shared)
+    os.symlink(decoy, shared)
+    new_key = auth_key("rotated-past-a-link")
+    rotated = alice.run("key", "rotate", "lab", "--no-verify", input=new_key)
+    assert rotated.code == 0, rotated
+    assert shared + ", where 'lab' was shared before, is not a regular file now; it was not rewritten" in rotated.err
+    assert "wrote " + second_copy in rotated.err
+    assert open(decoy).read() == "not a share\n" and os.path.islink(shared)
+    assert bob.run("key", "import", second_copy, "--yes", "--no-verify").code == 0
+    assert bob.run("key", "get", "lab").out == new_key + "\n"
 
 
 def test_rotate_create_shares_the_new_key_before_it_deletes_the_old_one(env, tmp_path):
