@@ -14,6 +14,10 @@
 #                               so scattered hot code kept 7 MiB of it resident in `ask`.
 #                               Only a layout: a name missing from the list costs memory, never
 #                               behaviour.
+#   version script             no Swift symbol in the dynamic symbol table
+#                               (BuildSupport/local-swift-symbols.map): glibc's dladdr, which
+#                               the Swift runtime calls at start-up, scans that table, and
+#                               4,300 exported symbols cost a tenth of `--version`'s instructions.
 #   lld, pack-relative-relocs   the 59,000 relocations of a position-independent binary stored
 #                               as a bitmap (DT_RELR): fewer pages touched at start. Only where
 #                               the C library reads it (glibc 2.36, Debian 12); an older one
@@ -25,7 +29,8 @@ release_flags=(-c release --static-swift-stdlib --disable-local-rpath
   -Xswiftc -use-ld=lld
   -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections
   -Xlinker --symbol-ordering-file="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/hot-symbols.txt"
-  -Xlinker --no-warn-symbol-ordering)
+  -Xlinker --no-warn-symbol-ordering
+  -Xlinker --version-script="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/local-swift-symbols.map")
 if printf '2.36\n%s\n' "$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')" | sort -V -C; then
   release_flags+=(-Xlinker -z -Xlinker pack-relative-relocs)
 fi

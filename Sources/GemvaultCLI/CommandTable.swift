@@ -127,6 +127,10 @@ enum ArgumentParser {
 
     /// Parses, noting which words of `argv` hold private text (see `PrivateArgument`).
     static func parse(_ argv: [String], privateArguments: inout [PrivateArgument]) throws -> ParsedCommand {
+        // Before the option table is built: `--version` is the start-up benchmark's command.
+        if argv.first == "__complete" { return .complete(Array(argv.dropFirst())) }
+        if argv.isEmpty { return .start }
+        if argv == ["--version"] || argv == ["-V"] || argv == ["-v"] { return .version }
         // Global options may come before the command: `gemvault --vault PATH key list`.
         var leading: [String] = []
         var rest = argv[...]
@@ -143,10 +147,7 @@ enum ArgumentParser {
         let arguments = Array(commandWords) + leading + Array(rest.dropFirst(commandWords.count))
         // Where each word of `arguments` sits in argv, which the reordering above changed.
         let argvIndex = Array(commandWords.indices) + Array(argv.indices.prefix(leading.count)) + Array(rest.indices.dropFirst(commandWords.count))
-        if argv.first == "__complete" { return .complete(Array(argv.dropFirst())) }
-        if argv.isEmpty { return .start }
         if arguments.isEmpty || arguments == [OptionSpec.help.name] || arguments == ["-h"] { return .help(nil) }
-        if arguments == ["--version"] || arguments == ["-V"] || arguments == ["-v"] { return .version }
         if arguments == ["help", "--reference"] { return .reference }
         if arguments == ["help", "--man"] { return .manual }
         if arguments.first == "help" {
