@@ -107,7 +107,10 @@ struct PlainTextSource: ReplyBlockSource {
 ///   out anew at the new width, resuming after the last line printed for good (lines know
 ///   their position in their block), so nothing is repeated or lost. The rows the old lines
 ///   took are counted as the terminal shows them now (`reflows`: wrapped again to the new
-///   width, as tmux, VTE, kitty and most terminals do; else cut, as xterm does).
+///   width, as tmux, VTE, kitty and most terminals do; else cut, as xterm does). A frame
+///   already on its way when the window changes size is drawn by the terminal at the new
+///   size though it was laid out for the old one; no program can tell this afterwards, so
+///   such a frame's rows can be miscounted once.
 /// * Redraws are spaced out by what they cost (at least 1/30 s apart, and four times the last
 ///   one's time), so a flood of tiny pieces draws a few frames, not one per piece.
 ///

@@ -30,8 +30,10 @@ public struct SettingSpec: Sendable {
     public let summary: String
     /// Values that may carry a secret (a key command's arguments) are masked when shown.
     public let mayHoldSecret: Bool
+    /// The variable, when it is not `GEMVAULT_` and the name in capitals.
+    let environmentName: String?
 
-    public var environmentVariable: String { "GEMVAULT_" + name.uppercased() }
+    public var environmentVariable: String { environmentName ?? "GEMVAULT_" + name.uppercased() }
 
     /// A URL that a credential is sent to: plain http only to loopback.
     public var isEndpoint: Bool { if case .endpoint = kind { true } else { false } }
@@ -135,16 +137,16 @@ public struct Setting<Value: Sendable>: Sendable {
     public var name: String { spec.name }
 
     /// A setting with a default: never unset.
-    static func with<T>(_ name: String, _ kind: SettingKind, default value: String, _ summary: String,
+    static func with<T>(_ name: String, _ kind: SettingKind, default value: String, _ summary: String, environment: String? = nil,
                         _ convert: @escaping @Sendable (String) -> T?) -> Setting<T> {
-        Setting<T>(spec: SettingSpec(name: name, kind: kind, defaultValue: value, summary: summary, mayHoldSecret: false),
+        Setting<T>(spec: SettingSpec(name: name, kind: kind, defaultValue: value, summary: summary, mayHoldSecret: false, environmentName: environment),
                    read: { text in text.flatMap(convert) ?? convert(value)! })
     }
 
     /// A setting that may be unset (nil), such as a sampling parameter left to the model.
     static func optional<T>(_ name: String, _ kind: SettingKind, _ summary: String, mayHoldSecret: Bool = false,
                             _ convert: @escaping @Sendable (String) -> T?) -> Setting<T?> {
-        Setting<T?>(spec: SettingSpec(name: name, kind: kind, defaultValue: nil, summary: summary, mayHoldSecret: mayHoldSecret),
+        Setting<T?>(spec: SettingSpec(name: name, kind: kind, defaultValue: nil, summary: summary, mayHoldSecret: mayHoldSecret, environmentName: nil),
                     read: { text in text.flatMap(convert) })
     }
 }
@@ -163,6 +165,9 @@ extension Setting where Value == String {
     public static let color = with("color", .choice(["auto", "always", "never"]), default: "auto", "colour output", text)
     public static let chatStyle = with("chat_style", .choice(["plain", "bubbles"]), default: "plain",
                                        "how chat draws messages: plain lines, or bubbles (as --bubbles; /bubbles switches in a chat)", text)
+    public static let credentialName = with("credential_name", .keyName, default: "gemini-api-key",
+                                            "the systemd credential in $CREDENTIALS_DIRECTORY that holds the key (LoadCredential= of a service)",
+                                            environment: "GEMVAULT_CREDENTIAL", text)
     public static let apikeysEndpoint = with("apikeys_endpoint", .endpoint, default: defaultAPIKeysEndpoint,
                                              "API Keys service base URL for key rotate --create (https, or http on loopback)", text)
 }
@@ -203,7 +208,7 @@ public enum SettingsSchema {
     public static let all: [SettingSpec] = [
         Setting.model.spec, Setting.temperature.spec, Setting.topP.spec, Setting.topK.spec, Setting.maxOutputTokens.spec,
         Setting.systemPrompt.spec, Setting.endpoint.spec, Setting.apiVersion.spec, Setting.timeout.spec, Setting.retries.spec,
-        Setting.key.spec, Setting.keyCommand.spec, Setting.keyCommandTimeout.spec, Setting.rotationDays.spec,
+        Setting.key.spec, Setting.credentialName.spec, Setting.keyCommand.spec, Setting.keyCommandTimeout.spec, Setting.rotationDays.spec,
         Setting.apikeysEndpoint.spec, Setting.tokenCommand.spec, Setting.quotaProject.spec,
         Setting.sessionIdle.spec, Setting.sessionMax.spec, Setting.history.spec, Setting.color.spec, Setting.chatStyle.spec,
     ]

@@ -133,12 +133,16 @@ class Handler(BaseHTTPRequestHandler):
             log.write(json.dumps({"model": model, "time": time.time(), "text": text}) + "\n")
 
     def stream_pieces(self, model, text, size, delay):
-        """`text` in pieces of `size` characters, `delay` seconds apart, each noted as sent."""
+        """`text` in pieces of `size` characters, `delay` seconds apart, each noted as sent; a
+        longer pause once PAUSE_AFTER's sentence is out, so a test can act between frames."""
+        pause_after = PAUSE_AFTER.get(model.split("~")[0])
         for start in range(0, len(text), size):
             piece = text[start:start + size]
             self.chunk(event(text_chunk(piece)))
             self.note_sent(model, piece)
             time.sleep(delay)
+            if pause_after and pause_after[0] in text[:start + size] and pause_after[0] not in text[:start]:
+                time.sleep(pause_after[1])
         self.chunk(event(text_chunk("", "STOP")))
 
     def count(self, model):
@@ -481,6 +485,10 @@ That is all.
 
 TALL_REPLY = "".join("Line %02d of a reply taller than the window.\n\n" % number for number in range(1, 41)) + \
     " ".join("word%03d" % number for number in range(300)) + "\n"
+
+# scenario: (sentence, seconds): the stream pauses once the sentence is sent (a window
+# resized while chat waits, not while a frame may be in flight to the terminal).
+PAUSE_AFTER = {"tall": ("Line 20 of a reply taller than the window.\n", 0.8)}
 
 # scenario: (text, characters per piece, seconds between pieces)
 STREAMED_REPLIES = {

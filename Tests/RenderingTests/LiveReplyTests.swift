@@ -270,3 +270,45 @@ private extension Array {
         stride(from: 0, to: count, by: size).map { Array(self[$0..<Swift.min($0 + size, count)]) }
     }
 }
+
+/// A seeded generator, so a failing layout can be replayed.
+private struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+@Suite struct LiveReplyTallBubbleTests {
+    /// chat's tall scenario in a bubble: pieces of any size, redraws put off for any time (a
+    /// loaded machine), a resize part-way: every line and word once, in order.
+    @Test func aTallBubbleLosesNothingWhateverTheTimingAndAResize() {
+        let reply = (1...40).map { "Line \(String(format: "%02d", $0)) of a reply taller than the window.\n\n" }.joined()
+            + (0..<300).map { "word" + String(format: "%03d", $0) }.joined(separator: " ") + "\n"
+        for seed in UInt64(1)...40 {
+            var random = SplitMix(state: seed)
+            let harness = Harness(columns: 50, rows: 16, frame: .bubble(color: false))
+            var rest = Substring(reply)
+            var resized = false
+            while !rest.isEmpty {
+                let size = Int.random(in: 1...60, using: &random)
+                harness.feed(String(rest.prefix(size)), advance: Double.random(in: 0.001...0.2, using: &random))
+                rest = rest.dropFirst(size)
+                if !resized, harness.output.contains("Line 20 of") {
+                    resized = true
+                    _ = harness.resize(columns: 40, rows: 16)
+                }
+            }
+            harness.finish()
+            let text = harness.reply.joined(separator: "\n")
+            let numbered = text.matches(of: /Line \d\d of/).map { String(text[$0.range]) }
+            let words = text.matches(of: /word\d{3}/).map { String(text[$0.range]) }
+            #expect(words == (0..<300).map { "word" + String(format: "%03d", $0) }, "seed \(seed)")
+            #expect(numbered.count == 40, "seed \(seed)")
+        }
+    }
+}
