@@ -159,7 +159,7 @@ enum ChatCommand {
         let chatStyle = context.style(settings, fd: FileDescriptor.standardOutput.raw)
         // Bubbles are frames, not colours: NO_COLOR draws them without colour. They need a
         // terminal that can move the cursor; asked for where there is none, the chat says so.
-        let wantsBubbles = call.flag(.bubbles) || settings[.chatStyle] == "bubbles"
+        let wantsBubbles = call.flag(.bubbles) || settings[.chatStyle] == .bubbles
         let bubbles = wantsBubbles && Terminal.canRedraw
         if wantsBubbles && !bubbles && (call.flag(.bubbles) || Terminal.stdoutIsTerminal) { Console.note(ChatREPL.noBubbles) }
         let repl = ChatREPL(conversation: conversation, client: client, style: chatStyle,

@@ -17,6 +17,7 @@ let commandExamples: [String: [String]] = [
     "key rotate": ["gemvault key rotate", "gemvault key rotate work --no-verify", "gemvault key rotate --create --if-older-than 90",
                    "gemvault key rotate --undo work"],
     "key history": ["gemvault key history default"],
+    "key export": ["sudo gemvault key export --systemd-creds -o /etc/gemvault/gemini.cred", "gemvault key export work --systemd-creds --tpm2 >> nightly.service.d/key.conf"],
     "identity": ["gemvault identity", "gemvault identity --label \"Ada, lab 3\"", "gemvault identity --json | jq -r .recipient"],
     "key share": ["gemvault key share lab --to age1… -o /srv/share/lab.age", "gemvault key share lab --to ~/.ssh/bob.pub --armor",
                   "gemvault key share lab -R team.txt -o /srv/share/lab.age --force", "gemvault key share lab --list"],

@@ -59,14 +59,13 @@ extension Context {
     /// Whether conversations are kept. Without the vault open, its own `history` setting comes
     /// from the recipient file, so `history off` holds while the vault is locked.
     func historyIsOff(_ settings: Settings, recipient: HistoryStore.Recipient?) -> Bool {
-        let setting = settings.resolved(.history)
-        switch setting.origin {
+        switch settings.resolved(.history).origin {
         case .builtIn, .configFile:
-            if let recorded = recipient?.vaultHistory { return recorded == "off" }
+            if let recorded = recipient?.vaultHistory { return HistoryMode(rawValue: recorded) == .off }
         case .vault, .environment, .flag:
             break
         }
-        return setting.value == "off"
+        return settings[.history] == .off
     }
 
     /// A recorder for a new conversation, or nil with the reason it is not saved. `resuming`
@@ -75,7 +74,7 @@ extension Context {
                   system: String? = nil) -> (ConversationRecorder?, String?) {
         if call.flag(.noSave) { return (nil, nil) }
         guard vault.exists else {
-            return (nil, settings[.history] == "off" ? nil : "there is no vault, so this conversation is not saved")
+            return (nil, settings[.history] == .off ? nil : "there is no vault, so this conversation is not saved")
         }
         do {
             let recipient = try history.recipient()

@@ -136,6 +136,10 @@ extension OptionSpec {
     static let output = OptionSpec(name: "--output", value: "FILE", help: "write the share to FILE (atomically, mode 0644) instead of stdout", shortName: "-o")
     static let overwrite = OptionSpec(name: "--force", value: nil, help: "replace the --output file when it exists")
     static let mode = OptionSpec(name: "--mode", value: "MODE", help: "the --output file's mode: 644 (default: its readers may share a folder) or 600")
+    static let systemdCreds = OptionSpec(name: "--systemd-creds", value: nil, help: "encrypt the key with systemd-creds for a service's LoadCredentialEncrypted=")
+    static let credentialOutput = OptionSpec(name: "--output", value: "FILE",
+                                             help: "write the encrypted credential to FILE (atomically, mode 0600) instead of printing it inline", shortName: "-o")
+    static let tpm2 = OptionSpec(name: "--tpm2", value: nil, help: "bind the credential to this machine's TPM as well as its host key")
     static let revokeRecipient = OptionSpec(name: "--revoke", value: "RECIPIENT",
                                             help: "drop a recipient and rotate the key at Google (key rotate --create), sharing the new one with the others")
     static let noRotate = OptionSpec(name: "--no-rotate", value: nil, help: "with --revoke: drop the recipient only; the key they hold keeps working")

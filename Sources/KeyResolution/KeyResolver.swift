@@ -6,6 +6,8 @@ import VaultCore
 /// A place an API key can come from, in the order they are consulted.
 public enum KeySource: Sendable, Equatable {
     case keyFileFlag(path: String)
+    /// A service's systemd credential (`$CREDENTIALS_DIRECTORY/credential_name`).
+    case systemdCredential(path: String)
     case environment(variable: String)
     case vault(path: String, name: String)
     case keyFile(path: String)
@@ -14,6 +16,7 @@ public enum KeySource: Sendable, Equatable {
     public var label: String {
         switch self {
         case .keyFileFlag(let path): "--key-file \(path)"
+        case .systemdCredential(let path): "systemd credential \(path)"
         case .environment(let variable): "environment variable \(variable)"
         case .vault(let path, let name): "vault \(path), key '\(name)'"
         case .keyFile(let path): "key file \(path)"
@@ -24,6 +27,7 @@ public enum KeySource: Sendable, Equatable {
     public var kind: String {
         switch self {
         case .keyFileFlag: "key-file-flag"
+        case .systemdCredential: "systemd-credential"
         case .environment: "environment"
         case .vault: "vault"
         case .keyFile: "key-file"
@@ -35,6 +39,7 @@ public enum KeySource: Sendable, Equatable {
     public var replaceHint: String {
         switch self {
         case .keyFileFlag(let path), .keyFile(let path): "write the new key into \(path) (mode 0600)"
+        case .systemdCredential: "encrypt the new key for the service ('gemvault key export NAME --systemd-creds') and restart it"
         case .environment(let variable): "unset \(variable) or export the new key in it"
         case .vault(_, let name): "run 'gemvault key rotate \(name)' to store the new key"
         case .keyCommand: "update the secret your key_command reads"
@@ -73,9 +78,9 @@ public struct ShadowedSource: Sendable, Equatable {
     public let note: String
 }
 
-/// Walks the key sources in order: --key-file, GOOGLE_API_KEY, GEMINI_API_KEY, the vault,
-/// the key file, key_command. The first that has a key wins; `--key NAME` names a vault key,
-/// so it skips the environment.
+/// Walks the key sources in order: --key-file, a systemd credential, GOOGLE_API_KEY,
+/// GEMINI_API_KEY, the vault, the key file, key_command. The first that has a key wins;
+/// `--key NAME` names a vault key, so it skips the credential and the environment.
 public struct KeyResolver {
     public var keyFileFlag: String?
     public var environment: [String: String]
@@ -176,7 +181,9 @@ public struct KeyResolver {
         var settings = try self.settings()
         // An unlocked session gives the vault's settings to every command, whatever the key's
         // source; when the key may be the vault's, the same request brings it (one round trip).
-        let wantsVaultKey = keyFileFlag == nil && (explicitKeyName != nil || environmentKey(warnIfBoth: false) == nil)
+        let credential = explicitKeyName == nil ? try SystemdCredential.path(environment: environment, name: settings[.credentialName]) : nil
+        let hasCredential = credential.map { FileStatus.of(link: $0) != nil } ?? false
+        let wantsVaultKey = keyFileFlag == nil && (explicitKeyName != nil || (environmentKey(warnIfBoth: false) == nil && !hasCredential))
         var sessionKey: (name: String, key: StoredKey?)?
         let sessionSettings: [String: String]?
         if wantsVaultKey {
@@ -190,6 +197,13 @@ public struct KeyResolver {
         if let sessionSettings { settings = try self.settings(vaultSettings: sessionSettings) }
         if let path = keyFileFlag {
             return (try readKeyFile(path, source: .keyFileFlag(path: path), required: true)!, settings)
+        }
+        // Read again: the session's settings may name another credential.
+        if explicitKeyName == nil, let path = try SystemdCredential.path(environment: environment, name: settings[.credentialName]) {
+            if let key = try SystemdCredential.read(path, directory: environment[SystemdCredential.directoryVariable] ?? "", warn: warn) {
+                return (key, settings)
+            }
+            reasons.append("there is no systemd credential \(path)")
         }
         if explicitKeyName == nil, let (variable, value) = environmentKey(warnIfBoth: true) {
             let secret = SecretBytes(utf8: value).trimmingWhitespace()
@@ -232,10 +246,14 @@ public struct KeyResolver {
     /// Sources below or beside `winner` that also hold a key (checked without any prompt).
     public func shadowed(by winner: KeySource, settings: Settings) -> [ShadowedSource] {
         var found: [ShadowedSource] = []
-        let order = ["key-file-flag", "environment", "vault", "key-file", "key-command"]
+        let order = ["key-file-flag", "systemd-credential", "environment", "vault", "key-file", "key-command"]
         let winnerRank = order.firstIndex(of: winner.kind) ?? 0
         func consider(_ source: KeySource, _ note: String) {
             if source != winner, (order.firstIndex(of: source.kind) ?? 0) >= winnerRank { found.append(ShadowedSource(source: source, note: note)) }
+        }
+        if explicitKeyName == nil, let path = try? SystemdCredential.path(environment: environment, name: settings[.credentialName]),
+           FileStatus.of(link: path) != nil {
+            consider(.systemdCredential(path: path), "a systemd credential exists at \(path)")
         }
         let google = environment["GOOGLE_API_KEY"].map { !$0.isEmpty } ?? false
         let gemini = environment["GEMINI_API_KEY"].map { !$0.isEmpty } ?? false

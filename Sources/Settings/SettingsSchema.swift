@@ -161,15 +161,33 @@ extension Setting where Value == String {
     public static let endpoint = with("endpoint", .endpoint, default: defaultEndpoint, "API base URL (https, or http on loopback)", text)
     public static let apiVersion = with("api_version", .choice(["v1beta", "v1", "v1alpha"]), default: "v1beta", "API version path segment", text)
     public static let key = with("key", .keyName, default: "default", "name of the vault key to use", text)
-    public static let history = with("history", .choice(["on", "off"]), default: "on", "keep encrypted conversation history", text)
     public static let color = with("color", .choice(["auto", "always", "never"]), default: "auto", "colour output", text)
-    public static let chatStyle = with("chat_style", .choice(["plain", "bubbles"]), default: "plain",
-                                       "how chat draws messages: plain lines, or bubbles (as --bubbles; /bubbles switches in a chat)", text)
     public static let credentialName = with("credential_name", .keyName, default: "gemini-api-key",
                                             "the systemd credential in $CREDENTIALS_DIRECTORY that holds the key (LoadCredential= of a service)",
                                             environment: "GEMVAULT_CREDENTIAL", text)
     public static let apikeysEndpoint = with("apikeys_endpoint", .endpoint, default: defaultAPIKeysEndpoint,
                                              "API Keys service base URL for key rotate --create (https, or http on loopback)", text)
+}
+
+/// Whether conversations are kept (the `history` setting).
+public enum HistoryMode: String, Sendable, CaseIterable {
+    case on, off
+}
+
+/// How chat draws messages (the `chat_style` setting).
+public enum ChatStyle: String, Sendable, CaseIterable {
+    case plain, bubbles
+}
+
+extension Setting where Value == HistoryMode {
+    public static let history = with("history", .choice(HistoryMode.allCases.map(\.rawValue)), default: HistoryMode.on.rawValue,
+                                     "keep encrypted conversation history", { HistoryMode(rawValue: $0) })
+}
+
+extension Setting where Value == ChatStyle {
+    public static let chatStyle = with("chat_style", .choice(ChatStyle.allCases.map(\.rawValue)), default: ChatStyle.plain.rawValue,
+                                       "how chat draws messages: plain lines, or bubbles (as --bubbles; /bubbles switches in a chat)",
+                                       { ChatStyle(rawValue: $0) })
 }
 
 extension Setting where Value == String? {

@@ -24,6 +24,16 @@ public enum PlainFile {
 
     /// proc, sysfs, devpts, debugfs, tracefs, securityfs, cgroup2.
     static let virtualFileSystems: Set<Int64> = [0x9fa0, 0x62656572, 0x1cd1, 0x64626720, 0x74726163, 0x73636673, 0x63677270]
+
+    /// tmpfs and ramfs: what systemd keeps credentials on, never written to a disk.
+    static let memoryFileSystems: Set<Int64> = [0x0102_1994, 0x8584_58f6]
+
+    /// Whether the folder at `path` lives in memory (tmpfs or ramfs); nil when it cannot be told.
+    public static func isInMemory(folder path: String) -> Bool? {
+        guard let folder = try? FileDescriptor.openIfPresent(path, flags: O_RDONLY | O_DIRECTORY | O_CLOEXEC) else { return nil }
+        let type = gv_file_system_type(folder.raw)
+        return type < 0 ? nil : memoryFileSystems.contains(Int64(type))
+    }
 }
 
 /// Listing folders that are only looked at, never trusted (doctor's scans).

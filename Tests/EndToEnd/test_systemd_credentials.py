@@ -1,0 +1,191 @@
+"""systemd credentials (Docs/configuration.md, Docs/fleet.md): `key export --systemd-creds` with
+the real `systemd-creds` (package systemd) and a test host key in SYSTEMD_CREDENTIAL_SECRET, and
+the key source `$CREDENTIALS_DIRECTORY/credential_name`, as LoadCredential= leaves it."""
+import json
+import os
+import shutil
+import stat
+import subprocess
+
+import pytest
+
+from conftest import BIN, GOOD_KEY
+
+SYSTEMD_CREDS = shutil.which("systemd-creds")
+CREDENTIAL_KEY = "AQ.Systemd_Credential-0123456789abcdefghijklmnopq"
+ENV_KEY = "AQ.Environment_Key-0123456789abcdefghijklmnopqrsklmn"
+needs_systemd_creds = pytest.mark.skipif(SYSTEMD_CREDS is None, reason="systemd-creds is not installed (.ci/run installs the package systemd)")
+
+
+@pytest.fixture
+def host_key(tmp_path):
+    """A host key of our own, so the test neither needs nor touches /var/lib/systemd/credential.secret."""
+    path = os.path.join(str(tmp_path), "credential.secret")
+    with open(path, "wb") as handle:
+        handle.write(os.urandom(4096))
+    os.chmod(path, 0o400)
+    return {"SYSTEMD_CREDENTIAL_SECRET": path}
+
+
+@pytest.fixture
+def memory_folder(tmp_path):
+    """Makes credentials folders on tmpfs, as systemd does (/dev/shm is tmpfs); removed afterwards."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") else str(tmp_path)
+    root = os.path.join(base, "gemvault-test-%d-%s" % (os.getpid(), os.path.basename(str(tmp_path))))
+
+    def make(name="credentials"):
+        folder = os.path.join(root, name)
+        os.makedirs(folder, mode=0o700)
+        return folder
+    yield make
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def write_credential(folder, text, name="gemini-api-key", mode=0o400):
+    path = os.path.join(folder, name)
+    with open(path, "w") as handle:
+        handle.write(text)
+    os.chmod(path, mode)
+    return path
+
+
+def which(env, **extra):
+    result = env.run("key", "which", "--json", env=extra, passphrase=False)
+    return result, (json.loads(result.out) if result.code == 0 else None)
+
+
+@needs_systemd_creds
+def test_export_writes_a_credential_systemd_decrypts_and_prints_the_unit_lines(env, tmp_path, host_key):
+    env.init()
+    assert env.run("key", "set", input=GOOD_KEY).code == 0
+    target = os.path.join(str(tmp_path), "gemini.cred")
+    made = env.run("key", "export", "--systemd-creds", "-o", target, env=host_key)
+    assert made.code == 0, made
+    assert "LoadCredentialEncrypted=gemini-api-key:" + target in made.out
+    assert "ExecStart=" in made.out and " ask " in made.out and " exec -- " in made.out
+    assert GOOD_KEY not in made.out + made.err
+    assert stat.S_IMODE(os.lstat(target).st_mode) == 0o600
+    with open(target, "rb") as handle:
+        assert GOOD_KEY.encode() not in handle.read()
+    opened = subprocess.run([SYSTEMD_CREDS, "decrypt", "--name=gemini-api-key", target, "-"], env=dict(os.environ, **host_key),
+                            capture_output=True, text=True)
+    assert opened.returncode == 0 and opened.stdout == GOOD_KEY
+    # Not over an existing file without --force; with it, replaced.
+    again = env.run("key", "export", "--systemd-creds", "-o", target, env=host_key)
+    assert again.code == 1 and "exists" in again.err
+    assert env.run("key", "export", "--systemd-creds", "-o", target, "--force", env=host_key).code == 0
+
+
+@needs_systemd_creds
+def test_export_without_a_file_prints_the_credential_inline_under_its_configured_name(env, host_key):
+    env.init()
+    assert env.run("key", "set", "work", input=GOOD_KEY).code == 0
+    assert env.run("config", "set", "credential_name", "lab-key").code == 0
+    made = env.run("key", "export", "work", "--systemd-creds", env=host_key)
+    assert made.code == 0, made
+    assert made.out.startswith("# For the [Service] section") and "SetCredentialEncrypted=lab-key:" in made.out
+    assert GOOD_KEY not in made.out
+
+
+def test_export_refusals(env, tmp_path, host_key):
+    env.init()
+    assert env.run("key", "set", input=GOOD_KEY).code == 0
+    plain = env.run("key", "export")
+    assert plain.code == 64 and "--systemd-creds" in plain.err
+    missing = env.run("key", "export", "nope", "--systemd-creds")
+    assert missing.code == 1 and "no key named 'nope'" in missing.err
+    # Without systemd-creds on PATH: which package has it.
+    folder = os.path.join(str(tmp_path), "empty-bin")
+    os.mkdir(folder)
+    absent = env.run("key", "export", "--systemd-creds", env=dict(host_key, PATH=folder))
+    assert absent.code == 1 and "systemd-creds is not installed" in absent.err and "apt install systemd" in absent.err
+    if SYSTEMD_CREDS:
+        # A machine without a TPM: systemd-creds says why, and nothing is written.
+        target = os.path.join(str(tmp_path), "tpm.cred")
+        tpm = env.run("key", "export", "--systemd-creds", "--tpm2", "-o", target, env=host_key)
+        if tpm.code != 0:
+            assert tpm.code == 1 and "systemd-creds failed" in tpm.err and not os.path.exists(target)
+        assert GOOD_KEY not in tpm.err
+
+
+def test_the_credential_is_a_key_source_after_key_file_and_before_the_environment(env, tmp_path, memory_folder):
+    folder = memory_folder()
+    path = write_credential(folder, CREDENTIAL_KEY + "\n")
+    result, data = which(env, CREDENTIALS_DIRECTORY=folder, GEMINI_API_KEY=ENV_KEY)
+    assert result.code == 0, result
+    assert data["source"] == "systemd-credential" and path in data["detail"]
+    assert data["masked"] == CREDENTIAL_KEY[:4] + "…" + CREDENTIAL_KEY[-4:]
+    assert any(s["source"] == "environment" for s in data["shadowed"])
+    assert "not on tmpfs" not in result.err
+    # --key-file still wins.
+    key_file = os.path.join(str(tmp_path), "key")
+    env.write_private(key_file, GOOD_KEY + "\n")
+    _, data = which(env, CREDENTIALS_DIRECTORY=folder)
+    assert data["source"] == "systemd-credential"
+    flagged = env.run("key", "which", "--json", "--key-file", key_file, env={"CREDENTIALS_DIRECTORY": folder}, passphrase=False)
+    assert json.loads(flagged.out)["source"] == "key-file-flag"
+    # --key NAME chooses a vault key over it.
+    env.init()
+    assert env.run("key", "set", "work", input=GOOD_KEY).code == 0
+    named = env.run("key", "which", "--json", "--key", "work", env={"CREDENTIALS_DIRECTORY": folder})
+    assert json.loads(named.out)["source"] == "vault"
+    # Another credential name, by the environment; one the folder lacks falls through.
+    write_credential(folder, ENV_KEY, name="other")
+    _, data = which(env, CREDENTIALS_DIRECTORY=folder, GEMVAULT_CREDENTIAL="other")
+    assert data["masked"] == ENV_KEY[:4] + "…" + ENV_KEY[-4:]
+    result, data = which(env, CREDENTIALS_DIRECTORY=folder, GEMVAULT_CREDENTIAL="absent", GEMINI_API_KEY=ENV_KEY)
+    assert data["source"] == "environment"
+
+
+def test_a_credential_is_taken_only_as_systemd_leaves_it(env, tmp_path, memory_folder):
+    folder = memory_folder()
+    elsewhere = os.path.join(str(tmp_path), "planted")
+    with open(elsewhere, "w") as handle:
+        handle.write(CREDENTIAL_KEY)
+    os.symlink(elsewhere, os.path.join(folder, "gemini-api-key"))
+    linked, _ = which(env, CREDENTIALS_DIRECTORY=folder, GEMINI_API_KEY=ENV_KEY)
+    assert linked.code == 1 and "link" in linked.err and CREDENTIAL_KEY not in linked.err
+    os.unlink(os.path.join(folder, "gemini-api-key"))
+    writable = write_credential(folder, CREDENTIAL_KEY, mode=0o620)
+    refused, _ = which(env, CREDENTIALS_DIRECTORY=folder)
+    assert refused.code == 1 and "gemini-api-key" in refused.err
+    os.chmod(writable, 0o440)
+    _, data = which(env, CREDENTIALS_DIRECTORY=folder)
+    assert data["source"] == "systemd-credential"
+    if os.geteuid() == 0:
+        os.chown(writable, 65534, 65534)
+        foreign, _ = which(env, CREDENTIALS_DIRECTORY=folder)
+        assert foreign.code == 1 and CREDENTIAL_KEY not in foreign.err
+    dotted, _ = which(env, CREDENTIALS_DIRECTORY=folder, GEMVAULT_CREDENTIAL="..")
+    assert dotted.code != 0
+
+
+def test_a_credentials_folder_on_a_disk_is_warned_about(env, tmp_path):
+    folder = os.path.join(str(tmp_path), "on-disk")
+    os.mkdir(folder, 0o700)
+    write_credential(folder, CREDENTIAL_KEY)
+    kind = subprocess.run(["stat", "-f", "-c", "%T", folder], capture_output=True, text=True).stdout.strip()
+    result, data = which(env, CREDENTIALS_DIRECTORY=folder)
+    assert data["source"] == "systemd-credential"
+    assert ("not on tmpfs or ramfs" in result.err) == (kind not in ("tmpfs", "ramfs"))
+
+
+@needs_systemd_creds
+def test_a_service_gets_the_key_from_its_encrypted_credential(api, tmp_path, host_key, memory_folder):
+    """The whole way: exported by the admin, decrypted as LoadCredentialEncrypted= would, used by
+    `ask` in a service that has no vault and no key in its environment."""
+    api.init()
+    assert api.run("key", "set", input=GOOD_KEY).code == 0
+    target = os.path.join(str(tmp_path), "gemini.cred")
+    assert api.run("key", "export", "--systemd-creds", "-o", target, env=host_key).code == 0
+    folder = memory_folder("service")
+    decrypted = subprocess.run([SYSTEMD_CREDS, "decrypt", "--name=gemini-api-key", target, os.path.join(folder, "gemini-api-key")],
+                               env=dict(os.environ, **host_key), capture_output=True)
+    assert decrypted.returncode == 0, decrypted.stderr
+    os.chmod(os.path.join(folder, "gemini-api-key"), 0o400)
+    service = dict(api.vars, CREDENTIALS_DIRECTORY=folder, HOME=os.path.join(str(tmp_path), "service-home"))
+    service.pop("GEMINI_API_KEY")
+    answered = subprocess.run([BIN, "ask", "hello", "--model", "ok"], env=service, capture_output=True, text=True,
+                              start_new_session=True, timeout=60)
+    assert answered.returncode == 0, answered.stderr
+    assert api.server.requests()[-1]["headers"]["x-goog-api-key"] == GOOD_KEY
