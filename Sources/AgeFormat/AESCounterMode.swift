@@ -20,16 +20,21 @@ struct AESCounterMode {
         roundKeys.withUnsafeMutableBytes { w in
             key.withUnsafeBytes { w.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: key.count) }
             var roundConstant: UInt8 = 1
+            // Byte by byte in locals: no heap copy of key material is left behind.
             for word in keyWords..<totalWords {
-                var temp = (0..<4).map { w[4 * (word - 1) + $0] }
-                defer { for index in temp.indices { temp[index] = 0 } }
+                let previous = 4 * (word - 1)
+                var (t0, t1, t2, t3) = (w[previous], w[previous + 1], w[previous + 2], w[previous + 3])
                 if word % keyWords == 0 {
-                    temp = [Self.sBox[Int(temp[1])] ^ roundConstant, Self.sBox[Int(temp[2])], Self.sBox[Int(temp[3])], Self.sBox[Int(temp[0])]]
+                    (t0, t1, t2, t3) = (Self.sBox[Int(t1)] ^ roundConstant, Self.sBox[Int(t2)], Self.sBox[Int(t3)], Self.sBox[Int(t0)])
                     roundConstant = Self.double(roundConstant)
                 } else if keyWords > 6 && word % keyWords == 4 {
-                    temp = temp.map { Self.sBox[Int($0)] }
+                    (t0, t1, t2, t3) = (Self.sBox[Int(t0)], Self.sBox[Int(t1)], Self.sBox[Int(t2)], Self.sBox[Int(t3)])
                 }
-                for index in 0..<4 { w[4 * word + index] = w[4 * (word - keyWords) + index] ^ temp[index] }
+                let back = 4 * (word - keyWords)
+                w[4 * word] = w[back] ^ t0
+                w[4 * word + 1] = w[back + 1] ^ t1
+                w[4 * word + 2] = w[back + 2] ^ t2
+                w[4 * word + 3] = w[back + 3] ^ t3
             }
         }
     }
@@ -37,12 +42,15 @@ struct AESCounterMode {
     /// XORs `data` in place with the keystream that starts at the 128-bit big-endian `counter`.
     func apply(to data: UnsafeMutableRawBufferPointer, counter initial: [UInt8]) {
         precondition(initial.count == 16)
-        var counter = initial
-        let keystream = SecretBytes(count: 16)
-        keystream.withUnsafeMutableBytes { block in
+        // The counter and the keystream block both live in secret memory.
+        let keystream = SecretBytes(count: 32)
+        keystream.withUnsafeMutableBytes { both in
+            let block = UnsafeMutableRawBufferPointer(rebasing: both[0..<16])
+            let counter = UnsafeMutableRawBufferPointer(rebasing: both[16..<32])
+            counter.copyBytes(from: initial)
             var offset = 0
             while offset < data.count {
-                block.copyBytes(from: counter)
+                block.copyMemory(from: UnsafeRawBufferPointer(counter))
                 encrypt(block)
                 for index in 0..<min(16, data.count - offset) { data[offset + index] ^= block[index] }
                 offset += 16
@@ -71,22 +79,26 @@ struct AESCounterMode {
         for index in 0..<16 { state[index] ^= keys[16 * round + index] }
     }
 
-    /// Row r moves r columns to the left.
+    /// Row r moves r columns to the left (rotated one step at a time, in place).
     private func shiftRows(_ state: UnsafeMutableRawBufferPointer) {
         for row in 1..<4 {
-            let moved = (0..<4).map { state[row + 4 * (($0 + row) % 4)] }
-            for column in 0..<4 { state[row + 4 * column] = moved[column] }
+            for _ in 0..<row {
+                let first = state[row]
+                for column in 0..<3 { state[row + 4 * column] = state[row + 4 * (column + 1)] }
+                state[row + 12] = first
+            }
         }
     }
 
     private func mixColumns(_ state: UnsafeMutableRawBufferPointer) {
         for column in 0..<4 {
-            let a = (0..<4).map { state[4 * column + $0] }
-            let doubled = a.map(Self.double)
-            state[4 * column] = doubled[0] ^ doubled[1] ^ a[1] ^ a[2] ^ a[3]
-            state[4 * column + 1] = a[0] ^ doubled[1] ^ doubled[2] ^ a[2] ^ a[3]
-            state[4 * column + 2] = a[0] ^ a[1] ^ doubled[2] ^ doubled[3] ^ a[3]
-            state[4 * column + 3] = doubled[0] ^ a[0] ^ a[1] ^ a[2] ^ doubled[3]
+            let base = 4 * column
+            let (a0, a1, a2, a3) = (state[base], state[base + 1], state[base + 2], state[base + 3])
+            let (d0, d1, d2, d3) = (Self.double(a0), Self.double(a1), Self.double(a2), Self.double(a3))
+            state[base] = d0 ^ d1 ^ a1 ^ a2 ^ a3
+            state[base + 1] = a0 ^ d1 ^ d2 ^ a2 ^ a3
+            state[base + 2] = a0 ^ a1 ^ d2 ^ d3 ^ a3
+            state[base + 3] = d0 ^ a0 ^ a1 ^ a2 ^ d3
         }
     }
 
