@@ -116,6 +116,7 @@ enum ErrorReport {
             switch google.category {
             case .refused: return (.apiRefused, google.message, google.hint)
             case .network: return (.network, google.message, google.hint)
+            case .badData: return (.damaged, google.message, google.hint)
             case .credentials:
                 let shown = google.commandStderr.isEmpty ? "" : "; its stderr: " + EscapeNeutralizer.neutralize(google.commandStderr)
                 return (.failure, google.message + shown, google.hint)

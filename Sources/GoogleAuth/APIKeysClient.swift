@@ -253,27 +253,13 @@ public final class APIKeysClient {
     /// One call with retries; the answer with its secret fields taken out.
     func call(_ method: String, _ target: HTTPRequest.Target, body: [UInt8]? = nil, what: String,
               retries: Retries = .always) throws(GoogleError) -> SecretJSON {
-        var headers = ["Accept: application/json"]
-        if body != nil { headers.append("Content-Type: application/json; charset=utf-8") }
+        var headers: [String] = []
         if token.source.isUserCredential, let quotaProject { headers.append("x-goog-user-project: " + quotaProject) }
-        let exchange = GoogleExchange(transport: transport, timeout: timeout)
-        let policy = retryPolicy(retryOn: retries == .always ? [.noAnswer, .rateLimit, .serverErrors] : [.rateLimit])
-        return try policy.run({ (_: Int) throws(GoogleError) -> RetryPolicy.Step<SecretJSON, GoogleError> in
-            let response: GoogleExchange.Response
-            do throws(GoogleExchange.TransportFailure) {
-                response = try exchange.perform(method, target, headers: headers, bearer: token.token, body: body.map { .plain($0) } ?? .none)
-            } catch {
-                return .failed(GoogleError(.network, "the API Keys service did not answer while \(what): \(error.message)",
-                                           hint: "check the network, or the apikeys_endpoint setting", reason: GoogleError.answerLost), .noAnswer)
-            }
-            guard let split = SecretJSON.split(response.body, secretFields: ["keyString"]) else {
-                throw GoogleError(response.status >= 500 ? .network : .refused, "the API Keys service answered \(what) with a malformed body (HTTP \(response.status))",
-                                  status: response.status)
-            }
-            if response.status == 200 { return .done(split) }
-            let envelope = GoogleStatus.decode(split.plain)
-            return .failed(refusal(response.status, envelope, what: what), .answer(response.status, envelope, retryAfter: response.retryAfter))
-        }, wait: { (delay: Double, _: Int, _: GoogleError) throws(GoogleError) in clock.sleep(delay) })
+        return try GoogleExchange(transport: transport, timeout: timeout).call(
+            method, target, body: body, headers: headers, bearer: token.token,
+            policy: retryPolicy(retryOn: retries == .always ? [.noAnswer, .rateLimit, .serverErrors] : [.rateLimit]), clock: clock,
+            service: "the API Keys service", setting: "apikeys_endpoint", what: what, secretFields: ["keyString"],
+            refusal: { status, envelope in refusal(status, envelope, what: what) })
     }
 
     func refusal(_ status: Int, _ error: GoogleStatus?, what: String) -> GoogleError {

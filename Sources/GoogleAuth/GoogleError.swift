@@ -8,6 +8,8 @@ public struct GoogleError: Error, Sendable, Equatable {
         case network
         /// No usable credential, or a credential file that cannot be used: exit 1.
         case credentials
+        /// Google answered with data that fails its checks (a secret's checksum, its shape): exit 4.
+        case badData
     }
 
     public let category: Category

@@ -50,6 +50,34 @@ struct GoogleExchange {
     }
 }
 
+extension GoogleExchange {
+    /// One JSON call to a Google REST service with `policy`'s retries; the answer with the
+    /// values of `secretFields` taken out into secret memory. `service` names the service in
+    /// messages ("the API Keys service"), `setting` the setting that points at it.
+    func call(_ method: String, _ target: HTTPRequest.Target, body: [UInt8]?, headers: [String], bearer: SecretBytes, policy: RetryPolicy,
+              clock: WaitClock, service: String, setting: String, what: String, secretFields: Set<String>,
+              refusal: (Int, GoogleStatus?) -> GoogleError) throws(GoogleError) -> SecretJSON {
+        var headers = ["Accept: application/json"] + headers
+        if body != nil { headers.append("Content-Type: application/json; charset=utf-8") }
+        return try policy.run({ (_: Int) throws(GoogleError) -> RetryPolicy.Step<SecretJSON, GoogleError> in
+            let response: Response
+            do throws(TransportFailure) {
+                response = try perform(method, target, headers: headers, bearer: bearer, body: body.map { .plain($0) } ?? .none)
+            } catch {
+                return .failed(GoogleError(.network, "\(service) did not answer while \(what): \(error.message)",
+                                           hint: "check the network, or the \(setting) setting", reason: GoogleError.answerLost), .noAnswer)
+            }
+            guard let split = SecretJSON.split(response.body, secretFields: secretFields) else {
+                throw GoogleError(response.status >= 500 ? .network : .refused, "\(service) answered \(what) with a malformed body (HTTP \(response.status))",
+                                  status: response.status)
+            }
+            if response.status == 200 { return .done(split) }
+            let envelope = GoogleStatus.decode(split.plain)
+            return .failed(refusal(response.status, envelope), .answer(response.status, envelope, retryAfter: response.retryAfter))
+        }, wait: { (delay: Double, _: Int, _: GoogleError) throws(GoogleError) in clock.sleep(delay) })
+    }
+}
+
 /// The answer, grown in secret memory.
 private final class AnswerBuffer {
     private var buffer = SecretBytes(count: 4096)

@@ -80,3 +80,19 @@ public enum Base64URL {
         return String(decoding: out, as: UTF8.self)
     }
 }
+
+/// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum Secret Manager sends with
+/// every payload (`dataCrc32c`, a decimal string).
+public enum CRC32C {
+    private static let table: [UInt32] = (0..<256).map { index in
+        var value = UInt32(index)
+        for _ in 0..<8 { value = value & 1 == 1 ? (value >> 1) ^ 0x82F6_3B78 : value >> 1 }
+        return value
+    }
+
+    public static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xff)] ^ (crc >> 8) }
+        return crc ^ 0xFFFF_FFFF
+    }
+}

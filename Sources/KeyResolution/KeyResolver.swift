@@ -1,3 +1,4 @@
+import GoogleAuth
 import Settings
 import SystemIO
 import VaultAccess
@@ -12,6 +13,8 @@ public enum KeySource: Sendable, Equatable {
     case vault(path: String, name: String)
     case keyFile(path: String)
     case keyCommand(command: String)
+    /// `key_secret`: a secret's version, fetched for this command only.
+    case secretManager(secret: String, version: UInt64)
 
     public var label: String {
         switch self {
@@ -21,6 +24,7 @@ public enum KeySource: Sendable, Equatable {
         case .vault(let path, let name): "vault \(path), key '\(name)'"
         case .keyFile(let path): "key file \(path)"
         case .keyCommand(let command): "key_command (\(command.split(separator: " ").first ?? ""))"
+        case .secretManager(let secret, let version): "Secret Manager \(secret), version \(version) (fetched now, held in memory only)"
         }
     }
 
@@ -32,6 +36,7 @@ public enum KeySource: Sendable, Equatable {
         case .vault: "vault"
         case .keyFile: "key-file"
         case .keyCommand: "key-command"
+        case .secretManager: "secret-manager"
         }
     }
 
@@ -43,6 +48,7 @@ public enum KeySource: Sendable, Equatable {
         case .environment(let variable): "unset \(variable) or export the new key in it"
         case .vault(_, let name): "run 'gemvault key rotate \(name)' to store the new key"
         case .keyCommand: "update the secret your key_command reads"
+        case .secretManager(let secret, _): "add a version with the new key to \(secret) (gcloud secrets versions add)"
         }
     }
 }
@@ -79,7 +85,7 @@ public struct ShadowedSource: Sendable, Equatable {
 }
 
 /// Walks the key sources in order: --key-file, a systemd credential, GOOGLE_API_KEY,
-/// GEMINI_API_KEY, the vault, the key file, key_command. The first that has a key wins;
+/// GEMINI_API_KEY, the vault, the key file, key_command, key_secret (Secret Manager). The first that has a key wins;
 /// `--key NAME` names a vault key, so it skips the credential and the environment.
 public struct KeyResolver {
     public var keyFileFlag: String?
@@ -240,13 +246,15 @@ public struct KeyResolver {
             return (ResolvedKey(secret: secret, source: .keyCommand(command: command), updated: nil), settings)
         }
         reasons.append("key_command is not set")
+        if let key = try SecretManagerKey.fetch(settings, environment: environment, home: paths.home, warn: warn) { return (key, settings) }
+        reasons.append("key_secret is not set")
         throw KeySourceError.noKey(reasons: reasons)
     }
 
     /// Sources below or beside `winner` that also hold a key (checked without any prompt).
     public func shadowed(by winner: KeySource, settings: Settings) -> [ShadowedSource] {
         var found: [ShadowedSource] = []
-        let order = ["key-file-flag", "systemd-credential", "environment", "vault", "key-file", "key-command"]
+        let order = ["key-file-flag", "systemd-credential", "environment", "vault", "key-file", "key-command", "secret-manager"]
         let winnerRank = order.firstIndex(of: winner.kind) ?? 0
         func consider(_ source: KeySource, _ note: String) {
             if source != winner, (order.firstIndex(of: source.kind) ?? 0) >= winnerRank { found.append(ShadowedSource(source: source, note: note)) }
@@ -267,6 +275,9 @@ public struct KeyResolver {
         if vault.exists { consider(.vault(path: vaultPath, name: keyName(settings)), "a vault exists at \(vaultPath)") }
         if FileStatus.of(link: paths.keyFile) != nil { consider(.keyFile(path: paths.keyFile), "a key file exists at \(paths.keyFile)") }
         if let command = settings[.keyCommand], !command.isEmpty { consider(.keyCommand(command: command), "key_command is set") }
+        if winner.kind != "secret-manager", let secret = settings[.keySecret], !secret.isEmpty {
+            consider(.secretManager(secret: SecretReference(parsing: secret)?.resource ?? secret, version: 0), "key_secret is set (\(secret))")
+        }
         return found
     }
 

@@ -6,6 +6,7 @@ public let defaultModel = "gemini-3.6-flash"
 public let defaultEndpoint = "https://generativelanguage.googleapis.com"
 /// Google's API Keys service, which `key rotate --create` asks for new keys.
 public let defaultAPIKeysEndpoint = "https://apikeys.googleapis.com"
+public let defaultSecretManagerEndpoint = "https://secretmanager.googleapis.com"
 
 /// What values a setting accepts.
 public enum SettingKind: Sendable {
@@ -162,6 +163,8 @@ extension Setting where Value == String {
     public static let apiVersion = with("api_version", .choice(["v1beta", "v1", "v1alpha"]), default: "v1beta", "API version path segment", text)
     public static let key = with("key", .keyName, default: "default", "name of the vault key to use", text)
     public static let color = with("color", .choice(["auto", "always", "never"]), default: "auto", "colour output", text)
+    public static let secretmanagerEndpoint = with("secretmanager_endpoint", .endpoint, default: defaultSecretManagerEndpoint,
+                                                   "Secret Manager base URL for key_secret (https, or http on loopback)", text)
     public static let credentialName = with("credential_name", .keyName, default: "gemini-api-key",
                                             "the systemd credential in $CREDENTIALS_DIRECTORY that holds the key (LoadCredential= of a service)",
                                             environment: "GEMVAULT_CREDENTIAL", text)
@@ -195,6 +198,7 @@ extension Setting where Value == String? {
     public static let keyCommand = optional("key_command", .line, "command whose stdout is the API key (run without a shell)", mayHoldSecret: true, text)
     public static let tokenCommand = optional("token_command", .line, "command whose stdout is a Google access token for key rotate --create (run without a shell)",
                                               mayHoldSecret: true, text)
+    public static let keySecret = optional("key_secret", .line, "a Secret Manager secret whose value is the key (gsm://projects/P/secrets/S[/versions/N]), fetched on every use and held in memory only", text)
     public static let quotaProject = optional("quota_project", .line, "Google project billed for API Keys calls made with a user's credentials", text)
 }
 
@@ -227,7 +231,7 @@ public enum SettingsSchema {
         Setting.model.spec, Setting.temperature.spec, Setting.topP.spec, Setting.topK.spec, Setting.maxOutputTokens.spec,
         Setting.systemPrompt.spec, Setting.endpoint.spec, Setting.apiVersion.spec, Setting.timeout.spec, Setting.retries.spec,
         Setting.key.spec, Setting.credentialName.spec, Setting.keyCommand.spec, Setting.keyCommandTimeout.spec, Setting.rotationDays.spec,
-        Setting.apikeysEndpoint.spec, Setting.tokenCommand.spec, Setting.quotaProject.spec,
+        Setting.apikeysEndpoint.spec, Setting.tokenCommand.spec, Setting.quotaProject.spec, Setting.keySecret.spec, Setting.secretmanagerEndpoint.spec,
         Setting.sessionIdle.spec, Setting.sessionMax.spec, Setting.history.spec, Setting.color.spec, Setting.chatStyle.spec,
     ]
 

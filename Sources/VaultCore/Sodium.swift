@@ -271,6 +271,23 @@ extension Sodium {
         return rc == 0 ? Array(output.prefix(length)) : nil
     }
 
+    /// The bytes of standard, padded base64 held in secret memory, decoded into secret memory;
+    /// nil when it is not that.
+    public static func secret(base64 text: SecretBytes) -> SecretBytes? {
+        ensureInitialized()
+        let output = SecretBytes(count: text.count / 4 * 3 + 3)
+        var length = 0
+        let rc = output.withUnsafeMutableBytes { out in
+            text.withUnsafeBytes { input in
+                sodium_base642bin(out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count, input.baseAddress?.assumingMemoryBound(to: CChar.self),
+                                  input.count, nil, &length, nil, Int32(sodium_base64_VARIANT_ORIGINAL))
+            }
+        }
+        guard rc == 0 else { return nil }
+        output.truncate(to: length)
+        return output
+    }
+
     /// Lowercase hex, two digits a byte.
     public static func hex(_ bytes: [UInt8]) -> String {
         bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()

@@ -75,7 +75,20 @@ STATE = {
                "unrestricted_result": False, "bound_keys_forbidden": False, "omit_key_string": False, "reuse_id": False,
                "key_string_tail": "", "trickle": []},
     "calls": [],         # API Keys calls: [method, path without query, x-goog-user-project]
+    "secrets": {},       # Secret Manager: "projects/NUMBER/secrets/S" -> {"versions": [{"data": base64, "state"}]}
+    "sm_denied": [],     # identities without secretmanager.versions.access
+    "sm_calls": [],      # Secret Manager calls: [method, path]
 }
+
+
+def crc32c(data):
+    """CRC-32C (Castagnoli), as Secret Manager's dataCrc32c."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+    return crc ^ 0xFFFFFFFF
 
 
 def now():
@@ -251,10 +264,12 @@ class GoogleHandler(fake_gemini.Handler):
             return self.metadata(path)
         if path.startswith("/v2/"):
             return self.apikeys(method, path, query, raw)
+        if path.startswith("/v1/projects/"):
+            return self.secretmanager(method, path)
         self.reply(404, error_body(404, "NOT_FOUND", "no such path"))
 
     def do_GET(self):
-        if self.path.startswith(("/v1beta/", "/v1/", "/v1alpha/")):
+        if self.path.startswith(("/v1beta/", "/v1/", "/v1alpha/")) and not self.path.startswith("/v1/projects/"):
             return fake_gemini.Handler.do_GET(self)
         self.route("GET")
 
@@ -283,6 +298,17 @@ class GoogleHandler(fake_gemini.Handler):
             for token in command.get("tokens", []):
                 STATE["tokens"][token["token"]] = token
             STATE["denied"] += command.get("deny", [])
+            STATE["sm_denied"] += command.get("sm_deny", [])
+            for secret in command.get("secrets", []):
+                # {"id": S, "versions": [value, ...], "states": {"2": "DISABLED"}, "raw": [base64, ...]}
+                name = "projects/%s/secrets/%s" % (PROJECT_NUMBER, secret["id"])
+                versions = STATE["secrets"].setdefault(name, {"versions": []})["versions"]
+                for value in secret.get("versions", []):
+                    versions.append({"data": base64.b64encode(value.encode()).decode(), "state": "ENABLED"})
+                for raw in secret.get("raw", []):
+                    versions.append({"data": raw, "state": "ENABLED"})
+                for number, state in secret.get("states", {}).items():
+                    versions[int(number) - 1]["state"] = state
             for name in command.get("purge", []):
                 STATE["keys"][name]["purged"] = True
             for key in command.get("keys", []):
@@ -356,6 +382,46 @@ class GoogleHandler(fake_gemini.Handler):
                 scope = STATE["config"]["metadata_token_scope"]
             return self.issue("vm@%s.iam.gserviceaccount.com" % PROJECT_ID, user=False, scope=scope)
         return self.reply(404, {"error": "not found"})
+
+    # -- Secret Manager --------------------------------------------------------------------
+    def secretmanager(self, method, path):
+        """versions.access, with Google's answers for a missing secret or version, a disabled or
+        destroyed one, a missing scope and a missing permission (IAM before existence)."""
+        with LOCK:
+            STATE["sm_calls"].append([method, path])
+        segments = path[len("/v1/"):].split("/")
+        if method != "GET" or len(segments) != 6 or segments[2] != "secrets" or segments[4] != "versions" or not segments[5].endswith(":access"):
+            return self.reply(404, error_body(404, "NOT_FOUND", "no such Secret Manager method in this fake"))
+        project, secret, version = segments[1], segments[3], segments[5][:-len(":access")]
+        header = self.headers.get("Authorization", "")
+        with LOCK:
+            token = STATE["tokens"].get(header[len("Bearer "):]) if header.startswith("Bearer ") else None
+            denied = token and token["identity"] in STATE["sm_denied"]
+        if token is None:
+            return self.reply(401, error_body(401, "UNAUTHENTICATED", "Request is missing required authentication credential.", "CREDENTIALS_MISSING"))
+        if SCOPE not in token["scope"].split():
+            return self.reply(403, error_body(403, "PERMISSION_DENIED", "Request had insufficient authentication scopes.", "ACCESS_TOKEN_SCOPE_INSUFFICIENT"))
+        if self.injected("access"):
+            return None
+        if denied:
+            resource = "projects/%s/secrets/%s/versions/%s" % (project, secret, version)
+            return self.reply(403, error_body(403, "PERMISSION_DENIED", "Permission 'secretmanager.versions.access' denied for resource '%s' (or it may not exist)."
+                                              % resource, "IAM_PERMISSION_DENIED", {"permission": "secretmanager.versions.access", "resource": resource}))
+        name = "projects/%s/secrets/%s" % (PROJECT_NUMBER, secret)
+        with LOCK:
+            entry = STATE["secrets"].get(name) if project in (PROJECT_ID, PROJECT_NUMBER) else None
+            versions = list(entry["versions"]) if entry else []
+            bad_crc = STATE["config"].get("bad_crc", False)
+        if not versions:
+            return self.reply(404, error_body(404, "NOT_FOUND", "Secret [%s] not found or has no versions." % name))
+        number = len(versions) if version == "latest" else int(version) if version.isdigit() else 0
+        if not 1 <= number <= len(versions):
+            return self.reply(404, error_body(404, "NOT_FOUND", "Secret Version [%s/versions/%s] not found." % (name, version)))
+        found = versions[number - 1]
+        if found["state"] != "ENABLED":
+            return self.reply(400, error_body(400, "FAILED_PRECONDITION", "Secret Version [%s/versions/%d] is in %s state." % (name, number, found["state"])))
+        crc = crc32c(base64.b64decode(found["data"])) ^ (1 if bad_crc else 0)
+        return self.reply(200, {"name": "%s/versions/%d" % (name, number), "payload": {"data": found["data"], "dataCrc32c": str(crc)}})
 
     # -- API Keys --------------------------------------------------------------------------
     def caller(self, method):

@@ -1,0 +1,135 @@
+import GoogleHTTP
+import SystemIO
+import VaultCore
+
+/// A secret in Secret Manager named as `gsm://projects/P/secrets/S[/versions/N]` (the latest
+/// version when none is named).
+public struct SecretReference: Sendable, Equatable, CustomStringConvertible {
+    public let project: String
+    public let secret: String
+    /// A version number, or nil for `latest`.
+    public let version: UInt64?
+
+    public static let scheme = "gsm://"
+
+    public init?(parsing text: String) {
+        guard text.hasPrefix(Self.scheme) else { return nil }
+        let parts = text.dropFirst(Self.scheme.count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 4 || parts.count == 6, parts[0] == "projects", parts[2] == "secrets",
+              Self.isName(parts[1], extra: "-:."), Self.isName(parts[3], extra: "-_") else { return nil }
+        if parts.count == 6 {
+            guard parts[4] == "versions", let number = UInt64(parts[5]), number > 0, String(number) == parts[5] else { return nil }
+            version = number
+        } else {
+            version = nil
+        }
+        project = parts[1]
+        secret = parts[3]
+    }
+
+    /// Letters, digits and `extra`, 1 to 255 of them, beginning with a letter or digit: nothing
+    /// a URL path would need to escape, and never `.` or `..`.
+    private static func isName(_ text: String, extra: String) -> Bool {
+        func plain(_ scalar: Unicode.Scalar) -> Bool { scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)) }
+        guard let first = text.unicodeScalars.first, plain(first), text.count <= 255 else { return false }
+        return text.unicodeScalars.allSatisfy { plain($0) || extra.unicodeScalars.contains($0) }
+    }
+
+    /// `projects/P/secrets/S`.
+    public var resource: String { "projects/\(project)/secrets/\(secret)" }
+    public var versionPath: String { resource + "/versions/" + (version.map(String.init) ?? "latest") }
+    public var description: String { Self.scheme + resource + (version.map { "/versions/\($0)" } ?? "") }
+}
+
+/// A secret's value as Secret Manager gave it, checked.
+public struct FetchedSecret {
+    public let value: SecretBytes
+    /// The version the value is, also when `latest` was asked for.
+    public let version: UInt64
+}
+
+/// Secret Manager's REST API (v1) for reading a secret's version: the same credentials,
+/// retries and error envelope as the API Keys service.
+public final class SecretManagerClient {
+    /// Secret Manager's own limit on a payload.
+    public static let payloadLimit = 65_536
+
+    let endpoint: String
+    let transport: any HTTPTransport
+    let token: AccessToken
+    let timeout: Double
+    let policy: RetryPolicy
+    let clock: WaitClock
+
+    public init(endpoint: String, token: AccessToken, timeout: Double, retries: Int, transport: any HTTPTransport = CurlTransport(), clock: WaitClock = .standard) {
+        self.endpoint = endpoint
+        self.transport = transport
+        self.token = token
+        self.timeout = timeout
+        self.policy = RetryPolicy(maxAttempts: retries + 1, retryOn: [.noAnswer, .rateLimit, .serverErrors], backoff: .exponential(initial: 1, max: 16, jitter: false))
+        self.clock = clock
+    }
+
+    /// The version's value (`versions.access`), checked: its CRC-32C, its size, one line that
+    /// looks like a key. Google's answer never reaches an ordinary string.
+    public func accessKey(_ reference: SecretReference) throws(GoogleError) -> FetchedSecret {
+        struct Answer: Decodable {
+            struct Payload: Decodable { let dataCrc32c: String? }
+            let name: String?
+            let payload: Payload?
+        }
+        let what = "reading \(reference.versionPath)"
+        let body = try GoogleExchange(transport: transport, timeout: timeout).call(
+            "GET", .plain(endpoint + "/v1/" + reference.versionPath + ":access"), body: nil, headers: [], bearer: token.token, policy: policy, clock: clock,
+            service: "Secret Manager", setting: "secretmanager_endpoint", what: what, secretFields: ["data"],
+            refusal: { status, envelope in refusal(status, envelope, reference: reference, what: what) })
+        guard let answer = body.decode(Answer.self), let name = answer.name, let version = name.split(separator: "/").last.flatMap({ UInt64($0) }),
+              name.hasSuffix("/secrets/\(reference.secret)/versions/\(version)"), let encoded = body.secrets["data"],
+              let crcText = answer.payload?.dataCrc32c, let crc = UInt32(crcText) else {
+            throw GoogleError(.badData, "Secret Manager answered \(what) without a payload, a version or its checksum")
+        }
+        let named = "\(reference.resource), version \(version)"
+        guard encoded.count <= (Self.payloadLimit + 2) / 3 * 4 + 4, let value = Sodium.secret(base64: encoded) else {
+            throw GoogleError(.badData, "the value of \(named) is not base64 of at most 64 KiB; the key was not used")
+        }
+        guard value.withUnsafeBytes({ CRC32C.checksum($0) }) == crc else {
+            throw GoogleError(.badData, "the value of \(named) does not match its checksum (dataCrc32c): damaged on the way; the key was not used")
+        }
+        Redaction.register(value)
+        let key = value.trimmingWhitespace()
+        guard key.count > 0, key.isHeaderSafe else {
+            throw GoogleError(.badData, "the value of \(named) is not one line of key (empty, more than one line, or a space or control character inside); the key was not used",
+                              hint: "store the key alone: printf %s \"$KEY\" | gcloud secrets versions add \(reference.secret) --data-file=-")
+        }
+        guard key.googleKeyKind != .other else {
+            throw GoogleError(.badData, "the value of \(named) does not look like a Google API key (AQ.… or AIza…); the key was not used")
+        }
+        return FetchedSecret(value: key, version: version)
+    }
+
+    func refusal(_ status: Int, _ error: GoogleStatus?, reference: SecretReference, what: String) -> GoogleError {
+        let reasonName = error?.reason?.name ?? error?.status
+        let message = Redaction.redact(error?.message ?? "no message")
+        let category: GoogleError.Category = status >= 500 || status == 429 ? .network : .refused
+        var hint: String?
+        switch status {
+        case 401:
+            hint = "the access token was refused: fetch a new one (for gcloud: 'gcloud auth application-default login')"
+        case 403 where reasonName == "ACCESS_TOKEN_SCOPE_INSUFFICIENT":
+            hint = "the token lacks the cloud-platform scope: for gcloud, log in again; on a VM, give it the cloud-platform scope"
+        case 403:
+            let permission = error?.metadata("permission") ?? "secretmanager.versions.access"
+            return GoogleError(.refused, "Secret Manager refused \(what): permission \(permission) denied to \(token.source.label)", hint:
+                "grant roles/secretmanager.secretAccessor on \(reference.resource) to that principal: gcloud secrets add-iam-policy-binding \(reference.secret) --project \(reference.project) --member=… --role=roles/secretmanager.secretAccessor",
+                status: status, reason: reasonName)
+        case 404:
+            hint = "check the name in key_secret: the secret, or the version, does not exist (or has no versions)"
+        case 400 where reasonName == "FAILED_PRECONDITION":
+            hint = "the version is disabled or destroyed: enable it, or name another version (or none, for the latest)"
+        default:
+            break
+        }
+        return GoogleError(category, "Secret Manager refused \(what): HTTP \(status)\(reasonName.map { " " + $0 } ?? ""): \(message)", hint: hint,
+                           status: status, reason: reasonName)
+    }
+}

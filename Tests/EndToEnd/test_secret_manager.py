@@ -1,0 +1,103 @@
+"""key_secret (Docs/configuration.md, Docs/fleet.md): a key kept in Secret Manager, fetched with
+the Google credentials rotation uses and held in memory only, against fake_google.py's Secret
+Manager (versions.access with Google's errors) and its Gemini."""
+import base64
+import json
+import os
+
+from conftest import auth_key
+from test_rotation import ACCOUNT, PROJECT_ID, PROJECT_NUMBER, google, service_account_file  # noqa: F401 (fixture)
+
+FLEET_KEY = auth_key("FleetKeyVersion1")
+NEXT_KEY = auth_key("FleetKeyVersion2")
+SECRET = "gsm://projects/%s/secrets/gemini-key" % PROJECT_ID
+
+
+def fleet(env, google, versions=(FLEET_KEY,), **secret):
+    """A machine without a vault: a service account, the fake's endpoints, key_secret set."""
+    google.control(keys=[{"id": "k%d" % index, "keyString": value} for index, value in enumerate(versions) if value.startswith("AQ.")],
+                   secrets=[dict({"id": "gemini-key", "versions": list(versions)}, **secret)])
+    env.vars["GOOGLE_APPLICATION_CREDENTIALS"] = service_account_file(env, google)
+    env.vars["GEMVAULT_ENDPOINT"] = google.url
+    env.vars["GEMVAULT_SECRETMANAGER_ENDPOINT"] = google.url
+    env.vars["GEMVAULT_KEY_SECRET"] = SECRET
+
+
+def which(env):
+    result = env.run("key", "which", "--json", passphrase=False)
+    return result, (json.loads(result.out) if result.code == 0 else None)
+
+
+def test_a_machine_without_a_vault_takes_its_key_from_secret_manager(env, google):
+    fleet(env, google, versions=(FLEET_KEY, NEXT_KEY))
+    result, data = which(env)
+    assert result.code == 0, result
+    assert data["source"] == "secret-manager"
+    assert "projects/%s/secrets/gemini-key, version 2" % PROJECT_ID in data["detail"] and "held in memory only" in data["detail"]
+    assert data["masked"] == NEXT_KEY[:4] + "…" + NEXT_KEY[-4:]
+    asked = env.run("ask", "hello", "--model", "ok", passphrase=False)
+    assert asked.code == 0, asked
+    assert FLEET_KEY not in asked.err and NEXT_KEY not in asked.err + asked.out
+    # A pinned version; nothing of it is written anywhere under the user's folders.
+    env.vars["GEMVAULT_KEY_SECRET"] = SECRET + "/versions/1"
+    _, data = which(env)
+    assert data["masked"] == FLEET_KEY[:4] + "…" + FLEET_KEY[-4:] and "version 1" in data["detail"]
+    for folder, _, files in os.walk(env.home):
+        for name in files:
+            with open(os.path.join(folder, name), "rb") as handle:
+                content = handle.read()
+            assert FLEET_KEY.encode() not in content and NEXT_KEY.encode() not in content, name
+    assert all(call[1] == "/v1/projects/%s/secrets/gemini-key/versions/%s:access" % (PROJECT_ID, version)
+               for call, version in zip(google.state()["sm_calls"][-1:], ["1"]))
+
+
+def test_every_other_source_wins_over_key_secret_and_is_shown_as_shadowing_it(env, google):
+    fleet(env, google)
+    result = env.run("key", "which", "--json", env={"GEMINI_API_KEY": NEXT_KEY}, passphrase=False)
+    data = json.loads(result.out)
+    assert data["source"] == "environment" and any(s["source"] == "secret-manager" for s in data["shadowed"])
+    assert google.state()["sm_calls"] == []
+
+
+def test_secret_manager_refusals_name_the_secret_and_keep_the_exit_codes(env, google):
+    fleet(env, google, versions=(FLEET_KEY, NEXT_KEY), states={"2": "DISABLED"})
+    disabled, _ = which(env)
+    assert disabled.code == 6 and "versions/latest" in disabled.err and "DISABLED" in disabled.err and "enable it" in disabled.err
+    env.vars["GEMVAULT_KEY_SECRET"] = SECRET + "/versions/9"
+    missing, _ = which(env)
+    assert missing.code == 6 and "not found" in missing.err
+    env.vars["GEMVAULT_KEY_SECRET"] = "gsm://projects/%s/secrets/nothing-here" % PROJECT_ID
+    absent, _ = which(env)
+    assert absent.code == 6 and "not found or has no versions" in absent.err
+    env.vars["GEMVAULT_KEY_SECRET"] = SECRET
+    google.control(sm_deny=[ACCOUNT])
+    denied, _ = which(env)
+    assert denied.code == 6 and "secretmanager.versions.access" in denied.err and ACCOUNT in denied.err
+    assert "roles/secretmanager.secretAccessor" in denied.err
+    env.vars["GEMVAULT_KEY_SECRET"] = "gsm://projects/p/secret/oops"
+    malformed, _ = which(env)
+    assert malformed.code == 1 and "gsm://projects/PROJECT/secrets/SECRET" in malformed.err
+
+
+def test_bad_data_is_exit_4_and_never_shown(env, google):
+    fleet(env, google, raw=[base64.b64encode((FLEET_KEY + "\nX-Evil: 1\n").encode()).decode(),
+                            base64.b64encode(b"not-a-key-at-all").decode(),
+                            base64.b64encode(b"A" * 70000).decode()])
+    for version, words in [(2, "not one line"), (3, "does not look like a Google API key"), (4, "64 KiB")]:
+        env.vars["GEMVAULT_KEY_SECRET"] = SECRET + "/versions/%d" % version
+        result, _ = which(env)
+        assert result.code == 4 and words in result.err, result
+        assert "X-Evil" not in result.err
+    env.vars["GEMVAULT_KEY_SECRET"] = SECRET + "/versions/1"
+    google.control(set={"bad_crc": True})
+    damaged, _ = which(env)
+    assert damaged.code == 4 and "checksum" in damaged.err and FLEET_KEY not in damaged.err
+
+
+def test_a_busy_secret_manager_is_retried(env, google):
+    fleet(env, google)
+    google.control(set={"fail": {"access": "unavailable:once"}})
+    result, data = which(env)
+    assert result.code == 0, result
+    assert data["source"] == "secret-manager"
+    assert len(google.state()["sm_calls"]) == 2
