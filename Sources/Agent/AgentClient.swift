@@ -92,6 +92,7 @@ public struct AgentClient: Sendable {
         }
         var stored = StoredKey(name: name, secret: value, created: created, updated: updated, lastUsed: response.number(.lastUsed) ?? 0, previous: [])
         stored.followed = Self.followed(in: response)
+        stored.link = NarrowCoding.link(in: response)
         return stored
     }
 
@@ -118,6 +119,7 @@ public struct AgentClient: Sendable {
         guard let created = response.number(.created), let updated = response.number(.updated) else { throw .untrusted("the agent's answer has no key") }
         var stored = StoredKey(name: looked, secret: value, created: created, updated: updated, lastUsed: response.number(.lastUsed) ?? 0, previous: [])
         stored.followed = Self.followed(in: response)
+        stored.link = NarrowCoding.link(in: response)
         return (settings, looked, stored)
     }
 

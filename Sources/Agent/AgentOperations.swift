@@ -30,7 +30,7 @@ extension AgentServer {
             let answer = switch operation {
             case .key: key(request)
             case .settingsAndKey: settingsAndKey(request)
-            case .keySummaries: narrow { .init(field: .keySummaries, bytes: NarrowCoding.encode($0.contents.keys.map(\.summary))) }
+            case .keySummaries: narrow { .init(field: .keySummaries, bytes: NarrowCoding.encode($0.contents.summaries)) }
             case .settings: narrow { .init(field: .settings, bytes: NarrowCoding.encode($0.contents.settings)) }
             case .conversationKeys: conversationKeys()
             case .change: change(request)
@@ -158,6 +158,7 @@ extension AgentServer {
         if let record = document.contents.sharing[stored.name], record.follow != nil {
             response.add(.sharingRecord, secret: SecretBytes(copying: record.encoded()))
         }
+        if let link = document.contents.links[stored.name] { NarrowCoding.add(link, to: &response) }
     }
 
     struct NarrowField {

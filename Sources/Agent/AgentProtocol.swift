@@ -89,6 +89,8 @@ public enum AgentProtocol {
         case signedBytes = 45, signature = 46
         /// `agree`: an age stanza's ephemeral X25519 share, and the identity's shared secret with it.
         case ephemeralShare = 47, sharedSecret = 48
+        /// A key's Secret Manager link: the reference, the version stored and when it was fetched.
+        case linkReference = 49, linkVersion = 50, linkFetched = 51
     }
 
     public enum ErrorKind: UInt8, Sendable {

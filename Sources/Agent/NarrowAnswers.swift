@@ -7,7 +7,8 @@ import VaultCore
 enum NarrowCoding {
     // MARK: Key summaries: u32 count, then per key its name, masked value, kind, three dates,
     // its Google key (two texts, the resource name and the service account, both empty for
-    // none), and u8 count of earlier values, each masked value, kind, retired date and Google key.
+    // none), u8 count of earlier values, each masked value, kind, retired date and Google key,
+    // then its Secret Manager link: u8 1 with the reference, version (as i64) and fetch time, or u8 0.
 
     static func encode(_ summaries: [KeySummary]) -> [UInt8] {
         var out = ByteWriter()
@@ -27,6 +28,14 @@ enum NarrowCoding {
                 out.i64(earlier.retired)
                 out.record(earlier.google)
             }
+            if let link = key.link {
+                out.u8(1)
+                out.text(link.reference)
+                out.i64(Int64(bitPattern: link.version))
+                out.i64(link.fetched)
+            } else {
+                out.u8(0)
+            }
         }
         return out.bytes
     }
@@ -43,8 +52,16 @@ enum NarrowCoding {
                 guard let value = input.text(), let valueKind = input.kind(), let retired = input.i64(), let valueGoogle = input.record() else { return nil }
                 earlier.append(KeySummary.Earlier(masked: value, kind: valueKind, retired: retired, google: valueGoogle.record))
             }
-            summaries.append(KeySummary(name: name, masked: masked, kind: kind, created: created, updated: updated, lastUsed: lastUsed, earlier: earlier,
-                                        google: google.record))
+            var summary = KeySummary(name: name, masked: masked, kind: kind, created: created, updated: updated, lastUsed: lastUsed, earlier: earlier,
+                                     google: google.record)
+            switch input.u8() {
+            case 0?: break
+            case 1?:
+                guard let reference = input.text(), let version = input.i64(), let fetched = input.i64() else { return nil }
+                summary.link = SecretLink(reference: reference, version: UInt64(bitPattern: version), fetched: fetched)
+            default: return nil
+            }
+            summaries.append(summary)
         }
         return input.atEnd ? summaries : nil
     }
@@ -103,7 +120,7 @@ enum NarrowCoding {
 
     enum ChangeKind: UInt8 {
         case setKey = 1, replaceKey = 2, removeKey = 3, rollBack = 4, setSetting = 5, unsetSetting = 6, rotateKey = 7
-        case identity = 8, recordSharing = 9, importKey = 10
+        case identity = 8, recordSharing = 9, importKey = 10, linkKey = 11, refreshLink = 12
     }
 
     static func add(_ change: VaultChange, to message: inout AgentMessage) {
@@ -154,7 +171,25 @@ enum NarrowCoding {
                 message.add(.googleServiceAccount, text: google.serviceAccount)
             }
             message.add(.sharingRecord, secret: SecretBytes(copying: record.encoded()))
+        case .linkKey(let name, let secret, let now, let link), .refreshLink(let name, let secret, let now, let link):
+            let kind: ChangeKind = if case .linkKey = change { .linkKey } else { .refreshLink }
+            message.add(.changeKind, number: Int64(kind.rawValue))
+            message.add(.keyName, text: name)
+            message.add(.keyValue, secret: secret)
+            message.add(.now, number: now)
+            add(link, to: &message)
         }
+    }
+
+    static func add(_ link: SecretLink, to message: inout AgentMessage) {
+        message.add(.linkReference, text: link.reference)
+        message.add(.linkVersion, number: Int64(bitPattern: link.version))
+        message.add(.linkFetched, number: link.fetched)
+    }
+
+    static func link(in message: AgentMessage) -> SecretLink? {
+        guard let reference = message.text(.linkReference), let version = message.number(.linkVersion), let fetched = message.number(.linkFetched) else { return nil }
+        return SecretLink(reference: reference, version: UInt64(bitPattern: version), fetched: fetched)
     }
 
     /// Why the vault's rules refused a change, as the client should report it: the kind of
@@ -164,6 +199,7 @@ enum NarrowCoding {
         case .noEarlierValue(let name): response.add(.refusal, number: 1); response.add(.keyName, text: name)
         case .valueTooLarge(let what): response.add(.refusal, number: 2); response.add(.keyName, text: what)
         case .invalidName(let name): response.add(.refusal, number: 3); response.add(.keyName, text: name)
+        case .linkedKey(let name, let reference): response.add(.refusal, number: 4); response.add(.keyName, text: name); response.add(.linkReference, text: reference)
         default: break
         }
     }
@@ -174,6 +210,7 @@ enum NarrowCoding {
         case 1: return .noEarlierValue(name: name)
         case 2: return .valueTooLarge(name)
         case 3: return .invalidName(name)
+        case 4: return response.text(.linkReference).map { .linkedKey(name: name, reference: $0) }
         default: return nil
         }
     }
@@ -221,6 +258,9 @@ enum NarrowCoding {
                 google = GoogleKeyRecord(resource: resource, serviceAccount: account)
             }
             return .importKey(name: name, secret: secret, now: now, google: google, record: record)
+        case .linkKey, .refreshLink:
+            guard let name, let secret = message.secret(.keyValue), let now, let link = link(in: message) else { return nil }
+            return kind == .linkKey ? .linkKey(name: name, secret: secret, now: now, link: link) : .refreshLink(name: name, secret: secret, now: now, link: link)
         }
     }
 

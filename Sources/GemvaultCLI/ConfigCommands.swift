@@ -80,8 +80,8 @@ extension Context {
 
     /// The resolver for the key; the vault is opened only when its turn comes.
     func keyResolver(_ call: Invocation) throws -> KeyResolver {
-        KeyResolver(keyFileFlag: call.value(.keyFile), environment: environment, paths: paths,
-                    explicitKeyName: call.value(.key), layers: try settingLayers(call), vault: vault, warn: { Console.warning($0) },
+        KeyResolver(keyFileFlag: call.command.offers(.keyFile) ? call.value(.keyFile) : nil, environment: environment, paths: paths,
+                    explicitKeyName: call.command.offers(.key) ? call.value(.key) : nil, layers: try settingLayers(call), vault: vault, warn: { Console.warning($0) },
                     note: { Console.note($0) })
     }
 }
@@ -209,10 +209,19 @@ enum ConfigCommand {
         let shadowed: [Shadow]
         /// A vault key's sharing: who it went to, who sent it (key share, key import).
         @Nullable var sharing: String?
+        /// A vault key linked to Secret Manager (key set --from).
+        @Nullable var secret_manager: Linked?
 
         struct Shadow: Encodable {
             let source: String
             let detail: String
+        }
+
+        struct Linked: Encodable {
+            let reference: String
+            let version: UInt64
+            let fetched: String
+            let from_cache: Bool
         }
     }
 
@@ -230,7 +239,9 @@ enum ConfigCommand {
             source: key.source.kind, detail: key.source.label, name: name, masked: key.secret.masked, kind: key.secret.googleKeyKind,
             updated: key.updated.map(Output.isoDate), age_days: key.updated.map { (Output.now() - $0) / 86400 },
             shadowed: shadowed.map { WhichResult.Shadow(source: $0.source.kind, detail: $0.note) },
-            sharing: try name.flatMap { ShareCommand.summary(try call.context.vault.sharingRecords()[$0]) })
+            sharing: try name.flatMap { ShareCommand.summary(try call.context.vault.sharingRecords()[$0]) },
+            secret_manager: key.linked.map { WhichResult.Linked(reference: $0.link.reference, version: $0.link.version, fetched: Output.isoDate($0.link.fetched),
+                                                                 from_cache: $0.fromCache) })
         for shadow in shadowed { Console.warning("\(shadow.note), but it is shadowed by \(key.source.label)") }
         if call.flag(.json) {
             try Output.json(result, schema: .keyWhich)
@@ -238,6 +249,9 @@ enum ConfigCommand {
             var text = "source: \(key.source.label)\nkey:    \(key.secret.masked)\nkind:   \(result.kind.label)\n"
             if let updated = key.updated { text += "age:    \(Output.age(since: updated)) (set \(Output.isoDate(updated)))\n" }
             if let sharing = result.sharing { text += "shared: \(EscapeNeutralizer.neutralize(sharing))\n" }
+            if let (link, fromCache) = key.linked {
+                text += "secret: Secret Manager \(link.reference), version \(link.version), fetched \(Output.age(since: link.fetched)) ago\(fromCache ? " (cache)" : "")\n"
+            }
             try Console.out(text)
         }
         // Both forms warn alike: a script reading --json sees stderr too.

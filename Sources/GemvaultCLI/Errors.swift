@@ -195,6 +195,8 @@ enum ErrorReport {
             return (.usage, "the value for \(what) is too large", nil)
         case .noEarlierValue(let name):
             return (.failure, "key '\(name)' has no earlier value to roll back to", "'gemvault key history \(name)' lists what the vault keeps")
+        case .linkedKey(let name, let reference):
+            return (.failure, RotationCommand.linkedMessage(name, reference), RotationCommand.linkedHint(name))
         case .noBackup(let path):
             return (.failure, "there is no backup at \(path)", nil)
         }
@@ -281,6 +283,9 @@ enum ErrorReport {
         case .keyCommandFailed(let command, let detail, let stderr):
             let shown = stderr.isEmpty ? "" : "; its stderr: " + EscapeNeutralizer.neutralize(stderr)
             return (.noKey, "key_command '\(command)' \(detail)\(shown)", "check the command with: gemvault config get key_command")
+        case .secretUnreachable(let name, let secret, let since, let detail):
+            return (.network, "'\(name)' could not be refreshed from Secret Manager \(secret) since \(Output.isoDate(since)) (\(detail)), longer than secret_max_stale allows; its copy was not used",
+                    "check the network and the Google credentials, or raise secret_max_stale")
         case .keyFile(let vault):
             let (code, message, hint) = describe(vault)
             // A refused file (someone else's, open to others, a link) exits 1 as every refused file does.

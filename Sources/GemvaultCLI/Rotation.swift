@@ -4,6 +4,7 @@ import KeyResolution
 import Settings
 import SystemIO
 import TerminalIO
+import VaultAccess
 import VaultCore
 
 let rotationCommands: [CommandSpec] = [
@@ -31,6 +32,8 @@ enum RotationCommand {
             if call.flag(.undo), let option = [OptionSpec.ifOlderThan, .project, .serviceAccount, .verifyTimeout].first(where: call.flag) {
                 throw UsageError("\(option.name) goes with --create", command: call.command)
             }
+            // Checked before anything is made at Google (the vault's change would refuse it after).
+            try refuseLinked(context.vault, name: name)
             return call.flag(.create) ? try GoogleRotation.create(call, name: name) : try GoogleRotation.undo(call, name: name)
         }
         if let option = googleOnly.first(where: call.flag) { throw UsageError("\(option.name) goes with --create or --undo", command: call.command) }
@@ -123,6 +126,23 @@ enum RotationCommand {
         try VaultContents.validateName(name)
         let restored = try call.context.vault.apply(.rollBack(name: name, now: Output.now()))
         Console.note("key '\(name)' is back to \(restored.masked ?? "?"); the value it replaced is in its history")
+    }
+}
+
+extension RotationCommand {
+    /// A key linked to Secret Manager changes there: a value rotated or rolled back here would
+    /// be replaced by the next fetch, and a key deleted at Google would come back from the secret.
+    static func refuseLinked(_ vault: VaultAccess, name: String) throws {
+        guard vault.exists, let link = try vault.keySummaries().first(where: { $0.name == name })?.link else { return }
+        throw VaultError.linkedKey(name: name, reference: link.reference)
+    }
+
+    static func linkedMessage(_ name: String, _ reference: String) -> String {
+        "'\(name)' is linked to Secret Manager (\(reference)): add a version with the new key there, and every machine takes it within secret_cache_ttl; nothing changed"
+    }
+
+    static func linkedHint(_ name: String) -> String {
+        "gcloud secrets versions add SECRET --data-file=-  (or 'gemvault key set \(name)' to unlink the key and keep its value here)"
     }
 }
 

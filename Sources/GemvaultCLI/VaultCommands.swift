@@ -1,4 +1,5 @@
 import Agent
+import GoogleAuth
 import GoogleKeys
 import KeyResolution
 import Settings
@@ -16,8 +17,9 @@ let vaultCommands: [CommandSpec] = [
                 run: VaultCommand.initialize),
     CommandSpec(path: ["key", "set"], arguments: "[NAME]", argumentRange: 0...1,
                 summary: "store or replace an API key (hidden prompt, or stdin when it is not a terminal)",
-                options: [], details: """
+                options: [.fromSecret, .allowInsecureEndpoint], details: """
                 NAME defaults to 'default'. The key is never taken from the command line. A replaced key is kept in the key's history.
+                --from gsm://projects/P/secrets/S[/versions/N] links the key to a Secret Manager secret instead: its value is fetched now with the Google credentials key rotate --create uses, and again whenever the copy in the vault is older than secret_cache_ttl (Docs/fleet.md). Setting the key without --from unlinks it.
                 A key is one line: a line break after it is dropped, but more lines (or a space or a control character) are refused (exit 64), never cut.
                 Google makes two kinds of key. An auth key (AQ. and about 50 more characters) is what Google AI Studio creates since 2026; it is stored silently.
                 A standard key (AIza and 35 more) is stored with a warning: the Gemini API rejects standard keys since September 2026.
@@ -192,6 +194,7 @@ enum VaultCommand {
         let context = call.context
         let name = call.positionals.first ?? Setting.key.defaultValue
         try VaultContents.validateName(name)
+        if let from = call.value(.fromSecret) { return try linkKey(call, name: name, from: from) }
         try context.vault.checkBeforePrompt()
         // The key first: stdin may be the key while the passphrase comes from the terminal or a descriptor.
         let key = try readAPIKey(prompt: "API key for '\(name)': ")
@@ -199,6 +202,25 @@ enum VaultCommand {
         // The key is kept in secret memory across passphrase retries, never asked again.
         let outcome = try context.vault.apply(.setKey(name: name, secret: key, now: Output.now()))
         Console.note("\(outcome.replaced ? "replaced" : "stored") key '\(name)' (\(key.masked))")
+    }
+
+    /// `key set NAME --from gsm://…`: the secret's value is fetched now, checked, and stored
+    /// with the link, so that it is fetched again when its copy is older than secret_cache_ttl.
+    static func linkKey(_ call: Invocation, name: String, from: String) throws {
+        guard let reference = SecretReference(parsing: from) else {
+            throw UsageError("--from takes gsm://projects/PROJECT/secrets/SECRET or …/versions/N, not '\(from)'", command: call.command)
+        }
+        let vault = call.context.vault
+        try vault.checkBeforePrompt()
+        let settings = try GoogleRotation.settings(call, vault: try vault.settings())
+        let fetched = try SecretManagerKey.access(reference, settings, environment: call.context.environment, home: call.context.paths.home,
+                                                  warn: { Console.warning($0) })
+        KeyKindNotice.warn(fetched.value, name: name)
+        let now = Output.now()
+        let outcome = try vault.apply(.linkKey(name: name, secret: fetched.value, now: now,
+                                               link: SecretLink(reference: reference.description, version: fetched.version, fetched: now)))
+        Console.note("\(outcome.replaced ? "replaced" : "stored") key '\(name)' (\(fetched.value.masked)) from Secret Manager \(reference.resource), version \(fetched.version); "
+                     + "it is fetched again when its copy is older than \(settings.resolved(.secretCacheTTL).value ?? "5m") (secret_cache_ttl)")
     }
 
     /// An API key from a hidden prompt, or all of stdin when it is not a terminal: its one line.
@@ -222,6 +244,12 @@ enum VaultCommand {
             guard context.canReadPassphrase else { throw KeySourceError.vaultNeedsPassphrase(path: context.vaultPath) }
         })
         guard let stored else { throw VaultError.keyNotFound(name: name) }
+        // A linked key is fetched again when its copy is old, as for every other command.
+        if stored.link != nil {
+            let resolver = try context.keyResolver(call)
+            let settings = try resolver.settings(vaultSettings: try context.vault.settings())
+            if let linked = try resolver.linkedValue(of: stored, settings) { return try Output.writeSecret(linked.secret) }
+        }
         try Output.writeSecret(stored.secret)
     }
 
@@ -243,6 +271,8 @@ enum VaultCommand {
         let recipients: Int
         /// Who shared it with this vault: the sender's label and fingerprint, or "unsigned".
         @Nullable var shared_by: String?
+        /// The Secret Manager secret it is fetched from (key set --from), with the version stored.
+        @Nullable var secret_manager: String?
     }
 
     static func listKeys(_ call: Invocation) throws {
@@ -256,7 +286,7 @@ enum VaultCommand {
                            updated: Output.isoDate($0.updated), age_days: max(0, now - $0.updated) / 86400,
                            last_used: $0.lastUsed > 0 ? Output.isoDate($0.lastUsed) : nil, previous_versions: $0.earlier.count,
                            google_key: $0.google?.resource, service_account: $0.google?.serviceAccount.nonEmpty,
-                           recipients: sharing[$0.name]?.recipientCount ?? 0, shared_by: sharedBy(sharing[$0.name]))
+                           recipients: sharing[$0.name]?.recipientCount ?? 0, shared_by: sharedBy(sharing[$0.name]), secret_manager: $0.link.map(linkText))
             }
             try Output.json(["keys": listings], schema: .keyList)
             return
@@ -267,19 +297,23 @@ enum VaultCommand {
         }
         let showGoogle = keys.contains { $0.google != nil }
         let showSharing = keys.contains { ShareCommand.summary(sharing[$0.name]) != nil }
+        let showLinks = keys.contains { $0.link != nil }
         try Console.out(Output.table([["NAME", "KEY", "KIND", "AGE", "UPDATED", "LAST USED"] + (showGoogle ? ["GOOGLE KEY", "SERVICE ACCOUNT"] : [])
-                                      + (showSharing ? ["SHARING"] : [])]
+                                      + (showSharing ? ["SHARING"] : []) + (showLinks ? ["SECRET MANAGER"] : [])]
             + keys.map { key in
                 [key.name, key.masked, key.kind.label, Output.age(since: key.updated, now: now), Output.isoDate(key.updated),
                  key.lastUsed > 0 ? Output.isoDate(key.lastUsed) : "-"]
                     + (showGoogle ? [key.google?.resource ?? "-", key.google?.serviceAccount.nonEmpty ?? "-"] : [])
-                    + (showSharing ? [EscapeNeutralizer.neutralize(ShareCommand.summary(sharing[key.name]) ?? "-")] : []) }))
+                    + (showSharing ? [EscapeNeutralizer.neutralize(ShareCommand.summary(sharing[key.name]) ?? "-")] : [])
+                    + (showLinks ? [key.link.map(linkText) ?? "-"] : []) }))
         let retired = keys.filter(\.kind.isRetired).map(\.name)
         if !retired.isEmpty {
             Console.warning("Google rejects standard keys since September 2026: \(retired.map { "'\($0)'" }.joined(separator: ", "))")
             Console.hint("create auth keys at https://aistudio.google.com/apikey and store each with 'gemvault key rotate NAME'")
         }
     }
+
+    static func linkText(_ link: SecretLink) -> String { "\(link.reference) (version \(link.version))" }
 
     static func sharedBy(_ record: KeySharing?) -> String? {
         switch record?.origin {

@@ -61,6 +61,8 @@ public enum KeySourceError: Error, Equatable, Sendable {
     case vaultNeedsPassphrase(path: String)
     case keyCommandFailed(command: String, detail: String, stderr: String)
     case keyFile(VaultError)
+    /// A linked key's copy is older than `secret_max_stale` and Secret Manager cannot be reached.
+    case secretUnreachable(name: String, secret: String, since: Int64, detail: String)
 }
 
 /// The key a source gave is not one header-safe line (`source` is the source's label): its
@@ -76,6 +78,14 @@ public struct ResolvedKey {
     public let source: KeySource
     /// Unix seconds the key was last set, when known.
     public let updated: Int64?
+    /// For a vault key linked to Secret Manager: the link, and whether its copy was used.
+    public var linked: (link: SecretLink, fromCache: Bool)?
+
+    init(secret: SecretBytes, source: KeySource, updated: Int64?) {
+        self.secret = secret
+        self.source = source
+        self.updated = updated
+    }
 }
 
 /// A source that also holds a key but loses to the winner.
@@ -224,6 +234,11 @@ public struct KeyResolver {
             let stored: StoredKey?
             if let sessionKey, sessionKey.name == name { stored = sessionKey.key } else { stored = try vault.key(name, markUsed: true) }
             if let stored {
+                if let linked = try linkedValue(of: stored, settings) {
+                    var key = ResolvedKey(secret: linked.secret, source: .vault(path: vaultPath, name: name), updated: linked.fromCache ? stored.updated : linked.link.fetched)
+                    key.linked = (linked.link, linked.fromCache)
+                    return (key, settings)
+                }
                 let secret = followedShare(of: stored) ?? stored.secret
                 return (ResolvedKey(secret: secret, source: .vault(path: vaultPath, name: name), updated: stored.updated), settings)
             }

@@ -6,18 +6,67 @@ import VaultCore
 /// `key_secret`: a key kept in Secret Manager, fetched with the Google credentials rotation
 /// uses (token_command, GOOGLE_APPLICATION_CREDENTIALS, gcloud's, the metadata server) every
 /// time it is needed and held in memory only, for machines without a vault (a CI runner).
-enum SecretManagerKey {
+public enum SecretManagerKey {
     static func fetch(_ settings: Settings, environment: [String: String], home: String, warn: @escaping (String) -> Void) throws -> ResolvedKey? {
         guard let text = settings[.keySecret], !text.isEmpty else { return nil }
         guard let reference = SecretReference(parsing: text) else {
             throw ConfigError.invalidValue(layer: settings.resolved(.keySecret).origin.label, setting: Setting.keySecret.name,
                                            message: "'\(text)' is not gsm://projects/PROJECT/secrets/SECRET or …/versions/N", fromFlag: false)
         }
+        let fetched = try access(reference, settings, environment: environment, home: home, warn: warn)
+        return ResolvedKey(secret: fetched.value, source: .secretManager(secret: reference.resource, version: fetched.version), updated: nil)
+    }
+
+    /// One fetch of `reference`, with rotation's Google credentials.
+    public static func access(_ reference: SecretReference, _ settings: Settings, environment: [String: String], home: String,
+                       warn: @escaping (String) -> Void) throws(GoogleError) -> FetchedSecret {
         let credentials = GoogleCredentials(CredentialSettings(tokenCommand: settings[.tokenCommand], commandTimeout: settings[.keyCommandTimeout],
                                                                environment: environment, home: home, timeout: settings[.timeout], allowInsecure: false, warn: warn))
         let client = SecretManagerClient(endpoint: settings[.secretmanagerEndpoint], token: try credentials.token(), timeout: settings[.timeout],
                                          retries: settings[.retries])
-        let fetched = try client.accessKey(reference)
-        return ResolvedKey(secret: fetched.value, source: .secretManager(secret: reference.resource, version: fetched.version), updated: nil)
+        return try client.accessKey(reference)
+    }
+}
+
+/// What refreshing a linked vault key gave: a value fetched now, or the cached one.
+public struct LinkedValue {
+    public let secret: SecretBytes
+    public let link: SecretLink
+    /// True when the vault's copy was used (fresh enough, or Secret Manager out of reach).
+    public let fromCache: Bool
+}
+
+extension KeyResolver {
+    /// A vault key linked to Secret Manager (`key set --from`): its copy when younger than
+    /// `secret_cache_ttl`; else fetched, checked and stored. When Secret Manager cannot be
+    /// reached the copy is used with one warning up to `secret_max_stale`, then it is an
+    /// error (exit 7); a refusal or bad data is an error at once, and the copy stays.
+    public func linkedValue(of stored: StoredKey, _ settings: Settings) throws -> LinkedValue? {
+        guard let link = stored.link else { return nil }
+        let now = Clock.now()
+        if Double(now - link.fetched) < settings[.secretCacheTTL] { return LinkedValue(secret: stored.secret, link: link, fromCache: true) }
+        guard let reference = SecretReference(parsing: link.reference) else {
+            throw VaultError.payloadDamaged(path: vaultPath, detail: "the Secret Manager link of '\(stored.name)' is not a gsm:// reference")
+        }
+        let attempt = Result { () throws(GoogleError) in
+            try SecretManagerKey.access(reference, settings, environment: environment, home: paths.home, warn: warn)
+        }
+        if case .failure(let error) = attempt, error.category == .network || error.category == .credentials {
+            let age = now - link.fetched
+            guard Double(age) <= settings[.secretMaxStale] else {
+                throw KeySourceError.secretUnreachable(name: stored.name, secret: reference.resource, since: link.fetched, detail: error.message)
+            }
+            warn("could not refresh '\(stored.name)' from Secret Manager (\(error.message)); using the copy of version \(link.version) fetched \(Self.ago(age)) ago")
+            return LinkedValue(secret: stored.secret, link: link, fromCache: true)
+        }
+        let fetched = try attempt.get()
+        let refreshed = SecretLink(reference: link.reference, version: fetched.version, fetched: now)
+        let outcome = try vault.apply(.refreshLink(name: stored.name, secret: fetched.value, now: now, link: refreshed))
+        if outcome.replaced { note("took version \(fetched.version) of '\(stored.name)' from Secret Manager \(reference.resource)") }
+        return LinkedValue(secret: fetched.value, link: refreshed, fromCache: false)
+    }
+
+    static func ago(_ seconds: Int64) -> String {
+        seconds < 120 ? "\(seconds) s" : seconds < 7200 ? "\(seconds / 60) minutes" : seconds < 172_800 ? "\(seconds / 3600) hours" : "\(seconds / 86400) days"
     }
 }

@@ -207,6 +207,10 @@ extension Setting where Value == Double {
     public static let keyCommandTimeout = with("key_command_timeout", .number(1...600), default: "10", "seconds before key_command or token_command is stopped", number)
     /// Durations, in seconds.
     public static let sessionIdle = with("session_idle", .duration(10...(7 * 86400)), default: "15m", "an unlocked session locks after this long unused", seconds)
+    public static let secretCacheTTL = with("secret_cache_ttl", .duration(0...(30 * 86400)), default: "5m",
+                                            "a key linked to Secret Manager is fetched again when its copy is older than this (0: every time)", seconds)
+    public static let secretMaxStale = with("secret_max_stale", .duration(60...(365 * 86400)), default: "24h",
+                                            "how long a linked key's copy is used while Secret Manager cannot be reached", seconds)
     public static let sessionMax = with("session_max", .duration(10...(30 * 86400)), default: "8h", "an unlocked session locks after this long, used or not", seconds)
 }
 
@@ -232,6 +236,7 @@ public enum SettingsSchema {
         Setting.systemPrompt.spec, Setting.endpoint.spec, Setting.apiVersion.spec, Setting.timeout.spec, Setting.retries.spec,
         Setting.key.spec, Setting.credentialName.spec, Setting.keyCommand.spec, Setting.keyCommandTimeout.spec, Setting.rotationDays.spec,
         Setting.apikeysEndpoint.spec, Setting.tokenCommand.spec, Setting.quotaProject.spec, Setting.keySecret.spec, Setting.secretmanagerEndpoint.spec,
+        Setting.secretCacheTTL.spec, Setting.secretMaxStale.spec,
         Setting.sessionIdle.spec, Setting.sessionMax.spec, Setting.history.spec, Setting.color.spec, Setting.chatStyle.spec,
     ]
 

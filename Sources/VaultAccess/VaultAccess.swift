@@ -234,7 +234,7 @@ public final class VaultAccess {
     /// What can be shown of every key, without their values.
     public func keySummaries() throws -> [KeySummary] {
         if let summaries = try throughSession({ agent throws(AgentError) in try agent.keySummaries() }) { return summaries }
-        return try openDocument().contents.keys.map(\.summary)
+        return try openDocument().contents.summaries
     }
 
     /// The vault's settings and one key from an unlocked session in one round trip, or nil

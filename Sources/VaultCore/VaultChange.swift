@@ -23,6 +23,11 @@ public enum VaultChange: Sendable {
     case recordSharing(name: String, record: KeySharing)
     /// Stores an imported key and its sharing state together.
     case importKey(name: String, secret: SecretBytes, now: Int64, google: GoogleKeyRecord?, record: KeySharing)
+    /// Stores a key fetched from Secret Manager and links it to its secret (`key set --from`).
+    case linkKey(name: String, secret: SecretBytes, now: Int64, link: SecretLink)
+    /// A linked key fetched again: a changed value becomes current (the old one goes into its
+    /// history), and the link notes the version and the time.
+    case refreshLink(name: String, secret: SecretBytes, now: Int64, link: SecretLink)
 
     /// What a change reports back, for its message: the masked value it replaced or restored.
     public struct Outcome: Sendable, Equatable {
@@ -39,9 +44,17 @@ public enum VaultChange: Sendable {
     @discardableResult
     public func apply(to contents: VaultContents) throws(VaultError) -> Outcome {
         switch self {
+        case .replaceKey(let name, _, _), .rotateKey(let name, _, _, _, _), .rollBack(let name, _):
+            // The next fetch would replace such a value, and a deleted Google key come back.
+            if let link = contents.links[name] { throw .linkedKey(name: name, reference: link.reference) }
+        default: break
+        }
+        switch self {
         case .setKey(let name, let secret, let now):
             let old = contents.key(named: name)
             try contents.setKey(name, secret: secret, now: now)
+            // A value set by hand is the key's own now: Secret Manager no longer replaces it.
+            contents.links[name] = nil
             return Outcome(masked: old?.secret.masked, replaced: old != nil)
         case .replaceKey(let name, let secret, let now):
             guard let old = contents.key(named: name) else { throw .keyNotFound(name: name) }
@@ -78,6 +91,19 @@ public enum VaultChange: Sendable {
             try contents.setKey(name, secret: secret, now: now, google: google)
             try contents.setSharing(name, record)
             return Outcome(masked: old?.secret.masked, replaced: old != nil)
+        case .linkKey(let name, let secret, let now, let link):
+            guard link.isWellFormed else { throw .valueTooLarge("the Secret Manager reference of \(name)") }
+            let old = contents.key(named: name)
+            try contents.setKey(name, secret: secret, now: now)
+            try contents.setLink(name, link)
+            return Outcome(masked: old?.secret.masked, replaced: old != nil)
+        case .refreshLink(let name, let secret, let now, let link):
+            guard let old = contents.key(named: name) else { throw .keyNotFound(name: name) }
+            guard link.isWellFormed else { throw .valueTooLarge("the Secret Manager reference of \(name)") }
+            let changed = !old.secret.isEqual(to: secret)
+            if changed { try contents.setKey(name, secret: secret, now: now) }
+            try contents.setLink(name, link)
+            return Outcome(masked: old.secret.masked, replaced: changed)
         }
     }
 }
@@ -107,6 +133,8 @@ public struct KeySummary: Sendable, Equatable {
     public let earlier: [Earlier]
     /// The current value's key at Google, when known.
     public let google: GoogleKeyRecord?
+    /// The secret the value is fetched from, for a linked key.
+    public var link: SecretLink?
 
     public init(name: String, masked: String, kind: GoogleKeyKind, created: Int64, updated: Int64, lastUsed: Int64, earlier: [Earlier],
                 google: GoogleKeyRecord? = nil) {
@@ -123,8 +151,10 @@ public struct KeySummary: Sendable, Equatable {
 
 extension StoredKey {
     public var summary: KeySummary {
-        KeySummary(name: name, masked: secret.masked, kind: secret.googleKeyKind, created: created, updated: updated, lastUsed: lastUsed,
+        var summary = KeySummary(name: name, masked: secret.masked, kind: secret.googleKeyKind, created: created, updated: updated, lastUsed: lastUsed,
                    earlier: previous.map { KeySummary.Earlier(masked: $0.secret.masked, kind: $0.secret.googleKeyKind, retired: $0.retired, google: $0.google) },
                    google: google)
+        summary.link = link
+        return summary
     }
 }

@@ -64,6 +64,9 @@ public struct StoredKey {
     /// The share file this key follows (`key import --follow`), when one is recorded: handed
     /// out with the key so resolving it can notice a newer share without another question.
     public var followed: FollowedFile?
+    /// The Secret Manager secret the value comes from (`key set --from`), handed out with the
+    /// key for the same reason.
+    public var link: SecretLink?
 
     public init(name: String, secret: SecretBytes, created: Int64, updated: Int64, lastUsed: Int64 = 0, previous: [RetiredSecret],
                 google: GoogleKeyRecord? = nil) {
@@ -83,10 +86,10 @@ public struct StoredKey {
 /// and `rekey` replace it (`retireConversationKey`), so an old copy of the vault opens nothing
 /// written afterwards; the earlier ones stay here, so every conversation stays readable.
 public final class VaultContents {
-    /// Version 6 adds the sharing identity and each key's sharing state, version 5 each value's
-    /// key at Google, version 4 when each earlier value was set, version 3 the earlier
-    /// conversation keys, version 2 each key's last use; 1 to 5 are still read.
-    public static let payloadVersion: UInt8 = 6
+    /// Version 7 adds the Secret Manager links, 6 the sharing identity and each key's sharing
+    /// state, 5 each value's key at Google, 4 when each earlier value was set, 3 the earlier
+    /// conversation keys, 2 each key's last use; 1 to 6 are still read.
+    public static let payloadVersion: UInt8 = 7
     public static let retiredLimit = 5
     /// Each passphrase change adds one; far more than a vault's lifetime of changes.
     public static let earlierConversationKeyLimit = 1000
@@ -106,15 +109,19 @@ public final class VaultContents {
     public private(set) var identity: VaultIdentity?
     /// Each key's sharing state, by key name (only keys that were shared or imported).
     public private(set) var sharing: [String: KeySharing]
+    /// The keys whose value lives in Secret Manager, by key name.
+    public internal(set) var links: [String: SecretLink]
 
     public init(keys: [StoredKey] = [], settings: [String: String] = [:], conversationKey: SecretBytes = .random(count: 32),
-                earlierConversationKeys: [SecretBytes] = [], identity: VaultIdentity? = nil, sharing: [String: KeySharing] = [:]) {
+                earlierConversationKeys: [SecretBytes] = [], identity: VaultIdentity? = nil, sharing: [String: KeySharing] = [:],
+                links: [String: SecretLink] = [:]) {
         self.keys = keys.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         self.settings = settings
         self.conversationKey = conversationKey
         self.earlierConversationKeys = earlierConversationKeys
         self.identity = identity
         self.sharing = sharing
+        self.links = links
     }
 
     /// Sets (or replaces the label of) the sharing identity.
@@ -143,7 +150,15 @@ public final class VaultContents {
         conversationKey = .random(count: 32)
     }
 
-    public func key(named name: String) -> StoredKey? { keys.first { $0.name == name } }
+    /// The key, with its Secret Manager link when it has one.
+    public func key(named name: String) -> StoredKey? {
+        guard var found = keys.first(where: { $0.name == name }) else { return nil }
+        found.link = links[name]
+        return found
+    }
+
+    /// What may be shown of every key, links included.
+    public var summaries: [KeySummary] { keys.map { key in var linked = key; linked.link = links[key.name]; return linked.summary } }
 
     /// Stores or replaces a key; a replaced value moves to the key's history. `google` is the new
     /// value's key at Google; `replacedGoogle`, when given, is recorded for the replaced value
@@ -203,6 +218,7 @@ public final class VaultContents {
         guard let index = keys.firstIndex(where: { $0.name == name }) else { throw .keyNotFound(name: name) }
         keys.remove(at: index)
         sharing[name] = nil
+        links[name] = nil
     }
 
     public func setSetting(_ name: String, value: String) throws(VaultError) {
@@ -243,6 +259,7 @@ public final class VaultContents {
         for (name, value) in settings { length += 2 + name.utf8.count + 4 + value.utf8.count }
         length += 2 + 32 * earlierConversationKeys.count
         length += encodedSharingLength()
+        length += encodedLinksLength()
         let buffer = SecretBytes(count: length + Self.paddingBlock)
         return try buffer.withUnsafeMutableBytes { raw throws(VaultError) in
             var writer = SecretWriter(buffer: raw)
@@ -276,6 +293,7 @@ public final class VaultContents {
             writer.append(UInt16(earlierConversationKeys.count))
             for earlier in earlierConversationKeys { earlier.withUnsafeBytes { writer.append($0) } }
             writeSharing(&writer)
+            writeLinks(&writer)
             precondition(writer.offset == length)
             let padded = try mapSodium { () throws(SodiumError) in
                 try Sodium.pad(raw, unpaddedLength: length, blockSize: Self.paddingBlock)
@@ -353,10 +371,11 @@ public final class VaultContents {
                 if version >= 6 {
                     (identity, sharing) = try readSharing(&reader, keyNames: Set(keys.map(\.name)), broken: broken)
                 }
-                let last = version >= 6 ? "sharing records" : version >= 3 ? "conversation keys" : "settings"
+                let links = version >= 7 ? try readLinks(&reader, keyNames: Set(keys.map(\.name)), broken: broken) : [:]
+                let last = version >= 7 ? "Secret Manager links" : version >= 6 ? "sharing records" : version >= 3 ? "conversation keys" : "settings"
                 guard reader.remaining == 0 else { throw broken("\(reader.remaining) unexpected bytes follow the \(last)") }
                 return VaultContents(keys: keys, settings: settings, conversationKey: conversationKey, earlierConversationKeys: earlier,
-                                     identity: identity, sharing: sharing)
+                                     identity: identity, sharing: sharing, links: links)
             }
         } catch let error as VaultError {
             throw error

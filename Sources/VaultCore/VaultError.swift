@@ -46,6 +46,8 @@ public enum VaultError: Error, Equatable, Sendable {
     case valueTooLarge(String)
     /// `key rollback` on a key without an earlier value.
     case noEarlierValue(name: String)
+    /// The key is linked to Secret Manager: its value changes there, not by rotation here.
+    case linkedKey(name: String, reference: String)
     /// No backup to restore.
     case noBackup(path: String)
 }

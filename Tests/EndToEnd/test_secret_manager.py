@@ -101,3 +101,104 @@ def test_a_busy_secret_manager_is_retried(env, google):
     assert result.code == 0, result
     assert data["source"] == "secret-manager"
     assert len(google.state()["sm_calls"]) == 2
+
+
+def linked_vault(env, google, versions=(FLEET_KEY,)):
+    """A vault whose key 'lab' is linked to the secret (key set --from), and the key in use."""
+    fleet(env, google, versions=versions)
+    env.vars.pop("GEMVAULT_KEY_SECRET")
+    env.init()
+    made = env.run("key", "set", "lab", "--from", SECRET)
+    assert made.code == 0, made
+    assert "from Secret Manager projects/%s/secrets/gemini-key, version %d" % (PROJECT_ID, len(versions)) in made.err
+    assert env.run("config", "set", "key", "lab").code == 0
+    return made
+
+
+def test_a_linked_vault_key_takes_a_new_version_once_its_copy_is_older_than_the_cache_time(env, google):
+    linked_vault(env, google)
+    listed = json.loads(env.run("key", "list", "--json").out)["keys"]
+    assert listed[0]["secret_manager"] == SECRET + " (version 1)"
+    data = json.loads(env.run("key", "which", "--json").out)
+    assert data["source"] == "vault" and data["secret_manager"]["version"] == 1 and data["secret_manager"]["from_cache"], data
+    # A new version at Google: within secret_cache_ttl (5m) the copy is used, with no request.
+    google.control(keys=[{"id": "next", "keyString": NEXT_KEY}], secrets=[{"id": "gemini-key", "versions": [NEXT_KEY]}])
+    calls = len(google.state()["sm_calls"])
+    assert env.run("key", "get", "lab").out == FLEET_KEY + "\n"
+    assert len(google.state()["sm_calls"]) == calls
+    env.advance_clock(301)
+    asked = env.run("ask", "hello", "--model", "ok")
+    assert asked.code == 0, asked
+    assert "took version 2 of 'lab' from Secret Manager" in asked.err and NEXT_KEY not in asked.err
+    assert env.run("key", "get", "lab").out == NEXT_KEY + "\n"
+    history = env.run("key", "history", "lab")
+    assert FLEET_KEY[:4] + "…" + FLEET_KEY[-4:] in history.out
+    # secret_cache_ttl 0: every use asks.
+    assert env.run("config", "set", "secret_cache_ttl", "0").code == 0
+    calls = len(google.state()["sm_calls"])
+    env.run("key", "get", "lab")
+    env.run("key", "get", "lab")
+    assert len(google.state()["sm_calls"]) == calls + 2
+
+
+def test_an_unreachable_secret_manager_means_the_copy_with_a_warning_then_exit_7(env, google):
+    linked_vault(env, google)
+    env.vars["GEMVAULT_SECRETMANAGER_ENDPOINT"] = "http://127.0.0.1:9"
+    env.vars["GEMVAULT_RETRIES"] = "0"
+    env.advance_clock(301)
+    used = env.run("key", "get", "lab")
+    assert used.code == 0 and used.out == FLEET_KEY + "\n"
+    assert used.err.count("could not refresh 'lab' from Secret Manager") == 1 and "version 1" in used.err
+    env.advance_clock(86400)
+    stale = env.run("key", "get", "lab")
+    assert stale.code == 7 and "could not be refreshed from Secret Manager" in stale.err and "since" in stale.err
+    assert FLEET_KEY not in stale.out + stale.err
+
+
+def test_a_refused_refresh_is_an_error_and_the_copy_stays(env, google):
+    linked_vault(env, google)
+    google.control(secrets=[{"id": "gemini-key", "versions": [NEXT_KEY], "states": {"2": "DISABLED"}}])
+    env.advance_clock(301)
+    refused = env.run("key", "get", "lab")
+    assert refused.code == 6 and "DISABLED" in refused.err and FLEET_KEY not in refused.out
+    listed = json.loads(env.run("key", "list", "--json").out)["keys"]
+    assert listed[0]["masked"] == FLEET_KEY[:4] + "…" + FLEET_KEY[-4:] and listed[0]["secret_manager"] == SECRET + " (version 1)"
+
+
+def test_a_linked_key_is_rotated_in_secret_manager_not_here(env, google):
+    linked_vault(env, google)
+    by_hand = env.run("key", "rotate", "lab", "--no-verify", input=NEXT_KEY)
+    assert by_hand.code == 1 and "linked to Secret Manager" in by_hand.err
+    created = env.run("key", "rotate", "--create", "lab")
+    assert created.code == 1 and "linked to Secret Manager" in created.err
+    assert google.state()["calls"] == []
+    rolled = env.run("key", "rollback", "lab")
+    assert rolled.code == 1 and "linked to Secret Manager" in rolled.err
+    # Set by hand, the key is the vault's own again.
+    assert env.run("key", "set", "lab", input=NEXT_KEY).code == 0
+    assert json.loads(env.run("key", "list", "--json").out)["keys"][0]["secret_manager"] is None
+
+
+def test_a_linked_key_is_refreshed_through_a_session_too(env, google):
+    linked_vault(env, google)
+    assert env.run("unlock").code == 0
+    try:
+        google.control(keys=[{"id": "next", "keyString": NEXT_KEY}], secrets=[{"id": "gemini-key", "versions": [NEXT_KEY]}])
+        env.advance_clock(301)
+        asked = env.run("ask", "hello", "--model", "ok", passphrase=False)
+        assert asked.code == 0, asked
+        assert "took version 2 of 'lab'" in asked.err
+        listed = json.loads(env.run("key", "list", "--json", passphrase=False).out)["keys"]
+        assert listed[0]["secret_manager"] == SECRET + " (version 2)"
+        assert env.run("key", "get", "lab", passphrase=False).out == NEXT_KEY + "\n"
+    finally:
+        env.run("lock", passphrase=False)
+
+
+def test_a_bad_reference_is_refused_before_anything_is_asked(env, google):
+    fleet(env, google)
+    env.vars.pop("GEMVAULT_KEY_SECRET")
+    env.init()
+    bad = env.run("key", "set", "lab", "--from", "gsm://projects/p/secrets/../x")
+    assert bad.code == 64 and "gsm://projects/PROJECT/secrets/SECRET" in bad.err
+    assert google.state()["sm_calls"] == []

@@ -118,7 +118,7 @@ def unpad(padded):
     return unpadded[:-1]
 
 
-def decode_payload(payload, conversation_keys=None, google=None, sharing=None):
+def decode_payload(payload, conversation_keys=None, google=None, sharing=None, links=None):
     """The payload of the document, with the writer rules a reader enforces. When given a list,
     `conversation_keys` receives the conversation keys, current first. When given a dict,
     `google` receives for each key name the Google keys of its values (payload version 5), the
@@ -126,7 +126,7 @@ def decode_payload(payload, conversation_keys=None, google=None, sharing=None):
     `sharing` receives the version 6 section: "identity" (agreement secret, signing seed,
     label) or None, and "keys", each key's sharing record by name."""
     version = payload[0]
-    assert version in (1, 2, 3, 4, 5, 6)
+    assert version in (1, 2, 3, 4, 5, 6, 7)
     offset = 33
     if conversation_keys is not None:
         conversation_keys.append(payload[1:33])
@@ -204,6 +204,8 @@ def decode_payload(payload, conversation_keys=None, google=None, sharing=None):
             offset += 32
     if version >= 6:
         offset = decode_sharing(payload, offset, set(keys), {} if sharing is None else sharing)
+    if version >= 7:
+        offset = decode_links(payload, offset, set(keys), {} if links is None else links)
     assert offset == len(payload)
     return keys, settings
 
@@ -242,6 +244,29 @@ def decode_sharing(payload, offset, key_names, out):
         record["recipients"] = [(text(), text(), number("<q"), text()) for _ in range(number("<H"))]
         assert len(record["recipients"]) <= 256
         out["keys"][name] = record
+    return offset
+
+
+def decode_links(payload, offset, key_names, out):
+    """Payload version 7's Secret Manager links (Docs/vault-format.md): name -> (reference,
+    version, fetched); returns the offset after them."""
+    (count,) = struct.unpack_from("<H", payload, offset)
+    offset += 2
+    last = None
+    for _ in range(count):
+        (length,) = struct.unpack_from("<H", payload, offset)
+        name = payload[offset + 2:offset + 2 + length].decode()
+        offset += 2 + length
+        assert name in key_names and (last is None or last.encode() < name.encode())
+        last = name
+        (length,) = struct.unpack_from("<H", payload, offset)
+        reference = payload[offset + 2:offset + 2 + length].decode("ascii")
+        offset += 2 + length
+        assert reference.startswith("gsm://") and len(reference) <= 1024
+        version, fetched = struct.unpack_from("<Qq", payload, offset)
+        offset += 16
+        assert version >= 1
+        out[name] = (reference, version, fetched)
     return offset
 
 

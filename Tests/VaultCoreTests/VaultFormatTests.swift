@@ -199,9 +199,10 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         var bytes = current.withUnsafeBytes { Array($0) }
         while bytes.last == 0 { bytes.removeLast() }
         #expect(bytes.removeLast() == 0x80)
-        // Version 6's sharing section, empty: no identity (one byte) and no records (two).
-        #expect(Array(bytes.suffix(3)) == [0, 0, 0])
-        bytes.removeLast(3)
+        // Version 6's sharing section, empty: no identity (one byte) and no records (two); then
+        // version 7's Secret Manager links, none (two).
+        #expect(Array(bytes.suffix(5)) == [0, 0, 0, 0, 0])
+        bytes.removeLast(5)
         bytes[0] = 3
         let name = 2 + 1, secret = 2 + 1, dates = 8 * 3, record = 2 + 2
         let currentRecord = 1 + 32 + 2 + name + secret + dates
@@ -328,5 +329,38 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         #expect(text(canonical) == "011ABCDEFGHJKMNPQRSTVWXYZ0123456")
         #expect(RecoveryCode.normalize(SecretBytes(utf8: "oiLa-bcde fghj-kmnp qrst-vwxy z012-3456-7")) == nil)
         #expect(RecoveryCode.normalize(SecretBytes(utf8: "UUUU-0000-0000-0000-0000-0000-0000-0000")) == nil)
+    }
+}
+
+@Suite struct SecretLinkTests {
+    @Test func aLinkSurvivesThePayloadAndGoesWithItsKey() throws {
+        let contents = VaultContents()
+        try contents.setKey("lab", secret: SecretBytes(utf8: "AQ.first-value-of-the-linked-key-0123456789"), now: 10)
+        let link = SecretLink(reference: "gsm://projects/p/secrets/s", version: 3, fetched: 20)
+        try VaultChange.refreshLink(name: "lab", secret: SecretBytes(utf8: "AQ.first-value-of-the-linked-key-0123456789"), now: 20, link: link).apply(to: contents)
+        let decoded = try VaultContents.decode(try contents.encoded(), path: "test")
+        #expect(decoded.links["lab"] == link && decoded.key(named: "lab")?.link == link && decoded.summaries.first?.link == link)
+        // Rotating or rolling back here is refused: the next fetch would undo it.
+        #expect(throws: VaultError.linkedKey(name: "lab", reference: link.reference)) {
+            try VaultChange.replaceKey(name: "lab", secret: SecretBytes(utf8: "AQ.other"), now: 30).apply(to: decoded)
+        }
+        // A value set by hand unlinks the key; removing the key drops its link.
+        try VaultChange.setKey(name: "lab", secret: SecretBytes(utf8: "AQ.by-hand"), now: 40).apply(to: decoded)
+        #expect(decoded.links.isEmpty)
+        try VaultChange.linkKey(name: "lab", secret: SecretBytes(utf8: "AQ.again"), now: 50, link: link).apply(to: decoded)
+        try decoded.removeKey("lab")
+        #expect(decoded.links.isEmpty)
+    }
+
+    @Test func aRefreshWithTheSameValueKeepsTheHistory() throws {
+        let contents = VaultContents()
+        let value = SecretBytes(utf8: "AQ.linked-value-0123456789abcdefghij")
+        let link = SecretLink(reference: "gsm://projects/p/secrets/s", version: 1, fetched: 1)
+        try VaultChange.linkKey(name: "k", secret: value, now: 1, link: link).apply(to: contents)
+        let same = try VaultChange.refreshLink(name: "k", secret: value, now: 2, link: SecretLink(reference: link.reference, version: 1, fetched: 2)).apply(to: contents)
+        #expect(!same.replaced && contents.key(named: "k")?.previous.isEmpty == true && contents.links["k"]?.fetched == 2)
+        let changed = try VaultChange.refreshLink(name: "k", secret: SecretBytes(utf8: "AQ.next-value-0123456789abcdefghijkl"), now: 3,
+                                                  link: SecretLink(reference: link.reference, version: 2, fetched: 3)).apply(to: contents)
+        #expect(changed.replaced && contents.key(named: "k")?.previous.count == 1 && contents.links["k"]?.version == 2)
     }
 }
