@@ -275,6 +275,55 @@ class Suite:
         record("`key get` via agent / `--version`", "%.2fx (%.2f / %.2f ms)" % (g / v, g, v), "<= 1.5x", verdict(g / v, 1.5))
         record("`key get` via agent / `cat`", "%.2fx (%.2f / %.2f ms)" % (g / c, g, c), "(floor)", "-")
         vault.lock()
+        self.linked_lookup()
+
+    def linked_lookup(self):
+        """A key linked to Secret Manager (fake_google.py's): its cached copy against a plain
+        vault key, through the agent, and how many requests one fetch makes."""
+        import urllib.request
+        try:
+            google = subprocess.Popen([sys.executable, os.path.join(ROOT, "Tests", "EndToEnd", "fake_google.py"), "--log", os.path.join(self.work, "google.log")],
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            url = "http://127.0.0.1:%d" % int(google.stdout.readline().split()[1])
+        except (OSError, IndexError, ValueError):
+            say("  (the linked key is not measured: fake_google.py did not start; it needs the cryptography package)")
+            return
+        try:
+            def control(**command):
+                request = urllib.request.Request(url + "/_control", data=json.dumps(command).encode(), method="POST", headers={"Content-Type": "application/json"})
+                with urllib.request.urlopen(request, timeout=10) as answer:
+                    return json.loads(answer.read())
+
+            def fetches():
+                with urllib.request.urlopen(url + "/_state", timeout=10) as answer:
+                    return len(json.loads(answer.read())["sm_calls"])
+            token = "ya29.bench-" + "t" * 40
+            control(tokens=[{"token": token, "scope": "https://www.googleapis.com/auth/cloud-platform", "user": False, "identity": "bench@example.com"}],
+                    secrets=[{"id": "gemini-key", "versions": [API_KEY]}])
+            token_file = os.path.join(self.work, "token")
+            with open(token_file, "w") as handle:
+                handle.write(token + "\n")
+            os.chmod(token_file, 0o600)
+            vault = self.vault("linked")
+            vault.env.update(GEMVAULT_SECRETMANAGER_ENDPOINT=url, GEMVAULT_TOKEN_COMMAND="cat " + token_file)
+            vault.add_keys(1)
+            vault.gv("key", "set", "linked", "--from", "gsm://projects/gen-lang-client-0123456789/secrets/gemini-key", "--passphrase-file", vault.passfile)
+            vault.unlock()
+            r = alternate([("plain", lambda: timed(vault.argv("key", "get", "key0000"), env=vault.env)),
+                           ("linked", lambda: timed(vault.argv("key", "get", "linked"), env=vault.env))], self.runs)
+            plain, linked = med(r["plain"]), med(r["linked"])
+            say("  %-34s %8.2f ms   %+.2f ms over a vault key (target <= 1 ms)" % ("key get of a linked key (cached)", linked, linked - plain))
+            record("linked key (cached) over a vault key", "%+.2f ms (%.2f / %.2f ms)" % (linked - plain, linked, plain), "<= 1 ms",
+                   verdict(linked - plain, 1.0))
+            before = fetches()
+            timed(vault.argv("key", "get", "linked"), env=dict(vault.env, GEMVAULT_SECRET_CACHE_TTL="0"))
+            count = fetches() - before
+            say("  %-34s %8d" % ("requests for one fetch", count))
+            record("Secret Manager requests for one fetch", "%d" % count, "1", verdict(count, 1))
+            vault.lock()
+        finally:
+            google.terminate()
+            google.wait()
 
     # -- 3. unlock ---------------------------------------------------------------------------
 

@@ -123,7 +123,7 @@ public final class SecretManagerClient {
                 "grant roles/secretmanager.secretAccessor on \(reference.resource) to that principal: gcloud secrets add-iam-policy-binding \(reference.secret) --project \(reference.project) --member=… --role=roles/secretmanager.secretAccessor",
                 status: status, reason: reasonName)
         case 404:
-            hint = "check the name in key_secret: the secret, or the version, does not exist (or has no versions)"
+            hint = "check the gsm:// reference (key_secret, or the key's link): the secret or the version does not exist, or it has no versions"
         case 400 where reasonName == "FAILED_PRECONDITION":
             hint = "the version is disabled or destroyed: enable it, or name another version (or none, for the latest)"
         default:
