@@ -247,7 +247,14 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
         #expect(FinishReason(gemini: "MAX_TOKENS", blockReason: "OTHER") == .blocked("OTHER"))
     }
 
-    @Test func theNetworkLibraryIsNotLoadedUntilARequest() {
-        #expect(!CurlTransport.libraryLoaded)
+    /// Building a request and parsing a stream need no network library. Compared before and
+    /// after, since other tests in this process may load it (that no command loads it before a
+    /// request is test_session.py's `test_key_get_through_the_session_loads_no_network_library`).
+    @Test func buildingAndParsingLoadNoNetworkLibrary() {
+        let before = CurlTransport.libraryLoaded
+        var parser = SSEParser()
+        _ = Array("data: {\"candidates\": []}\n\n".utf8).withUnsafeBytes { parser.feed($0) }
+        _ = GenerateContentRequest(ChatRequest(messages: []))
+        #expect(CurlTransport.libraryLoaded == before)
     }
 }
