@@ -95,8 +95,9 @@ public struct ShadowedSource: Sendable, Equatable {
 }
 
 /// Walks the key sources in order: --key-file, a systemd credential, GOOGLE_API_KEY,
-/// GEMINI_API_KEY, the vault, the key file, key_command, key_secret (Secret Manager). The first that has a key wins;
-/// `--key NAME` names a vault key, so it skips the credential and the environment.
+/// GEMINI_API_KEY, the vault, the key file, key_command, key_secret (Secret Manager). The
+/// first that has a key wins; `--key NAME` names a vault key, so it skips the credential and
+/// the environment.
 public struct KeyResolver {
     public var keyFileFlag: String?
     public var environment: [String: String]
@@ -235,7 +236,9 @@ public struct KeyResolver {
             if let sessionKey, sessionKey.name == name { stored = sessionKey.key } else { stored = try vault.key(name, markUsed: true) }
             if let stored {
                 if let linked = try linkedValue(of: stored, settings) {
-                    var key = ResolvedKey(secret: linked.secret, source: .vault(path: vaultPath, name: name), updated: linked.fromCache ? stored.updated : linked.link.fetched)
+                    // A new version fetched now is a value set now; the same one keeps its age.
+                    let updated = linked.secret.isEqual(to: stored.secret) ? stored.updated : linked.link.fetched
+                    var key = ResolvedKey(secret: linked.secret, source: .vault(path: vaultPath, name: name), updated: updated)
                     key.linked = (linked.link, linked.fromCache)
                     return (key, settings)
                 }
