@@ -1,3 +1,4 @@
+import GoogleAuth
 import GeminiClient
 import GoogleKeys
 import KeyResolution
@@ -250,7 +251,8 @@ enum ConfigCommand {
             if let updated = key.updated { text += "age:    \(Output.age(since: updated)) (set \(Output.isoDate(updated)))\n" }
             if let sharing = result.sharing { text += "shared: \(EscapeNeutralizer.neutralize(sharing))\n" }
             if let (link, fromCache) = key.linked {
-                text += "secret: Secret Manager \(link.reference), version \(link.version), fetched \(Output.age(since: link.fetched)) ago\(fromCache ? " (cache)" : "")\n"
+                let secret = SecretReference(parsing: link.reference)?.resource ?? link.reference
+                text += "secret: Secret Manager \(secret), version \(link.version), fetched \(Output.age(since: link.fetched)) ago\(fromCache ? " (cache)" : "")\n"
             }
             try Console.out(text)
         }

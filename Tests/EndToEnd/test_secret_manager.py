@@ -119,6 +119,8 @@ def test_a_linked_vault_key_takes_a_new_version_once_its_copy_is_older_than_the_
     linked_vault(env, google)
     listed = json.loads(env.run("key", "list", "--json").out)["keys"]
     assert listed[0]["secret_manager"] == SECRET + " (version 1)"
+    shown = env.run("key", "which")
+    assert "secret: Secret Manager projects/%s/secrets/gemini-key, version 1, fetched " % PROJECT_ID in shown.out and "(cache)" in shown.out, shown
     data = json.loads(env.run("key", "which", "--json").out)
     assert data["source"] == "vault" and data["secret_manager"]["version"] == 1 and data["secret_manager"]["from_cache"], data
     # A new version at Google: within secret_cache_ttl (5m) the copy is used, with no request.
