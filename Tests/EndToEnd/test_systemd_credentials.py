@@ -49,6 +49,11 @@ def write_credential(folder, text, name="gemini-api-key", mode=0o400):
     return path
 
 
+def file_system(folder):
+    """The folder's file system type as stat(1) names it (tmpfs, ext2/ext3, overlayfs, …)."""
+    return subprocess.run(["stat", "-f", "-c", "%T", folder], capture_output=True, text=True, check=True).stdout.strip()
+
+
 def which(env, **extra):
     result = env.run("key", "which", "--json", env=extra, passphrase=False)
     return result, (json.loads(result.out) if result.code == 0 else None)
@@ -116,7 +121,7 @@ def test_the_credential_is_a_key_source_after_key_file_and_before_the_environmen
     assert data["source"] == "systemd-credential" and path in data["detail"]
     assert data["masked"] == CREDENTIAL_KEY[:4] + "…" + CREDENTIAL_KEY[-4:]
     assert any(s["source"] == "environment" for s in data["shadowed"])
-    assert "not on tmpfs" not in result.err
+    assert ("not on tmpfs" in result.err) == (file_system(folder) not in ("tmpfs", "ramfs"))
     # --key-file still wins.
     key_file = os.path.join(str(tmp_path), "key")
     env.write_private(key_file, GOOD_KEY + "\n")
@@ -164,10 +169,9 @@ def test_a_credentials_folder_on_a_disk_is_warned_about(env, tmp_path):
     folder = os.path.join(str(tmp_path), "on-disk")
     os.mkdir(folder, 0o700)
     write_credential(folder, CREDENTIAL_KEY)
-    kind = subprocess.run(["stat", "-f", "-c", "%T", folder], capture_output=True, text=True).stdout.strip()
     result, data = which(env, CREDENTIALS_DIRECTORY=folder)
     assert data["source"] == "systemd-credential"
-    assert ("not on tmpfs or ramfs" in result.err) == (kind not in ("tmpfs", "ramfs"))
+    assert ("not on tmpfs or ramfs" in result.err) == (file_system(folder) not in ("tmpfs", "ramfs"))
 
 
 @needs_systemd_creds
