@@ -48,7 +48,7 @@ let package = Package(
         .target(name: "Sharing", dependencies: ["AgeFormat", "VaultCore", "GoogleKeys"]),
         /// The one way to Google over HTTP: the transport (libcurl, or a fake in tests), the retry
         /// policy, the decoder of Google's error envelope, percent-encoding and base64url.
-        .target(name: "GoogleHTTP", dependencies: ["CCurlStream", "SystemIO", "VaultCore"]),
+        .target(name: "GoogleHTTP", dependencies: ["CCurlStream", "SystemIO", "VaultCore", "GoogleKeys"]),
         /// The Gemini REST client, Gemini's `ChatProvider`: wire types and their mapping to the
         /// neutral ones, SSE parsing, errors. No terminal code.
         .target(name: "GeminiClient", dependencies: ["Conversations", "VaultCore", "SystemIO", "GoogleHTTP", "GoogleKeys"]),

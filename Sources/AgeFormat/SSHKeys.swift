@@ -95,7 +95,14 @@ public struct SSHEd25519Identity: AgeIdentity {
         var decoded = try decode(text)
         defer { SecretBytes.wipe(&decoded) }
         var reader = try outerReader(decoded)
-        let (protection, _, _) = try Self.outerFields(&reader)
+        var (protection, publicWire, privateSection) = try Self.outerFields(&reader)
+        let wholeBlocks = !privateSection.isEmpty && privateSection.count % 16 == 0
+        SecretBytes.wipe(&privateSection)
+        // Damage that no passphrase could explain is said before anyone is asked for one.
+        if protection != nil, !wholeBlocks { throw AgeError(.header, "the ssh key file is damaged") }
+        // Another key type is refused before anyone types a passphrase for it.
+        var publicReader = SSHWireReader(publicWire)
+        guard publicReader.string() == SSHWire.ed25519Type else { throw AgeError(.unsupported, "only ssh-ed25519 keys can be used") }
         return protection != nil
     }
 

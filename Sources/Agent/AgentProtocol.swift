@@ -91,6 +91,8 @@ public enum AgentProtocol {
         case ephemeralShare = 47, sharedSecret = 48
         /// A key's Secret Manager link: the reference, the version stored and when it was fetched.
         case linkReference = 49, linkVersion = 50, linkFetched = 51
+        /// A refresh's condition: the fetch time of the link it started from.
+        case linkSince = 52
     }
 
     public enum ErrorKind: UInt8, Sendable {

@@ -171,13 +171,19 @@ enum NarrowCoding {
                 message.add(.googleServiceAccount, text: google.serviceAccount)
             }
             message.add(.sharingRecord, secret: SecretBytes(copying: record.encoded()))
-        case .linkKey(let name, let secret, let now, let link), .refreshLink(let name, let secret, let now, let link):
-            let kind: ChangeKind = if case .linkKey = change { .linkKey } else { .refreshLink }
-            message.add(.changeKind, number: Int64(kind.rawValue))
+        case .linkKey(let name, let secret, let now, let link):
+            message.add(.changeKind, number: Int64(ChangeKind.linkKey.rawValue))
             message.add(.keyName, text: name)
             message.add(.keyValue, secret: secret)
             message.add(.now, number: now)
             add(link, to: &message)
+        case .refreshLink(let name, let secret, let now, let link, let since):
+            message.add(.changeKind, number: Int64(ChangeKind.refreshLink.rawValue))
+            message.add(.keyName, text: name)
+            message.add(.keyValue, secret: secret)
+            message.add(.now, number: now)
+            add(link, to: &message)
+            message.add(.linkSince, number: since)
         }
     }
 
@@ -258,9 +264,12 @@ enum NarrowCoding {
                 google = GoogleKeyRecord(resource: resource, serviceAccount: account)
             }
             return .importKey(name: name, secret: secret, now: now, google: google, record: record)
-        case .linkKey, .refreshLink:
+        case .linkKey:
             guard let name, let secret = message.secret(.keyValue), let now, let link = link(in: message) else { return nil }
-            return kind == .linkKey ? .linkKey(name: name, secret: secret, now: now, link: link) : .refreshLink(name: name, secret: secret, now: now, link: link)
+            return .linkKey(name: name, secret: secret, now: now, link: link)
+        case .refreshLink:
+            guard let name, let secret = message.secret(.keyValue), let now, let link = link(in: message), let since = message.number(.linkSince) else { return nil }
+            return .refreshLink(name: name, secret: secret, now: now, link: link, since: since)
         }
     }
 

@@ -153,14 +153,6 @@ public struct ErrorMapper: Sendable {
 
     /// Drops any word that holds something shaped like a Google key or token, even in part,
     /// and shortens very long messages.
-    static func redact(_ message: String) -> String {
-        let bytes = Array(message.utf8)
-        let cut = GoogleKeyShape.redacting(bytes, minimumBody: 0, replacement: Array("[redacted]".utf8)).map { String(decoding: $0, as: UTF8.self) } ?? message
-        let joined = cut.replacingNewlines
-        return joined.count > 400 ? String(joined.prefix(400)) + "…" : joined
-    }
+    static func redact(_ message: String) -> String { GoogleStatus.shown(message) }
 }
 
-extension String {
-    var replacingNewlines: String { split(separator: "\n", omittingEmptySubsequences: true).joined(separator: " ") }
-}

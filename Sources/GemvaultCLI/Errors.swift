@@ -231,6 +231,9 @@ enum ErrorReport {
         }
     }
 
+    /// A session unlocked by an older gemvault speaks an older protocol after an upgrade.
+    static let olderAgentHint = "if gemvault was upgraded while this session was unlocked, run 'gemvault lock' and unlock again"
+
     /// Names the command that restores the backup, only when there is one to restore.
     static func restoreHint(_ path: String) -> String? {
         guard !path.hasSuffix(".bak"), FileStatus.of(link: path + ".bak") != nil else { return nil }
@@ -313,9 +316,9 @@ enum ErrorReport {
         case .refused(let failure):
             return (.failure, failure.message, failure.fix)
         case .untrusted(let detail):
-            return (.failure, "refusing the agent's socket: \(detail)", nil)
+            return (.failure, "refusing the agent's socket: \(detail)", Self.olderAgentHint)
         case .failed(let detail):
-            return (.failure, "the agent failed: \(detail)", nil)
+            return (.failure, "the agent failed: \(detail)", Self.olderAgentHint)
         case .noSuchKey(let name):
             return describe(VaultError.keyNotFound(name: name))
         case .changeRefused(let refusal):

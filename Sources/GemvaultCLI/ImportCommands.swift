@@ -197,7 +197,16 @@ extension ShareCommand {
         } catch {
             throw CommandFailure(.failure, "cannot read the identity \(path): \(error.reason)")
         }
-        if SSHEd25519Identity.isOpenSSHPrivateKey(text) { return [try openSSHIdentity(text, path: path)] }
+        if SSHEd25519Identity.isOpenSSHPrivateKey(text) {
+            do {
+                return [try openSSHIdentity(text, path: path)]
+            } catch let error as AgeError where error.kind == .header {
+                // The key file is what is damaged, not the share.
+                throw CommandFailure(.damaged, "the ssh key \(path) is damaged (\(error.detail)); nothing was stored")
+            } catch let error as AgeError where error.kind == .unsupported {
+                throw CommandFailure(.failure, "the ssh key \(path) cannot be used: \(error.detail); nothing was stored")
+            }
+        }
         var identities: [any AgeIdentity] = []
         var lineStart = 0
         try text.withUnsafeBytes { raw in

@@ -46,12 +46,15 @@ enum RotationCommand {
         if call.flag(.noVerify) {
             outcome = try context.vault.apply(change)
         } else if let settings = try context.vault.sessionSettings() {
+            // A linked key is refused before the new value is checked with Gemini.
+            try refuseLinked(context.vault, name: name)
             try verify(key, call, vaultSettings: settings)
             outcome = try context.vault.apply(change)
         } else {
             // The check uses the vault's own endpoint and settings, so the vault is opened first;
             // the passphrase's key is derived once for the check and the write.
             outcome = try context.vault.withUnlocked { vault in
+                if let link = vault.document.contents.links[name] { throw VaultError.linkedKey(name: name, reference: link.reference) }
                 try verify(key, call, vaultSettings: vault.document.contents.settings)
                 return try vault.apply(change)
             }

@@ -264,8 +264,8 @@ public final class APIKeysClient {
 
     func refusal(_ status: Int, _ error: GoogleStatus?, what: String) -> GoogleError {
         let reason = error?.reason
-        let reasonName = reason?.name ?? error?.status
-        let message = Redaction.redact(error?.message ?? "no message")
+        let reasonName = (reason?.name ?? error?.status).map(GoogleStatus.shown)
+        let message = GoogleStatus.shown(Redaction.redact(error?.message ?? "no message"))
         let category: GoogleError.Category = status >= 500 || status == 429 ? .network : .refused
         var hint: String?
         let project = error?.metadata("consumer").map { $0.hasPrefix("projects/") ? String($0.dropFirst(9)) : $0 }

@@ -89,6 +89,9 @@ public final class SecretManagerClient {
             throw GoogleError(.badData, "Secret Manager answered \(what) without a payload, a version or its checksum")
         }
         let named = "\(reference.resource), version \(version)"
+        if let pinned = reference.version, pinned != version {
+            throw GoogleError(.badData, "Secret Manager answered version \(version) when version \(pinned) of \(reference.resource) was asked for; the key was not used")
+        }
         guard encoded.count <= (Self.payloadLimit + 2) / 3 * 4 + 4, let value = Sodium.secret(base64: encoded) else {
             throw GoogleError(.badData, "the value of \(named) is not base64 of at most 64 KiB; the key was not used")
         }
@@ -108,8 +111,8 @@ public final class SecretManagerClient {
     }
 
     func refusal(_ status: Int, _ error: GoogleStatus?, reference: SecretReference, what: String) -> GoogleError {
-        let reasonName = error?.reason?.name ?? error?.status
-        let message = Redaction.redact(error?.message ?? "no message")
+        let reasonName = (error?.reason?.name ?? error?.status).map(GoogleStatus.shown)
+        let message = GoogleStatus.shown(Redaction.redact(error?.message ?? "no message"))
         let category: GoogleError.Category = status >= 500 || status == 429 ? .network : .refused
         var hint: String?
         switch status {
@@ -118,7 +121,7 @@ public final class SecretManagerClient {
         case 403 where reasonName == "ACCESS_TOKEN_SCOPE_INSUFFICIENT":
             hint = "the token lacks the cloud-platform scope: for gcloud, log in again; on a VM, give it the cloud-platform scope"
         case 403:
-            let permission = error?.metadata("permission") ?? "secretmanager.versions.access"
+            let permission = GoogleStatus.shown(error?.metadata("permission") ?? "secretmanager.versions.access")
             return GoogleError(.refused, "Secret Manager refused \(what): permission \(permission) denied to \(token.source.label)", hint:
                 "grant roles/secretmanager.secretAccessor on \(reference.resource) to that principal: gcloud secrets add-iam-policy-binding \(reference.secret) --project \(reference.project) --member=… --role=roles/secretmanager.secretAccessor",
                 status: status, reason: reasonName)

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import GoogleKeys
 
 /// Google's error envelope, `{"error": google.rpc.Status}`, decoded once for every Google API:
 /// the code, message and status name, and the details gemvault acts on (ErrorInfo's reason
@@ -172,4 +173,16 @@ public enum GoogleErrorReason: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { name }
+}
+
+extension GoogleStatus {
+    /// Words a server put in an error (a message, a reason, a permission), made fit to show:
+    /// anything shaped like a Google key cut out, one line (a hostile server's line breaks
+    /// cannot add lines that look like gemvault's), at most 400 characters.
+    public static func shown(_ text: String) -> String {
+        let cut = GoogleKeyShape.redacting(Array(text.utf8), minimumBody: 0, replacement: Array("[redacted]".utf8))
+            .map { String(decoding: $0, as: UTF8.self) } ?? text
+        let joined = cut.split(whereSeparator: { $0 == "\n" || $0 == "\r" }).joined(separator: " ")
+        return joined.count > 400 ? String(joined.prefix(400)) + "…" : joined
+    }
 }

@@ -318,10 +318,14 @@ enum KeyFile {
         let opened: FileDescriptor?
         do { opened = try TrustedFile.openSecret(path) } catch { throw VaultError(error) }
         guard let file = opened else { return nil }
-        let buffer = SecretBytes(count: 8192)
+        let buffer = SecretBytes(count: SystemdCredential.sizeLimit + 1)
         let length: Int
         do { length = try buffer.withUnsafeMutableBytes { raw throws(SystemError) in try file.readFully(into: raw) } }
         catch { throw VaultError.system(error) }
+        // Never cut short: a key behind 8 KiB of blanks would be read as its first bytes.
+        guard length <= SystemdCredential.sizeLimit else {
+            throw ConfigError.unreadable(path: path, reason: "the file is larger than \(SystemdCredential.sizeLimit) bytes; a key is one short line")
+        }
         buffer.truncate(to: length)
         let key = buffer.trimmingWhitespace()
         guard key.count > 0 else { throw ConfigError.unreadable(path: path, reason: "the file is empty") }

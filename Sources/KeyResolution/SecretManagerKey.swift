@@ -60,9 +60,21 @@ extension KeyResolver {
             return LinkedValue(secret: stored.secret, link: link, fromCache: true)
         }
         let fetched = try attempt.get()
+        // `latest` going back to an older version is a rollback at Google (or a replayed answer):
+        // refused like a replayed share, the copy kept.
+        guard fetched.version >= link.version else {
+            throw GoogleError(.badData, "Secret Manager answered version \(fetched.version) of \(reference.resource) for '\(stored.name)', older than version \(link.version) already taken; the copy was kept",
+                              hint: "if the newer version was disabled on purpose, pin the one you want: gemvault key set \(stored.name) --from \(SecretReference.scheme + reference.resource)/versions/\(fetched.version)")
+        }
         let refreshed = SecretLink(reference: link.reference, version: fetched.version, fetched: now)
-        let outcome = try vault.apply(.refreshLink(name: stored.name, secret: fetched.value, now: now, link: refreshed))
-        if outcome.replaced { note("took version \(fetched.version) of '\(stored.name)' from Secret Manager \(reference.resource)") }
+        // Keeping the copy is best effort: a vault that cannot be written (a read-only home)
+        // still gets the value just fetched, and says so.
+        do {
+            let outcome = try vault.apply(.refreshLink(name: stored.name, secret: fetched.value, now: now, link: refreshed, since: link.fetched))
+            if outcome.replaced { note("took version \(fetched.version) of '\(stored.name)' from Secret Manager \(reference.resource)") }
+        } catch {
+            warn("fetched version \(fetched.version) of '\(stored.name)' from Secret Manager but could not keep it in the vault (\(error)); it is used for this command")
+        }
         return LinkedValue(secret: fetched.value, link: refreshed, fromCache: false)
     }
 

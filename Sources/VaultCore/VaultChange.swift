@@ -26,8 +26,10 @@ public enum VaultChange: Sendable {
     /// Stores a key fetched from Secret Manager and links it to its secret (`key set --from`).
     case linkKey(name: String, secret: SecretBytes, now: Int64, link: SecretLink)
     /// A linked key fetched again: a changed value becomes current (the old one goes into its
-    /// history), and the link notes the version and the time.
-    case refreshLink(name: String, secret: SecretBytes, now: Int64, link: SecretLink)
+    /// history), and the link notes the version and the time. Applied only while the key is
+    /// still linked as it was when the fetch began (fetched at `since`): a value set by hand,
+    /// or another link, made meanwhile is never overwritten.
+    case refreshLink(name: String, secret: SecretBytes, now: Int64, link: SecretLink, since: Int64)
 
     /// What a change reports back, for its message: the masked value it replaced or restored.
     public struct Outcome: Sendable, Equatable {
@@ -97,9 +99,12 @@ public enum VaultChange: Sendable {
             try contents.setKey(name, secret: secret, now: now)
             try contents.setLink(name, link)
             return Outcome(masked: old?.secret.masked, replaced: old != nil)
-        case .refreshLink(let name, let secret, let now, let link):
+        case .refreshLink(let name, let secret, let now, let link, let since):
             guard let old = contents.key(named: name) else { throw .keyNotFound(name: name) }
             guard link.isWellFormed else { throw .valueTooLarge("the Secret Manager reference of \(name)") }
+            guard let current = contents.links[name], current.reference == link.reference, current.fetched == since else {
+                return Outcome(masked: nil, replaced: false)
+            }
             let changed = !old.secret.isEqual(to: secret)
             if changed { try contents.setKey(name, secret: secret, now: now) }
             try contents.setLink(name, link)

@@ -309,6 +309,9 @@ class GoogleHandler(fake_gemini.Handler):
                     versions.append({"data": raw, "state": "ENABLED"})
                 for number, state in secret.get("states", {}).items():
                     versions[int(number) - 1]["state"] = state
+                if "keep" in secret:
+                    # Versions past the first `keep` gone (as if never made): `latest` goes back.
+                    del versions[secret["keep"]:]
             for name in command.get("purge", []):
                 STATE["keys"][name]["purged"] = True
             for key in command.get("keys", []):

@@ -204,3 +204,13 @@ def test_a_bad_reference_is_refused_before_anything_is_asked(env, google):
     bad = env.run("key", "set", "lab", "--from", "gsm://projects/p/secrets/../x")
     assert bad.code == 64 and "gsm://projects/PROJECT/secrets/SECRET" in bad.err
     assert google.state()["sm_calls"] == []
+
+
+def test_latest_going_back_to_an_older_version_is_refused_and_the_copy_kept(env, google):
+    linked_vault(env, google, versions=(FLEET_KEY, NEXT_KEY))
+    google.control(secrets=[{"id": "gemini-key", "keep": 1}])
+    env.advance_clock(301)
+    back = env.run("key", "get", "lab")
+    assert back.code == 4 and "older than version 2 already taken" in back.err and FLEET_KEY not in back.out
+    listed = json.loads(env.run("key", "list", "--json").out)["keys"]
+    assert listed[0]["secret_manager"] == SECRET + " (version 2)" and listed[0]["masked"] == NEXT_KEY[:4] + "…" + NEXT_KEY[-4:]

@@ -234,6 +234,18 @@ def test_a_passphrase_protected_ssh_key_asks_its_passphrase_on_the_terminal(env,
     headless = bob.run("key", "import", out, "--yes", "--no-verify", "-i", key_path)
     assert headless.code == 1 and "protected by a passphrase" in headless.err and "no terminal" in headless.err
     assert bob.run("key", "get", "lab").code != 0
+    # Another key type is refused before a passphrase could be asked; a damaged key is named as such.
+    rsa_path = os.path.join(str(tmp_path), "id_rsa")
+    subprocess.run(["ssh-keygen", "-q", "-t", "rsa", "-b", "2048", "-N", "phrase", "-f", rsa_path], check=True)
+    rsa = bob.run("key", "import", out, "--yes", "--no-verify", "-i", rsa_path)
+    assert rsa.code == 1 and "only ssh-ed25519 keys" in rsa.err and "protected by a passphrase" not in rsa.err
+    broken_path = os.path.join(str(tmp_path), "id_broken")
+    with open(key_path) as source, open(broken_path, "w") as target:
+        lines = source.read().splitlines()
+        target.write("\n".join(lines[:3] + lines[-1:]) + "\n")
+    os.chmod(broken_path, 0o600)
+    broken = bob.run("key", "import", out, "--yes", "--no-verify", "-i", broken_path)
+    assert broken.code == 4 and "the ssh key " + broken_path + " is damaged" in broken.err
 
     def typed(answers):
         s = PtySession([BIN, "key", "import", out, "--yes", "--no-verify", "-i", key_path, "--passphrase-file", bob.passfile], bob.vars)

@@ -163,6 +163,30 @@ def test_a_credential_is_taken_only_as_systemd_leaves_it(env, tmp_path, memory_f
         assert foreign.code == 1 and CREDENTIAL_KEY not in foreign.err
     dotted, _ = which(env, CREDENTIALS_DIRECTORY=folder, GEMVAULT_CREDENTIAL="..")
     assert dotted.code != 0
+    # Never cut short: a key behind 8 KiB of blanks is refused, not read as its first bytes.
+    os.chmod(writable, 0o600)
+    os.chown(writable, os.getuid(), os.getgid())
+    with open(writable, "w") as handle:
+        handle.write(" " * 8190 + CREDENTIAL_KEY)
+    padded, _ = which(env, CREDENTIALS_DIRECTORY=folder)
+    assert padded.code == 1 and "larger than 8192 bytes" in padded.err
+
+
+def test_a_credentials_folder_reached_through_another_users_link_is_refused(env, tmp_path, memory_folder):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a link to another user (chown -h)")
+    folder = memory_folder()
+    write_credential(folder, CREDENTIAL_KEY)
+    link = os.path.join(os.path.dirname(folder), "planted")
+    os.symlink(folder, link)
+    os.lchown(link, 65534, 65534)
+    refused, _ = which(env, CREDENTIALS_DIRECTORY=link, GEMINI_API_KEY=ENV_KEY)
+    assert refused.code == 1 and CREDENTIAL_KEY not in refused.err
+    open_to_all = memory_folder("open")
+    write_credential(open_to_all, CREDENTIAL_KEY)
+    os.chmod(open_to_all, 0o777)
+    loose, _ = which(env, CREDENTIALS_DIRECTORY=open_to_all)
+    assert loose.code == 1
 
 
 def test_a_credentials_folder_on_a_disk_is_warned_about(env, tmp_path):

@@ -49,6 +49,22 @@ private func fixture(_ name: String) throws -> String {
         #expect(error.category == .badData)
     }
 
+    @Test func aPinnedVersionMustBeTheOneAnswered() throws {
+        let error = try #require(throws: GoogleError.self) {
+            try client(FakeTransport([.json(200, try fixture("secret-access.json"))])).accessKey(SecretReference(parsing: "gsm://projects/lab/secrets/gemini-key/versions/3")!)
+        }
+        #expect(error.category == .badData && error.message.contains("version 7 when version 3"))
+    }
+
+    @Test func aServersWordsStayOnOneLine() throws {
+        let hostile = try fixture("secret-denied.json").replacingOccurrences(of: "\"permission\": \"secretmanager.versions.access\"",
+                                                                              with: "\"permission\": \"x\\ngemvault: note: all good\"")
+        let error = try #require(throws: GoogleError.self) {
+            try client(FakeTransport([.json(403, hostile)])).accessKey(SecretReference(parsing: "gsm://projects/lab/secrets/gemini-key")!)
+        }
+        #expect(error.message.contains("x gemvault: note: all good") && !error.message.contains("\n"))
+    }
+
     @Test func aDenialNamesThePermissionAndThePrincipal() throws {
         let error = try #require(throws: GoogleError.self) {
             try client(FakeTransport([.json(403, try fixture("secret-denied.json"))])).accessKey(SecretReference(parsing: "gsm://projects/lab/secrets/gemini-key")!)

@@ -335,9 +335,8 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
 @Suite struct SecretLinkTests {
     @Test func aLinkSurvivesThePayloadAndGoesWithItsKey() throws {
         let contents = VaultContents()
-        try contents.setKey("lab", secret: SecretBytes(utf8: "AQ.first-value-of-the-linked-key-0123456789"), now: 10)
         let link = SecretLink(reference: "gsm://projects/p/secrets/s", version: 3, fetched: 20)
-        try VaultChange.refreshLink(name: "lab", secret: SecretBytes(utf8: "AQ.first-value-of-the-linked-key-0123456789"), now: 20, link: link).apply(to: contents)
+        try VaultChange.linkKey(name: "lab", secret: SecretBytes(utf8: "AQ.first-value-of-the-linked-key-0123456789"), now: 20, link: link).apply(to: contents)
         let decoded = try VaultContents.decode(try contents.encoded(), path: "test")
         #expect(decoded.links["lab"] == link && decoded.key(named: "lab")?.link == link && decoded.summaries.first?.link == link)
         // Rotating or rolling back here is refused: the next fetch would undo it.
@@ -357,10 +356,29 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         let value = SecretBytes(utf8: "AQ.linked-value-0123456789abcdefghij")
         let link = SecretLink(reference: "gsm://projects/p/secrets/s", version: 1, fetched: 1)
         try VaultChange.linkKey(name: "k", secret: value, now: 1, link: link).apply(to: contents)
-        let same = try VaultChange.refreshLink(name: "k", secret: value, now: 2, link: SecretLink(reference: link.reference, version: 1, fetched: 2)).apply(to: contents)
+        let same = try VaultChange.refreshLink(name: "k", secret: value, now: 2, link: SecretLink(reference: link.reference, version: 1, fetched: 2), since: 1).apply(to: contents)
         #expect(!same.replaced && contents.key(named: "k")?.previous.isEmpty == true && contents.links["k"]?.fetched == 2)
         let changed = try VaultChange.refreshLink(name: "k", secret: SecretBytes(utf8: "AQ.next-value-0123456789abcdefghijkl"), now: 3,
-                                                  link: SecretLink(reference: link.reference, version: 2, fetched: 3)).apply(to: contents)
+                                                  link: SecretLink(reference: link.reference, version: 2, fetched: 3), since: 2).apply(to: contents)
         #expect(changed.replaced && contents.key(named: "k")?.previous.count == 1 && contents.links["k"]?.version == 2)
+    }
+
+    /// A refresh that began before the key was set by hand (or linked elsewhere) changes nothing.
+    @Test func aRefreshStartedBeforeAChangeDoesNotUndoIt() throws {
+        let contents = VaultContents()
+        let link = SecretLink(reference: "gsm://projects/p/secrets/s", version: 1, fetched: 1)
+        try VaultChange.linkKey(name: "k", secret: SecretBytes(utf8: "AQ.linked-value-0123456789abcdefghij"), now: 1, link: link).apply(to: contents)
+        let fetched = SecretBytes(utf8: "AQ.fetched-meanwhile-0123456789abcdefg")
+        try VaultChange.setKey(name: "k", secret: SecretBytes(utf8: "AQ.set-by-hand-0123456789abcdefghijkl"), now: 2).apply(to: contents)
+        let late = try VaultChange.refreshLink(name: "k", secret: fetched, now: 3, link: SecretLink(reference: link.reference, version: 2, fetched: 3), since: 1)
+            .apply(to: contents)
+        #expect(!late.replaced && contents.links.isEmpty)
+        #expect(contents.key(named: "k")?.secret.isEqual(to: SecretBytes(utf8: "AQ.set-by-hand-0123456789abcdefghijkl")) == true)
+        // Linked again meanwhile (fetched at 4): a refresh that began from the fetch at 1 is stale.
+        try VaultChange.linkKey(name: "k", secret: SecretBytes(utf8: "AQ.relinked-0123456789abcdefghijklmnop"), now: 4,
+                                link: SecretLink(reference: link.reference, version: 2, fetched: 4)).apply(to: contents)
+        #expect(try !VaultChange.refreshLink(name: "k", secret: fetched, now: 5, link: SecretLink(reference: link.reference, version: 3, fetched: 5), since: 1)
+            .apply(to: contents).replaced)
+        #expect(contents.links["k"]?.fetched == 4)
     }
 }
