@@ -95,7 +95,7 @@ let package = Package(
         .testTarget(name: "SharingTests", dependencies: ["Sharing", "AgeFormat", "GoogleKeys", "VaultCore"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "SystemIO"]),
-        .testTarget(name: "KeyResolutionTests", dependencies: ["KeyResolution", "Settings", "VaultAccess", "Agent", "VaultCore", "GoogleKeys", "GemvaultTesting"]),
+        .testTarget(name: "KeyResolutionTests", dependencies: ["SystemIO", "KeyResolution", "Settings", "VaultAccess", "Agent", "VaultCore", "GoogleKeys", "GemvaultTesting"]),
         .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "SystemIO", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "Conversations", "GoogleHTTP", "GoogleKeys", "VaultCore", "GemvaultTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "VaultCore", "GemvaultTesting"]),

@@ -72,11 +72,16 @@ public struct AgentClient: Sendable {
     public func keyNames() throws(AgentError) -> [String] { try keySummary().map(\.name) }
 
     /// Each key's name and shape, without its value; never extends the session.
-    public func keySummary() throws(AgentError) -> [(name: String, kind: GoogleKeyKind)] {
+    public func keySummary() throws(AgentError) -> [(name: String, kind: GoogleKeyKind, link: SecretLink?)] {
         let response = try request(AgentMessage(code: AgentProtocol.Operation.keyNames.rawValue))
         let names = (response.text(.keyNames) ?? "").split(separator: "\n").map(String.init)
         let kinds = (response.text(.keyKinds) ?? "").split(separator: "\n").map { GoogleKeyKind(rawValue: String($0)) ?? .other }
-        return names.enumerated().map { index, name in (name, index < kinds.count ? kinds[index] : .other) }
+        let links = (response.text(.keyLinks) ?? "").split(separator: "\n").map { line -> SecretLink? in
+            let words = line.split(separator: " ")
+            guard words.count == 3, let version = UInt64(words[1]), let fetched = Int64(words[2]) else { return nil }
+            return SecretLink(reference: String(words[0]), version: version, fetched: fetched)
+        }
+        return names.enumerated().map { index, name in (name, index < kinds.count ? kinds[index] : .other, index < links.count ? links[index] : nil) }
     }
 
     /// One key with its dates (no earlier values), or nil when the vault has none by that

@@ -110,6 +110,9 @@ extension AgentServer {
         var response = AgentMessage(code: 0)
         response.add(.keyNames, text: document.contents.keys.map(\.name).joined(separator: "\n"))
         response.add(.keyKinds, text: document.contents.keys.map(\.secret.googleKeyKind.rawValue).joined(separator: "\n"))
+        response.add(.keyLinks, text: document.contents.keys.map { key in
+            document.contents.links[key.name].map { "\($0.reference) \($0.version) \($0.fetched)" } ?? "-"
+        }.joined(separator: "\n"))
         return response
     }
 

@@ -93,6 +93,9 @@ public enum AgentProtocol {
         case linkReference = 49, linkVersion = 50, linkFetched = 51
         /// A refresh's condition: the fetch time of the link it started from.
         case linkSince = 52
+        /// Beside `keyNames`, line for line: each key's Secret Manager link as "reference version
+        /// fetched", or "-" for none (doctor's view, which is no use of the session).
+        case keyLinks = 53
     }
 
     public enum ErrorKind: UInt8, Sendable {

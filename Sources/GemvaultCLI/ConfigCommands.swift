@@ -31,15 +31,18 @@ let configCommands: [CommandSpec] = [
                 details: keyOrder, run: ConfigCommand.which),
     CommandSpec(path: ["doctor"], arguments: "", argumentRange: 0...0,
                 summary: "check this machine for the risks of a shared machine",
-                options: [.json], details: "Exits 0 when nothing was found, 1 otherwise. Each finding comes with its fix.",
+                options: [.json], details: "Exits 0 when nothing was found, 1 otherwise. Each finding comes with its fix. When a session or a passphrase option lets it read the vault, it lists the keys linked to Secret Manager and finds a copy older than secret_max_stale.",
                 run: ConfigCommand.doctor),
 ]
 
 let settingsList = "Settings: " + SettingsSchema.names.joined(separator: ", ") + "."
 let keyOrder = """
-The key comes from the first of: --key-file PATH; GOOGLE_API_KEY, then GEMINI_API_KEY;
-the vault (--key NAME, else the 'key' setting, else 'default'); the key file
-$XDG_CONFIG_HOME/gemvault/api-key; the key_command setting.
+The key comes from the first of: --key-file PATH; a service's systemd credential
+($CREDENTIALS_DIRECTORY/credential_name); GOOGLE_API_KEY, then GEMINI_API_KEY; the vault
+(--key NAME, else the 'key' setting, else 'default'; a key linked with 'key set --from' is
+fetched again once its copy is older than secret_cache_ttl); the key file
+$XDG_CONFIG_HOME/gemvault/api-key; the key_command setting; the key_secret setting (a
+Secret Manager secret).
 """
 
 extension Invocation {
@@ -268,20 +271,29 @@ enum ConfigCommand {
 
     /// The vault's keys and kinds for doctor: from a session, or with a passphrase given by
     /// --passphrase-fd or --passphrase-file; doctor never prompts.
-    static func vaultKeyKinds(_ context: Context) throws -> [(name: String, kind: GoogleKeyKind)]? {
+    static func vaultKeyKinds(_ context: Context) throws -> [(name: String, kind: GoogleKeyKind, link: SecretLink?)]? {
         guard context.vault.exists else { return [] }
         if let keys = try? context.vault.agent?.keySummary() { return keys }
         guard context.options.flag(.passphraseFd) || context.options.flag(.passphraseFile) else {
             Console.note("the vault's keys were not checked: no unlocked session (run 'gemvault unlock', or pass --passphrase-file)")
             return nil
         }
-        return try context.vault.keySummaries().map { ($0.name, $0.kind) }
+        return try context.vault.keySummaries().map { ($0.name, $0.kind, $0.link) }
     }
 
     struct DoctorReport: Encodable {
         let clean: Bool
         let checks: [String]
         let findings: [Finding]
+        /// The vault's keys linked to Secret Manager, when the vault could be read.
+        let linked: [LinkedKey]
+    }
+
+    struct LinkedKey: Encodable {
+        let name: String
+        let reference: String
+        let version: UInt64
+        let fetched: String
     }
 
     static func doctor(_ call: Invocation) throws {
@@ -293,16 +305,23 @@ enum ConfigCommand {
                             settings: try? Settings.resolve(layers), coreDumpsDisabled: !ProcessHardening.isDumpable,
                             vaultKeys: try vaultKeyKinds(context))
         let findings = doctor.run()
+        let linked = (doctor.vaultKeys ?? []).compactMap { key in
+            key.link.map { LinkedKey(name: key.name, reference: $0.reference, version: $0.version, fetched: Output.isoDate($0.fetched)) }
+        }
         if call.flag(.json) {
-            try Output.json(DoctorReport(clean: findings.isEmpty, checks: Doctor.checks, findings: findings), schema: .doctor)
-        } else if findings.isEmpty {
-            try Console.out("ok: no findings (checked \(Doctor.checks.joined(separator: ", ")))\n")
+            try Output.json(DoctorReport(clean: findings.isEmpty, checks: Doctor.checks, findings: findings, linked: linked), schema: .doctor)
         } else {
+            try Console.out(linked.map(linkedLine).joined())
+            if findings.isEmpty { try Console.out("ok: no findings (checked \(Doctor.checks.joined(separator: ", ")))\n") }
             // Findings quote file names, which anyone who can create a folder chooses.
             for finding in findings {
                 try Console.out("[\(finding.check)] \(EscapeNeutralizer.neutralize(finding.message))\n    fix: \(EscapeNeutralizer.neutralize(finding.fix))\n")
             }
         }
         if !findings.isEmpty { throw CommandFailure(.failure, "", hint: nil) }
+    }
+
+    static func linkedLine(_ key: LinkedKey) -> String {
+        "linked: '\(key.name)' comes from Secret Manager \(key.reference), version \(key.version), fetched \(key.fetched)\n"
     }
 }

@@ -21,12 +21,12 @@ public struct Doctor {
     /// /proc/<parent>/limits: the shell's core-dump limit applies to every other program it starts.
     public var parentLimits: String
     /// The vault's keys and their kinds, when a session or a passphrase opened it; nil otherwise.
-    public var vaultKeys: [(name: String, kind: GoogleKeyKind)]?
+    public var vaultKeys: [(name: String, kind: GoogleKeyKind, link: SecretLink?)]?
 
     public init(paths: Paths, vaultPath: String, environment: [String: String], settings: Settings?,
                 procMounts: String = PlainFile.readText("/proc/mounts") ?? "", coreDumpsDisabled: Bool,
                 parentLimits: String = PlainFile.readText("/proc/\(ProcessIdentity.parent)/limits") ?? "",
-                vaultKeys: [(name: String, kind: GoogleKeyKind)]? = nil) {
+                vaultKeys: [(name: String, kind: GoogleKeyKind, link: SecretLink?)]? = nil) {
         self.paths = paths
         self.vaultPath = vaultPath
         self.environment = environment
@@ -264,6 +264,17 @@ public struct Doctor {
         (vaultKeys ?? []).filter { $0.kind.isRetired }.map { key in
             Finding(check: "vault-keys", message: "the vault's key '\(key.name)' is a standard API key, which Google rejects for the Gemini API since September 2026",
                     fix: "create an auth key at https://aistudio.google.com/apikey and run 'gemvault key rotate \(key.name)'")
+        } + staleLinkFindings()
+    }
+
+    /// Keys linked to Secret Manager whose copy is older than `secret_max_stale`: the next use
+    /// fails unless Secret Manager answers.
+    func staleLinkFindings() -> [Finding] {
+        let limit = settings?[.secretMaxStale] ?? Setting.secretMaxStale.defaultValue
+        return (vaultKeys ?? []).compactMap { key in
+            guard let link = key.link, Double(Clock.now() - link.fetched) > limit else { return nil }
+            return Finding(check: "vault-keys", message: "the vault's key '\(key.name)' comes from Secret Manager (\(link.reference)), and its copy was last fetched more than secret_max_stale ago: it is used only once Secret Manager answers again",
+                           fix: "check the network and the Google credentials, then run 'gemvault key get \(key.name) > /dev/null' to fetch it")
         }
     }
 

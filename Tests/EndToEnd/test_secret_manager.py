@@ -214,3 +214,21 @@ def test_latest_going_back_to_an_older_version_is_refused_and_the_copy_kept(env,
     assert back.code == 4 and "older than version 2 already taken" in back.err and FLEET_KEY not in back.out
     listed = json.loads(env.run("key", "list", "--json").out)["keys"]
     assert listed[0]["secret_manager"] == SECRET + " (version 2)" and listed[0]["masked"] == NEXT_KEY[:4] + "…" + NEXT_KEY[-4:]
+
+
+def test_doctor_shows_the_links_and_a_copy_too_old_to_be_used(env, google):
+    linked_vault(env, google)
+    data = json.loads(env.run("doctor", "--json").out)
+    assert [(k["name"], k["reference"], k["version"]) for k in data["linked"]] == [("lab", SECRET, 1)]
+    assert not any("secret_max_stale" in f["message"] for f in data["findings"])
+    assert "linked: 'lab' comes from Secret Manager %s, version 1" % SECRET in env.run("doctor").out
+    env.advance_clock(86400 + 60)
+    stale = json.loads(env.run("doctor", "--json").out)
+    assert any(f["check"] == "vault-keys" and "secret_max_stale" in f["message"] for f in stale["findings"])
+    # Through a session, without counting as its use.
+    assert env.run("unlock").code == 0
+    try:
+        through = json.loads(env.run("doctor", "--json", passphrase=False).out)
+        assert [k["name"] for k in through["linked"]] == ["lab"]
+    finally:
+        env.run("lock", passphrase=False)

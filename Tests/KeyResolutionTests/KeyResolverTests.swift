@@ -2,6 +2,7 @@ import GoogleKeys
 import Testing
 @testable import KeyResolution
 import Settings
+import SystemIO
 import VaultAccess
 import VaultCore
 
@@ -75,8 +76,16 @@ import VaultCore
 
     @Test func standardKeysInTheVaultAreReported() {
         let doctor = Doctor(paths: Paths(environment: ["HOME": "/nonexistent"]), vaultPath: "/nonexistent/v", environment: [:],
-                            settings: nil, coreDumpsDisabled: true, vaultKeys: [("new", .auth), ("old", .standard), ("proxy", .other)])
+                            settings: nil, coreDumpsDisabled: true, vaultKeys: [("new", .auth, nil), ("old", .standard, nil), ("proxy", .other, nil)])
         #expect(doctor.vaultKeyFindings().map(\.message) == ["the vault's key 'old' is a standard API key, which Google rejects for the Gemini API since September 2026"])
+    }
+
+    @Test func aLinkedKeysCopyPastSecretMaxStaleIsReported() {
+        let fresh = SecretLink(reference: "gsm://projects/p/secrets/s", version: 1, fetched: Clock.now() - 60)
+        let stale = SecretLink(reference: "gsm://projects/p/secrets/s", version: 1, fetched: Clock.now() - 2 * 86400)
+        let doctor = Doctor(paths: Paths(environment: ["HOME": "/nonexistent"]), vaultPath: "/nonexistent/v", environment: [:],
+                            settings: nil, coreDumpsDisabled: true, vaultKeys: [("fresh", .auth, fresh), ("stale", .auth, stale)])
+        #expect(doctor.vaultKeyFindings().map(\.message).map { $0.hasPrefix("the vault's key 'stale' comes from Secret Manager") } == [true])
     }
 }
 
