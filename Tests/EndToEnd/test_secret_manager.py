@@ -232,3 +232,18 @@ def test_doctor_shows_the_links_and_a_copy_too_old_to_be_used(env, google):
         assert [k["name"] for k in through["linked"]] == ["lab"]
     finally:
         env.run("lock", passphrase=False)
+
+
+def test_a_ci_runner_with_only_the_metadata_server_reads_the_secret(env, google):
+    """Docs/fleet.md's CI runner: no vault, no credential file, the VM's metadata server."""
+    google.control(keys=[{"id": "k0", "keyString": FLEET_KEY}], secrets=[{"id": "gemini-key", "versions": [FLEET_KEY]}])
+    env.vars.update(GCE_METADATA_HOST=google.url[len("http://"):], GEMVAULT_ENDPOINT=google.url,
+                    GEMVAULT_SECRETMANAGER_ENDPOINT=google.url, GEMVAULT_KEY_SECRET=SECRET)
+    asked = env.run("ask", "hello", "--model", "ok", passphrase=False)
+    assert asked.code == 0, asked
+    result, data = which(env)
+    assert data["source"] == "secret-manager" and "version 1" in data["detail"]
+    # The VM's service account lacks the role: the message names the metadata server's identity.
+    google.control(sm_deny=["vm@%s.iam.gserviceaccount.com" % PROJECT_ID])
+    denied, _ = which(env)
+    assert denied.code == 6 and "metadata server" in denied.err and "secretmanager.versions.access" in denied.err
