@@ -262,7 +262,9 @@ enum ConfigCommand {
         // Both forms warn alike: a script reading --json sees stderr too.
         if result.kind.isRetired {
             Console.warning("the key from \(key.source.label) is a standard key, which Google rejects for the Gemini API since September 2026")
-            Console.hint("create an auth key at https://aistudio.google.com/apikey, then \(key.source.replaceHint)")
+            // A linked key changes in Secret Manager; rotating it here is refused.
+            let replace = key.linked.map { "add it as a new version of \($0.link.reference)" } ?? key.source.replaceHint
+            Console.hint("create an auth key at https://aistudio.google.com/apikey, then \(replace)")
         }
         if let days = result.age_days, case let limit = settings[.rotationDays], limit > 0, days >= Int64(limit) {
             Console.warning("the key is \(days) days old; rotation_days is \(limit)")

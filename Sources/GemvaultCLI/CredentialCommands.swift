@@ -33,9 +33,10 @@ enum CredentialCommand {
         let settings = try GoogleRotation.settings(call, vault: try vault.settings())
         let credential = settings[.credentialName]
         guard let stored = try vault.key(name, markUsed: false) else { throw VaultError.keyNotFound(name: name) }
+        let value = try VaultCommand.currentValue(of: stored, call)
         let arguments = ["systemd-creds", "encrypt", "--name=\(credential)", "--with-key=" + (call.flag(.tpm2) ? "host+tpm2" : "host")]
             + (output == nil ? ["--pretty"] : []) + ["-", "-"]
-        let encrypted = try run(arguments, feeding: stored.secret, environment: call.context.helperEnvironment)
+        let encrypted = try run(arguments, feeding: value, environment: call.context.helperEnvironment)
         let program = ProcessIdentity.executablePath
         var lines = "# For the [Service] section of the unit that runs gemvault:\n"
         if let output {

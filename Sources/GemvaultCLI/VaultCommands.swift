@@ -244,13 +244,16 @@ enum VaultCommand {
             guard context.canReadPassphrase else { throw KeySourceError.vaultNeedsPassphrase(path: context.vaultPath) }
         })
         guard let stored else { throw VaultError.keyNotFound(name: name) }
-        // A linked key is fetched again when its copy is old, as for every other command.
-        if stored.link != nil {
-            let resolver = try context.keyResolver(call)
-            let settings = try resolver.settings(vaultSettings: try context.vault.settings())
-            if let linked = try resolver.linkedValue(of: stored, settings) { return try Output.writeSecret(linked.secret) }
-        }
-        try Output.writeSecret(stored.secret)
+        try Output.writeSecret(try currentValue(of: stored, call))
+    }
+
+    /// A stored key's value; for a key linked to Secret Manager, fetched again when its copy
+    /// is older than secret_cache_ttl, as for every other command.
+    static func currentValue(of stored: StoredKey, _ call: Invocation) throws -> SecretBytes {
+        guard stored.link != nil else { return stored.secret }
+        let resolver = try call.context.keyResolver(call)
+        let settings = try resolver.settings(vaultSettings: try call.context.vault.settings())
+        return try resolver.linkedValue(of: stored, settings)?.secret ?? stored.secret
     }
 
     struct KeyListing: Encodable {

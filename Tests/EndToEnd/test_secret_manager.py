@@ -247,3 +247,25 @@ def test_a_ci_runner_with_only_the_metadata_server_reads_the_secret(env, google)
     google.control(sm_deny=["vm@%s.iam.gserviceaccount.com" % PROJECT_ID])
     denied, _ = which(env)
     assert denied.code == 6 and "metadata server" in denied.err and "secretmanager.versions.access" in denied.err
+
+
+def test_exporting_a_linked_key_for_a_service_takes_its_current_version(env, google, tmp_path):
+    import shutil
+    import subprocess
+    creds = shutil.which("systemd-creds")
+    if creds is None:
+        import pytest
+        pytest.skip("systemd-creds is not installed (.ci/run installs the package systemd)")
+    linked_vault(env, google)
+    google.control(keys=[{"id": "next", "keyString": NEXT_KEY}], secrets=[{"id": "gemini-key", "versions": [NEXT_KEY]}])
+    env.advance_clock(301)
+    host = os.path.join(str(tmp_path), "credential.secret")
+    with open(host, "wb") as handle:
+        handle.write(os.urandom(4096))
+    os.chmod(host, 0o400)
+    target = os.path.join(str(tmp_path), "lab.cred")
+    made = env.run("key", "export", "lab", "--systemd-creds", "-o", target, env={"SYSTEMD_CREDENTIAL_SECRET": host})
+    assert made.code == 0 and "took version 2 of 'lab'" in made.err, made
+    opened = subprocess.run([creds, "decrypt", "--name=gemini-api-key", target, "-"], env=dict(os.environ, SYSTEMD_CREDENTIAL_SECRET=host),
+                            capture_output=True, text=True)
+    assert opened.stdout == NEXT_KEY
