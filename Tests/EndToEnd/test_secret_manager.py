@@ -269,3 +269,23 @@ def test_exporting_a_linked_key_for_a_service_takes_its_current_version(env, goo
     opened = subprocess.run([creds, "decrypt", "--name=gemini-api-key", target, "-"], env=dict(os.environ, SYSTEMD_CREDENTIAL_SECRET=host),
                             capture_output=True, text=True)
     assert opened.stdout == NEXT_KEY
+
+
+def test_a_vault_that_cannot_be_written_still_gets_the_fetched_value(env, google):
+    """Keeping the copy is best effort: a read-only vault folder (a service's read-only home)
+    still gets the version just fetched, with a warning."""
+    import subprocess
+    import pytest
+    linked_vault(env, google)
+    google.control(keys=[{"id": "next", "keyString": NEXT_KEY}], secrets=[{"id": "gemini-key", "versions": [NEXT_KEY]}])
+    env.advance_clock(301)
+    folder = os.path.dirname(env.vault)
+    locked = subprocess.run(["chattr", "+i", folder], capture_output=True, text=True)
+    if locked.returncode != 0:
+        pytest.skip("chattr +i is not available here (%s): a read-only folder cannot be made for root" % locked.stderr.strip())
+    try:
+        got = env.run("key", "get", "lab")
+    finally:
+        subprocess.run(["chattr", "-i", folder], check=True)
+    assert got.code == 0 and got.out == NEXT_KEY + "\n", got
+    assert "could not keep it in the vault" in got.err and NEXT_KEY not in got.err
