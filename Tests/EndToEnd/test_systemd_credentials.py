@@ -217,3 +217,31 @@ def test_a_service_gets_the_key_from_its_encrypted_credential(api, tmp_path, hos
                               start_new_session=True, timeout=60)
     assert answered.returncode == 0, answered.stderr
     assert api.server.requests()[-1]["headers"]["x-goog-api-key"] == GOOD_KEY
+
+
+def test_the_key_reaches_systemd_creds_on_its_stdin_never_in_its_arguments_or_environment(env, tmp_path):
+    """A stand-in systemd-creds first on PATH records what it was given."""
+    env.init()
+    assert env.run("key", "set", input=GOOD_KEY).code == 0
+    folder = os.path.join(str(tmp_path), "bin")
+    os.mkdir(folder)
+    record = os.path.join(str(tmp_path), "record.json")
+    script = os.path.join(folder, "systemd-creds")
+    with open(script, "w") as handle:
+        handle.write("#!/usr/bin/env python3\nimport json, os, sys\n"
+                     "json.dump({'argv': sys.argv, 'env': dict(os.environ), 'stdin': sys.stdin.read()}, open(%r, 'w'))\n"
+                     "sys.stdout.write('ENCRYPTED')\n" % record)
+    os.chmod(script, 0o755)
+    target = os.path.join(str(tmp_path), "out.cred")
+    made = env.run("key", "export", "--systemd-creds", "-o", target, env={"PATH": folder + ":" + env.vars["PATH"]})
+    assert made.code == 0, made
+    seen = json.load(open(record))
+    assert seen["stdin"] == GOOD_KEY
+    assert seen["argv"][1:] == ["encrypt", "--name=gemini-api-key", "--with-key=host", "-", "-"]
+    assert GOOD_KEY not in json.dumps(seen["env"]) and "GEMINI_API_KEY" not in seen["env"]
+    assert open(target).read() == "ENCRYPTED"
+    # Never over a link planted at the target.
+    planted = os.path.join(str(tmp_path), "planted.cred")
+    os.symlink(os.path.join(str(tmp_path), "elsewhere"), planted)
+    refused = env.run("key", "export", "--systemd-creds", "-o", planted, "--force", env={"PATH": folder + ":" + env.vars["PATH"]})
+    assert refused.code == 1 and not os.path.exists(os.path.join(str(tmp_path), "elsewhere"))
