@@ -18,6 +18,8 @@ struct GoogleExchange {
     struct TransportFailure: Error, Sendable {
         let message: String
         let timedOut: Bool
+        /// The answer passed `maxAnswer`: the server answered, with something no Google API sends.
+        var tooLarge = false
     }
 
     static let maxAnswer = 1 << 20
@@ -40,7 +42,7 @@ struct GoogleExchange {
         let outcome = transport.perform(request, onData: { _, data in answer.append(data) ? .more : .abort }, onTick: nil)
         switch outcome {
         case .complete(let status, let retryAfter): return Response(status: status, body: answer.finished(), retryAfter: retryAfter)
-        case .aborted: throw TransportFailure(message: "the answer was larger than \(Self.maxAnswer >> 10) KiB", timedOut: false)
+        case .aborted: throw TransportFailure(message: "the answer was larger than \(Self.maxAnswer >> 10) KiB", timedOut: false, tooLarge: true)
         case .idleTimeout: throw TransportFailure(message: "no answer within \(Int(timeout)) s", timedOut: true)
         case .libraryMissing: throw TransportFailure(message: "libcurl.so.4 could not be loaded (install libcurl4)", timedOut: false)
         case .refusedHeader: throw TransportFailure(message: "a request header holds a line break or a character outside printable ASCII; nothing was sent", timedOut: false)
@@ -64,6 +66,7 @@ extension GoogleExchange {
             do throws(TransportFailure) {
                 response = try perform(method, target, headers: headers, bearer: bearer, body: body.map { .plain($0) } ?? .none)
             } catch {
+                if error.tooLarge { throw GoogleError(.badData, "\(service) answered \(what) with more than \(Self.maxAnswer >> 10) KiB, which no Google API sends") }
                 return .failed(GoogleError(.network, "\(service) did not answer while \(what): \(error.message)",
                                            hint: "check the network, or the \(setting) setting", reason: GoogleError.answerLost), .noAnswer)
             }

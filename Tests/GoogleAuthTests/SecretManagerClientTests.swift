@@ -65,6 +65,17 @@ private func fixture(_ name: String) throws -> String {
         #expect(error.message.contains("x gemvault: note: all good") && !error.message.contains("\n"))
     }
 
+    /// An answer no Google API sends is bad data (exit 4), not a network failure: for a linked
+    /// key it must not pass for Secret Manager being out of reach.
+    @Test func anOversizedAnswerIsBadDataNotANetworkFailure() throws {
+        let huge = "{\"name\": \"" + String(repeating: "x", count: 2 << 20) + "\"}"
+        let transport = FakeTransport([.json(200, huge)])
+        let error = try #require(throws: GoogleError.self) {
+            try client(transport).accessKey(SecretReference(parsing: "gsm://projects/lab/secrets/gemini-key")!)
+        }
+        #expect(error.category == .badData && transport.sent.count == 1)
+    }
+
     @Test func aDenialNamesThePermissionAndThePrincipal() throws {
         let error = try #require(throws: GoogleError.self) {
             try client(FakeTransport([.json(403, try fixture("secret-denied.json"))])).accessKey(SecretReference(parsing: "gsm://projects/lab/secrets/gemini-key")!)
