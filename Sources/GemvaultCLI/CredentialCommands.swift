@@ -9,7 +9,7 @@ let credentialCommands: [CommandSpec] = [
                 summary: "encrypt a key as a systemd credential for a service, and print the unit lines that load it",
                 options: [.systemdCreds, .credentialOutput, .overwrite, .tpm2],
                 details: """
-                --systemd-creds pipes the key (never in argv) into 'systemd-creds encrypt --name=CREDENTIAL', CREDENTIAL being the credential_name setting (default gemini-api-key), with the host's key (/var/lib/systemd/credential.secret), or the host's key and the TPM with --tpm2; systemd-creds needs root to read the host key. -o FILE writes the encrypted credential atomically with mode 0600 and prints LoadCredentialEncrypted= for the unit; without -o the credential is printed inline as SetCredentialEncrypted=. Either way the ExecStart= lines follow: the service's gemvault then takes the key from $CREDENTIALS_DIRECTORY (Docs/configuration.md).
+                --systemd-creds pipes the key (never in argv) into 'systemd-creds encrypt --name=CREDENTIAL', CREDENTIAL being the credential_name setting (default gemini-api-key), with the host's key (/var/lib/systemd/credential.secret), or the host's key and the TPM with --tpm2; systemd-creds needs root to read the host key. -o FILE writes the encrypted credential atomically with mode 0600 and prints LoadCredentialEncrypted= for the unit; without -o the credential is printed inline as SetCredentialEncrypted=. Either way the ExecStart= lines follow: the service's gemvault then takes the key from $CREDENTIALS_DIRECTORY (Docs/configuration.md). A systemd-creds that has not finished after 60 s is stopped, and nothing is written.
                 """,
                 run: CredentialCommand.export),
 ]
@@ -17,6 +17,8 @@ let credentialCommands: [CommandSpec] = [
 enum CredentialCommand {
     /// What systemd-creds may print: a credential is the key plus some hundred bytes.
     static let outputLimit = 1 << 20
+    /// Seconds systemd-creds gets (a TPM may be slow; a stuck one must not hold the command).
+    static let timeout = 60.0
 
     static func export(_ call: Invocation) throws {
         guard call.flag(.systemdCreds) else {
@@ -40,7 +42,7 @@ enum CredentialCommand {
         let program = ProcessIdentity.executablePath
         var lines = "# For the [Service] section of the unit that runs gemvault:\n"
         if let output {
-            try ShareCommand.save(encrypted, to: output, mode: 0o600, replacing: call.flag(.overwrite))
+            try Output.save(encrypted, to: output, mode: 0o600, replacing: call.flag(.overwrite))
             lines += "LoadCredentialEncrypted=\(credential):\(output)\n"
         } else {
             lines += String(decoding: encrypted, as: UTF8.self)
@@ -76,8 +78,17 @@ enum CredentialCommand {
         var errors: [UInt8] = []
         var streams = [child.standardOutput!, child.standardError!]
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        // A systemd-creds that hangs (a TPM that never answers) must not hold the command.
+        let clock = WaitClock.standard
+        let deadline = clock.now() + timeout
         while !streams.isEmpty {
-            for stream in Poller.readable(streams, timeout: 60) {
+            let remaining = deadline - clock.now()
+            guard remaining > 0 else {
+                child.signalGroup(SIGKILL)
+                _ = child.wait()
+                throw CommandFailure(.failure, "systemd-creds did not finish within \(Int(timeout)) s; nothing was written")
+            }
+            for stream in Poller.readable(streams, timeout: min(remaining, 1)) {
                 let count = buffer.withUnsafeMutableBytes { (try? stream.read(into: $0)) ?? 0 }
                 if count <= 0 { streams.removeAll { $0 === stream }; continue }
                 if stream === child.standardOutput { output += buffer[0..<count] } else if errors.count < 8192 { errors += buffer[0..<count] }

@@ -98,16 +98,23 @@ enum Output {
     /// `20261129T190221Z`, for file names.
     static func compactDate(_ seconds: Int64) -> String { isoDate(seconds).filter { $0 != ":" && $0 != "-" } }
 
-    /// "3 days", "5 hours" …
-    static func age(since seconds: Int64, now: Int64 = now()) -> String {
-        let elapsed = max(0, now - seconds)
-        switch elapsed {
-        case ..<120: return "\(elapsed) seconds"
-        case ..<7200: return "\(elapsed / 60) minutes"
-        case ..<172_800: return "\(elapsed / 3600) hours"
-        default: return "\(elapsed / 86400) days"
+    /// Writes a file the user asked for (a share, a credential) atomically with `mode`, never
+    /// over a link, and over an existing file only when `replacing`.
+    static func save(_ bytes: [UInt8], to path: String, mode: mode_t, replacing: Bool) throws {
+        do throws(TrustedOpenError) {
+            try TrustedFile.save(path, bytes, mode: mode, replacing: replacing)
+        } catch {
+            switch error {
+            case .refused(let failure): throw CommandFailure(.failure, "\(failure.message); nothing was written there", hint: failure.fix)
+            case .failed(let system) where system.code == EEXIST:
+                throw CommandFailure(.failure, "\(path) exists; nothing was written", hint: "--force replaces it")
+            case .failed(let system): throw CommandFailure(.failure, "cannot write \(path): \(system.reason)")
+            }
         }
     }
+
+    /// "3 days", "5 hours" …
+    static func age(since seconds: Int64, now: Int64 = now()) -> String { Clock.elapsedText(now - seconds) }
 
     /// `1,048,576`: a count a person reads at a glance (JSON keeps the bare number).
     static func grouped(_ number: Int) -> String {

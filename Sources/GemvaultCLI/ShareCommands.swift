@@ -141,7 +141,7 @@ enum ShareCommand {
             try Console.out(try AgeFile.encrypt(plaintext, to: everyone, armor: armor))
         }
         if let output {
-            try save(try AgeFile.encrypt(plaintext, to: everyone, armor: output.armor), to: output.path, mode: output.mode, replacing: output.replacing)
+            try Output.save(try AgeFile.encrypt(plaintext, to: everyone, armor: output.armor), to: output.path, mode: output.mode, replacing: output.replacing)
             written.append(output.path)
         }
         // Files written before are followed by their readers: they get the new serial, in the form they had.
@@ -153,7 +153,7 @@ enum ShareCommand {
             }
             let armored = (try? InputFile.read(path, limit: fileLimit)).map(AgeFile.isArmored) ?? false
             do {
-                try save(try AgeFile.encrypt(plaintext, to: everyone, armor: armored), to: path, mode: (existing!.permissions & 0o777) == 0o600 ? 0o600 : 0o644,
+                try Output.save(try AgeFile.encrypt(plaintext, to: everyone, armor: armored), to: path, mode: (existing!.permissions & 0o777) == 0o600 ? 0o600 : 0o644,
                          replacing: true)
                 written.append(path)
             } catch let failure as CommandFailure {
@@ -182,19 +182,6 @@ enum ShareCommand {
         } catch {
             let (_, message, _) = ErrorReport.describe(error)
             Console.warning("the new value of '\(name)' was not shared with its recipients (\(message)); 'gemvault key share \(name)' does it")
-        }
-    }
-
-    static func save(_ bytes: [UInt8], to path: String, mode: mode_t, replacing: Bool) throws {
-        do throws(TrustedOpenError) {
-            try TrustedFile.save(path, bytes, mode: mode, replacing: replacing)
-        } catch {
-            switch error {
-            case .refused(let failure): throw CommandFailure(.failure, "\(failure.message); nothing was written there", hint: failure.fix)
-            case .failed(let system) where system.code == EEXIST:
-                throw CommandFailure(.failure, "\(path) exists; nothing was written", hint: "--force replaces it")
-            case .failed(let system): throw CommandFailure(.failure, "cannot write \(path): \(system.reason)")
-            }
         }
     }
 

@@ -217,7 +217,7 @@ public struct KeyResolver {
         }
         // Read again: the session's settings may name another credential.
         if explicitKeyName == nil, let path = try SystemdCredential.path(environment: environment, name: settings[.credentialName]) {
-            if let key = try SystemdCredential.read(path, directory: environment[SystemdCredential.directoryVariable] ?? "", warn: warn) {
+            if let key = try SystemdCredential.read(path, warn: warn) {
                 return (key, settings)
             }
             reasons.append("there is no systemd credential \(path)")
@@ -313,22 +313,31 @@ public struct KeyResolver {
 }
 
 enum KeyFile {
+    /// What a key file or credential may hold: a key is far shorter.
+    static let sizeLimit = 8192
+
     /// A key file's contents, trimmed, and what fstat said of it; nil when there is no file.
     static func read(_ path: String) throws -> (SecretBytes, FileStatus)? {
         let opened: FileDescriptor?
         do { opened = try TrustedFile.openSecret(path) } catch { throw VaultError(error) }
         guard let file = opened else { return nil }
-        let buffer = SecretBytes(count: SystemdCredential.sizeLimit + 1)
+        let key = try Self.key(in: file, path: path) { VaultError.system($0) }
+        return (key, try file.status())
+    }
+
+    /// The key in an opened file, trimmed: refused when empty, and never cut short (a key behind
+    /// 8 KiB of blanks would be read as its first bytes). `readFailure` says how a failed read is told.
+    static func key(in file: FileDescriptor, path: String, readFailure: (SystemError) -> any Error) throws -> SecretBytes {
+        let buffer = SecretBytes(count: sizeLimit + 1)
         let length: Int
         do { length = try buffer.withUnsafeMutableBytes { raw throws(SystemError) in try file.readFully(into: raw) } }
-        catch { throw VaultError.system(error) }
-        // Never cut short: a key behind 8 KiB of blanks would be read as its first bytes.
-        guard length <= SystemdCredential.sizeLimit else {
-            throw ConfigError.unreadable(path: path, reason: "the file is larger than \(SystemdCredential.sizeLimit) bytes; a key is one short line")
+        catch { throw readFailure(error) }
+        guard length <= sizeLimit else {
+            throw ConfigError.unreadable(path: path, reason: "the file is larger than \(sizeLimit) bytes; a key is one short line")
         }
         buffer.truncate(to: length)
         let key = buffer.trimmingWhitespace()
         guard key.count > 0 else { throw ConfigError.unreadable(path: path, reason: "the file is empty") }
-        return (key, try file.status())
+        return key
     }
 }

@@ -56,7 +56,7 @@ extension KeyResolver {
             guard Double(age) <= settings[.secretMaxStale] else {
                 throw KeySourceError.secretUnreachable(name: stored.name, secret: reference.resource, since: link.fetched, detail: error.message)
             }
-            warn("could not refresh '\(stored.name)' from Secret Manager (\(error.message)); using the copy of version \(link.version) fetched \(Self.ago(age)) ago")
+            warn("could not refresh '\(stored.name)' from Secret Manager (\(error.message)); using the copy of version \(link.version) fetched \(Clock.elapsedText(age)) ago")
             return LinkedValue(secret: stored.secret, link: link, fromCache: true)
         }
         let fetched = try attempt.get()
@@ -76,9 +76,5 @@ extension KeyResolver {
             warn("fetched version \(fetched.version) of '\(stored.name)' from Secret Manager but could not keep it in the vault (\(error)); it is used for this command")
         }
         return LinkedValue(secret: fetched.value, link: refreshed, fromCache: false)
-    }
-
-    static func ago(_ seconds: Int64) -> String {
-        seconds < 120 ? "\(seconds) s" : seconds < 7200 ? "\(seconds / 60) minutes" : seconds < 172_800 ? "\(seconds / 3600) hours" : "\(seconds / 86400) days"
     }
 }

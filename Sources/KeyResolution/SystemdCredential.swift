@@ -18,16 +18,13 @@ enum SystemdCredential {
         return (directory.hasSuffix("/") ? directory : directory + "/") + name
     }
 
-    /// What a credential file may hold: a key is far shorter.
-    static let sizeLimit = 8192
-
     /// The key in the credential, trimmed; nil when there is no such credential. The folder is
     /// walked and checked as the vault's is (no link or folder another user controls on the
     /// way), so nobody can point the command at another service's credential.
-    static func read(_ path: String, directory: String, warn: (String) -> Void) throws -> ResolvedKey? {
+    static func read(_ path: String, warn: (String) -> Void) throws -> ResolvedKey? {
+        let (folderPath, name) = TrustedFolder.parent(of: path)
         let opened: FileDescriptor?
         do throws(TrustedOpenError) {
-            let (folderPath, name) = TrustedFolder.parent(of: path)
             guard let folder = try TrustedFolder.open(folderPath) else { return nil }
             opened = try TrustedFile.open(name, in: folder, requirement: .configuration)
         } catch {
@@ -37,17 +34,11 @@ enum SystemdCredential {
             }
         }
         guard let file = opened else { return nil }
-        if PlainFile.isInMemory(folder: directory) == false {
-            warn("the credentials folder \(directory) is not on tmpfs or ramfs, so the key in it may be on a disk")
+        // Asked of the file opened, which is where the key is.
+        if PlainFile.isInMemory(file) == false {
+            warn("the credentials folder \(folderPath) is not on tmpfs or ramfs, so the key in it may be on a disk")
         }
-        let buffer = SecretBytes(count: Self.sizeLimit + 1)
-        let length: Int
-        do { length = try buffer.withUnsafeMutableBytes { raw throws(SystemError) in try file.readFully(into: raw) } }
-        catch { throw ConfigError.unreadable(path: path, reason: error.reason) }
-        guard length <= Self.sizeLimit else { throw ConfigError.unreadable(path: path, reason: "the credential is larger than \(Self.sizeLimit) bytes; a key is one short line") }
-        buffer.truncate(to: length)
-        let key = buffer.trimmingWhitespace()
-        guard key.count > 0 else { throw ConfigError.unreadable(path: path, reason: "the credential is empty") }
+        let key = try KeyFile.key(in: file, path: path) { ConfigError.unreadable(path: path, reason: $0.reason) }
         return ResolvedKey(secret: key, source: .systemdCredential(path: path), updated: (try? file.status())?.modified)
     }
 }

@@ -73,6 +73,17 @@ public final class FileLock {
 }
 
 public enum Clock {
+    /// "90 seconds", "5 minutes", "3 hours", "4 days": how long ago, as a person reads it.
+    public static func elapsedText(_ seconds: Int64) -> String {
+        let elapsed = max(0, seconds)
+        switch elapsed {
+        case ..<120: return "\(elapsed) seconds"
+        case ..<7200: return "\(elapsed / 60) minutes"
+        case ..<172_800: return "\(elapsed / 3600) hours"
+        default: return "\(elapsed / 86400) days"
+        }
+    }
+
     /// Sleeps for `seconds`.
     public static func sleep(_ seconds: Double) { usleep(useconds_t(max(0, seconds) * 1_000_000)) }
 

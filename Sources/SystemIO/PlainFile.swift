@@ -28,10 +28,9 @@ public enum PlainFile {
     /// tmpfs and ramfs: what systemd keeps credentials on, never written to a disk.
     static let memoryFileSystems: Set<Int64> = [0x0102_1994, 0x8584_58f6]
 
-    /// Whether the folder at `path` lives in memory (tmpfs or ramfs); nil when it cannot be told.
-    public static func isInMemory(folder path: String) -> Bool? {
-        guard let folder = try? FileDescriptor.openIfPresent(path, flags: O_RDONLY | O_DIRECTORY | O_CLOEXEC) else { return nil }
-        let type = gv_file_system_type(folder.raw)
+    /// Whether the open file lives in memory (tmpfs or ramfs); nil when it cannot be told.
+    public static func isInMemory(_ file: FileDescriptor) -> Bool? {
+        let type = gv_file_system_type(file.raw)
         return type < 0 ? nil : memoryFileSystems.contains(Int64(type))
     }
 }

@@ -104,13 +104,18 @@ def test_export_refusals(env, tmp_path, host_key):
     os.mkdir(folder)
     absent = env.run("key", "export", "--systemd-creds", env=dict(host_key, PATH=folder))
     assert absent.code == 1 and "systemd-creds is not installed" in absent.err and "apt install systemd" in absent.err
-    if SYSTEMD_CREDS:
-        # A machine without a TPM: systemd-creds says why, and nothing is written.
-        target = os.path.join(str(tmp_path), "tpm.cred")
-        tpm = env.run("key", "export", "--systemd-creds", "--tpm2", "-o", target, env=host_key)
-        if tpm.code != 0:
-            assert tpm.code == 1 and "systemd-creds failed" in tpm.err and not os.path.exists(target)
-        assert GOOD_KEY not in tpm.err
+
+
+@needs_systemd_creds
+def test_a_tpm2_credential_without_a_tpm_says_why_and_writes_nothing(env, tmp_path, host_key):
+    if os.path.exists("/dev/tpmrm0") or os.path.exists("/dev/tpm0"):
+        pytest.skip("this machine has a TPM, so --tpm2 succeeds here")
+    env.init()
+    assert env.run("key", "set", input=GOOD_KEY).code == 0
+    target = os.path.join(str(tmp_path), "tpm.cred")
+    tpm = env.run("key", "export", "--systemd-creds", "--tpm2", "-o", target, env=host_key)
+    assert tpm.code == 1 and "systemd-creds failed" in tpm.err and not os.path.exists(target)
+    assert GOOD_KEY not in tpm.err
 
 
 def test_the_credential_is_a_key_source_after_key_file_and_before_the_environment(env, tmp_path, memory_folder):
@@ -157,19 +162,24 @@ def test_a_credential_is_taken_only_as_systemd_leaves_it(env, tmp_path, memory_f
     os.chmod(writable, 0o440)
     _, data = which(env, CREDENTIALS_DIRECTORY=folder)
     assert data["source"] == "systemd-credential"
-    if os.geteuid() == 0:
-        os.chown(writable, 65534, 65534)
-        foreign, _ = which(env, CREDENTIALS_DIRECTORY=folder)
-        assert foreign.code == 1 and CREDENTIAL_KEY not in foreign.err
     dotted, _ = which(env, CREDENTIALS_DIRECTORY=folder, GEMVAULT_CREDENTIAL="..")
     assert dotted.code != 0
     # Never cut short: a key behind 8 KiB of blanks is refused, not read as its first bytes.
     os.chmod(writable, 0o600)
-    os.chown(writable, os.getuid(), os.getgid())
     with open(writable, "w") as handle:
         handle.write(" " * 8190 + CREDENTIAL_KEY)
     padded, _ = which(env, CREDENTIALS_DIRECTORY=folder)
     assert padded.code == 1 and "larger than 8192 bytes" in padded.err
+
+
+def test_another_users_credential_is_refused(env, tmp_path, memory_folder):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give the credential to another user (chown)")
+    folder = memory_folder()
+    path = write_credential(folder, CREDENTIAL_KEY, mode=0o440)
+    os.chown(path, 65534, 65534)
+    foreign, _ = which(env, CREDENTIALS_DIRECTORY=folder)
+    assert foreign.code == 1 and CREDENTIAL_KEY not in foreign.err
 
 
 def test_a_credentials_folder_reached_through_another_users_link_is_refused(env, tmp_path, memory_folder):
@@ -245,3 +255,19 @@ def test_the_key_reaches_systemd_creds_on_its_stdin_never_in_its_arguments_or_en
     os.symlink(os.path.join(str(tmp_path), "elsewhere"), planted)
     refused = env.run("key", "export", "--systemd-creds", "-o", planted, "--force", env={"PATH": folder + ":" + env.vars["PATH"]})
     assert refused.code == 1 and not os.path.exists(os.path.join(str(tmp_path), "elsewhere"))
+
+
+def test_a_systemd_creds_that_hangs_does_not_hold_the_command(env, tmp_path):
+    """Killed after its time (60 s, on the sped-up waiting clock of a debug build), nothing written."""
+    env.init()
+    assert env.run("key", "set", input=GOOD_KEY).code == 0
+    folder = os.path.join(str(tmp_path), "bin")
+    os.mkdir(folder)
+    script = os.path.join(folder, "systemd-creds")
+    with open(script, "w") as handle:
+        handle.write("#!/usr/bin/env python3\nimport time\ntime.sleep(600)\n")
+    os.chmod(script, 0o755)
+    target = os.path.join(str(tmp_path), "out.cred")
+    stuck = env.run("key", "export", "--systemd-creds", "-o", target, timeout=30,
+                    env={"PATH": folder + ":" + env.vars["PATH"], "GEMVAULT_TEST_WAIT_SPEEDUP": "60"})
+    assert stuck.code == 1 and "did not finish within 60 s" in stuck.err and not os.path.exists(target)
