@@ -256,7 +256,7 @@ public final class APIKeysClient {
         var headers: [String] = []
         if token.source.isUserCredential, let quotaProject { headers.append("x-goog-user-project: " + quotaProject) }
         return try GoogleExchange(transport: transport, timeout: timeout).call(
-            method, target, body: body, headers: headers, bearer: token.token,
+            method, target, body: body.map { .plain($0) } ?? .none, headers: headers, bearer: token.token,
             policy: retryPolicy(retryOn: retries == .always ? [.noAnswer, .rateLimit, .serverErrors] : [.rateLimit]), clock: clock,
             service: "the API Keys service", setting: "apikeys_endpoint", what: what, secretFields: ["keyString"],
             refusal: { status, envelope in refusal(status, envelope, what: what) })

@@ -56,15 +56,15 @@ extension GoogleExchange {
     /// One JSON call to a Google REST service with `policy`'s retries; the answer with the
     /// values of `secretFields` taken out into secret memory. `service` names the service in
     /// messages ("the API Keys service"), `setting` the setting that points at it.
-    func call(_ method: String, _ target: HTTPRequest.Target, body: [UInt8]?, headers: [String], bearer: SecretBytes, policy: RetryPolicy,
+    func call(_ method: String, _ target: HTTPRequest.Target, body: HTTPRequest.Body, headers: [String], bearer: SecretBytes, policy: RetryPolicy,
               clock: WaitClock, service: String, setting: String, what: String, secretFields: Set<String>,
               refusal: (Int, GoogleStatus?) -> GoogleError) throws(GoogleError) -> SecretJSON {
         var headers = ["Accept: application/json"] + headers
-        if body != nil { headers.append("Content-Type: application/json; charset=utf-8") }
+        if case .none = body {} else { headers.append("Content-Type: application/json; charset=utf-8") }
         return try policy.run({ (_: Int) throws(GoogleError) -> RetryPolicy.Step<SecretJSON, GoogleError> in
             let response: Response
             do throws(TransportFailure) {
-                response = try perform(method, target, headers: headers, bearer: bearer, body: body.map { .plain($0) } ?? .none)
+                response = try perform(method, target, headers: headers, bearer: bearer, body: body)
             } catch {
                 if error.tooLarge { throw GoogleError(.badData, "\(service) answered \(what) with more than \(Self.maxAnswer >> 10) KiB, which no Google API sends") }
                 return .failed(GoogleError(.network, "\(service) did not answer while \(what): \(error.message)",

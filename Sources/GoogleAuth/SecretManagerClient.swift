@@ -1,3 +1,4 @@
+import FoundationEssentials
 import GoogleHTTP
 import SystemIO
 import VaultCore
@@ -80,7 +81,7 @@ public final class SecretManagerClient {
         }
         let what = "reading \(reference.versionPath)"
         let body = try GoogleExchange(transport: transport, timeout: timeout).call(
-            "GET", .plain(endpoint + "/v1/" + reference.versionPath + ":access"), body: nil, headers: [], bearer: token.token, policy: policy, clock: clock,
+            "GET", .plain(endpoint + "/v1/" + reference.versionPath + ":access"), body: .none, headers: [], bearer: token.token, policy: policy, clock: clock,
             service: "Secret Manager", setting: "secretmanager_endpoint", what: what, secretFields: ["data"],
             refusal: { status, envelope in refusal(status, envelope, reference: reference, what: what) })
         guard let answer = body.decode(Answer.self), let name = answer.name, let version = name.split(separator: "/").last.flatMap({ UInt64($0) }),
@@ -134,5 +135,130 @@ public final class SecretManagerClient {
         }
         return GoogleError(category, "Secret Manager refused \(what): HTTP \(status)\(reasonName.map { " " + $0 } ?? ""): \(message)", hint: hint,
                            status: status, reason: reasonName)
+    }
+}
+
+/// A secret's metadata that rotation reads: its etag (for a conditional patch), its
+/// annotations (the rotator's claim) and its rotation period when Google returns it.
+public struct SecretInfo: Sendable, Equatable {
+    public let etag: String
+    public let annotations: [String: String]
+    /// `rotation.rotationPeriod` in seconds; documented as input only, so often absent.
+    public let rotationPeriod: Double?
+}
+
+/// One version of a secret, as `versions.list` gives it.
+public struct SecretVersionInfo: Sendable, Equatable {
+    public let number: UInt64
+    /// `ENABLED`, `DISABLED` or `DESTROYED`.
+    public let state: String
+    /// Unix seconds.
+    public let created: Int64?
+}
+
+extension SecretManagerClient {
+    /// A patch whose etag no longer matches: another writer (another rotator) came first.
+    public static let etagConflict = "etag-conflict"
+
+    private struct SecretWire: Decodable {
+        struct Rotation: Decodable { let rotationPeriod: String? }
+        let etag: String?
+        let annotations: [String: String]?
+        let rotation: Rotation?
+
+        var info: SecretInfo? {
+            guard let etag else { return nil }
+            let period = rotation?.rotationPeriod.flatMap { $0.hasSuffix("s") ? Double($0.dropLast()) : nil }
+            return SecretInfo(etag: etag, annotations: annotations ?? [:], rotationPeriod: period)
+        }
+    }
+
+    /// `secrets.get`.
+    public func secret(_ reference: SecretReference) throws(GoogleError) -> SecretInfo {
+        let body = try call("GET", "/v1/" + reference.resource, what: "reading \(reference.resource)", reference: reference)
+        guard let info = body.decode(SecretWire.self)?.info else { throw GoogleError(.badData, "Secret Manager answered reading \(reference.resource) without an etag") }
+        return info
+    }
+
+    /// `secrets.patch` of the annotations, only if the secret still has `etag`: of several
+    /// writers with the same etag exactly one succeeds; the others get `etagConflict`.
+    public func annotate(_ reference: SecretReference, _ annotations: [String: String], etag: String) throws(GoogleError) -> SecretInfo {
+        struct Patch: Encodable { let annotations: [String: String]; let etag: String }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        guard let json = try? encoder.encode(Patch(annotations: annotations, etag: etag)) else { throw GoogleError(.badData, "the annotations could not be encoded") }
+        let body: SecretJSON
+        do {
+            body = try call("PATCH", "/v1/" + reference.resource + "?updateMask=annotations", body: .plain(Array(json)), what: "claiming \(reference.resource)",
+                            reference: reference, retryOn: [.rateLimit])
+        } catch where error.status == 409 || (error.status == 400 && (error.reason == "FAILED_PRECONDITION" || error.reason == "ABORTED")) {
+            throw GoogleError(.refused, "\(reference.resource) changed meanwhile (its etag is no longer \(etag))", status: error.status, reason: Self.etagConflict)
+        }
+        guard let info = body.decode(SecretWire.self)?.info else { throw GoogleError(.badData, "Secret Manager answered the patch of \(reference.resource) without an etag") }
+        return info
+    }
+
+    /// `secrets.addVersion` with `value` (sent from secret memory, with its CRC-32C); the new
+    /// version's number. Retried only after 429, which Google answers before doing anything.
+    public func addVersion(_ reference: SecretReference, value: SecretBytes) throws(GoogleError) -> UInt64 {
+        struct Answer: Decodable { let name: String? }
+        let crc = value.withUnsafeBytes { CRC32C.checksum($0) }
+        let encoded = Sodium.base64(secret: value)
+        let prefix = Array("{\"payload\": {\"data\": \"".utf8), suffix = Array("\", \"dataCrc32c\": \"\(crc)\"}}".utf8)
+        let request = SecretBytes(count: prefix.count + encoded.count + suffix.count)
+        request.withUnsafeMutableBytes { out in
+            out.copyBytes(from: prefix)
+            encoded.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[prefix.count...]).copyMemory(from: $0) }
+            UnsafeMutableRawBufferPointer(rebasing: out[(prefix.count + encoded.count)...]).copyBytes(from: suffix)
+        }
+        let body = try call("POST", "/v1/" + reference.resource + ":addVersion", body: .secret(request), what: "adding a version to \(reference.resource)",
+                            reference: reference, retryOn: [.rateLimit])
+        guard let name = body.decode(Answer.self)?.name, let number = name.split(separator: "/").last.flatMap({ UInt64($0) }) else {
+            throw GoogleError(.badData, "Secret Manager answered the new version of \(reference.resource) without its number")
+        }
+        return number
+    }
+
+    /// `versions.enable` or `versions.disable`.
+    public func setVersion(_ reference: SecretReference, _ number: UInt64, enabled: Bool) throws(GoogleError) {
+        let verb = enabled ? "enable" : "disable"
+        _ = try call("POST", "/v1/\(reference.resource)/versions/\(number):\(verb)", body: .plain(Array("{}".utf8)),
+                     what: "\(enabled ? "enabling" : "disabling") version \(number) of \(reference.resource)", reference: reference)
+    }
+
+    /// `versions.list`, newest first, every page; only the enabled ones when `enabledOnly`.
+    public func versions(_ reference: SecretReference, enabledOnly: Bool) throws(GoogleError) -> [SecretVersionInfo] {
+        struct Page: Decodable {
+            struct Version: Decodable { let name: String?; let state: String?; let createTime: String? }
+            let versions: [Version]?
+            let nextPageToken: String?
+        }
+        var found: [SecretVersionInfo] = []
+        var token: String?
+        repeat {
+            var query = "?pageSize=100" + (enabledOnly ? "&filter=" + PercentEncoding.encode("state:ENABLED") : "")
+            if let token { query += "&pageToken=" + PercentEncoding.encode(token) }
+            let body = try call("GET", "/v1/\(reference.resource)/versions" + query, what: "listing the versions of \(reference.resource)", reference: reference)
+            guard let page = body.decode(Page.self) else { throw GoogleError(.badData, "Secret Manager answered the list of versions with a malformed body") }
+            for version in page.versions ?? [] {
+                guard let name = version.name, let number = name.split(separator: "/").last.flatMap({ UInt64($0) }), let state = version.state else {
+                    throw GoogleError(.badData, "Secret Manager listed a version without its number or state")
+                }
+                found.append(SecretVersionInfo(number: number, state: GoogleStatus.shown(state), created: version.createTime.flatMap(GoogleKey.unixSeconds)))
+            }
+            token = page.nextPageToken.flatMap { $0.isEmpty ? nil : $0 }
+            guard found.count <= 100_000 else { throw GoogleError(.badData, "Secret Manager listed more than 100,000 versions") }
+        } while token != nil
+        return found
+    }
+
+    private func call(_ method: String, _ path: String, body: HTTPRequest.Body = .none, what: String, reference: SecretReference,
+                      retryOn: RetryPolicy.RetryOn = [.noAnswer, .rateLimit, .serverErrors]) throws(GoogleError) -> SecretJSON {
+        var policy = self.policy
+        policy.retryOn = retryOn
+        return try GoogleExchange(transport: transport, timeout: timeout).call(
+            method, .plain(endpoint + path), body: body, headers: [], bearer: token.token, policy: policy, clock: clock,
+            service: "Secret Manager", setting: "secretmanager_endpoint", what: what, secretFields: [],
+            refusal: { status, envelope in refusal(status, envelope, reference: reference, what: what) })
     }
 }

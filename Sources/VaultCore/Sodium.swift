@@ -271,6 +271,22 @@ extension Sodium {
         return rc == 0 ? Array(output.prefix(length)) : nil
     }
 
+    /// Standard, padded base64 of a secret, written into secret memory (no terminating NUL).
+    public static func base64(secret: SecretBytes) -> SecretBytes {
+        ensureInitialized()
+        let variant = Int32(sodium_base64_VARIANT_ORIGINAL)
+        let capacity = sodium_base64_encoded_len(secret.count, variant)
+        let text = SecretBytes(count: capacity)
+        text.withUnsafeMutableBytes { out in
+            secret.withUnsafeBytes { input in
+                _ = sodium_bin2base64(out.baseAddress!.assumingMemoryBound(to: CChar.self), capacity,
+                                      input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count, variant)
+            }
+        }
+        text.truncate(to: capacity - 1)
+        return text
+    }
+
     /// The bytes of standard, padded base64 held in secret memory, decoded into secret memory;
     /// nil when it is not that.
     public static func secret(base64 text: SecretBytes) -> SecretBytes? {

@@ -274,7 +274,7 @@ class GoogleHandler(fake_gemini.Handler):
         self.route("GET")
 
     def do_POST(self):
-        if self.path.startswith(("/v1beta/", "/v1/", "/v1alpha/")):
+        if self.path.startswith(("/v1beta/", "/v1/", "/v1alpha/")) and not self.path.startswith("/v1/projects/"):
             return fake_gemini.Handler.do_POST(self)
         self.route("POST")
 
@@ -299,6 +299,8 @@ class GoogleHandler(fake_gemini.Handler):
                 STATE["tokens"][token["token"]] = token
             STATE["denied"] += command.get("deny", [])
             STATE["sm_denied"] += command.get("sm_deny", [])
+            # [identity, permission] pairs: one permission taken away (the rotator without versions.add).
+            STATE.setdefault("sm_denied_permissions", []).extend(command.get("sm_deny_permission", []))
             for secret in command.get("secrets", []):
                 # {"id": S, "versions": [value, ...], "states": {"2": "DISABLED"}, "raw": [base64, ...]}
                 name = "projects/%s/secrets/%s" % (PROJECT_NUMBER, secret["id"])
@@ -307,6 +309,8 @@ class GoogleHandler(fake_gemini.Handler):
                     versions.append({"data": base64.b64encode(value.encode()).decode(), "state": "ENABLED"})
                 for raw in secret.get("raw", []):
                     versions.append({"data": raw, "state": "ENABLED"})
+                if "rotation" in secret:
+                    STATE["secrets"][name]["rotation"] = secret["rotation"]
                 for number, state in secret.get("states", {}).items():
                     versions[int(number) - 1]["state"] = state
                 if "keep" in secret:
@@ -389,10 +393,18 @@ class GoogleHandler(fake_gemini.Handler):
     # -- Secret Manager --------------------------------------------------------------------
     def secretmanager(self, method, path):
         """versions.access, with Google's answers for a missing secret or version, a disabled or
-        destroyed one, a missing scope and a missing permission (IAM before existence)."""
+        destroyed one, a missing scope and a missing permission (IAM before existence); and what
+        rotation uses: secrets.get and patch (annotations, with etags), addVersion, versions.list,
+        enable and disable."""
         with LOCK:
             STATE["sm_calls"].append([method, path])
         segments = path[len("/v1/"):].split("/")
+        if len(segments) >= 4 and segments[0] == "projects" and segments[2] == "secrets":
+            caller = self.secret_caller(segments[1], segments[3])
+            if caller is None:
+                return None
+            if not (method == "GET" and len(segments) == 6 and segments[5].endswith(":access")):
+                return self.secret_method(method, segments, caller)
         if method != "GET" or len(segments) != 6 or segments[2] != "secrets" or segments[4] != "versions" or not segments[5].endswith(":access"):
             return self.reply(404, error_body(404, "NOT_FOUND", "no such Secret Manager method in this fake"))
         project, secret, version = segments[1], segments[3], segments[5][:-len(":access")]
@@ -425,6 +437,100 @@ class GoogleHandler(fake_gemini.Handler):
             return self.reply(400, error_body(400, "FAILED_PRECONDITION", "Secret Version [%s/versions/%d] is in %s state." % (name, number, found["state"])))
         crc = crc32c(base64.b64decode(found["data"])) ^ (1 if bad_crc else 0)
         return self.reply(200, {"name": "%s/versions/%d" % (name, number), "payload": {"data": found["data"], "dataCrc32c": str(crc)}})
+
+    def secret_caller(self, project, secret):
+        """The token's identity for a Secret Manager call other than access, or None once an
+        error was answered (401, a missing scope)."""
+        header = self.headers.get("Authorization", "")
+        with LOCK:
+            token = STATE["tokens"].get(header[len("Bearer "):]) if header.startswith("Bearer ") else None
+        if token is None:
+            self.reply(401, error_body(401, "UNAUTHENTICATED", "Request is missing required authentication credential.", "CREDENTIALS_MISSING"))
+            return None
+        if SCOPE not in token["scope"].split():
+            self.reply(403, error_body(403, "PERMISSION_DENIED", "Request had insufficient authentication scopes.", "ACCESS_TOKEN_SCOPE_INSUFFICIENT"))
+            return None
+        return token
+
+    def secret_method(self, method, segments, token):
+        """secrets.get / patch, addVersion, versions.list / enable / disable."""
+        secret_id = segments[3].split(":")[0].split("?")[0]
+        name = "projects/%s/secrets/%s" % (PROJECT_NUMBER, secret_id)
+        raw = getattr(self, "raw_body", b"") or b"{}"
+        if method == "GET" and len(segments) == 4:
+            kind, permission = "get", "secretmanager.secrets.get"
+        elif method == "PATCH" and len(segments) == 4:
+            kind, permission = "patch", "secretmanager.secrets.update"
+        elif method == "POST" and len(segments) == 4 and segments[3].endswith(":addVersion"):
+            kind, permission = "addVersion", "secretmanager.versions.add"
+        elif method == "GET" and len(segments) == 5 and segments[4] == "versions":
+            kind, permission = "list", "secretmanager.versions.list"
+        elif method == "POST" and len(segments) == 6 and segments[4] == "versions" and segments[5].split(":")[-1] in ("enable", "disable"):
+            kind, permission = segments[5].split(":")[-1], "secretmanager.versions." + segments[5].split(":")[-1]
+        else:
+            return self.reply(404, error_body(404, "NOT_FOUND", "no such Secret Manager method in this fake"))
+        if self.injected(kind):
+            return None
+        with LOCK:
+            denied = token["identity"] in STATE["sm_denied"] or (token["identity"], permission) in [tuple(d) for d in STATE.get("sm_denied_permissions", [])]
+        if denied:
+            resource = "/".join(segments[:4]).split(":")[0]
+            return self.reply(403, error_body(403, "PERMISSION_DENIED", "Permission '%s' denied for resource '%s' (or it may not exist)." % (permission, resource),
+                                              "IAM_PERMISSION_DENIED", {"permission": permission, "resource": resource}))
+        with LOCK:
+            entry = STATE["secrets"].get(name)
+            if entry is None:
+                return self.reply(404, error_body(404, "NOT_FOUND", "Secret [%s] not found." % name))
+            entry.setdefault("etag", '"%s"' % secrets.token_hex(7))
+            entry.setdefault("annotations", {})
+            versions = entry["versions"]
+            if kind == "get":
+                return self.reply(200, self.secret_resource(name, entry))
+            if kind == "patch":
+                body = json.loads(raw)
+                query = parse_qs(urlsplit(self.path).query)
+                if query.get("updateMask") != ["annotations"]:
+                    return self.reply(400, error_body(400, "INVALID_ARGUMENT", "This fake patches annotations only."))
+                if "etag" in body and body["etag"] != entry["etag"]:
+                    return self.reply(400, error_body(400, "FAILED_PRECONDITION", "Etag %s does not match the current etag of the Secret [%s]." % (body["etag"], name)))
+                entry["annotations"] = body.get("annotations", {})
+                entry["etag"] = '"%s"' % secrets.token_hex(7)
+                return self.reply(200, self.secret_resource(name, entry))
+            if kind == "addVersion":
+                payload = json.loads(raw).get("payload", {})
+                data = base64.b64decode(payload.get("data", ""))
+                if len(data) > 65536:
+                    return self.reply(400, error_body(400, "INVALID_ARGUMENT", "Secret Payload cannot be larger than 64KiB."))
+                if "dataCrc32c" in payload and int(payload["dataCrc32c"]) != crc32c(data):
+                    return self.reply(400, error_body(400, "INVALID_ARGUMENT", "Checksum mismatch."))
+                versions.append({"data": payload.get("data", ""), "state": "ENABLED", "created": now()})
+                number = len(versions)
+                return self.reply(200, {"name": "%s/versions/%d" % (name, number), "createTime": rfc3339(now()), "state": "ENABLED",
+                                        "etag": '"%s"' % secrets.token_hex(7), "clientSpecifiedPayloadChecksum": "dataCrc32c" in payload})
+            if kind == "list":
+                query = parse_qs(urlsplit(self.path).query)
+                listed = [(index + 1, v) for index, v in enumerate(versions)]
+                if query.get("filter") == ["state:ENABLED"]:
+                    listed = [(n, v) for n, v in listed if v["state"] == "ENABLED"]
+                listed.reverse()
+                return self.reply(200, {"versions": [{"name": "%s/versions/%d" % (name, n), "state": v["state"], "createTime": rfc3339(v.get("created", now()))}
+                                                     for n, v in listed], "totalSize": len(listed)} if listed else {})
+            number = int(segments[5].split(":")[0]) if segments[5].split(":")[0].isdigit() else 0
+            if not 1 <= number <= len(versions):
+                return self.reply(404, error_body(404, "NOT_FOUND", "Secret Version [%s/versions/%s] not found." % (name, segments[5].split(":")[0])))
+            if versions[number - 1]["state"] == "DESTROYED":
+                return self.reply(400, error_body(400, "FAILED_PRECONDITION", "Secret Version [%s/versions/%d] is in DESTROYED state." % (name, number)))
+            versions[number - 1]["state"] = "ENABLED" if kind == "enable" else "DISABLED"
+            return self.reply(200, {"name": "%s/versions/%d" % (name, number), "state": versions[number - 1]["state"]})
+
+    @staticmethod
+    def secret_resource(name, entry):
+        resource = {"name": name, "replication": {"automatic": {}}, "createTime": rfc3339(entry.get("created", now())), "etag": entry["etag"]}
+        if entry["annotations"]:
+            resource["annotations"] = entry["annotations"]
+        if entry.get("rotation"):
+            resource["rotation"] = entry["rotation"]
+        return resource
 
     # -- API Keys --------------------------------------------------------------------------
     def caller(self, method):

@@ -82,4 +82,48 @@ private func fixture(_ name: String) throws -> String {
         }
         #expect(error.category == .refused && error.message.contains("secretmanager.versions.access") && error.message.contains("bot@lab.iam.gserviceaccount.com"))
     }
+
+    // MARK: Rotation's calls
+
+    private var reference: SecretReference { SecretReference(parsing: "gsm://projects/lab/secrets/gemini-key")! }
+
+    @Test func theSecretsEtagAnnotationsAndPeriodAreRead() throws {
+        let transport = FakeTransport([.json(200, try fixture("secret-get.json"))])
+        let info = try client(transport).secret(reference)
+        #expect(info.etag == "\"16f7a8b2c3d4e5\"" && info.annotations == ["gemvault-rotation": "7"] && info.rotationPeriod == 7_776_000)
+        #expect(transport.sent.first?.url == "https://sm.test/v1/projects/lab/secrets/gemini-key")
+    }
+
+    @Test func aClaimCarriesTheEtagAndAConflictIsTyped() throws {
+        let transport = FakeTransport([.json(200, try fixture("secret-get.json")), .json(400, try fixture("secret-etag-stale.json"))])
+        _ = try client(transport).annotate(reference, ["gemvault-rotation": "host 42 1796400000"], etag: "\"16f7a8b2c3d4e5\"")
+        let sent = try #require(transport.sent.first)
+        #expect(sent.method == "PATCH" && sent.url == "https://sm.test/v1/projects/lab/secrets/gemini-key?updateMask=annotations")
+        #expect(sent.body == Array(#"{"annotations":{"gemvault-rotation":"host 42 1796400000"},"etag":"\"16f7a8b2c3d4e5\""}"#.utf8))
+        let error = try #require(throws: GoogleError.self) { try client(transport).annotate(reference, [:], etag: "\"old\"") }
+        #expect(error.reason == SecretManagerClient.etagConflict && transport.sent.count == 2)
+    }
+
+    @Test func aNewVersionIsSentFromSecretMemoryWithItsChecksumAndNotRetriedAfterAServerError() throws {
+        let key = SecretBytes(utf8: "AQ.Ab8RN6LnewVersionKey-0123456789abcdefghij")
+        let transport = FakeTransport([.json(200, try fixture("secret-version-added.json"))])
+        #expect(try client(transport).addVersion(reference, value: key) == 8)
+        let sent = try #require(transport.sent.first)
+        #expect(sent.method == "POST" && sent.url == "https://sm.test/v1/projects/lab/secrets/gemini-key:addVersion")
+        let crc = key.withUnsafeBytes { CRC32C.checksum($0) }
+        #expect(sent.body == Array(#"{"payload": {"data": "QVEuQWI4Uk42TG5ld1ZlcnNpb25LZXktMDEyMzQ1Njc4OWFiY2RlZmdoaWo=", "dataCrc32c": "\#(crc)"}}"#.utf8))
+        // A 503 may have come after the version was added: not sent again.
+        let failing = FakeTransport([.json(503, "{}"), .json(200, try fixture("secret-version-added.json"))])
+        #expect(throws: GoogleError.self) { try client(failing).addVersion(reference, value: key) }
+        #expect(failing.sent.count == 1)
+    }
+
+    @Test func versionsAreListedAcrossPagesAndEnabledOrDisabledByNumber() throws {
+        let transport = FakeTransport([.json(200, try fixture("secret-versions-page1.json")), .json(200, try fixture("secret-versions-page2.json")), .json(200, "{}")])
+        let versions = try client(transport).versions(reference, enabledOnly: false)
+        #expect(versions.map(\.number) == [8, 7, 6] && versions.map(\.state) == ["ENABLED", "ENABLED", "DISABLED"])
+        #expect(transport.sent[1].url.hasSuffix("pageToken=page-2"))
+        try client(transport).setVersion(reference, 7, enabled: false)
+        #expect(transport.sent[2].method == "POST" && transport.sent[2].url == "https://sm.test/v1/projects/lab/secrets/gemini-key/versions/7:disable")
+    }
 }
