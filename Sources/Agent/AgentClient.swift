@@ -78,8 +78,13 @@ public struct AgentClient: Sendable {
         let kinds = (response.text(.keyKinds) ?? "").split(separator: "\n").map { GoogleKeyKind(rawValue: String($0)) ?? .other }
         let links = (response.text(.keyLinks) ?? "").split(separator: "\n").map { line -> SecretLink? in
             let words = line.split(separator: " ")
-            guard words.count == 3, let version = UInt64(words[1]), let fetched = Int64(words[2]) else { return nil }
-            return SecretLink(reference: String(words[0]), version: version, fetched: fetched)
+            guard words.count == 3 || words.count == 6, let version = UInt64(words[1]), let fetched = Int64(words[2]) else { return nil }
+            var link = SecretLink(reference: String(words[0]), version: version, fetched: fetched)
+            if words.count == 6 {
+                guard let previous = UInt64(words[3]), let finishAfter = Int64(words[5]) else { return nil }
+                link.rotation = LinkedRotation(previousVersion: previous, retireKey: words[4] == "-" ? "" : String(words[4]), finishAfter: finishAfter)
+            }
+            return link
         }
         return names.enumerated().map { index, name in (name, index < kinds.count ? kinds[index] : .other, index < links.count ? links[index] : nil) }
     }

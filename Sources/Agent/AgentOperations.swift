@@ -111,7 +111,10 @@ extension AgentServer {
         response.add(.keyNames, text: document.contents.keys.map(\.name).joined(separator: "\n"))
         response.add(.keyKinds, text: document.contents.keys.map(\.secret.googleKeyKind.rawValue).joined(separator: "\n"))
         response.add(.keyLinks, text: document.contents.keys.map { key in
-            document.contents.links[key.name].map { "\($0.reference) \($0.version) \($0.fetched)" } ?? "-"
+            document.contents.links[key.name].map { link in
+                "\(link.reference) \(link.version) \(link.fetched)"
+                    + (link.rotation.map { " \($0.previousVersion) \($0.retireKey.isEmpty ? "-" : $0.retireKey) \($0.finishAfter)" } ?? "")
+            } ?? "-"
         }.joined(separator: "\n"))
         return response
     }

@@ -96,6 +96,9 @@ public enum AgentProtocol {
         /// Beside `keyNames`, line for line: each key's Secret Manager link as "reference version
         /// fetched", or "-" for none (doctor's view, which is no use of the session).
         case keyLinks = 53
+        /// A link's rotation through Secret Manager: the version it replaced, the Google key its
+        /// finish deletes, and when that finish may run (0 once it ran).
+        case linkPreviousVersion = 54, linkRetireKey = 55, linkFinishAfter = 56
     }
 
     public enum ErrorKind: UInt8, Sendable {

@@ -121,6 +121,7 @@ enum NarrowCoding {
     enum ChangeKind: UInt8 {
         case setKey = 1, replaceKey = 2, removeKey = 3, rollBack = 4, setSetting = 5, unsetSetting = 6, rotateKey = 7
         case identity = 8, recordSharing = 9, importKey = 10, linkKey = 11, refreshLink = 12
+        case rotateLinkedKey = 13, finishLinkedRotation = 14, rollBackLinked = 15
     }
 
     static func add(_ change: VaultChange, to message: inout AgentMessage) {
@@ -131,8 +132,14 @@ enum NarrowCoding {
             message.add(.keyName, text: name)
             message.add(.keyValue, secret: secret)
             message.add(.now, number: now)
-        case .rotateKey(let name, let secret, let now, let google, let replacedGoogle):
-            message.add(.changeKind, number: Int64(ChangeKind.rotateKey.rawValue))
+        case .rotateKey(let name, let secret, let now, let google, let replacedGoogle),
+             .rotateLinkedKey(let name, let secret, let now, let google, let replacedGoogle, _):
+            if case .rotateLinkedKey(_, _, _, _, _, let link) = change {
+                message.add(.changeKind, number: Int64(ChangeKind.rotateLinkedKey.rawValue))
+                add(link, to: &message)
+            } else {
+                message.add(.changeKind, number: Int64(ChangeKind.rotateKey.rawValue))
+            }
             message.add(.keyName, text: name)
             message.add(.keyValue, secret: secret)
             message.add(.now, number: now)
@@ -184,6 +191,15 @@ enum NarrowCoding {
             message.add(.now, number: now)
             add(link, to: &message)
             message.add(.linkSince, number: since)
+        case .finishLinkedRotation(let name, let version):
+            message.add(.changeKind, number: Int64(ChangeKind.finishLinkedRotation.rawValue))
+            message.add(.keyName, text: name)
+            message.add(.linkVersion, number: Int64(bitPattern: version))
+        case .rollBackLinked(let name, let now, let link):
+            message.add(.changeKind, number: Int64(ChangeKind.rollBackLinked.rawValue))
+            message.add(.keyName, text: name)
+            message.add(.now, number: now)
+            add(link, to: &message)
         }
     }
 
@@ -191,11 +207,21 @@ enum NarrowCoding {
         message.add(.linkReference, text: link.reference)
         message.add(.linkVersion, number: Int64(bitPattern: link.version))
         message.add(.linkFetched, number: link.fetched)
+        if let rotation = link.rotation {
+            message.add(.linkPreviousVersion, number: Int64(bitPattern: rotation.previousVersion))
+            message.add(.linkRetireKey, text: rotation.retireKey)
+            message.add(.linkFinishAfter, number: rotation.finishAfter)
+        }
     }
 
     static func link(in message: AgentMessage) -> SecretLink? {
         guard let reference = message.text(.linkReference), let version = message.number(.linkVersion), let fetched = message.number(.linkFetched) else { return nil }
-        return SecretLink(reference: reference, version: UInt64(bitPattern: version), fetched: fetched)
+        var link = SecretLink(reference: reference, version: UInt64(bitPattern: version), fetched: fetched)
+        if let previous = message.number(.linkPreviousVersion) {
+            guard let retire = message.text(.linkRetireKey), let finishAfter = message.number(.linkFinishAfter) else { return nil }
+            link.rotation = LinkedRotation(previousVersion: UInt64(bitPattern: previous), retireKey: retire, finishAfter: finishAfter)
+        }
+        return link
     }
 
     /// Why the vault's rules refused a change, as the client should report it: the kind of
@@ -206,6 +232,7 @@ enum NarrowCoding {
         case .valueTooLarge(let what): response.add(.refusal, number: 2); response.add(.keyName, text: what)
         case .invalidName(let name): response.add(.refusal, number: 3); response.add(.keyName, text: name)
         case .linkedKey(let name, let reference): response.add(.refusal, number: 4); response.add(.keyName, text: name); response.add(.linkReference, text: reference)
+        case .notLinked(let name): response.add(.refusal, number: 5); response.add(.keyName, text: name)
         default: break
         }
     }
@@ -217,6 +244,7 @@ enum NarrowCoding {
         case 2: return .valueTooLarge(name)
         case 3: return .invalidName(name)
         case 4: return response.text(.linkReference).map { .linkedKey(name: name, reference: $0) }
+        case 5: return .notLinked(name: name)
         default: return nil
         }
     }
@@ -270,6 +298,22 @@ enum NarrowCoding {
         case .refreshLink:
             guard let name, let secret = message.secret(.keyValue), let now, let link = link(in: message), let since = message.number(.linkSince) else { return nil }
             return .refreshLink(name: name, secret: secret, now: now, link: link, since: since)
+        case .rotateLinkedKey:
+            guard let name, let secret = message.secret(.keyValue), let now, let resource = message.text(.googleResource),
+                  let account = message.text(.googleServiceAccount), let link = link(in: message) else { return nil }
+            var replaced: GoogleKeyRecord?
+            if let oldResource = message.text(.replacedGoogleResource) {
+                guard let oldAccount = message.text(.replacedGoogleServiceAccount) else { return nil }
+                replaced = GoogleKeyRecord(resource: oldResource, serviceAccount: oldAccount)
+            }
+            return .rotateLinkedKey(name: name, secret: secret, now: now, google: GoogleKeyRecord(resource: resource, serviceAccount: account),
+                                    replacedGoogle: replaced, link: link)
+        case .finishLinkedRotation:
+            guard let name, let version = message.number(.linkVersion) else { return nil }
+            return .finishLinkedRotation(name: name, version: UInt64(bitPattern: version))
+        case .rollBackLinked:
+            guard let name, let now, let link = link(in: message) else { return nil }
+            return .rollBackLinked(name: name, now: now, link: link)
         }
     }
 

@@ -197,6 +197,9 @@ enum ErrorReport {
             return (.failure, "key '\(name)' has no earlier value to roll back to", "'gemvault key history \(name)' lists what the vault keeps")
         case .linkedKey(let name, let reference):
             return (.failure, RotationCommand.linkedMessage(name, reference), RotationCommand.linkedHint(name))
+        case .notLinked(let name):
+            return (.failure, "key '\(name)' is not linked to the secret this rotation went through (it was set or linked again meanwhile); the rotation's change was not stored",
+                    "'gemvault key which --key \(name)' shows where its value comes from now")
         case .noBackup(let path):
             return (.failure, "there is no backup at \(path)", nil)
         }

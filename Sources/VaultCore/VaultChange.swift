@@ -30,6 +30,16 @@ public enum VaultChange: Sendable {
     /// still linked as it was when the fetch began (fetched at `since`): a value set by hand,
     /// or another link, made meanwhile is never overwritten.
     case refreshLink(name: String, secret: SecretBytes, now: Int64, link: SecretLink, since: Int64)
+    /// `key rotate --create` of a linked key: the value made at Google and added to the secret
+    /// as `link.version` becomes current with its Google key, and the link records the rotation
+    /// (the version and key its finish retires). Refused unless the key is linked to the same secret.
+    case rotateLinkedKey(name: String, secret: SecretBytes, now: Int64, google: GoogleKeyRecord, replacedGoogle: GoogleKeyRecord?, link: SecretLink)
+    /// A linked key's rotation finished (its grace is over, the previous version disabled and the
+    /// old key deleted): recorded only while the link is still at `version`.
+    case finishLinkedRotation(name: String, version: UInt64)
+    /// `key rotate --undo` of a linked key: the previous value current again, the link at the
+    /// version that now holds it and without a rotation to finish.
+    case rollBackLinked(name: String, now: Int64, link: SecretLink)
 
     /// What a change reports back, for its message: the masked value it replaced or restored.
     public struct Outcome: Sendable, Equatable {
@@ -107,8 +117,31 @@ public enum VaultChange: Sendable {
             }
             let changed = !old.secret.isEqual(to: secret)
             if changed { try contents.setKey(name, secret: secret, now: now) }
-            try contents.setLink(name, link)
+            var kept = link
+            kept.rotation = current.rotation
+            try contents.setLink(name, kept)
             return Outcome(masked: old.secret.masked, replaced: changed)
+        case .rotateLinkedKey(let name, let secret, let now, let google, let replacedGoogle, let link):
+            guard let old = contents.key(named: name) else { throw .keyNotFound(name: name) }
+            guard let current = contents.links[name], current.reference == link.reference else { throw .notLinked(name: name) }
+            guard link.isWellFormed else { throw .valueTooLarge("the Secret Manager reference of \(name)") }
+            try contents.setKey(name, secret: secret, now: now, google: google, replacedGoogle: replacedGoogle)
+            try contents.setLink(name, link)
+            return Outcome(masked: old.secret.masked, replaced: true)
+        case .finishLinkedRotation(let name, let version):
+            guard let current = contents.links[name], current.version == version, let rotation = current.rotation, rotation.isPending else {
+                return Outcome(masked: nil, replaced: false)
+            }
+            var finished = current
+            finished.rotation = LinkedRotation(previousVersion: rotation.previousVersion, retireKey: rotation.retireKey, finishAfter: 0)
+            try contents.setLink(name, finished)
+            return Outcome(masked: nil, replaced: true)
+        case .rollBackLinked(let name, let now, let link):
+            guard let current = contents.links[name], current.reference == link.reference else { throw .notLinked(name: name) }
+            guard link.isWellFormed else { throw .valueTooLarge("the Secret Manager reference of \(name)") }
+            let restored = try contents.rollBack(name, now: now)
+            try contents.setLink(name, link)
+            return Outcome(masked: restored.secret.masked, replaced: true)
         }
     }
 }

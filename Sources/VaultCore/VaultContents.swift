@@ -86,10 +86,11 @@ public struct StoredKey {
 /// and `rekey` replace it (`retireConversationKey`), so an old copy of the vault opens nothing
 /// written afterwards; the earlier ones stay here, so every conversation stays readable.
 public final class VaultContents {
-    /// Version 7 adds the Secret Manager links, 6 the sharing identity and each key's sharing
-    /// state, 5 each value's key at Google, 4 when each earlier value was set, 3 the earlier
-    /// conversation keys, 2 each key's last use; 1 to 6 are still read.
-    public static let payloadVersion: UInt8 = 7
+    /// Version 8 adds a linked key's rotation through Secret Manager, 7 the Secret Manager
+    /// links, 6 the sharing identity and each key's sharing state, 5 each value's key at
+    /// Google, 4 when each earlier value was set, 3 the earlier conversation keys, 2 each key's
+    /// last use; 1 to 7 are still read.
+    public static let payloadVersion: UInt8 = 8
     public static let retiredLimit = 5
     /// Each passphrase change adds one; far more than a vault's lifetime of changes.
     public static let earlierConversationKeyLimit = 1000
@@ -371,7 +372,7 @@ public final class VaultContents {
                 if version >= 6 {
                     (identity, sharing) = try readSharing(&reader, keyNames: Set(keys.map(\.name)), broken: broken)
                 }
-                let links = version >= 7 ? try readLinks(&reader, keyNames: Set(keys.map(\.name)), broken: broken) : [:]
+                let links = version >= 7 ? try readLinks(&reader, version: version, keyNames: Set(keys.map(\.name)), broken: broken) : [:]
                 let last = version >= 7 ? "Secret Manager links" : version >= 6 ? "sharing records" : version >= 3 ? "conversation keys" : "settings"
                 guard reader.remaining == 0 else { throw broken("\(reader.remaining) unexpected bytes follow the \(last)") }
                 return VaultContents(keys: keys, settings: settings, conversationKey: conversationKey, earlierConversationKeys: earlier,

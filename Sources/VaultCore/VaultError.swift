@@ -48,6 +48,8 @@ public enum VaultError: Error, Equatable, Sendable {
     case noEarlierValue(name: String)
     /// The key is linked to Secret Manager: its value changes there, not by rotation here.
     case linkedKey(name: String, reference: String)
+    /// A change for a linked key's rotation, when the key is (no longer) linked to that secret.
+    case notLinked(name: String)
     /// No backup to restore.
     case noBackup(path: String)
 }

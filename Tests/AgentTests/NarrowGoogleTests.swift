@@ -33,4 +33,31 @@ import VaultCore
         #expect(name == "default" && now == 5 && google == record && replaced == old)
         #expect(secret.withUnsafeBytes { Array($0) } == Array("AQ.value".utf8))
     }
+
+    /// A linked key's rotation, finish and undo carry the link with its rotation record.
+    @Test func aLinkedRotationTravelsWithItsLink() throws {
+        let link = SecretLink(reference: "gsm://projects/p/secrets/s", version: 8, fetched: 50,
+                              rotation: LinkedRotation(previousVersion: 7, retireKey: old.resource, finishAfter: 950))
+        var message = AgentMessage(code: AgentProtocol.Operation.change.rawValue)
+        NarrowCoding.add(.rotateLinkedKey(name: "lab", secret: SecretBytes(utf8: "AQ.value"), now: 50, google: record, replacedGoogle: nil, link: link), to: &message)
+        guard case .rotateLinkedKey(let name, _, let now, let google, let replaced, let carried) = try #require(NarrowCoding.change(in: message)) else {
+            Issue.record("not a linked rotation")
+            return
+        }
+        #expect(name == "lab" && now == 50 && google == record && replaced == nil && carried == link)
+        var finish = AgentMessage(code: AgentProtocol.Operation.change.rawValue)
+        NarrowCoding.add(.finishLinkedRotation(name: "lab", version: 8), to: &finish)
+        guard case .finishLinkedRotation("lab", 8) = try #require(NarrowCoding.change(in: finish)) else {
+            Issue.record("not a finish")
+            return
+        }
+        var undo = AgentMessage(code: AgentProtocol.Operation.change.rawValue)
+        let back = SecretLink(reference: link.reference, version: 9, fetched: 60)
+        NarrowCoding.add(.rollBackLinked(name: "lab", now: 60, link: back), to: &undo)
+        guard case .rollBackLinked("lab", 60, let undone) = try #require(NarrowCoding.change(in: undo)) else {
+            Issue.record("not an undo")
+            return
+        }
+        #expect(undone == back && undone.rotation == nil)
+    }
 }

@@ -126,7 +126,7 @@ def decode_payload(payload, conversation_keys=None, google=None, sharing=None, l
     `sharing` receives the version 6 section: "identity" (agreement secret, signing seed,
     label) or None, and "keys", each key's sharing record by name."""
     version = payload[0]
-    assert version in (1, 2, 3, 4, 5, 6, 7)
+    assert version in (1, 2, 3, 4, 5, 6, 7, 8)
     offset = 33
     if conversation_keys is not None:
         conversation_keys.append(payload[1:33])
@@ -205,7 +205,7 @@ def decode_payload(payload, conversation_keys=None, google=None, sharing=None, l
     if version >= 6:
         offset = decode_sharing(payload, offset, set(keys), {} if sharing is None else sharing)
     if version >= 7:
-        offset = decode_links(payload, offset, set(keys), {} if links is None else links)
+        offset = decode_links(payload, offset, set(keys), {} if links is None else links, version)
     assert offset == len(payload)
     return keys, settings
 
@@ -247,9 +247,10 @@ def decode_sharing(payload, offset, key_names, out):
     return offset
 
 
-def decode_links(payload, offset, key_names, out):
+def decode_links(payload, offset, key_names, out, payload_version=7):
     """Payload version 7's Secret Manager links (Docs/vault-format.md): name -> (reference,
-    version, fetched); returns the offset after them."""
+    version, fetched), and from version 8 a fourth item, the rotation (previous version, key to
+    retire, finish after) or None; returns the offset after them."""
     (count,) = struct.unpack_from("<H", payload, offset)
     offset += 2
     last = None
@@ -266,7 +267,23 @@ def decode_links(payload, offset, key_names, out):
         version, fetched = struct.unpack_from("<Qq", payload, offset)
         offset += 16
         assert version >= 1
-        out[name] = (reference, version, fetched)
+        if payload_version < 8:
+            out[name] = (reference, version, fetched)
+            continue
+        marker = payload[offset]
+        offset += 1
+        assert marker in (0, 1)
+        rotation = None
+        if marker == 1:
+            (previous,) = struct.unpack_from("<Q", payload, offset)
+            (length,) = struct.unpack_from("<H", payload, offset + 8)
+            retire = payload[offset + 10:offset + 10 + length].decode("ascii")
+            offset += 10 + length
+            (finish_after,) = struct.unpack_from("<q", payload, offset)
+            offset += 8
+            assert previous >= 1 and finish_after >= 0
+            rotation = (previous, retire, finish_after)
+        out[name] = (reference, version, fetched, rotation)
     return offset
 
 

@@ -381,4 +381,56 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
             .apply(to: contents).replaced)
         #expect(contents.links["k"]?.fetched == 4)
     }
+
+    /// Payload version 8: a rotation through the secret is written with its value, survives
+    /// refreshes, is finished once, and an undo drops it with the previous value current.
+    @Test func aLinkedRotationIsKeptUntilItsFinishAndUndone() throws {
+        let contents = VaultContents()
+        let first = SecretBytes(utf8: "AQ.first-linked-value-0123456789abcdefg")
+        let second = SecretBytes(utf8: "AQ.second-linked-value-0123456789abcdef")
+        let reference = "gsm://projects/p/secrets/s"
+        try VaultChange.linkKey(name: "lab", secret: first, now: 10, link: SecretLink(reference: reference, version: 7, fetched: 10)).apply(to: contents)
+        let made = GoogleKeyRecord(resource: "projects/1/locations/global/keys/new", serviceAccount: "bot@p.iam.gserviceaccount.com")
+        let rotated = SecretLink(reference: reference, version: 8, fetched: 20,
+                                 rotation: LinkedRotation(previousVersion: 7, retireKey: "projects/1/locations/global/keys/old", finishAfter: 920))
+        try VaultChange.rotateLinkedKey(name: "lab", secret: second, now: 20, google: made, replacedGoogle: nil, link: rotated).apply(to: contents)
+        var decoded = try VaultContents.decode(try contents.encoded(), path: "test")
+        #expect(decoded.links["lab"] == rotated && decoded.key(named: "lab")?.google == made && decoded.key(named: "lab")?.previous.count == 1)
+        // A refresh (the same version fetched again) keeps the rotation's record.
+        try VaultChange.refreshLink(name: "lab", secret: second, now: 30, link: SecretLink(reference: reference, version: 8, fetched: 30), since: 20).apply(to: decoded)
+        #expect(decoded.links["lab"]?.rotation == rotated.rotation)
+        // A finish for another version changes nothing; the right one keeps what --undo needs.
+        #expect(try !VaultChange.finishLinkedRotation(name: "lab", version: 9).apply(to: decoded).replaced)
+        #expect(try VaultChange.finishLinkedRotation(name: "lab", version: 8).apply(to: decoded).replaced)
+        decoded = try VaultContents.decode(try decoded.encoded(), path: "test")
+        #expect(decoded.links["lab"]?.rotation == LinkedRotation(previousVersion: 7, retireKey: "projects/1/locations/global/keys/old", finishAfter: 0))
+        try VaultChange.rollBackLinked(name: "lab", now: 40, link: SecretLink(reference: reference, version: 9, fetched: 40)).apply(to: decoded)
+        #expect(decoded.key(named: "lab")?.secret.isEqual(to: first) == true && decoded.links["lab"]?.rotation == nil && decoded.links["lab"]?.version == 9)
+        // Neither is taken for a key that is not linked to that secret.
+        #expect(throws: VaultError.notLinked(name: "lab")) {
+            try VaultChange.rotateLinkedKey(name: "lab", secret: second, now: 50, google: made, replacedGoogle: nil,
+                                            link: SecretLink(reference: "gsm://projects/p/secrets/other", version: 2, fetched: 50)).apply(to: decoded)
+        }
+    }
+
+    /// A version 7 payload (no rotation marker) still reads.
+    @Test func aVersionSevenLinkStillReads() throws {
+        let contents = VaultContents()
+        let link = SecretLink(reference: "gsm://projects/p/secrets/s", version: 3, fetched: 20)
+        try VaultChange.linkKey(name: "lab", secret: SecretBytes(utf8: "AQ.first-value-of-the-linked-key-0123456789"), now: 20, link: link).apply(to: contents)
+        let encoded = try contents.encoded()
+        let length = try encoded.withUnsafeBytes { try Sodium.unpad($0, blockSize: VaultContents.paddingBlock) }
+        // Version 8 writes one 0 marker after the link; version 7 has none.
+        var bytes = encoded.withUnsafeBytes { Array($0.prefix(length)) }
+        #expect(bytes[0] == 8 && bytes.last == 0)
+        bytes[0] = 7
+        bytes.removeLast()
+        let buffer = SecretBytes(count: bytes.count + VaultContents.paddingBlock)
+        let total = try buffer.withUnsafeMutableBytes { raw in
+            raw.copyBytes(from: bytes)
+            return try Sodium.pad(raw, unpaddedLength: bytes.count, blockSize: VaultContents.paddingBlock)
+        }
+        let padded = SecretBytes(copying: buffer.withUnsafeBytes { Array($0.prefix(total)) })
+        #expect(try VaultContents.decode(padded, path: "test").links["lab"] == link)
+    }
 }
