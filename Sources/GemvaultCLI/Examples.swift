@@ -15,7 +15,7 @@ let commandExamples: [String: [String]] = [
     "restore-backup": ["gemvault restore-backup"],
     "inspect": ["gemvault inspect", "gemvault inspect --json | jq .generation"],
     "key rotate": ["gemvault key rotate", "gemvault key rotate work --no-verify", "gemvault key rotate --create --if-older-than 90",
-                   "gemvault key rotate --undo work"],
+                   "gemvault key rotate --undo work", "gemvault key rotate --create lab --if-due --no-wait", "gemvault key rotate --finish lab"],
     "key history": ["gemvault key history default"],
     "key export": ["sudo gemvault key export --systemd-creds -o /etc/gemvault/gemini.cred", "gemvault key export work --systemd-creds --tpm2 >> nightly.service.d/key.conf"],
     "identity": ["gemvault identity", "gemvault identity --label \"Ada, lab 3\"", "gemvault identity --json | jq -r .recipient"],

@@ -30,6 +30,14 @@ enum GoogleRotation {
         /// without a passphrase (through the session): after a write that failed in transit.
         let currentGoogle: () -> GoogleKeyRecord?
 
+        /// The key and its summary read again: after a change this command made.
+        let read: () throws -> (key: StoredKey, summary: KeySummary)
+
+        func reloaded() throws -> VaultView {
+            let (key, summary) = try read()
+            return VaultView(settings: settings, key: key, summary: summary, tag: tag, journal: journal, apply: apply, currentGoogle: currentGoogle, read: read)
+        }
+
         /// Whether the key's history names `resource` as an earlier value.
         func historyNames(_ resource: String) -> Bool {
             summary.earlier.contains { $0.google.map { GoogleRotation.sameKey($0.resource, resource) } ?? false }
@@ -46,17 +54,24 @@ enum GoogleRotation {
         // may have written it while this one waited.
         let journal = try RotationJournal.take(context, vaultTag: tag, name: name)
         if try context.vault.sessionIsOpen(), let settings = try context.vault.sessionSettings() {
-            guard let key = try context.vault.key(name, markUsed: false),
-                  let summary = try context.vault.keySummaries().first(where: { $0.name == name }) else { throw VaultError.keyNotFound(name: name) }
+            let read = { () throws -> (key: StoredKey, summary: KeySummary) in
+                guard let key = try context.vault.key(name, markUsed: false),
+                      let summary = try context.vault.keySummaries().first(where: { $0.name == name }) else { throw VaultError.keyNotFound(name: name) }
+                return (key, summary)
+            }
+            let (key, summary) = try read()
             return try work(VaultView(settings: settings, key: key, summary: summary, tag: tag, journal: journal, apply: { try context.vault.apply($0) },
-                                      currentGoogle: { (try? context.vault.keySummaries())?.first { $0.name == name }?.google }))
+                                      currentGoogle: { (try? context.vault.keySummaries())?.first { $0.name == name }?.google }, read: read))
         }
-        return try context.vault.withUnlocked { vault in
-            let contents = vault.document.contents
-            guard let key = contents.key(named: name) else { throw VaultError.keyNotFound(name: name) }
-            return try work(VaultView(settings: contents.settings, key: key, summary: key.summary, tag: tag, journal: journal,
-                                      apply: { try vault.apply($0) }, currentGoogle: { nil }))
+        // Kept open, so that what this command writes is what it reads next.
+        let vault = try context.vault.openedVault()
+        let read = { () throws -> (key: StoredKey, summary: KeySummary) in
+            guard let key = vault.document.contents.key(named: name) else { throw VaultError.keyNotFound(name: name) }
+            return (key, key.summary)
         }
+        let (key, summary) = try read()
+        return try work(VaultView(settings: vault.document.contents.settings, key: key, summary: summary, tag: tag, journal: journal,
+                                  apply: { try vault.apply($0) }, currentGoogle: { nil }, read: read))
     }
 
     /// Two names of one Google key: the project may be named by id or number, the key id is unique in it.
@@ -86,11 +101,23 @@ enum GoogleRotation {
         /// The way to Google for the API Keys service and the new key's check (a fake in unit tests).
         let transport: any HTTPTransport
         private var made: (client: APIKeysClient, token: AccessToken)?
+        private var fetched: AccessToken?
 
         init(_ call: Invocation, _ settings: Settings, transport: any HTTPTransport) {
             self.call = call
             self.settings = settings
             self.transport = transport
+        }
+
+        /// One token for every Google service the command calls.
+        private func token() throws -> AccessToken {
+            if let fetched { return fetched }
+            // Only libcurl needs loading; a test's transport must leave it unmapped.
+            if transport is CurlTransport { GeminiClient.prepareNetwork() }
+            let token = try credentials(call, settings).token()
+            Console.note("using \(token.source.label) for Google")
+            fetched = token
+            return token
         }
 
         /// The client, billed to `project` when nothing else names a quota project.
@@ -99,14 +126,17 @@ enum GoogleRotation {
                 if let project { made.client.quotaProject = GoogleRotation.quotaProject(settings, made.token, project: project) }
                 return made.client
             }
-            // Only libcurl needs loading; a test's transport must leave it unmapped.
-            if transport is CurlTransport { GeminiClient.prepareNetwork() }
-            let token = try credentials(call, settings).token()
-            Console.note("using \(token.source.label) for the API Keys service")
+            let token = try token()
             let client = APIKeysClient(endpoint: try settings.endpoint(.apikeysEndpoint), token: token, quotaProject: quotaProject(settings, token, project: project),
                                        timeout: settings[.timeout], retries: settings[.retries], transport: transport)
             made = (client, token)
             return client
+        }
+
+        /// Secret Manager, for a linked key's rotation.
+        func secretManager() throws -> SecretManagerClient {
+            SecretManagerClient(endpoint: try settings.endpoint(.secretmanagerEndpoint), token: try token(), timeout: settings[.timeout],
+                                retries: settings[.retries], transport: transport)
         }
     }
 
@@ -181,6 +211,19 @@ enum GoogleRotation {
         try withVault(call.context, name: name) { vault in
             let settings = try settings(call, vault: vault.settings)
             let link = GoogleLink(call, settings, transport: transport)
+            if vault.key.link != nil {
+                let due: FleetRotation.Due = call.flag(.ifDue) ? .byPeriod : olderThan.map { .olderThan(days: $0) } ?? .always
+                return try FleetRotation.create(call, name: name, vault: vault, link: link, verifyLimit: verifyLimit, due: due)
+            }
+            if call.flag(.grace) || call.flag(.noWait) {
+                throw UsageError("\(call.flag(.grace) ? "--grace" : "--no-wait") goes with a key linked to Secret Manager ('\(name)' is not)", command: call.command)
+            }
+            // Without a secret, --if-due is --if-older-than rotation_days.
+            let olderThan = call.flag(.ifDue) ? Int64(settings[.rotationDays]) : olderThan
+            if call.flag(.ifDue) && olderThan == 0 {
+                Console.note("rotation_days is 0 (never): nothing to do")
+                return
+            }
             try finishInterrupted(vault, link, name: name)
             // (1) The current key's resource, recorded by an earlier rotation, and (2) read; else
             // looked up below. Its age is Google's createTime when Google knows the key (CIS 1.15).
@@ -249,9 +292,22 @@ enum GoogleRotation {
         return try liveKey(client, found.name, name: name)
     }
 
-    private static func rotate(_ call: Invocation, name: String, vault: VaultView, link: GoogleLink, current: GoogleKey?, foundByLookup: Bool,
-                               age: Int64, verifyLimit: Double) throws {
-        let settings = link.settings
+    /// What a new key is made from: the current key's project, binding and restrictions.
+    struct NewKeyPlan {
+        let client: APIKeysClient
+        let project: String
+        let serviceAccount: String
+        let restrictions: JSONValue
+        let check: KeyCheck
+        /// The current key at Google, when found.
+        let resource: String?
+        let keyId: String
+        var planned: String { "projects/\(project)/locations/global/keys/\(keyId)" }
+    }
+
+    /// Steps 2 and 3's checks: the new key's project, service account and restrictions, refused
+    /// before anything is made when they cannot give a restricted auth key for Gemini.
+    static func plan(_ call: Invocation, name: String, vault: VaultView, link: GoogleLink, current: GoogleKey?) throws -> NewKeyPlan {
         var client = try link.client(project: call.value(.project) ?? vault.google?.project)
         let resource = current?.name
         guard let project = call.value(.project) ?? current?.project else { throw UsageError("--project is needed", command: call.command) }
@@ -272,47 +328,65 @@ enum GoogleRotation {
         var known = Set([resource].compactMap { $0 } + vault.summary.earlier.compactMap { $0.google?.resource })
         if let record = vault.google { known.insert(record.resource) }
         reportLeftovers(client, project: project, name: name, tag: vault.tag, known: known, earlier: vault.summary.earlier)
-
-        // (3) Create the new key with the same binding and restrictions, and wait for it. The
-        // journal says first what this run is about to do, for the next run if this one is killed.
         let stamp = String(Output.isoDate(Output.now()).filter(\.isNumber))
-        let keyId = Self.keyId(name: name, stamp: stamp)
-        let planned = "projects/\(project)/locations/global/keys/\(keyId)"
-        try vault.journal.begin(.init(action: "rotation", made: planned, current: planned, retire: call.flag(.keepOld) ? nil : resource))
-        Console.note("creating \(keyId) in project \(project), bound to \(serviceAccount)")
+        return NewKeyPlan(client: client, project: project, serviceAccount: serviceAccount, restrictions: restrictions, check: check,
+                          resource: resource, keyId: keyId(name: name, stamp: stamp))
+    }
+
+    /// Step 3: creates the new key with the plan's binding and restrictions and waits for it.
+    /// `intent` is journalled first, for the next run if this one is killed.
+    static func make(_ plan: NewKeyPlan, name: String, vault: VaultView, intent: RotationJournal.Intent) throws -> GoogleOperation {
+        try vault.journal.begin(intent)
+        Console.note("creating \(plan.keyId) in project \(plan.project), bound to \(plan.serviceAccount)")
         let annotations = ["gemvault-vault": vault.tag, "gemvault-key": String(name.prefix(63))]
+        let stamp = plan.keyId.split(separator: "-").last.map(String.init) ?? ""
         let creation = Result { () throws(GoogleError) -> GoogleOperation in
-            let started = try client.create(project: project, keyId: keyId, displayName: String("gemvault \(name) \(stamp)".prefix(63)),
-                                            restrictions: restrictions, serviceAccount: serviceAccount, annotations: annotations)
-            return try client.wait(started, what: "creating \(keyId)")
+            let started = try plan.client.create(project: plan.project, keyId: plan.keyId, displayName: String("gemvault \(name) \(stamp)".prefix(63)),
+                                                 restrictions: plan.restrictions, serviceAccount: plan.serviceAccount, annotations: annotations)
+            return try plan.client.wait(started, what: "creating \(plan.keyId)")
         }
         if case .failure(let error) = creation, error.isStillPending || error.mayHaveBeenPerformed {
-            throw GoogleError(error.category, error.message + "; the key \(keyId) may still be made",
+            throw GoogleError(error.category, error.message + "; the key \(plan.keyId) may still be made",
                               hint: "the next 'gemvault key rotate --create \(name)' deletes it if it was; or see for yourself: "
-                                  + "\(byHand(planned, "describe")), then \(byHand(planned))", status: error.status, reason: error.reason)
+                                  + "\(byHand(plan.planned, "describe")), then \(byHand(plan.planned))", status: error.status, reason: error.reason)
         }
-        let created = try creation.get()
-        let newName = created.key?.name ?? planned
+        return try creation.get()
+    }
+
+    /// The new key's string (from the finished operation, else asked for), once Google shows
+    /// the key restricted and bound as planned.
+    static func received(_ plan: NewKeyPlan, _ created: GoogleOperation, _ newName: String) throws -> SecretBytes {
+        let answered = try created.keyString ?? plan.client.keyString(newName)
+        Redaction.register(answered)
+        // Google's answer is a source like any other: a second line would become extra headers.
+        guard let secret = answered.singleLineCredential() else {
+            throw GoogleError(.refused, "Google answered with a key string for \(newName) that is more than one line, or holds a space or a control character; gemvault does not keep it")
+        }
+        let made = try plan.client.get(newName)
+        guard !made.isUnrestricted else {
+            throw GoogleError(.refused, "Google made \(newName) without restrictions; gemvault does not keep an unrestricted key")
+        }
+        guard made.serviceAccountEmail == plan.serviceAccount else {
+            throw GoogleError(.refused, "Google made \(newName) bound to \(made.serviceAccountEmail ?? "no service account"), not to \(plan.serviceAccount)")
+        }
+        return secret
+    }
+
+    private static func rotate(_ call: Invocation, name: String, vault: VaultView, link: GoogleLink, current: GoogleKey?, foundByLookup: Bool,
+                               age: Int64, verifyLimit: Double) throws {
+        let plan = try plan(call, name: name, vault: vault, link: link, current: current)
+        let (client, resource, serviceAccount) = (plan.client, plan.resource, plan.serviceAccount)
+        // (3) Create the new key with the same binding and restrictions, and wait for it.
+        let created = try make(plan, name: name, vault: vault,
+                               intent: .init(action: "rotation", made: plan.planned, current: plan.planned, retire: call.flag(.keepOld) ? nil : resource))
+        let newName = created.key?.name ?? plan.planned
 
         // Any failure from here until the vault holds the new key deletes it again.
         let secret: SecretBytes
         do {
-            let answered = try created.keyString ?? client.keyString(newName)
-            Redaction.register(answered)
-            // Google's answer is a source like any other: a second line would become extra headers.
-            guard let oneLine = answered.singleLineCredential() else {
-                throw GoogleError(.refused, "Google answered with a key string for \(newName) that is more than one line, or holds a space or a control character; gemvault does not keep it")
-            }
-            secret = oneLine
-            let made = try client.get(newName)
-            guard !made.isUnrestricted else {
-                throw GoogleError(.refused, "Google made \(newName) without restrictions; gemvault does not keep an unrestricted key")
-            }
-            guard made.serviceAccountEmail == serviceAccount else {
-                throw GoogleError(.refused, "Google made \(newName) bound to \(made.serviceAccountEmail ?? "no service account"), not to \(serviceAccount)")
-            }
+            secret = try received(plan, created, newName)
             // (4) The new key against the endpoint it will be used with.
-            try check.verify(secret, settings: settings, limit: verifyLimit, transport: link.transport)
+            try plan.check.verify(secret, settings: link.settings, limit: verifyLimit, transport: link.transport)
             // (5) Stored as the current value; the old one goes into the history with its name.
             let replaced = foundByLookup ? GoogleKeyRecord(resource: resource!, serviceAccount: current?.serviceAccountEmail ?? "") : nil
             _ = try vault.apply(.rotateKey(name: name, secret: secret, now: Output.now(),
@@ -344,7 +418,7 @@ enum GoogleRotation {
                                          old_key_deleted: false, age_days: age))
                 // The old key's own project: a first rotation's --project names where the new one goes.
                 throw GoogleError(error.category, "the new key is stored and current, but deleting the old key \(resource) failed: \(error.message)",
-                                  hint: "the next 'gemvault key rotate --create \(name)' deletes it, or delete it by hand: \(byHand(resource, project: project))",
+                                  hint: "the next 'gemvault key rotate --create \(name)' deletes it, or delete it by hand: \(byHand(resource, project: plan.project))",
                                   status: error.status, reason: error.reason)
             }
         } else if let resource {

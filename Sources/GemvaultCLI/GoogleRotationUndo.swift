@@ -17,6 +17,7 @@ extension GoogleRotation {
             let age = max(0, Output.now() - vault.key.updated) / 86400
             let settings = try settings(call, vault: vault.settings)
             let link = GoogleLink(call, settings, transport: transport)
+            if vault.key.link != nil { return try FleetRotation.undo(call, name: name, vault: vault, link: link) }
             try finishInterrupted(vault, link, name: name)
             guard let newer = vault.google else {
                 throw CommandFailure(.failure, "the current value of '\(name)' was not made by 'key rotate --create'; nothing to undo at Google",

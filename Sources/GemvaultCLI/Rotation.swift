@@ -10,8 +10,9 @@ import VaultCore
 let rotationCommands: [CommandSpec] = [
     CommandSpec(path: ["key", "rotate"], arguments: "[NAME]", argumentRange: 0...1,
                 summary: "replace a key: paste a new one, or have Google make it (--create) and delete the old one",
-                options: [.noVerify, .checkTimeout, .allowInsecureEndpoint, .create, .undo, .ifOlderThan, .keepOld, .project, .serviceAccount, .verifyTimeout, .json],
-                details: "Without --create or --undo, the new key comes from a hidden prompt, or stdin when it is not a terminal. The check lists the models (one cheap call).\nA key the API refuses changes nothing (exit 6). Afterwards, delete the old key in Google AI Studio.\nWith --create, gemvault finds the key at Google (recorded by an earlier rotation, else keys:lookupKey), makes a new auth key bound to the same service account with the same restrictions, checks it against Gemini (retrying while Google propagates it), stores it, and deletes the old key. Any failure before the new key is stored deletes it again and leaves the vault as it was. Credentials: token_command, GOOGLE_APPLICATION_CREDENTIALS, gcloud's application-default credentials, or the metadata server (Docs/rotation.md). Google refusing exits 6, no answer 7.",
+                options: [.noVerify, .checkTimeout, .allowInsecureEndpoint, .create, .undo, .finish, .ifOlderThan, .ifDue, .keepOld, .project, .serviceAccount,
+                          .verifyTimeout, .grace, .noWait, .json],
+                details: "Without --create or --undo, the new key comes from a hidden prompt, or stdin when it is not a terminal. The check lists the models (one cheap call).\nA key the API refuses changes nothing (exit 6). Afterwards, delete the old key in Google AI Studio.\nWith --create, gemvault finds the key at Google (recorded by an earlier rotation, else keys:lookupKey), makes a new auth key bound to the same service account with the same restrictions, checks it against Gemini (retrying while Google propagates it), stores it, and deletes the old key. Any failure before the new key is stored deletes it again and leaves the vault as it was. Credentials: token_command, GOOGLE_APPLICATION_CREDENTIALS, gcloud's application-default credentials, or the metadata server (Docs/rotation.md). Google refusing exits 6, no answer 7.\nA key linked to Secret Manager (key set --from gsm://…) is rotated through its secret: the new key is added as a version, checked and stored, and after --grace the previous version is disabled and the old key deleted; --if-due lets one machine of a fleet rotate (Docs/fleet.md).",
                 run: RotationCommand.rotate),
     CommandSpec(path: ["key", "history"], arguments: "NAME", argumentRange: 1...1,
                 summary: "a key's current and earlier values, masked, with their dates",
@@ -25,16 +26,22 @@ enum RotationCommand {
     static func rotate(_ call: Invocation) throws {
         let context = call.context
         let name = call.positionals.first ?? Setting.key.defaultValue
-        let googleOnly: [OptionSpec] = [.ifOlderThan, .keepOld, .project, .serviceAccount, .verifyTimeout, .json]
-        if call.flag(.create) && call.flag(.undo) { throw UsageError("give --create or --undo, not both", command: call.command) }
-        if call.flag(.create) || call.flag(.undo) {
+        let googleOnly: [OptionSpec] = [.ifOlderThan, .ifDue, .keepOld, .project, .serviceAccount, .verifyTimeout, .grace, .noWait, .json]
+        let modes = [OptionSpec.create, .undo, .finish].filter(call.flag)
+        if modes.count > 1 { throw UsageError("give one of --create, --undo and --finish", command: call.command) }
+        if let mode = modes.first {
             if call.flag(.noVerify) { throw UsageError("--no-verify is for a pasted key; --create always checks the new key", command: call.command) }
-            if call.flag(.undo), let option = [OptionSpec.ifOlderThan, .project, .serviceAccount, .verifyTimeout].first(where: call.flag) {
+            let createOnly: [OptionSpec] = [.ifOlderThan, .ifDue, .project, .serviceAccount, .verifyTimeout, .grace]
+            if mode != .create, let option = createOnly.first(where: call.flag) {
                 throw UsageError("\(option.name) goes with --create", command: call.command)
             }
-            // Checked before anything is made at Google (the vault's change would refuse it after).
-            try refuseLinked(context.vault, name: name)
-            return call.flag(.create) ? try GoogleRotation.create(call, name: name) : try GoogleRotation.undo(call, name: name)
+            if call.flag(.ifOlderThan) && call.flag(.ifDue) { throw UsageError("give --if-older-than or --if-due, not both", command: call.command) }
+            if mode == .undo && call.flag(.noWait) { throw UsageError("--no-wait goes with --create or --finish", command: call.command) }
+            switch mode {
+            case .create: return try GoogleRotation.create(call, name: name)
+            case .undo: return try GoogleRotation.undo(call, name: name)
+            default: return try FleetRotation.finishCommand(call, name: name)
+            }
         }
         if let option = googleOnly.first(where: call.flag) { throw UsageError("\(option.name) goes with --create or --undo", command: call.command) }
         try VaultContents.validateName(name)

@@ -20,6 +20,12 @@ final class RotationJournal {
         var current: String
         /// The Google key to delete once the write happened; nil with `--keep-old`.
         var retire: String?
+        /// A linked key's secret (`projects/P/secrets/S`), when the run goes through it.
+        var secret: String?
+        /// The version this run added to the secret, once Secret Manager answered.
+        var added: UInt64?
+        /// True from just before the version is added: a run killed then may have added one.
+        var adding: Bool?
     }
 
     /// No rotation runs longer: the new key's check waits at most an hour, Google's operations

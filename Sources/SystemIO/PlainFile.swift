@@ -61,6 +61,12 @@ public enum ProcessIdentity {
     public static var parent: Int32 { getppid() }
     public static var current: Int32 { getpid() }
 
+    /// Whether a process with this id runs on this machine (one of another user counts).
+    public static func isRunning(_ pid: Int32) -> Bool {
+        guard pid > 0 else { return false }
+        return kill(pid, 0) == 0 || errno == EPERM
+    }
+
     /// A long-lived process should not keep the folder it was started in busy.
     public static func leaveWorkingFolder() { _ = chdir("/") }
 

@@ -313,6 +313,12 @@ class GoogleHandler(fake_gemini.Handler):
                     STATE["secrets"][name]["rotation"] = secret["rotation"]
                 for number, state in secret.get("states", {}).items():
                     versions[int(number) - 1]["state"] = state
+                for number, age in secret.get("ages", {}).items():
+                    # The clock the tests move: a version made `age` seconds ago.
+                    versions[int(number) - 1]["created"] = now() - age
+                if "annotations" in secret:
+                    STATE["secrets"][name]["annotations"] = secret["annotations"]
+                    STATE["secrets"][name]["etag"] = '"%s"' % secrets.token_hex(7)
                 if "keep" in secret:
                     # Versions past the first `keep` gone (as if never made): `latest` goes back.
                     del versions[secret["keep"]:]
