@@ -29,10 +29,16 @@ enum NarrowCoding {
                 out.record(earlier.google)
             }
             if let link = key.link {
-                out.u8(1)
+                // 2: a link followed by its rotation.
+                out.u8(link.rotation == nil ? 1 : 2)
                 out.text(link.reference)
                 out.i64(Int64(bitPattern: link.version))
                 out.i64(link.fetched)
+                if let rotation = link.rotation {
+                    out.i64(Int64(bitPattern: rotation.previousVersion))
+                    out.text(rotation.retireKey)
+                    out.i64(rotation.finishAfter)
+                }
             } else {
                 out.u8(0)
             }
@@ -56,9 +62,14 @@ enum NarrowCoding {
                                      google: google.record)
             switch input.u8() {
             case 0?: break
-            case 1?:
+            case let marker? where marker == 1 || marker == 2:
                 guard let reference = input.text(), let version = input.i64(), let fetched = input.i64() else { return nil }
-                summary.link = SecretLink(reference: reference, version: UInt64(bitPattern: version), fetched: fetched)
+                var link = SecretLink(reference: reference, version: UInt64(bitPattern: version), fetched: fetched)
+                if marker == 2 {
+                    guard let previous = input.i64(), let retire = input.text(), let finishAfter = input.i64() else { return nil }
+                    link.rotation = LinkedRotation(previousVersion: UInt64(bitPattern: previous), retireKey: retire, finishAfter: finishAfter)
+                }
+                summary.link = link
             default: return nil
             }
             summaries.append(summary)

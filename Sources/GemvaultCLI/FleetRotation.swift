@@ -28,33 +28,55 @@ enum FleetRotation {
         case byPeriod
     }
 
-    /// A rotator's claim, as the annotation holds it: `claimed host=H pid=P time=T` while it
-    /// runs, `rotated version=N time=T` once done.
+    /// A rotator's claim, as the annotation holds it: `claimed host=H machine=M pid=P time=T`
+    /// while it runs, `rotated version=N time=T` once done. Another writer's text is read
+    /// defensively: odd characters are dropped from what is shown, and a time in the future
+    /// counts as no time.
     struct Claim {
         let state: String
         let fields: [String: String]
 
         init?(_ text: String?) {
-            guard let words = text?.split(separator: " "), let first = words.first else { return nil }
-            state = String(first)
+            guard let text, text.utf8.count <= 1024, case let words = text.split(separator: " "), let first = words.first else { return nil }
+            state = Self.plain(first)
             var fields: [String: String] = [:]
             for word in words.dropFirst() {
                 let parts = word.split(separator: "=", maxSplits: 1)
-                if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
+                if parts.count == 2 { fields[Self.plain(parts[0])] = Self.plain(parts[1]) }
             }
             self.fields = fields
         }
 
-        var time: Int64 { fields["time"].flatMap { Int64($0) } ?? 0 }
+        /// Letters, digits, `.`, `-` and `_`, at most 64: nothing that could reach a terminal as a control.
+        static func plain(_ text: Substring) -> String {
+            String(text.unicodeScalars.filter { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || ".-_".unicodeScalars.contains($0)) }
+                .prefix(64).map(Character.init))
+        }
+
+        /// Unix seconds, or 0 when missing, unreadable or later than a few minutes from now.
+        func time(now: Int64) -> Int64 {
+            guard let time = fields["time"].flatMap({ Int64($0) }), time >= 0, time <= now + 300 else { return 0 }
+            return time
+        }
         var host: String { fields["host"] ?? "?" }
         var pid: Int32? { fields["pid"].flatMap { Int32($0) } }
         var who: String { "\(host) (process \(pid.map(String.init) ?? "?"))" }
 
-        /// A claim this machine made in a process that is gone: a run that was killed.
-        var isLeftHere: Bool { host == Self.thisHost && !(pid.map(ProcessIdentity.isRunning) ?? false) }
+        /// A claim this machine made in a process that is gone: a run that was killed. The machine
+        /// is told by its id, not its host name, which cloned machines share.
+        var isLeftHere: Bool {
+            guard let machine = fields["machine"], machine == Self.thisMachine else { return false }
+            return !(pid.map(ProcessIdentity.isRunning) ?? false)
+        }
 
-        static var thisHost: String { String(CurrentUser.host.map { $0 == " " || $0 == "=" ? "-" : $0 }.prefix(64)) }
-        static func claiming(at now: Int64) -> String { "claimed host=\(thisHost) pid=\(ProcessIdentity.current) time=\(now)" }
+        static var thisHost: String { plain(Substring(CurrentUser.host)).nonEmpty ?? "host" }
+        /// A fingerprint of /etc/machine-id (the host name where there is none).
+        static var thisMachine: String {
+            Sodium.fingerprint(PlainFile.readText("/etc/machine-id", limit: 256).map { plain(Substring($0)) }?.nonEmpty ?? thisHost)
+        }
+        static func claiming(at now: Int64) -> String {
+            "claimed host=\(thisHost) machine=\(thisMachine) pid=\(ProcessIdentity.current) time=\(now)"
+        }
         static func rotated(to version: UInt64, at now: Int64) -> String { "rotated version=\(version) time=\(now)" }
     }
 
@@ -73,8 +95,8 @@ enum FleetRotation {
     static func grace(_ call: Invocation, _ settings: Settings) throws -> Double {
         let ttl = settings[.secretCacheTTL]
         guard let text = call.value(.grace) else { return max(defaultGrace, ttl) }
-        guard let seconds = DurationText.seconds(text), seconds >= 0, seconds <= 7 * 86400 else {
-            throw UsageError("--grace takes a duration up to 7 days (like 15m or 1h), not '\(text)'", command: call.command)
+        guard let seconds = DurationText.seconds(text), seconds >= 0, seconds <= 30 * 86400 else {
+            throw UsageError("--grace takes a duration up to 30 days (like 15m or 1h), not '\(text)'", command: call.command)
         }
         guard seconds >= ttl else {
             throw UsageError("--grace \(text) is shorter than secret_cache_ttl (\(DurationText.text(ttl))): a machine could keep the old key after it is deleted", command: call.command)
@@ -138,10 +160,11 @@ enum FleetRotation {
         let limit: (seconds: Int64, from: String)?
         switch due {
         case .always: limit = nil
-        case .olderThan(let days): limit = (days * 86400, "--if-older-than")
+        case .olderThan(let days): limit = (days.multipliedReportingOverflow(by: 86400).overflow ? Int64.max : days * 86400, "--if-older-than")
         case .byPeriod:
-            limit = info.rotationPeriod.map { (Int64($0), "the secret's rotation period") }
-                ?? (Int64(link.settings[.rotationDays]) * 86400, "rotation_days")
+            // Google documents 1 hour to 100 years; anything else is not a period.
+            limit = info.rotationPeriod.flatMap { Int64(exactly: $0.rounded(.down)) }.flatMap { (3600...3_155_760_000).contains($0) ? $0 : nil }
+                .map { ($0, "the secret's rotation period") } ?? (Int64(link.settings[.rotationDays]) * 86400, "rotation_days")
         }
         if let limit {
             guard limit.seconds > 0, versionAge >= limit.seconds else {
@@ -153,9 +176,8 @@ enum FleetRotation {
 
         // The claim: of several rotators that read the same etag, exactly one patches it.
         if let claim = Claim(info.annotations[claimAnnotation]), claim.state == "claimed" {
-            let claimAge = now - claim.time
-            let rotatedSince = (newest.created ?? 0) > claim.time
-            if claimAge < claimLifetime && !claim.isLeftHere && !rotatedSince {
+            let claimAge = now - claim.time(now: now)
+            if claimAge < claimLifetime && !claim.isLeftHere {
                 Console.note("rotated elsewhere: \(claim.who) claimed the rotation of \(reference.resource) \(Clock.elapsedText(claimAge)) ago; this machine takes the new version within secret_cache_ttl")
                 return try skipped("elsewhere")
             }
@@ -182,8 +204,10 @@ enum FleetRotation {
             }
         }
 
+        var recorded = false
         do {
             try rotate(call, name: name, vault: vault, link: link, manager, reference, grace: grace, verifyLimit: verifyLimit, age: age) { version in
+                recorded = true
                 var done = claimed.annotations
                 done[claimAnnotation] = Claim.rotated(to: version, at: Output.now())
                 if (try? manager.annotate(reference, done, etag: claimed.etag)) == nil {
@@ -191,7 +215,8 @@ enum FleetRotation {
                 }
             }
         } catch {
-            release("a failed rotation")
+            // A failure after the new version was stored (its finish) leaves the claim recorded as done.
+            if !recorded { release("a failed rotation") }
             throw error
         }
     }
@@ -232,10 +257,12 @@ enum FleetRotation {
         // added is disabled (with the old value added again first when it was the newest, so
         // `latest` keeps answering) and the new key deleted.
         var added: UInt64?
+        var made: SecretBytes?
         let secret: SecretBytes
         let finishAfter: Int64
         do {
             secret = try GoogleRotation.received(plan, created, newName)
+            made = secret
             // (2) The new key as a new version of the secret.
             intent.adding = true
             try vault.journal.begin(intent)
@@ -256,7 +283,17 @@ enum FleetRotation {
                                                  link: SecretLink(reference: startLink.reference, version: version, fetched: Output.now(), rotation: rotation)))
         } catch {
             if vault.currentGoogle()?.resource != newName {
-                if let added { withdraw(manager, reference, version: added, restoring: vault.key.secret) }
+                // An add whose answer was lost may have been made: the newest version says.
+                if added == nil, intent.adding == true, let made {
+                    added = try versionHolding(made, newerThan: latest.version, manager, reference, after: error)
+                }
+                if let added {
+                    guard withdraw(manager, reference, version: added, restoring: vault.key.secret) else {
+                        throw GoogleError((error as? GoogleError)?.category ?? .network,
+                                          "\((error as? GoogleError)?.message ?? "\(error)"); version \(added) of \(reference.resource) still holds the new key, which is kept (not deleted at Google) so that no machine is left with a deleted key",
+                                          hint: "the next 'gemvault key rotate --finish \(name)' withdraws the version and deletes the key")
+                    }
+                }
                 GoogleRotation.undoCreate(plan.client, newName)
                 vault.journal.end()
             }
@@ -291,10 +328,23 @@ enum FleetRotation {
         WaitClock.standard.sleep(seconds)
     }
 
+    /// The version newer than `known` that holds `key`, when the newest one does; nil when
+    /// none does. When Secret Manager cannot say, `failure` (with what could not be told) is thrown.
+    static func versionHolding(_ key: SecretBytes, newerThan known: UInt64, _ manager: SecretManagerClient, _ reference: SecretReference,
+                               after failure: any Error) throws -> UInt64? {
+        do {
+            let latest = try manager.accessKey(reference)
+            return latest.version > known && latest.value.isEqual(to: key) ? latest.version : nil
+        } catch {
+            throw GoogleError(error.category, "\((failure as? GoogleError)?.message ?? "\(failure)"); whether the new key was added to \(reference.resource) cannot be told (\(error.message)), so the key is kept",
+                              hint: "the next 'gemvault key rotate --finish NAME' looks again and cleans up")
+        }
+    }
+
     /// Disables the version a failed or interrupted run added; when it is the newest, the value
     /// the vault keeps is added again first, since a disabled newest version makes `latest` fail
-    /// for every machine instead of falling back.
-    static func withdraw(_ manager: SecretManagerClient, _ reference: SecretReference, version: UInt64, restoring value: SecretBytes) {
+    /// for every machine instead of falling back. False when that could not be done.
+    static func withdraw(_ manager: SecretManagerClient, _ reference: SecretReference, version: UInt64, restoring value: SecretBytes) -> Bool {
         do {
             let newest = try manager.versions(reference, enabledOnly: false).map(\.number).max() ?? version
             if newest == version {
@@ -303,9 +353,10 @@ enum FleetRotation {
             }
             try manager.setVersion(reference, version, enabled: false)
             Console.note("disabled version \(version) of \(reference.resource), which held the new key")
+            return true
         } catch {
-            Console.warning("could not withdraw version \(version) of \(reference.resource) (\(error.message)); disable it by hand once 'latest' holds a working key: "
-                            + "gcloud secrets versions disable \(version) --secret \(reference.secret) --project \(reference.project)")
+            Console.warning("could not withdraw version \(version) of \(reference.resource) (\(error.message))")
+            return false
         }
     }
 
@@ -334,6 +385,12 @@ enum FleetRotation {
         var deleted = false
         if !rotation.retireKey.isEmpty {
             let client = try link.client(project: GoogleKeyRecord(resource: rotation.retireKey, serviceAccount: "").project)
+            // Someone may have added the old key back meanwhile: what `latest` serves is never deleted.
+            let latest = try manager.accessKey(reference)
+            if let old = try? client.keyString(rotation.retireKey), latest.value.isEqual(to: old) {
+                throw CommandFailure(.failure, "the old key \(rotation.retireKey) is what version \(latest.version) of \(reference.resource) holds now, so it is not deleted; the rotation's finish stays recorded",
+                                     hint: "add the key you want the fleet to use as a new version; then 'gemvault key rotate --finish \(name)'")
+            }
             do {
                 switch try GoogleRotation.deleteAtGoogle(client, rotation.retireKey) {
                 case .deleted: Console.note("deleted the old key \(rotation.retireKey) at Google ('gemvault key rotate --undo \(name)' can bring it back for 30 days)")
@@ -346,7 +403,7 @@ enum FleetRotation {
                                   status: error.status, reason: error.reason)
             }
         }
-        _ = try vault.apply(.finishLinkedRotation(name: name, version: current.version))
+        _ = try vault.apply(.finishLinkedRotation(name: name, version: rotation.previousVersion))
         Console.note("finished the rotation of '\(name)' to version \(current.version)")
         return deleted
     }
@@ -389,53 +446,60 @@ enum FleetRotation {
 
     // MARK: key rotate --undo
 
+    /// The previous key back for every machine: its version enabled to be read, added again as
+    /// the newest (a disabled newest version would make `latest` fail, not fall back), and the
+    /// newer version and key retired after the grace, as a rotation's are.
     static func undo(_ call: Invocation, name: String, vault start: GoogleRotation.VaultView, link: GoogleRotation.GoogleLink) throws {
         guard let startLink = start.key.link else { return }
         let reference = try reference(of: startLink, name: name)
+        let grace = try grace(call, link.settings)
         let manager = try link.secretManager()
         try finishInterrupted(start, link, manager, reference, name: name)
         let vault = try start.reloaded()
-        guard let current = vault.key.link, let rotation = current.rotation, let newer = vault.google else {
+        guard let current = vault.key.link, let rotation = current.rotation, let newer = vault.google,
+              let earlier = vault.summary.earlier.first else {
             throw CommandFailure(.failure, "the current value of '\(name)' was not made by 'key rotate --create' through \(reference.resource); nothing to undo",
                                  hint: "add the version you want to the secret, and every machine takes it")
         }
-        // The previous version's key comes back first: it must work before the fleet is sent to it.
-        try vault.journal.begin(.init(action: "--undo", made: nil, current: rotation.retireKey.nonEmpty ?? newer.resource, retire: call.flag(.keepOld) ? nil : newer.resource,
+        let previousKey = rotation.retireKey.nonEmpty ?? earlier.google?.resource
+        try vault.journal.begin(.init(action: "--undo", made: nil, current: previousKey ?? newer.resource, retire: call.flag(.keepOld) ? nil : newer.resource,
                                       secret: reference.resource))
-        if !rotation.retireKey.isEmpty {
-            let client = try link.client(project: GoogleKeyRecord(resource: rotation.retireKey, serviceAccount: "").project)
-            if try client.get(rotation.retireKey).isDeleted {
-                Console.note("undeleting \(rotation.retireKey) at Google")
-                _ = try client.wait(try client.undelete(rotation.retireKey), what: "undeleting \(rotation.retireKey)")
+        // The previous key must work again before the fleet is sent to it.
+        if let previousKey {
+            let client = try link.client(project: GoogleKeyRecord(resource: previousKey, serviceAccount: "").project)
+            if try client.get(previousKey).isDeleted {
+                Console.note("undeleting \(previousKey) at Google")
+                _ = try client.wait(try client.undelete(previousKey), what: "undeleting \(previousKey)")
             }
         }
         try manager.setVersion(reference, rotation.previousVersion, enabled: true)
-        Console.note("enabled version \(rotation.previousVersion) of \(reference.resource) again")
         let previous = try manager.accessKey(SecretReference(parsing: "\(reference)/versions/\(rotation.previousVersion)")!)
-        guard let earlier = vault.summary.earlier.first, earlier.masked == previous.value.masked else {
-            throw CommandFailure(.failure, "the previous value in the vault's history of '\(name)' is not version \(rotation.previousVersion) of \(reference.resource); nothing was undone in the vault",
+        // Read, it goes back to disabled: the copy added below is the one every machine takes.
+        try manager.setVersion(reference, rotation.previousVersion, enabled: false)
+        guard earlier.masked == previous.value.masked else {
+            throw CommandFailure(.failure, "the previous value in the vault's history of '\(name)' is not version \(rotation.previousVersion) of \(reference.resource); nothing was undone",
                                  hint: "add the version you want to the secret, and every machine takes it")
         }
-        // Added again as the newest version: `latest` would fail, not fall back, once the newer one is disabled.
         let restored = try manager.addVersion(reference, value: previous.value)
-        Console.note("added the previous key to \(reference.resource) again as version \(restored), so that every machine takes it")
-        _ = try vault.apply(.rollBackLinked(name: name, now: Output.now(), link: SecretLink(reference: current.reference, version: restored, fetched: Output.now())))
-        Console.note("key '\(name)' is back to its previous value (\(rotation.retireKey.nonEmpty ?? "version \(rotation.previousVersion)"))")
-        ShareCommand.reshareAfterRotation(call.context.vault, name: name)
-        try manager.setVersion(reference, current.version, enabled: false)
-        Console.note("disabled version \(current.version) of \(reference.resource)")
-        var deleted = false
-        if !call.flag(.keepOld) {
-            let client = try link.client(project: newer.project)
-            if try GoogleRotation.deleteAtGoogle(client, newer.resource) == .deleted {
-                Console.note("deleted the newer key \(newer.resource) at Google; Google may still accept it for up to about 25 minutes")
-            }
-            deleted = true
-        }
+        Console.note("added the previous key to \(reference.resource) again as version \(restored); machines that fetch now take it")
+        let finishAfter = Output.now() + Int64(grace.rounded(.up))
+        let retirement = LinkedRotation(previousVersion: current.version, retireKey: call.flag(.keepOld) ? "" : newer.resource, finishAfter: finishAfter)
+        _ = try vault.apply(.rollBackLinked(name: name, now: Output.now(),
+                                            link: SecretLink(reference: current.reference, version: restored, fetched: Output.now(), rotation: retirement)))
         vault.journal.end()
-        try finish(call, Report(name: name, action: "undone", old_key: newer.resource, new_key: rotation.retireKey.nonEmpty, service_account: newer.serviceAccount.nonEmpty,
-                                old_key_deleted: deleted, age_days: max(0, Output.now() - start.key.updated) / 86400, secret: reference.resource,
-                                secret_version: restored, previous_version: current.version))
+        Console.note("key '\(name)' is back to its previous value (\(previousKey ?? "version \(rotation.previousVersion)")), as version \(restored)")
+        ShareCommand.reshareAfterRotation(call.context.vault, name: name)
+        var report = Report(name: name, action: "undone", old_key: newer.resource, new_key: previousKey, service_account: newer.serviceAccount.nonEmpty,
+                            old_key_deleted: false, age_days: max(0, Output.now() - start.key.updated) / 86400, secret: reference.resource,
+                            secret_version: restored, previous_version: current.version, finish_after: Output.isoDate(finishAfter))
+        if call.flag(.noWait) {
+            Console.note("the finish is recorded in the vault: the first 'gemvault key rotate \(name)' after \(Output.isoDate(finishAfter)) (or 'gemvault key rotate --finish \(name)') disables version \(current.version)"
+                         + (call.flag(.keepOld) ? "" : " and deletes \(newer.resource) at Google"))
+            return try finish(call, report)
+        }
+        try waitOut(until: finishAfter, seconds: grace, name: name, version: restored)
+        report.old_key_deleted = try complete(name: name, vault: try vault.reloaded(), link: link, manager, reference)
+        try finish(call, report)
     }
 
     // MARK: A run a kill interrupted
@@ -471,16 +535,27 @@ enum FleetRotation {
             return vault.journal.end()
         }
         var found = intent.added
-        if found == nil, intent.adding == true, let made = intent.made,
-           let madeString = try? link.client(project: GoogleKeyRecord(resource: made, serviceAccount: "").project).keyString(made) {
-            // Killed while the version was being added: the newest version is the run's when it holds the run's key.
-            if let latest = try? manager.accessKey(reference), latest.version > version, latest.value.isEqual(to: madeString) { found = latest.version }
+        if intent.adding == true, let made = intent.made {
+            // Killed while the version was being added: the newest version is the run's when it
+            // holds the run's key. A key Google no longer has cannot be in use.
+            let client = try link.client(project: GoogleKeyRecord(resource: made, serviceAccount: "").project)
+            let madeString = Result { () throws(GoogleError) in try client.keyString(made) }
+            if case .failure(let error) = madeString, error.status != 404, error.status != 403, error.status != 400 { throw error }
+            if case .success(let key) = madeString {
+                if vault.key.secret.isEqual(to: key) {
+                    Console.warning("the vault took the key an interrupted rotation of '\(name)' added to \(reference.resource) before that rotation stored it; it is kept"
+                                    + (intent.retire.map { ", and the key it replaced still works: delete it once every machine has the new version: \(GoogleRotation.byHand($0))" } ?? ""))
+                    return vault.journal.end()
+                }
+                if found == nil { found = try versionHolding(key, newerThan: version, manager, reference, after: CommandFailure(.failure, "an interrupted rotation of '\(name)'")) }
+            }
         }
         if let found {
             Console.note("the last rotation of '\(name)' was interrupted before it stored its new key; it had added version \(found) of \(reference.resource)")
-            withdraw(manager, reference, version: found, restoring: vault.key.secret)
-        } else if intent.adding == true {
-            Console.warning("the last rotation of '\(name)' was interrupted while adding a version to \(reference.resource); no enabled version newer than \(version) holds its key")
+            guard withdraw(manager, reference, version: found, restoring: vault.key.secret) else {
+                throw CommandFailure(.network, "version \(found) of \(reference.resource), which an interrupted rotation added, could not be withdrawn; its key is kept",
+                                     hint: "'gemvault key rotate --finish \(name)' tries again")
+            }
         }
         try GoogleRotation.finishInterrupted(vault, link, name: name)
     }

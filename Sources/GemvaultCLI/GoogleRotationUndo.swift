@@ -18,6 +18,9 @@ extension GoogleRotation {
             let settings = try settings(call, vault: vault.settings)
             let link = GoogleLink(call, settings, transport: transport)
             if vault.key.link != nil { return try FleetRotation.undo(call, name: name, vault: vault, link: link) }
+            if call.flag(.grace) || call.flag(.noWait) {
+                throw UsageError("\(call.flag(.grace) ? "--grace" : "--no-wait") goes with a key linked to Secret Manager ('\(name)' is not)", command: call.command)
+            }
             try finishInterrupted(vault, link, name: name)
             guard let newer = vault.google else {
                 throw CommandFailure(.failure, "the current value of '\(name)' was not made by 'key rotate --create'; nothing to undo at Google",

@@ -99,9 +99,9 @@ extension OptionSpec {
     static let ifDue = OptionSpec(name: "--if-due", value: nil,
                                   help: "with --create: rotate only when due (a linked key: its newest version is older than the secret's rotation period, else rotation_days; one machine of a fleet wins)")
     static let grace = OptionSpec(name: "--grace", value: "DURATION",
-                                  help: "with --create of a linked key: how long the old key keeps working for the fleet (default \(DurationText.text(FleetRotation.defaultGrace)), never less than secret_cache_ttl)")
+                                  help: "with --create or --undo of a linked key: how long the replaced key keeps working for the fleet (default \(DurationText.text(FleetRotation.defaultGrace)), never less than secret_cache_ttl)")
     static let noWait = OptionSpec(name: "--no-wait", value: nil,
-                                   help: "with --create or --finish of a linked key: record the finish in the vault instead of waiting out the grace")
+                                   help: "with --create, --undo or --finish of a linked key: record the finish in the vault instead of waiting out the grace")
     static let finish = OptionSpec(name: "--finish", value: nil,
                                    help: "finish a linked key's rotation once its grace is over: disable the previous version, delete the old key")
     static let keepOld = OptionSpec(name: "--keep-old", value: nil, help: "with --create or --undo: leave the replaced key working at Google")

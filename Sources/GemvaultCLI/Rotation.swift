@@ -31,12 +31,12 @@ enum RotationCommand {
         if modes.count > 1 { throw UsageError("give one of --create, --undo and --finish", command: call.command) }
         if let mode = modes.first {
             if call.flag(.noVerify) { throw UsageError("--no-verify is for a pasted key; --create always checks the new key", command: call.command) }
-            let createOnly: [OptionSpec] = [.ifOlderThan, .ifDue, .project, .serviceAccount, .verifyTimeout, .grace]
+            let createOnly: [OptionSpec] = [.ifOlderThan, .ifDue, .project, .serviceAccount, .verifyTimeout]
             if mode != .create, let option = createOnly.first(where: call.flag) {
                 throw UsageError("\(option.name) goes with --create", command: call.command)
             }
+            if mode == .finish && call.flag(.grace) { throw UsageError("--grace goes with --create or --undo", command: call.command) }
             if call.flag(.ifOlderThan) && call.flag(.ifDue) { throw UsageError("give --if-older-than or --if-due, not both", command: call.command) }
-            if mode == .undo && call.flag(.noWait) { throw UsageError("--no-wait goes with --create or --finish", command: call.command) }
             switch mode {
             case .create: return try GoogleRotation.create(call, name: name)
             case .undo: return try GoogleRotation.undo(call, name: name)

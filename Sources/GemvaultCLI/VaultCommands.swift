@@ -276,6 +276,8 @@ enum VaultCommand {
         @Nullable var shared_by: String?
         /// The Secret Manager secret it is fetched from (key set --from), with the version stored.
         @Nullable var secret_manager: String?
+        /// When a rotation through the secret may be finished (its grace ends); absent when none waits.
+        var rotation_finish_after: String?
     }
 
     static func listKeys(_ call: Invocation) throws {
@@ -289,7 +291,8 @@ enum VaultCommand {
                            updated: Output.isoDate($0.updated), age_days: max(0, now - $0.updated) / 86400,
                            last_used: $0.lastUsed > 0 ? Output.isoDate($0.lastUsed) : nil, previous_versions: $0.earlier.count,
                            google_key: $0.google?.resource, service_account: $0.google?.serviceAccount.nonEmpty,
-                           recipients: sharing[$0.name]?.recipientCount ?? 0, shared_by: sharedBy(sharing[$0.name]), secret_manager: $0.link.map(linkText))
+                           recipients: sharing[$0.name]?.recipientCount ?? 0, shared_by: sharedBy(sharing[$0.name]), secret_manager: $0.link.map(linkText),
+                           rotation_finish_after: $0.link?.rotation.flatMap { $0.isPending ? Output.isoDate($0.finishAfter) : nil })
             }
             try Output.json(["keys": listings], schema: .keyList)
             return
@@ -308,7 +311,9 @@ enum VaultCommand {
                  key.lastUsed > 0 ? Output.isoDate(key.lastUsed) : "-"]
                     + (showGoogle ? [key.google?.resource ?? "-", key.google?.serviceAccount.nonEmpty ?? "-"] : [])
                     + (showSharing ? [EscapeNeutralizer.neutralize(ShareCommand.summary(sharing[key.name]) ?? "-")] : [])
-                    + (showLinks ? [key.link.map(linkText) ?? "-"] : []) }))
+                    + (showLinks ? [key.link.map { link in
+                        linkText(link) + (link.rotation.flatMap { $0.isPending ? ", rotation finishes after \(Output.isoDate($0.finishAfter))" : nil } ?? "")
+                    } ?? "-"] : []) }))
         let retired = keys.filter(\.kind.isRetired).map(\.name)
         if !retired.isEmpty {
             Console.warning("Google rejects standard keys since September 2026: \(retired.map { "'\($0)'" }.joined(separator: ", "))")

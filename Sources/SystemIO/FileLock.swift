@@ -85,7 +85,15 @@ public enum Clock {
     }
 
     /// Sleeps for `seconds`.
-    public static func sleep(_ seconds: Double) { usleep(useconds_t(max(0, seconds) * 1_000_000)) }
+    /// In steps of at most 1,000 s: a 32-bit `useconds_t` holds no more than about 71 minutes.
+    public static func sleep(_ seconds: Double) {
+        var left = seconds.isFinite ? max(0, seconds) : 0
+        while left > 0 {
+            let step = min(left, 1000)
+            usleep(useconds_t(step * 1_000_000))
+            left -= step
+        }
+    }
 
     /// Unix seconds (moved on by `TestHooks.clockOffset` in the end-to-end suite's debug runs).
     public static func now() -> Int64 { Int64(time(nil)) + TestHooks.clockOffset }

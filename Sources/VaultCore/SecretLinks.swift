@@ -50,9 +50,10 @@ public struct LinkedRotation: Sendable, Equatable {
     /// Whether the finish is still to run.
     public var isPending: Bool { finishAfter != 0 }
 
-    var isWellFormed: Bool {
+    /// The key to retire is empty or an API Keys resource name, as a value's Google key is.
+    public var isWellFormed: Bool {
         previousVersion > 0 && finishAfter >= 0 && retireKey.utf8.count <= SecretLink.referenceLimit
-            && retireKey.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7f }
+            && (retireKey.isEmpty || GoogleKeyRecord(resource: retireKey, serviceAccount: "").isWellFormed)
     }
 }
 

@@ -35,7 +35,8 @@ public enum VaultChange: Sendable {
     /// (the version and key its finish retires). Refused unless the key is linked to the same secret.
     case rotateLinkedKey(name: String, secret: SecretBytes, now: Int64, google: GoogleKeyRecord, replacedGoogle: GoogleKeyRecord?, link: SecretLink)
     /// A linked key's rotation finished (its grace is over, the previous version disabled and the
-    /// old key deleted): recorded only while the link is still at `version`.
+    /// old key deleted): recorded only while the link's rotation is still the one that replaced
+    /// `version` (a refresh meanwhile does not matter).
     case finishLinkedRotation(name: String, version: UInt64)
     /// `key rotate --undo` of a linked key: the previous value current again, the link at the
     /// version that now holds it and without a rotation to finish.
@@ -129,7 +130,7 @@ public enum VaultChange: Sendable {
             try contents.setLink(name, link)
             return Outcome(masked: old.secret.masked, replaced: true)
         case .finishLinkedRotation(let name, let version):
-            guard let current = contents.links[name], current.version == version, let rotation = current.rotation, rotation.isPending else {
+            guard let current = contents.links[name], let rotation = current.rotation, rotation.previousVersion == version, rotation.isPending else {
                 return Outcome(masked: nil, replaced: false)
             }
             var finished = current

@@ -16,6 +16,15 @@ import VaultCore
         #expect(NarrowCoding.decodeSummaries(NarrowCoding.encode(summaries)) == summaries)
     }
 
+    @Test func summariesKeepALinksRotation() throws {
+        var linked = KeySummary(name: "lab", masked: "AQ.A…wxyz", kind: .auth, created: 1, updated: 2, lastUsed: 0, earlier: [], google: record)
+        linked.link = SecretLink(reference: "gsm://projects/p/secrets/s", version: 8, fetched: 3,
+                                 rotation: LinkedRotation(previousVersion: 7, retireKey: old.resource, finishAfter: 900))
+        var plain = linked
+        plain.link = SecretLink(reference: "gsm://projects/p/secrets/s", version: 8, fetched: 3)
+        #expect(NarrowCoding.decodeSummaries(NarrowCoding.encode([linked, plain])) == [linked, plain])
+    }
+
     @Test func aMalformedGoogleNameIsRefused() {
         var out = ByteWriter()
         out.u32(1); out.text("k"); out.text("m"); out.kind(.auth); out.i64(1); out.i64(1); out.i64(0)
@@ -46,8 +55,8 @@ import VaultCore
         }
         #expect(name == "lab" && now == 50 && google == record && replaced == nil && carried == link)
         var finish = AgentMessage(code: AgentProtocol.Operation.change.rawValue)
-        NarrowCoding.add(.finishLinkedRotation(name: "lab", version: 8), to: &finish)
-        guard case .finishLinkedRotation("lab", 8) = try #require(NarrowCoding.change(in: finish)) else {
+        NarrowCoding.add(.finishLinkedRotation(name: "lab", version: 7), to: &finish)
+        guard case .finishLinkedRotation("lab", 7) = try #require(NarrowCoding.change(in: finish)) else {
             Issue.record("not a finish")
             return
         }

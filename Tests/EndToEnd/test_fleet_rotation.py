@@ -121,8 +121,11 @@ def test_with_no_wait_the_finish_is_recorded_and_the_next_rotate_completes_it_th
     assert first_state == "ENABLED" and live_key_strings(google) == {FLEET_KEY, second}
     _, link = vault_state(env)
     assert link[3][0] == 1 and link[3][1] == FLEET_KEY_NAME and link[3][2] > 0
+    assert "rotation finishes after" in env.run("key", "list").out
     assert env.run("unlock").code == 0
     try:
+        listed = json.loads(env.run("key", "list", "--json", passphrase=False).out)["keys"][0]
+        assert listed["rotation_finish_after"].endswith("Z") and listed["secret_manager"] == SECRET + " (version 2)"
         early = env.run("key", "rotate", "--finish", "lab", "--no-wait", passphrase=False)
         assert early.code == 0 and "runs until" in early.err and versions(google)[0][1] == "ENABLED", early
         again = env.run("key", "rotate", "--create", "lab", passphrase=False)
@@ -133,6 +136,7 @@ def test_with_no_wait_the_finish_is_recorded_and_the_next_rotate_completes_it_th
         assert timer.code == 0, timer
         assert "disabled version 1 of" in timer.err and "deleted the old key" in timer.err and "nothing to do" in timer.err
         assert len(versions(google)) == 2 and versions(google)[0][1] == "DISABLED" and live_key_strings(google) == {second}
+        assert "rotation_finish_after" not in json.loads(env.run("key", "list", "--json", passphrase=False).out)["keys"][0]
         nothing = env.run("key", "rotate", "--finish", "lab", passphrase=False)
         assert nothing.code == 0 and "no rotation of 'lab' waits" in nothing.err
     finally:
@@ -148,19 +152,38 @@ def test_undo_brings_the_previous_key_back_to_every_machine(env, google, tmp_pat
     assert rotate(env, "--grace", "0s").code == 0
     second = versions(google)[1][0]
     assert reader.run("key", "get", "lab").out == second + "\n"
-    undone = env.run("key", "rotate", "--undo", "lab", "--json")
+    undone = env.run("key", "rotate", "--undo", "lab", "--grace", "30s", "--json")
     assert undone.code == 0, undone
     report = json.loads(undone.out)
-    assert report["action"] == "undone" and report["secret_version"] == 3 and report["new_key"] == FLEET_KEY_NAME
-    # Version 1 enabled again, the previous key added again as the newest (a disabled newest
-    # version would make `latest` fail for every machine), version 2 disabled, its key deleted.
-    assert versions(google) == [(FLEET_KEY, "ENABLED"), (second, "DISABLED"), (FLEET_KEY, "ENABLED")]
+    assert report["action"] == "undone" and report["secret_version"] == 3 and report["new_key"] == FLEET_KEY_NAME and report["old_key_deleted"]
+    # The previous key undeleted and added again as the newest version (a disabled newest
+    # version would make `latest` fail for every machine); after the grace the newer version
+    # is disabled and its key deleted. One enabled version: the vault's.
+    assert versions(google) == [(FLEET_KEY, "DISABLED"), (second, "DISABLED"), (FLEET_KEY, "ENABLED")]
     assert live_key_strings(google) == {FLEET_KEY}
+    steps = ["undeleting " + FLEET_KEY_NAME, "again as version 3", "key 'lab' is back", "waiting 30s", "disabled version 2", "deleted the old key"]
+    positions = [undone.err.find(step) for step in steps]
+    assert -1 not in positions and positions == sorted(positions), undone.err
     value, link = vault_state(env)
-    assert value == FLEET_KEY and link[1] == 3 and link[3] is None
+    assert value == FLEET_KEY and link[1] == 3 and link[3][0] == 2 and link[3][2] == 0
     assert reader.run("key", "get", "lab").out == FLEET_KEY + "\n"
-    again = env.run("key", "rotate", "--undo", "lab")
-    assert again.code == 1 and "nothing to undo" in again.err
+    # An undo of the undo brings version 2's key back the same way.
+    again = env.run("key", "rotate", "--undo", "lab", "--grace", "0s")
+    assert again.code == 0, again
+    assert versions(google)[-1] == (second, "ENABLED") and live_key_strings(google) == {second}
+
+
+def test_a_finish_never_deletes_the_key_latest_serves(env, google):
+    """Someone adds the old key back during the grace: the finish refuses to delete it."""
+    secret_exists(google)
+    machine(env, google)
+    assert rotate(env, "--no-wait", "--grace", "10m").code == 0
+    google.control(secrets=[{"id": "gemini-key", "versions": [FLEET_KEY]}])
+    env.advance_clock(601)
+    refused = env.run("key", "rotate", "--finish", "lab")
+    assert refused.code == 1 and "is what version 3" in refused.err and "not deleted" in refused.err, refused
+    assert FLEET_KEY in live_key_strings(google)
+    assert vault_state(env)[1][3][2] > 0  # still recorded
 
 
 def test_a_failure_after_the_version_was_added_takes_it_back_and_latest_keeps_working(env, google):
@@ -248,7 +271,7 @@ def test_kill_9_at_every_step_leaves_a_vault_and_a_secret_the_next_run_completes
     secret_exists(google)
     machine(env, google)
     speed_up_waits(env, google, None)  # killed at a moment it is seen at: in real time
-    google.control(set={"op_polls": 3, "propagation": 2})  # the check waits: a kill after "added" lands before the write
+    google.control(set={"op_polls": 1, "propagation": 6})  # the check waits past the create: a kill after "added" lands before the write
     env.advance_clock()
     argv = [BIN, "key", "rotate", "--create", "lab", "--grace", "10m", "--verify-timeout", "30", "--passphrase-file", env.passfile]
     proc = subprocess.Popen(argv, env=dict(env.vars), stdout=subprocess.PIPE, stderr=subprocess.PIPE)

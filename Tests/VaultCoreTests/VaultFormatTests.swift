@@ -393,6 +393,8 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         let made = GoogleKeyRecord(resource: "projects/1/locations/global/keys/new", serviceAccount: "bot@p.iam.gserviceaccount.com")
         let rotated = SecretLink(reference: reference, version: 8, fetched: 20,
                                  rotation: LinkedRotation(previousVersion: 7, retireKey: "projects/1/locations/global/keys/old", finishAfter: 920))
+        // A key to retire that is not an API Keys resource name is not written.
+        #expect(!LinkedRotation(previousVersion: 7, retireKey: "https://evil.test/x", finishAfter: 1).isWellFormed)
         try VaultChange.rotateLinkedKey(name: "lab", secret: second, now: 20, google: made, replacedGoogle: nil, link: rotated).apply(to: contents)
         var decoded = try VaultContents.decode(try contents.encoded(), path: "test")
         #expect(decoded.links["lab"] == rotated && decoded.key(named: "lab")?.google == made && decoded.key(named: "lab")?.previous.count == 1)
@@ -400,8 +402,8 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         try VaultChange.refreshLink(name: "lab", secret: second, now: 30, link: SecretLink(reference: reference, version: 8, fetched: 30), since: 20).apply(to: decoded)
         #expect(decoded.links["lab"]?.rotation == rotated.rotation)
         // A finish for another version changes nothing; the right one keeps what --undo needs.
-        #expect(try !VaultChange.finishLinkedRotation(name: "lab", version: 9).apply(to: decoded).replaced)
-        #expect(try VaultChange.finishLinkedRotation(name: "lab", version: 8).apply(to: decoded).replaced)
+        #expect(try !VaultChange.finishLinkedRotation(name: "lab", version: 6).apply(to: decoded).replaced)
+        #expect(try VaultChange.finishLinkedRotation(name: "lab", version: 7).apply(to: decoded).replaced)
         decoded = try VaultContents.decode(try decoded.encoded(), path: "test")
         #expect(decoded.links["lab"]?.rotation == LinkedRotation(previousVersion: 7, retireKey: "projects/1/locations/global/keys/old", finishAfter: 0))
         try VaultChange.rollBackLinked(name: "lab", now: 40, link: SecretLink(reference: reference, version: 9, fetched: 40)).apply(to: decoded)
