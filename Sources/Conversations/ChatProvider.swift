@@ -1,3 +1,4 @@
+import VaultCore
 /// What the conversation asks of a model provider, in words no provider owns: the request
 /// (messages, system instruction, generation options), the reply (text, usage, a typed finish
 /// reason), the failure kinds, and the `ChatProvider` protocol a client (Gemini's) implements.
@@ -36,12 +37,15 @@ public struct GenerationOptions: Sendable, Equatable {
     public var topP: Double?
     public var topK: Int?
     public var maxOutputTokens: Int?
+    /// A JSON Schema the reply must follow (`ask --schema`): the reply is then JSON.
+    public var responseJSONSchema: JSONValue?
 
-    public init(temperature: Double? = nil, topP: Double? = nil, topK: Int? = nil, maxOutputTokens: Int? = nil) {
+    public init(temperature: Double? = nil, topP: Double? = nil, topK: Int? = nil, maxOutputTokens: Int? = nil, responseJSONSchema: JSONValue? = nil) {
         self.temperature = temperature
         self.topP = topP
         self.topK = topK
         self.maxOutputTokens = maxOutputTokens
+        self.responseJSONSchema = responseJSONSchema
     }
 }
 

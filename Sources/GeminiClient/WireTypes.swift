@@ -62,12 +62,18 @@ public struct GenerationConfig: Codable, Sendable, Equatable {
     public var topP: Double?
     public var topK: Int?
     public var maxOutputTokens: Int?
+    /// `application/json` with a schema: structured output.
+    public var responseMimeType: String?
+    public var responseJsonSchema: JSONValue?
 
-    public init(temperature: Double? = nil, topP: Double? = nil, topK: Int? = nil, maxOutputTokens: Int? = nil) {
+    public init(temperature: Double? = nil, topP: Double? = nil, topK: Int? = nil, maxOutputTokens: Int? = nil,
+                responseMimeType: String? = nil, responseJsonSchema: JSONValue? = nil) {
         self.temperature = temperature
         self.topP = topP
         self.topK = topK
         self.maxOutputTokens = maxOutputTokens
+        self.responseMimeType = responseMimeType
+        self.responseJsonSchema = responseJsonSchema
     }
 }
 
@@ -173,7 +179,8 @@ extension Part {
 
 extension GenerationConfig {
     init(_ options: GenerationOptions) {
-        self.init(temperature: options.temperature, topP: options.topP, topK: options.topK, maxOutputTokens: options.maxOutputTokens)
+        self.init(temperature: options.temperature, topP: options.topP, topK: options.topK, maxOutputTokens: options.maxOutputTokens,
+                  responseMimeType: options.responseJSONSchema == nil ? nil : "application/json", responseJsonSchema: options.responseJSONSchema)
     }
 }
 

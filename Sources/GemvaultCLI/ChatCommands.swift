@@ -21,13 +21,15 @@ let chatCommands: [CommandSpec] = [
     CommandSpec(path: ["ask"], arguments: "[PROMPT...]", argumentRange: 0...Int.max,
                 summary: "ask once and stream the answer to stdout (stdin is added to the prompt)",
                 options: generationOptions + keySourceOptions + [.attach, .keepAttachments, .noStream, .countTokens, .allowSecrets, .noSave,
-                                                                 .rawReply, .json],
+                                                                 .rawReply, .schema, .json],
                 details: """
                 Example: git diff | gemvault ask "review this"
                 Attached files: text goes inline under its name; PNG, JPEG, WebP, GIF, HEIC, HEIF and PDF files go as inline data, \
                 told apart by their first bytes. A file may have 10 MiB, a message's files 14 MiB together (Gemini takes 20 MB a request). \
                 Directories, devices, FIFOs and sockets are refused, and text files are scanned for credentials like the prompt.
                 With --json, stdout always carries one JSON object, also when the request fails (see Docs/cli.md).
+                With --schema FILE (a JSON Schema), Gemini answers in JSON shaped by it; gemvault checks the reply against the schema itself \
+                and prints it, or exits 8 with the first violation on stderr.
                 """,
                 privateArguments: true, usesNetwork: true, run: ChatCommand.ask),
     CommandSpec(path: ["models"], arguments: "", argumentRange: 0...0,
@@ -192,7 +194,25 @@ enum ChatCommand {
         @Nullable var usage: TokenUsage?
         var interrupted = false
         @Nullable var totalTokens: Int?
+        /// With --schema: the reply parsed, once it matched.
+        var data: JSONValue??
         @Nullable var error: AskError?
+
+        enum CodingKeys: String, CodingKey { case text, model, finishReason, blockReason, usage, interrupted, totalTokens, data, error }
+
+        func encode(to encoder: Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(text, forKey: .text)
+            try container.encode(_model, forKey: .model)
+            try container.encode(_finishReason, forKey: .finishReason)
+            try container.encode(_blockReason, forKey: .blockReason)
+            try container.encode(_usage, forKey: .usage)
+            try container.encode(interrupted, forKey: .interrupted)
+            try container.encode(_totalTokens, forKey: .totalTokens)
+            // Present (null until it matched) only with --schema: the envelope stays as it was otherwise.
+            if let data { try container.encode(data ?? .null, forKey: .data) }
+            try container.encode(_error, forKey: .error)
+        }
     }
 
     struct AskError: Encodable {
@@ -272,8 +292,11 @@ enum ChatCommand {
         }
         try checkForSecrets(prompt, call)
         let attachments = try attachments(call)
+        let schema = try call.value(.schema).map { try StructuredReply.load($0, call) }
+        if schema != nil { result.data = .some(nil) }
         let (client, settings) = try client(call)
-        let conversation = try conversation(settings, client)
+        var conversation = try conversation(settings, client)
+        conversation.generation.responseJSONSchema = schema?.json
         result.model = conversation.model
         let request = conversation.request(for: prompt, attachments: attachments)
         let json = call.flag(.json)
@@ -283,11 +306,12 @@ enum ChatCommand {
             return
         }
         let streaming = !call.flag(.noStream)
-        let markdown = markdownRenderer(call, call.context.style(settings, fd: FileDescriptor.standardOutput.raw))
+        // A structured reply is checked whole before any of it is printed.
+        let markdown = schema == nil ? markdownRenderer(call, call.context.style(settings, fd: FileDescriptor.standardOutput.raw)) : nil
         let live = markdown.map { LiveReply(markdown: $0, frame: .labelled(StyledLine()), size: windowSize, reflows: Terminal.reflowsOnResize) }
         let printer = ReplyPrinter(spinner: ProgressLine.isWanted, live: live)
         var handlers = printer.handlers()
-        if json || !streaming { handlers.onText = { _ in } }
+        if json || !streaming || schema != nil { handlers.onText = { _ in } }
         gv_interrupt_install()
         // A script's `kill` or a closed terminal still gets its JSON object, like Ctrl-C.
         if json { gv_interrupt_install_termination() }
@@ -311,7 +335,7 @@ enum ChatCommand {
         if case .blocked(let reason)? = turn.finish { result.blockReason = reason }
         result.usage = turn.usage
         result.interrupted = turn.interrupted
-        if json {
+        if json || schema != nil {
             printer.clearSpinner()
         } else {
             if !streaming { try printer.print(turn.text) }
@@ -328,6 +352,11 @@ enum ChatCommand {
             if let problem, call.context.vault.exists { Console.warning(problem) }
         }
         if let failure { throw failure }
+        if let schema, !turn.interrupted {
+            let data = try schema.check(turn.text)
+            result.data = .some(data)
+            if !json { try Console.out(turn.text.trimmedWhitespace + "\n") }
+        }
         // As in the chat: a reply cut by Ctrl-C says so, where a person watches.
         if turn.interrupted && !json && Terminal.stderrIsTerminal {
             Console.err(call.context.style(settings, fd: FileDescriptor.standardError.raw).yellow("[interrupted]") + "\n")

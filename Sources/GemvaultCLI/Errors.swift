@@ -18,6 +18,8 @@ enum ExitCode: Int32 {
     case noKey = 5
     case apiRefused = 6
     case network = 7
+    /// `ask --schema`: the reply is not JSON, or does not match the schema.
+    case replyMismatch = 8
     case usage = 64
     case interrupted = 130
     /// The reader of stdout went away: 128 + SIGPIPE, the status of a process SIGPIPE ended.
@@ -33,6 +35,7 @@ enum ExitCode: Int32 {
         case .noKey: "no API key"
         case .apiRefused: "API refused"
         case .network: "network or server failure"
+        case .replyMismatch: "reply does not match --schema"
         case .usage: "usage"
         case .interrupted: "interrupted"
         case .readerClosed: "stdout's reader went away"
@@ -40,7 +43,7 @@ enum ExitCode: Int32 {
     }
 
     static var summaries: String {
-        [ExitCode.success, .failure, .wrongSecret, .damaged, .noKey, .apiRefused, .network, .usage, .interrupted, .readerClosed]
+        [ExitCode.success, .failure, .wrongSecret, .damaged, .noKey, .apiRefused, .network, .replyMismatch, .usage, .interrupted, .readerClosed]
             .map { "\($0.rawValue) \($0.summary)" }.joined(separator: ", ") + "."
     }
 
@@ -63,6 +66,7 @@ enum ExitCode: Int32 {
         case .interrupted: "interrupted"
         case .network: "network"
         case .apiRefused: "refused"
+        case .replyMismatch: "schema-mismatch"
         default: "failure"
         }
     }

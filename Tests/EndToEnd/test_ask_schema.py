@@ -1,0 +1,71 @@
+"""ask --schema FILE (Docs/cli.md): structured output sent as Google's responseMimeType and
+responseJsonSchema, the reply checked locally against the schema, exit 8 when it does not match."""
+import json
+import os
+
+from conftest import GOOD_KEY
+from test_ask import ask, tag
+from test_fit_in import valid
+
+PERSON = {"type": "object",
+          "properties": {"name": {"type": "string", "minLength": 1}, "age": {"type": "integer", "minimum": 0},
+                         "city": {"type": "string", "maxLength": 5}, "tags": {"type": "array", "items": {"enum": ["a", "b"]}}},
+          "required": ["name", "age", "city", "tags"], "additionalProperties": False}
+
+
+def schema_file(api, schema=PERSON, name="person.json"):
+    path = os.path.join(api.root, name)
+    with open(path, "w") as handle:
+        handle.write(schema if isinstance(schema, str) else json.dumps(schema))
+    return path
+
+
+def test_the_schema_goes_as_response_json_schema_and_a_matching_reply_is_printed_as_json(api):
+    path = schema_file(api)
+    for streaming in ([], ["--no-stream"]):
+        api.server.clear()
+        result = ask(api, "--schema", path, "--model", tag("structured"), "who?", *streaming)
+        assert result.code == 0, result
+        data = json.loads(result.out)
+        assert data == {"name": "x", "age": 0, "city": "東京タワー", "tags": ["a"]}
+        [request] = api.server.requests()
+        config = json.loads(request["body"])["generationConfig"]
+        assert config == {"responseMimeType": "application/json", "responseJsonSchema": PERSON}
+        assert request["headers"]["x-goog-api-key"] == GOOD_KEY
+
+
+def test_json_carries_the_parsed_reply_in_data_and_the_envelope_is_otherwise_unchanged(api):
+    path = schema_file(api)
+    result = ask(api, "--schema", path, "--json", "--model", tag("structured"), "who?")
+    assert result.code == 0, result
+    document = valid("ask", result.out)
+    assert document["data"]["age"] == 0 and json.loads(document["text"]) == document["data"] and document["error"] is None
+    plain = ask(api, "--json", "--model", "ok", "hi")
+    assert "data" not in valid("ask", plain.out)
+
+
+def test_a_reply_that_breaks_the_schema_exits_8_with_the_first_violation(api):
+    path = schema_file(api)
+    broken = ask(api, "--schema", path, "--model", tag("structured-wrong"), "who?")
+    assert broken.code == 8, broken
+    assert broken.out == "" and "does not match %s: /: 'name' is required" % path in broken.err
+    as_json = ask(api, "--schema", path, "--json", "--model", tag("structured-wrong"), "who?")
+    assert as_json.code == 8
+    document = valid("ask", as_json.out)
+    assert document["data"] is None and document["error"]["exitCode"] == 8 and document["error"]["reason"] == "schema-mismatch"
+    assert "'name' is required" in document["error"]["message"] and json.loads(document["text"])["age"] == 0
+    text = ask(api, "--schema", path, "--model", tag("structured-text"), "who?")
+    assert text.code == 8 and "the reply is not JSON" in text.err and text.out == ""
+
+
+def test_a_schema_file_gemvault_cannot_use_is_refused_before_any_request(api):
+    cases = [(schema_file(api, "{not json", "broken.json"), "is not JSON"),
+             (schema_file(api, [1, 2], "list.json"), "must hold a JSON Schema object"),
+             (schema_file(api, {"type": "text"}, "type.json"), "'type' at / must name"),
+             (schema_file(api, {"properties": {"id": {"pattern": "(["}}}, "pattern.json"), "'pattern' at /properties/id must be a regular expression"),
+             (os.path.join(api.root, "missing.json"), "no such regular file"),
+             (api.root, "no such regular file")]
+    for path, words in cases:
+        result = ask(api, "--schema", path, "--model", tag("structured"), "who?")
+        assert result.code == 64 and words in result.err, (path, result)
+    assert api.server.requests() == []
