@@ -17,6 +17,7 @@ extension ChatREPL {
     /models             list the models your key can chat with
     /system [TEXT]      show or set the system instruction (/system off removes it)
     /temperature T      set the temperature (0 to 2)
+    /think [LEVEL]      how much the model thinks: minimal, low, medium, high, or a token budget (0 off, -1 the model's choice); alone, show it
     /attach FILE        send a file with the next message (text, image or PDF)
     /detach             drop the files waiting for the next message
     /bubbles [on|off]   draw messages as bubbles or plain lines (alone, switch)
@@ -68,6 +69,22 @@ extension ChatREPL {
             }
             conversation.generation.temperature = value
             Console.err("temperature set to \(argument)\n")
+        case "/think":
+            if argument.isEmpty {
+                switch conversation.generation.thinking {
+                case .level(let level)?: Console.err("thinking: \(level)\n")
+                case .budget(let tokens)?: Console.err("thinking: a budget of \(tokens) tokens\n")
+                case nil: Console.err("thinking: the model's default\n")
+                }
+            } else if ["minimal", "low", "medium", "high"].contains(argument) {
+                conversation.generation.thinking = .level(argument)
+                Console.err("thinking set to \(argument)\n")
+            } else if let tokens = Int(argument), (-1...32_768).contains(tokens) {
+                conversation.generation.thinking = .budget(tokens)
+                Console.err("thinking budget set to \(tokens) tokens\n")
+            } else {
+                Console.error("/think takes minimal, low, medium or high, or a number of tokens from 0 to 32768 (-1: the model's choice)")
+            }
         case "/clear":
             conversation.clear()
             recorder?.startNew()

@@ -39,6 +39,14 @@ public struct GenerationOptions: Sendable, Equatable {
     public var maxOutputTokens: Int?
     /// A JSON Schema the reply must follow (`ask --schema`): the reply is then JSON.
     public var responseJSONSchema: JSONValue?
+    /// How much the model thinks: a level (`minimal` … `high`), or a token budget (0 off, -1
+    /// the model's choice); never both, which Gemini refuses.
+    public var thinking: Thinking?
+
+    public enum Thinking: Sendable, Equatable {
+        case level(String)
+        case budget(Int)
+    }
 
     public init(temperature: Double? = nil, topP: Double? = nil, topK: Int? = nil, maxOutputTokens: Int? = nil, responseJSONSchema: JSONValue? = nil) {
         self.temperature = temperature

@@ -65,6 +65,12 @@ public struct GenerationConfig: Codable, Sendable, Equatable {
     /// `application/json` with a schema: structured output.
     public var responseMimeType: String?
     public var responseJsonSchema: JSONValue?
+    public var thinkingConfig: ThinkingConfig?
+
+    public struct ThinkingConfig: Codable, Sendable, Equatable {
+        public var thinkingLevel: String?
+        public var thinkingBudget: Int?
+    }
 
     public init(temperature: Double? = nil, topP: Double? = nil, topK: Int? = nil, maxOutputTokens: Int? = nil,
                 responseMimeType: String? = nil, responseJsonSchema: JSONValue? = nil) {
@@ -181,6 +187,11 @@ extension GenerationConfig {
     init(_ options: GenerationOptions) {
         self.init(temperature: options.temperature, topP: options.topP, topK: options.topK, maxOutputTokens: options.maxOutputTokens,
                   responseMimeType: options.responseJSONSchema == nil ? nil : "application/json", responseJsonSchema: options.responseJSONSchema)
+        switch options.thinking {
+        case .level(let level)?: thinkingConfig = ThinkingConfig(thinkingLevel: level)
+        case .budget(let tokens)?: thinkingConfig = ThinkingConfig(thinkingBudget: tokens)
+        case nil: break
+        }
     }
 }
 

@@ -96,11 +96,23 @@ enum ChatCommand {
         return (GeminiClient(configuration: configuration, apiKey: key.secret, errors: errors), settings, key.source)
     }
 
-    static func conversation(_ settings: Settings, _ provider: any ChatProvider) throws -> Conversation {
+    static func conversation(_ settings: Settings, _ provider: any ChatProvider, _ call: Invocation) throws -> Conversation {
         try provider.checkModelName(settings[.model])
-        return Conversation(model: settings[.model], systemPrompt: settings[.systemPrompt],
-                            generation: GenerationOptions(temperature: settings[.temperature], topP: settings[.topP],
-                                                          topK: settings[.topK], maxOutputTokens: settings[.maxOutputTokens]))
+        var generation = GenerationOptions(temperature: settings[.temperature], topP: settings[.topP],
+                                           topK: settings[.topK], maxOutputTokens: settings[.maxOutputTokens])
+        generation.thinking = try thinking(call, settings)
+        return Conversation(model: settings[.model], systemPrompt: settings[.systemPrompt], generation: generation)
+    }
+
+    /// --think-budget over --think or the `thinking` setting; both flags are refused, as Gemini
+    /// refuses a level and a budget together.
+    static func thinking(_ call: Invocation, _ settings: Settings) throws -> GenerationOptions.Thinking? {
+        guard let text = call.value(.thinkBudget) else { return settings[.thinking].map { .level($0) } }
+        if call.value(.think) != nil { throw UsageError("give --think or --think-budget, not both (Gemini refuses a level and a budget together)", command: call.command) }
+        guard let tokens = Int(text), (-1...32_768).contains(tokens) else {
+            throw UsageError("--think-budget takes a number of tokens from 0 to 32768, or -1 for the model's choice, not '\(text)'", command: call.command)
+        }
+        return .budget(tokens)
     }
 
     /// Markdown is rendered only on a terminal that can redraw (not TERM=dumb) and without
@@ -133,7 +145,7 @@ enum ChatCommand {
         // A key the unlocked session handed over is the session's: when it is locked, the chat
         // stops using the key and saving turns.
         let keyFromSession = if case .vault = keySource { (try? context.vault.sessionIsOpen()) == true } else { false }
-        var conversation = try conversation(settings, client)
+        var conversation = try conversation(settings, client, call)
         var writer: HistoryWriter?
         var system: String?
         if call.flag(.continueChat) || resumed != nil {
@@ -295,7 +307,7 @@ enum ChatCommand {
         let schema = try call.value(.schema).map { try StructuredReply.load($0, call) }
         if schema != nil { result.data = .some(nil) }
         let (client, settings) = try client(call)
-        var conversation = try conversation(settings, client)
+        var conversation = try conversation(settings, client, call)
         conversation.generation.responseJSONSchema = schema?.json
         result.model = conversation.model
         let request = conversation.request(for: prompt, attachments: attachments)

@@ -200,6 +200,8 @@ extension Setting where Value == String? {
                                               mayHoldSecret: true, text)
     public static let keySecret = optional("key_secret", .line, "a Secret Manager secret whose value is the key (gsm://projects/P/secrets/S[/versions/N]), fetched on every use and held in memory only", text)
     public static let quotaProject = optional("quota_project", .line, "Google project billed for API Keys calls made with a user's credentials", text)
+    public static let thinking = optional("thinking", .choice(["minimal", "low", "medium", "high"]),
+                                          "how much the model thinks before it answers (Gemini 3's thinkingLevel; the model's default when unset)", text)
 }
 
 extension Setting where Value == Double {
@@ -232,7 +234,7 @@ extension Setting where Value == Int? {
 /// Every setting, in the order `config explain` lists them.
 public enum SettingsSchema {
     public static let all: [SettingSpec] = [
-        Setting.model.spec, Setting.temperature.spec, Setting.topP.spec, Setting.topK.spec, Setting.maxOutputTokens.spec,
+        Setting.model.spec, Setting.temperature.spec, Setting.topP.spec, Setting.topK.spec, Setting.maxOutputTokens.spec, Setting.thinking.spec,
         Setting.systemPrompt.spec, Setting.endpoint.spec, Setting.apiVersion.spec, Setting.timeout.spec, Setting.retries.spec,
         Setting.key.spec, Setting.credentialName.spec, Setting.keyCommand.spec, Setting.keyCommandTimeout.spec, Setting.rotationDays.spec,
         Setting.apikeysEndpoint.spec, Setting.tokenCommand.spec, Setting.quotaProject.spec, Setting.keySecret.spec, Setting.secretmanagerEndpoint.spec,

@@ -184,6 +184,16 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, json.dumps({"totalTokens": words}, indent=2).encode())
             return
         config = request.get("generationConfig", {})
+        thinking = config.get("thinkingConfig", {})
+        if "thinkingLevel" in thinking and "thinkingBudget" in thinking:
+            # Google refuses a level and a budget together.
+            self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                                      "message": "You can only set only one of thinking budget and thinking level."}}, indent=2).encode())
+            return
+        if "thinkingLevel" in thinking and str(thinking["thinkingLevel"]).upper() not in ("MINIMAL", "LOW", "MEDIUM", "HIGH", "XHIGH"):
+            self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                                      "message": "Invalid value at 'generation_config.thinking_config.thinking_level'."}}, indent=2).encode())
+            return
         if method in ("generateContent", "streamGenerateContent") and ("responseJsonSchema" in config or "responseSchema" in config):
             if config.get("responseMimeType") != "application/json":
                 # Google's answer for a schema without the JSON MIME type.
@@ -576,8 +586,9 @@ def echo_reply(request):
     roles = ",".join(c.get("role", "?") for c in contents)
     system = request.get("systemInstruction", {}).get("parts", [{}])[0].get("text", "")
     config = request.get("generationConfig", {})
-    text = "echo turns=%d roles=%s system=%s temperature=%s last=%s%s\n" % (len(contents), roles, system or "-", config.get("temperature", "-"), last,
-                                                                         " inline=" + ",".join(inline) if inline else "")
+    text = "echo turns=%d roles=%s system=%s temperature=%s last=%s%s%s\n" % (
+        len(contents), roles, system or "-", config.get("temperature", "-"), last, " inline=" + ",".join(inline) if inline else "",
+        " thinking=" + json.dumps(config["thinkingConfig"], sort_keys=True, separators=(",", ":")) if "thinkingConfig" in config else "")
     return {"candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP"}],
             "usageMetadata": {"promptTokenCount": 3 * len(contents), "candidatesTokenCount": 5, "totalTokenCount": 3 * len(contents) + 5},
             "modelVersion": "gemini-3.6-flash"}

@@ -69,3 +69,28 @@ def test_a_schema_file_gemvault_cannot_use_is_refused_before_any_request(api):
         result = ask(api, "--schema", path, "--model", tag("structured"), "who?")
         assert result.code == 64 and words in result.err, (path, result)
     assert api.server.requests() == []
+
+
+def test_thinking_is_sent_as_a_level_or_a_budget_never_both(api):
+    """--think LEVEL, the `thinking` setting and --think-budget N (issue 29 part 1's controls)."""
+    def config_of(*args):
+        api.server.clear()
+        result = ask(api, "--model", "ok", "hi", *args)
+        assert result.code == 0, result
+        [request] = api.server.requests()
+        return json.loads(request["body"]).get("generationConfig", {})
+    assert config_of("--think", "low") == {"thinkingConfig": {"thinkingLevel": "low"}}
+    assert config_of("--think-budget", "0") == {"thinkingConfig": {"thinkingBudget": 0}}
+    assert config_of("--think-budget", "-1") == {"thinkingConfig": {"thinkingBudget": -1}}
+    assert config_of() == {}
+    api.vars["GEMVAULT_THINKING"] = "high"
+    assert config_of() == {"thinkingConfig": {"thinkingLevel": "high"}}
+    # A budget for one command wins over the setting; both flags are refused before any request.
+    assert config_of("--think-budget", "1024") == {"thinkingConfig": {"thinkingBudget": 1024}}
+    api.server.clear()
+    both = ask(api, "--model", "ok", "hi", "--think", "low", "--think-budget", "10")
+    assert both.code == 64 and "not both" in both.err and api.server.requests() == []
+    for bad in (["--think", "huge"], ["--think-budget", "lots"], ["--think-budget", "-2"]):
+        refused = ask(api, "--model", "ok", "hi", *bad)
+        assert refused.code == 64, (bad, refused)
+    assert api.server.requests() == []

@@ -111,7 +111,7 @@ import Testing
     /// `--model`, `--system`, `--temperature`, `--timeout` and `--key` override their setting
     /// in every command that has them (the flags layer), whatever their help says there.
     @Test func everySpellingOfASettingFlagOverridesItsSetting() {
-        let expected = ["--model": "model", "--system": "system_prompt", "--temperature": "temperature", "--timeout": "timeout", "--key": "key"]
+        let expected = ["--model": "model", "--system": "system_prompt", "--temperature": "temperature", "--timeout": "timeout", "--key": "key", "--think": "thinking"]
         for spec in commandTable {
             for option in spec.options {
                 #expect(option.setting?.name == expected[option.name], "\(spec.name) \(option.name)")
