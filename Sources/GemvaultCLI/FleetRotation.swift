@@ -104,33 +104,29 @@ enum FleetRotation {
         return seconds
     }
 
-    struct Report: Encodable {
-        let name: String
-        let action: String
-        @Nullable var old_key: String?
-        @Nullable var new_key: String?
-        @Nullable var service_account: String?
-        var old_key_deleted: Bool
-        let age_days: Int64
-        let secret: String
-        var secret_version: UInt64?
-        var previous_version: UInt64?
-        var finish_after: String?
+    typealias Report = GoogleRotation.Report
+
+    /// What every command on a linked key starts with: its secret, the grace, Secret Manager,
+    /// and the vault once an interrupted run is dealt with.
+    static func prepare(_ call: Invocation, name: String, vault start: GoogleRotation.VaultView, link: GoogleRotation.GoogleLink)
+        throws -> (reference: SecretReference, grace: Double, manager: SecretManagerClient, vault: GoogleRotation.VaultView) {
+        guard let startLink = start.key.link else { throw VaultError.notLinked(name: name) }
+        let reference = try reference(of: startLink, name: name)
+        let grace = try grace(call, link.settings)
+        let manager = try link.secretManager()
+        try finishInterrupted(start, link, manager, reference, name: name)
+        return (reference, grace, manager, try start.reloaded())
     }
 
     // MARK: key rotate --create
 
     static func create(_ call: Invocation, name: String, vault start: GoogleRotation.VaultView, link: GoogleRotation.GoogleLink,
                        verifyLimit: Double, due: Due) throws {
-        guard let startLink = start.key.link else { return }
-        let reference = try reference(of: startLink, name: name)
-        let grace = try grace(call, link.settings)
-        let manager = try link.secretManager()
-        try finishInterrupted(start, link, manager, reference, name: name)
-        var vault = try start.reloaded()
+        let (reference, grace, manager, prepared) = try prepare(call, name: name, vault: start, link: link)
+        var vault = prepared
         let age = max(0, Output.now() - vault.key.updated) / 86400
         func skipped(_ action: String) throws {
-            try finish(call, Report(name: name, action: action, old_key: vault.google?.resource, new_key: nil, service_account: nil, old_key_deleted: false,
+            try GoogleRotation.finish(call, Report(name: name, action: action, old_key: vault.google?.resource, new_key: nil, service_account: nil, old_key_deleted: false,
                                     age_days: age, secret: reference.resource, secret_version: vault.key.link?.version))
         }
 
@@ -311,11 +307,11 @@ enum FleetRotation {
         if call.flag(.noWait) {
             Console.note("the finish is recorded in the vault: the first 'gemvault key rotate \(name)' after \(Output.isoDate(finishAfter)) (or 'gemvault key rotate --finish \(name)') disables version \(latest.version)"
                          + (retire.map { " and deletes \($0) at Google" } ?? ""))
-            return try finish(call, report)
+            return try GoogleRotation.finish(call, report)
         }
         try waitOut(until: finishAfter, seconds: grace, name: name, version: added!)
         report.old_key_deleted = try complete(name: name, vault: try vault.reloaded(), link: link, manager, reference)
-        try finish(call, report)
+        try GoogleRotation.finish(call, report)
     }
 
     /// Waits out the grace with a progress line; stopping it leaves the finish recorded.
@@ -433,15 +429,11 @@ enum FleetRotation {
                 try waitOut(until: rotation.finishAfter, seconds: Double(left), name: name, version: current.version)
             }
             let deleted = try complete(name: name, vault: vault, link: link, manager, reference)
-            try finish(call, Report(name: name, action: "finished", old_key: rotation.retireKey.nonEmpty, new_key: vault.google?.resource,
+            try GoogleRotation.finish(call, Report(name: name, action: "finished", old_key: rotation.retireKey.nonEmpty, new_key: vault.google?.resource,
                                     service_account: vault.google?.serviceAccount.nonEmpty, old_key_deleted: deleted,
                                     age_days: max(0, Output.now() - vault.key.updated) / 86400, secret: reference.resource,
                                     secret_version: current.version, previous_version: rotation.previousVersion))
         }
-    }
-
-    static func finish(_ call: Invocation, _ report: Report) throws {
-        if call.flag(.json) { try Output.json(report, schema: .keyRotate) }
     }
 
     // MARK: key rotate --undo
@@ -450,12 +442,7 @@ enum FleetRotation {
     /// the newest (a disabled newest version would make `latest` fail, not fall back), and the
     /// newer version and key retired after the grace, as a rotation's are.
     static func undo(_ call: Invocation, name: String, vault start: GoogleRotation.VaultView, link: GoogleRotation.GoogleLink) throws {
-        guard let startLink = start.key.link else { return }
-        let reference = try reference(of: startLink, name: name)
-        let grace = try grace(call, link.settings)
-        let manager = try link.secretManager()
-        try finishInterrupted(start, link, manager, reference, name: name)
-        let vault = try start.reloaded()
+        let (reference, grace, manager, vault) = try prepare(call, name: name, vault: start, link: link)
         guard let current = vault.key.link, let rotation = current.rotation, let newer = vault.google,
               let earlier = vault.summary.earlier.first else {
             throw CommandFailure(.failure, "the current value of '\(name)' was not made by 'key rotate --create' through \(reference.resource); nothing to undo",
@@ -495,11 +482,11 @@ enum FleetRotation {
         if call.flag(.noWait) {
             Console.note("the finish is recorded in the vault: the first 'gemvault key rotate \(name)' after \(Output.isoDate(finishAfter)) (or 'gemvault key rotate --finish \(name)') disables version \(current.version)"
                          + (call.flag(.keepOld) ? "" : " and deletes \(newer.resource) at Google"))
-            return try finish(call, report)
+            return try GoogleRotation.finish(call, report)
         }
         try waitOut(until: finishAfter, seconds: grace, name: name, version: restored)
         report.old_key_deleted = try complete(name: name, vault: try vault.reloaded(), link: link, manager, reference)
-        try finish(call, report)
+        try GoogleRotation.finish(call, report)
     }
 
     // MARK: A run a kill interrupted

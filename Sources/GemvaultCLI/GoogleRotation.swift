@@ -146,15 +146,20 @@ enum GoogleRotation {
         settings[.quotaProject] ?? token.quotaProject ?? project
     }
 
-    /// What `--json` prints: the Google keys' names, never a key.
+    /// What `--json` prints: the Google keys' names, never a key. A linked key's rotation adds
+    /// its secret and versions (absent otherwise).
     struct Report: Encodable {
         let name: String
-        let action: String
+        var action: String
         @Nullable var old_key: String?
         @Nullable var new_key: String?
         @Nullable var service_account: String?
-        let old_key_deleted: Bool
+        var old_key_deleted: Bool
         let age_days: Int64
+        var secret: String?
+        var secret_version: UInt64?
+        var previous_version: UInt64?
+        var finish_after: String?
     }
 
     static func finish(_ call: Invocation, _ report: Report) throws {
