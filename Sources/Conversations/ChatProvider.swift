@@ -42,6 +42,8 @@ public struct GenerationOptions: Sendable, Equatable {
     /// How much the model thinks: a level (`minimal` … `high`), or a token budget (0 off, -1
     /// the model's choice); never both, which Gemini refuses.
     public var thinking: Thinking?
+    /// Ask for thought summaries (`--thoughts`).
+    public var includeThoughts = false
 
     public enum Thinking: Sendable, Equatable {
         case level(String)
@@ -113,6 +115,8 @@ public struct ChatReply: Sendable {
     public var modelVersion: String?
     /// True when the caller cancelled; `text` is the partial reply.
     public var interrupted: Bool
+    /// The thought summaries that came with it (when asked for): never part of `text`.
+    public var thoughts = ""
 
     public init(text: String, finish: FinishReason? = nil, finishName: String? = nil, usage: TokenUsage? = nil, modelVersion: String? = nil,
                 interrupted: Bool = false) {
@@ -204,6 +208,8 @@ public struct StreamHandlers {
     public var isCancelled: () -> Bool
     /// A thought part arrived (never shown): the model is thinking, not silent.
     public var onThinking: () -> Void
+    /// A thought summary's text, as it streams (asked for with includeThoughts).
+    public var onThought: (String) -> Void = { _ in }
 
     public init(onText: @escaping (String) -> Void = { _ in }, onRetry: @escaping (RetryNotice) -> Void = { _ in },
                 onTick: @escaping () -> Void = {}, isCancelled: @escaping () -> Bool = { false }, onThinking: @escaping () -> Void = {}) {

@@ -122,6 +122,10 @@ public final class GeminiClient {
                         continue
                     }
                     if chunk.candidates?.first?.content?.parts?.contains(where: { $0.thought == true }) == true { handlers.onThinking() }
+                    if let thought = chunk.candidates?.first?.content?.thoughtText, !thought.isEmpty {
+                        result.thoughts += thought
+                        handlers.onThought(thought)
+                    }
                     let text = chunk.visibleText
                     if !text.isEmpty {
                         result.text += text
@@ -199,8 +203,9 @@ public final class GeminiClient {
         let response: GenerateContentResponse = try call(method: "POST", url: target, body: body, handlers: handlers, errors: errors)
         let finishName = response.candidates?.first?.finishReason
         let blockReason = response.promptFeedback?.blockReason
-        let result = ChatReply(text: response.visibleText, finish: FinishReason(gemini: finishName, blockReason: blockReason), finishName: finishName,
+        var result = ChatReply(text: response.visibleText, finish: FinishReason(gemini: finishName, blockReason: blockReason), finishName: finishName,
                                usage: response.usage, modelVersion: response.modelVersion)
+        result.thoughts = response.candidates?.first?.content?.thoughtText ?? ""
         if let problem = errors.finishProblem(result.finish, finishMessage: response.candidates?.first?.finishMessage,
                                               thoughtTokens: result.usage?.thoughtsTokenCount, anyText: !result.text.isEmpty) {
             throw CutReply(failure: problem, reply: result)

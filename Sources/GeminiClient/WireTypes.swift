@@ -55,6 +55,11 @@ public struct Content: Codable, Sendable, Equatable {
     public var visibleText: String {
         (parts ?? []).filter { $0.thought != true }.compactMap(\.text).joined()
     }
+
+    /// The thought summaries' text.
+    public var thoughtText: String {
+        (parts ?? []).filter { $0.thought == true }.compactMap(\.text).joined()
+    }
 }
 
 public struct GenerationConfig: Codable, Sendable, Equatable {
@@ -70,6 +75,7 @@ public struct GenerationConfig: Codable, Sendable, Equatable {
     public struct ThinkingConfig: Codable, Sendable, Equatable {
         public var thinkingLevel: String?
         public var thinkingBudget: Int?
+        public var includeThoughts: Bool?
     }
 
     public init(temperature: Double? = nil, topP: Double? = nil, topK: Int? = nil, maxOutputTokens: Int? = nil,
@@ -192,6 +198,7 @@ extension GenerationConfig {
         case .budget(let tokens)?: thinkingConfig = ThinkingConfig(thinkingBudget: tokens)
         case nil: break
         }
+        if options.includeThoughts { thinkingConfig = ThinkingConfig(thinkingLevel: thinkingConfig?.thinkingLevel, thinkingBudget: thinkingConfig?.thinkingBudget, includeThoughts: true) }
     }
 }
 

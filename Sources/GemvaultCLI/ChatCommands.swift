@@ -21,7 +21,7 @@ let chatCommands: [CommandSpec] = [
     CommandSpec(path: ["ask"], arguments: "[PROMPT...]", argumentRange: 0...Int.max,
                 summary: "ask once and stream the answer to stdout (stdin is added to the prompt)",
                 options: generationOptions + keySourceOptions + [.attach, .keepAttachments, .noStream, .countTokens, .allowSecrets, .noSave,
-                                                                 .rawReply, .schema, .json],
+                                                                 .rawReply, .schema, .thoughts, .json],
                 details: """
                 Example: git diff | gemvault ask "review this"
                 Attached files: text goes inline under its name; PNG, JPEG, WebP, GIF, HEIC, HEIF and PDF files go as inline data, \
@@ -208,9 +208,11 @@ enum ChatCommand {
         @Nullable var totalTokens: Int?
         /// With --schema: the reply parsed, once it matched.
         var data: JSONValue??
+        /// With --thoughts: the thought summaries, never part of `text`.
+        var thoughts: String?
         @Nullable var error: AskError?
 
-        enum CodingKeys: String, CodingKey { case text, model, finishReason, blockReason, usage, interrupted, totalTokens, data, error }
+        enum CodingKeys: String, CodingKey { case text, model, finishReason, blockReason, usage, interrupted, totalTokens, data, thoughts, error }
 
         func encode(to encoder: Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
@@ -223,6 +225,7 @@ enum ChatCommand {
             try container.encode(_totalTokens, forKey: .totalTokens)
             // Present (null until it matched) only with --schema: the envelope stays as it was otherwise.
             if let data { try container.encode(data ?? .null, forKey: .data) }
+            try container.encodeIfPresent(thoughts, forKey: .thoughts)
             try container.encode(_error, forKey: .error)
         }
     }
@@ -309,6 +312,9 @@ enum ChatCommand {
         let (client, settings) = try client(call)
         var conversation = try conversation(settings, client, call)
         conversation.generation.responseJSONSchema = schema?.json
+        let showThoughts = call.flag(.thoughts) || settings[.showThoughts]
+        conversation.generation.includeThoughts = showThoughts
+        if showThoughts { result.thoughts = "" }
         result.model = conversation.model
         let request = conversation.request(for: prompt, attachments: attachments)
         let json = call.flag(.json)
@@ -324,6 +330,15 @@ enum ChatCommand {
         let printer = ReplyPrinter(spinner: ProgressLine.isWanted, live: live)
         var handlers = printer.handlers()
         if json || !streaming || schema != nil { handlers.onText = { _ in } }
+        // Thought summaries go to stderr, dimmed and labelled, so stdout stays the answer.
+        let stderrStyle = call.context.style(settings, fd: FileDescriptor.standardError.raw)
+        var thoughtsShown = false
+        if showThoughts && !json && streaming {
+            handlers.onThought = { text in
+                if !thoughtsShown { printer.clearSpinner(); Console.err(stderrStyle.dim("thinking: ")); thoughtsShown = true }
+                Console.err(stderrStyle.dim(EscapeNeutralizer.neutralize(text)))
+            }
+        }
         gv_interrupt_install()
         // A script's `kill` or a closed terminal still gets its JSON object, like Ctrl-C.
         if json { gv_interrupt_install_termination() }
@@ -337,9 +352,20 @@ enum ChatCommand {
         } catch let cut as CutReply {
             turn = cut.reply
             failure = cut.failure
+        } catch let refused as GeminiError where showThoughts && refused.status == 400 && (refused.serverMessage ?? refused.message).lowercased().contains("thought") {
+            try printer.finish()
+            // A model that does not think refuses includeThoughts: name the option that sent it.
+            throw GeminiError(category: refused.category, message: refused.message,
+                              hint: "this model does not think, so it has no thought summaries: leave out --thoughts (or 'gemvault config set show_thoughts off')",
+                              status: refused.status, cause: refused.cause, serverMessage: refused.serverMessage)
         } catch {
             try printer.finish()
             throw error
+        }
+        if showThoughts {
+            result.thoughts = turn.thoughts
+            if !json && !streaming && !turn.thoughts.isEmpty { Console.err(stderrStyle.dim("thinking: " + EscapeNeutralizer.neutralize(turn.thoughts))); thoughtsShown = true }
+            if thoughtsShown { Console.err("\n") }
         }
         result.text = turn.text
         result.model = turn.modelVersion ?? conversation.model

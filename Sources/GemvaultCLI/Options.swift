@@ -176,6 +176,8 @@ extension OptionSpec {
     static let noStream = OptionSpec(name: "--no-stream", value: nil, help: "wait for the whole answer (generateContent)")
     static let countTokens = OptionSpec(name: "--count-tokens", value: nil, help: "print the prompt's token count instead of asking")
     static let firstByteTimeout = OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the first byte", setting: Setting.timeout.spec)
+    static let thoughts = OptionSpec(name: "--thoughts", value: nil,
+                                     help: "ask for the model's thought summaries: dimmed on stderr above the answer, or 'thoughts' in --json (setting 'show_thoughts')")
     static let schema = OptionSpec(name: "--schema", value: "FILE",
                                    help: "ask for JSON shaped by this JSON Schema, check the reply against it, print it (exit 8 when it does not match)")
     static let rawReply = OptionSpec(name: "--raw", value: nil, help: "print the reply's text untouched (no markdown rendering)")

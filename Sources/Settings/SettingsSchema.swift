@@ -216,6 +216,11 @@ extension Setting where Value == Double {
     public static let sessionMax = with("session_max", .duration(10...(30 * 86400)), default: "8h", "an unlocked session locks after this long, used or not", seconds)
 }
 
+extension Setting where Value == Bool {
+    public static let showThoughts = with("show_thoughts", .choice(["on", "off"]), default: "off",
+                                          "ask for the model's thought summaries and show them above the answer (as ask --thoughts)", { $0 == "on" })
+}
+
 extension Setting where Value == Double? {
     public static let temperature = optional("temperature", .number(0...2), "sampling temperature (model default when unset)", number)
     public static let topP = optional("top_p", .number(0...1), "nucleus sampling probability", number)
@@ -234,7 +239,7 @@ extension Setting where Value == Int? {
 /// Every setting, in the order `config explain` lists them.
 public enum SettingsSchema {
     public static let all: [SettingSpec] = [
-        Setting.model.spec, Setting.temperature.spec, Setting.topP.spec, Setting.topK.spec, Setting.maxOutputTokens.spec, Setting.thinking.spec,
+        Setting.model.spec, Setting.temperature.spec, Setting.topP.spec, Setting.topK.spec, Setting.maxOutputTokens.spec, Setting.thinking.spec, Setting.showThoughts.spec,
         Setting.systemPrompt.spec, Setting.endpoint.spec, Setting.apiVersion.spec, Setting.timeout.spec, Setting.retries.spec,
         Setting.key.spec, Setting.credentialName.spec, Setting.keyCommand.spec, Setting.keyCommandTimeout.spec, Setting.rotationDays.spec,
         Setting.apikeysEndpoint.spec, Setting.tokenCommand.spec, Setting.quotaProject.spec, Setting.keySecret.spec, Setting.secretmanagerEndpoint.spec,

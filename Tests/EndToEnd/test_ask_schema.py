@@ -94,3 +94,27 @@ def test_thinking_is_sent_as_a_level_or_a_budget_never_both(api):
         refused = ask(api, "--model", "ok", "hi", *bad)
         assert refused.code == 64, (bad, refused)
     assert api.server.requests() == []
+
+
+def test_thoughts_are_asked_for_shown_on_stderr_and_kept_out_of_the_answer(api):
+    """--thoughts (setting show_thoughts) sends includeThoughts; the summaries go dimmed to
+    stderr above the answer, into --json's `thoughts`, and never into `text` or stdout."""
+    thought = "**Weighing the question** I should keep this secret thought"
+    for streaming in ([], ["--no-stream"]):
+        api.server.clear()
+        shown = ask(api, "--model", "thinking", "--thoughts", "--think", "high", "q", *streaming)
+        assert shown.code == 0, shown
+        assert shown.out == "Forty-two.\n" and "thinking: " + thought in shown.err, (streaming, shown)
+        [request] = api.server.requests()
+        assert json.loads(request["body"])["generationConfig"] == {"thinkingConfig": {"thinkingLevel": "high", "includeThoughts": True}}
+    as_json = valid("ask", ask(api, "--model", "thinking", "--thoughts", "--json", "q").out)
+    assert as_json["thoughts"] == thought and as_json["text"] == "Forty-two."
+    api.vars["GEMVAULT_SHOW_THOUGHTS"] = "on"
+    assert valid("ask", ask(api, "--model", "thinking", "--json", "q").out)["thoughts"] == thought
+    del api.vars["GEMVAULT_SHOW_THOUGHTS"]
+    # Not asked for: no `thoughts` in --json, nothing on stderr.
+    plain = ask(api, "--model", "thinking", "--json", "q")
+    assert "thoughts" not in valid("ask", plain.out) and thought not in plain.err
+    # A model that does not think refuses includeThoughts: the message names the option.
+    refused = ask(api, "--model", "no-thinking", "--thoughts", "q")
+    assert refused.code == 6 and "include_thoughts" in refused.err and "leave out --thoughts" in refused.err, refused
