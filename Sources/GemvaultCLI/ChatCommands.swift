@@ -332,11 +332,17 @@ enum ChatCommand {
         if json || !streaming || schema != nil { handlers.onText = { _ in } }
         // Thought summaries go to stderr, dimmed and labelled, so stdout stays the answer.
         let stderrStyle = call.context.style(settings, fd: FileDescriptor.standardError.raw)
-        var thoughtsShown = false
+        var thoughtsShown = false, thoughtsEnded = false
         if showThoughts && !json && streaming {
             handlers.onThought = { text in
                 if !thoughtsShown { printer.clearSpinner(); Console.err(stderrStyle.dim("thinking: ")); thoughtsShown = true }
                 Console.err(stderrStyle.dim(EscapeNeutralizer.neutralize(text)))
+            }
+            // The answer starts on a line of its own, below the thoughts.
+            let onText = handlers.onText
+            handlers.onText = { text in
+                if thoughtsShown && !thoughtsEnded { Console.err("\n"); thoughtsEnded = true }
+                onText(text)
             }
         }
         gv_interrupt_install()
@@ -365,7 +371,7 @@ enum ChatCommand {
         if showThoughts {
             result.thoughts = turn.thoughts
             if !json && !streaming && !turn.thoughts.isEmpty { Console.err(stderrStyle.dim("thinking: " + EscapeNeutralizer.neutralize(turn.thoughts))); thoughtsShown = true }
-            if thoughtsShown { Console.err("\n") }
+            if thoughtsShown && !thoughtsEnded { Console.err("\n") }
         }
         result.text = turn.text
         result.model = turn.modelVersion ?? conversation.model
