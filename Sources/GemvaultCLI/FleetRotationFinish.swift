@@ -1,0 +1,245 @@
+import GoogleAuth
+import GoogleHTTP
+import GoogleKeys
+import Settings
+import SystemIO
+import TerminalIO
+import VaultAccess
+import VaultCore
+
+/// What follows a linked key's new version: the grace and its finish, `--finish`, `--undo`,
+/// and the clean-up of a run a kill interrupted (Docs/fleet.md).
+extension FleetRotation {
+    /// Waits out the grace with a progress line; stopping it leaves the finish recorded.
+    static func waitOut(until deadline: Int64, seconds: Double, name: String, version: UInt64) throws {
+        guard seconds > 0 else { return }
+        Console.note("waiting \(DurationText.text(seconds)) (until \(Output.isoDate(deadline))) so that every machine takes version \(version) while the old key still works; "
+                     + "stopping now leaves the finish to the next 'gemvault key rotate \(name)'")
+        let progress = ProgressLine.start("grace period for the fleet, until \(Output.isoDate(deadline))")
+        defer { progress?.stop() }
+        WaitClock.standard.sleep(seconds)
+    }
+
+    /// The version newer than `known` that holds `key`, when the newest one does; nil when
+    /// none does. When Secret Manager cannot say, `failure` (with what could not be told) is thrown.
+    static func versionHolding(_ key: SecretBytes, newerThan known: UInt64, _ manager: SecretManagerClient, _ reference: SecretReference,
+                               after failure: any Error) throws -> UInt64? {
+        do {
+            let latest = try manager.accessKey(reference)
+            return latest.version > known && latest.value.isEqual(to: key) ? latest.version : nil
+        } catch {
+            throw GoogleError(error.category, "\((failure as? GoogleError)?.message ?? "\(failure)"); whether the new key was added to \(reference.resource) cannot be told (\(error.message)), so the key is kept",
+                              hint: "the next 'gemvault key rotate --finish NAME' looks again and cleans up")
+        }
+    }
+
+    /// Disables the version a failed or interrupted run added; when it is the newest, the value
+    /// the vault keeps is added again first, since a disabled newest version makes `latest` fail
+    /// for every machine instead of falling back. False when that could not be done.
+    static func withdraw(_ manager: SecretManagerClient, _ reference: SecretReference, version: UInt64, restoring value: SecretBytes) -> Bool {
+        do {
+            let newest = try manager.versions(reference, enabledOnly: false).map(\.number).max() ?? version
+            if newest == version {
+                let restored = try manager.addVersion(reference, value: value)
+                Console.note("added the key the vault keeps to \(reference.resource) again as version \(restored), so that 'latest' answers")
+            }
+            try manager.setVersion(reference, version, enabled: false)
+            Console.note("disabled version \(version) of \(reference.resource), which held the new key")
+            return true
+        } catch {
+            Console.warning("could not withdraw version \(version) of \(reference.resource) (\(error.message))")
+            return false
+        }
+    }
+
+    // MARK: The finish
+
+    /// Disables the previous version and deletes the old key, then records it; whether the old
+    /// key was deleted (or already gone).
+    @discardableResult
+    static func complete(name: String, vault: GoogleRotation.VaultView, link: GoogleRotation.GoogleLink,
+                         _ manager: SecretManagerClient, _ reference: SecretReference) throws -> Bool {
+        guard let current = vault.key.link, let rotation = current.rotation, rotation.isPending else { return false }
+        guard rotation.previousVersion < current.version else {
+            throw CommandFailure(.failure, "the rotation of '\(name)' would disable version \(rotation.previousVersion), which is not older than version \(current.version) the vault holds; nothing was disabled")
+        }
+        let disabling = Result { () throws(GoogleError) in try manager.setVersion(reference, rotation.previousVersion, enabled: false) }
+        switch disabling {
+        case .success: Console.note("disabled version \(rotation.previousVersion) of \(reference.resource), which held the old key")
+        case .failure(let error) where error.status == 400 && error.reason == "FAILED_PRECONDITION":
+            Console.note("version \(rotation.previousVersion) of \(reference.resource) is already destroyed")
+        case .failure(let error) where error.status == 404:
+            Console.note("version \(rotation.previousVersion) of \(reference.resource) is gone")
+        case .failure(let error):
+            throw GoogleError(error.category, "the rotation of '\(name)' is stored, but disabling version \(rotation.previousVersion) of \(reference.resource) failed: \(error.message)",
+                              hint: "'gemvault key rotate --finish \(name)' tries again", status: error.status, reason: error.reason)
+        }
+        var deleted = false
+        if !rotation.retireKey.isEmpty {
+            let client = try link.client(project: GoogleKeyRecord(resource: rotation.retireKey, serviceAccount: "").project)
+            // Someone may have added the old key back meanwhile: what `latest` serves is never deleted.
+            let latest = try manager.accessKey(reference)
+            if let old = try? client.keyString(rotation.retireKey), latest.value.isEqual(to: old) {
+                throw CommandFailure(.failure, "the old key \(rotation.retireKey) is what version \(latest.version) of \(reference.resource) holds now, so it is not deleted; the rotation's finish stays recorded",
+                                     hint: "add the key you want the fleet to use as a new version; then 'gemvault key rotate --finish \(name)'")
+            }
+            do {
+                switch try GoogleRotation.deleteAtGoogle(client, rotation.retireKey) {
+                case .deleted: Console.note("deleted the old key \(rotation.retireKey) at Google ('gemvault key rotate --undo \(name)' can bring it back for 30 days)")
+                case .alreadyDeleted, .gone: Console.note("the old key \(rotation.retireKey) was already deleted at Google")
+                }
+                deleted = true
+            } catch let error as GoogleError {
+                throw GoogleError(error.category, "version \(rotation.previousVersion) is disabled, but deleting the old key \(rotation.retireKey) failed: \(error.message)",
+                                  hint: "'gemvault key rotate --finish \(name)' tries again, or delete it by hand: \(GoogleRotation.byHand(rotation.retireKey))",
+                                  status: error.status, reason: error.reason)
+            }
+        }
+        _ = try vault.apply(.finishLinkedRotation(name: name, version: rotation.previousVersion))
+        Console.note("finished the rotation of '\(name)' to version \(current.version)")
+        return deleted
+    }
+
+    /// `key rotate --finish [NAME]`.
+    static func finishCommand(_ call: Invocation, name: String) throws {
+        try GoogleRotation.withVault(call.context, name: name) { start in
+            guard let startLink = start.key.link else {
+                throw CommandFailure(.failure, "'\(name)' is not linked to Secret Manager: its rotations finish as they run",
+                                     hint: "--finish is for a key rotated through its secret with --no-wait (Docs/fleet.md)")
+            }
+            let reference = try reference(of: startLink, name: name)
+            let link = GoogleRotation.GoogleLink(call, try GoogleRotation.settings(call, vault: start.settings), transport: CurlTransport())
+            let manager = try link.secretManager()
+            try finishInterrupted(start, link, manager, reference, name: name)
+            let vault = try start.reloaded()
+            guard let current = vault.key.link, let rotation = current.rotation, rotation.isPending else {
+                Console.note("no rotation of '\(name)' waits for its finish")
+                return
+            }
+            let left = rotation.finishAfter - Output.now()
+            if left > 0 {
+                if call.flag(.noWait) {
+                    Console.note("the grace period of '\(name)' runs until \(Output.isoDate(rotation.finishAfter)) (\(Clock.elapsedText(left)) more): nothing done")
+                    return
+                }
+                try waitOut(until: rotation.finishAfter, seconds: Double(left), name: name, version: current.version)
+            }
+            let deleted = try complete(name: name, vault: vault, link: link, manager, reference)
+            try GoogleRotation.finish(call, Report(name: name, action: "finished", old_key: rotation.retireKey.nonEmpty, new_key: vault.google?.resource,
+                                    service_account: vault.google?.serviceAccount.nonEmpty, old_key_deleted: deleted,
+                                    age_days: max(0, Output.now() - vault.key.updated) / 86400, secret: reference.resource,
+                                    secret_version: current.version, previous_version: rotation.previousVersion))
+        }
+    }
+
+    // MARK: key rotate --undo
+
+    /// The previous key back for every machine: its version enabled to be read, added again as
+    /// the newest (a disabled newest version would make `latest` fail, not fall back), and the
+    /// newer version and key retired after the grace, as a rotation's are.
+    static func undo(_ call: Invocation, name: String, vault start: GoogleRotation.VaultView, link: GoogleRotation.GoogleLink) throws {
+        let (reference, grace, manager, vault) = try prepare(call, name: name, vault: start, link: link)
+        guard let current = vault.key.link, let rotation = current.rotation, let newer = vault.google,
+              let earlier = vault.summary.earlier.first else {
+            throw CommandFailure(.failure, "the current value of '\(name)' was not made by 'key rotate --create' through \(reference.resource); nothing to undo",
+                                 hint: "add the version you want to the secret, and every machine takes it")
+        }
+        let previousKey = rotation.retireKey.nonEmpty ?? earlier.google?.resource
+        try vault.journal.begin(.init(action: "--undo", made: nil, current: previousKey ?? newer.resource, retire: call.flag(.keepOld) ? nil : newer.resource,
+                                      secret: reference.resource))
+        // The previous key must work again before the fleet is sent to it.
+        if let previousKey {
+            let client = try link.client(project: GoogleKeyRecord(resource: previousKey, serviceAccount: "").project)
+            if try client.get(previousKey).isDeleted {
+                Console.note("undeleting \(previousKey) at Google")
+                _ = try client.wait(try client.undelete(previousKey), what: "undeleting \(previousKey)")
+            }
+        }
+        try manager.setVersion(reference, rotation.previousVersion, enabled: true)
+        let previous = try manager.accessKey(SecretReference(parsing: "\(reference)/versions/\(rotation.previousVersion)")!)
+        // Read, it goes back to disabled: the copy added below is the one every machine takes.
+        try manager.setVersion(reference, rotation.previousVersion, enabled: false)
+        guard earlier.masked == previous.value.masked else {
+            throw CommandFailure(.failure, "the previous value in the vault's history of '\(name)' is not version \(rotation.previousVersion) of \(reference.resource); nothing was undone",
+                                 hint: "add the version you want to the secret, and every machine takes it")
+        }
+        let restored = try manager.addVersion(reference, value: previous.value)
+        Console.note("added the previous key to \(reference.resource) again as version \(restored); machines that fetch now take it")
+        let finishAfter = Output.now() + Int64(grace.rounded(.up))
+        let retirement = LinkedRotation(previousVersion: current.version, retireKey: call.flag(.keepOld) ? "" : newer.resource, finishAfter: finishAfter)
+        _ = try vault.apply(.rollBackLinked(name: name, now: Output.now(),
+                                            link: SecretLink(reference: current.reference, version: restored, fetched: Output.now(), rotation: retirement)))
+        vault.journal.end()
+        Console.note("key '\(name)' is back to its previous value (\(previousKey ?? "version \(rotation.previousVersion)")), as version \(restored)")
+        ShareCommand.reshareAfterRotation(call.context.vault, name: name)
+        var report = Report(name: name, action: "undone", old_key: newer.resource, new_key: previousKey, service_account: newer.serviceAccount.nonEmpty,
+                            old_key_deleted: false, age_days: max(0, Output.now() - start.key.updated) / 86400, secret: reference.resource,
+                            secret_version: restored, previous_version: current.version, finish_after: Output.isoDate(finishAfter))
+        if call.flag(.noWait) {
+            Console.note("the finish is recorded in the vault: the first 'gemvault key rotate \(name)' after \(Output.isoDate(finishAfter)) (or 'gemvault key rotate --finish \(name)') disables version \(current.version)"
+                         + (call.flag(.keepOld) ? "" : " and deletes \(newer.resource) at Google"))
+            return try GoogleRotation.finish(call, report)
+        }
+        try waitOut(until: finishAfter, seconds: grace, name: name, version: restored)
+        report.old_key_deleted = try complete(name: name, vault: try vault.reloaded(), link: link, manager, reference)
+        try GoogleRotation.finish(call, report)
+    }
+
+    // MARK: A run a kill interrupted
+
+    /// What the last holder of the key's rotation lock left: a rotation killed before its vault
+    /// write has its version withdrawn and its key deleted; one killed after it has its finish
+    /// recorded in the vault already. An interrupted --undo is named: running it again completes it.
+    static func finishInterrupted(_ vault: GoogleRotation.VaultView, _ link: GoogleRotation.GoogleLink, _ manager: SecretManagerClient,
+                                  _ reference: SecretReference, name: String) throws {
+        guard let intent = vault.journal.interrupted else { return }
+        guard intent.secret == reference.resource else {
+            // A run from before the key was linked: the API Keys steps only.
+            return try GoogleRotation.finishInterrupted(vault, link, name: name)
+        }
+        let version = vault.key.link?.version ?? 0
+        let written = vault.google.map { GoogleRotation.sameKey($0.resource, intent.current) } ?? false
+        if intent.action == "--undo" {
+            if !written {
+                Console.warning("the last --undo of '\(name)' was interrupted before the vault was written; 'gemvault key rotate --undo \(name)' completes it")
+            } else if let retire = intent.retire {
+                Console.warning("the last --undo of '\(name)' was interrupted after the vault was written; the newer key \(retire) may still work: \(GoogleRotation.byHand(retire))")
+            }
+            return vault.journal.end()
+        }
+        if written {
+            Console.note("the last rotation of '\(name)' was interrupted after the vault stored version \(version); its finish is recorded"
+                         + (vault.key.link?.rotation.map { " for after \(Output.isoDate($0.finishAfter))" } ?? ""))
+            return vault.journal.end()
+        }
+        if let added = intent.added, version >= added {
+            Console.warning("the vault took version \(added) of \(reference.resource), which an interrupted rotation added, before that rotation stored it; it is kept, and the key it replaced still works"
+                            + (intent.retire.map { ": delete it once every machine has version \(added): \(GoogleRotation.byHand($0))" } ?? ""))
+            return vault.journal.end()
+        }
+        var found = intent.added
+        if intent.adding == true, let made = intent.made {
+            // Killed while the version was being added: the newest version is the run's when it
+            // holds the run's key. A key Google no longer has cannot be in use.
+            let client = try link.client(project: GoogleKeyRecord(resource: made, serviceAccount: "").project)
+            let madeString = Result { () throws(GoogleError) in try client.keyString(made) }
+            if case .failure(let error) = madeString, error.status != 404, error.status != 403, error.status != 400 { throw error }
+            if case .success(let key) = madeString {
+                if vault.key.secret.isEqual(to: key) {
+                    Console.warning("the vault took the key an interrupted rotation of '\(name)' added to \(reference.resource) before that rotation stored it; it is kept"
+                                    + (intent.retire.map { ", and the key it replaced still works: delete it once every machine has the new version: \(GoogleRotation.byHand($0))" } ?? ""))
+                    return vault.journal.end()
+                }
+                if found == nil { found = try versionHolding(key, newerThan: version, manager, reference, after: CommandFailure(.failure, "an interrupted rotation of '\(name)'")) }
+            }
+        }
+        if let found {
+            Console.note("the last rotation of '\(name)' was interrupted before it stored its new key; it had added version \(found) of \(reference.resource)")
+            guard withdraw(manager, reference, version: found, restoring: vault.key.secret) else {
+                throw CommandFailure(.network, "version \(found) of \(reference.resource), which an interrupted rotation added, could not be withdrawn; its key is kept",
+                                     hint: "'gemvault key rotate --finish \(name)' tries again")
+            }
+        }
+        try GoogleRotation.finishInterrupted(vault, link, name: name)
+    }
+}
