@@ -82,7 +82,9 @@ public struct AgentClient: Sendable {
             var link = SecretLink(reference: String(words[0]), version: version, fetched: fetched)
             if words.count == 6 {
                 guard let previous = UInt64(words[3]), let finishAfter = Int64(words[5]) else { return nil }
-                link.rotation = LinkedRotation(previousVersion: previous, retireKey: words[4] == "-" ? "" : String(words[4]), finishAfter: finishAfter)
+                let rotation = LinkedRotation(previousVersion: previous, retireKey: words[4] == "-" ? "" : String(words[4]), finishAfter: finishAfter)
+                guard rotation.isWellFormed else { return nil }
+                link.rotation = rotation
             }
             return link
         }

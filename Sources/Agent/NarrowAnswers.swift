@@ -68,6 +68,7 @@ enum NarrowCoding {
                 if marker == 2 {
                     guard let previous = input.i64(), let retire = input.text(), let finishAfter = input.i64() else { return nil }
                     link.rotation = LinkedRotation(previousVersion: UInt64(bitPattern: previous), retireKey: retire, finishAfter: finishAfter)
+                    guard link.rotation!.isWellFormed else { return nil }
                 }
                 summary.link = link
             default: return nil
@@ -231,6 +232,8 @@ enum NarrowCoding {
         if let previous = message.number(.linkPreviousVersion) {
             guard let retire = message.text(.linkRetireKey), let finishAfter = message.number(.linkFinishAfter) else { return nil }
             link.rotation = LinkedRotation(previousVersion: UInt64(bitPattern: previous), retireKey: retire, finishAfter: finishAfter)
+            // The key to retire goes into a URL at Google: only what the vault itself would hold.
+            guard link.rotation!.isWellFormed else { return nil }
         }
         return link
     }

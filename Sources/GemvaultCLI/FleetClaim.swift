@@ -44,11 +44,10 @@ extension FleetRotation {
             return !(pid.map(ProcessIdentity.isRunning) ?? false)
         }
 
-        static var thisHost: String { plain(Substring(CurrentUser.host)).nonEmpty ?? "host" }
+        static let thisHost: String = plain(Substring(CurrentUser.host)).nonEmpty ?? "host"
         /// A fingerprint of /etc/machine-id (the host name where there is none).
-        static var thisMachine: String {
+        static let thisMachine: String =
             Sodium.fingerprint(PlainFile.readText("/etc/machine-id", limit: 256).map { plain(Substring($0)) }?.nonEmpty ?? thisHost)
-        }
         static func claiming(at now: Int64) -> String {
             "claimed host=\(thisHost) machine=\(thisMachine) pid=\(ProcessIdentity.current) time=\(now)"
         }

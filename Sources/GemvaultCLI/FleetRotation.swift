@@ -229,7 +229,7 @@ enum FleetRotation {
             if vault.currentGoogle()?.resource != newName {
                 // An add whose answer was lost may have been made: the newest version says.
                 if added == nil, intent.adding == true, let made {
-                    added = try versionHolding(made, newerThan: latest.version, manager, reference, after: error)
+                    added = try versionHolding(made, newerThan: latest.version, manager, reference, name: name, after: error)
                 }
                 if let added {
                     guard withdraw(manager, reference, version: added, restoring: vault.key.secret) else {

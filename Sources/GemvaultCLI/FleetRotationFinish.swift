@@ -23,13 +23,13 @@ extension FleetRotation {
     /// The version newer than `known` that holds `key`, when the newest one does; nil when
     /// none does. When Secret Manager cannot say, `failure` (with what could not be told) is thrown.
     static func versionHolding(_ key: SecretBytes, newerThan known: UInt64, _ manager: SecretManagerClient, _ reference: SecretReference,
-                               after failure: any Error) throws -> UInt64? {
+                               name: String, after failure: any Error) throws -> UInt64? {
         do {
             let latest = try manager.accessKey(reference)
             return latest.version > known && latest.value.isEqual(to: key) ? latest.version : nil
         } catch {
             throw GoogleError(error.category, "\((failure as? GoogleError)?.message ?? "\(failure)"); whether the new key was added to \(reference.resource) cannot be told (\(error.message)), so the key is kept",
-                              hint: "the next 'gemvault key rotate --finish NAME' looks again and cleans up")
+                              hint: "the next 'gemvault key rotate --finish \(name)' looks again and cleans up")
         }
     }
 
@@ -103,15 +103,12 @@ extension FleetRotation {
     /// `key rotate --finish [NAME]`.
     static func finishCommand(_ call: Invocation, name: String) throws {
         try GoogleRotation.withVault(call.context, name: name) { start in
-            guard let startLink = start.key.link else {
+            guard start.key.link != nil else {
                 throw CommandFailure(.failure, "'\(name)' is not linked to Secret Manager: its rotations finish as they run",
                                      hint: "--finish is for a key rotated through its secret with --no-wait (Docs/fleet.md)")
             }
-            let reference = try reference(of: startLink, name: name)
             let link = GoogleRotation.GoogleLink(call, try GoogleRotation.settings(call, vault: start.settings), transport: CurlTransport())
-            let manager = try link.secretManager()
-            try finishInterrupted(start, link, manager, reference, name: name)
-            let vault = try start.reloaded()
+            let (reference, _, manager, vault) = try prepare(call, name: name, vault: start, link: link)
             guard let current = vault.key.link, let rotation = current.rotation, rotation.isPending else {
                 Console.note("no rotation of '\(name)' waits for its finish")
                 return
@@ -230,7 +227,7 @@ extension FleetRotation {
                                     + (intent.retire.map { ", and the key it replaced still works: delete it once every machine has the new version: \(GoogleRotation.byHand($0))" } ?? ""))
                     return vault.journal.end()
                 }
-                if found == nil { found = try versionHolding(key, newerThan: version, manager, reference, after: CommandFailure(.failure, "an interrupted rotation of '\(name)'")) }
+                if found == nil { found = try versionHolding(key, newerThan: version, manager, reference, name: name, after: CommandFailure(.failure, "an interrupted rotation of '\(name)'")) }
             }
         }
         if let found {

@@ -213,7 +213,9 @@ extension SecretManagerClient {
         }
         let body = try call("POST", "/v1/" + reference.resource + ":addVersion", body: .secret(request), what: "adding a version to \(reference.resource)",
                             reference: reference, retryOn: [.rateLimit])
-        guard let name = body.decode(Answer.self)?.name, let number = name.split(separator: "/").last.flatMap({ UInt64($0) }) else {
+        // The answer must name a version of this secret (by project id or number).
+        guard let name = body.decode(Answer.self)?.name, name.contains("/secrets/\(reference.secret)/versions/"),
+              let number = name.split(separator: "/").last.flatMap({ UInt64($0) }) else {
             throw GoogleError(.badData, "Secret Manager answered the new version of \(reference.resource) without its number")
         }
         return number

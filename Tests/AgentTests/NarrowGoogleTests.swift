@@ -68,5 +68,11 @@ import VaultCore
             return
         }
         #expect(undone == back && undone.rotation == nil)
+        // A key to retire that is no API Keys name (it would go into a URL at Google) is not taken.
+        var hostile = AgentMessage(code: AgentProtocol.Operation.change.rawValue)
+        NarrowCoding.add(.rotateLinkedKey(name: "lab", secret: SecretBytes(utf8: "AQ.value"), now: 50, google: record, replacedGoogle: nil,
+                                          link: SecretLink(reference: link.reference, version: 8, fetched: 50,
+                                                           rotation: LinkedRotation(previousVersion: 7, retireKey: "../../v1/evil", finishAfter: 1))), to: &hostile)
+        #expect(NarrowCoding.change(in: hostile) == nil)
     }
 }

@@ -12,8 +12,7 @@ import time
 import pytest
 
 from conftest import BIN, Env, auth_key
-from test_rotation import ACCOUNT, PROJECT_ID, PROJECT_NUMBER, RESTRICTIONS, google, service_account_file, speed_up_waits  # noqa: F401 (fixture)
-from test_vault_format import decode_payload, decrypt, parse, slot_of, unpad, unwrap
+from test_rotation import ACCOUNT, PROJECT_ID, PROJECT_NUMBER, RESTRICTIONS, google, service_account_file, setup, speed_up_waits, vault_keys  # noqa: F401 (fixture)
 
 FLEET_KEY = auth_key("FleetRotationFirst")
 SECRET = "gsm://projects/%s/secrets/gemini-key" % PROJECT_ID
@@ -63,11 +62,8 @@ def annotation(google):
 
 def vault_state(env):
     """The vault's value of 'lab' and its link, read with the PyNaCl reader."""
-    with open(env.vault, "rb") as handle:
-        vault = parse(handle.read())
-    data_key = unwrap(slot_of(vault, (1,)), b"correct horse battery staple")
     links = {}
-    keys, _ = decode_payload(unpad(decrypt(vault, data_key)), links=links)
+    keys, _ = vault_keys(env, links=links)
     return keys["lab"], links["lab"]
 
 
@@ -200,6 +196,32 @@ def test_a_failure_after_the_version_was_added_takes_it_back_and_latest_keeps_wo
     assert "claimed" not in annotation(google)
 
 
+def test_a_version_that_cannot_be_withdrawn_keeps_its_key_working(env, google):
+    """The check fails and the rotator may not disable versions: the version it added stays,
+    so its key is not deleted under the machines that may have taken it."""
+    secret_exists(google)
+    machine(env, google)
+    google.control(set={"propagation": 3600}, sm_deny_permission=[[ACCOUNT, "secretmanager.versions.disable"]])
+    failed = rotate(env, "--verify-timeout", "2s", "--grace", "0s")
+    assert failed.code in (6, 7), failed
+    assert "could not withdraw version 2" in failed.err and "which is kept (not deleted at Google)" in failed.err, failed
+    assert "--finish lab" in failed.err
+    added = versions(google)[1][0]
+    assert versions(google)[1][1] == "ENABLED" and added in live_key_strings(google)
+    assert vault_state(env)[0] == FLEET_KEY
+
+
+def test_keep_old_disables_the_previous_version_but_keeps_its_key(env, google):
+    secret_exists(google)
+    machine(env, google)
+    kept = rotate(env, "--grace", "0s", "--keep-old", "--json")
+    assert kept.code == 0, kept
+    assert not json.loads(kept.out)["old_key_deleted"]
+    second = versions(google)[1][0]
+    assert versions(google) == [(FLEET_KEY, "DISABLED"), (second, "ENABLED")] and live_key_strings(google) == {FLEET_KEY, second}
+    assert vault_state(env)[1][3][1] == ""  # no key to retire
+
+
 def test_a_rotator_without_versions_add_is_told_which_permission_and_leaves_nothing(env, google):
     secret_exists(google)
     machine(env, google)
@@ -301,3 +323,18 @@ def test_kill_9_at_every_step_leaves_a_vault_and_a_secret_the_next_run_completes
         assert "it had added version 2" in following.err and "disabled version 2" in following.err, following.err
     if step in ("key 'lab' is now", "waiting "):
         assert "finished the rotation of 'lab' to version 2" in following.err and value != FLEET_KEY
+
+
+def test_a_key_without_a_secret_takes_if_due_as_rotation_days(env, google):
+    """--if-due on a vault key that is not linked: --if-older-than rotation_days; the fleet's
+    options are refused for it."""
+    setup(env, google)
+    young = env.run("key", "rotate", "--create", "--if-due")
+    assert young.code == 0 and "younger than 90: nothing to do" in young.err, young
+    assert env.run("config", "set", "rotation_days", "0").code == 0
+    never = env.run("key", "rotate", "--create", "--if-due")
+    assert never.code == 0 and "rotation_days is 0 (never): nothing to do" in never.err, never
+    graced = env.run("key", "rotate", "--create", "--grace", "1m")
+    assert graced.code == 64 and "goes with a key linked to Secret Manager" in graced.err
+    # Nothing was made at Google: no POST to the API Keys service at all.
+    assert [call for call in google.state()["calls"] if call[0] == "POST"] == []

@@ -129,13 +129,14 @@ def setup(env, google, credential="service-account", key=OLD_KEY, key_id="old-ke
     return env
 
 
-def vault_keys(env):
-    """The vault's keys and their Google keys, read with the PyNaCl reader."""
+def vault_keys(env, links=None):
+    """The vault's keys and their Google keys, read with the PyNaCl reader; its Secret Manager
+    links go into `links` when given."""
     with open(env.vault, "rb") as handle:
         vault = parse(handle.read())
     data_key = unwrap(slot_of(vault, (1,)), b"correct horse battery staple")
     google = {}
-    keys, _ = decode_payload(unpad(decrypt(vault, data_key)), google=google)
+    keys, _ = decode_payload(unpad(decrypt(vault, data_key)), google=google, links=links)
     return keys, google
 
 

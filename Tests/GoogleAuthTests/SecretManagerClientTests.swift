@@ -116,6 +116,9 @@ private func fixture(_ name: String) throws -> String {
         let failing = FakeTransport([.json(503, "{}"), .json(200, try fixture("secret-version-added.json"))])
         #expect(throws: GoogleError.self) { try client(failing).addVersion(reference, value: key) }
         #expect(failing.sent.count == 1)
+        // An answer naming a version of another secret is not taken for this one's.
+        let other = try fixture("secret-version-added.json").replacing("secrets/gemini-key/", with: "secrets/other-key/")
+        #expect(throws: GoogleError.self) { try client(FakeTransport([.json(200, other)])).addVersion(reference, value: key) }
     }
 
     @Test func versionsAreListedAcrossPagesAndEnabledOrDisabledByNumber() throws {
