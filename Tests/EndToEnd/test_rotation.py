@@ -170,7 +170,7 @@ def check_rotated(env, google, result):
 
 def test_rotate_create_with_a_service_account_file(env, google):
     setup(env, google, "service-account")
-    google.control(set={"propagation": 6, "op_polls": 2})
+    google.control(set={"propagation": 14, "op_polls": 2})  # wide enough that a loaded machine still meets the window
     result = rotate(env, "--json")
     new_name, _ = check_rotated(env, google, result)
     report = json.loads(result.out)
