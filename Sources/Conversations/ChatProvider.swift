@@ -14,6 +14,21 @@ public enum ChatRole: Sendable, Equatable {
 public enum MessagePart: Sendable, Equatable {
     case text(String)
     case file(mimeType: String, bytes: [UInt8])
+    /// A part of an earlier reply as the model sent it, its thought signature with it: Gemini 3
+    /// wants both back, byte for byte, on the next turn.
+    case reply(ReplyPart)
+}
+
+/// One part of a model's reply as it came: text, and the opaque thought signature the provider
+/// attached to it (its own encoding, kept verbatim).
+public struct ReplyPart: Codable, Sendable, Equatable {
+    public var text: String
+    public var thoughtSignature: String?
+
+    public init(text: String, thoughtSignature: String? = nil) {
+        self.text = text
+        self.thoughtSignature = thoughtSignature
+    }
 }
 
 public struct ChatMessage: Sendable, Equatable {
@@ -27,7 +42,13 @@ public struct ChatMessage: Sendable, Equatable {
 
     /// The text parts, joined.
     public var text: String {
-        parts.compactMap { if case .text(let text) = $0 { text } else { nil } }.joined()
+        parts.compactMap {
+            switch $0 {
+            case .text(let text): text
+            case .reply(let part): part.text
+            case .file: nil
+            }
+        }.joined()
     }
 }
 
@@ -117,6 +138,25 @@ public struct ChatReply: Sendable {
     public var interrupted: Bool
     /// The thought summaries that came with it (when asked for): never part of `text`.
     public var thoughts = ""
+    /// `text` as the parts it came in, each with its thought signature; parts are joined only
+    /// where neither carries a signature, as Google requires of what is sent back.
+    public private(set) var parts: [ReplyPart] = []
+
+    /// Notes a part of the reply (the caller adds its text to `text` itself).
+    public mutating func notePart(text: String, thoughtSignature: String?) {
+        if thoughtSignature == nil, let last = parts.indices.last, parts[last].thoughtSignature == nil {
+            parts[last].text += text
+        } else if thoughtSignature != nil || !text.isEmpty {
+            parts.append(ReplyPart(text: text, thoughtSignature: thoughtSignature))
+        }
+    }
+
+    /// The parts to keep with the turn: only when a signature came, and only when they spell
+    /// `text` exactly (else the plain text goes back).
+    public var signedParts: [ReplyPart]? {
+        guard parts.contains(where: { $0.thoughtSignature != nil }), parts.map(\.text).joined() == text else { return nil }
+        return parts
+    }
 
     public init(text: String, finish: FinishReason? = nil, finishName: String? = nil, usage: TokenUsage? = nil, modelVersion: String? = nil,
                 interrupted: Bool = false) {

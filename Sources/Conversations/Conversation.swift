@@ -13,13 +13,22 @@ public struct Conversation: Sendable {
         public let modelName: String?
         /// Files sent with the user's message, sent again with every later request.
         public let attachments: [Attachment]
+        /// The reply as the parts that came with thought signatures, sent back as they came;
+        /// nil when none came (the text goes back as one part).
+        public let replyParts: [ReplyPart]?
 
-        public init(user: String, model: String, interrupted: Bool, modelName: String? = nil, attachments: [Attachment] = []) {
+        public init(user: String, model: String, interrupted: Bool, modelName: String? = nil, attachments: [Attachment] = [], replyParts: [ReplyPart]? = nil) {
             self.user = user
             self.model = model
             self.interrupted = interrupted
             self.modelName = modelName
             self.attachments = attachments
+            self.replyParts = replyParts.flatMap { $0.map(\.text).joined() == model ? $0 : nil }
+        }
+
+        /// The reply as it goes back to the model.
+        var replyMessage: ChatMessage {
+            ChatMessage(role: .model, parts: replyParts?.map(MessagePart.reply) ?? [.text(model)])
         }
     }
 
@@ -42,7 +51,7 @@ public struct Conversation: Sendable {
         var messages: [ChatMessage] = []
         for turn in turns {
             messages.append(Self.userMessage(turn.user, turn.attachments))
-            messages.append(ChatMessage(role: .model, parts: [.text(turn.model)]))
+            messages.append(turn.replyMessage)
         }
         messages.append(Self.userMessage(message, attachments))
         let system = systemPrompt.flatMap { $0.isEmpty ? nil : $0 }
@@ -64,7 +73,8 @@ public struct Conversation: Sendable {
             sessionTokens += usage.totalTokenCount ?? 0
         }
         guard reply.isKept else { return nil }
-        let turn = Turn(user: user, model: reply.text, interrupted: reply.interrupted, modelName: model, attachments: attachments)
+        let turn = Turn(user: user, model: reply.text, interrupted: reply.interrupted, modelName: model, attachments: attachments,
+                        replyParts: reply.signedParts)
         turns.append(turn)
         return turn
     }
@@ -73,7 +83,7 @@ public struct Conversation: Sendable {
     public mutating func restore(_ saved: [SavedTurn]) {
         turns = saved.map {
             Turn(user: $0.user, model: $0.model, interrupted: $0.interrupted, modelName: $0.modelName,
-                 attachments: ($0.attachments ?? []).map(\.attachment))
+                 attachments: ($0.attachments ?? []).map(\.attachment), replyParts: $0.parts)
         }
     }
 

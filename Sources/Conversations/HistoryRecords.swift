@@ -42,9 +42,11 @@ public struct SavedTurn: Codable, Sendable, Equatable {
     public var system: String?
     /// The files sent with the message.
     public var attachments: [SavedAttachment]?
+    /// The reply's parts with their thought signatures, when the model signed it.
+    public var parts: [ReplyPart]?
 
     public init(user: String, model: String, interrupted: Bool, time: Int64, modelName: String? = nil, system: String? = nil,
-                attachments: [SavedAttachment]? = nil) {
+                attachments: [SavedAttachment]? = nil, parts: [ReplyPart]? = nil) {
         self.user = user
         self.model = model
         self.interrupted = interrupted
@@ -52,6 +54,7 @@ public struct SavedTurn: Codable, Sendable, Equatable {
         self.modelName = modelName
         self.system = system
         self.attachments = attachments
+        self.parts = parts
     }
 }
 

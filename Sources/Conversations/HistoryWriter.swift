@@ -89,7 +89,8 @@ public final class ConversationRecorder {
             recordedSystem = system
             try writer?.append(turn: SavedTurn(user: turn.user, model: turn.model, interrupted: turn.interrupted, time: now,
                                                modelName: turn.modelName, system: change,
-                                               attachments: turn.attachments.isEmpty ? nil : turn.attachments.map { SavedAttachment($0, keepContent: keepAttachments) }))
+                                               attachments: turn.attachments.isEmpty ? nil : turn.attachments.map { SavedAttachment($0, keepContent: keepAttachments) },
+                                               parts: turn.replyParts))
         }
     }
 

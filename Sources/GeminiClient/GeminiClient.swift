@@ -126,6 +126,7 @@ public final class GeminiClient {
                         result.thoughts += thought
                         handlers.onThought(thought)
                     }
+                    result.noteParts(of: chunk.candidates?.first?.content)
                     let text = chunk.visibleText
                     if !text.isEmpty {
                         result.text += text
@@ -206,6 +207,7 @@ public final class GeminiClient {
         var result = ChatReply(text: response.visibleText, finish: FinishReason(gemini: finishName, blockReason: blockReason), finishName: finishName,
                                usage: response.usage, modelVersion: response.modelVersion)
         result.thoughts = response.candidates?.first?.content?.thoughtText ?? ""
+        result.noteParts(of: response.candidates?.first?.content)
         if let problem = errors.finishProblem(result.finish, finishMessage: response.candidates?.first?.finishMessage,
                                               thoughtTokens: result.usage?.thoughtsTokenCount, anyText: !result.text.isEmpty) {
             throw CutReply(failure: problem, reply: result)

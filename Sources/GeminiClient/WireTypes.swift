@@ -11,11 +11,18 @@ public struct Part: Codable, Sendable, Equatable {
     public var inlineData: InlineData?
     /// Thought-summary parts; never printed and never kept in history.
     public var thought: Bool?
+    /// Gemini 3's opaque signature of its thinking, on any part: sent back verbatim.
+    public var thoughtSignature: String?
 
     public init(text: String) {
         self.text = text
         self.inlineData = nil
         self.thought = nil
+    }
+
+    init(text: String, thoughtSignature: String?) {
+        self.init(text: text)
+        self.thoughtSignature = thoughtSignature
     }
 
     public init(inlineData: InlineData) {
@@ -185,6 +192,7 @@ extension Part {
         switch part {
         case .text(let text): self.init(text: text)
         case .file(let mimeType, let bytes): self.init(inlineData: InlineData(mimeType: mimeType, data: Sodium.base64(bytes)))
+        case .reply(let part): self.init(text: part.text, thoughtSignature: part.thoughtSignature)
         }
     }
 }
@@ -199,6 +207,16 @@ extension GenerationConfig {
         case nil: break
         }
         if options.includeThoughts { thinkingConfig = ThinkingConfig(thinkingLevel: thinkingConfig?.thinkingLevel, thinkingBudget: thinkingConfig?.thinkingBudget, includeThoughts: true) }
+    }
+}
+
+extension ChatReply {
+    /// Notes the reply's parts from one response: a thought's signature is kept on an empty
+    /// part (its summary is not sent back).
+    mutating func noteParts(of content: Content?) {
+        for part in content?.parts ?? [] where part.text != nil || part.thoughtSignature != nil {
+            notePart(text: part.thought == true ? "" : part.text ?? "", thoughtSignature: part.thoughtSignature)
+        }
     }
 }
 

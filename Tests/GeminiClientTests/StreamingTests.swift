@@ -81,6 +81,33 @@ import VaultCore
         #expect(transport.sent.count == 1)
     }
 
+    /// Each signature stays on the part it came with; unsigned pieces are joined, never into a
+    /// signed part; a thought's signature is kept on an empty part, its summary left out.
+    @Test(arguments: [1, 5, 1 << 20])
+    func thoughtSignaturesAreKeptWithTheirParts(pieceSize: Int) throws {
+        let reply = try stream(FakeTransport([try sse("streaming-success-signed.sse", pieceSize: pieceSize)]))
+        #expect(reply.text == "Signed plain, 末尾。")
+        let expected = [ReplyPart(text: "", thoughtSignature: "dGhvdWdodA=="), ReplyPart(text: "Signed ", thoughtSignature: "c2lnbmVkK/8="),
+                        ReplyPart(text: "plain, 末尾。"), ReplyPart(text: "", thoughtSignature: "ZW5k/w==")]
+        #expect(reply.signedParts == expected)
+        // Sent back on the next turn exactly so.
+        var conversation = Conversation(model: "gemini-test", systemPrompt: nil, generation: GenerationOptions())
+        conversation.record(user: "q", reply: reply)
+        let next = GenerateContentRequest(conversation.request(for: "again"))
+        let model = try #require(next.contents.dropFirst().first?.parts)
+        #expect(model.map(\.text) == expected.map(\.text) && model.map(\.thoughtSignature) == expected.map(\.thoughtSignature))
+        #expect(model.allSatisfy { $0.thought == nil })
+    }
+
+    @Test func aReplyWithoutSignaturesGoesBackAsOnePlainPart() throws {
+        let reply = try stream(FakeTransport([try sse("streaming-success-text.sse")]))
+        #expect(reply.signedParts == nil)
+        var conversation = Conversation(model: "gemini-test", systemPrompt: nil, generation: GenerationOptions())
+        conversation.record(user: "q", reply: reply)
+        let next = GenerateContentRequest(conversation.request(for: "again"))
+        #expect(next.contents[1].parts == [Part(text: reply.text)])
+    }
+
     @Test func unknownFieldsAndEnumValuesDoNotFailTheDecode() throws {
         let reply = try stream(FakeTransport([try sse("streaming-success-unknown-enums.sse")]))
         #expect(reply.text == "Fine." && reply.finish == .complete)
