@@ -39,6 +39,8 @@ public final class ChatREPL {
     public var stopCheck: (() -> String?)?
     /// Why the chat ended on its own, when `stopCheck` said so.
     public private(set) var stopReason: String?
+    /// The thought summaries of the last reply, for `/thoughts`.
+    var lastThoughts = ""
 
     public init(conversation: Conversation, client: any ChatProvider, style: Style, interactive: Bool, allowSecrets: Bool = false,
                 recorder: ConversationRecorder? = nil, bubbles: Bool = false, markdown: MarkdownRenderer? = nil,
@@ -301,7 +303,7 @@ public final class ChatREPL {
         } else {
             live = nil
         }
-        let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted, prefix: modelLabel, live: live)
+        let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted, prefix: modelLabel, live: live, thoughts: thoughtDisplay)
         // Until a reply is kept, this message is the one `/retry` sends again.
         failedMessage = (message, attachments)
         do {
@@ -314,6 +316,7 @@ public final class ChatREPL {
                 failure = cut.failure
             }
             try printer.finish()
+            lastThoughts = reply.thoughts
             if let failure { report(failure) } else if reply.interrupted { Console.err(style.yellow("[interrupted]") + "\n") }
             // What is kept follows the one rule for cut-off replies: a reply cut at its length or
             // stopped by Ctrl-C stays; a filtered or blocked one leaves the conversation as it was.
@@ -332,6 +335,14 @@ public final class ChatREPL {
             Console.error("\(error)")
         }
         gv_interrupt_clear()
+    }
+
+    /// Where thought summaries show, when they are asked for: folded into a line among
+    /// bubbles, above the answer in the plain chat, on stderr without a terminal.
+    private var thoughtDisplay: ThoughtDisplay? {
+        guard conversation.generation.includeThoughts else { return nil }
+        guard interactive && Terminal.stdoutIsTerminal else { return .standardError(style) }
+        return bubbles ? .folded(style) : .above(style)
     }
 
     /// The user's message as sent: in bubbles, its bubble (with its files) in place of the lines

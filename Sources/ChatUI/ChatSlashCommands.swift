@@ -18,6 +18,7 @@ extension ChatREPL {
     /system [TEXT]      show or set the system instruction (/system off removes it)
     /temperature T      set the temperature (0 to 2)
     /think [LEVEL]      how much the model thinks: minimal, low, medium, high, or a token budget (0 off, -1 the model's choice); alone, show it
+    /thoughts [on|off]  show the last reply's thought summaries; on/off asks for them with each reply or stops
     /attach FILE        send a file with the next message (text, image or PDF)
     /detach             drop the files waiting for the next message
     /bubbles [on|off]   draw messages as bubbles or plain lines (alone, switch)
@@ -85,6 +86,8 @@ extension ChatREPL {
             } else {
                 Console.error("/think takes minimal, low, medium or high, or a number of tokens from 0 to 32768 (-1: the model's choice)")
             }
+        case "/thoughts":
+            try thoughts(argument)
         case "/clear":
             conversation.clear()
             recorder?.startNew()
@@ -130,6 +133,25 @@ extension ChatREPL {
             Console.error("unknown command \(parts[0]); /help lists them")
         }
         return true
+    }
+
+    /// `/thoughts`: the last reply's summaries in full; `on`/`off` asks for them from the next message.
+    private func thoughts(_ argument: String) throws(StandardOutputFailure) {
+        switch argument.lowercased() {
+        case "on", "off":
+            conversation.generation.includeThoughts = argument.lowercased() == "on"
+            Console.err(argument.lowercased() == "on" ? "thought summaries on: each reply shows them above the answer\n" : "thought summaries off\n")
+        case "":
+            guard !lastThoughts.isEmpty else {
+                Console.err(conversation.generation.includeThoughts ? "the last reply came with no thought summaries\n"
+                                                                   : "no thought summaries: '/thoughts on' asks for them with each reply\n")
+                return
+            }
+            let text = EscapeNeutralizer.neutralize(lastThoughts)
+            try Console.out(style.dim("thinking: " + text) + (text.hasSuffix("\n") ? "" : "\n"))
+        default:
+            Console.error("/thoughts takes on or off, or nothing to show the last reply's")
+        }
     }
 
     /// `/bubbles [on|off]`: the chat's style from the next message on.

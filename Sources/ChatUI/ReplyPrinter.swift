@@ -4,6 +4,17 @@ import Rendering
 import SystemIO
 import TerminalIO
 
+/// Where thought summaries (`--thoughts`) are shown while they stream, above the answer.
+public enum ThoughtDisplay {
+    /// Dimmed and labelled on stderr, so stdout stays the answer (`ask`, a chat without a terminal).
+    case standardError(Style)
+    /// Dimmed and labelled on the screen, above the answer (the plain chat).
+    case above(Style)
+    /// One dimmed line on the screen that each new heading replaces, left as a note that
+    /// `/thoughts` expands (bubbles).
+    case folded(Style)
+}
+
 /// Prints a streaming reply: a spinner on stderr until the first visible text, then the text
 /// on stdout, either drawn live from markdown (`LiveReply`, on a terminal) or as it came, with
 /// control and escape sequences neutralised. Retries are announced on stderr, with a countdown
@@ -29,13 +40,18 @@ public final class ReplyPrinter {
     public private(set) var endsWithNewline = true
     /// The write to stdout that failed; nothing more is written after it.
     private var outputFailure: StandardOutputFailure?
+    private let thoughtDisplay: ThoughtDisplay?
+    /// The summaries so far, and whether they are being shown (until the answer starts).
+    private var thoughtText = ""
+    private var thoughtsOpen = false
 
     /// `prefix` is written before the first text printed as it came (the chat's label); a live
-    /// reply has its own.
-    public init(spinner: Bool, prefix: String = "", live: LiveReply? = nil) {
+    /// reply has its own. `thoughts` shows thought summaries as they stream; nil shows none.
+    public init(spinner: Bool, prefix: String = "", live: LiveReply? = nil, thoughts: ThoughtDisplay? = nil) {
         self.spinnerEnabled = spinner
         self.prefix = prefix
         self.live = live
+        self.thoughtDisplay = thoughts
     }
 
     /// Handlers that print, and cancel on Ctrl-C.
@@ -54,11 +70,69 @@ public final class ReplyPrinter {
             },
             onTick: { [self] in self.tick() },
             isCancelled: { [self] in self.outputFailure != nil || gv_interrupt_pending() != 0 },
-            onThinking: { [self] in self.thinking = true })
+            onThinking: { [self] in self.thinking = true },
+            onThought: { [self] text in try? self.thought(text) })
+    }
+
+    /// A piece of a thought summary, shown as `thoughts` says until the answer starts.
+    func thought(_ text: String) throws(StandardOutputFailure) {
+        guard let thoughtDisplay, !shownText, outputFailure == nil else { return }
+        clearSpinner()
+        let safe = EscapeNeutralizer.neutralize(text)
+        switch thoughtDisplay {
+        case .standardError(let style):
+            Console.err(style.dim((thoughtsOpen ? "" : "thinking: ") + safe))
+        case .above(let style):
+            try write(style.dim((thoughtsOpen ? "" : "thinking: ") + safe))
+        case .folded(let style):
+            thoughtText += text
+            let columns = max(20, (Terminal.columns ?? TerminalSize.fallback.columns) - 1)
+            try write("\r\u{1B}[2K" + style.dim(Self.fitted("💭 " + Self.latestHeading(thoughtText), columns: columns)))
+        }
+        thoughtsOpen = true
+    }
+
+    /// Ends the thoughts on their own line, before the answer; a folded line stays as a note.
+    private func closeThoughts() throws(StandardOutputFailure) {
+        guard thoughtsOpen, let thoughtDisplay else { return }
+        thoughtsOpen = false
+        switch thoughtDisplay {
+        case .standardError: Console.err("\n")
+        case .above: try write("\n")
+        case .folded(let style):
+            let words = thoughtText.split(whereSeparator: \.isWhitespace).count
+            try write("\r\u{1B}[2K" + style.dim("💭 thought summary, \(words) word\(words == 1 ? "" : "s"): /thoughts shows it") + "\n")
+        }
+    }
+
+    /// The last `**heading**` of the summaries (each thought starts with one), else their last line.
+    static func latestHeading(_ text: String) -> String {
+        let pieces = text.split(separator: "**", omittingEmptySubsequences: false)
+        // Odd pieces are inside a pair of `**`.
+        if let heading = pieces.indices.filter({ $0 % 2 == 1 && $0 < pieces.count - 1 }).map({ String(pieces[$0]).trimmedWhitespace }).last(where: { !$0.isEmpty }) {
+            return heading + "…"
+        }
+        return String(text.split(whereSeparator: \.isNewline).last ?? "").trimmedWhitespace
+    }
+
+    static func fitted(_ line: String, columns: Int) -> String {
+        let flat = line.replacing("\n", with: " ")
+        return flat.count > columns ? String(flat.prefix(columns - 1)) + "…" : flat
+    }
+
+    /// A write of the thoughts' own to the screen; a failure is kept like the answer's.
+    private func write(_ text: String) throws(StandardOutputFailure) {
+        do {
+            try Console.out(text)
+        } catch {
+            outputFailure = error
+            throw error
+        }
     }
 
     public func print(_ text: String) throws(StandardOutputFailure) {
         if let outputFailure { throw outputFailure }
+        if !text.isEmpty { try closeThoughts() }
         if let live {
             try show(live.feed(text))
             return
@@ -110,8 +184,8 @@ public final class ReplyPrinter {
             return
         }
         retryAt = nil
-        // Quick replies get no spinner: it starts after about 300 ms.
-        guard frame > 3 else { return }
+        // Quick replies get no spinner: it starts after about 300 ms; shown thoughts need none.
+        guard frame > 3, !thoughtsOpen else { return }
         Console.err("\r\u{1B}[2K" + frames[frame % frames.count] + (thinking ? " Gemini is thinking…" : " waiting for Gemini…"))
         spinnerShown = true
     }
@@ -132,6 +206,7 @@ public final class ReplyPrinter {
     public func finish() throws(StandardOutputFailure) {
         clearSpinner()
         if let outputFailure { throw outputFailure }
+        try closeThoughts()
         if let live { try show(live.finish()) }
         if shownText && !endsWithNewline { try show("\n") }
     }

@@ -246,14 +246,16 @@ public struct StreamHandlers {
     public var onRetry: (RetryNotice) -> Void
     public var onTick: () -> Void
     public var isCancelled: () -> Bool
-    /// A thought part arrived (never shown): the model is thinking, not silent.
+    /// A thought part arrived: the model is thinking, not silent.
     public var onThinking: () -> Void
     /// A thought summary's text, as it streams (asked for with includeThoughts).
-    public var onThought: (String) -> Void = { _ in }
+    public var onThought: (String) -> Void
 
     public init(onText: @escaping (String) -> Void = { _ in }, onRetry: @escaping (RetryNotice) -> Void = { _ in },
-                onTick: @escaping () -> Void = {}, isCancelled: @escaping () -> Bool = { false }, onThinking: @escaping () -> Void = {}) {
+                onTick: @escaping () -> Void = {}, isCancelled: @escaping () -> Bool = { false }, onThinking: @escaping () -> Void = {},
+                onThought: @escaping (String) -> Void = { _ in }) {
         self.onThinking = onThinking
+        self.onThought = onThought
         self.onText = onText
         self.onRetry = onRetry
         self.onTick = onTick

@@ -17,6 +17,19 @@ public struct ErrorMapper: Sendable {
     public var apiVersion: String
     /// Where to look for the models a key can use: a command, or the chat's `/models`.
     public var modelsAdvice = "run 'gemvault models' to list the models your key can use"
+    /// The option to change when a 400 names a request field (Gemini refuses a field the model lacks).
+    public var optionAdvice: [OptionAdvice] = []
+
+    /// Words of Google's message (lowercase) that point at one option, and what to do about it.
+    public struct OptionAdvice: Sendable {
+        public let words: [String]
+        public let hint: String
+
+        public init(words: [String], hint: String) {
+            self.words = words
+            self.hint = hint
+        }
+    }
 
     public init(keyOrigin: String, keyReplaceHint: String, keyKind: GoogleKeyKind, model: String, apiVersion: String) {
         self.keyOrigin = keyOrigin
@@ -98,8 +111,11 @@ public struct ErrorMapper: Sendable {
             return GeminiError(category: .network, message: "the Gemini server failed (\(code) \(statusName)): \(message)",
                                hint: "try again later", status: code, cause: .status(statusName), serverMessage: message)
         default:
+            // A refused field has no ErrorInfo reason: only Google's message names it.
+            let said = (envelope?.message ?? "").lowercased()
+            let advice = code == 400 ? optionAdvice.first { $0.words.contains(where: said.contains) } : nil
             return GeminiError(category: .refused, message: "Gemini refused the request (\(code) \(statusName)): \(message)",
-                               status: code, cause: .status(statusName))
+                               hint: advice?.hint, status: code, cause: .status(statusName), serverMessage: message)
         }
     }
 

@@ -12,7 +12,7 @@ import VaultCore
 let chatCommands: [CommandSpec] = [
     CommandSpec(path: ["chat"], arguments: "", argumentRange: 0...0,
                 summary: "chat with Gemini (Ctrl-C stops a reply, Ctrl-D leaves)",
-                options: generationOptions + keySourceOptions + [.attach, .keepAttachments, .allowSecrets, .noSave, .continueChat, .resume, .bubbles, .rawReply],
+                options: generationOptions + keySourceOptions + [.attach, .keepAttachments, .allowSecrets, .noSave, .continueChat, .resume, .bubbles, .rawReply, .thoughts],
                 details: """
                 Type /help inside the chat for its commands. Multi-line input: paste it, or open and close a block with \"\"\".
                 Files given with -a go with the first message; /attach FILE adds one to the next.
@@ -93,14 +93,24 @@ enum ChatCommand {
         var errors = ErrorMapper(keyOrigin: key.source.label, keyReplaceHint: key.source.replaceHint, keyKind: key.secret.googleKeyKind,
                                  model: settings[.model], apiVersion: settings[.apiVersion])
         if let modelsAdvice { errors.modelsAdvice = modelsAdvice }
+        errors.optionAdvice = optionAdvice
         return (GeminiClient(configuration: configuration, apiKey: key.secret, errors: errors), settings, key.source)
     }
+
+    /// What to change when Gemini refuses an option (a 400 that names it), said once for ask and chat.
+    static let optionAdvice = [
+        ErrorMapper.OptionAdvice(words: ["include_thoughts", "includethoughts"],
+                                 hint: "this model does not think, so it has no thought summaries: leave out --thoughts (in a chat, /thoughts off), or 'gemvault config set show_thoughts off'"),
+        ErrorMapper.OptionAdvice(words: ["thinking_level", "thinking level", "thinkinglevel", "thinking_budget", "thinking budget", "thinkingbudget", "thinking_config"],
+                                 hint: "change --think or --think-budget (in a chat, /think), or the 'thinking' setting: this model takes another level or budget, or none"),
+    ]
 
     static func conversation(_ settings: Settings, _ provider: any ChatProvider, _ call: Invocation) throws -> Conversation {
         try provider.checkModelName(settings[.model])
         var generation = GenerationOptions(temperature: settings[.temperature], topP: settings[.topP],
                                            topK: settings[.topK], maxOutputTokens: settings[.maxOutputTokens])
         generation.thinking = try thinking(call, settings)
+        generation.includeThoughts = call.flag(.thoughts) || settings[.showThoughts]
         return Conversation(model: settings[.model], systemPrompt: settings[.systemPrompt], generation: generation)
     }
 
@@ -312,8 +322,7 @@ enum ChatCommand {
         let (client, settings) = try client(call)
         var conversation = try conversation(settings, client, call)
         conversation.generation.responseJSONSchema = schema?.json
-        let showThoughts = call.flag(.thoughts) || settings[.showThoughts]
-        conversation.generation.includeThoughts = showThoughts
+        let showThoughts = conversation.generation.includeThoughts
         if showThoughts { result.thoughts = "" }
         result.model = conversation.model
         let request = conversation.request(for: prompt, attachments: attachments)
@@ -327,24 +336,12 @@ enum ChatCommand {
         // A structured reply is checked whole before any of it is printed.
         let markdown = schema == nil ? markdownRenderer(call, call.context.style(settings, fd: FileDescriptor.standardOutput.raw)) : nil
         let live = markdown.map { LiveReply(markdown: $0, frame: .labelled(StyledLine()), size: windowSize, reflows: Terminal.reflowsOnResize) }
-        let printer = ReplyPrinter(spinner: ProgressLine.isWanted, live: live)
-        var handlers = printer.handlers()
-        if json || !streaming || schema != nil { handlers.onText = { _ in } }
         // Thought summaries go to stderr, dimmed and labelled, so stdout stays the answer.
         let stderrStyle = call.context.style(settings, fd: FileDescriptor.standardError.raw)
-        var thoughtsShown = false, thoughtsEnded = false
-        if showThoughts && !json && streaming {
-            handlers.onThought = { text in
-                if !thoughtsShown { printer.clearSpinner(); Console.err(stderrStyle.dim("thinking: ")); thoughtsShown = true }
-                Console.err(stderrStyle.dim(EscapeNeutralizer.neutralize(text)))
-            }
-            // The answer starts on a line of its own, below the thoughts.
-            let onText = handlers.onText
-            handlers.onText = { text in
-                if thoughtsShown && !thoughtsEnded { Console.err("\n"); thoughtsEnded = true }
-                onText(text)
-            }
-        }
+        let printer = ReplyPrinter(spinner: ProgressLine.isWanted, live: live,
+                                   thoughts: showThoughts && !json && streaming ? .standardError(stderrStyle) : nil)
+        var handlers = printer.handlers()
+        if json || !streaming || schema != nil { handlers.onText = { _ in } }
         gv_interrupt_install()
         // A script's `kill` or a closed terminal still gets its JSON object, like Ctrl-C.
         if json { gv_interrupt_install_termination() }
@@ -358,20 +355,13 @@ enum ChatCommand {
         } catch let cut as CutReply {
             turn = cut.reply
             failure = cut.failure
-        } catch let refused as GeminiError where showThoughts && refused.status == 400 && (refused.serverMessage ?? refused.message).lowercased().contains("thought") {
-            try printer.finish()
-            // A model that does not think refuses includeThoughts: name the option that sent it.
-            throw GeminiError(category: refused.category, message: refused.message,
-                              hint: "this model does not think, so it has no thought summaries: leave out --thoughts (or 'gemvault config set show_thoughts off')",
-                              status: refused.status, cause: refused.cause, serverMessage: refused.serverMessage)
         } catch {
             try printer.finish()
             throw error
         }
         if showThoughts {
             result.thoughts = turn.thoughts
-            if !json && !streaming && !turn.thoughts.isEmpty { Console.err(stderrStyle.dim("thinking: " + EscapeNeutralizer.neutralize(turn.thoughts))); thoughtsShown = true }
-            if thoughtsShown && !thoughtsEnded { Console.err("\n") }
+            if !json && !streaming && !turn.thoughts.isEmpty { Console.err(stderrStyle.dim("thinking: " + EscapeNeutralizer.neutralize(turn.thoughts)) + "\n") }
         }
         result.text = turn.text
         result.model = turn.modelVersion ?? conversation.model

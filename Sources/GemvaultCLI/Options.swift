@@ -177,7 +177,7 @@ extension OptionSpec {
     static let countTokens = OptionSpec(name: "--count-tokens", value: nil, help: "print the prompt's token count instead of asking")
     static let firstByteTimeout = OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the first byte", setting: Setting.timeout.spec)
     static let thoughts = OptionSpec(name: "--thoughts", value: nil,
-                                     help: "ask for the model's thought summaries: dimmed on stderr above the answer, or 'thoughts' in --json (setting 'show_thoughts')")
+                                     help: "ask for the model's thought summaries and show them dimmed above the answer (ask: on stderr, or 'thoughts' in --json; chat bubbles: folded into a line /thoughts expands) (setting 'show_thoughts')")
     static let schema = OptionSpec(name: "--schema", value: "FILE",
                                    help: "ask for JSON shaped by this JSON Schema, check the reply against it, print it (exit 8 when it does not match)")
     static let rawReply = OptionSpec(name: "--raw", value: nil, help: "print the reply's text untouched (no markdown rendering)")

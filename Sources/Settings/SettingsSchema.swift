@@ -218,7 +218,7 @@ extension Setting where Value == Double {
 
 extension Setting where Value == Bool {
     public static let showThoughts = with("show_thoughts", .choice(["on", "off"]), default: "off",
-                                          "ask for the model's thought summaries and show them above the answer (as ask --thoughts)", { $0 == "on" })
+                                          "ask for the model's thought summaries and show them above the answer (as --thoughts on ask and chat)", { $0 == "on" })
 }
 
 extension Setting where Value == Double? {

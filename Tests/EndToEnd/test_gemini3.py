@@ -5,7 +5,8 @@ import urllib.error
 import urllib.request
 
 import fake_gemini
-from conftest import GOOD_KEY
+from conftest import BIN, GOOD_KEY
+from ptyrun import PtySession
 from test_ask import ask
 from test_history import conversations
 
@@ -69,3 +70,69 @@ def test_an_ask_keeps_the_signatures_of_a_whole_reply_too(api):
     chat = api.run("chat", "--resume", conversations(api)[0]["id"], "--model", "signed", input="more\n")
     assert chat.code == 0 and "Signed answer 2" in chat.out, chat
     assert model_turns(api.server.requests()[-1]) == [signed_reply(1)]
+
+
+THOUGHT = "**Weighing the question** I should keep this secret thought"
+
+
+def chat_session(api, *args):
+    session = PtySession([BIN, "chat"] + list(args), dict(api.vars))
+    session.expect(r"you ›")
+    return session
+
+
+def include_thoughts(request):
+    return json.loads(request["body"]).get("generationConfig", {}).get("thinkingConfig", {}).get("includeThoughts")
+
+
+def test_a_plain_chat_shows_thoughts_dimmed_above_the_answer(api):
+    s = chat_session(api, "--model", "thinking", "--thoughts")
+    try:
+        s.mark()
+        s.line("q")
+        s.expect(r"Forty-two\.")
+        s.expect(r"you ›")
+        lines = [line.rstrip() for line in s.screen.all_lines() if line.strip()]
+        thought_row = lines.index("thinking: " + THOUGHT)
+        assert "Forty-two." in lines[thought_row + 1], lines
+        # Dimmed (SGR 2), and asked for.
+        assert "\x1b[2mthinking: " in s.raw()
+        assert include_thoughts(api.server.requests()[-1]) is True
+        # /thoughts off stops asking; /thoughts shows the last reply's in full.
+        s.line("/thoughts off")
+        s.expect(r"thought summaries off")
+        s.line("again")
+        s.expect(r"you ›.*\n(.*\n)*.*Forty-two\.")
+        assert include_thoughts(api.server.requests()[-1]) is None
+        s.line("/exit")
+        assert s.wait() == 0
+    finally:
+        s.close()
+
+
+def test_bubbles_fold_the_thoughts_into_one_line_that_slash_thoughts_expands(api):
+    s = chat_session(api, "--model", "thinking", "--bubbles", "--thoughts")
+    try:
+        s.mark()
+        s.line("q")
+        s.expect(r"Forty-two\.")
+        s.expect(r"you ›")
+        screen = "\n".join(s.screen.all_lines())
+        assert "💭 thought summary, 9 words: /thoughts shows it" in screen, screen
+        assert "I should keep this secret thought" not in screen, screen
+        s.mark()
+        s.line("/thoughts")
+        s.expect(r"thinking: \*\*Weighing the question\*\* I should keep this secret thought")
+        s.line("/exit")
+        assert s.wait() == 0
+    finally:
+        s.close()
+
+
+def test_a_chat_whose_model_refuses_thoughts_names_the_option(api):
+    result = api.run("chat", "--model", "no-thinking", "--thoughts", input="q\n", passphrase=False)
+    assert "include_thoughts" in result.err and "/thoughts off" in result.err and "--thoughts" in result.err, result
+    api.vars["GEMVAULT_SHOW_THOUGHTS"] = "on"
+    piped = api.run("chat", "--model", "thinking", input="q\n", passphrase=False)
+    # Without a terminal the thoughts go to stderr, the answer to stdout.
+    assert "thinking: " + THOUGHT in piped.err and THOUGHT not in piped.out and "Forty-two." in piped.out, piped
