@@ -65,12 +65,14 @@ let package = Package(
         /// The conversation model, its encrypted history, and the provider seam: the neutral
         /// request, reply, usage, finish reason and failure kind, and the `ChatProvider` protocol.
         .target(name: "Conversations", dependencies: ["VaultCore", "SystemIO", "TerminalIO"]),
+        /// What each key spends: the usage ledger (sealed like history), the price table, budgets.
+        .target(name: "Spending", dependencies: ["Conversations", "VaultCore", "SystemIO"]),
         /// The terminal renderers ask, chat and history share: markdown, live replies, bubbles, line breaking.
         .target(name: "Rendering", dependencies: ["CCmark", "CSystemShims", "SystemIO", "TerminalIO"]),
         /// The chat REPL and its slash commands.
         .target(name: "ChatUI", dependencies: ["Conversations", "Rendering", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims", "GoogleKeys"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "Settings", "KeyResolution", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP", "AgeFormat", "Sharing"]),
+        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "Settings", "KeyResolution", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP", "AgeFormat", "Sharing", "Spending"]),
 
         /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
         .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "Settings", "Rendering", "VaultCore"]),
@@ -100,6 +102,7 @@ let package = Package(
         .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "Conversations", "GoogleHTTP", "GoogleKeys", "VaultCore", "GemvaultTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "VaultCore", "GemvaultTesting"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),
+        .testTarget(name: "SpendingTests", dependencies: ["Spending", "Conversations", "VaultCore", "SystemIO", "GemvaultTesting"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "Rendering", "TerminalIO"]),
         .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "AgeFormat", "Sharing", "Conversations", "GeminiClient", "Settings", "KeyResolution", "GoogleAuth", "GoogleHTTP", "SystemIO", "VaultAccess", "VaultCore", "GemvaultTesting"]),
         .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GemvaultTesting", "SystemIO", "VaultCore"], exclude: ["Fixtures"]),

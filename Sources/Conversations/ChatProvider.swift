@@ -98,12 +98,19 @@ public struct TokenUsage: Codable, Sendable, Equatable {
     public var promptTokenCount: Int?
     public var candidatesTokenCount: Int?
     public var thoughtsTokenCount: Int?
+    /// The prompt tokens of tools (Search results, fetched pages): billed as input.
+    public var toolUsePromptTokenCount: Int?
+    /// The part of the prompt served from a cache: billed at the cached rate.
+    public var cachedContentTokenCount: Int?
     public var totalTokenCount: Int?
 
-    public init(promptTokenCount: Int? = nil, candidatesTokenCount: Int? = nil, thoughtsTokenCount: Int? = nil, totalTokenCount: Int? = nil) {
+    public init(promptTokenCount: Int? = nil, candidatesTokenCount: Int? = nil, thoughtsTokenCount: Int? = nil, totalTokenCount: Int? = nil,
+                toolUsePromptTokenCount: Int? = nil, cachedContentTokenCount: Int? = nil) {
         self.promptTokenCount = promptTokenCount
         self.candidatesTokenCount = candidatesTokenCount
         self.thoughtsTokenCount = thoughtsTokenCount
+        self.toolUsePromptTokenCount = toolUsePromptTokenCount
+        self.cachedContentTokenCount = cachedContentTokenCount
         self.totalTokenCount = totalTokenCount
     }
 }

@@ -113,6 +113,8 @@ struct UsageMetadata: Codable, Sendable {
     var promptTokenCount: Int?
     var candidatesTokenCount: Int?
     var thoughtsTokenCount: Int?
+    var toolUsePromptTokenCount: Int?
+    var cachedContentTokenCount: Int?
     var totalTokenCount: Int?
 }
 
@@ -140,7 +142,8 @@ public struct GenerateContentResponse: Codable, Sendable {
     public var usage: TokenUsage? {
         usageMetadata.map {
             TokenUsage(promptTokenCount: $0.promptTokenCount, candidatesTokenCount: $0.candidatesTokenCount,
-                       thoughtsTokenCount: $0.thoughtsTokenCount, totalTokenCount: $0.totalTokenCount)
+                       thoughtsTokenCount: $0.thoughtsTokenCount, totalTokenCount: $0.totalTokenCount,
+                       toolUsePromptTokenCount: $0.toolUsePromptTokenCount, cachedContentTokenCount: $0.cachedContentTokenCount)
         }
     }
 }

@@ -1,0 +1,81 @@
+import Conversations
+
+/// The tokens a key spent, by the kinds Google bills: the prompt (cached tokens are part of it,
+/// billed at the cached rate), the tool-use prompt (Search, URL context), the answer and the
+/// thinking (both billed as output), and the requests they came in.
+public struct UsageCounts: Sendable, Equatable {
+    public var requests = 0
+    public var prompt = 0
+    public var cached = 0
+    public var toolUse = 0
+    public var output = 0
+    public var thoughts = 0
+
+    public init(requests: Int = 0, prompt: Int = 0, cached: Int = 0, toolUse: Int = 0, output: Int = 0, thoughts: Int = 0) {
+        self.requests = requests
+        self.prompt = prompt
+        self.cached = cached
+        self.toolUse = toolUse
+        self.output = output
+        self.thoughts = thoughts
+    }
+
+    /// One reply's usage; counts Google left out are 0.
+    public init(_ usage: TokenUsage) {
+        self.init(requests: 1, prompt: max(0, usage.promptTokenCount ?? 0), cached: max(0, usage.cachedContentTokenCount ?? 0),
+                  toolUse: max(0, usage.toolUsePromptTokenCount ?? 0), output: max(0, usage.candidatesTokenCount ?? 0),
+                  thoughts: max(0, usage.thoughtsTokenCount ?? 0))
+    }
+
+    public var total: Int { prompt + toolUse + output + thoughts }
+
+    public static func + (left: UsageCounts, right: UsageCounts) -> UsageCounts {
+        UsageCounts(requests: left.requests &+ right.requests, prompt: left.prompt &+ right.prompt, cached: left.cached &+ right.cached,
+                    toolUse: left.toolUse &+ right.toolUse, output: left.output &+ right.output, thoughts: left.thoughts &+ right.thoughts)
+    }
+
+    /// The fields in their stored order.
+    var fields: [Int] { [requests, prompt, cached, toolUse, output, thoughts] }
+
+    init?(fields: ArraySlice<Int>) {
+        guard fields.count == 6, fields.allSatisfy({ $0 >= 0 }) else { return nil }
+        let values = Array(fields)
+        self.init(requests: values[0], prompt: values[1], cached: values[2], toolUse: values[3], output: values[4], thoughts: values[5])
+    }
+}
+
+/// A day in UTC, as days since 1970-01-01.
+public struct UsageDay: Sendable, Hashable, Comparable {
+    public let number: Int
+
+    public init(number: Int) { self.number = number }
+    public init(seconds: Int64) { number = Int((seconds >= 0 ? seconds : seconds - 86_399) / 86_400) }
+
+    public static func < (left: UsageDay, right: UsageDay) -> Bool { left.number < right.number }
+
+    /// `2026-12-05` (the civil date of the proleptic Gregorian calendar).
+    public var text: String {
+        let (year, month, day) = civil
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(year)-\(two(month))-\(two(day))"
+    }
+
+    /// The first day of this day's month.
+    public var monthStart: UsageDay {
+        let (_, _, day) = civil
+        return UsageDay(number: number - (day - 1))
+    }
+
+    /// Howard Hinnant's days-to-civil algorithm.
+    var civil: (year: Int, month: Int, day: Int) {
+        let z = number + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthPart = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthPart + 2) / 5 + 1
+        let month = monthPart < 10 ? monthPart + 3 : monthPart - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}
