@@ -41,6 +41,11 @@ public final class ChatREPL {
     public private(set) var stopReason: String?
     /// The thought summaries of the last reply, for `/thoughts`.
     var lastThoughts = ""
+    /// Asked before each request with the model: false keeps it from being sent (a budget it
+    /// would pass), the reason already said.
+    public var beforeRequest: ((ChatRequest, String) -> Bool)?
+    /// Told of each reply's usage and model; returns the status line to show under it, if any.
+    public var afterReply: ((TokenUsage?, String) -> String?)?
 
     public init(conversation: Conversation, client: any ChatProvider, style: Style, interactive: Bool, allowSecrets: Bool = false,
                 recorder: ConversationRecorder? = nil, bubbles: Bool = false, markdown: MarkdownRenderer? = nil,
@@ -288,6 +293,8 @@ public final class ChatREPL {
         // A question about a credential in the message stands between it and the bubble: it stays.
         let typedLinesAbove = typedRows > 0 && SecretScanner.findings(in: message).isEmpty
         guard maySend(message) else { return }
+        let request = conversation.request(for: message, attachments: attachments)
+        if beforeRequest?(request, conversation.model) == false { return }
         gv_interrupt_clear()
         // Echo off while the reply streams: keys typed meanwhile wait unseen for the next prompt,
         // which shows them, instead of landing in the reply (an Enter would break its redraw).
@@ -310,13 +317,14 @@ public final class ChatREPL {
             let reply: ChatReply
             var failure: (any ChatFailure)?
             do {
-                reply = try client.stream(conversation.request(for: message, attachments: attachments), model: conversation.model, handlers: printer.handlers())
+                reply = try client.stream(request, model: conversation.model, handlers: printer.handlers())
             } catch let cut as CutReply {
                 reply = cut.reply
                 failure = cut.failure
             }
             try printer.finish()
             lastThoughts = reply.thoughts
+            if let status = afterReply?(reply.usage, conversation.model), interactive { Console.err(style.dim(status) + "\n") }
             if let failure { report(failure) } else if reply.interrupted { Console.err(style.yellow("[interrupted]") + "\n") }
             // What is kept follows the one rule for cut-off replies: a reply cut at its length or
             // stopped by Ctrl-C stays; a filtered or blocked one leaves the conversation as it was.

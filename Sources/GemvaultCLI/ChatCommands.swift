@@ -12,7 +12,7 @@ import VaultCore
 let chatCommands: [CommandSpec] = [
     CommandSpec(path: ["chat"], arguments: "", argumentRange: 0...0,
                 summary: "chat with Gemini (Ctrl-C stops a reply, Ctrl-D leaves)",
-                options: generationOptions + keySourceOptions + [.attach, .keepAttachments, .allowSecrets, .noSave, .continueChat, .resume, .bubbles, .rawReply, .thoughts],
+                options: generationOptions + keySourceOptions + [.attach, .keepAttachments, .allowSecrets, .noSave, .continueChat, .resume, .bubbles, .rawReply, .thoughts, .overBudget],
                 details: """
                 Type /help inside the chat for its commands. Multi-line input: paste it, or open and close a block with \"\"\".
                 Files given with -a go with the first message; /attach FILE adds one to the next.
@@ -21,7 +21,7 @@ let chatCommands: [CommandSpec] = [
     CommandSpec(path: ["ask"], arguments: "[PROMPT...]", argumentRange: 0...Int.max,
                 summary: "ask once and stream the answer to stdout (stdin is added to the prompt)",
                 options: generationOptions + keySourceOptions + [.attach, .keepAttachments, .noStream, .countTokens, .allowSecrets, .noSave,
-                                                                 .rawReply, .schema, .thoughts, .json],
+                                                                 .rawReply, .schema, .thoughts, .overBudget, .json],
                 details: """
                 Example: git diff | gemvault ask "review this"
                 Attached files: text goes inline under its name; PNG, JPEG, WebP, GIF, HEIC, HEIF and PDF files go as inline data, \
@@ -191,6 +191,21 @@ enum ChatCommand {
                             bubbles: bubbles, markdown: markdownRenderer(call, chatStyle), attachments: attachments,
                             secretFiles: secretFiles(context),
                             clipboard: TerminalClipboard(environment: context.helperEnvironment, outputIsTerminal: Terminal.stdoutIsTerminal))
+        let spending = try SpendGuard(context: context, settings: settings, keySource: keySource, overBudget: call.flag(.overBudget))
+        repl.beforeRequest = { request, model in
+            do {
+                try spending.check(request, model: model, provider: client)
+                return true
+            } catch {
+                _ = ErrorReport.report(error)
+                return false
+            }
+        }
+        repl.afterReply = { usage, model in
+            // The conversation so far, once its model has a price.
+            guard spending.record(usage, model: model) != nil else { return nil }
+            return "this chat: \(spending.conversationTokens) tokens, about \(spending.money(spending.conversationCost))"
+        }
         if keyFromSession {
             repl.stopCheck = {
                 (try? context.vault.sessionIsOpen()) == true ? nil
@@ -214,6 +229,8 @@ enum ChatCommand {
         @Nullable var finishReason: String?
         @Nullable var blockReason: String?
         @Nullable var usage: TokenUsage?
+        /// The reply's estimated cost, when its model has a price.
+        @Nullable var cost: ReplyCost?
         var interrupted = false
         @Nullable var totalTokens: Int?
         /// With --schema: the reply parsed, once it matched.
@@ -222,7 +239,7 @@ enum ChatCommand {
         var thoughts: String?
         @Nullable var error: AskError?
 
-        enum CodingKeys: String, CodingKey { case text, model, finishReason, blockReason, usage, interrupted, totalTokens, data, thoughts, error }
+        enum CodingKeys: String, CodingKey { case text, model, finishReason, blockReason, usage, cost, interrupted, totalTokens, data, thoughts, error }
 
         func encode(to encoder: Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
@@ -231,6 +248,7 @@ enum ChatCommand {
             try container.encode(_finishReason, forKey: .finishReason)
             try container.encode(_blockReason, forKey: .blockReason)
             try container.encode(_usage, forKey: .usage)
+            try container.encode(_cost, forKey: .cost)
             try container.encode(interrupted, forKey: .interrupted)
             try container.encode(_totalTokens, forKey: .totalTokens)
             // Present (null until it matched) only with --schema: the envelope stays as it was otherwise.
@@ -238,6 +256,12 @@ enum ChatCommand {
             try container.encodeIfPresent(thoughts, forKey: .thoughts)
             try container.encode(_error, forKey: .error)
         }
+    }
+
+    struct ReplyCost: Encodable {
+        let amount: Double
+        let currency: String
+        let prices: String
     }
 
     struct AskError: Encodable {
@@ -319,9 +343,10 @@ enum ChatCommand {
         let attachments = try attachments(call)
         let schema = try call.value(.schema).map { try StructuredReply.load($0, call) }
         if schema != nil { result.data = .some(nil) }
-        let (client, settings) = try client(call)
+        let (client, settings, keySource) = try clientWithKey(call)
         var conversation = try conversation(settings, client, call)
         conversation.generation.responseJSONSchema = schema?.json
+        let spending = try SpendGuard(context: call.context, settings: settings, keySource: keySource, overBudget: call.flag(.overBudget))
         let showThoughts = conversation.generation.includeThoughts
         if showThoughts { result.thoughts = "" }
         result.model = conversation.model
@@ -332,6 +357,7 @@ enum ChatCommand {
             if json { result.totalTokens = total } else { try Console.out("\(total)\n") }
             return
         }
+        try spending.check(request, model: conversation.model, provider: client)
         let streaming = !call.flag(.noStream)
         // A structured reply is checked whole before any of it is printed.
         let markdown = schema == nil ? markdownRenderer(call, call.context.style(settings, fd: FileDescriptor.standardOutput.raw)) : nil
@@ -368,6 +394,9 @@ enum ChatCommand {
         result.finishReason = turn.finishName
         if case .blocked(let reason)? = turn.finish { result.blockReason = reason }
         result.usage = turn.usage
+        result.cost = spending.record(turn.usage, model: conversation.model).map {
+            ReplyCost(amount: $0, currency: spending.prices.currency, prices: spending.prices.origin)
+        }
         result.interrupted = turn.interrupted
         if json || schema != nil {
             printer.clearSpinner()

@@ -135,6 +135,11 @@ extension OptionSpec {
     static let rawHistory = OptionSpec(name: "--raw", value: nil, help: "the text as saved, unstyled; escape sequences are shown as text, never run")
     static let all = OptionSpec(name: "--all", value: nil, help: "delete every saved conversation")
     static let olderThan = OptionSpec(name: "--older-than", value: "DURATION", help: "delete those last written before, such as 30d")
+    static let overBudget = OptionSpec(name: "--over-budget", value: nil,
+                                       help: "send even when the request could take the key past its daily or monthly budget (budget_daily, budget_monthly, key budget)")
+    static let days = OptionSpec(name: "--days", value: "N", help: "the last N days, today included (default 30)")
+    static let daily = OptionSpec(name: "--daily", value: "AMOUNT", help: "what the key may spend a day (UTC), in the price table's currency; 'none' removes it")
+    static let monthly = OptionSpec(name: "--monthly", value: "AMOUNT", help: "what the key may spend a calendar month (UTC); 'none' removes it")
     static let yes = OptionSpec(name: "--yes", value: nil, help: "delete without asking (needed for --all and --older-than without a terminal)")
     static let format = OptionSpec(name: "--format", value: "md|json", help: "\(HistoryCommand.defaultFormat.rawValue) (default) or json")
 

@@ -151,7 +151,7 @@ enum JSONSchema: String, CaseIterable {
     case initResult = "init", keyList = "key-list", keyHistory = "key-history", inspect, status
     case configList = "config-list", configExplain = "config-explain", keyWhich = "key-which", doctor
     case ask, models, historyList = "history-list", historyExport = "history-export", historySearch = "history-search", recoveryCode = "recovery-code"
-    case keyRotate = "key-rotate"
+    case keyRotate = "key-rotate", keyUsage = "key-usage"
     case identity, keyShareList = "key-share-list", keyImport = "key-import"
 
     var version: Int { 1 }

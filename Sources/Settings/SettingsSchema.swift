@@ -200,6 +200,8 @@ extension Setting where Value == String? {
                                               mayHoldSecret: true, text)
     public static let keySecret = optional("key_secret", .line, "a Secret Manager secret whose value is the key (gsm://projects/P/secrets/S[/versions/N]), fetched on every use and held in memory only", text)
     public static let quotaProject = optional("quota_project", .line, "Google project billed for API Keys calls made with a user's credentials", text)
+    public static let prices = optional("prices", .line,
+                                        "prices per million tokens: MODEL=INPUT/OUTPUT[/CACHED] entries separated by commas (currency=EUR for another currency), or the path of a JSON prices file; the built-in table otherwise", text)
     public static let thinking = optional("thinking", .choice(["minimal", "low", "medium", "high"]),
                                           "how much the model thinks before it answers (Gemini 3's thinkingLevel; the model's default when unset)", text)
 }
@@ -224,6 +226,11 @@ extension Setting where Value == Bool {
 extension Setting where Value == Double? {
     public static let temperature = optional("temperature", .number(0...2), "sampling temperature (model default when unset)", number)
     public static let topP = optional("top_p", .number(0...1), "nucleus sampling probability", number)
+    /// Budgets, in the price table's currency; a key's own (`key budget`) wins.
+    public static let budgetDaily = optional("budget_daily", .number(0...1_000_000),
+                                             "what a key may spend in a day (UTC), in the price table's currency; a request that would pass it is refused (exit 6) unless --over-budget", number)
+    public static let budgetMonthly = optional("budget_monthly", .number(0...1_000_000),
+                                               "what a key may spend in a calendar month (UTC), as budget_daily", number)
 }
 
 extension Setting where Value == Int {
@@ -245,6 +252,7 @@ public enum SettingsSchema {
         Setting.apikeysEndpoint.spec, Setting.tokenCommand.spec, Setting.quotaProject.spec, Setting.keySecret.spec, Setting.secretmanagerEndpoint.spec,
         Setting.secretCacheTTL.spec, Setting.secretMaxStale.spec,
         Setting.sessionIdle.spec, Setting.sessionMax.spec, Setting.history.spec, Setting.color.spec, Setting.chatStyle.spec,
+        Setting.prices.spec, Setting.budgetDaily.spec, Setting.budgetMonthly.spec,
     ]
 
     public static func spec(named name: String) -> SettingSpec? { all.first { $0.name == name } }

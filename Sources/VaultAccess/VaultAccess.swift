@@ -255,6 +255,15 @@ public final class VaultAccess {
         return try openDocument().contents.settings
     }
 
+    /// The vault's settings and conversation keys when they come without a prompt: from the
+    /// vault this command already opened, or an unlocked session; nil otherwise.
+    public func settingsAndConversationKeysWithoutPrompt() throws -> (settings: [String: String], conversationKeys: [SecretBytes])? {
+        if let opened { return (opened.document.contents.settings, opened.document.contents.conversationKeys) }
+        guard let settings = try sessionSettings(),
+              let keys = try throughSession({ agent throws(AgentError) in try agent.conversationKeys() }) else { return nil }
+        return (settings, keys)
+    }
+
     /// The keys that open the conversation history, current first.
     public func conversationKeys() throws -> [SecretBytes] {
         if let keys = try throughSession({ agent throws(AgentError) in try agent.conversationKeys() }) { return keys }

@@ -1,0 +1,150 @@
+import Conversations
+import Settings
+import Spending
+import SystemIO
+import TerminalIO
+import VaultCore
+
+let spendCommands: [CommandSpec] = [
+    CommandSpec(path: ["key", "usage"], arguments: "[NAME]", argumentRange: 0...1,
+                summary: "tokens and estimated cost by key, model and day, from the usage ledger",
+                options: [.days, .json],
+                details: """
+                Every reply of chat and ask adds its tokens (prompt, cached, tool use, answer, thinking) to an encrypted ledger; this reads it with the vault (a session or the passphrase). Costs come from the price table (the 'prices' setting, else the built-in one, dated): an estimate, not Google's bill. A key used elsewhere (a leaked copy) spends nothing here. Docs/usage.md.
+                """,
+                run: SpendCommand.usage),
+    CommandSpec(path: ["key", "budget"], arguments: "NAME", argumentRange: 1...1,
+                summary: "show or set what a key may spend a day and a month",
+                options: [.daily, .monthly],
+                details: """
+                Budgets are in the price table's currency and count UTC days and months. Before each request, chat and ask add an estimate (countTokens for the prompt, max_output_tokens or 8192 tokens for the reply) to what the key spent: past a budget the request is refused with exit 6 (--over-budget sends it anyway); at 80% a warning. A key's own budget wins over the budget_daily and budget_monthly settings.
+                """,
+                run: SpendCommand.budget),
+]
+
+enum SpendCommand {
+    struct Row: Encodable {
+        let day: String
+        let key: String
+        let model: String
+        let requests: Int
+        let promptTokens: Int
+        let cachedTokens: Int
+        let toolUseTokens: Int
+        let outputTokens: Int
+        let thoughtsTokens: Int
+        @Nullable var cost: Double?
+    }
+
+    struct KeyTotal: Encodable {
+        let key: String
+        let tokens: Int
+        let cost: Double
+        /// Models without a price, whose tokens the cost leaves out.
+        let unpriced: [String]
+        @Nullable var budgetDaily: Double?
+        @Nullable var budgetMonthly: Double?
+        let spentToday: Double
+        let spentThisMonth: Double
+        /// Days more than 3× the key's usual one.
+        let unusualDays: [String]
+    }
+
+    struct Report: Encodable {
+        let days: Int
+        let currency: String
+        let prices: String
+        let rows: [Row]
+        let keys: [KeyTotal]
+        let notes: [String]
+    }
+
+    static func usage(_ call: Invocation) throws {
+        let days: Int
+        if let text = call.value(.days) {
+            guard let number = Int(text), (1...3660).contains(number) else { throw UsageError("--days takes a number of days from 1 to 3660, not '\(text)'", command: call.command) }
+            days = number
+        } else {
+            days = 30
+        }
+        let context = call.context
+        let settings = try context.keyResolver(call).settings(vaultSettings: try context.vault.settings())
+        let prices = try SpendGuard.prices(settings)
+        let keys = try context.historyKeys()
+        let (summary, notes) = try UsageLedger(history: context.history).read(with: keys, now: Clock.now())
+        notes.forEach { Console.warning($0) }
+        let now = Clock.now()
+        let today = UsageDay(seconds: now)
+        let first = UsageDay(number: today.number - days + 1)
+        let name = call.positionals.first
+        let rows = summary.rows(from: first, key: name).map { row in
+            Row(day: row.day.text, key: row.key, model: row.model, requests: row.counts.requests, promptTokens: row.counts.prompt,
+                cachedTokens: row.counts.cached, toolUseTokens: row.counts.toolUse, outputTokens: row.counts.output,
+                thoughtsTokens: row.counts.thoughts, cost: prices.cost(row.counts, model: row.model))
+        }
+        let vaultSettings = try context.vault.settings()
+        let totals = Set(rows.map(\.key)).union(name.map { [$0] } ?? []).sorted().map { key -> KeyTotal in
+            let mine = rows.filter { $0.key == key }
+            let daily = summary.dailyCost(of: key, prices: prices).days
+            let budget = SpendGuard.budget(for: key, settings: settings, vaultSettings: vaultSettings)
+            let unusual = daily.keys.filter { $0 >= first }.sorted().filter { day in
+                SpendGuard.usualDay(daily, before: day).map { (daily[day] ?? 0) > SpendGuard.unusualFactor * $0 } ?? false
+            }
+            return KeyTotal(key: key, tokens: mine.reduce(0) { $0 + $1.promptTokens + $1.toolUseTokens + $1.outputTokens + $1.thoughtsTokens },
+                            cost: mine.compactMap(\.cost).reduce(0, +), unpriced: Array(Set(mine.filter { $0.cost == nil }.map(\.model))).sorted(),
+                            budgetDaily: budget.daily, budgetMonthly: budget.monthly, spentToday: daily[today] ?? 0,
+                            spentThisMonth: daily.filter { $0.key >= today.monthStart && $0.key <= today }.values.reduce(0, +),
+                            unusualDays: unusual.map(\.text))
+        }
+        let report = Report(days: days, currency: prices.currency, prices: prices.origin, rows: rows, keys: totals, notes: notes)
+        if call.flag(.json) { return try Output.json(report, schema: .keyUsage) }
+        try Console.out(text(report))
+    }
+
+    static func text(_ report: Report) -> String {
+        func money(_ amount: Double?) -> String { amount.map { SpendGuard.money($0, currency: report.currency) } ?? "no price" }
+        guard !report.rows.isEmpty || !report.keys.isEmpty else {
+            return "no usage in the last \(report.days) day\(report.days == 1 ? "" : "s")\n"
+        }
+        var table = [["DAY", "KEY", "MODEL", "REQUESTS", "PROMPT", "CACHED", "TOOLS", "OUTPUT", "THINKING", "COST"]]
+        for row in report.rows {
+            table.append([row.day, row.key, row.model, "\(row.requests)", "\(row.promptTokens)", "\(row.cachedTokens)", "\(row.toolUseTokens)",
+                          "\(row.outputTokens)", "\(row.thoughtsTokens)", money(row.cost)])
+        }
+        var text = Output.table(table.map { $0.map(EscapeNeutralizer.neutralize) })
+        text += "\n"
+        for key in report.keys {
+            var line = "\(EscapeNeutralizer.neutralize(key.key)): \(key.tokens) tokens, \(money(key.cost)) in \(report.days) days; today \(money(key.spentToday))"
+            if let daily = key.budgetDaily { line += " of \(money(daily))" }
+            line += ", this month \(money(key.spentThisMonth))"
+            if let monthly = key.budgetMonthly { line += " of \(money(monthly))" }
+            if !key.unpriced.isEmpty { line += " (no price for \(key.unpriced.map(EscapeNeutralizer.neutralize).joined(separator: ", ")): not counted)" }
+            text += line + "\n"
+            for day in key.unusualDays { text += "  \(day): more than 3× the key's usual day\n" }
+        }
+        return text + "Costs are estimates from \(report.prices) (\(report.currency)); Google's bill is the reference.\n"
+    }
+
+    static func budget(_ call: Invocation) throws {
+        let name = call.positionals[0]
+        let context = call.context
+        let names = SpendGuard.budgetSettingNames(name)
+        let changes = try [(call.value(.daily), names.daily, "--daily"), (call.value(.monthly), names.monthly, "--monthly")].compactMap { value, setting, flag -> (String, String?)? in
+            guard let value else { return nil }
+            if value == "none" { return (setting, nil) }
+            guard let amount = Double(value), amount.isFinite, (0...1_000_000).contains(amount) else {
+                throw UsageError("\(flag) takes an amount from 0 to 1000000 (in the price table's currency), or 'none', not '\(value)'", command: call.command)
+            }
+            return (setting, String(amount))
+        }
+        guard try context.vault.keySummaries().contains(where: { $0.name == name }) else {
+            throw CommandFailure(.failure, "there is no key '\(name)' in the vault", hint: "'gemvault key list' shows the keys")
+        }
+        for (setting, value) in changes { try context.vault.apply(.setting(name: setting, value: value)) }
+        let settings = try context.keyResolver(call).settings(vaultSettings: try context.vault.settings())
+        let budget = SpendGuard.budget(for: name, settings: settings, vaultSettings: try context.vault.settings())
+        let currency = try SpendGuard.prices(settings).currency
+        func shown(_ amount: Double?) -> String { amount.map { SpendGuard.money($0, currency: currency) } ?? "none" }
+        try Console.out("\(name): daily \(shown(budget.daily)), monthly \(shown(budget.monthly))\n")
+    }
+}

@@ -1,0 +1,183 @@
+import Conversations
+import FoundationEssentials
+import KeyResolution
+import Settings
+import Spending
+import SystemIO
+import TerminalIO
+import VaultCore
+
+/// What a key spends, for `ask` and `chat`: each reply's usage goes into the ledger, and
+/// before a request the key's budgets are checked against the ledger and an estimate.
+final class SpendGuard {
+    let keyName: String
+    let prices: PriceTable
+    private let ledger: UsageLedger
+    private let context: Context
+    private let budget: Budget
+    private let overBudget: Bool
+    /// Said once per command: a budget that could not be checked, an unusual day.
+    private var warned: Set<String> = []
+    /// This conversation's spending, for the chat's status line.
+    private(set) var conversationTokens = 0
+    private(set) var conversationCost = 0.0
+
+    /// A reply without a stated limit is estimated at this many output tokens.
+    static let defaultReplyEstimate = 8192
+    static let warningShare = 0.8
+    /// A day's spending this many times the key's usual one is worth a warning.
+    static let unusualFactor = 3.0
+
+    struct Budget: Equatable {
+        var daily: Double?
+        var monthly: Double?
+        var isSet: Bool { daily != nil || monthly != nil }
+    }
+
+    init(context: Context, settings: Settings, keySource: KeySource, overBudget: Bool) throws {
+        self.context = context
+        self.keyName = Self.ledgerName(keySource)
+        self.prices = try Self.prices(settings)
+        self.ledger = UsageLedger(history: context.history)
+        self.overBudget = overBudget
+        let vault = (try? context.vault.settingsAndConversationKeysWithoutPrompt())?.settings ?? [:]
+        budget = Self.budget(for: keyName, settings: settings, vaultSettings: vault)
+    }
+
+    /// The name a key has in the ledger: its vault name, else where it came from.
+    static func ledgerName(_ source: KeySource) -> String {
+        switch source {
+        case .vault(_, let name): name
+        case .environment(let variable): "$" + variable
+        case .keyFile(let path), .keyFileFlag(let path): "file:" + path
+        case .systemdCredential(let path): "systemd:" + (path.split(separator: "/").last.map(String.init) ?? path)
+        case .keyCommand: "key_command"
+        case .secretManager(let secret, _): secret
+        }
+    }
+
+    /// The vault settings that hold one key's own budgets (`key budget`).
+    static func budgetSettingNames(_ key: String) -> (daily: String, monthly: String) {
+        (Setting.budgetDaily.name + "@" + key, Setting.budgetMonthly.name + "@" + key)
+    }
+
+    static func budget(for key: String, settings: Settings, vaultSettings: [String: String]) -> Budget {
+        let names = budgetSettingNames(key)
+        return Budget(daily: vaultSettings[names.daily].flatMap(Double.init) ?? settings[.budgetDaily],
+                      monthly: vaultSettings[names.monthly].flatMap(Double.init) ?? settings[.budgetMonthly])
+    }
+
+    /// The `prices` setting's table: entries, or a JSON file named by its path; the built-in one otherwise.
+    static func prices(_ settings: Settings) throws -> PriceTable {
+        guard let value = settings[.prices] else { return .builtIn }
+        let origin = "the prices setting"
+        do {
+            if value.hasPrefix("/") || value.hasPrefix("~") {
+                let path = ProcessIdentity.expandingTilde(value)
+                guard let file = try TrustedFile.open(path, requirement: .configuration) else {
+                    throw CommandFailure(.usage, "the prices file \(path) does not exist", hint: "fix the 'prices' setting")
+                }
+                return try PriceTable.parse(json: try file.readAll(limit: 1 << 20), origin: "prices file \(path)")
+            }
+            return try PriceTable.parse(setting: value, origin: origin)
+        } catch let error as PriceTable.ParseError {
+            guard case .invalid(let reason) = error else { throw error }
+            throw CommandFailure(.usage, "the 'prices' setting cannot be used: \(reason)", hint: "see 'gemvault help config' or Docs/usage.md")
+        }
+    }
+
+    // MARK: Before a request
+
+    /// Refuses (exit 6) a request that would take the key past a budget, unless --over-budget;
+    /// warns at 80 % and on a day far above the key's usual. Costs nothing without a budget.
+    func check(_ request: ChatRequest, model: String, provider: any ChatProvider) throws {
+        guard budget.isSet else { return }
+        guard let keys = try? context.vault.settingsAndConversationKeysWithoutPrompt().map({ try HistoryKeys(seeds: $0.conversationKeys) }) else {
+            warnOnce("the budget of key '\(keyName)' was not checked: the usage ledger opens only with the vault (unlock a session with 'gemvault unlock')")
+            return
+        }
+        guard let price = prices.price(of: model) else {
+            warnOnce("the budget of key '\(keyName)' was not checked: there is no price for model '\(model)' (add one with the 'prices' setting)")
+            return
+        }
+        let now = Clock.now()
+        let (summary, notes) = try ledger.read(with: keys, now: now)
+        notes.forEach { warnOnce($0) }
+        let today = UsageDay(seconds: now)
+        let daily = summary.dailyCost(of: keyName, prices: prices).days
+        let spentToday = daily[today] ?? 0
+        let spentMonth = daily.filter { $0.key >= today.monthStart && $0.key <= today }.values.reduce(0, +)
+        warnIfUnusual(daily, today: today)
+        let promptTokens = try provider.countTokens(request, model: model, handlers: StreamHandlers())
+        let replyTokens = request.options.maxOutputTokens ?? Self.defaultReplyEstimate
+        let estimate = (Double(promptTokens) * price.input + Double(replyTokens) * price.output) / 1_000_000
+        for (limit, spent, period, flag) in [(budget.daily, spentToday, "daily", "--daily"), (budget.monthly, spentMonth, "monthly", "--monthly")] {
+            guard let limit else { continue }
+            let figures = "spent \(money(spent)) of \(money(limit)) \(period == "daily" ? "today (UTC)" : "this month (UTC)"); this request may cost up to \(money(estimate)) (\(promptTokens) prompt tokens counted, \(replyTokens) reply tokens allowed)"
+            if spent + estimate > limit {
+                if overBudget {
+                    Console.warning("past the \(period) budget of key '\(keyName)' (--over-budget): \(figures)")
+                    continue
+                }
+                throw CommandFailure(.apiRefused, "not sent: this request could take key '\(keyName)' past its \(period) budget: \(figures)",
+                                     hint: "pass --over-budget to send it anyway, or raise the budget ('gemvault key budget \(keyName) \(flag) AMOUNT')")
+            }
+            if spent + estimate >= limit * Self.warningShare {
+                warnOnce("key '\(keyName)' is at \(Int((100 * (spent + estimate) / max(limit, 1e-9)).rounded()))% of its \(period) budget: \(figures)")
+            }
+        }
+    }
+
+    /// A day more than 3× the median of the key's other days with spending in the last 30.
+    private func warnIfUnusual(_ daily: [UsageDay: Double], today: UsageDay) {
+        guard let median = Self.usualDay(daily, before: today), let spent = daily[today], spent > Self.unusualFactor * median else { return }
+        warnOnce("key '\(keyName)' spent \(money(spent)) today, more than \(Int(Self.unusualFactor))× its usual day (\(money(median)), the median of the last 30 days): check what uses it")
+    }
+
+    /// The median of the days with spending among the 30 before `day`; nil with fewer than 3.
+    static func usualDay(_ daily: [UsageDay: Double], before day: UsageDay) -> Double? {
+        let earlier = daily.filter { $0.key < day && $0.key.number >= day.number - 30 && $0.value > 0 }.values.sorted()
+        guard earlier.count >= 3 else { return nil }
+        return earlier.count % 2 == 1 ? earlier[earlier.count / 2] : (earlier[earlier.count / 2 - 1] + earlier[earlier.count / 2]) / 2
+    }
+
+    // MARK: After a reply
+
+    /// Adds the reply's usage to the ledger (sealed, no unlock needed) and to this
+    /// conversation's count; returns its estimated cost when the model has a price.
+    @discardableResult
+    func record(_ usage: TokenUsage?, model: String) -> Double? {
+        guard let usage else { return nil }
+        let counts = UsageCounts(usage)
+        let cost = prices.cost(counts, model: model)
+        conversationTokens += counts.total
+        conversationCost += cost ?? 0
+        do {
+            guard let recipient = try context.history.recipient()?.publicKey else {
+                warnOnce("this reply's usage is not in the ledger: the vault was never opened here ('gemvault unlock' once)")
+                return cost
+            }
+            try ledger.append(UsageLedger.Entry(key: keyName, model: model, day: UsageDay(seconds: Clock.now()), counts: counts), recipient: recipient)
+        } catch {
+            warnOnce("this reply's usage is not in the ledger: \(error)")
+        }
+        return cost
+    }
+
+    func money(_ amount: Double) -> String { Self.money(amount, currency: prices.currency) }
+
+    /// `$0.0123` for dollars, `1.50 EUR` for another currency: cents, or four places below a cent.
+    static func money(_ amount: Double, currency: String) -> String {
+        let places = amount != 0 && abs(amount) < 0.1 ? 4 : 2
+        let scale = places == 4 ? 10_000.0 : 100.0
+        let units = Int((abs(amount) * scale).rounded())
+        let whole = units / Int(scale), fraction = String(units % Int(scale))
+        let text = (amount < 0 ? "-" : "") + "\(whole)." + String(repeating: "0", count: places - fraction.count) + fraction
+        return currency == "USD" ? "$" + text : text + " " + currency
+    }
+
+    private func warnOnce(_ message: String) {
+        guard warned.insert(message).inserted else { return }
+        Console.warning(message)
+    }
+}
