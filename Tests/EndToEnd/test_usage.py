@@ -1,0 +1,177 @@
+"""What each key spends (Docs/usage.md): the usage ledger written without an unlock, `key usage`,
+prices, budgets refused before a request (exit 6), the 80 % warning, an unusual day, the chat's
+status line and `ask --json`'s usage and cost."""
+import glob
+import json
+import os
+
+import pytest
+
+from conftest import BIN, GOOD_KEY
+from ptyrun import PtySession
+from test_fit_in import valid
+from test_session import session  # noqa: F401  (the fixture)
+
+# metered: prompt 1000 (200 of them cached), tool use 300, answer 400, thinking 500.
+PRICES = "metered=1/10,echo=1/10"
+METERED_COST = (800 * 1 + 300 * 1 + 200 * 0.1 + (400 + 500) * 10) / 1e6
+
+
+def ledger_files(env):
+    return glob.glob(os.path.join(env.vars["XDG_STATE_HOME"], "gemvault", "history", "*", "usage*"))
+
+
+def usage(env, *args):
+    result = env.run("key", "usage", "--json", *args)
+    assert result.code == 0, result
+    return valid("key-usage", result.out)
+
+
+@pytest.fixture
+def priced(session):  # noqa: F811
+    session.vars["GEMVAULT_PRICES"] = PRICES
+    return session
+
+
+def test_every_reply_is_in_the_ledger_without_an_unlock_and_nothing_of_it_in_the_clear(api):
+    api.init()
+    api.vars["GEMVAULT_PRICES"] = PRICES
+    for _ in range(2):
+        result = api.run("ask", "--model", "metered", "--json", "q", passphrase=False)
+        assert result.code == 0, result
+    answer = valid("ask", result.out)
+    assert answer["usage"] == {"promptTokenCount": 1000, "cachedContentTokenCount": 200, "toolUsePromptTokenCount": 300,
+                               "candidatesTokenCount": 400, "thoughtsTokenCount": 500, "totalTokenCount": 2200}
+    assert answer["cost"]["currency"] == "USD" and abs(answer["cost"]["amount"] - METERED_COST) < 1e-12
+    assert answer["cost"]["prices"] == "the prices setting"
+    for path in ledger_files(api):
+        with open(path, "rb") as handle:
+            data = handle.read()
+        assert b"metered" not in data and b"GEMINI_API_KEY" not in data and os.stat(path).st_mode & 0o777 == 0o600
+    # Read with the vault: both replies, every count, priced.
+    report = usage(api)
+    [row] = report["rows"]
+    assert row["key"] == "$GEMINI_API_KEY" and row["model"] == "metered" and row["requests"] == 2
+    assert (row["promptTokens"], row["cachedTokens"], row["toolUseTokens"], row["outputTokens"], row["thoughtsTokens"]) == (2000, 400, 600, 800, 1000)
+    assert abs(row["cost"] - 2 * METERED_COST) < 1e-12 and report["prices"] == "the prices setting"
+    # Read again: nothing counted twice.
+    assert usage(api)["rows"] == [row]
+    # A model without a price: tokens counted, cost null, named.
+    api.run("ask", "--model", "ok", "q", passphrase=False)
+    [unpriced] = [r for r in usage(api)["rows"] if r["model"] == "ok"]
+    assert unpriced["cost"] is None and usage(api)["keys"][0]["unpriced"] == ["ok"]
+    shown = api.run("key", "usage")
+    assert "metered" in shown.out and "$0.0202" in shown.out and "no price" in shown.out, shown
+
+
+def test_the_built_in_prices_are_dated_and_the_ledger_survives_a_passphrase_change(api):
+    api.init()
+    api.run("ask", "--model", "metered", "q", passphrase=False)
+    report = usage(api)
+    assert report["prices"].startswith("built-in prices of 20") and report["rows"][0]["cost"] is None
+    new = os.path.join(api.root, "new-pass")
+    api.write_private(new, "a brand new passphrase\n")
+    assert api.run("passwd", "--new-passphrase-file", new).code == 0
+    api.passfile = new
+    api.run("ask", "--model", "metered", "q", passphrase=False)
+    assert usage(api)["rows"][0]["requests"] == 2
+
+
+def test_a_budget_warns_at_80_percent_refuses_past_it_and_over_budget_sends(priced):
+    env = priced
+    assert env.run("unlock").code == 0
+    env.vars["GEMVAULT_MAX_OUTPUT_TOKENS"] = "100"
+    assert env.run("key", "budget", "default", "--daily", "0.025").out.strip() == "default: daily $0.0250, monthly none"
+    for _ in range(2):
+        assert env.run("ask", "--model", "metered", "q", passphrase=False).code == 0
+    env.server.clear()
+    near = env.run("ask", "--model", "metered", "q", passphrase=False)
+    assert near.code == 0 and "of its daily budget" in near.err and "85%" in near.err, near
+    # The estimate asked countTokens first.
+    assert [r["path"].split(":")[-1] for r in env.server.requests()] == ["countTokens", "streamGenerateContent?alt=sse"]
+    env.server.clear()
+    refused = env.run("ask", "--model", "metered", "--json", "q", passphrase=False)
+    assert refused.code == 6, refused
+    error = valid("ask", refused.out)["error"]
+    assert "past its daily budget" in error["message"] and "spent $0.0304 of $0.0250 today" in error["message"], error
+    assert not [r for r in env.server.requests() if "generateContent" in r["path"]]
+    forced = env.run("ask", "--model", "metered", "--over-budget", "q", passphrase=False)
+    assert forced.code == 0 and "past the daily budget" in forced.err, forced
+    # The monthly budget, from the setting, counts the month.
+    assert env.run("key", "budget", "default", "--daily", "none", "--monthly", "0.04").code == 0
+    assert env.run("ask", "--model", "metered", "q", passphrase=False).code == 6
+    totals = usage(env)["keys"][0]
+    assert totals["budgetDaily"] is None and totals["budgetMonthly"] == 0.04 and abs(totals["spentToday"] - 4 * METERED_COST) < 1e-12
+
+
+def test_a_budget_setting_applies_to_a_key_from_elsewhere_and_needs_the_vault_to_be_checked(priced):
+    env = priced
+    env.vars["GEMINI_API_KEY"] = GOOD_KEY
+    env.vars["GEMVAULT_BUDGET_DAILY"] = "0.001"
+    locked = env.run("ask", "--model", "metered", "q", passphrase=False)
+    assert locked.code == 0 and "was not checked: the usage ledger opens only with the vault" in locked.err, locked
+    assert env.run("unlock").code == 0
+    refused = env.run("ask", "--model", "metered", "q", passphrase=False)
+    assert refused.code == 6 and "key '$GEMINI_API_KEY'" in refused.err and "--over-budget" in refused.err, refused
+
+
+def test_a_chat_refuses_a_turn_past_the_budget_and_shows_what_it_spent(priced):
+    env = priced
+    assert env.run("unlock").code == 0
+    env.vars["GEMVAULT_MAX_OUTPUT_TOKENS"] = "100"
+    assert env.run("key", "budget", "default", "--daily", "0.011").code == 0
+    s = PtySession([BIN, "chat", "--model", "metered"], dict(env.vars))
+    try:
+        s.expect(r"you ›")
+        s.line("first")
+        s.expect(r"this chat: 2200 tokens, about \$0\.0101")
+        s.expect(r"you ›")
+        s.mark()
+        s.line("second")
+        s.expect(r"not sent: this request could take key 'default' past its daily budget")
+        s.expect(r"you ›")
+        s.line("/exit")
+        assert s.wait() == 0
+    finally:
+        s.close()
+
+
+def test_a_day_far_above_the_keys_usual_one_is_named(priced):
+    env = priced
+    assert env.run("unlock", "--idle", "7d", "--max", "30d").code == 0
+    for _ in range(3):
+        assert env.run("ask", "--model", "metered", "q", passphrase=False).code == 0
+        env.advance_clock(86400)
+    # Checked before each request: the fifth of the day sees four days' worth already spent.
+    for _ in range(4):
+        quiet = env.run("ask", "--model", "metered", "q", passphrase=False)
+        assert "usual day" not in quiet.err, quiet
+    loud = env.run("ask", "--model", "metered", "q", passphrase=False)
+    assert "key 'default' spent $0.0405 today, more than 3× its usual day ($0.0101" in loud.err, loud
+    [key] = usage(env)["keys"]
+    assert len(key["unusualDays"]) == 1
+
+
+def test_a_damaged_summary_is_set_aside_and_rebuilt(api):
+    api.init()
+    api.vars["GEMVAULT_PRICES"] = PRICES
+    api.run("ask", "--model", "metered", "q", passphrase=False)
+    usage(api)
+    [summary] = [p for p in ledger_files(api) if p.endswith("usage-summary")]
+    with open(summary, "r+b") as handle:
+        handle.seek(10)
+        handle.write(b"\x00\x01")
+    result = api.run("key", "usage", "--json")
+    assert result.code == 0 and "set aside" in result.err, result
+    assert valid("key-usage", result.out)["rows"][0]["requests"] == 1
+    assert [p for p in ledger_files(api) if ".set-aside-" in p]
+
+
+def test_bad_prices_and_budgets_are_usage_errors(priced):
+    env = priced
+    env.vars["GEMVAULT_PRICES"] = "metered=cheap"
+    bad = env.run("ask", "--model", "metered", "q")
+    assert bad.code == 64 and "'prices' setting" in bad.err, bad
+    assert env.run("key", "budget", "default", "--daily", "-1").code == 64
+    assert env.run("key", "budget", "nosuchkey", "--daily", "1").code == 1
+    assert env.run("key", "usage", "--days", "0").code == 64
