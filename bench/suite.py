@@ -622,6 +622,44 @@ class Suite:
         record("history list, %d conversations" % sizes[-1], "%.2f ms (%.1f us each)" % (values[-1], per), "< 100 ms",
                verdict(values[-1], 100.0))
 
+        say("## 6d. The usage ledger: one reply's record; key usage over a year of 10 keys (%d runs each)" % self.runs)
+        ledger = self.vault("ledger")
+        ledger.unlock()
+        folder = ledger.history_folder()
+        bare = self.vault("no-ledger")
+        # Without the recipient the reply's usage is not written (the command says so): the difference is the record.
+        os.remove(os.path.join(bare.history_folder(), "recipient"))
+        ask = [self.binary, "ask", "--model", "metered", "--no-save", "q"]
+        r = alternate([("with", lambda: timed(ask, env=dict(ledger.env, GEMINI_API_KEY=API_KEY, GEMVAULT_ENDPOINT=url))),
+                       ("without", lambda: timed(ask, env=dict(bare.env, GEMINI_API_KEY=API_KEY, GEMVAULT_ENDPOINT=url)))], self.runs)
+        extra = med(r["with"]) - med(r["without"])
+        say("  ask with the ledger %.2f ms, without %.2f ms: %+.2f ms (difference of processes, noisy)" % (med(r["with"]), med(r["without"]), extra))
+        record("ledger record added to a turn", "%+.2f ms (%.2f / %.2f ms)" % (extra, med(r["with"]), med(r["without"])), "< 1 ms", verdict(extra, 1.0))
+        days = 365
+        write_ledger(folder, keys=10, days=days)
+        usage = ledger.argv("key", "usage", "--days", str(days + 1), "--json")
+        timed(usage, env=ledger.env)  # merges the records once
+        r = alternate([("usage", lambda: timed(usage, env=ledger.env)), ("--version", lambda: timed([self.binary, "--version"], env=self.base_env))], self.runs)
+        say("  key usage over %d days of 10 keys (%d rows): %.2f ms (--version %.2f ms)" % (days, days * 10, med(r["usage"]), med(r["--version"])))
+        record("key usage, %d days x 10 keys" % days, "%.2f ms" % med(r["usage"]), "< 50 ms", verdict(med(r["usage"]), 50.0))
+
+
+def write_ledger(folder, keys, days):
+    """`days` days of usage for `keys` keys as chat and ask append it (Docs/usage.md), sealed with PyNaCl."""
+    from nacl.public import PublicKey, SealedBox
+    with open(os.path.join(folder, "recipient"), "rb") as handle:
+        box = SealedBox(PublicKey(handle.read()[4:36]))
+    today = int(time.time()) // 86400
+    records = []
+    for day in range(today - days + 1, today + 1):
+        for key in range(keys):
+            body = json.dumps({"v": 1, "key": "key%02d" % key, "model": "gemini-2.5-flash", "day": day,
+                               "counts": [3, 3000, 500, 0, 900, 1200]}, separators=(",", ":")).encode()
+            records.append(box.encrypt(body + b" " * (512 - len(body))))
+    fd = os.open(os.path.join(folder, "usage"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.write(fd, b"".join(records))
+    os.close(fd)
+
 
 def append_syscalls(argv, env, work):
     """ms spent in the fsync calls of one `chat` turn and in the write just before each on the

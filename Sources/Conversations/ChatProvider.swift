@@ -65,6 +65,8 @@ public struct GenerationOptions: Sendable, Equatable {
     public var thinking: Thinking?
     /// Ask for thought summaries (`--thoughts`).
     public var includeThoughts = false
+    /// Search, URL context and code execution at Google.
+    public var tools = ModelTools()
 
     public enum Thinking: Sendable, Equatable {
         case level(String)
@@ -145,6 +147,13 @@ public struct ChatReply: Sendable {
     public var interrupted: Bool
     /// The thought summaries that came with it (when asked for): never part of `text`.
     public var thoughts = ""
+    /// Where the answer's claims come from, when it was grounded; checked against `text`.
+    public var grounding: Grounding?
+    /// Supports whose offsets did not fit the text (out of range, overlapping, splitting a
+    /// UTF-8 sequence, or naming no source): left out of `grounding`, counted here.
+    public var droppedSupports = 0
+    /// The pages URL context read, or failed to.
+    public var urlRetrievals: [URLRetrieval] = []
     /// `text` as the parts it came in, each with its thought signature; parts are joined only
     /// where neither carries a signature, as Google requires of what is sent back.
     public private(set) var parts: [ReplyPart] = []

@@ -77,19 +77,20 @@ enum SpendCommand {
         let today = UsageDay(seconds: now)
         let first = UsageDay(number: today.number - days + 1)
         let name = call.positionals.first
+        var priceOf: [String: ModelPrice?] = [:]
         let rows = summary.rows(from: first, key: name).map { row in
-            Row(day: row.day.text, key: row.key, model: row.model, requests: row.counts.requests, promptTokens: row.counts.prompt,
-                cachedTokens: row.counts.cached, toolUseTokens: row.counts.toolUse, outputTokens: row.counts.output,
-                thoughtsTokens: row.counts.thoughts, cost: prices.cost(row.counts, model: row.model))
+            let price = priceOf[row.model] ?? { let found = prices.price(of: row.model); priceOf[row.model] = found; return found }()
+            return Row(day: row.day.text, key: row.key, model: row.model, requests: row.counts.requests, promptTokens: row.counts.prompt,
+                       cachedTokens: row.counts.cached, toolUseTokens: row.counts.toolUse, outputTokens: row.counts.output,
+                       thoughtsTokens: row.counts.thoughts, cost: price?.cost(row.counts))
         }
         let vaultSettings = try context.vault.settings()
+        let costs = summary.dailyCosts(prices: prices).costs
         let totals = Set(rows.map(\.key)).union(name.map { [$0] } ?? []).sorted().map { key -> KeyTotal in
             let mine = rows.filter { $0.key == key }
-            let daily = summary.dailyCost(of: key, prices: prices).days
+            let daily = costs[key] ?? [:]
             let budget = SpendGuard.budget(for: key, settings: settings, vaultSettings: vaultSettings)
-            let unusual = daily.keys.filter { $0 >= first }.sorted().filter { day in
-                SpendGuard.usualDay(daily, before: day).map { (daily[day] ?? 0) > SpendGuard.unusualFactor * $0 } ?? false
-            }
+            let unusual = SpendGuard.unusualDays(daily, from: first)
             return KeyTotal(key: key, tokens: mine.reduce(0) { $0 + $1.promptTokens + $1.toolUseTokens + $1.outputTokens + $1.thoughtsTokens },
                             cost: mine.compactMap(\.cost).reduce(0, +), unpriced: Array(Set(mine.filter { $0.cost == nil }.map(\.model))).sorted(),
                             budgetDaily: budget.daily, budgetMonthly: budget.monthly, spentToday: daily[today] ?? 0,

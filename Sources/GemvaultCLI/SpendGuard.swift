@@ -100,7 +100,7 @@ final class SpendGuard {
         let (summary, notes) = try ledger.read(with: keys, now: now)
         notes.forEach { warnOnce($0) }
         let today = UsageDay(seconds: now)
-        let daily = summary.dailyCost(of: keyName, prices: prices).days
+        let daily = summary.dailyCosts(prices: prices).costs[keyName] ?? [:]
         warnIfUnusual(daily, today: today)
         guard budget.isSet else { return }
         guard let price = prices.price(of: model) else {
@@ -137,9 +137,25 @@ final class SpendGuard {
 
     /// The median of the days with spending among the 30 before `day`; nil with fewer than 3.
     static func usualDay(_ daily: [UsageDay: Double], before day: UsageDay) -> Double? {
-        let earlier = daily.filter { $0.key < day && $0.key.number >= day.number - 30 && $0.value > 0 }.values.sorted()
-        guard earlier.count >= 3 else { return nil }
-        return earlier.count % 2 == 1 ? earlier[earlier.count / 2] : (earlier[earlier.count / 2 - 1] + earlier[earlier.count / 2]) / 2
+        median(daily.filter { $0.key < day && $0.key.number >= day.number - 30 && $0.value > 0 }.values.sorted())
+    }
+
+    /// The days of `daily` from `first` on that spent more than 3× their usual day, in order
+    /// (one pass over the days, each looking back 30 days).
+    static func unusualDays(_ daily: [UsageDay: Double], from first: UsageDay) -> [UsageDay] {
+        let days = daily.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+        var found: [UsageDay] = []
+        var windowStart = 0
+        for (index, (day, spent)) in days.enumerated() where day >= first {
+            while days[windowStart].key.number < day.number - 30 { windowStart += 1 }
+            if let usual = median(days[windowStart..<index].map(\.value).sorted()), spent > unusualFactor * usual { found.append(day) }
+        }
+        return found
+    }
+
+    private static func median(_ sorted: [Double]) -> Double? {
+        guard sorted.count >= 3 else { return nil }
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
     }
 
     // MARK: After a reply

@@ -13,6 +13,13 @@ public struct ModelPrice: Sendable, Equatable {
         self.output = output
         self.cached = cached ?? input / 10
     }
+
+    /// What `counts` cost: cached prompt tokens at their rate, tool use as input, thinking as output.
+    public func cost(_ counts: UsageCounts) -> Double {
+        let uncachedPrompt = max(0, counts.prompt - counts.cached)
+        let inputCost = Double(uncachedPrompt + counts.toolUse) * input + Double(min(counts.cached, counts.prompt)) * cached
+        return (inputCost + Double(counts.output + counts.thoughts) * output) / 1_000_000
+    }
 }
 
 /// Prices per million tokens, by model name prefix, in one currency: the built-in table or the
@@ -53,12 +60,7 @@ public struct PriceTable: Sendable, Equatable {
     }
 
     /// The cost of `counts` for `model`, or nil when it has no price.
-    public func cost(_ counts: UsageCounts, model: String) -> Double? {
-        guard let price = price(of: model) else { return nil }
-        let uncachedPrompt = max(0, counts.prompt - counts.cached)
-        let input = Double(uncachedPrompt + counts.toolUse) * price.input + Double(min(counts.cached, counts.prompt)) * price.cached
-        return (input + Double(counts.output + counts.thoughts) * price.output) / 1_000_000
-    }
+    public func cost(_ counts: UsageCounts, model: String) -> Double? { price(of: model)?.cost(counts) }
 
     public enum ParseError: Error, Equatable {
         case invalid(String)

@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// Spending added up by day, key and model, and how far into the records file that reaches.
 public struct UsageSummary: Sendable, Equatable {
     public struct Row: Sendable, Equatable {
@@ -37,53 +35,123 @@ public struct UsageSummary: Sendable, Equatable {
         }.sorted { ($0.day, $0.key, $0.model) < ($1.day, $1.key, $1.model) }
     }
 
-    /// What `key` spent on each day, priced by `prices` (rows without a price count 0 and are
-    /// named in `unpriced`).
-    public func dailyCost(of key: String, prices: PriceTable) -> (days: [UsageDay: Double], unpriced: Set<String>) {
-        var days: [UsageDay: Double] = [:]
-        var unpriced: Set<String> = []
-        for (place, counts) in rows where place.key == key {
-            guard let cost = prices.cost(counts, model: place.model) else { unpriced.insert(place.model); continue }
-            days[UsageDay(number: place.day), default: 0] += cost
+    /// What each key spent on each day, priced by `prices`, in one pass; rows without a price
+    /// count 0 and are named in `unpriced`.
+    public func dailyCosts(prices: PriceTable) -> (costs: [String: [UsageDay: Double]], unpriced: [String: Set<String>]) {
+        var costs: [String: [UsageDay: Double]] = [:]
+        var unpriced: [String: Set<String>] = [:]
+        var priceOf: [String: ModelPrice?] = [:]
+        for (place, counts) in rows {
+            let price = priceOf[place.model] ?? { let found = prices.price(of: place.model); priceOf[place.model] = found; return found }()
+            guard let price else { unpriced[place.key, default: []].insert(place.model); continue }
+            costs[place.key, default: [:]][UsageDay(number: place.day), default: 0] += price.cost(counts)
         }
-        return (days, unpriced)
+        return (costs, unpriced)
     }
 
     // MARK: Stored form
 
-    private struct Stored: Codable {
-        var version = 1
-        var inode: UInt64
-        var merged: Int
-        var setAside: Int
-        var keys: [String]
-        var models: [String]
-        /// day, key index, model index, then the six counts.
-        var rows: [[Int]]
-    }
-
-    func encoded() throws -> [UInt8] {
+    /// version 1, the records file's inode, records merged, records set aside; the key and
+    /// model names (u16 length, UTF-8); then each row: day (i32), key and model (u32 indices),
+    /// and the six counts (u64). Little-endian, read and written in one pass (a year of ten keys
+    /// is 3,650 rows).
+    func encoded() -> [UInt8] {
         let keys = Array(Set(rows.keys.map(\.key))).sorted()
         let models = Array(Set(rows.keys.map(\.model))).sorted()
         let keyIndex = Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, $0) })
         let modelIndex = Dictionary(uniqueKeysWithValues: models.enumerated().map { ($1, $0) })
-        let stored = Stored(inode: recordsInode, merged: recordsMerged, setAside: setAside, keys: keys, models: models,
-                            rows: rows.map { place, counts in [place.day, keyIndex[place.key]!, modelIndex[place.model]!] + counts.fields }
-                                .sorted { $0.lexicographicallyPrecedes($1) })
-        return Array(try JSONEncoder().encode(stored))
+        var out = ByteSink()
+        out.put(UInt8(1))
+        out.put(recordsInode)
+        out.put(UInt64(recordsMerged))
+        out.put(UInt64(setAside))
+        for names in [keys, models] {
+            out.put(UInt32(names.count))
+            for name in names { out.put(name) }
+        }
+        out.put(UInt32(rows.count))
+        for (place, counts) in rows.sorted(by: { ($0.key.day, $0.key.key, $0.key.model) < ($1.key.day, $1.key.key, $1.key.model) }) {
+            out.put(Int32(clamping: place.day))
+            out.put(UInt32(keyIndex[place.key]!))
+            out.put(UInt32(modelIndex[place.model]!))
+            for field in counts.fields { out.put(UInt64(field)) }
+        }
+        return out.bytes
     }
 
     static func decode(_ bytes: UnsafeRawBufferPointer) -> UsageSummary? {
-        guard let stored = try? JSONDecoder().decode(Stored.self, from: Data(bytes)), stored.version == 1, stored.merged >= 0 else { return nil }
+        var input = ByteSource(bytes)
+        guard input.u8() == 1, let inode = input.u64(), let merged = input.u64(), let aside = input.u64(),
+              merged < 1 << 40, aside < 1 << 40 else { return nil }
         var summary = UsageSummary()
-        summary.recordsInode = stored.inode
-        summary.recordsMerged = stored.merged
-        summary.setAside = max(0, stored.setAside)
-        for row in stored.rows {
-            guard row.count == 9, stored.keys.indices.contains(row[1]), stored.models.indices.contains(row[2]),
-                  let counts = UsageCounts(fields: row[3...]) else { return nil }
-            summary.rows[Place(day: row[0], key: stored.keys[row[1]], model: stored.models[row[2]]), default: UsageCounts()] = counts
+        summary.recordsInode = inode
+        summary.recordsMerged = Int(merged)
+        summary.setAside = Int(aside)
+        var lists: [[String]] = []
+        for _ in 0..<2 {
+            guard let count = input.u32(), count <= 1 << 20 else { return nil }
+            var names: [String] = []
+            for _ in 0..<count {
+                guard let name = input.text() else { return nil }
+                names.append(name)
+            }
+            lists.append(names)
         }
-        return summary
+        guard let rowCount = input.u32() else { return nil }
+        summary.rows.reserveCapacity(Int(rowCount))
+        for _ in 0..<rowCount {
+            guard let day = input.i32(), let key = input.u32(), let model = input.u32(),
+                  lists[0].indices.contains(Int(key)), lists[1].indices.contains(Int(model)) else { return nil }
+            var fields: [Int] = []
+            for _ in 0..<6 {
+                guard let value = input.u64(), value < 1 << 53 else { return nil }
+                fields.append(Int(value))
+            }
+            summary.rows[Place(day: Int(day), key: lists[0][Int(key)], model: lists[1][Int(model)])] = UsageCounts(fields: fields[...])
+        }
+        return input.atEnd ? summary : nil
+    }
+}
+
+/// Little-endian writing, for the summary.
+struct ByteSink {
+    private(set) var bytes: [UInt8] = []
+
+    mutating func put<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+
+    mutating func put(_ text: String) {
+        let utf8 = Array(text.utf8.prefix(Int(UInt16.max)))
+        put(UInt16(utf8.count))
+        bytes.append(contentsOf: utf8)
+    }
+}
+
+/// Little-endian reading that fails (never traps) past the end.
+struct ByteSource {
+    let bytes: UnsafeRawBufferPointer
+    var offset = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    var atEnd: Bool { offset == bytes.count }
+
+    mutating func integer<T: FixedWidthInteger>(_: T.Type) -> T? {
+        let size = MemoryLayout<T>.size
+        guard bytes.count - offset >= size else { return nil }
+        var value: T = 0
+        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + size])) }
+        offset += size
+        return T(littleEndian: value)
+    }
+
+    mutating func u8() -> UInt8? { integer(UInt8.self) }
+    mutating func u32() -> UInt32? { integer(UInt32.self) }
+    mutating func i32() -> Int32? { integer(Int32.self) }
+    mutating func u64() -> UInt64? { integer(UInt64.self) }
+
+    mutating func text() -> String? {
+        guard let length = integer(UInt16.self), bytes.count - offset >= Int(length) else { return nil }
+        defer { offset += Int(length) }
+        return String(validating: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + Int(length)]), as: UTF8.self)
     }
 }
