@@ -39,6 +39,8 @@ public final class ChatREPL {
     public var stopCheck: (() -> String?)?
     /// Why the chat ended on its own, when `stopCheck` said so.
     public private(set) var stopReason: String?
+    /// Whether the terminal shows OSC 8 hyperlinks (a grounded answer's sources link there).
+    public var hyperlinks = false
     /// The thought summaries of the last reply, for `/thoughts`.
     var lastThoughts = ""
     /// Asked before each request with the model: false keeps it from being sent (a budget it
@@ -311,18 +313,27 @@ public final class ChatREPL {
             live = nil
         }
         let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted, prefix: modelLabel, live: live, thoughts: thoughtDisplay)
+        let grounded = conversation.generation.tools.grounds
         // Until a reply is kept, this message is the one `/retry` sends again.
         failedMessage = (message, attachments)
         do {
             let reply: ChatReply
             var failure: (any ChatFailure)?
             do {
-                reply = try client.stream(request, model: conversation.model, handlers: printer.handlers())
+                var handlers = printer.handlers()
+                // A grounded answer is shown whole: its citation marks are placed by offsets that come last.
+                if grounded { handlers.onText = { _ in } }
+                reply = try client.stream(request, model: conversation.model, handlers: handlers)
             } catch let cut as CutReply {
                 reply = cut.reply
                 failure = cut.failure
             }
+            if grounded {
+                GroundedAnswer.warning(reply).map(Console.warning)
+                try printer.print(GroundedAnswer.text(reply))
+            }
             try printer.finish()
+            if grounded { try Console.out(GroundedAnswer.footer(reply, style: style, hyperlinks: hyperlinks)) }
             lastThoughts = reply.thoughts
             if let status = afterReply?(reply.usage, conversation.model), interactive { Console.err(style.dim(status) + "\n") }
             if let failure { report(failure) } else if reply.interrupted { Console.err(style.yellow("[interrupted]") + "\n") }

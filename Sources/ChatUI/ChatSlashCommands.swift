@@ -19,6 +19,7 @@ extension ChatREPL {
     /temperature T      set the temperature (0 to 2)
     /think [LEVEL]      how much the model thinks: minimal, low, medium, high, or a token budget (0 off, -1 the model's choice); alone, show it
     /thoughts [on|off]  show the last reply's thought summaries; on/off asks for them with each reply or stops
+    /search [on|off]    ground answers in Google Search, with citations and sources; alone, show it
     /attach FILE        send a file with the next message (text, image or PDF)
     /detach             drop the files waiting for the next message
     /bubbles [on|off]   draw messages as bubbles or plain lines (alone, switch)
@@ -88,6 +89,14 @@ extension ChatREPL {
             }
         case "/thoughts":
             try thoughts(argument)
+        case "/search":
+            switch argument.lowercased() {
+            case "": Console.err("search: \(conversation.generation.tools.search ? "on" : "off")\n")
+            case "on", "off":
+                conversation.generation.tools.search = argument.lowercased() == "on"
+                Console.err(conversation.generation.tools.search ? "search on: answers are grounded in Google Search, shown whole with their sources\n" : "search off\n")
+            default: Console.error("/search takes on or off")
+            }
         case "/clear":
             conversation.clear()
             recorder?.startNew()

@@ -16,14 +16,20 @@ public struct Conversation: Sendable {
         /// The reply as the parts that came with thought signatures, sent back as they came;
         /// nil when none came (the text goes back as one part).
         public let replyParts: [ReplyPart]?
+        /// Where a grounded reply's claims come from, and the pages URL context read.
+        public let grounding: Grounding?
+        public let urlRetrievals: [URLRetrieval]
 
-        public init(user: String, model: String, interrupted: Bool, modelName: String? = nil, attachments: [Attachment] = [], replyParts: [ReplyPart]? = nil) {
+        public init(user: String, model: String, interrupted: Bool, modelName: String? = nil, attachments: [Attachment] = [], replyParts: [ReplyPart]? = nil,
+                    grounding: Grounding? = nil, urlRetrievals: [URLRetrieval] = []) {
             self.user = user
             self.model = model
             self.interrupted = interrupted
             self.modelName = modelName
             self.attachments = attachments
             self.replyParts = replyParts.flatMap { $0.map(\.text).joined() == model ? $0 : nil }
+            self.grounding = grounding
+            self.urlRetrievals = urlRetrievals
         }
 
         /// The reply as it goes back to the model.
@@ -74,7 +80,7 @@ public struct Conversation: Sendable {
         }
         guard reply.isKept else { return nil }
         let turn = Turn(user: user, model: reply.text, interrupted: reply.interrupted, modelName: model, attachments: attachments,
-                        replyParts: reply.signedParts)
+                        replyParts: reply.signedParts, grounding: reply.grounding, urlRetrievals: reply.urlRetrievals)
         turns.append(turn)
         return turn
     }
@@ -83,7 +89,7 @@ public struct Conversation: Sendable {
     public mutating func restore(_ saved: [SavedTurn]) {
         turns = saved.map {
             Turn(user: $0.user, model: $0.model, interrupted: $0.interrupted, modelName: $0.modelName,
-                 attachments: ($0.attachments ?? []).map(\.attachment), replyParts: $0.parts)
+                 attachments: ($0.attachments ?? []).map(\.attachment), replyParts: $0.parts, grounding: $0.grounding, urlRetrievals: $0.urlContext ?? [])
         }
     }
 

@@ -44,9 +44,13 @@ public struct SavedTurn: Codable, Sendable, Equatable {
     public var attachments: [SavedAttachment]?
     /// The reply's parts with their thought signatures, when the model signed it.
     public var parts: [ReplyPart]?
+    /// A grounded reply's searches, sources and supports (byte offsets into `model`).
+    public var grounding: Grounding?
+    /// The pages URL context was asked to read, and how that went.
+    public var urlContext: [URLRetrieval]?
 
     public init(user: String, model: String, interrupted: Bool, time: Int64, modelName: String? = nil, system: String? = nil,
-                attachments: [SavedAttachment]? = nil, parts: [ReplyPart]? = nil) {
+                attachments: [SavedAttachment]? = nil, parts: [ReplyPart]? = nil, grounding: Grounding? = nil, urlContext: [URLRetrieval]? = nil) {
         self.user = user
         self.model = model
         self.interrupted = interrupted
@@ -55,6 +59,8 @@ public struct SavedTurn: Codable, Sendable, Equatable {
         self.system = system
         self.attachments = attachments
         self.parts = parts
+        self.grounding = grounding
+        self.urlContext = urlContext
     }
 }
 

@@ -90,7 +90,8 @@ public final class ConversationRecorder {
             try writer?.append(turn: SavedTurn(user: turn.user, model: turn.model, interrupted: turn.interrupted, time: now,
                                                modelName: turn.modelName, system: change,
                                                attachments: turn.attachments.isEmpty ? nil : turn.attachments.map { SavedAttachment($0, keepContent: keepAttachments) },
-                                               parts: turn.replyParts))
+                                               parts: turn.replyParts, grounding: turn.grounding,
+                                               urlContext: turn.urlRetrievals.isEmpty ? nil : turn.urlRetrievals))
         }
     }
 

@@ -90,7 +90,7 @@ public final class GeminiClient {
         let target = url(try Self.modelResource(model) + ":streamGenerateContent?alt=sse")
         return try withRetries(handlers: handlers) { () throws -> Attempt<ChatReply> in
             var parser = SSEParser()
-            var result = ChatReply(text: "")
+            var assembly = ReplyAssembly()
             var errorBody: [UInt8] = []
             var streamError: GeminiError?
             /// What the retry policy weighs of `streamError`: only Google's own errors may pass.
@@ -121,21 +121,16 @@ public final class GeminiClient {
                             : GeminiError(category: .network, message: "the server sent an event that is not a Gemini response", cause: .badEvent)
                         continue
                     }
-                    if chunk.candidates?.first?.content?.parts?.contains(where: { $0.thought == true }) == true { handlers.onThinking() }
-                    if let thought = chunk.candidates?.first?.content?.thoughtText, !thought.isEmpty {
-                        result.thoughts += thought
-                        handlers.onThought(thought)
-                    }
-                    result.noteParts(of: chunk.candidates?.first?.content)
-                    let text = chunk.visibleText
-                    if !text.isEmpty {
-                        result.text += text
-                        handlers.onText(text)
-                    }
-                    if let reason = chunk.candidates?.first?.finishReason { result.finishName = reason }
-                    if let message = chunk.candidates?.first?.finishMessage { finishMessage = message }
-                    if let usage = chunk.usage { result.usage = usage }
-                    if let version = chunk.modelVersion { result.modelVersion = version }
+                    let candidate = chunk.candidates?.first
+                    if candidate?.content?.parts?.contains(where: { $0.thought == true }) == true { handlers.onThinking() }
+                    let (text, thought) = assembly.add(candidate?.content)
+                    if !thought.isEmpty { handlers.onThought(thought) }
+                    if !text.isEmpty { handlers.onText(text) }
+                    assembly.note(candidate)
+                    if let reason = candidate?.finishReason { assembly.reply.finishName = reason }
+                    if let message = candidate?.finishMessage { finishMessage = message }
+                    if let usage = chunk.usage { assembly.reply.usage = usage }
+                    if let version = chunk.modelVersion { assembly.reply.modelVersion = version }
                     if let block = chunk.promptFeedback?.blockReason { blockReason = block }
                 }
             }
@@ -165,6 +160,7 @@ public final class GeminiClient {
                     return handlers.isCancelled()
                 })
 
+            var result = assembly.finish()
             switch outcome {
             case .cancelled:
                 result.interrupted = true
@@ -175,6 +171,7 @@ public final class GeminiClient {
             case .complete(let status, let retryAfter), .aborted(let status, let retryAfter):
                 if status != 200 { return failure(status, errorBody, retryAfter: retryAfter, errors: errors) }
                 handle(parser.finish(), unterminated: true)
+                result = assembly.finish()
                 if streamError == nil, !parser.extra.isEmpty {
                     // A bare JSON error after the events is Google's mid-stream failure; anything else is not Gemini.
                     streamError = GoogleStatus.decode(parser.extra).map { googleFailure($0, status: 500) }
@@ -204,10 +201,14 @@ public final class GeminiClient {
         let response: GenerateContentResponse = try call(method: "POST", url: target, body: body, handlers: handlers, errors: errors)
         let finishName = response.candidates?.first?.finishReason
         let blockReason = response.promptFeedback?.blockReason
-        var result = ChatReply(text: response.visibleText, finish: FinishReason(gemini: finishName, blockReason: blockReason), finishName: finishName,
-                               usage: response.usage, modelVersion: response.modelVersion)
-        result.thoughts = response.candidates?.first?.content?.thoughtText ?? ""
-        result.noteParts(of: response.candidates?.first?.content)
+        var assembly = ReplyAssembly()
+        _ = assembly.add(response.candidates?.first?.content)
+        assembly.note(response.candidates?.first)
+        var result = assembly.finish()
+        result.finish = FinishReason(gemini: finishName, blockReason: blockReason)
+        result.finishName = finishName
+        result.usage = response.usage
+        result.modelVersion = response.modelVersion
         if let problem = errors.finishProblem(result.finish, finishMessage: response.candidates?.first?.finishMessage,
                                               thoughtTokens: result.usage?.thoughtsTokenCount, anyText: !result.text.isEmpty) {
             throw CutReply(failure: problem, reply: result)

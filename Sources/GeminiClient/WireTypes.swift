@@ -13,6 +13,9 @@ public struct Part: Codable, Sendable, Equatable {
     public var thought: Bool?
     /// Gemini 3's opaque signature of its thinking, on any part: sent back verbatim.
     public var thoughtSignature: String?
+    /// Code the model ran at Google (`codeExecution`), and what it gave.
+    public var executableCode: ExecutableCode?
+    public var codeExecutionResult: CodeExecutionResult?
 
     public init(text: String) {
         self.text = text
@@ -30,6 +33,17 @@ public struct Part: Codable, Sendable, Equatable {
         self.inlineData = inlineData
         self.thought = nil
     }
+}
+
+public struct ExecutableCode: Codable, Sendable, Equatable {
+    public var language: String?
+    public var code: String?
+}
+
+public struct CodeExecutionResult: Codable, Sendable, Equatable {
+    /// `OUTCOME_OK`, `OUTCOME_FAILED`, `OUTCOME_DEADLINE_EXCEEDED`.
+    public var outcome: String?
+    public var output: String?
 }
 
 /// `{"mimeType": "image/png", "data": "<base64>"}`: Google's `Blob`, a file inside the request.
@@ -96,10 +110,27 @@ public struct GenerationConfig: Codable, Sendable, Equatable {
     }
 }
 
+/// One tool of a request: `{"googleSearch": {}}`, `{"urlContext": {}}` or `{"codeExecution": {}}`.
+public struct Tool: Codable, Sendable, Equatable {
+    public struct Empty: Codable, Sendable, Equatable {}
+    public var googleSearch: Empty?
+    public var urlContext: Empty?
+    public var codeExecution: Empty?
+
+    static func list(_ tools: ModelTools) -> [Tool]? {
+        var list: [Tool] = []
+        if tools.search { list.append(Tool(googleSearch: Empty())) }
+        if tools.urlContext { list.append(Tool(urlContext: Empty())) }
+        if tools.codeExecution { list.append(Tool(codeExecution: Empty())) }
+        return list.isEmpty ? nil : list
+    }
+}
+
 public struct GenerateContentRequest: Codable, Sendable, Equatable {
     public var contents: [Content]
     public var systemInstruction: Content?
     public var generationConfig: GenerationConfig?
+    public var tools: [Tool]?
 
     public init(contents: [Content], systemInstruction: Content? = nil, generationConfig: GenerationConfig? = nil) {
         self.contents = contents
@@ -122,6 +153,43 @@ public struct Candidate: Codable, Sendable {
     public var content: Content?
     public var finishReason: String?
     public var finishMessage: String?
+    var groundingMetadata: GroundingMetadata?
+    var urlContextMetadata: URLContextMetadata?
+}
+
+/// Google Search's `groundingMetadata`; `searchEntryPoint` (HTML for a web page) is not read.
+struct GroundingMetadata: Codable, Sendable {
+    struct Chunk: Codable, Sendable {
+        struct Web: Codable, Sendable {
+            var uri: String?
+            var title: String?
+            var domain: String?
+        }
+        var web: Web?
+    }
+
+    struct Support: Codable, Sendable {
+        struct Segment: Codable, Sendable {
+            var partIndex: Int?
+            var startIndex: Int?
+            var endIndex: Int?
+            var text: String?
+        }
+        var segment: Segment?
+        var groundingChunkIndices: [Int]?
+    }
+
+    var webSearchQueries: [String]?
+    var groundingChunks: [Chunk]?
+    var groundingSupports: [Support]?
+}
+
+struct URLContextMetadata: Codable, Sendable {
+    struct Entry: Codable, Sendable {
+        var retrievedUrl: String?
+        var urlRetrievalStatus: String?
+    }
+    var urlMetadata: [Entry]?
 }
 
 public struct PromptFeedback: Codable, Sendable {
@@ -178,8 +246,11 @@ extension GenerateContentRequest {
     /// Gemini's request for a neutral one: a system instruction is a user turn of its own, and
     /// options left all to the server are not sent.
     public init(_ request: ChatRequest) {
+        var options = request.options
+        options.tools = ModelTools()
         self.init(contents: request.messages.map(Content.init), systemInstruction: request.system.map { Content(role: "user", text: $0) },
-                  generationConfig: request.options == GenerationOptions() ? nil : GenerationConfig(request.options))
+                  generationConfig: options == GenerationOptions() ? nil : GenerationConfig(request.options))
+        tools = Tool.list(request.options.tools)
     }
 }
 
@@ -210,16 +281,6 @@ extension GenerationConfig {
         case nil: break
         }
         if options.includeThoughts { thinkingConfig = ThinkingConfig(thinkingLevel: thinkingConfig?.thinkingLevel, thinkingBudget: thinkingConfig?.thinkingBudget, includeThoughts: true) }
-    }
-}
-
-extension ChatReply {
-    /// Notes the reply's parts from one response: a thought's signature is kept on an empty
-    /// part (its summary is not sent back).
-    mutating func noteParts(of content: Content?) {
-        for part in content?.parts ?? [] where part.text != nil || part.thoughtSignature != nil {
-            notePart(text: part.thought == true ? "" : part.text ?? "", thoughtSignature: part.thoughtSignature)
-        }
     }
 }
 

@@ -12,7 +12,7 @@ import VaultCore
 let chatCommands: [CommandSpec] = [
     CommandSpec(path: ["chat"], arguments: "", argumentRange: 0...0,
                 summary: "chat with Gemini (Ctrl-C stops a reply, Ctrl-D leaves)",
-                options: generationOptions + keySourceOptions + [.attach, .keepAttachments, .allowSecrets, .noSave, .continueChat, .resume, .bubbles, .rawReply, .thoughts, .overBudget],
+                options: generationOptions + toolOptions + keySourceOptions + [.attach, .keepAttachments, .allowSecrets, .noSave, .continueChat, .resume, .bubbles, .rawReply, .thoughts, .overBudget],
                 details: """
                 Type /help inside the chat for its commands. Multi-line input: paste it, or open and close a block with \"\"\".
                 Files given with -a go with the first message; /attach FILE adds one to the next.
@@ -20,7 +20,7 @@ let chatCommands: [CommandSpec] = [
                 usesNetwork: true, run: ChatCommand.chat),
     CommandSpec(path: ["ask"], arguments: "[PROMPT...]", argumentRange: 0...Int.max,
                 summary: "ask once and stream the answer to stdout (stdin is added to the prompt)",
-                options: generationOptions + keySourceOptions + [.attach, .keepAttachments, .noStream, .countTokens, .allowSecrets, .noSave,
+                options: generationOptions + toolOptions + keySourceOptions + [.attach, .keepAttachments, .noStream, .countTokens, .allowSecrets, .noSave,
                                                                  .rawReply, .schema, .thoughts, .overBudget, .json],
                 details: """
                 Example: git diff | gemvault ask "review this"
@@ -103,6 +103,12 @@ enum ChatCommand {
                                  hint: "this model does not think, so it has no thought summaries: leave out --thoughts (in a chat, /thoughts off), or 'gemvault config set show_thoughts off'"),
         ErrorMapper.OptionAdvice(words: ["thinking_level", "thinking level", "thinkinglevel", "thinking_budget", "thinking budget", "thinkingbudget", "thinking_config"],
                                  hint: "change --think or --think-budget (in a chat, /think), or the 'thinking' setting: this model takes another level or budget, or none"),
+        ErrorMapper.OptionAdvice(words: ["google_search", "googlesearch", "search grounding"],
+                                 hint: "this model cannot search with Google: leave out --search (in a chat, /search off), or 'gemvault config set search off'"),
+        ErrorMapper.OptionAdvice(words: ["url_context", "urlcontext"], hint: "this model cannot read web pages: leave out --url-context"),
+        ErrorMapper.OptionAdvice(words: ["code_execution", "codeexecution"], hint: "this model cannot run code: leave out --code"),
+        ErrorMapper.OptionAdvice(words: ["response_schema", "response_json_schema", "responsejsonschema", "responseschema"],
+                                 hint: "Gemini refused the schema given with --schema: simplify it (fewer nesting levels, no unsupported keywords) or try another model"),
     ]
 
     static func conversation(_ settings: Settings, _ provider: any ChatProvider, _ call: Invocation) throws -> Conversation {
@@ -111,6 +117,7 @@ enum ChatCommand {
                                            topK: settings[.topK], maxOutputTokens: settings[.maxOutputTokens])
         generation.thinking = try thinking(call, settings)
         generation.includeThoughts = call.flag(.thoughts) || settings[.showThoughts]
+        generation.tools = ModelTools(search: call.flag(.search) || settings[.search], urlContext: call.flag(.urlContext), codeExecution: call.flag(.code))
         return Conversation(model: settings[.model], systemPrompt: settings[.systemPrompt], generation: generation)
     }
 
@@ -191,6 +198,7 @@ enum ChatCommand {
                             bubbles: bubbles, markdown: markdownRenderer(call, chatStyle), attachments: attachments,
                             secretFiles: secretFiles(context),
                             clipboard: TerminalClipboard(environment: context.helperEnvironment, outputIsTerminal: Terminal.stdoutIsTerminal))
+        repl.hyperlinks = Terminal.showsHyperlinks(environment: context.environment)
         let spending = try SpendGuard(context: context, settings: settings, keySource: keySource, overBudget: call.flag(.overBudget))
         repl.beforeRequest = { request, model in
             do {
@@ -237,9 +245,13 @@ enum ChatCommand {
         var data: JSONValue??
         /// With --thoughts: the thought summaries, never part of `text`.
         var thoughts: String?
+        /// With --search or --url-context: the searches, the sources and which bytes of `text` each supports.
+        var grounding: Grounding?
+        /// With --url-context: each page asked for and how reading it went.
+        var urlContext: [URLRetrieval]?
         @Nullable var error: AskError?
 
-        enum CodingKeys: String, CodingKey { case text, model, finishReason, blockReason, usage, cost, interrupted, totalTokens, data, thoughts, error }
+        enum CodingKeys: String, CodingKey { case text, model, finishReason, blockReason, usage, cost, interrupted, totalTokens, data, thoughts, grounding, urlContext, error }
 
         func encode(to encoder: Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
@@ -254,6 +266,8 @@ enum ChatCommand {
             // Present (null until it matched) only with --schema: the envelope stays as it was otherwise.
             if let data { try container.encode(data ?? .null, forKey: .data) }
             try container.encodeIfPresent(thoughts, forKey: .thoughts)
+            try container.encodeIfPresent(grounding, forKey: .grounding)
+            try container.encodeIfPresent(urlContext, forKey: .urlContext)
             try container.encode(_error, forKey: .error)
         }
     }
@@ -367,7 +381,9 @@ enum ChatCommand {
         let printer = ReplyPrinter(spinner: ProgressLine.isWanted, live: live,
                                    thoughts: showThoughts && !json && streaming ? .standardError(stderrStyle) : nil)
         var handlers = printer.handlers()
-        if json || !streaming || schema != nil { handlers.onText = { _ in } }
+        // A grounded answer is shown whole: its citation marks are placed by offsets that come last.
+        let grounded = conversation.generation.tools.grounds
+        if json || !streaming || schema != nil || grounded { handlers.onText = { _ in } }
         gv_interrupt_install()
         // A script's `kill` or a closed terminal still gets its JSON object, like Ctrl-C.
         if json { gv_interrupt_install_termination() }
@@ -398,11 +414,18 @@ enum ChatCommand {
             ReplyCost(amount: $0, currency: spending.prices.currency, prices: spending.prices.origin)
         }
         result.interrupted = turn.interrupted
+        if grounded {
+            result.grounding = turn.grounding ?? Grounding()
+            if conversation.generation.tools.urlContext { result.urlContext = turn.urlRetrievals }
+            GroundedAnswer.warning(turn).map(Console.warning)
+        }
         if json || schema != nil {
             printer.clearSpinner()
         } else {
-            if !streaming { try printer.print(turn.text) }
+            if !streaming || grounded { try printer.print(GroundedAnswer.text(turn)) }
             try printer.finish()
+            let stdoutStyle = call.context.style(settings, fd: FileDescriptor.standardOutput.raw)
+            try Console.out(GroundedAnswer.footer(turn, style: stdoutStyle, hyperlinks: Terminal.showsHyperlinks(environment: call.context.environment)))
         }
         var saved = conversation
         // The chat's rule for a cut-off reply (ChatReply.isKept): cut at the token limit, it is

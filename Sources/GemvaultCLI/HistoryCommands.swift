@@ -1,4 +1,5 @@
 import Agent
+import ChatUI
 import Conversations
 import Rendering
 import Settings
@@ -182,11 +183,21 @@ enum HistoryCommand {
         }
     }
 
+    /// A saved reply as a `ChatReply`, for what a grounded answer shows (its marks and sources).
+    static func savedReply(_ turn: SavedTurn) -> ChatReply {
+        var reply = ChatReply(text: turn.model)
+        reply.grounding = turn.grounding
+        reply.urlRetrievals = turn.urlContext ?? []
+        return reply
+    }
+
     static func render(_ transcript: Transcript, _ call: Invocation) -> String {
         if call.flag(.rawHistory) {
             // Unstyled, but a saved reply's escape sequences still must not reach a terminal or a pipe.
             return annotated(transcript).map { turn, notes in
-                notes.map { "(\($0))\n" }.joined() + EscapeNeutralizer.neutralize("you › \(turn.user)\ngemini › \(turn.model)\n\n")
+                let reply = savedReply(turn)
+                return notes.map { "(\($0))\n" }.joined() + EscapeNeutralizer.neutralize("you › \(turn.user)\ngemini › \(GroundedAnswer.text(reply))\n")
+                    + GroundedAnswer.footer(reply, style: Style(enabled: false), hyperlinks: false) + "\n"
             }.joined()
         }
         let style = call.context.style(try? Settings.resolve(try call.context.settingLayers(call)), fd: FileDescriptor.standardOutput.raw)
@@ -197,17 +208,21 @@ enum HistoryCommand {
             let markdown = MarkdownRenderer(styled: true)
             return annotated(transcript).map { turn, notes in
                 let user = notes.map { "(\($0))\n" }.joined() + EscapeNeutralizer.neutralize(turn.user)
-                let reply = markdown.lines(turn.model, width: layout.contentWidth(.model))
+                let saved = savedReply(turn)
+                let reply = markdown.lines(GroundedAnswer.text(saved), width: layout.contentWidth(.model))
                 return layout.exchange(user: user, reply: reply, interrupted: turn.interrupted)
-                    .map { $0.encoded(styled: true) }.joined(separator: "\n") + "\n"
+                    .map { $0.encoded(styled: true) }.joined(separator: "\n") + "\n" + GroundedAnswer.footer(saved, style: style, hyperlinks: false)
             }.joined()
         }
         var text = style.dim("conversation \(transcript.id) (\(EscapeNeutralizer.neutralize(transcript.meta?.model ?? "?")))") + "\n\n"
         for (turn, notes) in annotated(transcript) {
             text += notes.map { style.dim("(\($0))") + "\n" }.joined()
             text += style.bold(style.blue("you ›")) + " " + EscapeNeutralizer.neutralize(turn.user) + "\n"
-            let reply = style.enabled ? MarkdownRenderer(styled: true).render(turn.model) : EscapeNeutralizer.neutralize(turn.model)
-            text += style.bold(style.gray("gemini ›")) + " " + reply + (turn.interrupted ? " [interrupted]" : "") + "\n\n"
+            let saved = savedReply(turn)
+            let cited = GroundedAnswer.text(saved)
+            let reply = style.enabled ? MarkdownRenderer(styled: true).render(cited) : EscapeNeutralizer.neutralize(cited)
+            text += style.bold(style.gray("gemini ›")) + " " + reply + (turn.interrupted ? " [interrupted]" : "") + "\n"
+                + GroundedAnswer.footer(saved, style: style, hyperlinks: false) + "\n"
         }
         return text
     }
@@ -318,6 +333,9 @@ enum HistoryCommand {
         @Nullable var modelName: String?
         @Nullable var system: String?
         let attachments: [ExportedAttachment]
+        /// A grounded reply's searches, sources and supports (byte offsets into `model`).
+        @Nullable var grounding: Grounding?
+        let urlContext: [URLRetrieval]
 
         init(_ turn: SavedTurn) {
             user = turn.user
@@ -327,6 +345,8 @@ enum HistoryCommand {
             modelName = turn.modelName
             system = turn.system
             attachments = (turn.attachments ?? []).map(ExportedAttachment.init)
+            grounding = turn.grounding
+            urlContext = turn.urlContext ?? []
         }
     }
 

@@ -83,6 +83,8 @@ extension OptionSpec {
 let newPassphraseOptions: [OptionSpec] = [.newPassphraseFd, .newPassphraseFile]
 let keySourceOptions: [OptionSpec] = [.key, .keyFile, .allowInsecureEndpoint]
 let generationOptions: [OptionSpec] = [.model, .system, .temperature, .think, .thinkBudget, .timeout]
+/// The tools at Google that chat and ask can offer the model.
+let toolOptions: [OptionSpec] = [.search, .urlContext, .code]
 
 // MARK: Options of one command, or of a few
 
@@ -183,6 +185,10 @@ extension OptionSpec {
     static let firstByteTimeout = OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the first byte", setting: Setting.timeout.spec)
     static let thoughts = OptionSpec(name: "--thoughts", value: nil,
                                      help: "ask for the model's thought summaries and show them dimmed above the answer (ask: on stderr, or 'thoughts' in --json; chat bubbles: folded into a line /thoughts expands) (setting 'show_thoughts')")
+    static let search = OptionSpec(name: "--search", value: nil,
+                                   help: "let the model search with Google: the answer comes whole, with numbered citations, its sources and its searches (setting 'search')")
+    static let urlContext = OptionSpec(name: "--url-context", value: nil, help: "let the model read the web pages the prompt names; those it could not read are listed")
+    static let code = OptionSpec(name: "--code", value: nil, help: "let the model run Python at Google: its code and the output are shown as blocks")
     static let schema = OptionSpec(name: "--schema", value: "FILE",
                                    help: "ask for JSON shaped by this JSON Schema, check the reply against it, print it (exit 8 when it does not match)")
     static let rawReply = OptionSpec(name: "--raw", value: nil, help: "print the reply's text untouched (no markdown rendering)")

@@ -171,7 +171,8 @@ final class SpendGuard {
         conversationCost += cost ?? 0
         do {
             guard let recipient = try context.history.recipient()?.publicKey else {
-                warnOnce("this reply's usage is not in the ledger: the vault was never opened here ('gemvault unlock' once)")
+                // Without a vault there is no ledger to keep, and nothing worth a word.
+                if context.vault.exists { warnOnce("this reply's usage is not in the ledger: the vault was never opened here ('gemvault unlock' once)") }
                 return cost
             }
             try ledger.append(UsageLedger.Entry(key: keyName, model: model, day: UsageDay(seconds: Clock.now()), counts: counts), recipient: recipient)

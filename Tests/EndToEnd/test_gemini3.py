@@ -8,6 +8,7 @@ import fake_gemini
 from conftest import BIN, GOOD_KEY
 from ptyrun import PtySession
 from test_ask import ask
+from test_fit_in import valid
 from test_history import conversations
 
 
@@ -136,3 +137,114 @@ def test_a_chat_whose_model_refuses_thoughts_names_the_option(api):
     piped = api.run("chat", "--model", "thinking", input="q\n", passphrase=False)
     # Without a terminal the thoughts go to stderr, the answer to stdout.
     assert "thinking: " + THOUGHT in piped.err and THOUGHT not in piped.out and "Forty-two." in piped.out, piped
+
+
+EIFFEL = "The Eiffel Tower is 330 metres tall.[1] It was finished in 1889.[1][2]"
+TOKYO = "東京タワーの高さは333メートルです。[1]1958年に完成しました。[1]"
+
+
+def tools_sent(request):
+    return json.loads(request["body"]).get("tools")
+
+
+def test_search_sends_the_tool_and_places_citations_by_byte_offsets_latin_and_cjk(api):
+    for model, cited in (("grounded", EIFFEL), ("grounded-cjk", TOKYO)):
+        for streaming in ([], ["--no-stream"]):
+            api.server.clear()
+            result = ask(api, "--model", model, "--search", "q", *streaming)
+            assert result.code == 0 and result.out.startswith(cited + "\n"), (streaming, result)
+            assert tools_sent(api.server.requests()[-1]) == [{"googleSearch": {}}]
+            assert "warning" not in result.err, result
+    # Sources and searches under the answer, as plain URLs off a terminal.
+    out = ask(api, "--model", "grounded", "--search", "q").out
+    assert " [1] Eiffel Tower - Wikipedia — en.wikipedia.org\n     https://vertexaisearch.cloud.google.com/grounding-api-redirect/AUZIYQFwiki" in out
+    assert " eiffel tower height  https://www.google.com/search?q=eiffel+tower+height" in out
+    assert "\x1b" not in out
+    cjk = ask(api, "--model", "grounded-cjk", "--search", "q").out
+    assert "https://www.google.com/search?q=%E6%9D%B1%E4%BA%AC%E3%82%BF%E3%83%AF%E3%83%BC+%E9%AB%98%E3%81%95" in cjk
+    # --json: the text without marks, the grounding with offsets into it.
+    data = valid("ask", ask(api, "--model", "grounded-cjk", "--search", "--json", "q").out)
+    text = data["text"].encode()
+    assert data["grounding"]["queries"] == ["東京タワー 高さ"] and data["grounding"]["sources"][0]["domain"] == "tokyotower.co.jp"
+    assert [text[s["start"]:s["end"]].decode() for s in data["grounding"]["supports"]] == ["東京タワーの高さは333メートルです。", "1958年に完成しました。"]
+    # The setting does what the flag does; without either, no tool and no marks.
+    api.vars["GEMVAULT_SEARCH"] = "on"
+    assert ask(api, "--model", "grounded", "q").out.startswith(EIFFEL)
+    del api.vars["GEMVAULT_SEARCH"]
+    api.server.clear()
+    plain = ask(api, "--model", "grounded", "--json", "q")
+    assert tools_sent(api.server.requests()[-1]) is None and "grounding" not in valid("ask", plain.out)
+
+
+def test_offsets_that_do_not_fit_leave_their_marks_out_with_a_warning_never_shifted(api):
+    result = ask(api, "--model", "grounded-bad", "--search", "q")
+    assert result.code == 0, result
+    assert result.out.startswith("Ünïcode answer: 東京タワー.[1] Second sentence.\n"), result
+    assert "4 citations were left out" in result.err
+    # Google's text reaches the terminal neutralised, and a link that is not http(s) is not written.
+    assert "\x1b" not in result.out and "\x07" not in result.out and "javascript:" not in result.out
+    assert " [2] Bad link — bad.example\n" in result.out
+
+
+def test_links_are_osc_8_hyperlinks_where_the_terminal_shows_them_and_never_from_model_text(api):
+    api.vars["FORCE_HYPERLINK"] = "1"
+    out = ask(api, "--model", "grounded", "--search", "q").out
+    assert "\x1b]8;;https://vertexaisearch.cloud.google.com/grounding-api-redirect/AUZIYQFwiki\x1b\\Eiffel Tower - Wikipedia\x1b]8;;\x1b\\" in out
+    assert "\x1b]8;;https://www.google.com/search?q=eiffel+tower+built\x1b\\eiffel tower built\x1b]8;;\x1b\\" in out
+    assert out.startswith(EIFFEL + "\n")
+    bad = ask(api, "--model", "grounded-bad", "--search", "q").out
+    assert bad.count("\x1b]8;;") == 4 and "\x1b]8;;javascript" not in bad, bad
+    # A model's own escape sequences stay neutralised in the answer.
+    assert "\x1b]8" not in ask(api, "--model", "escape", "q").out
+
+
+def test_url_context_lists_the_pages_it_could_not_read(api):
+    api.server.clear()
+    result = ask(api, "--model", "url-read", "--url-context", "read https://example.com/hello and https://news.example/paid")
+    assert result.code == 0 and result.out.startswith("The page says hello.\n"), result
+    assert "Not read\n https://news.example/paid (paywall)\n" in result.out and "example.com/hello" not in result.out
+    assert tools_sent(api.server.requests()[-1]) == [{"urlContext": {}}]
+    data = valid("ask", ask(api, "--model", "url-read", "--url-context", "--json", "q").out)
+    assert data["urlContext"][1] == {"url": "https://news.example/paid", "status": "URL_RETRIEVAL_STATUS_PAYWALL"}
+    assert data["usage"]["toolUsePromptTokenCount"] == 900
+
+
+def test_code_run_at_google_shows_as_a_code_block_and_its_output_with_a_failed_outcome(api):
+    for streaming in ([], ["--no-stream"]):
+        api.server.clear()
+        result = ask(api, "--model", "code-run", "--code", "q", *streaming)
+        assert result.code == 0, result
+        assert tools_sent(api.server.requests()[-1]) == [{"codeExecution": {}}]
+        assert "```python\nprint(sum(range(10)))\n```\n```output\n45\n```\nThe sum is 45." in result.out, result
+        assert "```output\nZeroDivisionError: division by zero\n```\n*OUTCOME_FAILED*" in result.out
+        # The first block's outcome was OK: not shown.
+        assert result.out.count("OUTCOME") == 1
+
+
+def test_a_model_without_a_tool_names_the_option_to_leave_out(api):
+    for flag, option in (("--search", "leave out --search"), ("--url-context", "leave out --url-context"), ("--code", "leave out --code")):
+        refused = ask(api, "--model", "no-tools", flag, "q")
+        assert refused.code == 6 and option in refused.err, (flag, refused)
+
+
+def test_a_chat_with_search_shows_marks_and_sources_and_its_history_keeps_them(api):
+    api.init()
+    s = chat_session(api, "--model", "grounded")
+    try:
+        s.line("/search on")
+        s.expect(r"search on")
+        s.mark()
+        s.line("how tall?")
+        s.expect(r"330 metres tall\.\[1\] It was finished in 1889\.\[1\]\[2\]")
+        s.expect(r"Sources")
+        s.expect(r"you ›")
+        s.line("/exit")
+        assert s.wait() == 0
+    finally:
+        s.close()
+    [conversation] = conversations(api)
+    exported = json.loads(api.run("history", "export", conversation["id"], "--format", "json").out)
+    grounding = exported["turns"][0]["grounding"]
+    assert grounding["queries"] == ["eiffel tower height", "eiffel tower built"] and len(grounding["supports"]) == 2
+    shown = api.run("history", "show", conversation["id"])
+    assert EIFFEL in shown.out and "Eiffel Tower - Wikipedia" in shown.out, shown

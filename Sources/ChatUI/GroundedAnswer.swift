@@ -1,0 +1,93 @@
+import Conversations
+import TerminalIO
+
+/// What a grounded answer shows beyond its text: numbered citation marks in it, then its
+/// sources, its Google searches (Search Suggestions, each linking to its results page) and the
+/// pages URL context could not read. Links are written here, never taken from the model's
+/// text: OSC 8 hyperlinks where the terminal shows them, plain URLs elsewhere.
+public enum GroundedAnswer {
+    /// The text to show: with citation marks when the reply was grounded.
+    public static func text(_ reply: ChatReply) -> String {
+        reply.grounding?.cited(reply.text) ?? reply.text
+    }
+
+    /// Why some marks are missing, when Google's offsets for them did not fit the answer.
+    public static func warning(_ reply: ChatReply) -> String? {
+        guard reply.droppedSupports > 0 else { return nil }
+        return "\(reply.droppedSupports) citation\(reply.droppedSupports == 1 ? " was" : "s were") left out: Google's offsets for \(reply.droppedSupports == 1 ? "it" : "them") did not fit the answer (out of range, overlapping another, inside a UTF-8 character, or naming no source)"
+    }
+
+    /// The lines under the answer, each ending in a newline; empty when there is nothing to add.
+    public static func footer(_ reply: ChatReply, style: Style, hyperlinks: Bool) -> String {
+        var lines: [String] = []
+        let grounding = reply.grounding ?? Grounding()
+        if !grounding.sources.isEmpty {
+            lines.append(style.bold("Sources"))
+            for (index, source) in grounding.sources.enumerated() {
+                let title = clean(source.title ?? source.domain ?? source.uri)
+                let domain = source.domain.map { clean($0) }.flatMap { $0 == title ? nil : $0 }
+                let link = webLink(source.uri)
+                var line = " [\(index + 1)] " + (hyperlinks && link != nil ? hyperlink(title, to: link!) : title)
+                if let domain { line += style.dim(" — " + domain) }
+                lines.append(line)
+                if !hyperlinks, let link { lines.append("     " + style.dim(link)) }
+            }
+        }
+        if !grounding.queries.isEmpty {
+            let searches = grounding.queries.map { query in (clean(query), "https://www.google.com/search?q=" + queryEncoded(query)) }
+            if hyperlinks {
+                lines.append(style.bold("Searches") + " " + searches.map { hyperlink($0.0, to: $0.1) }.joined(separator: style.dim(" · ")))
+            } else {
+                lines.append(style.bold("Searches"))
+                lines += searches.map { " " + $0.0 + "  " + style.dim($0.1) }
+            }
+        }
+        let unread = reply.urlRetrievals.filter { !$0.succeeded }
+        if !unread.isEmpty {
+            lines.append(style.bold("Not read"))
+            lines += unread.map { " " + clean($0.url) + style.dim(" (" + readableStatus($0.status) + ")") }
+        }
+        return lines.isEmpty ? "" : "\n" + lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `URL_RETRIEVAL_STATUS_PAYWALL` → `paywall`.
+    static func readableStatus(_ status: String) -> String {
+        let word = status.hasPrefix("URL_RETRIEVAL_STATUS_") ? String(status.dropFirst(21)) : status
+        return clean(word.lowercased().replacing("_", with: " "))
+    }
+
+    /// Text from Google on one line, with nothing that could drive the terminal.
+    static func clean(_ text: String) -> String {
+        EscapeNeutralizer.neutralize(text.split(whereSeparator: \.isNewline).joined(separator: " "))
+    }
+
+    /// An http(s) URL safe to write inside an escape sequence or on its own: nil for anything
+    /// else (another scheme, a space, a control or non-ASCII character).
+    static func webLink(_ uri: String) -> String? {
+        let lowered = uri.lowercased()
+        guard lowered.hasPrefix("https://") || lowered.hasPrefix("http://"), uri.count <= 4096,
+              uri.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else { return nil }
+        return uri
+    }
+
+    static func hyperlink(_ text: String, to uri: String) -> String {
+        "\u{1B}]8;;" + uri + "\u{1B}\\" + text + "\u{1B}]8;;\u{1B}\\"
+    }
+
+    /// A query for a URL: unreserved characters as they are, a space as `+`, the rest `%XX`.
+    static func queryEncoded(_ query: String) -> String {
+        var out = ""
+        for byte in query.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.append(Character(Unicode.Scalar(byte)))
+            case UInt8(ascii: " "):
+                out.append("+")
+            default:
+                out += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+            }
+        }
+        return out
+    }
+}
