@@ -104,7 +104,7 @@ let package = Package(
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),
         .testTarget(name: "SpendingTests", dependencies: ["Spending", "Conversations", "VaultCore", "SystemIO", "GemvaultTesting"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "Rendering", "TerminalIO"]),
-        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "AgeFormat", "Sharing", "Conversations", "GeminiClient", "Settings", "KeyResolution", "GoogleAuth", "GoogleHTTP", "SystemIO", "VaultAccess", "VaultCore", "GemvaultTesting"]),
+        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "AgeFormat", "Sharing", "Spending", "Conversations", "GeminiClient", "Settings", "KeyResolution", "GoogleAuth", "GoogleHTTP", "SystemIO", "VaultAccess", "VaultCore", "GemvaultTesting"]),
         .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GemvaultTesting", "SystemIO", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Rendering"]),
     ]

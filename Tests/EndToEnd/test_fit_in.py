@@ -88,6 +88,8 @@ def test_every_json_output_matches_its_committed_schema(api):
     listed = check("history-list", "history", "list", "--json")
     assert len(listed["conversations"]) == 1
     check("history-export", "history", "export", listed["conversations"][0]["id"], "--format", "json")
+    usage = check("key-usage", "key", "usage", "--json")
+    assert usage["rows"] and usage["rows"][0]["key"] == "$GEMINI_API_KEY"
     found = check("history-search", "history", "search", "HELLO", "--json")
     assert found["conversations"][0]["id"] == listed["conversations"][0]["id"]
     # Unlocked, status has every field filled.
