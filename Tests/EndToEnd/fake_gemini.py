@@ -200,6 +200,11 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
                                                       "message": "Invalid value at 'generation_config.thinking_config.thinking_level'."}}, indent=2).encode())
             return
+        unknown = unknown_field(request) if method in ("generateContent", "streamGenerateContent") else None
+        if unknown:
+            self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                                      "message": "Invalid JSON payload received. Unknown name \"%s\" at '%s': Cannot find field." % unknown}}, indent=2).encode())
+            return
         refused_tool = next((name for tool in request.get("tools", []) for name in tool if scenario == "no-tools"), None)
         if refused_tool:
             # A model without the tool refuses it by its snake_case name.
@@ -671,6 +676,49 @@ def echo_reply(request):
     return {"candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP"}],
             "usageMetadata": {"promptTokenCount": 3 * len(contents), "candidatesTokenCount": 5, "totalTokenCount": 3 * len(contents) + 5},
             "modelVersion": "gemini-3.6-flash"}
+
+
+# The request fields of google-genai's types (GenerateContentRequest, Content, Part, GenerationConfig,
+# ThinkingConfig, Tool), in the API's camelCase: Google answers a field it does not know with 400.
+REQUEST_FIELDS = {
+    "": {"contents", "systemInstruction", "generationConfig", "tools", "toolConfig", "safetySettings", "cachedContent", "labels"},
+    "content": {"role", "parts"},
+    "part": {"text", "inlineData", "fileData", "thought", "thoughtSignature", "functionCall", "functionResponse", "executableCode",
+             "codeExecutionResult", "videoMetadata", "mediaResolution"},
+    "generation_config": {"temperature", "topP", "topK", "candidateCount", "maxOutputTokens", "stopSequences", "responseMimeType",
+                          "responseSchema", "responseJsonSchema", "presencePenalty", "frequencyPenalty", "seed", "responseLogprobs",
+                          "logprobs", "thinkingConfig", "mediaResolution", "responseModalities", "speechConfig", "imageConfig"},
+    "thinking_config": {"includeThoughts", "thinkingBudget", "thinkingLevel"},
+    "tool": {"googleSearch", "urlContext", "codeExecution", "functionDeclarations", "googleSearchRetrieval", "fileSearch", "googleMaps",
+             "computerUse"},
+}
+
+
+def unknown_field(request):
+    """The first field of a generateContent request that google-genai's types do not have, as
+    Google names it in its 400 ("Unknown name \"x\" at 'generation_config'"), or None."""
+    def check(obj, kind, where):
+        if not isinstance(obj, dict):
+            return None if kind != "tool" else ("", where)
+        for name in obj:
+            if name not in REQUEST_FIELDS[kind]:
+                return (name, where)
+        return None
+    found = check(request, "", "")
+    for index, content in enumerate(request.get("contents", []) + ([request["systemInstruction"]] if "systemInstruction" in request else [])):
+        found = found or check(content, "content", "contents[%d]" % index)
+        for part_index, part in enumerate(content.get("parts", []) if isinstance(content, dict) else []):
+            found = found or check(part, "part", "contents[%d].parts[%d]" % (index, part_index))
+    config = request.get("generationConfig")
+    if config is not None:
+        found = found or check(config, "generation_config", "generation_config")
+        if isinstance(config, dict) and "thinkingConfig" in config:
+            found = found or check(config["thinkingConfig"], "thinking_config", "generation_config.thinking_config")
+    for index, tool in enumerate(request.get("tools", [])):
+        found = found or check(tool, "tool", "tools[%d]" % index)
+        if isinstance(tool, dict) and any(not isinstance(value, dict) for value in tool.values()):
+            found = found or ("", "tools[%d]" % index)
+    return found
 
 
 def utf8_len(text):

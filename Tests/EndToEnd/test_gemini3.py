@@ -248,3 +248,22 @@ def test_a_chat_with_search_shows_marks_and_sources_and_its_history_keeps_them(a
     assert grounding["queries"] == ["eiffel tower height", "eiffel tower built"] and len(grounding["supports"]) == 2
     shown = api.run("history", "show", conversation["id"])
     assert EIFFEL in shown.out and "Eiffel Tower - Wikipedia" in shown.out, shown
+
+
+def test_the_fake_refuses_a_field_googles_types_do_not_have(api):
+    """Every request gemvault sends passes this check (the whole suite runs through it); a field
+    the API does not know gets Google's 400."""
+    for body in ({"contents": [], "generationConfig": {"thinkingConfig": {"level": "high"}}},
+                 {"contents": [{"role": "user", "parts": [{"txt": "q"}]}]},
+                 {"contents": [], "tools": [{"googleSearch": True}]}):
+        request = urllib.request.Request(api.server.url + "/v1beta/models/ok:generateContent", data=json.dumps(body).encode(),
+                                         headers={"x-goog-api-key": GOOD_KEY, "Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(request, timeout=10)
+            raise AssertionError("the fake accepted %r" % body)
+        except urllib.error.HTTPError as error:
+            assert error.code == 400 and b"Invalid JSON payload received" in error.read()
+    # Everything this file's tests send with every option on at once passes.
+    api.server.clear()
+    result = ask(api, "--model", "grounded", "--search", "--url-context", "--code", "--thoughts", "--think", "high", "--temperature", "0.3", "q")
+    assert result.code == 0, result
