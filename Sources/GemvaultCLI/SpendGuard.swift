@@ -25,6 +25,9 @@ final class SpendGuard {
     /// A reply without a stated limit is estimated at this many output tokens.
     static let defaultReplyEstimate = 8192
     static let warningShare = 0.8
+    /// Before a request the summary is written back only once this many records were merged:
+    /// its fsync would otherwise cost every turn a millisecond or two.
+    static let recordsBeforeSaving = 64
     /// A day's spending this many times the key's usual one is worth a warning.
     static let unusualFactor = 3.0
 
@@ -97,8 +100,16 @@ final class SpendGuard {
             return
         }
         let now = Clock.now()
-        let (summary, notes) = try ledger.read(with: keys, now: now)
-        notes.forEach { warnOnce($0) }
+        let summary: UsageSummary
+        do {
+            let (read, notes) = try ledger.read(with: keys, now: now, saveFrom: Self.recordsBeforeSaving)
+            notes.forEach { warnOnce($0) }
+            summary = read
+        } catch {
+            // A ledger that cannot be read (refused, a full disk) is reported; it stops no request.
+            warnOnce("the usage ledger could not be read (\(error))\(budget.isSet ? ": the budget of key '\(keyName)' was not checked" : "")")
+            return
+        }
         let today = UsageDay(seconds: now)
         let daily = summary.dailyCosts(prices: prices).costs[keyName] ?? [:]
         warnIfUnusual(daily, today: today)

@@ -123,7 +123,9 @@ public struct UsageLedger: Sendable {
     /// The spending by day, key and model, with the records added since the last read merged
     /// in. `notes` says what was set aside: a summary that does not open with the vault's keys
     /// or does not parse, records sealed to another vault.
-    public func read(with keys: HistoryKeys, now: Int64) throws(Failure) -> (summary: UsageSummary, notes: [String]) {
+    /// `saveFrom`: the summary is written back only when at least this many records were
+    /// merged (a check before each request leaves a few for the next reader).
+    public func read(with keys: HistoryKeys, now: Int64, saveFrom: Int = 1) throws(Failure) -> (summary: UsageSummary, notes: [String]) {
         guard let folder = try openFolder() else { return (UsageSummary(), []) }
         var notes: [String] = []
         var summary = UsageSummary()
@@ -171,6 +173,7 @@ public struct UsageLedger: Sendable {
         if foreign > 0 {
             notes.append("\(foreign) usage record\(foreign == 1 ? "" : "s") in \(records.path) did not open with this vault's keys (another vault's, or damaged): set aside, not counted")
         }
+        guard complete >= saveFrom || foreign > 0 else { return (summary, notes) }
         do {
             try folder.replace(Self.summaryName, with: Self.summaryMagic + (try keys.current.sealPrivately(summary.encoded(), purpose: Self.summaryPurpose)),
                                tempPrefix: ".usage-summary.tmp.")

@@ -36,6 +36,16 @@ import VaultCore
         #expect(rows.map(\.key) == ["work", "home"] && rows.map(\.day.number) == [20_000, 20_001])
     }
 
+    @Test func aReadThatDoesNotSaveLeavesTheRecordsForTheNextAndCountsThemOnce() throws {
+        let (ledger, keys) = try ledger()
+        for _ in 0..<3 { try ledger.append(entry(), recipient: keys.current.publicKey) }
+        #expect(try ledger.read(with: keys, now: 1, saveFrom: 64).summary.rows(from: UsageDay(number: 0)).first?.counts.requests == 3)
+        #expect(FileStatus.of(link: ledger.folder + "/usage-summary") == nil)
+        #expect(try ledger.read(with: keys, now: 2).summary.rows(from: UsageDay(number: 0)).first?.counts.requests == 3)
+        try ledger.append(entry(), recipient: keys.current.publicKey)
+        #expect(try ledger.read(with: keys, now: 3, saveFrom: 64).summary.rows(from: UsageDay(number: 0)).first?.counts.requests == 4)
+    }
+
     @Test func nothingOfARecordIsInTheClearAndEveryRecordHasOneSize() throws {
         let (ledger, keys) = try ledger()
         try ledger.append(entry("a-very-recognisable-key-name"), recipient: keys.current.publicKey)
