@@ -87,7 +87,9 @@ public final class ReplyPrinter {
         case .folded(let style):
             thoughtText += text
             let columns = max(20, (Terminal.columns ?? TerminalSize.fallback.columns) - 1)
-            try write("\r\u{1B}[2K" + style.dim(Self.fitted("💭 " + Self.latestHeading(thoughtText), columns: columns)))
+            // The heading from the latest stretch only: a long stream of tiny pieces stays linear.
+            let heading = EscapeNeutralizer.neutralize(Self.latestHeading(String(thoughtText.suffix(4096))))
+            try write("\r\u{1B}[2K" + style.dim(Self.fitted("💭 " + heading, columns: columns)))
         }
         thoughtsOpen = true
     }

@@ -44,16 +44,23 @@ public struct Grounding: Codable, Sendable, Equatable {
     /// being the source's place in `sources` from 1. Supports that do not fit `text` are left
     /// out (the provider checked them against the same text).
     public func cited(_ text: String) -> String {
-        var bytes = Array(text.utf8)
+        let bytes = Array(text.utf8)
         var marks: [Int: Set<Int>] = [:]
-        for support in supports where support.end <= bytes.count && support.start <= support.end {
+        for support in supports where 0 <= support.start && support.start <= support.end && support.end <= bytes.count {
+            guard support.end == bytes.count || bytes[support.end] & 0xC0 != 0x80 else { continue }
             marks[support.end, default: []].formUnion(support.sources.filter { sources.indices.contains($0) })
         }
-        for (offset, numbers) in marks.sorted(by: { $0.key > $1.key }) where !numbers.isEmpty {
-            guard offset == bytes.count || bytes[offset] & 0xC0 != 0x80 else { continue }
-            bytes.insert(contentsOf: numbers.sorted().map { "[\($0 + 1)]" }.joined().utf8, at: offset)
+        // One pass from the front: the text up to each mark, then the mark.
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + marks.count * 4)
+        var copied = 0
+        for (offset, numbers) in marks.sorted(by: { $0.key < $1.key }) where !numbers.isEmpty {
+            out += bytes[copied..<offset]
+            out += numbers.sorted().map { "[\($0 + 1)]" }.joined().utf8
+            copied = offset
         }
-        return String(decoding: bytes, as: UTF8.self)
+        out += bytes[copied...]
+        return String(decoding: out, as: UTF8.self)
     }
 }
 

@@ -9,12 +9,14 @@ struct ReplyAssembly {
     /// part, which is not in the text). Pieces of one kind in a row are one part, as Google
     /// counts `segment.partIndex` in the reply put together.
     private var partStarts: [Int?] = []
+    private var citable: [Bool] = []
     private var lastKind: Kind?
     private var byteCount = 0
     private var grounding: GroundingMetadata?
     private var urlContext: URLContextMetadata?
 
     private enum Kind { case text, thought, code }
+    static let maxSupports = 10_000
 
     /// Adds one response's parts; returns the visible text and the thought text they added.
     mutating func add(_ content: Content?) -> (visible: String, thought: String) {
@@ -33,8 +35,12 @@ struct ReplyAssembly {
             } else {
                 continue
             }
-            // A code part stands alone; text and thoughts go on in the part before them.
-            if kind == .code || kind != lastKind { partStarts.append(kind == .thought ? nil : byteCount) }
+            // A code part stands alone; text and thoughts go on in the part before them. Only
+            // text parts can be cited: the others have no start to place a mark by.
+            if kind == .code || kind != lastKind {
+                partStarts.append(kind == .thought ? nil : byteCount)
+                citable.append(kind == .text)
+            }
             lastKind = kind
             if kind == .thought {
                 thought += text
@@ -73,7 +79,10 @@ struct ReplyAssembly {
         }
         let text = Array(reply.text.utf8)
         var supports: [Grounding.Support] = []
-        for support in grounding.groundingSupports ?? [] {
+        // More supports than any answer has are not placed one by one (a hostile server's flood).
+        let offered = grounding.groundingSupports ?? []
+        reply.droppedSupports += max(0, offered.count - Self.maxSupports)
+        for support in offered.prefix(Self.maxSupports) {
             if let placed = place(support, in: text, sourceCount: sources.count) { supports.append(placed) } else { reply.droppedSupports += 1 }
         }
         // Two supports over overlapping bytes cannot both be marked: the later one is left out.
@@ -91,13 +100,13 @@ struct ReplyAssembly {
         return reply
     }
 
-    /// A support's bytes in the whole text, or nil when its part is not text, its offsets run
+    /// A support's bytes in the whole text, or nil when its part is not text (a thought, code), its offsets run
     /// out of its part or split a UTF-8 sequence, its `text` is not those bytes, or it names no
     /// known source.
     private func place(_ support: GroundingMetadata.Support, in text: [UInt8], sourceCount: Int) -> Grounding.Support? {
         guard let segment = support.segment, let endIndex = segment.endIndex else { return nil }
         let part = segment.partIndex ?? 0
-        guard partStarts.indices.contains(part), let base = partStarts[part] else { return nil }
+        guard partStarts.indices.contains(part), citable[part], let base = partStarts[part] else { return nil }
         let partEnd = partStarts[(part + 1)...].lazy.compactMap { $0 }.first ?? text.count
         let startIndex = segment.startIndex ?? 0
         guard startIndex >= 0, startIndex <= endIndex, endIndex <= partEnd - base else { return nil }

@@ -76,7 +76,7 @@ enum SpendCommand {
         let now = Clock.now()
         let today = UsageDay(seconds: now)
         let first = UsageDay(number: today.number - days + 1)
-        let name = call.positionals.first
+        let name = call.positionals.first.map(UsageLedger.storedName)
         var priceOf: [String: ModelPrice?] = [:]
         let rows = summary.rows(from: first, key: name).map { row in
             let price = priceOf[row.model] ?? { let found = prices.price(of: row.model); priceOf[row.model] = found; return found }()
@@ -91,7 +91,7 @@ enum SpendCommand {
             let daily = costs[key] ?? [:]
             let budget = SpendGuard.budget(for: key, settings: settings, vaultSettings: vaultSettings)
             let unusual = SpendGuard.unusualDays(daily, from: first)
-            return KeyTotal(key: key, tokens: mine.reduce(0) { $0 + $1.promptTokens + $1.toolUseTokens + $1.outputTokens + $1.thoughtsTokens },
+            return KeyTotal(key: key, tokens: mine.reduce(0) { min($0 + $1.promptTokens + $1.toolUseTokens + $1.outputTokens + $1.thoughtsTokens, UsageCounts.limit) },
                             cost: mine.compactMap(\.cost).reduce(0, +), unpriced: Array(Set(mine.filter { $0.cost == nil }.map(\.model))).sorted(),
                             budgetDaily: budget.daily, budgetMonthly: budget.monthly, spentToday: daily[today] ?? 0,
                             spentThisMonth: daily.filter { $0.key >= today.monthStart && $0.key <= today }.values.reduce(0, +),

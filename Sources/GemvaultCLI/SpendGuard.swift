@@ -11,6 +11,8 @@ import VaultCore
 /// before a request the key's budgets are checked against the ledger and an estimate.
 final class SpendGuard {
     let keyName: String
+    /// Whether the key has a name in the vault, where `key budget` keeps its own budgets.
+    private let keyIsInVault: Bool
     let prices: PriceTable
     private let ledger: UsageLedger
     private let context: Context
@@ -39,7 +41,8 @@ final class SpendGuard {
 
     init(context: Context, settings: Settings, keySource: KeySource, overBudget: Bool) throws {
         self.context = context
-        self.keyName = Self.ledgerName(keySource)
+        self.keyName = UsageLedger.storedName(Self.ledgerName(keySource))
+        self.keyIsInVault = if case .vault = keySource { true } else { false }
         self.prices = try Self.prices(settings)
         self.ledger = UsageLedger(history: context.history)
         self.overBudget = overBudget
@@ -132,7 +135,7 @@ final class SpendGuard {
                     continue
                 }
                 throw CommandFailure(.apiRefused, "not sent: this request could take key '\(keyName)' past its \(period) budget: \(figures)",
-                                     hint: "pass --over-budget to send it anyway, or raise the budget ('gemvault key budget \(keyName) \(flag) AMOUNT')")
+                                     hint: "pass --over-budget to send it anyway, or raise the budget (" + (keyIsInVault ? "'gemvault key budget \(keyName) \(flag) AMOUNT'" : "the \(period == "daily" ? "budget_daily" : "budget_monthly") setting") + ")")
             }
             if spent + estimate >= limit * Self.warningShare {
                 warnOnce("key '\(keyName)' is at \(Int((100 * (spent + estimate) / max(limit, 1e-9)).rounded()))% of its \(period) budget: \(figures)")
@@ -178,7 +181,7 @@ final class SpendGuard {
         guard let usage else { return nil }
         let counts = UsageCounts(usage)
         let cost = prices.cost(counts, model: model)
-        conversationTokens += counts.total
+        conversationTokens = min(conversationTokens + counts.total, UsageCounts.limit)
         conversationCost += cost ?? 0
         do {
             guard let recipient = try context.history.recipient()?.publicKey else {
@@ -197,6 +200,7 @@ final class SpendGuard {
 
     /// `$0.0123` for dollars, `1.50 EUR` for another currency: cents, or four places below a cent.
     static func money(_ amount: Double, currency: String) -> String {
+        guard amount.isFinite, abs(amount) < 1e12 else { return "\(amount) \(currency)" }
         let places = amount != 0 && abs(amount) < 0.1 ? 4 : 2
         let scale = places == 4 ? 10_000.0 : 100.0
         let units = Int((abs(amount) * scale).rounded())

@@ -16,9 +16,9 @@ public struct ModelPrice: Sendable, Equatable {
 
     /// What `counts` cost: cached prompt tokens at their rate, tool use as input, thinking as output.
     public func cost(_ counts: UsageCounts) -> Double {
-        let uncachedPrompt = max(0, counts.prompt - counts.cached)
-        let inputCost = Double(uncachedPrompt + counts.toolUse) * input + Double(min(counts.cached, counts.prompt)) * cached
-        return (inputCost + Double(counts.output + counts.thoughts) * output) / 1_000_000
+        let uncachedPrompt = Double(max(0, counts.prompt - counts.cached))
+        let inputCost = (uncachedPrompt + Double(counts.toolUse)) * input + Double(min(counts.cached, counts.prompt)) * cached
+        return (inputCost + (Double(counts.output) + Double(counts.thoughts)) * output) / 1_000_000
     }
 }
 
@@ -80,8 +80,8 @@ public struct PriceTable: Sendable, Equatable {
                 continue
             }
             let numbers = pair[1].split(separator: "/").map { Double($0) }
-            guard (2...3).contains(numbers.count), let input = numbers[0], let output = numbers[1], numbers.allSatisfy({ $0.map { $0 >= 0 && $0.isFinite } ?? false }) else {
-                throw .invalid("'\(entry)': the prices are INPUT/OUTPUT[/CACHED], numbers per million tokens")
+            guard (2...3).contains(numbers.count), let input = numbers[0], let output = numbers[1], numbers.allSatisfy({ $0.map(isPrice) ?? false }) else {
+                throw .invalid("'\(entry)': the prices are INPUT/OUTPUT[/CACHED], numbers from 0 to 1000000 per million tokens")
             }
             models[pair[0]] = ModelPrice(input: input, output: output, cached: numbers.count == 3 ? numbers[2] : nil)
         }
@@ -101,11 +101,14 @@ public struct PriceTable: Sendable, Equatable {
         }
         var models: [String: ModelPrice] = [:]
         for (name, entry) in file.models {
-            guard [entry.input, entry.output, entry.cached ?? 0].allSatisfy({ $0 >= 0 && $0.isFinite }) else { throw .invalid("the prices of '\(name)' must be numbers of 0 or more") }
+            guard [entry.input, entry.output, entry.cached ?? 0].allSatisfy(isPrice) else { throw .invalid("the prices of '\(name)' must be numbers from 0 to 1000000") }
             models[name] = ModelPrice(input: entry.input, output: entry.output, cached: entry.cached)
         }
         return merged(models, currency: try checkedCurrency(file.currency ?? "USD"), origin: origin)
     }
+
+    /// A price per million tokens: 0 to a million.
+    private static func isPrice(_ value: Double) -> Bool { (0...1_000_000).contains(value) }
 
     private static func checkedCurrency(_ text: String) throws(ParseError) -> String {
         guard (1...8).contains(text.count), text.allSatisfy({ $0.isLetter && $0.isASCII }) else { throw .invalid("currency '\(text)' is not a currency code such as USD or EUR") }

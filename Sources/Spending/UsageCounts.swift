@@ -20,25 +20,31 @@ public struct UsageCounts: Sendable, Equatable {
         self.thoughts = thoughts
     }
 
-    /// One reply's usage; counts Google left out are 0.
+    /// No count goes above this, however many replies add up (or whatever a server claims):
+    /// sums of four stay far from overflow and every count is exact as a Double.
+    public static let limit = 1 << 50
+
+    /// One reply's usage; counts Google left out are 0, and none is taken above 2^40.
     public init(_ usage: TokenUsage) {
-        self.init(requests: 1, prompt: max(0, usage.promptTokenCount ?? 0), cached: max(0, usage.cachedContentTokenCount ?? 0),
-                  toolUse: max(0, usage.toolUsePromptTokenCount ?? 0), output: max(0, usage.candidatesTokenCount ?? 0),
-                  thoughts: max(0, usage.thoughtsTokenCount ?? 0))
+        func count(_ value: Int?) -> Int { min(max(0, value ?? 0), 1 << 40) }
+        self.init(requests: 1, prompt: count(usage.promptTokenCount), cached: count(usage.cachedContentTokenCount),
+                  toolUse: count(usage.toolUsePromptTokenCount), output: count(usage.candidatesTokenCount), thoughts: count(usage.thoughtsTokenCount))
     }
 
     public var total: Int { prompt + toolUse + output + thoughts }
 
+    /// Adds counts, stopping at `limit`.
     public static func + (left: UsageCounts, right: UsageCounts) -> UsageCounts {
-        UsageCounts(requests: left.requests &+ right.requests, prompt: left.prompt &+ right.prompt, cached: left.cached &+ right.cached,
-                    toolUse: left.toolUse &+ right.toolUse, output: left.output &+ right.output, thoughts: left.thoughts &+ right.thoughts)
+        func sum(_ a: Int, _ b: Int) -> Int { min(a + b, limit) }
+        return UsageCounts(requests: sum(left.requests, right.requests), prompt: sum(left.prompt, right.prompt), cached: sum(left.cached, right.cached),
+                           toolUse: sum(left.toolUse, right.toolUse), output: sum(left.output, right.output), thoughts: sum(left.thoughts, right.thoughts))
     }
 
     /// The fields in their stored order.
     var fields: [Int] { [requests, prompt, cached, toolUse, output, thoughts] }
 
     init?(fields: ArraySlice<Int>) {
-        guard fields.count == 6, fields.allSatisfy({ $0 >= 0 }) else { return nil }
+        guard fields.count == 6, fields.allSatisfy({ (0...Self.limit).contains($0) }) else { return nil }
         let values = Array(fields)
         self.init(requests: values[0], prompt: values[1], cached: values[2], toolUse: values[3], output: values[4], thoughts: values[5])
     }

@@ -85,7 +85,7 @@ public struct UsageLedger: Sendable {
     /// stays at its place.
     public func append(_ entry: Entry, recipient: [UInt8]) throws(Failure) {
         guard let folder = try openFolder() else { throw .noRecipient }
-        let plain = Self.plaintext(entry)
+        guard let plain = Self.plaintext(entry) else { throw .crypto("the usage record does not fit its \(Self.recordPlainLength) bytes") }
         let sealed: [UInt8]
         do { sealed = try SealedBox.seal(plain, to: recipient) } catch { throw .crypto("\(error)") }
         guard let file = try open(Self.recordsName, in: folder, flags: O_RDWR | O_APPEND | O_CREAT) else { throw .system(SystemError("open", path: folder.path(of: Self.recordsName), code: ENOENT)) }
@@ -99,17 +99,19 @@ public struct UsageLedger: Sendable {
         }
     }
 
-    static func plaintext(_ entry: Entry) -> [UInt8] {
-        let json = EntryJSON(key: String(entry.key.prefix(maxName)), model: String(entry.model.prefix(maxName)), day: entry.day.number,
-                             counts: entry.counts.fields)
-        var bytes = (try? JSONEncoder().encode(json)).map(Array.init) ?? []
-        // Names of many multi-byte characters could still pass the length: they are cut again.
-        if bytes.count > recordPlainLength {
-            bytes = Array((try? JSONEncoder().encode(EntryJSON(key: String(entry.key.prefix(20)), model: String(entry.model.prefix(20)),
-                                                                day: entry.day.number, counts: entry.counts.fields))) ?? Data())
-        }
+    /// The name a record holds for a key or model: itself when it is at most 80 bytes of
+    /// printable text, else `#` and a fingerprint of it, so that every record fits its 512 bytes
+    /// and a name is looked up as it was stored.
+    public static func storedName(_ name: String) -> String {
+        let printable = name.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7F && !(0x80...0x9F).contains($0.value) && $0 != "\\" && $0 != "\"" }
+        return printable && name.utf8.count <= 80 ? name : "#" + Sodium.fingerprint(name)
+    }
+
+    static func plaintext(_ entry: Entry) -> [UInt8]? {
+        let json = EntryJSON(key: storedName(entry.key), model: storedName(entry.model), day: entry.day.number, counts: entry.counts.fields)
+        guard let bytes = try? JSONEncoder().encode(json).map({ $0 }), bytes.count <= recordPlainLength else { return nil }
         // JSON allows trailing white space: the padding.
-        return bytes + [UInt8](repeating: 0x20, count: max(0, recordPlainLength - bytes.count))
+        return bytes + [UInt8](repeating: 0x20, count: recordPlainLength - bytes.count)
     }
 
     static func entry(_ plain: UnsafeRawBufferPointer) -> Entry? {
@@ -131,7 +133,10 @@ public struct UsageLedger: Sendable {
         var summary = UsageSummary()
         if let file = try open(Self.summaryName, in: folder, flags: O_RDONLY) {
             let bytes: [UInt8]
-            do { bytes = try file.readAll(limit: 256 << 20) } catch { throw .refused("\(file.path) is larger than a usage summary can be") }
+            do { bytes = try file.readAll(limit: 256 << 20) } catch {
+                if case .failed(let failure) = error { throw .system(failure) }
+                throw .refused("\(file.path) is larger than a usage summary can be")
+            }
             if let opened = Self.decodeSummary(bytes, with: keys) {
                 summary = opened
             } else {
@@ -145,11 +150,15 @@ public struct UsageLedger: Sendable {
         let inode: UInt64
         do {
             try records.lockExclusively()
-            inode = try records.status().inode
-            if summary.recordsInode != inode { summary = UsageSummary() }
+            let status = try records.status()
+            inode = status.inode
+            // Another file (or a new one with the old inode number, shorter than what was merged): start again.
+            if summary.recordsInode != inode || Int64(summary.recordsMerged) * Int64(Self.recordLength) > status.size { summary = UsageSummary() }
             guard lseek(records.raw, off_t(summary.recordsMerged * Self.recordLength), SEEK_SET) >= 0 else { throw SystemError("seek", path: records.path) }
             bytes = try records.readAll(limit: 1 << 30)
         } catch let error as SystemError {
+            throw .system(error)
+        } catch FileDescriptor.ReadFailure.failed(let error) {
             throw .system(error)
         } catch {
             throw .refused("\(records.path) is larger than gemvault reads")

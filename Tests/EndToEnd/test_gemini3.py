@@ -267,3 +267,20 @@ def test_the_fake_refuses_a_field_googles_types_do_not_have(api):
     api.server.clear()
     result = ask(api, "--model", "grounded", "--search", "--url-context", "--code", "--thoughts", "--think", "high", "--temperature", "0.3", "q")
     assert result.code == 0, result
+
+
+def test_a_folded_thought_line_never_carries_the_servers_escape_sequences(api):
+    s = chat_session(api, "--model", "thinking-escape", "--bubbles", "--thoughts")
+    try:
+        s.line("q")
+        s.expect(r"Safe answer\.")
+        s.expect(r"you ›")
+        raw = s.raw()
+        assert "\x1b]0;pwned" not in raw and "\x1b]52" not in raw, raw
+        s.line("/thoughts")
+        s.expect(r"thinking: ")
+        s.line("/exit")
+        assert s.wait() == 0
+        assert "\x1b]0;pwned" not in s.raw() and "\x1b]52" not in s.raw()
+    finally:
+        s.close()

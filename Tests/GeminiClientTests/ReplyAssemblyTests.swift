@@ -73,3 +73,26 @@ import Testing
         #expect(assembly.finish().urlRetrievals == [URLRetrieval(url: "https://x.example", status: "URL_RETRIEVAL_STATUS_UNSAFE")])
     }
 }
+
+extension ReplyAssemblyTests {
+    @Test func aSupportNamingACodePartIsLeftOutAndTheTextAfterItIsItsOwnPart() throws {
+        var assembly = ReplyAssembly()
+        _ = assembly.add(try JSONDecoder().decode(Candidate.self, from: Data(#"{"content":{"parts":[{"text":"Run:"},{"executableCode":{"language":"PYTHON","code":"x"}},{"text":"Done."}]}}"#.utf8)).content)
+        assembly.note(try JSONDecoder().decode(Candidate.self, from: Data(#"""
+            {"groundingMetadata":{"groundingChunks":[{"web":{"uri":"https://a.example"}}],
+             "groundingSupports":[{"segment":{"partIndex":1,"endIndex":3},"groundingChunkIndices":[0]},
+                                  {"segment":{"partIndex":0,"endIndex":9},"groundingChunkIndices":[0]},
+                                  {"segment":{"partIndex":2,"endIndex":5},"groundingChunkIndices":[0]}]}}
+            """#.utf8)))
+        let reply = assembly.finish()
+        #expect(reply.droppedSupports == 2)
+        #expect(reply.grounding?.cited(reply.text) == "Run:\n```python\nx\n```\nDone.[1]")
+    }
+
+    @Test func citedIgnoresSupportsOutsideTheText() {
+        let grounding = Grounding(sources: [Grounding.Source(title: nil, domain: nil, uri: "")],
+                                  supports: [Grounding.Support(start: -5, end: -1, sources: [0]), Grounding.Support(start: 0, end: 99, sources: [0]),
+                                             Grounding.Support(start: 0, end: 2, sources: [0])])
+        #expect(grounding.cited("ab") == "ab[1]")
+    }
+}

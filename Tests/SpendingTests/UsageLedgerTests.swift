@@ -97,3 +97,35 @@ import VaultCore
         #expect(read.notes.isEmpty && read.summary.rows(from: UsageDay(number: 0)).first?.counts.requests == 2)
     }
 }
+
+/// What a hostile server or a forged file can put in a count or a name.
+@Suite struct UsageLimitsTests {
+    @Test func hugeCountsAreCappedAndSumsNeverOverflow() {
+        let huge = UsageCounts(TokenUsage(promptTokenCount: Int.max, candidatesTokenCount: Int.max, thoughtsTokenCount: -5,
+                                          toolUsePromptTokenCount: Int.max, cachedContentTokenCount: Int.max))
+        #expect(huge.prompt == 1 << 40 && huge.thoughts == 0)
+        var sum = huge
+        for _ in 0..<20_000 { sum = sum + huge }
+        #expect(sum.prompt == UsageCounts.limit && sum.total > 0)
+        #expect((PriceTable.builtIn.cost(sum, model: "gemini-2.5-flash") ?? -1) > 0)
+        var summary = UsageSummary()
+        summary.add(UsageLedger.Entry(key: "k", model: "m", day: UsageDay(number: 1), counts: sum))
+        #expect(summary.encoded().withUnsafeBytes { UsageSummary.decode($0) } == summary)
+    }
+
+    @Test func longOrOddNamesAreFiledUnderAFingerprintAndEveryRecordFits() {
+        let long = String(repeating: "é", count: 300)
+        #expect(UsageLedger.storedName(long).hasPrefix("#") && UsageLedger.storedName(long) == UsageLedger.storedName(long))
+        #expect(UsageLedger.storedName("file:/a\"b") != "file:/a\"b" && UsageLedger.storedName("work") == "work")
+        let entry = UsageLedger.Entry(key: long, model: String(repeating: "\u{1}", count: 200), day: UsageDay(number: 1),
+                                      counts: UsageCounts(requests: UsageCounts.limit, prompt: UsageCounts.limit))
+        #expect(UsageLedger.plaintext(entry)?.count == UsageLedger.recordPlainLength)
+    }
+
+    @Test func aSummaryClaimingMoreRowsThanItHoldsIsRefused() {
+        var bytes: [UInt8] = [1] + [UInt8](repeating: 0, count: 24) + [0, 0, 0, 0] + [0, 0, 0, 0] + [0xFF, 0xFF, 0xFF, 0xFF]
+        #expect(bytes.withUnsafeBytes { UsageSummary.decode($0) } == nil)
+        bytes.replaceSubrange((bytes.count - 4)..., with: [UInt8](repeating: 0, count: 4))
+        #expect(bytes.withUnsafeBytes { UsageSummary.decode($0) } == UsageSummary())
+    }
+}
