@@ -68,7 +68,8 @@ enum SpendCommand {
             days = 30
         }
         let context = call.context
-        let settings = try context.keyResolver(call).settings(vaultSettings: try context.vault.settings())
+        let vaultSettings = try context.vault.settings()
+        let settings = try context.keyResolver(call).settings(vaultSettings: vaultSettings)
         let prices = try SpendGuard.prices(settings)
         let keys = try context.historyKeys()
         let (summary, notes) = try UsageLedger(history: context.history).read(with: keys, now: Clock.now())
@@ -84,7 +85,6 @@ enum SpendCommand {
                        cachedTokens: row.counts.cached, toolUseTokens: row.counts.toolUse, outputTokens: row.counts.output,
                        thoughtsTokens: row.counts.thoughts, cost: price?.cost(row.counts))
         }
-        let vaultSettings = try context.vault.settings()
         let costs = summary.dailyCosts(prices: prices).costs
         let totals = Set(rows.map(\.key)).union(name.map { [$0] } ?? []).sorted().map { key -> KeyTotal in
             let mine = rows.filter { $0.key == key }
@@ -142,8 +142,9 @@ enum SpendCommand {
             throw CommandFailure(.failure, "there is no key '\(name)' in the vault", hint: "'gemvault key list' shows the keys")
         }
         for (setting, value) in changes { try context.vault.apply(.setting(name: setting, value: value)) }
-        let settings = try context.keyResolver(call).settings(vaultSettings: try context.vault.settings())
-        let budget = SpendGuard.budget(for: name, settings: settings, vaultSettings: try context.vault.settings())
+        let vaultSettings = try context.vault.settings()
+        let settings = try context.keyResolver(call).settings(vaultSettings: vaultSettings)
+        let budget = SpendGuard.budget(for: name, settings: settings, vaultSettings: vaultSettings)
         let currency = try SpendGuard.prices(settings).currency
         func shown(_ amount: Double?) -> String { amount.map { SpendGuard.money($0, currency: currency) } ?? "none" }
         try Console.out("\(name): daily \(shown(budget.daily)), monthly \(shown(budget.monthly))\n")

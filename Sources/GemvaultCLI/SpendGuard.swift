@@ -17,6 +17,8 @@ final class SpendGuard {
     private let ledger: UsageLedger
     private let context: Context
     private let budget: Budget
+    /// The keys that open the ledger, when the vault was open to this command without a prompt.
+    private let ledgerKeys: HistoryKeys?
     private let overBudget: Bool
     /// Said once per command: a budget that could not be checked, an unusual day.
     private var warned: Set<String> = []
@@ -46,8 +48,10 @@ final class SpendGuard {
         self.prices = try Self.prices(settings)
         self.ledger = UsageLedger(history: context.history)
         self.overBudget = overBudget
-        let vault = (try? context.vault.settingsAndConversationKeysWithoutPrompt())?.settings ?? [:]
-        budget = Self.budget(for: keyName, settings: settings, vaultSettings: vault)
+        // Asked once per command (two questions to a session): the budgets and the ledger's keys.
+        let vault = try? context.vault.settingsAndConversationKeysWithoutPrompt()
+        budget = Self.budget(for: keyName, settings: settings, vaultSettings: vault?.settings ?? [:])
+        ledgerKeys = vault.flatMap { try? HistoryKeys(seeds: $0.conversationKeys) }
     }
 
     /// The name a key has in the ledger: its vault name, else where it came from.
@@ -98,7 +102,7 @@ final class SpendGuard {
     /// warns at 80 % and on a day far above the key's usual. Needs the vault without a prompt
     /// (the one this command opened, or a session); counts the prompt's tokens only under a budget.
     func check(_ request: ChatRequest, model: String, provider: any ChatProvider) throws {
-        guard let keys = try? context.vault.settingsAndConversationKeysWithoutPrompt().map({ try HistoryKeys(seeds: $0.conversationKeys) }) else {
+        guard let keys = ledgerKeys else {
             if budget.isSet { warnOnce("the budget of key '\(keyName)' was not checked: the usage ledger opens only with the vault (unlock a session with 'gemvault unlock')") }
             return
         }
