@@ -59,7 +59,9 @@ let package = Package(
         .target(name: "Agent", dependencies: ["Settings", "VaultCore", "SystemIO", "GoogleKeys", "CSystemShims"]),
         /// The one home for reaching a vault: its file rules, the session or the passphrase, the
         /// narrow questions and the changes every command makes.
-        .target(name: "VaultAccess", dependencies: ["Agent", "AgeFormat", "Sharing", "VaultCore", "SystemIO"]),
+        .target(name: "VaultAccess", dependencies: ["Agent", "AgeFormat", "Sharing", "SSHAgent", "VaultCore", "SystemIO"]),
+        /// The ssh-agent protocol, spoken over SSH_AUTH_SOCK with bounded reads: list keys, sign.
+        .target(name: "SSHAgent", dependencies: ["VaultCore", "SystemIO"]),
         /// Key sources, their order and provenance (`KeyResolver`), and the doctor's checks.
         .target(name: "KeyResolution", dependencies: ["Settings", "VaultAccess", "VaultCore", "SystemIO", "GoogleKeys", "GoogleAuth"]),
         /// The conversation model, its encrypted history, and the provider seam: the neutral
@@ -72,7 +74,7 @@ let package = Package(
         /// The chat REPL and its slash commands.
         .target(name: "ChatUI", dependencies: ["Conversations", "Rendering", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims", "GoogleKeys"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "Settings", "KeyResolution", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP", "AgeFormat", "Sharing", "Spending"]),
+        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "Settings", "KeyResolution", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP", "AgeFormat", "Sharing", "Spending", "SSHAgent"]),
 
         /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
         .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "Settings", "Rendering", "VaultCore"]),
@@ -91,6 +93,7 @@ let package = Package(
         .testTarget(name: "SystemIOTests", dependencies: ["SystemIO", "GemvaultTesting"]),
         .testTarget(name: "GoogleKeysTests", dependencies: ["GoogleKeys"], exclude: ["Fixtures"]),
         .testTarget(name: "AgentTests", dependencies: ["Agent", "VaultCore"]),
+        .testTarget(name: "SSHAgentTests", dependencies: ["SSHAgent", "VaultCore", "SystemIO"]),
         .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "Agent", "AgeFormat", "Sharing", "VaultCore", "SystemIO", "GemvaultTesting"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO", "GemvaultTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "AgeFormatTests", dependencies: ["AgeFormat", "VaultCore", "CZlib", "GemvaultTesting"], exclude: ["Fixtures"]),

@@ -11,6 +11,8 @@ public struct AgentStatus: Sendable {
     public let unlockedAt: Int64?
     public let idleDeadline: Int64?
     public let maxDeadline: Int64?
+    /// Set while a PIN can open the session: the wrong tries it has left (its end is `maxDeadline`).
+    public var pinTriesLeft: Int? = nil
 
     /// When the session locks: the nearer of the two deadlines.
     public var locksAt: Int64? { [idleDeadline, maxDeadline].compactMap { $0 }.min() }
@@ -38,6 +40,10 @@ public enum AgentError: Error, Equatable, Sendable {
     /// The agent runs but dropped the connection before answering (a flood of clients), also
     /// after the retries: never to be taken for "locked" or "no session".
     case busy
+    /// A wrong PIN, with the tries left (0: the agent wiped the PIN).
+    case wrongPIN(triesLeft: Int)
+    /// Locked while idle, and its PIN opens it again (with this many wrong tries left).
+    case lockedWithPIN(triesLeft: Int)
 }
 
 /// Talks to the agent of one vault: one connection per request.
@@ -55,13 +61,22 @@ public struct AgentClient: Sendable {
         return AgentStatus(unlocked: unlocked, vaultPath: response.text(.vaultPath) ?? paths.vaultPath,
                            pid: Int32(truncatingIfNeeded: response.number(.pid) ?? 0),
                            unlockedAt: response.number(.unlockedAt), idleDeadline: response.number(.idleDeadline),
-                           maxDeadline: response.number(.maxDeadline))
+                           maxDeadline: response.number(.maxDeadline), pinTriesLeft: response.number(.pinTriesLeft).map { Int($0) })
     }
 
     /// Hands the agent the passphrase slot's key-encryption key.
     public func unlock(kek: SecretBytes, idle: Double, max: Double) throws(AgentError) -> AgentStatus {
+        try unlock(sessionKey: .keyEncryptionKey(kek), idle: idle, max: max)
+    }
+
+    /// Starts the session with the passphrase slot's key-encryption key or, for a vault an ssh
+    /// slot opened, its data key.
+    public func unlock(sessionKey: VaultDocument.SessionKey, idle: Double, max: Double) throws(AgentError) -> AgentStatus {
         var message = AgentMessage(code: AgentProtocol.Operation.unlock.rawValue)
-        message.add(.keyEncryptionKey, secret: kek)
+        switch sessionKey {
+        case .keyEncryptionKey(let kek): message.add(.keyEncryptionKey, secret: kek)
+        case .dataKey(let key): message.add(.dataKey, secret: key)
+        }
         message.add(.idleSeconds, number: Int64(idle))
         message.add(.maxSeconds, number: Int64(max))
         _ = try request(message)
@@ -223,6 +238,27 @@ public struct AgentClient: Sendable {
         _ = try request(message)
     }
 
+    /// Sets a PIN for the open session: after an idle lock it opens the session again, until
+    /// `tries` wrong ones or the absolute limit.
+    public func setPIN(_ pin: SecretBytes, tries: Int) throws(AgentError) -> AgentStatus {
+        var message = AgentMessage(code: AgentProtocol.Operation.setPIN.rawValue)
+        message.add(.pin, secret: pin)
+        message.add(.pinTries, number: Int64(tries))
+        _ = try request(message)
+        return try status()
+    }
+
+    /// Opens the idle-locked session again with its PIN.
+    public func unlockWithPIN(_ pin: SecretBytes) throws(AgentError) {
+        var message = AgentMessage(code: AgentProtocol.Operation.unlockWithPIN.rawValue)
+        message.add(.pin, secret: pin)
+        _ = try request(message)
+    }
+
+    public func forgetPIN() throws(AgentError) {
+        _ = try request(AgentMessage(code: AgentProtocol.Operation.forgetPIN.rawValue))
+    }
+
     public func lock() throws(AgentError) {
         _ = try request(AgentMessage(code: AgentProtocol.Operation.lock.rawValue))
     }
@@ -285,7 +321,9 @@ public struct AgentClient: Sendable {
         guard response.code == 0 else {
             let text = response.text(.message) ?? "the agent refused the request"
             switch response.number(.errorKind).flatMap({ AgentProtocol.ErrorKind(rawValue: UInt8(truncatingIfNeeded: $0)) }) {
-            case .locked?: throw .locked
+            case .locked?:
+                if let left = response.number(.pinTriesLeft) { throw .lockedWithPIN(triesLeft: Int(left)) }
+                throw .locked
             case .stale?: throw .stale
             case .rolledBack?:
                 throw .rolledBack(generation: UInt64(bitPattern: response.number(.generation) ?? 0),
@@ -293,6 +331,7 @@ public struct AgentClient: Sendable {
             case .wrongKey?: throw .wrongKey
             case .noSuchKey?: throw .noSuchKey(response.text(.keyName) ?? "")
             case .changeRefused?: throw .changeRefused(NarrowCoding.refusal(in: response) ?? .cryptoFailure(text))
+            case .wrongPIN?: throw .wrongPIN(triesLeft: Int(response.number(.pinTriesLeft) ?? 0))
             default: throw .failed(text)
             }
         }

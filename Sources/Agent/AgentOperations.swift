@@ -18,6 +18,8 @@ extension AgentServer {
             return unlock(request)
         case .followKey:
             return followKey(request)
+        case .setPIN, .unlockWithPIN, .forgetPIN:
+            return pinOperation(operation, request)
         case .lock:
             stopRequested = true
             log("locked on request")
@@ -26,7 +28,7 @@ extension AgentServer {
             // Whole payloads no longer travel: each command asks only for what it needs.
             return Self.error(.badRequest, "this agent answers narrow requests only (key, keySummaries, settings, conversationKeys, change)")
         case .key, .keySummaries, .settings, .conversationKeys, .change, .rekey, .settingsAndKey, .identity, .signShare, .agree, .sharingRecords:
-            guard document != nil else { return Self.error(.locked, "the session is locked") }
+            guard document != nil else { return lockedAnswer() }
             let answer = switch operation {
             case .key: key(request)
             case .settingsAndKey: settingsAndKey(request)
@@ -44,19 +46,30 @@ extension AgentServer {
         }
     }
 
-    private func status() -> AgentMessage {
+    /// "Locked", with the PIN's tries left when a PIN can open it again: the client asks for
+    /// the PIN without another round trip.
+    func lockedAnswer() -> AgentMessage {
+        var response = Self.error(.locked, "the session is locked")
+        if pinUnlock != nil { response.add(.pinTriesLeft, number: Int64(pinTriesLeft)) }
+        return response
+    }
+
+    func status() -> AgentMessage {
         var response = AgentMessage(code: 0)
         response.add(.state, number: document == nil ? 0 : 1)
         response.add(.vaultPath, text: paths.vaultPath)
         response.add(.pid, number: Int64(ProcessIdentity.current))
+        let now = Clock.now()
+        let elapsedTotal = Clock.bootSeconds() - startedMonotonic
         if document != nil {
-            let now = Clock.now()
             let elapsedIdle = Clock.bootSeconds() - lastActivity
-            let elapsedTotal = Clock.bootSeconds() - startedMonotonic
             response.add(.unlockedAt, number: unlockedAt)
             response.add(.idleDeadline, number: now + Int64(max(0, timeouts.idle - elapsedIdle)))
+        }
+        if document != nil || pinUnlock != nil {
             response.add(.maxDeadline, number: now + Int64(max(0, timeouts.max - elapsedTotal)))
         }
+        if pinUnlock != nil { response.add(.pinTriesLeft, number: Int64(pinTriesLeft)) }
         return response
     }
 
@@ -66,13 +79,20 @@ extension AgentServer {
             log("an unlock for the open session changed nothing")
             return status()
         }
-        guard let kek = request.secret(.keyEncryptionKey) else { return Self.error(.badRequest, "unlock needs the key-encryption key") }
+        let sessionKey: VaultDocument.SessionKey
+        if let kek = request.secret(.keyEncryptionKey) {
+            sessionKey = .keyEncryptionKey(kek)
+        } else if let dataKey = request.secret(.dataKey) {
+            sessionKey = .dataKey(dataKey)
+        } else {
+            return Self.error(.badRequest, "unlock needs the key-encryption key or the data key")
+        }
         let defaults = Timeouts.settingsDefaults
         let idle = Double(min(max(request.number(.idleSeconds) ?? Int64(defaults.idle), 1), Self.longestSession))
         let maximum = Double(min(max(request.number(.maxSeconds) ?? Int64(defaults.max), 1), Self.longestSession))
         do {
             let file = try readFile()
-            document = try VaultDocument.open(file, path: store.path, kek: kek)
+            document = try VaultDocument.open(file, path: store.path, sessionKey: sessionKey)
             remember(file)
         } catch let error as VaultError {
             return failure(error)
@@ -81,6 +101,8 @@ extension AgentServer {
         } catch {
             return Self.error(.failed, "\(error)")
         }
+        // A passphrase unlock after an idle lock starts a new session: the old PIN ends with it.
+        forgetPIN()
         timeouts = Timeouts(idle: max(1, idle), max: max(1, maximum))
         unlockedAt = Clock.now()
         startedMonotonic = Clock.bootSeconds()
@@ -100,7 +122,8 @@ extension AgentServer {
             opened.contents.recordUse(uses)
             document = opened
             remember(file)
-            log("follows the vault's new key-encryption key at generation \(file.generation)")
+            forgetPIN()
+            log("follows the vault's new key-encryption key at generation \(file.generation); a PIN it had is forgotten")
             return status()
         }
     }
@@ -282,6 +305,7 @@ extension AgentServer {
                 code = try document.rekey()
                 return nil
             }, backup: .new)
+            if response.code == 0 { forgetPIN() }
             if let code { response.add(.recoveryCode, secret: code) }
             return response
         }
@@ -340,7 +364,7 @@ extension AgentServer {
         if file.generation < current.file.generation {
             throw VaultError.rolledBack(path: store.path, generation: file.generation, seen: current.file.generation)
         }
-        guard let kek = current.keyEncryptionKey, let reloaded = try? VaultDocument.open(file, path: store.path, kek: kek) else {
+        guard let reloaded = try? VaultDocument.open(file, path: store.path, sessionKey: current.sessionKey) else {
             // The passphrase changed underneath: this session can no longer follow the vault.
             log("the vault was changed by a writer with another passphrase; locking")
             wipe(persist: false)

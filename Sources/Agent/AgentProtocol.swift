@@ -36,6 +36,9 @@ public enum AgentProtocol {
         case identity = 15, signShare = 16, agree = 17
         /// Each key's sharing state (public only).
         case sharingRecords = 18
+        /// A PIN for the open session (`pin`, `pinTries`); a PIN to open it again after an idle
+        /// lock; forgetting the PIN (passwd, recover and rekey end it).
+        case setPIN = 19, unlockWithPIN = 20, forgetPIN = 21
     }
 
     /// What every signed share starts with: the agent signs nothing else with the identity.
@@ -99,6 +102,11 @@ public enum AgentProtocol {
         /// A link's rotation through Secret Manager: the version it replaced, the Google key its
         /// finish deletes, and when that finish may run (0 once it ran).
         case linkPreviousVersion = 54, linkRetireKey = 55, linkFinishAfter = 56
+        /// `unlock` for a vault an ssh slot opened: the data key, in place of the key-encryption key.
+        case dataKey = 57
+        /// `setPIN`, `unlockWithPIN`: the PIN, and how many wrong ones wipe it. In `status` and a
+        /// wrong PIN's answer: the tries left while a PIN is set.
+        case pin = 58, pinTries = 59, pinTriesLeft = 60
     }
 
     public enum ErrorKind: UInt8, Sendable {
@@ -116,6 +124,8 @@ public enum AgentProtocol {
         case noSuchKey = 7
         /// The vault's rules refuse a change (no earlier value, a full vault); the message says why.
         case changeRefused = 8
+        /// `unlockWithPIN` with a wrong PIN; `pinTriesLeft` says how many are left (0: wiped).
+        case wrongPIN = 9
     }
 }
 

@@ -49,6 +49,8 @@ public final class AgentServer {
         static let acceptsPerTurn = 16
         /// Drops are logged at most this often (summed), so a flood cannot fill the log.
         static let dropReportInterval = 10.0
+        /// The least time between two PIN guesses, whoever sends them.
+        static let pinInterval = 0.2
     }
 
     let paths: AgentPaths
@@ -65,6 +67,13 @@ public final class AgentServer {
     var lastActivity = 0.0
     var startedMonotonic = 0.0
     var uses: [String: Int64] = [:]
+    /// The session's key wrapped under a PIN (`pin set`, `unlock --pin`): kept through an idle
+    /// lock, until the absolute limit, a lock, a passphrase change or the last wrong try.
+    var pinUnlock: PINWrappedKey?
+    var pinTriesLeft = 0
+    var pinTries = 0
+    /// When the last PIN was tried: guesses come at most every `Limits.pinInterval`.
+    var lastPINAttempt = -Double.infinity
     /// Requests answered: the unit tests count a command's round trips with it.
     public private(set) var requestsAnswered = 0
     private var connections: [AgentConnection] = []
@@ -209,7 +218,7 @@ public final class AgentServer {
             answer(connection, Self.refusal(refusal))
         case .complete(let body):
             // A request that arrives after a limit passed finds the session over.
-            if document != nil, let reason = expiry() { end("session \(reason): wiping and exiting") }
+            if let reason = expiry() { end("session \(reason): wiping and exiting") }
             guard let request = AgentMessage.parse(body: body), let operation = AgentProtocol.Operation(rawValue: request.code) else {
                 answer(connection, Self.error(.badRequest, "malformed request"))
                 return
@@ -332,12 +341,18 @@ public final class AgentServer {
 
     /// The boot-time clock keeps counting while the machine sleeps, and the wall clock is
     /// checked too, so a laptop closed overnight wakes locked.
+    /// An idle session with a PIN is not ended: its vault is wiped and the PIN-wrapped key
+    /// stays until the absolute limit.
     private func expiry() -> String? {
-        guard document != nil else { return nil }
+        guard document != nil || pinUnlock != nil else { return nil }
         let now = Clock.bootSeconds()
-        if now - lastActivity >= timeouts.idle { return "idle for \(Int(timeouts.idle)) s" }
         if now - startedMonotonic >= timeouts.max || Double(Clock.now() - unlockedAt) >= timeouts.max {
             return "open for \(Int(timeouts.max)) s"
+        }
+        if document != nil, now - lastActivity >= timeouts.idle {
+            guard pinUnlock != nil else { return "idle for \(Int(timeouts.idle)) s" }
+            log("session idle for \(Int(timeouts.idle)) s: the vault was wiped; the PIN opens it again until the absolute limit")
+            wipe(persist: true, keepingPIN: true)
         }
         return nil
     }
@@ -351,7 +366,7 @@ public final class AgentServer {
 
     /// Records last uses in the vault (best effort), then drops every secret: SecretBytes
     /// are wiped by sodium_free as their last reference goes.
-    func wipe(persist: Bool) {
+    func wipe(persist: Bool, keepingPIN: Bool = false) {
         if persist, document != nil, !uses.isEmpty {
             _ = try? locked({ document in
                 document.contents.recordUse(self.uses)
@@ -360,6 +375,7 @@ public final class AgentServer {
         }
         document = nil
         uses = [:]
+        if !keepingPIN { forgetPIN() }
     }
 }
 

@@ -1,6 +1,7 @@
 import Agent
 import Conversations
 import Settings
+import SSHAgent
 import SystemIO
 import TerminalIO
 import VaultAccess
@@ -26,7 +27,7 @@ struct Context {
         vault = VaultAccess(path: vaultPath, lockTimeout: environment["GEMVAULT_LOCK_TIMEOUT"].flatMap(Double.init).map { max(0, $0) } ?? VaultAccess.defaultLockTimeout,
                             stateDirectory: paths.stateHome, acceptsRollback: options.flag(.acceptRollback),
                             agentPaths: AgentPaths(environment: environment, vaultPath: vaultPath), useSession: !options.flag(.noSession),
-                            passphrase: CommandPassphrase(options: options, vaultPath: vaultPath),
+                            passphrase: CommandPassphrase(options: options, vaultPath: vaultPath, environment: environment),
                             observe: { contents in
                                 // Conversations can be sealed, or not saved, without an unlock.
                                 try? history.saveRecipient(conversationKey: contents.conversationKey, vaultHistory: contents.settings[Setting.history.name])
@@ -75,7 +76,7 @@ struct Context {
 
     /// `attempt` with the vault's passphrase, retried on a terminal.
     func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T {
-        try CommandPassphrase(options: options, vaultPath: vaultPath).withPassphrase(attempt)
+        try CommandPassphrase(options: options, vaultPath: vaultPath, environment: environment).withPassphrase(attempt)
     }
 }
 
@@ -85,16 +86,35 @@ struct Context {
 struct CommandPassphrase: PassphraseSource {
     let options: ParsedOptions
     let vaultPath: String
+    let environment: [String: String]
 
-    var canProvide: Bool { options.flag(.passphraseFd) || options.flag(.passphraseFile) || SecretInput.hasTerminal }
+    var canProvide: Bool { givesPassphrase || SecretInput.hasTerminal }
+    private var givesPassphrase: Bool { options.flag(.passphraseFd) || options.flag(.passphraseFile) }
+
+    /// SSH_AUTH_SOCK's agent, unless the passphrase was given on purpose.
+    var sshAgent: Result<SSHAgentClient, SSHAgentError>? {
+        givesPassphrase ? nil : Result { () throws(SSHAgentError) in try SSHAgentClient(environment: environment) }
+    }
+
+    func note(_ text: String) { Console.note(text) }
+
+    /// Asked on the terminal only; Enter (an empty PIN) goes on to the passphrase.
+    func readPIN(triesLeft: Int) throws -> SecretBytes? {
+        guard !givesPassphrase, SecretInput.hasTerminal else { return nil }
+        do {
+            return try SecretInput.read(from: .terminal, prompt: "Unlock with PIN (passphrase: press Enter): ")
+        } catch SecretInputError.empty {
+            return nil
+        }
+    }
 
     func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T {
         let source: SecretSource
         let prompt: String
         switch kind {
-        case .passphrase, .currentPassphrase:
+        case .passphrase, .passphraseSlot, .currentPassphrase:
             source = try SecretSource.chosen(by: options, fdOption: .passphraseFd, fileOption: .passphraseFile)
-            prompt = kind == .passphrase ? "Passphrase for \(vaultPath): " : "Current passphrase for \(vaultPath): "
+            prompt = kind == .currentPassphrase ? "Current passphrase for \(vaultPath): " : "Passphrase for \(vaultPath): "
         case .recoveryCode:
             source = Terminal.stdinIsTerminal ? .terminal : .fileDescriptor(FileDescriptor.standardInput.raw)
             prompt = "Recovery code: "

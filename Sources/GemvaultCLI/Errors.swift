@@ -5,8 +5,10 @@ import Conversations
 import KeyResolution
 import Settings
 import Sharing
+import SSHAgent
 import SystemIO
 import TerminalIO
+import VaultAccess
 import VaultCore
 
 /// The exit codes every command shares (Docs/cli.md).
@@ -30,7 +32,7 @@ enum ExitCode: Int32 {
         switch self {
         case .success: "success"
         case .failure: "failure"
-        case .wrongSecret: "wrong passphrase or recovery code"
+        case .wrongSecret: "wrong passphrase, recovery code or PIN"
         case .damaged: "vault damaged or unsupported"
         case .noKey: "no API key"
         case .apiRefused: "API refused"
@@ -133,6 +135,10 @@ enum ErrorReport {
             return describe(agent)
         case let sharing as SharingError:
             return describe(sharing)
+        case let slot as SlotError:
+            return (.failure, slot.message, slot.hint)
+        case let sshAgent as SSHAgentError:
+            return (.failure, sshAgent.message, "'ssh-add -l' lists what the agent at SSH_AUTH_SOCK holds")
         case let age as AgeError:
             return describe(age)
         case let history as HistoryStore.Failure:
@@ -166,7 +172,7 @@ enum ErrorReport {
         case .tampered(let path):
             return (.damaged, "the vault \(path) failed authentication: it was modified after it was written", restoreHint(path))
         case .unsupportedVersion(let path, let version):
-            return (.damaged, "the vault \(path) has file format version \(version), which this gemvault (reads 1 and 2) does not know",
+            return (.damaged, "the vault \(path) has file format version \(version), which this gemvault (reads 1 to \(VaultHeader.newestFormat)) does not know",
                     "upgrade gemvault if a newer one wrote it; otherwise the file is damaged")
         case .unsupportedPayloadVersion(let path, let version):
             return (.damaged, "the vault \(path) opened, but its encrypted contents have version \(version), which this gemvault does not know",
@@ -191,6 +197,8 @@ enum ErrorReport {
             return (.failure, "\(error.operation) \(error.path): \(error.reason)", nil)
         case .cryptoFailure(let detail):
             return (.failure, "libsodium failed (\(detail)); the machine may be out of memory", nil)
+        case .slotRefused(let why):
+            return (.failure, why, "'gemvault slot list' shows the vault's slots")
         case .keyNotFound(let name):
             return (.failure, "no key named '\(name)' in the vault", "list the keys with 'gemvault key list'")
         case .invalidName(let name):
@@ -313,6 +321,8 @@ enum ErrorReport {
             return (.failure, "no unlocked session for this vault", "run 'gemvault unlock'")
         case .locked:
             return (.failure, "the session is locked", "run 'gemvault unlock'")
+        case .lockedWithPIN:
+            return (.failure, "the session is locked; its PIN opens it again", "run 'gemvault unlock' on a terminal to type the PIN")
         case .stale:
             return (.failure, "the vault kept changing while this command tried to save; nothing was changed", "try again")
         case .rolledBack(let generation, let seen):
@@ -330,6 +340,9 @@ enum ErrorReport {
             return describe(VaultError.keyNotFound(name: name))
         case .changeRefused(let refusal):
             return describe(refusal)
+        case .wrongPIN(let left):
+            return left > 0 ? (.wrongSecret, "wrong PIN (\(left) \(left == 1 ? "try" : "tries") left)", "press Enter at the PIN prompt to use the passphrase instead")
+                : (.wrongSecret, "wrong PIN; the agent wiped the PIN after too many wrong tries", "the passphrase opens the vault; 'gemvault pin set' sets a new PIN")
         }
     }
 }

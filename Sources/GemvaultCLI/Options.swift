@@ -168,6 +168,12 @@ extension OptionSpec {
     static let identityFile = OptionSpec(name: "--identity", value: "FILE",
                                          help: "decrypt with an age identity file or an ssh-ed25519 private key (a protected one asks its passphrase) instead of the vault's identity (repeatable)",
                                          shortName: "-i", repeatable: true)
+    // slot, pin
+    static let sshKey = OptionSpec(name: "--key", value: "FINGERPRINT|FILE.pub",
+                                   help: "the ssh-agent's key for the slot: its SHA256:… fingerprint, or a .pub file with it (needed when the agent holds several)")
+    static let yesRecovery = OptionSpec(name: "--yes", value: nil, help: "remove the recovery slot (which leaves no way in if the passphrase is forgotten)")
+    static let pin = OptionSpec(name: "--pin", value: nil,
+                                help: "then set a PIN: after an idle lock, the agent opens the vault again for the PIN (until the session's absolute limit)")
     static let yesStore = OptionSpec(name: "--yes", value: nil, help: "store without asking (needed without a terminal)")
     static let noVerifyImport = OptionSpec(name: "--no-verify", value: nil, help: "store the key without checking it with Gemini")
     static let follow = OptionSpec(name: "--follow", value: nil, help: "take newer shares from FILE whenever the key is used (key sync does it on demand)")

@@ -72,6 +72,9 @@ enum Output {
 
     static func now() -> Int64 { Clock.now() }
 
+    /// `18:00` in the local time zone (TZ): when today's session ends.
+    static func localClock(_ seconds: Int64) -> String { String(localDate(seconds).suffix(5)) }
+
     /// `2026-11-29 20:02` in the local time zone (TZ), for tables people read.
     static func localDate(_ seconds: Int64) -> String {
         var time = time_t(seconds)
@@ -152,7 +155,7 @@ enum JSONSchema: String, CaseIterable {
     case configList = "config-list", configExplain = "config-explain", keyWhich = "key-which", doctor
     case ask, models, historyList = "history-list", historyExport = "history-export", historySearch = "history-search", recoveryCode = "recovery-code"
     case keyRotate = "key-rotate", keyUsage = "key-usage"
-    case identity, keyShareList = "key-share-list", keyImport = "key-import"
+    case identity, keyShareList = "key-share-list", keyImport = "key-import", slotList = "slot-list"
 
     var version: Int { 1 }
     var file: String { "Docs/schemas/\(rawValue).schema.json" }

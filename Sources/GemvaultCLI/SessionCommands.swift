@@ -9,8 +9,8 @@ import VaultCore
 let sessionCommands: [CommandSpec] = [
     CommandSpec(path: ["unlock"], arguments: "", argumentRange: 0...0,
                 summary: "unlock the vault once for a session: later commands need no passphrase",
-                options: [.idle, .max],
-                details: "Starts a background agent holding the vault in locked memory, or hands the key to one already running (agent --foreground).\nA second unlock leaves a running session alone. Docs/session.md explains the session.",
+                options: [.idle, .max, .pin],
+                details: "Starts a background agent holding the vault in locked memory, or hands the key to one already running (agent --foreground).\nA second unlock leaves a running session alone; one locked while idle with a PIN asks for the PIN. A vault with an ssh-agent slot whose key SSH_AUTH_SOCK holds opens without a prompt.\nWith --pin, a PIN is asked twice afterwards (Docs/quick-unlock.md). Docs/session.md explains the session.",
                 run: SessionCommand.unlock),
     CommandSpec(path: ["lock"], arguments: "", argumentRange: 0...0,
                 summary: "make the agent wipe the vault from memory and exit",
@@ -33,8 +33,10 @@ enum SessionCommand {
         // agent started, and also while a session runs.
         _ = try duration(call, .idle)
         _ = try duration(call, .max)
-        if let status = try? agent.status(), status.unlocked {
-            Console.note("\(status.vaultPath) is already unlocked (agent pid \(status.pid)); the running session was left alone\(status.locksAt.map { ", it locks at \(Output.isoDate($0))" } ?? "")")
+        if let status = try? agent.status(), status.unlocked || (status.pinTriesLeft != nil && (try? context.vault.sessionIsOpen()) == true),
+           let current = try? agent.status() {
+            Console.note("\(current.vaultPath) is \(status.unlocked ? "already unlocked" : "unlocked again with its PIN") (agent pid \(current.pid)); the running session was left alone\(current.locksAt.map { ", it locks at \(Output.isoDate($0))" } ?? "")")
+            if call.flag(.pin) { try PinCommand.setPIN(call) }
             return
         }
         // Once the passphrase is read, the agent starts while Argon2 runs (one core each), so the
@@ -67,6 +69,7 @@ enum SessionCommand {
         if let spawned { try waitForAgent(context, spawned) } else if (try? agent.status()) == nil { try startAgent(context) }
         let status = try context.vault.startSession(with: vault.document, idle: idle, max: max)
         Console.note("unlocked \(status.vaultPath); it locks after \(DurationText.text(idle)) unused, and at the latest at \(status.maxDeadline.map(Output.isoDate) ?? "?")")
+        if call.command.offers(.pin), call.flag(.pin) { try PinCommand.setPIN(call, tries: settings[.pinTries]) }
     }
 
     static func duration(_ call: Invocation, _ option: OptionSpec) throws -> Double? {
@@ -179,6 +182,10 @@ enum SessionCommand {
         @Nullable var maxLocksAt: String?
         /// The unlocked vault's keys and their kinds; null while locked.
         @Nullable var keys: [KeySummary]?
+        /// Whether a PIN can open the session (again, after an idle lock), its tries left and until when.
+        let pinAvailable: Bool
+        @Nullable var pinTriesLeft: Int?
+        @Nullable var pinUntil: String?
     }
 
     struct KeySummary: Encodable {
@@ -197,14 +204,19 @@ enum SessionCommand {
                                   agentPid: status?.pid, since: status?.unlockedAt.map(Output.isoDate),
                                   locksAt: status?.locksAt.map(Output.isoDate), idleLocksAt: status?.idleDeadline.map(Output.isoDate),
                                   maxLocksAt: status?.maxDeadline.map(Output.isoDate),
-                                  keys: status?.unlocked == true ? (try? context.agent.keySummary())?.map { KeySummary(name: $0.name, kind: $0.kind) } : nil)
+                                  keys: status?.unlocked == true ? (try? context.agent.keySummary())?.map { KeySummary(name: $0.name, kind: $0.kind) } : nil,
+                                  pinAvailable: status?.pinTriesLeft != nil, pinTriesLeft: status?.pinTriesLeft,
+                                  pinUntil: status?.pinTriesLeft != nil ? status?.maxDeadline.map(Output.isoDate) : nil)
         if call.flag(.json) { try Output.json(report, schema: .status); return }
         if report.unlocked {
             let keys = (report.keys ?? []).map { "\($0.name) (\($0.kind.label))" }.joined(separator: ", ")
-            try Console.out("unlocked: \(report.vault)\nsince:    \(report.since ?? "?")\nlocks at: \(report.locksAt ?? "?") (idle limit \(report.idleLocksAt ?? "?"), at the latest \(report.maxLocksAt ?? "?"))\nagent:    pid \(report.agentPid ?? 0)\nkeys:     \(keys.isEmpty ? "none" : keys)\n")
+            try Console.out("unlocked: \(report.vault)\nsince:    \(report.since ?? "?")\nlocks at: \(report.locksAt ?? "?") (idle limit \(report.idleLocksAt ?? "?"), at the latest \(report.maxLocksAt ?? "?"))\nagent:    pid \(report.agentPid ?? 0)\nkeys:     \(keys.isEmpty ? "none" : keys)\n"
+                + (report.pinTriesLeft.map { "PIN:      set (\(PinCommand.tries($0))); it opens the session again after an idle lock\n" } ?? ""))
             if report.keys?.contains(where: { $0.kind.isRetired }) == true {
                 Console.warning("the vault holds standard keys, which Google rejects since September 2026; 'gemvault key list' names them")
             }
+        } else if let left = report.pinTriesLeft {
+            try Console.out("locked (PIN available, \(PinCommand.tries(left)), until \(status?.maxDeadline.map(Output.localClock) ?? "?")): \(report.vault)\n")
         } else {
             try Console.out("locked: \(report.vault)\n")
         }

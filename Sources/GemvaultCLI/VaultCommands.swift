@@ -354,6 +354,7 @@ enum VaultCommand {
         let new = try readNewPassphrase(call)
         let result = try current.rekey(newPassphrase: new, legacyRecoveryCode: { try askForLegacyRecoveryCode(current) })
         if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
+        noteSSHSlots(result)
         Console.note("passphrase changed and the vault is under a new data key; the old passphrase opens nothing written from now on\(result.newRecoveryCode != nil ? "" : ". The recovery code still works")")
     }
 
@@ -362,8 +363,16 @@ enum VaultCommand {
         try context.vault.checkBeforePrompt()
         let code = try context.vault.withUnlocked(.recoveryCode) { $0 }
         let new = try readNewPassphrase(call)
-        if let newCode = try code.rekey(newPassphrase: new).newRecoveryCode { showNewRecoveryCode(newCode) }
+        let result = try code.rekey(newPassphrase: new)
+        if let newCode = result.newRecoveryCode { showNewRecoveryCode(newCode) }
+        noteSSHSlots(result)
         Console.note("new passphrase set and the vault is under a new data key; the recovery code stays the same")
+    }
+
+    /// ssh slots are sealed to their public keys, so every rekey keeps them: said, so nobody wonders.
+    static func noteSSHSlots(_ result: RekeyResult) {
+        guard result.sshSlotsKept > 0 else { return }
+        Console.note("the vault's \(result.sshSlotsKept == 1 ? "ssh-agent slot holds the new data key and keeps" : "\(result.sshSlotsKept) ssh-agent slots hold the new data key and keep") working")
     }
 
     static func rekey(_ call: Invocation) throws {
@@ -372,12 +381,14 @@ enum VaultCommand {
         if let result = try context.vault.rekeyThroughSession() {
             // Through the session: no passphrase, and the agent follows the new data key at once.
             if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
+            noteSSHSlots(result)
             context.rememberRecipientThroughSession()
         } else {
-            let result = try context.vault.withUnlocked { current in
+            let result = try context.vault.withUnlocked(.passphraseSlot) { current in
                 try current.rekey(newPassphrase: nil, legacyRecoveryCode: { try askForLegacyRecoveryCode(current) })
             }
             if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
+            noteSSHSlots(result)
         }
         Console.note("the vault is under a new data key; old copies of it open nothing written from now on")
     }
@@ -392,7 +403,7 @@ enum VaultCommand {
     static func replaceRecoveryCode(_ call: Invocation) throws {
         let context = call.context
         try context.vault.checkBeforePrompt()
-        let result = try context.vault.withUnlocked { try $0.rekey(newPassphrase: nil, replacingRecoveryCode: true) }
+        let result = try context.vault.withUnlocked(.passphraseSlot) { try $0.rekey(newPassphrase: nil, replacingRecoveryCode: true) }
         // Shown last: a code that cannot be written fails the command, after the session has followed.
         if let code = result.replacementCode {
             if call.flag(.json) {
@@ -453,6 +464,8 @@ enum VaultCommand {
         let ops_limit: UInt32
         let mem_limit_bytes: UInt64
         @Nullable var preset: String?
+        /// An ssh-agent slot's key fingerprint (its kdf is hkdf-sha256, over the agent's signature).
+        @Nullable var fingerprint: String?
     }
 
     struct InspectResult: Encodable {
@@ -474,7 +487,10 @@ enum VaultCommand {
         let result = InspectResult(
             path: context.vaultPath, format_version: header.formatVersion, generation: header.generation,
             file_bytes: header.fileBytes, payload_bytes: header.payloadBytes,
-            slots: header.slots.map { SlotInfo(kind: $0.kind, kdf: "argon2id13", ops_limit: $0.opsLimit, mem_limit_bytes: $0.memLimit, preset: $0.preset) },
+            slots: header.slots.map { slot in
+                SlotInfo(kind: slot.kind, kdf: slot.ssh == nil ? "argon2id13" : "hkdf-sha256", ops_limit: slot.opsLimit, mem_limit_bytes: slot.memLimit,
+                         preset: slot.preset, fingerprint: slot.ssh?.fingerprintText)
+            },
             checksum: "ok", mode: FileStatus.of(link: context.vaultPath)?.octalMode ?? "?",
             vault_id: header.vaultID, highest_generation_seen: header.highestGenerationSeen)
         if call.flag(.json) { try Output.json(result, schema: .inspect); return }
@@ -490,7 +506,11 @@ enum VaultCommand {
 
         """
         for slot in result.slots {
-            text += "  \(slot.kind.padding(to: 11))argon2id13, \(slot.ops_limit) passes, \(slot.mem_limit_bytes >> 20) MiB\(slot.preset.map { " (\($0))" } ?? "")\n"
+            if let fingerprint = slot.fingerprint {
+                text += "  \(slot.kind.padding(to: 11))hkdf-sha256 over the ssh-agent's signature by \(fingerprint)\n"
+            } else {
+                text += "  \(slot.kind.padding(to: 11))argon2id13, \(slot.ops_limit) passes, \(slot.mem_limit_bytes >> 20) MiB\(slot.preset.map { " (\($0))" } ?? "")\n"
+            }
         }
         try Console.out(text)
     }

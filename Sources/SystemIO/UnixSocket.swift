@@ -29,6 +29,14 @@ public enum UnixSocket {
         return FileDescriptor(owning: fd, path: path)
     }
 
+    /// Connects to a socket someone else made, by its full path (an ssh-agent's `SSH_AUTH_SOCK`).
+    public static func connect(path: String) throws(SystemError) -> FileDescriptor {
+        guard path.utf8.count <= longestAddress else { throw SystemError.nameTooLong("reach", path: path) }
+        let fd = gv_unix_connect(path)
+        guard fd >= 0 else { throw SystemError("connect to", path: path) }
+        return FileDescriptor(owning: fd, path: path)
+    }
+
     /// The address bind and connect use for `name` in `folder`: `/proc/self/fd/N/name`, which
     /// is short at any folder depth and names exactly the folder that was opened and checked.
     /// Without /proc, the full path if it fits; otherwise ENAMETOOLONG.

@@ -6,6 +6,8 @@ import VaultCore
 public struct RekeyResult {
     public let newRecoveryCode: SecretBytes?
     public let replacementCode: SecretBytes?
+    /// The ssh-agent slots that now hold the new data key (they never need the ssh-agent for it).
+    public var sshSlotsKept = 0
 }
 
 extension UnlockedVault {
@@ -15,7 +17,7 @@ extension UnlockedVault {
     /// Argon2 run holds up no other writer; the slot keeps its parameters. A running session
     /// follows the new key and keeps its limits.
     public func rekey(newPassphrase: SecretBytes?, replacingRecoveryCode: Bool = false,
-                      legacyRecoveryCode: () throws -> UnlockKey? = { nil }) throws -> RekeyResult {
+                      legacyRecoveryCode: () throws -> UnlockKey? = { nil }, before: (VaultDocument) throws -> Void = { _ in }) throws -> RekeyResult {
         let newKey = try newPassphrase.map { passphrase in
             guard let slot = document.file.passphraseSlot else { throw VaultError.wrongPassphrase }
             return try PassphraseKey.derive(passphrase, kdf: slot.kdf)
@@ -24,14 +26,17 @@ extension UnlockedVault {
         var newCode: SecretBytes?
         var replacement: SecretBytes?
         var kek: SecretBytes?
+        var sshSlots = 0
         try modify(backup: .new) { document in
+            try before(document)
             if case .recoveryCode(let code)? = legacy?.derived, document.recoverySlotNeedsItsCode { try? document.keepRecoveryCode(code) }
             if replacingRecoveryCode { replacement = document.replaceRecoveryCode() }
             newCode = try document.rekey(newPassphraseKey: newKey)
             kek = document.keyEncryptionKey
+            sshSlots = document.file.sshSlots.count
         }
         if let kek { access.sessionFollows(kek) }
-        return RekeyResult(newRecoveryCode: newCode, replacementCode: replacement)
+        return RekeyResult(newRecoveryCode: newCode, replacementCode: replacement, sshSlotsKept: sshSlots)
     }
 
     /// Whether the recovery slot is of format 1 (a build before 0.1.0): its code can follow a
@@ -49,15 +54,26 @@ extension VaultAccess {
     /// at once): the new recovery code when one was needed. nil without a session.
     public func rekeyThroughSession() throws -> RekeyResult? {
         guard try sessionIsOpen(), let agent else { return nil }
-        let code = try agent.rekey()
-        return RekeyResult(newRecoveryCode: code, replacementCode: nil)
+        let code: SecretBytes?
+        switch Result(catching: { () throws(AgentError) in try agent.rekey() }) {
+        case .success(let made): code = made
+        // A session an ssh slot opened holds no passphrase key to rewrap: the passphrase is asked.
+        case .failure(.wrongKey): return nil
+        case .failure(let error): throw error
+        }
+        return RekeyResult(newRecoveryCode: code, replacementCode: nil, sshSlotsKept: (try? readFile())?.sshSlots.count ?? 0)
     }
 
     /// After passwd or recover: a running session follows the new key-encryption key instead
     /// of locking itself out, and keeps its limits. Also under --no-session: whoever changed
     /// the key, the session must not be left behind.
+    /// A PIN ends here too: an idle-locked session forgets it (an open one, on following).
     func sessionFollows(_ kek: SecretBytes) {
-        guard let agent = agentOfVault, (try? agent.status())?.unlocked == true else { return }
-        try? agent.followKey(kek)
+        guard let agent = agentOfVault, let status = try? agent.status() else { return }
+        if status.unlocked {
+            try? agent.followKey(kek)
+        } else if status.pinTriesLeft != nil {
+            try? agent.forgetPIN()
+        }
     }
 }

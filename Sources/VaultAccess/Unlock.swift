@@ -1,11 +1,15 @@
 import VaultCore
 
-/// Which secret a command asks for to open the vault. A new slot kind (a PIN, an ssh-agent
-/// signature) is a new case here, in `Unlock` and in `UnlockKey`.
+/// Which secret a command asks for to open the vault. A new slot kind is a new case here, in
+/// `Unlock` and in `UnlockKey`. `.passphrase` means any way in the vault offers: an ssh-agent
+/// slot is tried first (`SSHSlotUnlock`).
 public enum UnlockKind: Sendable, Equatable {
     case passphrase
     /// The passphrase `passwd` is about to replace: asked for by that name.
     case currentPassphrase
+    /// The passphrase itself, never an ssh slot: for changes that rewrap the passphrase slot
+    /// or remove a way in (rekey, recovery-code, slot rm).
+    case passphraseSlot
     case recoveryCode
 }
 
@@ -13,12 +17,15 @@ public enum UnlockKind: Sendable, Equatable {
 public enum Unlock {
     case passphrase(SecretBytes)
     case recoveryCode(SecretBytes)
+    /// An ssh-agent's signature, already checked against its slot (`SSHSlotUnlock`).
+    case sshAgent(SSHSlotOpener)
 
     /// The error a secret that opens nothing is reported with.
     var wrongSecret: VaultError {
         switch self {
         case .passphrase: .wrongPassphrase
         case .recoveryCode: .wrongRecoveryCode
+        case .sshAgent: .wrongPassphrase
         }
     }
 
@@ -31,6 +38,8 @@ public enum Unlock {
         case .recoveryCode(let code):
             guard let key = try RecoveryKey.derive(code, opening: file) else { throw wrongSecret }
             return UnlockKey(unlock: self, derived: .recoveryCode(key))
+        case .sshAgent(let opener):
+            return UnlockKey(unlock: self, derived: .sshAgent(opener))
         }
     }
 
@@ -39,6 +48,7 @@ public enum Unlock {
         switch self {
         case .passphrase(let secret): try VaultDocument.open(file, path: path, passphrase: secret)
         case .recoveryCode(let code): try VaultDocument.open(file, path: path, recoveryCode: code)
+        case .sshAgent(let opener): try VaultDocument.open(file, path: path, ssh: opener)
         }
     }
 }
@@ -53,6 +63,8 @@ public struct UnlockKey {
         case recoveryCode(RecoveryKey)
         /// A vault this command created: its passphrase slot's key, taken from the new document.
         case created(SecretBytes)
+        /// An ssh slot's key pair: it opens the slot whatever data key it holds now.
+        case sshAgent(SSHSlotOpener)
     }
     let derived: Derived
 
@@ -63,6 +75,7 @@ public struct UnlockKey {
         case .passphrase(let key) where key.fits(file): return try VaultDocument.open(file, path: path, kek: key.kek)
         case .recoveryCode(let key) where key.fits(file): return try VaultDocument.open(file, path: path, recoveryKey: key)
         case .created(let kek): return try VaultDocument.open(file, path: path, kek: kek)
+        case .sshAgent(let opener): return try VaultDocument.open(file, path: path, ssh: opener)
         default:
             guard let unlock else { throw VaultError.wrongPassphrase }
             return try unlock.open(file, path: path)

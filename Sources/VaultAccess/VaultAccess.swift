@@ -1,5 +1,6 @@
 import Agent
 import Sharing
+import SSHAgent
 import SystemIO
 import VaultCore
 
@@ -9,6 +10,20 @@ public protocol PassphraseSource {
     var canProvide: Bool { get }
     /// Runs `attempt` with the secret of `kind`; on a terminal a wrong one may be typed again.
     func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T
+    /// The ssh-agent to try before the passphrase; nil when a passphrase was given on purpose
+    /// (--passphrase-fd, --passphrase-file), an error when none can be asked.
+    var sshAgent: Result<SSHAgentClient, SSHAgentError>? { get }
+    /// Tells the user something about the unlock (why an ssh slot was passed over).
+    func note(_ text: String)
+    /// The PIN of an idle-locked session, typed at its prompt; nil when none can be asked (no
+    /// terminal, a passphrase given on purpose) or the user pressed Enter for the passphrase.
+    func readPIN(triesLeft: Int) throws -> SecretBytes?
+}
+
+extension PassphraseSource {
+    public var sshAgent: Result<SSHAgentClient, SSHAgentError>? { nil }
+    public func note(_ text: String) {}
+    public func readPIN(triesLeft: Int) throws -> SecretBytes? { nil }
 }
 
 /// The one home for reaching a vault, used by every command: the file's checks that need no
@@ -107,10 +122,12 @@ public final class VaultAccess {
     /// Whether an unlocked session holds this vault; never prompts. A session that answers
     /// with a rollback or an untrusted socket is an error.
     /// Asked anew each time (a chat stops when its session locks), until no session was found.
+    /// An idle-locked session with a PIN asks for it (on a terminal) and opens again.
     public func sessionIsOpen() throws -> Bool {
         guard !noSession, exists, let agent else { return false }
         do throws(AgentError) {
-            let unlocked = try agent.status().unlocked
+            let status = try agent.status()
+            let unlocked = status.unlocked || (status.pinTriesLeft.map { reopenWithPIN(agent, triesLeft: $0) } ?? false)
             if !unlocked { noSession = true }
             return unlocked
         } catch {
@@ -119,22 +136,57 @@ public final class VaultAccess {
     }
 
     /// Runs a request through the session; nil when there is none to ask. The session is
-    /// resolved once per command: after a request found none, no other is sent.
+    /// resolved once per command: after a request found none, no other is sent. A session
+    /// locked while idle is opened again with its PIN first, when it has one.
     public func throughSession<T>(_ request: (AgentClient) throws(AgentError) -> T) throws -> T? {
         guard !noSession, exists, let agent else { return nil }
-        do throws(AgentError) {
-            return try request(agent)
-        } catch {
-            _ = try sessionFailure(error)
-            return nil
+        var reopened = false
+        while true {
+            do throws(AgentError) {
+                return try request(agent)
+            } catch {
+                if case .lockedWithPIN(let left) = error, !reopened, reopenWithPIN(agent, triesLeft: left) {
+                    reopened = true
+                    continue
+                }
+                _ = try sessionFailure(error)
+                return nil
+            }
         }
     }
+
+    /// Asks for the PIN of an idle-locked session until it opens, the user presses Enter,
+    /// or the agent wiped the PIN; false sends the command on to the passphrase.
+    func reopenWithPIN(_ agent: AgentClient, triesLeft: Int) -> Bool {
+        if pinDeclined { return false }
+        var triesLeft = triesLeft
+        while triesLeft > 0 {
+            guard let pin = try? passphraseSource.readPIN(triesLeft: triesLeft) else {
+                pinDeclined = true
+                return false
+            }
+            switch Result(catching: { () throws(AgentError) in try agent.unlockWithPIN(pin) }) {
+            case .success:
+                return true
+            case .failure(.wrongPIN(let left)):
+                triesLeft = left
+                passphraseSource.note(left > 0 ? "wrong PIN (\(left) \(left == 1 ? "try" : "tries") left)"
+                                              : "wrong PIN; the agent wiped the PIN after too many wrong tries, so the passphrase is needed")
+            case .failure(let error):
+                passphraseSource.note("the PIN cannot open the session (\(error)); asking for the passphrase")
+                pinDeclined = true
+                return false
+            }
+        }
+        return false
+    }
+    private var pinDeclined = false
 
     /// No session (not running, locked, or no longer opening the vault) means "ask the
     /// passphrase"; another user's socket folder is warned about and passed over.
     private func sessionFailure(_ error: AgentError) throws -> Bool {
         switch error {
-        case .notRunning, .locked, .wrongKey:
+        case .notRunning, .locked, .lockedWithPIN, .wrongKey:
             noSession = true
             return false
         case .refused(let failure):
@@ -166,25 +218,53 @@ public final class VaultAccess {
     /// The one way to read and then write with a secret: it is asked (retried on a terminal),
     /// derived once, and `work` gets the opened vault, whose writes reuse the derived key.
     public func withUnlocked<T>(_ kind: UnlockKind = .passphrase, _ work: (UnlockedVault) throws -> T) throws -> T {
-        try passphraseSource.withSecret(for: kind) { try work(try unlock($0)) }
+        if kind == .passphrase, let opener = try sshSlotOpener() { return try work(try unlock(.sshAgent(opener))) }
+        return try passphraseSource.withSecret(for: kind) { try work(try unlock($0)) }
     }
+
+    /// The vault's ssh slot opened by the ssh-agent, tried once per command before any
+    /// passphrase prompt; nil (after saying why) when none opens.
+    private func sshSlotOpener() throws -> SSHSlotOpener? {
+        if sshTried { return nil }
+        sshTried = true
+        let vault = try readFile()
+        guard !vault.sshSlots.isEmpty, let choice = passphraseSource.sshAgent else { return nil }
+        switch choice {
+        case .failure(let error):
+            passphraseSource.note("the vault's ssh-agent slot is not tried: \(error.message)")
+            return nil
+        case .success(let agent):
+            switch SSHSlotUnlock.open(vault, agent: agent) {
+            case .opened(let opener): return opener
+            case .passedOver(let reason):
+                passphraseSource.note("\(reason); asking for the passphrase")
+                return nil
+            }
+        }
+    }
+    private var sshTried = false
 
     /// `unlock`'s open: the passphrase is asked (retried on a terminal), then `whileDeriving`
     /// runs (unlock starts the agent, which comes up while Argon2 runs), then the key is
     /// derived once.
     public func unlockForSession(whileDeriving: () throws -> Void) throws -> UnlockedVault {
         try checkBeforePrompt()
+        if let opener = try sshSlotOpener() {
+            try whileDeriving()
+            return try unlock(.sshAgent(opener))
+        }
         return try passphraseSource.withSecret(for: .passphrase) { secret in
             try whileDeriving()
             return try unlock(secret)
         }
     }
 
-    /// Hands an opened vault's key-encryption key to this vault's agent (also under
-    /// --no-session: `unlock` starts the session whatever the flag says).
+    /// Hands an opened vault's key (the passphrase slot's key-encryption key, or the data key
+    /// when an ssh slot opened it) to this vault's agent (also under --no-session: `unlock`
+    /// starts the session whatever the flag says).
     public func startSession(with document: VaultDocument, idle: Double, max: Double) throws -> AgentStatus {
-        guard let kek = document.keyEncryptionKey, let agent = agentOfVault else { throw VaultError.wrongPassphrase }
-        return try agent.unlock(kek: kek, idle: idle, max: max)
+        guard let agent = agentOfVault else { throw VaultError.wrongPassphrase }
+        return try agent.unlock(sessionKey: document.sessionKey, idle: idle, max: max)
     }
 
     /// The vault opened with the passphrase for this command (asked once), to read and write.

@@ -7,21 +7,25 @@
 /// - kind 3, recovery: the data key sealed (crypto_box_seal) to an X25519 public key whose
 ///   key pair is derived from the recovery code with Argon2id (142 bytes). Any writer can
 ///   seal a new data key to the public key; only the code opens it.
+/// - kind 4, ssh-agent (format 3): the same sealed box, to a key pair derived from an
+///   ssh-agent's signature over the slot's challenge (SSHSlot.swift).
 public struct KeySlot: Equatable, Sendable {
     public enum Kind: UInt8, Sendable {
         case passphrase = 1
         case legacyRecovery = 2
         case recovery = 3
+        case sshAgent = 4
 
         public var name: String {
             switch self {
             case .passphrase: "passphrase"
             case .legacyRecovery: "recovery (format 1)"
             case .recovery: "recovery"
+            case .sshAgent: "ssh-agent"
             }
         }
 
-        public var isRecovery: Bool { self != .passphrase }
+        public var isRecovery: Bool { self == .legacyRecovery || self == .recovery }
     }
 
     static let argon2id13: UInt8 = 2
@@ -30,10 +34,15 @@ public struct KeySlot: Equatable, Sendable {
     public var kind: Kind
     public var kdf: KDFParameters
     var salt: [UInt8]
-    /// The wrap nonce (kinds 1 and 2), or the X25519 public key (kind 3).
+    /// The wrap nonce (kinds 1 and 2), or the X25519 public key (kinds 3 and 4).
     var nonceOrPublicKey: [UInt8]
-    /// The wrapped data key with its tag (kinds 1 and 2), or the sealed box (kind 3).
+    /// The wrapped data key with its tag (kinds 1 and 2), or the sealed box (kinds 3 and 4).
     var wrappedKey: [UInt8]
+    /// Kind 4's ssh key (its salt is the challenge, and it has no KDF).
+    var sshKey: SSHSlotKey? = nil
+
+    /// What tells this slot from others of its kind across rekeys: its salt (an ssh slot's challenge).
+    public var identity: [UInt8] { salt }
 
     /// Kind, algorithm, KDF parameters and salt: the first 30 bytes.
     var parameterBytes: [UInt8] {
@@ -46,7 +55,7 @@ public struct KeySlot: Equatable, Sendable {
         return writer.bytes
     }
 
-    var encoded: [UInt8] { parameterBytes + nonceOrPublicKey + wrappedKey }
+    var encoded: [UInt8] { kind == .sshAgent ? sshEncoded : parameterBytes + nonceOrPublicKey + wrappedKey }
 
     /// The wrap's additional data. "01 00" is the slot construction's version, the same in
     /// format 1 and 2 files, so a slot carries over unchanged when a vault is upgraded.
@@ -100,7 +109,7 @@ public struct KeySlot: Equatable, Sendable {
 
     /// The same recovery slot with a new data key sealed to its public key: no code needed.
     func resealed(dataKey: SecretBytes) throws(VaultError) -> KeySlot {
-        precondition(kind == .recovery)
+        precondition(kind == .recovery || kind == .sshAgent)
         var slot = self
         slot.wrappedKey = try mapSodium { () throws(SodiumError) in try Sodium.seal(dataKey, to: nonceOrPublicKey) }
         return slot
@@ -114,7 +123,7 @@ public struct KeySlot: Equatable, Sendable {
     /// The same, with the code's key already derived for this slot's salt and parameters.
     func openRecovery(derived: SecretBytes) throws(VaultError) -> SecretBytes? {
         switch kind {
-        case .passphrase: return nil
+        case .passphrase, .sshAgent: return nil
         case .legacyRecovery: return unwrap(kek: derived)
         case .recovery:
             let pair = try mapSodium { () throws(SodiumError) in try Sodium.boxKeyPair(seed: derived) }

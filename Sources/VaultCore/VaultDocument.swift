@@ -113,6 +113,60 @@ public final class VaultDocument {
     /// The key-encryption key of the passphrase slot, when opened with the passphrase or it.
     public var keyEncryptionKey: SecretBytes? { passphraseKEK }
 
+    /// Opens a parsed file through an ssh slot whose signature was checked (`SSHSlotOpener`).
+    public static func open(_ file: VaultFile, path: String, ssh opener: SSHSlotOpener) throws(VaultError) -> VaultDocument {
+        guard let dataKey = opener.dataKey(in: file) else { throw .wrongPassphrase }
+        return try decrypt(file, path: path, dataKey: dataKey)
+    }
+
+    /// What a session agent keeps to open the file again after other writers' saves: the
+    /// passphrase slot's key-encryption key, or (opened through an ssh slot) the data key.
+    public enum SessionKey {
+        case keyEncryptionKey(SecretBytes)
+        case dataKey(SecretBytes)
+    }
+
+    public var sessionKey: SessionKey { passphraseKEK.map(SessionKey.keyEncryptionKey) ?? .dataKey(dataKey) }
+
+    /// Opens a parsed file with a session's key. A data key that no longer decrypts the file
+    /// (another writer's rekey) is reported as a wrong key.
+    public static func open(_ file: VaultFile, path: String, sessionKey: SessionKey) throws(VaultError) -> VaultDocument {
+        switch sessionKey {
+        case .keyEncryptionKey(let kek): return try open(file, path: path, kek: kek)
+        case .dataKey(let dataKey):
+            guard (try? Sodium.xchachaOpen(file.payloadCiphertext[...], additionalData: file.authenticatedHeader,
+                                           nonce: file.payloadNonce, key: dataKey)) != nil else { throw .wrongPassphrase }
+            return try decrypt(file, path: path, dataKey: dataKey)
+        }
+    }
+
+    // MARK: ssh-agent slots
+
+    /// Adds an ssh slot for `key`, from the agent's signature of `KeySlot.sshMessage(challenge:)`.
+    public func addSSHSlot(key: SSHSlotKey, challenge: [UInt8], signature: SecretBytes) throws(VaultError) {
+        if file.sshSlots.contains(where: { $0.sshKey?.fingerprint == key.fingerprint }) {
+            throw .slotRefused("the vault already has an ssh-agent slot for \(key.fingerprintText)")
+        }
+        guard file.sshSlots.count < KeySlot.maxSSHSlots else {
+            throw .slotRefused("the vault already has \(KeySlot.maxSSHSlots) ssh-agent slots, the most it holds")
+        }
+        file.slots.append(try KeySlot.ssh(dataKey: dataKey, key: key, challenge: challenge, signature: signature))
+    }
+
+    /// Removes the slot at `index` (as `file.slots` orders them). The passphrase slot is never
+    /// removed; the recovery slot only when `allowRecovery` (the user said `--yes`).
+    public func removeSlot(at index: Int, allowRecovery: Bool) throws(VaultError) {
+        guard file.slots.indices.contains(index) else { throw .slotRefused("the vault has no slot \(index + 1) (see gemvault slot list)") }
+        let kind = file.slots[index].kind
+        if kind == .passphrase {
+            throw .slotRefused("the passphrase slot is never removed: it is the way in that always works (gemvault passwd changes it)")
+        }
+        if kind.isRecovery && !allowRecovery {
+            throw .slotRefused("removing the recovery slot leaves no way in if the passphrase is forgotten; add --yes if that is what you want")
+        }
+        file.slots.remove(at: index)
+    }
+
     /// Replaces the contents with ones a client edited (through the agent).
     public func replaceContents(_ new: VaultContents) { contents = new }
 
@@ -203,7 +257,7 @@ public final class VaultDocument {
             slots.append(try KeySlot.recovery(dataKey: newKey, canonicalCode: replacement!, kdf: KDFParameters.Preset.interactive.parameters))
         case .recovery?:
             slots.append(try file.recoverySlot!.resealed(dataKey: newKey))
-        case .legacyRecovery?, nil:
+        case .legacyRecovery?:
             let code: SecretBytes
             if let recoveryCode { code = recoveryCode } else {
                 let fresh = RecoveryCode.generate()
@@ -211,9 +265,12 @@ public final class VaultDocument {
                 code = RecoveryCode.normalize(fresh)!
             }
             slots.append(try KeySlot.recovery(dataKey: newKey, canonicalCode: code, kdf: recoveryKDF))
-        case .passphrase?:
+        case .passphrase?, .sshAgent?, nil:
+            // No recovery slot: it was removed on purpose (slot rm --yes); recovery-code makes one.
             break
         }
+        // ssh slots are sealed to their public keys: the new data key needs no ssh-agent.
+        for slot in file.sshSlots { slots.append(try slot.resealed(dataKey: newKey)) }
         // Conversations written from now on must not open with the retired passphrase either.
         try contents.retireConversationKey()
         if let replacement {
@@ -230,8 +287,8 @@ public final class VaultDocument {
     /// `minimumGeneration`, a fresh nonce, the current contents. A format 1 vault is written
     /// as format 2 with a new vault id.
     public func sealed(minimumGeneration: UInt64 = 0) throws(VaultError) -> [UInt8] {
-        if file.formatVersion < VaultFile.currentVersion || file.vaultID == nil {
-            file.formatVersion = VaultFile.currentVersion
+        if file.formatVersion != file.versionToWrite || file.vaultID == nil {
+            file.formatVersion = file.versionToWrite
             if file.vaultID == nil { file.vaultID = Sodium.randomBytes(VaultFile.vaultIDBytes) }
         }
         let payload = try contents.encoded()

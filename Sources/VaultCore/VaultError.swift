@@ -50,6 +50,8 @@ public enum VaultError: Error, Equatable, Sendable {
     case linkedKey(name: String, reference: String)
     /// A change for a linked key's rotation, when the key is (no longer) linked to that secret.
     case notLinked(name: String)
+    /// A slot that cannot be added or removed; the text says why.
+    case slotRefused(String)
     /// No backup to restore.
     case noBackup(path: String)
 }

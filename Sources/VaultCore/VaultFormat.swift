@@ -2,15 +2,18 @@
 public struct VaultFile: Equatable, Sendable {
     static let magic = Array("GEMVAULT".utf8)
     static let slotContext = Array("gemvault slot\0".utf8)
-    public static let currentVersion: UInt16 = 2
+    /// Format 3 is format 2 with ssh-agent slots; a vault without one is still written as 2,
+    /// so an older gemvault keeps reading it.
+    public static let currentVersion: UInt16 = 3
+    static let versionWithoutSSHSlots: UInt16 = 2
     static let maxPayload = 16 << 20
     static let checksumBytes = 32
     static let vaultIDBytes = 16
     /// The smallest file that can be structurally valid: format 1, one slot, a bare tag as payload.
     /// (Writers pad the payload to 512 bytes, so their files are larger.)
     public static let minimumSize = 8 + 2 + 8 + 1 + 102 + 24 + 4 + 16 + 32
-    /// The largest: a format 2 header with both slots, the largest payload, the checksum.
-    public static let maximumSize = 8 + 2 + 16 + 8 + 1 + 102 + 142 + 24 + 4 + maxPayload + 32
+    /// The largest: a format 3 header with every slot, the largest payload, the checksum.
+    public static let maximumSize = 8 + 2 + 16 + 8 + 1 + 102 + 142 + KeySlot.maxSSHSlots * KeySlot.sshSlotBytes + 24 + 4 + maxPayload + 32
 
     public var formatVersion: UInt16 = currentVersion
     /// Random, fixed for the life of the vault; nil in format 1 files until they are rewritten.
@@ -48,6 +51,10 @@ public struct VaultFile: Equatable, Sendable {
 
     public var passphraseSlot: KeySlot? { slots.first { $0.kind == .passphrase } }
     public var recoverySlot: KeySlot? { slots.first { $0.kind.isRecovery } }
+    public var sshSlots: [KeySlot] { slots.filter { $0.kind == .sshAgent } }
+
+    /// The version a writer gives this file now: 3 only while it holds an ssh slot.
+    var versionToWrite: UInt16 { sshSlots.isEmpty ? Self.versionWithoutSSHSlots : Self.currentVersion }
 
     /// Parses and checks a file without any secret: size, checksum, structure, version, slots,
     /// KDF bounds. Every rule a writer follows is enforced here.
@@ -67,7 +74,7 @@ public struct VaultFile: Equatable, Sendable {
                 var reader = ByteReader(raw)
                 _ = try reader.readBytes(8)
                 let version = try reader.read(UInt16.self)
-                guard version == 1 || version == 2 else { throw VaultError.unsupportedVersion(path: path, version: Int(version)) }
+                guard (1...currentVersion).contains(version) else { throw VaultError.unsupportedVersion(path: path, version: Int(version)) }
                 let vaultID = version >= 2 ? try reader.readBytes(vaultIDBytes) : nil
                 let generation = try reader.read(UInt64.self)
                 let slots = try parseSlots(&reader, version: version, path: path, policy: policy)
@@ -93,20 +100,33 @@ public struct VaultFile: Equatable, Sendable {
     }
 
     /// One passphrase slot, then at most one recovery slot: a legacy one in format 1, a sealed one in format 2
-    /// (a format 2 file may still carry a legacy slot from its format 1 days).
+    /// (a format 2 file may still carry a legacy slot from its format 1 days); format 3 adds ssh-agent
+    /// slots after them.
     private static func parseSlots(_ reader: inout ByteReader, version: UInt16, path: String, policy: KDFPolicy) throws -> [KeySlot] {
         let count = Int(try reader.read(UInt8.self))
-        guard (1...2).contains(count) else {
-            throw VaultError.slotsDamaged(path: path, detail: "the file declares \(count) key slots; a vault has one passphrase slot and at most one recovery slot")
+        let most = version >= 3 ? 2 + KeySlot.maxSSHSlots : 2
+        guard (1...most).contains(count) else {
+            let rule = version >= 3 ? "one passphrase slot, at most one recovery slot and at most \(KeySlot.maxSSHSlots) ssh-agent slots"
+                : "one passphrase slot and at most one recovery slot"
+            throw VaultError.slotsDamaged(path: path, detail: "the file declares \(count) key slots; a vault has \(rule)")
         }
         var slots: [KeySlot] = []
         for index in 0..<count {
             guard let kind = KeySlot.Kind(rawValue: try reader.read(UInt8.self)) else {
                 throw VaultError.slotsDamaged(path: path, detail: "key slot \(index + 1) has an unknown kind")
             }
-            let expected = index == 0 ? kind == .passphrase : (kind == .legacyRecovery || (kind == .recovery && version >= 2))
+            let expected = switch kind {
+            case .passphrase: index == 0
+            case .legacyRecovery: index == 1
+            case .recovery: index == 1 && version >= 2
+            case .sshAgent: index >= 1 && version >= 3
+            }
             guard expected else {
                 throw VaultError.slotsDamaged(path: path, detail: "key slot \(index + 1) is a \(kind.name) slot where a vault never has one")
+            }
+            if kind == .sshAgent {
+                slots.append(try KeySlot.parseSSH(&reader, index: index, path: path))
+                continue
             }
             guard try reader.read(UInt8.self) == KeySlot.argon2id13 else {
                 throw VaultError.kdfParametersRejected(path: path, detail: "key slot \(index + 1) names an unknown key derivation algorithm")

@@ -1,0 +1,122 @@
+import SSHAgent
+import SystemIO
+import TerminalIO
+import VaultAccess
+import VaultCore
+
+let slotCommands: [CommandSpec] = [
+    CommandSpec(path: ["slot", "list"], arguments: "", argumentRange: 0...0,
+                summary: "list the vault's key slots (the ways in): kinds, ssh keys, dates",
+                options: [.json], details: "Needs no passphrase: the slots are in the file's clear header. The ID column is what 'slot rm' takes.",
+                isGroupDefault: true, run: SlotCommand.list),
+    CommandSpec(path: ["slot", "add"], arguments: "ssh", argumentRange: 1...1,
+                summary: "add an ssh-agent slot: a key in $SSH_AUTH_SOCK opens the vault without a passphrase",
+                options: [.sshKey],
+                details: "The ssh-agent signs a random challenge kept in the slot (Ed25519, or RSA with rsa-sha2-512); HKDF-SHA-256 of the signature makes the key that holds the vault's data key.\nThe key is asked to sign twice first: a key whose signatures differ (ECDSA, a randomising token) is refused. Then the vault is opened (the passphrase is asked) and the slot added.\nFrom then on, any command that needs the vault tries the slot before asking for the passphrase. Docs/quick-unlock.md explains what it protects against.",
+                run: SlotCommand.add),
+    CommandSpec(path: ["slot", "rm"], arguments: "ID", argumentRange: 1...1,
+                summary: "remove a key slot (never the passphrase slot) and put the vault under a new data key",
+                options: [.yesRecovery],
+                details: "ID is the slot's number in 'slot list', or an ssh slot's SHA256:… fingerprint. The passphrase is asked (not an ssh slot): the vault is rekeyed, so the removed way in opens nothing written afterwards.\nThe recovery slot goes only with --yes; the passphrase slot never.",
+                run: SlotCommand.remove),
+]
+
+enum SlotCommand {
+    struct SlotRow: Encodable {
+        let id: Int
+        let kind: String
+        @Nullable var keyType: String?
+        @Nullable var fingerprint: String?
+        @Nullable var added: String?
+        @Nullable var kdf: String?
+    }
+
+    struct SlotList: Encodable {
+        let vault: String
+        let formatVersion: Int
+        let slots: [SlotRow]
+    }
+
+    static func rows(_ header: VaultHeader) -> [SlotRow] {
+        header.slots.enumerated().map { index, slot in
+            SlotRow(id: index + 1, kind: slot.kind, keyType: slot.ssh?.algorithm.keyType, fingerprint: slot.ssh?.fingerprintText,
+                    added: slot.ssh.map { Output.isoDate($0.added) },
+                    kdf: slot.ssh == nil ? "argon2id13, \(slot.opsLimit) passes, \(slot.memLimit >> 20 == 0 ? "\(slot.memLimit >> 10) KiB" : "\(slot.memLimit >> 20) MiB")" : nil)
+        }
+    }
+
+    static func list(_ call: Invocation) throws {
+        let context = call.context
+        let header = try context.vault.header()
+        let rows = rows(header)
+        if call.flag(.json) {
+            try Output.json(SlotList(vault: ProcessIdentity.absolutePath(context.vaultPath), formatVersion: header.formatVersion, slots: rows), schema: .slotList)
+            return
+        }
+        let table = [["ID", "KIND", "KEY", "ADDED"]] + rows.map { row in
+            [String(row.id), row.kind, row.fingerprint.map { "\(row.keyType ?? "") \($0)" } ?? row.kdf ?? "", row.added ?? "-"]
+        }
+        try Console.out(Output.table(table))
+    }
+
+    static func add(_ call: Invocation) throws {
+        guard call.positionals[0] == "ssh" else {
+            throw UsageError("'\(EscapeNeutralizer.neutralize(call.positionals[0]))' is not a slot kind gemvault adds; the kind is 'ssh'", command: call.command)
+        }
+        let context = call.context
+        let choice = try keyChoice(call.value(.sshKey), command: call.command)
+        try context.vault.checkBeforePrompt()
+        let agent: SSHAgentClient
+        do throws(SSHAgentError) { agent = try SSHAgentClient(environment: context.environment) } catch {
+            throw CommandFailure(.failure, "no ssh-agent: SSH_AUTH_SOCK is not set", hint: "start one with 'eval $(ssh-agent)' and 'ssh-add', or log in with agent forwarding (ssh -A)")
+        }
+        let identity = try SSHSlotUnlock.chooseKey(choice, agent: agent)
+        let key = try context.vault.addSSHSlot(for: identity, agent: agent, now: Output.now())
+        Console.note("added an ssh-agent slot for \(identity.keyType) \(key.fingerprintText)\(identity.comment.isEmpty ? "" : " (\(EscapeNeutralizer.neutralize(identity.comment)))"); commands now open the vault without a passphrase while SSH_AUTH_SOCK holds that key")
+    }
+
+    /// `--key`: a SHA256:… fingerprint, or a public key file.
+    static func keyChoice(_ value: String?, command: CommandSpec) throws -> SSHKeyChoice? {
+        guard let value else { return nil }
+        if value.hasPrefix("SHA256:") { return .fingerprint(value) }
+        guard let text = PlainFile.readText(value, limit: 64 << 10) else {
+            throw UsageError("--key takes a SHA256:… fingerprint or a .pub file, and \(value) cannot be read", command: command)
+        }
+        let fields = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" })
+        guard fields.count >= 2, let blob = Sodium.bytes(base64: String(fields[1])) else {
+            throw UsageError("\(value) is not an ssh public key file (TYPE BASE64 [COMMENT])", command: command)
+        }
+        return .publicKey(blob: blob, path: value)
+    }
+
+    static func remove(_ call: Invocation) throws {
+        let context = call.context
+        let header = try context.vault.header()
+        let id = call.positionals[0]
+        let found: VaultHeader.Slot?
+        if id.hasPrefix("SHA256:") {
+            found = header.slots.first { $0.ssh?.fingerprintText == id }
+        } else if let number = Int(id), header.slots.indices.contains(number - 1) {
+            found = header.slots[number - 1]
+        } else {
+            found = nil
+        }
+        guard let slot = found else {
+            throw CommandFailure(.failure, "the vault has no slot '\(EscapeNeutralizer.neutralize(id))'", hint: "'gemvault slot list' shows the IDs and fingerprints")
+        }
+        // The rules are checked before the prompt too, so nobody types a passphrase for a refusal.
+        if slot.isPassphrase {
+            throw VaultError.slotRefused("the passphrase slot is never removed: it is the way in that always works (gemvault passwd changes it)")
+        }
+        if slot.ssh == nil && !call.flag(.yesRecovery) {
+            throw VaultError.slotRefused("removing the recovery slot leaves no way in if the passphrase is forgotten; add --yes if that is what you want")
+        }
+        try context.vault.checkBeforePrompt()
+        let result = try context.vault.removeSlot(slot, allowRecovery: call.flag(.yesRecovery))
+        VaultCommand.noteSSHSlots(result)
+        Console.note("removed the \(slot.kind) slot\(slot.ssh.map { " for \($0.fingerprintText)" } ?? ""); the vault is under a new data key, so that way in opens nothing written from now on")
+        if slot.ssh == nil {
+            Console.note("the vault has no recovery slot now; 'gemvault recovery-code' makes a new one")
+        }
+    }
+}

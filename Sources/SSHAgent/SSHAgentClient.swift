@@ -1,0 +1,192 @@
+import SystemIO
+import VaultCore
+
+/// A key an ssh-agent holds: its public key blob (ssh wire format) and comment.
+public struct SSHAgentIdentity: Sendable, Equatable {
+    public let blob: [UInt8]
+    public let comment: String
+
+    /// The key's type, the first string of its blob (`ssh-ed25519`, `ssh-rsa`, `ecdsa-sha2-nistp256`…).
+    public var keyType: String {
+        var reader = SSHWireCursor(blob[...])
+        return reader.string().map { String(decoding: $0, as: UTF8.self) } ?? "?"
+    }
+
+    /// SHA-256 of the blob, as `ssh-keygen -l` and `ssh-add -l` show it.
+    public var fingerprint: [UInt8] { Sodium.sha256(blob) }
+    public var fingerprintText: String { SSHSlotKey.fingerprintText(fingerprint) }
+}
+
+/// What went wrong talking to an ssh-agent; each says so in words a user can act on.
+public enum SSHAgentError: Error, Equatable, Sendable {
+    case noSocket
+    case unreachable(String)
+    case timedOut(Double)
+    case malformed(String)
+    /// SSH_AGENT_FAILURE: a declined confirmation, a locked token, a key removed meanwhile.
+    case refused
+    case servedByAnotherUser(UInt32)
+
+    public var message: String {
+        switch self {
+        case .noSocket: "SSH_AUTH_SOCK is not set"
+        case .unreachable(let why): "the ssh-agent cannot be reached (\(why))"
+        case .timedOut(let seconds): "the ssh-agent did not answer within \(Int(seconds)) s"
+        case .malformed(let what): "the ssh-agent's answer is malformed: \(what)"
+        case .refused: "the ssh-agent refused to sign (a declined confirmation, a locked token, or a key removed meanwhile)"
+        case .servedByAnotherUser(let uid): "the ssh-agent socket is served by uid \(uid), not by you"
+        }
+    }
+}
+
+/// The ssh-agent protocol (draft-miller-ssh-agent), spoken directly over `SSH_AUTH_SOCK`: list
+/// the keys, and sign with one. Every answer is read against a deadline and a size bound, so a
+/// hostile or stuck agent costs a few seconds and an error, never a hang.
+public struct SSHAgentClient: Sendable {
+    enum Message: UInt8 {
+        case failure = 5, requestIdentities = 11, identitiesAnswer = 12, signRequest = 13, signResponse = 14
+    }
+    /// SSH_AGENT_RSA_SHA2_512: sign an ssh-rsa key with rsa-sha2-512.
+    static let rsaSHA2512Flag: UInt32 = 4
+    /// OpenSSH's own bound on one agent message.
+    static let maxMessage = 256 << 10
+    /// More keys than any agent sensibly holds.
+    static let maxIdentities = 1024
+
+    public let socketPath: String
+    /// Seconds for listing the keys, and for a signature (a token may wait for a touch or PIN).
+    public let listTimeout: Double
+    public let signTimeout: Double
+
+    public init(socketPath: String, listTimeout: Double = 5, signTimeout: Double = 30) {
+        self.socketPath = socketPath
+        self.listTimeout = listTimeout
+        self.signTimeout = signTimeout
+    }
+
+    /// The agent of `environment`'s SSH_AUTH_SOCK; GEMVAULT_SSH_AGENT_TIMEOUT (seconds) bounds each answer.
+    public init(environment: [String: String]) throws(SSHAgentError) {
+        guard let path = environment["SSH_AUTH_SOCK"], !path.isEmpty else { throw .noSocket }
+        let bound = environment["GEMVAULT_SSH_AGENT_TIMEOUT"].flatMap(Double.init).map { min(max($0, 0.1), 300) }
+        self.init(socketPath: path, listTimeout: bound ?? 5, signTimeout: bound ?? 30)
+    }
+
+    /// The keys the agent holds.
+    public func identities() throws(SSHAgentError) -> [SSHAgentIdentity] {
+        let answer = try exchange([Message.requestIdentities.rawValue], timeout: listTimeout)
+        return try answer.withUnsafeBytes { raw throws(SSHAgentError) in
+            var reader = SSHWireCursor(Array(raw)[...])
+            guard reader.byte() == Message.identitiesAnswer.rawValue else { throw .malformed("it did not answer with its keys") }
+            guard let count = reader.uint32(), count <= Self.maxIdentities else { throw .malformed("it announces too many keys") }
+            var found: [SSHAgentIdentity] = []
+            for _ in 0..<count {
+                guard let blob = reader.string(), let comment = reader.string() else { throw .malformed("a key is cut short") }
+                found.append(SSHAgentIdentity(blob: Array(blob), comment: String(decoding: comment, as: UTF8.self)))
+            }
+            guard reader.isAtEnd else { throw .malformed("bytes follow its list of keys") }
+            return found
+        }
+    }
+
+    /// The raw signature of `data` by `identity` (an Ed25519 or RSA key; RSA with rsa-sha2-512).
+    /// The answer must be that signature type; an Ed25519 signature must verify for the key,
+    /// an RSA one must be as long as its modulus.
+    public func sign(_ data: [UInt8], with identity: SSHAgentIdentity, algorithm: SSHSlotKey.Algorithm) throws(SSHAgentError) -> SecretBytes {
+        var request = SSHWireWriter()
+        request.byte(Message.signRequest.rawValue)
+        request.string(identity.blob)
+        request.string(data)
+        request.uint32(algorithm == .rsa ? Self.rsaSHA2512Flag : 0)
+        let answer = try exchange(request.bytes, timeout: signTimeout)
+        let signature: [UInt8] = try answer.withUnsafeBytes { raw throws(SSHAgentError) in
+            var reader = SSHWireCursor(Array(raw)[...])
+            switch reader.byte() {
+            case Message.signResponse.rawValue: break
+            case Message.failure.rawValue: throw .refused
+            default: throw .malformed("it did not answer with a signature")
+            }
+            guard let blob = reader.string(), reader.isAtEnd else { throw .malformed("the signature is cut short") }
+            var inner = SSHWireCursor(blob)
+            guard let format = inner.string(), let signature = inner.string(), inner.isAtEnd else { throw .malformed("the signature is cut short") }
+            guard Array(format) == Array(algorithm.signatureType.utf8) else {
+                throw .malformed("it signed with \(String(decoding: format.prefix(64), as: UTF8.self)) where \(algorithm.signatureType) was asked for")
+            }
+            return Array(signature)
+        }
+        var signatureCopy = signature
+        let secret = SecretBytes(taking: &signatureCopy)
+        try check(secret, of: data, by: identity, algorithm: algorithm)
+        return secret
+    }
+
+    private func check(_ signature: SecretBytes, of data: [UInt8], by identity: SSHAgentIdentity, algorithm: SSHSlotKey.Algorithm) throws(SSHAgentError) {
+        var key = SSHWireCursor(identity.blob[...])
+        _ = key.string()
+        switch algorithm {
+        case .ed25519:
+            guard let publicKey = key.string(), signature.count == 64,
+                  signature.withUnsafeBytes({ Ed25519.verify(Array($0), of: SecretBytes(copying: data), by: Array(publicKey)) }) else {
+                throw .malformed("the signature is not one by key \(identity.fingerprintText)")
+            }
+        case .rsa:
+            guard key.string() != nil, let modulus = key.string() else { throw .malformed("the RSA key is cut short") }
+            let modulusBytes = modulus.drop { $0 == 0 }.count
+            guard signature.count == modulusBytes else { throw .malformed("the signature is not as long as key \(identity.fingerprintText)'s modulus") }
+        }
+    }
+
+    /// Sends one request and reads one answer (its type byte and payload) within `timeout`.
+    private func exchange(_ request: [UInt8], timeout: Double) throws(SSHAgentError) -> SecretBytes {
+        let connection: FileDescriptor
+        do { connection = try UnixSocket.connect(path: socketPath) } catch { throw .unreachable("\(error.operation) \(error.path): \(error.reason)") }
+        if let peer = try? UnixSocket.peer(of: connection), peer.uid != CurrentUser.id, peer.uid != 0 {
+            throw .servedByAnotherUser(peer.uid)
+        }
+        connection.setNonBlocking()
+        let deadline = Clock.monotonicSeconds() + timeout
+        var framed = SSHWireWriter()
+        framed.uint32(UInt32(request.count))
+        try write(framed.bytes + request, to: connection, deadline: deadline, timeout: timeout)
+        let header = try read(4, from: connection, deadline: deadline, timeout: timeout)
+        let length = header.withUnsafeBytes { $0.reduce(0) { $0 << 8 | Int($1) } }
+        guard length >= 1, length <= Self.maxMessage else { throw .malformed("it announces a message of \(length) bytes") }
+        return try read(length, from: connection, deadline: deadline, timeout: timeout)
+    }
+
+    private func write(_ bytes: [UInt8], to connection: FileDescriptor, deadline: Double, timeout: Double) throws(SSHAgentError) {
+        var sent = 0
+        while sent < bytes.count {
+            let attempt = bytes.withUnsafeBytes { raw in
+                Result { () throws(SystemError) in try connection.writeSome(UnsafeRawBufferPointer(rebasing: raw[sent...])) }
+            }
+            switch attempt {
+            case .failure(let error): throw .unreachable("\(error.operation) \(error.path): \(error.reason)")
+            case .success(let written?): sent += written
+            case .success(nil):
+                let left = deadline - Clock.monotonicSeconds()
+                guard left > 0 else { throw .timedOut(timeout) }
+                _ = connection.waitWritable(timeout: min(left, 1))
+            }
+        }
+    }
+
+    private func read(_ count: Int, from connection: FileDescriptor, deadline: Double, timeout: Double) throws(SSHAgentError) -> SecretBytes {
+        guard let buffer = SecretBytes.allocate(count: count) else { throw .malformed("no memory for its answer") }
+        var received = 0
+        while received < count {
+            let attempt = buffer.withUnsafeMutableBytes { raw in
+                Result { () throws(SystemError) in try connection.readAvailable(into: UnsafeMutableRawBufferPointer(rebasing: raw[received...])) }
+            }
+            switch attempt {
+            case .failure(let error): throw .unreachable("\(error.operation) \(error.path): \(error.reason)")
+            case .success(0?): throw .malformed("it closed the connection part way")
+            case .success(let got?): received += got
+            case .success(nil):
+                let left = deadline - Clock.monotonicSeconds()
+                guard left > 0 else { throw .timedOut(timeout) }
+                _ = connection.waitReadable(timeout: min(left, 1))
+            }
+        }
+        return buffer
+    }
+}

@@ -1,0 +1,36 @@
+/// ssh's wire encoding (RFC 4251 §5) for agent messages: big-endian u32s and length-prefixed strings.
+struct SSHWireWriter {
+    private(set) var bytes: [UInt8] = []
+
+    mutating func byte(_ value: UInt8) { bytes.append(value) }
+    mutating func uint32(_ value: UInt32) { bytes += [UInt8(value >> 24), UInt8(value >> 16 & 0xff), UInt8(value >> 8 & 0xff), UInt8(value & 0xff)] }
+    mutating func string(_ value: [UInt8]) {
+        uint32(UInt32(value.count))
+        bytes += value
+    }
+}
+
+/// Reads ssh's wire encoding; every read is bounded by what is left, and nil when it runs out.
+struct SSHWireCursor {
+    private var rest: ArraySlice<UInt8>
+
+    init(_ bytes: ArraySlice<UInt8>) { rest = bytes }
+
+    var isAtEnd: Bool { rest.isEmpty }
+
+    mutating func byte() -> UInt8? { rest.popFirst() }
+
+    mutating func uint32() -> UInt32? {
+        guard rest.count >= 4 else { return nil }
+        let value = rest.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        rest = rest.dropFirst(4)
+        return value
+    }
+
+    mutating func string() -> ArraySlice<UInt8>? {
+        guard let length = uint32(), Int(length) <= rest.count else { return nil }
+        let value = rest.prefix(Int(length))
+        rest = rest.dropFirst(Int(length))
+        return value
+    }
+}

@@ -1,0 +1,65 @@
+import Testing
+@testable import VaultCore
+
+/// ssh-agent slots (kind 4): a signature opens the vault, survives rekeys, and changes the format.
+@Suite struct SSHSlotTests {
+    private let passphrase = SecretBytes(utf8: "unit passphrase")
+
+    private func vaultWithSSHSlot() throws -> (document: VaultDocument, signature: SecretBytes, key: SSHSlotKey, challenge: [UInt8]) {
+        let document = try VaultDocument.create(path: "test", passphrase: passphrase, recoveryCode: RecoveryCode.generate(),
+                                                kdf: .testingMinimum, recoveryKDF: .testingMinimum)
+        try document.contents.setKey("default", secret: SecretBytes(utf8: "AQ.unit-test-key"), now: 1_700_000_000)
+        let challenge = KeySlot.newSSHChallenge()
+        let signature = SecretBytes.random(count: 64)
+        let key = SSHSlotKey(algorithm: .ed25519, fingerprint: Sodium.sha256(Array("a key blob".utf8)), added: 1_700_000_000)
+        try document.addSSHSlot(key: key, challenge: challenge, signature: signature)
+        return (document, signature, key, challenge)
+    }
+
+    @Test func theSignatureOpensTheVaultAndTheFileBecomesFormat3() throws {
+        let (document, signature, key, _) = try vaultWithSSHSlot()
+        let file = try VaultFile.parse(try document.sealed(), path: "test", policy: .testing)
+        #expect(file.formatVersion == 3)
+        let slot = try #require(file.sshSlots.first)
+        #expect(slot.sshSlotKey == key)
+        #expect(slot.encoded.count == KeySlot.sshSlotBytes)
+        let opener = try #require(try slot.sshOpener(signature: signature))
+        let opened = try VaultDocument.open(file, path: "test", ssh: opener)
+        #expect(opened.contents.key(named: "default") != nil)
+        #expect(opened.keyEncryptionKey == nil)
+    }
+
+    @Test func anotherSignatureOpensNothing() throws {
+        let (document, _, _, _) = try vaultWithSSHSlot()
+        let file = try VaultFile.parse(try document.sealed(), path: "test", policy: .testing)
+        #expect(try file.sshSlots[0].sshOpener(signature: SecretBytes.random(count: 64)) == nil)
+    }
+
+    @Test func aRekeyKeepsTheSlotWorkingWithoutTheAgent() throws {
+        let (document, signature, _, _) = try vaultWithSSHSlot()
+        _ = try document.rekey(newPassphrase: SecretBytes(utf8: "another passphrase"), kdf: .testingMinimum)
+        let file = try VaultFile.parse(try document.sealed(), path: "test", policy: .testing)
+        let opener = try #require(try file.sshSlots[0].sshOpener(signature: signature))
+        #expect(try VaultDocument.open(file, path: "test", ssh: opener).contents.key(named: "default") != nil)
+    }
+
+    @Test func removingTheLastSSHSlotWritesFormat2AgainAndTheRulesHold() throws {
+        let (document, _, key, challenge) = try vaultWithSSHSlot()
+        #expect(throws: VaultError.self) { try document.addSSHSlot(key: key, challenge: challenge, signature: SecretBytes.random(count: 64)) }
+        #expect(throws: VaultError.self) { try document.removeSlot(at: 0, allowRecovery: true) }
+        #expect(throws: VaultError.self) { try document.removeSlot(at: 1, allowRecovery: false) }
+        try document.removeSlot(at: 2, allowRecovery: false)
+        let file = try VaultFile.parse(try document.sealed(), path: "test", policy: .testing)
+        #expect(file.formatVersion == 2)
+        #expect(file.sshSlots.isEmpty)
+    }
+
+    @Test func aFormat2FileWithAnSSHSlotIsRefused() throws {
+        let (document, _, _, _) = try vaultWithSSHSlot()
+        var bytes = try document.sealed()
+        bytes[8] = 2  // format version, little-endian
+        let body = Array(bytes.dropLast(32))
+        bytes = body + Sodium.blake2b256(body[...])
+        #expect(throws: VaultError.self) { try VaultFile.parse(bytes, path: "test", policy: .testing) }
+    }
+}
