@@ -56,8 +56,9 @@ struct Context {
         try SecretSource.chosen(by: options, fdOption: fdOption, fileOption: fileOption)
     }
 
-    /// Whether a passphrase can be read without failing for lack of a terminal.
-    var canReadPassphrase: Bool { vault.passphraseSource.canProvide }
+    /// Whether the vault can be opened without failing for lack of a terminal (a passphrase, or
+    /// an ssh slot the ssh-agent opens).
+    var canReadPassphrase: Bool { vault.canOpen }
 
     /// A new passphrase, asked twice on a terminal, with the short-passphrase warning before
     /// the confirmation, while another can still be chosen.

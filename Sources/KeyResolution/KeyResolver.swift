@@ -228,7 +228,7 @@ public struct KeyResolver {
         }
         reasons.append(explicitKeyName == nil ? "GOOGLE_API_KEY and GEMINI_API_KEY are not set" : "--key names a vault key, so the environment is not used")
         if vault.exists {
-            if sessionSettings == nil, !vault.passphraseSource.canProvide { throw KeySourceError.vaultNeedsPassphrase(path: vaultPath) }
+            if sessionSettings == nil, !vault.canOpen { throw KeySourceError.vaultNeedsPassphrase(path: vaultPath) }
             settings = try self.settings(vaultSettings: try sessionSettings ?? vault.settings())
             let name = keyName(settings)
             // Only the one key travels from a session, which records its use.

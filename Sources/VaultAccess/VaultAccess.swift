@@ -222,6 +222,15 @@ public final class VaultAccess {
         return try passphraseSource.withSecret(for: kind) { try work(try unlock($0)) }
     }
 
+    /// Whether the vault can be opened without failing for lack of a terminal: a passphrase can
+    /// be had, or an ssh slot opens it (tried now, and the opened vault kept for the command).
+    public var canOpen: Bool {
+        if passphraseSource.canProvide || opened != nil { return true }
+        guard let opener = try? sshSlotOpener(), let vault = try? unlock(.sshAgent(opener)) else { return false }
+        opened = vault
+        return true
+    }
+
     /// The vault's ssh slot opened by the ssh-agent, tried once per command before any
     /// passphrase prompt; nil (after saying why) when none opens.
     private func sshSlotOpener() throws -> SSHSlotOpener? {
