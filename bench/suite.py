@@ -367,6 +367,12 @@ class Suite:
             record("unlock %s: `passwd` / 2 x crypto_pwhash" % preset, "%.3fx (%.1f / %.1f ms)" % (m / two, m, two),
                    "<= 1.05x", verdict(m / two, 1.05))
 
+    # -- 8. quick unlock (bench/quick_unlock.py) -----------------------------------------------
+
+    def quick(self):
+        import quick_unlock
+        quick_unlock.measure(self, alternate, med, timed, say, record, verdict)
+
     # -- 4. chat latency ---------------------------------------------------------------------
 
     def chat_commands(self):
@@ -774,7 +780,7 @@ def main():
     parser.add_argument("--sizes", default="10,100,1000")
     parser.add_argument("--chat-turns", type=int, default=50)
     parser.add_argument("--agent-keys", type=int, default=1000)
-    parser.add_argument("--only", default="startup,lookup,unlock,chat,memory,growth,render")
+    parser.add_argument("--only", default="startup,lookup,unlock,chat,memory,growth,render,quick")
     parser.add_argument("--peak-rss", help="the compiled bench/peak_rss.c, which the memory section measures through")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-sdk", action="store_true")
@@ -791,7 +797,7 @@ def main():
     if not options.binary:
         parser.error("--binary or --builds is needed")
     sections = options.only.split(",")
-    unknown = set(sections) - {"startup", "lookup", "unlock", "chat", "memory", "growth", "render"}
+    unknown = set(sections) - {"startup", "lookup", "unlock", "chat", "memory", "growth", "render", "quick"}
     if unknown:
         parser.error("unknown section %s" % ", ".join(sorted(unknown)))
     suite = Suite(options)

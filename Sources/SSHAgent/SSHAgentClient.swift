@@ -6,10 +6,16 @@ public struct SSHAgentIdentity: Sendable, Equatable {
     public let blob: [UInt8]
     public let comment: String
 
-    /// The key's type, the first string of its blob (`ssh-ed25519`, `ssh-rsa`, `ecdsa-sha2-nistp256`…).
+    /// The key's type, the first string of its blob (`ssh-ed25519`, `ssh-rsa`, `ecdsa-sha2-nistp256`…),
+    /// made printable: an agent's bytes reach the terminal in messages.
     public var keyType: String {
         var reader = SSHWireCursor(blob[...])
-        return reader.string().map { String(decoding: $0, as: UTF8.self) } ?? "?"
+        return reader.string().map { Self.printable($0.prefix(64)) } ?? "?"
+    }
+
+    /// Printable ASCII only: any other byte (escape sequences included) becomes `?`.
+    static func printable<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+        String(bytes.map { (0x20..<0x7f).contains($0) ? Character(UnicodeScalar($0)) : "?" })
     }
 
     /// SHA-256 of the blob, as `ssh-keygen -l` and `ssh-add -l` show it.
@@ -81,7 +87,7 @@ public struct SSHAgentClient: Sendable {
             var found: [SSHAgentIdentity] = []
             for _ in 0..<count {
                 guard let blob = reader.string(), let comment = reader.string() else { throw .malformed("a key is cut short") }
-                found.append(SSHAgentIdentity(blob: Array(blob), comment: String(decoding: comment, as: UTF8.self)))
+                found.append(SSHAgentIdentity(blob: Array(blob), comment: SSHAgentIdentity.printable(comment.prefix(200))))
             }
             guard reader.isAtEnd else { throw .malformed("bytes follow its list of keys") }
             return found
@@ -109,7 +115,7 @@ public struct SSHAgentClient: Sendable {
             var inner = SSHWireCursor(blob)
             guard let format = inner.string(), let signature = inner.string(), inner.isAtEnd else { throw .malformed("the signature is cut short") }
             guard Array(format) == Array(algorithm.signatureType.utf8) else {
-                throw .malformed("it signed with \(String(decoding: format.prefix(64), as: UTF8.self)) where \(algorithm.signatureType) was asked for")
+                throw .malformed("it signed with \(SSHAgentIdentity.printable(format.prefix(64))) where \(algorithm.signatureType) was asked for")
             }
             return Array(signature)
         }

@@ -57,6 +57,9 @@ public final class PINWrappedKey {
         return try mapSodium { () throws(SodiumError) in try Sodium.keyedHash(context, key: both) }
     }
 
+    /// The wrap's public parts, for tests that compare two wraps.
+    var fingerprintForTests: [UInt8] { salt + nonce + wrapped }
+
     /// Whether `pin` has an allowed length, counted in characters.
     public static func isAllowed(_ pin: SecretBytes) -> Bool {
         let characters = pin.withUnsafeBytes { $0.filter { $0 & 0xC0 != 0x80 }.count }

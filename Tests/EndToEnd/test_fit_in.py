@@ -53,6 +53,8 @@ def test_every_json_output_matches_its_committed_schema(api):
     assert [k["name"] for k in keys["keys"]] == ["default"] and keys["keys"][0]["previous_versions"] == 1
     check("key-history", "key", "history", "default", "--json")
     me = check("identity", "identity", "--json")
+    slots = check("slot-list", "slot", "list", "--json", passphrase=False)
+    assert [slot["kind"] for slot in slots["slots"]] == ["passphrase", "recovery"] and slots["formatVersion"] == 2
     share = os.path.join(api.root, "default.age")
     assert api.run("key", "share", "default", "--to", me["recipient"], "-o", share).code == 0
     assert len(check("key-share-list", "key", "share", "default", "--list", "--json")["recipients"]) == 1

@@ -175,6 +175,34 @@ def test_a_passphrase_flag_skips_the_slot(vault):
     assert result.code == 3
 
 
+def test_a_declined_confirmation_falls_back_to_the_passphrase(vault):
+    """A key added with ssh-add -c signs only when its user confirms (the ssh-agent runs
+    SSH_ASKPASS): approved, the vault opens; declined, the command says so and asks."""
+    env = vault
+    decision = os.path.join(env.ssh_folder, "decision")
+    askpass = os.path.join(env.ssh_folder, "confirm")
+    with open(askpass, "w") as handle:
+        handle.write('#!/bin/sh\n[ "$(cat %s)" = yes ]\n' % decision)
+    os.chmod(askpass, 0o700)
+    env.agent.stop()
+    os.remove(env.agent.socket)
+    env.agent = SSHAgent(env.ssh_folder, {"SSH_ASKPASS": askpass, "DISPLAY": ":0", "SSH_ASKPASS_REQUIRE": "force"})
+    env.vars["SSH_AUTH_SOCK"] = env.agent.socket
+    env.agent.add(keygen(env.ssh_folder, "ed25519"), "-c")
+    with open(decision, "w") as handle:
+        handle.write("yes\n")
+    assert env.run("slot", "add", "ssh").code == 0
+    assert no_passphrase(env, "key", "get").out == GOOD_KEY + "\n"
+    with open(decision, "w") as handle:
+        handle.write("no\n")
+    session = PtySession([BIN, "key", "get"], env.vars)
+    session.expect(r"refused\s+to\s+sign")
+    session.expect("Passphrase for ")
+    session.line(PASSPHRASE)
+    assert session.wait() == 0
+    assert GOOD_KEY in session.text()
+
+
 # A hostile agent: it lists the slot's own key, then answers each request wrongly.
 
 def wire(*parts):

@@ -1,8 +1,10 @@
 """Decrypts the committed test vectors with PyNaCl, following only Docs/vault-format.md.
 
 This is the proof that the document is complete: another libsodium binding, no gemvault code.
-Both vectors are checked: format 2 (what gemvault writes) and format 1 (still read).
+Every vector is checked: format 2 (what gemvault writes), format 3 (format 2 with an ssh-agent
+slot, opened here by signing with PyNaCl as the ssh-agent would) and format 1 (still read).
 """
+import base64
 import hashlib
 import json
 import os
@@ -18,10 +20,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "VaultCoreTests", "Fixtures")
 DOCUMENT = os.path.join(HERE, "..", "..", "Docs", "vault-format.md")
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-VECTORS = ["v1", "v2"]
+VECTORS = ["v1", "v2", "v3"]
 
-PASSPHRASE_SLOT, LEGACY_RECOVERY_SLOT, RECOVERY_SLOT = 1, 2, 3
-SLOT_SIZES = {PASSPHRASE_SLOT: 102, LEGACY_RECOVERY_SLOT: 102, RECOVERY_SLOT: 142}
+PASSPHRASE_SLOT, LEGACY_RECOVERY_SLOT, RECOVERY_SLOT, SSH_AGENT_SLOT = 1, 2, 3, 4
+SLOT_SIZES = {PASSPHRASE_SLOT: 102, LEGACY_RECOVERY_SLOT: 102, RECOVERY_SLOT: 142, SSH_AGENT_SLOT: 186}
 SLOT_AD_PREFIX = b"gemvault slot\x00" + b"GEMVAULT" + b"\x01\x00"
 NAME = re.compile(rb"[A-Za-z0-9._-]{1,128}")
 
@@ -40,22 +42,31 @@ def parse(data):
     assert hashlib.blake2b(body, digest_size=32).digest() == checksum
     assert body[:8] == b"GEMVAULT"
     (version,) = struct.unpack_from("<H", body, 8)
-    assert version in (1, 2)
+    assert version in (1, 2, 3)
     offset = 10
     vault_id = None
-    if version == 2:
+    if version >= 2:
         vault_id = body[offset:offset + 16]
         offset += 16
     generation, count = struct.unpack_from("<QB", body, offset)
     offset += 9
-    assert count in (1, 2)
+    assert 1 <= count <= (10 if version == 3 else 2)
     slots = []
     for index in range(count):
+        kind = body[offset]
+        if kind == SSH_AGENT_SLOT:
+            assert version == 3 and index >= 1
+            raw = body[offset:offset + 186]
+            (added,) = struct.unpack_from("<Q", raw, 34)
+            slots.append(dict(kind=kind, algorithm=raw[1], fingerprint=raw[2:34], added=added, challenge=raw[42:74],
+                              public_key=raw[74:106], sealed=raw[106:186], raw=raw, offset=offset))
+            offset += 186
+            continue
         kind, algorithm, ops, mem = struct.unpack_from("<BBIQ", body, offset)
         if index == 0:
             assert kind == PASSPHRASE_SLOT
         else:
-            assert kind == LEGACY_RECOVERY_SLOT or (kind == RECOVERY_SLOT and version == 2)
+            assert index == 1 and (kind == LEGACY_RECOVERY_SLOT or (kind == RECOVERY_SLOT and version >= 2))
         assert algorithm == 2
         size = SLOT_SIZES[kind]
         raw = body[offset:offset + size]
@@ -312,13 +323,13 @@ def test_vector_decrypts_with_the_passphrase_from_the_document_alone(vector):
     vault = parse(data)
     assert vault["version"] == int(vector[1])
     assert vault["generation"] == expected["generation"]
-    assert (vault["vault_id"] is not None) == (vault["version"] == 2)
+    assert (vault["vault_id"] is not None) == (vault["version"] >= 2)
     data_key = unwrap(slot_of(vault, [PASSPHRASE_SLOT]), expected["passphrase"].encode())
     keys, settings = decode_payload(unpad(decrypt(vault, data_key)))
     assert keys == expected["keys"] and settings == expected["settings"]
 
 
-@pytest.mark.parametrize("vector, kind", [("v1", LEGACY_RECOVERY_SLOT), ("v2", RECOVERY_SLOT)])
+@pytest.mark.parametrize("vector, kind", [("v1", LEGACY_RECOVERY_SLOT), ("v2", RECOVERY_SLOT), ("v3", RECOVERY_SLOT)])
 def test_vector_decrypts_with_the_recovery_code(vector, kind):
     data, expected = load(vector)
     vault = parse(data)
@@ -349,7 +360,7 @@ def test_the_vault_id_is_part_of_the_payload_additional_data():
         nacl.crypto_aead_xchacha20poly1305_ietf_decrypt(vault["ciphertext"], edited, vault["nonce"], data_key)
 
 
-@pytest.mark.parametrize("vector, slots_offset, header_fixed", [("v1", 19, 47), ("v2", 35, 63)])
+@pytest.mark.parametrize("vector, slots_offset, header_fixed", [("v1", 19, 47), ("v2", 35, 63), ("v3", 35, 63)])
 def test_documented_offsets_match_the_vector(vector, slots_offset, header_fixed):
     data, _ = load(vector)
     vault = parse(data)
@@ -422,3 +433,50 @@ def test_rekey_reseals_the_recovery_slot_to_the_same_public_key(env):
     assert decode_payload(unpad(decrypt(new, new_key)))[0] == expected["keys"]
     with open(env.vault + ".bak", "rb") as handle:
         assert handle.read() == env.vault_bytes()
+
+
+def hkdf_sha256(ikm, salt, info, length):
+    """RFC 5869 with the standard library's HMAC: no gemvault code."""
+    import hmac
+    prk = hmac.new(salt, ikm, hashlib.sha256).digest()
+    out, block, counter = b"", b"", 1
+    while len(out) < length:
+        block = hmac.new(prk, block + info + bytes([counter]), hashlib.sha256).digest()
+        out += block
+        counter += 1
+    return out[:length]
+
+
+def open_ssh_slot(slot, ed25519_seed):
+    """Kind 4, as the document says: the agent's Ed25519 signature of the context and the
+    challenge, HKDF-SHA-256 into a seed, its X25519 key pair, the sealed box."""
+    public, secret = nacl.crypto_sign_seed_keypair(ed25519_seed)
+    blob = struct.pack(">I", 11) + b"ssh-ed25519" + struct.pack(">I", 32) + public
+    assert hashlib.sha256(blob).digest() == slot["fingerprint"]
+    signature = nacl.crypto_sign(b"gemvault ssh slot v1\n" + slot["challenge"], secret)[:64]
+    seed = hkdf_sha256(signature, slot["challenge"], b"gemvault ssh slot v1" + bytes([slot["algorithm"]]) + slot["fingerprint"], 32)
+    public_key, secret_key = nacl.crypto_box_seed_keypair(seed)
+    if public_key != slot["public_key"]:
+        return None
+    return nacl.crypto_box_seal_open(slot["sealed"], public_key, secret_key)
+
+
+def test_rfc5869_cases_hold_for_the_readers_hkdf():
+    okm = hkdf_sha256(b"\x0b" * 22, bytes(range(13)), bytes(range(0xf0, 0xfa)), 42)
+    assert okm.hex() == "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865"
+
+
+def test_the_format_3_vector_opens_through_its_ssh_agent_slot():
+    data, expected = load("v3")
+    vault = parse(data)
+    assert vault["version"] == 3
+    [slot] = [s for s in vault["slots"] if s["kind"] == SSH_AGENT_SLOT]
+    assert slot["algorithm"] == 1
+    assert "SHA256:" + base64.b64encode(slot["fingerprint"]).decode().rstrip("=") == expected["ssh_fingerprint"]
+    data_key = open_ssh_slot(slot, bytes.fromhex(expected["ssh_ed25519_seed"]))
+    assert data_key == unwrap(slot_of(vault, [PASSPHRASE_SLOT]), expected["passphrase"].encode())
+    keys, settings = decode_payload(unpad(decrypt(vault, data_key)))
+    assert keys == expected["keys"] and settings == expected["settings"]
+    # Any other signature derives another key pair, which the slot does not hold.
+    other = hkdf_sha256(os.urandom(64), slot["challenge"], b"gemvault ssh slot v1" + bytes([1]) + slot["fingerprint"], 32)
+    assert nacl.crypto_box_seed_keypair(other)[0] != slot["public_key"]

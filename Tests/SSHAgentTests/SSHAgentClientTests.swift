@@ -9,7 +9,7 @@ import VaultCore
 /// agent is tested end to end (Tests/EndToEnd/test_ssh_slot.py).
 @Suite struct SSHAgentClientTests {
     /// Serves one connection on a fresh socket with `answer` (raw bytes), then closes.
-    private func agent(answering answer: [UInt8], pauseFirst: Double = 0) throws -> (client: SSHAgentClient, done: () -> Void) {
+    private func agent(answering answer: [UInt8], pauseFirst: Double = 0, timeout: Double = 10) throws -> (client: SSHAgentClient, done: () -> Void) {
         let folder = "/tmp/gv-ssh-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         mkdir(folder, 0o700)
         let opened = try #require(try FileDescriptor.openIfPresent(folder, flags: O_RDONLY | O_DIRECTORY))
@@ -23,7 +23,7 @@ import VaultCore
                 try? connection.writeAll(answer)
             }
         }
-        return (SSHAgentClient(socketPath: folder + "/agent", listTimeout: 1, signTimeout: 1), {
+        return (SSHAgentClient(socketPath: folder + "/agent", listTimeout: timeout, signTimeout: timeout), {
             served.wait()
             unlink(folder + "/agent")
             rmdir(folder)
@@ -61,9 +61,9 @@ import VaultCore
     }
 
     @Test func aSilentAgentTimesOut() throws {
-        let (client, done) = try agent(answering: [], pauseFirst: 1.5)
+        let (client, done) = try agent(answering: [], pauseFirst: 2, timeout: 0.5)
         defer { done() }
-        #expect(throws: SSHAgentError.timedOut(1)) { try client.identities() }
+        #expect(throws: SSHAgentError.timedOut(0.5)) { try client.identities() }
     }
 
     @Test func aCountBeyondTheKeysIsMalformed() throws {
