@@ -11,8 +11,10 @@ public struct AgentStatus: Sendable {
     public let unlockedAt: Int64?
     public let idleDeadline: Int64?
     public let maxDeadline: Int64?
-    /// Set while a PIN can open the session: the wrong tries it has left (its end is `maxDeadline`).
+    /// Set while a PIN can open the session: the wrong tries it has left of `pinTries` (its end
+    /// is `maxDeadline`).
     public var pinTriesLeft: Int? = nil
+    public var pinTries: Int? = nil
 
     /// When the session locks: the nearer of the two deadlines.
     public var locksAt: Int64? { [idleDeadline, maxDeadline].compactMap { $0 }.min() }
@@ -43,7 +45,7 @@ public enum AgentError: Error, Equatable, Sendable {
     /// A wrong PIN, with the tries left (0: the agent wiped the PIN).
     case wrongPIN(triesLeft: Int)
     /// Locked while idle, and its PIN opens it again (with this many wrong tries left).
-    case lockedWithPIN(triesLeft: Int)
+    case lockedWithPIN(triesLeft: Int, of: Int)
 }
 
 /// Talks to the agent of one vault: one connection per request.
@@ -61,7 +63,8 @@ public struct AgentClient: Sendable {
         return AgentStatus(unlocked: unlocked, vaultPath: response.text(.vaultPath) ?? paths.vaultPath,
                            pid: Int32(truncatingIfNeeded: response.number(.pid) ?? 0),
                            unlockedAt: response.number(.unlockedAt), idleDeadline: response.number(.idleDeadline),
-                           maxDeadline: response.number(.maxDeadline), pinTriesLeft: response.number(.pinTriesLeft).map { Int($0) })
+                           maxDeadline: response.number(.maxDeadline), pinTriesLeft: response.number(.pinTriesLeft).map { Int($0) },
+                           pinTries: response.number(.pinTries).map { Int($0) })
     }
 
     /// Hands the agent the passphrase slot's key-encryption key.
@@ -322,7 +325,9 @@ public struct AgentClient: Sendable {
             let text = response.text(.message) ?? "the agent refused the request"
             switch response.number(.errorKind).flatMap({ AgentProtocol.ErrorKind(rawValue: UInt8(truncatingIfNeeded: $0)) }) {
             case .locked?:
-                if let left = response.number(.pinTriesLeft) { throw .lockedWithPIN(triesLeft: Int(left)) }
+                if let left = response.number(.pinTriesLeft) {
+                    throw .lockedWithPIN(triesLeft: Int(left), of: Int(response.number(.pinTries) ?? left))
+                }
                 throw .locked
             case .stale?: throw .stale
             case .rolledBack?:

@@ -50,7 +50,10 @@ extension AgentServer {
     /// the PIN without another round trip.
     func lockedAnswer() -> AgentMessage {
         var response = Self.error(.locked, "the session is locked")
-        if pinUnlock != nil { response.add(.pinTriesLeft, number: Int64(pinTriesLeft)) }
+        if pinUnlock != nil {
+            response.add(.pinTriesLeft, number: Int64(pinTriesLeft))
+            response.add(.pinTries, number: Int64(pinTries))
+        }
         return response
     }
 
@@ -69,7 +72,10 @@ extension AgentServer {
         if document != nil || pinUnlock != nil {
             response.add(.maxDeadline, number: now + Int64(max(0, timeouts.max - elapsedTotal)))
         }
-        if pinUnlock != nil { response.add(.pinTriesLeft, number: Int64(pinTriesLeft)) }
+        if pinUnlock != nil {
+            response.add(.pinTriesLeft, number: Int64(pinTriesLeft))
+            response.add(.pinTries, number: Int64(pinTries))
+        }
         return response
     }
 
@@ -114,15 +120,19 @@ extension AgentServer {
     /// passwd or recover beside the session: the vault now opens with another key-encryption
     /// key. The session follows it; its limits stay as they were.
     private func followKey(_ request: AgentMessage) -> AgentMessage {
+        // Whatever follows, the PIN wrapped the old key: it ends here, also when locked.
+        forgetPIN()
         guard let kek = request.secret(.keyEncryptionKey) else { return Self.error(.badRequest, "followKey needs the key-encryption key") }
-        guard document != nil else { return Self.error(.locked, "the session is locked") }
+        guard document != nil else {
+            endIfNothingLeft()
+            return Self.error(.locked, "the session is locked")
+        }
         return answering {
             let file = try readFile()
             let opened = try VaultDocument.open(file, path: store.path, kek: kek)
             opened.contents.recordUse(uses)
             document = opened
             remember(file)
-            forgetPIN()
             log("follows the vault's new key-encryption key at generation \(file.generation); a PIN it had is forgotten")
             return status()
         }

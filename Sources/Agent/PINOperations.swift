@@ -73,9 +73,10 @@ extension AgentServer {
                 return Self.error(.locked, "the vault's key changed since the PIN was set; the passphrase is needed")
             }
         }
-        pinTriesLeft = pinTries
+        // A right PIN does not reset the count: wrong ones add up over the PIN's life, so
+        // nobody gets pin_tries guesses again after each time the user unlocks.
         lastActivity = Clock.bootSeconds()
-        log("opened again with the PIN")
+        log("opened again with the PIN (\(pinTriesLeft) of \(pinTries) tries left)")
         return status()
     }
 

@@ -285,6 +285,20 @@ int gv_unix_connect(const char *path) {
     return fd;
 }
 
+int gv_unix_connect_nonblocking(const char *path) {
+    struct sockaddr_un address;
+    if (unix_address(path, &address) != 0) return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return -1;
+    if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
 static volatile sig_atomic_t agent_stop = 0;
 static void note_agent_stop(int sig) { (void)sig; agent_stop = 1; }
 

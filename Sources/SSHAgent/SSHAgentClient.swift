@@ -1,3 +1,4 @@
+import Glibc
 import SystemIO
 import VaultCore
 
@@ -80,23 +81,23 @@ public struct SSHAgentClient: Sendable {
     /// The keys the agent holds.
     public func identities() throws(SSHAgentError) -> [SSHAgentIdentity] {
         let answer = try exchange([Message.requestIdentities.rawValue], timeout: listTimeout)
-        return try answer.withUnsafeBytes { raw throws(SSHAgentError) in
-            var reader = SSHWireCursor(Array(raw)[...])
-            guard reader.byte() == Message.identitiesAnswer.rawValue else { throw .malformed("it did not answer with its keys") }
-            guard let count = reader.uint32(), count <= Self.maxIdentities else { throw .malformed("it announces too many keys") }
-            var found: [SSHAgentIdentity] = []
-            for _ in 0..<count {
-                guard let blob = reader.string(), let comment = reader.string() else { throw .malformed("a key is cut short") }
-                found.append(SSHAgentIdentity(blob: Array(blob), comment: SSHAgentIdentity.printable(comment.prefix(200))))
-            }
-            guard reader.isAtEnd else { throw .malformed("bytes follow its list of keys") }
-            return found
+        // Public keys and comments: no secret in this answer.
+        var reader = SSHWireCursor(answer.withUnsafeBytes { Array($0) }[...])
+        guard reader.byte() == Message.identitiesAnswer.rawValue else { throw .malformed("it did not answer with its keys") }
+        guard let count = reader.uint32(), count <= Self.maxIdentities else { throw .malformed("it announces too many keys") }
+        var found: [SSHAgentIdentity] = []
+        for _ in 0..<count {
+            guard let blob = reader.string(), let comment = reader.string() else { throw .malformed("a key is cut short") }
+            found.append(SSHAgentIdentity(blob: Array(blob), comment: SSHAgentIdentity.printable(comment.prefix(200))))
         }
+        guard reader.isAtEnd else { throw .malformed("bytes follow its list of keys") }
+        return found
     }
 
     /// The raw signature of `data` by `identity` (an Ed25519 or RSA key; RSA with rsa-sha2-512).
     /// The answer must be that signature type; an Ed25519 signature must verify for the key,
-    /// an RSA one must be as long as its modulus.
+    /// an RSA one must be as long as its modulus. The signature is a slot's secret: it stays in
+    /// the answer's secret memory, and is returned as a view of it.
     public func sign(_ data: [UInt8], with identity: SSHAgentIdentity, algorithm: SSHSlotKey.Algorithm) throws(SSHAgentError) -> SecretBytes {
         var request = SSHWireWriter()
         request.byte(Message.signRequest.rawValue)
@@ -104,25 +105,25 @@ public struct SSHAgentClient: Sendable {
         request.string(data)
         request.uint32(algorithm == .rsa ? Self.rsaSHA2512Flag : 0)
         let answer = try exchange(request.bytes, timeout: signTimeout)
-        let signature: [UInt8] = try answer.withUnsafeBytes { raw throws(SSHAgentError) in
-            var reader = SSHWireCursor(Array(raw)[...])
+        let range: Range<Int> = try answer.withUnsafeBytes { raw throws(SSHAgentError) in
+            var reader = SSHWireRanges(raw)
             switch reader.byte() {
             case Message.signResponse.rawValue: break
             case Message.failure.rawValue: throw .refused
             default: throw .malformed("it did not answer with a signature")
             }
             guard let blob = reader.string(), reader.isAtEnd else { throw .malformed("the signature is cut short") }
-            var inner = SSHWireCursor(blob)
+            var inner = SSHWireRanges(UnsafeRawBufferPointer(rebasing: raw[blob]))
             guard let format = inner.string(), let signature = inner.string(), inner.isAtEnd else { throw .malformed("the signature is cut short") }
-            guard Array(format) == Array(algorithm.signatureType.utf8) else {
-                throw .malformed("it signed with \(SSHAgentIdentity.printable(format.prefix(64))) where \(algorithm.signatureType) was asked for")
+            let formatBytes = raw[blob][blob.lowerBound + format.lowerBound ..< blob.lowerBound + format.upperBound]
+            guard formatBytes.elementsEqual(algorithm.signatureType.utf8) else {
+                throw .malformed("it signed with \(SSHAgentIdentity.printable(formatBytes.prefix(64))) where \(algorithm.signatureType) was asked for")
             }
-            return Array(signature)
+            return blob.lowerBound + signature.lowerBound ..< blob.lowerBound + signature.upperBound
         }
-        var signatureCopy = signature
-        let secret = SecretBytes(taking: &signatureCopy)
-        try check(secret, of: data, by: identity, algorithm: algorithm)
-        return secret
+        let signature = answer.view(range)
+        try check(signature, of: data, by: identity, algorithm: algorithm)
+        return signature
     }
 
     private func check(_ signature: SecretBytes, of data: [UInt8], by identity: SSHAgentIdentity, algorithm: SSHSlotKey.Algorithm) throws(SSHAgentError) {
@@ -130,8 +131,7 @@ public struct SSHAgentClient: Sendable {
         _ = key.string()
         switch algorithm {
         case .ed25519:
-            guard let publicKey = key.string(), signature.count == 64,
-                  signature.withUnsafeBytes({ Ed25519.verify(Array($0), of: SecretBytes(copying: data), by: Array(publicKey)) }) else {
+            guard let publicKey = key.string(), Ed25519.verify(secretSignature: signature, of: data, by: Array(publicKey)) else {
                 throw .malformed("the signature is not one by key \(identity.fingerprintText)")
             }
         case .rsa:
@@ -141,22 +141,30 @@ public struct SSHAgentClient: Sendable {
         }
     }
 
-    /// Sends one request and reads one answer (its type byte and payload) within `timeout`.
+    /// Sends one request and reads one answer (its type byte and payload) within `timeout`,
+    /// connecting included: an agent that never accepts costs `timeout`, not a hang.
     private func exchange(_ request: [UInt8], timeout: Double) throws(SSHAgentError) -> SecretBytes {
+        let deadline = Clock.monotonicSeconds() + timeout
         let connection: FileDescriptor
-        do { connection = try UnixSocket.connect(path: socketPath) } catch { throw .unreachable("\(error.operation) \(error.path): \(error.reason)") }
+        do { connection = try UnixSocket.connect(path: socketPath, deadline: deadline) } catch {
+            if error.code == ETIMEDOUT { throw .timedOut(timeout) }
+            throw .unreachable("\(error.operation) \(SSHAgentIdentity.printable(error.path.utf8)): \(error.reason)")
+        }
         if let peer = try? UnixSocket.peer(of: connection), peer.uid != CurrentUser.id, peer.uid != 0 {
             throw .servedByAnotherUser(peer.uid)
         }
-        connection.setNonBlocking()
-        let deadline = Clock.monotonicSeconds() + timeout
         var framed = SSHWireWriter()
         framed.uint32(UInt32(request.count))
         try write(framed.bytes + request, to: connection, deadline: deadline, timeout: timeout)
-        let header = try read(4, from: connection, deadline: deadline, timeout: timeout)
-        let length = header.withUnsafeBytes { $0.reduce(0) { $0 << 8 | Int($1) } }
+        var header = [UInt8](repeating: 0, count: 4)
+        try header.withUnsafeMutableBytes { raw in
+            Result { () throws(SSHAgentError) in try read(into: raw, from: connection, deadline: deadline, timeout: timeout) }
+        }.get()
+        let length = header.reduce(0) { $0 << 8 | Int($1) }
         guard length >= 1, length <= Self.maxMessage else { throw .malformed("it announces a message of \(length) bytes") }
-        return try read(length, from: connection, deadline: deadline, timeout: timeout)
+        guard let body = SecretBytes.allocate(count: length) else { throw .malformed("no memory for its answer") }
+        try body.withUnsafeMutableBytes { raw throws(SSHAgentError) in try read(into: raw, from: connection, deadline: deadline, timeout: timeout) }
+        return body
     }
 
     private func write(_ bytes: [UInt8], to connection: FileDescriptor, deadline: Double, timeout: Double) throws(SSHAgentError) {
@@ -176,15 +184,12 @@ public struct SSHAgentClient: Sendable {
         }
     }
 
-    private func read(_ count: Int, from connection: FileDescriptor, deadline: Double, timeout: Double) throws(SSHAgentError) -> SecretBytes {
-        guard let buffer = SecretBytes.allocate(count: count) else { throw .malformed("no memory for its answer") }
+    private func read(into buffer: UnsafeMutableRawBufferPointer, from connection: FileDescriptor, deadline: Double, timeout: Double) throws(SSHAgentError) {
         var received = 0
-        while received < count {
-            let attempt = buffer.withUnsafeMutableBytes { raw in
-                Result { () throws(SystemError) in try connection.readAvailable(into: UnsafeMutableRawBufferPointer(rebasing: raw[received...])) }
-            }
+        while received < buffer.count {
+            let attempt = Result { () throws(SystemError) in try connection.readAvailable(into: UnsafeMutableRawBufferPointer(rebasing: buffer[received...])) }
             switch attempt {
-            case .failure(let error): throw .unreachable("\(error.operation) \(error.path): \(error.reason)")
+            case .failure(let error): throw .unreachable(error.reason)
             case .success(0?): throw .malformed("it closed the connection part way")
             case .success(let got?): received += got
             case .success(nil):
@@ -193,6 +198,5 @@ public struct SSHAgentClient: Sendable {
                 _ = connection.waitReadable(timeout: min(left, 1))
             }
         }
-        return buffer
     }
 }

@@ -34,3 +34,29 @@ struct SSHWireCursor {
         return value
     }
 }
+
+/// The same reads over raw bytes, giving ranges instead of copies: a signature is parsed where
+/// it lies, in secret memory.
+struct SSHWireRanges {
+    private let bytes: UnsafeRawBufferPointer
+    private var offset = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    var isAtEnd: Bool { offset == bytes.count }
+
+    mutating func byte() -> UInt8? {
+        guard offset < bytes.count else { return nil }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    /// The range (relative to these bytes) of the next length-prefixed string.
+    mutating func string() -> Range<Int>? {
+        guard bytes.count - offset >= 4 else { return nil }
+        let length = (0..<4).reduce(0) { $0 << 8 | Int(bytes[offset + $1]) }
+        guard length <= bytes.count - offset - 4 else { return nil }
+        defer { offset += 4 + length }
+        return offset + 4 ..< offset + 4 + length
+    }
+}

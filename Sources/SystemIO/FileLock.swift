@@ -112,7 +112,7 @@ public enum Clock {
                 rest /= 10
             }
         }
-        put(parts.tm_year + 1900, at: 0, digits: 4)
+        put(parts.tm_year &+ 1900, at: 0, digits: 4)  // wrapping: a hostile date must not trap
         put(parts.tm_mon + 1, at: 5, digits: 2)
         put(parts.tm_mday, at: 8, digits: 2)
         put(parts.tm_hour, at: 11, digits: 2)

@@ -29,12 +29,18 @@ public enum UnixSocket {
         return FileDescriptor(owning: fd, path: path)
     }
 
-    /// Connects to a socket someone else made, by its full path (an ssh-agent's `SSH_AUTH_SOCK`).
-    public static func connect(path: String) throws(SystemError) -> FileDescriptor {
+    /// Connects to a socket someone else made, by its full path (an ssh-agent's `SSH_AUTH_SOCK`),
+    /// without blocking: a listener that never accepts (its queue full) is tried again until
+    /// `deadline` (monotonic seconds), then refused with ETIMEDOUT. The descriptor is non-blocking.
+    public static func connect(path: String, deadline: Double) throws(SystemError) -> FileDescriptor {
         guard path.utf8.count <= longestAddress else { throw SystemError.nameTooLong("reach", path: path) }
-        let fd = gv_unix_connect(path)
-        guard fd >= 0 else { throw SystemError("connect to", path: path) }
-        return FileDescriptor(owning: fd, path: path)
+        while true {
+            let fd = gv_unix_connect_nonblocking(path)
+            if fd >= 0 { return FileDescriptor(owning: fd, path: path) }
+            guard errno == EAGAIN else { throw SystemError("connect to", path: path) }
+            guard Clock.monotonicSeconds() < deadline else { throw SystemError("connect to", path: path, code: ETIMEDOUT) }
+            Clock.sleep(0.01)
+        }
     }
 
     /// The address bind and connect use for `name` in `folder`: `/proc/self/fd/N/name`, which

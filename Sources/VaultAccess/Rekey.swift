@@ -70,10 +70,8 @@ extension VaultAccess {
     /// A PIN ends here too: an idle-locked session forgets it (an open one, on following).
     func sessionFollows(_ kek: SecretBytes) {
         guard let agent = agentOfVault, let status = try? agent.status() else { return }
-        if status.unlocked {
-            try? agent.followKey(kek)
-        } else if status.pinTriesLeft != nil {
-            try? agent.forgetPIN()
-        }
+        if status.unlocked, (try? agent.followKey(kek)) != nil { return }
+        // Locked meanwhile (idle), or locked with a PIN: the PIN wrapped the old key, and ends.
+        if status.pinTriesLeft != nil || status.unlocked { try? agent.forgetPIN() }
     }
 }

@@ -119,7 +119,7 @@ public final class VaultAccess {
 
     // MARK: Opening
 
-    /// Whether an unlocked session holds this vault; never prompts. A session that answers
+    /// Whether an unlocked session holds this vault; prompts only for a PIN. A session that answers
     /// with a rollback or an untrusted socket is an error.
     /// Asked anew each time (a chat stops when its session locks), until no session was found.
     /// An idle-locked session with a PIN asks for it (on a terminal) and opens again.
@@ -127,7 +127,7 @@ public final class VaultAccess {
         guard !noSession, exists, let agent else { return false }
         do throws(AgentError) {
             let status = try agent.status()
-            let unlocked = status.unlocked || (status.pinTriesLeft.map { reopenWithPIN(agent, triesLeft: $0) } ?? false)
+            let unlocked = status.unlocked || (status.pinTriesLeft.map { reopenWithPIN(agent, triesLeft: $0, of: status.pinTries ?? $0) } ?? false)
             if !unlocked { noSession = true }
             return unlocked
         } catch {
@@ -145,7 +145,7 @@ public final class VaultAccess {
             do throws(AgentError) {
                 return try request(agent)
             } catch {
-                if case .lockedWithPIN(let left) = error, !reopened, reopenWithPIN(agent, triesLeft: left) {
+                if case .lockedWithPIN(let left, let tries) = error, !reopened, reopenWithPIN(agent, triesLeft: left, of: tries) {
                     reopened = true
                     continue
                 }
@@ -157,8 +157,13 @@ public final class VaultAccess {
 
     /// Asks for the PIN of an idle-locked session until it opens, the user presses Enter,
     /// or the agent wiped the PIN; false sends the command on to the passphrase.
-    func reopenWithPIN(_ agent: AgentClient, triesLeft: Int) -> Bool {
+    func reopenWithPIN(_ agent: AgentClient, triesLeft: Int, of tries: Int) -> Bool {
         if pinDeclined { return false }
+        // Wrong PINs add up over the PIN's life: ones the user did not type are worth knowing of.
+        if triesLeft < tries {
+            let wrong = tries - triesLeft
+            passphraseSource.note("\(wrong) wrong PIN\(wrong == 1 ? " was" : "s were") typed since the PIN was set; \(triesLeft) \(triesLeft == 1 ? "try" : "tries") left")
+        }
         var triesLeft = triesLeft
         while triesLeft > 0 {
             guard let pin = try? passphraseSource.readPIN(triesLeft: triesLeft) else {

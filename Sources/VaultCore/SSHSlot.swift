@@ -82,6 +82,8 @@ extension KeySlot {
     /// start with a length), so a slot's signature can be asked for nothing else.
     static let sshContext = Array("gemvault ssh slot v1\n".utf8)
     static let sshNoKDF = KDFParameters(opsLimit: 0, memLimit: 0)
+    /// 9999-12-31T23:59:59Z: a slot's date is shown, so it must be one.
+    static let latestDate: Int64 = 253_402_300_799
 
     /// A fresh challenge for a new slot.
     public static func newSSHChallenge() -> [UInt8] { Sodium.randomBytes(sshChallengeBytes) }
@@ -110,12 +112,13 @@ extension KeySlot {
     }
 
     /// What opens this slot, from the signature of `sshMessage`; nil when it is not this
-    /// slot's signature (another key, or a tampered slot).
+    /// slot's signature (another key).
     public func sshOpener(signature: SecretBytes) throws(VaultError) -> SSHSlotOpener? {
         guard kind == .sshAgent, let sshKey else { return nil }
         let pair = try Self.sshKeyPair(signature: signature, challenge: salt, key: sshKey)
-        guard pair.publicKey == nonceOrPublicKey,
-              (try? Sodium.openSealed(wrappedKey, publicKey: pair.publicKey, secretKey: pair.secretKey)) != nil else { return nil }
+        // The public key is the slot's only for this signature; the sealed box is opened once,
+        // by the vault's open, which reports a box that does not open as tampering.
+        guard pair.publicKey == nonceOrPublicKey else { return nil }
         return SSHSlotOpener(key: sshKey, challenge: salt, publicKey: pair.publicKey, secretKey: pair.secretKey)
     }
 
@@ -139,6 +142,9 @@ extension KeySlot {
         }
         let fingerprint = try reader.readBytes(32)
         let added = Int64(bitPattern: try reader.read(UInt64.self))
+        guard (0...latestDate).contains(added) else {
+            throw VaultError.slotsDamaged(path: path, detail: "key slot \(index + 1) says it was added at \(added), not a date between 1970 and 9999")
+        }
         let challenge = try reader.readBytes(sshChallengeBytes)
         let publicKey = try reader.readBytes(Sodium.boxPublicKeyBytes)
         let sealed = try reader.readBytes(sealedKeyBytes)

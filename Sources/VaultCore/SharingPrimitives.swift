@@ -122,20 +122,30 @@ public enum HMACSHA256 {
 
     /// The one HMAC computation: its state lives in secret memory, `feed` adds the message.
     private static func mac(key: SecretBytes, feed: (UnsafeMutablePointer<crypto_auth_hmacsha256_state>) -> Void) -> SecretBytes {
+        key.withUnsafeBytes { mac(rawKey: $0, feed: feed) }
+    }
+
+    /// The same with the key's bytes at hand. The digest and the state share one guarded
+    /// allocation (each sodium_malloc costs several system calls): the digest is a view of it.
+    private static func mac(rawKey: UnsafeRawBufferPointer, feed: (UnsafeMutablePointer<crypto_auth_hmacsha256_state>) -> Void) -> SecretBytes {
         Sodium.ensureInitialized()
-        let state = SecretBytes(count: MemoryLayout<crypto_auth_hmacsha256_state>.size)
-        let digest = SecretBytes(count: bytes)
-        state.withUnsafeMutableBytes { raw in
+        let stateSize = MemoryLayout<crypto_auth_hmacsha256_state>.size
+        let digestOffset = (stateSize + 15) & ~15
+        let memory = SecretBytes(count: digestOffset + bytes)
+        memory.withUnsafeMutableBytes { raw in
             let state = raw.baseAddress!.assumingMemoryBound(to: crypto_auth_hmacsha256_state.self)
-            key.withUnsafeBytes { keyBytes in
-                _ = crypto_auth_hmacsha256_init(state, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count)
+            // An empty key (HKDF's empty salt) has no address; HMAC pads it with zeros either way.
+            if let key = rawKey.baseAddress {
+                _ = crypto_auth_hmacsha256_init(state, key.assumingMemoryBound(to: UInt8.self), rawKey.count)
+            } else {
+                _ = withUnsafePointer(to: UInt8(0)) { crypto_auth_hmacsha256_init(state, $0, 0) }
             }
             feed(state)
-            digest.withUnsafeMutableBytes { out in
-                _ = crypto_auth_hmacsha256_final(state, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
+            _ = crypto_auth_hmacsha256_final(state, (raw.baseAddress! + digestOffset).assumingMemoryBound(to: UInt8.self))
+            // The state is no longer needed: wipe it now rather than when the digest goes.
+            Sodium.wipe(raw.baseAddress!, stateSize)
         }
-        return digest
+        return memory.view(digestOffset..<digestOffset + bytes)
     }
 }
 
@@ -168,7 +178,13 @@ public enum HKDFSHA256 {
 extension HMACSHA256 {
     /// HKDF's extract step: the salt is the (public) key and the secret the message.
     static func macWithPublicKey(_ key: [UInt8], _ message: SecretBytes) -> SecretBytes {
-        mac(key: SecretBytes(copying: key), secretPart: message, [])
+        key.withUnsafeBytes { rawKey in
+            mac(rawKey: rawKey) { state in
+                message.withUnsafeBytes { part in
+                    _ = crypto_auth_hmacsha256_update(state, part.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
+                }
+            }
+        }
     }
 }
 
@@ -215,6 +231,16 @@ public enum Ed25519 {
         guard signature.count == signatureBytes, publicKey.count == publicKeyBytes else { return false }
         return message.withUnsafeBytes { bytes in
             crypto_sign_ed25519_verify_detached(signature, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count), publicKey)
+        } == 0
+    }
+
+    /// The same for a secret signature over public bytes (an ssh slot's: the signature is the
+    /// slot's secret, the signed challenge is not).
+    public static func verify(secretSignature signature: SecretBytes, of message: [UInt8], by publicKey: [UInt8]) -> Bool {
+        Sodium.ensureInitialized()
+        guard signature.count == signatureBytes, publicKey.count == publicKeyBytes else { return false }
+        return signature.withUnsafeBytes { raw in
+            crypto_sign_ed25519_verify_detached(raw.baseAddress!.assumingMemoryBound(to: UInt8.self), message, UInt64(message.count), publicKey)
         } == 0
     }
 

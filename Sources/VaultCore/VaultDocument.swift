@@ -115,7 +115,11 @@ public final class VaultDocument {
 
     /// Opens a parsed file through an ssh slot whose signature was checked (`SSHSlotOpener`).
     public static func open(_ file: VaultFile, path: String, ssh opener: SSHSlotOpener) throws(VaultError) -> VaultDocument {
-        guard let dataKey = opener.dataKey(in: file) else { throw .wrongPassphrase }
+        guard let dataKey = opener.dataKey(in: file) else {
+            // The key pair is the slot's, so a box that does not open was altered.
+            if file.sshSlots.contains(where: { $0.salt == opener.challenge && $0.nonceOrPublicKey == opener.publicKey }) { throw .tampered(path: path) }
+            throw .wrongPassphrase
+        }
         return try decrypt(file, path: path, dataKey: dataKey)
     }
 

@@ -125,7 +125,15 @@ public struct VaultFile: Equatable, Sendable {
                 throw VaultError.slotsDamaged(path: path, detail: "key slot \(index + 1) is a \(kind.name) slot where a vault never has one")
             }
             if kind == .sshAgent {
-                slots.append(try KeySlot.parseSSH(&reader, index: index, path: path))
+                let slot = try KeySlot.parseSSH(&reader, index: index, path: path)
+                let earlier = slots.filter { $0.kind == .sshAgent }
+                guard earlier.count < KeySlot.maxSSHSlots else {
+                    throw VaultError.slotsDamaged(path: path, detail: "the file has more than \(KeySlot.maxSSHSlots) ssh-agent slots")
+                }
+                guard !earlier.contains(where: { $0.sshKey?.fingerprint == slot.sshKey?.fingerprint || $0.salt == slot.salt }) else {
+                    throw VaultError.slotsDamaged(path: path, detail: "key slot \(index + 1) repeats an earlier ssh-agent slot's key or challenge")
+                }
+                slots.append(slot)
                 continue
             }
             guard try reader.read(UInt8.self) == KeySlot.argon2id13 else {

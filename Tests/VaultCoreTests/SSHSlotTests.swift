@@ -62,4 +62,25 @@ import Testing
         bytes = body + Sodium.blake2b256(body[...])
         #expect(throws: VaultError.self) { try VaultFile.parse(bytes, path: "test", policy: .testing) }
     }
+
+    /// Rewrites bytes of a sealed file and its checksum, as someone editing the file would.
+    private func edited(_ bytes: [UInt8], _ edit: (inout [UInt8]) -> Void) -> [UInt8] {
+        var body = Array(bytes.dropLast(32))
+        edit(&body)
+        return body + Sodium.blake2b256(body[...])
+    }
+
+    @Test func aRepeatedKeyAndAnImpossibleDateAreRefusedAsDamagedSlots() throws {
+        let (document, _, _, _) = try vaultWithSSHSlot()
+        let other = SSHSlotKey(algorithm: .rsa, fingerprint: Sodium.sha256(Array("another blob".utf8)), added: 1_700_000_000)
+        try document.addSSHSlot(key: other, challenge: KeySlot.newSSHChallenge(), signature: SecretBytes.random(count: 256))
+        let bytes = try document.sealed()
+        // Slots start at 35: passphrase 102, recovery 142, then the two ssh slots of 186 bytes.
+        let first = 35 + 102 + 142, second = first + KeySlot.sshSlotBytes
+        let repeated = edited(bytes) { body in body.replaceSubrange(second + 2..<second + 34, with: body[first + 2..<first + 34]) }
+        #expect(throws: VaultError.self) { try VaultFile.parse(repeated, path: "test", policy: .testing) }
+        let farFuture = edited(bytes) { body in body.replaceSubrange(second + 34..<second + 42, with: [UInt8](repeating: 0x7f, count: 8)) }
+        #expect(throws: VaultError.self) { try VaultFile.parse(farFuture, path: "test", policy: .testing) }
+        #expect(try VaultFile.parse(bytes, path: "test", policy: .testing).sshSlots.count == 2)
+    }
 }
