@@ -38,6 +38,40 @@ def peer_account():
     return ensure_account(PEER, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin")
 
 
+class PeerUser:
+    """The second account with a HOME and XDG folders of its own (in a fresh folder others can
+    pass through) and a private passphrase file; `run` runs gemvault as that account."""
+
+    def __init__(self, prefix, kdf_floor=False):
+        from conftest import peer_binary
+        account = peer_account()
+        self.binary = peer_binary()
+        self.root = tempfile.mkdtemp(prefix=prefix)
+        os.chmod(self.root, 0o755)
+        self.home = os.path.join(self.root, "home")
+        os.mkdir(self.home, 0o700)
+        os.chown(self.home, account.pw_uid, account.pw_gid)
+        self.env = {"PATH": os.environ["PATH"], "HOME": self.home, "LANG": "C.UTF-8", "SWIFT_BACKTRACE": "enable=no",
+                    "XDG_RUNTIME_DIR": self.home + "/run", "XDG_STATE_HOME": self.home + "/state",
+                    "XDG_DATA_HOME": self.home + "/data", "XDG_CONFIG_HOME": self.home + "/config"}
+        if kdf_floor:
+            self.env["GEMVAULT_TEST_KDF_FLOOR"] = "1"
+        self.passfile = os.path.join(self.home, "pass")
+        with open(self.passfile, "w") as handle:
+            handle.write(PASSPHRASE + "\n")
+        os.chown(self.passfile, account.pw_uid, account.pw_gid)
+        os.chmod(self.passfile, 0o600)
+        subprocess.run(["runuser", "-u", PEER, "--", "mkdir", "-m", "700", self.home + "/run"], check=True)
+
+    def run(self, *args, input=None):
+        return subprocess.run(["runuser", "-u", PEER, "--", self.binary] + list(args), env=self.env, input=input,
+                              capture_output=True, text=True, timeout=60)
+
+    def remove(self):
+        self.run("lock")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
 def forge_checksum(data):
     body = bytes(data[:-32])
     return body + hashlib.blake2b(body, digest_size=32).digest()

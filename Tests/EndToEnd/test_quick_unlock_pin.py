@@ -6,13 +6,11 @@ import os
 import signal
 import socket
 import struct
-import subprocess
-import tempfile
 import time
 
 import pytest
 
-from conftest import BIN, GOOD_KEY, PASSPHRASE, peer_binary, wait_until
+from conftest import BIN, GOOD_KEY, PASSPHRASE, wait_until
 from ptyrun import PtySession
 
 PIN = "4812-pin-marker"
@@ -227,27 +225,10 @@ def test_a_client_guessing_fast_is_slowed_to_one_guess_per_200_ms(vault):
 def test_a_second_account_cannot_send_pins(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("needs root to run the agent as a second user account")
-    from test_hardening import peer_account, PEER
-    account = peer_account()
-    home = tempfile.mkdtemp(prefix="gemvault-pin-peer-")
-    os.chmod(home, 0o755)
-    peer_home = os.path.join(home, "home")
-    os.mkdir(peer_home, 0o700)
-    os.chown(peer_home, account.pw_uid, account.pw_gid)
-    peer_env = {"PATH": os.environ["PATH"], "HOME": peer_home, "LANG": "C.UTF-8", "SWIFT_BACKTRACE": "enable=no",
-                "XDG_RUNTIME_DIR": peer_home + "/run", "XDG_STATE_HOME": peer_home + "/state",
-                "XDG_DATA_HOME": peer_home + "/data", "XDG_CONFIG_HOME": peer_home + "/config", "GEMVAULT_TEST_KDF_FLOOR": "1"}
-    passfile = os.path.join(peer_home, "pass")
-    with open(passfile, "w") as handle:
-        handle.write(PASSPHRASE + "\n")
-    os.chown(passfile, account.pw_uid, account.pw_gid)
-    os.chmod(passfile, 0o600)
-
-    def as_peer(*args, input=None):
-        return subprocess.run(["runuser", "-u", PEER, "--", peer_binary()] + list(args), env=peer_env, input=input,
-                              capture_output=True, text=True, timeout=60)
+    from test_hardening import PeerUser
+    peer = PeerUser("gemvault-pin-peer-", kdf_floor=True)
+    peer_home, passfile, as_peer = peer.home, peer.passfile, peer.run
     try:
-        subprocess.run(["runuser", "-u", PEER, "--", "mkdir", "-m", "700", peer_home + "/run"], check=True)
         assert as_peer("init", "--kdf", "interactive", "--passphrase-file", passfile).returncode == 0
         result = as_peer("unlock", "--pin", "--idle", "2s", "--passphrase-file", passfile, input=PIN + "\n")
         assert result.returncode == 0, result.stderr
@@ -261,5 +242,4 @@ def test_a_second_account_cannot_send_pins(tmp_path):
         log = "".join(open(os.path.join(peer_home, "run/gemvault", n)).read() for n in os.listdir(peer_home + "/run/gemvault") if n.endswith(".log"))
         assert "refused a connection from uid 0" in log
     finally:
-        as_peer("lock")
-        subprocess.run(["rm", "-rf", home])
+        peer.remove()

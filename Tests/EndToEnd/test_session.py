@@ -9,14 +9,13 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
 
 import pytest
 
-from conftest import BIN, GOOD_KEY, PASSPHRASE, peer_binary, wait_until
+from conftest import BIN, GOOD_KEY, PASSPHRASE, wait_until
 from ptyrun import PtySession
 
 OTHER_KEY = GOOD_KEY.replace("D3mo", "Rot8")
@@ -292,27 +291,13 @@ def test_a_socket_folder_open_to_others_is_refused(session):
 def test_other_users_are_refused_by_the_agent(session):
     if os.geteuid() != 0:
         pytest.skip("needs root to run the agent as a second user account")
-    from test_hardening import peer_account, PEER
-    account = peer_account()
-    home = tempfile.mkdtemp(prefix="gemvault-agent-peer-")
-    os.chmod(home, 0o755)
-    peer_home = os.path.join(home, "home")
-    os.mkdir(peer_home, 0o700)
-    os.chown(peer_home, account.pw_uid, account.pw_gid)
-    peer_env = {"PATH": os.environ["PATH"], "HOME": peer_home, "LANG": "C.UTF-8", "SWIFT_BACKTRACE": "enable=no",
-                "XDG_RUNTIME_DIR": peer_home + "/run", "XDG_STATE_HOME": peer_home + "/state",
-                "XDG_DATA_HOME": peer_home + "/data", "XDG_CONFIG_HOME": peer_home + "/config"}
-    passfile = os.path.join(peer_home, "pass")
-    with open(passfile, "w") as handle:
-        handle.write(PASSPHRASE + "\n")
-    os.chown(passfile, account.pw_uid, account.pw_gid)
-    os.chmod(passfile, 0o600)
+    from test_hardening import PeerUser
+    peer = PeerUser("gemvault-agent-peer-")
+    peer_home, peer_env, passfile = peer.home, peer.env, peer.passfile
 
     def as_peer(*args, input=None):
-        return subprocess.run(["runuser", "-u", PEER, "--", peer_binary()] + list(args), env=peer_env, input=input,
-                              capture_output=True, text=True)
+        return peer.run(*args, input=input)
     try:
-        subprocess.run(["runuser", "-u", PEER, "--", "mkdir", "-m", "700", peer_home + "/run"], check=True)
         assert as_peer("init", "--kdf", "interactive", "--passphrase-file", passfile).returncode == 0
         assert as_peer("key", "set", "--passphrase-file", passfile, input=GOOD_KEY).returncode == 0
         assert as_peer("unlock", "--passphrase-file", passfile).returncode == 0
@@ -341,8 +326,7 @@ def test_other_users_are_refused_by_the_agent(session):
                                 env=dict(peer_env, HOME="/root"), capture_output=True, text=True)
         assert GOOD_KEY not in result.stdout
     finally:
-        as_peer("lock")
-        shutil.rmtree(home, ignore_errors=True)
+        peer.remove()
 
 
 def test_exec_passes_codes_signals_environment_and_nothing_else(session, tmp_path):
