@@ -19,7 +19,7 @@ PIN_PROMPT = r"Unlock with PIN \(passphrase: press Enter\): "
 
 @pytest.fixture
 def vault(env):
-    env.init()
+    env.recovery_code = env.init()
     assert env.run("key", "set", input=GOOD_KEY).code == 0
     yield env
     env.run("lock", passphrase=False)
@@ -124,18 +124,42 @@ def test_kill_9_of_the_agent_ends_the_pin(vault):
     session.close()
 
 
-@pytest.mark.parametrize("change", ["passwd", "rekey", "lock"])
-def test_passwd_rekey_and_lock_end_the_pin(vault, change):
+@pytest.mark.parametrize("change", ["passwd", "rekey", "recover", "lock"])
+def test_passwd_rekey_recover_and_lock_end_the_pin(vault, change):
     env = vault
     unlock_with_pin(env)
     wait_for_idle_lock(env)
-    args = {"passwd": ["passwd", "--new-passphrase-file", env.passfile], "rekey": ["rekey"], "lock": ["lock"]}[change]
-    assert env.run(*args).code == 0
+    args = {"passwd": ["passwd", "--new-passphrase-file", env.passfile], "rekey": ["rekey"], "lock": ["lock"],
+            "recover": ["recover", "--new-passphrase-file", env.passfile]}[change]
+    result = env.run(*args, input=env.recovery_code + "\n" if change == "recover" else None)
+    assert result.code == 0, result.err
     wait_until(lambda: not status(env)["pinAvailable"], "the PIN to end")
     session = in_terminal(env, "key", "get")
     session.expect("Passphrase for ")
     assert "PIN" not in session.text()
     session.close()
+
+
+def test_the_absolute_limit_ends_the_pin(vault):
+    env = vault
+    session = PtySession([BIN, "unlock", "--pin", "--idle", "1s", "--max", "4s", "--passphrase-file", env.passfile], env.vars)
+    session.expect("New PIN: ")
+    session.line(PIN)
+    session.expect("Repeat the PIN: ")
+    session.line(PIN)
+    assert session.wait() == 0
+    wait_for_idle_lock(env)
+    # Past session_max the agent has wiped the PIN's copy and exited.
+    wait_until(lambda: status(env)["agentPid"] is None, "the absolute limit", limit=20)
+    assert status(env)["pinAvailable"] is False
+
+
+def test_an_open_session_shows_its_pin(vault):
+    env = vault
+    unlock_with_pin(env, idle="1h")
+    text = env.run("status", passphrase=False).out
+    assert text.startswith("unlocked: ") and "PIN:      set (3 tries left)" in text
+    assert env.run("lock", passphrase=False).code == 0
 
 
 def test_a_pin_is_4_to_64_characters_and_needs_a_session(vault):

@@ -55,7 +55,7 @@ def fingerprint(public_path):
 
 @pytest.fixture
 def vault(env):
-    env.init()
+    env.recovery_code = env.init()
     assert env.run("key", "set", input=GOOD_KEY).code == 0
     folder = os.path.join(env.root, "ssh")
     os.mkdir(folder, 0o700)
@@ -133,6 +133,7 @@ def test_an_agent_without_the_key_falls_back_to_the_passphrase_and_says_why(vaul
 
 def test_passwd_rekey_and_recover_keep_the_slot_working(vault):
     env = vault
+    code = env.recovery_code
     env.agent.add(keygen(env.ssh_folder, "ed25519"))
     assert env.run("slot", "add", "ssh").code == 0
     result = env.run("passwd", "--new-passphrase-file", env.passfile)
@@ -140,7 +141,9 @@ def test_passwd_rekey_and_recover_keep_the_slot_working(vault):
     assert no_passphrase(env, "key", "get").out == GOOD_KEY + "\n"
     assert env.run("rekey").code == 0
     assert no_passphrase(env, "key", "get").out == GOOD_KEY + "\n"
-    # Old copies open nothing written since: the slot's data key changed with every rekey.
+    recovered = env.run("recover", "--new-passphrase-file", env.passfile, input=code + "\n")
+    assert recovered.code == 0 and "ssh-agent slot holds the new data key" in recovered.err, recovered.err
+    assert no_passphrase(env, "key", "get").out == GOOD_KEY + "\n"
     assert json.loads(env.run("inspect", "--json", passphrase=False).out)["format_version"] == 3
 
 
@@ -163,6 +166,23 @@ def test_slot_rm_never_takes_the_passphrase_slot_and_the_recovery_slot_only_with
     assert env.run("slot", "rm", "2", "--yes").code == 0
     assert [s["kind"] for s in json.loads(env.run("slot", "list", "--json", passphrase=False).out)["slots"]] == ["passphrase"]
     assert env.run("key", "get").out == GOOD_KEY + "\n"
+
+
+def test_a_session_the_ssh_slot_opened_takes_a_pin(vault):
+    """unlock through the slot hands the agent the data key; a PIN then wraps that."""
+    env = vault
+    env.agent.add(keygen(env.ssh_folder, "ed25519"))
+    assert env.run("slot", "add", "ssh").code == 0
+    result = no_passphrase(env, "unlock", "--pin", "--idle", "2s", input="7351\n")
+    assert result.code == 0 and "PIN set" in result.err, result.err
+    wait_until(lambda: json.loads(no_passphrase(env, "status", "--json").out)["unlocked"] is False, "the idle lock", limit=20)
+    # Without the ssh-agent, only the PIN opens the session again.
+    variables = dict(env.vars, SSH_AUTH_SOCK="")
+    session = PtySession([BIN, "key", "get"], variables)
+    session.expect("Unlock with PIN")
+    session.line("7351")
+    assert session.wait() == 0, session.text()
+    assert GOOD_KEY in session.text()
 
 
 def test_a_passphrase_flag_skips_the_slot(vault):
