@@ -3,6 +3,7 @@ import Conversations
 import GeminiClient
 import Rendering
 import Settings
+import SSHAgent
 import VaultCore
 
 /// Every parser that reads bytes another party controls, by the name its fuzzer and its seed
@@ -20,6 +21,7 @@ public enum FuzzHarnesses {
         ("agent", AgentFuzzing.check),
         ("config", ConfigFuzzing.check),
         ("markdown", MarkdownFuzzing.check),
+        ("ssh-agent", SSHAgentFuzzing.check),
     ]
 
     public static func named(_ name: String) -> (@Sendable ([UInt8]) -> String?)? {

@@ -82,7 +82,12 @@ public struct SSHAgentClient: Sendable {
     public func identities() throws(SSHAgentError) -> [SSHAgentIdentity] {
         let answer = try exchange([Message.requestIdentities.rawValue], timeout: listTimeout)
         // Public keys and comments: no secret in this answer.
-        var reader = SSHWireCursor(answer.withUnsafeBytes { Array($0) }[...])
+        return try Self.parseIdentities(answer.withUnsafeBytes { Array($0) })
+    }
+
+    /// SSH2_AGENT_IDENTITIES_ANSWER: its keys, with comments made printable.
+    static func parseIdentities(_ answer: [UInt8]) throws(SSHAgentError) -> [SSHAgentIdentity] {
+        var reader = SSHWireCursor(answer[...])
         guard reader.byte() == Message.identitiesAnswer.rawValue else { throw .malformed("it did not answer with its keys") }
         guard let count = reader.uint32(), count <= Self.maxIdentities else { throw .malformed("it announces too many keys") }
         var found: [SSHAgentIdentity] = []
@@ -105,25 +110,29 @@ public struct SSHAgentClient: Sendable {
         request.string(data)
         request.uint32(algorithm == .rsa ? Self.rsaSHA2512Flag : 0)
         let answer = try exchange(request.bytes, timeout: signTimeout)
-        let range: Range<Int> = try answer.withUnsafeBytes { raw throws(SSHAgentError) in
-            var reader = SSHWireRanges(raw)
-            switch reader.byte() {
-            case Message.signResponse.rawValue: break
-            case Message.failure.rawValue: throw .refused
-            default: throw .malformed("it did not answer with a signature")
-            }
-            guard let blob = reader.string(), reader.isAtEnd else { throw .malformed("the signature is cut short") }
-            var inner = SSHWireRanges(UnsafeRawBufferPointer(rebasing: raw[blob]))
-            guard let format = inner.string(), let signature = inner.string(), inner.isAtEnd else { throw .malformed("the signature is cut short") }
-            let formatBytes = raw[blob][blob.lowerBound + format.lowerBound ..< blob.lowerBound + format.upperBound]
-            guard formatBytes.elementsEqual(algorithm.signatureType.utf8) else {
-                throw .malformed("it signed with \(SSHAgentIdentity.printable(formatBytes.prefix(64))) where \(algorithm.signatureType) was asked for")
-            }
-            return blob.lowerBound + signature.lowerBound ..< blob.lowerBound + signature.upperBound
-        }
+        let range = try answer.withUnsafeBytes { raw throws(SSHAgentError) in try Self.signatureRange(in: raw, algorithm: algorithm) }
         let signature = answer.view(range)
         try check(signature, of: data, by: identity, algorithm: algorithm)
         return signature
+    }
+
+    /// Where the raw signature lies in an SSH2_AGENT_SIGN_RESPONSE, whose signature must be of
+    /// `algorithm`'s type; found in place, so the secret is never copied.
+    static func signatureRange(in raw: UnsafeRawBufferPointer, algorithm: SSHSlotKey.Algorithm) throws(SSHAgentError) -> Range<Int> {
+        var reader = SSHWireRanges(raw)
+        switch reader.byte() {
+        case Message.signResponse.rawValue: break
+        case Message.failure.rawValue: throw .refused
+        default: throw .malformed("it did not answer with a signature")
+        }
+        guard let blob = reader.string(), reader.isAtEnd else { throw .malformed("the signature is cut short") }
+        var inner = SSHWireRanges(UnsafeRawBufferPointer(rebasing: raw[blob]))
+        guard let format = inner.string(), let signature = inner.string(), inner.isAtEnd else { throw .malformed("the signature is cut short") }
+        let formatBytes = raw[blob.lowerBound + format.lowerBound ..< blob.lowerBound + format.upperBound]
+        guard formatBytes.elementsEqual(algorithm.signatureType.utf8) else {
+            throw .malformed("it signed with \(SSHAgentIdentity.printable(formatBytes.prefix(64))) where \(algorithm.signatureType) was asked for")
+        }
+        return blob.lowerBound + signature.lowerBound ..< blob.lowerBound + signature.upperBound
     }
 
     private func check(_ signature: SecretBytes, of data: [UInt8], by identity: SSHAgentIdentity, algorithm: SSHSlotKey.Algorithm) throws(SSHAgentError) {
