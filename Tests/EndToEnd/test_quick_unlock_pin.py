@@ -267,3 +267,37 @@ def test_a_second_account_cannot_send_pins(tmp_path):
         assert "refused a connection from uid 0" in log
     finally:
         peer.remove()
+
+
+def test_a_chat_idle_locked_asks_for_the_pin_and_goes_on(api):
+    """A chat whose key came from the session meets an idle lock: its next message asks for the
+    PIN on the same terminal, and the conversation goes on; Enter stops it as a lock does."""
+    env = api
+    env.vars.pop("GEMINI_API_KEY")
+    env.init()
+    assert env.run("key", "set", input=GOOD_KEY).code == 0
+    unlock_with_pin(env)
+    chat = PtySession([BIN, "chat", "--model", "echo"], env.vars)
+    try:
+        chat.expect(r"you ›")
+        chat.line("before the lock")
+        chat.expect(r"last=before the lock")
+        chat.expect(r"you ›")
+        wait_for_idle_lock(env)
+        chat.mark()
+        chat.line("after the lock")
+        chat.expect(PIN_PROMPT)
+        chat.line(PIN)
+        chat.expect(r"last=after the lock")
+        wait_for_idle_lock(env)
+        chat.mark()
+        chat.line("declined")
+        chat.expect(PIN_PROMPT)
+        chat.line("")
+        code = chat.wait()
+        screen = chat.text()
+    finally:
+        chat.close()
+    env.run("lock", passphrase=False)
+    assert code == 1 and "the chat stopped" in screen, screen
+    assert "last=declined" not in screen
