@@ -100,7 +100,7 @@ struct CommandPassphrase: PassphraseSource {
     func note(_ text: String) { Console.note(text) }
 
     /// Asked on the terminal only; Enter (an empty PIN) goes on to the passphrase.
-    func readPIN(triesLeft: Int) throws -> SecretBytes? {
+    func readPIN() throws -> SecretBytes? {
         guard !givesPassphrase, SecretInput.hasTerminal else { return nil }
         do {
             return try SecretInput.read(from: .terminal, prompt: "Unlock with PIN (passphrase: press Enter): ")

@@ -17,13 +17,13 @@ public protocol PassphraseSource {
     func note(_ text: String)
     /// The PIN of an idle-locked session, typed at its prompt; nil when none can be asked (no
     /// terminal, a passphrase given on purpose) or the user pressed Enter for the passphrase.
-    func readPIN(triesLeft: Int) throws -> SecretBytes?
+    func readPIN() throws -> SecretBytes?
 }
 
 extension PassphraseSource {
     public var sshAgent: Result<SSHAgentClient, SSHAgentError>? { nil }
     public func note(_ text: String) {}
-    public func readPIN(triesLeft: Int) throws -> SecretBytes? { nil }
+    public func readPIN() throws -> SecretBytes? { nil }
 }
 
 /// The one home for reaching a vault, used by every command: the file's checks that need no
@@ -166,7 +166,7 @@ public final class VaultAccess {
         }
         var triesLeft = triesLeft
         while triesLeft > 0 {
-            guard let pin = try? passphraseSource.readPIN(triesLeft: triesLeft) else {
+            guard let pin = try? passphraseSource.readPIN() else {
                 pinDeclined = true
                 return false
             }

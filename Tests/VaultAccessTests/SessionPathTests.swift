@@ -1,5 +1,6 @@
 import Agent
 import GemvaultTesting
+import SystemIO
 import Testing
 import VaultCore
 @testable import VaultAccess
@@ -19,6 +20,30 @@ private final class CountedPassphrase: PassphraseSource, @unchecked Sendable {
     }
 }
 
+/// The same, with a PIN typed at the PIN prompt (nil: Enter) and the notes it was told.
+private final class PINTyping: PassphraseSource, @unchecked Sendable {
+    let pins: [String?]
+    var typed = 0
+    var asked = 0
+    var notes: [String] = []
+
+    init(_ pins: [String?]) { self.pins = pins }
+
+    var canProvide: Bool { true }
+
+    func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T {
+        asked += 1
+        return try attempt(.passphrase(SecretBytes(utf8: TestVault.passphrase)))
+    }
+
+    func readPIN() throws -> SecretBytes? {
+        defer { typed += 1 }
+        return typed < pins.count ? pins[typed].map { SecretBytes(utf8: $0) } : nil
+    }
+
+    func note(_ text: String) { notes.append(text) }
+}
+
 /// VaultAccess through a real agent on a temporary socket: unlock, the one-round-trip
 /// questions, changes, lock, expiry and a key that does not open the vault.
 @Suite(.serialized) struct SessionPathTests {
@@ -34,7 +59,7 @@ private final class CountedPassphrase: PassphraseSource, @unchecked Sendable {
     }
 
     /// One command's door to the vault, asking `agent` first.
-    private func access(_ vault: TestVault, _ agent: InProcessAgent?, _ passphrase: CountedPassphrase = CountedPassphrase()) -> VaultAccess {
+    private func access(_ vault: TestVault, _ agent: InProcessAgent?, _ passphrase: any PassphraseSource = CountedPassphrase()) -> VaultAccess {
         let rollback = RollbackGuard(record: vault.generations, vaultPath: vault.store.path, acceptsRollback: false)
         return VaultAccess(file: VaultFileAccess(store: vault.store, rollback: rollback, warn: { _ in }), agent: agent?.client,
                            passphrase: passphrase, observe: { _ in }, warn: { _ in })
@@ -155,5 +180,39 @@ private final class CountedPassphrase: PassphraseSource, @unchecked Sendable {
             try access(vault, agent, CountedPassphrase("not the passphrase")).unlockForSession(whileDeriving: {})
         }
         #expect(try agent.client.status().unlocked == false)
+    }
+
+    /// A session locked while idle, with a PIN: the request that finds it locked learns the
+    /// tries left in the same answer, the PIN opens it, the request is made again; no passphrase.
+    @Test func anIdleLockedSessionOpensAgainWithItsPINAndAWrongOneCosts() throws {
+        let (vault, agent) = try setUp()
+        let opened = try access(vault, agent).unlockForSession(whileDeriving: {})
+        _ = try access(vault, agent).startSession(with: opened.document, idle: 1, max: 600)
+        _ = try agent.client.setPIN(SecretBytes(utf8: "4812"), tries: 3)
+        Clock.sleep(1.8)
+        #expect(try agent.client.status().unlocked == false)
+        #expect(try agent.client.status().pinTriesLeft == 3)
+
+        let typing = PINTyping(["0000", "4812"])
+        let (stored, requests) = try agent.requests { try access(vault, agent, typing).key("work", markUsed: false) }
+        expectSecret(stored?.secret, equals: Self.work)
+        // locked, wrong PIN, right PIN, the request again
+        #expect(requests == 4 && typing.asked == 0 && typing.typed == 2)
+        #expect(typing.notes == ["wrong PIN (2 tries left)"])
+        // The wrong one still counts: a right PIN does not reset it.
+        #expect(try agent.client.status().pinTriesLeft == 2)
+    }
+
+    /// Enter at the PIN prompt goes on to the passphrase, and the PIN stays for later.
+    @Test func enterAtThePINPromptAsksForThePassphrase() throws {
+        let (vault, agent) = try setUp()
+        let opened = try access(vault, agent).unlockForSession(whileDeriving: {})
+        _ = try access(vault, agent).startSession(with: opened.document, idle: 1, max: 600)
+        _ = try agent.client.setPIN(SecretBytes(utf8: "4812"), tries: 3)
+        Clock.sleep(1.8)
+        let typing = PINTyping([nil])
+        expectSecret(try access(vault, agent, typing).key("work", markUsed: false)?.secret, equals: Self.work)
+        #expect(typing.asked == 1 && typing.typed == 1)
+        #expect(try agent.client.status().pinTriesLeft == 3)
     }
 }
