@@ -60,8 +60,9 @@ let package = Package(
         /// The one home for reaching a vault: its file rules, the session or the passphrase, the
         /// narrow questions and the changes every command makes.
         .target(name: "VaultAccess", dependencies: ["Agent", "AgeFormat", "Sharing", "SSHAgent", "VaultCore", "SystemIO"]),
-        /// The ssh-agent protocol, spoken over SSH_AUTH_SOCK with bounded reads: list keys, sign.
-        .target(name: "SSHAgent", dependencies: ["VaultCore", "SystemIO"]),
+        /// The ssh-agent protocol, spoken over SSH_AUTH_SOCK with bounded reads: list keys, sign (and
+        /// check the signature: libsodium for Ed25519, libcrypto for RSA).
+        .target(name: "SSHAgent", dependencies: ["COpenSSL", "VaultCore", "SystemIO"]),
         /// Key sources, their order and provenance (`KeyResolver`), and the doctor's checks.
         .target(name: "KeyResolution", dependencies: ["Settings", "VaultAccess", "VaultCore", "SystemIO", "GoogleKeys", "GoogleAuth"]),
         /// The conversation model, its encrypted history, and the provider seam: the neutral

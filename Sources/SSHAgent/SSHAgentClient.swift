@@ -1,3 +1,4 @@
+import COpenSSL
 import Glibc
 import SystemIO
 import VaultCore
@@ -100,8 +101,7 @@ public struct SSHAgentClient: Sendable {
     }
 
     /// The raw signature of `data` by `identity` (an Ed25519 or RSA key; RSA with rsa-sha2-512).
-    /// The answer must be that signature type; an Ed25519 signature must verify for the key,
-    /// an RSA one must be as long as its modulus. The signature is a slot's secret: it stays in
+    /// The answer must be that signature type, and verify for the key. The signature is a slot's secret: it stays in
     /// the answer's secret memory, and is returned as a view of it.
     public func sign(_ data: [UInt8], with identity: SSHAgentIdentity, algorithm: SSHSlotKey.Algorithm) throws(SSHAgentError) -> SecretBytes {
         var request = SSHWireWriter()
@@ -144,9 +144,19 @@ public struct SSHAgentClient: Sendable {
                 throw .malformed("the signature is not one by key \(identity.fingerprintText)")
             }
         case .rsa:
-            guard key.string() != nil, let modulus = key.string() else { throw .malformed("the RSA key is cut short") }
-            let modulusBytes = modulus.drop { $0 == 0 }.count
-            guard signature.count == modulusBytes else { throw .malformed("the signature is not as long as key \(identity.fingerprintText)'s modulus") }
+            // ssh-rsa's blob: the exponent, then the modulus (mpints, big-endian).
+            guard let exponent = key.string(), let modulus = key.string(), !exponent.isEmpty, !modulus.isEmpty else {
+                throw .malformed("the RSA key is cut short")
+            }
+            let verified = Array(modulus).withUnsafeBufferPointer { n in
+                Array(exponent).withUnsafeBufferPointer { e in
+                    signature.withUnsafeBytes { raw in
+                        gv_rsa_sha512_verify(n.baseAddress, n.count, e.baseAddress, e.count,
+                                             raw.baseAddress?.assumingMemoryBound(to: UInt8.self), raw.count, data, data.count)
+                    }
+                }
+            }
+            guard verified == 1 else { throw .malformed("the signature is not one by key \(identity.fingerprintText)") }
         }
     }
 

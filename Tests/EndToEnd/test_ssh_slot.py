@@ -276,6 +276,8 @@ class HostileAgent(threading.Thread):
             signature = {
                 "wrong-type": wire(b"rsa-sha2-512", b"\x01" * 64),
                 "another-key": wire(b"ssh-ed25519", nacl.crypto_sign(b"x", nacl.crypto_sign_seed_keypair(b"\x07" * 32)[1])[:64]),
+                # As long as a 2048-bit modulus, the length a plain check would have taken.
+                "forged-rsa": wire(b"rsa-sha2-512", os.urandom(256)),
                 "cut-short": wire(b"ssh-ed25519")[:-3],
             }.get(self.mode)
             if self.mode == "failure":
@@ -299,6 +301,7 @@ class HostileAgent(threading.Thread):
     ("huge-list", "announces a message of"),
     ("wrong-type", "signed with rsa-sha2-512 where ssh-ed25519 was asked for"),
     ("another-key", "is not one by key"),
+    ("forged-rsa", "is not one by key"),
     ("cut-short", "cut short"),
     ("failure", "refused to sign"),
     ("garbage", "ssh-agent"),
@@ -307,7 +310,7 @@ class HostileAgent(threading.Thread):
 ])
 def test_a_hostile_agent_gets_a_clear_reason_and_the_passphrase_prompt(vault, mode, reason):
     env = vault
-    key = keygen(env.ssh_folder, "ed25519")
+    key = keygen(env.ssh_folder, "rsa", 2048) if mode == "forged-rsa" else keygen(env.ssh_folder, "ed25519")
     env.agent.add(key)
     assert env.run("slot", "add", "ssh").code == 0
     with open(key + ".pub") as handle:
