@@ -266,6 +266,9 @@ public struct AgentClient: Sendable {
         _ = try request(AgentMessage(code: AgentProtocol.Operation.lock.rawValue))
     }
 
+    /// How long a connection waits for an agent whose queue is full before it is "busy".
+    static let connectTimeout = 5.0
+
     /// Pauses before each retry of a request whose connection the agent dropped unanswered.
     static let busyBackoff = [0.05, 0.1, 0.2, 0.4, 0.8]
 
@@ -301,7 +304,10 @@ public struct AgentClient: Sendable {
         }
         // Through the checked folder's descriptor: any folder depth works.
         let connection: FileDescriptor
-        do { connection = try UnixSocket.connect(paths.socketName, in: folder.descriptor, path: paths.socketPath) } catch {
+        do {
+            connection = try UnixSocket.connect(paths.socketName, in: folder.descriptor, path: paths.socketPath,
+                                                deadline: Clock.monotonicSeconds() + Self.connectTimeout)
+        } catch {
             // A full backlog is a busy agent; no socket, or nothing listening on it, is none.
             throw error.code == EAGAIN ? .busy : .notRunning
         }

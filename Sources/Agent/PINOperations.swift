@@ -19,6 +19,7 @@ extension AgentServer {
 
     func forgetPIN() {
         pinUnlock = nil
+        pinDataKeyCheck = nil
         pinTriesLeft = 0
     }
 
@@ -30,6 +31,7 @@ extension AgentServer {
         let tries = Int(min(max(request.number(.pinTries) ?? 3, 1), 10))
         do {
             pinUnlock = try PINWrappedKey(wrapping: document.sessionKey, pin: pin)
+            pinDataKeyCheck = try document.dataKeyCheck()
         } catch {
             return Self.error(.failed, "\(error)")
         }
@@ -63,7 +65,10 @@ extension AgentServer {
         if document == nil {
             do {
                 let vault = try file.readFile()
-                document = try VaultDocument.open(vault, path: store.path, sessionKey: sessionKey)
+                let opened = try VaultDocument.open(vault, path: store.path, sessionKey: sessionKey)
+                // A rekey keeps the passphrase slot's key: the PIN would open the new data key.
+                guard let check = pinDataKeyCheck, try opened.dataKeyCheck().isEqual(to: check) else { throw VaultError.wrongPassphrase }
+                document = opened
                 file.remember(vault)
             } catch {
                 // The vault changed under another key (passwd elsewhere): the PIN can open nothing.

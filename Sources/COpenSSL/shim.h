@@ -17,6 +17,9 @@ static inline int gv_rsa_sha512_verify(const unsigned char *modulus, size_t modu
                                        const unsigned char *signature, size_t signature_length,
                                        const unsigned char *message, size_t message_length) {
     int verified = 0;
+    // 16384-bit moduli and 64-bit exponents at most: the casts below stay in range.
+    if (modulus_length > 2048 || exponent_length > 8 || signature_length != modulus_length) return 0;
+    ERR_set_mark();
     BIGNUM *n = BN_bin2bn(modulus, (int)modulus_length, NULL);
     BIGNUM *e = BN_bin2bn(exponent, (int)exponent_length, NULL);
     OSSL_PARAM_BLD *builder = OSSL_PARAM_BLD_new();
@@ -41,6 +44,6 @@ done:
     OSSL_PARAM_BLD_free(builder);
     BN_free(e);
     BN_free(n);
-    ERR_clear_error();
+    ERR_pop_to_mark();
     return verified;
 }

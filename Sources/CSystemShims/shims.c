@@ -271,10 +271,10 @@ int gv_unix_listen(const char *path) {
     return fd;
 }
 
-static int unix_connect(const char *path, int extra_flags) {
+int gv_unix_connect_nonblocking(const char *path) {
     struct sockaddr_un address;
     if (unix_address(path, &address) != 0) return -1;
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | extra_flags, 0);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) return -1;
     if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
         int saved = errno;
@@ -285,9 +285,6 @@ static int unix_connect(const char *path, int extra_flags) {
     return fd;
 }
 
-int gv_unix_connect(const char *path) { return unix_connect(path, 0); }
-
-int gv_unix_connect_nonblocking(const char *path) { return unix_connect(path, SOCK_NONBLOCK); }
 
 static volatile sig_atomic_t agent_stop = 0;
 static void note_agent_stop(int sig) { (void)sig; agent_stop = 1; }

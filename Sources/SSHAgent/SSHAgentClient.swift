@@ -111,9 +111,39 @@ public struct SSHAgentClient: Sendable {
         request.uint32(algorithm == .rsa ? Self.rsaSHA2512Flag : 0)
         let answer = try exchange(request.bytes, timeout: signTimeout)
         let range = try answer.withUnsafeBytes { raw throws(SSHAgentError) in try Self.signatureRange(in: raw, algorithm: algorithm) }
-        let signature = answer.view(range)
+        var signature = answer.view(range)
+        if algorithm == .rsa { signature = try Self.paddedToModulus(signature, of: identity) }
         try check(signature, of: data, by: identity, algorithm: algorithm)
         return signature
+    }
+
+    /// Some agents drop an RSA signature's leading zero bytes; OpenSSH pads them back, and so
+    /// must a slot, whose secret is these bytes: the same key through any agent gives the same.
+    static func paddedToModulus(_ signature: SecretBytes, of identity: SSHAgentIdentity) throws(SSHAgentError) -> SecretBytes {
+        let length = try rsaKey(of: identity).modulus.count
+        guard signature.count <= length else { throw .malformed("the signature is longer than key \(identity.fingerprintText)'s modulus") }
+        guard signature.count < length else { return signature }
+        let padded = SecretBytes(count: length)
+        padded.withUnsafeMutableBytes { out in
+            signature.withUnsafeBytes { (out.baseAddress! + (length - $0.count)).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        }
+        return padded
+    }
+
+    /// An ssh-rsa blob's exponent and modulus (mpints, big-endian, leading zeros dropped),
+    /// refused below 2048 bits or with an exponent no RSA key has (even, or below 3).
+    static func rsaKey(of identity: SSHAgentIdentity) throws(SSHAgentError) -> (exponent: [UInt8], modulus: [UInt8]) {
+        var key = SSHWireCursor(identity.blob[...])
+        _ = key.string()
+        guard let exponentField = key.string(), let modulusField = key.string() else { throw .malformed("the RSA key is cut short") }
+        let exponent = Array(exponentField.drop { $0 == 0 }), modulus = Array(modulusField.drop { $0 == 0 })
+        guard modulus.count >= 256, modulus.count <= 2048 else {
+            throw .malformed("key \(identity.fingerprintText) is an RSA key of \(modulus.count * 8) bits; a slot takes 2048 to 16384")
+        }
+        guard let last = exponent.last, last & 1 == 1, exponent.count <= 8, exponent.count > 1 || last >= 3 else {
+            throw .malformed("key \(identity.fingerprintText) has an RSA exponent no real key has")
+        }
+        return (exponent, modulus)
     }
 
     /// Where the raw signature lies in an SSH2_AGENT_SIGN_RESPONSE, whose signature must be of
@@ -144,12 +174,9 @@ public struct SSHAgentClient: Sendable {
                 throw .malformed("the signature is not one by key \(identity.fingerprintText)")
             }
         case .rsa:
-            // ssh-rsa's blob: the exponent, then the modulus (mpints, big-endian).
-            guard let exponent = key.string(), let modulus = key.string(), !exponent.isEmpty, !modulus.isEmpty else {
-                throw .malformed("the RSA key is cut short")
-            }
-            let verified = Array(modulus).withUnsafeBufferPointer { n in
-                Array(exponent).withUnsafeBufferPointer { e in
+            let (exponent, modulus) = try Self.rsaKey(of: identity)
+            let verified = modulus.withUnsafeBufferPointer { n in
+                exponent.withUnsafeBufferPointer { e in
                     signature.withUnsafeBytes { raw in
                         gv_rsa_sha512_verify(n.baseAddress, n.count, e.baseAddress, e.count,
                                              raw.baseAddress?.assumingMemoryBound(to: UInt8.self), raw.count, data, data.count)

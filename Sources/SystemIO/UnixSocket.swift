@@ -21,12 +21,13 @@ public enum UnixSocket {
         return FileDescriptor(owning: fd, path: path)
     }
 
-    /// Connects to the socket named `name` in `folder`.
-    public static func connect(_ name: String, in folder: FileDescriptor, path: String) throws(SystemError) -> FileDescriptor {
-        let address = try address(of: name, in: folder, path: path)
-        let fd = gv_unix_connect(address)
-        guard fd >= 0 else { throw SystemError("connect to", path: path) }
-        return FileDescriptor(owning: fd, path: path)
+    /// Connects to the socket named `name` in `folder`. A listener whose queue is full is tried
+    /// again until `deadline` (monotonic seconds), then given up with EAGAIN: a peer that never
+    /// accepts cannot hold the caller. The descriptor is left blocking.
+    public static func connect(_ name: String, in folder: FileDescriptor, path: String, deadline: Double) throws(SystemError) -> FileDescriptor {
+        let connected = try connect(path: try address(of: name, in: folder, path: path), deadline: deadline, named: path)
+        connected.setBlocking()
+        return connected
     }
 
     /// Connects to a socket someone else made, by its full path (an ssh-agent's `SSH_AUTH_SOCK`),
@@ -34,11 +35,17 @@ public enum UnixSocket {
     /// `deadline` (monotonic seconds), then refused with ETIMEDOUT. The descriptor is non-blocking.
     public static func connect(path: String, deadline: Double) throws(SystemError) -> FileDescriptor {
         guard path.utf8.count <= longestAddress else { throw SystemError.nameTooLong("reach", path: path) }
+        return try connect(path: path, deadline: deadline, named: path, timedOut: ETIMEDOUT)
+    }
+
+    /// The non-blocking connect, retried while the listener's queue is full (EAGAIN; Linux never
+    /// answers EINPROGRESS for a Unix socket), until `deadline`, then `timedOut`.
+    private static func connect(path address: String, deadline: Double, named path: String, timedOut: Int32 = EAGAIN) throws(SystemError) -> FileDescriptor {
         while true {
-            let fd = gv_unix_connect_nonblocking(path)
+            let fd = gv_unix_connect_nonblocking(address)
             if fd >= 0 { return FileDescriptor(owning: fd, path: path) }
             guard errno == EAGAIN else { throw SystemError("connect to", path: path) }
-            guard Clock.monotonicSeconds() < deadline else { throw SystemError("connect to", path: path, code: ETIMEDOUT) }
+            guard Clock.monotonicSeconds() < deadline else { throw SystemError("connect to", path: path, code: timedOut) }
             Clock.sleep(0.01)
         }
     }

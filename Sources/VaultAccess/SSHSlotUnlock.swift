@@ -25,6 +25,8 @@ public enum SSHSlotUnlock {
                 failures.append("the signature of key \(key.fingerprintText) does not open its slot")
             } catch let error as SSHAgentError {
                 failures.append("key \(key.fingerprintText): \(error.message)")
+                // One stalled agent costs one deadline, not one per slot.
+                if case .timedOut = error { break }
             } catch {
                 failures.append("key \(key.fingerprintText): \(error)")
             }

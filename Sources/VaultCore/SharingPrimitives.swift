@@ -131,8 +131,10 @@ public enum HMACSHA256 {
         Sodium.ensureInitialized()
         let stateSize = MemoryLayout<crypto_auth_hmacsha256_state>.size
         let digestOffset = (stateSize + 15) & ~15
-        let memory = SecretBytes(count: digestOffset + bytes)
+        let memory = SecretBytes(count: (digestOffset + bytes + 15) & ~15)
         memory.withUnsafeMutableBytes { raw in
+            // sodium_malloc ends an allocation at its guard page: its start is aligned when the size is a multiple of 16.
+            precondition(Int(bitPattern: raw.baseAddress!) % MemoryLayout<crypto_auth_hmacsha256_state>.alignment == 0)
             let state = raw.baseAddress!.assumingMemoryBound(to: crypto_auth_hmacsha256_state.self)
             // An empty key (HKDF's empty salt) has no address; HMAC pads it with zeros either way.
             if let key = rawKey.baseAddress {

@@ -132,6 +132,12 @@ public final class VaultDocument {
 
     public var sessionKey: SessionKey { passphraseKEK.map(SessionKey.keyEncryptionKey) ?? .dataKey(dataKey) }
 
+    /// A keyed hash of the data key, to tell later whether a key-encryption key still opens the
+    /// same data key (a rekey keeps the passphrase slot's key but not the data key).
+    public func dataKeyCheck() throws(VaultError) -> SecretBytes {
+        try mapSodium { () throws(SodiumError) in try Sodium.keyedHash(Array("gemvault data key check".utf8), key: dataKey) }
+    }
+
     /// Opens a parsed file with a session's key. A data key that no longer decrypts the file
     /// (another writer's rekey) is reported as a wrong key.
     public static func open(_ file: VaultFile, path: String, sessionKey: SessionKey) throws(VaultError) -> VaultDocument {

@@ -92,4 +92,59 @@ import VaultCore
             try client.sign([1, 2, 3], with: identity, algorithm: .ed25519)
         }
     }
+
+    /// A listener that never accepts, its queue full: the connect itself gives up at the deadline.
+    @Test func anAgentThatNeverAcceptsCostsTheDeadlineNotAHang() throws {
+        let folder = "/tmp/gv-ssh-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        mkdir(folder, 0o700)
+        defer {
+            unlink(folder + "/agent")
+            rmdir(folder)
+        }
+        // A listener with the smallest queue the kernel allows, so a few connections fill it.
+        let listening = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            let path = Array((folder + "/agent").utf8)
+            raw.copyBytes(from: path)
+        }
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listening, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        #expect(bound == 0 && listen(listening, 0) == 0)
+        defer { close(listening) }
+        var fillers: [FileDescriptor] = []
+        while let filler = try? UnixSocket.connect(path: folder + "/agent", deadline: Clock.monotonicSeconds()) {
+            fillers.append(filler)
+            if fillers.count > 1000 { break }
+        }
+        #expect(fillers.count < 1000)
+        let started = Clock.monotonicSeconds()
+        #expect(throws: SSHAgentError.timedOut(0.5)) {
+            try SSHAgentClient(socketPath: folder + "/agent", listTimeout: 0.5, signTimeout: 0.5).identities()
+        }
+        #expect(Clock.monotonicSeconds() - started < 5)
+        withExtendedLifetime(fillers) {}
+    }
+
+    /// An RSA signature an agent sent without its leading zeros is padded to the modulus, so a
+    /// slot's secret is the same through every agent; a longer one, and weak keys, are refused.
+    @Test func rsaSignaturesArePaddedToTheModulusAndWeakKeysRefused() throws {
+        func rsa(bits: Int, exponent: [UInt8] = [1, 0, 1]) -> SSHAgentIdentity {
+            var blob = SSHWireWriter()
+            blob.string(Array("ssh-rsa".utf8))
+            blob.string(exponent)
+            blob.string([0] + [UInt8](repeating: 0xc5, count: bits / 8))
+            return SSHAgentIdentity(blob: blob.bytes, comment: "")
+        }
+        let key = rsa(bits: 2048)
+        let short = SecretBytes(copying: [UInt8](repeating: 9, count: 255))
+        let padded = try SSHAgentClient.paddedToModulus(short, of: key)
+        #expect(padded.count == 256)
+        #expect(padded.withUnsafeBytes { $0[0] == 0 && $0[1] == 9 })
+        #expect(throws: SSHAgentError.self) { try SSHAgentClient.paddedToModulus(SecretBytes(count: 257), of: key) }
+        #expect(throws: SSHAgentError.self) { try SSHAgentClient.rsaKey(of: rsa(bits: 1024)) }
+        #expect(throws: SSHAgentError.self) { try SSHAgentClient.rsaKey(of: rsa(bits: 2048, exponent: [1])) }
+        #expect(throws: SSHAgentError.self) { try SSHAgentClient.rsaKey(of: rsa(bits: 2048, exponent: [1, 0, 0])) }
+        #expect(try SSHAgentClient.rsaKey(of: key).modulus.count == 256)
+    }
 }

@@ -213,7 +213,7 @@ func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) {
         // The socket is in the folder itself, private.
         let status = try #require(FileStatus.of(link: folder.path(of: name)))
         #expect(status.kind == .socket && status.permissions & 0o777 == 0o600)
-        let client = try UnixSocket.connect(name, in: folder.descriptor, path: folder.path(of: name))
+        let client = try UnixSocket.connect(name, in: folder.descriptor, path: folder.path(of: name), deadline: Clock.monotonicSeconds() + 5)
         let served = try #require(UnixSocket.accept(listening))
         try client.writeAll("hi")
         var buffer = [UInt8](repeating: 0, count: 2)

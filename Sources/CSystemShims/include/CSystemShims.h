@@ -90,8 +90,7 @@ int gv_peer_credentials(int fd, pid_t *pid, uid_t *uid);
 /// (a backlog of 64), or connected to it. Returns the descriptor or -1 with errno set;
 /// ENAMETOOLONG for a path longer than 107 bytes (UnixSocket shortens it through /proc).
 int gv_unix_listen(const char *path);
-int gv_unix_connect(const char *path);
-/// The same with a non-blocking socket: a listener whose queue is full answers EAGAIN at once
+/// A connected non-blocking socket: a listener whose queue is full answers EAGAIN at once
 /// instead of holding the caller (a peer that never accepts cannot hang it).
 int gv_unix_connect_nonblocking(const char *path);
 
