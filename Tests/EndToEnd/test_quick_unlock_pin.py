@@ -301,3 +301,25 @@ def test_a_chat_idle_locked_asks_for_the_pin_and_goes_on(api):
     env.run("lock", passphrase=False)
     assert code == 1 and "the chat stopped" in screen, screen
     assert "last=declined" not in screen
+
+
+def test_a_rekey_the_agent_was_not_told_of_leaves_the_pin_opening_nothing(vault):
+    """A rekey keeps the passphrase slot's key; the PIN wrapped that key. A copy rekeyed
+    elsewhere and synced back in must not open with the PIN: the agent checks the data key."""
+    import shutil
+    env = vault
+    unlock_with_pin(env)
+    wait_for_idle_lock(env)
+    elsewhere = os.path.join(env.root, "synced", "vault")
+    os.makedirs(os.path.dirname(elsewhere), mode=0o700)
+    shutil.copy2(env.vault, elsewhere)
+    assert env.run("rekey", "--vault", elsewhere).code == 0
+    shutil.copy2(elsewhere, env.vault)
+    session = in_terminal(env, "key", "get")
+    session.expect(PIN_PROMPT)
+    session.line(PIN)
+    session.expect(r"the\s+PIN\s+cannot\s+open\s+the\s+session")
+    session.expect("Passphrase for ")
+    session.line(PASSPHRASE)
+    assert session.wait() == 0, session.text()
+    assert GOOD_KEY in session.text()
