@@ -50,11 +50,15 @@ extension AgentServer {
     /// the PIN without another round trip.
     func lockedAnswer() -> AgentMessage {
         var response = Self.error(.locked, "the session is locked")
-        if pinUnlock != nil {
-            response.add(.pinTriesLeft, number: Int64(pinTriesLeft))
-            response.add(.pinTries, number: Int64(pinTries))
-        }
+        addPINState(to: &response)
         return response
+    }
+
+    /// While a PIN is set: its tries left, of how many.
+    private func addPINState(to response: inout AgentMessage) {
+        guard pinUnlock != nil else { return }
+        response.add(.pinTriesLeft, number: Int64(pinTriesLeft))
+        response.add(.pinTries, number: Int64(pinTries))
     }
 
     func status() -> AgentMessage {
@@ -72,10 +76,7 @@ extension AgentServer {
         if document != nil || pinUnlock != nil {
             response.add(.maxDeadline, number: now + Int64(max(0, timeouts.max - elapsedTotal)))
         }
-        if pinUnlock != nil {
-            response.add(.pinTriesLeft, number: Int64(pinTriesLeft))
-            response.add(.pinTries, number: Int64(pinTries))
-        }
+        addPINState(to: &response)
         return response
     }
 

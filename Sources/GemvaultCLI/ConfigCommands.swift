@@ -184,7 +184,7 @@ enum ConfigCommand {
         } else if let settings = try context.vault.sessionSettings() {
             layers.vaultSettings = settings
             vaultState = "from the unlocked session"
-        } else if !context.canReadPassphrase {
+        } else if !context.canOpenVault {
             vaultState = "not opened (no terminal and no unlocked session; pass --passphrase-fd or --passphrase-file, or run 'gemvault unlock')"
             Console.warning("the vault was not opened, so its settings are not shown")
         } else {

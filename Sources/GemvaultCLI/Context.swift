@@ -58,7 +58,7 @@ struct Context {
 
     /// Whether the vault can be opened without failing for lack of a terminal (a passphrase, or
     /// an ssh slot the ssh-agent opens).
-    var canReadPassphrase: Bool { vault.canOpen }
+    var canOpenVault: Bool { vault.canOpen }
 
     /// A new passphrase, asked twice on a terminal, with the short-passphrase warning before
     /// the confirmation, while another can still be chosen.

@@ -93,7 +93,7 @@ extension GoogleRotation {
         // The vault's settings count (token_command, quota_project): through the session, or
         // opened when a passphrase can be had.
         if call.context.vault.exists, let vaultSettings = try call.context.vault.sessionSettings()
-            ?? (call.context.canReadPassphrase ? try call.context.vault.settings() : nil) {
+            ?? (call.context.canOpenVault ? try call.context.vault.settings() : nil) {
             layers.vaultSettings = vaultSettings
             layers.vaultPath = call.context.vaultPath
         }

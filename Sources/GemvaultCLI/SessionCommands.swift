@@ -34,7 +34,7 @@ enum SessionCommand {
         _ = try duration(call, .idle)
         _ = try duration(call, .max)
         if let status = try? agent.status(), status.unlocked || (status.pinTriesLeft != nil && (try? context.vault.sessionIsOpen()) == true),
-           let current = try? agent.status() {
+           let current = status.unlocked ? status : try? agent.status() {
             Console.note("\(current.vaultPath) is \(status.unlocked ? "already unlocked" : "unlocked again with its PIN") (agent pid \(current.pid)); the running session was left alone\(current.locksAt.map { ", it locks at \(Output.isoDate($0))" } ?? "")")
             if call.flag(.pin) { try PinCommand.setPIN(call) }
             return

@@ -241,7 +241,7 @@ enum VaultCommand {
         // first. Without one, a script with no terminal or passphrase source gets "no key"
         // (exit 5), as every command that needs the key does, not a generic failure.
         let stored = try context.vault.key(name, markUsed: true, beforePrompt: {
-            guard context.canReadPassphrase else { throw KeySourceError.vaultNeedsPassphrase(path: context.vaultPath) }
+            guard context.canOpenVault else { throw KeySourceError.vaultNeedsPassphrase(path: context.vaultPath) }
         })
         guard let stored else { throw VaultError.keyNotFound(name: name) }
         try Output.writeSecret(try currentValue(of: stored, call))

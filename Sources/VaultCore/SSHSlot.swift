@@ -54,7 +54,6 @@ public struct SSHSlotKey: Equatable, Sendable {
 /// the slot is unchanged, whatever data key the slot holds now (so a read and a later write
 /// cost one signature).
 public struct SSHSlotOpener {
-    public let key: SSHSlotKey
     let challenge: [UInt8]
     let publicKey: [UInt8]
     let secretKey: SecretBytes
@@ -119,7 +118,7 @@ extension KeySlot {
         // The public key is the slot's only for this signature; the sealed box is opened once,
         // by the vault's open, which reports a box that does not open as tampering.
         guard pair.publicKey == nonceOrPublicKey else { return nil }
-        return SSHSlotOpener(key: sshKey, challenge: salt, publicKey: pair.publicKey, secretKey: pair.secretKey)
+        return SSHSlotOpener(challenge: salt, publicKey: pair.publicKey, secretKey: pair.secretKey)
     }
 
     var sshEncoded: [UInt8] {

@@ -25,9 +25,9 @@ def vault(env):
     env.run("lock", passphrase=False)
 
 
-def unlock_with_pin(env, idle="2s", pin=PIN):
+def unlock_with_pin(env, idle="2s", pin=PIN, *more):
     """unlock --pin with the passphrase from its file and the PIN typed twice on a terminal."""
-    session = PtySession([BIN, "unlock", "--pin", "--idle", idle, "--passphrase-file", env.passfile], env.vars)
+    session = PtySession([BIN, "unlock", "--pin", "--idle", idle, "--passphrase-file", env.passfile] + list(more), env.vars)
     session.expect("New PIN: ")
     session.line(pin)
     session.expect("Repeat the PIN: ")
@@ -101,6 +101,8 @@ def test_wrong_pins_wipe_it_and_the_count_is_the_agents(vault):
     session.close()
     assert status(env)["pinTriesLeft"] == 1
     session = in_terminal(env, "key", "get")
+    # The wrong PIN someone else sent is told of before the prompt.
+    session.expect(r"1 wrong PIN was typed since the PIN was set; 1 try left")
     session.expect(PIN_PROMPT)
     session.line("1111")
     session.expect("wiped the PIN")
@@ -142,12 +144,7 @@ def test_passwd_rekey_recover_and_lock_end_the_pin(vault, change):
 
 def test_the_absolute_limit_ends_the_pin(vault):
     env = vault
-    session = PtySession([BIN, "unlock", "--pin", "--idle", "1s", "--max", "4s", "--passphrase-file", env.passfile], env.vars)
-    session.expect("New PIN: ")
-    session.line(PIN)
-    session.expect("Repeat the PIN: ")
-    session.line(PIN)
-    assert session.wait() == 0
+    unlock_with_pin(env, "1s", PIN, "--max", "4s")
     wait_for_idle_lock(env)
     # Past session_max the agent has wiped the PIN's copy and exited.
     wait_until(lambda: status(env)["agentPid"] is None, "the absolute limit", limit=20)
@@ -173,6 +170,16 @@ def test_a_pin_is_4_to_64_characters_and_needs_a_session(vault):
     assert status(env)["pinTriesLeft"] == 3
     assert env.run("pin", "clear", passphrase=False).code == 0
     assert status(env)["pinAvailable"] is False
+    assert status(env)["unlocked"] is True
+
+
+def test_pin_clear_on_an_idle_locked_session_ends_it(vault):
+    env = vault
+    unlock_with_pin(env)
+    wait_for_idle_lock(env)
+    result = env.run("pin", "clear", passphrase=False)
+    assert result.code == 0 and "the locked session ended" in result.err
+    wait_until(lambda: status(env)["agentPid"] is None, "the agent to exit")
 
 
 def test_nothing_derived_from_the_pin_reaches_a_file(vault):

@@ -83,4 +83,16 @@ import Testing
         #expect(throws: VaultError.self) { try VaultFile.parse(farFuture, path: "test", policy: .testing) }
         #expect(try VaultFile.parse(bytes, path: "test", policy: .testing).sshSlots.count == 2)
     }
+
+    @Test func aVaultTakesEightSSHSlotsAndRefusesANinth() throws {
+        let (document, _, _, _) = try vaultWithSSHSlot()
+        for index in 1..<KeySlot.maxSSHSlots {
+            let key = SSHSlotKey(algorithm: .ed25519, fingerprint: Sodium.sha256([UInt8(index)]), added: 1_700_000_000)
+            try document.addSSHSlot(key: key, challenge: KeySlot.newSSHChallenge(), signature: SecretBytes.random(count: 64))
+        }
+        #expect(document.file.sshSlots.count == 8)
+        let ninth = SSHSlotKey(algorithm: .ed25519, fingerprint: Sodium.sha256([99]), added: 1_700_000_000)
+        #expect(throws: VaultError.self) { try document.addSSHSlot(key: ninth, challenge: KeySlot.newSSHChallenge(), signature: SecretBytes.random(count: 64)) }
+        #expect(try VaultFile.parse(try document.sealed(), path: "test", policy: .testing).sshSlots.count == 8)
+    }
 }
