@@ -36,7 +36,11 @@ man_path="$prefix/share/man/man1/gemvault.1"
 bash_path="$prefix/share/bash-completion/completions/gemvault"
 zsh_path="$prefix/share/zsh/site-functions/_gemvault"
 fish_path="$prefix/share/fish/vendor_completions.d/gemvault.fish"
-all_paths=("$bin_path" "$man_path" "$bash_path" "$zsh_path" "$fish_path")
+# The user guides (Docs/*.md), which --help and the man page point to.
+doc_dir="$prefix/share/doc/gemvault"
+guide_paths=()
+for guide in "$here"/Docs/*.md; do guide_paths+=("$doc_dir/$(basename "$guide")"); done
+all_paths=("$bin_path" "$man_path" "$bash_path" "$zsh_path" "$fish_path" "${guide_paths[@]}")
 
 # Refuses a folder (the nearest existing one, and every one above it) that another user
 # could change while we write: owned by someone other than us or root, or writable by
@@ -93,6 +97,7 @@ if $uninstall; then
   for file in "${all_paths[@]}"; do
     if [ -e "$file" ] || [ -L "$file" ]; then rm -f -- "$file"; echo "install.sh: removed $file"; removed=$((removed + 1)); fi
   done
+  rmdir "$doc_dir" 2>/dev/null || true
   [ "$removed" -gt 0 ] || echo "install.sh: nothing of gemvault's was installed under $prefix"
   $purge || echo "install.sh: your vault, history and settings were kept (--uninstall --purge deletes them)"
   exit 0
@@ -151,6 +156,8 @@ put 0755 "$bin_path" strip < "$binary"
 echo "install.sh: installed $bin_path ($version)"
 put 0644 "$man_path" < "$here/Docs/gemvault.1"
 echo "install.sh: installed $man_path"
+for guide in "$here"/Docs/*.md; do put 0644 "$doc_dir/$(basename "$guide")" < "$guide"; done
+echo "install.sh: installed the guides in $doc_dir"
 for shell in bash zsh fish; do
   command -v "$shell" >/dev/null 2>&1 || continue
   target_var="${shell}_path"

@@ -301,11 +301,11 @@ enum HelpText {
     static func command(_ spec: CommandSpec, width: Int? = nil) -> String {
         var text = wrapped(words: ["Usage:"] + spec.usageParts, width: width, indent: 7) + "\n\n" + wrapped(spec.summary, width: width) + "\n"
         if !spec.details.isEmpty {
-            text += "\n" + spec.details.split(separator: "\n").map { wrapped(String($0), width: width) + "\n" }.joined()
+            text += "\n" + Guides.located(spec.details).split(separator: "\n").map { wrapped(String($0), width: width) + "\n" }.joined()
         }
         if !spec.options.isEmpty {
             text += "\nOptions:\n"
-            for option in spec.options { text += optionLine(option, width: width) }
+            for option in spec.options { text += entry(option.synopsis, Guides.located(option.help), column: 28, width: width) }
         }
         if let examples = commandExamples[spec.name] {
             text += "\nExamples:\n" + examples.map { "  " + $0 + "\n" }.joined()

@@ -292,7 +292,11 @@ enum ErrorReport {
 
     static func describe(_ error: KeySourceError) -> (ExitCode, String, String?) {
         switch error {
-        case .noKey(let reasons):
+        case .noKey(let reasons, let vaultKeys):
+            if let first = vaultKeys.first {
+                return (.noKey, "no API key available (" + reasons.joined(separator: "; ") + ")",
+                        "choose one of the vault's keys: '--key \(first)' for one command, or 'gemvault config set key \(first)' for every command")
+            }
             return (.noKey, "no API key available (" + reasons.joined(separator: "; ") + ")",
                     "store one with 'gemvault key set', or export GEMINI_API_KEY, or write it to the key file, or set key_command")
         case .vaultNeedsPassphrase(let path):

@@ -18,6 +18,7 @@ enum FirstRun {
             throw ExitStatus(code: ExitCode.usage.rawValue)
         }
         if context.vault.exists {
+            RecoveryReminder.askAgain(context)
             try chatOrAddKey(context)
             return
         }
@@ -57,14 +58,19 @@ enum FirstRun {
     /// Like `init`: the passphrase twice, then the recovery code once, kept until confirmed.
     private static func createVault(_ context: Context) throws -> UnlockedVault {
         let created = try VaultCommand.createVault(context, passphraseFrom: .terminal, kdf: VaultCommand.defaultPreset, replacing: false)
+        RecoveryReminder.remember(context)
         Console.err("gemvault: created \(context.vaultPath)\n\nYour recovery code opens the vault if the passphrase is lost. It is shown only this once:\n\n    ")
         try Output.writeSecret(created.recoveryCode)
         Console.err("\nWrite it down and keep it offline, away from this machine.\n")
         while !TerminalQuestion.confirm("Have you stored the recovery code?") {
             guard TerminalQuestion.available else { break }
             Console.err("It cannot be shown again. Without it, a forgotten passphrase loses every key in the vault.\n")
-            if TerminalQuestion.confirm("Go on without storing it?") { break }
+            if TerminalQuestion.confirm("Go on without storing it?") { return created.vault }
         }
+        RecoveryReminder.forget(context)
+        // The code leaves the screen and the terminal's scrollback once it is written down.
+        Console.err("\u{1b}[H\u{1b}[2J\u{1b}[3J")
+        Console.note("the recovery code was cleared from the screen and its scrollback")
         return created.vault
     }
 
@@ -155,7 +161,8 @@ enum FirstRun {
             try run(["chat"], context)
             return
         } catch let error as KeySourceError {
-            guard case .noKey = error, context.vault.exists, TerminalQuestion.available else { throw error }
+            // A vault holding keys under other names needs a choice, not another key.
+            guard case .noKey(_, let held) = error, held.isEmpty, context.vault.exists, TerminalQuestion.available else { throw error }
             let throughSession = try context.vault.sessionIsOpen()
             let vaultSettings = try context.vault.settings()
             var layers = try context.settingLayers(try invocation(["chat"], context))
@@ -164,7 +171,7 @@ enum FirstRun {
             Console.note("the vault at \(context.vaultPath) has no key '\(name)' yet")
             guard TerminalQuestion.offer("Store your Gemini API key in it now (hidden input)?") else {
                 Console.note("no key stored; 'gemvault key set' adds one later")
-                throw error
+                return
             }
             let store: (SecretBytes, Bool) throws -> Void = { key, replacing in
                 if throughSession {

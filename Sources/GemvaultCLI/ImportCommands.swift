@@ -102,6 +102,7 @@ extension ShareCommand {
         // key up at Google instead of deleting whatever the sender named.
         _ = try vault.apply(.importKey(name: name, secret: key, now: Output.now(), google: nil, record: record))
         Console.note("stored '\(name)'" + (document == nil ? " (unsigned)" : " from \(document!.sender.label)") + (call.flag(.noVerifyImport) ? ", not checked with Gemini" : ""))
+        try DefaultKeyOffer.afterStoring(name, call.context, assumeYes: call.flag(.yesStore))
         if call.flag(.json) {
             try Output.json(ImportReport(name: name, masked: key.masked, kind: key.googleKeyKind, google_key: document?.googleKey?.resource, signed: document != nil,
                                          sender: document?.sender.label, fingerprint: fingerprint, serial: document?.serial,

@@ -42,8 +42,8 @@ enum ManualPage {
         Print the version.
         .SH ENVIRONMENT
         .TP
-        .B GEMINI_API_KEY\\fR, \\fBGOOGLE_API_KEY
-        An API key; the vault is not opened when one is set (see \\fBgemvault key which\\fR).
+        .B GOOGLE_API_KEY\\fR, \\fBGEMINI_API_KEY
+        An API key, taken before the vault (GOOGLE_API_KEY wins when both are set and differ, with a warning). The vault is not opened for the key then, though an unlocked session still gives the vault's settings; \\-\\-key NAME and \\-\\-key\\-file pass over it (see \\fBgemvault key which\\fR).
         .TP
         .B GEMVAULT_VAULT
         The vault file, when \\-\\-vault is not given.
@@ -78,8 +78,9 @@ enum ManualPage {
         .SH EXIT STATUS
         \(ExitCode.summaries)
         .SH SEE ALSO
-        The documents in the source tree: Docs/cli.md, Docs/configuration.md, Docs/security.md,
-        Docs/session.md, Docs/vault-format.md, Docs/history-format.md.
+        The guides, installed in \\fIPREFIX/share/doc/gemvault/\\fR beside \\fIPREFIX/bin/gemvault\\fR
+        (\\fI/usr/local\\fR as root, \\fI~/.local\\fR otherwise), and in \\fIDocs/\\fR of the source tree:
+        \(Guides.names.map { "\\fB\($0).md\\fR" }.joined(separator: ", ")).
 
         """
         return page

@@ -202,6 +202,7 @@ enum VaultCommand {
         // The key is kept in secret memory across passphrase retries, never asked again.
         let outcome = try context.vault.apply(.setKey(name: name, secret: key, now: Output.now()))
         Console.note("\(outcome.replaced ? "replaced" : "stored") key '\(name)' (\(key.masked))")
+        try DefaultKeyOffer.afterStoring(name, context)
     }
 
     /// `key set NAME --from gsm://…`: the secret's value is fetched now, checked, and stored
@@ -221,6 +222,7 @@ enum VaultCommand {
                                                link: SecretLink(reference: reference.description, version: fetched.version, fetched: now)))
         Console.note("\(outcome.replaced ? "replaced" : "stored") key '\(name)' (\(fetched.value.masked)) from Secret Manager \(reference.resource), version \(fetched.version); "
                      + "it is fetched again when its copy is older than \(settings.resolved(.secretCacheTTL).value ?? "5m") (secret_cache_ttl)")
+        try DefaultKeyOffer.afterStoring(name, call.context)
     }
 
     /// An API key from a hidden prompt, or all of stdin when it is not a terminal: its one line.
@@ -243,8 +245,10 @@ enum VaultCommand {
         let stored = try context.vault.key(name, markUsed: true, beforePrompt: {
             guard context.canOpenVault else { throw KeySourceError.vaultNeedsPassphrase(path: context.vaultPath) }
         })
-        guard let stored else { throw VaultError.keyNotFound(name: name) }
-        try Output.writeSecret(try currentValue(of: stored, call))
+        // Without a NAME, a vault whose only key has another name gives that one, as requests do.
+        let chosen = try stored ?? (call.positionals.isEmpty ? context.vault.soleKey(markUsed: true).key : nil)
+        guard let chosen else { throw VaultError.keyNotFound(name: name) }
+        try Output.writeSecret(try currentValue(of: chosen, call))
     }
 
     /// A stored key's value; for a key linked to Secret Manager, fetched again when its copy
@@ -414,6 +418,7 @@ enum VaultCommand {
                 try Output.writeSecret(code)
             }
         }
+        RecoveryReminder.forget(context)
         Console.note("recovery code replaced; the vault is under a new data key")
     }
 

@@ -55,8 +55,9 @@ public enum KeySource: Sendable, Equatable {
 
 /// Why no key could be had from the sources.
 public enum KeySourceError: Error, Equatable, Sendable {
-    /// No key anywhere; `reasons` says what each source lacked.
-    case noKey(reasons: [String])
+    /// No key anywhere; `reasons` says what each source lacked, `vaultKeys` names the keys the
+    /// vault holds under other names (none was named, so none was chosen).
+    case noKey(reasons: [String], vaultKeys: [String] = [])
     /// The vault has a key but no passphrase can be read without a terminal.
     case vaultNeedsPassphrase(path: String)
     case keyCommandFailed(command: String, detail: String, stderr: String)
@@ -193,8 +194,23 @@ public struct KeyResolver {
         return nil
     }
 
+    /// A key the vault holds, as a request uses it: its Secret Manager link or followed share
+    /// taken into account.
+    private func vaultKey(_ stored: StoredKey, _ settings: Settings) throws -> ResolvedKey {
+        let source = KeySource.vault(path: vaultPath, name: stored.name)
+        if let linked = try linkedValue(of: stored, settings) {
+            // A new version fetched now is a value set now; the same one keeps its age.
+            let updated = linked.secret.isEqual(to: stored.secret) ? stored.updated : linked.link.fetched
+            var key = ResolvedKey(secret: linked.secret, source: source, updated: updated)
+            key.linked = (linked.link, linked.fromCache)
+            return key
+        }
+        return ResolvedKey(secret: followedShare(of: stored) ?? stored.secret, source: source, updated: stored.updated)
+    }
+
     private func findKey() throws -> (key: ResolvedKey, settings: Settings) {
         var reasons: [String] = []
+        var vaultKeys: [String] = []
         var settings = try self.settings()
         // An unlocked session gives the vault's settings to every command, whatever the key's
         // source; when the key may be the vault's, the same request brings it (one round trip).
@@ -234,19 +250,17 @@ public struct KeyResolver {
             // Only the one key travels from a session, which records its use.
             let stored: StoredKey?
             if let sessionKey, sessionKey.name == name { stored = sessionKey.key } else { stored = try vault.key(name, markUsed: true) }
-            if let stored {
-                if let linked = try linkedValue(of: stored, settings) {
-                    // A new version fetched now is a value set now; the same one keeps its age.
-                    let updated = linked.secret.isEqual(to: stored.secret) ? stored.updated : linked.link.fetched
-                    var key = ResolvedKey(secret: linked.secret, source: .vault(path: vaultPath, name: name), updated: updated)
-                    key.linked = (linked.link, linked.fromCache)
-                    return (key, settings)
-                }
-                let secret = followedShare(of: stored) ?? stored.secret
-                return (ResolvedKey(secret: secret, source: .vault(path: vaultPath, name: name), updated: stored.updated), settings)
-            }
+            if let stored { return (try vaultKey(stored, settings), settings) }
             if explicitKeyName != nil { throw VaultError.keyNotFound(name: name) }
-            reasons.append("the vault \(vaultPath) has no key '\(name)'")
+            // No key was named anywhere: a vault holding exactly one key uses it.
+            if settings.resolved(.key).origin == .builtIn {
+                let (only, held) = try vault.soleKey(markUsed: true)
+                if let only { return (try vaultKey(only, settings), settings) }
+                vaultKeys = held
+            } else {
+                vaultKeys = try vault.keySummaries().map(\.name)
+            }
+            reasons.append("the vault \(vaultPath) has no key '\(name)'" + (vaultKeys.isEmpty ? "" : " (it holds " + vaultKeys.map { "'\($0)'" }.joined(separator: ", ") + ")"))
         } else {
             reasons.append("there is no vault at \(vaultPath)")
         }
@@ -266,7 +280,7 @@ public struct KeyResolver {
         reasons.append("key_command is not set")
         if let key = try SecretManagerKey.fetch(settings, environment: environment, home: paths.home, warn: warn) { return (key, settings) }
         reasons.append("key_secret is not set")
-        throw KeySourceError.noKey(reasons: reasons)
+        throw KeySourceError.noKey(reasons: reasons, vaultKeys: vaultKeys)
     }
 
     /// Sources below or beside `winner` that also hold a key (checked without any prompt).

@@ -393,3 +393,12 @@ def test_the_blowfish_tables_are_the_digits_of_pi_their_generator_computes():
     with open(os.path.join(ROOT, "Sources", "AgeFormat", "BlowfishTables.swift")) as handle:
         written = [int(word, 16) for word in re.findall(r"0x([0-9A-F]{8})", handle.read())]
     assert written == generator.pi_fraction_words()
+
+
+def test_the_man_page_names_every_guide_and_where_it_is_installed():
+    with open(os.path.join(ROOT, "Docs", "gemvault.1")) as handle:
+        page = handle.read()
+    see_also = page.split(".SH SEE ALSO", 1)[1]
+    assert "share/doc/gemvault" in see_also
+    guides = sorted(name for name in os.listdir(os.path.join(ROOT, "Docs")) if name.endswith(".md"))
+    assert guides and all("\\fB%s\\fR" % name in see_also for name in guides), see_also

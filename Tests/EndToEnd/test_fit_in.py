@@ -637,3 +637,57 @@ def test_errors_on_a_terminal_are_broken_between_words_to_its_width(env):
         shown.append(line)
     assert len(shown) > 1 and all(len(line) <= 59 for line in shown), lines
     assert " ".join(line.strip() for line in shown) == hint, (shown, hint)
+
+
+def test_the_recovery_code_leaves_the_screen_once_stored(env, fake_server):
+    variables = clean_user(env, fake_server)
+    s = PtySession([BIN], variables)
+    try:
+        create_vault(s)
+        code = s.expect(r"shown only this once:\s+([0-9A-Z]{4}(?:-[0-9A-Z]{4}){7})", timeout=30).group(1)
+        s.expect(r"Have you stored the recovery code\? \[y/N\]")
+        assert code in s.screen.text()
+        s.line("y")
+        s.expect(r"the recovery code was cleared from the screen")
+        s.expect(r"2\. Store your Gemini API key")
+        # Gone from the window and the scrollback (xterm's ED 3), as the emulator plays it.
+        assert code not in s.screen.text(), s.screen.text()
+        assert "\x1b[3J" in s.raw()
+        s.line("n")
+        assert s.wait() == 0
+    finally:
+        s.close()
+    assert not os.path.exists(env.vault + ".recovery-unconfirmed")
+
+
+def test_ctrl_c_at_the_recovery_question_is_remembered_and_declining_the_key_later_exits_0(env, fake_server):
+    variables = clean_user(env, fake_server)
+    s = PtySession([BIN], variables)
+    try:
+        create_vault(s)
+        s.expect(r"Have you stored the recovery code\? \[y/N\]", timeout=30)
+        s.send("\x03")
+        s.wait()
+    finally:
+        s.close()
+    assert os.path.exists(env.vault)
+    marker = env.vault + ".recovery-unconfirmed"
+    assert os.path.exists(marker) and os.path.getsize(marker) == 0
+    s = PtySession([BIN], variables)
+    try:
+        s.expect(r"never confirmed as stored", timeout=30)
+        s.expect(r"Have you stored the recovery code\? \[y/N\]")
+        s.line("n")
+        s.expect(r"gemvault recovery-code")
+        s.expect(r"Passphrase for .*: ", timeout=30)
+        s.line(PASSPHRASE)
+        s.expect(r"Store your Gemini API key in it now \(hidden input\)\? \[Y/n\]", timeout=30)
+        s.line("n")
+        assert s.wait() == 0, s.text()
+        assert "gemvault key set" in s.text()
+    finally:
+        s.close()
+    assert os.path.exists(marker)
+    # A new recovery code settles it.
+    assert env.run("recovery-code", env=variables).code == 0
+    assert not os.path.exists(marker)

@@ -38,7 +38,9 @@ def user():
     checkout = os.path.join(base, "checkout")
     os.makedirs(os.path.join(checkout, "Docs"))
     shutil.copy(os.path.join(ROOT, "install.sh"), checkout)
-    shutil.copy(os.path.join(ROOT, "Docs", "gemvault.1"), os.path.join(checkout, "Docs"))
+    for name in os.listdir(os.path.join(ROOT, "Docs")):
+        if name == "gemvault.1" or name.endswith(".md"):
+            shutil.copy(os.path.join(ROOT, "Docs", name), os.path.join(checkout, "Docs"))
     shutil.copy(BIN, os.path.join(checkout, "gemvault"))
     for folder, _, files in os.walk(checkout):
         os.chown(folder, entry.pw_uid, entry.pw_gid)
@@ -65,6 +67,7 @@ def installed_files(prefix):
                         ("fish", "share/fish/vendor_completions.d/gemvault.fish")]:
         if shutil.which(shell):
             files.append(path)
+    files += ["share/doc/gemvault/" + name for name in sorted(os.listdir(os.path.join(ROOT, "Docs"))) if name.endswith(".md")]
     return [os.path.join(prefix, f) for f in files]
 
 
@@ -78,6 +81,11 @@ def test_a_user_install_goes_under_local_and_uninstall_keeps_the_vault(user):
     assert "is not on your PATH" in result.stdout
     version = as_user(user, os.path.join(local, "bin", "gemvault"), "--version")
     assert version.returncode == 0 and version.stdout.startswith("gemvault ")
+    # Help names the installed guides, which are there to read.
+    helped = as_user(user, os.path.join(local, "bin", "gemvault"), "help", "slot", "add")
+    guide = os.path.join(local, "share/doc/gemvault/quick-unlock.md")
+    assert guide in helped.stdout and "Docs/" not in helped.stdout, helped.stdout
+    assert os.path.isfile(guide)
     # The installed completion script works with the installed binary.
     if shutil.which("bash"):
         probe = as_user(user, "bash", "-c", "source %s; COMP_WORDS=(gemvault hist); COMP_CWORD=1; _gemvault; echo ${COMPREPLY[@]}"

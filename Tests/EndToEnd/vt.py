@@ -128,7 +128,8 @@ class Screen:
                 del self.soft[self.row + 1:]
                 self.soft[self.row] = False
             elif mode in (2, 3):
-                for row in range(self.top, len(self.lines)):
+                # 2 erases the window; 3 (xterm's) the scrollback above it as well.
+                for row in range(0 if mode == 3 else self.top, len(self.lines)):
                     self.lines[row] = []
         elif final == "K":
             mode = numbers[0] if numbers else 0

@@ -35,7 +35,7 @@ import VaultCore
         #expect {
             try resolver([:], warnings: Box()).resolve()
         } throws: { error in
-            guard case KeySourceError.noKey(let reasons) = error else { return false }
+            guard case KeySourceError.noKey(let reasons, _) = error else { return false }
             return reasons.count == 5 && reasons.last == "key_secret is not set"
         }
     }
