@@ -16,10 +16,11 @@ extension ChatREPL {
     /model [NAME]       change the model; alone, show it and list the others
     /models             list the models your key can chat with
     /system [TEXT]      show or set the system instruction (/system off removes it)
-    /temperature T      set the temperature (0 to 2)
+    /temperature T      set the temperature (0 to 2; deprecated by Google, ignored by current models)
     /think [LEVEL]      how much the model thinks: minimal, low, medium, high, or a token budget (0 off, -1 the model's choice); alone, show it
     /thoughts [on|off]  show the last reply's thought summaries; on/off asks for them with each reply or stops
     /search [on|off]    ground answers in Google Search, with citations and sources; alone, show it
+    /store [on|off]     let Google keep the next requests in its logs, or ask it not to (the default); alone, show it
     /attach FILE        send a file with the next message (text, image or PDF)
     /detach             drop the files waiting for the next message
     /bubbles [on|off]   draw messages as bubbles or plain lines (alone, switch)
@@ -70,7 +71,7 @@ extension ChatREPL {
                 return true
             }
             conversation.generation.temperature = value
-            Console.err("temperature set to \(argument)\n")
+            Console.err("temperature set to \(argument) (Google deprecated it on 2026-07-21; current models ignore it)\n")
         case "/think":
             if argument.isEmpty {
                 switch conversation.generation.thinking {
@@ -96,6 +97,15 @@ extension ChatREPL {
                 conversation.generation.tools.search = argument.lowercased() == "on"
                 Console.err(conversation.generation.tools.search ? "search on: answers are grounded in Google Search, shown whole with their sources\n" : "search off\n")
             default: Console.error("/search takes on or off")
+            }
+        case "/store":
+            switch argument.lowercased() {
+            case "": Console.err("store: \(conversation.generation.store ? "on: Google may keep the requests" : "off: requests ask Google not to keep them")\n")
+            case "on", "off":
+                conversation.generation.store = argument.lowercased() == "on"
+                Console.err(conversation.generation.store ? "store on: Google may keep the next requests and replies in its logs\n"
+                                                          : "store off: the next requests ask Google not to keep them\n")
+            default: Console.error("/store takes on or off")
             }
         case "/clear":
             conversation.clear()

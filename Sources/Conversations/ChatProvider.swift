@@ -67,6 +67,9 @@ public struct GenerationOptions: Sendable, Equatable {
     public var includeThoughts = false
     /// Search, URL context and code execution at Google.
     public var tools = ModelTools()
+    /// Whether the provider may keep the request and reply (Gemini's `store`); false asks it
+    /// not to, and is sent on every request a provider takes it on.
+    public var store = false
 
     public enum Thinking: Sendable, Equatable {
         case level(String)

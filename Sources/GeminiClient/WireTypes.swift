@@ -131,11 +131,14 @@ public struct GenerateContentRequest: Codable, Sendable, Equatable {
     public var systemInstruction: Content?
     public var generationConfig: GenerationConfig?
     public var tools: [Tool]?
+    /// Whether Google keeps the request (logs and datasets); gemvault sends false unless told.
+    public var store: Bool?
 
-    public init(contents: [Content], systemInstruction: Content? = nil, generationConfig: GenerationConfig? = nil) {
+    public init(contents: [Content], systemInstruction: Content? = nil, generationConfig: GenerationConfig? = nil, store: Bool? = false) {
         self.contents = contents
         self.systemInstruction = systemInstruction
         self.generationConfig = generationConfig
+        self.store = store
     }
 }
 
@@ -248,9 +251,11 @@ extension GenerateContentRequest {
     public init(_ request: ChatRequest) {
         var options = request.options
         options.tools = ModelTools()
+        options.store = false
         self.init(contents: request.messages.map(Content.init), systemInstruction: request.system.map { Content(role: "user", text: $0) },
                   generationConfig: options == GenerationOptions() ? nil : GenerationConfig(request.options))
         tools = Tool.list(request.options.tools)
+        store = request.options.store
     }
 }
 

@@ -21,6 +21,8 @@ extension ChatCommand {
         /// The reply's estimated cost, when its model has a price.
         @Nullable var cost: ReplyCost?
         var interrupted = false
+        /// Whether the request let Google keep it (`"store"`); false unless --store or the setting.
+        var store = false
         @Nullable var totalTokens: Int?
         /// With --schema: the reply parsed, once it matched.
         var data: JSONValue??
@@ -32,7 +34,7 @@ extension ChatCommand {
         var urlContext: [URLRetrieval]?
         @Nullable var error: AskError?
 
-        enum CodingKeys: String, CodingKey { case text, model, finishReason, blockReason, usage, cost, interrupted, totalTokens, data, thoughts, grounding, urlContext, error }
+        enum CodingKeys: String, CodingKey { case text, model, finishReason, blockReason, usage, cost, interrupted, store, totalTokens, data, thoughts, grounding, urlContext, error }
 
         func encode(to encoder: Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
@@ -43,6 +45,7 @@ extension ChatCommand {
             try container.encode(_usage, forKey: .usage)
             try container.encode(_cost, forKey: .cost)
             try container.encode(interrupted, forKey: .interrupted)
+            try container.encode(store, forKey: .store)
             try container.encode(_totalTokens, forKey: .totalTokens)
             // Present (null until it matched) only with --schema: the envelope stays as it was otherwise.
             if let data { try container.encode(data ?? .null, forKey: .data) }
@@ -132,7 +135,8 @@ extension ChatCommand {
             if !input.isEmpty { prompt = prompt.isEmpty ? input : prompt + "\n\n" + input }
         }
         guard !prompt.trimmedWhitespace.isEmpty || !call.values(.attach).isEmpty else {
-            throw UsageError("nothing to ask: give a prompt or pipe text in", command: call.command)
+            throw UsageError("nothing to ask: no prompt was given and stdin held no text", command: call.command,
+                             fix: "gemvault ask \"QUESTION\", or pipe text in: git diff | gemvault ask \"review this\"")
         }
         try checkForSecrets(prompt, call)
         let attachments = try attachments(call)
@@ -145,6 +149,7 @@ extension ChatCommand {
         let showThoughts = conversation.generation.includeThoughts
         if showThoughts { result.thoughts = "" }
         result.model = conversation.model
+        result.store = conversation.generation.store
         let request = conversation.request(for: prompt, attachments: attachments)
         let json = call.flag(.json)
         if call.flag(.countTokens) {

@@ -118,7 +118,18 @@ enum ChatCommand {
         generation.thinking = try thinking(call, settings)
         generation.includeThoughts = call.flag(.thoughts) || settings[.showThoughts]
         generation.tools = ModelTools(search: call.flag(.search) || settings[.search], urlContext: call.flag(.urlContext), codeExecution: call.flag(.code))
+        generation.store = call.flag(.store) || settings[.store]
+        warnOfDeprecatedSampling(settings)
         return Conversation(model: settings[.model], systemPrompt: settings[.systemPrompt], generation: generation)
+    }
+
+    /// Google deprecated the sampling parameters on 2026-07-21 (current models ignore them):
+    /// they are sent only when set, and a set one is named once, with where it was set.
+    static func warnOfDeprecatedSampling(_ settings: Settings) {
+        let set = [Setting.temperature.name, Setting.topP.name, Setting.topK.name].map { settings[$0] }.filter { $0.value != nil }
+        guard !set.isEmpty else { return }
+        let named = set.map { "\($0.name) (\($0.origin.label))" }.joined(separator: ", ")
+        Console.warning("\(named): Google deprecated temperature, top_p and top_k on 2026-07-21 and current models ignore them; they are still sent")
     }
 
     /// --think-budget over --think or the `thinking` setting; both flags are refused, as Gemini

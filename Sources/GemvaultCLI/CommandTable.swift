@@ -86,9 +86,13 @@ struct Invocation {
 struct UsageError: Error {
     let message: String
     let command: CommandSpec?
-    init(_ message: String, command: CommandSpec? = nil) {
+    /// What to do, for a refusal that is not about the command line's shape (a file, a missing
+    /// terminal): shown instead of the usage line, which would not help.
+    let fix: String?
+    init(_ message: String, command: CommandSpec? = nil, fix: String? = nil) {
         self.message = message
         self.command = command
+        self.fix = fix
     }
 }
 

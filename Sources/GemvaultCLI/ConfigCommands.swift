@@ -251,7 +251,7 @@ enum ConfigCommand {
             try Output.json(result, schema: .keyWhich)
         } else {
             var text = "source: \(key.source.label)\nkey:    \(key.secret.masked)\nkind:   \(result.kind.label)\n"
-            if let updated = key.updated { text += "age:    \(Output.age(since: updated)) (set \(Output.isoDate(updated)))\n" }
+            if let updated = key.updated { text += "age:    \(Output.age(since: updated)) (set \(Output.localDate(updated)))\n" }
             if let sharing = result.sharing { text += "shared: \(EscapeNeutralizer.neutralize(sharing))\n" }
             if let (link, fromCache) = key.linked {
                 let secret = SecretReference(parsing: link.reference)?.resource ?? link.reference

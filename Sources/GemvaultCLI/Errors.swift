@@ -101,7 +101,7 @@ enum ErrorReport {
         case let failure as CommandFailure:
             return (failure.code, failure.message, failure.hint)
         case let usage as UsageError:
-            let hint = usage.command.map { "usage: \($0.usage)" } ?? "run 'gemvault --help' for the list of commands"
+            let hint = usage.fix ?? usage.command.map { "usage: \($0.usage)" } ?? "run 'gemvault --help' for the list of commands"
             return (.usage, usage.message, hint)
         case let vault as VaultError:
             return describe(vault)
@@ -306,7 +306,7 @@ enum ErrorReport {
             let shown = stderr.isEmpty ? "" : "; its stderr: " + EscapeNeutralizer.neutralize(stderr)
             return (.noKey, "key_command '\(command)' \(detail)\(shown)", "check the command with: gemvault config get key_command")
         case .secretUnreachable(let name, let secret, let since, let detail):
-            return (.network, "'\(name)' could not be refreshed from Secret Manager \(secret) since \(Output.isoDate(since)) (\(detail)), longer than secret_max_stale allows; its copy was not used",
+            return (.network, "'\(name)' could not be refreshed from Secret Manager \(secret) since \(Output.localDate(since)) (\(detail)), longer than secret_max_stale allows; its copy was not used",
                     "check the network and the Google credentials, or raise secret_max_stale")
         case .keyFile(let vault):
             let (code, message, hint) = describe(vault)

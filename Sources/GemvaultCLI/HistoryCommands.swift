@@ -274,7 +274,7 @@ enum HistoryCommand {
         var text = ""
         for result in results {
             let summary = result.summary
-            text += style.bold(String(summary.id.prefix(8))) + "  " + Output.isoDate(summary.last) + "  " + EscapeNeutralizer.neutralize(summary.title) + "\n"
+            text += style.bold(String(summary.id.prefix(8))) + "  " + Output.localDate(summary.last) + "  " + EscapeNeutralizer.neutralize(summary.title) + "\n"
             for match in result.matches.prefix(5) {
                 let label = match.place == .title ? "title" : "\(match.place == .model ? "gemini" : match.place == .attachment ? "file" : "you") (turn \(match.turn))"
                 text += "  " + style.dim(label + ":") + " " + style.highlighting(EscapeNeutralizer.neutralize(query), in: EscapeNeutralizer.neutralize(match.line)) + "\n"

@@ -84,7 +84,7 @@ let newPassphraseOptions: [OptionSpec] = [.newPassphraseFd, .newPassphraseFile]
 let keySourceOptions: [OptionSpec] = [.key, .keyFile, .allowInsecureEndpoint]
 let generationOptions: [OptionSpec] = [.model, .system, .temperature, .think, .thinkBudget, .timeout]
 /// The tools at Google that chat and ask can offer the model.
-let toolOptions: [OptionSpec] = [.search, .urlContext, .code]
+let toolOptions: [OptionSpec] = [.search, .urlContext, .code, .store]
 
 // MARK: Options of one command, or of a few
 
@@ -191,6 +191,8 @@ extension OptionSpec {
     static let firstByteTimeout = OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the first byte", setting: Setting.timeout.spec)
     static let thoughts = OptionSpec(name: "--thoughts", value: nil,
                                      help: "ask for the model's thought summaries and show them dimmed above the answer (ask: on stderr, or 'thoughts' in --json; chat bubbles: folded into a line /thoughts expands) (setting 'show_thoughts')")
+    static let store = OptionSpec(name: "--store", value: nil,
+                                  help: "let Google keep this request and its reply in its logs (\"store\": true); without it gemvault asks Google not to (setting 'store')")
     static let search = OptionSpec(name: "--search", value: nil,
                                    help: "let the model search with Google: the answer comes whole, with numbered citations, its sources and its searches (setting 'search')")
     static let urlContext = OptionSpec(name: "--url-context", value: nil, help: "let the model read the web pages the prompt names; those it could not read are listed")

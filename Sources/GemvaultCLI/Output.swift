@@ -67,21 +67,22 @@ enum Output {
         try? FileDescriptor.standardError.writeAll("\n")
     }
 
+    // One rule for times: what a person reads is local time with its zone (`localDate`);
+    // --json, logs and file names carry ISO 8601 in UTC (`isoDate`).
+
     /// `2026-11-29T19:02:21Z`
     static func isoDate(_ seconds: Int64) -> String { Clock.isoDate(seconds) }
 
     static func now() -> Int64 { Clock.now() }
 
-    /// `18:00` in the local time zone (TZ): when today's session ends.
-    static func localClock(_ seconds: Int64) -> String { String(localDate(seconds).suffix(5)) }
-
-    /// `2026-11-29 20:02` in the local time zone (TZ), for tables people read.
+    /// `2026-11-29 20:02 CET` in the local time zone (TZ).
     static func localDate(_ seconds: Int64) -> String {
         var time = time_t(seconds)
         var parts = tm()
         localtime_r(&time, &parts)
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(Int(parts.tm_year) + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min))"
+        let zone = parts.tm_zone.map { String(cString: $0) } ?? "UTC"
+        return "\(Int(parts.tm_year) + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min)) \(zone)"
     }
 
     /// A line cut to `width` terminal columns, with `…` where it was cut.

@@ -43,7 +43,7 @@ enum PinCommand {
         guard PINWrappedKey.isAllowed(pin) else { throw CommandFailure(.usage, lengthRule, hint: "run the command again with another PIN") }
         Redaction.registerPassphrase(pin)
         let after = try context.agent.setPIN(pin, tries: tries)
-        Console.note("PIN set: after an idle lock, it opens the session again until \(after.maxDeadline.map(Output.isoDate) ?? "the session's absolute limit"); \(tries) wrong \(tries == 1 ? "PIN wipes" : "PINs wipe") it")
+        Console.note("PIN set: after an idle lock, it opens the session again until \(after.maxDeadline.map(Output.localDate) ?? "the session's absolute limit"); \(tries) wrong \(tries == 1 ? "PIN wipes" : "PINs wipe") it")
     }
 
     static let lengthRule = "a PIN has \(PINWrappedKey.lengths.lowerBound) to \(PINWrappedKey.lengths.upperBound) characters"

@@ -35,7 +35,7 @@ enum SessionCommand {
         _ = try duration(call, .max)
         if let status = try? agent.status(), status.unlocked || (status.pinTriesLeft != nil && (try? context.vault.sessionIsOpen()) == true),
            let current = status.unlocked ? status : try? agent.status() {
-            Console.note("\(current.vaultPath) is \(status.unlocked ? "already unlocked" : "unlocked again with its PIN") (agent pid \(current.pid)); the running session was left alone\(current.locksAt.map { ", it locks at \(Output.isoDate($0))" } ?? "")")
+            Console.note("\(current.vaultPath) is \(status.unlocked ? "already unlocked" : "unlocked again with its PIN") (agent pid \(current.pid)); the running session was left alone\(current.locksAt.map { ", it locks at \(Output.localDate($0))" } ?? "")")
             if call.flag(.pin) { try PinCommand.setPIN(call) }
             return
         }
@@ -68,7 +68,7 @@ enum SessionCommand {
         let max = try duration(call, .max) ?? settings[.sessionMax]
         if let spawned { try waitForAgent(context, spawned) } else if (try? agent.status()) == nil { try startAgent(context) }
         let status = try context.vault.startSession(with: vault.document, idle: idle, max: max)
-        Console.note("unlocked \(status.vaultPath); it locks after \(DurationText.text(idle)) unused, and at the latest at \(status.maxDeadline.map(Output.isoDate) ?? "?")")
+        Console.note("unlocked \(status.vaultPath); it locks after \(DurationText.text(idle)) unused, and at the latest at \(status.maxDeadline.map(Output.localDate) ?? "?")")
         if call.command.offers(.pin), call.flag(.pin) { try PinCommand.setPIN(call, tries: settings[.pinTries]) }
     }
 
@@ -216,7 +216,7 @@ enum SessionCommand {
                 Console.warning("the vault holds standard keys, which Google rejects since September 2026; 'gemvault key list' names them")
             }
         } else if let left = report.pinTriesLeft {
-            try Console.out("locked (PIN available, \(PinCommand.tries(left)), until \(status?.maxDeadline.map(Output.localClock) ?? "?")): \(report.vault)\n")
+            try Console.out("locked (PIN available, \(PinCommand.tries(left)), until \(status?.maxDeadline.map(Output.localDate) ?? "?")): \(report.vault)\n")
         } else {
             try Console.out("locked: \(report.vault)\n")
         }
@@ -224,7 +224,8 @@ enum SessionCommand {
 
     static func agent(_ call: Invocation) throws {
         guard call.flag(.foreground) else {
-            throw UsageError("the agent runs only in the foreground (for systemd); 'gemvault unlock' starts one in the background", command: call.command)
+            throw UsageError("the agent runs only in the foreground (for systemd)", command: call.command,
+                             fix: "'gemvault unlock' starts one in the background; a systemd unit runs 'gemvault agent --foreground'")
         }
         let context = call.context
         // The agent leaves its working folder, so every path it keeps is absolute.

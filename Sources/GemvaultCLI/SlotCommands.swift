@@ -80,11 +80,13 @@ enum SlotCommand {
         guard let value else { return nil }
         if value.hasPrefix("SHA256:") { return .fingerprint(value) }
         guard let text = PlainFile.readText(value, limit: 64 << 10) else {
-            throw UsageError("--key takes a SHA256:… fingerprint or a .pub file, and \(value) cannot be read", command: command)
+            throw UsageError("--key \(value): no such readable file, and not a SHA256:… fingerprint", command: command,
+                             fix: "name the .pub file ssh-keygen wrote, or a fingerprint that 'ssh-add -l' lists")
         }
         let fields = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" })
         guard fields.count >= 2, let blob = Sodium.bytes(base64: String(fields[1])) else {
-            throw UsageError("\(value) is not an ssh public key file (TYPE BASE64 [COMMENT])", command: command)
+            throw UsageError("\(value) is not an ssh public key file (TYPE BASE64 [COMMENT])", command: command,
+                             fix: "name the .pub file ssh-keygen wrote, or a fingerprint that 'ssh-add -l' lists")
         }
         return .publicKey(blob: blob, path: value)
     }

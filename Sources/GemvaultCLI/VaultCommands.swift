@@ -166,7 +166,7 @@ enum VaultCommand {
         let file = try? context.vault.file.parse(bytes)
         var description = "gemvault: a vault already exists at \(context.vaultPath)"
         if let file, let modified = FileStatus.of(context.vaultPath)?.modified {
-            description += " (generation \(file.generation), last written \(Output.isoDate(modified)))"
+            description += " (generation \(file.generation), last written \(Output.localDate(modified)))"
         }
         Console.err(description + "\n")
         // An empty answer (or none) skips the count.
@@ -311,12 +311,12 @@ enum VaultCommand {
         try Console.out(Output.table([["NAME", "KEY", "KIND", "AGE", "UPDATED", "LAST USED"] + (showGoogle ? ["GOOGLE KEY", "SERVICE ACCOUNT"] : [])
                                       + (showSharing ? ["SHARING"] : []) + (showLinks ? ["SECRET MANAGER"] : [])]
             + keys.map { key in
-                [key.name, key.masked, key.kind.label, Output.age(since: key.updated, now: now), Output.isoDate(key.updated),
-                 key.lastUsed > 0 ? Output.isoDate(key.lastUsed) : "-"]
+                [key.name, key.masked, key.kind.label, Output.age(since: key.updated, now: now), Output.localDate(key.updated),
+                 key.lastUsed > 0 ? Output.localDate(key.lastUsed) : "-"]
                     + (showGoogle ? [key.google?.resource ?? "-", key.google?.serviceAccount.nonEmpty ?? "-"] : [])
                     + (showSharing ? [EscapeNeutralizer.neutralize(ShareCommand.summary(sharing[key.name]) ?? "-")] : [])
                     + (showLinks ? [key.link.map { link in
-                        linkText(link) + (link.rotation.flatMap { $0.isPending ? ", rotation finishes after \(Output.isoDate($0.finishAfter))" : nil } ?? "")
+                        linkText(link) + (link.rotation.flatMap { $0.isPending ? ", rotation finishes after \(Output.localDate($0.finishAfter))" : nil } ?? "")
                     } ?? "-"] : []) }))
         let retired = keys.filter(\.kind.isRetired).map(\.name)
         if !retired.isEmpty {

@@ -223,6 +223,9 @@ extension Setting where Value == Bool {
                                           "ask for the model's thought summaries and show them above the answer (as --thoughts on ask and chat)", { $0 == "on" })
     public static let search = with("search", .choice(["on", "off"]), default: "off",
                                     "let chat and ask ground answers in Google Search, with citations and sources (as --search; /search in a chat)", { $0 == "on" })
+    public static let store = with("store", .choice(["false", "true", "off", "on"]), default: "false",
+                                   "let Google keep requests and replies in its logs (\"store\": true; as --store, /store in a chat); gemvault sends \"store\": false otherwise",
+                                   { $0 == "true" || $0 == "on" })
 }
 
 extension Setting where Value == Double? {
@@ -251,7 +254,7 @@ extension Setting where Value == Int? {
 public enum SettingsSchema {
     public static let all: [SettingSpec] = [
         Setting.model.spec, Setting.temperature.spec, Setting.topP.spec, Setting.topK.spec, Setting.maxOutputTokens.spec, Setting.thinking.spec, Setting.showThoughts.spec, Setting.search.spec,
-        Setting.systemPrompt.spec, Setting.endpoint.spec, Setting.apiVersion.spec, Setting.timeout.spec, Setting.retries.spec,
+        Setting.store.spec, Setting.systemPrompt.spec, Setting.endpoint.spec, Setting.apiVersion.spec, Setting.timeout.spec, Setting.retries.spec,
         Setting.key.spec, Setting.credentialName.spec, Setting.keyCommand.spec, Setting.keyCommandTimeout.spec, Setting.rotationDays.spec,
         Setting.apikeysEndpoint.spec, Setting.tokenCommand.spec, Setting.quotaProject.spec, Setting.keySecret.spec, Setting.secretmanagerEndpoint.spec,
         Setting.secretCacheTTL.spec, Setting.secretMaxStale.spec,

@@ -232,21 +232,12 @@ class Env:
 
 
 def short_root():
-    """Where each test's own folder goes: a short path, so that the sockets under it (the
-    session agent's, an ssh-agent's, a listener's) stay within sun_path's 107 bytes whatever
-    the home's length; not below a folder others can write to (doctor would rightly say so);
-    and, as root, outside the home, so that a second account can pass through to what a test
-    gives it even when the home is closed to others (0700, as root's is)."""
-    if os.geteuid() == 0:
-        base = "/var/cache/gemvault-e2e"
-        os.makedirs(base, mode=0o711, exist_ok=True)
-        os.chmod(base, 0o711)
-        return base
-    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    if runtime.startswith("/") and os.path.isdir(runtime) and os.stat(runtime).st_uid == os.geteuid():
-        base = os.path.join(runtime, "gemvault-e2e")
-    else:
-        base = os.path.join(os.path.expanduser("~"), ".cache", "gv-e2e")
+    """Where each test's own folder goes: a short path under the home, so that the sockets under
+    it (the session agent's, an ssh-agent's, a listener's) stay within sun_path's 107 bytes
+    whatever the home's length (pytest's own folders do not, under xdist), and not below a
+    folder others can write to (doctor would rightly say so). Tests that a second account must
+    reach make their own folder outside the home."""
+    base = os.path.join(os.path.expanduser("~"), ".cache", "gv")
     os.makedirs(base, mode=0o700, exist_ok=True)
     return base
 

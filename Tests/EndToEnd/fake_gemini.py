@@ -205,6 +205,12 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
                                                       "message": "Invalid JSON payload received. Unknown name \"%s\" at '%s': Cannot find field." % unknown}}, indent=2).encode())
             return
+        if method in ("generateContent", "streamGenerateContent") and request.get("store") is not False and "~store-ok" not in model:
+            # Stricter than Google, which keeps a request that does not say "store": false: the
+            # suite's every request must say it, unless a test opted in (a model name with ~store-ok).
+            self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                                      "message": "fake: this request would be kept at Google: it has no \"store\": false (store=%s)" % json.dumps(request.get("store"))}}, indent=2).encode())
+            return
         refused_tool = next((name for tool in request.get("tools", []) for name in tool if scenario == "no-tools"), None)
         if refused_tool:
             # A model without the tool refuses it by its snake_case name.
@@ -691,7 +697,8 @@ def echo_reply(request):
 # The request fields of google-genai's types (GenerateContentRequest, Content, Part, GenerationConfig,
 # ThinkingConfig, Tool), in the API's camelCase: Google answers a field it does not know with 400.
 REQUEST_FIELDS = {
-    "": {"contents", "systemInstruction", "generationConfig", "tools", "toolConfig", "safetySettings", "cachedContent", "labels"},
+    "": {"contents", "systemInstruction", "generationConfig", "tools", "toolConfig", "safetySettings", "cachedContent", "labels", "store",
+         "serviceTier"},
     "content": {"role", "parts"},
     "part": {"text", "inlineData", "fileData", "thought", "thoughtSignature", "functionCall", "functionResponse", "executableCode",
              "codeExecutionResult", "videoMetadata", "mediaResolution"},

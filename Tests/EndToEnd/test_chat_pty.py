@@ -309,6 +309,9 @@ def test_key_set_hidden_prompt_on_terminal(env):
     try:
         s.expect(r"API key for 'tty': ")
         s.line(GOOD_KEY)
+        # The vault's first key, not called 'default': offered as the default (test_newcomer.py).
+        s.expect(r"Make 'tty' the key commands use by default\? \[Y/n\]")
+        s.line("n")
         assert s.wait(timeout=30) == 0
         assert GOOD_KEY not in s.text()
     finally:

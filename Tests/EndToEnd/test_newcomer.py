@@ -76,3 +76,40 @@ def test_the_first_key_set_under_another_name_offers_to_become_the_default_on_a_
         session.close()
     got = env.run("config", "get", "key")
     assert got.code == 0 and got.out.strip() == "lab", got
+
+
+def test_times_a_person_reads_are_local_with_the_zone_and_json_keeps_iso(env):
+    """One rule: local time with its zone on the terminal, ISO 8601 UTC in --json."""
+    import re
+    env.vars["TZ"] = "XYZ-3"  # POSIX: a zone called XYZ, three hours east of UTC
+    vault_with(env, "lab")
+    listed = env.run("key", "list")
+    assert listed.code == 0
+    shown = re.findall(r"\d{4}-\d\d-\d\d \d\d:\d\d XYZ", listed.out)
+    assert shown, listed.out
+    assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d", listed.out), listed.out
+    as_json = json.loads(env.run("key", "list", "--json").out)["keys"][0]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", as_json["updated"])
+    # The same moment, three hours on.
+    from datetime import datetime, timedelta
+    utc = datetime.strptime(as_json["updated"], "%Y-%m-%dT%H:%M:%SZ")
+    assert shown[0] == (utc + timedelta(hours=3)).strftime("%Y-%m-%d %H:%M") + " XYZ"
+    which = env.run("key", "which")
+    assert re.search(r"\(set \d{4}-\d\d-\d\d \d\d:\d\d XYZ\)", which.out), which.out
+    unlocked = env.run("unlock", "--max", "2h")
+    try:
+        assert re.search(r"at the latest at \d{4}-\d\d-\d\d \d\d:\d\d XYZ", unlocked.err), unlocked.err
+    finally:
+        env.run("lock", passphrase=False)
+
+
+def test_a_refusal_that_is_not_about_the_command_line_shows_the_fix_not_the_usage_line(env):
+    env.init()
+    asked = env.run("ask", "--model", "echo", input="", passphrase=False)
+    assert asked.code == 64
+    assert "gemvault: hint: gemvault ask \"QUESTION\", or pipe text in" in asked.err and "usage:" not in asked.err, asked
+    agent = env.run("agent", passphrase=False)
+    assert agent.code == 64 and "'gemvault unlock' starts one in the background" in agent.err and "usage:" not in agent.err, agent
+    # A real usage error still shows the usage line.
+    wrong = env.run("key", "list", "--no-such-option", passphrase=False)
+    assert wrong.code == 64 and "usage: gemvault key list" in wrong.err, wrong
