@@ -285,6 +285,11 @@ enum ShareCommand {
             if after?.updated == before?.updated, after?.masked == before?.masked {
                 _ = try? vault.apply(.recordSharing(name: name, record: recorded))
                 Console.warning("the rotation failed, so \(shown) was not revoked and stays a recipient of '\(name)'")
+                // A key Google cannot find was not made there: refused like any key gemvault cannot rotate.
+                if let google = error as? GoogleError, google.status == 404 {
+                    throw CommandFailure(.failure, "Google has no key '\(name)' holds (\(google.message)), so gemvault cannot rotate it to take it back from \(shown); nothing changed",
+                                         hint: "make a new key where it was made and run 'gemvault key rotate \(name)' with it (the others get it), or \(keep)")
+                }
             } else {
                 Console.warning("\(shown) no longer receives '\(name)', but the rotation did not finish: the old key may still work")
             }

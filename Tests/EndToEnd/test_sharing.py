@@ -683,3 +683,70 @@ def test_a_binary_share_is_not_written_to_a_terminal(env, tmp_path):
         s.close()
     assert code == 64 and "refusing to write a binary age file to the terminal" in screen and "age-encryption.org" not in screen
     assert json.loads(env.run("key", "share", "lab", "--list", "--json").out)["recipients"] == []
+
+
+def passphrase_pipe():
+    """A pipe holding the passphrase once, as a script hands it over: a second read finds nothing."""
+    read_end, write_end = os.pipe()
+    os.write(write_end, (PASSPHRASE + "\n").encode())
+    os.close(write_end)
+    return read_end
+
+
+def test_revoking_from_a_script_reads_the_passphrase_once_and_rotates(env, tmp_path):
+    from test_rotation import FakeGoogle, OLD_NAME, setup, vault_keys
+    google = FakeGoogle(str(tmp_path))
+    try:
+        alice = setup(env, google, "metadata")
+        bob, carol = second(tmp_path, "bob"), second(tmp_path, "carol")
+        bob_recipient = identity(bob)["recipient"]
+        assert alice.run("key", "share", "default", "--to", bob_recipient, "-o", os.path.join(str(tmp_path), "bob.age")).code == 0
+        assert alice.run("key", "share", "default", "--to", identity(carol)["recipient"], "-o", os.path.join(str(tmp_path), "carol.age")).code == 0
+        alice.advance_clock()
+        read_end = passphrase_pipe()
+        revoked = alice.run("key", "share", "default", "--revoke", bob_recipient, "--passphrase-fd", str(read_end),
+                            pass_fds=(read_end,), passphrase=False)
+        os.close(read_end)
+        assert revoked.code == 0, revoked
+        assert google.key(OLD_NAME)["deleteTime"] and vault_keys(alice)[0]["default"] != google.key(OLD_NAME)["keyString"]
+        recipients = json.loads(alice.run("key", "share", "default", "--list", "--json").out)["recipients"]
+        assert [r["recipient"] for r in recipients] == [identity(carol)["recipient"]]
+    finally:
+        google.stop()
+
+
+def test_a_revocation_whose_rotation_fails_puts_the_recipient_back(env, tmp_path):
+    from test_rotation import FakeGoogle, setup
+    google = FakeGoogle(str(tmp_path))
+    try:
+        alice = setup(env, google, "metadata")
+        bob = second(tmp_path, "bob")
+        bob_recipient = identity(bob)["recipient"]
+        assert alice.run("key", "share", "default", "--to", bob_recipient, "-o", os.path.join(str(tmp_path), "bob.age")).code == 0
+        google.control(set={"fail": {"create": "permission"}})
+        read_end = passphrase_pipe()
+        failed = alice.run("key", "share", "default", "--revoke", bob_recipient, "--passphrase-fd", str(read_end),
+                           pass_fds=(read_end,), passphrase=False)
+        os.close(read_end)
+        assert failed.code == 6 and "stays a recipient" in failed.err, failed
+        recipients = json.loads(alice.run("key", "share", "default", "--list", "--json").out)["recipients"]
+        assert [r["recipient"] for r in recipients] == [bob_recipient]
+    finally:
+        google.stop()
+
+
+def test_revoking_a_key_google_never_made_exits_1_and_changes_nothing(env, tmp_path):
+    from test_rotation import FakeGoogle, setup
+    google = FakeGoogle(str(tmp_path))
+    try:
+        alice = setup(env, google, "metadata")
+        assert alice.run("key", "set", "mine", input=auth_key("made-by-hand")).code == 0
+        bob = second(tmp_path, "bob")
+        bob_recipient = identity(bob)["recipient"]
+        assert alice.run("key", "share", "mine", "--to", bob_recipient, "-o", os.path.join(str(tmp_path), "bob.age")).code == 0
+        refused = alice.run("key", "share", "mine", "--revoke", bob_recipient)
+        assert refused.code == 1 and "--no-rotate" in refused.err, refused
+        recipients = json.loads(alice.run("key", "share", "mine", "--list", "--json").out)["recipients"]
+        assert [r["recipient"] for r in recipients] == [bob_recipient]
+    finally:
+        google.stop()
