@@ -384,14 +384,13 @@ public final class VaultAccess {
     // MARK: Sharing
 
     /// The vault's sharing identity, made on first use (labelled `defaultLabel`): through the
-    /// session, whose agent keeps the secrets and only signs and agrees; else from the vault
+    /// session, whose agent keeps the secrets (it agrees, and signs only shares it builds); else from the vault
     /// opened with the passphrase.
     public func sharingIdentity(defaultLabel: String) throws -> SharingIdentity {
         if let agent, let halves = try throughSession({ agent throws(AgentError) in try agent.sharingIdentity(defaultLabel: defaultLabel) }) {
             return SharingIdentity(agreementKey: halves.agreementKey, signingKey: halves.signingKey, label: halves.label,
-                                   sign: { bytes in try agent.signShare(bytes) },
-                                   agree: { share throws(PrimitiveError) in
-                                       do { return try agent.agree(share) } catch { throw .lowOrderPoint }
+                                   agree: { shares throws(PrimitiveError) in
+                                       do { return try agent.agree(shares) } catch { throw .lowOrderPoint }
                                    })
         }
         try checkBeforePrompt()
