@@ -34,27 +34,7 @@ extension ShareCommand {
             throw UsageError("--follow takes only shares written for this vault: a followed file's next share is checked the same way", command: call.command)
         }
         let vault = call.context.vault
-        let contents = try readShare(path)
-        var identities = try call.values(.identityFile).flatMap(loadIdentities)
-        if identities.isEmpty {
-            try vault.checkBeforePrompt()
-            identities = [try vault.sharingIdentity(defaultLabel: defaultLabel).age]
-        }
-        let plaintext = try AgeFile.decrypt(contents.bytes, with: identities)
-        let document: ShareDocument?
-        let key: SecretBytes
-        switch try SharePlaintext.read(plaintext) {
-        case .share(let share):
-            guard share.isSignatureValid else {
-                throw CommandFailure(.damaged, "the share's signature does not verify: it was changed after it was made, or it was not signed by the key it names; nothing was stored")
-            }
-            try checkRecipients(share, mine: identities.map(\.recipientText), accept: call.flag(.acceptUnlisted))
-            document = share
-            key = share.key
-        case .bareKey(let bare):
-            document = nil
-            key = bare
-        }
+        let (document, key, status) = try openShare(call, path: path)
         guard let name = explicitName ?? document?.name else {
             throw UsageError("this age file holds a key but no name: give one, as in 'gemvault key import \(path) NAME'", command: call.command)
         }
@@ -83,7 +63,7 @@ extension ShareCommand {
         if case .signed(let pinned)? = record.origin, case .signed(let sender) = origin, pinned.signingKey != sender.signingKey { record.serialReset = nil }
         record.origin = origin
         if resetting { record.serialReset = Output.now() }
-        if call.flag(.follow), let status = contents.status {
+        if call.flag(.follow), let status {
             record.follow = FollowedFile(path: ProcessIdentity.absolutePath(ProcessIdentity.expandingTilde(path)), status: status)
         }
         // The share's Google key name is shown above, never kept: a later rotation here looks the
@@ -95,6 +75,27 @@ extension ShareCommand {
             try Output.json(ImportReport(name: name, masked: key.masked, kind: key.googleKeyKind, google_key: document?.googleKey?.resource, signed: document != nil,
                                          sender: document?.sender.label, fingerprint: fingerprint, serial: document?.serial,
                                          verified: !call.flag(.noVerifyImport), followed: record.follow?.path), schema: .keyImport)
+        }
+    }
+
+    /// The share at `path` opened with this vault's identity (or the -i ones): its signed
+    /// document (nil for a plain age file), the key, and the file's status (nil for stdin).
+    private static func openShare(_ call: Invocation, path: String) throws -> (ShareDocument?, SecretBytes, FileStatus?) {
+        let contents = try readShare(path)
+        var identities = try call.values(.identityFile).flatMap(loadIdentities)
+        if identities.isEmpty {
+            try call.context.vault.checkBeforePrompt()
+            identities = [try call.context.vault.sharingIdentity(defaultLabel: defaultLabel).age]
+        }
+        switch try SharePlaintext.read(try AgeFile.decrypt(contents.bytes, with: identities)) {
+        case .share(let share):
+            guard share.isSignatureValid else {
+                throw CommandFailure(.damaged, "the share's signature does not verify: it was changed after it was made, or it was not signed by the key it names; nothing was stored")
+            }
+            try checkRecipients(share, mine: identities.map(\.recipientText), accept: call.flag(.acceptUnlisted))
+            return (share, share.key, contents.status)
+        case .bareKey(let bare):
+            return (nil, bare, contents.status)
         }
     }
 

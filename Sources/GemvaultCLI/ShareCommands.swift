@@ -214,18 +214,7 @@ enum ShareCommand {
         let shown = dropped.label.isEmpty ? dropped.recipient : "\(dropped.label) (\(dropped.recipient))"
         let keep = "use --no-rotate to drop the recipient alone (the key they hold keeps working)"
         let before = try vault.keySummaries().first { $0.name == name }
-        if !call.flag(.noRotate) {
-            guard before?.kind == .auth else {
-                throw CommandFailure(.failure, "'\(name)' is not a Google auth key, so gemvault cannot rotate it at Google to take it back from \(shown); nothing changed",
-                                     hint: "make a new key where it was made and run 'gemvault key rotate \(name)' with it (the others get it), or \(keep)")
-            }
-            let settings = try GoogleRotation.settings(call, vault: try vault.settings())
-            do throws(GoogleError) {
-                _ = try GoogleRotation.credentials(call, settings).source()
-            } catch {
-                throw CommandFailure(.failure, "\(shown) cannot be revoked without rotating '\(name)' at Google: \(error.message); nothing changed", hint: keep)
-            }
-        }
+        if !call.flag(.noRotate) { try checkRotatable(call, name: name, summary: before, shown: shown, keep: keep) }
         let recorded = record
         record.recipients.removeAll { $0.recipient == dropped.recipient }
         _ = try vault.apply(.recordSharing(name: name, record: record))
@@ -259,6 +248,21 @@ enum ShareCommand {
         }
         removeFiles(of: droppedEntries, keeping: record)
         Console.warning("\(shown) no longer receives '\(name)'; the key they hold may still work at Google for up to about 25 minutes (Google's delete lag)")
+    }
+
+    /// A revocation rotates the key: refused before anything changes for a key that is not a
+    /// Google auth key, or without a Google credential.
+    private static func checkRotatable(_ call: Invocation, name: String, summary: KeySummary?, shown: String, keep: String) throws {
+        guard summary?.kind == .auth else {
+            throw CommandFailure(.failure, "'\(name)' is not a Google auth key, so gemvault cannot rotate it at Google to take it back from \(shown); nothing changed",
+                                 hint: "make a new key where it was made and run 'gemvault key rotate \(name)' with it (the others get it), or \(keep)")
+        }
+        let settings = try GoogleRotation.settings(call, vault: try call.context.vault.settings())
+        do throws(GoogleError) {
+            _ = try GoogleRotation.credentials(call, settings).source()
+        } catch {
+            throw CommandFailure(.failure, "\(shown) cannot be revoked without rotating '\(name)' at Google: \(error.message); nothing changed", hint: keep)
+        }
     }
 
     /// `--revoke`'s value: a recipient as `--to` takes it, the label `--list` shows, or a .pub file.
