@@ -56,7 +56,7 @@ let package = Package(
         /// server) and the API Keys service's client. No terminal code.
         .target(name: "GoogleAuth", dependencies: ["COpenSSL", "GoogleHTTP", "VaultCore", "SystemIO", "GoogleKeys"]),
         /// The session agent: its socket protocol, the server that holds an unlocked vault, the client.
-        .target(name: "Agent", dependencies: ["Settings", "VaultCore", "SystemIO", "GoogleKeys", "CSystemShims"]),
+        .target(name: "Agent", dependencies: ["Settings", "VaultCore", "SystemIO", "GoogleKeys", "CSystemShims", "AgeFormat", "Sharing"]),
         /// The one home for reaching a vault: its file rules, the session or the passphrase, the
         /// narrow questions and the changes every command makes.
         .target(name: "VaultAccess", dependencies: ["Agent", "AgeFormat", "Sharing", "SSHAgent", "VaultCore", "SystemIO"]),

@@ -12,6 +12,20 @@ public protocol AgeIdentity: Sendable {
     /// The file key, or nil when no stanza is for this identity. Throws for a stanza that is
     /// this identity's type but malformed: age treats that as a broken header, not a miss.
     func unwrap(_ stanzas: [AgeStanza]) throws(AgeError) -> SecretBytes?
+    /// The recipient this identity opens files for, as a share names it (`age1…`, `ssh-ed25519 AAAA…`).
+    var recipientText: String { get }
+}
+
+extension X25519Identity {
+    public var recipientText: String { recipient.text }
+}
+
+extension DelegatedX25519Identity {
+    public var recipientText: String { recipient.text }
+}
+
+extension SSHEd25519Identity {
+    public var recipientText: String { recipient.text }
 }
 
 enum Labels {
@@ -131,19 +145,34 @@ public struct X25519Identity: AgeIdentity {
     }
 
     public func unwrap(_ stanzas: [AgeStanza]) throws(AgeError) -> SecretBytes? {
-        try Self.unwrap(stanzas, recipient: recipient) { share throws(PrimitiveError) in try X25519.sharedSecret(secret, share) }
+        try Self.unwrap(stanzas, recipient: recipient) { shares in shares.map { try? X25519.sharedSecret(secret, $0) } }
     }
 
-    /// The X25519 stanzas' unwrapping, with the agreement done by `agree` (here, or in the agent).
+    /// The most X25519 stanzas a file may have for gemvault to try it: a share has at most 256
+    /// recipients, and each stanza costs an agreement (in a session, the agent's).
+    public static let stanzaLimit = 256
+
+    /// The X25519 stanzas' unwrapping, with the agreements done by `agree` (here, or in the
+    /// agent: all of one file's in one request). `agree` answers nil for a low-order share.
     static func unwrap(_ stanzas: [AgeStanza], recipient: X25519Recipient,
-                       agree: ([UInt8]) throws(PrimitiveError) -> SecretBytes) throws(AgeError) -> SecretBytes? {
-        for stanza in stanzas where stanza.type == "X25519" {
+                       agree: ([[UInt8]]) throws(PrimitiveError) -> [SecretBytes?]) throws(AgeError) -> SecretBytes? {
+        let x25519 = stanzas.filter { $0.type == "X25519" }
+        guard x25519.count <= stanzaLimit else {
+            throw AgeError(.unsupported, "the file has \(x25519.count) X25519 recipients; gemvault tries at most \(stanzaLimit)")
+        }
+        guard !x25519.isEmpty else { return nil }
+        var shares: [[UInt8]] = []
+        for stanza in x25519 {
             guard stanza.arguments.count == 1 else { throw AgeError(.header, "the X25519 stanza has \(stanza.arguments.count) arguments, not 1") }
-            let share = try StanzaSeal.point(stanza.arguments[0], "X25519")
+            shares.append(try StanzaSeal.point(stanza.arguments[0], "X25519"))
             try StanzaSeal.checkBody(stanza, "X25519")
-            let shared: SecretBytes
-            do { shared = try agree(share) } catch { throw AgeError(.header, "the X25519 share is a low-order point") }
-            if let fileKey = StanzaSeal.open(stanza.body, shared: shared, salt: share + recipient.publicKey, label: Labels.x25519) {
+        }
+        let agreed: [SecretBytes?]
+        do { agreed = try agree(shares) } catch { throw AgeError(.header, "the X25519 share is a low-order point") }
+        guard agreed.count == shares.count else { throw AgeError(.header, "the agreement answered for \(agreed.count) of \(shares.count) shares") }
+        for (index, stanza) in x25519.enumerated() {
+            guard let shared = agreed[index] else { throw AgeError(.header, "the X25519 share is a low-order point") }
+            if let fileKey = StanzaSeal.open(stanza.body, shared: shared, salt: shares[index] + recipient.publicKey, label: Labels.x25519) {
                 return fileKey
             }
         }
@@ -151,13 +180,13 @@ public struct X25519Identity: AgeIdentity {
     }
 }
 
-/// An X25519 identity whose secret is held elsewhere (the session agent): only the agreement
-/// with each stanza's share is asked for, never the secret.
+/// An X25519 identity whose secret is held elsewhere (the session agent): only the agreements
+/// with a file's stanza shares are asked for (all in one request), never the secret.
 public struct DelegatedX25519Identity: AgeIdentity {
     public let recipient: X25519Recipient
-    private let agree: @Sendable ([UInt8]) throws(PrimitiveError) -> SecretBytes
+    private let agree: @Sendable ([[UInt8]]) throws(PrimitiveError) -> [SecretBytes?]
 
-    public init(recipient: X25519Recipient, agree: @escaping @Sendable ([UInt8]) throws(PrimitiveError) -> SecretBytes) {
+    public init(recipient: X25519Recipient, agree: @escaping @Sendable ([[UInt8]]) throws(PrimitiveError) -> [SecretBytes?]) {
         self.recipient = recipient
         self.agree = agree
     }

@@ -212,20 +212,33 @@ public struct AgentClient: Sendable {
         return records
     }
 
-    /// The identity's Ed25519 signature over a share's signed bytes.
-    public func signShare(_ bytes: SecretBytes) throws(AgentError) -> [UInt8] {
+    /// The next share of `name`, built and signed by the agent from its vault, one document
+    /// (its JSON) per recipient group; the agent records the serial before it answers.
+    public func signNextShare(_ name: String, for groups: [[String]]) throws(AgentError) -> (serial: UInt64, documents: [SecretBytes]) {
         var message = AgentMessage(code: AgentProtocol.Operation.signShare.rawValue)
-        message.add(.signedBytes, secret: bytes)
-        guard let signature = try request(message).secret(.signature), signature.count == 64 else { throw .untrusted("the agent's answer is malformed") }
-        return signature.withUnsafeBytes { Array($0) }
+        message.add(.keyName, text: name)
+        message.add(.shareRecipients, text: ShareGroups.encode(groups))
+        let response = try request(message)
+        guard let serial = response.number(.shareSerial), serial > 0, let body = response.secret(.shareDocuments),
+              let documents = ShareGroups.split(body), documents.count == groups.count else {
+            throw .untrusted("the agent's answer is malformed")
+        }
+        return (UInt64(serial), documents)
     }
 
-    /// The identity's X25519 agreement with an age stanza's ephemeral `share`.
-    public func agree(_ share: [UInt8]) throws(AgentError) -> SecretBytes {
+    /// The identity's X25519 agreement with each of one file's ephemeral `shares`, in one
+    /// round trip; nil for a low-order share.
+    public func agree(_ shares: [[UInt8]]) throws(AgentError) -> [SecretBytes?] {
         var message = AgentMessage(code: AgentProtocol.Operation.agree.rawValue)
-        message.add(.ephemeralShare, secret: SecretBytes(copying: share))
-        guard let shared = try request(message).secret(.sharedSecret), shared.count == 32 else { throw .untrusted("the agent's answer is malformed") }
-        return shared
+        var joined = Array(shares.joined())
+        message.add(.ephemeralShare, secret: SecretBytes(taking: &joined))
+        guard let shared = try request(message).secret(.sharedSecret), shared.count == 32 * shares.count else {
+            throw .untrusted("the agent's answer is malformed")
+        }
+        return (0..<shares.count).map { index in
+            let secret = shared.view(index * 32..<(index + 1) * 32)
+            return secret.withUnsafeBytes { $0.allSatisfy { $0 == 0 } } ? nil : secret
+        }
     }
 
     /// Puts the vault under a new data key; returns a new recovery code when one was needed.
@@ -277,7 +290,7 @@ public struct AgentClient: Sendable {
     /// asked again after a short pause, a few times; a change, which may have been made, is not.
     func request(_ message: AgentMessage) throws(AgentError) -> AgentMessage {
         let asksOnly: Set<UInt8> = [AgentProtocol.Operation.status, .contents, .keyNames, .key, .keySummaries, .settings, .conversationKeys, .lock,
-                                    .settingsAndKey, .identity, .signShare, .agree, .sharingRecords]
+                                    .settingsAndKey, .identity, .agree, .sharingRecords]
             .reduce(into: []) { $0.insert($1.rawValue) }
         var pauses = asksOnly.contains(message.code) ? Self.busyBackoff[...] : []
         while true {

@@ -1,3 +1,4 @@
+import AgeFormat
 import CSystemShims
 import GoogleKeys
 import Settings
@@ -284,20 +285,13 @@ extension AgentServer {
                 response.add(.signingKey, secret: SecretBytes(copying: try Ed25519.keyPair(seed: identity.signingSeed).publicKey))
                 response.add(.identityLabel, text: identity.label)
             case .signShare:
-                guard let bytes = request.secret(.signedBytes), bytes.withUnsafeBytes({ $0.starts(with: AgentProtocol.shareContext) }) else {
-                    return Self.error(.badRequest, "signShare signs share documents only")
-                }
-                let signature = try Ed25519.sign(bytes, secretKey: try Ed25519.keyPair(seed: identity.signingSeed).secretKey)
-                response.add(.signature, secret: SecretBytes(copying: signature))
+                return try signNextShare(request)
             default:
-                guard let share = request.secret(.ephemeralShare), share.count == X25519.keyBytes else {
-                    return Self.error(.badRequest, "agree needs a 32-byte share")
+                guard let shares = request.secret(.ephemeralShare), shares.count > 0, shares.count % X25519.keyBytes == 0,
+                      shares.count / X25519.keyBytes <= X25519Identity.stanzaLimit else {
+                    return Self.error(.badRequest, "agree needs 1 to \(X25519Identity.stanzaLimit) shares of 32 bytes")
                 }
-                do {
-                    response.add(.sharedSecret, secret: try X25519.sharedSecret(identity.agreementSecret, share))
-                } catch {
-                    return Self.error(.badRequest, "the share is a low-order point")
-                }
+                response.add(.sharedSecret, secret: try Self.agreements(identity.agreementSecret, shares))
             }
             return response
         }

@@ -31,8 +31,9 @@ public enum AgentProtocol {
         /// looked up, and carries no value when the vault has no such key.
         case settingsAndKey = 14
         /// Sharing, without ever handing out the identity's secrets: its public halves and label;
-        /// a signature over a share's signed bytes (which must start with the share context);
-        /// the X25519 agreement of the identity with an age stanza's ephemeral share.
+        /// the next share of a key the vault holds, built and signed by the agent itself (the
+        /// caller names the key and the recipients, never the bytes signed); the X25519
+        /// agreement of the identity with every X25519 stanza of one age file, in one request.
         case identity = 15, signShare = 16, agree = 17
         /// Each key's sharing state (public only).
         case sharingRecords = 18
@@ -40,9 +41,6 @@ public enum AgentProtocol {
         /// lock; forgetting the PIN (passwd, recover and rekey end it).
         case setPIN = 19, unlockWithPIN = 20, forgetPIN = 21
     }
-
-    /// What every signed share starts with: the agent signs nothing else with the identity.
-    public static let shareContext = Array("gemvault-share-v1\n".utf8)
 
     /// A change carries at most one key's value (4 KiB) or one setting's (64 KiB) and names.
     public static let maxChangeRequest = 80 << 10
@@ -52,7 +50,7 @@ public enum AgentProtocol {
     public static func maxRequestBody(operation: UInt8) -> Int? {
         guard let known = Operation(rawValue: operation) else { return nil }
         switch known {
-        case .change, .signShare: return maxChangeRequest
+        case .change, .signShare, .agree: return maxChangeRequest
         default: return maxSmallRequest
         }
     }
@@ -88,9 +86,10 @@ public enum AgentProtocol {
         case identityLabel = 40, relabel = 41, sharingRecord = 42
         /// `identity`: the age recipient and the Ed25519 signing key (public halves only).
         case recipient = 43, signingKey = 44
-        /// `signShare`: the bytes a share's signature covers, and the signature.
-        case signedBytes = 45, signature = 46
-        /// `agree`: an age stanza's ephemeral X25519 share, and the identity's shared secret with it.
+        /// 45 and 46 carried caller-built bytes to sign and their signature: no longer used.
+        /// `agree`: the ephemeral X25519 shares of a file's stanzas (32 bytes each, at most
+        /// `X25519Identity.stanzaLimit`), and the identity's shared secret with each, in order (all zero for a
+        /// low-order share).
         case ephemeralShare = 47, sharedSecret = 48
         /// A key's Secret Manager link: the reference, the version stored and when it was fetched.
         case linkReference = 49, linkVersion = 50, linkFetched = 51
@@ -107,6 +106,10 @@ public enum AgentProtocol {
         /// `setPIN`, `unlockWithPIN`: the PIN, and how many wrong ones wipe it. In `status` and a
         /// wrong PIN's answer: the tries left while a PIN is set.
         case pin = 58, pinTries = 59, pinTriesLeft = 60
+        /// `signShare`: the recipients, one canonical text a line, a blank line between the groups
+        /// (one document each); the answer's serial, and the documents, each a big-endian u32
+        /// length and the JSON.
+        case shareRecipients = 61, shareSerial = 62, shareDocuments = 63
     }
 
     public enum ErrorKind: UInt8, Sendable {

@@ -27,7 +27,7 @@ let commandExamples: [String: [String]] = [
     "key export": ["sudo gemvault key export --systemd-creds -o /etc/gemvault/gemini.cred", "gemvault key export work --systemd-creds --tpm2 >> nightly.service.d/key.conf"],
     "identity": ["gemvault identity", "gemvault identity --label \"Ada, lab 3\"", "gemvault identity --json | jq -r .recipient"],
     "key share": ["gemvault key share lab --to age1… -o /srv/share/lab.age", "gemvault key share lab --to ~/.ssh/bob.pub --armor",
-                  "gemvault key share lab -R team.txt -o /srv/share/lab.age --force", "gemvault key share lab --list"],
+                  "gemvault key share lab -R team.txt -o /srv/share/lab.age --force", "gemvault key share lab --to age1…=bob --to age1…=carol -o /srv/share/", "gemvault key share lab --revoke bob", "gemvault key share lab --list"],
     "key sync": ["gemvault key sync", "gemvault key sync lab"],
     "key import": ["gemvault key import /srv/share/lab.age", "gemvault key import /srv/share/lab.age --follow", "age -r age1… key.txt | gemvault key import - work --yes"],
     "key rollback": ["gemvault key rollback default"],

@@ -30,37 +30,21 @@ extension ShareCommand {
         if call.flag(.follow), path == "-" || path.hasPrefix("/dev/") || path.hasPrefix("/proc/") {
             throw UsageError("--follow needs a file, not stdin or a descriptor", command: call.command)
         }
+        if call.flag(.follow), call.flag(.acceptUnlisted) {
+            throw UsageError("--follow takes only shares written for this vault: a followed file's next share is checked the same way", command: call.command)
+        }
         let vault = call.context.vault
-        let contents = try readShare(path)
-        let identities = try call.values(.identityFile).flatMap(loadIdentities)
-        let plaintext: SecretBytes
-        if identities.isEmpty {
-            try vault.checkBeforePrompt()
-            plaintext = try AgeFile.decrypt(contents.bytes, with: [try vault.sharingIdentity(defaultLabel: defaultLabel).age])
-        } else {
-            plaintext = try AgeFile.decrypt(contents.bytes, with: identities)
-        }
-        let shared = try SharePlaintext.read(plaintext)
-        let document: ShareDocument?
-        let key: SecretBytes
-        switch shared {
-        case .share(let share):
-            guard share.isSignatureValid else {
-                throw CommandFailure(.damaged, "the share's signature does not verify: it was changed after it was made, or it was not signed by the key it names; nothing was stored")
-            }
-            document = share
-            key = share.key
-        case .bareKey(let bare):
-            document = nil
-            key = bare
-        }
+        let (document, key, status) = try openShare(call, path: path)
         guard let name = explicitName ?? document?.name else {
             throw UsageError("this age file holds a key but no name: give one, as in 'gemvault key import \(path) NAME'", command: call.command)
         }
         try vault.checkBeforePrompt()
-        let existing = try vault.sharingRecords()[name]
+        let records = try vault.sharingRecords()
+        let existing = records[name]
         let origin: KeySharing.Origin = document.map { .signed($0.sender) } ?? .unsigned
-        try checkSender(origin, document: document, existing: existing, name: name, accept: call.flag(.acceptNewSender))
+        let resetting = try checkSender(origin, document: document, existing: existing, name: name, accept: call.flag(.acceptNewSender),
+                                        resetSerial: call.flag(.resetSerial))
+        let lookAlike = existing == nil ? document.flatMap { lookAlikeSender($0.sender, records: records) } : nil
         // What --follow needs is known now: refused before anything is asked or checked.
         if call.flag(.follow) {
             guard let document else { throw UsageError("--follow needs a signed share: a plain age file's next version could not be checked", command: call.command) }
@@ -68,35 +52,19 @@ extension ShareCommand {
                 throw UsageError("--follow keeps the share's own name: import it as '\(document.name)', or without --follow", command: call.command)
             }
         }
-
-        let fingerprint = document.map { SharingIdentity.fingerprint(of: $0.sender.signingKey) }
-        var shown = ["name        \(name)" + (explicitName != nil && document != nil && document!.name != name ? " (shared as '\(document!.name)')" : ""),
-                     "key         \(key.masked) (\(key.googleKeyKind.label))",
-                     "google key  \(document?.googleKey?.resource ?? "-")"]
-        if let document, let fingerprint {
-            shown.append("from        \(document.sender.label), signing key \(fingerprint) (signed, serial \(document.serial))")
-        } else {
-            shown.append("from        unsigned: a plain age file says nothing of who made it")
-        }
-        let replacing = try vault.keySummaries().contains { $0.name == name }
-        if replacing { shown.append("replaces    the key '\(name)' in this vault (its value goes to the key's history)") }
-        // The sender's label and the names come from someone else's file: shown, never obeyed.
-        Console.err(EscapeNeutralizer.neutralize(shown.joined(separator: "\n")) + "\n")
-        if !call.flag(.yesStore) {
-            guard TerminalQuestion.available else {
-                throw UsageError("key import asks before it stores a key; without a terminal to ask on, it needs --yes", command: call.command)
-            }
-            guard TerminalQuestion.confirm("Store it as '\(name)'?") else { throw CommandFailure(.failure, "nothing was stored") }
-        }
+        try show(document, key: key, name: name, explicitName: explicitName, replacing: try vault.keySummaries().contains { $0.name == name })
+        try confirm(call, name: name, resetting: resetting, lookAlike: lookAlike)
         if !call.flag(.noVerifyImport) {
             try RotationCommand.verify(key, call, vaultSettings: try? vault.settings(), origin: "the imported key",
                                        replaceHint: "ask the sender for a working key; nothing was stored")
         }
         var record = existing ?? KeySharing()
         record.serial = document?.serial ?? record.serial
+        if case .signed(let pinned)? = record.origin, case .signed(let sender) = origin, pinned.signingKey != sender.signingKey { record.serialReset = nil }
         record.origin = origin
-        if call.flag(.follow) {
-            record.follow = FollowedFile(path: ProcessIdentity.absolutePath(ProcessIdentity.expandingTilde(path)), status: contents.status)
+        if resetting { record.serialReset = Output.now() }
+        if call.flag(.follow), let status {
+            record.follow = FollowedFile(path: ProcessIdentity.absolutePath(ProcessIdentity.expandingTilde(path)), status: status)
         }
         // The share's Google key name is shown above, never kept: a later rotation here looks the
         // key up at Google instead of deleting whatever the sender named.
@@ -104,10 +72,95 @@ extension ShareCommand {
         Console.note("stored '\(name)'" + (document == nil ? " (unsigned)" : " from \(document!.sender.label)") + (call.flag(.noVerifyImport) ? ", not checked with Gemini" : ""))
         try DefaultKeyOffer.afterStoring(name, call.context, assumeYes: call.flag(.yesStore))
         if call.flag(.json) {
+            let fingerprint = document.map { SharingIdentity.fingerprint(of: $0.sender.signingKey) }
             try Output.json(ImportReport(name: name, masked: key.masked, kind: key.googleKeyKind, google_key: document?.googleKey?.resource, signed: document != nil,
                                          sender: document?.sender.label, fingerprint: fingerprint, serial: document?.serial,
                                          verified: !call.flag(.noVerifyImport), followed: record.follow?.path), schema: .keyImport)
         }
+    }
+
+    /// The share at `path` opened with this vault's identity (or the -i ones): its signed
+    /// document (nil for a plain age file), the key, and the file's status (nil for stdin).
+    private static func openShare(_ call: Invocation, path: String) throws -> (ShareDocument?, SecretBytes, FileStatus?) {
+        let contents = try readShare(path)
+        var identities = try call.values(.identityFile).flatMap(loadIdentities)
+        if identities.isEmpty {
+            try call.context.vault.checkBeforePrompt()
+            identities = [try call.context.vault.sharingIdentity(defaultLabel: defaultLabel).age]
+        }
+        switch try SharePlaintext.read(try AgeFile.decrypt(contents.bytes, with: identities)) {
+        case .share(let share):
+            guard share.isSignatureValid else {
+                throw CommandFailure(.damaged, "the share's signature does not verify: it was changed after it was made, or it was not signed by the key it names; nothing was stored")
+            }
+            try checkRecipients(share, mine: identities.map(\.recipientText), accept: call.flag(.acceptUnlisted))
+            return (share, share.key, contents.status)
+        case .bareKey(let bare):
+            return (nil, bare, contents.status)
+        }
+    }
+
+    /// What the importer is shown before anything is stored, on stderr.
+    private static func show(_ document: ShareDocument?, key: SecretBytes, name: String, explicitName: String?, replacing: Bool) throws {
+        var shown = ["name        \(name)" + (explicitName != nil && document != nil && document!.name != name ? " (shared as '\(document!.name)')" : ""),
+                     "key         \(key.masked) (\(key.googleKeyKind.label))",
+                     "google key  \(document?.googleKey?.resource ?? "-")"]
+        if let document {
+            shown.append("from        \(document.sender.label), signing key \(SharingIdentity.fingerprint(of: document.sender.signingKey)) (signed, serial \(document.serial))")
+            if let recipients = document.recipients {
+                shown.append("for         \(recipients.count == 1 ? recipients[0] : "\(recipients.count) recipients: " + recipients.joined(separator: ", "))")
+            } else {
+                shown.append("for         not said (a share of format 1)")
+            }
+        } else {
+            shown.append("from        unsigned: a plain age file says nothing of who made it")
+        }
+        if replacing { shown.append("replaces    the key '\(name)' in this vault (its value goes to the key's history)") }
+        // The sender's label and the names come from someone else's file: shown, never obeyed.
+        Console.err(EscapeNeutralizer.neutralize(shown.joined(separator: "\n")) + "\n")
+    }
+
+    /// The question before storing: on a terminal it is asked (always, for a serial reset or a
+    /// look-alike sender); without one, --yes answers it, but a look-alike needs --accept-new-sender.
+    private static func confirm(_ call: Invocation, name: String, resetting: Bool, lookAlike: ShareSender?) throws {
+        if let lookAlike {
+            Console.warning(EscapeNeutralizer.neutralize("the label '\(lookAlike.label)' belongs to another signing key you trust (\(SharingIdentity.fingerprint(of: lookAlike.signingKey))): this share may come from someone posing as them"))
+        }
+        let mustAsk = resetting || (lookAlike != nil && !call.flag(.acceptNewSender))
+        guard !call.flag(.yesStore) || mustAsk else { return }
+        guard TerminalQuestion.available else {
+            if lookAlike != nil && !call.flag(.acceptNewSender) {
+                throw CommandFailure(.damaged, "the share comes from a signing key that is not the one its label belongs to; nothing was stored",
+                                     hint: "if this sender is who they say, run the import again with --accept-new-sender")
+            }
+            guard call.flag(.yesStore) else {
+                throw UsageError("key import asks before it stores a key; without a terminal to ask on, it needs --yes", command: call.command)
+            }
+            return
+        }
+        let question = resetting ? "Take this older serial and reset what '\(name)' accepts from its sender?" : "Store it as '\(name)'?"
+        guard TerminalQuestion.confirm(question) else { throw CommandFailure(.failure, "nothing was stored") }
+    }
+
+    /// A share names the recipients it was written for (format 2): one this vault did not open it
+    /// as was passed on by someone it was for, and is refused unless accepted.
+    private static func checkRecipients(_ share: ShareDocument, mine: [String], accept: Bool) throws {
+        guard share.isFor(anyOf: mine) == false else { return }
+        let listed = share.recipients!.count == 1 ? share.recipients![0] : "\(share.recipients!.count) recipients (\(share.recipients!.joined(separator: ", ")))"
+        guard accept else {
+            throw CommandFailure(.damaged, "this share was signed for \(listed), not for \(mine.joined(separator: " or ")): someone it was written for passed it on; nothing was stored",
+                                 hint: "ask the sender to share to you; --accept-unlisted takes it anyway")
+        }
+        Console.warning("this share was signed for \(listed), not for you: someone passed it on (taken, as --accept-unlisted asks)")
+    }
+
+    /// Another trusted sender (pinned for another key) who carries the same label with another
+    /// signing key: a newcomer posing as them.
+    static func lookAlikeSender(_ sender: ShareSender, records: [String: KeySharing]) -> ShareSender? {
+        for record in records.values {
+            if case .signed(let pinned)? = record.origin, pinned.label == sender.label, pinned.signingKey != sender.signingKey { return pinned }
+        }
+        return nil
     }
 
     /// What `key list` and `key which` say of a key's sharing: who it went to, who sent it.
@@ -116,7 +169,9 @@ extension ShareCommand {
         var parts: [String] = []
         if !record.recipients.isEmpty { parts.append("shared with \(record.recipientCount) recipient\(record.recipientCount == 1 ? "" : "s")") }
         switch record.origin {
-        case .signed(let sender)?: parts.append("from \(sender.label) (\(SharingIdentity.fingerprint(of: sender.signingKey)))")
+        case .signed(let sender)?:
+            parts.append("from \(sender.label) (\(SharingIdentity.fingerprint(of: sender.signingKey))), serial \(record.serial)"
+                         + (record.serialReset.map { ", reset on \(Output.isoDate($0))" } ?? ""))
         case .unsigned?: parts.append("imported unsigned")
         case nil: break
         }
@@ -158,15 +213,21 @@ extension ShareCommand {
     }
 
     /// The pinning rule: the first signed import of a name pins its sender; after that, another
-    /// signer, an unsigned file, or a lower serial is refused unless the user accepts a new sender.
-    static func checkSender(_ origin: KeySharing.Origin, document: ShareDocument?, existing: KeySharing?, name: String, accept: Bool) throws {
-        guard case .signed(let pinned)? = existing?.origin else { return }
+    /// signer, an unsigned file, or a lower serial is refused unless the user accepts a new sender
+    /// (or, for a lower serial, resets it). Returns whether the import resets the serial.
+    static func checkSender(_ origin: KeySharing.Origin, document: ShareDocument?, existing: KeySharing?, name: String, accept: Bool,
+                            resetSerial: Bool = false) throws -> Bool {
+        guard case .signed(let pinned)? = existing?.origin else { return false }
         let pinnedText = "\(SharingIdentity.fingerprint(of: pinned.signingKey)) (\(pinned.label))"
         let hint = "if the sender really changed their vault, run the import again with --accept-new-sender"
         switch origin {
         case .signed(let sender) where sender.signingKey == pinned.signingKey:
             if let document, let existing, document.serial < existing.serial {
-                throw CommandFailure(.damaged, "this share of '\(name)' has serial \(document.serial), older than serial \(existing.serial) already imported: an old share was replayed; nothing was stored")
+                guard resetSerial else {
+                    throw CommandFailure(.damaged, "this share of '\(name)' has serial \(document.serial), older than serial \(existing.serial) already imported: an old share was replayed; nothing was stored",
+                                         hint: "if the sender's serials really went back, --reset-serial takes it (and key list shows the reset)")
+                }
+                return true
             }
         case .signed(let sender):
             guard accept else {
@@ -178,11 +239,24 @@ extension ShareCommand {
                 throw CommandFailure(.damaged, "'\(name)' came signed by \(pinnedText), but this file is unsigned; nothing was stored", hint: hint)
             }
         }
+        return false
     }
 
-    private static func readShare(_ path: String) throws -> InputFile.Contents {
+    /// The share's bytes, and the file's status (nil for standard input, read whatever it is:
+    /// a pipe, a file, a terminal) with the same bound.
+    private static func readShare(_ path: String) throws -> (bytes: [UInt8], status: FileStatus?) {
+        if path == "-" {
+            do throws(FileDescriptor.ReadFailure) {
+                return (try FileDescriptor.standardInput.readAll(limit: fileLimit), nil)
+            } catch .tooLarge {
+                throw CommandFailure(.failure, "cannot read the share from standard input: it has more than the \(fileLimit) bytes a share may have")
+            } catch .failed(let error) {
+                throw CommandFailure(.failure, "cannot read the share from standard input: \(error.reason)")
+            }
+        }
         do throws(InputFile.Failure) {
-            return try InputFile.readWithStatus(path == "-" ? "/dev/stdin" : ProcessIdentity.expandingTilde(path), limit: fileLimit)
+            let contents = try InputFile.readWithStatus(ProcessIdentity.expandingTilde(path), limit: fileLimit)
+            return (contents.bytes, contents.status)
         } catch {
             throw CommandFailure(.failure, "cannot read the share \(path): \(error.reason)")
         }

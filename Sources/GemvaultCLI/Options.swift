@@ -152,7 +152,7 @@ extension OptionSpec {
     static let recipientsFile = OptionSpec(name: "--recipients-file", value: "FILE", help: "age's recipients file: one recipient a line, # comments (repeatable)",
                                            shortName: "-R", repeatable: true)
     static let armor = OptionSpec(name: "--armor", value: nil, help: "write ASCII armor (PEM) instead of the binary age format")
-    static let output = OptionSpec(name: "--output", value: "FILE", help: "write the share to FILE (atomically, mode 0644) instead of stdout", shortName: "-o")
+    static let output = OptionSpec(name: "--output", value: "FILE", help: "write the share to FILE, or one file per recipient to FOLDER/ or a PATTERN-{label}.age (atomically, mode 0644), instead of stdout", shortName: "-o")
     static let overwrite = OptionSpec(name: "--force", value: nil, help: "replace the --output file when it exists")
     static let mode = OptionSpec(name: "--mode", value: "MODE", help: "the --output file's mode: 644 (default: its readers may share a folder) or 600")
     static let fromSecret = OptionSpec(name: "--from", value: "gsm://…",
@@ -161,7 +161,7 @@ extension OptionSpec {
     static let credentialOutput = OptionSpec(name: "--output", value: "FILE",
                                              help: "write the encrypted credential to FILE (atomically, mode 0600) instead of printing it inline", shortName: "-o")
     static let tpm2 = OptionSpec(name: "--tpm2", value: nil, help: "bind the credential to this machine's TPM as well as its host key")
-    static let revokeRecipient = OptionSpec(name: "--revoke", value: "RECIPIENT",
+    static let revokeRecipient = OptionSpec(name: "--revoke", value: "RECIPIENT|LABEL",
                                             help: "drop a recipient and rotate the key at Google (key rotate --create), sharing the new one with the others")
     static let noRotate = OptionSpec(name: "--no-rotate", value: nil, help: "with --revoke: drop the recipient only; the key they hold keeps working")
     static let list = OptionSpec(name: "--list", value: nil, help: "show who the key was shared with: recipient, label, when, file")
@@ -179,6 +179,10 @@ extension OptionSpec {
     static let follow = OptionSpec(name: "--follow", value: nil, help: "take newer shares from FILE whenever the key is used (key sync does it on demand)")
     static let acceptNewSender = OptionSpec(name: "--accept-new-sender", value: nil,
                                             help: "take a share of a pinned name from another signing key, or unsigned, and pin its sender")
+    static let acceptUnlisted = OptionSpec(name: "--accept-unlisted", value: nil,
+                                           help: "take a share whose signed recipients do not include this vault (someone passed it on), with a warning")
+    static let resetSerial = OptionSpec(name: "--reset-serial", value: nil,
+                                        help: "take a share of the pinned sender with a lower serial than the one imported (asks; key list shows the reset)")
 
     // chat, ask, models
     static let continueChat = OptionSpec(name: "--continue", value: nil, help: "go on with the latest saved chat (not an ask), with the model it used")

@@ -21,19 +21,20 @@ let shareCommands: [CommandSpec] = [
                 summary: "encrypt a key to recipients as a signed age file, or list who it was shared with",
                 options: [.to, .recipientsFile, .armor, .output, .overwrite, .mode, .list, .revokeRecipient, .noRotate, .allowInsecureEndpoint, .json],
                 details: """
-                RECIPIENT is an age1… recipient (see 'gemvault identity'), an ssh-ed25519 public key line, or a .pub file holding one; -R FILE is age's recipients file (one a line, # comments). A recipient that is none of these is refused (exit 64) before anything is written.
-                The output is a standard age file (armored with --armor) that 'age -d' reads with the recipient's identity or ~/.ssh/id_ed25519; inside is the key as a JSON document signed by this vault. -o writes it atomically with mode 0644 (--mode 600 keeps it private), never over a link, and replaces an existing file only with --force.
-                The vault records each recipient and file: a later share of the key includes everyone recorded and rewrites every recorded file with a higher serial. --list shows them.
-                --revoke RECIPIENT drops a recipient and rotates the key at Google (as key rotate --create does; Docs/rotation.md), which shares the new key with the others: a recipient saw the key, so only a new key takes it back. Google may accept the old key for about 25 minutes more. Without a Google credential, or for a key not made at Google, it refuses (exit 1) unless --no-rotate, which only drops the recipient.
+                RECIPIENT is an age1… recipient (see 'gemvault identity'; age1…=LABEL names it), an ssh-ed25519 public key line (its comment names it), or a .pub file holding one; -R FILE is age's recipients file (one a line, # comments). A recipient that is none of these is refused, named (exit 64), before anything is written.
+                The output is a standard age file (armored with --armor) that 'age -d' reads with the recipient's identity or ~/.ssh/id_ed25519; inside is the key as a JSON document signed by this vault, naming the recipients it was written for. -o FILE is one file every recipient named can open (said when there are several); -o FOLDER/ (NAME-LABEL.age) or -o 'PATTERN-{label}.age' writes one file per recipient. Files are written atomically with mode 0644 (--mode 600 keeps them private), never over a link, and replace an existing file only with --force.
+                The vault records each recipient and file: a later share of the key rewrites every recorded file, for the recipients it was written for, with a higher serial. --list shows them.
+                --revoke RECIPIENT (or the label --list shows) drops a recipient, removes the files only they had, and rotates the key at Google (as key rotate --create does; Docs/rotation.md), which shares the new key with the others: a recipient saw the key, so only a new key takes it back. Google may accept the old key for about 25 minutes more. Without a Google credential, or for a key Google did not make or cannot find, it refuses (exit 1, nothing changed) unless --no-rotate, which only drops the recipient.
                 """,
                 run: ShareCommand.share),
     CommandSpec(path: ["key", "import"], arguments: "FILE [NAME]", argumentRange: 1...2,
                 summary: "store a key shared with you (a gemvault share, or a plain age file holding a key)",
-                options: [.identityFile, .yesStore, .noVerifyImport, .follow, .acceptNewSender, .allowInsecureEndpoint, .json],
+                options: [.identityFile, .yesStore, .noVerifyImport, .follow, .acceptNewSender, .acceptUnlisted, .resetSerial, .allowInsecureEndpoint, .json],
                 details: """
-                The file is decrypted with this vault's identity, or with -i (an age identity file, or an ssh-ed25519 private key, whose passphrase is asked on the terminal if it has one). FILE may be - for stdin.
+                The file is decrypted with this vault's identity, or with -i (an age identity file, or an ssh-ed25519 private key, whose passphrase is asked on the terminal if it has one). FILE may be - for stdin (a pipe, a file or a terminal; at most 1 MiB).
                 Before storing, it shows the key's name, masked value, kind and Google key, and who signed it. On a terminal it asks; without one it needs --yes. The key is checked with Gemini (listing models) unless --no-verify.
-                The first signed import of a name pins its sender's signing key: a later share of that name from another key, an unsigned one, or one with a lower serial (a replay) is refused (exit 4) unless --accept-new-sender.
+                The first signed import of a name pins its sender's signing key: a later share of that name from another key, or an unsigned one, is refused (exit 4) unless --accept-new-sender; one with a lower serial (a replay) unless --reset-serial, which asks and which key list shows. A new name from a sender whose label belongs to another signing key you trust is warned about and asked (without a terminal, refused unless --accept-new-sender).
+                A share names the recipients it was written for: one that does not name this vault (or the -i identity) was passed on by a recipient, and is refused (exit 4) unless --accept-unlisted.
                 With --follow, FILE is recorded: whenever the key is used, a changed FILE holding a newer share from the pinned sender is taken (said once on stderr); one that fails a check is warned about and the stored key stays.
                 """,
                 run: ShareCommand.importShare),
@@ -94,95 +95,54 @@ enum ShareCommand {
         // Every recipient is read before anything else: a bad one changes nothing.
         let given = try recipients(call)
         let mode = try fileMode(call)
-        let output = call.value(.output).map { ProcessIdentity.absolutePath(ProcessIdentity.expandingTilde($0)) }
-        // Without recipients, the share goes again to everyone recorded, in the files recorded.
-        let toStandardOutput = output == nil && !given.isEmpty
-        if toStandardOutput, !call.flag(.armor), Terminal.isTerminal(1) {
-            throw UsageError("refusing to write a binary age file to the terminal", command: call.command)
-        }
-        if let output, !call.flag(.overwrite), FileStatus.of(link: output) != nil {
-            throw CommandFailure(.failure, "\(output) exists; nothing was written", hint: "--force replaces it")
-        }
         let vault = call.context.vault
         try vault.checkBeforePrompt()
-        let identity = try vault.sharingIdentity(defaultLabel: defaultLabel)
-        guard let key = try vault.key(name, markUsed: false) else { throw VaultError.keyNotFound(name: name) }
-        let google = try vault.keySummaries().first { $0.name == name }?.google
+        _ = try vault.sharingIdentity(defaultLabel: defaultLabel)
+        guard try vault.key(name, markUsed: false) != nil else { throw VaultError.keyNotFound(name: name) }
         var record = try vault.sharingRecords()[name] ?? KeySharing()
         guard !given.isEmpty || !record.recipients.isEmpty else {
             throw UsageError("name at least one recipient with --to or -R ('\(name)' has not been shared yet)", command: call.command)
         }
+        let targets = try outputTargets(call, name: name, given: given, record: record)
+        // Without recipients and -o, the share goes again to everyone recorded, in the files recorded.
+        let toStandardOutput = targets.isEmpty && !given.isEmpty
+        if toStandardOutput, !call.flag(.armor), Terminal.isTerminal(1) {
+            throw UsageError("refusing to write a binary age file to the terminal", command: call.command)
+        }
+        if !call.flag(.overwrite), let taken = targets.first(where: { FileStatus.of(link: $0.path) != nil }) {
+            throw CommandFailure(.failure, "\(taken.path) exists; nothing was written", hint: "--force replaces it")
+        }
         let now = Output.now()
-        for recipient in given { record.add(recipient, path: output, now: now) }
+        for target in targets {
+            for recipient in target.recipients { record.add(recipient, path: target.path, now: now) }
+        }
+        if toStandardOutput { for recipient in given { record.add(recipient, path: nil, now: now) } }
         guard record.recipients.count <= KeySharing.recipientLimit else {
             throw UsageError("a key can be shared with at most \(KeySharing.recipientLimit) recipients", command: call.command)
         }
-        guard record.sentSerial < ShareDocument.maxSerial else { throw CommandFailure(.failure, "'\(name)' has been shared \(record.sentSerial) times; no serial is left") }
-        record.sentSerial += 1
-        let written = try writeShares(name: name, key: key.secret, google: google, record: record, identity: identity, now: now,
-                                      output: output.map { (path: $0, armor: call.flag(.armor), mode: mode, replacing: call.flag(.overwrite)) },
-                                      toStandardOutput: toStandardOutput ? call.flag(.armor) : nil)
+        var new = targets.map { NewFile(path: $0.path, recipients: $0.recipients.map(\.text), armor: call.flag(.armor), mode: mode, replacing: call.flag(.overwrite)) }
+        if toStandardOutput { new.append(NewFile(path: nil, recipients: given.map(\.text), armor: call.flag(.armor), mode: mode, replacing: false)) }
+        let (serial, written) = try writeShares(vault, name: name, record: record, new: new)
         _ = try vault.apply(.recordSharing(name: name, record: record))
         let everyone = record.recipientCount == 1 ? "1 recipient" : "\(record.recipientCount) recipients"
-        Console.note("shared '\(name)' (serial \(record.sentSerial)) with \(everyone)" + (written.isEmpty ? "" : ": wrote " + written.joined(separator: ", ")))
+        Console.note("shared '\(name)' (serial \(serial)) with \(everyone)" + (written.isEmpty ? "" : ": wrote " + written.joined(separator: ", ")))
+        // One file for several people: each of them can open it, which they should know.
+        for file in new where file.recipients.count > 1 {
+            Console.note("\(file.path ?? "the share on stdout") is for all \(file.recipients.count) of them: each can open it"
+                         + " (-o FOLDER/ or -o 'NAME-{label}.age' writes one file per recipient)")
+        }
     }
 
-    /// Writes the share of `record.serial` to every recipient: to `output` (or stdout), and over
-    /// every other file the record names. Returns the files written.
-    static func writeShares(name: String, key: SecretBytes, google: GoogleKeyRecord?, record: KeySharing, identity: SharingIdentity, now: Int64,
-                            output: (path: String, armor: Bool, mode: mode_t, replacing: Bool)?, toStandardOutput armor: Bool?) throws -> [String] {
-        var seen: Set<String> = []
-        let everyone = try record.recipients.filter { seen.insert($0.recipient).inserted }
-            .map { try RecipientList.parse($0.recipient, origin: "the recorded recipient \($0.recipient)").recipient }
-        let document = try ShareDocument.signed(name: name, key: key, googleKey: google, serial: record.sentSerial, created: now, identity: identity)
-        let plaintext = document.encoded()
-        var written: [String] = []
-        if let armor {
-            try Console.out(try AgeFile.encrypt(plaintext, to: everyone, armor: armor))
-        }
-        if let output {
-            try Output.save(try AgeFile.encrypt(plaintext, to: everyone, armor: output.armor), to: output.path, mode: output.mode, replacing: output.replacing)
-            written.append(output.path)
-        }
-        // Files written before are followed by their readers: they get the new serial, in the form they had.
-        for path in Set(record.recipients.map(\.path)).subtracting(["", output?.path ?? ""]).sorted() {
-            let existing = FileStatus.of(link: path)
-            guard existing?.kind == .regular else {
-                Console.warning("\(path), where '\(name)' was shared before, is not a regular file now; it was not rewritten")
-                continue
-            }
-            let armored = (try? InputFile.read(path, limit: fileLimit)).map(AgeFile.isArmored) ?? false
-            do {
-                try Output.save(try AgeFile.encrypt(plaintext, to: everyone, armor: armored), to: path, mode: (existing!.permissions & 0o777) == 0o600 ? 0o600 : 0o644,
-                         replacing: true)
-                written.append(path)
-            } catch let failure as CommandFailure {
-                Console.warning(failure.message + "; the share there was not updated")
-            }
-        }
-        return written
-    }
-
-    /// After a rotation stored a new value: the next share goes to every recorded recipient,
-    /// in their files, before the old key is deleted at Google, so followers have the new key
-    /// first. A failure is warned about, never the rotation's end.
-    static func reshareAfterRotation(_ vault: VaultAccess, name: String) {
-        do {
-            guard var record = try vault.sharingRecords()[name], !record.recipients.isEmpty else { return }
-            guard let key = try vault.key(name, markUsed: false) else { return }
-            let identity = try vault.sharingIdentity(defaultLabel: defaultLabel)
-            let google = try vault.keySummaries().first { $0.name == name }?.google
-            guard record.sentSerial < ShareDocument.maxSerial else { throw CommandFailure(.failure, "no serial is left for '\(name)'") }
-            record.sentSerial += 1
-            let written = try writeShares(name: name, key: key.secret, google: google, record: record, identity: identity, now: Output.now(),
-                                          output: nil, toStandardOutput: nil)
-            _ = try vault.apply(.recordSharing(name: name, record: record))
-            let files = written.isEmpty ? "no file recorded (shared to stdout): share it again by hand" : "wrote " + written.joined(separator: ", ")
-            Console.note("shared the new value of '\(name)' (serial \(record.sentSerial)) with its \(record.recipientCount) recipient\(record.recipientCount == 1 ? "" : "s"): \(files)")
-        } catch {
-            let (_, message, _) = ErrorReport.describe(error)
-            Console.warning("the new value of '\(name)' was not shared with its recipients (\(message)); 'gemvault key share \(name)' does it")
-        }
+    /// The files `-o` names for this share; empty without `-o`. Without `--to`, for everyone recorded.
+    static func outputTargets(_ call: Invocation, name: String, given: [NamedRecipient], record: KeySharing) throws -> [ShareFiles.Target] {
+        guard let value = call.value(.output) else { return [] }
+        let path = ProcessIdentity.absolutePath(ProcessIdentity.expandingTilde(value))
+        let isFolder = value.hasSuffix("/") || FileStatus.of(path)?.kind == .directory
+        var seen = Set<String>()
+        let everyone = try given.isEmpty ? record.recipients.filter { seen.insert($0.recipient).inserted }.map { entry in
+            NamedRecipient(recipient: try RecipientList.parse(entry.recipient, origin: "the recorded recipient").recipient, label: entry.label)
+        } : given
+        return try ShareFiles.targets(path, isFolder: isFolder, name: name, recipients: everyone)
     }
 
     /// `--to` values and `-R` files, parsed; the first bad one is a usage error naming it.
@@ -190,7 +150,8 @@ enum ShareCommand {
         var all: [NamedRecipient] = []
         for value in call.values(.to) {
             if value.hasPrefix("age1") || value.hasPrefix("ssh-") {
-                all.append(try RecipientList.parse(value, origin: "--to"))
+                // Named with its value: among several --to, the bad one is the one to fix.
+                all.append(try RecipientList.parse(value, origin: "--to \(value)"))
             } else {
                 // A path: a .pub file with one key line, read like a recipients file.
                 let text = try readText(value, what: "--to")
@@ -241,34 +202,24 @@ enum ShareCommand {
         guard call.values(.to).isEmpty, call.values(.recipientsFile).isEmpty, call.value(.output) == nil else {
             throw UsageError("--revoke takes no --to, -R or -o: the others get the new key in their recorded files", command: call.command)
         }
-        let target = value.hasPrefix("age1") || value.hasPrefix("ssh-") ? try RecipientList.parse(value, origin: "--revoke")
-            : try RecipientList.parseFile(try readText(value, what: "--revoke"), path: value).first ?? { throw SharingError.badRecipient("\(value): holds no recipient") }()
         let vault = call.context.vault
         try vault.checkBeforePrompt()
         var record = try vault.sharingRecords()[name] ?? KeySharing()
-        guard let index = record.recipients.firstIndex(where: { $0.recipient == target.text }) else {
-            throw CommandFailure(.failure, "\(target.text) is not a recipient of '\(name)'", hint: "'gemvault key share \(name) --list' shows them")
+        let target = try revokedRecipient(value, record: record)
+        guard let index = record.recipients.firstIndex(where: { $0.recipient == target }) else {
+            throw CommandFailure(.failure, "\(target) is not a recipient of '\(name)'", hint: "'gemvault key share \(name) --list' shows them")
         }
         let dropped = record.recipients[index]
+        let droppedEntries = record.recipients.filter { $0.recipient == dropped.recipient }
         let shown = dropped.label.isEmpty ? dropped.recipient : "\(dropped.label) (\(dropped.recipient))"
         let keep = "use --no-rotate to drop the recipient alone (the key they hold keeps working)"
         let before = try vault.keySummaries().first { $0.name == name }
-        if !call.flag(.noRotate) {
-            guard before?.kind == .auth else {
-                throw CommandFailure(.failure, "'\(name)' is not a Google auth key, so gemvault cannot rotate it at Google to take it back from \(shown); nothing changed",
-                                     hint: "make a new key where it was made and run 'gemvault key rotate \(name)' with it (the others get it), or \(keep)")
-            }
-            let settings = try GoogleRotation.settings(call, vault: try vault.settings())
-            do throws(GoogleError) {
-                _ = try GoogleRotation.credentials(call, settings).source()
-            } catch {
-                throw CommandFailure(.failure, "\(shown) cannot be revoked without rotating '\(name)' at Google: \(error.message); nothing changed", hint: keep)
-            }
-        }
+        if !call.flag(.noRotate) { try checkRotatable(call, name: name, summary: before, shown: shown, keep: keep) }
         let recorded = record
         record.recipients.removeAll { $0.recipient == dropped.recipient }
         _ = try vault.apply(.recordSharing(name: name, record: record))
         if call.flag(.noRotate) {
+            removeFiles(of: droppedEntries, keeping: record)
             Console.warning("dropped \(shown) from the recipients of '\(name)', but the key they hold still works: only a new key takes it back ('gemvault key rotate --create \(name)')")
             return
         }
@@ -285,12 +236,47 @@ enum ShareCommand {
             if after?.updated == before?.updated, after?.masked == before?.masked {
                 _ = try? vault.apply(.recordSharing(name: name, record: recorded))
                 Console.warning("the rotation failed, so \(shown) was not revoked and stays a recipient of '\(name)'")
+                // A key Google cannot find was not made there: refused like any key gemvault cannot rotate.
+                if let google = error as? GoogleError, google.status == 404 {
+                    throw CommandFailure(.failure, "Google has no key '\(name)' holds (\(google.message)), so gemvault cannot rotate it to take it back from \(shown); nothing changed",
+                                         hint: "make a new key where it was made and run 'gemvault key rotate \(name)' with it (the others get it), or \(keep)")
+                }
             } else {
                 Console.warning("\(shown) no longer receives '\(name)', but the rotation did not finish: the old key may still work")
             }
             throw error
         }
+        removeFiles(of: droppedEntries, keeping: record)
         Console.warning("\(shown) no longer receives '\(name)'; the key they hold may still work at Google for up to about 25 minutes (Google's delete lag)")
+    }
+
+    /// A revocation rotates the key: refused before anything changes for a key that is not a
+    /// Google auth key, or without a Google credential.
+    private static func checkRotatable(_ call: Invocation, name: String, summary: KeySummary?, shown: String, keep: String) throws {
+        guard summary?.kind == .auth else {
+            throw CommandFailure(.failure, "'\(name)' is not a Google auth key, so gemvault cannot rotate it at Google to take it back from \(shown); nothing changed",
+                                 hint: "make a new key where it was made and run 'gemvault key rotate \(name)' with it (the others get it), or \(keep)")
+        }
+        let settings = try GoogleRotation.settings(call, vault: try call.context.vault.settings())
+        do throws(GoogleError) {
+            _ = try GoogleRotation.credentials(call, settings).source()
+        } catch {
+            throw CommandFailure(.failure, "\(shown) cannot be revoked without rotating '\(name)' at Google: \(error.message); nothing changed", hint: keep)
+        }
+    }
+
+    /// `--revoke`'s value: a recipient as `--to` takes it, the label `--list` shows, or a .pub file.
+    static func revokedRecipient(_ value: String, record: KeySharing) throws -> String {
+        if value.hasPrefix("age1") || value.hasPrefix("ssh-") { return try RecipientList.parse(value, origin: "--revoke \(value)").text }
+        let labelled = Set(record.recipients.filter { $0.label == value }.map(\.recipient))
+        if labelled.count > 1 {
+            throw UsageError("more than one recipient is labelled '\(value)': name the one to revoke by its recipient ('key share NAME --list' shows them)")
+        }
+        if let only = labelled.first { return only }
+        guard let first = try RecipientList.parseFile(try readText(value, what: "--revoke"), path: value).first else {
+            throw SharingError.badRecipient("\(value): holds no recipient")
+        }
+        return first.text
     }
 
     struct RecipientReport: Encodable {

@@ -8,6 +8,11 @@ public struct NamedRecipient {
     public var text: String { recipient.text }
     /// An ssh key's comment, or the comment line above it in a recipients file; may be empty.
     public let label: String
+
+    public init(recipient: any AgeRecipient, label: String) {
+        self.recipient = recipient
+        self.label = label
+    }
 }
 
 /// The recipient syntaxes `key share` takes: age's own (`age1…`), an `ssh-ed25519 …` line, and
@@ -16,9 +21,17 @@ public enum RecipientList {
     /// A comment kept as a recipient's label only when it is one a terminal may show.
     static func label(_ text: String) -> String { VaultIdentity.isValidLabel(text) ? text : "" }
 
-    /// One `--to` value that is not a path: `age1…` or an `ssh-ed25519 …` line.
+    /// One `--to` value that is not a path: `age1…` (`age1…=LABEL` names it) or an `ssh-ed25519 …`
+    /// line (its comment names it).
     public static func parse(_ value: String, origin: String) throws(SharingError) -> NamedRecipient {
         let trimmed = value.stripped(of: " \t\r")
+        if trimmed.hasPrefix("age1"), let equals = trimmed.firstIndex(of: "=") {
+            let given = String(trimmed[trimmed.index(after: equals)...])
+            guard VaultIdentity.isValidLabel(given) else { throw .badRecipient("\(origin): the label after '=' is empty or has control characters") }
+            let recipient = try parse(String(trimmed[..<equals]), origin: origin)
+            guard recipient.text.hasPrefix("age1") else { throw .badRecipient("\(origin): not an age1… recipient") }
+            return NamedRecipient(recipient: recipient.recipient, label: given)
+        }
         if let recipient = X25519Recipient(parsing: trimmed) { return NamedRecipient(recipient: recipient, label: "") }
         if trimmed.hasPrefix("ssh-ed25519 "), let recipient = SSHEd25519Recipient(parsing: trimmed) {
             let words = trimmed.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)

@@ -5,9 +5,12 @@ public import VaultCore
 /// The plaintext of a share: one JSON document naming the key, its value and where it lives at
 /// Google, signed by the sender's Ed25519 key over a canonical encoding of every other field.
 public struct ShareDocument {
-    public static let formatVersion = 1
+    /// Version 2 signs the recipients too; version 1 (without them) is still read.
+    public static let formatVersion = 2
     /// Serials stay below 2^53 (exact in every JSON reader); one beyond is not a writer's.
-    public static let maxSerial: UInt64 = 1 << 53
+    public static let maxSerial: UInt64 = KeySharing.serialLimit
+
+    public let version: Int
 
     public let name: String
     public let key: SecretBytes
@@ -17,24 +20,33 @@ public struct ShareDocument {
     /// Unix seconds.
     public let created: Int64
     public let sender: ShareSender
+    /// Whom the share was written for (canonical `age1…` or `ssh-ed25519 AAAA…` texts); nil in a
+    /// version 1 share, which did not say.
+    public let recipients: [String]?
     public let signature: [UInt8]
 
-    /// A share of `key`, signed by `identity`.
-    public static func signed(name: String, key: SecretBytes, googleKey: GoogleKeyRecord?, serial: UInt64, created: Int64,
+    /// A share of `key` for `recipients`, signed by `identity`.
+    public static func signed(name: String, key: SecretBytes, googleKey: GoogleKeyRecord?, serial: UInt64, created: Int64, recipients: [String],
                               identity: SharingIdentity) throws(SharingError) -> ShareDocument {
         let sender = ShareSender(signingKey: identity.signingPublicKey, label: identity.label)
-        let unsigned = ShareDocument(name: name, key: key, kind: key.googleKeyKind, googleKey: googleKey, serial: serial, created: created,
-                                     sender: sender, signature: [])
+        let unsigned = ShareDocument(version: formatVersion, name: name, key: key, kind: key.googleKeyKind, googleKey: googleKey, serial: serial,
+                                     created: created, sender: sender, recipients: recipients, signature: [])
         let signature = try identity.sign(unsigned.signedBytes)
-        return ShareDocument(name: name, key: key, kind: unsigned.kind, googleKey: googleKey, serial: serial, created: created,
-                             sender: sender, signature: signature)
+        return ShareDocument(version: formatVersion, name: name, key: key, kind: unsigned.kind, googleKey: googleKey, serial: serial, created: created,
+                             sender: sender, recipients: recipients, signature: signature)
+    }
+
+    /// Whether the share names one of `recipients` among those it was written for; nil for a
+    /// version 1 share, which does not say.
+    public func isFor(anyOf recipients: [String]) -> Bool? {
+        self.recipients.map { listed in recipients.contains(where: listed.contains) }
     }
 
     /// What the signature covers: a context string and every other field, each length-prefixed,
     /// in the order of Docs/sharing.md.
     var signedBytes: SecretBytes {
         var text = SecretText()
-        text.append("gemvault-share-v1\n")
+        text.append("gemvault-share-v\(version)\n")
         text.appendField(name)
         text.appendField(secret: key)
         text.appendField(kind.rawValue)
@@ -44,6 +56,10 @@ public struct ShareDocument {
         text.appendField(String(created))
         text.appendField(sender.label)
         text.appendField(bytes: sender.signingKey)
+        if let recipients {
+            text.appendField(String(recipients.count))
+            for recipient in recipients { text.appendField(recipient) }
+        }
         return text.assembled()
     }
 
@@ -54,7 +70,7 @@ public struct ShareDocument {
     /// The JSON document, in secret memory.
     public func encoded() -> SecretBytes {
         var text = SecretText()
-        text.append("{\"gemvault_share\":\(Self.formatVersion),\"name\":")
+        text.append("{\"gemvault_share\":\(version),\"name\":")
         text.appendJSONString(name)
         text.append(",\"key\":")
         text.appendJSONString(secret: key)
@@ -74,7 +90,16 @@ public struct ShareDocument {
         text.appendJSONString(sender.label)
         text.append(",\"signing_key\":")
         text.appendJSONString(Sodium.base64(sender.signingKey))
-        text.append("},\"signature\":")
+        text.append("}")
+        if let recipients {
+            text.append(",\"recipients\":[")
+            for (index, recipient) in recipients.enumerated() {
+                if index > 0 { text.append(",") }
+                text.appendJSONString(recipient)
+            }
+            text.append("]")
+        }
+        text.append(",\"signature\":")
         text.appendJSONString(Sodium.base64(signature))
         text.append("}\n")
         return text.assembled()
@@ -98,6 +123,7 @@ public struct ShareDocument {
         let serial: UInt64
         let created: Int64
         let from: From
+        let recipients: [String]?
         let signature: String
     }
 
@@ -112,7 +138,18 @@ public struct ShareDocument {
         // SecretJSON takes the first "key" at any depth: a share must have exactly one, at the top.
         guard fieldCount("key", in: split.plain) == 1 else { throw .malformed("it has more than one key field") }
         guard (1..<maxSerial).contains(wire.serial) else { throw .malformed("its serial is out of range") }
-        guard wire.gemvault_share == formatVersion else { throw .malformed("it is share format \(wire.gemvault_share); this gemvault reads \(formatVersion)") }
+        guard (1...formatVersion).contains(wire.gemvault_share) else {
+            throw .malformed("it is share format \(wire.gemvault_share); this gemvault reads 1 to \(formatVersion)")
+        }
+        // Version 2 names its recipients, each as a writer writes it; version 1 names none.
+        if wire.gemvault_share == 1 {
+            guard wire.recipients == nil else { throw .malformed("a version 1 share names no recipients") }
+        } else {
+            guard let recipients = wire.recipients, (1...KeySharing.recipientLimit).contains(recipients.count),
+                  recipients.allSatisfy({ (try? RecipientList.parse($0, origin: "").text) == $0 }) else {
+                throw .malformed("its recipients are missing or malformed")
+            }
+        }
         guard (try? VaultContents.validateName(wire.name)) != nil else { throw .malformed("its key name is not a valid name") }
         guard let kind = GoogleKeyKind(rawValue: wire.kind), kind == key.googleKeyKind else { throw .malformed("its kind does not match its key") }
         let googleKey = wire.google_key.map { GoogleKeyRecord(resource: $0.resource, serviceAccount: $0.service_account) }
@@ -123,8 +160,9 @@ public struct ShareDocument {
             // A label is shown on the importer's terminal: one with controls is not a writer's.
             throw .malformed("its sender or signature is malformed")
         }
-        return ShareDocument(name: wire.name, key: key, kind: kind, googleKey: googleKey, serial: wire.serial, created: wire.created,
-                             sender: ShareSender(signingKey: signingKey, label: wire.from.label), signature: signature)
+        return ShareDocument(version: wire.gemvault_share, name: wire.name, key: key, kind: kind, googleKey: googleKey, serial: wire.serial,
+                             created: wire.created, sender: ShareSender(signingKey: signingKey, label: wire.from.label), recipients: wire.recipients,
+                             signature: signature)
     }
 }
 

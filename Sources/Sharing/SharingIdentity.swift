@@ -14,13 +14,14 @@ public enum SharingError: Error, Equatable, Sendable {
 
 /// A vault's identity in the forms sharing uses: the age identity and recipient, the signing
 /// key. Its secrets are either here (the vault opened with the passphrase) or in the session
-/// agent, which is only asked to sign and to agree.
+/// agent, which is only asked to agree, and to build and sign the next share of a key itself.
 public struct SharingIdentity: Sendable {
     public let age: any AgeIdentity
     public let recipientKey: X25519Recipient
     public let label: String
     public let signingPublicKey: [UInt8]
-    private let signer: @Sendable (SecretBytes) throws -> [UInt8]
+    /// Nil for the agent's identity: the agent signs only shares it builds (`VaultContents.signNextShare`).
+    private let signer: (@Sendable (SecretBytes) throws -> [UInt8])?
 
     /// The identity of a vault opened in this process.
     public init(_ identity: VaultIdentity) throws(SharingError) {
@@ -39,14 +40,14 @@ public struct SharingIdentity: Sendable {
         signer = { message in try Ed25519.sign(message, secretKey: pair.secretKey) }
     }
 
-    /// The identity held by a session agent: its public halves, and the two things it may be asked.
-    public init(agreementKey: [UInt8], signingKey: [UInt8], label: String, sign: @escaping @Sendable (SecretBytes) throws -> [UInt8],
-                agree: @escaping @Sendable ([UInt8]) throws(PrimitiveError) -> SecretBytes) {
+    /// The identity held by a session agent: its public halves, and the agreement it may be asked for.
+    public init(agreementKey: [UInt8], signingKey: [UInt8], label: String,
+                agree: @escaping @Sendable ([[UInt8]]) throws(PrimitiveError) -> [SecretBytes?]) {
         recipientKey = X25519Recipient(publicKey: agreementKey)
         age = DelegatedX25519Identity(recipient: recipientKey, agree: agree)
         self.label = label
         signingPublicKey = signingKey
-        signer = sign
+        signer = nil
     }
 
     /// `age1…`: what others encrypt shares to.
@@ -62,6 +63,7 @@ public struct SharingIdentity: Sendable {
     }
 
     func sign(_ message: SecretBytes) throws(SharingError) -> [UInt8] {
+        guard let signer else { throw .signing }
         do { return try signer(message) } catch { throw .signing }
     }
 }

@@ -97,6 +97,10 @@ extension VaultAccess {
         guard share.isSignatureValid, share.sender.signingKey == pinned.signingKey else {
             return .failure(Refusal(reason: "the share is not signed by the pinned sender \(SharingIdentity.fingerprint(of: pinned.signingKey)) (\(pinned.label))"))
         }
+        // A recipient it was written for may have passed it on (to this vault, after a revocation).
+        guard share.isFor(anyOf: [identity.recipient]) != false else {
+            return .failure(Refusal(reason: "the share was signed for other recipients, not for this vault (someone it was written for passed it on)"))
+        }
         guard share.serial >= record.serial else {
             return .failure(Refusal(reason: "the share has serial \(share.serial), older than serial \(record.serial) already imported (a replay)"))
         }

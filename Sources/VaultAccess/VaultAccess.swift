@@ -46,6 +46,9 @@ public final class VaultAccess {
     let onLockWait: (String) -> Void
     /// The vault opened with the passphrase, kept for the rest of the command: one Argon2 run.
     private var opened: UnlockedVault?
+    /// The opened vault's key, after a guarding lock dropped what was read: the next read opens
+    /// the file again with it instead of asking again.
+    private var keyToReopen: UnlockKey?
 
     public init(file: VaultFileAccess, agent: AgentClient?, agentOfVault: AgentClient? = nil, passphrase: any PassphraseSource,
                 observe: @escaping (VaultContents) -> Void, warn: @escaping (String) -> Void, onLockWait: @escaping (String) -> Void = { _ in }) {
@@ -106,6 +109,9 @@ public final class VaultAccess {
                                     onWait: (String) -> Void) throws(FileLock.Failure) -> FileLock {
         let lock = try FileLock.acquire(name, in: folder, timeout: timeout, onWait: onWait)
         checkedFile = nil
+        // The secret stays: the file is opened again with the key already derived, so one
+        // command asks once (a passphrase from a descriptor cannot be read twice).
+        if let opened { keyToReopen = opened.key }
         opened = nil
         return lock
     }
@@ -205,6 +211,12 @@ public final class VaultAccess {
     /// The vault opened with the passphrase (once per command).
     public func openDocument() throws -> VaultDocument {
         if let opened { return opened.document }
+        if let key = keyToReopen {
+            keyToReopen = nil
+            let reopened = try unlock(with: key)
+            opened = reopened
+            return reopened.document
+        }
         let unlocked = try withUnlocked { $0 }
         opened = unlocked
         return unlocked.document
@@ -212,8 +224,12 @@ public final class VaultAccess {
 
     /// Derives `unlock`'s key once from the checked file and opens the vault with it.
     public func unlock(_ unlock: Unlock) throws -> UnlockedVault {
+        try self.unlock(with: try unlock.derive(opening: try readFile()))
+    }
+
+    /// Opens the checked file with a key derived before (again only if the slot changed since).
+    private func unlock(with key: UnlockKey) throws -> UnlockedVault {
         let vault = try readFile()
-        let key = try unlock.derive(opening: vault)
         let document = try key.open(vault, path: path)
         file.remember(document.file)
         observe(document.contents)
@@ -223,6 +239,7 @@ public final class VaultAccess {
     /// The one way to read and then write with a secret: it is asked (retried on a terminal),
     /// derived once, and `work` gets the opened vault, whose writes reuse the derived key.
     public func withUnlocked<T>(_ kind: UnlockKind = .passphrase, _ work: (UnlockedVault) throws -> T) throws -> T {
+        if kind == .passphrase, keyToReopen != nil { return try work(try openedVault()) }
         if kind == .passphrase, let opener = try sshSlotOpener() { return try work(try unlock(.sshAgent(opener))) }
         return try passphraseSource.withSecret(for: kind) { try work(try unlock($0)) }
     }
@@ -230,7 +247,7 @@ public final class VaultAccess {
     /// Whether the vault can be opened without failing for lack of a terminal: a passphrase can
     /// be had, or an ssh slot opens it (tried now, and the opened vault kept for the command).
     public var canOpen: Bool {
-        if passphraseSource.canProvide || opened != nil { return true }
+        if passphraseSource.canProvide || opened != nil || keyToReopen != nil { return true }
         guard let opener = try? sshSlotOpener(), let vault = try? unlock(.sshAgent(opener)) else { return false }
         opened = vault
         return true
@@ -375,14 +392,13 @@ public final class VaultAccess {
     // MARK: Sharing
 
     /// The vault's sharing identity, made on first use (labelled `defaultLabel`): through the
-    /// session, whose agent keeps the secrets and only signs and agrees; else from the vault
+    /// session, whose agent keeps the secrets (it agrees, and signs only shares it builds); else from the vault
     /// opened with the passphrase.
     public func sharingIdentity(defaultLabel: String) throws -> SharingIdentity {
         if let agent, let halves = try throughSession({ agent throws(AgentError) in try agent.sharingIdentity(defaultLabel: defaultLabel) }) {
             return SharingIdentity(agreementKey: halves.agreementKey, signingKey: halves.signingKey, label: halves.label,
-                                   sign: { bytes in try agent.signShare(bytes) },
-                                   agree: { share throws(PrimitiveError) in
-                                       do { return try agent.agree(share) } catch { throw .lowOrderPoint }
+                                   agree: { shares throws(PrimitiveError) in
+                                       do { return try agent.agree(shares) } catch { throw .lowOrderPoint }
                                    })
         }
         try checkBeforePrompt()
@@ -415,6 +431,7 @@ public final class VaultAccess {
             return outcome
         }
         // A command that opened the vault already (sharing: the identity, then the record) asks once.
+        if opened == nil, keyToReopen != nil { _ = try openDocument() }
         if let opened { return try opened.apply(change) }
         return try withUnlocked { try $0.apply(change) }
     }

@@ -87,6 +87,8 @@ public struct FollowedFile: Sendable, Equatable {
 /// A key's sharing state: as a sender, who it went to; as a recipient, who sent it and what is followed.
 public struct KeySharing: Sendable, Equatable {
     public static let recipientLimit = 256
+    /// Serials stay below 2^53 (exact in every JSON reader).
+    public static let serialLimit: UInt64 = 1 << 53
 
     /// The serial of the last share imported (as a recipient): a lower one is a replay.
     public var serial: UInt64
@@ -97,6 +99,9 @@ public struct KeySharing: Sendable, Equatable {
     /// How the key came in: nil when it was not imported; `.unsigned` for a plain age file.
     public var origin: Origin?
     public var follow: FollowedFile?
+    /// When the importer last took a lower serial from the pinned sender (`key import
+    /// --reset-serial`), Unix seconds; shown by `key list`.
+    public var serialReset: Int64?
 
     public enum Origin: Sendable, Equatable {
         case unsigned
@@ -128,9 +133,11 @@ extension KeySharing {
         case nil: writer.append(UInt8(0))
         case .unsigned: writer.append(UInt8(1))
         case .signed(let sender):
-            writer.append(UInt8(2))
+            // 3: signed, and the serial was reset since, at the time that follows the label.
+            writer.append(UInt8(serialReset == nil ? 2 : 3))
             writer.append(sender.signingKey)
             writer.appendField(sender.label)
+            if let serialReset { writer.append(serialReset) }
         }
         writer.appendField(follow?.path ?? "")
         if let follow {
@@ -169,12 +176,13 @@ extension KeySharing {
         switch try reader.read(UInt8.self) {
         case 0: break
         case 1: record.origin = .unsigned
-        case 2:
+        case let marker where marker == 2 || marker == 3:
             let key = try reader.readBytes(32)
             let label = try reader.readUTF8(Int(try reader.read(UInt16.self)))
             guard label.utf8.count <= VaultIdentity.labelLimit else { throw Malformed(detail: "a sender's label is too long") }
             record.origin = .signed(ShareSender(signingKey: key, label: label))
-        default: throw Malformed(detail: "a key's share origin is not 0, 1 or 2")
+            if marker == 3 { record.serialReset = try reader.read(Int64.self) }
+        default: throw Malformed(detail: "a key's share origin is not 0, 1, 2 or 3")
         }
         let followPath = try reader.readUTF8(Int(try reader.read(UInt16.self)))
         guard followPath.utf8.count <= VaultContents.pathLimit else { throw Malformed(detail: "a followed path is too long") }

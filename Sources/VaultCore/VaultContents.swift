@@ -131,11 +131,25 @@ public final class VaultContents {
         self.identity = identity
     }
 
-    /// Records a key's sharing state; an empty one removes the record.
+    /// Records a key's sharing state; an empty one removes the record. The sent serial stays as
+    /// stored: only `takeNextShareSerial` moves it, so no change can set a serial that would
+    /// lock followers out of the real shares after it.
     public func setSharing(_ name: String, _ record: KeySharing) throws(VaultError) {
         guard key(named: name) != nil else { throw .keyNotFound(name: name) }
         guard record.recipients.count <= KeySharing.recipientLimit else { throw .valueTooLarge("the recipients of \(name) (\(KeySharing.recipientLimit) at most)") }
-        sharing[name] = record.isEmpty ? nil : record
+        var kept = record
+        kept.sentSerial = sharing[name]?.sentSerial ?? 0
+        sharing[name] = kept.isEmpty ? nil : kept
+    }
+
+    /// The serial of the next share of `name` sent from this vault, recorded as sent.
+    public func takeNextShareSerial(_ name: String) throws(VaultError) -> UInt64 {
+        guard key(named: name) != nil else { throw .keyNotFound(name: name) }
+        var record = sharing[name] ?? KeySharing()
+        guard record.sentSerial + 1 < KeySharing.serialLimit else { throw .valueTooLarge("the share serial of \(name) (no serial is left)") }
+        record.sentSerial += 1
+        sharing[name] = record
+        return record.sentSerial
     }
 
     /// The current conversation key, then the earlier ones.

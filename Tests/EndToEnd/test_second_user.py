@@ -178,7 +178,7 @@ def test_save_refuses_a_planted_folder_link_and_a_folder_others_can_write(peer, 
 def test_a_key_shared_with_another_account_follows_rotation_and_revocation(peer, env, tmp_path):
     """Alice (this account) shares her Google-made key with bob (a real second account) through
     a shared folder; bob follows it; alice rotates, and bob's next command uses the new key
-    without a word from her; alice revokes bob: his file is not updated, and his key is dead."""
+    without a word from her; alice revokes bob: his file is removed, not updated, and his key is dead."""
     from test_rotation import FakeGoogle, rotate, setup, vault_keys
     account, home, shared = peer
     google = FakeGoogle(str(tmp_path))
@@ -217,8 +217,8 @@ def test_a_key_shared_with_another_account_follows_rotation_and_revocation(peer,
         alice.advance_clock()  # the revocation's new key id carries another second
         revoked = alice.run("key", "share", "default", "--revoke", recipient)
         assert revoked.code == 0 and "25 minutes" in revoked.err, revoked
-        with open(share, "rb") as handle:
-            assert handle.read() == before
+        # His file is removed, not rewritten: what he follows is gone, and his key stays dead.
+        assert not os.path.exists(share) and before
         dead = bob("models")
         assert dead.returncode == 6, dead
         assert bob("key", "get", "default").stdout == second_key + "\n"

@@ -28,6 +28,10 @@ def identity(env, **kw):
 
 def age_identity(folder):
     path = os.path.join(folder, "age-id.txt")
+    counter = 1
+    while os.path.exists(path):  # another identity in the same folder
+        counter += 1
+        path = os.path.join(folder, "age-id-%d.txt" % counter)
     subprocess.run(["age-keygen", "-o", path], check=True, capture_output=True)
     recipient = subprocess.run(["age-keygen", "-y", path], check=True, capture_output=True, text=True).stdout.strip()
     return path, recipient
@@ -85,7 +89,8 @@ def test_a_share_is_a_signed_age_file_real_age_reads(env, tmp_path):
         data = handle.read()
     assert data.startswith(b"age-encryption.org/v1\n") and GOOD_KEY.encode() not in data
     document = json.loads(age_decrypt(id_path, data))
-    assert document["gemvault_share"] == 1 and document["name"] == "lab" and document["key"] == GOOD_KEY
+    assert document["gemvault_share"] == 2 and document["name"] == "lab" and document["key"] == GOOD_KEY
+    assert document["recipients"] == [recipient]
     assert document["kind"] == "auth" and document["google_key"] is None and document["serial"] == 1
     assert document["from"] == {"label": me["label"], "signing_key": me["signing_key"]}
     assert len(base64.b64decode(document["signature"])) == 64
@@ -464,11 +469,14 @@ def test_revoking_rotates_the_key_shares_it_with_the_others_and_not_with_the_rev
         assert "25 minutes" in revoked.err and "no longer receives" in revoked.err
         new_key = vault_keys(alice)[0]["default"]
         assert google.key(OLD_NAME)["deleteTime"]
-        # Carol follows her file to the new key; bob's file is not rewritten for him.
+        # Carol follows her file to the new key; bob's file is not rewritten for him: it is removed.
         assert key_seen_by_exec(carol)[0] == new_key
-        with open(bob_file, "rb") as handle:
-            assert handle.read() == bob_before
+        assert not os.path.exists(bob_file) and "removed " + bob_file in revoked.err
         assert key_seen_by_exec(bob)[0] != new_key
+        # Carol passing her file on to bob, where he follows it, gives him nothing: it names her.
+        with open(carol_file, "rb") as handle:
+            carol_share = handle.read()
+        assert bob_before != carol_share
         recipients = json.loads(alice.run("key", "share", "default", "--list", "--json").out)["recipients"]
         assert [r["recipient"] for r in recipients] == [identity(carol)["recipient"]]
     finally:
@@ -571,8 +579,13 @@ def signed_share(document, seed):
     google = document["google_key"] or {"resource": "", "service_account": ""}
     fields = [document["name"], document["key"], document["kind"], google["resource"], google["service_account"],
               str(document["serial"]), str(document["created"]), document["from"]["label"]]
-    signed = b"gemvault-share-v1\n" + b"".join(struct.pack(">I", len(f.encode())) + f.encode() for f in fields)
+    recipients = document.get("recipients")
+    prefix = b"gemvault-share-v%d\n" % document["gemvault_share"]
+    signed = prefix + b"".join(struct.pack(">I", len(f.encode())) + f.encode() for f in fields)
     signed += struct.pack(">I", 32) + public
+    if recipients is not None:
+        # Format 2: the recipients' count in decimal, then each, length-prefixed like the rest.
+        signed += b"".join(struct.pack(">I", len(f.encode())) + f.encode() for f in [str(len(recipients))] + recipients)
     signature = nacl.bindings.crypto_sign(signed, secret)[:64]
     return dict(document, signature=base64.b64encode(signature).decode())
 
@@ -602,6 +615,17 @@ def test_the_documented_signature_is_what_gemvault_checks(env, tmp_path):
     hostile = dict(document, **{"from": {"label": "alice\u009b31m\u202emal"}})
     controls = import_document(signed_share(hostile, b"\x02" * 32), "controls")
     assert controls.code == 4 and "\u009b" not in controls.err and "\u202e" not in controls.err
+    # Format 2 signs its recipients: one naming this vault is taken (the one above, format 1, was
+    # read as before); one naming only someone else was passed on, and is refused.
+    second_format = dict(document, gemvault_share=2, name="outside2", recipients=[me["recipient"]], **{"from": {"label": "made@elsewhere"}})
+    listed = import_document(signed_share(second_format, b"\x03" * 32), "listed")
+    assert listed.code == 0, listed
+    elsewhere = dict(second_format, name="outside3", recipients=[age_identity(str(tmp_path))[1]])
+    unlisted = import_document(signed_share(elsewhere, b"\x03" * 32), "unlisted")
+    assert unlisted.code == 4 and "passed it on" in unlisted.err and "--accept-unlisted" in unlisted.err
+    swapped = signed_share(second_format, b"\x03" * 32)
+    swapped["recipients"] = [age_identity(str(tmp_path))[1], me["recipient"]]
+    assert import_document(swapped, "swapped").code == 4
 
 
 def test_a_label_with_terminal_controls_is_refused(env):
@@ -687,3 +711,248 @@ def test_a_binary_share_is_not_written_to_a_terminal(env, tmp_path):
         s.close()
     assert code == 64 and "refusing to write a binary age file to the terminal" in screen and "age-encryption.org" not in screen
     assert json.loads(env.run("key", "share", "lab", "--list", "--json").out)["recipients"] == []
+
+
+def passphrase_pipe():
+    """A pipe holding the passphrase once, as a script hands it over: a second read finds nothing."""
+    read_end, write_end = os.pipe()
+    os.write(write_end, (PASSPHRASE + "\n").encode())
+    os.close(write_end)
+    return read_end
+
+
+def test_revoking_from_a_script_reads_the_passphrase_once_and_rotates(env, tmp_path):
+    from test_rotation import FakeGoogle, OLD_NAME, setup, vault_keys
+    google = FakeGoogle(str(tmp_path))
+    try:
+        alice = setup(env, google, "metadata")
+        bob, carol = second(tmp_path, "bob"), second(tmp_path, "carol")
+        bob_recipient = identity(bob)["recipient"]
+        assert alice.run("key", "share", "default", "--to", bob_recipient, "-o", os.path.join(str(tmp_path), "bob.age")).code == 0
+        assert alice.run("key", "share", "default", "--to", identity(carol)["recipient"], "-o", os.path.join(str(tmp_path), "carol.age")).code == 0
+        alice.advance_clock()
+        read_end = passphrase_pipe()
+        revoked = alice.run("key", "share", "default", "--revoke", bob_recipient, "--passphrase-fd", str(read_end),
+                            pass_fds=(read_end,), passphrase=False)
+        os.close(read_end)
+        assert revoked.code == 0, revoked
+        assert google.key(OLD_NAME)["deleteTime"] and vault_keys(alice)[0]["default"] != google.key(OLD_NAME)["keyString"]
+        recipients = json.loads(alice.run("key", "share", "default", "--list", "--json").out)["recipients"]
+        assert [r["recipient"] for r in recipients] == [identity(carol)["recipient"]]
+    finally:
+        google.stop()
+
+
+def test_a_revocation_whose_rotation_fails_puts_the_recipient_back(env, tmp_path):
+    from test_rotation import FakeGoogle, setup
+    google = FakeGoogle(str(tmp_path))
+    try:
+        alice = setup(env, google, "metadata")
+        bob = second(tmp_path, "bob")
+        bob_recipient = identity(bob)["recipient"]
+        assert alice.run("key", "share", "default", "--to", bob_recipient, "-o", os.path.join(str(tmp_path), "bob.age")).code == 0
+        google.control(set={"fail": {"create": "permission"}})
+        read_end = passphrase_pipe()
+        failed = alice.run("key", "share", "default", "--revoke", bob_recipient, "--passphrase-fd", str(read_end),
+                           pass_fds=(read_end,), passphrase=False)
+        os.close(read_end)
+        assert failed.code == 6 and "stays a recipient" in failed.err, failed
+        recipients = json.loads(alice.run("key", "share", "default", "--list", "--json").out)["recipients"]
+        assert [r["recipient"] for r in recipients] == [bob_recipient]
+    finally:
+        google.stop()
+
+
+def test_revoking_a_key_google_never_made_exits_1_and_changes_nothing(env, tmp_path):
+    from test_rotation import FakeGoogle, setup
+    google = FakeGoogle(str(tmp_path))
+    try:
+        alice = setup(env, google, "metadata")
+        assert alice.run("key", "set", "mine", input=auth_key("made-by-hand")).code == 0
+        bob = second(tmp_path, "bob")
+        bob_recipient = identity(bob)["recipient"]
+        assert alice.run("key", "share", "mine", "--to", bob_recipient, "-o", os.path.join(str(tmp_path), "bob.age")).code == 0
+        refused = alice.run("key", "share", "mine", "--revoke", bob_recipient)
+        assert refused.code == 1 and "--no-rotate" in refused.err, refused
+        recipients = json.loads(alice.run("key", "share", "mine", "--list", "--json").out)["recipients"]
+        assert [r["recipient"] for r in recipients] == [bob_recipient]
+    finally:
+        google.stop()
+
+
+def agent_fields(body):
+    """An agent answer's fields by tag (the first of each)."""
+    import struct
+    fields, offset = {}, 0
+    while offset < len(body):
+        tag, length = body[offset], struct.unpack("<I", body[offset + 1:offset + 5])[0]
+        fields.setdefault(tag, body[offset + 5:offset + 5 + length])
+        offset += 5 + length
+    return fields
+
+
+def test_the_agent_signs_only_the_next_share_of_a_key_its_vault_holds(env, tmp_path):
+    """Any process of the user can reach an unlocked session: it may have the next share of a key
+    the vault holds made, never bytes of its own signed, nor a serial of its choosing."""
+    import struct
+    from test_agent_robust import ask
+    from test_session import frame
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    bob_recipient = identity(bob)["recipient"]
+    signing_key = identity(alice)["signing_key"]
+    assert alice.run("unlock").code == 0
+    alice.runtime = alice.vars["XDG_RUNTIME_DIR"]
+    try:
+        chosen = {"gemvault_share": 1, "name": "lab", "key": auth_key("chosen"), "kind": "auth", "google_key": None,
+                  "serial": 2 ** 53 - 1, "created": 1, "from": {"label": "x", "signing_key": signing_key}}
+        signed_bytes = b"gemvault-share-v1\n" + json.dumps(chosen).encode()
+        code, body = ask(alice, frame(16, [(45, signed_bytes)]))
+        assert code == 1 and 46 not in agent_fields(body)
+        code, body = ask(alice, frame(16, [(6, b"lab"), (61, bob_recipient.encode())]))
+        assert code == 0
+        fields = agent_fields(body)
+        assert struct.unpack("<q", fields[62])[0] == 1
+        document = json.loads(fields[63][4:])
+        assert document["key"] == GOOD_KEY and document["serial"] == 1 and document["recipients"] == [bob_recipient]
+        # The agent kept the serial: the next share gemvault writes is serial 2.
+        out = os.path.join(str(tmp_path), "lab.age")
+        shared = alice.run("key", "share", "lab", "--to", bob_recipient, "-o", out, passphrase=False)
+        assert shared.code == 0 and "(serial 2)" in shared.err, shared
+        code, _ = ask(alice, frame(16, [(6, b"missing"), (61, bob_recipient.encode())]))
+        assert code == 1
+    finally:
+        alice.run("lock", passphrase=False)
+
+
+def test_an_importer_may_reset_a_pinned_serial_on_purpose(env, tmp_path):
+    alice, bob, shared = alice_shares_lab_with_bob(env, tmp_path)
+    first = os.path.join(str(tmp_path), "lab-serial-1.age")
+    shutil.copyfile(shared, first)
+    assert alice.run("key", "share", "lab").code == 0
+    assert bob.run("key", "import", shared, "--yes", "--no-verify").code == 0
+    replayed = bob.run("key", "import", first, "--yes", "--no-verify")
+    assert replayed.code == 4 and "--reset-serial" in replayed.err
+    unasked = bob.run("key", "import", first, "--no-verify", "--reset-serial")
+    assert unasked.code == 64 and "--yes" in unasked.err
+    reset = bob.run("key", "import", first, "--yes", "--no-verify", "--reset-serial")
+    assert reset.code == 0, reset
+    listed = bob.run("key", "list").out
+    assert "serial 1, reset on" in listed, listed
+
+
+def test_a_share_passed_on_by_a_recipient_is_refused_even_where_it_is_followed(env, tmp_path):
+    """Carol re-encrypts her share to bob: it names carol, not bob, so neither bob's import nor
+    the file bob follows takes it, though alice signed it."""
+    alice = vault_with_key(env)
+    bob = second(tmp_path, "bob")
+    bob_recipient = identity(bob)["recipient"]
+    carol_id, carol_recipient = age_identity(str(tmp_path))
+    bob_file, carol_file = os.path.join(str(tmp_path), "bob.age"), os.path.join(str(tmp_path), "carol.age")
+    assert alice.run("key", "share", "lab", "--to", bob_recipient, "-o", bob_file).code == 0
+    assert alice.run("key", "share", "lab", "--to", carol_recipient, "-o", carol_file).code == 0
+    assert bob.run("key", "import", bob_file, "--yes", "--no-verify", "--follow").code == 0
+    assert alice.run("key", "set", "lab", input=auth_key("newer")).code == 0
+    assert alice.run("key", "share", "lab").code == 0
+    with open(carol_file, "rb") as handle:
+        plaintext = age_decrypt(carol_id, handle.read())
+    assert json.loads(plaintext)["recipients"] == [carol_recipient]
+    forwarded = subprocess.run([AGE, "-r", bob_recipient], input=plaintext, capture_output=True, check=True).stdout
+    passed_on = os.path.join(str(tmp_path), "passed-on.age")
+    with open(passed_on, "wb") as handle:
+        handle.write(forwarded)
+    refused = bob.run("key", "import", passed_on, "--yes", "--no-verify")
+    assert refused.code == 4 and "passed it on" in refused.err and carol_recipient in refused.err
+    assert bob.run("key", "get", "lab").out == GOOD_KEY + "\n"
+    assert bob.run("key", "import", passed_on, "--yes", "--no-verify", "--follow", "--accept-unlisted").code == 64
+    # Where bob follows a file, the forward is not taken either.
+    with open(bob_file, "wb") as handle:
+        handle.write(forwarded)
+    synced = bob.run("key", "sync")
+    assert synced.code == 4 and "passed it on" in synced.out
+    assert bob.run("key", "get", "lab").out == GOOD_KEY + "\n"
+    accepted = bob.run("key", "import", passed_on, "--yes", "--no-verify", "--accept-unlisted")
+    assert accepted.code == 0 and "passed it on" in accepted.err and "--accept-unlisted" in accepted.err
+    assert bob.run("key", "get", "lab").out == auth_key("newer") + "\n"
+
+
+def test_a_folder_or_a_pattern_writes_one_file_per_recipient_and_a_single_file_says_it_is_for_all(env, tmp_path):
+    alice = vault_with_key(env)
+    bob_id, bob_recipient = age_identity(str(tmp_path))
+    carol_id, carol_recipient = age_identity(str(tmp_path))
+    folder = os.path.join(str(tmp_path), "shares")
+    os.mkdir(folder)
+    written = alice.run("key", "share", "lab", "--to", bob_recipient + "=bob", "--to", carol_recipient + "=carol", "-o", folder + "/")
+    assert written.code == 0, written
+    bob_file, carol_file = os.path.join(folder, "lab-bob.age"), os.path.join(folder, "lab-carol.age")
+    with open(bob_file, "rb") as handle:
+        bob_data = handle.read()
+    assert json.loads(age_decrypt(bob_id, bob_data))["recipients"] == [bob_recipient]
+    assert subprocess.run([AGE, "-d", "-i", carol_id], input=bob_data, capture_output=True).returncode != 0
+    with open(carol_file, "rb") as handle:
+        assert json.loads(age_decrypt(carol_id, handle.read()))["recipients"] == [carol_recipient]
+    listed = json.loads(alice.run("key", "share", "lab", "--list", "--json").out)["recipients"]
+    assert sorted((r["label"], r["path"]) for r in listed) == [("bob", bob_file), ("carol", carol_file)]
+    # A pattern names each file by label; one file for several says plainly that it is for all of them.
+    dave_id, dave_recipient = age_identity(str(tmp_path))
+    pattern = alice.run("key", "share", "lab", "--to", dave_recipient + "=dave", "-o", os.path.join(folder, "x-{label}.age"))
+    assert pattern.code == 0 and os.path.exists(os.path.join(folder, "x-dave.age")), pattern
+    together = os.path.join(folder, "team.age")
+    both = alice.run("key", "share", "lab", "--to", bob_recipient, "--to", carol_recipient, "-o", together)
+    assert both.code == 0 and "is for all 2 of them" in both.err, both
+    # --revoke takes the label --list shows, and removes the files only the revoked had.
+    revoked = alice.run("key", "share", "lab", "--revoke", "dave", "--no-rotate")
+    assert revoked.code == 0 and not os.path.exists(os.path.join(folder, "x-dave.age")), revoked
+    revoked = alice.run("key", "share", "lab", "--revoke", "carol", "--no-rotate")
+    assert revoked.code == 0 and not os.path.exists(carol_file) and os.path.exists(together)
+    # The file bob and carol shared is now for bob alone.
+    assert alice.run("key", "share", "lab").code == 0
+    with open(together, "rb") as handle:
+        assert json.loads(age_decrypt(bob_id, handle.read()))["recipients"] == [bob_recipient]
+
+
+def test_a_look_alike_sender_of_a_new_name_is_warned_about_and_asked(env, tmp_path):
+    alice, bob, shared = alice_shares_lab_with_bob(env, tmp_path)
+    assert bob.run("key", "import", shared, "--yes", "--no-verify").code == 0
+    mallory = second(tmp_path, "mallory")
+    assert mallory.run("identity", "--label", identity(alice)["label"]).code == 0
+    assert mallory.run("key", "set", "payroll", input=auth_key("mallory")).code == 0
+    bait = os.path.join(str(tmp_path), "payroll.age")
+    assert mallory.run("key", "share", "payroll", "--to", identity(bob)["recipient"], "-o", bait).code == 0
+    refused = bob.run("key", "import", bait, "--yes", "--no-verify")
+    assert refused.code == 4 and "belongs to another signing key" in refused.err and identity(alice)["fingerprint"] in refused.err
+    assert bob.run("key", "get", "payroll").code != 0
+    accepted = bob.run("key", "import", bait, "--yes", "--no-verify", "--accept-new-sender")
+    assert accepted.code == 0 and "belongs to another signing key" in accepted.err
+
+
+def test_a_file_with_too_many_stanzas_is_refused_before_any_agreement(env, tmp_path):
+    env.init()
+    stanzas = b"".join(b"-> X25519 " + base64.b64encode(os.urandom(32)).rstrip(b"=") + b"\n"
+                       + base64.b64encode(os.urandom(32)).rstrip(b"=") + b"\n" for _ in range(10000))
+    data = b"age-encryption.org/v1\n" + stanzas + b"--- " + base64.b64encode(os.urandom(32)).rstrip(b"=") + b"\n" + os.urandom(64)
+    path = os.path.join(str(tmp_path), "many.age")
+    with open(path, "wb") as handle:
+        handle.write(data)
+    refused = env.run("key", "import", path, "x", "--yes", "--no-verify")
+    assert refused.code == 1 and "at most 256" in refused.err, refused
+
+
+def test_a_bad_recipient_among_several_is_named(env, tmp_path):
+    vault_with_key(env)
+    good = age_identity(str(tmp_path))[1]
+    bad = good[:-1] + ("q" if good[-1] != "q" else "p")
+    refused = env.run("key", "share", "lab", "--to", good, "--to", bad, "-o", os.path.join(str(tmp_path), "x.age"))
+    assert refused.code == 64 and bad in refused.err, refused
+
+
+def test_key_import_reads_a_share_from_a_pipe(env, tmp_path):
+    """cli.md's own example: `age -r … | gemvault key import - work --yes` (stdin is a pipe)."""
+    env.init()
+    bob = second(tmp_path, "bob")
+    data = subprocess.run([AGE, "-r", identity(bob)["recipient"], "--armor"], input=(GOOD_KEY + "\n").encode(), capture_output=True, check=True).stdout
+    piped = bob.run("key", "import", "-", "work", "--yes", "--no-verify", input=data.decode())
+    assert piped.code == 0, piped
+    assert bob.run("key", "get", "work").out == GOOD_KEY + "\n"
+    huge = bob.run("key", "import", "-", "work", "--yes", "--no-verify", input="x" * ((1 << 20) + 1))
+    assert huge.code == 1 and "more than" in huge.err

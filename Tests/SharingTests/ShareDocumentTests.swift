@@ -12,14 +12,17 @@ func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(dec
     static let google = GoogleKeyRecord(resource: "projects/123/locations/global/keys/gv-lab-1", serviceAccount: "bot@p.iam.gserviceaccount.com")
 
     static func alice(_ label: String = "alice@lab") throws -> SharingIdentity { try SharingIdentity(.generate(label: label)) }
+    static let bob = X25519Identity.generate()
+    static let carol = X25519Identity.generate()
 
-    static func share(from identity: SharingIdentity, serial: UInt64 = 1) throws -> ShareDocument {
-        try ShareDocument.signed(name: "lab", key: SecretBytes(utf8: key), googleKey: google, serial: serial, created: 1_764_900_000, identity: identity)
+    static func share(from identity: SharingIdentity, serial: UInt64 = 1, for recipients: [String] = [bob.recipient.text]) throws -> ShareDocument {
+        try ShareDocument.signed(name: "lab", key: SecretBytes(utf8: key), googleKey: google, serial: serial, created: 1_764_900_000, recipients: recipients,
+                                 identity: identity)
     }
 
     @Test func aSignedShareSurvivesAgeAndVerifies() throws {
         let alice = try Self.alice()
-        let bob = X25519Identity.generate()
+        let bob = Self.bob
         let file = try AgeFile.encrypt(try Self.share(from: alice).encoded(), to: [bob.recipient])
         guard case .share(let read) = try SharePlaintext.read(try AgeFile.decrypt(file, with: [bob])) else {
             Issue.record("a share read as a bare key")
@@ -31,13 +34,16 @@ func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(dec
         #expect(read.sender == ShareSender(signingKey: alice.signingPublicKey, label: "alice@lab"))
         #expect(SharingIdentity.fingerprint(of: read.sender.signingKey) == alice.fingerprint)
         #expect(alice.fingerprint.hasPrefix("SHA256:") && alice.fingerprint.count == 50)
+        #expect(read.recipients == [bob.recipient.text] && read.isFor(anyOf: [bob.recipient.text]) == true)
+        #expect(read.isFor(anyOf: [Self.carol.recipient.text]) == false)
     }
 
     @Test func theJSONHasTheFieldsOfIssue27InOrder() throws {
         let json = text(try Self.share(from: Self.alice()).encoded())
-        #expect(json.hasPrefix("{\"gemvault_share\":1,\"name\":\"lab\",\"key\":\"\(Self.key)\",\"kind\":\"auth\",\"google_key\":{\"resource\":"))
+        #expect(json.hasPrefix("{\"gemvault_share\":2,\"name\":\"lab\",\"key\":\"\(Self.key)\",\"kind\":\"auth\",\"google_key\":{\"resource\":"))
         #expect(json.contains(",\"serial\":1,\"created\":1764900000,\"from\":{\"label\":\"alice@lab\",\"signing_key\":\""))
-        #expect(json.hasSuffix("\"}\n") && json.contains("\"signature\":\""))
+        #expect(json.contains("},\"recipients\":[\"\(Self.bob.recipient.text)\"],\"signature\":\""))
+        #expect(json.hasSuffix("\"}\n"))
     }
 
     /// Every field is covered: a change to any of them, or another key's claim to have signed, fails.
@@ -49,6 +55,7 @@ func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(dec
         ("keys/gv-lab-1", "keys/gv-lab-2"),
         ("bot@p.iam", "bob@p.iam"),
         ("LsharedKey", "LsharedKex"),
+        (bob.recipient.text, carol.recipient.text),
     ]) func aChangedFieldBreaksTheSignature(_ change: (String, String)) throws {
         let json = text(try Self.share(from: Self.alice()).encoded())
         #expect(json.contains(change.0))
@@ -92,7 +99,7 @@ func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(dec
 
     @Test(arguments: [
         "{\"gemvault_share\":1}",
-        "{\"gemvault_share\":2,\"name\":\"lab\",\"key\":\"AQ.x\",\"kind\":\"other\",\"google_key\":null,\"serial\":1,\"created\":1,\"from\":{\"label\":\"a\",\"signing_key\":\"\"},\"signature\":\"\"}",
+        "{\"gemvault_share\":3,\"name\":\"lab\",\"key\":\"AQ.x\",\"kind\":\"other\",\"google_key\":null,\"serial\":1,\"created\":1,\"from\":{\"label\":\"a\",\"signing_key\":\"\"},\"signature\":\"\"}",
         "{\"gemvault_share\":1,\"name\":\"lab\",\"key\":\"AQ.x\\nX-Injected: 1\",\"kind\":\"other\",\"google_key\":null,\"serial\":1,\"created\":1,\"from\":{\"label\":\"a\",\"signing_key\":\"\"},\"signature\":\"\"}",
         "{\"gemvault_share\":1,\"name\":\"../etc\",\"key\":\"AQ.x\",\"kind\":\"other\",\"google_key\":null,\"serial\":1,\"created\":1,\"from\":{\"label\":\"a\",\"signing_key\":\"\"},\"signature\":\"\"}",
         "{\"gemvault_share\":1,\"name\":\"lab\",\"key\":\"AIzaSyNotAnAuthKey-0000000000000000000\",\"kind\":\"auth\",\"google_key\":null,\"serial\":1,\"created\":1,\"from\":{\"label\":\"a\",\"signing_key\":\"\"},\"signature\":\"\"}",
@@ -124,5 +131,30 @@ func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(dec
         #expect(escaped.map(\.label) == [""])
         let rsa = try #require(throws: SharingError.self) { try RecipientList.parse("ssh-rsa AAAAB3NzaC1yc2E= x", origin: "--to") }
         #expect(rsa == .badRecipient("--to: only ssh-ed25519 keys can receive a share, not ssh-rsa"))
+    }
+
+    @Test func anAgeRecipientTakesALabelAfterAnEqualsSign() throws {
+        let age = X25519Identity.generate().recipient.text
+        let parsed = try RecipientList.parse("\(age)=carol", origin: "--to")
+        #expect(parsed.text == age && parsed.label == "carol")
+        #expect(throws: SharingError.self) { try RecipientList.parse("\(age)=", origin: "--to") }
+        #expect(throws: SharingError.self) { try RecipientList.parse("age1broken=carol", origin: "--to") }
+    }
+
+    /// One file per recipient for a folder or a {label} pattern, named by label (or the key's
+    /// start); one file for all otherwise; two recipients never share a name.
+    @Test func shareFilesAreOnePerRecipientForAFolderOrAPattern() throws {
+        let bob = NamedRecipient(recipient: X25519Identity.generate().recipient, label: "bob")
+        let carol = NamedRecipient(recipient: X25519Identity.generate().recipient, label: "carol/../x")
+        let anonymous = NamedRecipient(recipient: X25519Identity.generate().recipient, label: "")
+        let folder = try ShareFiles.targets("/s", isFolder: true, name: "lab", recipients: [bob, carol, anonymous])
+        #expect(folder.map(\.path) == ["/s/lab-bob.age", "/s/lab-carol_.._x.age", "/s/lab-\(anonymous.text.prefix(16)).age"])
+        #expect(folder.allSatisfy { $0.recipients.count == 1 })
+        let pattern = try ShareFiles.targets("/s/{label}.age", isFolder: false, name: "lab", recipients: [bob])
+        #expect(pattern.map(\.path) == ["/s/bob.age"])
+        let single = try ShareFiles.targets("/s/lab.age", isFolder: false, name: "lab", recipients: [bob, carol])
+        #expect(single.count == 1 && single[0].recipients.count == 2)
+        let twin = NamedRecipient(recipient: X25519Identity.generate().recipient, label: "bob")
+        #expect(throws: SharingError.self) { try ShareFiles.targets("/s/", isFolder: true, name: "lab", recipients: [bob, twin]) }
     }
 }

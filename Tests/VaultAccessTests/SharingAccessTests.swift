@@ -40,14 +40,24 @@ private struct Passphrase: PassphraseSource {
         let local = try access(agent: nil, passphrase: TestVault.passphrase).sharingIdentity(defaultLabel: "ignored")
         #expect(local.recipient == session.recipient && local.fingerprint == session.fingerprint)
 
-        // A share signed through the session verifies; a file to the recipient opens through it.
-        let share = try ShareDocument.signed(name: "lab", key: SecretBytes(utf8: "AQ.k"), googleKey: nil, serial: 1, created: 5, identity: session)
-        #expect(share.isSignatureValid && share.sender.signingKey == local.signingPublicKey)
+        // A share signed through the session is the agent's own: built from the key the vault
+        // holds, with the next serial, naming its recipients; it verifies against the vault's key.
+        let bob = X25519Identity.generate().recipient.text
+        let signed = try access(agent: client, passphrase: nil).signNextShare(of: "lab", for: [[bob]])
+        guard case .share(let share) = try SharePlaintext.read(signed.documents[0]) else { throw VaultError.cryptoFailure("not a share") }
+        #expect(share.isSignatureValid && share.sender.signingKey == local.signingPublicKey && share.serial == 1 && signed.serial == 1)
+        #expect(share.recipients == [bob] && share.key.isEqual(to: SecretBytes(utf8: "AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp")))
         let file = try AgeFile.encrypt(SecretBytes(utf8: "a key"), to: [session.recipientKey])
         #expect(try AgeFile.decrypt(file, with: [session.age]).isEqual(to: SecretBytes(utf8: "a key")))
 
-        // The agent signs share documents only.
-        #expect(throws: AgentError.self) { try client.signShare(SecretBytes(utf8: "transfer all the money")) }
+        // No change sets the serial: a record claiming a huge one leaves the next share at 2.
+        _ = try client.apply(.recordSharing(name: "lab", record: KeySharing(sentSerial: ShareDocument.maxSerial - 1)))
+        #expect(try access(agent: client, passphrase: nil).signNextShare(of: "lab", for: [[bob]]).serial == 2)
+        // A key the vault does not hold is not signed, nor are malformed recipients.
+        #expect(throws: AgentError.self) { try client.signNextShare("other", for: [[bob]]) }
+        #expect(throws: AgentError.self) { try client.signNextShare("lab", for: [["transfer all the money"]]) }
+        // Without a session, the vault opened here signs the same way, and counts on.
+        #expect(try access(agent: nil, passphrase: TestVault.passphrase).signNextShare(of: "lab", for: [[bob], [bob]]).serial == 3)
 
         // Sharing records travel through the session.
         _ = try client.apply(.recordSharing(name: "lab", record: KeySharing(serial: 1, recipients: [

@@ -71,8 +71,9 @@ private final class GivenPassphrase: PassphraseSource, @unchecked Sendable {
 
     /// A lock guarding the vault (a key's rotation lock) is taken through the vault: whatever
     /// its holder wrote meanwhile is what the command reads next, without a call to remember.
+    /// and the passphrase is not asked again: a descriptor's passphrase cannot be read twice.
     @Test func takingAGuardingLockReadsTheVaultAgain() throws {
-        let (access, _, folder) = try newVault()
+        let (access, given, folder) = try newVault()
         try access.apply(.setKey(name: "work", secret: SecretBytes(utf8: "AQ.first-value-000000000000000000000000000"), now: 10))
         #expect(try access.key("work", markUsed: false)?.updated == 10)
         let other = VaultAccess(file: access.file, agent: nil, passphrase: GivenPassphrase(passphrase), observe: { _ in }, warn: { _ in })
@@ -83,6 +84,8 @@ private final class GivenPassphrase: PassphraseSource, @unchecked Sendable {
         withExtendedLifetime(lock) {}
         #expect(try access.key("work", markUsed: false)?.updated == 20)
         #expect(access.parses == parsed + 1)
+        _ = try access.apply(.setting(name: "model", value: "gemini-x"))
+        #expect(given.asked == 1)
     }
 
     @Test func aWrongPassphraseChangesNothing() throws {

@@ -55,10 +55,15 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         try contents.setKey("nightly", secret: SecretBytes(utf8: "AQ.nightly-00000000000000000000000000000000"), now: 2)
         let identity = VaultIdentity.generate(label: "alice@lab")
         try contents.setIdentity(identity)
-        let sent = KeySharing(sentSerial: 3, recipients: [ShareRecipient(recipient: "age1xyz", label: "bob", added: 5, path: "/srv/share/lab.age")])
+        var sent = KeySharing(recipients: [ShareRecipient(recipient: "age1xyz", label: "bob", added: 5, path: "/srv/share/lab.age")])
         try contents.setSharing("lab", sent)
-        let received = KeySharing(serial: 7, origin: .signed(ShareSender(signingKey: [UInt8](repeating: 9, count: 32), label: "carol@ci")),
+        // The sent serial moves only by taking the next one: a record that claims another is not believed.
+        #expect(try (1...3).map { _ in try contents.takeNextShareSerial("lab") } == [1, 2, 3])
+        try contents.setSharing("lab", KeySharing(sentSerial: KeySharing.serialLimit - 1, recipients: sent.recipients))
+        sent.sentSerial = 3
+        var received = KeySharing(serial: 7, origin: .signed(ShareSender(signingKey: [UInt8](repeating: 9, count: 32), label: "carol@ci")),
                                   follow: FollowedFile(path: "/srv/share/nightly.age", device: 1, inode: 2, size: 3, modified: 4))
+        received.serialReset = 1_764_900_000
         try contents.setSharing("nightly", received)
         let reread = try VaultContents.decode(try contents.encoded(), path: "t")
         #expect(reread.identity?.label == "alice@lab")
