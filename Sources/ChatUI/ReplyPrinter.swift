@@ -44,6 +44,8 @@ public final class ReplyPrinter {
     /// The summaries so far, and whether they are being shown (until the answer starts).
     private var thoughtText = ""
     private var thoughtsOpen = false
+    /// The answer printed as it came, neutralised across pieces (a joiner split from its emoji).
+    private var neutralizer = StreamingNeutralizer()
 
     /// `prefix` is written before the first text printed as it came (the chat's label); a live
     /// reply has its own. `thoughts` shows thought summaries as they stream; nil shows none.
@@ -139,8 +141,11 @@ public final class ReplyPrinter {
             try show(live.feed(text))
             return
         }
-        // Text as it came: escape sequences neutralised, piece by piece.
-        let safe = EscapeNeutralizer.neutralize(text)
+        // Text as it came: escape sequences neutralised, as if it had come whole.
+        try showAsItCame(neutralizer.feed(text))
+    }
+
+    private func showAsItCame(_ safe: String) throws(StandardOutputFailure) {
         if !shownText && !safe.isEmpty { try show(prefix) }
         try show(safe)
     }
@@ -209,7 +214,7 @@ public final class ReplyPrinter {
         clearSpinner()
         if let outputFailure { throw outputFailure }
         try closeThoughts()
-        if let live { try show(live.finish()) }
+        if let live { try show(live.finish()) } else { try showAsItCame(neutralizer.finish()) }
         if shownText && !endsWithNewline { try show("\n") }
     }
 
