@@ -21,7 +21,7 @@ public final class ChatREPL {
     /// Why bubbles are not drawn where the cursor cannot move.
     public static let noBubbles = "bubbles need a terminal that can move the cursor (stdout is not a terminal, or TERM=dumb): the chat is drawn plain"
     /// Replies rendered from markdown (a terminal without --raw), and how.
-    private let markdown: MarkdownRenderer?
+    let markdown: MarkdownRenderer?
     var pendingRetry: (message: String, attachments: [Attachment])?
     /// The last message whose turn failed (no reply kept): what `/retry` sends again.
     var failedMessage: (message: String, attachments: [Attachment])?
