@@ -156,8 +156,7 @@ extension ChatREPL {
                                                                    : "no thought summaries: '/thoughts on' asks for them with each reply\n")
                 return
             }
-            let text = EscapeNeutralizer.neutralize(lastThoughts)
-            try Console.out(style.dim("thinking: " + text) + (text.hasSuffix("\n") ? "" : "\n"))
+            try Console.out(ThoughtView.whole(lastThoughts, style: style, columns: Terminal.stdoutIsTerminal ? Terminal.columns : nil))
         default:
             Console.error("/thoughts takes on or off, or nothing to show the last reply's")
         }

@@ -184,7 +184,10 @@ extension ChatCommand {
         }
         if showThoughts {
             result.thoughts = turn.thoughts
-            if !json && !streaming && !turn.thoughts.isEmpty { Console.err(stderrStyle.dim("thinking: " + EscapeNeutralizer.neutralize(turn.thoughts)) + "\n") }
+            if !json && !streaming && !turn.thoughts.isEmpty {
+                let columns = Int(gv_terminal_columns(FileDescriptor.standardError.raw))
+                Console.err(ThoughtView.whole(turn.thoughts, style: stderrStyle, columns: Terminal.stderrIsTerminal && columns > 0 ? columns : nil))
+            }
         }
         result.text = turn.text
         result.model = turn.modelVersion ?? conversation.model

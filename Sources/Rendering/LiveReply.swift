@@ -140,6 +140,8 @@ public final class LiveReply {
     private let reflows: Bool
     private let synchronized: Bool
     private let clock: () -> Double
+    /// Every line dimmed (thought summaries drawn as they stream).
+    private let dimmed: Bool
 
     /// Final blocks not printed for good yet (a bubble fitting its reply keeps them open).
     private var finalBlocks: [MarkdownBlock] = []
@@ -166,7 +168,8 @@ public final class LiveReply {
 
     /// `size` is read for every redraw; `styled` adds the SGR styles (off for NO_COLOR).
     public init(markdown renderer: MarkdownRenderer?, frame: Frame, size: @escaping () -> TerminalSize, reflows: Bool,
-                synchronized: Bool = true, clock: @escaping () -> Double = Clock.monotonicSeconds) {
+                synchronized: Bool = true, dimmed: Bool = false, clock: @escaping () -> Double = Clock.monotonicSeconds) {
+        self.dimmed = dimmed
         self.source = renderer.map { MarkdownBlockSplitter(renderer: $0) as any ReplyBlockSource } ?? PlainTextSource()
         var frameColor = true
         if case .bubble(let color) = frame { frameColor = color }
@@ -336,7 +339,7 @@ public final class LiveReply {
                 text += "\u{1B}[?7l"
                 wrapOff = true
             }
-            text += lines[index].encoded(styled: styled)
+            text += (dimmed ? lines[index].dimmed : lines[index]).encoded(styled: styled)
         }
         if wrapOff { text += "\u{1B}[?7h" }
         if printCount > 0 { regionColumn = 0 }

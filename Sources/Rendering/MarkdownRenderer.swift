@@ -82,7 +82,7 @@ public struct MarkdownRenderer: Sendable {
         return lines.isEmpty ? "" : lines.map { $0.encoded(styled: styled) }.joined(separator: "\n") + "\n"
     }
 
-    static func lines(of blocks: [MarkdownBlock], width: Int, firstWidth: Int) -> [StyledLine] {
+    public static func lines(of blocks: [MarkdownBlock], width: Int, firstWidth: Int) -> [StyledLine] {
         var lines: [StyledLine] = []
         for block in blocks {
             if !lines.isEmpty { lines.append(.empty) }

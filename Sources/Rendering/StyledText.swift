@@ -132,6 +132,14 @@ public struct StyledLine: Equatable, Sendable {
 
     public var plainText: String { runs.map(\.text).joined() }
 
+    /// The line with every run dimmed as well (thought summaries), in the same place.
+    public var dimmed: StyledLine {
+        var line = StyledLine()
+        for run in runs { line.append(run.text, style: TextStyle(dim: true).within(run.style), kind: run.kind) }
+        line.position = position
+        return line
+    }
+
     /// The line for a terminal: each styled run in its SGR sequence and a reset, so no style
     /// leaks past the run (nor into the erase of a redraw). Without `styled`, the bare text.
     public func encoded(styled: Bool) -> String {
