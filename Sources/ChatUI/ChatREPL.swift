@@ -333,7 +333,7 @@ public final class ChatREPL {
                 try printer.print(GroundedAnswer.text(reply))
             }
             try printer.finish()
-            if grounded { try Console.out(GroundedAnswer.footer(reply, style: style, hyperlinks: hyperlinks)) }
+            if grounded { try Console.out(GroundedAnswer.footer(reply, style: style, hyperlinks: hyperlinks, columns: Terminal.stdoutIsTerminal ? Terminal.columns : nil)) }
             lastThoughts = reply.thoughts
             if let status = afterReply?(reply.usage, conversation.model), interactive { Console.err(style.dim(status) + "\n") }
             if let failure { report(failure) } else if reply.interrupted { Console.err(style.yellow("[interrupted]") + "\n") }

@@ -209,7 +209,8 @@ extension ChatCommand {
             if !streaming || grounded { try printer.print(GroundedAnswer.text(turn)) }
             try printer.finish()
             let stdoutStyle = call.context.style(settings, fd: FileDescriptor.standardOutput.raw)
-            try Console.out(GroundedAnswer.footer(turn, style: stdoutStyle, hyperlinks: Terminal.showsHyperlinks(environment: call.context.environment)))
+            try Console.out(GroundedAnswer.footer(turn, style: stdoutStyle, hyperlinks: Terminal.showsHyperlinks(environment: call.context.environment),
+                                                  columns: Terminal.stdoutIsTerminal ? Terminal.columns : nil))
         }
         var saved = conversation
         // The chat's rule for a cut-off reply (ChatReply.isKept): cut at the token limit, it is

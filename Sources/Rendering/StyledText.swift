@@ -212,6 +212,16 @@ public enum DisplayWidth {
         LineBreaker.wrap([StyledRun(text)], firstWidth: width, width: width).map(\.plainText)
     }
 
+    /// `text` wrapped to `width` columns as `wrap` does, each line after a line's first indented
+    /// by `indent` spaces (a hanging indent under a label or a list marker); nil leaves it as it is.
+    public static func wrapped(_ text: String, width: Int?, indent: Int = 0) -> String {
+        guard let width, width > indent + 10 else { return text }
+        return text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            let wrapped = LineBreaker.wrap([StyledRun(String(line))], firstWidth: width, width: width - indent).map(\.plainText)
+            return wrapped.enumerated().map { $0.offset == 0 ? $0.element : String(repeating: " ", count: indent) + $0.element }.joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
+
     /// The rows a line of `columns` cells starting at column `start` takes on a terminal
     /// `width` columns wide that wraps it: a wide character that does not fit at the end of a
     /// row goes to the next one.

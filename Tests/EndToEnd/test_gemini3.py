@@ -195,10 +195,12 @@ def test_search_sends_the_tool_and_places_citations_by_byte_offsets_latin_and_cj
     # Sources and searches under the answer, as plain URLs off a terminal.
     out = ask(api, "--model", "grounded", "--search", "q").out
     assert " [1] Eiffel Tower - Wikipedia — en.wikipedia.org\n     https://vertexaisearch.cloud.google.com/grounding-api-redirect/AUZIYQFwiki" in out
-    assert " eiffel tower height  https://www.google.com/search?q=eiffel+tower+height" in out
+    # Each search's results page on a line of its own, as the doc says.
+    assert "\nSearches\n eiffel tower height\n     https://www.google.com/search?q=eiffel+tower+height\n" in out, out
     assert "\x1b" not in out
     cjk = ask(api, "--model", "grounded-cjk", "--search", "q").out
-    assert "https://www.google.com/search?q=%E6%9D%B1%E4%BA%AC%E3%82%BF%E3%83%AF%E3%83%BC+%E9%AB%98%E3%81%95" in cjk
+    # Readable as typed: the query's letters are not percent-encoded.
+    assert "\n 東京タワー 高さ\n     https://www.google.com/search?q=東京タワー+高さ\n" in cjk, cjk
     # --json: the text without marks, the grounding with offsets into it.
     data = valid("ask", ask(api, "--model", "grounded-cjk", "--search", "--json", "q").out)
     text = data["text"].encode()
@@ -211,6 +213,22 @@ def test_search_sends_the_tool_and_places_citations_by_byte_offsets_latin_and_cj
     api.server.clear()
     plain = ask(api, "--model", "grounded", "--json", "q")
     assert tools_sent(api.server.requests()[-1]) is None and "grounding" not in valid("ask", plain.out)
+
+
+def test_on_a_narrow_terminal_citation_marks_stay_with_their_sentence_and_the_footer_wraps_between_words(api):
+    for model, columns in (("grounded-cjk", 19), ("grounded-cjk", 31), ("grounded-cjk", 36), ("grounded", 30), ("grounded", 36)):
+        s = PtySession([BIN, "ask", "--no-save", "--search", "--model", model, "q"], dict(api.vars, FORCE_HYPERLINK="0"), columns=columns)
+        try:
+            assert s.wait(timeout=30) == 0
+            lines = [line.rstrip() for line in s.screen.all_lines()]
+            assert not [line for line in lines if line.startswith("[")], (columns, lines)
+            # Titles and domains break between words; only URLs, on their own lines, may run past the edge.
+            for line in lines:
+                if "https://" not in line:
+                    assert len(line) <= columns or any(ord(c) > 0x2e80 for c in line), (columns, lines)
+            assert "en.w" not in lines and not any(line.startswith("ikipedia") for line in lines), lines
+        finally:
+            s.close()
 
 
 def test_offsets_that_do_not_fit_leave_their_marks_out_with_a_warning_never_shifted(api):
