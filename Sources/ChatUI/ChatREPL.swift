@@ -292,11 +292,13 @@ public final class ChatREPL {
             stopReason = reason
             return
         }
-        // A question about a credential in the message stands between it and the bubble: it stays.
-        let typedLinesAbove = typedRows > 0 && SecretScanner.findings(in: message).isEmpty
+        // A question about a credential in the message, or a warning printed after Enter (a
+        // budget not checked), stands between it and the bubble: it stays, the bubble goes below.
+        let writesBefore = Console.standardErrorWrites
         guard maySend(message) else { return }
         let request = conversation.request(for: message, attachments: attachments)
         if beforeRequest?(request, conversation.model) == false { return }
+        let typedLinesAbove = typedRows > 0 && SecretScanner.findings(in: message).isEmpty && Console.standardErrorWrites == writesBefore
         gv_interrupt_clear()
         // Echo off while the reply streams: keys typed meanwhile wait unseen for the next prompt,
         // which shows them, instead of landing in the reply (an Enter would break its redraw).
