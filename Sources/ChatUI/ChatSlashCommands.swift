@@ -41,7 +41,9 @@ extension ChatREPL {
         case "/exit", "/quit":
             return false
         case "/help":
-            Console.err(Self.help + "\n")
+            // Fitted to the window: a description wraps between words under the others.
+            let columns = Int(gv_terminal_columns(STDERR_FILENO))
+            Console.err(DisplayWidth.wrapped(Self.help, width: Terminal.stderrIsTerminal && columns > 0 ? columns : nil, indent: 20) + "\n")
         case "/attach":
             attach(argument)
         case "/detach":

@@ -81,7 +81,7 @@ extension ShareCommand {
         let replacing = try vault.keySummaries().contains { $0.name == name }
         if replacing { shown.append("replaces    the key '\(name)' in this vault (its value goes to the key's history)") }
         // The sender's label and the names come from someone else's file: shown, never obeyed.
-        Console.err(EscapeNeutralizer.neutralize(shown.joined(separator: "\n")) + "\n")
+        Console.err(Output.fitted(EscapeNeutralizer.neutralize(shown.joined(separator: "\n")), indent: 12) + "\n")
         if !call.flag(.yesStore) {
             guard TerminalQuestion.available else {
                 throw UsageError("key import asks before it stores a key; without a terminal to ask on, it needs --yes", command: call.command)

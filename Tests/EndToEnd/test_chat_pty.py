@@ -185,6 +185,24 @@ def test_streaming_reply_text_is_neutralised_in_the_terminal(chat):
     s.wait()
 
 
+def test_help_fits_a_60_column_window(api):
+    from vt import widest_line
+    s = PtySession([BIN, "chat", "--no-save", "--model", "echo"], dict(api.vars), columns=60)
+    try:
+        s.expect(r"you ›")
+        s.mark()
+        s.line("/help")
+        s.expect(r"/exit")
+        s.expect(r"you ›")
+        assert widest_line(s.raw(), paths=True) <= 60, s.raw()
+        # A long description goes on under its command's column.
+        assert re.search(r"\n {20}\S", plain(s.raw()).replace("\r", "")), s.raw()
+        s.line("/exit")
+        assert s.wait() == 0
+    finally:
+        s.close()
+
+
 def test_key_shaped_input_is_asked_about_and_errors_keep_the_chat_alive(chat, api):
     s = chat("--model", "echo")
     s.mark()
