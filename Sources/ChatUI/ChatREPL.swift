@@ -21,7 +21,7 @@ public final class ChatREPL {
     /// Why bubbles are not drawn where the cursor cannot move.
     public static let noBubbles = "bubbles need a terminal that can move the cursor (stdout is not a terminal, or TERM=dumb): the chat is drawn plain"
     /// Replies rendered from markdown (a terminal without --raw), and how.
-    private let markdown: MarkdownRenderer?
+    let markdown: MarkdownRenderer?
     var pendingRetry: (message: String, attachments: [Attachment])?
     /// The last message whose turn failed (no reply kept): what `/retry` sends again.
     var failedMessage: (message: String, attachments: [Attachment])?
@@ -292,11 +292,13 @@ public final class ChatREPL {
             stopReason = reason
             return
         }
-        // A question about a credential in the message stands between it and the bubble: it stays.
-        let typedLinesAbove = typedRows > 0 && SecretScanner.findings(in: message).isEmpty
+        // A question about a credential in the message, or a warning printed after Enter (a
+        // budget not checked), stands between it and the bubble: it stays, the bubble goes below.
+        let writesBefore = Console.standardErrorWrites
         guard maySend(message) else { return }
         let request = conversation.request(for: message, attachments: attachments)
         if beforeRequest?(request, conversation.model) == false { return }
+        let typedLinesAbove = typedRows > 0 && SecretScanner.findings(in: message).isEmpty && Console.standardErrorWrites == writesBefore
         gv_interrupt_clear()
         // Echo off while the reply streams: keys typed meanwhile wait unseen for the next prompt,
         // which shows them, instead of landing in the reply (an Enter would break its redraw).
@@ -333,7 +335,7 @@ public final class ChatREPL {
                 try printer.print(GroundedAnswer.text(reply))
             }
             try printer.finish()
-            if grounded { try Console.out(GroundedAnswer.footer(reply, style: style, hyperlinks: hyperlinks)) }
+            if grounded { try Console.out(GroundedAnswer.footer(reply, style: style, hyperlinks: hyperlinks, columns: Terminal.stdoutIsTerminal ? Terminal.columns : nil)) }
             lastThoughts = reply.thoughts
             if let status = afterReply?(reply.usage, conversation.model), interactive { Console.err(style.dim(status) + "\n") }
             if let failure { report(failure) } else if reply.interrupted { Console.err(style.yellow("[interrupted]") + "\n") }

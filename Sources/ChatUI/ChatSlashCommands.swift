@@ -42,7 +42,9 @@ extension ChatREPL {
         case "/exit", "/quit":
             return false
         case "/help":
-            Console.err(Self.help + "\n")
+            // Fitted to the window: a description wraps between words under the others.
+            let columns = Int(gv_terminal_columns(STDERR_FILENO))
+            Console.err(DisplayWidth.wrapped(Self.help, width: Terminal.stderrIsTerminal && columns > 0 ? columns : nil, indent: 20) + "\n")
         case "/attach":
             attach(argument)
         case "/detach":
@@ -166,8 +168,7 @@ extension ChatREPL {
                                                                    : "no thought summaries: '/thoughts on' asks for them with each reply\n")
                 return
             }
-            let text = EscapeNeutralizer.neutralize(lastThoughts)
-            try Console.out(style.dim("thinking: " + text) + (text.hasSuffix("\n") ? "" : "\n"))
+            try Console.out(ThoughtView.whole(lastThoughts, style: style, columns: Terminal.stdoutIsTerminal ? Terminal.columns : nil))
         default:
             Console.error("/thoughts takes on or off, or nothing to show the last reply's")
         }
@@ -245,30 +246,17 @@ extension ChatREPL {
     }
 
     /// `/copy` and `/copy code [N]`: the last reply's text, or one of its code blocks, through
-    /// the terminal (OSC 52). What is copied is what the screen drew: the neutralised text, its
-    /// control, invisible and bidirectional characters as the escapes shown, never as themselves.
+    /// the terminal (OSC 52). What is copied is what the screen drew: the reply rendered from
+    /// markdown (or the text as it came with --raw), its control, invisible and bidirectional
+    /// characters as the escapes shown, never as themselves; words the parser took unseen (a
+    /// link's title, a reference definition) are not copied. A warning says when it differs.
     private func copy(_ argument: String) throws(StandardOutputFailure) {
-        let words = argument.split(separator: " ").map(String.init)
-        guard let reply = conversation.turns.last?.model else { Console.error("there is no reply to copy yet"); return }
-        var text = reply
-        var what = "the last reply"
-        if let first = words.first {
-            guard first == "code", words.count <= 2 else { Console.error("/copy takes nothing, or 'code' and a block number: /copy code 2"); return }
-            let blocks = MarkdownRenderer.codeBlocks(in: reply)
-            guard !blocks.isEmpty else { Console.error("the last reply has no code block"); return }
-            let number = words.count == 2 ? Int(words[1]) : blocks.count
-            guard let number, (1...blocks.count).contains(number) else {
-                Console.error("the last reply has \(blocks.count) code block\(blocks.count == 1 ? "" : "s"); give a number from 1 to \(blocks.count)")
-                return
-            }
-            text = blocks[number - 1]
-            what = "code block \(number) of \(blocks.count)"
-        }
+        guard let choice = copyChoice(argument) else { return }
+        let (safe, sent, what, undrawn) = choice
         if let refusal = clipboard.refusal {
             Console.warning("not copied: \(refusal)")
             return
         }
-        let safe = EscapeNeutralizer.neutralize(text)
         guard safe.utf8.count <= TerminalClipboard.maxBytes else {
             Console.warning("not copied: \(what) has \(safe.utf8.count) bytes, more than a terminal's clipboard takes (\(TerminalClipboard.maxBytes >> 10) KiB); use /save")
             return
@@ -291,9 +279,37 @@ extension ChatREPL {
             Console.err("copied \(what) (\(safe.count) characters) to the clipboard through the terminal\n")
         }
         // What the screen drew is what was copied; say so when the reply itself held more.
-        if safe != text.replacing("\r\n", with: "\n") {
+        if EscapeNeutralizer.neutralize(sent) != sent.replacing("\r\n", with: "\n") {
             Console.warning("the reply holds control, invisible or bidirectional characters: they were copied as the screen shows them (^[, \\u{200b}), not as sent")
         }
+        if !undrawn.isEmpty {
+            let sample = undrawn.prefix(8).joined(separator: " ") + (undrawn.count > 8 ? " …" : "")
+            Console.warning("the reply holds \(undrawn.count) word\(undrawn.count == 1 ? "" : "s") the screen did not draw (a link's title, a reference definition, a fence's info or a table cell past its header): '\(sample)'; they were not copied")
+        }
+    }
+
+    /// What `/copy ARGUMENT` copies, as drawn; what it was as sent; its name; the words not drawn.
+    /// Nil after saying why there is nothing to copy.
+    private func copyChoice(_ argument: String) -> (safe: String, sent: String, what: String, undrawn: [String])? {
+        let words = argument.split(separator: " ").map(String.init)
+        guard let reply = conversation.turns.last?.model else { Console.error("there is no reply to copy yet"); return nil }
+        guard let first = words.first else {
+            // With --raw the screen drew the text as it came.
+            guard let markdown else { return (EscapeNeutralizer.neutralize(reply), reply, "the last reply", []) }
+            let drawn = markdown.drawnText(reply)
+            return (drawn, reply, "the last reply", MarkdownRenderer.undrawnWords(in: reply, drawn: drawn))
+        }
+        guard first == "code", words.count <= 2 else { Console.error("/copy takes nothing, or 'code' and a block number: /copy code 2"); return nil }
+        let blocks = MarkdownRenderer.codeBlocks(in: reply)
+        guard !blocks.isEmpty else { Console.error("the last reply has no code block"); return nil }
+        let number = words.count == 2 ? Int(words[1]) : blocks.count
+        guard let number, (1...blocks.count).contains(number) else {
+            Console.error("the last reply has \(blocks.count) code block\(blocks.count == 1 ? "" : "s"); give a number from 1 to \(blocks.count)")
+            return nil
+        }
+        // The block as it came, when the reply as it came has the same blocks: to tell what neutralising changed.
+        let asSent = MarkdownRenderer.codeBlocks(in: reply, asDrawn: false)
+        return (blocks[number - 1], asSent.count == blocks.count ? asSent[number - 1] : reply, "code block \(number) of \(blocks.count)", [])
     }
 
     /// Writes a new private file (0600) renamed over `path`; refuses a symlink, a file of

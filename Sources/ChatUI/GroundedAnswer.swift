@@ -1,4 +1,5 @@
 import Conversations
+import Rendering
 import TerminalIO
 
 /// What a grounded answer shows beyond its text: numbered citation marks in it, then its
@@ -18,7 +19,9 @@ public enum GroundedAnswer {
     }
 
     /// The lines under the answer, each ending in a newline; empty when there is nothing to add.
-    public static func footer(_ reply: ChatReply, style: Style, hyperlinks: Bool) -> String {
+    /// On a terminal `columns` wide, titles and queries wrap between words under their number;
+    /// a plain URL has a line of its own.
+    public static func footer(_ reply: ChatReply, style: Style, hyperlinks: Bool, columns: Int? = nil) -> String {
         var lines: [String] = []
         let grounding = reply.grounding ?? Grounding()
         if !grounding.sources.isEmpty {
@@ -27,19 +30,31 @@ public enum GroundedAnswer {
                 let title = clean(source.title ?? source.domain ?? source.uri)
                 let domain = source.domain.map { clean($0) }.flatMap { $0 == title ? nil : $0 }
                 let link = webLink(source.uri)
-                var line = " [\(index + 1)] " + (hyperlinks && link != nil ? hyperlink(title, to: link!) : title)
-                if let domain { line += style.dim(" — " + domain) }
-                lines.append(line)
+                let number = " [\(index + 1)] "
+                var entry = wrapped(number + title, columns: columns, indent: number.count).map { line in
+                    let text = String(line.dropFirst(number.count))
+                    return String(line.prefix(number.count)) + (hyperlinks && link != nil ? hyperlink(text, to: link!) : text)
+                }
+                if let domain {
+                    let last = DisplayWidth.of(entry.last.map { String($0.dropFirst(number.count)) } ?? "") + number.count
+                    if let columns, last + 3 + DisplayWidth.of(domain) > columns { entry.append(String(repeating: " ", count: number.count) + style.dim("— " + domain)) }
+                    else { entry[entry.count - 1] += style.dim(" — " + domain) }
+                }
+                lines += entry
                 if !hyperlinks, let link { lines.append("     " + style.dim(link)) }
             }
         }
         if !grounding.queries.isEmpty {
-            let searches = grounding.queries.map { query in (clean(query), "https://www.google.com/search?q=" + queryEncoded(query)) }
             if hyperlinks {
+                let searches = grounding.queries.map { query in (clean(query), "https://www.google.com/search?q=" + queryEncoded(query)) }
                 lines.append(style.bold("Searches") + " " + searches.map { hyperlink($0.0, to: $0.1) }.joined(separator: style.dim(" · ")))
             } else {
+                // Each query, then its results page on a line of its own, readable as typed.
                 lines.append(style.bold("Searches"))
-                lines += searches.map { " " + $0.0 + "  " + style.dim($0.1) }
+                for query in grounding.queries {
+                    lines += wrapped(" " + clean(query), columns: columns, indent: 1)
+                    lines.append("     " + style.dim("https://www.google.com/search?q=" + readableQuery(query)))
+                }
             }
         }
         let unread = reply.urlRetrievals.filter { !$0.succeeded }
@@ -48,6 +63,25 @@ public enum GroundedAnswer {
             lines += unread.map { " " + clean($0.url) + style.dim(" (" + readableStatus($0.status) + ")") }
         }
         return lines.isEmpty ? "" : "\n" + lines.joined(separator: "\n") + "\n"
+    }
+
+    private static func wrapped(_ text: String, columns: Int?, indent: Int) -> [String] {
+        DisplayWidth.wrapped(text, width: columns, indent: indent).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    }
+
+    /// A query in a results page's URL as a browser shows it: letters and digits of any script
+    /// as they are, a space as `+`, anything else (`&`, `#`, `%`, controls, invisible
+    /// characters) as `%XX`, so the URL stays one word that asks for the same query.
+    static func readableQuery(_ query: String) -> String {
+        var out = ""
+        for scalar in query.unicodeScalars {
+            if scalar.value > 0x7F && (scalar.properties.isAlphabetic || scalar.properties.numericType != nil) && !scalar.properties.isWhitespace {
+                out.unicodeScalars.append(scalar)
+            } else {
+                out += queryEncoded(String(scalar))
+            }
+        }
+        return out
     }
 
     /// `URL_RETRIEVAL_STATUS_PAYWALL` → `paywall`.

@@ -1,5 +1,6 @@
 import Conversations
 import CSystemShims
+import Glibc
 import Rendering
 import SystemIO
 import TerminalIO
@@ -44,6 +45,10 @@ public final class ReplyPrinter {
     /// The summaries so far, and whether they are being shown (until the answer starts).
     private var thoughtText = ""
     private var thoughtsOpen = false
+    /// The summaries drawn as markdown (above the answer, or on stderr).
+    private var thoughts: ThoughtView?
+    /// The answer printed as it came, neutralised across pieces (a joiner split from its emoji).
+    private var neutralizer = StreamingNeutralizer()
 
     /// `prefix` is written before the first text printed as it came (the chat's label); a live
     /// reply has its own. `thoughts` shows thought summaries as they stream; nil shows none.
@@ -78,12 +83,11 @@ public final class ReplyPrinter {
     func thought(_ text: String) throws(StandardOutputFailure) {
         guard let thoughtDisplay, !shownText, outputFailure == nil else { return }
         clearSpinner()
-        let safe = EscapeNeutralizer.neutralize(text)
         switch thoughtDisplay {
         case .standardError(let style):
-            Console.err(style.dim((thoughtsOpen ? "" : "thinking: ") + safe))
+            Console.err(thoughtView(style, fd: STDERR_FILENO).feed(text))
         case .above(let style):
-            try write(style.dim((thoughtsOpen ? "" : "thinking: ") + safe))
+            try write(thoughtView(style, fd: STDOUT_FILENO).feed(text))
         case .folded(let style):
             thoughtText += text
             let columns = max(20, (Terminal.columns ?? TerminalSize.fallback.columns) - 1)
@@ -94,13 +98,21 @@ public final class ReplyPrinter {
         thoughtsOpen = true
     }
 
+    /// The view the summaries stream into, made at the first of them.
+    private func thoughtView(_ style: Style, fd: Int32) -> ThoughtView {
+        if let thoughts { return thoughts }
+        let view = ThoughtView(style: style, fd: fd)
+        thoughts = view
+        return view
+    }
+
     /// Ends the thoughts on their own line, before the answer; a folded line stays as a note.
     private func closeThoughts() throws(StandardOutputFailure) {
         guard thoughtsOpen, let thoughtDisplay else { return }
         thoughtsOpen = false
         switch thoughtDisplay {
-        case .standardError: Console.err("\n")
-        case .above: try write("\n")
+        case .standardError: Console.err(thoughts?.finish() ?? "")
+        case .above: try write(thoughts?.finish() ?? "")
         case .folded(let style):
             let words = thoughtText.split(whereSeparator: \.isWhitespace).count
             try write("\r\u{1B}[2K" + style.dim("💭 thought summary, \(words) word\(words == 1 ? "" : "s"): /thoughts shows it") + "\n")
@@ -139,8 +151,11 @@ public final class ReplyPrinter {
             try show(live.feed(text))
             return
         }
-        // Text as it came: escape sequences neutralised, piece by piece.
-        let safe = EscapeNeutralizer.neutralize(text)
+        // Text as it came: escape sequences neutralised, as if it had come whole.
+        try showAsItCame(neutralizer.feed(text))
+    }
+
+    private func showAsItCame(_ safe: String) throws(StandardOutputFailure) {
         if !shownText && !safe.isEmpty { try show(prefix) }
         try show(safe)
     }
@@ -176,6 +191,9 @@ public final class ReplyPrinter {
         frame += 1
         // A redraw put off, or one for a resized window; a failed write is kept in outputFailure.
         if let live, outputFailure == nil { try? show(live.tick()) }
+        if thoughtsOpen, let thoughts, outputFailure == nil, let thoughtDisplay {
+            if case .above = thoughtDisplay { try? write(thoughts.tick()) } else { Console.err(thoughts.tick()) }
+        }
         guard spinnerEnabled, !shownText else { return }
         if let retryAt, case let left = retryAt - Clock.monotonicSeconds(), left > 0 {
             let line = frames[frame % frames.count] + " retrying in \(Int(left.rounded(.up))) s… (retry \(retries): \(retryReason))"
@@ -209,7 +227,7 @@ public final class ReplyPrinter {
         clearSpinner()
         if let outputFailure { throw outputFailure }
         try closeThoughts()
-        if let live { try show(live.finish()) }
+        if let live { try show(live.finish()) } else { try showAsItCame(neutralizer.finish()) }
         if shownText && !endsWithNewline { try show("\n") }
     }
 

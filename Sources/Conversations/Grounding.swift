@@ -55,8 +55,12 @@ public struct Grounding: Codable, Sendable, Equatable {
         out.reserveCapacity(bytes.count + marks.count * 4)
         var copied = 0
         for (offset, numbers) in marks.sorted(by: { $0.key < $1.key }) where !numbers.isEmpty {
-            out += bytes[copied..<offset]
+            // A segment ending in spaces gets its mark after its last word, not alone after them.
+            var at = offset
+            while at > copied, bytes[at - 1] == 0x20 || bytes[at - 1] == 0x0A || bytes[at - 1] == 0x09 { at -= 1 }
+            out += bytes[copied..<at]
             out += numbers.sorted().map { "[\($0 + 1)]" }.joined().utf8
+            out += bytes[at..<offset]
             copied = offset
         }
         out += bytes[copied...]

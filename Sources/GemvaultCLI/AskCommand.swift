@@ -189,7 +189,10 @@ extension ChatCommand {
         }
         if showThoughts {
             result.thoughts = turn.thoughts
-            if !json && !streaming && !turn.thoughts.isEmpty { Console.err(stderrStyle.dim("thinking: " + EscapeNeutralizer.neutralize(turn.thoughts)) + "\n") }
+            if !json && !streaming && !turn.thoughts.isEmpty {
+                let columns = Int(gv_terminal_columns(FileDescriptor.standardError.raw))
+                Console.err(ThoughtView.whole(turn.thoughts, style: stderrStyle, columns: Terminal.stderrIsTerminal && columns > 0 ? columns : nil))
+            }
         }
         result.text = turn.text
         result.model = turn.modelVersion ?? conversation.model
@@ -211,7 +214,8 @@ extension ChatCommand {
             if !streaming || grounded { try printer.print(GroundedAnswer.text(turn)) }
             try printer.finish()
             let stdoutStyle = call.context.style(settings, fd: FileDescriptor.standardOutput.raw)
-            try Console.out(GroundedAnswer.footer(turn, style: stdoutStyle, hyperlinks: Terminal.showsHyperlinks(environment: call.context.environment)))
+            try Console.out(GroundedAnswer.footer(turn, style: stdoutStyle, hyperlinks: Terminal.showsHyperlinks(environment: call.context.environment),
+                                                  columns: Terminal.stdoutIsTerminal ? Terminal.columns : nil))
         }
         var saved = conversation
         // The chat's rule for a cut-off reply (ChatReply.isKept): cut at the token limit, it is

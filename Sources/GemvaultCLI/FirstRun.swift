@@ -22,12 +22,13 @@ enum FirstRun {
             try chatOrAddKey(context)
             return
         }
-        Console.err("""
+        // One line a paragraph, wrapped to the window (at 60 columns a fixed break split words).
+        Console.err(Output.fitted("""
         Welcome to gemvault. There is no vault at \(context.vaultPath) yet.
-        Four steps set one up: the vault and its recovery code, your API key, a check with Google,
+        Four steps set one up: the vault and its recovery code, your API key, a check with Google, \
         and a session for chatting. Answer n to skip a step; Ctrl-C stops at any time.
 
-        """)
+        """))
         guard TerminalQuestion.offer("1. Create the vault now?") else {
             Console.note("nothing was created; run 'gemvault init' when you are ready")
             return
@@ -59,12 +60,12 @@ enum FirstRun {
     private static func createVault(_ context: Context) throws -> UnlockedVault {
         let created = try VaultCommand.createVault(context, passphraseFrom: .terminal, kdf: VaultCommand.defaultPreset, replacing: false)
         RecoveryReminder.remember(context)
-        Console.err("gemvault: created \(context.vaultPath)\n\nYour recovery code opens the vault if the passphrase is lost. It is shown only this once:\n\n    ")
+        Console.err(Output.fitted("gemvault: created \(context.vaultPath)\n\nYour recovery code opens the vault if the passphrase is lost. It is shown only this once:") + "\n\n    ")
         try Output.writeSecret(created.recoveryCode)
-        Console.err("\nWrite it down and keep it offline, away from this machine.\n")
+        Console.err("\n" + Output.fitted("Write it down and keep it offline, away from this machine.") + "\n")
         while !TerminalQuestion.confirm("Have you stored the recovery code?") {
             guard TerminalQuestion.available else { break }
-            Console.err("It cannot be shown again. Without it, a forgotten passphrase loses every key in the vault.\n")
+            Console.err(Output.fitted("It cannot be shown again. Without it, a forgotten passphrase loses every key in the vault.") + "\n")
             if TerminalQuestion.confirm("Go on without storing it?") { return created.vault }
         }
         RecoveryReminder.forget(context)

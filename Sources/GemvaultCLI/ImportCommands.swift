@@ -117,7 +117,7 @@ extension ShareCommand {
         }
         if replacing { shown.append("replaces    the key '\(name)' in this vault (its value goes to the key's history)") }
         // The sender's label and the names come from someone else's file: shown, never obeyed.
-        Console.err(EscapeNeutralizer.neutralize(shown.joined(separator: "\n")) + "\n")
+        Console.err(Output.fitted(EscapeNeutralizer.neutralize(shown.joined(separator: "\n")), indent: 12) + "\n")
     }
 
     /// The question before storing: on a terminal it is asked (always, for a serial reset or a

@@ -1,3 +1,4 @@
+import CSystemShims
 import Glibc
 import FoundationEssentials
 import Rendering
@@ -129,6 +130,33 @@ enum Output {
             text.append(digit)
         }
         return (number < 0 ? "-" : "") + text
+    }
+
+    /// The window's columns when `fd` is a terminal, for text wrapped to it; nil elsewhere
+    /// (a pipe or a log keeps each line whole, for grep).
+    static func windowColumns(_ fd: Int32 = FileDescriptor.standardOutput.raw) -> Int? {
+        let columns = Int(gv_terminal_columns(fd))
+        return Terminal.isTerminal(fd) && columns > 0 ? columns : nil
+    }
+
+    /// `text` for the window of `fd`: each line broken between words, its later rows indented by `indent`.
+    static func fitted(_ text: String, fd: Int32 = FileDescriptor.standardError.raw, indent: Int = 0) -> String {
+        DisplayWidth.wrapped(text, width: windowColumns(fd), indent: indent)
+    }
+
+    /// A table with a header row; wider than `columns` (a narrow window), a record per row
+    /// instead: the row's first cell, then each other cell under its heading, wrapped between
+    /// words, so nothing breaks mid-word at the window's edge.
+    static func table(_ rows: [[String]], columns: Int?) -> String {
+        let text = table(rows)
+        guard let columns, rows.count > 1, let header = rows.first,
+              text.split(separator: "\n").contains(where: { DisplayWidth.of($0) > columns }) else { return text }
+        let label = (header.dropFirst().map(\.count).max() ?? 0) + 2
+        return rows.dropFirst().map { row in
+            ([row.first ?? ""] + zip(header, row).dropFirst().map { heading, cell in
+                DisplayWidth.wrapped("  " + heading + String(repeating: " ", count: label - heading.count) + cell, width: columns, indent: label + 2)
+            }).joined(separator: "\n") + "\n"
+        }.joined(separator: "\n")
     }
 
     static func table(_ rows: [[String]]) -> String {

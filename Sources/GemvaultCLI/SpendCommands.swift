@@ -1,4 +1,5 @@
 import Conversations
+import Rendering
 import Settings
 import Spending
 import SystemIO
@@ -99,10 +100,11 @@ enum SpendCommand {
         }
         let report = Report(days: days, currency: prices.currency, prices: prices.origin, rows: rows, keys: totals, notes: notes)
         if call.flag(.json) { return try Output.json(report, schema: .keyUsage) }
-        try Console.out(text(report))
+        try Console.out(text(report, columns: Output.windowColumns()))
     }
 
-    static func text(_ report: Report) -> String {
+    /// The report; on a terminal `columns` wide, the table and its lines fitted to the window.
+    static func text(_ report: Report, columns: Int? = nil) -> String {
         func money(_ amount: Double?) -> String { amount.map { SpendGuard.money($0, currency: report.currency) } ?? "no price" }
         guard !report.rows.isEmpty || !report.keys.isEmpty else {
             return "no usage in the last \(report.days) day\(report.days == 1 ? "" : "s")\n"
@@ -112,7 +114,7 @@ enum SpendCommand {
             table.append([row.day, row.key, row.model, "\(row.requests)", "\(row.promptTokens)", "\(row.cachedTokens)", "\(row.toolUseTokens)",
                           "\(row.outputTokens)", "\(row.thoughtsTokens)", money(row.cost)])
         }
-        var text = Output.table(table.map { $0.map(EscapeNeutralizer.neutralize) })
+        var text = Output.table(table.map { $0.map(EscapeNeutralizer.neutralize) }, columns: columns)
         text += "\n"
         for key in report.keys {
             var line = "\(EscapeNeutralizer.neutralize(key.key)): \(key.tokens) tokens, \(money(key.cost)) in \(report.days) days; today \(money(key.spentToday))"
@@ -120,10 +122,10 @@ enum SpendCommand {
             line += ", this month \(money(key.spentThisMonth))"
             if let monthly = key.budgetMonthly { line += " of \(money(monthly))" }
             if !key.unpriced.isEmpty { line += " (no price for \(key.unpriced.map(EscapeNeutralizer.neutralize).joined(separator: ", ")): not counted)" }
-            text += line + "\n"
+            text += DisplayWidth.wrapped(line, width: columns, indent: 2) + "\n"
             for day in key.unusualDays { text += "  \(day): more than 3× the key's usual day\n" }
         }
-        return text + "Costs are estimates from \(report.prices) (\(report.currency)); Google's bill is the reference.\n"
+        return text + DisplayWidth.wrapped("Costs are estimates from \(report.prices) (\(report.currency)); Google's bill is the reference.", width: columns) + "\n"
     }
 
     static func budget(_ call: Invocation) throws {

@@ -317,7 +317,7 @@ enum VaultCommand {
                     + (showSharing ? [EscapeNeutralizer.neutralize(ShareCommand.summary(sharing[key.name]) ?? "-")] : [])
                     + (showLinks ? [key.link.map { link in
                         linkText(link) + (link.rotation.flatMap { $0.isPending ? ", rotation finishes after \(Output.localDate($0.finishAfter))" : nil } ?? "")
-                    } ?? "-"] : []) }))
+                    } ?? "-"] : []) }, columns: Output.windowColumns()))
         let retired = keys.filter(\.kind.isRetired).map(\.name)
         if !retired.isEmpty {
             Console.warning("Google rejects standard keys since September 2026: \(retired.map { "'\($0)'" }.joined(separator: ", "))")

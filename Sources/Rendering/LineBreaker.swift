@@ -16,11 +16,18 @@ enum LineBreaker {
     static func wrap(_ runs: [StyledRun], firstWidth: Int, width: Int, from start: Int = 0) -> [StyledLine] {
         var filler = Filler(firstWidth: max(1, start > 0 ? width : firstWidth), width: max(1, width), start: start)
         var index = 0
+        var previous: Character = " "
         for run in runs {
             // Inline code that fits a line is one unit: its spaces do not break it.
             let codeFits = run.kind == .code && DisplayWidth.of(run.text) <= width
-            for character in run.text {
-                defer { index += 1 }
+            var position = run.text.startIndex
+            while position < run.text.endIndex {
+                let character = run.text[position]
+                defer {
+                    index += 1
+                    previous = character
+                    position = run.text.index(after: position)
+                }
                 if index < start { continue }
                 if character == "\n" {
                     filler.endSourceLine(next: index + 1)
@@ -28,8 +35,9 @@ enum LineBreaker {
                 }
                 let space = character == " " || character == "\t"
                 let cells = space ? 1 : DisplayWidth.of(character)
+                let mark = character == "[" && !previous.isWhitespace && isCitationMark(run.text[position...])
                 filler.take(Glyph(character: space ? " " : character, width: cells, style: run.style, kind: run.kind,
-                                  isSpace: space && !codeFits, standsAlone: cells == 2 && run.kind == .text, index: index))
+                                  isSpace: space && !codeFits, standsAlone: cells == 2 && run.kind == .text, index: index, joinsPrevious: mark))
             }
         }
         filler.endSourceLine(next: index)
@@ -47,6 +55,16 @@ enum LineBreaker {
         let standsAlone: Bool
         /// Its offset in the text being wrapped.
         let index: Int
+        /// Starts a citation mark (`[2]`) that stays with the character before it.
+        var joinsPrevious = false
+    }
+
+    /// Whether `text` begins with a citation mark: `[`, one to three digits, `]`.
+    static func isCitationMark(_ text: Substring) -> Bool {
+        let head = text.prefix(5)
+        guard let close = head.firstIndex(of: "]") else { return false }
+        let digits = head[head.index(after: head.startIndex)..<close]
+        return !digits.isEmpty && digits.allSatisfy(\.isASCII) && digits.allSatisfy(\.isNumber)
     }
 
     /// The greedy filling of lines, fed character by character.
@@ -83,7 +101,7 @@ enum LineBreaker {
                 return
             }
             // A wide character is a word of its own; closing punctuation stays with the one before.
-            if (!word.isEmpty || cutting) && (lastStandsAlone || glyph.standsAlone) && !LineBreaker.noLineStart.contains(glyph.character) {
+            if (!word.isEmpty || cutting) && (lastStandsAlone || glyph.standsAlone) && !LineBreaker.noLineStart.contains(glyph.character) && !glyph.joinsPrevious {
                 finishWord()
             }
             lastStandsAlone = glyph.standsAlone

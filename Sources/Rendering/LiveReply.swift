@@ -37,27 +37,32 @@ public struct MarkdownBlockSplitter: ReplyBlockSource {
 
     public mutating func append(_ text: String) -> [MarkdownBlock] {
         openSource += text
-        guard text.contains("\n"), let lastNewline = openSource.lastIndex(of: "\n") else { return [] }
+        // Lines end at LF, CRLF included, counted by scalars as cmark counts them: as Characters
+        // a CRLF is one, which is not "\n", and the text after a CRLF line was once dropped.
+        guard text.utf8.contains(UInt8(ascii: "\n")), let lastNewline = openSource.unicodeScalars.lastIndex(of: "\n") else { return [] }
         let size = openSource.utf8.count
         guard size < 64 << 10 || size - parsedCount >= size / 4 else { return [] }
         parsedCount = size
-        let blocks = renderer.parse(String(openSource[...lastNewline]), firstCode: finalCodeBlocks + 1)
+        let blocks = renderer.parse(String(openSource.unicodeScalars[...lastNewline]), firstCode: finalCodeBlocks + 1)
         guard blocks.count > 1, let open = blocks.last else { return [] }
         // Final blocks never change again: keep the source of the open one only.
-        openSource = openSource.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(open.line - 1).joined(separator: "\n")
+        let lines = openSource.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false)
+        openSource = lines.dropFirst(open.line - 1).map(String.init).joined(separator: "\n")
         parsedCount = openSource.utf8.count
         let final = blocks.dropLast().map(\.block)
         finalCodeBlocks += final.reduce(0) { $0 + $1.codeBlockCount }
         return final
     }
 
+    /// A joiner or CR at the very end is left out until what follows it came: alone, it would show as an escape.
     public func openBlocks() -> [MarkdownBlock] {
-        openSource.isEmpty ? [] : renderer.parse(openSource, firstCode: finalCodeBlocks + 1).map(\.block)
+        let source = openSource.withoutPendingEnd
+        return source.isEmpty ? [] : renderer.parse(source, firstCode: finalCodeBlocks + 1).map(\.block)
     }
 
     public mutating func finish() -> [MarkdownBlock] {
         defer { openSource = "" }
-        return openBlocks()
+        return openSource.isEmpty ? [] : renderer.parse(openSource, firstCode: finalCodeBlocks + 1).map(\.block)
     }
 }
 
@@ -69,17 +74,21 @@ struct PlainTextSource: ReplyBlockSource {
 
     mutating func append(_ text: String) -> [MarkdownBlock] {
         openLine += text
-        guard text.contains("\n") else { return [] }
-        var lines = openLine.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard text.utf8.contains(UInt8(ascii: "\n")) else { return [] }
+        // Split by scalars: as Characters a CRLF is one, which is not "\n".
+        var lines = openLine.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         openLine = lines.removeLast()
         return lines.map(Self.block)
     }
 
-    func openBlocks() -> [MarkdownBlock] { openLine.isEmpty ? [] : [Self.block(openLine)] }
+    func openBlocks() -> [MarkdownBlock] {
+        let line = openLine.withoutPendingEnd
+        return line.isEmpty ? [] : [Self.block(line)]
+    }
 
     mutating func finish() -> [MarkdownBlock] {
         defer { openLine = "" }
-        return openBlocks()
+        return openLine.isEmpty ? [] : [Self.block(openLine)]
     }
 
     /// Neutralised as a whole line, so a CRLF split between two pieces is still one line end.
@@ -131,6 +140,8 @@ public final class LiveReply {
     private let reflows: Bool
     private let synchronized: Bool
     private let clock: () -> Double
+    /// Every line dimmed (thought summaries drawn as they stream).
+    private let dimmed: Bool
 
     /// Final blocks not printed for good yet (a bubble fitting its reply keeps them open).
     private var finalBlocks: [MarkdownBlock] = []
@@ -157,7 +168,8 @@ public final class LiveReply {
 
     /// `size` is read for every redraw; `styled` adds the SGR styles (off for NO_COLOR).
     public init(markdown renderer: MarkdownRenderer?, frame: Frame, size: @escaping () -> TerminalSize, reflows: Bool,
-                synchronized: Bool = true, clock: @escaping () -> Double = Clock.monotonicSeconds) {
+                synchronized: Bool = true, dimmed: Bool = false, clock: @escaping () -> Double = Clock.monotonicSeconds) {
+        self.dimmed = dimmed
         self.source = renderer.map { MarkdownBlockSplitter(renderer: $0) as any ReplyBlockSource } ?? PlainTextSource()
         var frameColor = true
         if case .bubble(let color) = frame { frameColor = color }
@@ -327,7 +339,7 @@ public final class LiveReply {
                 text += "\u{1B}[?7l"
                 wrapOff = true
             }
-            text += lines[index].encoded(styled: styled)
+            text += (dimmed ? lines[index].dimmed : lines[index]).encoded(styled: styled)
         }
         if wrapOff { text += "\u{1B}[?7h" }
         if printCount > 0 { regionColumn = 0 }

@@ -82,7 +82,7 @@ public struct MarkdownRenderer: Sendable {
         return lines.isEmpty ? "" : lines.map { $0.encoded(styled: styled) }.joined(separator: "\n") + "\n"
     }
 
-    static func lines(of blocks: [MarkdownBlock], width: Int, firstWidth: Int) -> [StyledLine] {
+    public static func lines(of blocks: [MarkdownBlock], width: Int, firstWidth: Int) -> [StyledLine] {
         var lines: [StyledLine] = []
         for block in blocks {
             if !lines.isEmpty { lines.append(.empty) }
@@ -103,10 +103,13 @@ public struct MarkdownRenderer: Sendable {
 
     /// The text of each code block of `markdown` (fenced, indented, nested), numbered as the
     /// rendered reply numbers them; a block's last newlines are left off, so a pasted command
-    /// does not run by itself. The markdown as it came: `/copy` neutralises what it copies.
-    public static func codeBlocks(in markdown: String) -> [String] {
-        libraryLock.withLock { _ in
-            guard let document = parsedDocument(markdown) else { return [] }
+    /// does not run by itself. Parsed from the neutralised reply, as the screen is: the code
+    /// copied is the code drawn (a lone CR ends a line for cmark, but is drawn as `^M`).
+    /// `asDrawn: false` parses the reply as it came, to tell what neutralising changed.
+    public static func codeBlocks(in markdown: String, asDrawn: Bool = true) -> [String] {
+        let safe = asDrawn ? EscapeNeutralizer.neutralize(markdown) : markdown
+        return libraryLock.withLock { _ in
+            guard let document = parsedDocument(safe) else { return [] }
             defer { cmark_node_free(document) }
             var found: [String] = []
             func walk(_ node: OpaquePointer) {

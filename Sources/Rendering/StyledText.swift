@@ -132,6 +132,14 @@ public struct StyledLine: Equatable, Sendable {
 
     public var plainText: String { runs.map(\.text).joined() }
 
+    /// The line with every run dimmed as well (thought summaries), in the same place.
+    public var dimmed: StyledLine {
+        var line = StyledLine()
+        for run in runs { line.append(run.text, style: TextStyle(dim: true).within(run.style), kind: run.kind) }
+        line.position = position
+        return line
+    }
+
     /// The line for a terminal: each styled run in its SGR sequence and a reset, so no style
     /// leaks past the run (nor into the erase of a redraw). Without `styled`, the bare text.
     public func encoded(styled: Bool) -> String {
@@ -202,6 +210,16 @@ public enum DisplayWidth {
     /// is wider (URLs excepted: they are never cut).
     public static func wrap(_ text: String, width: Int) -> [String] {
         LineBreaker.wrap([StyledRun(text)], firstWidth: width, width: width).map(\.plainText)
+    }
+
+    /// `text` wrapped to `width` columns as `wrap` does, each line after a line's first indented
+    /// by `indent` spaces (a hanging indent under a label or a list marker); nil leaves it as it is.
+    public static func wrapped(_ text: String, width: Int?, indent: Int = 0) -> String {
+        guard let width, width > indent + 10 else { return text }
+        return text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            let wrapped = LineBreaker.wrap([StyledRun(String(line))], firstWidth: width, width: width - indent).map(\.plainText)
+            return wrapped.enumerated().map { $0.offset == 0 ? $0.element : String(repeating: " ", count: indent) + $0.element }.joined(separator: "\n")
+        }.joined(separator: "\n")
     }
 
     /// The rows a line of `columns` cells starting at column `start` takes on a terminal

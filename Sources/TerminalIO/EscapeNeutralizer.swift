@@ -13,12 +13,27 @@
 /// scripts that need them), and tags stay inside an emoji flag (after U+1F3F4).
 public enum EscapeNeutralizer {
     public static func neutralize(_ text: String) -> String {
-        var output = String.UnicodeScalarView()
+        var context = Context()
         let scalars = Array(text.unicodeScalars)
+        return String(neutralize(scalars, upTo: scalars.count, context: &context))
+    }
+
+    /// What a scalar's treatment depends on beyond the text at hand: the scalar before it, and
+    /// whether it follows an emoji flag's tags. A stream carries it from one piece to the next.
+    struct Context {
+        var before: UInt32 = 0
         var inFlagTags = false
-        for (index, scalar) in scalars.enumerated() {
+    }
+
+    /// The first `end` scalars of `scalars` neutralised; those after `end` are only looked at
+    /// (a joiner or CR at `end - 1` needs the one after it).
+    static func neutralize(_ scalars: [Unicode.Scalar], upTo end: Int, context: inout Context) -> String.UnicodeScalarView {
+        var output = String.UnicodeScalarView()
+        for index in 0..<end {
+            let scalar = scalars[index]
             let value = scalar.value
-            if value == 0x1F3F4 { inFlagTags = true } else if !(0xE0000...0xE007F).contains(value) { inFlagTags = false }
+            defer { context.before = value }
+            if value == 0x1F3F4 { context.inFlagTags = true } else if !(0xE0000...0xE007F).contains(value) { context.inFlagTags = false }
             switch value {
             case 0x09, 0x0A:
                 output.append(scalar)
@@ -32,10 +47,9 @@ public enum EscapeNeutralizer {
                 output.append(contentsOf: "^?".unicodeScalars)
             case 0x200C, 0x200D:
                 // A joiner between two non-ASCII characters shapes them (👨‍👩‍👧); anywhere else it only hides.
-                let before = index > 0 ? scalars[index - 1].value : 0
                 let after = index + 1 < scalars.count ? scalars[index + 1].value : 0
-                if before > 0x7F && after > 0x7F { output.append(scalar) } else { output.append(contentsOf: escaped(value)) }
-            case 0xE0000...0xE007F where inFlagTags:
+                if context.before > 0x7F && after > 0x7F { output.append(scalar) } else { output.append(contentsOf: escaped(value)) }
+            case 0xE0000...0xE007F where context.inFlagTags:
                 output.append(scalar)
             case 0x80...0x9F, 0x202A...0x202E, 0x2066...0x2069, 0x200E, 0x200F, 0x061C,
                  0x200B, 0x2060...0x2064, 0xFEFF, 0x180E, 0xE0000...0xE007F:
@@ -45,10 +59,51 @@ public enum EscapeNeutralizer {
                 output.append(scalar)
             }
         }
-        return String(output)
+        return output
+    }
+
+    /// Whether a scalar's treatment depends on the one after it: a stream holds it back.
+    public static func needsNext(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value == 0x0D || scalar.value == 0x200C || scalar.value == 0x200D
     }
 
     private static func escaped(_ value: UInt32) -> String.UnicodeScalarView {
         "\\u{\(String(value, radix: 16))}".unicodeScalars
+    }
+}
+
+/// Untrusted text arriving in pieces (a streaming reply), neutralised as if it came whole: a
+/// joiner or CR at the end of a piece waits for the next one, and the character before a
+/// piece's first joiner is remembered, so a split never shows a joiner as `\u{200d}`.
+public struct StreamingNeutralizer: Sendable {
+    private var context = EscapeNeutralizer.Context()
+    /// The end of the last piece, held back until what follows it is known.
+    private var held: [Unicode.Scalar] = []
+
+    public init() {}
+
+    /// What of the text so far can be written now.
+    public mutating func feed(_ text: String) -> String {
+        let scalars = held + Array(text.unicodeScalars)
+        let end = scalars.last.map(EscapeNeutralizer.needsNext) == true ? scalars.count - 1 : scalars.count
+        held = Array(scalars[end...])
+        return String(EscapeNeutralizer.neutralize(scalars, upTo: end, context: &context))
+    }
+
+    /// The end of the text: what was held back, with nothing after it.
+    public mutating func finish() -> String {
+        defer { held = [] }
+        return String(EscapeNeutralizer.neutralize(held, upTo: held.count, context: &context))
+    }
+}
+
+extension String {
+    /// The text without a last joiner or CR, whose look depends on what follows: a view of a
+    /// stream draws it once the next piece came.
+    public var withoutPendingEnd: String {
+        guard let last = unicodeScalars.last, EscapeNeutralizer.needsNext(last) else { return self }
+        var scalars = unicodeScalars
+        scalars.removeLast()
+        return String(scalars)
     }
 }

@@ -1,5 +1,6 @@
 import CSystemShims
 import Glibc
+import Synchronization
 import SystemIO
 import VaultCore
 
@@ -126,7 +127,15 @@ public enum Console {
         do { try write() } catch { throw StandardOutputFailure(code: error.code) }
     }
 
-    public static func err(_ text: String) { try? FileDescriptor.standardError.writeAll(Redaction.redact(text)) }
+    public static func err(_ text: String) {
+        errWrites.add(1, ordering: .relaxed)
+        try? FileDescriptor.standardError.writeAll(Redaction.redact(text))
+    }
+
+    /// Writes to stderr so far: a screen that erases lines it drew (a message as typed,
+    /// replaced by its bubble) knows whether a message came in between.
+    public static var standardErrorWrites: Int { errWrites.load(ordering: .relaxed) }
+    private static let errWrites = Atomic<Int>(0)
 
     /// What a command reports on its way (stored, unlocked, set): not an error, warning or hint.
     public static func note(_ message: String) { labelled("gemvault: ", message) }
@@ -138,6 +147,7 @@ public enum Console {
     /// later lines indented under its first word; in a pipe or a log it stays one line, for
     /// grep. Redacted before it is broken, so a key is masked whole.
     static func labelled(_ label: String, _ message: String) {
+        errWrites.add(1, ordering: .relaxed)
         let text = Redaction.redact(message)
         let columns = Int(gv_terminal_columns(STDERR_FILENO))
         guard columns > 0, Terminal.stderrIsTerminal else {

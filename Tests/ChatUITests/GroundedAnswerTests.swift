@@ -25,7 +25,30 @@ import Testing
                  https://t.example/x
              [2] evil.example
             Searches
-             höhe turm  https://www.google.com/search?q=h%C3%B6he+turm
+             höhe turm
+                 https://www.google.com/search?q=höhe+turm
+            Not read
+             https://unsafe.example (unsafe)
+
+            """)
+    }
+
+    @Test func onATerminalTitlesWrapBetweenWordsAndEachURLHasItsLine() {
+        var long = reply()
+        long.grounding?.sources[0].title = "A title long enough to wrap twice at thirty columns"
+        long.grounding?.queries = ["東京タワー 高さ & more"]
+        let footer = GroundedAnswer.footer(long, style: Style(enabled: false), hyperlinks: false, columns: 30)
+        #expect(footer == """
+
+            Sources
+             [1] A title long enough to
+                 wrap twice at thirty
+                 columns — t.example
+                 https://t.example/x
+             [2] evil.example
+            Searches
+             東京タワー 高さ & more
+                 https://www.google.com/search?q=東京タワー+高さ+%26+more
             Not read
              https://unsafe.example (unsafe)
 

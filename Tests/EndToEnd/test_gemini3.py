@@ -94,10 +94,11 @@ def test_a_plain_chat_shows_thoughts_dimmed_above_the_answer(api):
         s.expect(r"Forty-two\.")
         s.expect(r"you ›")
         lines = [line.rstrip() for line in s.screen.all_lines() if line.strip()]
-        thought_row = lines.index("thinking: " + THOUGHT)
+        # Rendered as markdown: the heading's ** are not shown.
+        thought_row = lines.index("thinking: " + THOUGHT.replace("**", ""))
         assert "Forty-two." in lines[thought_row + 1], lines
         # Dimmed (SGR 2), and asked for.
-        assert "\x1b[2mthinking: " in s.raw()
+        assert "\x1b[2mthinking:" in s.raw()
         assert include_thoughts(api.server.requests()[-1]) is True
         # /thoughts off stops asking; /thoughts shows the last reply's in full.
         s.line("/thoughts off")
@@ -109,6 +110,42 @@ def test_a_plain_chat_shows_thoughts_dimmed_above_the_answer(api):
         assert s.wait() == 0
     finally:
         s.close()
+
+
+def test_thought_summaries_are_rendered_as_markdown_dimmed_and_wrapped_to_the_window(api):
+    words = " ".join(fake_gemini.THOUGHT_PARTS).replace("**", " ").replace("*", "").split()
+    s = PtySession([BIN, "chat", "--no-save", "--model", "thinking-long", "--thoughts"], dict(api.vars), columns=60)
+    try:
+        s.expect(r"you ›")
+        s.mark()
+        s.line("q")
+        s.expect(r"The answer\.")
+        s.expect(r"you ›")
+        lines = [line.rstrip() for line in s.screen.all_lines()]
+        start = next(i for i, line in enumerate(lines) if line.startswith("thinking: "))
+        end = next(i for i, line in enumerate(lines) if "The answer." in line)
+        shown = lines[start:end]
+        # Markdown rendered: no literal **, and the glued second summary starts a paragraph of its own.
+        assert lines[start] == "thinking: Reading the question" and "Planning the answer" in shown, shown
+        assert not any("*" in line for line in shown), shown
+        # Wrapped to the window between words: no line wider than it, no word split.
+        assert all(len(line) <= 60 for line in shown), shown
+        assert " ".join(shown).replace("thinking:", "").split() == words, shown
+        # Dimmed, the headings bold as well.
+        assert "\x1b[1;2mReading the question" in s.raw() or "\x1b[2;1mReading" in s.raw(), repr(s.raw())
+        s.mark()
+        s.line("/thoughts")
+        s.expect(r"thinking: Reading the question")
+        s.expect(r"you ›")
+        assert "**" not in s.text()
+        s.line("/exit")
+        assert s.wait() == 0
+    finally:
+        s.close()
+    piped = api.run("ask", "--thoughts", "--model", "thinking-long", "q", passphrase=False)
+    assert piped.code == 0 and piped.out == "The answer.\n", piped
+    assert piped.err.startswith("thinking: Reading the question\n\nThe user asks"), piped.err
+    assert "\n\nPlanning the answer\n\nI will answer briefly.\n" in piped.err and "*" not in piped.err, piped.err
 
 
 def test_bubbles_fold_the_thoughts_into_one_line_that_slash_thoughts_expands(api):
@@ -123,7 +160,7 @@ def test_bubbles_fold_the_thoughts_into_one_line_that_slash_thoughts_expands(api
         assert "I should keep this secret thought" not in screen, screen
         s.mark()
         s.line("/thoughts")
-        s.expect(r"thinking: \*\*Weighing the question\*\* I should keep this secret thought")
+        s.expect(r"thinking: Weighing the question I should keep this secret thought")
         s.line("/exit")
         assert s.wait() == 0
     finally:
@@ -136,7 +173,7 @@ def test_a_chat_whose_model_refuses_thoughts_names_the_option(api):
     api.vars["GEMVAULT_SHOW_THOUGHTS"] = "on"
     piped = api.run("chat", "--model", "thinking", input="q\n", passphrase=False)
     # Without a terminal the thoughts go to stderr, the answer to stdout.
-    assert "thinking: " + THOUGHT in piped.err and THOUGHT not in piped.out and "Forty-two." in piped.out, piped
+    assert "thinking: " + THOUGHT.replace("**", "") in piped.err and "secret thought" not in piped.out and "Forty-two." in piped.out, piped
 
 
 EIFFEL = "The Eiffel Tower is 330 metres tall.[1] It was finished in 1889.[1][2]"
@@ -158,10 +195,12 @@ def test_search_sends_the_tool_and_places_citations_by_byte_offsets_latin_and_cj
     # Sources and searches under the answer, as plain URLs off a terminal.
     out = ask(api, "--model", "grounded", "--search", "q").out
     assert " [1] Eiffel Tower - Wikipedia — en.wikipedia.org\n     https://vertexaisearch.cloud.google.com/grounding-api-redirect/AUZIYQFwiki" in out
-    assert " eiffel tower height  https://www.google.com/search?q=eiffel+tower+height" in out
+    # Each search's results page on a line of its own, as the doc says.
+    assert "\nSearches\n eiffel tower height\n     https://www.google.com/search?q=eiffel+tower+height\n" in out, out
     assert "\x1b" not in out
     cjk = ask(api, "--model", "grounded-cjk", "--search", "q").out
-    assert "https://www.google.com/search?q=%E6%9D%B1%E4%BA%AC%E3%82%BF%E3%83%AF%E3%83%BC+%E9%AB%98%E3%81%95" in cjk
+    # Readable as typed: the query's letters are not percent-encoded.
+    assert "\n 東京タワー 高さ\n     https://www.google.com/search?q=東京タワー+高さ\n" in cjk, cjk
     # --json: the text without marks, the grounding with offsets into it.
     data = valid("ask", ask(api, "--model", "grounded-cjk", "--search", "--json", "q").out)
     text = data["text"].encode()
@@ -174,6 +213,22 @@ def test_search_sends_the_tool_and_places_citations_by_byte_offsets_latin_and_cj
     api.server.clear()
     plain = ask(api, "--model", "grounded", "--json", "q")
     assert tools_sent(api.server.requests()[-1]) is None and "grounding" not in valid("ask", plain.out)
+
+
+def test_on_a_narrow_terminal_citation_marks_stay_with_their_sentence_and_the_footer_wraps_between_words(api):
+    for model, columns in (("grounded-cjk", 19), ("grounded-cjk", 31), ("grounded-cjk", 36), ("grounded", 30), ("grounded", 36)):
+        s = PtySession([BIN, "ask", "--no-save", "--search", "--model", model, "q"], dict(api.vars, FORCE_HYPERLINK="0"), columns=columns)
+        try:
+            assert s.wait(timeout=30) == 0
+            lines = [line.rstrip() for line in s.screen.all_lines()]
+            assert not [line for line in lines if line.startswith("[")], (columns, lines)
+            # Titles and domains break between words; only URLs, on their own lines, may run past the edge.
+            for line in lines:
+                if "https://" not in line:
+                    assert len(line) <= columns or any(ord(c) > 0x2e80 for c in line), (columns, lines)
+            assert "en.w" not in lines and not any(line.startswith("ikipedia") for line in lines), lines
+        finally:
+            s.close()
 
 
 def test_offsets_that_do_not_fit_leave_their_marks_out_with_a_warning_never_shifted(api):

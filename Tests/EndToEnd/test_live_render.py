@@ -227,3 +227,37 @@ def test_a_dumb_terminal_and_raw_get_the_text_as_it_arrives(terminal, api):
         # No cursor moves, no redraw, no markdown: the text exactly as it came.
         assert not re.search(rb"\x1b\[(\d*A|\d*C|J|\?7l|\?2026h)", s.buffer), s.buffer[:300]
         assert b"**bold words**" in s.buffer
+
+
+FAMILY = "\U0001F468\u200d\U0001F469\u200d\U0001F467"
+PERSIAN = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"
+HINDI = "\u0915\u094d\u200d\u0937"
+
+
+def joiners_intact(text):
+    # The one stray joiner (between ASCII letters) is shown; no other ever is.
+    return FAMILY in text and PERSIAN in text and HINDI in text and 0 < text.count("\\u{200") == text.count("x\\u{200d}y")
+
+
+@pytest.mark.parametrize("argv", [["ask"], ["ask", "--raw"], ["chat"], ["chat", "--raw"]])
+def test_joiners_split_between_stream_pieces_stay_joiners_through_a_pipe(api, argv):
+    # Each code point comes in its own event: a joiner is always at a piece's edge.
+    args = argv + ["--no-save", "--model", "joiners"] + (["hi"] if argv[0] == "ask" else [])
+    result = api.run(*args, input=None if argv[0] == "ask" else "hi\n", passphrase=False)
+    assert result.code == 0, result
+    assert joiners_intact(result.out), repr(result.out)
+    assert "Second line ends." in result.out and "^M" not in result.out
+
+
+@pytest.mark.parametrize("argv", [["ask"], ["ask", "--raw"], ["chat"], ["chat", "--raw"], ["chat", "--bubbles"]])
+def test_joiners_split_between_stream_pieces_stay_joiners_on_a_terminal(terminal, argv):
+    if argv[0] == "ask":
+        s = terminal(*argv, "--no-save", "--model", "joiners", "hi")
+        assert s.wait(timeout=30) == 0
+    else:
+        s = terminal(*argv, "--no-save", "--model", "joiners")
+        send(s, "hi")
+    # Not once, not even in a redraw while the reply streamed, was a joiner shown as an escape.
+    text = s.buffer.decode("utf-8", "replace")
+    assert joiners_intact(text), repr(text)
+    assert "Second line ends." in text and "^M" not in text

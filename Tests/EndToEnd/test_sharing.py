@@ -569,6 +569,23 @@ def test_on_a_terminal_import_shows_the_share_and_asks(env, tmp_path):
     assert code == 0 and bob.run("key", "get", "lab").out == GOOD_KEY + "\n"
 
 
+def test_the_import_screen_fits_a_60_column_window(env, tmp_path):
+    from conftest import BIN
+    from ptyrun import PtySession
+    from vt import widest_line
+    alice, bob, shared = alice_shares_lab_with_bob(env, tmp_path)
+    s = PtySession([BIN, "key", "import", shared, "--no-verify", "--passphrase-file", bob.passfile], bob.vars, columns=60)
+    try:
+        s.expect(r"Store it as 'lab'\? \[y/N\]")
+        s.line("n")
+        assert s.wait() == 1
+        assert widest_line(s.raw()) <= 60, s.raw()
+        # The fingerprint is wider than the room beside its label: it alone is cut, at the edge.
+        assert "signingkey" + identity(alice)["fingerprint"] in "".join(s.text().split())
+    finally:
+        s.close()
+
+
 def signed_share(document, seed):
     """A share document signed as Docs/sharing.md says: the context line, then each field
     length-prefixed (u32 big-endian), signed with Ed25519 (PyNaCl)."""

@@ -136,6 +136,49 @@ def test_a_chat_refuses_a_turn_past_the_budget_and_shows_what_it_spent(priced):
         s.close()
 
 
+def test_a_warning_printed_after_enter_stays_on_screen_above_the_bubbles(priced):
+    env = priced
+    assert env.run("unlock").code == 0
+    assert env.run("key", "budget", "default", "--daily", "1").code == 0
+    # 'ok' has no price: the budget cannot be checked, and a warning says so after Enter.
+    s = PtySession([BIN, "chat", "--no-save", "--bubbles", "--model", "ok"], dict(env.vars, TERM="xterm"), columns=80)
+    try:
+        s.expect(r"you ›")
+        s.line("hello there")
+        s.expect(r"you ›")
+        s.read_available(0.2)
+        screen = "\n".join(s.screen.all_lines())
+        # The warning is whole on the screen (the bubble's redraw once erased it), and the bubbles follow it.
+        assert "gemvault: warning: the budget of key 'default' was not checked" in screen, screen
+        assert "no price for model 'ok'" in " ".join(screen.split()), screen
+        warning_at = screen.index("was not checked")
+        assert screen.index("hello there", warning_at) > warning_at and "╭" in screen[warning_at:], screen
+        s.line("/exit")
+        assert s.wait() == 0
+    finally:
+        s.close()
+
+
+def test_key_usage_and_key_list_fit_a_60_column_window(priced):
+    from vt import widest_line
+    env = priced
+    assert env.run("unlock").code == 0
+    assert env.run("key", "budget", "default", "--daily", "5").code == 0
+    assert env.run("ask", "--model", "metered", "q", passphrase=False).code == 0
+    for argv in (["key", "usage"], ["key", "list"]):
+        wide = env.run(*argv)
+        assert wide.code == 0 and len(wide.out.splitlines()[0]) > 60, wide
+        s = PtySession([BIN] + argv, dict(env.vars), columns=60)
+        try:
+            assert s.wait() == 0
+            # A record per row, and wrapped lines: nothing wider than the window.
+            assert widest_line(s.raw()) <= 60, s.raw()
+            words = " ".join(s.text().split())
+            assert ("metered" in words and "COST" in words) if argv[1] == "usage" else ("default" in words and "LAST USED" in words), words
+        finally:
+            s.close()
+
+
 def test_a_day_far_above_the_keys_usual_one_is_named(priced):
     env = priced
     assert env.run("unlock", "--idle", "7d", "--max", "30d").code == 0

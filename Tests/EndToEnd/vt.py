@@ -24,6 +24,14 @@ def text_width(text):
     return sum(char_width(ch) for ch in text)
 
 
+def widest_line(raw, paths=False):
+    """The widest line a program wrote, its escape sequences left out: wider than the
+    window, the terminal breaks it wherever the edge falls, mid-word. Lines holding a path
+    (one word wider than a narrow window, cut wherever) are left out unless `paths`."""
+    text = OSC.sub("", CSI.sub("", raw))
+    return max(text_width(line) for line in re.split(r"\r\n|\n|\r", text) if paths or "/" not in line)
+
+
 CSI = re.compile(r"\x1b\[([0-9;?<=>]*)([ -/]*)([@-~])")
 OSC = re.compile(r"\x1b\][^\x07\x1b]*(\x07|\x1b\\)")
 

@@ -55,6 +55,11 @@ import Testing
         #expect(reply.grounding?.cited(reply.text) == "abcde[1][2]fghij")
     }
 
+    @Test func aSegmentEndingInSpacesGetsItsMarkAfterItsLastWord() throws {
+        let reply = try grounded(["Tall. \nBuilt."], supports: #"[{"segment":{"startIndex":0,"endIndex":7},"groundingChunkIndices":[0]}]"#)
+        #expect(reply.grounding?.cited(reply.text) == "Tall.[1] \nBuilt.")
+    }
+
     @Test func aThoughtPartComesFirstSoTheAnswerIsPartOne() throws {
         let reply = try grounded(["Yes."], supports: #"[{"segment":{"partIndex":1,"endIndex":4},"groundingChunkIndices":[0]},{"segment":{"partIndex":0,"endIndex":4},"groundingChunkIndices":[0]}]"#, thought: true)
         #expect(reply.text == "Yes." && reply.thoughts == "**Plan**")

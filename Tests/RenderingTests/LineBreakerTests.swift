@@ -80,4 +80,20 @@ import Testing
         #expect(DisplayWidth.rows(of: StyledLine("abcde一"), startingAt: 0, width: 6) == 2)
         #expect(DisplayWidth.rows(of: StyledLine(""), startingAt: 0, width: 6) == 1)
     }
+
+    /// A citation mark stays with the sentence it follows, at every width: it never starts a line.
+    @Test func aCitationMarkNeverStartsALine() {
+        let texts = ["東京タワーの高さは333メートルです。[1]1958年に完成しました。[1][2]",
+                     "The Eiffel Tower is 330 metres tall.[1] It was finished in 1889.[1][2]"]
+        for text in texts {
+            // From the width of the widest word with its marks on (narrower, a word is cut anyway).
+            for width in 11...40 {
+                let lines = DisplayWidth.wrap(text, width: width)
+                #expect(!lines.contains { $0.hasPrefix("[") }, "\(width): \(lines)")
+                #expect(lines.joined().replacing(" ", with: "") == text.replacing(" ", with: ""))
+            }
+        }
+        // Brackets that are not marks, and marks after a space, break as before.
+        #expect(DisplayWidth.wrap("中文中文[note]", width: 8) == ["中文中文", "[note]"])
+    }
 }

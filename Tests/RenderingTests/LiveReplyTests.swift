@@ -216,6 +216,27 @@ last words
         #expect(inner == ["line one", "  indented *not markdown*", "three"])
     }
 
+    /// Joiners and CRLF lines split at every scalar: no redraw ever shows a joiner as an
+    /// escape, and the text after a CRLF-closed fence is drawn (it was dropped once).
+    @Test(arguments: [true, false])
+    func joinersAndCRLFSplitAnywhereDrawAsTheWholeReply(markdown: Bool) {
+        let reply = "Family 👨\u{200D}👩\u{200D}👧 and क्\u{200D}ष and می\u{200C}خواهم\r\n\r\n```sh\r\necho hi\r\n```\r\ncurl after the fence\r\n"
+        let scalars = Array(reply.unicodeScalars)
+        let whole = Harness(columns: 80, rows: 40, markdown: markdown)
+        whole.feed(reply)
+        whole.finish()
+        #expect(whole.reply.contains { $0.contains("curl after the fence") }, "\(whole.reply)")
+        #expect(whole.reply.contains { $0.contains("👨\u{200D}👩\u{200D}👧") })
+        for cut in 1..<scalars.count {
+            let harness = Harness(columns: 80, rows: 40, markdown: markdown)
+            harness.feed(String(String.UnicodeScalarView(scalars[..<cut])))
+            harness.feed(String(String.UnicodeScalarView(scalars[cut...])))
+            harness.finish()
+            #expect(!harness.output.contains("\\u{200"), "cut at \(cut): \(harness.output)")
+            #expect(harness.reply == whole.reply, "cut at \(cut)")
+        }
+    }
+
     @Test func aRepliesEscapeSequencesNeverReachTheTerminal() {
         let evil = "red \u{1B}[31mALERT\u{1B}[0m clip \u{1B}]52;c;ZXZpbA==\u{07} **bold \u{9B}2J** `\u{1B}[2J` &#27;[5m\n\n```\n\u{1B}]0;title\u{07}\n```\n"
         for frame in [LiveReply.Frame.labelled(StyledLine("gemini › ")), .bubble(color: true)] {

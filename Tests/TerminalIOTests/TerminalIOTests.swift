@@ -16,6 +16,35 @@ import Testing
         #expect(EscapeNeutralizer.neutralize(family + " " + england) == family + " " + england)
     }
 
+    /// Joiners, CRLF and a flag's tags in a stream: split at every scalar (and at every pair of
+    /// scalars), the pieces neutralised one by one read as the whole text neutralised at once.
+    @Test func aStreamSplitAnywhereReadsAsTheWholeText() {
+        let family = "👨\u{200D}👩\u{200D}👧", hindi = "क्\u{200D}ष", persian = "می\u{200C}خواهم"
+        let england = "\u{1F3F4}\u{E0067}\u{E0062}\u{E0065}\u{E006E}\u{E0067}\u{E007F}"
+        let text = family + " " + hindi + " " + persian + " x\u{200D}y \u{200D}" + england + "\r\nend\r"
+        let whole = EscapeNeutralizer.neutralize(text)
+        #expect(!whole.contains("\\u{200d}\u{1F469}") && whole.contains(family) && whole.contains(persian))
+        let scalars = Array(text.unicodeScalars)
+        func streamed(_ cuts: [Int]) -> String {
+            var stream = StreamingNeutralizer()
+            var output = ""
+            var start = 0
+            for cut in cuts + [scalars.count] {
+                output += stream.feed(String(String.UnicodeScalarView(scalars[start..<cut])))
+                start = cut
+            }
+            return output + stream.finish()
+        }
+        for first in 0...scalars.count {
+            #expect(streamed([first]) == whole, "split at \(first)")
+            for second in first...scalars.count where second % 3 == first % 3 {
+                #expect(streamed([first, second]) == whole, "split at \(first) and \(second)")
+            }
+        }
+        // One scalar at a time, too.
+        #expect(streamed(Array(1..<scalars.count)) == whole)
+    }
+
     @Test func ordinaryTextIsUntouched() {
         let text = "tab\there\nline two — 你好 🚀\r\n"
         #expect(EscapeNeutralizer.neutralize(text) == "tab\there\nline two — 你好 🚀\n")
