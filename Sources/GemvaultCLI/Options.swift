@@ -98,6 +98,7 @@ extension OptionSpec {
 
     // key rotate
     static let noVerify = OptionSpec(name: "--no-verify", value: nil, help: "store the new key without the check")
+    static let forceClaim = OptionSpec(name: "--force", value: nil, help: "with --create of a key linked to Secret Manager: take over another rotator's live claim")
     static let checkTimeout = OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the check's answer", setting: Setting.timeout.spec)
     static let create = OptionSpec(name: "--create", value: nil, help: "make the new key at Google (API Keys service), check it, store it, delete the old one")
     static let undo = OptionSpec(name: "--undo", value: nil, help: "undelete the previous Google key, make it current again, delete the newer one")

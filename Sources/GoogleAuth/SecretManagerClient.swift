@@ -36,6 +36,17 @@ public struct SecretReference: Sendable, Equatable, CustomStringConvertible {
         return text.unicodeScalars.allSatisfy { plain($0) || extra.unicodeScalars.contains($0) }
     }
 
+    /// The same secret, version `number`.
+    public func version(_ number: UInt64) -> SecretReference {
+        SecretReference(project: project, secret: secret, version: number)
+    }
+
+    private init(project: String, secret: String, version: UInt64?) {
+        self.project = project
+        self.secret = secret
+        self.version = version
+    }
+
     /// `projects/P/secrets/S`.
     public var resource: String { "projects/\(project)/secrets/\(secret)" }
     public var versionPath: String { resource + "/versions/" + (version.map(String.init) ?? "latest") }
