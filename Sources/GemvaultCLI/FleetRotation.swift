@@ -183,6 +183,7 @@ enum FleetRotation {
         guard latest.version >= startLink.version else {
             throw GoogleError(.badData, "Secret Manager answered version \(latest.version) of \(reference.resource), older than version \(startLink.version) the vault has; nothing was rotated")
         }
+        try manager.confirmNewer(latest, than: startLink.version, reference)
         if latest.version != startLink.version || !latest.value.isEqual(to: start.key.secret) {
             _ = try vault.apply(.refreshLink(name: name, secret: latest.value, now: Output.now(),
                                              link: SecretLink(reference: startLink.reference, version: latest.version, fetched: Output.now()), since: startLink.fetched))

@@ -158,6 +158,8 @@ extension OptionSpec {
     static let mode = OptionSpec(name: "--mode", value: "MODE", help: "the --output file's mode: 644 (default: its readers may share a folder) or 600")
     static let fromSecret = OptionSpec(name: "--from", value: "gsm://…",
                                        help: "link the key to a Secret Manager secret (gsm://projects/P/secrets/S[/versions/N]), fetched now and whenever the copy is older than secret_cache_ttl")
+    static let relink = OptionSpec(name: "--relink", value: nil,
+                                   help: "with --from: link again even when the secret's latest version is older than the one the key took (after a forged answer, or a version disabled on purpose)")
     static let systemdCreds = OptionSpec(name: "--systemd-creds", value: nil, help: "encrypt the key with systemd-creds for a service's LoadCredentialEncrypted=")
     static let credentialOutput = OptionSpec(name: "--output", value: "FILE",
                                              help: "write the encrypted credential to FILE (atomically, mode 0600) instead of printing it inline", shortName: "-o")

@@ -441,8 +441,16 @@ class GoogleHandler(fake_gemini.Handler):
         found = versions[number - 1]
         if found["state"] != "ENABLED":
             return self.reply(400, error_body(400, "FAILED_PRECONDITION", "Secret Version [%s/versions/%d] is in %s state." % (name, number, found["state"])))
-        crc = crc32c(base64.b64decode(found["data"])) ^ (1 if bad_crc else 0)
-        return self.reply(200, {"name": "%s/versions/%d" % (name, number), "payload": {"data": found["data"], "dataCrc32c": str(crc)}})
+        data = found["data"]
+        with LOCK:
+            # A hostile answer: `forge_latest` {"version": N, "value": V} once for `latest`;
+            # `access_project` names another project in every answer.
+            forged = STATE["config"].pop("forge_latest", None) if version == "latest" else None
+            named = "projects/%s/secrets/%s" % (STATE["config"].get("access_project", PROJECT_NUMBER), secret)
+        if forged:
+            number, data = forged["version"], base64.b64encode(forged["value"].encode()).decode()
+        crc = crc32c(base64.b64decode(data)) ^ (1 if bad_crc else 0)
+        return self.reply(200, {"name": "%s/versions/%d" % (named, number), "payload": {"data": data, "dataCrc32c": str(crc)}})
 
     def secret_caller(self, project, secret):
         """The token's identity for a Secret Manager call other than access, or None once an
