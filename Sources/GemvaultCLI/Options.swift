@@ -98,6 +98,12 @@ extension OptionSpec {
 
     // key rotate
     static let noVerify = OptionSpec(name: "--no-verify", value: nil, help: "store the new key without the check")
+    static let secretmanagerEndpoint = OptionSpec(name: "--secretmanager-endpoint", value: "URL",
+                                                  help: "Secret Manager's base URL for this command (a host not Google's receives the access token: only from the vault or this flag)",
+                                                  setting: Setting.secretmanagerEndpoint.spec)
+    static let apikeysEndpoint = OptionSpec(name: "--apikeys-endpoint", value: "URL",
+                                            help: "the API Keys service's base URL for this command (a host not Google's receives the access token: only from the vault or this flag)",
+                                            setting: Setting.apikeysEndpoint.spec)
     static let forceClaim = OptionSpec(name: "--force", value: nil, help: "with --create of a key linked to Secret Manager: take over another rotator's live claim")
     static let checkTimeout = OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the check's answer", setting: Setting.timeout.spec)
     static let create = OptionSpec(name: "--create", value: nil, help: "make the new key at Google (API Keys service), check it, store it, delete the old one")

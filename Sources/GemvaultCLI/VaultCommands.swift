@@ -17,7 +17,7 @@ let vaultCommands: [CommandSpec] = [
                 run: VaultCommand.initialize),
     CommandSpec(path: ["key", "set"], arguments: "[NAME]", argumentRange: 0...1,
                 summary: "store or replace an API key (hidden prompt, or stdin when it is not a terminal)",
-                options: [.fromSecret, .relink, .allowInsecureEndpoint], details: """
+                options: [.fromSecret, .relink, .secretmanagerEndpoint, .allowInsecureEndpoint], details: """
                 NAME defaults to 'default'. The key is never taken from the command line. A replaced key is kept in the key's history.
                 --from gsm://projects/P/secrets/S[/versions/N] links the key to a Secret Manager secret instead: its value is fetched now with the Google credentials key rotate --create uses, and again whenever the copy in the vault is older than secret_cache_ttl (Docs/fleet.md). Setting the key without --from unlinks it.
                 A key is one line: a line break after it is dropped, but more lines (or a space or a control character) are refused (exit 64), never cut.
@@ -34,7 +34,7 @@ let vaultCommands: [CommandSpec] = [
                 options: [.json], details: "", run: VaultCommand.listKeys),
     CommandSpec(path: ["key", "rm"], arguments: "NAME", argumentRange: 1...1,
                 summary: "remove a key",
-                options: [.revoke, .allowInsecureEndpoint],
+                options: [.revoke, .apikeysEndpoint, .allowInsecureEndpoint],
                 details: "With --revoke, the key's current value and the earlier values gemvault knows at Google are deleted there first (soft-deleted: Google can undelete them for 30 days, and may accept them for about 25 minutes); the vault changes only when that worked.",
                 run: VaultCommand.removeKey),
     CommandSpec(path: ["passwd"], arguments: "", argumentRange: 0...0,
@@ -195,7 +195,7 @@ enum VaultCommand {
         let name = call.positionals.first ?? Setting.key.defaultValue
         try VaultContents.validateName(name)
         if let from = call.value(.fromSecret) { return try linkKey(call, name: name, from: from) }
-        if call.flag(.relink) { throw UsageError("--relink goes with --from", command: call.command) }
+        if let option = [OptionSpec.relink, .secretmanagerEndpoint].first(where: call.flag) { throw UsageError("\(option.name) goes with --from", command: call.command) }
         try context.vault.checkBeforePrompt()
         // The key first: stdin may be the key while the passphrase comes from the terminal or a descriptor.
         let key = try readAPIKey(prompt: "API key for '\(name)': ")
@@ -214,7 +214,8 @@ enum VaultCommand {
         let vault = call.context.vault
         try vault.checkBeforePrompt()
         let settings = try GoogleRotation.settings(call, vault: try vault.settings())
-        let fetched = try SecretManagerKey.access(reference, settings, environment: call.context.environment, home: call.context.paths.home,
+        let endpoint = try settings.credentialEndpoint(.secretmanagerEndpoint) { Console.warning($0) }
+        let fetched = try SecretManagerKey.access(reference, settings, endpoint: endpoint, environment: call.context.environment, home: call.context.paths.home,
                                                   warn: { Console.warning($0) })
         try refuseOlder(fetched, reference, name: name, vault: vault, call)
         KeyKindNotice.warn(fetched.value, name: name)
@@ -346,7 +347,7 @@ enum VaultCommand {
         let name = call.positionals[0]
         try VaultContents.validateName(name)
         if call.flag(.revoke) { return try GoogleRotation.revoke(call, name: name) }
-        if call.flag(.allowInsecureEndpoint) { throw UsageError("--allow-insecure-endpoint goes with --revoke", command: call.command) }
+        if let option = [OptionSpec.allowInsecureEndpoint, .apikeysEndpoint].first(where: call.flag) { throw UsageError("\(option.name) goes with --revoke", command: call.command) }
         try call.context.vault.apply(.removeKey(name: name))
         Console.note("removed key '\(name)'")
     }

@@ -279,6 +279,12 @@ struct CredentialFile {
             throw GoogleError(.credentials, "the credential file \(path) has token_uri \(uri), plain http on a non-loopback host; the credential would travel unencrypted",
                               hint: "use https, or pass --allow-insecure-endpoint if you really mean it")
         }
+        // A credential file is copied around and written by tools: it may not send the
+        // credential to a host that is neither Google's nor this machine.
+        guard !url.isCustom else {
+            throw GoogleError(.credentials, "the credential file \(path) has token_uri \(uri), which is not Google's and not loopback; its credential is not sent there",
+                              hint: "use Google's (\(defaultTokenURI)), or a token_command that prints a token from your own service")
+        }
         return uri
     }
 

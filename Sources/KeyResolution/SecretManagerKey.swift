@@ -13,17 +13,19 @@ public enum SecretManagerKey {
             throw ConfigError.invalidValue(layer: settings.resolved(.keySecret).origin.label, setting: Setting.keySecret.name,
                                            message: "'\(text)' is not gsm://projects/PROJECT/secrets/SECRET or …/versions/N", fromFlag: false)
         }
-        let fetched = try access(reference, settings, environment: environment, home: home, warn: warn)
+        let endpoint = try settings.credentialEndpoint(.secretmanagerEndpoint, warn: warn)
+        let fetched = try access(reference, settings, endpoint: endpoint, environment: environment, home: home, warn: warn)
         return ResolvedKey(secret: fetched.value, source: .secretManager(secret: reference.resource, version: fetched.version), updated: nil)
     }
 
     /// One fetch of `reference`, with rotation's Google credentials.
+    /// `endpoint`: secretmanager_endpoint as `Settings.credentialEndpoint` allows it.
     /// `newerThan`: the version already taken; a newer answer must be one the secret has.
-    public static func access(_ reference: SecretReference, _ settings: Settings, environment: [String: String], home: String, newerThan known: UInt64? = nil,
-                       warn: @escaping (String) -> Void) throws(GoogleError) -> FetchedSecret {
+    public static func access(_ reference: SecretReference, _ settings: Settings, endpoint: String, environment: [String: String], home: String,
+                              newerThan known: UInt64? = nil, warn: @escaping (String) -> Void) throws(GoogleError) -> FetchedSecret {
         let credentials = GoogleCredentials(CredentialSettings(tokenCommand: settings[.tokenCommand], commandTimeout: settings[.keyCommandTimeout],
                                                                environment: environment, home: home, timeout: settings[.timeout], allowInsecure: false, warn: warn))
-        let client = SecretManagerClient(endpoint: settings[.secretmanagerEndpoint], token: try credentials.token(), timeout: settings[.timeout],
+        let client = SecretManagerClient(endpoint: endpoint, token: try credentials.token(), timeout: settings[.timeout],
                                          retries: settings[.retries])
         let fetched = try client.accessKey(reference)
         if let known, reference.version == nil { try client.confirmNewer(fetched, than: known, reference) }
@@ -51,8 +53,9 @@ extension KeyResolver {
         guard let reference = SecretReference(parsing: link.reference) else {
             throw VaultError.payloadDamaged(path: vaultPath, detail: "the Secret Manager link of '\(stored.name)' is not a gsm:// reference")
         }
+        let endpoint = try settings.credentialEndpoint(.secretmanagerEndpoint, warn: warn)
         let attempt = Result { () throws(GoogleError) in
-            try SecretManagerKey.access(reference, settings, environment: environment, home: paths.home, newerThan: link.version, warn: warn)
+            try SecretManagerKey.access(reference, settings, endpoint: endpoint, environment: environment, home: paths.home, newerThan: link.version, warn: warn)
         }
         if case .failure(let error) = attempt, error.category == .network || error.category == .credentials {
             let age = now - link.fetched
