@@ -23,8 +23,10 @@ public enum SecretManagerKey {
     /// `newerThan`: the version already taken; a newer answer must be one the secret has.
     public static func access(_ reference: SecretReference, _ settings: Settings, endpoint: String, environment: [String: String], home: String,
                               newerThan known: UInt64? = nil, warn: @escaping (String) -> Void) throws(GoogleError) -> FetchedSecret {
-        let credentials = GoogleCredentials(CredentialSettings(tokenCommand: settings[.tokenCommand], commandTimeout: settings[.keyCommandTimeout],
-                                                               environment: environment, home: home, timeout: settings[.timeout], allowInsecure: false, warn: warn))
+        var credentialSettings = CredentialSettings(tokenCommand: settings[.tokenCommand], commandTimeout: settings[.keyCommandTimeout],
+                                                    environment: environment, home: home, timeout: settings[.timeout], allowInsecure: false, warn: warn)
+        credentialSettings.service = "Secret Manager (\(reference.resource))"
+        let credentials = GoogleCredentials(credentialSettings)
         let client = SecretManagerClient(endpoint: endpoint, token: try credentials.token(), timeout: settings[.timeout],
                                          retries: settings[.retries])
         let fetched = try client.accessKey(reference)

@@ -94,6 +94,18 @@ def test_bad_data_is_exit_4_and_never_shown(env, google):
     assert damaged.code == 4 and "checksum" in damaged.err and FLEET_KEY not in damaged.err
 
 
+def test_no_google_credentials_names_secret_manager_and_the_chain_tried(env, google):
+    fleet(env, google)
+    env.vars.pop("GOOGLE_APPLICATION_CREDENTIALS")
+    env.vars["GCE_METADATA_HOST"] = "127.0.0.1:9"  # nothing listens there
+    result, _ = which(env)
+    assert result.code == 1, result
+    assert "no Google credentials for Secret Manager (projects/%s/secrets/gemini-key)" % PROJECT_ID in result.err, result.err
+    assert "API Keys" not in result.err
+    for source in ("token_command", "GOOGLE_APPLICATION_CREDENTIALS", "application-default credentials", "metadata server"):
+        assert source in result.err, source
+
+
 def test_a_busy_secret_manager_is_retried(env, google):
     fleet(env, google)
     google.control(set={"fail": {"access": "unavailable:once"}})
