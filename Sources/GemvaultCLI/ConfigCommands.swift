@@ -192,7 +192,10 @@ enum ConfigCommand {
             vaultState = "opened"
         }
         let settings = try Settings.resolve(layers)
-        try settings.checkEveryEndpoint()
+        // Shown, not refused: only the commands that use an endpoint refuse it.
+        for setting in settings.all where settings.isInsecure(setting.name) {
+            Console.warning("\(setting.name) is \(setting.value ?? "") (from \(setting.origin.label)), plain http off loopback: the commands that use it refuse it")
+        }
         let explained = settings.all.map { setting in
             ExplainedSetting(name: setting.name, value: setting.value.map { display(setting.name, $0) },
                              origin: setting.origin.label, layer: setting.origin.kind)
@@ -300,12 +303,17 @@ enum ConfigCommand {
 
     static func doctor(_ call: Invocation) throws {
         let context = call.context
-        // Settings are read without the vault: doctor never asks for a passphrase.
-        let layers = SettingLayers(configFile: try? ConfigFile.load(path: context.paths.configFile), environment: context.environment,
+        // Doctor never asks for a passphrase: the vault's settings count when its keys could be read.
+        let keys = try vaultKeyKinds(context)
+        var layers = SettingLayers(configFile: try? ConfigFile.load(path: context.paths.configFile), environment: context.environment,
                                    allowInsecureEndpoint: true)
+        if keys != nil && context.vault.exists {
+            layers.vaultSettings = try? context.vault.settings()
+            layers.vaultPath = context.vaultPath
+        }
         let doctor = Doctor(paths: context.paths, vaultPath: context.vaultPath, environment: context.environment,
                             settings: try? Settings.resolve(layers), coreDumpsDisabled: !ProcessHardening.isDumpable,
-                            vaultKeys: try vaultKeyKinds(context))
+                            vaultKeys: keys)
         let findings = doctor.run()
         let linked = (doctor.vaultKeys ?? []).compactMap { key in
             key.link.map { LinkedKey(name: key.name, reference: $0.reference, version: $0.version, fetched: Output.isoDate($0.fetched)) }

@@ -285,6 +285,9 @@ enum ErrorReport {
             let what = setting == Setting.endpoint.name ? "the API key" : "the access token"
             return (.usage, "\(layer): \(setting): \(url) is plain http on a non-loopback host; \(what) would travel unencrypted",
                     "use https, or pass --allow-insecure-endpoint if you really mean it")
+        case .untrustedEndpoint(let url, let layer, let setting):
+            return (.usage, "\(layer): \(setting): \(url) is not Google's and not loopback; the machine's Google access token would go there, and \(layer) is not trusted to send it away",
+                    "set it in the vault ('gemvault config set \(setting) URL') or give --\(String(setting.map { $0 == "_" ? "-" : $0 })) URL to the command, if you really mean it")
         case .refused(let failure):
             return (.failure, failure.message, failure.fix)
         }

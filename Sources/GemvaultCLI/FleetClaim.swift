@@ -1,12 +1,24 @@
+import Dispatch
+import GoogleAuth
+import Synchronization
 import SystemIO
+import TerminalIO
 import VaultCore
 
 /// One rotator for the fleet: the claim in the secret's annotation `gemvault-rotation`.
 extension FleetRotation {
-    /// A rotator's claim, as the annotation holds it: `claimed host=H machine=M pid=P time=T`
-    /// while it runs, `rotated version=N time=T` once done. Another writer's text is read
-    /// defensively: odd characters are dropped from what is shown, and a time in the future
-    /// counts as no time.
+    /// How often a rotator renews its claim while it holds it.
+    static let heartbeatInterval = 30.0
+    /// A claim not renewed for this long belongs to a rotator that stopped.
+    static let claimStaleAfter: Int64 = 180
+    /// A claim made longer ago than this is taken over whatever it says: the claim's lifetime
+    /// (an hour) plus the longest run that holds one (`--verify-timeout` is at most an hour).
+    static let claimLimit: Int64 = claimLifetime + 3600
+
+    /// A rotator's claim, as the annotation holds it: `claimed host=H machine=M boot=B pidns=N
+    /// pid=P since=S time=T` while it runs (`time` renewed by the heartbeat), `rotated
+    /// version=N time=T` once done. Another writer's text is read defensively: odd characters
+    /// are dropped from what is shown, and a time in the future counts as no time.
     struct Claim {
         let state: String
         let fields: [String: String]
@@ -28,29 +40,152 @@ extension FleetRotation {
                 .prefix(64).map(Character.init))
         }
 
-        /// Unix seconds, or 0 when missing, unreadable or later than a few minutes from now.
-        func time(now: Int64) -> Int64 {
-            guard let time = fields["time"].flatMap({ Int64($0) }), time >= 0, time <= now + 300 else { return 0 }
+        /// Unix seconds of `field`, or 0 when missing, unreadable or later than a few minutes from now.
+        func seconds(_ field: String, now: Int64) -> Int64 {
+            guard let time = fields[field].flatMap({ Int64($0) }), time >= 0, time <= now + 300 else { return 0 }
             return time
         }
+        /// The last renewal.
+        func time(now: Int64) -> Int64 { seconds("time", now: now) }
+        /// When it was claimed (a claim without `since`, from an older gemvault, was never renewed).
+        func since(now: Int64) -> Int64 { fields["since"] == nil ? time(now: now) : seconds("since", now: now) }
         var host: String { fields["host"] ?? "?" }
         var pid: Int32? { fields["pid"].flatMap { Int32($0) } }
         var who: String { "\(host) (process \(pid.map(String.init) ?? "?"))" }
 
-        /// A claim this machine made in a process that is gone: a run that was killed. The machine
-        /// is told by its id, not its host name, which cloned machines share.
-        var isLeftHere: Bool {
-            guard let machine = fields["machine"], machine == Self.thisMachine else { return false }
-            return !(pid.map(ProcessIdentity.isRunning) ?? false)
+        /// Where it runs: the machine, the boot and the PID namespace its pid means something in.
+        var isThisRun: Bool { isHere && pid == ProcessIdentity.current }
+        /// Made on this machine, in this boot, in this PID namespace: only then does its pid
+        /// say whether it still runs. Containers and cloned machines share /etc/machine-id.
+        var isHere: Bool {
+            fields["machine"] == Self.thisMachine && fields["boot"] == Self.thisBoot && fields["pidns"] == Self.thisPIDNamespace
+        }
+        /// A claim this machine made in a process that is gone: a run that was killed.
+        var isLeftHere: Bool { isHere && !(pid.map(ProcessIdentity.isRunning) ?? false) }
+
+        /// Why it may be taken over, or nil while its holder is alive and renewing it.
+        func abandoned(now: Int64) -> String? {
+            let since = since(now: now), time = time(now: now)
+            if since == 0 || time == 0 { return "with no readable time" }
+            if isLeftHere { return "in a run that is gone" }
+            if now - since >= FleetRotation.claimLimit { return "longer ago than any run lasts (\(Clock.elapsedText(FleetRotation.claimLimit)))" }
+            if now - time >= FleetRotation.claimStaleAfter { return "and stopped renewing it \(Clock.elapsedText(now - time)) ago" }
+            return nil
+        }
+
+        func described(now: Int64) -> String {
+            "\(who), claimed \(Clock.elapsedText(now - since(now: now))) ago and renewed \(Clock.elapsedText(now - time(now: now))) ago"
         }
 
         static let thisHost: String = plain(Substring(CurrentUser.host)).nonEmpty ?? "host"
         /// A fingerprint of /etc/machine-id (the host name where there is none).
         static let thisMachine: String =
             Sodium.fingerprint(PlainFile.readText("/etc/machine-id", limit: 256).map { plain(Substring($0)) }?.nonEmpty ?? thisHost)
-        static func claiming(at now: Int64) -> String {
-            "claimed host=\(thisHost) machine=\(thisMachine) pid=\(ProcessIdentity.current) time=\(now)"
+        static let thisBoot: String = Sodium.fingerprint(ProcessIdentity.bootID ?? "no-boot-id")
+        static let thisPIDNamespace: String = ProcessIdentity.pidNamespace ?? "0"
+
+        static func claiming(since: Int64, at now: Int64) -> String {
+            "claimed host=\(thisHost) machine=\(thisMachine) boot=\(thisBoot) pidns=\(thisPIDNamespace) pid=\(ProcessIdentity.current) since=\(since) time=\(now)"
         }
         static func rotated(to version: UInt64, at now: Int64) -> String { "rotated version=\(version) time=\(now)" }
+    }
+
+    /// What a claim found on the secret means for this run: go on (taking it over when its
+    /// holder is gone, or with --force), or stop. A person's plain --create refuses a live claim
+    /// of another holder; a timer's run leaves it, unless it has not advanced the secret for two
+    /// periods (`stuckAfter`): then it is stuck, and the timer's run fails so someone looks.
+    static func judge(_ text: String?, _ call: Invocation, _ reference: SecretReference, name: String, now: Int64, versionAge: Int64,
+                      stuckAfter: Int64?) throws -> Bool {
+        guard let claim = Claim(text), claim.state == "claimed" else { return true }
+        if let why = claim.abandoned(now: now) {
+            Console.note("taking over the rotation of \(reference.resource) that \(claim.who) claimed \(why)")
+            return true
+        }
+        let described = claim.described(now: now)
+        if call.flag(.forceClaim) {
+            Console.warning("--force: taking over the live claim on the rotation of \(reference.resource) by \(described)")
+            return true
+        }
+        guard let stuckAfter else {
+            throw CommandFailure(.failure, "the rotation of \(reference.resource) is claimed by \(described); nothing was rotated",
+                                 hint: "wait for it, or, when that rotator is gone or not yours: gemvault key rotate --create \(name) --force")
+        }
+        if versionAge >= stuckAfter {
+            throw CommandFailure(.failure, "the rotation of \(reference.resource) is stuck: \(described), and the secret's newest version is \(Clock.elapsedText(versionAge)) old, two rotation periods",
+                                 hint: "find that rotator, or take the claim over: gemvault key rotate --create \(name) --force")
+        }
+        Console.note("rotated elsewhere: \(described) holds the rotation of \(reference.resource); this machine takes the new version within secret_cache_ttl")
+        return false
+    }
+}
+
+/// Renews a claim every `FleetRotation.heartbeatInterval` while the run holds it, each time
+/// with the etag of the last patch, so that only a claim whose holder stopped is taken over.
+/// When another rotator took the claim over, `lost` names it and the run stops before adding.
+final class ClaimHeartbeat: @unchecked Sendable {
+    private struct State {
+        var info: SecretInfo
+        var stopped = false
+        var lost: String?
+    }
+    private let state: Mutex<State>
+    private let done = DispatchSemaphore(value: 0)
+    private let manager: SecretManagerClient
+    private let reference: SecretReference
+    private let since: Int64
+
+    init(_ manager: SecretManagerClient, _ reference: SecretReference, claimed: SecretInfo, since: Int64) {
+        self.manager = manager
+        self.reference = reference
+        self.since = since
+        state = Mutex(State(info: claimed))
+        DispatchQueue.global(qos: .utility).async { self.run() }
+    }
+
+    /// Who took the claim over, once someone did.
+    var lost: String? { state.withLock { $0.lost } }
+
+    /// Stops renewing (waiting for a renewal under way) and gives the secret as last patched.
+    func stop() -> SecretInfo {
+        let first = state.withLock { state -> Bool in
+            defer { state.stopped = true }
+            return !state.stopped
+        }
+        if first { done.wait() }
+        return state.withLock { $0.info }
+    }
+
+    private func run() {
+        defer { done.signal() }
+        let clock = WaitClock.standard
+        var last = clock.now()
+        while !state.withLock({ $0.stopped || $0.lost != nil }) {
+            clock.sleep(1)
+            guard clock.now() - last >= FleetRotation.heartbeatInterval, !state.withLock({ $0.stopped }) else { continue }
+            last = clock.now()
+            renew()
+        }
+    }
+
+    private func renew() {
+        let info = state.withLock { $0.info }
+        var annotations = info.annotations
+        annotations[FleetRotation.claimAnnotation] = FleetRotation.Claim.claiming(since: since, at: Output.now())
+        do throws(GoogleError) {
+            let renewed = try manager.annotate(reference, annotations, etag: info.etag)
+            state.withLock { $0.info = renewed }
+        } catch where error.reason == SecretManagerClient.etagConflict {
+            // Another writer changed the secret: still ours when the claim is this run's.
+            guard let current = try? manager.secret(reference) else { return }
+            let claim = FleetRotation.Claim(current.annotations[FleetRotation.claimAnnotation])
+            state.withLock { state in
+                state.info = current
+                if claim?.state != "claimed" || claim?.isThisRun != true || claim?.fields["since"] != String(since) {
+                    state.lost = claim.map { $0.state == "claimed" ? $0.who : "a writer that left '\($0.state)'" } ?? "a writer that removed it"
+                }
+            }
+        } catch {
+            // Out of reach for now: the next beat tries again, well within the claim's staleness.
+        }
     }
 }

@@ -18,7 +18,8 @@ enum FleetRotation {
     static let defaultGrace = 900.0
     /// The secret's annotation a rotator claims with, and leaves the new version's number in.
     static let claimAnnotation = "gemvault-rotation"
-    /// A claim older than this that added no version is a rotator that died.
+    /// How long a rotation may hold its claim before it is taken over whatever it says (with
+    /// the longest run, `claimLimit`).
     static let claimLifetime: Int64 = 3600
 
     /// When `--create` rotates: always, or only when the secret's newest version is old enough.
@@ -119,42 +120,49 @@ enum FleetRotation {
         }
 
         // The claim: of several rotators that read the same etag, exactly one patches it.
-        if let claim = Claim(info.annotations[claimAnnotation]), claim.state == "claimed" {
-            let claimAge = now - claim.time(now: now)
-            if claimAge < claimLifetime && !claim.isLeftHere {
-                Console.note("rotated elsewhere: \(claim.who) claimed the rotation of \(reference.resource) \(Clock.elapsedText(claimAge)) ago; this machine takes the new version within secret_cache_ttl")
-                return try skipped("elsewhere")
-            }
-            Console.note("taking over the rotation of \(reference.resource) that \(claim.who) claimed \(Clock.elapsedText(claimAge)) ago"
-                         + (claim.isLeftHere ? ", in a run that is gone" : " and did not finish within an hour"))
+        let stuckAfter = limit.map { $0.seconds.multipliedReportingOverflow(by: 2).overflow ? Int64.max : $0.seconds * 2 }
+        guard try judge(info.annotations[claimAnnotation], call, reference, name: name, now: now, versionAge: versionAge, stuckAfter: stuckAfter) else {
+            return try skipped("elsewhere")
         }
         var annotations = info.annotations
-        annotations[claimAnnotation] = Claim.claiming(at: now)
+        annotations[claimAnnotation] = Claim.claiming(since: now, at: now)
         let claimed: SecretInfo
         switch Result(catching: { () throws(GoogleError) in try manager.annotate(reference, annotations, etag: info.etag) }) {
         case .success(let answer): claimed = answer
         case .failure(let error) where error.reason == SecretManagerClient.etagConflict:
-            Console.note("rotated elsewhere: \(reference.resource) changed while this machine claimed it (another rotator came first); this machine takes the new version within secret_cache_ttl")
+            // Another rotator came first: judged again as found now (a person's --create refuses it).
+            let again = try manager.secret(reference)
+            if try judge(again.annotations[claimAnnotation], call, reference, name: name, now: Output.now(), versionAge: versionAge, stuckAfter: stuckAfter) {
+                throw CommandFailure(.failure, "\(reference.resource) changed while this machine claimed it; nothing was rotated", hint: "run the command again")
+            }
             return try skipped("elsewhere")
         case .failure(let error): throw error
         }
         Console.note("claimed the rotation of \(reference.resource) (annotation \(claimAnnotation))")
+        let heartbeat = ClaimHeartbeat(manager, reference, claimed: claimed, since: now)
+        defer { _ = heartbeat.stop() }
         let release = { (reason: String) in
-            var back = claimed.annotations
+            let latest = heartbeat.stop()
+            var back = latest.annotations
             back[claimAnnotation] = info.annotations[claimAnnotation]
             if back[claimAnnotation] == nil { back.removeValue(forKey: claimAnnotation) }
-            if (try? manager.annotate(reference, back, etag: claimed.etag)) == nil {
-                Console.warning("could not withdraw the claim on \(reference.resource) after \(reason); other rotators wait an hour before taking it over")
+            if heartbeat.lost == nil, (try? manager.annotate(reference, back, etag: latest.etag)) == nil {
+                Console.warning("could not withdraw the claim on \(reference.resource) after \(reason); other rotators take it over once it is \(Clock.elapsedText(claimStaleAfter)) old")
             }
         }
 
         var recorded = false
         do {
-            try rotate(call, name: name, vault: vault, link: link, manager, reference, grace: grace, verifyLimit: verifyLimit, age: age) { version in
+            try rotate(call, name: name, vault: vault, link: link, manager, reference, grace: grace, verifyLimit: verifyLimit, age: age, beforeAdding: {
+                if let taker = heartbeat.lost {
+                    throw CommandFailure(.failure, "\(taker) took over the claim on the rotation of \(reference.resource) while this machine checked its new key; nothing was added")
+                }
+            }) { version in
                 recorded = true
-                var done = claimed.annotations
+                let latest = heartbeat.stop()
+                var done = latest.annotations
                 done[claimAnnotation] = Claim.rotated(to: version, at: Output.now())
-                if (try? manager.annotate(reference, done, etag: claimed.etag)) == nil {
+                if (try? manager.annotate(reference, done, etag: latest.etag)) == nil {
                     Console.warning("could not record version \(version) in the annotation \(claimAnnotation) of \(reference.resource)")
                 }
             }
@@ -167,7 +175,7 @@ enum FleetRotation {
 
     private static func rotate(_ call: Invocation, name: String, vault start: GoogleRotation.VaultView, link: GoogleRotation.GoogleLink,
                                _ manager: SecretManagerClient, _ reference: SecretReference, grace: Double, verifyLimit: Double, age: Int64,
-                               rotated: (UInt64) -> Void) throws {
+                               beforeAdding: () throws -> Void, rotated: (UInt64) -> Void) throws {
         // The value to replace is what the fleet uses now: the secret's latest version.
         var vault = start
         guard let startLink = start.key.link else { return }
@@ -175,6 +183,7 @@ enum FleetRotation {
         guard latest.version >= startLink.version else {
             throw GoogleError(.badData, "Secret Manager answered version \(latest.version) of \(reference.resource), older than version \(startLink.version) the vault has; nothing was rotated")
         }
+        try manager.confirmNewer(latest, than: startLink.version, reference)
         if latest.version != startLink.version || !latest.value.isEqual(to: start.key.secret) {
             _ = try vault.apply(.refreshLink(name: name, secret: latest.value, now: Output.now(),
                                              link: SecretLink(reference: startLink.reference, version: latest.version, fetched: Output.now()), since: startLink.fetched))
@@ -207,7 +216,11 @@ enum FleetRotation {
         do {
             secret = try GoogleRotation.received(plan, created, newName)
             made = secret
-            // (2) The new key as a new version of the secret.
+            // (2) Checked against Gemini through the propagation window before any machine can
+            // take it: a reader never gets a key Gemini still rejects.
+            try plan.check.verify(secret, settings: link.settings, limit: verifyLimit, transport: link.transport)
+            // (3) The new key as a new version of the secret, while the claim is still this run's.
+            try beforeAdding()
             intent.adding = true
             try vault.journal.begin(intent)
             Console.note("adding the new key to \(reference.resource) as a new version")
@@ -216,8 +229,6 @@ enum FleetRotation {
             intent.added = version
             try vault.journal.begin(intent)
             Console.note("added version \(version) to \(reference.resource); machines that fetch now take it")
-            // (3) Checked against Gemini through the propagation window.
-            try plan.check.verify(secret, settings: link.settings, limit: verifyLimit, transport: link.transport)
             // (4) Stored, with the finish the grace period ends in.
             finishAfter = Output.now() + Int64(grace.rounded(.up))
             let rotation = LinkedRotation(previousVersion: latest.version, retireKey: retire ?? "", finishAfter: finishAfter)

@@ -54,6 +54,18 @@ extension FleetRotation {
 
     // MARK: The finish
 
+    /// Disables every enabled version older than `newest` (but `done`) that holds `retired`: a
+    /// withdrawal adds the vault's key again as a version of its own, so the key a rotation
+    /// retires can sit in more than one, and each would keep serving it.
+    static func disableCopies(of retired: SecretBytes, olderThan newest: UInt64, besides done: UInt64,
+                              _ manager: SecretManagerClient, _ reference: SecretReference) throws(GoogleError) {
+        for version in try manager.versions(reference, enabledOnly: true) where version.number < newest && version.number != done {
+            guard let copy = try? manager.accessKey(reference.version(version.number)), copy.value.isEqual(to: retired) else { continue }
+            try manager.setVersion(reference, version.number, enabled: false)
+            Console.note("disabled version \(version.number) of \(reference.resource), which held the old key too")
+        }
+    }
+
     /// Disables the previous version and deletes the old key, then records it; whether the old
     /// key was deleted (or already gone).
     @discardableResult
@@ -63,6 +75,8 @@ extension FleetRotation {
         guard rotation.previousVersion < current.version else {
             throw CommandFailure(.failure, "the rotation of '\(name)' would disable version \(rotation.previousVersion), which is not older than version \(current.version) the vault holds; nothing was disabled")
         }
+        // Read before it is disabled: other versions holding the same key are disabled with it.
+        let retired = try? manager.accessKey(reference.version(rotation.previousVersion)).value
         let disabling = Result { () throws(GoogleError) in try manager.setVersion(reference, rotation.previousVersion, enabled: false) }
         switch disabling {
         case .success: Console.note("disabled version \(rotation.previousVersion) of \(reference.resource), which held the old key")
@@ -73,6 +87,14 @@ extension FleetRotation {
         case .failure(let error):
             throw GoogleError(error.category, "the rotation of '\(name)' is stored, but disabling version \(rotation.previousVersion) of \(reference.resource) failed: \(error.message)",
                               hint: "'gemvault key rotate --finish \(name)' tries again", status: error.status, reason: error.reason)
+        }
+        if let retired {
+            do {
+                try disableCopies(of: retired, olderThan: current.version, besides: rotation.previousVersion, manager, reference)
+            } catch {
+                throw GoogleError(error.category, "the rotation of '\(name)' is stored, but disabling the other versions of \(reference.resource) that hold the old key failed: \(error.message)",
+                                  hint: "'gemvault key rotate --finish \(name)' tries again", status: error.status, reason: error.reason)
+            }
         }
         var deleted = false
         if !rotation.retireKey.isEmpty {
@@ -153,7 +175,7 @@ extension FleetRotation {
             }
         }
         try manager.setVersion(reference, rotation.previousVersion, enabled: true)
-        let previous = try manager.accessKey(SecretReference(parsing: "\(reference)/versions/\(rotation.previousVersion)")!)
+        let previous = try manager.accessKey(reference.version(rotation.previousVersion))
         // Read, it goes back to disabled: the copy added below is the one every machine takes.
         try manager.setVersion(reference, rotation.previousVersion, enabled: false)
         guard earlier.masked == previous.value.masked else {

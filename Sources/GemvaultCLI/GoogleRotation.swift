@@ -126,8 +126,9 @@ enum GoogleRotation {
                 if let project { made.client.quotaProject = GoogleRotation.quotaProject(settings, made.token, project: project) }
                 return made.client
             }
+            let endpoint = try settings.credentialEndpoint(.apikeysEndpoint) { Console.warning($0) }
             let token = try token()
-            let client = APIKeysClient(endpoint: try settings.endpoint(.apikeysEndpoint), token: token, quotaProject: quotaProject(settings, token, project: project),
+            let client = APIKeysClient(endpoint: endpoint, token: token, quotaProject: quotaProject(settings, token, project: project),
                                        timeout: settings[.timeout], retries: settings[.retries], transport: transport)
             made = (client, token)
             return client
@@ -135,8 +136,8 @@ enum GoogleRotation {
 
         /// Secret Manager, for a linked key's rotation.
         func secretManager() throws -> SecretManagerClient {
-            SecretManagerClient(endpoint: try settings.endpoint(.secretmanagerEndpoint), token: try token(), timeout: settings[.timeout],
-                                retries: settings[.retries], transport: transport)
+            let endpoint = try settings.credentialEndpoint(.secretmanagerEndpoint) { Console.warning($0) }
+            return SecretManagerClient(endpoint: endpoint, token: try token(), timeout: settings[.timeout], retries: settings[.retries], transport: transport)
         }
     }
 

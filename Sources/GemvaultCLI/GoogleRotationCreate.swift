@@ -26,8 +26,8 @@ extension GoogleRotation {
                 let due: FleetRotation.Due = call.flag(.ifDue) ? .byPeriod : olderThan.map { .olderThan(days: $0) } ?? .always
                 return try FleetRotation.create(call, name: name, vault: vault, link: link, verifyLimit: verifyLimit, due: due)
             }
-            if call.flag(.grace) || call.flag(.noWait) {
-                throw UsageError("\(call.flag(.grace) ? "--grace" : "--no-wait") goes with a key linked to Secret Manager ('\(name)' is not)", command: call.command)
+            if let option = [OptionSpec.grace, .noWait, .forceClaim].first(where: call.flag) {
+                throw UsageError("\(option.name) goes with a key linked to Secret Manager ('\(name)' is not)", command: call.command)
             }
             // Without a secret, --if-due is --if-older-than rotation_days.
             let olderThan = call.flag(.ifDue) ? Int64(settings[.rotationDays]) : olderThan

@@ -98,6 +98,13 @@ extension OptionSpec {
 
     // key rotate
     static let noVerify = OptionSpec(name: "--no-verify", value: nil, help: "store the new key without the check")
+    static let secretmanagerEndpoint = OptionSpec(name: "--secretmanager-endpoint", value: "URL",
+                                                  help: "Secret Manager's base URL for this command (a host not Google's receives the access token: only from the vault or this flag)",
+                                                  setting: Setting.secretmanagerEndpoint.spec)
+    static let apikeysEndpoint = OptionSpec(name: "--apikeys-endpoint", value: "URL",
+                                            help: "the API Keys service's base URL for this command (a host not Google's receives the access token: only from the vault or this flag)",
+                                            setting: Setting.apikeysEndpoint.spec)
+    static let forceClaim = OptionSpec(name: "--force", value: nil, help: "with --create of a key linked to Secret Manager: take over another rotator's live claim")
     static let checkTimeout = OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the check's answer", setting: Setting.timeout.spec)
     static let create = OptionSpec(name: "--create", value: nil, help: "make the new key at Google (API Keys service), check it, store it, delete the old one")
     static let undo = OptionSpec(name: "--undo", value: nil, help: "undelete the previous Google key, make it current again, delete the newer one")
@@ -157,6 +164,8 @@ extension OptionSpec {
     static let mode = OptionSpec(name: "--mode", value: "MODE", help: "the --output file's mode: 644 (default: its readers may share a folder) or 600")
     static let fromSecret = OptionSpec(name: "--from", value: "gsm://…",
                                        help: "link the key to a Secret Manager secret (gsm://projects/P/secrets/S[/versions/N]), fetched now and whenever the copy is older than secret_cache_ttl")
+    static let relink = OptionSpec(name: "--relink", value: nil,
+                                   help: "with --from: link again even when the secret's latest version is older than the one the key took (after a forged answer, or a version disabled on purpose)")
     static let systemdCreds = OptionSpec(name: "--systemd-creds", value: nil, help: "encrypt the key with systemd-creds for a service's LoadCredentialEncrypted=")
     static let credentialOutput = OptionSpec(name: "--output", value: "FILE",
                                              help: "write the encrypted credential to FILE (atomically, mode 0600) instead of printing it inline", shortName: "-o")

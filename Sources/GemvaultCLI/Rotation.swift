@@ -11,8 +11,8 @@ let rotationCommands: [CommandSpec] = [
     CommandSpec(path: ["key", "rotate"], arguments: "[NAME]", argumentRange: 0...1,
                 summary: "replace a key: paste a new one, or have Google make it (--create) and delete the old one",
                 options: [.noVerify, .checkTimeout, .allowInsecureEndpoint, .create, .undo, .finish, .ifOlderThan, .ifDue, .keepOld, .project, .serviceAccount,
-                          .verifyTimeout, .grace, .noWait, .json],
-                details: "Without --create or --undo, the new key comes from a hidden prompt, or stdin when it is not a terminal. The check lists the models (one cheap call).\nA key the API refuses changes nothing (exit 6). Afterwards, delete the old key in Google AI Studio.\nWith --create, gemvault finds the key at Google (recorded by an earlier rotation, else keys:lookupKey), makes a new auth key bound to the same service account with the same restrictions, checks it against Gemini (retrying while Google propagates it), stores it, and deletes the old key. Any failure before the new key is stored deletes it again and leaves the vault as it was. Credentials: token_command, GOOGLE_APPLICATION_CREDENTIALS, gcloud's application-default credentials, or the metadata server (Docs/rotation.md). Google refusing exits 6, no answer 7.\nA key linked to Secret Manager (key set --from gsm://…) is rotated through its secret: the new key is added as a version, checked and stored, and after --grace the previous version is disabled and the old key deleted; --if-due lets one machine of a fleet rotate (Docs/fleet.md).",
+                          .verifyTimeout, .grace, .noWait, .forceClaim, .apikeysEndpoint, .secretmanagerEndpoint, .json],
+                details: "Without --create or --undo, the new key comes from a hidden prompt, or stdin when it is not a terminal. The check lists the models (one cheap call).\nA key the API refuses changes nothing (exit 6). Afterwards, delete the old key in Google AI Studio.\nWith --create, gemvault finds the key at Google (recorded by an earlier rotation, else keys:lookupKey), makes a new auth key bound to the same service account with the same restrictions, checks it against Gemini (retrying while Google propagates it), stores it, and deletes the old key. Any failure before the new key is stored deletes it again and leaves the vault as it was. Credentials: token_command, GOOGLE_APPLICATION_CREDENTIALS, gcloud's application-default credentials, or the metadata server (Docs/rotation.md). Google refusing exits 6, no answer 7.\nA key linked to Secret Manager (key set --from gsm://…) is rotated through its secret: the new key is checked, added as a version and stored, and after --grace the previous version is disabled and the old key deleted; --if-due lets one machine of a fleet rotate, and --force takes over another rotator's live claim (Docs/fleet.md).",
                 run: RotationCommand.rotate),
     CommandSpec(path: ["key", "history"], arguments: "NAME", argumentRange: 1...1,
                 summary: "a key's current and earlier values, masked, with their dates",
@@ -26,12 +26,13 @@ enum RotationCommand {
     static func rotate(_ call: Invocation) throws {
         let context = call.context
         let name = call.positionals.first ?? Setting.key.defaultValue
-        let googleOnly: [OptionSpec] = [.ifOlderThan, .ifDue, .keepOld, .project, .serviceAccount, .verifyTimeout, .grace, .noWait, .json]
+        let googleOnly: [OptionSpec] = [.ifOlderThan, .ifDue, .keepOld, .project, .serviceAccount, .verifyTimeout, .grace, .noWait, .forceClaim, .apikeysEndpoint,
+                                        .secretmanagerEndpoint, .json]
         let modes = [OptionSpec.create, .undo, .finish].filter(call.flag)
         if modes.count > 1 { throw UsageError("give one of --create, --undo and --finish", command: call.command) }
         if let mode = modes.first {
             if call.flag(.noVerify) { throw UsageError("--no-verify is for a pasted key; --create always checks the new key", command: call.command) }
-            let createOnly: [OptionSpec] = [.ifOlderThan, .ifDue, .project, .serviceAccount, .verifyTimeout]
+            let createOnly: [OptionSpec] = [.ifOlderThan, .ifDue, .project, .serviceAccount, .verifyTimeout, .forceClaim]
             if mode != .create, let option = createOnly.first(where: call.flag) {
                 throw UsageError("\(option.name) goes with --create", command: call.command)
             }

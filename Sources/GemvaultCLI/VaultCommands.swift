@@ -17,7 +17,7 @@ let vaultCommands: [CommandSpec] = [
                 run: VaultCommand.initialize),
     CommandSpec(path: ["key", "set"], arguments: "[NAME]", argumentRange: 0...1,
                 summary: "store or replace an API key (hidden prompt, or stdin when it is not a terminal)",
-                options: [.fromSecret, .allowInsecureEndpoint], details: """
+                options: [.fromSecret, .relink, .secretmanagerEndpoint, .allowInsecureEndpoint], details: """
                 NAME defaults to 'default'. The key is never taken from the command line. A replaced key is kept in the key's history.
                 --from gsm://projects/P/secrets/S[/versions/N] links the key to a Secret Manager secret instead: its value is fetched now with the Google credentials key rotate --create uses, and again whenever the copy in the vault is older than secret_cache_ttl (Docs/fleet.md). Setting the key without --from unlinks it.
                 A key is one line: a line break after it is dropped, but more lines (or a space or a control character) are refused (exit 64), never cut.
@@ -34,7 +34,7 @@ let vaultCommands: [CommandSpec] = [
                 options: [.json], details: "", run: VaultCommand.listKeys),
     CommandSpec(path: ["key", "rm"], arguments: "NAME", argumentRange: 1...1,
                 summary: "remove a key",
-                options: [.revoke, .allowInsecureEndpoint],
+                options: [.revoke, .apikeysEndpoint, .allowInsecureEndpoint],
                 details: "With --revoke, the key's current value and the earlier values gemvault knows at Google are deleted there first (soft-deleted: Google can undelete them for 30 days, and may accept them for about 25 minutes); the vault changes only when that worked.",
                 run: VaultCommand.removeKey),
     CommandSpec(path: ["passwd"], arguments: "", argumentRange: 0...0,
@@ -195,6 +195,7 @@ enum VaultCommand {
         let name = call.positionals.first ?? Setting.key.defaultValue
         try VaultContents.validateName(name)
         if let from = call.value(.fromSecret) { return try linkKey(call, name: name, from: from) }
+        if let option = [OptionSpec.relink, .secretmanagerEndpoint].first(where: call.flag) { throw UsageError("\(option.name) goes with --from", command: call.command) }
         try context.vault.checkBeforePrompt()
         // The key first: stdin may be the key while the passphrase comes from the terminal or a descriptor.
         let key = try readAPIKey(prompt: "API key for '\(name)': ")
@@ -214,8 +215,10 @@ enum VaultCommand {
         let vault = call.context.vault
         try vault.checkBeforePrompt()
         let settings = try GoogleRotation.settings(call, vault: try vault.settings())
-        let fetched = try SecretManagerKey.access(reference, settings, environment: call.context.environment, home: call.context.paths.home,
+        let endpoint = try settings.credentialEndpoint(.secretmanagerEndpoint) { Console.warning($0) }
+        let fetched = try SecretManagerKey.access(reference, settings, endpoint: endpoint, environment: call.context.environment, home: call.context.paths.home,
                                                   warn: { Console.warning($0) })
+        try refuseOlder(fetched, reference, name: name, vault: vault, call)
         KeyKindNotice.warn(fetched.value, name: name)
         let now = Output.now()
         let outcome = try vault.apply(.linkKey(name: name, secret: fetched.value, now: now,
@@ -223,6 +226,15 @@ enum VaultCommand {
         Console.note("\(outcome.replaced ? "replaced" : "stored") key '\(name)' (\(fetched.value.masked)) from Secret Manager \(reference.resource), version \(fetched.version); "
                      + "it is fetched again when its copy is older than \(settings.resolved(.secretCacheTTL).value ?? "5m") (secret_cache_ttl)")
         try DefaultKeyOffer.afterStoring(name, call.context)
+    }
+
+    /// Linking a key again to the latest version of its secret never goes back to an older
+    /// version than the one it took, unless --relink says so (the way back from a forged answer).
+    static func refuseOlder(_ fetched: FetchedSecret, _ reference: SecretReference, name: String, vault: VaultAccess, _ call: Invocation) throws {
+        guard reference.version == nil, !call.flag(.relink), let taken = try vault.keySummaries().first(where: { $0.name == name })?.link,
+              SecretReference(parsing: taken.reference)?.resource == reference.resource, fetched.version < taken.version else { return }
+        throw CommandFailure(.failure, "'\(name)' took version \(taken.version) of \(reference.resource), and Secret Manager now answers version \(fetched.version), older; nothing was changed",
+                             hint: "when that is right (version \(taken.version) was forged, or disabled on purpose): gemvault key set \(name) --from \(reference) --relink")
     }
 
     /// An API key from a hidden prompt, or all of stdin when it is not a terminal: its one line.
@@ -339,7 +351,7 @@ enum VaultCommand {
         let name = call.positionals[0]
         try VaultContents.validateName(name)
         if call.flag(.revoke) { return try GoogleRotation.revoke(call, name: name) }
-        if call.flag(.allowInsecureEndpoint) { throw UsageError("--allow-insecure-endpoint goes with --revoke", command: call.command) }
+        if let option = [OptionSpec.allowInsecureEndpoint, .apikeysEndpoint].first(where: call.flag) { throw UsageError("\(option.name) goes with --revoke", command: call.command) }
         try call.context.vault.apply(.removeKey(name: name))
         Console.note("removed key '\(name)'")
     }

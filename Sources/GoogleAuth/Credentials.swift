@@ -64,6 +64,8 @@ public struct CredentialSettings {
     /// Plain http to a non-loopback token_uri or metadata host is refused without it.
     public var allowInsecure: Bool
     public var warn: (String) -> Void
+    /// The service the token is for, named when no credential is found.
+    public var service = "the API Keys service"
 
     public init(tokenCommand: String?, commandTimeout: Double, environment: [String: String], home: String, timeout: Double,
                 allowInsecure: Bool, warn: @escaping (String) -> Void) {
@@ -107,12 +109,14 @@ public struct GoogleCredentials {
         }
         if let file = try credentialFile() { return file.source }
         if metadataAnswers() { return .metadataServer(host: metadataHost) }
-        throw Self.noCredential
+        throw noCredential
     }
 
-    static let noCredential = GoogleError(
-        .credentials, "no Google credentials for the API Keys service (no token_command, no GOOGLE_APPLICATION_CREDENTIALS, no gcloud application-default credentials, no metadata server)",
-        hint: "set token_command to 'gcloud auth print-access-token', or run 'gcloud auth application-default login', or point GOOGLE_APPLICATION_CREDENTIALS at a service account's key file")
+    /// Every source of the chain was tried, in its order, and none had a credential.
+    var noCredential: GoogleError {
+        GoogleError(.credentials, "no Google credentials for \(settings.service): tried token_command (not set), GOOGLE_APPLICATION_CREDENTIALS (not set), gcloud's application-default credentials (\(applicationDefaultPath): none) and the metadata server (\(metadataHost): no answer)",
+                    hint: "set token_command to 'gcloud auth print-access-token', or run 'gcloud auth application-default login', or point GOOGLE_APPLICATION_CREDENTIALS at a service account's key file")
+    }
 
     /// An access token from the first source that has one.
     public func token() throws(GoogleError) -> AccessToken {
@@ -133,7 +137,7 @@ public struct GoogleCredentials {
         }
         if let file = try credentialFile() { return try file.exchange(settings: settings, transport: transport) }
         if metadataAnswers() { return try metadataToken() }
-        throw Self.noCredential
+        throw noCredential
     }
 
     // MARK: Credential files
@@ -278,6 +282,12 @@ struct CredentialFile {
         guard url.isSecure || allowInsecure else {
             throw GoogleError(.credentials, "the credential file \(path) has token_uri \(uri), plain http on a non-loopback host; the credential would travel unencrypted",
                               hint: "use https, or pass --allow-insecure-endpoint if you really mean it")
+        }
+        // A credential file is copied around and written by tools: it may not send the
+        // credential to a host that is neither Google's nor this machine.
+        guard !url.isCustom else {
+            throw GoogleError(.credentials, "the credential file \(path) has token_uri \(uri), which is not Google's and not loopback; its credential is not sent there",
+                              hint: "use Google's (\(defaultTokenURI)), or a token_command that prints a token from your own service")
         }
         return uri
     }

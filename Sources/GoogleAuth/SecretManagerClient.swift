@@ -36,6 +36,30 @@ public struct SecretReference: Sendable, Equatable, CustomStringConvertible {
         return text.unicodeScalars.allSatisfy { plain($0) || extra.unicodeScalars.contains($0) }
     }
 
+    /// The same secret, version `number`.
+    public func version(_ number: UInt64) -> SecretReference {
+        SecretReference(project: project, secret: secret, version: number)
+    }
+
+    private init(project: String, secret: String, version: UInt64?) {
+        self.project = project
+        self.secret = secret
+        self.version = version
+    }
+
+    /// The version a name Google gave is, when the whole name is a version of this secret:
+    /// `projects/P/secrets/S/versions/N`, P being this project's id or (Google answers with it)
+    /// a project number; nil for anything else, another project's secret included.
+    public func versionNumber(inName name: String) -> UInt64? {
+        let parts = name.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 6, parts[0] == "projects", parts[2] == "secrets", parts[3] == secret, parts[4] == "versions",
+              let number = UInt64(parts[5]), number > 0, String(number) == parts[5] else { return nil }
+        let isNumber = !parts[1].isEmpty && parts[1].allSatisfy(\.isASCII) && parts[1].allSatisfy(\.isNumber)
+        let projectIsNumber = project.allSatisfy(\.isASCII) && project.allSatisfy(\.isNumber)
+        guard parts[1] == project || (isNumber && !projectIsNumber) else { return nil }
+        return number
+    }
+
     /// `projects/P/secrets/S`.
     public var resource: String { "projects/\(project)/secrets/\(secret)" }
     public var versionPath: String { resource + "/versions/" + (version.map(String.init) ?? "latest") }
@@ -84,10 +108,12 @@ public final class SecretManagerClient {
             "GET", .plain(endpoint + "/v1/" + reference.versionPath + ":access"), body: .none, headers: [], bearer: token.token, policy: policy, clock: clock,
             service: "Secret Manager", setting: "secretmanager_endpoint", what: what, secretFields: ["data"],
             refusal: { status, envelope in refusal(status, envelope, reference: reference, what: what) })
-        guard let answer = body.decode(Answer.self), let name = answer.name, let version = name.split(separator: "/").last.flatMap({ UInt64($0) }),
-              name.hasSuffix("/secrets/\(reference.secret)/versions/\(version)"), let encoded = body.secrets["data"],
+        guard let answer = body.decode(Answer.self), let name = answer.name, let encoded = body.secrets["data"],
               let crcText = answer.payload?.dataCrc32c, let crc = UInt32(crcText) else {
             throw GoogleError(.badData, "Secret Manager answered \(what) without a payload, a version or its checksum")
+        }
+        guard let version = reference.versionNumber(inName: name) else {
+            throw GoogleError(.badData, "Secret Manager answered \(what) with the version '\(GoogleStatus.shown(String(name.prefix(200))))', which is not a version of \(reference.resource); the key was not used")
         }
         let named = "\(reference.resource), version \(version)"
         if let pinned = reference.version, pinned != version {
@@ -214,11 +240,35 @@ extension SecretManagerClient {
         let body = try call("POST", "/v1/" + reference.resource + ":addVersion", body: .secret(request), what: "adding a version to \(reference.resource)",
                             reference: reference, retryOn: [.rateLimit])
         // The answer must name a version of this secret (by project id or number).
-        guard let name = body.decode(Answer.self)?.name, name.contains("/secrets/\(reference.secret)/versions/"),
-              let number = name.split(separator: "/").last.flatMap({ UInt64($0) }) else {
+        guard let name = body.decode(Answer.self)?.name, let number = reference.versionNumber(inName: name) else {
             throw GoogleError(.badData, "Secret Manager answered the new version of \(reference.resource) without its number")
         }
         return number
+    }
+
+    /// A `latest` answer newer than the version `known` is taken only when the secret has it:
+    /// `versions.list` must show it (or, without that permission, the version asked for by
+    /// number must hold the same value). One hostile or replayed answer with a huge version
+    /// would otherwise be stored, and every genuine answer after it refused as a rollback.
+    public func confirmNewer(_ fetched: FetchedSecret, than known: UInt64, _ reference: SecretReference) throws(GoogleError) {
+        guard fetched.version > known else { return }
+        let listed = Result { () throws(GoogleError) in try versions(reference, enabledOnly: false) }
+        let found: Bool
+        switch listed {
+        case .success(let versions): found = versions.contains { $0.number == fetched.version && $0.state == "ENABLED" }
+        case .failure(let error) where error.status == 403:
+            let again = Result { () throws(GoogleError) in try accessKey(reference.version(fetched.version)) }
+            switch again {
+            case .success(let copy): found = copy.version == fetched.version && copy.value.isEqual(to: fetched.value)
+            case .failure(let error) where error.category == .refused: found = false
+            case .failure(let error): throw error
+            }
+        case .failure(let error): throw error
+        }
+        guard found else {
+            throw GoogleError(.badData, "Secret Manager answered version \(fetched.version) of \(reference.resource), which the secret does not have (not among its enabled versions); the answer was not used",
+                              hint: "a replayed or forged answer, or a proxy in the way: check secretmanager_endpoint and the network")
+        }
     }
 
     /// `versions.enable` or `versions.disable`.

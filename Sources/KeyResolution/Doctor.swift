@@ -288,7 +288,20 @@ public struct Doctor {
                 return Finding(check: "endpoint", message: "\(setting.name) is \(value) (from \(setting.origin.label)), plain http off loopback: an access token would travel unencrypted, so the commands that use it refuse it",
                                fix: "gemvault config unset \(setting.name), or set an https URL")
             }
-        return findings + geminiEndpointFindings()
+        return findings + customEndpointFindings() + geminiEndpointFindings()
+    }
+
+    /// Endpoints that receive the machine's Google access token at a host neither Google's nor
+    /// loopback: listed, with whether the commands take them (only from the vault or a flag).
+    func customEndpointFindings() -> [Finding] {
+        [Setting<String>.apikeysEndpoint, .secretmanagerEndpoint].compactMap { setting -> Finding? in
+            guard let settings, let url = EndpointURL(settings[setting]), url.isSecure, url.isCustom else { return nil }
+            let origin = settings.resolved(setting).origin
+            let taken = origin.kind == "vault" ? "the commands that use it send the machine's Google access token there"
+                                               : "the commands that use it refuse it from there (only the vault or the command's flag may name a host that is not Google's)"
+            return Finding(check: "endpoint", message: "\(setting.name) is \(settings[setting]) (from \(origin.label)), not Google's: \(taken)",
+                           fix: "gemvault config unset \(setting.name)\(origin.kind == "vault" ? "" : ", or remove it from \(origin.label)"), unless you run that service")
+        }
     }
 
     func geminiEndpointFindings() -> [Finding] {

@@ -13,18 +13,25 @@ public enum SecretManagerKey {
             throw ConfigError.invalidValue(layer: settings.resolved(.keySecret).origin.label, setting: Setting.keySecret.name,
                                            message: "'\(text)' is not gsm://projects/PROJECT/secrets/SECRET or …/versions/N", fromFlag: false)
         }
-        let fetched = try access(reference, settings, environment: environment, home: home, warn: warn)
+        let endpoint = try settings.credentialEndpoint(.secretmanagerEndpoint, warn: warn)
+        let fetched = try access(reference, settings, endpoint: endpoint, environment: environment, home: home, warn: warn)
         return ResolvedKey(secret: fetched.value, source: .secretManager(secret: reference.resource, version: fetched.version), updated: nil)
     }
 
     /// One fetch of `reference`, with rotation's Google credentials.
-    public static func access(_ reference: SecretReference, _ settings: Settings, environment: [String: String], home: String,
-                       warn: @escaping (String) -> Void) throws(GoogleError) -> FetchedSecret {
-        let credentials = GoogleCredentials(CredentialSettings(tokenCommand: settings[.tokenCommand], commandTimeout: settings[.keyCommandTimeout],
-                                                               environment: environment, home: home, timeout: settings[.timeout], allowInsecure: false, warn: warn))
-        let client = SecretManagerClient(endpoint: settings[.secretmanagerEndpoint], token: try credentials.token(), timeout: settings[.timeout],
+    /// `endpoint`: secretmanager_endpoint as `Settings.credentialEndpoint` allows it.
+    /// `newerThan`: the version already taken; a newer answer must be one the secret has.
+    public static func access(_ reference: SecretReference, _ settings: Settings, endpoint: String, environment: [String: String], home: String,
+                              newerThan known: UInt64? = nil, warn: @escaping (String) -> Void) throws(GoogleError) -> FetchedSecret {
+        var credentialSettings = CredentialSettings(tokenCommand: settings[.tokenCommand], commandTimeout: settings[.keyCommandTimeout],
+                                                    environment: environment, home: home, timeout: settings[.timeout], allowInsecure: false, warn: warn)
+        credentialSettings.service = "Secret Manager (\(reference.resource))"
+        let credentials = GoogleCredentials(credentialSettings)
+        let client = SecretManagerClient(endpoint: endpoint, token: try credentials.token(), timeout: settings[.timeout],
                                          retries: settings[.retries])
-        return try client.accessKey(reference)
+        let fetched = try client.accessKey(reference)
+        if let known, reference.version == nil { try client.confirmNewer(fetched, than: known, reference) }
+        return fetched
     }
 }
 
@@ -48,8 +55,9 @@ extension KeyResolver {
         guard let reference = SecretReference(parsing: link.reference) else {
             throw VaultError.payloadDamaged(path: vaultPath, detail: "the Secret Manager link of '\(stored.name)' is not a gsm:// reference")
         }
+        let endpoint = try settings.credentialEndpoint(.secretmanagerEndpoint, warn: warn)
         let attempt = Result { () throws(GoogleError) in
-            try SecretManagerKey.access(reference, settings, environment: environment, home: paths.home, warn: warn)
+            try SecretManagerKey.access(reference, settings, endpoint: endpoint, environment: environment, home: paths.home, newerThan: link.version, warn: warn)
         }
         if case .failure(let error) = attempt, error.category == .network || error.category == .credentials {
             let age = now - link.fetched
@@ -64,7 +72,7 @@ extension KeyResolver {
         // refused like a replayed share, the copy kept.
         guard fetched.version >= link.version else {
             throw GoogleError(.badData, "Secret Manager answered version \(fetched.version) of \(reference.resource) for '\(stored.name)', older than version \(link.version) already taken; the copy was kept",
-                              hint: "if the newer version was disabled on purpose, pin the one you want: gemvault key set \(stored.name) --from \(SecretReference.scheme + reference.resource)/versions/\(fetched.version)")
+                              hint: "if the newer version was disabled on purpose (or the vault took a forged one), link the secret again: gemvault key set \(stored.name) --from \(SecretReference.scheme + reference.resource) --relink")
         }
         let refreshed = SecretLink(reference: link.reference, version: fetched.version, fetched: now)
         // Keeping the copy is best effort: a vault that cannot be written (a read-only home)

@@ -39,6 +39,7 @@ enum SystemdCredential {
             warn("the credentials folder \(folderPath) is not on tmpfs or ramfs, so the key in it may be on a disk")
         }
         let key = try KeyFile.key(in: file, path: path) { ConfigError.unreadable(path: path, reason: $0.reason) }
-        return ResolvedKey(secret: key, source: .systemdCredential(path: path), updated: (try? file.status())?.modified)
+        // The file's time is when systemd decrypted it for this run, not the key's age: unknown.
+        return ResolvedKey(secret: key, source: .systemdCredential(path: path), updated: nil)
     }
 }

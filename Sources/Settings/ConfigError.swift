@@ -8,6 +8,10 @@ public enum ConfigError: Error, Equatable, Sendable {
     case invalidFile(path: String, reason: String)
     case unreadable(path: String, reason: String)
     case insecureEndpoint(String, layer: String, setting: String = "endpoint")
+    /// A host other than Google's and loopback for an endpoint that receives Google access
+    /// tokens, from a layer anyone who can set an environment variable or write config.json
+    /// controls: only the vault or the command's own flag may name one.
+    case untrustedEndpoint(String, layer: String, setting: String)
     /// config.json or its folder could be changed by another user.
     case refused(FileCheckFailure)
 }

@@ -86,10 +86,9 @@ public struct Settings: Sendable {
         return self[setting]
     }
 
-    /// For the commands that show every setting as effective: an endpoint in force must be usable.
-    public func checkEveryEndpoint() throws(ConfigError) {
-        if let refusal = all.lazy.compactMap({ self.insecureEndpoints[$0.name] }).first { throw refusal }
-    }
+    /// Whether an endpoint in force is plain http off loopback (shown by `config explain`,
+    /// refused by the commands that use it).
+    public func isInsecure(_ name: String) -> Bool { insecureEndpoints[name] != nil }
 
     /// Resolves defaults < config file < vault < environment < flags.
     public static func resolve(_ layers: SettingLayers) throws(ConfigError) -> Settings {

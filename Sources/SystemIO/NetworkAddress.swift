@@ -54,6 +54,12 @@ public struct EndpointURL: Sendable, Equatable {
 
     public var isSecure: Bool { scheme == "https" || isLoopback }
 
+    /// Google's own hosts for its APIs and token endpoints, over https.
+    public var isGoogle: Bool { scheme == "https" && (host.hasSuffix(".googleapis.com") || host == "accounts.google.com") }
+
+    /// Neither Google's nor loopback: whoever runs the host receives what is sent.
+    public var isCustom: Bool { !isGoogle && !isLoopback }
+
     /// Plain http to loopback never goes through a proxy: the proxy would see the key in clear.
     public var bypassesProxy: Bool { scheme == "http" && isLoopback }
 }

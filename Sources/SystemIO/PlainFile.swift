@@ -67,6 +67,19 @@ public enum ProcessIdentity {
         return kill(pid, 0) == 0 || errno == EPERM
     }
 
+    /// This boot's id, new at every boot (also of a cloned machine that shares /etc/machine-id).
+    public static var bootID: String? {
+        PlainFile.readText("/proc/sys/kernel/random/boot_id", limit: 128).map { $0.filter { !$0.isWhitespace } }.flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// The PID namespace this process runs in (the inode of /proc/self/ns/pid): containers
+    /// that share a machine id and a boot differ here, and a pid means something only inside it.
+    public static var pidNamespace: String? {
+        var info = stat()
+        guard stat("/proc/self/ns/pid", &info) == 0 else { return nil }
+        return String(info.st_ino)
+    }
+
     /// A long-lived process should not keep the folder it was started in busy.
     public static func leaveWorkingFolder() { _ = chdir("/") }
 

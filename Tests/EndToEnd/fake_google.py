@@ -441,8 +441,16 @@ class GoogleHandler(fake_gemini.Handler):
         found = versions[number - 1]
         if found["state"] != "ENABLED":
             return self.reply(400, error_body(400, "FAILED_PRECONDITION", "Secret Version [%s/versions/%d] is in %s state." % (name, number, found["state"])))
-        crc = crc32c(base64.b64decode(found["data"])) ^ (1 if bad_crc else 0)
-        return self.reply(200, {"name": "%s/versions/%d" % (name, number), "payload": {"data": found["data"], "dataCrc32c": str(crc)}})
+        data = found["data"]
+        with LOCK:
+            # A hostile answer: `forge_latest` {"version": N, "value": V} once for `latest`;
+            # `access_project` names another project in every answer.
+            forged = STATE["config"].pop("forge_latest", None) if version == "latest" else None
+            named = "projects/%s/secrets/%s" % (STATE["config"].get("access_project", PROJECT_NUMBER), secret)
+        if forged:
+            number, data = forged["version"], base64.b64encode(forged["value"].encode()).decode()
+        crc = crc32c(base64.b64decode(data)) ^ (1 if bad_crc else 0)
+        return self.reply(200, {"name": "%s/versions/%d" % (named, number), "payload": {"data": data, "dataCrc32c": str(crc)}})
 
     def secret_caller(self, project, secret):
         """The token's identity for a Secret Manager call other than access, or None once an
@@ -511,23 +519,38 @@ class GoogleHandler(fake_gemini.Handler):
                     return self.reply(400, error_body(400, "INVALID_ARGUMENT", "Checksum mismatch."))
                 versions.append({"data": payload.get("data", ""), "state": "ENABLED", "created": now()})
                 number = len(versions)
-                return self.reply(200, {"name": "%s/versions/%d" % (name, number), "createTime": rfc3339(now()), "state": "ENABLED",
-                                        "etag": '"%s"' % secrets.token_hex(7), "clientSpecifiedPayloadChecksum": "dataCrc32c" in payload})
-            if kind == "list":
-                query = parse_qs(urlsplit(self.path).query)
-                listed = [(index + 1, v) for index, v in enumerate(versions)]
-                if query.get("filter") == ["state:ENABLED"]:
-                    listed = [(n, v) for n, v in listed if v["state"] == "ENABLED"]
-                listed.reverse()
-                return self.reply(200, {"versions": [{"name": "%s/versions/%d" % (name, n), "state": v["state"], "createTime": rfc3339(v.get("created", now()))}
-                                                     for n, v in listed], "totalSize": len(listed)} if listed else {})
-            number = int(segments[5].split(":")[0]) if segments[5].split(":")[0].isdigit() else 0
-            if not 1 <= number <= len(versions):
-                return self.reply(404, error_body(404, "NOT_FOUND", "Secret Version [%s/versions/%s] not found." % (name, segments[5].split(":")[0])))
-            if versions[number - 1]["state"] == "DESTROYED":
-                return self.reply(400, error_body(400, "FAILED_PRECONDITION", "Secret Version [%s/versions/%d] is in DESTROYED state." % (name, number)))
-            versions[number - 1]["state"] = "ENABLED" if kind == "enable" else "DISABLED"
-            return self.reply(200, {"name": "%s/versions/%d" % (name, number), "state": versions[number - 1]["state"]})
+                added = {"name": "%s/versions/%d" % (name, number), "createTime": rfc3339(now()), "state": "ENABLED",
+                         "etag": '"%s"' % secrets.token_hex(7), "clientSpecifiedPayloadChecksum": "dataCrc32c" in payload}
+                delay = STATE["config"].get("delay", {}).get("addVersion", 0)
+                lose = STATE["config"].get("lose", {}).pop("addVersion", None)
+            else:
+                return self.secret_version_method(kind, name, segments, versions)
+        # `delay` {"addVersion": s}: the version is added at once and its answer held, outside
+        # the lock; `lose` {"addVersion": "once"}: added, and the connection drops unanswered.
+        time.sleep(delay)
+        if lose:
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return None
+        return self.reply(200, added)
+
+    def secret_version_method(self, kind, name, segments, versions):
+        """versions.list, enable and disable (the caller holds LOCK)."""
+        if kind == "list":
+            query = parse_qs(urlsplit(self.path).query)
+            listed = [(index + 1, v) for index, v in enumerate(versions)]
+            if query.get("filter") == ["state:ENABLED"]:
+                listed = [(n, v) for n, v in listed if v["state"] == "ENABLED"]
+            listed.reverse()
+            return self.reply(200, {"versions": [{"name": "%s/versions/%d" % (name, n), "state": v["state"], "createTime": rfc3339(v.get("created", now()))}
+                                                 for n, v in listed], "totalSize": len(listed)} if listed else {})
+        number = int(segments[5].split(":")[0]) if segments[5].split(":")[0].isdigit() else 0
+        if not 1 <= number <= len(versions):
+            return self.reply(404, error_body(404, "NOT_FOUND", "Secret Version [%s/versions/%s] not found." % (name, segments[5].split(":")[0])))
+        if versions[number - 1]["state"] == "DESTROYED":
+            return self.reply(400, error_body(400, "FAILED_PRECONDITION", "Secret Version [%s/versions/%d] is in DESTROYED state." % (name, number)))
+        versions[number - 1]["state"] = "ENABLED" if kind == "enable" else "DISABLED"
+        return self.reply(200, {"name": "%s/versions/%d" % (name, number), "state": versions[number - 1]["state"]})
 
     @staticmethod
     def secret_resource(name, entry):

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import GOOD_KEY, Env
+from conftest import GOOD_KEY, Env, auth_key
 
 ENV_KEY = "AQ.Environment_Key-0123456789abcdefghijklmnopqrsklmn"
 OTHER_KEY = "AQ.Other_Environment-0123456789abcdefghijklmnopqrstu"
@@ -203,8 +203,11 @@ def test_validation_errors_name_their_layer(env):
 
 
 def test_insecure_endpoint_refused_unless_loopback_or_allowed(env):
+    # Shown by config explain; refused by a command that sends to it.
     result = env.run("config", "explain", env={"GEMVAULT_ENDPOINT": "http://example.com"}, passphrase=False)
-    assert result.code == 64 and "GEMVAULT_ENDPOINT: endpoint" in result.err and "--allow-insecure-endpoint" in result.err
+    assert result.code == 0 and "http://example.com" in result.out and "plain http off loopback" in result.err, result
+    used = env.run("ask", "hi", env={"GEMVAULT_ENDPOINT": "http://example.com", "GEMINI_API_KEY": auth_key("InsecureEndpoint")}, passphrase=False)
+    assert used.code == 64 and "GEMVAULT_ENDPOINT: endpoint" in used.err and "--allow-insecure-endpoint" in used.err, used
     settings, _ = explain(env, extra_env={"GEMVAULT_ENDPOINT": "http://127.0.0.1:9"}, passphrase=False)
     assert settings["endpoint"]["value"] == "http://127.0.0.1:9"
     settings, _ = explain(env, "--allow-insecure-endpoint", extra_env={"GEMVAULT_ENDPOINT": "http://example.com"}, passphrase=False)

@@ -3,6 +3,7 @@ linked to a secret is rotated by adding the new key as a version, checking it, s
 retiring the previous version and the old key after a grace period, against fake_google.py's
 API Keys service, Secret Manager and Gemini. Each machine of the fleet is a HOME of its own."""
 import base64
+import hashlib
 import json
 import os
 import signal
@@ -182,28 +183,50 @@ def test_a_finish_never_deletes_the_key_latest_serves(env, google):
     assert vault_state(env)[1][3][2] > 0  # still recorded
 
 
-def test_a_failure_after_the_version_was_added_takes_it_back_and_latest_keeps_working(env, google):
+def test_a_key_gemini_rejects_is_never_added_to_the_secret(env, google):
+    """The check comes before addVersion: a reader can never take a key Gemini still rejects."""
     secret_exists(google)
     machine(env, google)
     google.control(set={"propagation": 3600})  # Google never accepts the new key in time
     failed = rotate(env, "--verify-timeout", "2s", "--grace", "0s")
     assert failed.code in (6, 7), failed
-    assert "disabled version 2 of" in failed.err and "again as version 3" in failed.err and "deleted the new key" in failed.err
-    assert versions(google)[1][1] == "DISABLED" and versions(google)[2] == (FLEET_KEY, "ENABLED")
-    assert live_key_strings(google) == {FLEET_KEY}
+    assert "adding the new key" not in failed.err and "deleted the new key" in failed.err, failed.err
+    assert versions(google) == [(FLEET_KEY, "ENABLED")] and live_key_strings(google) == {FLEET_KEY}
+    assert not [call for call in google.state()["sm_calls"] if call[1].endswith(":addVersion")]
     value, link = vault_state(env)
     assert value == FLEET_KEY and link[1] == 1 and link[3] is None
     assert "claimed" not in annotation(google)
 
 
-def test_a_version_that_cannot_be_withdrawn_keeps_its_key_working(env, google):
-    """The check fails and the rotator may not disable versions: the version it added stays,
-    so its key is not deleted under the machines that may have taken it."""
+def test_a_failure_after_the_version_was_added_takes_it_back_and_latest_keeps_working(env, google):
+    """The answer to addVersion is lost after Google added it: the newest version holds the
+    run's key, so it is withdrawn (the vault's key added again first) and the key deleted."""
     secret_exists(google)
     machine(env, google)
-    google.control(set={"propagation": 3600}, sm_deny_permission=[[ACCOUNT, "secretmanager.versions.disable"]])
-    failed = rotate(env, "--verify-timeout", "2s", "--grace", "0s")
-    assert failed.code in (6, 7), failed
+    google.control(set={"lose": {"addVersion": "once"}})
+    failed = rotate(env, "--grace", "0s")
+    assert failed.code == 7, failed
+    assert "disabled version 2 of" in failed.err and "again as version 3" in failed.err and "deleted the new key" in failed.err, failed.err
+    assert versions(google)[1][1] == "DISABLED" and versions(google)[2] == (FLEET_KEY, "ENABLED")
+    assert live_key_strings(google) == {FLEET_KEY}
+    value, link = vault_state(env)
+    assert value == FLEET_KEY and link[1] == 1 and link[3] is None
+    assert "claimed" not in annotation(google)
+    # The next rotation retires the old key everywhere: version 1 and its copy, version 3.
+    env.advance_clock()
+    assert rotate(env, "--grace", "0s").code == 0
+    assert [state for _, state in versions(google)] == ["DISABLED", "DISABLED", "DISABLED", "ENABLED"], versions(google)
+    assert live_key_strings(google) == {versions(google)[3][0]}
+
+
+def test_a_version_that_cannot_be_withdrawn_keeps_its_key_working(env, google):
+    """The add's answer is lost and the rotator may not disable versions: the version it added
+    stays, so its key is not deleted under the machines that may have taken it."""
+    secret_exists(google)
+    machine(env, google)
+    google.control(set={"lose": {"addVersion": "once"}}, sm_deny_permission=[[ACCOUNT, "secretmanager.versions.disable"]])
+    failed = rotate(env, "--grace", "0s")
+    assert failed.code == 7, failed
     assert "could not withdraw version 2" in failed.err and "which is kept (not deleted at Google)" in failed.err, failed
     assert "--finish lab" in failed.err
     added = versions(google)[1][0]
@@ -234,7 +257,7 @@ def test_a_rotator_without_versions_add_is_told_which_permission_and_leaves_noth
 
 
 def test_three_rotators_with_the_same_timer_rotate_exactly_once(env, google, tmp_path):
-    secret_exists(google, rotation={"nextRotationTime": "2027-01-01T00:00:00Z", "rotationPeriod": str(30 * DAY) + "s"})
+    secret_exists(google, age=40 * DAY, rotation={"nextRotationTime": "2027-01-01T00:00:00Z", "rotationPeriod": str(30 * DAY) + "s"})
     machines = [machine(env, google)] + [other_machine(tmp_path, google, "m%d" % index) for index in (1, 2)]
     runs = []
     for member in machines:
@@ -253,19 +276,97 @@ def test_three_rotators_with_the_same_timer_rotate_exactly_once(env, google, tmp
     assert later.code == 0 and "nothing to do" in later.err and "the secret's rotation period" in later.err
 
 
-def test_a_young_claim_elsewhere_wins_and_an_old_one_is_taken_over(env, google):
-    young = "claimed host=elsewhere pid=4242 time=%d" % int(time.time())
-    secret_exists(google, annotations={"gemvault-rotation": young})
+def fingerprint(text):
+    """Sodium.fingerprint: the first 8 bytes of BLAKE2b-256, in hex."""
+    return hashlib.blake2b(text.encode(), digest_size=32).digest()[:8].hex()
+
+
+def claim_here(pid, pidns=None, since=None, renewed=None):
+    """A claim as a rotator on this machine, this boot and (unless `pidns`) this PID namespace writes it."""
+    now = int(time.time())
+    with open("/etc/machine-id") as handle:
+        machine = fingerprint("".join(c for c in handle.read() if c.isalnum()))
+    with open("/proc/sys/kernel/random/boot_id") as handle:
+        boot = fingerprint(handle.read().strip())
+    pidns = pidns or str(os.stat("/proc/self/ns/pid").st_ino)
+    return "claimed host=here machine=%s boot=%s pidns=%s pid=%d since=%d time=%d" % (
+        machine, boot, pidns, pid, since or now - 20, renewed or now - 5)
+
+
+def set_claim(google, text):
+    google.control(secrets=[{"id": "gemini-key", "annotations": {"gemvault-rotation": text}}])
+
+
+def test_a_live_claim_elsewhere_is_refused_to_a_person_left_to_a_timer_and_taken_over_with_force(env, google):
+    now = int(time.time())
+    secret_exists(google, annotations={"gemvault-rotation": "claimed host=elsewhere pid=4242 since=%d time=%d" % (now - 40, now - 10)})
     machine(env, google)
-    skipped = rotate(env, "--grace", "0s", "--json")
-    assert skipped.code == 0 and "rotated elsewhere: elsewhere (process 4242)" in skipped.err, skipped
-    assert json.loads(skipped.out)["action"] == "elsewhere" and len(versions(google)) == 1
-    stale = "claimed host=elsewhere pid=4242 time=%d" % (int(time.time()) - 2 * 3600)
-    google.control(secrets=[{"id": "gemini-key", "annotations": {"gemvault-rotation": stale}}])
+    refused = rotate(env, "--grace", "0s")
+    assert refused.code == 1, refused
+    assert "claimed by elsewhere (process 4242), claimed 4" in refused.err and "nothing was rotated" in refused.err and "--force" in refused.err
+    timer = rotate(env, "--if-due", "--grace", "0s", "--json")
+    assert timer.code == 0 and "rotated elsewhere: elsewhere (process 4242)" in timer.err, timer
+    assert json.loads(timer.out)["action"] == "elsewhere" and len(versions(google)) == 1
+    forced = rotate(env, "--force", "--grace", "0s")
+    assert forced.code == 0, forced
+    assert "warning: --force: taking over the live claim on the rotation of" in forced.err and "elsewhere (process 4242)" in forced.err
+    assert len(versions(google)) == 2 and annotation(google).startswith("rotated version=2 ")
+
+
+@pytest.mark.parametrize("ages,why", [((300, 200), "stopped renewing it"), ((3 * 3600, 5), "longer ago than any run lasts"),
+                                      ((2 * 3600, None), "with no readable time")])
+def test_a_claim_whose_holder_stopped_renewing_or_that_is_too_old_is_taken_over(env, google, ages, why):
+    """Renewal stopped for three minutes, or claimed longer ago than the claim's hour plus the
+    longest run (a forged claim kept fresh), is taken over whatever else it says."""
+    now = int(time.time())
+    since, renewed = ages
+    text = "claimed host=elsewhere pid=4242 since=%d" % (now - since) + ("" if renewed is None else " time=%d" % (now - renewed))
+    secret_exists(google, annotations={"gemvault-rotation": text})
+    machine(env, google)
     taken = rotate(env, "--grace", "0s")
     assert taken.code == 0, taken
-    assert "taking over the rotation" in taken.err and "did not finish within an hour" in taken.err
+    assert "taking over the rotation" in taken.err and why in taken.err, taken.err
     assert len(versions(google)) == 2 and annotation(google).startswith("rotated version=2 ")
+
+
+def test_a_timer_reports_a_claim_that_has_not_advanced_the_secret_for_two_periods_as_stuck(env, google):
+    now = int(time.time())
+    forged = "claimed host=elsewhere pid=4242 since=%d time=%d" % (now - 60, now - 5)
+    secret_exists(google, age=200 * DAY, annotations={"gemvault-rotation": forged})  # rotation_days 90: two periods passed
+    machine(env, google)
+    stuck = rotate(env, "--if-due", "--no-wait")
+    assert stuck.code == 1, stuck
+    assert "is stuck" in stuck.err and "elsewhere (process 4242)" in stuck.err and "--force" in stuck.err
+    assert len(versions(google)) == 1
+
+
+def test_containers_sharing_a_machine_id_do_not_take_over_each_others_live_claims(env, google):
+    """Same /etc/machine-id and boot, another PID namespace: the pid says nothing here, so a
+    renewed claim is live. The same claim from this namespace with its process gone is taken over."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    secret_exists(google, annotations={"gemvault-rotation": claim_here(dead.pid, pidns="4026599999")})
+    machine(env, google)
+    refused = rotate(env, "--grace", "0s")
+    assert refused.code == 1 and "claimed by here (process %d)" % dead.pid in refused.err, refused
+    assert len(versions(google)) == 1
+    set_claim(google, claim_here(dead.pid))
+    taken = rotate(env, "--grace", "0s")
+    assert taken.code == 0 and "in a run that is gone" in taken.err, taken
+    assert len(versions(google)) == 2
+
+
+def test_a_rotator_renews_its_claim_while_it_holds_it(env, google):
+    """The check waits out five minutes of Google's propagation (sped up): the claim is patched
+    again with the last etag at least every 60 s, keeping when it was claimed."""
+    secret_exists(google)
+    machine(env, google)
+    google.control(set={"propagation": 300})
+    result = rotate(env, "--grace", "0s", "--verify-timeout", "10m")
+    assert result.code == 0, result
+    patches = [call for call in google.state()["sm_calls"] if call[0] == "PATCH"]
+    assert len(patches) >= 3, patches  # the claim, at least one renewal, the result
+    assert annotation(google).startswith("rotated version=2 ")
 
 
 def test_bad_requests_are_refused_before_anything_is_made(env, google):
@@ -282,7 +383,7 @@ def test_bad_requests_are_refused_before_anything_is_made(env, google):
     assert google.state()["calls"] == [] and versions(google) == [(FLEET_KEY, "ENABLED")]
 
 
-STEPS = ["claimed the rotation", "creating gemvault-", "adding the new key", "added version 2", "key 'lab' is now", "waiting "]
+STEPS = ["claimed the rotation", "creating gemvault-", "not accepted yet", "adding the new key", "added version 2", "key 'lab' is now", "waiting "]
 
 
 @pytest.mark.parametrize("step", STEPS)
@@ -293,7 +394,9 @@ def test_kill_9_at_every_step_leaves_a_vault_and_a_secret_the_next_run_completes
     secret_exists(google)
     machine(env, google)
     speed_up_waits(env, google, None)  # killed at a moment it is seen at: in real time
-    google.control(set={"op_polls": 1, "propagation": 6})  # the check waits past the create: a kill after "added" lands before the write
+    # The check waits past the create; the add is made at once and its answer held: a kill
+    # while "adding" lands after the add at Google and before the vault's write.
+    google.control(set={"op_polls": 1, "propagation": 6, "delay": {"addVersion": 5}})
     env.advance_clock()
     argv = [BIN, "key", "rotate", "--create", "lab", "--grace", "10m", "--verify-timeout", "30", "--passphrase-file", env.passfile]
     proc = subprocess.Popen(argv, env=dict(env.vars), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -317,9 +420,11 @@ def test_kill_9_at_every_step_leaves_a_vault_and_a_secret_the_next_run_completes
     assert enabled == {value}, (step, versions(google), following.err)
     assert live_key_strings(google) == {value}, (step, following.err)
     assert versions(google)[-1][1] == "ENABLED"  # `latest` answers
-    if step in ("creating gemvault-", "adding the new key", "added version 2"):
+    if step in ("creating gemvault-", "not accepted yet", "adding the new key"):
         assert "interrupted before it stored its new key" in following.err or "was not made" in following.err, following.err
-    if step == "added version 2":
+    if step == "not accepted yet":
+        assert len(versions(google)) == 1, versions(google)  # nothing added before the check passed
+    if step == "adding the new key":
         assert "it had added version 2" in following.err and "disabled version 2" in following.err, following.err
     if step in ("key 'lab' is now", "waiting "):
         assert "finished the rotation of 'lab' to version 2" in following.err and value != FLEET_KEY

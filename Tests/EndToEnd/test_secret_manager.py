@@ -94,6 +94,18 @@ def test_bad_data_is_exit_4_and_never_shown(env, google):
     assert damaged.code == 4 and "checksum" in damaged.err and FLEET_KEY not in damaged.err
 
 
+def test_no_google_credentials_names_secret_manager_and_the_chain_tried(env, google):
+    fleet(env, google)
+    env.vars.pop("GOOGLE_APPLICATION_CREDENTIALS")
+    env.vars["GCE_METADATA_HOST"] = "127.0.0.1:9"  # nothing listens there
+    result, _ = which(env)
+    assert result.code == 1, result
+    assert "no Google credentials for Secret Manager (projects/%s/secrets/gemini-key)" % PROJECT_ID in result.err, result.err
+    assert "API Keys" not in result.err
+    for source in ("token_command", "GOOGLE_APPLICATION_CREDENTIALS", "application-default credentials", "metadata server"):
+        assert source in result.err, source
+
+
 def test_a_busy_secret_manager_is_retried(env, google):
     fleet(env, google)
     google.control(set={"fail": {"access": "unavailable:once"}})
@@ -214,6 +226,51 @@ def test_latest_going_back_to_an_older_version_is_refused_and_the_copy_kept(env,
     assert back.code == 4 and "older than version 2 already taken" in back.err and FLEET_KEY not in back.out
     listed = json.loads(env.run("key", "list", "--json").out)["keys"]
     assert listed[0]["secret_manager"] == SECRET + " (version 2)" and listed[0]["masked"] == NEXT_KEY[:4] + "…" + NEXT_KEY[-4:]
+
+
+def test_an_answer_naming_another_project_is_refused(env, google):
+    """The whole name is checked, not its /secrets/S/versions/N end: another project's secret
+    of the same name is not this one."""
+    fleet(env, google)
+    google.control(set={"access_project": "attacker-project"})
+    result, _ = which(env)
+    assert result.code == 4 and "not a version of projects/%s/secrets/gemini-key" % PROJECT_ID in result.err, result
+    google.control(set={"access_project": PROJECT_ID})  # by id, as by number: this secret
+    result, data = which(env)
+    assert result.code == 0 and data["source"] == "secret-manager", result
+
+
+FORGED_KEY = auth_key("ForgedByTheAttacker")
+
+
+def test_a_forged_version_jump_is_refused_and_relink_recovers(env, google):
+    """One hostile answer for `latest` with a huge version: refused because versions.list does
+    not show it (or, without that permission, the version asked for by number does not exist).
+    A vault that did take one goes back with key set --from … --relink."""
+    linked_vault(env, google, versions=(FLEET_KEY, NEXT_KEY))
+    for denied in (False, True):
+        if denied:
+            google.control(sm_deny_permission=[[ACCOUNT, "secretmanager.versions.list"]])
+        google.control(set={"forge_latest": {"version": 999999, "value": FORGED_KEY}})
+        env.advance_clock(301)
+        forged = env.run("key", "get", "lab")
+        assert forged.code == 4 and "version 999999" in forged.err and "which the secret does not have" in forged.err, forged
+        assert FORGED_KEY not in forged.out + forged.err
+        env.advance_clock(301)
+        assert env.run("key", "get", "lab").out == NEXT_KEY + "\n"  # the genuine answer is still taken
+    # A vault holding a version the secret no longer shows (a forged one taken earlier): linking
+    # again goes back only with --relink.
+    google.control(secrets=[{"id": "gemini-key", "versions": [FORGED_KEY] + [FLEET_KEY] * 7}])  # versions 3..10
+    env.advance_clock(301)
+    assert env.run("key", "get", "lab").out == FLEET_KEY + "\n"
+    google.control(secrets=[{"id": "gemini-key", "keep": 2}])
+    refused = env.run("key", "set", "lab", "--from", SECRET)
+    assert refused.code == 1 and "took version 10" in refused.err and "--relink" in refused.err, refused
+    relinked = env.run("key", "set", "lab", "--from", SECRET, "--relink")
+    assert relinked.code == 0 and "version 2" in relinked.err, relinked
+    env.advance_clock(301)
+    assert env.run("key", "get", "lab").out == NEXT_KEY + "\n"
+    assert env.run("key", "set", "lab", "--relink", input=NEXT_KEY + "\n").code == 64
 
 
 def test_doctor_shows_the_links_and_a_copy_too_old_to_be_used(env, google):

@@ -127,6 +127,10 @@ def test_the_credential_is_a_key_source_after_key_file_and_before_the_environmen
     assert data["masked"] == CREDENTIAL_KEY[:4] + "…" + CREDENTIAL_KEY[-4:]
     assert any(s["source"] == "environment" for s in data["shadowed"])
     assert ("not on tmpfs" in result.err) == (file_system(folder) not in ("tmpfs", "ramfs"))
+    # The file's time is when systemd decrypted it, not the key's age: none is shown.
+    assert data["updated"] is None and data["age_days"] is None
+    plain = env.run("key", "which", env={"CREDENTIALS_DIRECTORY": folder}, passphrase=False)
+    assert plain.code == 0 and "age:" not in plain.out, plain
     # --key-file still wins.
     key_file = os.path.join(str(tmp_path), "key")
     env.write_private(key_file, GOOD_KEY + "\n")

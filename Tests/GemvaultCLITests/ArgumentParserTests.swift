@@ -108,11 +108,12 @@ import Testing
         #expect(spec.name == "history show" && options.flag(.rawHistory))
     }
 
-    /// `--model`, `--system`, `--temperature`, `--timeout` and `--key` override their setting
+    /// `--model`, `--system`, `--temperature`, `--timeout`, `--key` and the endpoints override their setting
     /// in every command that has them (the flags layer), whatever their help says there;
     /// `slot add`'s `--key` names an ssh key, no vault key.
     @Test func everySpellingOfASettingFlagOverridesItsSetting() {
-        let expected = ["--model": "model", "--system": "system_prompt", "--temperature": "temperature", "--timeout": "timeout", "--key": "key", "--think": "thinking"]
+        let expected = ["--model": "model", "--system": "system_prompt", "--temperature": "temperature", "--timeout": "timeout", "--key": "key", "--think": "thinking",
+                        "--secretmanager-endpoint": "secretmanager_endpoint", "--apikeys-endpoint": "apikeys_endpoint"]
         for spec in commandTable {
             for option in spec.options where option != .sshKey {
                 #expect(option.setting?.name == expected[option.name], "\(spec.name) \(option.name)")

@@ -7,20 +7,37 @@ import Testing
     let now: Int64 = 1_700_000_000
 
     @Test func aClaimReadsBackWhatItWrote() throws {
-        let claim = try #require(FleetRotation.Claim(FleetRotation.Claim.claiming(at: now)))
-        #expect(claim.state == "claimed" && claim.time(now: now) == now && claim.pid == ProcessIdentity.current)
-        #expect(claim.host == FleetRotation.Claim.thisHost && !claim.isLeftHere)  // this process runs
+        let claim = try #require(FleetRotation.Claim(FleetRotation.Claim.claiming(since: now - 60, at: now)))
+        #expect(claim.state == "claimed" && claim.time(now: now) == now && claim.since(now: now) == now - 60 && claim.pid == ProcessIdentity.current)
+        #expect(claim.host == FleetRotation.Claim.thisHost && !claim.isLeftHere && claim.isThisRun)  // this process runs
+        #expect(claim.abandoned(now: now) == nil)
         let done = try #require(FleetRotation.Claim(FleetRotation.Claim.rotated(to: 8, at: 5)))
         #expect(done.state == "rotated" && done.fields["version"] == "8" && done.time(now: now) == 5)
     }
 
-    /// A machine is told by its id: a clone with the same host name does not take over a live claim.
-    @Test func onlyThisMachinesClaimOfAProcessThatIsGoneIsLeftHere() throws {
-        let machine = FleetRotation.Claim.thisMachine
-        let gone = try #require(FleetRotation.Claim("claimed host=x machine=\(machine) pid=\(Int32.max) time=1"))
+    /// A run is told by its machine id, boot and PID namespace together: a clone with the same
+    /// host name, or a container with the same machine id, does not take over a live claim.
+    @Test func onlyThisMachinesBootsAndNamespacesClaimOfAProcessThatIsGoneIsLeftHere() throws {
+        let here = "machine=\(FleetRotation.Claim.thisMachine) boot=\(FleetRotation.Claim.thisBoot)"
+        let gone = try #require(FleetRotation.Claim("claimed host=x \(here) pidns=\(FleetRotation.Claim.thisPIDNamespace) pid=\(Int32.max) time=1"))
         #expect(gone.isLeftHere)
         let clone = try #require(FleetRotation.Claim("claimed host=\(FleetRotation.Claim.thisHost) machine=other pid=\(Int32.max) time=1"))
         #expect(!clone.isLeftHere)
+        let container = try #require(FleetRotation.Claim("claimed host=x \(here) pidns=1 pid=\(Int32.max) time=1"))
+        #expect(!container.isLeftHere)
+        let rebootedClone = try #require(FleetRotation.Claim("claimed host=x machine=\(FleetRotation.Claim.thisMachine) boot=other pidns=\(FleetRotation.Claim.thisPIDNamespace) pid=\(Int32.max) time=1"))
+        #expect(!rebootedClone.isLeftHere)
+    }
+
+    /// Taken over when renewal stopped, when claimed longer ago than any run, or without a time.
+    @Test func aClaimIsAbandonedWhenNotRenewedOrTooOld() throws {
+        func claim(since: Int64, time: Int64) throws -> FleetRotation.Claim {
+            try #require(FleetRotation.Claim("claimed host=a pid=1 since=\(now - since) time=\(now - time)"))
+        }
+        #expect(try claim(since: 100, time: 10).abandoned(now: now) == nil)
+        #expect(try claim(since: 400, time: 180).abandoned(now: now)?.contains("stopped renewing") == true)
+        #expect(try claim(since: FleetRotation.claimLimit, time: 1).abandoned(now: now)?.contains("longer ago than any run") == true)
+        #expect(try #require(FleetRotation.Claim("claimed host=a pid=1")).abandoned(now: now) == "with no readable time")
     }
 
     /// Someone else's annotation text: no control characters survive into a message, and a time

@@ -19,7 +19,7 @@ final class FakeGoogle: @unchecked Sendable {
         var annotations: [String: String] = [:]
     }
 
-    static let apiKeys = "https://apikeys.test/v2/"
+    static let apiKeys = "https://apikeys.googleapis.com/v2/"  // the environment may name only Google's hosts (or loopback)
     static let gemini = "https://gemini.test"
     var keys: [String: Key] = [:]
     /// Key strings Gemini accepts.

@@ -28,6 +28,21 @@ private func fixture(_ name: String) throws -> String {
         }
     }
 
+    /// The whole name Google answers with: this project by id or by number, this secret, a version.
+    @Test func onlyAWholeNameOfThisSecretIsItsVersion() throws {
+        let byID = try #require(SecretReference(parsing: "gsm://projects/lab/secrets/gemini-key"))
+        #expect(byID.versionNumber(inName: "projects/lab/secrets/gemini-key/versions/3") == 3)
+        #expect(byID.versionNumber(inName: "projects/123456/secrets/gemini-key/versions/3") == 3)
+        for bad in ["projects/evil/secrets/gemini-key/versions/3", "x/projects/lab/secrets/gemini-key/versions/3", "projects/lab/secrets/other/versions/3",
+                    "projects/lab/secrets/gemini-key/versions/03", "projects/lab/secrets/gemini-key/versions/0", "projects//secrets/gemini-key/versions/3",
+                    "projects/lab/secrets/gemini-key/versions/3/x", "projects/١٢/secrets/gemini-key/versions/3"] {
+            #expect(byID.versionNumber(inName: bad) == nil, "\(bad)")
+        }
+        let byNumber = try #require(SecretReference(parsing: "gsm://projects/123456/secrets/gemini-key"))
+        #expect(byNumber.versionNumber(inName: "projects/654321/secrets/gemini-key/versions/3") == nil)
+        #expect(byNumber.versionNumber(inName: "projects/123456/secrets/gemini-key/versions/3") == 3)
+    }
+
     @Test func crc32cMatchesItsCheckValue() {
         #expect(Array("123456789".utf8).withUnsafeBytes { CRC32C.checksum($0) } == 0xE306_9283)
     }

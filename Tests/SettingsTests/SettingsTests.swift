@@ -36,7 +36,7 @@ import SystemIO
         #expect(throws: ConfigError.insecureEndpoint("http://example.com", layer: "GEMVAULT_ENDPOINT", setting: "endpoint")) {
             try insecure.endpoint(.endpoint)
         }
-        #expect(throws: ConfigError.self) { try insecure.checkEveryEndpoint() }
+        #expect(insecure.isInsecure("endpoint") && !insecure.isInsecure("apikeys_endpoint"))
         #expect(try insecure.endpoint(.apikeysEndpoint) == "https://apikeys.googleapis.com")
         let overridden = try Settings.resolve(SettingLayers(environment: ["GEMVAULT_ENDPOINT": "http://example.com"],
                                                             flags: ["endpoint": (flag: "--endpoint", value: "https://example.com")]))
@@ -45,6 +45,31 @@ import SystemIO
         #expect(try Settings.resolve(SettingLayers(environment: ["GEMVAULT_ENDPOINT": "http://example.com"], allowInsecureEndpoint: true))[.endpoint] == "http://example.com")
         #expect(EndpointURL("https://user:pw@host") == nil && EndpointURL("ftp://x") == nil && EndpointURL("https://h/?key=1") == nil)
         #expect(EndpointURL("http://127.0.0.5:1")?.isLoopback == true && EndpointURL("http://localhost")?.isLoopback == true)
+    }
+
+    /// A host that is neither Google's nor loopback receives the access token only when the
+    /// vault or the command's flag names it; from the environment or config.json it is refused.
+    @Test func aCustomHostForTheAccessTokenComesOnlyFromTheVaultOrAFlag() throws {
+        let custom = "https://sm.example.com"
+        var warnings: [String] = []
+        let fromEnvironment = try Settings.resolve(SettingLayers(environment: ["GEMVAULT_SECRETMANAGER_ENDPOINT": custom]))
+        #expect(throws: ConfigError.untrustedEndpoint(custom, layer: "GEMVAULT_SECRETMANAGER_ENDPOINT", setting: "secretmanager_endpoint")) {
+            try fromEnvironment.credentialEndpoint(.secretmanagerEndpoint) { warnings.append($0) }
+        }
+        let fromFile = try Settings.resolve(SettingLayers(configFile: ConfigFile(path: "/c.json", values: ["apikeys_endpoint": custom])))
+        #expect(throws: ConfigError.untrustedEndpoint(custom, layer: "config.json", setting: "apikeys_endpoint")) {
+            try fromFile.credentialEndpoint(.apikeysEndpoint) { warnings.append($0) }
+        }
+        let fromVault = try Settings.resolve(SettingLayers(vaultSettings: ["secretmanager_endpoint": custom]))
+        #expect(try fromVault.credentialEndpoint(.secretmanagerEndpoint) { warnings.append($0) } == custom)
+        let fromFlag = try Settings.resolve(SettingLayers(flags: ["secretmanager_endpoint": (flag: "--secretmanager-endpoint", value: custom)]))
+        #expect(try fromFlag.credentialEndpoint(.secretmanagerEndpoint) { warnings.append($0) } == custom)
+        #expect(warnings.count == 1 && warnings[0].contains("sm.example.com"))  // once per host
+        for trusted in ["https://secretmanager.googleapis.com", "http://127.0.0.1:9"] {
+            let settings = try Settings.resolve(SettingLayers(environment: ["GEMVAULT_SECRETMANAGER_ENDPOINT": trusted]))
+            #expect(try settings.credentialEndpoint(.secretmanagerEndpoint) { warnings.append($0) } == trusted)
+        }
+        #expect(EndpointURL("https://evil.googleapis.com.example")?.isCustom == true && EndpointURL("http://apikeys.googleapis.com")?.isCustom == true)
     }
 
     @Test func configFileParsing() throws {
