@@ -29,7 +29,9 @@ let chatCommands: [CommandSpec] = [
                 Directories, devices, FIFOs and sockets are refused, and text files are scanned for credentials like the prompt.
                 With --json, stdout always carries one JSON object, also when the request fails (see Docs/cli.md).
                 With --schema FILE (a JSON Schema), Gemini answers in JSON shaped by it; gemvault checks the reply against the schema itself \
-                and prints it, or exits 8 with the first violation on stderr.
+                and prints it, or exits 8 with the first violation on stderr (or, when the check would take more than \
+                5,000,000 steps or 10 seconds, with a message that it stopped). Patterns run without backtracking; \
+                backreferences, lookaround and a $ref back to the same value are refused (exit 64).
                 """,
                 privateArguments: true, usesNetwork: true, run: ChatCommand.ask),
     CommandSpec(path: ["models"], arguments: "", argumentRange: 0...0,

@@ -35,7 +35,14 @@ struct StructuredReply {
             throw CommandFailure(.replyMismatch, "the reply is not JSON, so it cannot match \(path)",
                                  hint: "'gemvault ask --json --schema \(path) …' shows the reply in 'text'")
         }
-        if let violation = checker.firstViolation(in: value) {
+        let violation: String?
+        do {
+            violation = try checker.firstViolation(in: value)
+        } catch {
+            throw CommandFailure(.replyMismatch, "the reply could not be checked against \(path): the check stopped after \(error.steps) steps or \(Int(error.seconds)) seconds",
+                                 hint: "simplify the schema (fewer anyOf/oneOf branches, shorter patterns); 'gemvault ask --json --schema \(path) …' shows the reply in 'text'")
+        }
+        if let violation {
             throw CommandFailure(.replyMismatch, "the reply does not match \(path): \(violation)",
                                  hint: "'gemvault ask --json --schema \(path) …' shows the reply in 'text'")
         }

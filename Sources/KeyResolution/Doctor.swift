@@ -22,11 +22,16 @@ public struct Doctor {
     public var parentLimits: String
     /// The vault's keys and their kinds, when a session or a passphrase opened it; nil otherwise.
     public var vaultKeys: [(name: String, kind: GoogleKeyKind, link: SecretLink?)]?
+    /// The swap areas (/proc/swaps), and whether the default Argon2id preset's memory can be locked.
+    public var swapAreas: [SwapArea]
+    public var derivationMemory: DerivationMemory.Lockability
 
     public init(paths: Paths, vaultPath: String, environment: [String: String], settings: Settings?,
                 procMounts: String = PlainFile.readText("/proc/mounts") ?? "", coreDumpsDisabled: Bool,
                 parentLimits: String = PlainFile.readText("/proc/\(ProcessIdentity.parent)/limits") ?? "",
-                vaultKeys: [(name: String, kind: GoogleKeyKind, link: SecretLink?)]? = nil) {
+                vaultKeys: [(name: String, kind: GoogleKeyKind, link: SecretLink?)]? = nil,
+                swapAreas: [SwapArea] = SwapArea.list(procSwaps: PlainFile.readText("/proc/swaps") ?? ""),
+                derivationMemory: DerivationMemory.Lockability = DerivationMemory.lockability(bytes: KDFParameters.Preset.moderate.parameters.memLimit)) {
         self.paths = paths
         self.vaultPath = vaultPath
         self.environment = environment
@@ -35,16 +40,19 @@ public struct Doctor {
         self.coreDumpsDisabled = coreDumpsDisabled
         self.parentLimits = parentLimits
         self.vaultKeys = vaultKeys
+        self.swapAreas = swapAreas
+        self.derivationMemory = derivationMemory
     }
 
     /// The names of every check, in the order they run.
-    public static let checks = ["files", "hidepid", "core-dumps", "environment", "shell-startup", "dotenv", "vault-keys", "endpoint", "tls"]
+    public static let checks = ["files", "hidepid", "core-dumps", "swap", "environment", "shell-startup", "dotenv", "vault-keys", "endpoint", "tls"]
 
     public func run() -> [Finding] {
         var findings: [Finding] = []
         findings += fileFindings()
         findings += hidepidFindings()
         findings += coreDumpFindings()
+        findings += swapFindings()
         findings += environmentFindings()
         findings += startupFileFindings()
         findings += dotenvFindings()

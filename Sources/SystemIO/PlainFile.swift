@@ -55,6 +55,13 @@ public enum FolderListing {
         }
         return entries
     }
+
+    /// `path` with every symbolic link followed (realpath), or nil when it does not resolve.
+    public static func resolved(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
 }
 
 public enum ProcessIdentity {

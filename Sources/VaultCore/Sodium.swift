@@ -40,13 +40,19 @@ public enum Sodium {
         ensureInitialized()
         guard salt.count == pwhashSaltBytes, secret.count > 0 else { throw .invalidInput("salt or secret length") }
         let output = SecretBytes(count: outputBytes)
-        let rc = output.withUnsafeMutableBytes { out in
-            secret.withUnsafeBytes { input in
-                crypto_pwhash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(outputBytes),
-                                     input.baseAddress!.assumingMemoryBound(to: CChar.self), UInt64(input.count), salt,
-                                     opsLimit, Int(memLimit), crypto_pwhash_alg_argon2id13())
+        func derive() -> Int32 {
+            output.withUnsafeMutableBytes { out in
+                secret.withUnsafeBytes { input in
+                    crypto_pwhash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(outputBytes),
+                                  input.baseAddress!.assumingMemoryBound(to: CChar.self), UInt64(input.count), salt,
+                                  opsLimit, Int(memLimit), crypto_pwhash_alg_argon2id13())
+                }
             }
         }
+        // Its working memory locked where the limits allow (DerivationMemory); a locked
+        // mapping refused by the limit after all is retried as the limits leave it.
+        var rc = DerivationMemory.withLockedMappings(bytes: memLimit) { _ in derive() }
+        if rc != 0 { rc = derive() }
         guard rc == 0 else { throw .outOfMemory }
         return output
     }
@@ -191,13 +197,13 @@ public enum Sodium {
     /// `allocate`, or nil when the memory is not there (a count beyond what the process may map).
     static func allocateIfAvailable(_ count: Int) -> UnsafeMutableRawPointer? {
         ensureInitialized()
-        guard count >= 0, let pointer = sodium_malloc(max(count, 1)) else { return nil }
+        guard count >= 0, let pointer = DerivationMemory.allocate({ sodium_malloc(max(count, 1)) }, count: count) else { return nil }
         sodium_memzero(pointer, max(count, 1))
         return pointer
     }
 
     /// Wipes and frees memory from `allocate`. The corresponding libsodium function is `sodium_free`.
-    static func free(_ pointer: UnsafeMutableRawPointer) { sodium_free(pointer) }
+    static func free(_ pointer: UnsafeMutableRawPointer) { DerivationMemory.free(pointer) { sodium_free($0) } }
 
     /// Zeroes memory in a way the compiler cannot elide. The corresponding libsodium function is `sodium_memzero`.
     static func wipe(_ pointer: UnsafeMutableRawPointer, _ count: Int) { sodium_memzero(pointer, count) }

@@ -246,8 +246,9 @@ class Handler(BaseHTTPRequestHandler):
     def structured(self, method, scenario, schema):
         """A reply in JSON made from the request's schema ("structured"); one that breaks it
         ("structured-wrong": a required member left out, or the wrong type); or not JSON at
-        all ("structured-text"). Streamed in pieces, as Gemini streams JSON."""
-        value = schema_instance(schema, schema)
+        all ("structured-text"); or the schema's own "description", as the test wrote it
+        ("structured-described"). Streamed in pieces, as Gemini streams JSON."""
+        value = schema_instance(schema, schema) if scenario != "structured-described" else None
         if scenario == "structured-wrong":
             required = schema.get("required") or []
             if isinstance(value, dict) and required:
@@ -255,6 +256,8 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 value = "not what the schema asks"
         text = "Sure! Here it is:" if scenario == "structured-text" else json.dumps(value, ensure_ascii=False, indent=1)
+        if scenario == "structured-described":
+            text = schema["description"]
         usage = {"promptTokenCount": 12, "candidatesTokenCount": 20, "totalTokenCount": 32}
         if method == "generateContent":
             self.send_json(200, json.dumps(text_chunk(text, "STOP", usage), indent=2).encode())
@@ -860,7 +863,7 @@ JOINER_REPLY = ("Family \U0001F468\u200d\U0001F469\u200d\U0001F467 and \u0915\u0
 SCENARIOS = {"ok", "code", "hidden", "hidden-markdown", "joiners", "thinking-long", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "slow-wide-code", "slow-wide-table", "tall", "garbage", "empty", "not-json", "thinking", "thinking-slow", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "retry-after", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
              "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash",
-             "other-finish", "thinking-only", "cut-event", "structured", "structured-wrong", "structured-text", "no-thinking", "signed", "metered", "no-tools", "schema-refused", "thinking-escape"} | TOOL_REPLIES | set(HOSTILE)
+             "other-finish", "thinking-only", "cut-event", "structured", "structured-wrong", "structured-text", "structured-described", "no-thinking", "signed", "metered", "no-tools", "schema-refused", "thinking-escape"} | TOOL_REPLIES | set(HOSTILE)
 
 
 def main():

@@ -62,7 +62,9 @@ def test_a_schema_file_gemvault_cannot_use_is_refused_before_any_request(api):
     cases = [(schema_file(api, "{not json", "broken.json"), "is not JSON"),
              (schema_file(api, [1, 2], "list.json"), "must hold a JSON Schema object"),
              (schema_file(api, {"type": "text"}, "type.json"), "'type' at / must name"),
-             (schema_file(api, {"properties": {"id": {"pattern": "(["}}}, "pattern.json"), "'pattern' at /properties/id must be a regular expression"),
+             (schema_file(api, {"properties": {"id": {"pattern": "(["}}}, "pattern.json"), "'pattern' at /properties/id is not a regular expression"),
+             (schema_file(api, {"pattern": "(a)\\1"}, "backreference.json"), "uses a backreference, which gemvault cannot check in bounded time"),
+             (schema_file(api, {"anyOf": [{"$ref": "#"}, {"type": "string"}]}, "endless.json"), "'$ref' at / leads back to itself"),
              (os.path.join(api.root, "missing.json"), "no such regular file"),
              (api.root, "no such regular file")]
     for path, words in cases:
@@ -123,3 +125,45 @@ def test_thoughts_are_asked_for_shown_on_stderr_and_kept_out_of_the_answer(api):
 def test_a_schema_the_api_refuses_is_explained_with_the_option(api):
     refused = ask(api, "--schema", schema_file(api), "--model", "schema-refused", "who?")
     assert refused.code == 6 and "response_json_schema" in refused.err and "--schema" in refused.err, refused
+
+
+def described(api, schema, reply, name):
+    """A schema file whose reply (fake scenario structured-described) is the given JSON text."""
+    return schema_file(api, dict(schema, description=reply), name)
+
+
+def test_hostile_schemas_and_replies_are_checked_in_bounded_steps(api):
+    """Issue 40 item 14: a backtracking pattern, a recursive oneOf on a reply 20 deep and an
+    anyOf back into the schema each ran past 60 s at full CPU; each now ends promptly."""
+    catastrophic = described(api, {"type": "string", "pattern": "^(a+)+$"}, json.dumps("a" * 5000 + "!"), "backtrack.json")
+    result = ask(api, "--schema", catastrophic, "--model", tag("structured-described"), "--no-stream", "q")
+    assert result.code == 8 and "does not match the pattern ^(a+)+$" in result.err and result.out == "", result
+
+    def branch(kind):
+        return {"type": "object", "properties": {"child": {"$ref": "#/$defs/node"}, "kind": {"const": kind}}}
+    reply = {"kind": "a"}
+    for level in range(20):
+        reply = {"child": reply, "kind": "abc"[level % 3]}
+    recursive = {"$defs": {"node": {"oneOf": [branch("a"), branch("b"), branch("c")]}}, "$ref": "#/$defs/node"}
+    path = described(api, recursive, json.dumps(reply), "recursive.json")
+    result = ask(api, "--schema", path, "--model", tag("structured-described"), "--no-stream", "q")
+    assert result.code == 0 and json.loads(result.out) == reply, result
+
+    tree = {"type": "object", "properties": {"next": {"anyOf": [{"$ref": "#"}, {"type": "null"}]}}}
+    nested = None
+    for _ in range(15):
+        nested = {"next": nested}
+    path = described(api, tree, json.dumps(nested), "tree.json")
+    result = ask(api, "--schema", path, "--model", tag("structured-described"), "--no-stream", "q")
+    assert result.code == 0 and json.loads(result.out) == nested, result
+
+
+def test_a_check_past_its_budget_exits_8_and_says_it_could_not_check(api):
+    """What stays costly after that (a long reply against a wide pattern) stops at the step
+    budget: exit 8, the reply not trusted, and the message says the check stopped."""
+    path = described(api, {"type": "string", "pattern": "[a-z]{0,60}x"}, json.dumps("a" * 200_000), "wide.json")
+    result = ask(api, "--schema", path, "--model", tag("structured-described"), "--no-stream", "q")
+    assert result.code == 8 and result.out == "", result
+    assert "the reply could not be checked against %s: the check stopped after 5000000 steps or 10 seconds" % path in result.err
+    as_json = valid("ask", ask(api, "--schema", path, "--json", "--model", tag("structured-described"), "--no-stream", "q").out)
+    assert as_json["data"] is None and as_json["error"]["reason"] == "schema-mismatch"

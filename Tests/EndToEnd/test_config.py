@@ -256,7 +256,7 @@ def test_doctor_on_a_clean_setup(env):
     result, report = doctor(env)
     # hidepid belongs to the machine, not to this user's set-up: it is checked in its own test.
     assert machine_checks(report["findings"]) == [], report
-    assert set(report["checks"]) >= {"files", "hidepid", "core-dumps", "environment", "shell-startup", "dotenv", "endpoint"}
+    assert set(report["checks"]) >= {"files", "hidepid", "core-dumps", "swap", "environment", "shell-startup", "dotenv", "endpoint"}
     assert result.code == (0 if report["clean"] else 1)
     human = subprocess.run(["bash", "-c", 'ulimit -S -c 0; "$0" doctor; exit $?', __import__("conftest").BIN],
                            env=env.vars, capture_output=True, text=True)

@@ -2,7 +2,9 @@
 
 This is the proof that the document is complete: another libsodium binding, no gemvault code.
 Every vector is checked: format 2 (what gemvault writes), format 3 (format 2 with an ssh-agent
-slot, opened here by signing with PyNaCl as the ssh-agent would) and format 1 (still read).
+slot, opened here by signing with PyNaCl as the ssh-agent would) and format 1 (still read);
+and a format 2 vault with payload version 8, every section filled (sharing identity and
+records, a Secret Manager link and its rotation, Google keys, last use).
 """
 import base64
 import hashlib
@@ -129,13 +131,14 @@ def unpad(padded):
     return unpadded[:-1]
 
 
-def decode_payload(payload, conversation_keys=None, google=None, sharing=None, links=None):
+def decode_payload(payload, conversation_keys=None, google=None, sharing=None, links=None, last_used=None):
     """The payload of the document, with the writer rules a reader enforces. When given a list,
     `conversation_keys` receives the conversation keys, current first. When given a dict,
     `google` receives for each key name the Google keys of its values (payload version 5), the
     current value's first: (resource name, service account) or None. When given a dict,
     `sharing` receives the version 6 section: "identity" (agreement secret, signing seed,
-    label) or None, and "keys", each key's sharing record by name."""
+    label) or None, and "keys", each key's sharing record by name. `links` receives the Secret
+    Manager links (decode_links), and `last_used` each key's last use (payload version 2 on)."""
     version = payload[0]
     assert version in (1, 2, 3, 4, 5, 6, 7, 8)
     offset = 33
@@ -171,9 +174,11 @@ def decode_payload(payload, conversation_keys=None, google=None, sharing=None, l
         secret = field(2)
         assert 1 <= len(secret) <= 4096
         if version >= 2:
-            created, updated, last_used = struct.unpack_from("<qqq", payload, offset)
+            created, updated, used = struct.unpack_from("<qqq", payload, offset)
             offset += 24
-            assert last_used >= 0
+            assert used >= 0
+            if last_used is not None:
+                last_used[name.decode()] = used
         else:
             created, updated = struct.unpack_from("<qq", payload, offset)
             offset += 16
@@ -480,3 +485,63 @@ def test_the_format_3_vector_opens_through_its_ssh_agent_slot():
     # Any other signature derives another key pair, which the slot does not hold.
     other = hkdf_sha256(os.urandom(64), slot["challenge"], b"gemvault ssh slot v1" + bytes([1]) + slot["fingerprint"], 32)
     assert nacl.crypto_box_seed_keypair(other)[0] != slot["public_key"]
+
+
+def document_payload_dump(title):
+    """The one hex dump under a section title of the document, as bytes."""
+    with open(DOCUMENT) as handle:
+        text = handle.read()
+    assert title in text
+    section = text.split(title, 1)[1].split("\n## ", 1)[0]
+    [block] = re.findall(r"```\n(.*?)```", section, re.S)
+    data = b""
+    for line in block.splitlines():
+        match = re.match(r"^([0-9a-f]{8}): ((?:[0-9a-f]{2,4} ?)+)", line)
+        assert match, line
+        assert int(match.group(1), 16) == len(data)
+        data += bytes.fromhex(match.group(2).replace(" ", ""))
+    return data
+
+
+def test_the_payload_version_8_vector_opens_with_every_section_filled():
+    """Issue 40 item 20: a reader following the document opens a vault written today, its
+    sharing identity and records, Secret Manager link and rotation record filled."""
+    data, expected = load("p8")
+    vault = parse(data)
+    assert vault["version"] == 2 and vault["generation"] == expected["generation"]
+    data_key = unwrap(slot_of(vault, [PASSPHRASE_SLOT]), expected["passphrase"].encode())
+    assert data_key == open_recovery(slot_of(vault, [RECOVERY_SLOT]), canonical_code(expected["recovery_code"]))
+    payload = unpad(decrypt(vault, data_key))
+    assert payload[0] == expected["payload_version"] == 8
+    google, sharing, links, last_used = {}, {}, {}, {}
+    keys, settings = decode_payload(payload, google=google, sharing=sharing, links=links, last_used=last_used)
+    assert keys == expected["keys"] and settings == expected["settings"] and last_used == expected["last_used"]
+    assert google == {name: [tuple(record) if record else None for record in records] for name, records in expected["google"].items()}
+    agreement, seed, label = sharing["identity"]
+    identity = expected["identity"]
+    assert (agreement.hex(), seed.hex(), label) == (identity["agreement_secret"], identity["signing_seed"], identity["label"])
+    # The identity's public halves follow from the secrets as the document says.
+    assert nacl.crypto_scalarmult_base(agreement).hex() == identity["agreement_public"]
+    assert nacl.crypto_sign_seed_keypair(seed)[0].hex() == identity["signing_public"]
+    [(name, record)] = sharing["keys"].items()
+    wanted = expected["sharing"][name]
+    assert (record["serial"], record["sent_serial"]) == (wanted["serial"], wanted["sent_serial"])
+    assert record["origin"] == (bytes.fromhex(wanted["sender"]["signing_key"]), wanted["sender"]["label"])
+    assert record["follow"] == tuple(wanted["follow"]) and record["recipients"] == [tuple(r) for r in wanted["recipients"]]
+    link = expected["links"]["fleet"]
+    rotation = link["rotation"]
+    assert links == {"fleet": (link["reference"], link["version"], link["fetched"],
+                               (rotation["previous_version"], rotation["retire_key"], rotation["finish_after"]))}
+    assert document_payload_dump("## Test vector (payload version 8)\n") == payload
+
+
+def test_the_payload_version_8_vector_opens_with_the_cli(env):
+    data, expected = load("p8")
+    install(env, data, expected["passphrase"])
+    # `fleet` is a linked copy past secret_max_stale: `key get` would refresh it from Google.
+    for name in ("default", "shared"):
+        result = env.run("key", "get", name)
+        assert result.code == 0 and result.out == expected["keys"][name] + "\n", (name, result)
+    listed = env.run("key", "list", "--json")
+    assert listed.code == 0, listed
+    assert expected["links"]["fleet"]["reference"] in listed.out and "fleet" in listed.out

@@ -244,6 +244,20 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         #expect(file.formatVersion == 1 && file.recoverySlot?.kind == .legacyRecovery)
     }
 
+    /// The payload version 8 vector (Docs/vault-format.md): every section as its JSON says.
+    @Test func payloadVersion8VectorOpensWithEverySection() throws {
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+        let bytes = [UInt8](try Data(contentsOf: fixtures.appendingPathComponent("vector-p8.vault")))
+        let file = try VaultFile.parse(bytes, path: "vector", policy: .standard)
+        let contents = try VaultDocument.open(file, path: "vector", passphrase: SecretBytes(utf8: "gemvault test vector")).contents
+        #expect(file.formatVersion == 2 && file.generation == 5)
+        #expect(contents.keys.map(\.name) == ["default", "fleet", "shared"])
+        #expect(contents.key(named: "default")?.lastUsed == 1_780_090_000 && contents.key(named: "default")?.previous.count == 1)
+        #expect(contents.identity?.label == "vector@gemvault" && contents.sharing["shared"]?.serial == 7)
+        #expect(contents.links["fleet"]?.rotation == LinkedRotation(previousVersion: 3, retireKey: "projects/123456789012/locations/global/keys/9e8d7c6b-retire",
+                                                                    finishAfter: 1_780_160_000))
+    }
+
     /// A format 1 vault is written as format 2 with a vault id; its legacy recovery slot keeps
     /// working until the data key changes, and is then converted with the code at hand.
     @Test func formatOneVaultsUpgradeOnTheNextWrite() throws {
