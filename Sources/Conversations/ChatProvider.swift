@@ -311,8 +311,12 @@ public protocol ChatProvider: AnyObject {
     func countTokens(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> Int
     /// The models that can chat.
     func chatModels(handlers: StreamHandlers) throws -> [ChatModel]
+    /// Whether a request's `store` choice reaches the provider; where it does not, the
+    /// provider's own project setting decides what it keeps.
+    var honoursStore: Bool { get }
 }
 
 extension ChatProvider {
+    public var honoursStore: Bool { true }
     public func isModelName(_ name: String) -> Bool { (try? checkModelName(name)) != nil }
 }

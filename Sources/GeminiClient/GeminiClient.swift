@@ -18,6 +18,13 @@ public struct ClientConfiguration: Sendable {
     /// RetryInfo delays longer than this are not waited for.
     public var maxRetryInfoDelay: Double
 
+    /// The Developer API takes `store`; Vertex AI / Agent Platform endpoints refuse the field
+    /// (their project's logging setting decides), so it is left out there.
+    public var honoursStore: Bool {
+        let host = EndpointURL(endpoint)?.host.lowercased() ?? ""
+        return !(host == "aiplatform.googleapis.com" || host.hasSuffix("-aiplatform.googleapis.com") || host.hasSuffix(".aiplatform.googleapis.com"))
+    }
+
     public init(endpoint: String, apiVersion: String, timeout: Double, maxAttempts: Int,
                 initialBackoff: Double = 1, maxBackoff: Double = 30, maxRetryInfoDelay: Double = RetryPolicy.longestServerDelay) {
         self.endpoint = endpoint

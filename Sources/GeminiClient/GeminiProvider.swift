@@ -7,11 +7,20 @@ extension GeminiClient: ChatProvider {
     public func checkModelName(_ name: String) throws { _ = try Self.modelResource(name) }
 
     public func stream(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> ChatReply {
-        try streamGenerateContent(model: model, request: GenerateContentRequest(request), handlers: handlers)
+        try streamGenerateContent(model: model, request: wire(request), handlers: handlers)
     }
 
     public func reply(to request: ChatRequest, model: String, handlers: StreamHandlers) throws -> ChatReply {
-        try generateContent(model: model, request: GenerateContentRequest(request), handlers: handlers)
+        try generateContent(model: model, request: wire(request), handlers: handlers)
+    }
+
+    public var honoursStore: Bool { configuration.honoursStore }
+
+    /// The wire request, without `store` where the endpoint does not take it.
+    private func wire(_ request: ChatRequest) -> GenerateContentRequest {
+        var wire = GenerateContentRequest(request)
+        if !honoursStore { wire.store = nil }
+        return wire
     }
 
     public func countTokens(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> Int {

@@ -121,6 +121,9 @@ enum ChatCommand {
         generation.includeThoughts = call.flag(.thoughts) || settings[.showThoughts]
         generation.tools = ModelTools(search: call.flag(.search) || settings[.search], urlContext: call.flag(.urlContext), codeExecution: call.flag(.code))
         generation.store = call.flag(.store) || settings[.store]
+        if !provider.honoursStore {
+            Console.note("this endpoint does not take \"store\": whether Google keeps the requests is its project's logging setting")
+        }
         warnOfDeprecatedSampling(settings)
         return Conversation(model: settings[.model], systemPrompt: settings[.systemPrompt], generation: generation)
     }

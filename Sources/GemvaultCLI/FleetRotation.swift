@@ -48,7 +48,8 @@ enum FleetRotation {
             throw UsageError("--grace takes a duration up to 30 days (like 15m or 1h), not '\(text)'", command: call.command)
         }
         guard seconds >= ttl else {
-            throw UsageError("--grace \(text) is shorter than secret_cache_ttl (\(DurationText.text(ttl))): a machine could keep the old key after it is deleted", command: call.command)
+            throw UsageError("--grace \(text) is shorter than secret_cache_ttl (\(DurationText.text(ttl))): a machine could keep the old key after it is deleted", command: call.command,
+                             fix: "give --grace of at least \(DurationText.text(ttl)), or lower secret_cache_ttl first")
         }
         return seconds
     }
@@ -85,10 +86,10 @@ enum FleetRotation {
                 try complete(name: name, vault: vault, link: link, manager, reference)
                 vault = try vault.reloaded()
             } else if case .always = due {
-                throw CommandFailure(.failure, "'\(name)' was rotated to version \(pending.version) of \(reference.resource); its grace period runs until \(Output.isoDate(rotation.finishAfter))",
+                throw CommandFailure(.failure, "'\(name)' was rotated to version \(pending.version) of \(reference.resource); its grace period runs until \(Output.localDate(rotation.finishAfter))",
                                      hint: "'gemvault key rotate --finish \(name)' waits for it and finishes; then rotate again")
             } else {
-                Console.note("the rotation of '\(name)' to version \(pending.version) is in its grace period until \(Output.isoDate(rotation.finishAfter)): nothing else to do")
+                Console.note("the rotation of '\(name)' to version \(pending.version) is in its grace period until \(Output.localDate(rotation.finishAfter)): nothing else to do")
                 return try skipped("skipped")
             }
         }
@@ -264,7 +265,7 @@ enum FleetRotation {
                             finish_after: Output.isoDate(finishAfter))
         // (5) After the grace: the previous version disabled, the old key deleted.
         if call.flag(.noWait) {
-            Console.note("the finish is recorded in the vault: the first 'gemvault key rotate \(name)' after \(Output.isoDate(finishAfter)) (or 'gemvault key rotate --finish \(name)') disables version \(latest.version)"
+            Console.note("the finish is recorded in the vault: the first 'gemvault key rotate \(name)' after \(Output.localDate(finishAfter)) (or 'gemvault key rotate --finish \(name)') disables version \(latest.version)"
                          + (retire.map { " and deletes \($0) at Google" } ?? ""))
             return try GoogleRotation.finish(call, report)
         }

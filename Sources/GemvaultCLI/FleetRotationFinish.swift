@@ -13,9 +13,9 @@ extension FleetRotation {
     /// Waits out the grace with a progress line; stopping it leaves the finish recorded.
     static func waitOut(until deadline: Int64, seconds: Double, name: String, version: UInt64) throws {
         guard seconds > 0 else { return }
-        Console.note("waiting \(DurationText.text(seconds)) (until \(Output.isoDate(deadline))) so that every machine takes version \(version) while the old key still works; "
+        Console.note("waiting \(DurationText.text(seconds)) (until \(Output.localDate(deadline))) so that every machine takes version \(version) while the old key still works; "
                      + "stopping now leaves the finish to the next 'gemvault key rotate \(name)'")
-        let progress = ProgressLine.start("grace period for the fleet, until \(Output.isoDate(deadline))")
+        let progress = ProgressLine.start("grace period for the fleet, until \(Output.localDate(deadline))")
         defer { progress?.stop() }
         WaitClock.standard.sleep(seconds)
     }
@@ -138,7 +138,7 @@ extension FleetRotation {
             let left = rotation.finishAfter - Output.now()
             if left > 0 {
                 if call.flag(.noWait) {
-                    Console.note("the grace period of '\(name)' runs until \(Output.isoDate(rotation.finishAfter)) (\(Clock.elapsedText(left)) more): nothing done")
+                    Console.note("the grace period of '\(name)' runs until \(Output.localDate(rotation.finishAfter)) (\(Clock.elapsedText(left)) more): nothing done")
                     return
                 }
                 try waitOut(until: rotation.finishAfter, seconds: Double(left), name: name, version: current.version)
@@ -195,7 +195,7 @@ extension FleetRotation {
                             old_key_deleted: false, age_days: max(0, Output.now() - start.key.updated) / 86400, secret: reference.resource,
                             secret_version: restored, previous_version: current.version, finish_after: Output.isoDate(finishAfter))
         if call.flag(.noWait) {
-            Console.note("the finish is recorded in the vault: the first 'gemvault key rotate \(name)' after \(Output.isoDate(finishAfter)) (or 'gemvault key rotate --finish \(name)') disables version \(current.version)"
+            Console.note("the finish is recorded in the vault: the first 'gemvault key rotate \(name)' after \(Output.localDate(finishAfter)) (or 'gemvault key rotate --finish \(name)') disables version \(current.version)"
                          + (call.flag(.keepOld) ? "" : " and deletes \(newer.resource) at Google"))
             return try GoogleRotation.finish(call, report)
         }
@@ -228,7 +228,7 @@ extension FleetRotation {
         }
         if written {
             Console.note("the last rotation of '\(name)' was interrupted after the vault stored version \(version); its finish is recorded"
-                         + (vault.key.link?.rotation.map { " for after \(Output.isoDate($0.finishAfter))" } ?? ""))
+                         + (vault.key.link?.rotation.map { " for after \(Output.localDate($0.finishAfter))" } ?? ""))
             return vault.journal.end()
         }
         if let added = intent.added, version >= added {

@@ -48,7 +48,7 @@ extension GoogleRotation {
             }
             let age = max(0, Output.now() - (current?.created ?? vault.key.updated)) / 86400
             if let olderThan, age < olderThan {
-                let from = current?.created != nil ? "created at Google on \(current!.createTime ?? "?")" : "set in the vault on \(Output.isoDate(vault.key.updated))"
+                let from = current?.created != nil ? "created at Google on \(current!.createTime ?? "?")" : "set in the vault on \(Output.localDate(vault.key.updated))"
                 Console.note("key '\(name)' is \(age) day\(age == 1 ? "" : "s") old (\(from)), younger than \(olderThan): nothing to do")
                 try finish(call, Report(name: name, action: "skipped", old_key: current?.name ?? vault.google?.resource, new_key: nil,
                                         service_account: current?.serviceAccountEmail ?? vault.google?.serviceAccount.nonEmpty, old_key_deleted: false, age_days: age))

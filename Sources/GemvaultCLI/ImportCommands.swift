@@ -36,7 +36,7 @@ extension ShareCommand {
         let vault = call.context.vault
         let (document, key, status) = try openShare(call, path: path)
         guard let name = explicitName ?? document?.name else {
-            throw UsageError("this age file holds a key but no name: give one, as in 'gemvault key import \(path) NAME'", command: call.command)
+            throw UsageError("this age file holds a key but no name", command: call.command, fix: "give one: gemvault key import \(path) NAME")
         }
         try vault.checkBeforePrompt()
         let records = try vault.sharingRecords()
@@ -47,7 +47,8 @@ extension ShareCommand {
         let lookAlike = existing == nil ? document.flatMap { lookAlikeSender($0.sender, records: records) } : nil
         // What --follow needs is known now: refused before anything is asked or checked.
         if call.flag(.follow) {
-            guard let document else { throw UsageError("--follow needs a signed share: a plain age file's next version could not be checked", command: call.command) }
+            guard let document else { throw UsageError("--follow needs a signed share: a plain age file's next version could not be checked", command: call.command,
+                                                              fix: "import it without --follow, or ask the sender for a signed share (gemvault key share)") }
             guard document.name == name else {
                 throw UsageError("--follow keeps the share's own name: import it as '\(document.name)', or without --follow", command: call.command)
             }
@@ -134,7 +135,8 @@ extension ShareCommand {
                                      hint: "if this sender is who they say, run the import again with --accept-new-sender")
             }
             guard call.flag(.yesStore) else {
-                throw UsageError("key import asks before it stores a key; without a terminal to ask on, it needs --yes", command: call.command)
+                throw UsageError("key import asks before it stores a key, and there is no terminal to ask on", command: call.command,
+                                 fix: "pass --yes to store it without asking")
             }
             return
         }
@@ -171,7 +173,7 @@ extension ShareCommand {
         switch record.origin {
         case .signed(let sender)?:
             parts.append("from \(sender.label) (\(SharingIdentity.fingerprint(of: sender.signingKey))), serial \(record.serial)"
-                         + (record.serialReset.map { ", reset on \(Output.isoDate($0))" } ?? ""))
+                         + (record.serialReset.map { ", reset on \(Output.localDate($0))" } ?? ""))
         case .unsigned?: parts.append("imported unsigned")
         case nil: break
         }

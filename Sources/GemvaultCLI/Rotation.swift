@@ -124,12 +124,14 @@ enum RotationCommand {
         if call.flag(.json) { try Output.json(report, schema: .keyHistory); return }
         let showGoogle = report.values.contains { $0.google_key != nil }
         var rows = [["VALUE", "KIND", "STATE", "SINCE OR RETIRED"] + (showGoogle ? ["GOOGLE KEY", "SERVICE ACCOUNT"] : [])]
-        for entry in report.values {
-            rows.append([entry.value, entry.kind.label, entry.current ? "current" : "retired", entry.date]
+        // People read local times; the report keeps ISO for --json.
+        let shownDates = [key.updated] + key.earlier.map(\.retired)
+        for (entry, date) in zip(report.values, shownDates) {
+            rows.append([entry.value, entry.kind.label, entry.current ? "current" : "retired", Output.localDate(date)]
                         + (showGoogle ? [entry.google_key ?? "-", entry.service_account ?? "-"] : []))
         }
         try Console.out(Output.table(rows))
-        Console.note("'\(name)' created \(report.created), last set \(report.rotated), last used \(report.lastUsed ?? "never (through a session)")")
+        Console.note("'\(name)' created \(Output.localDate(key.created)), last set \(Output.localDate(key.updated)), last used \(key.lastUsed > 0 ? Output.localDate(key.lastUsed) : "never (through a session)")")
     }
 
     static func rollback(_ call: Invocation) throws {

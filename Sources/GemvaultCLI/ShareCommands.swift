@@ -101,13 +101,15 @@ enum ShareCommand {
         guard try vault.key(name, markUsed: false) != nil else { throw VaultError.keyNotFound(name: name) }
         var record = try vault.sharingRecords()[name] ?? KeySharing()
         guard !given.isEmpty || !record.recipients.isEmpty else {
-            throw UsageError("name at least one recipient with --to or -R ('\(name)' has not been shared yet)", command: call.command)
+            throw UsageError("'\(name)' has not been shared yet, and no recipient was named", command: call.command,
+                             fix: "name one: gemvault key share \(name) --to age1… (or -R FILE); 'gemvault identity' prints a vault's recipient")
         }
         let targets = try outputTargets(call, name: name, given: given, record: record)
         // Without recipients and -o, the share goes again to everyone recorded, in the files recorded.
         let toStandardOutput = targets.isEmpty && !given.isEmpty
         if toStandardOutput, !call.flag(.armor), Terminal.isTerminal(1) {
-            throw UsageError("refusing to write a binary age file to the terminal", command: call.command)
+            throw UsageError("refusing to write a binary age file to the terminal", command: call.command,
+                             fix: "write it to a file with -o FILE, pipe it, or give --armor for text")
         }
         if !call.flag(.overwrite), let taken = targets.first(where: { FileStatus.of(link: $0.path) != nil }) {
             throw CommandFailure(.failure, "\(taken.path) exists; nothing was written", hint: "--force replaces it")

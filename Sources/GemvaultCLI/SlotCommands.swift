@@ -53,8 +53,8 @@ enum SlotCommand {
             try Output.json(SlotList(vault: ProcessIdentity.absolutePath(context.vaultPath), formatVersion: header.formatVersion, slots: rows), schema: .slotList)
             return
         }
-        let table = [["ID", "KIND", "KEY", "ADDED"]] + rows.map { row in
-            [String(row.id), row.kind, row.fingerprint.map { "\(row.keyType ?? "") \($0)" } ?? row.kdf ?? "", row.added ?? "-"]
+        let table = [["ID", "KIND", "KEY", "ADDED"]] + zip(rows, header.slots).map { row, slot in
+            [String(row.id), row.kind, row.fingerprint.map { "\(row.keyType ?? "") \($0)" } ?? row.kdf ?? "", slot.ssh.map { Output.localDate($0.added) } ?? "-"]
         }
         try Console.out(Output.table(table))
     }

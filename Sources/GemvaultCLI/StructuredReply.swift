@@ -16,7 +16,8 @@ struct StructuredReply {
     /// Refused (exit 64) before any request: a file that is not a JSON Schema gemvault can enforce.
     static func load(_ path: String, _ call: Invocation) throws -> StructuredReply {
         guard let text = PlainFile.readText(path, limit: fileLimit) else {
-            throw UsageError("--schema \(path): no such regular file, unreadable, or over 1 MiB", command: call.command)
+            throw UsageError("--schema \(path): no such regular file, unreadable, or over 1 MiB", command: call.command,
+                             fix: "give the path of a JSON Schema file of at most 1 MiB")
         }
         guard let json = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else {
             throw UsageError("--schema \(path) is not JSON", command: call.command)

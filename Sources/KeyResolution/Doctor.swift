@@ -45,7 +45,7 @@ public struct Doctor {
     }
 
     /// The names of every check, in the order they run.
-    public static let checks = ["files", "hidepid", "core-dumps", "swap", "environment", "shell-startup", "dotenv", "vault-keys", "endpoint", "tls"]
+    public static let checks = ["files", "hidepid", "core-dumps", "swap", "environment", "shell-startup", "dotenv", "vault-keys", "endpoint", "tls", "store"]
 
     public func run() -> [Finding] {
         var findings: [Finding] = []
@@ -59,6 +59,7 @@ public struct Doctor {
         findings += vaultKeyFindings()
         findings += endpointFindings()
         findings += tlsFindings()
+        findings += storeFindings()
         return findings
     }
 
@@ -330,6 +331,14 @@ public struct Doctor {
                                     fix: "unset \(variable), or use an https endpoint"))
         }
         return findings
+    }
+
+    /// `store` on: requests tell Google to keep them (its logs and datasets, Docs/security.md).
+    func storeFindings() -> [Finding] {
+        guard let settings, settings[.store] else { return [] }
+        let origin = settings.resolved(.store).origin
+        return [Finding(check: "store", message: "store is on (from \(origin.label)): every chat and ask request tells Google to keep it, prompt, reply and earlier turns, in its logs",
+                        fix: "gemvault config unset store" + (origin.kind == "vault" ? "" : ", or remove it from \(origin.label)"))]
     }
 
     /// SSLKEYLOGFILE makes TLS libraries write session secrets to a file.

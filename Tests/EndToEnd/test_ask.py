@@ -32,7 +32,7 @@ def test_streams_the_reply_and_sends_the_key_only_in_the_header(api):
     assert request["path"] == "/v1beta/models/ok:streamGenerateContent?alt=sse"
     assert request["headers"]["x-goog-api-key"] == GOOD_KEY
     assert GOOD_KEY not in request["path"]
-    assert json.loads(request["body"]) == {"contents": [{"role": "user", "parts": [{"text": "hello world"}]}]}
+    assert json.loads(request["body"]) == {"contents": [{"role": "user", "parts": [{"text": "hello world"}]}], "store": False}
 
 
 def test_framing_variants_give_the_same_text(api):

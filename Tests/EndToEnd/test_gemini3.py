@@ -25,7 +25,8 @@ def signed_reply(turn):
 def test_the_fake_refuses_a_turn_whose_signature_was_dropped(api):
     """The check the round trip relies on is real: a model turn without its signature is a 400."""
     turn = {"role": "model", "parts": [{"text": "Signed answer 1: plain middle, 末尾。"}]}
-    body = json.dumps({"contents": [{"role": "user", "parts": [{"text": "q"}]}, turn, {"role": "user", "parts": [{"text": "again"}]}]}).encode()
+    body = json.dumps({"contents": [{"role": "user", "parts": [{"text": "q"}]}, turn, {"role": "user", "parts": [{"text": "again"}]}],
+                       "store": False}).encode()
     request = urllib.request.Request(api.server.url + "/v1beta/models/signed:generateContent", data=body,
                                      headers={"x-goog-api-key": GOOD_KEY, "Content-Type": "application/json"})
     try:

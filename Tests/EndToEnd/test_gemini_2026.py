@@ -84,3 +84,11 @@ def test_sampling_parameters_are_sent_only_when_set_and_then_warned_about(api):
     assert "temperature (flag --temperature)" in warmed.err and "top_k (environment GEMVAULT_TOP_K)" in warmed.err, warmed.err
     config = bodies(api)[-1]["generationConfig"]
     assert config["temperature"] == 0.4 and config["topK"] == 20 and "topP" not in config
+
+
+def test_doctor_names_store_when_it_is_on(api):
+    quiet = api.run("doctor", "--json", passphrase=False)
+    assert not [f for f in json.loads(quiet.out)["findings"] if f["check"] == "store"], quiet.out
+    loud = api.run("doctor", "--json", passphrase=False, env={"GEMVAULT_STORE": "on"})
+    [finding] = [f for f in json.loads(loud.out)["findings"] if f["check"] == "store"]
+    assert "tells Google to keep it" in finding["message"] and "GEMVAULT_STORE" in finding["message"]

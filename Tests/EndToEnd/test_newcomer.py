@@ -110,6 +110,10 @@ def test_a_refusal_that_is_not_about_the_command_line_shows_the_fix_not_the_usag
     assert "gemvault: hint: gemvault ask \"QUESTION\", or pipe text in" in asked.err and "usage:" not in asked.err, asked
     agent = env.run("agent", passphrase=False)
     assert agent.code == 64 and "'gemvault unlock' starts one in the background" in agent.err and "usage:" not in agent.err, agent
+    assert env.run("key", "set", "lab", input=GOOD_KEY + "\n").code == 0
+    shared = env.run("key", "share", "lab")
+    assert shared.code == 64 and "'lab' has not been shared yet, and no recipient was named" in shared.err, shared
+    assert "hint: name one: gemvault key share lab --to age1…" in shared.err and "usage:" not in shared.err, shared
     # A real usage error still shows the usage line.
     wrong = env.run("key", "list", "--no-such-option", passphrase=False)
     assert wrong.code == 64 and "usage: gemvault key list" in wrong.err, wrong

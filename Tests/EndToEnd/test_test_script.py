@@ -56,15 +56,22 @@ def test_as_root_the_missing_packages_are_installed_before_anything_runs(tmp_pat
     assert "debug build" not in result.stderr
 
 
-def test_as_a_user_the_missing_packages_are_named_with_one_command(tmp_path):
+def test_as_a_user_the_missing_packages_are_named_with_one_command():
     if os.geteuid() != 0 or shutil.which("runuser") is None:
         pytest.skip("needs root to run the script as another account (nobody)")
-    result, fake = run_test_script(tmp_path, ["age"], user="nobody")
-    assert result.returncode == 1, result
-    assert "test: missing packages: age" in result.stderr
-    assert "  sudo apt-get install -y age" in result.stderr
-    assert not os.path.exists(os.path.join(fake, "apt-get.log"))
-    assert "debug build" not in result.stderr
+    import pathlib
+    import tempfile
+    # Outside root's home, which the other account cannot enter.
+    reachable = pathlib.Path(tempfile.mkdtemp(prefix="gemvault-test-script-"))
+    try:
+        result, fake = run_test_script(reachable, ["age"], user="nobody")
+        assert result.returncode == 1, result
+        assert "test: missing packages: age" in result.stderr
+        assert "  sudo apt-get install -y age" in result.stderr
+        assert os.path.isdir(fake) and not os.path.exists(os.path.join(fake, "apt-get.log"))
+        assert "debug build" not in result.stderr
+    finally:
+        shutil.rmtree(reachable, ignore_errors=True)
 
 
 def test_the_package_list_names_what_the_suite_uses():

@@ -6,7 +6,7 @@ import Testing
 /// its backup restored, so the door cannot drift back to two dozen sites.
 @Suite struct VaultDoorTests {
     /// The names that mean handling the file, its format or its slots directly.
-    static let fileAPIs = #"\b(VaultStore|VaultFileAccess|VaultFile|VaultDocument|KeySlot|PassphraseKey|RecoveryKey|RecoveryCode|GenerationRecord|RollbackGuard|KDFPolicy|WriteSession|withExclusiveLock|readBackup|keepAside|deriveKey|keyEncryptionKey|readFile|kdfPolicy)\b|\.store\b|vault\.file\b"#
+    static let fileAPIs = #"\b(VaultStore|VaultFileAccess|VaultFile|VaultDocument|KeySlot|PassphraseKey|RecoveryKey|RecoveryCode|GenerationRecord|RollbackGuard|KDFPolicy|WriteSession|withExclusiveLock|readBackup|keepAside|deriveKey|keyEncryptionKey|readFile|kdfPolicy)\b|vault\.store\b|vault\.file\b"#
 
     static func usesFileAPI(_ line: String) -> Bool { line.range(of: fileAPIs, options: .regularExpression) != nil }
 
