@@ -342,14 +342,6 @@ public final class VaultAccess {
         return stored
     }
 
-    /// When no key was named and the vault has none by the default name: its only key, if it
-    /// holds exactly one, and the names of those it holds.
-    public func soleKey(markUsed: Bool) throws -> (key: StoredKey?, held: [String]) {
-        let held = try keySummaries().map(\.name)
-        guard held.count == 1 else { return (nil, held) }
-        return (try key(held[0], markUsed: markUsed), held)
-    }
-
     /// What can be shown of every key, without their values.
     public func keySummaries() throws -> [KeySummary] {
         if let summaries = try throughSession({ agent throws(AgentError) in try agent.keySummaries() }) { return summaries }
