@@ -349,12 +349,12 @@ class Sudoer:
     def forbid(self):
         if os.path.exists(self.rule):
             os.unlink(self.rule)
-        # sudo's remembered password for this account.
-        shutil.rmtree("/run/sudo/ts/" + SUDOER, ignore_errors=True)
-        try:
-            os.unlink("/var/lib/sudo/ts/" + SUDOER)
-        except OSError:
-            pass
+        # sudo's remembered password for this account (a file of its time stamps).
+        for folder in ("/run/sudo/ts", "/var/lib/sudo/ts"):
+            try:
+                os.unlink(os.path.join(folder, SUDOER))
+            except OSError:
+                pass
 
     def decrypt(self, path, name="gemini-api-key"):
         opened = subprocess.run([SYSTEMD_CREDS, "decrypt", "--name=" + name, path, "-"], capture_output=True, text=True,
