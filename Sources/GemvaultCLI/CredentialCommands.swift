@@ -1,4 +1,5 @@
 import Glibc
+import KeyResolution
 import Settings
 import SystemIO
 import TerminalIO
@@ -9,7 +10,7 @@ let credentialCommands: [CommandSpec] = [
                 summary: "encrypt a key as a systemd credential for a service, and print the unit lines that load it",
                 options: [.systemdCreds, .credentialOutput, .overwrite, .tpm2],
                 details: """
-                --systemd-creds pipes the key (never in argv) into 'systemd-creds encrypt --name=CREDENTIAL', CREDENTIAL being the credential_name setting (default gemini-api-key), with the host's key (/var/lib/systemd/credential.secret), or the host's key and the TPM with --tpm2; systemd-creds needs root to read the host key. -o FILE writes the encrypted credential atomically with mode 0600 and prints LoadCredentialEncrypted= for the unit; without -o the credential is printed inline as SetCredentialEncrypted=. Either way the ExecStart= lines follow: the service's gemvault then takes the key from $CREDENTIALS_DIRECTORY (Docs/configuration.md). A systemd-creds that has not finished after 60 s is stopped, and nothing is written.
+                --systemd-creds pipes the key (never in argv) into 'systemd-creds encrypt --name=CREDENTIAL', CREDENTIAL being the credential_name setting (default gemini-api-key), with the host's key (/var/lib/systemd/credential.secret), or the host's key and the TPM with --tpm2; systemd-creds needs root to read the host key: run as a user, gemvault opens the user's vault and runs only systemd-creds as root, through sudo (its password prompt on the terminal); under sudo, gemvault is root and uses root's vault. -o FILE writes the encrypted credential atomically with mode 0600 (through sudo, systemd-creds writes it as root, under umask 077) and prints LoadCredentialEncrypted= for the unit; without -o the credential is printed inline as SetCredentialEncrypted=. Either way the ExecStart= lines follow: the service's gemvault then takes the key from $CREDENTIALS_DIRECTORY (Docs/configuration.md). A systemd-creds that has not finished after 60 s (through sudo, 6 minutes, its password prompt included) is stopped, and nothing is written.
                 """,
                 run: CredentialCommand.export),
 ]
@@ -19,6 +20,17 @@ enum CredentialCommand {
     static let outputLimit = 1 << 20
     /// Seconds systemd-creds gets (a TPM may be slow; a stuck one must not hold the command).
     static let timeout = 60.0
+    /// Added through sudo, whose password prompt gives up after 5 minutes.
+    static let sudoPromptTime = 300.0
+
+    /// How this export runs systemd-creds.
+    struct Encryption {
+        let arguments: [String]
+        /// Run as root through sudo: the host key is root's.
+        let throughSudo: Bool
+        /// The pipe to run by hand when gemvault cannot (for hints).
+        let manualPipe: String
+    }
 
     static func export(_ call: Invocation) throws {
         guard call.flag(.systemdCreds) else {
@@ -27,22 +39,25 @@ enum CredentialCommand {
         let name = call.positionals.first ?? Setting.key.defaultValue
         try VaultContents.validateName(name)
         let output = call.value(.credentialOutput).map { ProcessIdentity.absolutePath(ProcessIdentity.expandingTilde($0)) }
-        if let output, !call.flag(.overwrite), FileStatus.of(link: output) != nil {
-            throw CommandFailure(.failure, "\(output) exists; nothing was written", hint: "--force replaces it")
-        }
+        let throughSudo = SystemdCredentialEncryption.needsRoot(environment: call.context.environment)
+        if let output { try checkTarget(output, replacing: call.flag(.overwrite)) }
         let vault = call.context.vault
-        try vault.checkBeforePrompt()
+        do { try vault.checkBeforePrompt() } catch let error as VaultError { throw explainingSudo(error, environment: call.context.environment) }
         let settings = try GoogleRotation.settings(call, vault: try vault.settings())
         let credential = settings[.credentialName]
         guard let stored = try vault.key(name, markUsed: false) else { throw VaultError.keyNotFound(name: name) }
         let value = try VaultCommand.currentValue(of: stored, call)
-        let arguments = ["systemd-creds", "encrypt", "--name=\(credential)", "--with-key=" + (call.flag(.tpm2) ? "host+tpm2" : "host")]
-            + (output == nil ? ["--pretty"] : []) + ["-", "-"]
-        let encrypted = try run(arguments, feeding: value, environment: call.context.helperEnvironment)
         let program = ProcessIdentity.executablePath
+        // Through sudo the file is written by root's systemd-creds: the folder (/etc/gemvault) is root's.
+        let direct = SystemdCredentialEncryption.arguments(credential: credential, tpm2: call.flag(.tpm2),
+                                                           output: throughSudo ? output : nil, pretty: output == nil)
+        let encryption = Encryption(arguments: throughSudo ? SystemdCredentialEncryption.throughSudo(direct) : direct, throughSudo: throughSudo,
+                                    manualPipe: SystemdCredentialEncryption.manualPipe(program: program, name: name, credential: credential,
+                                                                                       tpm2: call.flag(.tpm2), output: output))
+        let encrypted = try run(encryption, feeding: value, environment: call.context.helperEnvironment)
         var lines = "# For the [Service] section of the unit that runs gemvault:\n"
         if let output {
-            try Output.save(encrypted, to: output, mode: 0o600, replacing: call.flag(.overwrite))
+            if throughSudo { checkWritten(output) } else { try Output.save(encrypted, to: output, mode: 0o600, replacing: call.flag(.overwrite)) }
             lines += "LoadCredentialEncrypted=\(credential):\(output)\n"
         } else {
             lines += String(decoding: encrypted, as: UTF8.self)
@@ -50,27 +65,59 @@ enum CredentialCommand {
         }
         lines += "ExecStart=\(program) ask \"…\"\n# or, for a program that reads GEMINI_API_KEY:\n# ExecStart=\(program) exec -- /path/to/program\n"
         try Console.out(lines)
-        Console.note("encrypted '\(name)' as the systemd credential '\(credential)'" + (output.map { " in \($0)" } ?? ""))
+        Console.note("encrypted '\(name)' as the systemd credential '\(credential)'" + (output.map { " in \($0)" } ?? "")
+                     + (throughSudo ? " (systemd-creds ran as root, through sudo)" : ""))
+    }
+
+    /// An existing file is replaced only with --force, and never a link. Through sudo the
+    /// user may not see into the folder: then only --force goes on.
+    private static func checkTarget(_ output: String, replacing: Bool) throws {
+        guard let existing = FileStatus.of(link: output) else {
+            let code = errno
+            if code == ENOENT || replacing { return }
+            throw CommandFailure(.failure, "cannot tell whether \(output) exists: \(SystemError("lstat", path: output, code: code).reason); nothing was written",
+                                 hint: "--force writes it anyway")
+        }
+        if existing.kind == .symbolicLink { throw CommandFailure(.failure, "\(output) is a symbolic link; nothing was written") }
+        if !replacing { throw CommandFailure(.failure, "\(output) exists; nothing was written", hint: "--force replaces it") }
+    }
+
+    /// Root's systemd-creds wrote the file under umask 077; a sudoers umask_override could loosen it.
+    private static func checkWritten(_ output: String) {
+        guard let written = FileStatus.of(link: output), written.permissions & 0o077 != 0 else { return }
+        Console.warning("\(output) has mode \(written.octalMode), not 0600 (sudo's umask setting): run 'sudo chmod 600 \(output)'")
+    }
+
+    /// Under sudo, HOME is root's: say whose vault that is, and how to use one's own.
+    private static func explainingSudo(_ error: VaultError, environment: [String: String]) -> Error {
+        guard geteuid() == 0, let user = environment["SUDO_USER"], !user.isEmpty, user != "root" else { return error }
+        switch error {
+        case .notFound, .refused: break
+        default: return error
+        }
+        let (_, message, _) = ErrorReport.describe(error)
+        let why: String
+        if case .notFound = error { why = "under sudo, gemvault is root and opens root's vault, not \(user)'s" } else {
+            why = "under sudo, gemvault is root, and root does not open a vault in a folder of \(user)'s"
+        }
+        return CommandFailure(.failure, message + " (\(why))",
+                              hint: "run 'gemvault key export' as \(user), without sudo: gemvault then runs only systemd-creds as root, through sudo")
     }
 
     /// Runs systemd-creds with `secret` on its stdin; its stdout, or a failure with its stderr.
-    private static func run(_ arguments: [String], feeding secret: SecretBytes, environment: [String: String]) throws -> [UInt8] {
-        let child: ChildProcess
-        do {
-            child = try ProcessSpawner.spawn(arguments, environment: environment, input: .pipe, output: .pipe, errors: .pipe, ownProcessGroup: true)
-        } catch where error.code == ENOENT {
-            throw CommandFailure(.failure, "systemd-creds is not installed; nothing was written", hint: "it comes with systemd 250 or later: on Debian and Ubuntu, 'apt install systemd'")
-        } catch {
-            throw CommandFailure(.failure, "systemd-creds could not be started: \(error.reason)")
-        }
+    private static func run(_ encryption: Encryption, feeding secret: SecretBytes, environment: [String: String]) throws -> [UInt8] {
+        let child = try start(encryption, environment: environment)
         // A key is far smaller than a pipe's buffer: written whole before anything is read.
+        var handedOver = true
         do throws(SystemError) {
             try secret.withUnsafeBytes { bytes throws(SystemError) in
                 try child.standardInput!.writeAll(bytes)
             }
+        } catch where error.code == EPIPE {
+            // It ended without reading the key (sudo refusing, say): what it said tells why.
+            handedOver = false
         } catch {
-            child.signalGroup(SIGKILL)
-            _ = child.wait()
+            stop(child, throughSudo: encryption.throughSudo)
             throw CommandFailure(.failure, "could not hand the key to systemd-creds: \(error.reason)")
         }
         child.closeStandardInput()
@@ -79,31 +126,78 @@ enum CredentialCommand {
         var streams = [child.standardOutput!, child.standardError!]
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
         // A systemd-creds that hangs (a TPM that never answers) must not hold the command.
+        let limit = timeout + (encryption.throughSudo ? sudoPromptTime : 0)
         let clock = WaitClock.standard
-        let deadline = clock.now() + timeout
+        let deadline = clock.now() + limit
         while !streams.isEmpty {
             let remaining = deadline - clock.now()
             guard remaining > 0 else {
-                child.signalGroup(SIGKILL)
-                _ = child.wait()
-                throw CommandFailure(.failure, "systemd-creds did not finish within \(Int(timeout)) s; nothing was written")
+                stop(child, throughSudo: encryption.throughSudo)
+                throw CommandFailure(.failure, "systemd-creds did not finish within \(Int(limit)) s; nothing was written")
             }
             for stream in Poller.readable(streams, timeout: min(remaining, 1)) {
                 let count = buffer.withUnsafeMutableBytes { (try? stream.read(into: $0)) ?? 0 }
                 if count <= 0 { streams.removeAll { $0 === stream }; continue }
                 if stream === child.standardOutput { output += buffer[0..<count] } else if errors.count < 8192 { errors += buffer[0..<count] }
-                if output.count > outputLimit { child.signalGroup(SIGKILL); streams = [] }
+                if output.count > outputLimit { stop(child, throughSudo: encryption.throughSudo); try failed(.signaled(SIGKILL), errors, encryption) }
             }
         }
+        let ended = child.wait()
+        guard ended == .exited(0), handedOver else { try failed(ended, errors, encryption) }
+        return output
+    }
+
+    /// systemd-creds, or sudo running it. sudo stays in the terminal's foreground process group,
+    /// where it may read the password; systemd-creds alone gets a group of its own to stop.
+    private static func start(_ encryption: Encryption, environment: [String: String]) throws -> ChildProcess {
+        if encryption.throughSudo, SystemdCredentialEncryption.inPath("systemd-creds", environment: environment) == nil {
+            throw CommandFailure(.failure, "systemd-creds is not installed; nothing was written", hint: "it comes with systemd 250 or later: on Debian and Ubuntu, 'apt install systemd'")
+        }
+        // Root's systemd-creds writes -o FILE under the union of this umask and sudo's: 0600.
+        let previousMask = umask(0o077)
+        defer { umask(previousMask) }
+        do {
+            return try ProcessSpawner.spawn(encryption.arguments, environment: environment, input: .pipe, output: .pipe, errors: .pipe,
+                                            ownProcessGroup: !encryption.throughSudo)
+        } catch where error.code == ENOENT && encryption.throughSudo {
+            throw CommandFailure(.failure, "systemd-creds needs root to read the host's key (\(SystemdCredentialEncryption.hostKey(environment: environment))), and sudo is not installed; nothing was written",
+                                 hint: "install sudo, or run as root the equivalent of: \(encryption.manualPipe)")
+        } catch where error.code == ENOENT {
+            throw CommandFailure(.failure, "systemd-creds is not installed; nothing was written", hint: "it comes with systemd 250 or later: on Debian and Ubuntu, 'apt install systemd'")
+        } catch {
+            throw CommandFailure(.failure, "\(encryption.arguments[0]) could not be started: \(error.reason)")
+        }
+    }
+
+    /// Stops the child. sudo passes SIGTERM on to root's systemd-creds, which gemvault may not
+    /// signal itself; sudo is killed if it has not ended within 2 s.
+    private static func stop(_ child: ChildProcess, throughSudo: Bool) {
+        guard throughSudo else {
+            child.signalGroup(SIGKILL)
+            _ = child.wait()
+            return
+        }
+        child.signal(SIGTERM)
+        let clock = WaitClock.standard
+        let until = clock.now() + 2
+        while clock.now() < until {
+            if child.endedYet() != nil { return }
+            usleep(20_000)
+        }
+        child.signal(SIGKILL)
+        _ = child.wait()
+    }
+
+    private static func failed(_ ended: ChildProcess.Termination, _ errors: [UInt8], _ encryption: Encryption) throws -> Never {
         let said = String(decoding: errors, as: UTF8.self).trimmedWhitespace
-        switch child.wait() {
-        case .exited(0) where output.count <= outputLimit:
-            return output
+        let command = encryption.throughSudo ? "sudo systemd-creds" : "systemd-creds"
+        let hint = encryption.throughSudo ? "if sudo could not run it (no terminal for its password, no rule for you), run: \(encryption.manualPipe)" : nil
+        switch ended {
         case .exited(let code):
-            throw CommandFailure(.failure, "systemd-creds failed (status \(code))" + (said.isEmpty ? "" : ": \(EscapeNeutralizer.neutralize(said))") + "; nothing was written",
-                                 hint: getuid() == 0 ? nil : "systemd-creds reads the host's key, which only root may: run it with sudo")
+            throw CommandFailure(.failure, "\(command) failed (status \(code))" + (said.isEmpty ? "" : ": \(EscapeNeutralizer.neutralize(said))") + "; nothing was written",
+                                 hint: hint)
         case .signaled(let signal):
-            throw CommandFailure(.failure, "systemd-creds was stopped by signal \(signal); nothing was written")
+            throw CommandFailure(.failure, "\(command) was stopped by signal \(signal); nothing was written", hint: hint)
         }
     }
 }

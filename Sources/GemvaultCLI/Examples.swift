@@ -24,7 +24,7 @@ let commandExamples: [String: [String]] = [
     "key history": ["gemvault key history default"],
     "key usage": ["gemvault key usage", "gemvault key usage work --days 7 --json | jq '.keys[0].cost'"],
     "key budget": ["gemvault key budget work --daily 2.00 --monthly 30", "gemvault key budget work --daily none"],
-    "key export": ["sudo gemvault key export --systemd-creds -o /etc/gemvault/gemini.cred", "gemvault key export work --systemd-creds --tpm2 >> nightly.service.d/key.conf"],
+    "key export": ["gemvault key export --systemd-creds -o /etc/gemvault/gemini.cred", "gemvault key export work --systemd-creds --tpm2 >> nightly.service.d/key.conf"],
     "identity": ["gemvault identity", "gemvault identity --label \"Ada, lab 3\"", "gemvault identity --json | jq -r .recipient"],
     "key share": ["gemvault key share lab --to age1… -o /srv/share/lab.age", "gemvault key share lab --to ~/.ssh/bob.pub --armor",
                   "gemvault key share lab -R team.txt -o /srv/share/lab.age --force", "gemvault key share lab --to age1…=bob --to age1…=carol -o /srv/share/", "gemvault key share lab --revoke bob", "gemvault key share lab --list"],

@@ -49,6 +49,9 @@ public final class ChildProcess {
 
     /// Sends `signal` to the child's whole process group (it must have been given its own).
     public func signalGroup(_ signal: Int32) { kill(-pid, signal) }
+
+    /// Sends `signal` to the child alone (one that shares gemvault's process group).
+    public func signal(_ signal: Int32) { kill(pid, signal) }
 }
 
 /// The one way gemvault starts another program: no shell, and only descriptors 0, 1 and 2.

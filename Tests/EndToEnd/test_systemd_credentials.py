@@ -3,13 +3,17 @@ the real `systemd-creds` (package systemd) and a test host key in SYSTEMD_CREDEN
 the key source `$CREDENTIALS_DIRECTORY/credential_name`, as LoadCredential= leaves it."""
 import json
 import os
+import pwd
+import secrets
 import shutil
 import stat
 import subprocess
+import tempfile
 
 import pytest
 
-from conftest import BIN, GOOD_KEY
+from conftest import BIN, GOOD_KEY, PASSPHRASE, account_name, ensure_account, peer_binary, wait_until
+from ptyrun import PtySession
 
 SYSTEMD_CREDS = shutil.which("systemd-creds")
 CREDENTIAL_KEY = "AQ.Systemd_Credential-0123456789abcdefghijklmnopq"
@@ -66,6 +70,8 @@ def test_export_writes_a_credential_systemd_decrypts_and_prints_the_unit_lines(e
     target = os.path.join(str(tmp_path), "gemini.cred")
     made = env.run("key", "export", "--systemd-creds", "-o", target, env=host_key)
     assert made.code == 0, made
+    # As root, systemd-creds runs as gemvault does, not through sudo.
+    assert "through sudo" not in made.err
     assert "LoadCredentialEncrypted=gemini-api-key:" + target in made.out
     assert "ExecStart=" in made.out and " ask " in made.out and " exec -- " in made.out
     assert GOOD_KEY not in made.out + made.err
@@ -275,3 +281,224 @@ def test_a_systemd_creds_that_hangs_does_not_hold_the_command(env, tmp_path):
     stuck = env.run("key", "export", "--systemd-creds", "-o", target, timeout=30,
                     env={"PATH": folder + ":" + env.vars["PATH"], "GEMVAULT_TEST_WAIT_SPEEDUP": "60"})
     assert stuck.code == 1 and "did not finish within 60 s" in stuck.err and not os.path.exists(target)
+
+
+# -- A user whose vault is in their home, and whose systemd-creds needs root (issue 40 item 11) ----
+
+SUDOER = account_name("gemvault-sudoer")
+
+
+class Sudoer:
+    """A second account with its vault in its home, a host key it cannot read (so systemd-creds
+    needs root, as with /var/lib/systemd/credential.secret) and, while `allow`ed, a real sudoers
+    rule for systemd-creds alone; sudo's log records each command line it runs."""
+
+    def __init__(self):
+        if os.geteuid() != 0:
+            pytest.skip("needs root to make a second account and a sudoers rule")
+        for tool in ("sudo", "visudo", "useradd", "runuser"):
+            if shutil.which(tool) is None:
+                pytest.skip("%s is not installed (BuildSupport/test-packages.txt lists sudo; ./test installs it)" % tool)
+        self.account = ensure_account(SUDOER, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin")
+        self.binary = peer_binary()
+        self.root = tempfile.mkdtemp(prefix="gv-sudoer-")
+        os.chmod(self.root, 0o755)
+        self.home = os.path.join(self.root, "home")
+        os.mkdir(self.home, 0o700)
+        os.chown(self.home, self.account.pw_uid, self.account.pw_gid)
+        # Root's own: the host key, sudo's log. And a root folder the user cannot write, as /etc/gemvault.
+        self.private = tempfile.mkdtemp(prefix="gv-host-")
+        self.host_key = os.path.join(self.private, "credential.secret")
+        with open(self.host_key, "wb") as handle:
+            handle.write(os.urandom(4096))
+        os.chmod(self.host_key, 0o400)
+        self.sudo_log = os.path.join(self.private, "sudo.log")
+        self.etc = os.path.join(self.root, "etc-gemvault")
+        os.mkdir(self.etc, 0o755)
+        self.rule = "/etc/sudoers.d/" + SUDOER
+        self.env = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": self.home, "LANG": "C.UTF-8", "SWIFT_BACKTRACE": "enable=no",
+                    "XDG_RUNTIME_DIR": self.home + "/run", "XDG_STATE_HOME": self.home + "/state",
+                    "XDG_DATA_HOME": self.home + "/data", "XDG_CONFIG_HOME": self.home + "/config",
+                    "SYSTEMD_CREDENTIAL_SECRET": self.host_key}
+        self.passfile = os.path.join(self.home, "pass")
+        with open(self.passfile, "w") as handle:
+            handle.write(PASSPHRASE + "\n")
+        os.chown(self.passfile, self.account.pw_uid, self.account.pw_gid)
+        os.chmod(self.passfile, 0o600)
+        self.as_user("mkdir", "-m", "700", self.home + "/run")
+
+    def as_user(self, *argv, input=None, env=None):
+        return subprocess.run(["runuser", "-u", SUDOER, "--"] + list(argv), env=env or self.env, input=input,
+                              capture_output=True, text=True, timeout=120, start_new_session=True)
+
+    def run(self, *args, input=None):
+        return self.as_user(self.binary, *args, "--passphrase-file", self.passfile, input=input)
+
+    def allow(self, password=False, extra=""):
+        """The sudoers rule (checked by visudo first): systemd-creds as root, the test host key kept."""
+        text = ("%s ALL=(root) %s%s\n" % (SUDOER, "" if password else "NOPASSWD: ", os.path.realpath(SYSTEMD_CREDS))
+                + 'Defaults:%s env_keep += "SYSTEMD_CREDENTIAL_SECRET", logfile="%s", loglinelen=0\n' % (SUDOER, self.sudo_log) + extra)
+        staged = os.path.join(self.private, "rule")
+        with open(staged, "w") as handle:
+            handle.write(text)
+        os.chmod(staged, 0o440)
+        checked = subprocess.run(["visudo", "-cf", staged], capture_output=True, text=True)
+        assert checked.returncode == 0, checked
+        os.rename(staged, self.rule)
+
+    def forbid(self):
+        if os.path.exists(self.rule):
+            os.unlink(self.rule)
+        # sudo's remembered password for this account (a file of its time stamps).
+        for folder in ("/run/sudo/ts", "/var/lib/sudo/ts"):
+            try:
+                os.unlink(os.path.join(folder, SUDOER))
+            except OSError:
+                pass
+
+    def decrypt(self, path, name="gemini-api-key"):
+        opened = subprocess.run([SYSTEMD_CREDS, "decrypt", "--name=" + name, path, "-"], capture_output=True, text=True,
+                                env=dict(os.environ, SYSTEMD_CREDENTIAL_SECRET=self.host_key))
+        assert opened.returncode == 0, opened.stderr
+        return opened.stdout
+
+    def logged(self):
+        return open(self.sudo_log).read() if os.path.exists(self.sudo_log) else ""
+
+    def remove(self):
+        self.forbid()
+        shutil.rmtree(self.root, ignore_errors=True)
+        shutil.rmtree(self.private, ignore_errors=True)
+
+
+@pytest.fixture
+def sudoer():
+    if SYSTEMD_CREDS is None:
+        pytest.skip("systemd-creds is not installed (.ci/run installs the package systemd)")
+    user = Sudoer()
+    try:
+        init = user.run("init", "--kdf", "interactive")
+        assert init.returncode == 0, init
+        assert user.run("key", "set", "lab", input=GOOD_KEY).returncode == 0
+        yield user
+    finally:
+        user.remove()
+
+
+def test_a_user_exports_their_own_key_with_only_systemd_creds_run_as_root_through_sudo(sudoer):
+    sudoer.allow()
+    target = os.path.join(sudoer.etc, "lab.cred")
+    made = sudoer.run("key", "export", "lab", "--systemd-creds", "-o", target)
+    assert made.returncode == 0, made
+    assert "LoadCredentialEncrypted=gemini-api-key:" + target in made.stdout
+    assert "systemd-creds ran as root, through sudo" in made.stderr
+    # Written by root's systemd-creds, mode 0600 though sudo's own umask is 022.
+    written = os.lstat(target)
+    assert written.st_uid == 0 and stat.S_IMODE(written.st_mode) == 0o600
+    assert sudoer.decrypt(target) == GOOD_KEY
+    # sudo ran systemd-creds alone, the key not among its arguments.
+    log = sudoer.logged()
+    assert "COMMAND=%s encrypt --name=gemini-api-key --with-key=host - %s" % (os.path.realpath(SYSTEMD_CREDS), target) in log
+    assert GOOD_KEY not in log and GOOD_KEY not in made.stdout + made.stderr
+    # Not over the file without --force (the user can see it); with it, replaced.
+    again = sudoer.run("key", "export", "lab", "--systemd-creds", "-o", target)
+    assert again.returncode == 1 and "exists" in again.stderr
+    before = os.lstat(target).st_ino
+    assert sudoer.run("key", "export", "lab", "--systemd-creds", "-o", target, "--force").returncode == 0
+    assert os.lstat(target).st_ino != before and sudoer.decrypt(target) == GOOD_KEY
+    # Without -o the credential is printed inline, made the same way.
+    inline = sudoer.run("key", "export", "lab", "--systemd-creds")
+    assert inline.returncode == 0 and "SetCredentialEncrypted=gemini-api-key:" in inline.stdout, inline
+
+
+def test_a_folder_the_user_cannot_see_into_is_written_only_with_force(sudoer):
+    sudoer.allow()
+    hidden = os.path.join(sudoer.root, "hidden")
+    os.mkdir(hidden, 0o700)
+    target = os.path.join(hidden, "lab.cred")
+    blind = sudoer.run("key", "export", "lab", "--systemd-creds", "-o", target)
+    assert blind.returncode == 1 and "cannot tell whether" in blind.stderr and "--force" in blind.stderr
+    assert not os.path.exists(target)
+    forced = sudoer.run("key", "export", "lab", "--systemd-creds", "-o", target, "--force")
+    assert forced.returncode == 0, forced
+    assert sudoer.decrypt(target) == GOOD_KEY
+
+
+def test_without_sudo_rights_nothing_is_written_and_the_printed_pipe_works(sudoer):
+    target = os.path.join(sudoer.etc, "lab.cred")
+    refused = sudoer.run("key", "export", "lab", "--systemd-creds", "-o", target)
+    assert refused.returncode == 1 and "sudo systemd-creds failed (status 1)" in refused.stderr, refused
+    assert "nothing was written" in refused.stderr and not os.path.exists(target)
+    assert "sudo: a terminal is required" in refused.stderr or "sudo: a password is required" in refused.stderr
+    assert GOOD_KEY not in refused.stderr + refused.stdout
+    hint = next(line for line in refused.stderr.splitlines() if line.startswith("gemvault: hint:"))
+    pipe = hint[hint.index("(umask 077; "):]
+    assert pipe == "(umask 077; %s key get lab | sudo systemd-creds encrypt --name=gemini-api-key --with-key=host - %s)" % (os.path.realpath(sudoer.binary), target)
+    # Once sudo may run systemd-creds, the pipe does by hand what the hint says.
+    sudoer.allow()
+    ran = sudoer.as_user("sh", "-c", pipe.replace(" key get lab", " key get lab --passphrase-file " + sudoer.passfile))
+    assert ran.returncode == 0, ran
+    assert stat.S_IMODE(os.lstat(target).st_mode) == 0o600
+    assert sudoer.decrypt(target).strip() == GOOD_KEY
+
+
+def test_sudo_asks_for_the_password_on_the_terminal_while_the_key_waits_on_the_pipe(sudoer):
+    password = "Pw-" + secrets.token_hex(12)
+    subprocess.run(["chpasswd"], input="%s:%s\n" % (SUDOER, password), text=True, check=True)
+    sudoer.allow(password=True)
+    target = os.path.join(sudoer.etc, "lab.cred")
+    session = PtySession(["/usr/sbin/runuser", "-u", SUDOER, "--", sudoer.binary, "key", "export", "lab", "--systemd-creds",
+                          "-o", target, "--passphrase-file", sudoer.passfile], sudoer.env)
+    session.expect(r"\[sudo\] password for %s, to run systemd-creds for gemvault: " % SUDOER, timeout=30)
+    assert not os.path.exists(target)
+    session.line(password)
+    assert session.wait(timeout=60) == 0, session.text()
+    assert "LoadCredentialEncrypted=gemini-api-key:" in session.text()
+    assert password not in session.text() and GOOD_KEY not in session.text()
+    assert sudoer.decrypt(target) == GOOD_KEY
+
+
+def test_under_sudo_gemvault_is_root_and_says_how_to_use_ones_own_vault(sudoer):
+    """`sudo gemvault key export`: root's vault (sudo resets HOME), or, with the user's HOME and
+    XDG folders kept, the user's vault refused because root does not trust another user's folder."""
+    binary = os.path.realpath(sudoer.binary)
+    root_vault = os.path.join(pwd.getpwuid(0).pw_dir, ".local/share/gemvault/vault")
+    if os.path.exists(root_vault):
+        pytest.skip("root has a vault of its own here (%s), so sudo gemvault uses it" % root_vault)
+    sudoer.allow(extra="%s ALL=(root) NOPASSWD: %s\n" % (SUDOER, binary))
+    target = os.path.join(sudoer.etc, "lab.cred")
+    as_root = sudoer.as_user("sudo", "-n", binary, "key", "export", "lab", "--systemd-creds", "-o", target)
+    assert as_root.returncode == 1, as_root
+    assert "no vault at %s (under sudo, gemvault is root and opens root's vault, not %s's)" % (root_vault, SUDOER) in as_root.stderr
+    assert "run 'gemvault key export' as %s, without sudo" % SUDOER in as_root.stderr
+    sudoer.allow(extra="%s ALL=(root) NOPASSWD: %s\nDefaults:%s env_keep += \"HOME XDG_DATA_HOME XDG_CONFIG_HOME XDG_STATE_HOME XDG_RUNTIME_DIR\"\n"
+                 % (SUDOER, binary, SUDOER))
+    kept = sudoer.as_user("sudo", "-n", binary, "key", "export", "lab", "--systemd-creds", "-o", target,
+                          "--passphrase-file", sudoer.passfile)
+    assert kept.returncode == 1, kept
+    assert "it is a folder owned by uid %d" % sudoer.account.pw_uid in kept.stderr
+    assert "under sudo, gemvault is root, and root does not open a vault in a folder of %s's" % SUDOER in kept.stderr
+    assert not os.path.exists(target) and GOOD_KEY not in kept.stdout + kept.stderr
+
+
+def test_a_systemd_creds_that_hangs_under_sudo_is_stopped_through_sudo(sudoer):
+    """sudo passes gemvault's SIGTERM on to root's systemd-creds, which gemvault may not signal:
+    a stand-in that never ends, found by sudo's secure_path, on the sped-up clock of a debug build."""
+    folder = os.path.join(sudoer.private, "bin")
+    os.mkdir(folder, 0o755)
+    os.chmod(sudoer.private, 0o711)
+    marker = os.path.join(sudoer.private, "hung.pid")
+    script = os.path.join(folder, "systemd-creds")
+    with open(script, "w") as handle:
+        handle.write("#!/bin/sh\necho $$ > %s\nexec sleep 600\n" % marker)
+    os.chmod(script, 0o755)
+    sudoer.allow(extra='%s ALL=(root) NOPASSWD: %s\nDefaults:%s secure_path="%s:/usr/sbin:/usr/bin:/sbin:/bin"\n'
+                 % (SUDOER, script, SUDOER, folder))
+    target = os.path.join(sudoer.etc, "lab.cred")
+    env = dict(sudoer.env, GEMVAULT_TEST_WAIT_SPEEDUP="60")
+    stuck = sudoer.as_user(sudoer.binary, "key", "export", "lab", "--systemd-creds", "-o", target, "--passphrase-file", sudoer.passfile, env=env)
+    assert stuck.returncode == 1 and "did not finish within 360 s" in stuck.stderr, stuck
+    assert not os.path.exists(target)
+    # The stand-in, root's, was ended too (by the SIGTERM sudo relayed).
+    pid = int(open(marker).read())
+    wait_until(lambda: not os.path.exists("/proc/%d" % pid) or open("/proc/%d/stat" % pid).read().split()[2] == "Z", "the stand-in to end", limit=10)
