@@ -97,6 +97,9 @@ typedef struct transfer {
     long status;
     int aborted;
     long retry_after;
+    const char *capture_name;
+    char *captured;
+    size_t captured_capacity;
     struct timespec last_activity;
 } transfer;
 
@@ -122,13 +125,32 @@ static size_t receive_body(char *data, size_t size, size_t count, void *user) {
     return length;
 }
 
+// The value of the one header the caller asked for, trimmed; only printable ASCII is kept.
+static void capture_header(transfer *t, const char *data, size_t length) {
+    if (!t->capture_name || !t->captured || t->captured_capacity == 0) return;
+    size_t name_length = strlen(t->capture_name);
+    if (length <= name_length || strncasecmp(data, t->capture_name, name_length) != 0 || data[name_length] != ':') return;
+    size_t index = name_length + 1, out = 0;
+    while (index < length && (data[index] == ' ' || data[index] == '\t')) index++;
+    while (index < length && data[index] != '\r' && data[index] != '\n' && out + 1 < t->captured_capacity) {
+        if (data[index] >= 0x20 && data[index] < 0x7f) t->captured[out++] = data[index];
+        index++;
+    }
+    while (out > 0 && (t->captured[out - 1] == ' ' || t->captured[out - 1] == '\t')) out--;
+    t->captured[out] = 0;
+}
+
 static size_t receive_header(char *data, size_t size, size_t count, void *user) {
     transfer *t = user;
     size_t length = size * count;
     int blank = (length == 2 && data[0] == '\r' && data[1] == '\n') || (length == 1 && data[0] == '\n');
     if (blank) clock_gettime(CLOCK_MONOTONIC, &t->last_activity);
     // Each response (an interim one too) starts afresh; only delay-seconds is read, not a date.
-    if (length >= 5 && strncmp(data, "HTTP/", 5) == 0) t->retry_after = -1;
+    if (length >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+        t->retry_after = -1;
+        if (t->captured) t->captured[0] = 0;
+    }
+    capture_header(t, data, length);
     static const char name[] = "retry-after:";
     if (length > sizeof name - 1 && strncasecmp(data, name, sizeof name - 1) == 0) {
         size_t index = sizeof name - 1;
@@ -186,6 +208,10 @@ int gv_http_perform(const gv_http_request *request, gv_http_data_callback on_dat
 
     transfer t = {0};
     t.retry_after = -1;
+    t.capture_name = request->capture_header;
+    t.captured = request->captured;
+    t.captured_capacity = request->captured_capacity;
+    if (t.captured && t.captured_capacity > 0) t.captured[0] = 0;
     t.on_data = on_data;
     t.context = context;
     t.easy = curl.easy_init();

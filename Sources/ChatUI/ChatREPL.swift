@@ -46,8 +46,8 @@ public final class ChatREPL {
     /// Asked before each request with the model: false keeps it from being sent (a budget it
     /// would pass), the reason already said.
     public var beforeRequest: ((ChatRequest, String) -> Bool)?
-    /// Told of each reply's usage and model; returns the status line to show under it, if any.
-    public var afterReply: ((TokenUsage?, String) -> String?)?
+    /// Told of each reply and the model asked for; returns the status line to show under it, if any.
+    public var afterReply: ((ChatReply, String) -> String?)?
 
     public init(conversation: Conversation, client: any ChatProvider, style: Style, interactive: Bool, allowSecrets: Bool = false,
                 recorder: ConversationRecorder? = nil, bubbles: Bool = false, markdown: MarkdownRenderer? = nil,
@@ -337,7 +337,7 @@ public final class ChatREPL {
             try printer.finish()
             if grounded { try Console.out(GroundedAnswer.footer(reply, style: style, hyperlinks: hyperlinks, columns: Terminal.stdoutIsTerminal ? Terminal.columns : nil)) }
             lastThoughts = reply.thoughts
-            if let status = afterReply?(reply.usage, conversation.model), interactive { Console.err(style.dim(status) + "\n") }
+            if let status = afterReply?(reply, conversation.model), interactive { Console.err(style.dim(status) + "\n") }
             if let failure { report(failure) } else if reply.interrupted { Console.err(style.yellow("[interrupted]") + "\n") }
             // What is kept follows the one rule for cut-off replies: a reply cut at its length or
             // stopped by Ctrl-C stays; a filtered or blocked one leaves the conversation as it was.

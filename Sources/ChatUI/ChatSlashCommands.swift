@@ -17,7 +17,7 @@ extension ChatREPL {
     /models             list the models your key can chat with
     /system [TEXT]      show or set the system instruction (/system off removes it)
     /temperature T      set the temperature (0 to 2; deprecated by Google, ignored by current models)
-    /think [LEVEL]      how much the model thinks: minimal, low, medium, high, or a token budget (0 off, -1 the model's choice); alone, show it
+    /think [LEVEL]      how much the model thinks: minimal, low, medium, high, xhigh, or a token budget (0 off, -1 the model's choice); alone, show it
     /thoughts [on|off]  show the last reply's thought summaries; on/off asks for them with each reply or stops
     /search [on|off]    ground answers in Google Search, with citations and sources; alone, show it
     /store [on|off]     let Google keep the next requests in its logs, or ask it not to (the default); alone, show it
@@ -81,14 +81,14 @@ extension ChatREPL {
                 case .budget(let tokens)?: Console.err("thinking: a budget of \(tokens) tokens\n")
                 case nil: Console.err("thinking: the model's default\n")
                 }
-            } else if ["minimal", "low", "medium", "high"].contains(argument) {
+            } else if ["minimal", "low", "medium", "high", "xhigh"].contains(argument) {
                 conversation.generation.thinking = .level(argument)
                 Console.err("thinking set to \(argument)\n")
             } else if let tokens = Int(argument), (-1...32_768).contains(tokens) {
                 conversation.generation.thinking = .budget(tokens)
                 Console.err("thinking budget set to \(tokens) tokens\n")
             } else {
-                Console.error("/think takes minimal, low, medium or high, or a number of tokens from 0 to 32768 (-1: the model's choice)")
+                Console.error("/think takes minimal, low, medium, high or xhigh, or a number of tokens from 0 to 32768 (-1: the model's choice)")
             }
         case "/thoughts":
             try thoughts(argument)

@@ -146,6 +146,8 @@ public struct ChatReply: Sendable {
     public var usage: TokenUsage?
     /// The model version that answered, when the provider names it.
     public var modelVersion: String?
+    /// The service tier that served it (`standard`, `flex`, `priority`, `batch`), when the provider says.
+    public var serviceTier: String?
     /// True when the caller cancelled; `text` is the partial reply.
     public var interrupted: Bool
     /// The thought summaries that came with it (when asked for): never part of `text`.
@@ -157,6 +159,8 @@ public struct ChatReply: Sendable {
     public var droppedSupports = 0
     /// The pages URL context read, or failed to.
     public var urlRetrievals: [URLRetrieval] = []
+    /// The Google Search queries the model ran (grounding is billed per query).
+    public var searchQueryCount: Int { grounding?.queries.count ?? 0 }
     /// `text` as the parts it came in, each with its thought signature; parts are joined only
     /// where neither carries a signature, as Google requires of what is sent back.
     public private(set) var parts: [ReplyPart] = []
@@ -289,6 +293,8 @@ public struct ChatModel: Sendable, Equatable {
     public var displayName: String?
     public var inputTokenLimit: Int?
     public var outputTokenLimit: Int?
+    /// Whether it thinks, when the provider says.
+    public var thinking: Bool?
 
     public init(name: String, displayName: String? = nil, inputTokenLimit: Int? = nil, outputTokenLimit: Int? = nil) {
         self.name = name

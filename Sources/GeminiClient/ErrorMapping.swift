@@ -24,11 +24,21 @@ public struct ErrorMapper: Sendable {
     public struct OptionAdvice: Sendable {
         public let words: [String]
         public let hint: String
+        /// The hint goes on with the thinking levels the model takes, when gemvault knows them.
+        public let namesThinkingLevels: Bool
 
-        public init(words: [String], hint: String) {
+        public init(words: [String], hint: String, namesThinkingLevels: Bool = false) {
             self.words = words
             self.hint = hint
+            self.namesThinkingLevels = namesThinkingLevels
         }
+    }
+
+    /// An advice's hint, with the levels `model` takes when the advice asks for them.
+    func hint(_ advice: OptionAdvice) -> String {
+        guard advice.namesThinkingLevels, let levels = ModelCatalog.levels(of: model) else { return advice.hint }
+        let taken = levels.isEmpty ? "\(model) takes a thinking budget (--think-budget), not a level" : "\(model) takes the thinking levels \(levels.joined(separator: ", "))"
+        return advice.hint + " (\(taken))"
     }
 
     public init(keyOrigin: String, keyReplaceHint: String, keyKind: GoogleKeyKind, model: String, apiVersion: String) {
@@ -115,7 +125,7 @@ public struct ErrorMapper: Sendable {
             let said = (envelope?.message ?? "").lowercased()
             let advice = code == 400 ? optionAdvice.first { $0.words.contains(where: said.contains) } : nil
             return GeminiError(category: .refused, message: "Gemini refused the request (\(code) \(statusName)): \(message)",
-                               hint: advice?.hint, status: code, cause: .status(statusName), serverMessage: message)
+                               hint: advice.map(hint), status: code, cause: .status(statusName), serverMessage: message)
         }
     }
 

@@ -68,11 +68,17 @@ public final class GeminiClient {
 
     func url(_ path: String) -> String { "\(configuration.endpoint)/\(configuration.apiVersion)/\(path)" }
 
+    /// The response header that names the service tier that served a request (Standard, Flex,
+    /// Priority, Batch): a Priority request over its limit is served, and billed, at Standard.
+    public static let serviceTierHeader = "x-gemini-service-tier"
+
     /// A request with the key in its header (never in the URL).
     func httpRequest(_ method: String, _ url: String, body: [UInt8]?) -> HTTPRequest {
-        HTTPRequest(method: method, target: .plain(url), headers: ["Content-Type: application/json", "Accept: */*"],
-                    secretHeader: .init(prefix: "x-goog-api-key: ", value: apiKey), body: body.map { .plain($0) } ?? .none,
-                    idleTimeout: configuration.timeout)
+        var request = HTTPRequest(method: method, target: .plain(url), headers: ["Content-Type: application/json", "Accept: */*"],
+                                  secretHeader: .init(prefix: "x-goog-api-key: ", value: apiKey), body: body.map { .plain($0) } ?? .none,
+                                  idleTimeout: configuration.timeout)
+        request.capturedHeader = Self.serviceTierHeader
+        return request
     }
 
     /// An HTTP error answer: the error to show, and what the retry policy weighs.
@@ -142,7 +148,7 @@ public final class GeminiClient {
                 }
             }
 
-            let outcome = transport.perform(
+            let (outcome, tier) = transport.performCapturing(
                 httpRequest("POST", target, body: body),
                 onData: { status, bytes in
                     if status != 200 {
@@ -167,6 +173,7 @@ public final class GeminiClient {
                     return handlers.isCancelled()
                 })
 
+            assembly.reply.serviceTier = tier
             var result = assembly.finish()
             switch outcome {
             case .cancelled:
@@ -205,7 +212,7 @@ public final class GeminiClient {
         let body = try encode(request)
         let target = url(try Self.modelResource(model) + ":generateContent")
         let errors = self.errors.about(model)
-        let response: GenerateContentResponse = try call(method: "POST", url: target, body: body, handlers: handlers, errors: errors)
+        let (response, tier): (GenerateContentResponse, String?) = try callCapturing(method: "POST", url: target, body: body, handlers: handlers, errors: errors)
         let finishName = response.candidates?.first?.finishReason
         let blockReason = response.promptFeedback?.blockReason
         var assembly = ReplyAssembly()
@@ -216,6 +223,7 @@ public final class GeminiClient {
         result.finishName = finishName
         result.usage = response.usage
         result.modelVersion = response.modelVersion
+        result.serviceTier = tier
         if let problem = errors.finishProblem(result.finish, finishMessage: response.candidates?.first?.finishMessage,
                                               thoughtTokens: result.usage?.thoughtsTokenCount, anyText: !result.text.isEmpty) {
             throw CutReply(failure: problem, reply: result)
@@ -247,10 +255,16 @@ public final class GeminiClient {
     }
 
     private func call<Response: Decodable>(method: String, url: String, body: [UInt8]?, handlers: StreamHandlers, errors: ErrorMapper? = nil) throws -> Response {
+        try callCapturing(method: method, url: url, body: body, handlers: handlers, errors: errors).0
+    }
+
+    /// The answer and the service tier header that came with it.
+    private func callCapturing<Response: Decodable>(method: String, url: String, body: [UInt8]?, handlers: StreamHandlers,
+                                                    errors: ErrorMapper? = nil) throws -> (Response, String?) {
         let errors = errors ?? self.errors
-        return try withRetries(handlers: handlers) { () throws -> Attempt<Response> in
+        return try withRetries(handlers: handlers) { () throws -> Attempt<(Response, String?)> in
             var received: [UInt8] = []
-            let outcome = transport.perform(
+            let (outcome, tier) = transport.performCapturing(
                 httpRequest(method, url, body: body),
                 onData: { _, bytes in
                     received.append(contentsOf: bytes)
@@ -270,7 +284,7 @@ public final class GeminiClient {
                 guard let decoded = try? JSONDecoder().decode(Response.self, from: Data(received)) else {
                     throw GeminiError(category: .network, message: "the server's answer is not valid JSON", cause: .badJSON)
                 }
-                return .done(decoded)
+                return .done((decoded, tier))
             }
         }
     }

@@ -29,7 +29,9 @@ extension GeminiClient: ChatProvider {
 
     public func chatModels(handlers: StreamHandlers) throws -> [ChatModel] {
         try listModels(handlers: handlers).filter { $0.supportedGenerationMethods?.contains("generateContent") ?? false }.map {
-            ChatModel(name: $0.shortName, displayName: $0.displayName, inputTokenLimit: $0.inputTokenLimit, outputTokenLimit: $0.outputTokenLimit)
+            var model = ChatModel(name: $0.shortName, displayName: $0.displayName, inputTokenLimit: $0.inputTokenLimit, outputTokenLimit: $0.outputTokenLimit)
+            model.thinking = $0.thinking
+            return model
         }
     }
 }

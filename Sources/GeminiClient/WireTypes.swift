@@ -226,6 +226,8 @@ public struct ModelInfo: Codable, Sendable, Equatable {
     public var inputTokenLimit: Int?
     public var outputTokenLimit: Int?
     public var supportedGenerationMethods: [String]?
+    /// Whether the model supports thinking (the API's own word).
+    public var thinking: Bool?
 
     public var shortName: String { name.hasPrefix("models/") ? String(name.dropFirst(7)) : name }
 }

@@ -199,7 +199,7 @@ extension ChatCommand {
         result.finishReason = turn.finishName
         if case .blocked(let reason)? = turn.finish { result.blockReason = reason }
         result.usage = turn.usage
-        result.cost = spending.record(turn.usage, model: conversation.model).map {
+        result.cost = spending.record(turn, requested: conversation.model).map {
             ReplyCost(amount: $0, currency: spending.prices.currency, prices: spending.prices.origin)
         }
         result.interrupted = turn.interrupted

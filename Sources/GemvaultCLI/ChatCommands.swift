@@ -5,6 +5,7 @@ import GeminiClient
 import KeyResolution
 import Rendering
 import Settings
+import Spending
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -35,9 +36,13 @@ let chatCommands: [CommandSpec] = [
                 """,
                 privateArguments: true, usesNetwork: true, run: ChatCommand.ask),
     CommandSpec(path: ["models"], arguments: "", argumentRange: 0...0,
-                summary: "list the models that support generateContent, with token limits",
+                summary: "list the models that support generateContent, with token limits, thinking levels, stage and prices",
                 options: [.json, .firstByteTimeout] + keySourceOptions,
-                details: "", usesNetwork: true, run: ChatCommand.models),
+                details: """
+                THINKING: the thinking levels a model takes (budget: a token budget instead), from gemvault's catalog of December 2026, \
+                else the API's word. STAGE: GA, preview, released, retired or alias, and the model that serves a retired id. \
+                PRICE TODAY and FROM 2027-01-01: input/output per million tokens from the price table ('gemvault prices').
+                """, usesNetwork: true, run: ChatCommand.models),
 ]
 
 enum ChatCommand {
@@ -103,8 +108,12 @@ enum ChatCommand {
     static let optionAdvice = [
         ErrorMapper.OptionAdvice(words: ["include_thoughts", "includethoughts"],
                                  hint: "this model does not think, so it has no thought summaries: leave out --thoughts (in a chat, /thoughts off), or 'gemvault config set show_thoughts off'"),
+        // The Developer API's words for any thinkingConfig sent to a model that does not think.
+        ErrorMapper.OptionAdvice(words: ["thinking is not enabled"],
+                                 hint: "this model does not think: leave out --think, --think-budget and --thoughts (in a chat, /think and /thoughts off), and the 'thinking' and 'show_thoughts' settings"),
         ErrorMapper.OptionAdvice(words: ["thinking_level", "thinking level", "thinkinglevel", "thinking_budget", "thinking budget", "thinkingbudget", "thinking_config"],
-                                 hint: "change --think or --think-budget (in a chat, /think), or the 'thinking' setting: this model takes another level or budget, or none"),
+                                 hint: "change --think or --think-budget (in a chat, /think), or the 'thinking' setting: this model takes another level or budget, or none",
+                                 namesThinkingLevels: true),
         ErrorMapper.OptionAdvice(words: ["google_search", "googlesearch", "search grounding"],
                                  hint: "this model cannot search with Google: leave out --search (in a chat, /search off), or 'gemvault config set search off'"),
         ErrorMapper.OptionAdvice(words: ["url_context", "urlcontext"], hint: "this model cannot read web pages: leave out --url-context"),
@@ -117,7 +126,7 @@ enum ChatCommand {
         try provider.checkModelName(settings[.model])
         var generation = GenerationOptions(temperature: settings[.temperature], topP: settings[.topP],
                                            topK: settings[.topK], maxOutputTokens: settings[.maxOutputTokens])
-        generation.thinking = try thinking(call, settings)
+        generation.thinking = try checkedThinking(try thinking(call, settings), model: settings[.model], call)
         generation.includeThoughts = call.flag(.thoughts) || settings[.showThoughts]
         generation.tools = ModelTools(search: call.flag(.search) || settings[.search], urlContext: call.flag(.urlContext), codeExecution: call.flag(.code))
         generation.store = call.flag(.store) || settings[.store]
@@ -135,6 +144,20 @@ enum ChatCommand {
         guard !set.isEmpty else { return }
         let named = set.map { "\($0.name) (\($0.origin.label))" }.joined(separator: ", ")
         Console.warning("\(named): Google deprecated temperature, top_p and top_k on 2026-07-21 and current models ignore them; they are still sent")
+    }
+
+    /// A thinking level the model refuses with a 400 (`minimal` on 3.7/3.8 Flash, the Pro and
+    /// Gemini 4 models; `xhigh` but on Neon and Hydrogen) is sent as the nearest it takes, with a
+    /// note; with --strict it is a usage error instead.
+    static func checkedThinking(_ thinking: GenerationOptions.Thinking?, model: String, _ call: Invocation) throws -> GenerationOptions.Thinking? {
+        guard case .level(let level)? = thinking, let replacement = ModelCatalog.replacement(for: level, model: model) else { return thinking }
+        let levels = ModelCatalog.levels(of: model)?.joined(separator: ", ") ?? ""
+        let shown = EscapeNeutralizer.neutralize(model)
+        if call.flag(.strict) {
+            throw UsageError("\(shown) does not take the thinking level '\(level)' (Google refuses it with 400); it takes \(levels)", command: call.command)
+        }
+        Console.note("\(shown) does not take the thinking level '\(level)' (it takes \(levels)): '\(replacement)' is sent instead (--strict refuses)")
+        return .level(replacement)
     }
 
     /// --think-budget over --think or the `thinking` setting; both flags are refused, as Gemini
@@ -225,9 +248,9 @@ enum ChatCommand {
                 return false
             }
         }
-        repl.afterReply = { usage, model in
+        repl.afterReply = { reply, model in
             // The conversation so far, once its model has a price.
-            guard spending.record(usage, model: model) != nil else { return nil }
+            guard spending.record(reply, requested: model) != nil else { return nil }
             return "this chat: \(spending.conversationTokens) tokens, about \(spending.money(spending.conversationCost))"
         }
         if keyFromSession {
@@ -251,20 +274,55 @@ enum ChatCommand {
         @Nullable var displayName: String?
         @Nullable var inputTokenLimit: Int?
         @Nullable var outputTokenLimit: Int?
+        /// The API's word on thinking, else gemvault's catalog; null when neither knows.
+        @Nullable var thinking: Bool?
+        /// The thinking levels the model takes (empty: a budget instead); null when unknown.
+        @Nullable var thinkingLevels: [String]?
+        /// GA, preview, released, retired or alias, from gemvault's catalog.
+        @Nullable var stage: String?
+        @Nullable var servedBy: String?
+        @Nullable var servedSince: String?
+        /// Input and output per million tokens today and on 2027-01-01 (the price table's currency).
+        @Nullable var priceToday: ModelPriceListing?
+        @Nullable var price2027: ModelPriceListing?
+    }
+
+    struct ModelPriceListing: Encodable {
+        let input: Double
+        let output: Double
     }
 
     static func models(_ call: Invocation) throws {
-        let (client, _) = try client(call)
+        let (client, settings) = try client(call)
         let printer = ReplyPrinter(spinner: ProgressLine.isWanted)
         // The spinner goes before anything else is written, an error line included.
         defer { printer.clearSpinner() }
         let models = try client.chatModels(handlers: printer.handlers())
         printer.clearSpinner()
-        let listings = models.map { ModelListing(name: $0.name, displayName: $0.displayName, inputTokenLimit: $0.inputTokenLimit, outputTokenLimit: $0.outputTokenLimit) }
+        let prices = try SpendGuard.prices(settings)
+        let listings = models.map { listing($0, prices: prices) }
         ModelCache(paths: call.context.paths).save(listings.map(\.name))
         if call.flag(.json) { try Output.json(["models": listings], schema: .models); return }
-        let rows = listings.map { [EscapeNeutralizer.neutralize($0.name), $0.inputTokenLimit.map(Output.grouped) ?? "-", $0.outputTokenLimit.map(Output.grouped) ?? "-",
-                                   EscapeNeutralizer.neutralize($0.displayName ?? "")] }
-        try Console.out(Output.table([["MODEL", "INPUT TOKENS", "OUTPUT TOKENS", "NAME"]] + rows))
+        func price(_ price: ModelPriceListing?) -> String {
+            price.map { "\(SpendGuard.money($0.input, currency: prices.currency))/\(SpendGuard.money($0.output, currency: prices.currency))" } ?? "-"
+        }
+        let rows = listings.map { model -> [String] in
+            let thinking = model.thinkingLevels.map { $0.isEmpty ? "budget" : $0.joined(separator: ",") } ?? model.thinking.map { $0 ? "yes" : "no" } ?? "?"
+            let stage = model.servedBy.map { "\(model.stage ?? "retired") → \($0)" } ?? model.stage ?? "-"
+            return [model.name, model.inputTokenLimit.map(Output.grouped) ?? "-", model.outputTokenLimit.map(Output.grouped) ?? "-", thinking, stage,
+                    price(model.priceToday), price(model.price2027)].map(EscapeNeutralizer.neutralize)
+        }
+        try Console.out(Output.table([["MODEL", "INPUT TOKENS", "OUTPUT TOKENS", "THINKING", "STAGE", "PRICE TODAY", "FROM 2027-01-01"]] + rows,
+                                     columns: Output.windowColumns()))
+    }
+
+    /// One model of the API's list, with what gemvault's catalog and price table say of it.
+    static func listing(_ model: ChatModel, prices: PriceTable) -> ModelListing {
+        let facts = ModelCatalog.facts(for: model.name)
+        func price(on day: UsageDay) -> ModelPriceListing? { prices.price(of: model.name, on: day).map { ModelPriceListing(input: $0.input, output: $0.output) } }
+        return ModelListing(name: model.name, displayName: model.displayName, inputTokenLimit: model.inputTokenLimit, outputTokenLimit: model.outputTokenLimit,
+                            thinking: model.thinking ?? facts.map { _ in true }, thinkingLevels: facts?.levels, stage: facts?.stage.rawValue,
+                            servedBy: facts?.servedBy, servedSince: facts?.since, priceToday: price(on: UsageDay(seconds: Clock.now())),
+                            price2027: price(on: UsageDay(year: 2027, month: 1, day: 1)))
     }
 }

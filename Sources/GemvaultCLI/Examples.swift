@@ -23,6 +23,7 @@ let commandExamples: [String: [String]] = [
                    "gemvault key rotate --undo work", "gemvault key rotate --create lab --if-due --no-wait", "gemvault key rotate --finish lab"],
     "key history": ["gemvault key history default"],
     "key usage": ["gemvault key usage", "gemvault key usage work --days 7 --json | jq '.keys[0].cost'"],
+    "prices": ["gemvault prices", "gemvault prices --json | jq '.rows[] | select(.model == \"gemini-3.8-flash\")'"],
     "key budget": ["gemvault key budget work --daily 2.00 --monthly 30", "gemvault key budget work --daily none"],
     "key export": ["gemvault key export --systemd-creds -o /etc/gemvault/gemini.cred", "gemvault key export work --systemd-creds --tpm2 >> nightly.service.d/key.conf"],
     "identity": ["gemvault identity", "gemvault identity --label \"Ada, lab 3\"", "gemvault identity --json | jq -r .recipient"],

@@ -74,15 +74,17 @@ extension OptionSpec {
                                    setting: Setting.systemPrompt.spec)
     static let temperature = OptionSpec(name: "--temperature", value: "T", help: "sampling temperature, 0 to 2", setting: Setting.temperature.spec)
     static let timeout = OptionSpec(name: "--timeout", value: "SECONDS", help: "wait for the first byte and between stream events", setting: Setting.timeout.spec)
-    static let think = OptionSpec(name: "--think", value: "LEVEL", help: "how much the model thinks: minimal, low, medium or high (setting '\(Setting.thinking.name)')",
+    static let think = OptionSpec(name: "--think", value: "LEVEL", help: "how much the model thinks: minimal, low, medium, high or xhigh (setting '\(Setting.thinking.name)')",
                                   setting: Setting.thinking.spec)
+    static let strict = OptionSpec(name: "--strict", value: nil,
+                                   help: "refuse (exit 64) a thinking level the model does not take, instead of sending the nearest one it takes")
     static let thinkBudget = OptionSpec(name: "--think-budget", value: "N",
                                         help: "thinking tokens instead of a level: 0 turns thinking off, -1 lets the model choose (not with --think)")
 }
 
 let newPassphraseOptions: [OptionSpec] = [.newPassphraseFd, .newPassphraseFile]
 let keySourceOptions: [OptionSpec] = [.key, .keyFile, .allowInsecureEndpoint]
-let generationOptions: [OptionSpec] = [.model, .system, .temperature, .think, .thinkBudget, .timeout]
+let generationOptions: [OptionSpec] = [.model, .system, .temperature, .think, .thinkBudget, .strict, .timeout]
 /// The tools at Google that chat and ask can offer the model.
 let toolOptions: [OptionSpec] = [.search, .urlContext, .code, .store]
 

@@ -185,6 +185,7 @@ enum JSONSchema: String, CaseIterable {
     case ask, models, historyList = "history-list", historyExport = "history-export", historySearch = "history-search", recoveryCode = "recovery-code"
     case keyRotate = "key-rotate", keyUsage = "key-usage"
     case identity, keyShareList = "key-share-list", keyImport = "key-import", slotList = "slot-list"
+    case prices
 
     var version: Int { 1 }
     var file: String { "Docs/schemas/\(rawValue).schema.json" }

@@ -34,13 +34,18 @@ enum SpendCommand {
         let toolUseTokens: Int
         let outputTokens: Int
         let thoughtsTokens: Int
+        /// Google Search queries the model ran (grounding), billed past the month's free ones.
+        let searchQueries: Int
+        /// The tokens' cost at the row's day (search queries are in the key's totals).
         @Nullable var cost: Double?
     }
 
     struct KeyTotal: Encodable {
         let key: String
         let tokens: Int
+        /// The tokens' cost and the search queries' past the free ones.
         let cost: Double
+        let searchQueries: Int
         /// Models without a price, whose tokens the cost leaves out.
         let unpriced: [String]
         @Nullable var budgetDaily: Double?
@@ -79,21 +84,21 @@ enum SpendCommand {
         let today = UsageDay(seconds: now)
         let first = UsageDay(number: today.number - days + 1)
         let name = call.positionals.first.map(UsageLedger.storedName)
-        var priceOf: [String: ModelPrice?] = [:]
         let rows = summary.rows(from: first, key: name).map { row in
-            let price = priceOf[row.model] ?? { let found = prices.price(of: row.model); priceOf[row.model] = found; return found }()
-            return Row(day: row.day.text, key: row.key, model: row.model, requests: row.counts.requests, promptTokens: row.counts.prompt,
-                       cachedTokens: row.counts.cached, toolUseTokens: row.counts.toolUse, outputTokens: row.counts.output,
-                       thoughtsTokens: row.counts.thoughts, cost: price?.cost(row.counts))
+            Row(day: row.day.text, key: row.key, model: row.model, requests: row.counts.requests, promptTokens: row.counts.prompt,
+                cachedTokens: row.counts.cached, toolUseTokens: row.counts.toolUse, outputTokens: row.counts.output,
+                thoughtsTokens: row.counts.thoughts, searchQueries: row.counts.searchQueries, cost: prices.cost(row.counts, model: row.model, on: row.day))
         }
         let costs = summary.dailyCosts(prices: prices).costs
+        let searchCosts = summary.searchCosts(prices: prices)
         let totals = Set(rows.map(\.key)).union(name.map { [$0] } ?? []).sorted().map { key -> KeyTotal in
             let mine = rows.filter { $0.key == key }
             let daily = costs[key] ?? [:]
             let budget = SpendGuard.budget(for: key, settings: settings, vaultSettings: vaultSettings)
             let unusual = SpendGuard.unusualDays(daily, from: first)
             return KeyTotal(key: key, tokens: mine.reduce(0) { min($0 + $1.promptTokens + $1.toolUseTokens + $1.outputTokens + $1.thoughtsTokens, UsageCounts.limit) },
-                            cost: mine.compactMap(\.cost).reduce(0, +), unpriced: Array(Set(mine.filter { $0.cost == nil }.map(\.model))).sorted(),
+                            cost: mine.compactMap(\.cost).reduce(0, +) + (searchCosts[key] ?? [:]).filter { $0.key >= first }.values.reduce(0, +),
+                            searchQueries: mine.reduce(0) { $0 + $1.searchQueries }, unpriced: Array(Set(mine.filter { $0.cost == nil }.map(\.model))).sorted(),
                             budgetDaily: budget.daily, budgetMonthly: budget.monthly, spentToday: daily[today] ?? 0,
                             spentThisMonth: daily.filter { $0.key >= today.monthStart && $0.key <= today }.values.reduce(0, +),
                             unusualDays: unusual.map(\.text))
@@ -109,15 +114,16 @@ enum SpendCommand {
         guard !report.rows.isEmpty || !report.keys.isEmpty else {
             return "no usage in the last \(report.days) day\(report.days == 1 ? "" : "s")\n"
         }
-        var table = [["DAY", "KEY", "MODEL", "REQUESTS", "PROMPT", "CACHED", "TOOLS", "OUTPUT", "THINKING", "COST"]]
+        var table = [["DAY", "KEY", "MODEL", "REQUESTS", "PROMPT", "CACHED", "TOOLS", "OUTPUT", "THINKING", "SEARCHES", "COST"]]
         for row in report.rows {
             table.append([row.day, row.key, row.model, "\(row.requests)", "\(row.promptTokens)", "\(row.cachedTokens)", "\(row.toolUseTokens)",
-                          "\(row.outputTokens)", "\(row.thoughtsTokens)", money(row.cost)])
+                          "\(row.outputTokens)", "\(row.thoughtsTokens)", "\(row.searchQueries)", money(row.cost)])
         }
         var text = Output.table(table.map { $0.map(EscapeNeutralizer.neutralize) }, columns: columns)
         text += "\n"
         for key in report.keys {
-            var line = "\(EscapeNeutralizer.neutralize(key.key)): \(key.tokens) tokens, \(money(key.cost)) in \(report.days) days; today \(money(key.spentToday))"
+            let searches = key.searchQueries > 0 ? ", \(key.searchQueries) search quer\(key.searchQueries == 1 ? "y" : "ies")" : ""
+            var line = "\(EscapeNeutralizer.neutralize(key.key)): \(key.tokens) tokens\(searches), \(money(key.cost)) in \(report.days) days; today \(money(key.spentToday))"
             if let daily = key.budgetDaily { line += " of \(money(daily))" }
             line += ", this month \(money(key.spentThisMonth))"
             if let monthly = key.budgetMonthly { line += " of \(money(monthly))" }

@@ -1,6 +1,8 @@
 import Conversations
 import FoundationEssentials
+import GeminiClient
 import KeyResolution
+import Rendering
 import Settings
 import Spending
 import SystemIO
@@ -22,12 +24,16 @@ final class SpendGuard {
     private let overBudget: Bool
     /// Said once per command: a budget that could not be checked, an unusual day.
     private var warned: Set<String> = []
+    /// The key's search queries this month, once the ledger was read; counted on with each reply.
+    private var searchQueriesThisMonth: Int?
     /// This conversation's spending, for the chat's status line.
     private(set) var conversationTokens = 0
     private(set) var conversationCost = 0.0
 
     /// A reply without a stated limit is estimated at this many output tokens.
     static let defaultReplyEstimate = 8192
+    /// A grounded request is estimated at this many search queries (Google does not say ahead).
+    static let searchQueriesEstimate = 5
     static let warningShare = 0.8
     /// Before a request the summary is written back only once this many records were merged:
     /// its fsync would otherwise cost every turn a millisecond or two.
@@ -77,8 +83,15 @@ final class SpendGuard {
                       monthly: vaultSettings[names.monthly].flatMap(Double.init) ?? settings[.budgetMonthly])
     }
 
-    /// The `prices` setting's table: entries, or a JSON file named by its path; the built-in one otherwise.
+    /// The `prices` setting's table: entries, or a JSON file named by its path; the built-in one
+    /// otherwise; with the `search_free_queries` allowance.
     static func prices(_ settings: Settings) throws -> PriceTable {
+        var table = try pricesWithoutAllowance(settings)
+        table.searchFreeQueries = settings[.searchFreeQueries]
+        return table
+    }
+
+    private static func pricesWithoutAllowance(_ settings: Settings) throws -> PriceTable {
         guard let value = settings[.prices] else { return .builtIn }
         let origin = "the prices setting"
         do {
@@ -118,6 +131,7 @@ final class SpendGuard {
             return
         }
         let today = UsageDay(seconds: now)
+        searchQueriesThisMonth = summary.searchQueries(key: keyName, month: today)
         let daily = summary.dailyCosts(prices: prices).costs[keyName] ?? [:]
         warnIfUnusual(daily, today: today)
         guard budget.isSet else { return }
@@ -130,6 +144,7 @@ final class SpendGuard {
         let promptTokens = try provider.countTokens(request, model: model, handlers: StreamHandlers())
         let replyTokens = request.options.maxOutputTokens ?? Self.defaultReplyEstimate
         let estimate = (Double(promptTokens) * price.input + Double(replyTokens) * price.output) / 1_000_000
+            + (request.options.tools.search ? prices.searchCost(Self.searchQueriesEstimate, model: model, on: today, usedBefore: searchQueriesThisMonth ?? 0) ?? 0 : 0)
         for (limit, spent, period, flag) in [(budget.daily, spentToday, "daily", "--daily"), (budget.monthly, spentMonth, "monthly", "--monthly")] {
             guard let limit else { continue }
             let figures = "spent \(money(spent)) of \(money(limit)) \(period == "daily" ? "today (UTC)" : "this month (UTC)"); this request may cost up to \(money(estimate)) (\(promptTokens) prompt tokens counted, \(replyTokens) reply tokens allowed)"
@@ -178,13 +193,39 @@ final class SpendGuard {
 
     // MARK: After a reply
 
-    /// Adds the reply's usage to the ledger (sealed, no unlock needed) and to this
-    /// conversation's count; returns its estimated cost when the model has a price.
+    /// The model a reply is priced and filed as: its modelVersion (the model that ran), else the
+    /// one asked for, with the service tier that served it (`gemini-3.8-flash:flex`). A reply
+    /// from another model than the one asked for is said once.
+    func servedModel(_ reply: ChatReply, requested: String) -> String {
+        var model = requested
+        if let version = reply.modelVersion?.trimmedWhitespace, !version.isEmpty {
+            let served = version.hasPrefix("models/") ? String(version.dropFirst(7)) : version
+            if ModelCatalog.isRouted(requested: requested, served: served) {
+                noteOnce(EscapeNeutralizer.neutralize(ModelCatalog.routingNotice(requested: requested, served: served)))
+            }
+            model = served
+        }
+        return ServiceTier(header: reply.serviceTier).ledgerModel(model)
+    }
+
+    /// Records `reply` as the model that ran, with its search queries; returns its estimated cost.
     @discardableResult
-    func record(_ usage: TokenUsage?, model: String) -> Double? {
+    func record(_ reply: ChatReply, requested: String) -> Double? {
+        record(reply.usage, model: servedModel(reply, requested: requested), searchQueries: reply.searchQueryCount)
+    }
+
+    /// Adds the reply's usage to the ledger (sealed, no unlock needed) and to this
+    /// conversation's count; returns its estimated cost when the model has a price: its tokens
+    /// at today's period, and its search queries past the month's free ones (all of them when
+    /// the ledger could not be read to count the month's).
+    @discardableResult
+    func record(_ usage: TokenUsage?, model: String, searchQueries: Int = 0) -> Double? {
         guard let usage else { return nil }
-        let counts = UsageCounts(usage)
-        let cost = prices.cost(counts, model: model)
+        let counts = UsageCounts(usage, searchQueries: searchQueries)
+        let today = UsageDay(seconds: Clock.now())
+        let searchCost = prices.searchCost(counts.searchQueries, model: model, on: today, usedBefore: searchQueriesThisMonth ?? Int.max / 2)
+        searchQueriesThisMonth = searchQueriesThisMonth.map { $0 + counts.searchQueries }
+        let cost = prices.cost(counts, model: model, on: today).map { $0 + (searchCost ?? 0) }
         conversationTokens = min(conversationTokens + counts.total, UsageCounts.limit)
         conversationCost += cost ?? 0
         do {
@@ -211,6 +252,11 @@ final class SpendGuard {
         let whole = units / Int(scale), fraction = String(units % Int(scale))
         let text = (amount < 0 ? "-" : "") + "\(whole)." + String(repeating: "0", count: places - fraction.count) + fraction
         return currency == "USD" ? "$" + text : text + " " + currency
+    }
+
+    private func noteOnce(_ message: String) {
+        guard warned.insert(message).inserted else { return }
+        Console.note(message)
     }
 
     private func warnOnce(_ message: String) {

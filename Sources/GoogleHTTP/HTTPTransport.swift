@@ -36,6 +36,8 @@ public struct HTTPRequest {
     public var body: Body
     /// Seconds allowed for connecting and getting the headers, then between signs of progress.
     public var idleTimeout: Double
+    /// A response header whose value `performCapturing` hands back (`x-gemini-service-tier`).
+    public var capturedHeader: String?
 
     public init(method: String, target: Target, headers: [String] = [], secretHeader: SecretHeader? = nil, body: Body = .none, idleTimeout: Double) {
         self.method = method
@@ -86,6 +88,15 @@ public enum HTTPDataVerdict: Sendable {
 /// `onTick` (about every 100 ms while waiting) returns true to cancel. Unit tests replace it.
 public protocol HTTPTransport: Sendable {
     func perform(_ request: HTTPRequest, onData: (Int, UnsafeRawBufferPointer) -> HTTPDataVerdict, onTick: (() -> Bool)?) -> HTTPOutcome
+    /// The same, with the value of the response header `request.capturedHeader` names (nil
+    /// when absent, or when the transport does not read headers).
+    func performCapturing(_ request: HTTPRequest, onData: (Int, UnsafeRawBufferPointer) -> HTTPDataVerdict, onTick: (() -> Bool)?) -> (HTTPOutcome, String?)
+}
+
+extension HTTPTransport {
+    public func performCapturing(_ request: HTTPRequest, onData: (Int, UnsafeRawBufferPointer) -> HTTPDataVerdict, onTick: (() -> Bool)?) -> (HTTPOutcome, String?) {
+        (perform(request, onData: onData, onTick: onTick), nil)
+    }
 }
 
 /// The transport over libcurl, which CCurlStream loads with dlopen on first use.
@@ -103,15 +114,28 @@ public struct CurlTransport: HTTPTransport {
     }
 
     public func perform(_ request: HTTPRequest, onData: (Int, UnsafeRawBufferPointer) -> HTTPDataVerdict, onTick: (() -> Bool)?) -> HTTPOutcome {
+        performCapturing(request, onData: onData, onTick: onTick).0
+    }
+
+    public func performCapturing(_ request: HTTPRequest, onData: (Int, UnsafeRawBufferPointer) -> HTTPDataVerdict, onTick: (() -> Bool)?) -> (HTTPOutcome, String?) {
         // Checked where the header is built, whatever the secret's source checked before.
-        if let secret = request.secretHeader, !secret.value.isHeaderSafe { return .refusedHeader }
+        if let secret = request.secretHeader, !secret.value.isHeaderSafe { return (.refusedHeader, nil) }
         return withoutActuallyEscaping(onData) { onData in
             let callbacks = Callbacks(onData: onData, onTick: onTick)
-            return perform(request, callbacks: callbacks, ticking: onTick != nil)
+            var captured = [CChar](repeating: 0, count: request.capturedHeader == nil ? 0 : 64)
+            let outcome = captured.withUnsafeMutableBufferPointer { buffer in
+                (request.capturedHeader ?? "").withCString { name in
+                    perform(request, callbacks: callbacks, ticking: onTick != nil,
+                            capture: request.capturedHeader == nil ? nil : (name, buffer.baseAddress, buffer.count))
+                }
+            }
+            let value = captured.first.map { _ in captured.withUnsafeBufferPointer { String(cString: $0.baseAddress!) } }
+            return (outcome, value?.isEmpty == false ? value : nil)
         }
     }
 
-    private func perform(_ request: HTTPRequest, callbacks: Callbacks, ticking: Bool) -> HTTPOutcome {
+    private func perform(_ request: HTTPRequest, callbacks: Callbacks, ticking: Bool,
+                         capture: (name: UnsafePointer<CChar>, into: UnsafeMutablePointer<CChar>?, capacity: Int)?) -> HTTPOutcome {
         let context = Unmanaged.passRetained(callbacks)
         defer { context.release() }
         let plainHeaders: [UnsafeMutablePointer<CChar>?] = request.headers.map { strdup($0) }
@@ -129,7 +153,8 @@ public struct CurlTransport: HTTPTransport {
                         withBody(request.body) { bodyPointer, bodyLength in
                             var cRequest = gv_http_request(method: methodPointer, url: urlPointer, headers: headerPointers.baseAddress,
                                                            header_count: headerPointers.count, body: bodyPointer, body_length: bodyLength,
-                                                           idle_timeout_ms: Int(request.idleTimeout * 1000), no_proxy: direct ? 1 : 0)
+                                                           idle_timeout_ms: Int(request.idleTimeout * 1000), no_proxy: direct ? 1 : 0,
+                                                           capture_header: capture?.name, captured: capture?.into, captured_capacity: capture?.capacity ?? 0)
                             return gv_http_perform(&cRequest, { status, data, length, context in
                                 let callbacks = Unmanaged<Callbacks>.fromOpaque(context!).takeUnretainedValue()
                                 switch callbacks.onData(status, UnsafeRawBufferPointer(start: data, count: length)) {

@@ -201,9 +201,9 @@ extension Setting where Value == String? {
     public static let keySecret = optional("key_secret", .line, "a Secret Manager secret whose value is the key (gsm://projects/P/secrets/S[/versions/N]), fetched on every use and held in memory only", text)
     public static let quotaProject = optional("quota_project", .line, "Google project billed for API Keys calls made with a user's credentials", text)
     public static let prices = optional("prices", .line,
-                                        "prices per million tokens: MODEL=INPUT/OUTPUT[/CACHED] entries separated by commas (currency=EUR for another currency), or the path of a JSON prices file; the built-in table otherwise", text)
-    public static let thinking = optional("thinking", .choice(["minimal", "low", "medium", "high"]),
-                                          "how much the model thinks before it answers (Gemini 3's thinkingLevel; the model's default when unset)", text)
+                                        "prices per million tokens: MODEL=INPUT/OUTPUT[/CACHED[/SEARCH]][@FROM..TO] entries separated by commas (currency=EUR for another currency), or the path of a JSON prices file; the built-in table otherwise (gemvault prices shows it)", text)
+    public static let thinking = optional("thinking", .choice(["minimal", "low", "medium", "high", "xhigh"]),
+                                          "how much the model thinks before it answers (Gemini 3's and 4's thinkingLevel; the model's default when unset; a level the model does not take is sent as the nearest one)", text)
 }
 
 extension Setting where Value == Double {
@@ -241,6 +241,8 @@ extension Setting where Value == Double? {
 extension Setting where Value == Int {
     public static let retries = with("retries", .integer(0...10), default: "4", "retries after 429, 5xx and connection failures", integer)
     public static let rotationDays = with("rotation_days", .integer(0...3650), default: "90", "age in days after which a key should be rotated (0: never)", integer)
+    public static let searchFreeQueries = with("search_free_queries", .integer(0...1_000_000_000), default: "5000",
+                                               "Google Search queries a month that cost nothing (Google's 5,000 are per project: lower it when others use the project)", integer)
     public static let pinTries = with("pin_tries", .integer(1...10), default: "3",
                                       "wrong PINs after which the agent wipes the PIN, so the passphrase is needed (unlock --pin, pin set)", integer)
 }
@@ -259,7 +261,7 @@ public enum SettingsSchema {
         Setting.apikeysEndpoint.spec, Setting.tokenCommand.spec, Setting.quotaProject.spec, Setting.keySecret.spec, Setting.secretmanagerEndpoint.spec,
         Setting.secretCacheTTL.spec, Setting.secretMaxStale.spec,
         Setting.sessionIdle.spec, Setting.sessionMax.spec, Setting.pinTries.spec, Setting.history.spec, Setting.color.spec, Setting.chatStyle.spec,
-        Setting.prices.spec, Setting.budgetDaily.spec, Setting.budgetMonthly.spec,
+        Setting.prices.spec, Setting.searchFreeQueries.spec, Setting.budgetDaily.spec, Setting.budgetMonthly.spec,
     ]
 
     public static func spec(named name: String) -> SettingSpec? { all.first { $0.name == name } }

@@ -1,123 +1,154 @@
 import FoundationEssentials
 import SystemIO
 
-/// What a million tokens of each kind cost for one model.
+/// What a million tokens of each kind cost for one model, and a thousand search queries.
 public struct ModelPrice: Sendable, Equatable {
     public var input: Double
     public var output: Double
     /// Cached prompt tokens; a tenth of `input` when not given (Google's discount for Gemini 2.5 and 3).
     public var cached: Double
+    /// A thousand Google Search queries the model ran (grounding), beyond the month's free ones;
+    /// nil when the table has no such price.
+    public var search: Double?
 
-    public init(input: Double, output: Double, cached: Double? = nil) {
+    public init(input: Double, output: Double, cached: Double? = nil, search: Double? = nil) {
         self.input = input
         self.output = output
         self.cached = cached ?? input / 10
+        self.search = search
     }
 
-    /// What `counts` cost: cached prompt tokens at their rate, tool use as input, thinking as output.
+    /// What `counts`' tokens cost: cached prompt tokens at their rate, tool use as input,
+    /// thinking as output. Search queries are priced apart (`SearchBilling`): the month's free
+    /// allowance decides which of them cost.
     public func cost(_ counts: UsageCounts) -> Double {
         let uncachedPrompt = Double(max(0, counts.prompt - counts.cached))
         let inputCost = (uncachedPrompt + Double(counts.toolUse)) * input + Double(min(counts.cached, counts.prompt)) * cached
         return (inputCost + (Double(counts.output) + Double(counts.thoughts)) * output) / 1_000_000
     }
+
+    /// Every rate times `factor` (a service tier's).
+    public func scaled(by factor: Double) -> ModelPrice {
+        guard factor != 1 else { return self }
+        return ModelPrice(input: input * factor, output: output * factor, cached: cached * factor, search: search)
+    }
 }
 
-/// Prices per million tokens, by model name prefix, in one currency: the built-in table or the
-/// one the `prices` setting gives.
+/// One price of a model and the days it holds: `from` and `through` are UTC days, both
+/// included; nil is open.
+public struct PricePeriod: Sendable, Equatable {
+    public var price: ModelPrice
+    public var from: UsageDay?
+    public var through: UsageDay?
+    /// Where the price comes from and when that was read.
+    public var source: String
+
+    public init(_ price: ModelPrice, from: UsageDay? = nil, through: UsageDay? = nil, source: String) {
+        self.price = price
+        self.from = from
+        self.through = through
+        self.source = source
+    }
+
+    public func covers(_ day: UsageDay) -> Bool { (from.map { day >= $0 } ?? true) && (through.map { day <= $0 } ?? true) }
+}
+
+/// The service tier that served a request (Google's `x-gemini-service-tier` response header),
+/// and what it does to the list price (ai.google.dev/gemini-api/docs/optimization).
+public enum ServiceTier: String, Sendable, CaseIterable {
+    case standard, flex, batch, priority
+
+    /// Flex and Batch at half price; Priority "75% to 100% more", taken at the 1.8× seen on
+    /// 3.8 Flash and Gemini 4 (gemini-prices-2026-12.md §3).
+    public var factor: Double {
+        switch self {
+        case .standard: 1
+        case .flex, .batch: 0.5
+        case .priority: 1.8
+        }
+    }
+
+    /// The header's value: `standard`, `flex`, `priority`, `batch`, any case, with or without
+    /// `SERVICE_TIER_`; `unspecified` and unknown words are Standard.
+    public init(header: String?) {
+        var word = (header ?? "").trimmedWhitespace.lowercased()
+        if word.hasPrefix("service_tier_") { word = String(word.dropFirst(13)) }
+        self = ServiceTier(rawValue: word) ?? .standard
+    }
+
+    /// The name a ledger row holds for `model` served at this tier: `gemini-3.8-flash:flex`,
+    /// the model alone at Standard, so old rows and Standard ones read the same.
+    public func ledgerModel(_ model: String) -> String { self == .standard ? model : model + ":" + rawValue }
+
+    /// A ledger row's model split into the model and its tier.
+    public static func split(_ ledgerModel: String) -> (model: String, tier: ServiceTier) {
+        guard let colon = ledgerModel.lastIndex(of: ":"), let tier = ServiceTier(rawValue: String(ledgerModel[ledgerModel.index(after: colon)...])) else {
+            return (ledgerModel, .standard)
+        }
+        return (String(ledgerModel[..<colon]), tier)
+    }
+}
+
+/// Prices per million tokens, by model name prefix and period, in one currency: the built-in
+/// table or the one the `prices` setting gives. A turn is priced at the period of its own day.
 public struct PriceTable: Sendable, Equatable {
     public var currency: String
     /// Where the prices come from, for `key usage` and `--json`.
     public var origin: String
-    public var models: [String: ModelPrice]
+    /// Each model's periods, in the order of their days.
+    public var periods: [String: [PricePeriod]]
+    /// Google Search queries a month that cost nothing (the `search_free_queries` setting):
+    /// Google's 5,000 are per project, and gemvault sees only the queries it sent.
+    public var searchFreeQueries = 5000
 
-    public init(currency: String, origin: String, models: [String: ModelPrice]) {
+    public init(currency: String, origin: String, periods: [String: [PricePeriod]]) {
         self.currency = currency
         self.origin = origin
-        self.models = models
+        self.periods = periods.mapValues { $0.sorted { ($0.from?.number ?? Int.min) < ($1.from?.number ?? Int.min) } }
     }
 
-    /// Google's list prices for prompts up to 200,000 tokens, paid tier, in US dollars, as
-    /// ai.google.dev/gemini-api/docs/pricing gave them on the date below. Output includes
-    /// thinking; tool-use prompt tokens are billed as input.
-    public static let builtInDate = "2026-12-01"
-    public static let builtIn = PriceTable(currency: "USD", origin: "built-in prices of \(builtInDate)", models: [
-        "gemini-3.5-flash": ModelPrice(input: 1.50, output: 9.00),
-        "gemini-3.1-pro": ModelPrice(input: 2.00, output: 12.00),
-        "gemini-3.1-flash-lite": ModelPrice(input: 0.25, output: 1.50),
-        "gemini-3-flash": ModelPrice(input: 0.50, output: 3.00),
-        "gemini-3-pro": ModelPrice(input: 2.00, output: 12.00),
-        "gemini-2.5-pro": ModelPrice(input: 1.25, output: 10.00),
-        "gemini-2.5-flash": ModelPrice(input: 0.30, output: 2.50),
-        "gemini-2.5-flash-lite": ModelPrice(input: 0.10, output: 0.40),
-    ])
-
-    /// The price of `model` (a `models/` prefix and a version suffix such as `-preview` or
-    /// `-001` are allowed): the longest table name it starts with, at a `-` or its end.
-    public func price(of model: String) -> ModelPrice? {
-        let name = model.hasPrefix("models/") ? String(model.dropFirst(7)) : model
-        let matches = models.keys.filter { name == $0 || name.hasPrefix($0 + "-") }
-        return matches.max(by: { $0.count < $1.count }).flatMap { models[$0] }
+    /// One price for all time per model.
+    public init(currency: String, origin: String, models: [String: ModelPrice]) {
+        self.init(currency: currency, origin: origin, periods: models.mapValues { [PricePeriod($0, source: origin)] })
     }
 
-    /// The cost of `counts` for `model`, or nil when it has no price.
+    /// The table's model names, sorted.
+    public var modelNames: [String] { periods.keys.sorted() }
+
+    /// The table name `model` is priced under (a `models/` prefix, a version suffix such as
+    /// `-preview` or `-001`, and a service tier `:flex` are allowed): the longest name it
+    /// starts with, at a `-` or its end.
+    public func entry(for model: String) -> String? {
+        let bare = ServiceTier.split(model).model
+        let name = bare.hasPrefix("models/") ? String(bare.dropFirst(7)) : bare
+        return periods.keys.filter { name == $0 || name.hasPrefix($0 + "-") }.max { $0.count < $1.count }
+    }
+
+    /// The period of `model`'s price that holds on `day`.
+    public func period(of model: String, on day: UsageDay) -> PricePeriod? {
+        entry(for: model).flatMap { periods[$0]?.first { $0.covers(day) } }
+    }
+
+    /// The price of `model` on `day`, at the tier its ledger name says.
+    public func price(of model: String, on day: UsageDay) -> ModelPrice? {
+        period(of: model, on: day)?.price.scaled(by: ServiceTier.split(model).tier.factor)
+    }
+
+    /// The price of `model` today (UTC).
+    public func price(of model: String) -> ModelPrice? { price(of: model, on: UsageDay(seconds: Clock.now())) }
+
+    /// The cost of `counts`' tokens for `model` on `day`, or nil when it has no price then.
+    public func cost(_ counts: UsageCounts, model: String, on day: UsageDay) -> Double? { price(of: model, on: day)?.cost(counts) }
+
+    /// The same, today.
     public func cost(_ counts: UsageCounts, model: String) -> Double? { price(of: model)?.cost(counts) }
 
-    public enum ParseError: Error, Equatable {
-        case invalid(String)
-    }
-
-    /// The `prices` setting: `MODEL=INPUT/OUTPUT[/CACHED]` entries separated by commas, with an
-    /// optional `currency=EUR`; or, read by the caller, a JSON file of the same (`parse(json:)`).
-    /// Models it names replace the built-in ones; the others keep theirs only in the same currency.
-    public static func parse(setting text: String, origin: String) throws(ParseError) -> PriceTable {
-        var currency = "USD"
-        var models: [String: ModelPrice] = [:]
-        for entry in text.split(separator: ",").map({ String($0).trimmedWhitespace }) where !entry.isEmpty {
-            let pair = entry.split(separator: "=", maxSplits: 1).map { String($0).trimmedWhitespace }
-            guard pair.count == 2, !pair[0].isEmpty else { throw .invalid("'\(entry)' is not MODEL=INPUT/OUTPUT[/CACHED]") }
-            if pair[0] == "currency" {
-                currency = try checkedCurrency(pair[1])
-                continue
-            }
-            let numbers = pair[1].split(separator: "/").map { Double($0) }
-            guard (2...3).contains(numbers.count), let input = numbers[0], let output = numbers[1], numbers.allSatisfy({ $0.map(isPrice) ?? false }) else {
-                throw .invalid("'\(entry)': the prices are INPUT/OUTPUT[/CACHED], numbers from 0 to 1000000 per million tokens")
-            }
-            models[pair[0]] = ModelPrice(input: input, output: output, cached: numbers.count == 3 ? numbers[2] : nil)
-        }
-        return merged(models, currency: currency, origin: origin)
-    }
-
-    /// A prices file: `{"currency": "EUR", "models": {"gemini-3.5-flash": {"input": 1.4, "output": 8.3, "cached": 0.14}}}`.
-    public static func parse(json bytes: [UInt8], origin: String) throws(ParseError) -> PriceTable {
-        struct File: Decodable {
-            struct Entry: Decodable { var input: Double; var output: Double; var cached: Double? }
-            var currency: String?
-            var models: [String: Entry]
-        }
-        let file: File
-        do { file = try JSONDecoder().decode(File.self, from: Data(bytes)) } catch {
-            throw .invalid("it is not a prices file ({\"currency\": …, \"models\": {\"MODEL\": {\"input\": …, \"output\": …}}})")
-        }
-        var models: [String: ModelPrice] = [:]
-        for (name, entry) in file.models {
-            guard [entry.input, entry.output, entry.cached ?? 0].allSatisfy(isPrice) else { throw .invalid("the prices of '\(name)' must be numbers from 0 to 1000000") }
-            models[name] = ModelPrice(input: entry.input, output: entry.output, cached: entry.cached)
-        }
-        return merged(models, currency: try checkedCurrency(file.currency ?? "USD"), origin: origin)
-    }
-
-    /// A price per million tokens: 0 to a million.
-    private static func isPrice(_ value: Double) -> Bool { (0...1_000_000).contains(value) }
-
-    private static func checkedCurrency(_ text: String) throws(ParseError) -> String {
-        guard (1...8).contains(text.count), text.allSatisfy({ $0.isLetter && $0.isASCII }) else { throw .invalid("currency '\(text)' is not a currency code such as USD or EUR") }
-        return text.uppercased()
-    }
-
-    private static func merged(_ models: [String: ModelPrice], currency: String, origin: String) -> PriceTable {
-        // Built-in dollar prices never mix into another currency's table.
-        let base = currency == builtIn.currency ? builtIn.models : [:]
-        return PriceTable(currency: currency, origin: origin, models: base.merging(models) { _, given in given })
+    /// What `queries` search queries cost for `model` on `day` once `usedBefore` of the month's
+    /// were run: only those past the free allowance; nil when the model has no search price.
+    public func searchCost(_ queries: Int, model: String, on day: UsageDay, usedBefore: Int) -> Double? {
+        guard queries > 0 else { return 0 }
+        guard let rate = period(of: model, on: day)?.price.search else { return nil }
+        let freeLeft = max(0, searchFreeQueries - max(0, usedBefore))
+        return Double(max(0, queries - freeLeft)) * rate / 1000
     }
 }

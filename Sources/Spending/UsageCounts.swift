@@ -2,7 +2,8 @@ import Conversations
 
 /// The tokens a key spent, by the kinds Google bills: the prompt (cached tokens are part of it,
 /// billed at the cached rate), the tool-use prompt (Search, URL context), the answer and the
-/// thinking (both billed as output), and the requests they came in.
+/// thinking (both billed as output), the requests they came in, and the Google Search queries
+/// the model ran (billed per query past a monthly allowance).
 public struct UsageCounts: Sendable, Equatable {
     public var requests = 0
     public var prompt = 0
@@ -10,25 +11,28 @@ public struct UsageCounts: Sendable, Equatable {
     public var toolUse = 0
     public var output = 0
     public var thoughts = 0
+    public var searchQueries = 0
 
-    public init(requests: Int = 0, prompt: Int = 0, cached: Int = 0, toolUse: Int = 0, output: Int = 0, thoughts: Int = 0) {
+    public init(requests: Int = 0, prompt: Int = 0, cached: Int = 0, toolUse: Int = 0, output: Int = 0, thoughts: Int = 0, searchQueries: Int = 0) {
         self.requests = requests
         self.prompt = prompt
         self.cached = cached
         self.toolUse = toolUse
         self.output = output
         self.thoughts = thoughts
+        self.searchQueries = searchQueries
     }
 
     /// No count goes above this, however many replies add up (or whatever a server claims):
     /// sums of four stay far from overflow and every count is exact as a Double.
     public static let limit = 1 << 50
 
-    /// One reply's usage; counts Google left out are 0, and none is taken above 2^40.
-    public init(_ usage: TokenUsage) {
+    /// One reply's usage and search queries; counts Google left out are 0, and none is taken above 2^40.
+    public init(_ usage: TokenUsage, searchQueries: Int = 0) {
         func count(_ value: Int?) -> Int { min(max(0, value ?? 0), 1 << 40) }
         self.init(requests: 1, prompt: count(usage.promptTokenCount), cached: count(usage.cachedContentTokenCount),
-                  toolUse: count(usage.toolUsePromptTokenCount), output: count(usage.candidatesTokenCount), thoughts: count(usage.thoughtsTokenCount))
+                  toolUse: count(usage.toolUsePromptTokenCount), output: count(usage.candidatesTokenCount), thoughts: count(usage.thoughtsTokenCount),
+                  searchQueries: count(searchQueries))
     }
 
     public var total: Int { prompt + toolUse + output + thoughts }
@@ -37,16 +41,19 @@ public struct UsageCounts: Sendable, Equatable {
     public static func + (left: UsageCounts, right: UsageCounts) -> UsageCounts {
         func sum(_ a: Int, _ b: Int) -> Int { min(a + b, limit) }
         return UsageCounts(requests: sum(left.requests, right.requests), prompt: sum(left.prompt, right.prompt), cached: sum(left.cached, right.cached),
-                           toolUse: sum(left.toolUse, right.toolUse), output: sum(left.output, right.output), thoughts: sum(left.thoughts, right.thoughts))
+                           toolUse: sum(left.toolUse, right.toolUse), output: sum(left.output, right.output), thoughts: sum(left.thoughts, right.thoughts),
+                           searchQueries: sum(left.searchQueries, right.searchQueries))
     }
 
-    /// The fields in their stored order.
-    var fields: [Int] { [requests, prompt, cached, toolUse, output, thoughts] }
+    /// The fields in their stored order (version 2; version 1 stored the first six).
+    var fields: [Int] { [requests, prompt, cached, toolUse, output, thoughts, searchQueries] }
 
+    /// Six fields (version 1, no search queries) or seven.
     init?(fields: ArraySlice<Int>) {
-        guard fields.count == 6, fields.allSatisfy({ (0...Self.limit).contains($0) }) else { return nil }
+        guard (6...7).contains(fields.count), fields.allSatisfy({ (0...Self.limit).contains($0) }) else { return nil }
         let values = Array(fields)
-        self.init(requests: values[0], prompt: values[1], cached: values[2], toolUse: values[3], output: values[4], thoughts: values[5])
+        self.init(requests: values[0], prompt: values[1], cached: values[2], toolUse: values[3], output: values[4], thoughts: values[5],
+                  searchQueries: values.count == 7 ? values[6] : 0)
     }
 }
 
@@ -56,6 +63,25 @@ public struct UsageDay: Sendable, Hashable, Comparable {
 
     public init(number: Int) { self.number = number }
     public init(seconds: Int64) { number = Int((seconds >= 0 ? seconds : seconds - 86_399) / 86_400) }
+
+    /// A civil date (Howard Hinnant's days-from-civil).
+    public init(year: Int, month: Int, day: Int) {
+        let shifted = month <= 2 ? year - 1 : year
+        let era = (shifted >= 0 ? shifted : shifted - 399) / 400
+        let yearOfEra = shifted - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        number = era * 146_097 + dayOfEra - 719_468
+    }
+
+    /// `2027-01-01`; nil for anything else (a day the month lacks included).
+    public init?(text: String) {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]), (1...12).contains(month), (1...31).contains(day) else { return nil }
+        self.init(year: year, month: month, day: day)
+        guard civil == (year, month, day) else { return nil }
+    }
 
     public static func < (left: UsageDay, right: UsageDay) -> Bool { left.number < right.number }
 

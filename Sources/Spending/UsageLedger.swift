@@ -62,8 +62,9 @@ public struct UsageLedger: Sendable {
         }
     }
 
+    /// Version 2 adds the search queries as a seventh count; version 1 records still read.
     private struct EntryJSON: Codable {
-        var v = 1
+        var v = 2
         var key: String
         var model: String
         var day: Int
@@ -115,7 +116,7 @@ public struct UsageLedger: Sendable {
     }
 
     static func entry(_ plain: UnsafeRawBufferPointer) -> Entry? {
-        guard let json = try? JSONDecoder().decode(EntryJSON.self, from: Data(plain)), json.v == 1,
+        guard let json = try? JSONDecoder().decode(EntryJSON.self, from: Data(plain)), (1...2).contains(json.v), json.counts.count == (json.v == 1 ? 6 : 7),
               let counts = UsageCounts(fields: json.counts[...]) else { return nil }
         return Entry(key: json.key, model: json.model, day: UsageDay(number: json.day), counts: counts)
     }

@@ -35,25 +35,28 @@ public struct UsageSummary: Sendable, Equatable {
         }.sorted { ($0.day, $0.key, $0.model) < ($1.day, $1.key, $1.model) }
     }
 
-    /// What each key spent on each day, priced by `prices`, in one pass; rows without a price
-    /// count 0 and are named in `unpriced`.
+    /// What each key spent on each day, each row priced at its own day's period, with the
+    /// search queries past each month's free allowance (`searchCosts`), in one pass; rows
+    /// without a price count 0 and are named in `unpriced`.
     public func dailyCosts(prices: PriceTable) -> (costs: [String: [UsageDay: Double]], unpriced: [String: Set<String>]) {
         var costs: [String: [UsageDay: Double]] = [:]
         var unpriced: [String: Set<String>] = [:]
-        var priceOf: [String: ModelPrice?] = [:]
         for (place, counts) in rows {
-            let price = priceOf[place.model] ?? { let found = prices.price(of: place.model); priceOf[place.model] = found; return found }()
-            guard let price else { unpriced[place.key, default: []].insert(place.model); continue }
-            costs[place.key, default: [:]][UsageDay(number: place.day), default: 0] += price.cost(counts)
+            let day = UsageDay(number: place.day)
+            guard let cost = prices.cost(counts, model: place.model, on: day) else { unpriced[place.key, default: []].insert(place.model); continue }
+            costs[place.key, default: [:]][day, default: 0] += cost
+        }
+        for (key, days) in searchCosts(prices: prices) {
+            for (day, cost) in days { costs[key, default: [:]][day, default: 0] += cost }
         }
         return (costs, unpriced)
     }
 
     // MARK: Stored form
 
-    /// version 1, the records file's inode, records merged, records set aside; the key and
+    /// version 2, the records file's inode, records merged, records set aside; the key and
     /// model names (u16 length, UTF-8); then each row: day (i32), key and model (u32 indices),
-    /// and the six counts (u64). Little-endian, read and written in one pass (a year of ten keys
+    /// and the seven counts (u64; version 1 had six, without the search queries). Little-endian, read and written in one pass (a year of ten keys
     /// is 3,650 rows).
     func encoded() -> [UInt8] {
         let keys = Array(Set(rows.keys.map(\.key))).sorted()
@@ -61,7 +64,7 @@ public struct UsageSummary: Sendable, Equatable {
         let keyIndex = Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, $0) })
         let modelIndex = Dictionary(uniqueKeysWithValues: models.enumerated().map { ($1, $0) })
         var out = ByteSink()
-        out.put(UInt8(1))
+        out.put(UInt8(2))
         out.put(recordsInode)
         out.put(UInt64(recordsMerged))
         out.put(UInt64(setAside))
@@ -81,7 +84,7 @@ public struct UsageSummary: Sendable, Equatable {
 
     static func decode(_ bytes: UnsafeRawBufferPointer) -> UsageSummary? {
         var input = ByteSource(bytes)
-        guard input.u8() == 1, let inode = input.u64(), let merged = input.u64(), let aside = input.u64(),
+        guard let version = input.u8(), (1...2).contains(version), let inode = input.u64(), let merged = input.u64(), let aside = input.u64(),
               merged < 1 << 40, aside < 1 << 40 else { return nil }
         var summary = UsageSummary()
         summary.recordsInode = inode
@@ -97,14 +100,15 @@ public struct UsageSummary: Sendable, Equatable {
             }
             lists.append(names)
         }
-        // A row takes 60 bytes: more rows than the bytes left is damage, not a reason to reserve gigabytes.
-        guard let rowCount = input.u32(), Int(rowCount) <= input.remaining / 60 else { return nil }
+        let countsPerRow = version == 1 ? 6 : 7
+        // A row takes 12 bytes and its counts: more rows than the bytes left is damage, not a reason to reserve gigabytes.
+        guard let rowCount = input.u32(), Int(rowCount) <= input.remaining / (12 + 8 * countsPerRow) else { return nil }
         summary.rows.reserveCapacity(Int(rowCount))
         for _ in 0..<rowCount {
             guard let day = input.i32(), let key = input.u32(), let model = input.u32(),
                   lists[0].indices.contains(Int(key)), lists[1].indices.contains(Int(model)) else { return nil }
             var fields: [Int] = []
-            for _ in 0..<6 {
+            for _ in 0..<countsPerRow {
                 guard let value = input.u64(), value <= UInt64(UsageCounts.limit) else { return nil }
                 fields.append(Int(value))
             }

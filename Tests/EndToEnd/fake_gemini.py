@@ -16,6 +16,12 @@ The slow-paragraph, slow-markdown, slow-wide-code, slow-wide-table and tall scen
 small pieces, and note when each piece went out (time.time()) as a JSON line in the log's
 ".sent" file, so a test can compare it with the moment the text showed on its terminal.
 
+Replies name the model that ran in `modelVersion`: the scenario's name without its tag, or for an
+id Google retired, the model that serves it (ROUTES: 3.7 Flash -> 3.8 Flash since 2026-10-08). A
+tag `~tier-flex` (or -priority, -batch, -standard) answers with the `x-gemini-service-tier` header.
+`thinkingLevel: MINIMAL` on a model that refuses it (NO_MINIMAL) gets Google's 400, and any
+`thinkingConfig` sent to `no-thinking-dev` gets the Developer API's "Thinking is not enabled".
+
 Keys as Google treats them since September 2026 (KEY POLICY below): an auth key (`AQ.` and at least
 37 more URL-safe characters, dots inside) is accepted; a standard key (`AIza` + 35) gets the real
 401 ACCESS_TOKEN_TYPE_UNSUPPORTED, or 400 API_KEY_INVALID with --standard-keys reject-400 (or
@@ -84,9 +90,29 @@ def text_chunk(text, finish=None, usage=None):
     return body
 
 
+# Retired ids and aliases, and the model that serves them (gemini-prices-2026-12.md §4).
+ROUTES = {"gemini-3.7-flash": "gemini-3.8-flash", "gemini-3.5-flash": "gemini-3.6-flash", "gemini-flash-latest": "gemini-3.8-flash"}
+# Models that answer thinkingLevel MINIMAL with 400 (gemini-2026-features.md, December 2026).
+NO_MINIMAL = ("gemini-3.8-flash", "gemini-3.7-flash", "gemini-flash-latest", "gemini-3.1-pro", "gemini-4-")
+FIXTURE_VERSION = b'"modelVersion": "gemini-3.6-flash"'
+
+
+def served_model(model):
+    base = model.split("~")[0]
+    return ROUTES.get(base, base)
+
+
+def tier_tag(model):
+    match = re.search(r"~tier-(standard|flex|priority|batch)\b", model)
+    return match.group(1) if match else None
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     log_path = None
+    # Set per generate request: the model whose name replies carry, and the tier header to send.
+    model_version = None
+    service_tier = None
 
     def log_message(self, *args):
         pass
@@ -105,7 +131,11 @@ class Handler(BaseHTTPRequestHandler):
             log.write(json.dumps(entry) + "\n")
 
     def send_json(self, status, payload, content_type="application/json; charset=UTF-8", headers=()):
+        if self.model_version:
+            payload = payload.replace(FIXTURE_VERSION, b'"modelVersion": ' + json.dumps(self.model_version).encode())
         self.send_response(status)
+        if status == 200 and self.service_tier:
+            self.send_header("x-gemini-service-tier", self.service_tier)
         for name, value in headers:
             self.send_header(name, value)
         self.send_header("Content-Type", content_type)
@@ -115,11 +145,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def start_stream(self):
         self.send_response(200)
+        if self.service_tier:
+            self.send_header("x-gemini-service-tier", self.service_tier)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
 
     def chunk(self, data):
+        if self.model_version:
+            data = data.replace(FIXTURE_VERSION, b'"modelVersion": ' + json.dumps(self.model_version).encode())
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
@@ -153,6 +187,7 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- routes ---------------------------------------------------------------------------
     def do_GET(self):
+        self.model_version = self.service_tier = None
         self.record(b"")
         if not self.authorised():
             return
@@ -163,6 +198,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(404, fixture("error-not-found.json").replace(b"{MODEL}", b"unknown"))
 
     def do_POST(self):
+        self.model_version = self.service_tier = None
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length)
         self.record(body)
@@ -186,6 +222,17 @@ class Handler(BaseHTTPRequestHandler):
             return
         config = request.get("generationConfig", {})
         thinking = config.get("thinkingConfig", {})
+        if method in ("generateContent", "streamGenerateContent"):
+            self.model_version, self.service_tier = served_model(model), tier_tag(model)
+        if "thinkingConfig" in config and scenario == "no-thinking-dev":
+            # The Developer API's answer to any thinkingConfig for a model that does not think.
+            self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                                      "message": "Thinking is not enabled for models/%s" % scenario}}, indent=2).encode())
+            return
+        if str(thinking.get("thinkingLevel", "")).upper() == "MINIMAL" and served_model(model).startswith(NO_MINIMAL):
+            self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                                      "message": "Thinking level MINIMAL is not supported for this model. Please retry with other thinking level."}}, indent=2).encode())
+            return
         if "thinkingLevel" in thinking and "thinkingBudget" in thinking:
             # Google refuses a level and a budget together.
             self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
@@ -862,7 +909,8 @@ JOINER_REPLY = ("Family \U0001F468\u200d\U0001F469\u200d\U0001F467 and \u0915\u0
 
 SCENARIOS = {"ok", "code", "hidden", "hidden-markdown", "joiners", "thinking-long", "lf", "split", "slow", "slow-long", "steady", "slow-paragraph", "slow-markdown", "slow-wide-code", "slow-wide-table", "tall", "garbage", "empty", "not-json", "thinking", "thinking-slow", "echo", "escape", "error-mid", "error-mid-data", "retry-429",
              "retry-503", "retry-after", "always-503", "quota-day", "disabled", "blocked", "max-tokens", "safety", "recitation", "drop",
-             "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash",
+             "hang", "hang-first", "echo-key", "echo-foreign-key", "api-blocked", "gemini-3.6-flash", "gemini-3.8-flash", "gemini-3.7-flash",
+             "gemini-3.5-flash", "gemini-flash-latest", "gemini-4-argon", "no-thinking-dev",
              "other-finish", "thinking-only", "cut-event", "structured", "structured-wrong", "structured-text", "structured-described", "no-thinking", "signed", "metered", "no-tools", "schema-refused", "thinking-escape"} | TOOL_REPLIES | set(HOSTILE)
 
 

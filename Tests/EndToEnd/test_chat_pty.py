@@ -124,7 +124,7 @@ def test_slash_commands(chat, tmp_path):
     s.line("/think 0")
     s.expect(r"thinking budget set to 0 tokens")
     s.line("/think lots")
-    s.expect(r"/think takes minimal, low, medium or high")
+    s.expect(r"/think takes minimal, low, medium, high or xhigh")
     s.line("/undo")
     s.expect(r"removed the last exchange")
     s.mark()

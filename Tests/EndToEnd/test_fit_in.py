@@ -87,6 +87,7 @@ def test_every_json_output_matches_its_committed_schema(api):
     assert failed["error"]["exitCode"] == 7
     assert check("ask", "ask", "--json", "--count-tokens", "hi", passphrase=False)["totalTokens"] > 0
     check("models", "models", "--json", passphrase=False)
+    check("prices", "prices", "--json", passphrase=False)
     listed = check("history-list", "history", "list", "--json")
     assert len(listed["conversations"]) == 1
     check("history-export", "history", "export", listed["conversations"][0]["id"], "--format", "json")

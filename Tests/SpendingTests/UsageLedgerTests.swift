@@ -118,8 +118,28 @@ import VaultCore
         #expect(UsageLedger.storedName(long).hasPrefix("#") && UsageLedger.storedName(long) == UsageLedger.storedName(long))
         #expect(UsageLedger.storedName("file:/a\"b") != "file:/a\"b" && UsageLedger.storedName("work") == "work")
         let entry = UsageLedger.Entry(key: long, model: String(repeating: "\u{1}", count: 200), day: UsageDay(number: 1),
-                                      counts: UsageCounts(requests: UsageCounts.limit, prompt: UsageCounts.limit))
+                                      counts: UsageCounts(requests: UsageCounts.limit, prompt: UsageCounts.limit, cached: UsageCounts.limit, toolUse: UsageCounts.limit,
+                                                          output: UsageCounts.limit, thoughts: UsageCounts.limit, searchQueries: UsageCounts.limit))
         #expect(UsageLedger.plaintext(entry)?.count == UsageLedger.recordPlainLength)
+    }
+
+    /// Records and summaries written before search queries were counted (version 1) still read.
+    @Test func versionOneRecordsAndSummariesStillRead() throws {
+        func entry(_ json: String) -> UsageLedger.Entry? { Array(json.utf8).withUnsafeBytes { UsageLedger.entry($0) } }
+        let old = try #require(entry(#"{"v":1,"key":"k","model":"m","day":5,"counts":[1,2,3,4,5,6]}   "#))
+        #expect(old.counts == UsageCounts(requests: 1, prompt: 2, cached: 3, toolUse: 4, output: 5, thoughts: 6))
+        #expect(entry(#"{"v":1,"key":"k","model":"m","day":5,"counts":[1,2,3,4,5,6,7]}"#) == nil)
+        #expect(entry(#"{"v":2,"key":"k","model":"m","day":5,"counts":[1,2,3,4,5,6]}"#) == nil)
+        #expect(entry(#"{"v":2,"key":"k","model":"m","day":5,"counts":[1,2,3,4,5,6,7]}"#)?.counts.searchQueries == 7)
+        let written = try #require(UsageLedger.plaintext(old))
+        #expect(written.withUnsafeBytes { UsageLedger.entry($0) } == old)
+        // A version 1 summary: one row of six counts.
+        var bytes: [UInt8] = [1] + [UInt8](repeating: 0, count: 24)
+        for name in ["k", "m"] { bytes += [1, 0, 0, 0, 1, 0] + Array(name.utf8) }
+        bytes += [1, 0, 0, 0] + [5, 0, 0, 0] + [0, 0, 0, 0] + [0, 0, 0, 0]
+        for count in 1...6 { bytes += [UInt8(count)] + [UInt8](repeating: 0, count: 7) }
+        let summary = try #require(bytes.withUnsafeBytes { UsageSummary.decode($0) })
+        #expect(summary.rows(from: UsageDay(number: 0)).map(\.counts) == [old.counts])
     }
 
     @Test func aSummaryClaimingMoreRowsThanItHoldsIsRefused() {

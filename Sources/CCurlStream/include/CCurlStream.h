@@ -13,6 +13,9 @@ typedef struct gv_http_request {
     size_t body_length;
     long idle_timeout_ms;             /* limit on connecting and getting the headers, then between bodies' signs of progress */
     int no_proxy;                     /* non-zero: connect directly, whatever the proxy variables say */
+    const char *capture_header;       /* a response header's name ("x-gemini-service-tier"), or NULL */
+    char *captured;                   /* its value (printable ASCII, cut to fit, NUL-terminated; "" when absent) */
+    size_t captured_capacity;
 } gv_http_request;
 
 /// Called with each piece of the response body as it arrives, with the HTTP status.
