@@ -96,7 +96,7 @@ def test_a_budget_warns_at_80_percent_refuses_past_it_and_over_budget_sends(pric
     assert "past its daily budget" in error["message"] and "spent $0.0304 of $0.0250 today" in error["message"], error
     assert not [r for r in env.server.requests() if "generateContent" in r["path"]]
     forced = env.run("ask", "--model", "metered", "--over-budget", "q", passphrase=False)
-    assert forced.code == 0 and "past the daily budget" in forced.err, forced
+    assert forced.code == 0 and "sent anyway (--over-budget)" in forced.err and "past its daily budget" in forced.err, forced
     # The monthly budget, from the setting, counts the month.
     assert env.run("key", "budget", "default", "--daily", "none", "--monthly", "0.04").code == 0
     assert env.run("ask", "--model", "metered", "q", passphrase=False).code == 6
@@ -104,15 +104,16 @@ def test_a_budget_warns_at_80_percent_refuses_past_it_and_over_budget_sends(pric
     assert totals["budgetDaily"] is None and totals["budgetMonthly"] == 0.04 and abs(totals["spentToday"] - 4 * METERED_COST) < 1e-12
 
 
-def test_a_budget_setting_applies_to_a_key_from_elsewhere_and_needs_the_vault_to_be_checked(priced):
+def test_a_budget_setting_applies_to_a_key_from_elsewhere_even_with_the_vault_locked(priced):
     env = priced
     env.vars["GEMINI_API_KEY"] = GOOD_KEY
     env.vars["GEMVAULT_BUDGET_DAILY"] = "0.001"
+    # Locked: the key's meter, not the vault's ledger, holds what it spent; the budget is checked.
     locked = env.run("ask", "--model", "metered", "q", passphrase=False)
-    assert locked.code == 0 and "was not checked: the usage ledger opens only with the vault" in locked.err, locked
+    assert locked.code == 6 and "key '$GEMINI_API_KEY'" in locked.err and "--over-budget" in locked.err, locked
     assert env.run("unlock").code == 0
     refused = env.run("ask", "--model", "metered", "q", passphrase=False)
-    assert refused.code == 6 and "key '$GEMINI_API_KEY'" in refused.err and "--over-budget" in refused.err, refused
+    assert refused.code == 6 and "past its daily budget" in refused.err, refused
 
 
 def test_a_chat_refuses_a_turn_past_the_budget_and_shows_what_it_spent(priced):
@@ -140,18 +141,21 @@ def test_a_warning_printed_after_enter_stays_on_screen_above_the_bubbles(priced)
     env = priced
     assert env.run("unlock").code == 0
     assert env.run("key", "budget", "default", "--daily", "1").code == 0
-    # 'ok' has no price: the budget cannot be checked, and a warning says so after Enter.
+    # 'ok' has no price: the budget cannot be checked, so the message is refused; /over-budget
+    # sends it, and a warning says so after Enter.
     s = PtySession([BIN, "chat", "--no-save", "--bubbles", "--model", "ok"], dict(env.vars, TERM="xterm"), columns=80)
     try:
         s.expect(r"you ›")
         s.line("hello there")
+        s.expect(r"/over-budget")
+        s.expect(r"you ›")
+        s.line("/over-budget")
         s.expect(r"you ›")
         s.read_available(0.2)
         screen = "\n".join(s.screen.all_lines())
         # The warning is whole on the screen (the bubble's redraw once erased it), and the bubbles follow it.
-        assert "gemvault: warning: the budget of key 'default' was not checked" in screen, screen
-        assert "no price for model 'ok'" in " ".join(screen.split()), screen
-        warning_at = screen.index("was not checked")
+        assert "gemvault: warning: sent anyway (--over-budget): there is no price for model 'ok'" in " ".join(screen.split()), screen
+        warning_at = screen.index("sent anyway")
         assert screen.index("hello there", warning_at) > warning_at and "╭" in screen[warning_at:], screen
         s.line("/exit")
         assert s.wait() == 0
