@@ -130,16 +130,27 @@ final class SpendGuard {
         let vault = try? context.vault.settingsAndConversationKeysWithoutPrompt()
         let ledgerKeys = vault.flatMap { try? HistoryKeys(seeds: $0.conversationKeys) }
         guard let vaultSettings = vault?.settings else {
-            // The vault is locked: a budget it keeps for this very key (its mark says so) cannot be read.
-            let locked = meter.map { marks.contains($0.id) } == true && !isFromVault
-                ? "this key has a budget kept in the vault, which is locked, so it cannot be read" : nil
+            // The vault is locked: a budget it keeps for this very key, or for every key (its marks say so), cannot be read.
+            var locked: String?
+            if !isFromVault && marks.contains(BudgetMarks.everyKey) {
+                locked = "the vault keeps a budget for every key (budget_daily or budget_monthly), which cannot be read while it is locked"
+            } else if !isFromVault, let meter, marks.contains(meter.id) {
+                locked = "this key has a budget kept in the vault, which cannot be read while it is locked"
+            }
             return Lookup(budget: Self.budget(for: keyName, settings: settings, vaultSettings: [:]), ledgerKeys: nil, locked: locked, inVault: isFromVault)
         }
+        Self.markVaultWideBudget(vaultSettings, marks)
         if !isFromVault, let name = matchingVaultKey(Self.budgetedNames(vaultSettings)) { keyName = name }
         let inVault = isFromVault || compared[keyName] == true
         let budget = Self.budget(for: keyName, settings: settings, vaultSettings: inVault ? vaultSettings : [:])
         if inVault, let meter, budget.isSet != marks.contains(meter.id) { try? marks.set(meter.id, budgeted: budget.isSet) }
         return Lookup(budget: budget, ledgerKeys: ledgerKeys, locked: nil, inVault: inVault)
+    }
+
+    /// Notes whether the vault's own settings hold a budget for every key.
+    static func markVaultWideBudget(_ vaultSettings: [String: String], _ marks: BudgetMarks) {
+        let wide = vaultSettings[Setting.budgetDaily.name] != nil || vaultSettings[Setting.budgetMonthly.name] != nil
+        if wide != marks.contains(BudgetMarks.everyKey) { try? marks.set(BudgetMarks.everyKey, budgeted: wide) }
     }
 
     private var isFromVault: Bool { if case .vault = source { true } else { false } }

@@ -77,13 +77,15 @@ public struct KeyMeter: Sendable {
     }
 }
 
-/// Which keys (by their meter's id) have a budget kept in the vault: written whenever the vault
+/// Which keys (by their meter's id, or `*` for all) have a budget kept in the vault: written whenever the vault
 /// is open, read when it is locked, so a key reached through the environment or a file while
 /// the vault is locked is refused rather than sent unchecked. Ids only: nothing of a key or
 /// its name.
 public struct BudgetMarks: Sendable {
     public let folder: String
     static let name = "budgeted-keys"
+    /// The mark of a budget the vault's settings set for every key.
+    public static let everyKey = "*"
 
     public init(history: HistoryStore) { folder = history.folder }
 

@@ -26,7 +26,7 @@ public struct UsageLedger: Sendable {
     static let maxName = 160
     /// A records file's header (generation 1 on; a file without one is generation 0).
     static let headerMagic = Array("GVUL".utf8)
-    /// Records merged before the file is folded into the summary (2,048 records are 1.2 MB).
+    /// Records merged before the file is folded into the summary (2,048 records are 1.1 MB).
     public static let compactFrom = 2048
 
     public init(history: HistoryStore) { folder = history.folder }

@@ -260,7 +260,7 @@ def test_a_vault_budget_covers_the_same_key_reached_through_the_environment(sess
     env.vars["GEMINI_API_KEY"] = GOOD_KEY
     # Locked: the vault keeps a budget for this very key, which cannot be read: refused, not sent.
     locked = env.run("ask", "--model", "metered", "q", passphrase=False)
-    assert locked.code == 6 and "has a budget kept in the vault, which is locked" in locked.err and "gemvault unlock" in locked.err, locked
+    assert locked.code == 6 and "has a budget kept in the vault, which cannot be read while it is locked" in locked.err and "gemvault unlock" in locked.err, locked
     assert not sent_generate(env)
     assert env.run("unlock").code == 0
     for _ in range(2):
@@ -271,6 +271,11 @@ def test_a_vault_budget_covers_the_same_key_reached_through_the_environment(sess
     assert [row["key"] for row in usage(env)["rows"]] == ["default"]
     # A key of another value has no such budget.
     assert env.run("ask", "--model", "metered", "q", passphrase=False, env={"GEMINI_API_KEY": OTHER_KEY}).code == 0
+    # A budget the vault keeps for every key covers it, and is not skipped while the vault is locked.
+    assert env.run("config", "set", "budget_monthly", "100").code == 0
+    assert env.run("lock").code == 0
+    wide = env.run("ask", "--model", "metered", "q", passphrase=False, env={"GEMINI_API_KEY": OTHER_KEY})
+    assert wide.code == 6 and "the vault keeps a budget for every key" in wide.err, wide
 
 
 def test_an_unpriced_model_under_a_budget_is_refused_and_key_budget_warns(priced):
