@@ -35,18 +35,20 @@ public struct KeyMeter: Sendable {
         return try decode(file)
     }
 
-    /// Adds one reply, under the file's lock, and drops the days before last month.
+    /// Adds one reply and drops the days before last month: under a lock file beside it, the
+    /// meter replaced whole (a crash leaves the old one or the new, never a torn one).
     public func add(model: String, day: UsageDay, counts: UsageCounts) throws(UsageLedger.Failure) {
         let folder: TrustedFolder
         do { folder = try TrustedFolder.create(self.folder) } catch { throw UsageLedger.Failure(error) }
-        guard let file = try open(in: folder, flags: O_RDWR | O_CREAT) else { throw .system(SystemError("open", path: path, code: ENOENT)) }
-        do { try file.lockExclusively() } catch { throw .system(error) }
-        var summary = try decode(file)
+        let lockName = id + ".lock"
+        guard let lock = try TrustedFile.openChecked(lockName, in: folder) else { throw .system(SystemError("open", path: folder.path(of: lockName), code: ENOENT)) }
+        do { try lock.lockExclusively() } catch { throw .system(error) }
+        var summary = try open(in: folder, flags: O_RDONLY).map(decode) ?? UsageSummary()
         summary.add(UsageLedger.Entry(key: "", model: UsageLedger.storedName(model), day: day, counts: counts))
         summary.dropRows(before: Self.horizon(day))
         let sealed: [UInt8]
         do { sealed = Self.magic + (try pair.sealPrivately(summary.encoded(), purpose: Self.purpose)) } catch { throw .crypto("\(error)") }
-        do { try file.overwrite(sealed) } catch { throw .system(error) }
+        do { try folder.replace(id, with: sealed, tempPrefix: "." + id + ".tmp.") } catch { throw .system(error) }
     }
 
     /// The first day a meter keeps on `day`: the first of last month.
@@ -74,6 +76,13 @@ public struct KeyMeter: Sendable {
             throw .damaged("the key's spending meter \(path) is damaged: what the key spent this month cannot be read")
         }
         return summary
+    }
+}
+
+extension TrustedFile {
+    /// A private file opened (made when missing) in a checked folder, for a lock.
+    static func openChecked(_ name: String, in folder: TrustedFolder) throws(UsageLedger.Failure) -> FileDescriptor? {
+        do { return try open(name, in: folder, requirement: .secret, flags: O_RDWR | O_CREAT) } catch { throw UsageLedger.Failure(error) }
     }
 }
 

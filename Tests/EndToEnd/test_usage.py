@@ -229,6 +229,11 @@ def test_bad_prices_and_budgets_are_usage_errors(priced):
 OTHER_KEY = "AQ.Zz8RD3mo0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp"
 
 
+def meters(env):
+    """The key meters (not their lock files)."""
+    return [p for p in glob.glob(os.path.join(env.vars["XDG_STATE_HOME"], "gemvault", "meters", "*")) if "." not in os.path.basename(p)]
+
+
 def sent_generate(env):
     return [r for r in env.server.requests() if "generateContent" in r["path"]]
 
@@ -244,7 +249,7 @@ def test_a_script_with_only_an_env_key_and_a_budget_in_config_json_is_checked(ap
     refused = api.run("ask", "--model", "metered", "q", passphrase=False)
     assert refused.code == 6 and "key '$GEMINI_API_KEY' past its daily budget: spent $0.0304 of $0.0250" in refused.err, refused
     assert "--max-output-tokens" in refused.err and "--over-budget" in refused.err and not sent_generate(api), refused
-    [meter] = glob.glob(os.path.join(api.vars["XDG_STATE_HOME"], "gemvault", "meters", "*"))
+    [meter] = meters(api)
     with open(meter, "rb") as handle:
         data = handle.read()
     assert GOOD_KEY.encode() not in data and b"metered" not in data and os.stat(meter).st_mode & 0o777 == 0o600
@@ -304,7 +309,7 @@ def test_an_unreadable_ledger_or_a_damaged_meter_refuses_under_a_budget(priced):
     assert unreadable.code == 6 and "the usage ledger could not be read" in unreadable.err, unreadable
     os.remove(records)
     os.rename(records + ".kept", records)
-    [meter] = glob.glob(os.path.join(env.vars["XDG_STATE_HOME"], "gemvault", "meters", "*"))
+    [meter] = meters(env)
     with open(meter, "r+b") as handle:
         handle.seek(-1, os.SEEK_END)
         last = handle.read(1)
