@@ -405,3 +405,13 @@ def test_chat_budget_over_budget_and_a_budget_raised_in_another_terminal(priced)
         assert s.wait() == 0
     finally:
         s.close()
+
+
+def test_a_vault_budget_is_checked_when_the_key_comes_from_the_vault_without_a_session(session):  # noqa: F811
+    env = session
+    env.vars["GEMVAULT_PRICES"] = PRICES
+    assert env.run("key", "budget", "default", "--daily", "0.001").code == 0
+    # The passphrase opens the vault for the key, and with it the budget and the ledger.
+    refused = env.run("ask", "--model", "metered", "q")
+    assert refused.code == 6 and "key 'default' past its daily budget" in refused.err, refused
+    assert not sent_generate(env)
