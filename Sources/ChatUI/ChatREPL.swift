@@ -48,6 +48,10 @@ public final class ChatREPL {
     public var beforeRequest: ((ChatRequest, String) -> Bool)?
     /// Told of each reply and the model asked for; returns the status line to show under it, if any.
     public var afterReply: ((ChatReply, String) -> String?)?
+    /// `/over-budget`, `/retry --over-budget`: lets the next request past the budget check once.
+    public var overBudget: (() -> Void)?
+    /// `/budget`: today's and this month's spending and the limits, read afresh.
+    public var budgetReport: (() -> String)?
 
     public init(conversation: Conversation, client: any ChatProvider, style: Style, interactive: Bool, allowSecrets: Bool = false,
                 recorder: ConversationRecorder? = nil, bubbles: Bool = false, markdown: MarkdownRenderer? = nil,
@@ -297,7 +301,11 @@ public final class ChatREPL {
         let writesBefore = Console.standardErrorWrites
         guard maySend(message) else { return }
         let request = conversation.request(for: message, attachments: attachments)
-        if beforeRequest?(request, conversation.model) == false { return }
+        if beforeRequest?(request, conversation.model) == false {
+            // Refused before it went out: `/retry --over-budget` (or `/over-budget`) sends it.
+            failedMessage = (message, attachments)
+            return
+        }
         let typedLinesAbove = typedRows > 0 && SecretScanner.findings(in: message).isEmpty && Console.standardErrorWrites == writesBefore
         gv_interrupt_clear()
         // Echo off while the reply streams: keys typed meanwhile wait unseen for the next prompt,

@@ -27,7 +27,9 @@ extension ChatREPL {
     /copy               copy the last reply to the clipboard (OSC 52)
     /copy code [N]      copy code block N, as numbered in its frame (default the last)
     /clear              start a new conversation
-    /retry              send the last (or the failed) message again
+    /retry              send the last (or the failed) message again (--over-budget: past the budget)
+    /over-budget        send the message a budget refused anyway (as /retry --over-budget)
+    /budget             what the key spent today and this month, and its budgets
     /undo               remove the last exchange
     /usage              tokens of the last reply and of this session
     /save FILE          write the conversation as Markdown (mode 0600)
@@ -123,7 +125,15 @@ extension ChatREPL {
             } else {
                 Console.err("nothing to undo\n")
             }
+        case "/budget":
+            Console.err((budgetReport?() ?? "no budget is kept for this chat") + "\n")
+        case "/over-budget":
+            guard let failed = failedMessage else { Console.err("no message was refused\n"); return true }
+            overBudget?()
+            failedMessage = nil
+            pendingRetry = failed
         case "/retry":
+            if argument == "--over-budget" { overBudget?() } else if !argument.isEmpty { Console.error("/retry takes only --over-budget"); return true }
             // A failed turn first: it left no exchange, so undoing one would drop an earlier reply.
             if let failed = failedMessage {
                 failedMessage = nil

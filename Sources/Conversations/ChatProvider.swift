@@ -313,8 +313,10 @@ public protocol ChatProvider: AnyObject {
     func stream(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> ChatReply
     /// The whole reply at once.
     func reply(to request: ChatRequest, model: String, handlers: StreamHandlers) throws -> ChatReply
-    /// The tokens the request's messages take.
+    /// The tokens the whole request takes (messages, system instruction, tools, options).
     func countTokens(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> Int
+    /// One model's facts (its token limits).
+    func modelFacts(_ name: String, handlers: StreamHandlers) throws -> ChatModel
     /// The models that can chat.
     func chatModels(handlers: StreamHandlers) throws -> [ChatModel]
     /// Whether a request's `store` choice reaches the provider; where it does not, the

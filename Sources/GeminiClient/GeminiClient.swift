@@ -246,12 +246,22 @@ public final class GeminiClient {
         return models
     }
 
-    /// Tokens in `contents` for `model`, with `:countTokens`.
-    public func countTokens(model: String, contents: [Content], handlers: StreamHandlers = StreamHandlers()) throws -> Int {
-        let target = url(try Self.modelResource(model) + ":countTokens")
-        let response: CountTokensResponse = try call(method: "POST", url: target, body: try encode(CountTokensRequest(contents: contents)), handlers: handlers,
-                                                     errors: errors.about(model))
+    /// Tokens in `request` for `model`, with `:countTokens`: the whole request (its system
+    /// instruction, tools and generation config count too) as `generateContentRequest`, which
+    /// names the model and carries `store` inside; Google refuses a `store` beside it.
+    public func countTokens(model: String, request: GenerateContentRequest, handlers: StreamHandlers = StreamHandlers()) throws -> Int {
+        let resource = try Self.modelResource(model)
+        var whole = request
+        whole.model = resource
+        let target = url(resource + ":countTokens")
+        let response: CountTokensResponse = try call(method: "POST", url: target, body: try encode(CountTokensRequest(generateContentRequest: whole)),
+                                                     handlers: handlers, errors: errors.about(model))
         return response.totalTokens ?? 0
+    }
+
+    /// One model's facts (its token limits), with `models.get`.
+    public func getModel(_ model: String, handlers: StreamHandlers = StreamHandlers()) throws -> ModelInfo {
+        try call(method: "GET", url: url(try Self.modelResource(model)), body: nil, handlers: handlers, errors: errors.about(model))
     }
 
     private func call<Response: Decodable>(method: String, url: String, body: [UInt8]?, handlers: StreamHandlers, errors: ErrorMapper? = nil) throws -> Response {

@@ -24,7 +24,12 @@ extension GeminiClient: ChatProvider {
     }
 
     public func countTokens(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> Int {
-        try countTokens(model: model, contents: GenerateContentRequest(request).contents, handlers: handlers)
+        try countTokens(model: model, request: GenerateContentRequest(request), handlers: handlers)
+    }
+
+    public func modelFacts(_ name: String, handlers: StreamHandlers) throws -> ChatModel {
+        let info = try getModel(name, handlers: handlers)
+        return ChatModel(name: info.shortName, displayName: info.displayName, inputTokenLimit: info.inputTokenLimit, outputTokenLimit: info.outputTokenLimit)
     }
 
     public func chatModels(handlers: StreamHandlers) throws -> [ChatModel] {

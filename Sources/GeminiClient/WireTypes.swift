@@ -127,6 +127,8 @@ public struct Tool: Codable, Sendable, Equatable {
 }
 
 public struct GenerateContentRequest: Codable, Sendable, Equatable {
+    /// `models/NAME`: set only inside a countTokens request (the URL names it otherwise).
+    public var model: String?
     public var contents: [Content]
     public var systemInstruction: Content?
     public var generationConfig: GenerationConfig?
@@ -237,8 +239,9 @@ struct ListModelsResponse: Codable, Sendable {
     var nextPageToken: String?
 }
 
+/// `{"generateContentRequest": {...}}`: the whole request is counted, not only its contents.
 struct CountTokensRequest: Codable, Sendable {
-    var contents: [Content]
+    var generateContentRequest: GenerateContentRequest
 }
 
 public struct CountTokensResponse: Codable, Sendable {

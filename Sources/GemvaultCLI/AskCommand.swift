@@ -142,10 +142,10 @@ extension ChatCommand {
         let attachments = try attachments(call)
         let schema = try call.value(.schema).map { try StructuredReply.load($0, call) }
         if schema != nil { result.data = .some(nil) }
-        let (client, settings, keySource) = try clientWithKey(call)
+        let (client, settings, key) = try clientWithKey(call)
         var conversation = try conversation(settings, client, call)
         conversation.generation.responseJSONSchema = schema?.json
-        let spending = try SpendGuard(context: call.context, settings: settings, keySource: keySource, overBudget: call.flag(.overBudget))
+        let spending = try SpendGuard(context: call.context, settings: settings, key: key, overBudget: call.flag(.overBudget))
         let showThoughts = conversation.generation.includeThoughts
         if showThoughts { result.thoughts = "" }
         result.model = conversation.model

@@ -91,7 +91,7 @@ enum ChatCommand {
     }
 
     /// The same, with where the key came from. The one place that picks the provider: Gemini.
-    static func clientWithKey(_ call: Invocation, modelsAdvice: String? = nil) throws -> (any ChatProvider, Settings, KeySource) {
+    static func clientWithKey(_ call: Invocation, modelsAdvice: String? = nil) throws -> (any ChatProvider, Settings, ResolvedKey) {
         let resolver = try call.context.keyResolver(call)
         let (key, settings) = try resolver.resolve()
         RotationReminder(context: call.context).remind(key: key, settings: settings)
@@ -101,7 +101,7 @@ enum ChatCommand {
                                  model: settings[.model], apiVersion: settings[.apiVersion])
         if let modelsAdvice { errors.modelsAdvice = modelsAdvice }
         errors.optionAdvice = optionAdvice
-        return (GeminiClient(configuration: configuration, apiKey: key.secret, errors: errors), settings, key.source)
+        return (GeminiClient(configuration: configuration, apiKey: key.secret, errors: errors), settings, key)
     }
 
     /// What to change when Gemini refuses an option (a 400 that names it), said once for ask and chat.
@@ -196,7 +196,8 @@ enum ChatCommand {
         let attachments = try attachedFiles(call)
         // A wrong id is found before the key is resolved: it needs no passphrase.
         let resumed = try call.value(.resume).map(call.context.history.resolve)
-        let (client, settings, keySource) = try clientWithKey(call, modelsAdvice: "type /models to list the models your key can use")
+        let (client, settings, key) = try clientWithKey(call, modelsAdvice: "type /models to list the models your key can use")
+        let keySource = key.source
         let context = call.context
         // A key the unlocked session handed over is the session's: when it is locked, the chat
         // stops using the key and saving turns.
@@ -238,8 +239,10 @@ enum ChatCommand {
                             secretFiles: secretFiles(context),
                             clipboard: TerminalClipboard(environment: context.helperEnvironment, outputIsTerminal: Terminal.stdoutIsTerminal))
         repl.hyperlinks = Terminal.showsHyperlinks(environment: context.environment)
-        let spending = try SpendGuard(context: context, settings: settings, keySource: keySource, overBudget: call.flag(.overBudget))
+        let spending = try SpendGuard(context: context, settings: settings, key: key, overBudget: call.flag(.overBudget))
+        spending.overBudgetAdvice = "type /over-budget (or /retry --over-budget) to send it anyway"
         repl.beforeRequest = { request, model in
+            defer { spending.overBudgetOnce = false }
             do {
                 try spending.check(request, model: model, provider: client)
                 return true
@@ -248,6 +251,8 @@ enum ChatCommand {
                 return false
             }
         }
+        repl.overBudget = { spending.overBudgetOnce = true }
+        repl.budgetReport = { spending.report() }
         repl.afterReply = { reply, model in
             // The conversation so far, once its model has a price.
             guard spending.record(reply, requested: model) != nil else { return nil }

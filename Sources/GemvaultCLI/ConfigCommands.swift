@@ -3,6 +3,7 @@ import GeminiClient
 import GoogleKeys
 import KeyResolution
 import Settings
+import Spending
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -115,6 +116,7 @@ enum ConfigCommand {
             try file.save()
         } else {
             try context.vault.apply(.setting(name: name, value: value))
+            if name.hasPrefix("budget_") { SpendGuard.markVaultWideBudget(try context.vault.settings(), BudgetMarks(history: context.history)) }
         }
         Console.note("\(name) set in the \(layer)")
     }
@@ -145,6 +147,7 @@ enum ConfigCommand {
             if removed { try file.save() }
         } else {
             removed = try context.vault.apply(.setting(name: name, value: nil)).replaced
+            if name.hasPrefix("budget_") { SpendGuard.markVaultWideBudget(try context.vault.settings(), BudgetMarks(history: context.history)) }
         }
         Console.note(removed ? "\(name) unset" : "\(name) was not set")
     }

@@ -72,7 +72,7 @@ struct KeyCheck {
                 do {
                     switch probe {
                     case .listModels: _ = try client.listModels()
-                    case .countTokens: _ = try client.countTokens(model: model, contents: [Content(role: "user", text: "ok")])
+                    case .countTokens: _ = try client.countTokens(model: model, request: GenerateContentRequest(contents: [Content(role: "user", text: "ok")]))
                     case .generateContent:
                         _ = try client.generateContent(model: model, request: GenerateContentRequest(contents: [Content(role: "user", text: "Say ok.")],
                                                                                                   generationConfig: GenerationConfig(maxOutputTokens: 1)),

@@ -78,13 +78,16 @@ extension OptionSpec {
                                   setting: Setting.thinking.spec)
     static let strict = OptionSpec(name: "--strict", value: nil,
                                    help: "refuse (exit 64) a thinking level the model does not take, instead of sending the nearest one it takes")
+    static let maxOutputTokens = OptionSpec(name: "--max-output-tokens", value: "N",
+                                            help: "at most N reply tokens; under a budget, the reply allowance of the estimate (setting '\(Setting.maxOutputTokens.name)')",
+                                            setting: Setting.maxOutputTokens.spec)
     static let thinkBudget = OptionSpec(name: "--think-budget", value: "N",
                                         help: "thinking tokens instead of a level: 0 turns thinking off, -1 lets the model choose (not with --think)")
 }
 
 let newPassphraseOptions: [OptionSpec] = [.newPassphraseFd, .newPassphraseFile]
 let keySourceOptions: [OptionSpec] = [.key, .keyFile, .allowInsecureEndpoint]
-let generationOptions: [OptionSpec] = [.model, .system, .temperature, .think, .thinkBudget, .strict, .timeout]
+let generationOptions: [OptionSpec] = [.model, .system, .temperature, .maxOutputTokens, .think, .thinkBudget, .strict, .timeout]
 /// The tools at Google that chat and ask can offer the model.
 let toolOptions: [OptionSpec] = [.search, .urlContext, .code, .store]
 
@@ -147,7 +150,7 @@ extension OptionSpec {
     static let all = OptionSpec(name: "--all", value: nil, help: "delete every saved conversation")
     static let olderThan = OptionSpec(name: "--older-than", value: "DURATION", help: "delete those last written before, such as 30d")
     static let overBudget = OptionSpec(name: "--over-budget", value: nil,
-                                       help: "send even when the request could take the key past its daily or monthly budget (budget_daily, budget_monthly, key budget)")
+                                       help: "send even when the request could take the key past its daily or monthly budget, or cannot be checked under one (budget_daily, budget_monthly, key budget)")
     static let days = OptionSpec(name: "--days", value: "N", help: "the last N days, today included (default 30)")
     static let daily = OptionSpec(name: "--daily", value: "AMOUNT", help: "what the key may spend a day (UTC), in the price table's currency; 'none' removes it")
     static let monthly = OptionSpec(name: "--monthly", value: "AMOUNT", help: "what the key may spend a calendar month (UTC); 'none' removes it")

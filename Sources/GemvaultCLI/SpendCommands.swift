@@ -18,7 +18,7 @@ let spendCommands: [CommandSpec] = [
                 summary: "show or set what a key may spend a day and a month",
                 options: [.daily, .monthly],
                 details: """
-                Budgets are in the price table's currency and count UTC days and months. Before each request, chat and ask add an estimate (countTokens for the prompt, max_output_tokens or 8192 tokens for the reply) to what the key spent: past a budget the request is refused with exit 6 (--over-budget sends it anyway); at 80% a warning. A key's own budget wins over the budget_daily and budget_monthly settings.
+                Budgets are in the price table's currency and count UTC days and months. Before each request, chat and ask add an estimate (countTokens of the whole request; for the reply max_output_tokens, else the model's output limit capped by budget_reply_estimate, 8192; plus a thinking budget) to what the key spent: past a budget the request is refused with exit 6 (--over-budget sends it anyway); at 80% a warning. Under a budget a request that cannot be checked (a model without a price, a ledger that cannot be read, no estimate) is refused too. A key's own budget wins over the budget_daily and budget_monthly settings, and covers the same key reached through the environment, a key file or key_command. Docs/usage.md.
                 """,
                 run: SpendCommand.budget),
 ]
@@ -153,8 +153,24 @@ enum SpendCommand {
         let vaultSettings = try context.vault.settings()
         let settings = try context.keyResolver(call).settings(vaultSettings: vaultSettings)
         let budget = SpendGuard.budget(for: name, settings: settings, vaultSettings: vaultSettings)
-        let currency = try SpendGuard.prices(settings).currency
-        func shown(_ amount: Double?) -> String { amount.map { SpendGuard.money($0, currency: currency) } ?? "none" }
+        let prices = try SpendGuard.prices(settings)
+        func shown(_ amount: Double?) -> String { amount.map { SpendGuard.money($0, currency: prices.currency) } ?? "none" }
         try Console.out("\(name): daily \(shown(budget.daily)), monthly \(shown(budget.monthly))\n")
+        if !changes.isEmpty { markBudgeted(name, SpendGuard.budgetedNames(vaultSettings).contains(name), context) }
+        if budget.isSet && prices.price(of: settings[.model]) == nil {
+            Console.warning("the model '\(settings[.model])' has no price, so every request of key '\(name)' with it will be refused while the budget is set")
+            Console.hint("add its price: gemvault config set prices '\(settings[.model])=INPUT/OUTPUT' (per million tokens), or choose a priced model")
+        }
+    }
+
+    /// Notes (by its meter's id) whether the key has a budget kept in the vault, so that the
+    /// same key reached while the vault is locked is refused rather than sent unchecked.
+    private static func markBudgeted(_ name: String, _ budgeted: Bool, _ context: Context) {
+        do {
+            guard let stored = try context.vault.key(name, markUsed: false) else { return }
+            try BudgetMarks(history: context.history).set(try KeyMeter(stateDirectory: context.paths.stateHome, key: stored.secret).id, budgeted: budgeted)
+        } catch {
+            Console.warning("the budget of key '\(name)' is kept, but not noted for when the vault is locked: \(error)")
+        }
     }
 }

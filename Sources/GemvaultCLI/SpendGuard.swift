@@ -1,3 +1,4 @@
+import Agent
 import Conversations
 import FoundationEssentials
 import GeminiClient
@@ -9,37 +10,45 @@ import SystemIO
 import TerminalIO
 import VaultCore
 
-/// What a key spends, for `ask` and `chat`: each reply's usage goes into the ledger, and
-/// before a request the key's budgets are checked against the ledger and an estimate.
+/// What a key spends, for `ask` and `chat`: each reply's usage goes into the ledger and the
+/// key's meter, and before a request the key's budgets are checked against them and an
+/// estimate. Under a budget it fails closed: a request that cannot be checked (no price, a
+/// ledger or meter that cannot be read, no estimate, a budget locked in the vault) is refused.
 final class SpendGuard {
-    let keyName: String
-    /// Whether the key has a name in the vault, where `key budget` keeps its own budgets.
-    private let keyIsInVault: Bool
+    /// The key's name in the ledger: its vault name (also when it came from elsewhere and the
+    /// vault holds the same key under a budget), else where it came from.
+    private(set) var keyName: String
+    private let source: KeySource
+    private let key: SecretBytes
     let prices: PriceTable
     private let ledger: UsageLedger
     private let context: Context
-    private let budget: Budget
-    /// The keys that open the ledger, when the vault was open to this command without a prompt.
-    private let ledgerKeys: HistoryKeys?
+    private let settings: Settings
+    private let meter: KeyMeter?
+    private let marks: BudgetMarks
     private let overBudget: Bool
-    /// Said once per command: a budget that could not be checked, an unusual day.
+    /// The chat's /over-budget: the next request goes past the check once.
+    var overBudgetOnce = false
+    /// How to send a refused request anyway, said with each refusal.
+    var overBudgetAdvice = "pass --over-budget to send it anyway"
+    /// Said once per command: what could not be checked, an unusual day.
     private var warned: Set<String> = []
+    /// The vault keys already compared with this one (name: the same key).
+    private var compared: [String: Bool] = [:]
     /// The key's search queries this month, once the ledger was read; counted on with each reply.
     private var searchQueriesThisMonth: Int?
     /// This conversation's spending, for the chat's status line.
     private(set) var conversationTokens = 0
     private(set) var conversationCost = 0.0
 
-    /// A reply without a stated limit is estimated at this many output tokens.
-    static let defaultReplyEstimate = 8192
-    /// A grounded request is estimated at this many search queries (Google does not say ahead).
-    static let searchQueriesEstimate = 5
     static let warningShare = 0.8
     /// Before a request the summary is written back only once this many records were merged:
     /// its fsync would otherwise cost every turn a millisecond or two.
     static let recordsBeforeSaving = 64
     /// A day's spending this many times the key's usual one is worth a warning.
     static let unusualFactor = 3.0
+    /// A grounded request is estimated at this many search queries (Google does not say ahead).
+    static let searchQueriesEstimate = 5
 
     struct Budget: Equatable {
         var daily: Double?
@@ -47,17 +56,27 @@ final class SpendGuard {
         var isSet: Bool { daily != nil || monthly != nil }
     }
 
-    init(context: Context, settings: Settings, keySource: KeySource, overBudget: Bool) throws {
+    /// What a check found out about the key's budget.
+    struct Lookup {
+        var budget: Budget
+        /// The vault's keys that open the ledger, when the vault is open without a prompt.
+        var ledgerKeys: HistoryKeys?
+        /// Why a budget the vault keeps for this key could not be read.
+        var locked: String?
+        var inVault: Bool
+    }
+
+    init(context: Context, settings: Settings, key: ResolvedKey, overBudget: Bool) throws {
         self.context = context
-        self.keyName = UsageLedger.storedName(Self.ledgerName(keySource))
-        self.keyIsInVault = if case .vault = keySource { true } else { false }
-        self.prices = try Self.prices(settings)
-        self.ledger = UsageLedger(history: context.history)
+        self.settings = settings
+        source = key.source
+        self.key = key.secret
+        keyName = UsageLedger.storedName(Self.ledgerName(key.source))
+        prices = try Self.prices(settings)
+        ledger = UsageLedger(history: context.history)
+        meter = try? KeyMeter(stateDirectory: context.paths.stateHome, key: key.secret)
+        marks = BudgetMarks(history: context.history)
         self.overBudget = overBudget
-        // Asked once per command (two questions to a session): the budgets and the ledger's keys.
-        let vault = try? context.vault.settingsAndConversationKeysWithoutPrompt()
-        budget = Self.budget(for: keyName, settings: settings, vaultSettings: vault?.settings ?? [:])
-        ledgerKeys = vault.flatMap { try? HistoryKeys(seeds: $0.conversationKeys) }
     }
 
     /// The name a key has in the ledger: its vault name, else where it came from.
@@ -81,6 +100,12 @@ final class SpendGuard {
         let names = budgetSettingNames(key)
         return Budget(daily: vaultSettings[names.daily].flatMap(Double.init) ?? settings[.budgetDaily],
                       monthly: vaultSettings[names.monthly].flatMap(Double.init) ?? settings[.budgetMonthly])
+    }
+
+    /// The names of the vault's keys with a budget of their own.
+    static func budgetedNames(_ vaultSettings: [String: String]) -> Set<String> {
+        let prefixes = [Setting.budgetDaily.name + ".", Setting.budgetMonthly.name + "."]
+        return Set(vaultSettings.keys.compactMap { name in prefixes.first(where: name.hasPrefix).map { String(name.dropFirst($0.count)) } })
     }
 
     /// The `prices` setting's table: entries, or a JSON file named by its path; the built-in one
@@ -109,86 +134,172 @@ final class SpendGuard {
         }
     }
 
+    // MARK: The budget, looked up before each request
+
+    /// The key's budget as it is now (a budget raised in another terminal counts at the next
+    /// request): the vault's own for the key's name, when the key came from the vault or the
+    /// vault holds the same key under a budget; else the budget_daily and budget_monthly settings.
+    func lookUp() -> Lookup {
+        let vault = try? context.vault.settingsAndConversationKeysWithoutPrompt()
+        let ledgerKeys = vault.flatMap { try? HistoryKeys(seeds: $0.conversationKeys) }
+        guard let vaultSettings = vault?.settings else {
+            // The vault is locked: a budget it keeps for this very key, or for every key (its marks say so), cannot be read.
+            var locked: String?
+            if !isFromVault && marks.contains(BudgetMarks.everyKey) {
+                locked = "the vault keeps a budget for every key (budget_daily or budget_monthly), which cannot be read while it is locked"
+            } else if !isFromVault, let meter, marks.contains(meter.id) {
+                locked = "this key has a budget kept in the vault, which cannot be read while it is locked"
+            }
+            return Lookup(budget: Self.budget(for: keyName, settings: settings, vaultSettings: [:]), ledgerKeys: nil, locked: locked, inVault: isFromVault)
+        }
+        Self.markVaultWideBudget(vaultSettings, marks)
+        if !isFromVault, let name = matchingVaultKey(Self.budgetedNames(vaultSettings)) { keyName = name }
+        let inVault = isFromVault || compared[keyName] == true
+        let budget = Self.budget(for: keyName, settings: settings, vaultSettings: inVault ? vaultSettings : [:])
+        if inVault, let meter, budget.isSet != marks.contains(meter.id) { try? marks.set(meter.id, budgeted: budget.isSet) }
+        return Lookup(budget: budget, ledgerKeys: ledgerKeys, locked: nil, inVault: inVault)
+    }
+
+    /// Notes whether the vault's own settings hold a budget for every key.
+    static func markVaultWideBudget(_ vaultSettings: [String: String], _ marks: BudgetMarks) {
+        let wide = vaultSettings[Setting.budgetDaily.name] != nil || vaultSettings[Setting.budgetMonthly.name] != nil
+        if wide != marks.contains(BudgetMarks.everyKey) { try? marks.set(BudgetMarks.everyKey, budgeted: wide) }
+    }
+
+    private var isFromVault: Bool { if case .vault = source { true } else { false } }
+
+    /// The budgeted vault key that is this key (compared by value, in constant time, through
+    /// the session only: a check never asks for the passphrase).
+    private func matchingVaultKey(_ names: Set<String>) -> String? {
+        for name in names.sorted() {
+            if compared[name] == nil {
+                let stored = try? context.vault.throughSession { agent throws(AgentError) in try agent.key(name, markUsed: false) }
+                compared[name] = stored??.secret.isEqual(to: key) ?? false
+            }
+            if compared[name] == true { return name }
+        }
+        return nil
+    }
+
     // MARK: Before a request
 
-    /// Refuses (exit 6) a request that would take the key past a budget, unless --over-budget;
-    /// warns at 80 % and on a day far above the key's usual. Needs the vault without a prompt
-    /// (the one this command opened, or a session); counts the prompt's tokens only under a budget.
+    /// Refuses (exit 6) a request that would take the key past a budget, or that cannot be
+    /// checked under one, unless --over-budget; warns at 80 % and on a day far above the key's usual.
     func check(_ request: ChatRequest, model: String, provider: any ChatProvider) throws {
-        guard let keys = ledgerKeys else {
-            if budget.isSet { warnOnce("the budget of key '\(keyName)' was not checked: the usage ledger opens only with the vault (unlock a session with 'gemvault unlock')") }
-            return
-        }
         let now = Clock.now()
-        let summary: UsageSummary
-        do {
-            let (read, notes) = try ledger.read(with: keys, now: now, saveFrom: Self.recordsBeforeSaving)
-            notes.forEach { warnOnce($0) }
-            summary = read
-        } catch {
-            // A ledger that cannot be read (refused, a full disk) is reported; it stops no request.
-            warnOnce("the usage ledger could not be read (\(error))\(budget.isSet ? ": the budget of key '\(keyName)' was not checked" : "")")
-            return
-        }
         let today = UsageDay(seconds: now)
-        searchQueriesThisMonth = summary.searchQueries(key: keyName, month: today)
-        let daily = summary.dailyCosts(prices: prices).costs[keyName] ?? [:]
-        warnIfUnusual(daily, today: today)
-        guard budget.isSet else { return }
+        let lookup = lookUp()
+        if let locked = lookup.locked {
+            return try refuse(locked, fix: "unlock a session ('gemvault unlock') so the budget is checked")
+        }
+        let ledgerDaily: [UsageDay: Double]
+        do {
+            ledgerDaily = try readLedger(lookup.ledgerKeys, now: now)
+        } catch {
+            guard lookup.budget.isSet else {
+                warnOnce("the usage ledger could not be read (\(error))")
+                return
+            }
+            return try refuse("the usage ledger could not be read (\(error)), so the budget of key '\(keyName)' cannot be checked",
+                              fix: "make the ledger readable again")
+        }
+        warnIfUnusual(ledgerDaily, today: today)
+        guard lookup.budget.isSet else { return }
         guard let price = prices.price(of: model) else {
-            warnOnce("the budget of key '\(keyName)' was not checked: there is no price for model '\(model)' (add one with the 'prices' setting)")
+            return try refuse("there is no price for model '\(model)', so the budget of key '\(keyName)' cannot be checked",
+                              fix: "add the model's price with the 'prices' setting (gemvault config set prices '\(model)=INPUT/OUTPUT'), or use a priced model")
+        }
+        let spent: (today: Double, month: Double)
+        do {
+            spent = try self.spent(ledgerDaily, today: today)
+        } catch {
+            return try refuse("\(error), so the budget of key '\(keyName)' cannot be checked",
+                              fix: meter.map { "remove \($0.path) to start the key's count again from nothing" } ?? "")
+        }
+        let estimate: Estimate
+        do {
+            estimate = try self.estimate(request, model: model, price: price, provider: provider)
+        } catch {
+            let (code, message, _) = ErrorReport.describe(error)
+            if code == .interrupted { throw error }
+            return try refuse("the cost of this request could not be estimated (counting its tokens failed: \(message)), so the budget of key '\(keyName)' cannot be checked",
+                              fix: "try again once Google answers")
+        }
+        try compare(estimate, spent: spent, budget: lookup.budget, inVault: lookup.inVault)
+    }
+
+    /// The request's cost at most: its counted prompt, and the reply allowance at the output price.
+    struct Estimate {
+        var promptTokens: Int
+        var reply: ReplyAllowance
+        var cost: Double
+    }
+
+    private func estimate(_ request: ChatRequest, model: String, price: ModelPrice, provider: any ChatProvider) throws -> Estimate {
+        let promptTokens = try provider.countTokens(request, model: model, handlers: StreamHandlers())
+        let limit = request.options.maxOutputTokens != nil ? nil : ModelLimits(cacheDirectory: context.paths.cacheHome).outputLimit(model, now: Clock.now()) {
+            try provider.modelFacts(model, handlers: StreamHandlers()).outputTokenLimit
+        }
+        let reply = ReplyAllowance(options: request.options, outputLimit: limit, estimate: settings[.budgetReplyEstimate])
+        let search = request.options.tools.search
+            ? prices.searchCost(Self.searchQueriesEstimate, model: model, on: UsageDay(seconds: Clock.now()), usedBefore: searchQueriesThisMonth ?? 0) ?? 0 : 0
+        return Estimate(promptTokens: promptTokens, reply: reply,
+                        cost: (Double(promptTokens) * price.input + Double(reply.tokens) * price.output) / 1_000_000 + search)
+    }
+
+    private func compare(_ estimate: Estimate, spent: (today: Double, month: Double), budget: Budget, inVault: Bool) throws {
+        for (limit, spent, period, flag) in [(budget.daily, spent.today, "daily", "--daily"), (budget.monthly, spent.month, "monthly", "--monthly")] {
+            guard let limit else { continue }
+            let figures = "spent \(money(spent)) of \(money(limit)) \(period == "daily" ? "today (UTC)" : "this month (UTC)"); this request may cost up to \(money(estimate.cost)) (\(estimate.promptTokens) prompt tokens counted, \(estimate.reply.tokens) reply tokens allowed: \(estimate.reply.origin))"
+            if spent + estimate.cost > limit {
+                let raise = inVault ? "'gemvault key budget \(keyName) \(flag) AMOUNT'" : "the \(period == "daily" ? "budget_daily" : "budget_monthly") setting"
+                try refuse("this request could take key '\(keyName)' past its \(period) budget: \(figures)",
+                           fix: "lower the reply allowance (--max-output-tokens), or raise the budget (\(raise))")
+                continue
+            }
+            if spent + estimate.cost >= limit * Self.warningShare {
+                warnOnce("key '\(keyName)' is at \(Int((100 * (spent + estimate.cost) / max(limit, 1e-9)).rounded()))% of its \(period) budget: \(figures)")
+            }
+        }
+    }
+
+    /// Refuses with `reason` and `fix`, or with --over-budget (or the chat's /over-budget) says it once and goes on.
+    private func refuse(_ reason: String, fix: String) throws {
+        if overBudget || overBudgetOnce {
+            warnOnce("sent anyway (--over-budget): \(reason)")
             return
         }
-        let spentToday = daily[today] ?? 0
-        let spentMonth = daily.filter { $0.key >= today.monthStart && $0.key <= today }.values.reduce(0, +)
-        let promptTokens = try provider.countTokens(request, model: model, handlers: StreamHandlers())
-        let replyTokens = request.options.maxOutputTokens ?? Self.defaultReplyEstimate
-        let estimate = (Double(promptTokens) * price.input + Double(replyTokens) * price.output) / 1_000_000
-            + (request.options.tools.search ? prices.searchCost(Self.searchQueriesEstimate, model: model, on: today, usedBefore: searchQueriesThisMonth ?? 0) ?? 0 : 0)
-        for (limit, spent, period, flag) in [(budget.daily, spentToday, "daily", "--daily"), (budget.monthly, spentMonth, "monthly", "--monthly")] {
-            guard let limit else { continue }
-            let figures = "spent \(money(spent)) of \(money(limit)) \(period == "daily" ? "today (UTC)" : "this month (UTC)"); this request may cost up to \(money(estimate)) (\(promptTokens) prompt tokens counted, \(replyTokens) reply tokens allowed)"
-            if spent + estimate > limit {
-                if overBudget {
-                    Console.warning("past the \(period) budget of key '\(keyName)' (--over-budget): \(figures)")
-                    continue
-                }
-                throw CommandFailure(.apiRefused, "not sent: this request could take key '\(keyName)' past its \(period) budget: \(figures)",
-                                     hint: "pass --over-budget to send it anyway, or raise the budget (" + (keyIsInVault ? "'gemvault key budget \(keyName) \(flag) AMOUNT'" : "the \(period == "daily" ? "budget_daily" : "budget_monthly") setting") + ")")
-            }
-            if spent + estimate >= limit * Self.warningShare {
-                warnOnce("key '\(keyName)' is at \(Int((100 * (spent + estimate) / max(limit, 1e-9)).rounded()))% of its \(period) budget: \(figures)")
-            }
-        }
+        throw CommandFailure(.apiRefused, "not sent: \(reason)", hint: (fix.isEmpty ? "" : fix + "; or ") + overBudgetAdvice)
     }
 
-    /// A day more than 3× the median of the key's other days with spending in the last 30.
-    private func warnIfUnusual(_ daily: [UsageDay: Double], today: UsageDay) {
-        guard let median = Self.usualDay(daily, before: today), let spent = daily[today], spent > Self.unusualFactor * median else { return }
-        warnOnce("key '\(keyName)' spent \(money(spent)) today, more than \(Int(Self.unusualFactor))× its usual day (\(money(median)), the median of the last 30 days): check what uses it")
+    /// What the key spent by day in the vault's ledger (nothing without the vault).
+    private func readLedger(_ keys: HistoryKeys?, now: Int64) throws -> [UsageDay: Double] {
+        guard let keys else { return [:] }
+        let (summary, notes) = try ledger.read(with: keys, now: now, saveFrom: Self.recordsBeforeSaving)
+        notes.forEach { warnOnce($0) }
+        searchQueriesThisMonth = summary.searchQueries(key: keyName, month: UsageDay(seconds: now))
+        return summary.dailyCosts(prices: prices).costs[keyName] ?? [:]
     }
 
-    /// The median of the days with spending among the 30 before `day`; nil with fewer than 3.
-    static func usualDay(_ daily: [UsageDay: Double], before day: UsageDay) -> Double? {
-        median(daily.filter { $0.key < day && $0.key.number >= day.number - 30 && $0.value > 0 }.values.sorted())
+    /// Today's and this month's spending: the larger of the ledger's (the key's name, all its
+    /// values) and the meter's (this value, from anywhere).
+    private func spent(_ ledgerDaily: [UsageDay: Double], today: UsageDay) throws -> (today: Double, month: Double) {
+        let ledgerMonth = ledgerDaily.filter { $0.key >= today.monthStart && $0.key <= today }.values.reduce(0, +)
+        guard let meter else { return (ledgerDaily[today] ?? 0, ledgerMonth) }
+        let metered = KeyMeter.spent(try meter.read(), on: today, prices: prices)
+        return (max(ledgerDaily[today] ?? 0, metered.today), max(ledgerMonth, metered.month))
     }
 
-    /// The days of `daily` from `first` on that spent more than 3× their usual day, in order
-    /// (one pass over the days, each looking back 30 days).
-    static func unusualDays(_ daily: [UsageDay: Double], from first: UsageDay) -> [UsageDay] {
-        let days = daily.filter { $0.value > 0 }.sorted { $0.key < $1.key }
-        var found: [UsageDay] = []
-        var windowStart = 0
-        for (index, (day, spent)) in days.enumerated() where day >= first {
-            while days[windowStart].key.number < day.number - 30 { windowStart += 1 }
-            if let usual = median(days[windowStart..<index].map(\.value).sorted()), spent > unusualFactor * usual { found.append(day) }
-        }
-        return found
-    }
-
-    private static func median(_ sorted: [Double]) -> Double? {
-        guard sorted.count >= 3 else { return nil }
-        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    /// The chat's /budget: today's and this month's spending and the limits.
+    func report() -> String {
+        let lookup = lookUp()
+        let today = UsageDay(seconds: Clock.now())
+        let ledgerDaily = (try? readLedger(lookup.ledgerKeys, now: Clock.now())) ?? [:]
+        let spent: (today: Double, month: Double) = (try? self.spent(ledgerDaily, today: today)) ?? (0, 0)
+        func limit(_ amount: Double?) -> String { amount.map { " of " + money($0) } ?? " (no budget)" }
+        var text = "key '\(keyName)': today \(money(spent.today))\(limit(lookup.budget.daily)), this month \(money(spent.month))\(limit(lookup.budget.monthly)) (UTC)"
+        if let locked = lookup.locked { text += "; \(locked)" }
+        return text
     }
 
     // MARK: After a reply
@@ -214,53 +325,41 @@ final class SpendGuard {
         record(reply.usage, model: servedModel(reply, requested: requested), searchQueries: reply.searchQueryCount)
     }
 
-    /// Adds the reply's usage to the ledger (sealed, no unlock needed) and to this
-    /// conversation's count; returns its estimated cost when the model has a price: its tokens
-    /// at today's period, and its search queries past the month's free ones (all of them when
-    /// the ledger could not be read to count the month's).
+    /// Adds the reply's usage to the ledger (sealed, no unlock needed), to the key's meter and
+    /// to this conversation's count; returns its estimated cost when the model has a price: its
+    /// tokens at today's period, and its search queries past the month's free ones (all of them
+    /// when the ledger could not be read to count the month's).
     @discardableResult
     func record(_ usage: TokenUsage?, model: String, searchQueries: Int = 0) -> Double? {
         guard let usage else { return nil }
         let counts = UsageCounts(usage, searchQueries: searchQueries)
-        let today = UsageDay(seconds: Clock.now())
-        let searchCost = prices.searchCost(counts.searchQueries, model: model, on: today, usedBefore: searchQueriesThisMonth ?? Int.max / 2)
+        let day = UsageDay(seconds: Clock.now())
+        let searchCost = prices.searchCost(counts.searchQueries, model: model, on: day, usedBefore: searchQueriesThisMonth ?? Int.max / 2)
         searchQueriesThisMonth = searchQueriesThisMonth.map { $0 + counts.searchQueries }
-        let cost = prices.cost(counts, model: model, on: today).map { $0 + (searchCost ?? 0) }
+        let cost = prices.cost(counts, model: model, on: day).map { $0 + (searchCost ?? 0) }
         conversationTokens = min(conversationTokens + counts.total, UsageCounts.limit)
         conversationCost += cost ?? 0
+        do { try meter?.add(model: model, day: day, counts: counts) } catch { warnOnce("this reply's usage is not in the key's meter: \(error)") }
         do {
             guard let recipient = try context.history.recipient()?.publicKey else {
                 // Without a vault there is no ledger to keep, and nothing worth a word.
                 if context.vault.exists { warnOnce("this reply's usage is not in the ledger: the vault was never opened here ('gemvault unlock' once)") }
                 return cost
             }
-            try ledger.append(UsageLedger.Entry(key: keyName, model: model, day: UsageDay(seconds: Clock.now()), counts: counts), recipient: recipient)
+            try ledger.append(UsageLedger.Entry(key: keyName, model: model, day: day, counts: counts), recipient: recipient)
         } catch {
             warnOnce("this reply's usage is not in the ledger: \(error)")
         }
         return cost
     }
 
-    func money(_ amount: Double) -> String { Self.money(amount, currency: prices.currency) }
-
-    /// `$0.0123` for dollars, `1.50 EUR` for another currency: cents, or four places below a cent.
-    static func money(_ amount: Double, currency: String) -> String {
-        guard amount.isFinite, abs(amount) < 1e12 else { return "\(amount) \(currency)" }
-        let places = amount != 0 && abs(amount) < 0.1 ? 4 : 2
-        let scale = places == 4 ? 10_000.0 : 100.0
-        let units = Int((abs(amount) * scale).rounded())
-        let whole = units / Int(scale), fraction = String(units % Int(scale))
-        let text = (amount < 0 ? "-" : "") + "\(whole)." + String(repeating: "0", count: places - fraction.count) + fraction
-        return currency == "USD" ? "$" + text : text + " " + currency
+    func warnOnce(_ message: String) {
+        guard warned.insert(message).inserted else { return }
+        Console.warning(message)
     }
 
     private func noteOnce(_ message: String) {
         guard warned.insert(message).inserted else { return }
         Console.note(message)
-    }
-
-    private func warnOnce(_ message: String) {
-        guard warned.insert(message).inserted else { return }
-        Console.warning(message)
     }
 }

@@ -243,6 +243,9 @@ extension Setting where Value == Int {
     public static let rotationDays = with("rotation_days", .integer(0...3650), default: "90", "age in days after which a key should be rotated (0: never)", integer)
     public static let searchFreeQueries = with("search_free_queries", .integer(0...1_000_000_000), default: "5000",
                                                "Google Search queries a month that cost nothing (Google's 5,000 are per project: lower it when others use the project)", integer)
+    public static let budgetReplyEstimate = with("budget_reply_estimate", .integer(1...1_000_000), default: "8192",
+                                                 "under a budget, the reply tokens a request is estimated at when max_output_tokens is unset (at most the model's output limit)",
+                                                 integer)
     public static let pinTries = with("pin_tries", .integer(1...10), default: "3",
                                       "wrong PINs after which the agent wipes the PIN, so the passphrase is needed (unlock --pin, pin set)", integer)
 }
@@ -261,7 +264,7 @@ public enum SettingsSchema {
         Setting.apikeysEndpoint.spec, Setting.tokenCommand.spec, Setting.quotaProject.spec, Setting.keySecret.spec, Setting.secretmanagerEndpoint.spec,
         Setting.secretCacheTTL.spec, Setting.secretMaxStale.spec,
         Setting.sessionIdle.spec, Setting.sessionMax.spec, Setting.pinTries.spec, Setting.history.spec, Setting.color.spec, Setting.chatStyle.spec,
-        Setting.prices.spec, Setting.searchFreeQueries.spec, Setting.budgetDaily.spec, Setting.budgetMonthly.spec,
+        Setting.prices.spec, Setting.searchFreeQueries.spec, Setting.budgetDaily.spec, Setting.budgetMonthly.spec, Setting.budgetReplyEstimate.spec,
     ]
 
     public static func spec(named name: String) -> SettingSpec? { all.first { $0.name == name } }

@@ -14,9 +14,18 @@ public struct UsageSummary: Sendable, Equatable {
     }
 
     public private(set) var rows: [Place: UsageCounts] = [:]
-    /// The records file these rows came from (its inode) and how many of its records they hold.
+    /// The records file these rows came from (its inode and generation, which compaction
+    /// raises) and how many of its records they hold.
     var recordsInode: UInt64 = 0
     var recordsMerged = 0
+    var generation: UInt64 = 0
+    /// While a compaction is under way: the generation it folded and how many of its records,
+    /// so a crash before the new records file is in place counts nothing twice.
+    var foldedGeneration: UInt64 = 0
+    var foldedRecords = 0
+    /// When a damaged summary was set aside after a compaction (0: never): what was folded
+    /// into it is not counted, and every read says so.
+    var damagedAt: Int64 = 0
     /// Records that no key of the vault opened.
     public internal(set) var setAside = 0
 
@@ -33,6 +42,15 @@ public struct UsageSummary: Sendable, Equatable {
             guard place.day >= first.number, key == nil || place.key == key else { return nil }
             return Row(day: UsageDay(number: place.day), key: place.key, model: place.model, counts: counts)
         }.sorted { ($0.day, $0.key, $0.model) < ($1.day, $1.key, $1.model) }
+    }
+
+    /// Every row's counts added up: what the summary holds, for a report of what a cut or
+    /// replaced records file leaves out.
+    public var total: UsageCounts { rows.values.reduce(UsageCounts(), +) }
+
+    /// Drops the rows before `day` (a key's meter keeps only what its budgets look at).
+    public mutating func dropRows(before day: UsageDay) {
+        rows = rows.filter { $0.key.day >= day.number }
     }
 
     /// What each key spent on each day, each row priced at its own day's period, with the
@@ -54,20 +72,26 @@ public struct UsageSummary: Sendable, Equatable {
 
     // MARK: Stored form
 
-    /// version 2, the records file's inode, records merged, records set aside; the key and
-    /// model names (u16 length, UTF-8); then each row: day (i32), key and model (u32 indices),
-    /// and the seven counts (u64; version 1 had six, without the search queries). Little-endian, read and written in one pass (a year of ten keys
-    /// is 3,650 rows).
+    /// version 3, the records file's inode, records merged, records set aside, the records
+    /// file's generation, the generation being folded and its records, when a damaged summary
+    /// was set aside (version 1 stops after the records set aside); the key and model names
+    /// (u16 length, UTF-8); then each row: day (i32), key and model (u32 indices), and the seven
+    /// counts (u64; version 1 has six, without the search queries). Little-endian, read and
+    /// written in one pass (a year of ten keys is 3,650 rows). No version 2 was released.
     func encoded() -> [UInt8] {
         let keys = Array(Set(rows.keys.map(\.key))).sorted()
         let models = Array(Set(rows.keys.map(\.model))).sorted()
         let keyIndex = Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, $0) })
         let modelIndex = Dictionary(uniqueKeysWithValues: models.enumerated().map { ($1, $0) })
         var out = ByteSink()
-        out.put(UInt8(2))
+        out.put(UInt8(3))
         out.put(recordsInode)
         out.put(UInt64(recordsMerged))
         out.put(UInt64(setAside))
+        out.put(generation)
+        out.put(foldedGeneration)
+        out.put(UInt64(foldedRecords))
+        out.put(damagedAt)
         for names in [keys, models] {
             out.put(UInt32(names.count))
             for name in names { out.put(name) }
@@ -84,12 +108,20 @@ public struct UsageSummary: Sendable, Equatable {
 
     static func decode(_ bytes: UnsafeRawBufferPointer) -> UsageSummary? {
         var input = ByteSource(bytes)
-        guard let version = input.u8(), (1...2).contains(version), let inode = input.u64(), let merged = input.u64(), let aside = input.u64(),
+        guard let version = input.u8(), version == 1 || version == 3, let inode = input.u64(), let merged = input.u64(), let aside = input.u64(),
               merged < 1 << 40, aside < 1 << 40 else { return nil }
         var summary = UsageSummary()
         summary.recordsInode = inode
         summary.recordsMerged = Int(merged)
         summary.setAside = Int(aside)
+        if version == 3 {
+            guard let generation = input.u64(), let folded = input.u64(), let foldedRecords = input.u64(), foldedRecords < 1 << 40,
+                  let damaged = input.u64() else { return nil }
+            summary.generation = generation
+            summary.foldedGeneration = folded
+            summary.foldedRecords = Int(foldedRecords)
+            summary.damagedAt = Int64(bitPattern: damaged)
+        }
         var lists: [[String]] = []
         for _ in 0..<2 {
             guard let count = input.u32(), count <= 1 << 20 else { return nil }
@@ -154,6 +186,7 @@ struct ByteSource {
     mutating func u32() -> UInt32? { integer(UInt32.self) }
     mutating func i32() -> Int32? { integer(Int32.self) }
     mutating func u64() -> UInt64? { integer(UInt64.self) }
+    mutating func i64() -> Int64? { integer(Int64.self) }
 
     mutating func text() -> String? {
         guard let length = integer(UInt16.self), bytes.count - offset >= Int(length) else { return nil }

@@ -188,6 +188,20 @@ public enum Sodium {
         return digest
     }
 
+    /// BLAKE2b-256 of a secret under a 32-byte key, into secret memory.
+    static func digest(_ secret: SecretBytes, key: [UInt8]) throws(SodiumError) -> SecretBytes {
+        ensureInitialized()
+        let digest = SecretBytes(count: 32)
+        let rc = digest.withUnsafeMutableBytes { out in
+            secret.withUnsafeBytes { message in
+                crypto_generichash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), 32, message.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                                   UInt64(message.count), key, key.count)
+            }
+        }
+        guard rc == 0 else { throw .invalidInput("digest") }
+        return digest
+    }
+
     /// Allocates guarded, locked memory. The corresponding libsodium function is `sodium_malloc`.
     static func allocate(_ count: Int) -> UnsafeMutableRawPointer {
         guard let pointer = allocateIfAvailable(count) else { fatalError("sodium_malloc failed") }
@@ -332,6 +346,13 @@ public enum SealedBox {
     public static func keyPair(seed: SecretBytes) throws(VaultError) -> KeyPair {
         let pair = try mapSodium { () throws(SodiumError) in try Sodium.boxKeyPair(seed: seed) }
         return KeyPair(publicKey: pair.publicKey, secretKey: pair.secretKey)
+    }
+
+    /// A pair derived from a secret for one purpose (BLAKE2b of the secret, keyed by the
+    /// purpose's hash): whoever holds the secret derives it again; nobody else can.
+    public static func keyPair(derivedFrom secret: SecretBytes, purpose: String) throws(VaultError) -> KeyPair {
+        let seed = try mapSodium { () throws(SodiumError) in try Sodium.digest(secret, key: Sodium.blake2b256(Array(purpose.utf8)[...])) }
+        return try keyPair(seed: seed)
     }
 
     public static func seal(_ message: [UInt8], to publicKey: [UInt8]) throws(VaultError) -> [UInt8] {

@@ -143,6 +143,7 @@ private func reply(_ text: String, interrupted: Bool = false, total: Int? = nil,
         func reply(to request: ChatRequest, model: String, handlers: StreamHandlers) throws -> ChatReply { try stream(request, model: model, handlers: handlers) }
         func countTokens(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> Int { request.messages.count }
         func chatModels(handlers: StreamHandlers) throws -> [ChatModel] { [ChatModel(name: "scripted")] }
+        func modelFacts(_ name: String, handlers: StreamHandlers) throws -> ChatModel { ChatModel(name: name, outputTokenLimit: 100) }
     }
 
     @Test func aChatTurnKeepsACutReplyAndDropsAFilteredOne() throws {

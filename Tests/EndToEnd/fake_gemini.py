@@ -194,6 +194,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.path.startswith("/v1beta/models?") or self.path == "/v1beta/models":
             page = fixture("models-page2.json" if "pageToken=" in self.path else "models-page1.json")
             self.send_json(200, page)
+        elif self.path.startswith("/v1beta/models/") and "/" not in self.path[len("/v1beta/models/"):]:
+            self.model_facts(self.path[len("/v1beta/models/"):].split("?")[0])
         else:
             self.send_json(404, fixture("error-not-found.json").replace(b"{MODEL}", b"unknown"))
 
@@ -217,9 +219,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(400, json.dumps({"error": {"code": 400, "message": "Invalid JSON payload received.", "status": "INVALID_ARGUMENT"}}, indent=2).encode())
             return
         if method == "countTokens":
-            words = sum(len(p.get("text", "").split()) for c in request.get("contents", []) for p in c.get("parts", []))
-            self.send_json(200, json.dumps({"totalTokens": words}, indent=2).encode())
-            return
+            return self.count_tokens(model, request)
         config = request.get("generationConfig", {})
         thinking = config.get("thinkingConfig", {})
         if method in ("generateContent", "streamGenerateContent"):
@@ -289,6 +289,44 @@ class Handler(BaseHTTPRequestHandler):
             self.stream(model, scenario, request)
         else:
             self.send_json(404, fixture("error-not-found.json").replace(b"{MODEL}", model.encode()))
+
+    def count_tokens(self, model, request):
+        """countTokens as Google takes it: `contents` alone, or the whole `generateContentRequest`
+        (naming the model, with "store" inside it); Google knows no "store" beside them. The
+        count is one token per word of the contents and the system instruction, and 10 per tool."""
+        def refuse(message):
+            self.send_json(400, json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": message}}, indent=2).encode())
+        unknown = [name for name in request if name not in ("contents", "generateContentRequest")]
+        if unknown:
+            return refuse("Invalid JSON payload received. Unknown name \"%s\": Cannot find field." % unknown[0])
+        if ("contents" in request) == ("generateContentRequest" in request):
+            return refuse("* CountTokensRequest: contents and generate_content_request are mutually exclusive; exactly one is required.")
+        whole = request.get("generateContentRequest")
+        if whole is not None:
+            inner = {name: value for name, value in whole.items() if name != "model"}
+            found = unknown_field(inner)
+            if found:
+                return refuse("Invalid JSON payload received. Unknown name \"%s\" at 'generate_content_request%s': Cannot find field." % (found[0], "." + found[1] if found[1] else ""))
+            if whole.get("model") != "models/" + model:
+                return refuse("* CountTokensRequest.generate_content_request.model: the model %s is not the one of the URL" % json.dumps(whole.get("model")))
+            if whole.get("store") is not False and "~store-ok" not in model:
+                return refuse("fake: the counted request would be kept at Google: it has no \"store\": false")
+        source = whole if whole is not None else request
+        texts = [p.get("text", "") for c in source.get("contents", []) + ([source["systemInstruction"]] if "systemInstruction" in source else []) for p in c.get("parts", [])]
+        total = sum(len(text.split()) for text in texts) + 10 * len(source.get("tools", []))
+        self.send_json(200, json.dumps({"totalTokens": total}, indent=2).encode())
+
+    def model_facts(self, name):
+        """models.get: the fixture's model, else one made up for a scenario, whose output limit is
+        65536, or N with a tag ~out-N."""
+        for page in ("models-page1.json", "models-page2.json"):
+            for model in json.loads(fixture(page))["models"]:
+                if model["name"] == "models/" + name:
+                    return self.send_json(200, json.dumps(model, indent=2).encode())
+        limit = re.search(r"~out-(\d+)", name)
+        self.send_json(200, json.dumps({"name": "models/" + name, "version": "001", "displayName": name, "inputTokenLimit": 1048576,
+                                        "outputTokenLimit": int(limit.group(1)) if limit else 65536,
+                                        "supportedGenerationMethods": ["generateContent", "countTokens"]}, indent=2).encode())
 
     def structured(self, method, scenario, schema):
         """A reply in JSON made from the request's schema ("structured"); one that breaks it

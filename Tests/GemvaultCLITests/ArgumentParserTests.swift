@@ -113,6 +113,7 @@ import Testing
     /// `slot add`'s `--key` names an ssh key, no vault key.
     @Test func everySpellingOfASettingFlagOverridesItsSetting() {
         let expected = ["--model": "model", "--system": "system_prompt", "--temperature": "temperature", "--timeout": "timeout", "--key": "key", "--think": "thinking",
+                        "--max-output-tokens": "max_output_tokens",
                         "--secretmanager-endpoint": "secretmanager_endpoint", "--apikeys-endpoint": "apikeys_endpoint"]
         for spec in commandTable {
             for option in spec.options where option != .sshKey {
