@@ -18,14 +18,20 @@ struct SchemaPattern: Sendable {
 
     /// Instructions beyond this (counted repetitions copy their body) are refused.
     static let sizeLimit = 20_000
+    /// Nodes the compiler may visit while emitting (each copy of a repeated body visits it
+    /// again): what bounds compiling a pattern whose copies add few instructions.
+    static let compileLimit = 5 * sizeLimit
+    /// Groups nested deeper than this are refused: the parser and compiler recurse into them.
+    static let nestingLimit = 256
 
     let steps: [Step]
 
-    init(_ pattern: String) throws(Refusal) {
+    init(_ pattern: String, compileLimit: Int = compileLimit) throws(Refusal) {
         var parser = PatternParser(Array(pattern.unicodeScalars))
         let tree = try parser.parseWhole()
         var program: [Step] = []
-        try Self.emit(tree, into: &program)
+        var visits = compileLimit
+        try Self.emit(tree, into: &program, visits: &visits)
         program.append(.match)
         steps = program
     }
@@ -88,44 +94,45 @@ struct SchemaPattern: Sendable {
 
     // MARK: Compiling
 
-    private static func emit(_ node: PatternNode, into program: inout [Step]) throws(Refusal) {
-        guard program.count < sizeLimit else {
+    private static func emit(_ node: PatternNode, into program: inout [Step], visits: inout Int) throws(Refusal) {
+        visits -= 1
+        guard program.count < sizeLimit, visits >= 0 else {
             throw Refusal(message: "is too large to check (its repetitions come to more than \(sizeLimit) steps)")
         }
         switch node {
         case .scalars(let set): program.append(.consume(set))
         case .anchor(let anchor): program.append(.assert(anchor))
-        case .sequence(let parts): for part in parts { try emit(part, into: &program) }
+        case .sequence(let parts): for part in parts { try emit(part, into: &program, visits: &visits) }
         case .alternation(let choices):
             var jumps: [Int] = []
             for (index, choice) in choices.enumerated() {
-                if index == choices.count - 1 { try emit(choice, into: &program); break }
+                if index == choices.count - 1 { try emit(choice, into: &program, visits: &visits); break }
                 let split = program.count
                 program.append(.split(split + 1, 0))
-                try emit(choice, into: &program)
+                try emit(choice, into: &program, visits: &visits)
                 jumps.append(program.count)
                 program.append(.jump(0))
                 program[split] = .split(split + 1, program.count)
             }
             for jump in jumps { program[jump] = .jump(program.count) }
         case .repeated(let body, let least, let most):
-            for _ in 0..<least { try emit(body, into: &program) }
+            for _ in 0..<least { try emit(body, into: &program, visits: &visits) }
             if let most {
-                for _ in least..<most { try emitOptional(body, into: &program) }
+                for _ in least..<most { try emitOptional(body, into: &program, visits: &visits) }
             } else {
                 let split = program.count
                 program.append(.split(split + 1, 0))
-                try emit(body, into: &program)
+                try emit(body, into: &program, visits: &visits)
                 program.append(.jump(split))
                 program[split] = .split(split + 1, program.count)
             }
         }
     }
 
-    private static func emitOptional(_ body: PatternNode, into program: inout [Step]) throws(Refusal) {
+    private static func emitOptional(_ body: PatternNode, into program: inout [Step], visits: inout Int) throws(Refusal) {
         let split = program.count
         program.append(.split(split + 1, 0))
-        try emit(body, into: &program)
+        try emit(body, into: &program, visits: &visits)
         program[split] = .split(split + 1, program.count)
     }
 }
@@ -155,12 +162,25 @@ indirect enum PatternNode: Sendable {
     case sequence([PatternNode])
     case alternation([PatternNode])
     case repeated(PatternNode, least: Int, most: Int?)
+
+    static let empty = PatternNode.sequence([])
+
+    /// Matches only the empty text and compiles to nothing: `()`, `(|)`, `x{0}`.
+    var isEmpty: Bool {
+        switch self {
+        case .sequence(let parts): return parts.allSatisfy(\.isEmpty)
+        case .alternation(let choices): return choices.allSatisfy(\.isEmpty)
+        case .scalars, .anchor, .repeated: return false
+        }
+    }
 }
 
 /// ECMA-262 pattern syntax (with Annex B's lenient literals) into a `PatternNode` tree.
 struct PatternParser {
     private let text: [Unicode.Scalar]
     private var index = 0
+    /// Groups open at `index`.
+    private var depth = 0
 
     init(_ text: [Unicode.Scalar]) { self.text = text }
 
@@ -185,17 +205,21 @@ struct PatternParser {
     private mutating func parseAlternation() throws(Refusal) -> PatternNode {
         var choices = [try parseSequence()]
         while take("|") { choices.append(try parseSequence()) }
+        if choices.allSatisfy(\.isEmpty) { return .empty }
         return choices.count == 1 ? choices[0] : .alternation(choices)
     }
 
+    /// A sequence without its empty parts, one part standing for itself: so copying a repeated
+    /// body visits about as many nodes as it emits instructions.
     private mutating func parseSequence() throws(Refusal) -> PatternNode {
         var parts: [PatternNode] = []
         while let scalar = current, scalar != "|", scalar != ")" {
             if let anchor = try parseAnchor() { parts.append(.anchor(anchor)); continue }
             let atom = try parseAtom()
-            parts.append(try parseQuantifier(on: atom))
+            let part = try parseQuantifier(on: atom)
+            if !part.isEmpty { parts.append(part) }
         }
-        return .sequence(parts)
+        return parts.count == 1 ? parts[0] : .sequence(parts)
     }
 
     private mutating func parseAnchor() throws(Refusal) -> SchemaPattern.Anchor? {
@@ -225,8 +249,13 @@ struct PatternParser {
                     throw refuse("uses lookahead or lookbehind, which gemvault cannot check in bounded time")
                 }
             }
+            depth += 1
+            guard depth <= SchemaPattern.nestingLimit else {
+                throw refuse("nests groups more than \(SchemaPattern.nestingLimit) deep, more than gemvault checks")
+            }
             let inner = try parseAlternation()
             guard take(")") else { throw refuse("is not a regular expression (an unclosed '(')") }
+            depth -= 1
             return inner
         case "*", "+", "?": throw refuse("is not a regular expression (nothing to repeat)")
         case "{" where quantifierBounds(from: index - 1) != nil: throw refuse("is not a regular expression (nothing to repeat)")
@@ -246,6 +275,10 @@ struct PatternParser {
         guard bounds.0 <= limit, (bounds.1 ?? 0) <= limit else { throw refuse("repeats more than \(limit) times, more than gemvault checks") }
         if let most = bounds.1, most < bounds.0 { throw refuse("is not a regular expression (numbers out of order in a quantifier)") }
         if let next = current, "*+?".unicodeScalars.contains(next) { throw refuse("is not a regular expression (nothing to repeat)") }
+        // Repeating the empty text, or nothing at all, is the empty text: emitting it would copy
+        // nothing any number of times. Once exactly is the body itself.
+        if atom.isEmpty || bounds.1 == 0 { return .empty }
+        if bounds.0 == 1, bounds.1 == 1 { return atom }
         return .repeated(atom, least: bounds.0, most: bounds.1)
     }
 

@@ -32,7 +32,8 @@ let chatCommands: [CommandSpec] = [
                 With --schema FILE (a JSON Schema), Gemini answers in JSON shaped by it; gemvault checks the reply against the schema itself \
                 and prints it, or exits 8 with the first violation on stderr (or, when the check would take more than \
                 5,000,000 steps or 10 seconds, with a message that it stopped). Patterns run without backtracking; \
-                backreferences, lookaround and a $ref back to the same value are refused (exit 64).
+                backreferences, lookaround, groups nested more than 256 deep, a pattern whose repetitions come to more than \
+                20,000 steps, and a $ref back to the same value are refused (exit 64), before any request.
                 """,
                 privateArguments: true, usesNetwork: true, run: ChatCommand.ask),
     CommandSpec(path: ["models"], arguments: "", argumentRange: 0...0,

@@ -34,7 +34,7 @@ extension ShareCommand {
             throw UsageError("--follow takes only shares written for this vault: a followed file's next share is checked the same way", command: call.command)
         }
         let vault = call.context.vault
-        let (document, key, status) = try openShare(call, path: path)
+        let (document, key, status, mine) = try openShare(call, path: path)
         guard let name = explicitName ?? document?.name else {
             throw UsageError("this age file holds a key but no name", command: call.command, fix: "give one: gemvault key import \(path) NAME")
         }
@@ -42,19 +42,11 @@ extension ShareCommand {
         let records = try vault.sharingRecords()
         let existing = records[name]
         let origin: KeySharing.Origin = document.map { .signed($0.sender) } ?? .unsigned
-        let resetting = try checkSender(origin, document: document, existing: existing, name: name, accept: call.flag(.acceptNewSender),
-                                        resetSerial: call.flag(.resetSerial))
-        let lookAlike = existing == nil ? document.flatMap { lookAlikeSender($0.sender, records: records) } : nil
-        // What --follow needs is known now: refused before anything is asked or checked.
-        if call.flag(.follow) {
-            guard let document else { throw UsageError("--follow needs a signed share: a plain age file's next version could not be checked", command: call.command,
-                                                              fix: "import it without --follow, or ask the sender for a signed share (gemvault key share)") }
-            guard document.name == name else {
-                throw UsageError("--follow keeps the share's own name: import it as '\(document.name)', or without --follow", command: call.command)
-            }
-        }
-        try show(document, key: key, name: name, explicitName: explicitName, replacing: try vault.keySummaries().contains { $0.name == name })
-        try confirm(call, name: name, resetting: resetting, lookAlike: lookAlike)
+        let checked = try checkBeforeAsking(call, document: document, origin: origin, name: name, existing: existing, records: records, mine: mine)
+        let replacing = try vault.keySummaries().contains { $0.name == name }
+        try show(document, key: key, name: name, explicitName: explicitName, replacing: replacing)
+        // A key no sender is pinned for (the user's own, or one imported unsigned) is replaced only when asked for.
+        try confirm(call, name: name, resetting: checked.resetting, lookAlike: checked.lookAlike, replacingUnpinned: replacing && pinnedSender(existing) == nil)
         if !call.flag(.noVerifyImport) {
             try RotationCommand.verify(key, call, vaultSettings: try? vault.settings(), origin: "the imported key",
                                        replaceHint: "ask the sender for a working key; nothing was stored")
@@ -63,7 +55,7 @@ extension ShareCommand {
         record.serial = document?.serial ?? record.serial
         if case .signed(let pinned)? = record.origin, case .signed(let sender) = origin, pinned.signingKey != sender.signingKey { record.serialReset = nil }
         record.origin = origin
-        if resetting { record.serialReset = Output.now() }
+        if checked.resetting { record.serialReset = Output.now() }
         if call.flag(.follow), let status {
             record.follow = FollowedFile(path: ProcessIdentity.absolutePath(ProcessIdentity.expandingTilde(path)), status: status)
         }
@@ -81,8 +73,9 @@ extension ShareCommand {
     }
 
     /// The share at `path` opened with this vault's identity (or the -i ones): its signed
-    /// document (nil for a plain age file), the key, and the file's status (nil for stdin).
-    private static func openShare(_ call: Invocation, path: String) throws -> (ShareDocument?, SecretBytes, FileStatus?) {
+    /// document (nil for a plain age file), the key, the file's status (nil for stdin), and the
+    /// recipients of the identities it was opened with.
+    private static func openShare(_ call: Invocation, path: String) throws -> (ShareDocument?, SecretBytes, FileStatus?, [String]) {
         let contents = try readShare(path)
         var identities = try call.values(.identityFile).flatMap(loadIdentities)
         if identities.isEmpty {
@@ -94,10 +87,9 @@ extension ShareCommand {
             guard share.isSignatureValid else {
                 throw CommandFailure(.damaged, "the share's signature does not verify: it was changed after it was made, or it was not signed by the key it names; nothing was stored")
             }
-            try checkRecipients(share, mine: identities.map(\.recipientText), accept: call.flag(.acceptUnlisted))
-            return (share, share.key, contents.status)
+            return (share, share.key, contents.status, identities.map(\.recipientText))
         case .bareKey(let bare):
-            return (nil, bare, contents.status)
+            return (nil, bare, contents.status, [])
         }
     }
 
@@ -121,18 +113,65 @@ extension ShareCommand {
         Console.err(Output.fitted(EscapeNeutralizer.neutralize(shown.joined(separator: "\n")), indent: 12) + "\n")
     }
 
-    /// The question before storing: on a terminal it is asked (always, for a serial reset or a
-    /// look-alike sender); without one, --yes answers it, but a look-alike needs --accept-new-sender.
-    private static func confirm(_ call: Invocation, name: String, resetting: Bool, lookAlike: ShareSender?) throws {
-        if let lookAlike {
-            Console.warning(EscapeNeutralizer.neutralize("the label '\(lookAlike.label)' belongs to another signing key you trust (\(SharingIdentity.fingerprint(of: lookAlike.signingKey))): this share may come from someone posing as them"))
+    /// What is refused before anything is shown or asked: another sender than the pinned one, a
+    /// share not written for this vault, what --follow cannot take. Returns whether the import
+    /// resets the serial, and the trusted sender a signed share's label passes for, if any.
+    private static func checkBeforeAsking(_ call: Invocation, document: ShareDocument?, origin: KeySharing.Origin, name: String, existing: KeySharing?,
+                                          records: [String: KeySharing], mine: [String]) throws -> (resetting: Bool, lookAlike: ShareSender?) {
+        if let document {
+            let pinned = document.name == name ? pinnedSender(existing)?.signingKey : nil
+            try checkRecipients(document, mine: mine, pinnedSigner: pinned, accept: call.flag(.acceptUnlisted), follow: call.flag(.follow))
         }
-        let mustAsk = resetting || (lookAlike != nil && !call.flag(.acceptNewSender))
+        let resetting = try checkSender(origin, document: document, existing: existing, name: name, accept: call.flag(.acceptNewSender),
+                                        resetSerial: call.flag(.resetSerial))
+        // What --follow needs is known now: refused before anything is asked or checked.
+        if call.flag(.follow) {
+            guard let document else { throw UsageError("--follow needs a signed share: a plain age file's next version could not be checked", command: call.command,
+                                                              fix: "import it without --follow, or ask the sender for a signed share (gemvault key share)") }
+            guard document.name == name else {
+                throw UsageError("--follow keeps the share's own name: import it as '\(document.name)', or without --follow", command: call.command)
+            }
+        }
+        guard let document, pinnedSender(existing) == nil else { return (resetting, nil) }
+        if !VaultIdentity.isPlainLabel(document.sender.label) {
+            Console.warning("the sender's label '\(visible(document.sender.label))' has characters a label made now may not have (beyond printable ASCII, or spaces at an end): "
+                            + "such a label can be made to look like another's")
+        }
+        return (resetting, lookAlikeSender(document.sender, records: records))
+    }
+
+    /// The sender pinned for a record: who signed the share it was imported from.
+    private static func pinnedSender(_ record: KeySharing?) -> ShareSender? {
+        guard case .signed(let sender)? = record?.origin else { return nil }
+        return sender
+    }
+
+    /// A label with everything beyond printable ASCII written as `\u{…}`, so what hides in it shows.
+    static func visible(_ label: String) -> String {
+        label.unicodeScalars.map { (0x20...0x7e).contains($0.value) ? String($0) : "\\u{\(String($0.value, radix: 16, uppercase: true))}" }.joined()
+    }
+
+    /// The question before storing: on a terminal it is asked (always, for a serial reset, a
+    /// look-alike sender, or a key no sender is pinned for being replaced); without one, --yes
+    /// answers it, but a look-alike needs --accept-new-sender and such a replacement --replace.
+    private static func confirm(_ call: Invocation, name: String, resetting: Bool, lookAlike: ShareSender?, replacingUnpinned: Bool) throws {
+        if let lookAlike {
+            Console.warning(EscapeNeutralizer.neutralize("the label '\(visible(lookAlike.label))' belongs to another signing key you trust (\(SharingIdentity.fingerprint(of: lookAlike.signingKey))), "
+                                                         + "or looks like it: this share may come from someone posing as them"))
+        }
+        let unacceptedLookAlike = lookAlike != nil && !call.flag(.acceptNewSender)
+        let unaskedReplace = replacingUnpinned && !call.flag(.replaceKey)
+        let mustAsk = resetting || unacceptedLookAlike || unaskedReplace
         guard !call.flag(.yesStore) || mustAsk else { return }
         guard TerminalQuestion.available else {
-            if lookAlike != nil && !call.flag(.acceptNewSender) {
+            if unacceptedLookAlike {
                 throw CommandFailure(.damaged, "the share comes from a signing key that is not the one its label belongs to; nothing was stored",
                                      hint: "if this sender is who they say, run the import again with --accept-new-sender")
+            }
+            if unaskedReplace {
+                throw UsageError("'\(name)' is already in this vault and came from no pinned sender (a key of your own, or one imported unsigned); "
+                                 + "key import replaces it only when asked on a terminal", command: call.command,
+                                 fix: "pass --replace to replace it (its value goes to the key's history), or import the share under another NAME")
             }
             guard call.flag(.yesStore) else {
                 throw UsageError("key import asks before it stores a key, and there is no terminal to ask on", command: call.command,
@@ -140,15 +179,26 @@ extension ShareCommand {
             }
             return
         }
-        let question = resetting ? "Take this older serial and reset what '\(name)' accepts from its sender?" : "Store it as '\(name)'?"
+        let question = resetting ? "Take this older serial and reset what '\(name)' accepts from its sender?"
+            : unaskedReplace ? "Replace your key '\(name)' with this one?" : "Store it as '\(name)'?"
         guard TerminalQuestion.confirm(question) else { throw CommandFailure(.failure, "nothing was stored") }
     }
 
     /// A share names the recipients it was written for (format 2): one this vault did not open it
-    /// as was passed on by someone it was for, and is refused unless accepted.
-    private static func checkRecipients(_ share: ShareDocument, mine: [String], accept: Bool) throws {
-        guard share.isFor(anyOf: mine) == false else { return }
-        let listed = share.recipients!.count == 1 ? share.recipients![0] : "\(share.recipients!.count) recipients (\(share.recipients!.joined(separator: ", ")))"
+    /// as was passed on by someone it was for, and is refused unless accepted. A format 1 share
+    /// does not say, so it counts as passed on unless its signer is pinned for this very name.
+    private static func checkRecipients(_ share: ShareDocument, mine: [String], pinnedSigner: [UInt8]?, accept: Bool, follow: Bool) throws {
+        guard !share.isWritten(forAnyOf: mine, pinnedSigner: pinnedSigner) else { return }
+        guard let recipients = share.recipients else {
+            guard accept, !follow else {
+                throw CommandFailure(.damaged, "this share is of format 1, which does not say whom it was written for, and '\(share.name)' is not pinned to its sender: "
+                                     + "someone it was written for may have passed it on; nothing was stored",
+                                     hint: "ask the sender to share it again with a current gemvault; --accept-unlisted takes it anyway (not with --follow)")
+            }
+            Console.warning("this share is of format 1 and does not say whom it was for: someone may have passed it on (taken, as --accept-unlisted asks)")
+            return
+        }
+        let listed = recipients.count == 1 ? recipients[0] : "\(recipients.count) recipients (\(recipients.joined(separator: ", ")))"
         guard accept else {
             throw CommandFailure(.damaged, "this share was signed for \(listed), not for \(mine.joined(separator: " or ")): someone it was written for passed it on; nothing was stored",
                                  hint: "ask the sender to share to you; --accept-unlisted takes it anyway")
@@ -156,11 +206,13 @@ extension ShareCommand {
         Console.warning("this share was signed for \(listed), not for you: someone passed it on (taken, as --accept-unlisted asks)")
     }
 
-    /// Another trusted sender (pinned for another key) who carries the same label with another
-    /// signing key: a newcomer posing as them.
+    /// Another trusted sender (pinned for another key) whose label looks like this sender's
+    /// (the same once invisible characters, spaces, case and look-alike letters are set aside),
+    /// with another signing key: a newcomer posing as them.
     static func lookAlikeSender(_ sender: ShareSender, records: [String: KeySharing]) -> ShareSender? {
+        let form = VaultIdentity.lookAlikeForm(of: sender.label)
         for record in records.values {
-            if case .signed(let pinned)? = record.origin, pinned.label == sender.label, pinned.signingKey != sender.signingKey { return pinned }
+            if case .signed(let pinned)? = record.origin, pinned.signingKey != sender.signingKey, VaultIdentity.lookAlikeForm(of: pinned.label) == form { return pinned }
         }
         return nil
     }

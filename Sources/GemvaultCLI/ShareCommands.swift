@@ -14,7 +14,7 @@ let shareCommands: [CommandSpec] = [
                 options: [.label, .json],
                 details: """
                 The identity is made with the vault (or on first use): an X25519 key, whose age1… recipient others encrypt shares to, and an Ed25519 key that signs the shares you send. Both secret keys stay in the vault; a session's agent uses them without handing them out.
-                --label sets the name your shares carry (default user@host). Docs/sharing.md explains sharing.
+                --label sets the name your shares carry (default user@host): printable ASCII, single spaces, none at either end, so that it cannot pass for another's on the screen. Docs/sharing.md explains sharing.
                 """,
                 run: ShareCommand.identity),
     CommandSpec(path: ["key", "share"], arguments: "NAME", argumentRange: 1...1,
@@ -29,12 +29,12 @@ let shareCommands: [CommandSpec] = [
                 run: ShareCommand.share),
     CommandSpec(path: ["key", "import"], arguments: "FILE [NAME]", argumentRange: 1...2,
                 summary: "store a key shared with you (a gemvault share, or a plain age file holding a key)",
-                options: [.identityFile, .yesStore, .noVerifyImport, .follow, .acceptNewSender, .acceptUnlisted, .resetSerial, .allowInsecureEndpoint, .json],
+                options: [.identityFile, .yesStore, .noVerifyImport, .follow, .acceptNewSender, .acceptUnlisted, .replaceKey, .resetSerial, .allowInsecureEndpoint, .json],
                 details: """
                 The file is decrypted with this vault's identity, or with -i (an age identity file, or an ssh-ed25519 private key, whose passphrase is asked on the terminal if it has one). FILE may be - for stdin (a pipe, a file or a terminal; at most 1 MiB).
                 Before storing, it shows the key's name, masked value, kind and Google key, and who signed it. On a terminal it asks; without one it needs --yes. The key is checked with Gemini (listing models) unless --no-verify.
-                The first signed import of a name pins its sender's signing key: a later share of that name from another key, or an unsigned one, is refused (exit 4) unless --accept-new-sender; one with a lower serial (a replay) unless --reset-serial, which asks and which key list shows. A new name from a sender whose label belongs to another signing key you trust is warned about and asked (without a terminal, refused unless --accept-new-sender).
-                A share names the recipients it was written for: one that does not name this vault (or the -i identity) was passed on by a recipient, and is refused (exit 4) unless --accept-unlisted.
+                The first signed import of a name pins its sender's signing key: a later share of that name from another key, or an unsigned one, is refused (exit 4) unless --accept-new-sender; one with a lower serial (a replay) unless --reset-serial, which asks and which key list shows. A name not pinned yet, from a sender whose label is or looks like (spaces, invisible characters, case, look-alike letters aside) that of another signing key you trust, is warned about and asked (without a terminal, refused unless --accept-new-sender). Replacing a key no sender is pinned for (your own, or one imported unsigned) is asked even with --yes; without a terminal it needs --replace.
+                A share names the recipients it was written for: one that does not name this vault (or the -i identity) was passed on by a recipient, and is refused (exit 4) unless --accept-unlisted. A share of format 1 names none: it is taken only for a name already pinned to its signer, and is otherwise refused the same way.
                 With --follow, FILE is recorded: whenever the key is used, a changed FILE holding a newer share from the pinned sender is taken (said once on stderr); one that fails a check is warned about and the stored key stays.
                 """,
                 run: ShareCommand.importShare),
@@ -47,7 +47,11 @@ let shareCommands: [CommandSpec] = [
 
 enum ShareCommand {
     /// What shares carry as the sender's name until `identity --label` sets one.
-    static var defaultLabel: String { CurrentUser.name + "@" + CurrentUser.host }
+    /// `user@host`, kept to what `identity --label` takes (anything else becomes `_`).
+    static var defaultLabel: String {
+        let label = String((CurrentUser.name + "@" + CurrentUser.host).unicodeScalars.map { (0x21...0x7e).contains($0.value) ? Character($0) : "_" })
+        return VaultIdentity.isPlainLabel(label) ? label : "gemvault"
+    }
     /// The longest share or identity file read: a share is a few hundred bytes.
     static let fileLimit = 1 << 20
 
@@ -68,6 +72,11 @@ enum ShareCommand {
         if let label = call.value(.label) {
             guard VaultIdentity.isValidLabel(label) else {
                 throw UsageError("--label takes 1 to \(VaultIdentity.labelLimit) bytes of text without control characters", command: call.command)
+            }
+            // Others see the label on their terminal: one that could pass for another's is not made.
+            guard VaultIdentity.isPlainLabel(label) else {
+                throw UsageError("--label takes printable ASCII (letters, digits, punctuation and single spaces, none at either end): "
+                                 + "'\(ShareCommand.visible(label))' has more, which could make it look like someone else's", command: call.command)
             }
             if label != identity.label {
                 _ = try vault.apply(.identity(label: label, relabel: true))

@@ -36,10 +36,14 @@ public struct ShareDocument {
                              sender: sender, recipients: recipients, signature: signature)
     }
 
-    /// Whether the share names one of `recipients` among those it was written for; nil for a
-    /// version 1 share, which does not say.
-    public func isFor(anyOf recipients: [String]) -> Bool? {
-        self.recipients.map { listed in recipients.contains(where: listed.contains) }
+    /// Whether the share was written for one of `recipients`: a version 2 share names them. A
+    /// version 1 share does not say, so anyone it was written for could have passed it on: it
+    /// counts as written for the reader only when `pinnedSigner` (the signing key already pinned
+    /// for this share's name in the reader's vault) signed it, so an existing follow keeps
+    /// working until the sender upgrades (after which an older format 1 share is a replay).
+    public func isWritten(forAnyOf recipients: [String], pinnedSigner: [UInt8]?) -> Bool {
+        guard let listed = self.recipients else { return pinnedSigner == sender.signingKey }
+        return recipients.contains(where: listed.contains)
     }
 
     /// What the signature covers: a context string and every other field, each length-prefixed,

@@ -98,7 +98,8 @@ extension VaultAccess {
             return .failure(Refusal(reason: "the share is not signed by the pinned sender \(SharingIdentity.fingerprint(of: pinned.signingKey)) (\(pinned.label))"))
         }
         // A recipient it was written for may have passed it on (to this vault, after a revocation).
-        guard share.isFor(anyOf: [identity.recipient]) != false else {
+        // A format 1 share does not say; from the pinned sender, of this name, it is taken.
+        guard share.isWritten(forAnyOf: [identity.recipient], pinnedSigner: pinned.signingKey) else {
             return .failure(Refusal(reason: "the share was signed for other recipients, not for this vault (someone it was written for passed it on)"))
         }
         guard share.serial >= record.serial else {

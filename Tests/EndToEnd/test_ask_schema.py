@@ -64,6 +64,7 @@ def test_a_schema_file_gemvault_cannot_use_is_refused_before_any_request(api):
              (schema_file(api, {"type": "text"}, "type.json"), "'type' at / must name"),
              (schema_file(api, {"properties": {"id": {"pattern": "(["}}}, "pattern.json"), "'pattern' at /properties/id is not a regular expression"),
              (schema_file(api, {"pattern": "(a)\\1"}, "backreference.json"), "uses a backreference, which gemvault cannot check in bounded time"),
+             (schema_file(api, {"pattern": "(" * 200_000}, "nested.json"), "'pattern' at / nests groups more than 256 deep, more than gemvault checks"),
              (schema_file(api, {"anyOf": [{"$ref": "#"}, {"type": "string"}]}, "endless.json"), "'$ref' at / leads back to itself"),
              (os.path.join(api.root, "missing.json"), "no such regular file"),
              (api.root, "no such regular file")]
@@ -156,6 +157,17 @@ def test_hostile_schemas_and_replies_are_checked_in_bounded_steps(api):
     path = described(api, tree, json.dumps(nested), "tree.json")
     result = ask(api, "--schema", path, "--model", tag("structured-described"), "--no-stream", "q")
     assert result.code == 0 and json.loads(result.out) == nested, result
+
+
+def test_a_pattern_repeating_the_empty_text_loads_at_once(api):
+    """Review finding 4: repeating an empty group added no instructions, so the size limit never
+    stopped the compiler: three levels of {20000} never ended. It is the empty text now."""
+    path = described(api, {"type": "string", "pattern": "^((((){20000}){20000}){20000})x$"}, json.dumps("x"), "empty-repeat.json")
+    result = ask(api, "--schema", path, "--model", tag("structured-described"), "--no-stream", "q")
+    assert result.code == 0 and json.loads(result.out) == "x", result
+    path = described(api, {"type": "string", "pattern": "^(((){20000}){20000})x$"}, json.dumps("xx"), "empty-repeat-2.json")
+    result = ask(api, "--schema", path, "--model", tag("structured-described"), "--no-stream", "q")
+    assert result.code == 8 and "does not match the pattern" in result.err, result
 
 
 def test_a_check_past_its_budget_exits_8_and_says_it_could_not_check(api):

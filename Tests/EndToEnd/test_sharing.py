@@ -615,14 +615,15 @@ def test_the_documented_signature_is_what_gemvault_checks(env, tmp_path):
     document = {"gemvault_share": 1, "name": "outside", "key": auth_key("outside"), "kind": "auth", "google_key": None,
                 "serial": 1, "created": 1764900000, "from": {"label": "made@outside"}}
 
-    def import_document(doc, name):
+    def import_document(doc, name, *args):
         data = subprocess.run([AGE, "-r", me["recipient"]], input=json.dumps(doc).encode(), capture_output=True, check=True).stdout
         path = os.path.join(str(tmp_path), name + ".age")
         with open(path, "wb") as handle:
             handle.write(data)
-        return env.run("key", "import", path, "--yes", "--no-verify")
+        return env.run("key", "import", path, "--yes", "--no-verify", *args)
 
-    taken = import_document(signed_share(document, b"\x01" * 32), "good")
+    # Format 1 says not whom it was for: a new name of it is taken only with --accept-unlisted.
+    taken = import_document(signed_share(document, b"\x01" * 32), "good", "--accept-unlisted")
     assert taken.code == 0 and "made@outside" in taken.err, taken
     assert env.run("key", "get", "outside").out == auth_key("outside") + "\n"
     tampered = signed_share(document, b"\x01" * 32)
@@ -632,8 +633,8 @@ def test_the_documented_signature_is_what_gemvault_checks(env, tmp_path):
     hostile = dict(document, **{"from": {"label": "alice\u009b31m\u202emal"}})
     controls = import_document(signed_share(hostile, b"\x02" * 32), "controls")
     assert controls.code == 4 and "\u009b" not in controls.err and "\u202e" not in controls.err
-    # Format 2 signs its recipients: one naming this vault is taken (the one above, format 1, was
-    # read as before); one naming only someone else was passed on, and is refused.
+    # Format 2 signs its recipients: one naming this vault is taken; one naming only someone
+    # else was passed on, and is refused.
     second_format = dict(document, gemvault_share=2, name="outside2", recipients=[me["recipient"]], **{"from": {"label": "made@elsewhere"}})
     listed = import_document(signed_share(second_format, b"\x03" * 32), "listed")
     assert listed.code == 0, listed
@@ -973,3 +974,148 @@ def test_key_import_reads_a_share_from_a_pipe(env, tmp_path):
     assert bob.run("key", "get", "work").out == GOOD_KEY + "\n"
     huge = bob.run("key", "import", "-", "work", "--yes", "--no-verify", input="x" * ((1 << 20) + 1))
     assert huge.code == 1 and "more than" in huge.err
+
+
+def import_crafted(env, tmp_path, document, seed, file_name, *args):
+    """A share document made outside gemvault (signed_share), encrypted with real age to env's vault, imported."""
+    data = subprocess.run([AGE, "-r", identity(env)["recipient"]], input=json.dumps(signed_share(document, seed)).encode(),
+                          capture_output=True, check=True).stdout
+    path = os.path.join(str(tmp_path), file_name)
+    with open(path, "wb") as handle:
+        handle.write(data)
+    return env.run("key", "import", path, "--no-verify", *args), path
+
+
+def alice_at_lab_shares_with_bob(env, tmp_path):
+    """As alice_shares_lab_with_bob, alice labelled alice@lab (not the user@host every vault here has)."""
+    alice = vault_with_key(env)
+    assert alice.run("identity", "--label", "alice@lab").code == 0
+    bob = second(tmp_path, "bob")
+    shared = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("key", "share", "lab", "--to", identity(bob)["recipient"], "-o", shared).code == 0
+    return alice, bob, shared
+
+
+def test_a_label_that_only_looks_like_a_trusted_senders_is_caught_and_no_new_label_may_be_one(env, tmp_path):
+    """Review finding 1: a trailing space, a no-break space, a Cyrillic а, an invisible Hangul
+    filler, a line separator or a capital I for an l make a label look like alice's on screen;
+    each is warned about (what hides in it written out) and refused without a terminal."""
+    alice, bob, shared = alice_at_lab_shares_with_bob(env, tmp_path)
+    assert bob.run("key", "import", shared, "--yes", "--no-verify").code == 0
+    alice_id, bob_recipient = identity(alice), identity(bob)["recipient"]
+    # What a vault made by an older gemvault could still send: its label was taken then.
+    for index, label in enumerate([alice_id["label"] + " ", alice_id["label"] + "\u00a0", "\u0430" + alice_id["label"][1:],
+                                   alice_id["label"] + "\u3164", alice_id["label"] + "\u2028", alice_id["label"].upper()]):
+        name = "payroll%d" % index
+        document = {"gemvault_share": 2, "name": name, "key": auth_key("m%d" % index), "kind": "auth", "google_key": None, "serial": 1,
+                    "created": 1764900000, "from": {"label": label}, "recipients": [bob_recipient]}
+        refused, path = import_crafted(bob, tmp_path, document, bytes([0x40 + index]) * 32, name + ".age", "--yes")
+        assert refused.code == 4 and "looks like it" in refused.err and alice_id["fingerprint"] in refused.err, (label, refused)
+        if label != alice_id["label"].upper():
+            assert "has characters a label made now may not have" in refused.err and ("\\u{" in refused.err) == (not label.isascii()), (label, refused)
+        assert bob.run("key", "get", name).code != 0
+    # A plain ASCII look-alike from a real vault: a capital I for the l.
+    mallory = second(tmp_path, "mallory")
+    assert mallory.run("identity", "--label", "aIice@lab").code == 0
+    assert mallory.run("key", "set", "prod", input=auth_key("mallory")).code == 0
+    bait = os.path.join(str(tmp_path), "prod.age")
+    assert mallory.run("key", "share", "prod", "--to", bob_recipient, "-o", bait).code == 0
+    refused = bob.run("key", "import", bait, "--yes", "--no-verify")
+    assert refused.code == 4 and "looks like it" in refused.err, refused
+    accepted = bob.run("key", "import", bait, "--yes", "--no-verify", "--accept-new-sender")
+    assert accepted.code == 0 and bob.run("key", "get", "prod").out == auth_key("mallory") + "\n"
+    # A new label is printable ASCII with no space at an end (or two in a row); the old one stays.
+    for odd in ["alice@lab ", " alice@lab", "alice  lab", "alice@lab\u00a0", "\u0430lice@lab", "alice@lab\u3164", "Zo\u00eb"]:
+        refused = mallory.run("identity", "--label", odd)
+        assert refused.code == 64 and "printable ASCII" in refused.err, (odd, refused)
+        assert all(ord(c) < 0x7f for c in refused.err) and ("\\u{" in refused.err) == (not odd.isascii()), (odd, refused)
+    assert identity(mallory)["label"] == "aIice@lab"
+    assert mallory.run("identity", "--label", "Ada, lab 3").code == 0
+
+
+def test_replacing_a_key_no_sender_is_pinned_for_is_checked_and_asked(env, tmp_path):
+    """Review finding 2: bob shared his own 'prod2' on, so it has a sharing record with no
+    sender; a share of 'prod2' under alice's exact label, from another key, is still a
+    look-alike, and replacing bob's own key needs a terminal or --replace."""
+    alice, bob, shared = alice_at_lab_shares_with_bob(env, tmp_path)
+    assert bob.run("key", "import", shared, "--yes", "--no-verify").code == 0
+    assert bob.run("key", "set", "prod2", input=auth_key("bob-own")).code == 0
+    _, carol_recipient = age_identity(str(tmp_path))
+    assert bob.run("key", "share", "prod2", "--to", carol_recipient, "-o", os.path.join(str(tmp_path), "carol.age")).code == 0
+    mallory = second(tmp_path, "mallory")
+    assert mallory.run("identity", "--label", identity(alice)["label"]).code == 0
+    assert mallory.run("key", "set", "prod2", input=auth_key("mallory")).code == 0
+    bait = os.path.join(str(tmp_path), "m-prod2.age")
+    assert mallory.run("key", "share", "prod2", "--to", identity(bob)["recipient"], "-o", bait).code == 0
+    refused = bob.run("key", "import", bait, "--yes", "--no-verify")
+    assert refused.code == 4 and "belongs to another signing key you trust" in refused.err, refused
+    unasked = bob.run("key", "import", bait, "--yes", "--no-verify", "--accept-new-sender")
+    assert unasked.code == 64 and "--replace" in unasked.err and "came from no pinned sender" in unasked.err, unasked
+    assert bob.run("key", "get", "prod2").out == auth_key("bob-own") + "\n"
+    # A key with no record at all, and one imported unsigned, are replaced only when asked for too.
+    other = second(tmp_path, "other")
+    assert other.run("key", "set", "solo", input=auth_key("other")).code == 0
+    solo = os.path.join(str(tmp_path), "solo.age")
+    assert other.run("key", "share", "solo", "--to", identity(bob)["recipient"], "-o", solo).code == 0
+    assert bob.run("key", "set", "solo", input=auth_key("bob-solo")).code == 0
+    assert bob.run("key", "import", solo, "--yes", "--no-verify").code == 64
+    plain = os.path.join(str(tmp_path), "plain.age")
+    with open(plain, "wb") as handle:
+        handle.write(subprocess.run([AGE, "-r", identity(bob)["recipient"]], input=(auth_key("plain") + "\n").encode(), capture_output=True).stdout)
+    assert bob.run("key", "import", plain, "loose", "--yes", "--no-verify").code == 0
+    assert bob.run("key", "import", plain, "loose", "--yes", "--no-verify").code == 64
+    assert bob.run("key", "get", "solo").out == auth_key("bob-solo") + "\n"
+    replaced = bob.run("key", "import", bait, "--yes", "--no-verify", "--accept-new-sender", "--replace")
+    assert replaced.code == 0 and "replaces" in replaced.err and bob.run("key", "get", "prod2").out == auth_key("mallory") + "\n"
+    assert bob.run("key", "import", solo, "--yes", "--no-verify", "--replace").code == 0
+
+
+def test_replacing_a_key_of_your_own_is_asked_on_a_terminal_even_with_yes(env, tmp_path):
+    from conftest import BIN
+    from ptyrun import PtySession
+    alice, bob, shared = alice_shares_lab_with_bob(env, tmp_path)
+    assert bob.run("key", "set", "lab", input=auth_key("bob-own")).code == 0
+    s = PtySession([BIN, "key", "import", shared, "--yes", "--no-verify", "--passphrase-file", bob.passfile], bob.vars)
+    try:
+        s.expect(r"Replace your key 'lab' with this one\? \[y/N\]")
+        s.line("n")
+        assert s.wait() == 1 and "nothing was stored" in s.text()
+    finally:
+        s.close()
+    assert bob.run("key", "get", "lab").out == auth_key("bob-own") + "\n"
+
+
+def test_a_format_1_share_is_taken_only_for_a_name_pinned_to_its_signer(env, tmp_path):
+    """Review finding 5: a format 1 share does not say whom it was for, so one of a new name
+    (which anyone it was written for could have passed on) needs --accept-unlisted and cannot
+    be followed; once that sender is pinned for the name, its next format 1 shares are taken,
+    by hand and in a followed file, until it sends format 2 (an older one is then a replay)."""
+    env.init()
+    me = identity(env)["recipient"]
+    seed = b"\x05" * 32
+
+    def document(serial, name="old", version=1):
+        doc = {"gemvault_share": version, "name": name, "key": auth_key("old%d" % serial), "kind": "auth", "google_key": None,
+               "serial": serial, "created": 1764900000 + serial, "from": {"label": "old@gemvault"}}
+        return dict(doc, recipients=[me]) if version == 2 else doc
+
+    refused, first = import_crafted(env, tmp_path, document(1), seed, "old-1.age", "--yes")
+    assert refused.code == 4 and "format 1" in refused.err and "--accept-unlisted" in refused.err, refused
+    followed, _ = import_crafted(env, tmp_path, document(1), seed, "old-1.age", "--yes", "--follow")
+    assert followed.code == 4 and env.run("key", "get", "old").code != 0
+    accepted = env.run("key", "import", first, "--yes", "--no-verify", "--accept-unlisted")
+    assert accepted.code == 0 and "format 1" in accepted.err, accepted
+    # Pinned now: the sender's next format 1 share is taken as before, and may be followed.
+    taken, path = import_crafted(env, tmp_path, document(2), seed, "old-2.age", "--yes", "--follow")
+    assert taken.code == 0 and env.run("key", "get", "old").out == auth_key("old2") + "\n", taken
+    later = signed_share(document(3), seed)
+    with open(path, "wb") as handle:
+        handle.write(subprocess.run([AGE, "-r", me], input=json.dumps(later).encode(), capture_output=True, check=True).stdout)
+    synced = env.run("key", "sync")
+    assert synced.code == 0 and "took serial 3" in synced.out, synced
+    # The same sender's format 1 share of a name not pinned to it is refused; so is its share
+    # of this name from another signer, whatever format.
+    other_name, _ = import_crafted(env, tmp_path, document(1, name="other"), seed, "other.age", "--yes")
+    assert other_name.code == 4 and "format 1" in other_name.err
+    stranger, _ = import_crafted(env, tmp_path, document(4), b"\x06" * 32, "stranger.age", "--yes")
+    assert stranger.code == 4 and env.run("key", "get", "old").out == auth_key("old3") + "\n"

@@ -36,6 +36,8 @@ import VaultCore
             (.object(["pattern": .string("(a)\\1")]), "'pattern' at / uses a backreference"),
             (.object(["pattern": .string("a(?=b)")]), "'pattern' at / uses lookahead or lookbehind"),
             (.object(["pattern": .string("(a{1000}){1000}")]), "'pattern' at / is too large to check"),
+            (.object(["pattern": .string(String(repeating: "(", count: 200_000))]), "'pattern' at / nests groups more than 256 deep"),
+            (.object(["pattern": .string(String(repeating: "(", count: 257) + "a" + String(repeating: ")", count: 257))]), "'pattern' at / nests groups more than 256 deep"),
             (.object(["$ref": .string("#/$defs/missing")]), "'$ref' at / must point into"),
             (.object(["minItems": .number(-1)]), "'minItems' at / must be a whole number"),
         ]
@@ -76,6 +78,29 @@ import VaultCore
     }
 
     /// Patterns match as ECMA-262 does: unanchored, on Unicode scalars, `.` stops at a newline.
+    /// Review finding 4: repeating the empty text added no instructions, so the size limit never
+    /// stopped `((){20000}){20000}` (20 s) or three levels of it (endless). It is the empty text.
+    @Test func repeatingTheEmptyTextCompilesToNothing() throws {
+        let budget = CheckBudget(steps: 100_000, seconds: 60)
+        let endless = try SchemaPattern("^((((){20000}){20000}){20000})x$")
+        #expect(endless.steps.count == 4)
+        #expect(try endless.matches("x", budget: budget) && !endless.matches("xx", budget: budget))
+        for pattern in ["a((|){20000}){20000}b", "a(x{0}){20000}b", "a(((((b){1}){1}){1}){1})", "a()b", "a(?:)*b"] {
+            let compiled = try SchemaPattern(pattern)
+            #expect(try compiled.matches("zabz", budget: budget) && !compiled.matches("za-bz", budget: budget), "\(pattern)")
+        }
+        let deepest = String(repeating: "(", count: 256) + "a" + String(repeating: ")", count: 256)
+        #expect(try SchemaPattern(deepest + "{3}").matches("aaa", budget: budget))
+    }
+
+    /// Every node the compiler visits is charged, so a pattern whose copies add few instructions
+    /// still stops at the compile budget.
+    @Test func compilingIsChargedNodeByNode() throws {
+        #expect(throws: SchemaPattern.Refusal.self) { try SchemaPattern("((ab|cd){2}){2}", compileLimit: 10) }
+        #expect(throws: Never.self) { try SchemaPattern("((ab|cd){2}){2}", compileLimit: 40) }
+        #expect(throws: Never.self) { try SchemaPattern("[a-z]{19990}") }
+    }
+
     @Test func patternsMatchAsECMAScriptDoes() throws {
         let cases: [(String, String, Bool)] = [
             ("^[a-z]+-[0-9]+$", "run-12", true), ("^[a-z]+-[0-9]+$", "Run-12", false), ("b+", "abbc", true),

@@ -34,8 +34,23 @@ func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(dec
         #expect(read.sender == ShareSender(signingKey: alice.signingPublicKey, label: "alice@lab"))
         #expect(SharingIdentity.fingerprint(of: read.sender.signingKey) == alice.fingerprint)
         #expect(alice.fingerprint.hasPrefix("SHA256:") && alice.fingerprint.count == 50)
-        #expect(read.recipients == [bob.recipient.text] && read.isFor(anyOf: [bob.recipient.text]) == true)
-        #expect(read.isFor(anyOf: [Self.carol.recipient.text]) == false)
+        #expect(read.recipients == [bob.recipient.text] && read.isWritten(forAnyOf: [bob.recipient.text], pinnedSigner: nil))
+        #expect(!read.isWritten(forAnyOf: [Self.carol.recipient.text], pinnedSigner: alice.signingPublicKey))
+    }
+
+    /// Format 1 names no recipients: it counts as written for the reader only where its signer
+    /// is the one pinned for the name, never for a newcomer (review finding 5).
+    @Test func aFormat1ShareIsForTheReaderOnlyFromThePinnedSigner() throws {
+        let alice = try Self.alice(), mallory = try Self.alice()
+        let json = text(try Self.share(from: alice).encoded())
+        let recipients = ",\"recipients\":[\"\(Self.bob.recipient.text)\"]"
+        #expect(json.contains(recipients))
+        let old = json.replacingOccurrences(of: recipients, with: "").replacingOccurrences(of: "\"gemvault_share\":2", with: "\"gemvault_share\":1")
+        let read = try ShareDocument.parse(SecretBytes(utf8: old))
+        #expect(read.version == 1 && read.recipients == nil)
+        #expect(!read.isWritten(forAnyOf: [Self.bob.recipient.text], pinnedSigner: nil))
+        #expect(!read.isWritten(forAnyOf: [Self.bob.recipient.text], pinnedSigner: mallory.signingPublicKey))
+        #expect(read.isWritten(forAnyOf: [Self.bob.recipient.text], pinnedSigner: alice.signingPublicKey))
     }
 
     @Test func theJSONHasTheFieldsOfIssue27InOrder() throws {
