@@ -36,11 +36,13 @@ the connection without an answer ({"create": "once"}); `purge` makes keys gone f
 as 30 days after a delete). `key_string_tail` is appended to every new key string (a second line a
 hostile or broken answer could carry). `trickle` names the endpoints ("token", "metadata", "apikeys")
 whose answers go out one byte every 0.2 s after proper headers, padded so that this takes ten
-minutes: a client without a total deadline is held. Gemini calls follow the key's API restrictions: a method they do not
+minutes: a client without a total deadline is held. `clock_offset` sets Google's clock that many
+seconds from real time: the Date header and every time the fake reports. Gemini calls follow the key's API restrictions: a method they do not
 allow is refused with 403 API_KEY_SERVICE_BLOCKED.
 """
 import argparse
 import base64
+import email.utils
 import json
 import os
 import secrets
@@ -73,7 +75,7 @@ STATE = {
     "denied": [],        # identities without the API Keys Admin role
     "config": {"op_polls": 2, "propagation": 0.0, "speedup": 1, "delete_lag": 0.0, "fail": {}, "metadata_token_scope": SCOPE,
                "unrestricted_result": False, "bound_keys_forbidden": False, "omit_key_string": False, "reuse_id": False,
-               "key_string_tail": "", "trickle": []},
+               "key_string_tail": "", "trickle": [], "clock_offset": 0},
     "calls": [],         # API Keys calls: [method, path without query, x-goog-user-project]
     "secrets": {},       # Secret Manager: "projects/NUMBER/secrets/S" -> {"versions": [{"data": base64, "state"}]}
     "sm_denied": [],     # identities without secretmanager.versions.access
@@ -92,7 +94,9 @@ def crc32c(data):
 
 
 def now():
-    return time.time()
+    """Google's clock: real time moved on by `clock_offset` seconds (the Date header and every
+    time the fake reports or compares, so a test can set Google's clock apart from a machine's)."""
+    return time.time() + STATE["config"]["clock_offset"]
 
 
 def rfc3339(seconds):
@@ -217,6 +221,10 @@ class GoogleHandler(fake_gemini.Handler):
             self.path = path.split("keyString=")[0] + "keyString=REDACTED"
         super().record(b"" if "/token" in path else body)
         self.path = path
+
+    def date_time_string(self, timestamp=None):
+        # The Date header of every answer, on Google's clock.
+        return email.utils.formatdate(now() if timestamp is None else timestamp, usegmt=True)
 
     def reply(self, status, payload):
         self.send_json(status, json.dumps(payload, indent=2).encode())
