@@ -1,5 +1,6 @@
 import FoundationEssentials
 import GoogleHTTP
+import Synchronization
 import SystemIO
 import VaultCore
 
@@ -85,6 +86,8 @@ public final class SecretManagerClient {
     let timeout: Double
     let policy: RetryPolicy
     let clock: WaitClock
+    /// The project number Google first answered with, by the project id a reference names.
+    private let projectNumbers = Mutex<[String: String]>([:])
 
     public init(endpoint: String, token: AccessToken, timeout: Double, retries: Int, transport: any HTTPTransport = CurlTransport(), clock: WaitClock = .standard) {
         self.endpoint = endpoint
@@ -112,7 +115,7 @@ public final class SecretManagerClient {
               let crcText = answer.payload?.dataCrc32c, let crc = UInt32(crcText) else {
             throw GoogleError(.badData, "Secret Manager answered \(what) without a payload, a version or its checksum")
         }
-        guard let version = reference.versionNumber(inName: name) else {
+        guard let version = version(inName: name, of: reference) else {
             throw GoogleError(.badData, "Secret Manager answered \(what) with the version '\(GoogleStatus.shown(String(name.prefix(200))))', which is not a version of \(reference.resource); the key was not used")
         }
         let named = "\(reference.resource), version \(version)"
@@ -242,7 +245,7 @@ extension SecretManagerClient {
         let body = try call("POST", "/v1/" + reference.resource + ":addVersion", body: .secret(request), what: "adding a version to \(reference.resource)",
                             reference: reference, retryOn: [.rateLimit]).json
         // The answer must name a version of this secret (by project id or number).
-        guard let name = body.decode(Answer.self)?.name, let number = reference.versionNumber(inName: name) else {
+        guard let name = body.decode(Answer.self)?.name, let number = version(inName: name, of: reference) else {
             throw GoogleError(.badData, "Secret Manager answered the new version of \(reference.resource) without its number")
         }
         return number
@@ -295,8 +298,13 @@ extension SecretManagerClient {
             let body = try call("GET", "/v1/\(reference.resource)/versions" + query, what: "listing the versions of \(reference.resource)", reference: reference).json
             guard let page = body.decode(Page.self) else { throw GoogleError(.badData, "Secret Manager answered the list of versions with a malformed body") }
             for version in page.versions ?? [] {
-                guard let name = version.name, let number = name.split(separator: "/").last.flatMap({ UInt64($0) }), let state = version.state else {
-                    throw GoogleError(.badData, "Secret Manager listed a version without its number or state")
+                guard let name = version.name, let state = version.state else {
+                    throw GoogleError(.badData, "Secret Manager listed a version without its name or state")
+                }
+                // The whole name: an entry of another secret or project is not one of this secret's versions.
+                guard let number = self.version(inName: name, of: reference) else {
+                    throw GoogleError(.badData, "Secret Manager listed '\(GoogleStatus.shown(String(name.prefix(200))))' among the versions of \(reference.resource), which is not one of them; the list was not used",
+                                      hint: "a replayed or forged answer, or a proxy in the way: check secretmanager_endpoint and the network")
                 }
                 found.append(SecretVersionInfo(number: number, state: GoogleStatus.shown(state), created: version.createTime.flatMap(GoogleKey.unixSeconds)))
             }
@@ -304,6 +312,21 @@ extension SecretManagerClient {
             guard found.count <= 100_000 else { throw GoogleError(.badData, "Secret Manager listed more than 100,000 versions") }
         } while token != nil
         return found
+    }
+
+    /// The version a name Google gave is (`SecretReference.versionNumber(inName:)`), naming
+    /// the same project number as every earlier answer of this client: a reference by project
+    /// id is answered by number, and an answer naming another number is another project's.
+    func version(inName name: String, of reference: SecretReference) -> UInt64? {
+        guard let number = reference.versionNumber(inName: name) else { return nil }
+        let project = String(name.split(separator: "/", omittingEmptySubsequences: false)[1])  // six parts, checked above
+        guard project != reference.project else { return number }
+        let agrees = projectNumbers.withLock { numbers -> Bool in
+            if let known = numbers[reference.project] { return known == project }
+            numbers[reference.project] = project
+            return true
+        }
+        return agrees ? number : nil
     }
 
     private func call(_ method: String, _ path: String, body: HTTPRequest.Body = .none, what: String, reference: SecretReference,

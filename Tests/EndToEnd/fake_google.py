@@ -432,6 +432,11 @@ class GoogleHandler(fake_gemini.Handler):
             return self.reply(403, error_body(403, "PERMISSION_DENIED", "Request had insufficient authentication scopes.", "ACCESS_TOKEN_SCOPE_INSUFFICIENT"))
         if self.injected("access"):
             return None
+        with LOCK:
+            # `fail_access_versions` [N, ...]: reading those versions by number answers 503, always.
+            unavailable = version in [str(n) for n in STATE["config"].get("fail_access_versions", [])]
+        if unavailable:
+            return self.reply(503, error_body(503, "UNAVAILABLE", "The service is currently unavailable."))
         if denied:
             resource = "projects/%s/secrets/%s/versions/%s" % (project, secret, version)
             return self.reply(403, error_body(403, "PERMISSION_DENIED", "Permission 'secretmanager.versions.access' denied for resource '%s' (or it may not exist)."
@@ -550,8 +555,10 @@ class GoogleHandler(fake_gemini.Handler):
             if query.get("filter") == ["state:ENABLED"]:
                 listed = [(n, v) for n, v in listed if v["state"] == "ENABLED"]
             listed.reverse()
-            return self.reply(200, {"versions": [{"name": "%s/versions/%d" % (name, n), "state": v["state"], "createTime": rfc3339(v.get("created", now()))}
-                                                 for n, v in listed], "totalSize": len(listed)} if listed else {})
+            # `list_extra` [{"name": ..., "state": ...}]: entries a hostile or confused answer adds.
+            entries = STATE["config"].get("list_extra", []) + [
+                {"name": "%s/versions/%d" % (name, n), "state": v["state"], "createTime": rfc3339(v.get("created", now()))} for n, v in listed]
+            return self.reply(200, {"versions": entries, "totalSize": len(entries)} if entries else {})
         number = int(segments[5].split(":")[0]) if segments[5].split(":")[0].isdigit() else 0
         if not 1 <= number <= len(versions):
             return self.reply(404, error_body(404, "NOT_FOUND", "Secret Version [%s/versions/%s] not found." % (name, segments[5].split(":")[0])))
