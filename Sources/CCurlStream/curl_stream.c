@@ -100,6 +100,7 @@ typedef struct transfer {
     const char *capture_name;
     char *captured;
     size_t captured_capacity;
+    char date[64];
     struct timespec last_activity;
 } transfer;
 
@@ -149,8 +150,22 @@ static size_t receive_header(char *data, size_t size, size_t count, void *user) 
     if (length >= 5 && strncmp(data, "HTTP/", 5) == 0) {
         t->retry_after = -1;
         if (t->captured) t->captured[0] = 0;
+        t->date[0] = 0;
     }
     capture_header(t, data, length);
+    // The Date header's text, kept only when it is short printable ASCII (Swift parses it).
+    static const char date_name[] = "date:";
+    if (length > sizeof date_name - 1 && strncasecmp(data, date_name, sizeof date_name - 1) == 0) {
+        size_t start = sizeof date_name - 1, end = length;
+        while (start < end && (data[start] == ' ' || data[start] == '\t')) start++;
+        while (end > start && (data[end - 1] == ' ' || data[end - 1] == '\t' || data[end - 1] == '\r' || data[end - 1] == '\n')) end--;
+        size_t kept = 0;
+        if (end - start < sizeof t->date) {
+            for (size_t i = start; i < end && data[i] >= 0x20 && data[i] < 0x7f; i++) t->date[kept++] = data[i];
+            if (kept != end - start) kept = 0;
+        }
+        t->date[kept] = 0;
+    }
     static const char name[] = "retry-after:";
     if (length > sizeof name - 1 && strncasecmp(data, name, sizeof name - 1) == 0) {
         size_t index = sizeof name - 1;
@@ -190,9 +205,10 @@ static int header_is_printable(const char *header) {
 
 int gv_http_perform(const gv_http_request *request, gv_http_data_callback on_data,
                     gv_http_tick_callback on_tick, void *context, long *status,
-                    long *retry_after, char *message, size_t message_capacity) {
+                    long *retry_after, char *date, size_t date_capacity, char *message, size_t message_capacity) {
     *status = 0;
     *retry_after = -1;
+    if (date_capacity > 0) date[0] = 0;
     set_message(message, message_capacity, "");
     for (size_t i = 0; i < request->header_count; i++) {
         if (!header_is_printable(request->headers[i])) {
@@ -285,6 +301,7 @@ int gv_http_perform(const gv_http_request *request, gv_http_data_callback on_dat
     if (t.status == 0) curl.easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &t.status);
     *status = t.status;
     *retry_after = t.retry_after;
+    if (date_capacity > 0) snprintf(date, date_capacity, "%s", t.date);
 
     curl.multi_remove_handle(multi, t.easy);
     curl.easy_cleanup(t.easy);

@@ -182,7 +182,7 @@ public final class GeminiClient {
                 return .done(result)
             case .libraryMissing, .transportError, .connectionRefused, .idleTimeout, .refusedHeader:
                 return try transportFailure(outcome, anyText: !result.text.isEmpty)
-            case .complete(let status, let retryAfter), .aborted(let status, let retryAfter):
+            case .complete(let status, let retryAfter, _), .aborted(let status, let retryAfter):
                 if status != 200 { return failure(status, errorBody, retryAfter: retryAfter, errors: errors) }
                 handle(parser.finish(), unterminated: true)
                 result = assembly.finish()
@@ -289,7 +289,7 @@ public final class GeminiClient {
                 throw GeminiError(category: .interrupted, message: "interrupted", cause: .interrupted)
             case .libraryMissing, .transportError, .connectionRefused, .idleTimeout, .refusedHeader:
                 return try transportFailure(outcome, anyText: false)
-            case .complete(let status, let retryAfter), .aborted(let status, let retryAfter):
+            case .complete(let status, let retryAfter, _), .aborted(let status, let retryAfter):
                 guard status == 200 else { return failure(status, received, retryAfter: retryAfter, errors: errors) }
                 guard let decoded = try? JSONDecoder().decode(Response.self, from: Data(received)) else {
                     throw GeminiError(category: .network, message: "the server's answer is not valid JSON", cause: .badJSON)

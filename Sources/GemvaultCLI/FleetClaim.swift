@@ -17,7 +17,7 @@ extension FleetRotation {
 
     /// A rotator's claim, as the annotation holds it: `claimed host=H machine=M boot=B pidns=N
     /// pid=P since=S time=T` while it runs (`time` renewed by the heartbeat), `rotated
-    /// version=N time=T` once done. Another writer's text is read defensively: odd characters
+    /// version=N time=T` once done; times in Unix seconds of Google's clock (`GoogleClock`). Another writer's text is read defensively: odd characters
     /// are dropped from what is shown, and a time in the future counts as no time.
     struct Claim {
         let state: String
@@ -119,31 +119,64 @@ extension FleetRotation {
     }
 }
 
+/// Google's clock as this machine reads it: its own clock moved by how far the Date header of
+/// Secret Manager's last answer was from it. A claim's times are written and judged on it, so
+/// no machine's clock, however far off, decides whether another machine's claim is live.
+/// Without a Date header it is this machine's clock.
+struct GoogleClock: Sendable {
+    private var offset: Int64 = 0
+
+    init(_ info: SecretInfo) { update(info) }
+
+    mutating func update(_ info: SecretInfo) {
+        if let googleTime = info.googleTime { offset = googleTime - Output.now() }
+    }
+
+    func now() -> Int64 { Output.now() + offset }
+}
+
 /// Renews a claim every `FleetRotation.heartbeatInterval` while the run holds it, each time
 /// with the etag of the last patch, so that only a claim whose holder stopped is taken over.
 /// When another rotator took the claim over, `lost` names it and the run stops before adding.
 final class ClaimHeartbeat: @unchecked Sendable {
     private struct State {
         var info: SecretInfo
+        var clock: GoogleClock
         var stopped = false
         var lost: String?
     }
     private let state: Mutex<State>
+    /// One renewal at a time: the heartbeat's and `confirm`'s.
+    private let renewal = Mutex(())
     private let done = DispatchSemaphore(value: 0)
     private let manager: SecretManagerClient
     private let reference: SecretReference
     private let since: Int64
 
-    init(_ manager: SecretManagerClient, _ reference: SecretReference, claimed: SecretInfo, since: Int64) {
+    init(_ manager: SecretManagerClient, _ reference: SecretReference, claimed: SecretInfo, clock: GoogleClock, since: Int64) {
         self.manager = manager
         self.reference = reference
         self.since = since
-        state = Mutex(State(info: claimed))
+        var clock = clock
+        clock.update(claimed)
+        state = Mutex(State(info: claimed, clock: clock))
         DispatchQueue.global(qos: .utility).async { self.run() }
     }
 
     /// Who took the claim over, once someone did.
     var lost: String? { state.withLock { $0.lost } }
+
+    /// Google's time, as of the last answer.
+    func googleNow() -> Int64 { state.withLock { $0.clock.now() } }
+
+    /// Renews the claim now, just before the new version is added (the last beat may be 30 s
+    /// old): who took it over, or nil while it is still this run's. Throws when Secret Manager
+    /// cannot say, so that nothing is added on a claim that may be another's.
+    func confirm() throws(GoogleError) -> String? {
+        if let taker = lost { return taker }
+        if let failure = renewal.withLock({ _ in renew() }) { throw failure }
+        return lost
+    }
 
     /// Stops renewing (waiting for a renewal under way) and gives the secret as last patched.
     func stop() -> SecretInfo {
@@ -163,29 +196,38 @@ final class ClaimHeartbeat: @unchecked Sendable {
             clock.sleep(1)
             guard clock.now() - last >= FleetRotation.heartbeatInterval, !state.withLock({ $0.stopped }) else { continue }
             last = clock.now()
-            renew()
+            _ = renewal.withLock { _ in renew() }
         }
     }
 
-    private func renew() {
-        let info = state.withLock { $0.info }
+    /// One renewal; the failure when the claim could be neither renewed nor read.
+    private func renew() -> GoogleError? {
+        let (info, clock) = state.withLock { ($0.info, $0.clock) }
         var annotations = info.annotations
-        annotations[FleetRotation.claimAnnotation] = FleetRotation.Claim.claiming(since: since, at: Output.now())
+        annotations[FleetRotation.claimAnnotation] = FleetRotation.Claim.claiming(since: since, at: clock.now())
         do throws(GoogleError) {
             let renewed = try manager.annotate(reference, annotations, etag: info.etag)
-            state.withLock { $0.info = renewed }
+            state.withLock { state in
+                state.info = renewed
+                state.clock.update(renewed)
+            }
+            return nil
         } catch where error.reason == SecretManagerClient.etagConflict {
             // Another writer changed the secret: still ours when the claim is this run's.
-            guard let current = try? manager.secret(reference) else { return }
+            let current: SecretInfo
+            do throws(GoogleError) { current = try manager.secret(reference) } catch { return error }
             let claim = FleetRotation.Claim(current.annotations[FleetRotation.claimAnnotation])
             state.withLock { state in
                 state.info = current
+                state.clock.update(current)
                 if claim?.state != "claimed" || claim?.isThisRun != true || claim?.fields["since"] != String(since) {
                     state.lost = claim.map { $0.state == "claimed" ? $0.who : "a writer that left '\($0.state)'" } ?? "a writer that removed it"
                 }
             }
+            return nil
         } catch {
             // Out of reach for now: the next beat tries again, well within the claim's staleness.
+            return error
         }
     }
 }

@@ -96,12 +96,14 @@ enum FleetRotation {
 
         // Whether it is due: the secret's newest enabled version against the period.
         let info = try manager.secret(reference)
+        let googleClock = GoogleClock(info)
         let enabled = try manager.versions(reference, enabledOnly: true)
         guard let newest = enabled.max(by: { $0.number < $1.number }) else {
             throw GoogleError(.refused, "\(reference.resource) has no enabled version to rotate from",
                               hint: "enable the version that holds the current key: gcloud secrets versions enable N --secret \(reference.secret) --project \(reference.project)")
         }
-        let now = Output.now()
+        // Google's time: the claim's times and the versions' are Google's, not this machine's.
+        let now = googleClock.now()
         let versionAge = max(0, now - (newest.created ?? now))
         let limit: (seconds: Int64, from: String)?
         switch due {
@@ -133,14 +135,14 @@ enum FleetRotation {
         case .failure(let error) where error.reason == SecretManagerClient.etagConflict:
             // Another rotator came first: judged again as found now (a person's --create refuses it).
             let again = try manager.secret(reference)
-            if try judge(again.annotations[claimAnnotation], call, reference, name: name, now: Output.now(), versionAge: versionAge, stuckAfter: stuckAfter) {
+            if try judge(again.annotations[claimAnnotation], call, reference, name: name, now: GoogleClock(again).now(), versionAge: versionAge, stuckAfter: stuckAfter) {
                 throw CommandFailure(.failure, "\(reference.resource) changed while this machine claimed it; nothing was rotated", hint: "run the command again")
             }
             return try skipped("elsewhere")
         case .failure(let error): throw error
         }
         Console.note("claimed the rotation of \(reference.resource) (annotation \(claimAnnotation))")
-        let heartbeat = ClaimHeartbeat(manager, reference, claimed: claimed, since: now)
+        let heartbeat = ClaimHeartbeat(manager, reference, claimed: claimed, clock: googleClock, since: now)
         defer { _ = heartbeat.stop() }
         let release = { (reason: String) in
             let latest = heartbeat.stop()
@@ -155,14 +157,14 @@ enum FleetRotation {
         var recorded = false
         do {
             try rotate(call, name: name, vault: vault, link: link, manager, reference, grace: grace, verifyLimit: verifyLimit, age: age, beforeAdding: {
-                if let taker = heartbeat.lost {
+                if let taker = try heartbeat.confirm() {
                     throw CommandFailure(.failure, "\(taker) took over the claim on the rotation of \(reference.resource) while this machine checked its new key; nothing was added")
                 }
             }) { version in
                 recorded = true
                 let latest = heartbeat.stop()
                 var done = latest.annotations
-                done[claimAnnotation] = Claim.rotated(to: version, at: Output.now())
+                done[claimAnnotation] = Claim.rotated(to: version, at: heartbeat.googleNow())
                 if (try? manager.annotate(reference, done, etag: latest.etag)) == nil {
                     Console.warning("could not record version \(version) in the annotation \(claimAnnotation) of \(reference.resource)")
                 }

@@ -56,13 +56,51 @@ extension FleetRotation {
 
     /// Disables every enabled version older than `newest` (but `done`) that holds `retired`: a
     /// withdrawal adds the vault's key again as a version of its own, so the key a rotation
-    /// retires can sit in more than one, and each would keep serving it.
+    /// retires can sit in more than one, and each would keep serving it. A version that cannot
+    /// be read is never passed over in silence: one no longer enabled is done with, one that
+    /// holds no key is named, and any other failure stops the finish, which tries again.
     static func disableCopies(of retired: SecretBytes, olderThan newest: UInt64, besides done: UInt64,
                               _ manager: SecretManagerClient, _ reference: SecretReference) throws(GoogleError) {
         for version in try manager.versions(reference, enabledOnly: true) where version.number < newest && version.number != done {
-            guard let copy = try? manager.accessKey(reference.version(version.number)), copy.value.isEqual(to: retired) else { continue }
+            let copy: SecretBytes
+            do throws(GoogleError) {
+                copy = try manager.accessKey(reference.version(version.number)).value
+            } catch where isNotEnabled(error) {
+                continue
+            } catch where error.category == .badData {
+                Console.warning("version \(version.number) of \(reference.resource) could not be read as a key (\(error.message)); it is left enabled")
+                continue
+            } catch {
+                throw GoogleError(error.category, "version \(version.number) could not be read to tell whether it holds the old key: \(error.message)", status: error.status, reason: error.reason)
+            }
+            guard copy.isEqual(to: retired) else { continue }
             try manager.setVersion(reference, version.number, enabled: false)
             Console.note("disabled version \(version.number) of \(reference.resource), which held the old key too")
+        }
+    }
+
+    /// A version disabled or destroyed (400 FAILED_PRECONDITION), or gone (404): it serves nothing.
+    static func isNotEnabled(_ error: GoogleError) -> Bool {
+        (error.status == 400 && error.reason == "FAILED_PRECONDITION") || error.status == 404
+    }
+
+    /// The key a rotation retires, to find its other copies: the previous version's value or,
+    /// once that version is disabled (a finish that failed after it), the old key at Google.
+    /// Nil, with a warning, when neither can be read; a failure to reach Google stops the finish.
+    static func retiredValue(of rotation: LinkedRotation, name: String, link: GoogleRotation.GoogleLink,
+                             _ manager: SecretManagerClient, _ reference: SecretReference) throws -> SecretBytes? {
+        do throws(GoogleError) {
+            return try manager.accessKey(reference.version(rotation.previousVersion)).value
+        } catch where isNotEnabled(error) || error.category == .badData {
+            if !rotation.retireKey.isEmpty {
+                let client = try link.client(project: GoogleKeyRecord(resource: rotation.retireKey, serviceAccount: "").project)
+                if let old = try? client.keyString(rotation.retireKey) { return old }
+            }
+            Console.warning("version \(rotation.previousVersion) of \(reference.resource) cannot be read (\(error.message)), so other enabled versions holding the old key cannot be found; check them: gcloud secrets versions list \(reference.secret) --project \(reference.project)")
+            return nil
+        } catch {
+            throw GoogleError(error.category, "the rotation of '\(name)' is stored, but reading version \(rotation.previousVersion) of \(reference.resource) failed: \(error.message)",
+                              hint: "'gemvault key rotate --finish \(name)' tries again", status: error.status, reason: error.reason)
         }
     }
 
@@ -76,7 +114,7 @@ extension FleetRotation {
             throw CommandFailure(.failure, "the rotation of '\(name)' would disable version \(rotation.previousVersion), which is not older than version \(current.version) the vault holds; nothing was disabled")
         }
         // Read before it is disabled: other versions holding the same key are disabled with it.
-        let retired = try? manager.accessKey(reference.version(rotation.previousVersion)).value
+        let retired = try retiredValue(of: rotation, name: name, link: link, manager, reference)
         let disabling = Result { () throws(GoogleError) in try manager.setVersion(reference, rotation.previousVersion, enabled: false) }
         switch disabling {
         case .success: Console.note("disabled version \(rotation.previousVersion) of \(reference.resource), which held the old key")

@@ -12,6 +12,14 @@ struct GoogleExchange {
         let body: SecretBytes
         /// The Retry-After header, in seconds.
         let retryAfter: Double?
+        /// The Date header, in Unix seconds: the server's clock.
+        var date: Int64?
+    }
+
+    /// A JSON answer and when the server gave it (its Date header, Unix seconds).
+    struct Dated {
+        let json: SecretJSON
+        let date: Int64?
     }
 
     /// A failure before any HTTP answer: refused, reset, DNS, TLS, the time limit, no libcurl.
@@ -41,7 +49,7 @@ struct GoogleExchange {
         // forever): the limit runs from the end of the headers to the end of the body.
         let outcome = transport.perform(request, onData: { _, data in answer.append(data) ? .more : .abort }, onTick: nil)
         switch outcome {
-        case .complete(let status, let retryAfter): return Response(status: status, body: answer.finished(), retryAfter: retryAfter)
+        case .complete(let status, let retryAfter, let date): return Response(status: status, body: answer.finished(), retryAfter: retryAfter, date: date)
         case .aborted: throw TransportFailure(message: "the answer was larger than \(Self.maxAnswer >> 10) KiB", timedOut: false, tooLarge: true)
         case .idleTimeout: throw TransportFailure(message: "no answer within \(Int(timeout)) s", timedOut: true)
         case .libraryMissing: throw TransportFailure(message: "libcurl.so.4 could not be loaded (install libcurl4)", timedOut: false)
@@ -59,9 +67,17 @@ extension GoogleExchange {
     func call(_ method: String, _ target: HTTPRequest.Target, body: HTTPRequest.Body, headers: [String], bearer: SecretBytes, policy: RetryPolicy,
               clock: WaitClock, service: String, setting: String, what: String, secretFields: Set<String>,
               refusal: (Int, GoogleStatus?) -> GoogleError) throws(GoogleError) -> SecretJSON {
+        try dated(method, target, body: body, headers: headers, bearer: bearer, policy: policy, clock: clock, service: service, setting: setting, what: what,
+                  secretFields: secretFields, refusal: refusal).json
+    }
+
+    /// `call`, with the Date header of the answer.
+    func dated(_ method: String, _ target: HTTPRequest.Target, body: HTTPRequest.Body, headers: [String], bearer: SecretBytes, policy: RetryPolicy,
+               clock: WaitClock, service: String, setting: String, what: String, secretFields: Set<String>,
+               refusal: (Int, GoogleStatus?) -> GoogleError) throws(GoogleError) -> Dated {
         var headers = ["Accept: application/json"] + headers
         if case .none = body {} else { headers.append("Content-Type: application/json; charset=utf-8") }
-        return try policy.run({ (_: Int) throws(GoogleError) -> RetryPolicy.Step<SecretJSON, GoogleError> in
+        return try policy.run({ (_: Int) throws(GoogleError) -> RetryPolicy.Step<Dated, GoogleError> in
             let response: Response
             do throws(TransportFailure) {
                 response = try perform(method, target, headers: headers, bearer: bearer, body: body)
@@ -74,7 +90,7 @@ extension GoogleExchange {
                 throw GoogleError(response.status >= 500 ? .network : .refused, "\(service) answered \(what) with a malformed body (HTTP \(response.status))",
                                   status: response.status)
             }
-            if response.status == 200 { return .done(split) }
+            if response.status == 200 { return .done(Dated(json: split, date: response.date)) }
             let envelope = GoogleStatus.decode(split.plain)
             return .failed(refusal(response.status, envelope), .answer(response.status, envelope, retryAfter: response.retryAfter))
         }, wait: { (delay: Double, _: Int, _: GoogleError) throws(GoogleError) in clock.sleep(delay) })

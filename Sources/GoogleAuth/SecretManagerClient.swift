@@ -1,5 +1,6 @@
 import FoundationEssentials
 import GoogleHTTP
+import Synchronization
 import SystemIO
 import VaultCore
 
@@ -85,6 +86,8 @@ public final class SecretManagerClient {
     let timeout: Double
     let policy: RetryPolicy
     let clock: WaitClock
+    /// The project number Google first answered with, by the project id a reference names.
+    private let projectNumbers = Mutex<[String: String]>([:])
 
     public init(endpoint: String, token: AccessToken, timeout: Double, retries: Int, transport: any HTTPTransport = CurlTransport(), clock: WaitClock = .standard) {
         self.endpoint = endpoint
@@ -112,7 +115,7 @@ public final class SecretManagerClient {
               let crcText = answer.payload?.dataCrc32c, let crc = UInt32(crcText) else {
             throw GoogleError(.badData, "Secret Manager answered \(what) without a payload, a version or its checksum")
         }
-        guard let version = reference.versionNumber(inName: name) else {
+        guard let version = version(inName: name, of: reference) else {
             throw GoogleError(.badData, "Secret Manager answered \(what) with the version '\(GoogleStatus.shown(String(name.prefix(200))))', which is not a version of \(reference.resource); the key was not used")
         }
         let named = "\(reference.resource), version \(version)"
@@ -171,6 +174,8 @@ public struct SecretInfo: Sendable, Equatable {
     public let annotations: [String: String]
     /// `rotation.rotationPeriod` in seconds; documented as input only, so often absent.
     public let rotationPeriod: Double?
+    /// Google's clock when it answered (the Date header, Unix seconds), if the answer had one.
+    public var googleTime: Int64?
 }
 
 /// One version of a secret, as `versions.list` gives it.
@@ -192,17 +197,17 @@ extension SecretManagerClient {
         let annotations: [String: String]?
         let rotation: Rotation?
 
-        var info: SecretInfo? {
+        func info(at date: Int64?) -> SecretInfo? {
             guard let etag else { return nil }
             let period = rotation?.rotationPeriod.flatMap { $0.hasSuffix("s") ? Double($0.dropLast()) : nil }
-            return SecretInfo(etag: etag, annotations: annotations ?? [:], rotationPeriod: period)
+            return SecretInfo(etag: etag, annotations: annotations ?? [:], rotationPeriod: period, googleTime: date)
         }
     }
 
     /// `secrets.get`.
     public func secret(_ reference: SecretReference) throws(GoogleError) -> SecretInfo {
-        let body = try call("GET", "/v1/" + reference.resource, what: "reading \(reference.resource)", reference: reference)
-        guard let info = body.decode(SecretWire.self)?.info else { throw GoogleError(.badData, "Secret Manager answered reading \(reference.resource) without an etag") }
+        let answer = try call("GET", "/v1/" + reference.resource, what: "reading \(reference.resource)", reference: reference)
+        guard let info = answer.json.decode(SecretWire.self)?.info(at: answer.date) else { throw GoogleError(.badData, "Secret Manager answered reading \(reference.resource) without an etag") }
         return info
     }
 
@@ -213,14 +218,14 @@ extension SecretManagerClient {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         guard let json = try? encoder.encode(Patch(annotations: annotations, etag: etag)) else { throw GoogleError(.badData, "the annotations could not be encoded") }
-        let body: SecretJSON
+        let answer: GoogleExchange.Dated
         do {
-            body = try call("PATCH", "/v1/" + reference.resource + "?updateMask=annotations", body: .plain(Array(json)), what: "claiming \(reference.resource)",
+            answer = try call("PATCH", "/v1/" + reference.resource + "?updateMask=annotations", body: .plain(Array(json)), what: "claiming \(reference.resource)",
                             reference: reference, retryOn: [.rateLimit])
         } catch where error.status == 409 || (error.status == 400 && (error.reason == "FAILED_PRECONDITION" || error.reason == "ABORTED")) {
             throw GoogleError(.refused, "\(reference.resource) changed meanwhile (its etag is no longer \(etag))", status: error.status, reason: Self.etagConflict)
         }
-        guard let info = body.decode(SecretWire.self)?.info else { throw GoogleError(.badData, "Secret Manager answered the patch of \(reference.resource) without an etag") }
+        guard let info = answer.json.decode(SecretWire.self)?.info(at: answer.date) else { throw GoogleError(.badData, "Secret Manager answered the patch of \(reference.resource) without an etag") }
         return info
     }
 
@@ -238,9 +243,9 @@ extension SecretManagerClient {
             UnsafeMutableRawBufferPointer(rebasing: out[(prefix.count + encoded.count)...]).copyBytes(from: suffix)
         }
         let body = try call("POST", "/v1/" + reference.resource + ":addVersion", body: .secret(request), what: "adding a version to \(reference.resource)",
-                            reference: reference, retryOn: [.rateLimit])
+                            reference: reference, retryOn: [.rateLimit]).json
         // The answer must name a version of this secret (by project id or number).
-        guard let name = body.decode(Answer.self)?.name, let number = reference.versionNumber(inName: name) else {
+        guard let name = body.decode(Answer.self)?.name, let number = version(inName: name, of: reference) else {
             throw GoogleError(.badData, "Secret Manager answered the new version of \(reference.resource) without its number")
         }
         return number
@@ -290,11 +295,16 @@ extension SecretManagerClient {
         repeat {
             var query = "?pageSize=100" + (enabledOnly ? "&filter=" + PercentEncoding.encode("state:ENABLED") : "")
             if let token { query += "&pageToken=" + PercentEncoding.encode(token) }
-            let body = try call("GET", "/v1/\(reference.resource)/versions" + query, what: "listing the versions of \(reference.resource)", reference: reference)
+            let body = try call("GET", "/v1/\(reference.resource)/versions" + query, what: "listing the versions of \(reference.resource)", reference: reference).json
             guard let page = body.decode(Page.self) else { throw GoogleError(.badData, "Secret Manager answered the list of versions with a malformed body") }
             for version in page.versions ?? [] {
-                guard let name = version.name, let number = name.split(separator: "/").last.flatMap({ UInt64($0) }), let state = version.state else {
-                    throw GoogleError(.badData, "Secret Manager listed a version without its number or state")
+                guard let name = version.name, let state = version.state else {
+                    throw GoogleError(.badData, "Secret Manager listed a version without its name or state")
+                }
+                // The whole name: an entry of another secret or project is not one of this secret's versions.
+                guard let number = self.version(inName: name, of: reference) else {
+                    throw GoogleError(.badData, "Secret Manager listed '\(GoogleStatus.shown(String(name.prefix(200))))' among the versions of \(reference.resource), which is not one of them; the list was not used",
+                                      hint: "a replayed or forged answer, or a proxy in the way: check secretmanager_endpoint and the network")
                 }
                 found.append(SecretVersionInfo(number: number, state: GoogleStatus.shown(state), created: version.createTime.flatMap(GoogleKey.unixSeconds)))
             }
@@ -304,11 +314,26 @@ extension SecretManagerClient {
         return found
     }
 
+    /// The version a name Google gave is (`SecretReference.versionNumber(inName:)`), naming
+    /// the same project number as every earlier answer of this client: a reference by project
+    /// id is answered by number, and an answer naming another number is another project's.
+    func version(inName name: String, of reference: SecretReference) -> UInt64? {
+        guard let number = reference.versionNumber(inName: name) else { return nil }
+        let project = String(name.split(separator: "/", omittingEmptySubsequences: false)[1])  // six parts, checked above
+        guard project != reference.project else { return number }
+        let agrees = projectNumbers.withLock { numbers -> Bool in
+            if let known = numbers[reference.project] { return known == project }
+            numbers[reference.project] = project
+            return true
+        }
+        return agrees ? number : nil
+    }
+
     private func call(_ method: String, _ path: String, body: HTTPRequest.Body = .none, what: String, reference: SecretReference,
-                      retryOn: RetryPolicy.RetryOn = [.noAnswer, .rateLimit, .serverErrors]) throws(GoogleError) -> SecretJSON {
+                      retryOn: RetryPolicy.RetryOn = [.noAnswer, .rateLimit, .serverErrors]) throws(GoogleError) -> GoogleExchange.Dated {
         var policy = self.policy
         policy.retryOn = retryOn
-        return try GoogleExchange(transport: transport, timeout: timeout).call(
+        return try GoogleExchange(transport: transport, timeout: timeout).dated(
             method, .plain(endpoint + path), body: body, headers: [], bearer: token.token, policy: policy, clock: clock,
             service: "Secret Manager", setting: "secretmanager_endpoint", what: what, secretFields: [],
             refusal: { status, envelope in refusal(status, envelope, reference: reference, what: what) })

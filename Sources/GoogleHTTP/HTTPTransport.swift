@@ -62,8 +62,9 @@ public struct HTTPRequest {
 
 /// How an exchange ended.
 public enum HTTPOutcome: Equatable, Sendable {
-    /// The answer came whole; `retryAfter` is its Retry-After header in seconds, if any.
-    case complete(status: Int, retryAfter: Double?)
+    /// The answer came whole; `retryAfter` is its Retry-After header in seconds, if any, and
+    /// `date` its Date header in Unix seconds (the server's clock), if it had a readable one.
+    case complete(status: Int, retryAfter: Double?, date: Int64? = nil)
     /// The body's reader stopped the transfer.
     case aborted(status: Int, retryAfter: Double?)
     case idleTimeout(status: Int)
@@ -142,6 +143,7 @@ public struct CurlTransport: HTTPTransport {
         defer { plainHeaders.forEach { free($0) } }
         var status = 0
         var retryAfter = -1
+        var date = [CChar](repeating: 0, count: 64)
         var message = [CChar](repeating: 0, count: 512)
         let direct = request.bypassesProxy
         let rc: Int32 = withSecretHeader(request.secretHeader) { secretHeader in
@@ -165,7 +167,7 @@ public struct CurlTransport: HTTPTransport {
                             }, ticking ? { context in
                                 let callbacks = Unmanaged<Callbacks>.fromOpaque(context!).takeUnretainedValue()
                                 return callbacks.onTick?() == true ? 1 : 0
-                            } : nil, context.toOpaque(), &status, &retryAfter, &message, message.count)
+                            } : nil, context.toOpaque(), &status, &retryAfter, &date, date.count, &message, message.count)
                         }
                     }
                 }
@@ -174,7 +176,8 @@ public struct CurlTransport: HTTPTransport {
         let text = { message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) } }
         let delay = retryAfter >= 0 ? Double(retryAfter) : nil
         switch Int(rc) {
-        case Int(GV_HTTP_COMPLETE): return .complete(status: status, retryAfter: delay)
+        case Int(GV_HTTP_COMPLETE):
+            return .complete(status: status, retryAfter: delay, date: HTTPDate.seconds(date.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }))
         case Int(GV_HTTP_ABORTED): return .aborted(status: status, retryAfter: delay)
         case Int(GV_HTTP_IDLE_TIMEOUT): return .idleTimeout(status: status)
         case Int(GV_HTTP_CANCELLED): return .cancelled

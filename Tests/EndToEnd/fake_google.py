@@ -36,11 +36,13 @@ the connection without an answer ({"create": "once"}); `purge` makes keys gone f
 as 30 days after a delete). `key_string_tail` is appended to every new key string (a second line a
 hostile or broken answer could carry). `trickle` names the endpoints ("token", "metadata", "apikeys")
 whose answers go out one byte every 0.2 s after proper headers, padded so that this takes ten
-minutes: a client without a total deadline is held. Gemini calls follow the key's API restrictions: a method they do not
+minutes: a client without a total deadline is held. `clock_offset` sets Google's clock that many
+seconds from real time: the Date header and every time the fake reports. Gemini calls follow the key's API restrictions: a method they do not
 allow is refused with 403 API_KEY_SERVICE_BLOCKED.
 """
 import argparse
 import base64
+import email.utils
 import json
 import os
 import secrets
@@ -73,7 +75,7 @@ STATE = {
     "denied": [],        # identities without the API Keys Admin role
     "config": {"op_polls": 2, "propagation": 0.0, "speedup": 1, "delete_lag": 0.0, "fail": {}, "metadata_token_scope": SCOPE,
                "unrestricted_result": False, "bound_keys_forbidden": False, "omit_key_string": False, "reuse_id": False,
-               "key_string_tail": "", "trickle": []},
+               "key_string_tail": "", "trickle": [], "clock_offset": 0},
     "calls": [],         # API Keys calls: [method, path without query, x-goog-user-project]
     "secrets": {},       # Secret Manager: "projects/NUMBER/secrets/S" -> {"versions": [{"data": base64, "state"}]}
     "sm_denied": [],     # identities without secretmanager.versions.access
@@ -92,7 +94,9 @@ def crc32c(data):
 
 
 def now():
-    return time.time()
+    """Google's clock: real time moved on by `clock_offset` seconds (the Date header and every
+    time the fake reports or compares, so a test can set Google's clock apart from a machine's)."""
+    return time.time() + STATE["config"]["clock_offset"]
 
 
 def rfc3339(seconds):
@@ -217,6 +221,10 @@ class GoogleHandler(fake_gemini.Handler):
             self.path = path.split("keyString=")[0] + "keyString=REDACTED"
         super().record(b"" if "/token" in path else body)
         self.path = path
+
+    def date_time_string(self, timestamp=None):
+        # The Date header of every answer, on Google's clock.
+        return email.utils.formatdate(now() if timestamp is None else timestamp, usegmt=True)
 
     def reply(self, status, payload):
         self.send_json(status, json.dumps(payload, indent=2).encode())
@@ -424,6 +432,11 @@ class GoogleHandler(fake_gemini.Handler):
             return self.reply(403, error_body(403, "PERMISSION_DENIED", "Request had insufficient authentication scopes.", "ACCESS_TOKEN_SCOPE_INSUFFICIENT"))
         if self.injected("access"):
             return None
+        with LOCK:
+            # `fail_access_versions` [N, ...]: reading those versions by number answers 503, always.
+            unavailable = version in [str(n) for n in STATE["config"].get("fail_access_versions", [])]
+        if unavailable:
+            return self.reply(503, error_body(503, "UNAVAILABLE", "The service is currently unavailable."))
         if denied:
             resource = "projects/%s/secrets/%s/versions/%s" % (project, secret, version)
             return self.reply(403, error_body(403, "PERMISSION_DENIED", "Permission 'secretmanager.versions.access' denied for resource '%s' (or it may not exist)."
@@ -542,8 +555,10 @@ class GoogleHandler(fake_gemini.Handler):
             if query.get("filter") == ["state:ENABLED"]:
                 listed = [(n, v) for n, v in listed if v["state"] == "ENABLED"]
             listed.reverse()
-            return self.reply(200, {"versions": [{"name": "%s/versions/%d" % (name, n), "state": v["state"], "createTime": rfc3339(v.get("created", now()))}
-                                                 for n, v in listed], "totalSize": len(listed)} if listed else {})
+            # `list_extra` [{"name": ..., "state": ...}]: entries a hostile or confused answer adds.
+            entries = STATE["config"].get("list_extra", []) + [
+                {"name": "%s/versions/%d" % (name, n), "state": v["state"], "createTime": rfc3339(v.get("created", now()))} for n, v in listed]
+            return self.reply(200, {"versions": entries, "totalSize": len(entries)} if entries else {})
         number = int(segments[5].split(":")[0]) if segments[5].split(":")[0].isdigit() else 0
         if not 1 <= number <= len(versions):
             return self.reply(404, error_body(404, "NOT_FOUND", "Secret Version [%s/versions/%s] not found." % (name, segments[5].split(":")[0])))

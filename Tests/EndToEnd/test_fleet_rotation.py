@@ -219,6 +219,23 @@ def test_a_failure_after_the_version_was_added_takes_it_back_and_latest_keeps_wo
     assert live_key_strings(google) == {versions(google)[3][0]}
 
 
+def test_a_copy_of_the_old_key_that_cannot_be_read_stops_the_finish_until_it_is_disabled(env, google):
+    """Version 1 holds the old key too; reading it fails: the finish is not done in silence with
+    that copy enabled. It stops (exit 7) and the next --finish, which finds version 2 disabled
+    already, tells the old key by the key at Google and disables the copy."""
+    secret_exists(google)
+    google.control(secrets=[{"id": "gemini-key", "versions": [FLEET_KEY]}])
+    machine(env, google)
+    google.control(set={"fail_access_versions": [1]})
+    failed = rotate(env, "--grace", "0s")
+    assert failed.code == 7 and "version 1 could not be read" in failed.err and "--finish lab" in failed.err, failed
+    assert [state for _, state in versions(google)] == ["ENABLED", "DISABLED", "ENABLED"] and FLEET_KEY in live_key_strings(google)
+    google.control(set={"fail_access_versions": []})
+    finished = env.run("key", "rotate", "--finish", "lab")
+    assert finished.code == 0 and "disabled version 1 of" in finished.err and "deleted the old key" in finished.err, finished
+    assert [state for _, state in versions(google)] == ["DISABLED", "DISABLED", "ENABLED"] and live_key_strings(google) == {versions(google)[2][0]}
+
+
 def test_a_version_that_cannot_be_withdrawn_keeps_its_key_working(env, google):
     """The add's answer is lost and the rotator may not disable versions: the version it added
     stays, so its key is not deleted under the machines that may have taken it."""
@@ -407,6 +424,9 @@ def test_kill_9_at_every_step_leaves_a_vault_and_a_secret_the_next_run_completes
         time.sleep(0.01)
         err += proc.stderr.read() or b""
     assert step.encode() in err, err
+    if step == "adding the new key":  # the note comes just before the request: killed once it reached Google
+        while len(versions(google)) < 2 and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     value, link = vault_state(env)

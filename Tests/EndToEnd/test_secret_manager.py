@@ -273,6 +273,36 @@ def test_a_forged_version_jump_is_refused_and_relink_recovers(env, google):
     assert env.run("key", "set", "lab", "--relink", input=NEXT_KEY + "\n").code == 64
 
 
+def test_a_version_list_naming_another_secret_does_not_confirm_a_newer_version(env, google):
+    """A forged `latest` of version 7, and a list whose version 7 is another secret's (or the
+    same secret in another project): the whole listed name is checked, so nothing confirms it."""
+    linked_vault(env, google)
+    for foreign in ("projects/%s/secrets/other-key/versions/7" % PROJECT_NUMBER, "projects/attacker-project/secrets/gemini-key/versions/7"):
+        google.control(set={"forge_latest": {"version": 7, "value": FORGED_KEY}, "list_extra": [{"name": foreign, "state": "ENABLED"}]})
+        env.advance_clock(301)
+        forged = env.run("key", "get", "lab")
+        assert forged.code == 4 and "among the versions of projects/%s/secrets/gemini-key, which is not one of them" % PROJECT_ID in forged.err, forged
+        assert FORGED_KEY not in forged.out + forged.err
+    google.control(set={"list_extra": []})
+    env.advance_clock(301)
+    assert env.run("key", "get", "lab").out == FLEET_KEY + "\n"
+
+
+def test_answers_naming_two_project_numbers_are_refused(env, google):
+    """The link names the project by id, so Google answers by number; a newer version named by
+    another project's number is refused once the list names this one's."""
+    linked_vault(env, google)
+    google.control(secrets=[{"id": "gemini-key", "versions": [NEXT_KEY]}], set={"access_project": "999999999999"})
+    env.advance_clock(301)
+    refused = env.run("key", "get", "lab")
+    assert refused.code == 4 and "projects/%s/secrets/gemini-key/versions/2" % PROJECT_NUMBER in refused.err and "not one of them" in refused.err, refused
+    listed = json.loads(env.run("key", "list", "--json").out)["keys"][0]
+    assert listed["secret_manager"] == SECRET + " (version 1)" and listed["masked"] == FLEET_KEY[:4] + "…" + FLEET_KEY[-4:]  # the copy is kept
+    google.control(set={"access_project": PROJECT_NUMBER})
+    env.advance_clock(301)
+    assert env.run("key", "get", "lab").out == NEXT_KEY + "\n"
+
+
 def test_doctor_shows_the_links_and_a_copy_too_old_to_be_used(env, google):
     linked_vault(env, google)
     data = json.loads(env.run("doctor", "--json").out)

@@ -43,6 +43,16 @@ private func fixture(_ name: String) throws -> String {
         #expect(byNumber.versionNumber(inName: "projects/123456/secrets/gemini-key/versions/3") == 3)
     }
 
+    @Test func oneClientTakesAnswersOfOneProjectNumberOnly() throws {
+        let byID = try #require(SecretReference(parsing: "gsm://projects/lab/secrets/gemini-key"))
+        let manager = client(FakeTransport([]))
+        #expect(manager.version(inName: "projects/lab/secrets/gemini-key/versions/2", of: byID) == 2)
+        #expect(manager.version(inName: "projects/123456/secrets/gemini-key/versions/3", of: byID) == 3)
+        #expect(manager.version(inName: "projects/654321/secrets/gemini-key/versions/4", of: byID) == nil)
+        #expect(manager.version(inName: "projects/123456/secrets/gemini-key/versions/4", of: byID) == 4)
+        #expect(manager.version(inName: "projects/123456/secrets/other/versions/4", of: byID) == nil)
+    }
+
     @Test func crc32cMatchesItsCheckValue() {
         #expect(Array("123456789".utf8).withUnsafeBytes { CRC32C.checksum($0) } == 0xE306_9283)
     }

@@ -42,7 +42,8 @@ enum {
 };
 
 /// Performs the request, streaming the body to `on_data`. Fills `status`, `retry_after`
-/// (the Retry-After header's seconds, or -1) and, on a transport error, `message`
+/// (the Retry-After header's seconds, or -1), `date` (the Date header's text, or empty;
+/// NUL-terminated, at most `date_capacity` bytes) and, on a transport error, `message`
 /// (NUL-terminated, at most `message_capacity` bytes).
 int gv_http_perform(const gv_http_request *request,
                     gv_http_data_callback on_data,
@@ -50,6 +51,8 @@ int gv_http_perform(const gv_http_request *request,
                     void *context,
                     long *status,
                     long *retry_after,
+                    char *date,
+                    size_t date_capacity,
                     char *message,
                     size_t message_capacity);
 
