@@ -100,7 +100,7 @@ extension AgentServer {
         let maximum = Double(min(max(request.number(.maxSeconds) ?? Int64(defaults.max), 1), Self.longestSession))
         do {
             let file = try readFile()
-            document = try VaultDocument.open(file, path: store.path, sessionKey: sessionKey)
+            document = try VaultDocument.open(file, path: store.path, key: sessionKey)
             remember(file)
         } catch let error as VaultError {
             return failure(error)
@@ -131,7 +131,7 @@ extension AgentServer {
         }
         return answering {
             let file = try readFile()
-            let opened = try VaultDocument.open(file, path: store.path, kek: kek)
+            let opened = try VaultDocument.open(file, path: store.path, key: VaultDocument.SessionKey.keyEncryptionKey(kek))
             opened.contents.recordUse(uses)
             document = opened
             remember(file)
@@ -369,7 +369,7 @@ extension AgentServer {
         if file.generation < current.file.generation {
             throw VaultError.rolledBack(path: store.path, generation: file.generation, seen: current.file.generation)
         }
-        guard let reloaded = try? VaultDocument.open(file, path: store.path, sessionKey: current.sessionKey) else {
+        guard let reloaded = try? VaultDocument.open(file, path: store.path, key: current.sessionKey) else {
             // The passphrase changed underneath: this session can no longer follow the vault.
             log("the vault was changed by a writer with another passphrase; locking")
             wipe(persist: false)

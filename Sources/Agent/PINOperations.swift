@@ -65,7 +65,7 @@ extension AgentServer {
         if document == nil {
             do {
                 let vault = try file.readFile()
-                let opened = try VaultDocument.open(vault, path: store.path, sessionKey: sessionKey)
+                let opened = try VaultDocument.open(vault, path: store.path, key: sessionKey)
                 // A rekey keeps the passphrase slot's key: the PIN would open the new data key.
                 guard let check = pinDataKeyCheck, try opened.dataKeyCheck().isEqual(to: check) else { throw VaultError.wrongPassphrase }
                 document = opened

@@ -27,7 +27,9 @@ struct Context {
         vault = VaultAccess(path: vaultPath, lockTimeout: environment["GEMVAULT_LOCK_TIMEOUT"].flatMap(Double.init).map { max(0, $0) } ?? VaultAccess.defaultLockTimeout,
                             stateDirectory: paths.stateHome, acceptsRollback: options.flag(.acceptRollback),
                             agentPaths: AgentPaths(environment: environment, vaultPath: vaultPath), useSession: !options.flag(.noSession),
-                            passphrase: CommandPassphrase(options: options, vaultPath: vaultPath, environment: environment),
+                            ui: CommandUnlockUI(options: options, vaultPath: vaultPath),
+                            methods: UnlockMethods.standard(sshAgent: CommandUnlockUI.givesPassphrase(options) ? nil
+                                : SSHAgentUnlock(agent: Result { () throws(SSHAgentError) in try SSHAgentClient(environment: environment) })),
                             observe: { contents in
                                 // Conversations can be sealed, or not saved, without an unlock.
                                 try? history.saveRecipient(conversationKey: contents.conversationKey, vaultHistory: contents.settings[Setting.history.name])
@@ -75,64 +77,45 @@ struct Context {
         return characters < 12 ? "the passphrase is shorter than 12 characters; a longer one resists guessing far better" : nil
     }
 
-    /// `attempt` with the vault's passphrase, retried on a terminal.
+    /// `attempt` with the vault's passphrase, retried on a terminal (restore-backup opens
+    /// another file with it).
     func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T {
-        try CommandPassphrase(options: options, vaultPath: vaultPath, environment: environment).withPassphrase(attempt)
+        try vault.withSecret(.passphrase, attempt)
     }
 }
 
-/// The vault's secret for one command: the passphrase from --passphrase-fd,
-/// --passphrase-file or the terminal, the recovery code from the terminal or stdin. On a
-/// terminal a wrong one may be typed again (three tries, like sudo and ssh).
-struct CommandPassphrase: PassphraseSource {
+/// How a command asks for the vault's secrets: the passphrase from --passphrase-fd,
+/// --passphrase-file or the terminal, the recovery code from the terminal or stdin, a PIN
+/// from the terminal only. A descriptor or a file is read once; the terminal again after a
+/// wrong secret (VaultAccess.withSecret decides how often).
+struct CommandUnlockUI: UnlockUI {
     let options: ParsedOptions
     let vaultPath: String
-    let environment: [String: String]
 
-    var canProvide: Bool { givesPassphrase || SecretInput.hasTerminal }
-    private var givesPassphrase: Bool { options.flag(.passphraseFd) || options.flag(.passphraseFile) }
+    static func givesPassphrase(_ options: ParsedOptions) -> Bool { options.flag(.passphraseFd) || options.flag(.passphraseFile) }
 
-    /// SSH_AUTH_SOCK's agent, unless the passphrase was given on purpose.
-    var sshAgent: Result<SSHAgentClient, SSHAgentError>? {
-        givesPassphrase ? nil : Result { () throws(SSHAgentError) in try SSHAgentClient(environment: environment) }
-    }
+    var canAsk: Bool { Self.givesPassphrase(options) || SecretInput.hasTerminal }
 
     func note(_ text: String) { Console.note(text) }
 
-    /// Asked on the terminal only; Enter (an empty PIN) goes on to the passphrase.
-    func readPIN() throws -> SecretBytes? {
-        guard !givesPassphrase, SecretInput.hasTerminal else { return nil }
-        do {
-            return try SecretInput.read(from: .terminal, prompt: "Unlock with PIN (passphrase: press Enter): ")
-        } catch SecretInputError.empty {
-            return nil
-        }
-    }
-
-    func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T {
+    func ask(_ request: SecretRequest) throws -> SecretBytes? {
         let source: SecretSource
-        let prompt: String
-        switch kind {
-        case .passphrase, .passphraseSlot, .currentPassphrase:
-            source = try SecretSource.chosen(by: options, fdOption: .passphraseFd, fileOption: .passphraseFile)
-            prompt = kind == .currentPassphrase ? "Current passphrase for \(vaultPath): " : "Passphrase for \(vaultPath): "
-        case .recoveryCode:
-            source = Terminal.stdinIsTerminal ? .terminal : .fileDescriptor(FileDescriptor.standardInput.raw)
-            prompt = "Recovery code: "
+        switch request.source {
+        case .passphraseOptions: source = try SecretSource.chosen(by: options, fdOption: .passphraseFd, fileOption: .passphraseFile)
+        case .terminalOrStandardInput: source = Terminal.stdinIsTerminal ? .terminal : .fileDescriptor(FileDescriptor.standardInput.raw)
+        case .terminalOnly:
+            // Asked on the terminal only; Enter (an empty PIN) goes on to the passphrase.
+            guard !Self.givesPassphrase(options), SecretInput.hasTerminal else { return nil }
+            do { return try SecretInput.read(from: .terminal, prompt: request.name + ": ") } catch SecretInputError.empty { return nil }
         }
-        return try SecretSource.retrying(source, read: {
-            let secret = try SecretInput.read(from: source, prompt: prompt)
-            Redaction.registerPassphrase(secret)
-            return secret
-        }) { secret in try attempt(kind == .recoveryCode ? .recoveryCode(secret) : .passphrase(secret)) }
-    }
-
-    /// The passphrase itself, for the commands that open a file other than the vault (restore-backup).
-    func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T {
-        try withSecret(for: .passphrase) { unlock in
-            guard case .passphrase(let secret) = unlock else { throw VaultError.wrongPassphrase }
-            return try attempt(secret)
+        if request.attempt > 1 {
+            guard source == .terminal else { return nil }
+            if let retry = request.retryNote { Console.note(retry) }
         }
+        let prompt = request.source == .passphraseOptions ? "\(request.name) for \(vaultPath): " : request.name + ": "
+        let secret = try SecretInput.read(from: source, prompt: prompt)
+        Redaction.registerPassphrase(secret)
+        return secret
     }
 }
 
@@ -145,21 +128,5 @@ extension SecretSource {
         }
         if let path = options.value(fileOption) { return .file(path) }
         return .terminal
-    }
-
-    /// Runs `attempt` with a secret read by `read`. On a terminal a wrong one may be tried
-    /// again, three tries in all; each try costs a full key derivation. A descriptor or a file
-    /// gets one try.
-    static func retrying<T>(_ source: SecretSource, read: () throws -> SecretBytes, _ attempt: (SecretBytes) throws -> T) throws -> T {
-        var tries = 1
-        while true {
-            let secret = try read()
-            do {
-                return try attempt(secret)
-            } catch let error as VaultError where (error == .wrongPassphrase || error == .wrongRecoveryCode) && source == .terminal && tries < 3 {
-                tries += 1
-                Console.note("\(error == .wrongPassphrase ? "wrong passphrase" : "wrong recovery code"), try again (\(4 - tries) of 3 left)")
-            }
-        }
     }
 }

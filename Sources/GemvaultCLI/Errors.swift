@@ -135,10 +135,8 @@ enum ErrorReport {
             return describe(agent)
         case let sharing as SharingError:
             return describe(sharing)
-        case let slot as SlotError:
-            return (.failure, slot.message, slot.hint)
-        case let sshAgent as SSHAgentError:
-            return (.failure, sshAgent.message, "'ssh-add -l' lists what the agent at SSH_AUTH_SOCK holds")
+        case let unlock as UnlockFailure:
+            return (.failure, unlock.message, unlock.hint)
         case let age as AgeError:
             return describe(age)
         case let history as HistoryStore.Failure:

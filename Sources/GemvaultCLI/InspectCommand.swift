@@ -34,8 +34,8 @@ extension VaultCommand {
             path: context.vaultPath, format_version: header.formatVersion, generation: header.generation,
             file_bytes: header.fileBytes, payload_bytes: header.payloadBytes,
             slots: header.slots.map { slot in
-                SlotInfo(kind: slot.kind, kdf: slot.ssh == nil ? "argon2id13" : "hkdf-sha256", ops_limit: slot.opsLimit, mem_limit_bytes: slot.memLimit,
-                         preset: slot.preset, fingerprint: slot.ssh?.fingerprintText)
+                SlotInfo(kind: slot.kind, kdf: slot.listing.kdf == nil ? "hkdf-sha256" : "argon2id13", ops_limit: slot.opsLimit, mem_limit_bytes: slot.memLimit,
+                         preset: slot.preset, fingerprint: slot.listing.fingerprint)
             },
             checksum: "ok", mode: FileStatus.of(link: context.vaultPath)?.octalMode ?? "?",
             vault_id: header.vaultID, highest_generation_seen: header.highestGenerationSeen)

@@ -39,9 +39,9 @@ enum SlotCommand {
 
     static func rows(_ header: VaultHeader) -> [SlotRow] {
         header.slots.enumerated().map { index, slot in
-            SlotRow(id: index + 1, kind: slot.kind, keyType: slot.ssh?.algorithm.keyType, fingerprint: slot.ssh?.fingerprintText,
-                    added: slot.ssh.map { Output.isoDate($0.added) },
-                    kdf: slot.ssh == nil ? "argon2id13, \(slot.opsLimit) passes, \(slot.memLimit >> 20 == 0 ? "\(slot.memLimit >> 10) KiB" : "\(slot.memLimit >> 20) MiB")" : nil)
+            let listing = slot.listing
+            return SlotRow(id: index + 1, kind: slot.kind, keyType: listing.keyType, fingerprint: listing.fingerprint, added: listing.added.map(Output.isoDate),
+                           kdf: listing.kdf.map { "argon2id13, \($0.opsLimit) passes, \($0.memLimit >> 20 == 0 ? "\($0.memLimit >> 10) KiB" : "\($0.memLimit >> 20) MiB")" })
         }
     }
 
@@ -54,15 +54,26 @@ enum SlotCommand {
             return
         }
         let table = [["ID", "KIND", "KEY", "ADDED"]] + zip(rows, header.slots).map { row, slot in
-            [String(row.id), row.kind, row.fingerprint.map { "\(row.keyType ?? "") \($0)" } ?? row.kdf ?? "", slot.ssh.map { Output.localDate($0.added) } ?? "-"]
+            [String(row.id), row.kind, row.fingerprint.map { "\(row.keyType ?? "") \($0)" } ?? row.kdf ?? "", slot.listing.added.map(Output.localDate) ?? "-"]
         }
         try Console.out(Output.table(table))
     }
 
+    /// The kinds `slot add KIND` makes, by the word it takes: each a registered slot kind.
+    static var adders: [(word: String, kind: any SlotKind.Type, add: (Invocation) throws -> Void)] {
+        [("ssh", SSHAgentSlot.self, addSSH)]
+    }
+
     static func add(_ call: Invocation) throws {
-        guard call.positionals[0] == "ssh" else {
-            throw UsageError("'\(EscapeNeutralizer.neutralize(call.positionals[0]))' is not a slot kind gemvault adds; the kind is 'ssh'", command: call.command)
+        let word = call.positionals[0]
+        guard let adder = adders.first(where: { $0.word == word && SlotKinds.kind(byte: $0.kind.kindByte) != nil }) else {
+            let words = adders.map { "'\($0.word)'" }.joined(separator: ", ")
+            throw UsageError("'\(EscapeNeutralizer.neutralize(word))' is not a slot kind gemvault adds; the kind is \(words)", command: call.command)
         }
+        try adder.add(call)
+    }
+
+    static func addSSH(_ call: Invocation) throws {
         let context = call.context
         let choice = try keyChoice(call.value(.sshKey), command: call.command)
         try context.vault.checkBeforePrompt()
@@ -97,7 +108,7 @@ enum SlotCommand {
         let id = call.positionals[0]
         let found: VaultHeader.Slot?
         if id.hasPrefix("SHA256:") {
-            found = header.slots.first { $0.ssh?.fingerprintText == id }
+            found = header.slots.first { $0.listing.fingerprint == id }
         } else if let number = Int(id), header.slots.indices.contains(number - 1) {
             found = header.slots[number - 1]
         } else {
@@ -110,14 +121,14 @@ enum SlotCommand {
         if slot.isPassphrase {
             throw VaultError.slotRefused("the passphrase slot is never removed: it is the way in that always works (gemvault passwd changes it)")
         }
-        if slot.ssh == nil && !call.flag(.yesRecovery) {
+        if slot.isRecovery && !call.flag(.yesRecovery) {
             throw VaultError.slotRefused("removing the recovery slot leaves no way in if the passphrase is forgotten; add --yes if that is what you want")
         }
         try context.vault.checkBeforePrompt()
         let result = try context.vault.removeSlot(slot, allowRecovery: call.flag(.yesRecovery))
         VaultCommand.noteSSHSlots(result)
-        Console.note("removed the \(slot.kind) slot\(slot.ssh.map { " for \($0.fingerprintText)" } ?? ""); the vault is under a new data key, so that way in opens nothing written from now on")
-        if slot.ssh == nil {
+        Console.note("removed the \(slot.kind) slot\(slot.listing.fingerprint.map { " for \($0)" } ?? ""); the vault is under a new data key, so that way in opens nothing written from now on")
+        if slot.isRecovery {
             Console.note("the vault has no recovery slot now; 'gemvault recovery-code' makes a new one")
         }
     }

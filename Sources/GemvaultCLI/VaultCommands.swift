@@ -172,7 +172,7 @@ enum VaultCommand {
         // An empty answer (or none) skips the count.
         if let file, let secret = try? SecretInput.read(from: .terminal, prompt: "Its passphrase, to count the keys it would replace (Enter to skip): ") {
             Redaction.registerPassphrase(secret)
-            if let document = try? VaultDocument.open(file, path: context.vaultPath, passphrase: secret) {
+            if let document = try? VaultDocument.open(file, path: context.vaultPath, key: PassphraseKey.unlocking(file, with: secret)) {
                 let names = document.contents.keys.map(\.name)
                 Console.note("it holds \(names.count) key\(names.count == 1 ? "" : "s")\(names.isEmpty ? "" : ": " + names.joined(separator: ", "))")
             } else {
@@ -366,7 +366,7 @@ enum VaultCommand {
         try context.vault.checkBeforePrompt()
         // Check the current passphrase before asking for a new one. Its key is kept, so each
         // passphrase costs one Argon2 run in all (Docs/performance.md).
-        let current = try context.vault.withUnlocked(.currentPassphrase) { $0 }
+        let current = try context.vault.withUnlocked(.secret(.currentPassphrase)) { $0 }
         let new = try readNewPassphrase(call)
         let result = try current.rekey(newPassphrase: new, legacyRecoveryCode: { try askForLegacyRecoveryCode(current) })
         if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
@@ -377,7 +377,7 @@ enum VaultCommand {
     static func recover(_ call: Invocation) throws {
         let context = call.context
         try context.vault.checkBeforePrompt()
-        let code = try context.vault.withUnlocked(.recoveryCode) { $0 }
+        let code = try context.vault.withUnlocked(.secret(.recoveryCode)) { $0 }
         let new = try readNewPassphrase(call)
         let result = try code.rekey(newPassphrase: new)
         if let newCode = result.newRecoveryCode { showNewRecoveryCode(newCode) }
@@ -400,7 +400,7 @@ enum VaultCommand {
             noteSSHSlots(result)
             context.rememberRecipientThroughSession()
         } else {
-            let result = try context.vault.withUnlocked(.passphraseSlot) { current in
+            let result = try context.vault.withUnlocked(.secret(.passphrase)) { current in
                 try current.rekey(newPassphrase: nil, legacyRecoveryCode: { try askForLegacyRecoveryCode(current) })
             }
             if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
@@ -419,7 +419,7 @@ enum VaultCommand {
     static func replaceRecoveryCode(_ call: Invocation) throws {
         let context = call.context
         try context.vault.checkBeforePrompt()
-        let result = try context.vault.withUnlocked(.passphraseSlot) { try $0.rekey(newPassphrase: nil, replacingRecoveryCode: true) }
+        let result = try context.vault.withUnlocked(.secret(.passphrase)) { try $0.rekey(newPassphrase: nil, replacingRecoveryCode: true) }
         // Shown last: a code that cannot be written fails the command, after the session has followed.
         if let code = result.replacementCode {
             if call.flag(.json) {
@@ -463,7 +463,7 @@ enum VaultCommand {
         var generation: UInt64 = 0
         try context.withPassphrase { passphrase in try store.withExclusiveLock(onWait: { Console.note($0) }) { session in
             let backup = try VaultFile.parse(try session.readBackup(), path: store.backupPath, policy: policy)
-            let document = try VaultDocument.open(backup, path: store.backupPath, passphrase: passphrase)
+            let document = try VaultDocument.open(backup, path: store.backupPath, key: PassphraseKey.unlocking(backup, with: passphrase))
             // Nothing is lost: the vault being replaced stays beside it, whatever state it is in.
             if store.exists {
                 kept = try session.keepAside(suffix: ".damaged-" + Output.compactDate(Output.now()))

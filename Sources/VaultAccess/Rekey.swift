@@ -6,8 +6,11 @@ import VaultCore
 public struct RekeyResult {
     public let newRecoveryCode: SecretBytes?
     public let replacementCode: SecretBytes?
-    /// The ssh-agent slots that now hold the new data key (they never need the ssh-agent for it).
-    public var sshSlotsKept = 0
+    /// The kinds of the slots beside the passphrase and recovery slots that now hold the new
+    /// data key (they never need their secrets for it), one name per slot.
+    public var slotsKept: [String] = []
+    /// The ssh-agent slots among them.
+    public var sshSlotsKept: Int { slotsKept.filter { $0 == SSHAgentSlot.name }.count }
 }
 
 extension UnlockedVault {
@@ -26,26 +29,26 @@ extension UnlockedVault {
         var newCode: SecretBytes?
         var replacement: SecretBytes?
         var kek: SecretBytes?
-        var sshSlots = 0
+        var kept: [String] = []
         try modify(backup: .new) { document in
             try before(document)
-            if case .recoveryCode(let code)? = legacy?.derived, document.recoverySlotNeedsItsCode { try? document.keepRecoveryCode(code) }
+            if let code = legacy?.key as? RecoveryKey, document.recoverySlotNeedsItsCode { try? document.keepRecoveryCode(code) }
             if replacingRecoveryCode { replacement = document.replaceRecoveryCode() }
             newCode = try document.rekey(newPassphraseKey: newKey)
             kek = document.keyEncryptionKey
-            sshSlots = document.file.sshSlots.count
+            kept = document.file.additionalSlots.map(\.kindName)
         }
         if let kek { access.sessionFollows(kek) }
-        return RekeyResult(newRecoveryCode: newCode, replacementCode: replacement, sshSlotsKept: sshSlots)
+        return RekeyResult(newRecoveryCode: newCode, replacementCode: replacement, slotsKept: kept)
     }
 
     /// Whether the recovery slot is of format 1 (a build before 0.1.0): its code can follow a
     /// new data key only if it is typed.
-    public var recoverySlotIsLegacy: Bool { document.file.recoverySlot?.kind == .legacyRecovery }
+    public var recoverySlotIsLegacy: Bool { document.file.recoverySlot?.isKind(LegacyRecoverySlot.self) == true }
 
     /// The key of `code` for this vault's recovery slot, or nil when the code does not open it.
     public func recoveryKey(_ code: SecretBytes) throws -> UnlockKey? {
-        do { return try Unlock.recoveryCode(code).derive(opening: document.file) } catch VaultError.wrongRecoveryCode { return nil }
+        try RecoveryKey.derive(code, opening: document.file).map { UnlockKey($0) }
     }
 }
 
@@ -61,7 +64,7 @@ extension VaultAccess {
         case .failure(.wrongKey): return nil
         case .failure(let error): throw error
         }
-        return RekeyResult(newRecoveryCode: code, replacementCode: nil, sshSlotsKept: (try? readFile())?.sshSlots.count ?? 0)
+        return RekeyResult(newRecoveryCode: code, replacementCode: nil, slotsKept: (try? readFile())?.additionalSlots.map(\.kindName) ?? [])
     }
 
     /// After passwd or recover: a running session follows the new key-encryption key instead

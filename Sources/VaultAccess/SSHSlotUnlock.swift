@@ -1,6 +1,37 @@
 import SSHAgent
 import VaultCore
 
+/// The ssh-agent's way in: the vault's ssh slots whose keys the agent holds, tried before
+/// any prompt, once per command; passed over (with a note saying why) when none opens.
+public final class SSHAgentUnlock: UnlockMethod {
+    let agent: Result<SSHAgentClient, SSHAgentError>
+    private var tried = false
+
+    /// `agent`: SSH_AUTH_SOCK's agent, or why there is none.
+    public init(agent: Result<SSHAgentClient, SSHAgentError>) { self.agent = agent }
+
+    public var prompts: Bool { false }
+    public func serves(_ purpose: UnlockPurpose) -> Bool { purpose == .anyWayIn }
+
+    public func key(for file: VaultFile, purpose: UnlockPurpose, access: VaultAccess) throws -> UnlockKey? {
+        if tried { return nil }
+        tried = true
+        guard !file.sshSlots.isEmpty else { return nil }
+        switch agent {
+        case .failure(let error):
+            access.ui.note("the vault's ssh-agent slot is not tried: \(error.message)")
+            return nil
+        case .success(let agent):
+            switch SSHSlotUnlock.open(file, agent: agent) {
+            case .opened(let opener): return UnlockKey(opener)
+            case .passedOver(let reason):
+                access.ui.note("\(reason); asking for the passphrase")
+                return nil
+            }
+        }
+    }
+}
+
 /// Opening a vault through its ssh-agent slots, and making one: which of the agent's keys
 /// a slot names, the signature, and the checks on what the agent answered.
 public enum SSHSlotUnlock {
@@ -12,16 +43,17 @@ public enum SSHSlotUnlock {
 
     /// Tries each ssh slot whose key the agent holds, in the file's order.
     public static func open(_ file: VaultFile, agent: SSHAgentClient) -> Outcome {
-        let slots = file.sshSlots.compactMap { slot in slot.sshSlotKey.map { (slot, $0) } }
+        let slots = file.sshSlots
         guard !slots.isEmpty else { return .passedOver("the vault has no ssh-agent slot") }
         let identities: [SSHAgentIdentity]
         do throws(SSHAgentError) { identities = try agent.identities() } catch { return .passedOver(error.message) }
         var failures: [String] = []
-        for (slot, key) in slots {
+        for slot in slots {
+            let key = slot.sshKey
             guard let identity = identities.first(where: { $0.fingerprint == key.fingerprint && $0.keyType == key.algorithm.keyType }) else { continue }
             do {
-                let signature = try agent.sign(slot.sshMessage, with: identity, algorithm: key.algorithm)
-                if let opener = try slot.sshOpener(signature: signature) { return .opened(opener) }
+                let signature = try agent.sign(slot.message, with: identity, algorithm: key.algorithm)
+                if let opener = try slot.opener(signature: signature) { return .opened(opener) }
                 failures.append("the signature of key \(key.fingerprintText) does not open its slot")
             } catch let error as SSHAgentError {
                 failures.append("key \(key.fingerprintText): \(error.message)")
@@ -32,7 +64,7 @@ public enum SSHSlotUnlock {
             }
         }
         if !failures.isEmpty { return .passedOver(failures.joined(separator: "; ")) }
-        return .passedOver("ssh-agent has no key " + slots.map { $0.1.fingerprintText }.joined(separator: " or "))
+        return .passedOver("ssh-agent has no key " + slots.map { $0.sshKey.fingerprintText }.joined(separator: " or "))
     }
 
     /// The agent's key a new slot is made with: the one `choice` names (a fingerprint, or a
@@ -63,7 +95,7 @@ public enum SSHSlotUnlock {
     /// The slot's key and the signature of `challenge`, signed twice: a key whose two
     /// signatures differ (ECDSA, a randomising token) could never open its slot again.
     public static func sign(challenge: [UInt8], with identity: SSHAgentIdentity, agent: SSHAgentClient, now: Int64) throws -> (SSHSlotKey, SecretBytes) {
-        let message = KeySlot.sshMessage(challenge: challenge)
+        let message = SSHAgentSlot.message(challenge: challenge)
         guard let algorithm = SSHSlotKey.Algorithm(keyType: identity.keyType) else {
             if identity.keyType.hasPrefix("ecdsa-") || identity.keyType.hasPrefix("sk-") {
                 throw SlotError("\(identity.keyType) key \(identity.fingerprintText) makes a different signature each time, so it could never open the same slot twice",
@@ -87,12 +119,7 @@ public enum SSHKeyChoice: Equatable {
     case publicKey(blob: [UInt8], path: String)
 }
 
-/// A slot that cannot be made from what the ssh-agent offers, with what to do about it.
-public struct SlotError: Error {
-    public let message: String
-    public let hint: String
-    public init(_ message: String, hint: String) {
-        self.message = message
-        self.hint = hint
-    }
+/// The ssh-agent's own failures (no socket, a refusal, a deadline) read like the slot's.
+extension SSHAgentError: UnlockFailure {
+    public var hint: String { "'ssh-add -l' lists what the agent at SSH_AUTH_SOCK holds" }
 }

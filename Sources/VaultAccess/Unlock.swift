@@ -1,90 +1,159 @@
 import VaultCore
 
-/// Which secret a command asks for to open the vault. A new slot kind is a new case here, in
-/// `Unlock` and in `UnlockKey`. `.passphrase` means any way in the vault offers: an ssh-agent
-/// slot is tried first (`SSHSlotUnlock`).
-public enum UnlockKind: Sendable, Equatable {
-    case passphrase
-    /// The passphrase `passwd` is about to replace: asked for by that name.
-    case currentPassphrase
-    /// The passphrase itself, never an ssh slot: for changes that rewrap the passphrase slot
-    /// or remove a way in (rekey, recovery-code, slot rm).
-    case passphraseSlot
-    case recoveryCode
+/// What a command supplies to unlock a vault: a secret read at a prompt, and a note shown.
+/// Which way in is tried, in what order, and how often a wrong secret may be typed again are
+/// decided here (`UnlockMethod`, `VaultAccess.withSecret`), not by the UI.
+public protocol UnlockUI {
+    /// Reads the secret `request` names, after showing its `retryNote`; nil when it cannot be
+    /// had here (a later try from a descriptor or a file, which give one; a PIN without a
+    /// terminal) or the user declined (Enter at the PIN prompt). An error when none can be
+    /// read at all (no terminal).
+    func ask(_ request: SecretRequest) throws -> SecretBytes?
+    /// Tells the user something about the unlock (why an ssh slot was passed over).
+    func note(_ text: String)
+    /// Whether a passphrase can be had without failing for lack of a terminal.
+    var canAsk: Bool { get }
 }
 
-/// The secret that opens the vault for one command, typed by the slot it opens.
-public enum Unlock {
-    case passphrase(SecretBytes)
-    case recoveryCode(SecretBytes)
-    /// An ssh-agent's signature, already checked against its slot (`SSHSlotUnlock`).
-    case sshAgent(SSHSlotOpener)
+extension UnlockUI {
+    public func note(_ text: String) {}
+}
 
-    /// The error a secret that opens nothing is reported with.
-    var wrongSecret: VaultError {
-        switch self {
-        case .passphrase: .wrongPassphrase
-        case .recoveryCode: .wrongRecoveryCode
-        case .sshAgent: .wrongPassphrase
+/// One secret a command asks for: its prompt, where it may come from, and which try this is.
+public struct SecretRequest: Sendable, Equatable {
+    /// Where the secret may come from.
+    public enum Source: Sendable, Equatable {
+        /// --passphrase-fd, --passphrase-file, else the terminal.
+        case passphraseOptions
+        /// The terminal, else standard input.
+        case terminalOrStandardInput
+        /// The terminal only: nothing given on purpose is used for it.
+        case terminalOnly
+    }
+
+    /// What the prompt names ("Passphrase", "Current passphrase", "Recovery code").
+    public let name: String
+    public let source: Source
+    /// What a wrong one is called in notes ("wrong passphrase").
+    public let wrong: String
+    /// 1 for the first try; a later try is asked only on a terminal.
+    public var attempt = 1
+    /// Why the secret is asked again ("wrong passphrase, try again (2 of 3 left)").
+    public var retryNote: String?
+
+    public init(name: String, source: Source, wrong: String) {
+        self.name = name
+        self.source = source
+        self.wrong = wrong
+    }
+
+    public static let passphrase = SecretRequest(name: "Passphrase", source: .passphraseOptions, wrong: "wrong passphrase")
+    /// The passphrase `passwd` is about to replace.
+    public static let currentPassphrase = SecretRequest(name: "Current passphrase", source: .passphraseOptions, wrong: "wrong passphrase")
+    public static let recoveryCode = SecretRequest(name: "Recovery code", source: .terminalOrStandardInput, wrong: "wrong recovery code")
+    /// An idle-locked session's PIN; Enter goes on to the passphrase.
+    public static let pin = SecretRequest(name: "Unlock with PIN (passphrase: press Enter)", source: .terminalOnly, wrong: "wrong PIN")
+}
+
+/// What a command opens the vault for: any way in the vault offers (tried in the order of the
+/// access's `UnlockMethod`s), or one secret by name (a change that rewraps the passphrase slot
+/// or removes a way in asks for the passphrase itself).
+public enum UnlockPurpose: Equatable, Sendable {
+    case anyWayIn
+    case secret(SecretRequest)
+}
+
+/// One way to open a vault, as age's identities: an ssh-agent's signature, the passphrase,
+/// the recovery code. `VaultAccess` tries its methods in order (`UnlockMethods.standard`).
+public protocol UnlockMethod {
+    /// Whether it asks the user anything (a command without a terminal tries only those that do not).
+    var prompts: Bool { get }
+    /// Whether this method opens the vault for `purpose`.
+    func serves(_ purpose: UnlockPurpose) -> Bool
+    /// A key for one of `file`'s slots, with what it needs asked through `access` (its UI,
+    /// its retries); nil, after a note saying why, to go on to the next method.
+    func key(for file: VaultFile, purpose: UnlockPurpose, access: VaultAccess) throws -> UnlockKey?
+}
+
+/// The ways in, in the order a command tries them.
+public enum UnlockMethods {
+    /// The ssh-agent's slots (unless a passphrase was given on purpose: `sshAgent` nil), then
+    /// the passphrase, then the recovery code (asked for by name only). An idle-locked
+    /// session's PIN is tried before all of them, on the session's path (`sessionIsOpen`).
+    public static func standard(sshAgent: SSHAgentUnlock?) -> [any UnlockMethod] {
+        (sshAgent.map { [$0] } ?? []) + [SecretUnlock.passphrase, SecretUnlock.recoveryCode]
+    }
+}
+
+/// A typed secret that derives a slot's key (Argon2id): the passphrase, the recovery code.
+public struct SecretUnlock: UnlockMethod, Sendable {
+    let requests: [SecretRequest]
+    let servesAnyWayIn: Bool
+    let derive: @Sendable (VaultFile, SecretBytes) throws -> any SlotKey
+
+    public static let passphrase = SecretUnlock(requests: [.passphrase, .currentPassphrase], servesAnyWayIn: true) { file, secret in
+        try PassphraseKey.unlocking(file, with: secret)
+    }
+    public static let recoveryCode = SecretUnlock(requests: [.recoveryCode], servesAnyWayIn: false) { file, secret in
+        try RecoveryKey.unlocking(file, with: secret)
+    }
+
+    public var prompts: Bool { true }
+
+    public func serves(_ purpose: UnlockPurpose) -> Bool {
+        switch purpose {
+        case .anyWayIn: servesAnyWayIn
+        case .secret(let request): requests.contains { $0.name == request.name }
         }
     }
 
-    /// The key of `file`'s slot for this secret, derived once (one Argon2 run).
-    public func derive(opening file: VaultFile) throws -> UnlockKey {
-        switch self {
-        case .passphrase(let secret):
-            guard let key = try PassphraseKey.derive(secret, opening: file) else { throw wrongSecret }
-            return UnlockKey(unlock: self, derived: .passphrase(key))
-        case .recoveryCode(let code):
-            guard let key = try RecoveryKey.derive(code, opening: file) else { throw wrongSecret }
-            return UnlockKey(unlock: self, derived: .recoveryCode(key))
-        case .sshAgent(let opener):
-            return UnlockKey(unlock: self, derived: .sshAgent(opener))
-        }
-    }
-
-    /// Opens `file` from the secret itself: a full derivation.
-    func open(_ file: VaultFile, path: String) throws -> VaultDocument {
-        switch self {
-        case .passphrase(let secret): try VaultDocument.open(file, path: path, passphrase: secret)
-        case .recoveryCode(let code): try VaultDocument.open(file, path: path, recoveryCode: code)
-        case .sshAgent(let opener): try VaultDocument.open(file, path: path, ssh: opener)
+    public func key(for file: VaultFile, purpose: UnlockPurpose, access: VaultAccess) throws -> UnlockKey? {
+        guard case .secret(let request) = purpose else { return try key(for: file, purpose: .secret(requests[0]), access: access) }
+        return try access.withSecret(request) { secret in
+            UnlockKey(try derive(file, secret), deriveAgain: { file in try derive(file, secret) })
         }
     }
 }
 
-/// A secret with the key it derived for the vault's slot, so reading and then writing cost
-/// one Argon2 run while the slot is unchanged.
+/// A key for one of the vault's slots with the secret it came from, so reading and then
+/// writing cost one derivation while the slot is unchanged.
 public struct UnlockKey {
-    /// The secret, derived again if the slot changed; nil for a vault this command created.
-    public let unlock: Unlock?
-    enum Derived {
-        case passphrase(PassphraseKey)
-        case recoveryCode(RecoveryKey)
-        /// A vault this command created: its passphrase slot's key, taken from the new document.
-        case created(SecretBytes)
-        /// An ssh slot's key pair: it opens the slot whatever data key it holds now.
-        case sshAgent(SSHSlotOpener)
-    }
-    let derived: Derived
+    public let key: any SlotKey
+    /// Derives the key again for a slot that changed since (another writer's passwd); nil
+    /// when there is no secret to derive from (a vault this command created, an ssh slot).
+    let deriveAgain: ((VaultFile) throws -> any SlotKey)?
 
-    /// Opens `file` with the derived key while its slot is the one it was derived for; after
-    /// another writer's passwd changed the salt, the secret is derived again.
+    public init(_ key: any SlotKey, deriveAgain: ((VaultFile) throws -> any SlotKey)? = nil) {
+        self.key = key
+        self.deriveAgain = deriveAgain
+    }
+
+    /// Opens `file` with the key while its slot is the one it was derived for; after another
+    /// writer's passwd changed the salt, the secret is derived again.
     func open(_ file: VaultFile, path: String) throws -> VaultDocument {
-        switch derived {
-        case .passphrase(let key) where key.fits(file): return try VaultDocument.open(file, path: path, kek: key.kek)
-        case .recoveryCode(let key) where key.fits(file): return try VaultDocument.open(file, path: path, recoveryKey: key)
-        case .created(let kek): return try VaultDocument.open(file, path: path, kek: kek)
-        case .sshAgent(let opener): return try VaultDocument.open(file, path: path, ssh: opener)
-        default:
-            guard let unlock else { throw VaultError.wrongPassphrase }
-            return try unlock.open(file, path: path)
-        }
+        if key.fits(file) { return try VaultDocument.open(file, path: path, key: key) }
+        guard let deriveAgain else { throw VaultError.wrongPassphrase }
+        return try VaultDocument.open(file, path: path, key: try deriveAgain(file))
     }
 
     /// The passphrase slot's derived key, which a new passphrase keeps the parameters of.
-    public var passphraseKey: PassphraseKey? {
-        if case .passphrase(let key) = derived { return key }
-        return nil
+    public var passphraseKey: PassphraseKey? { key as? PassphraseKey }
+}
+
+/// A way in that cannot be made or used from what its holder offers (an ssh-agent without
+/// the key, a key whose signatures differ), with what to do about it: mapped to exit 1 with
+/// its hint, in one place.
+public protocol UnlockFailure: Error {
+    var message: String { get }
+    var hint: String { get }
+}
+
+/// An `UnlockFailure` with its words.
+public struct SlotError: UnlockFailure {
+    public let message: String
+    public let hint: String
+    public init(_ message: String, hint: String) {
+        self.message = message
+        self.hint = hint
     }
 }

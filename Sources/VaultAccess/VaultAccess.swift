@@ -4,28 +4,6 @@ import SSHAgent
 import SystemIO
 import VaultCore
 
-/// Where a vault's secret comes from for one command: a flag, a descriptor or the terminal.
-public protocol PassphraseSource {
-    /// Whether a passphrase can be had without failing for lack of a terminal.
-    var canProvide: Bool { get }
-    /// Runs `attempt` with the secret of `kind`; on a terminal a wrong one may be typed again.
-    func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T
-    /// The ssh-agent to try before the passphrase; nil when a passphrase was given on purpose
-    /// (--passphrase-fd, --passphrase-file), an error when none can be asked.
-    var sshAgent: Result<SSHAgentClient, SSHAgentError>? { get }
-    /// Tells the user something about the unlock (why an ssh slot was passed over).
-    func note(_ text: String)
-    /// The PIN of an idle-locked session, typed at its prompt; nil when none can be asked (no
-    /// terminal, a passphrase given on purpose) or the user pressed Enter for the passphrase.
-    func readPIN() throws -> SecretBytes?
-}
-
-extension PassphraseSource {
-    public var sshAgent: Result<SSHAgentClient, SSHAgentError>? { nil }
-    public func note(_ text: String) {}
-    public func readPIN() throws -> SecretBytes? { nil }
-}
-
 /// The one home for reaching a vault, used by every command: the file's checks that need no
 /// secret (permissions, checksum, KDF bounds, the rollback rule), opening through the unlocked
 /// session or with the passphrase, saving above every generation seen, and narrow questions
@@ -37,8 +15,10 @@ public final class VaultAccess {
     public let agent: AgentClient?
     /// This vault's agent even with `--no-session`: a session that runs follows a new key.
     let agentOfVault: AgentClient?
-    /// Where this command's passphrase comes from.
-    public let passphraseSource: any PassphraseSource
+    /// What this command asks secrets with and tells notes to.
+    public let ui: any UnlockUI
+    /// The ways in, tried in order when any will do (`UnlockMethods.standard`).
+    let methods: [any UnlockMethod]
     /// Told of the contents whenever they are opened or saved here (the history's recipient).
     let observe: (VaultContents) -> Void
     let warn: (String) -> Void
@@ -50,13 +30,15 @@ public final class VaultAccess {
     /// the file again with it instead of asking again.
     private var keyToReopen: UnlockKey?
 
-    public init(file: VaultFileAccess, agent: AgentClient?, agentOfVault: AgentClient? = nil, passphrase: any PassphraseSource,
+    public init(file: VaultFileAccess, agent: AgentClient?, agentOfVault: AgentClient? = nil, ui: any UnlockUI,
+                methods: [any UnlockMethod] = UnlockMethods.standard(sshAgent: nil),
                 observe: @escaping (VaultContents) -> Void, warn: @escaping (String) -> Void, onLockWait: @escaping (String) -> Void = { _ in }) {
         self.onLockWait = onLockWait
         self.file = file
         self.agent = agent
         self.agentOfVault = agentOfVault ?? agent
-        self.passphraseSource = passphrase
+        self.ui = ui
+        self.methods = methods
         self.observe = observe
         self.warn = warn
     }
@@ -68,13 +50,13 @@ public final class VaultAccess {
     /// another writer), its record of generations seen in `stateDirectory`, and its agent,
     /// asked first unless `useSession` is false (`--no-session`).
     public convenience init(path: String, lockTimeout: Double, stateDirectory: String, acceptsRollback: Bool, agentPaths: AgentPaths, useSession: Bool,
-                            passphrase: any PassphraseSource, observe: @escaping (VaultContents) -> Void,
+                            ui: any UnlockUI, methods: [any UnlockMethod], observe: @escaping (VaultContents) -> Void,
                             warn: @escaping @Sendable (String) -> Void, onLockWait: @escaping (String) -> Void) {
         let rollback = RollbackGuard(record: GenerationRecord(stateDirectory: stateDirectory), vaultPath: ProcessIdentity.absolutePath(path),
                                      acceptsRollback: acceptsRollback)
         self.init(file: VaultFileAccess(store: VaultStore(path: path, lockTimeout: lockTimeout), rollback: rollback, warn: warn),
                   agent: useSession ? AgentClient(paths: agentPaths) : nil, agentOfVault: AgentClient(paths: agentPaths),
-                  passphrase: passphrase, observe: observe, warn: warn, onLockWait: onLockWait)
+                  ui: ui, methods: methods, observe: observe, warn: warn, onLockWait: onLockWait)
     }
 
     public var store: VaultStore { file.store }
@@ -168,11 +150,11 @@ public final class VaultAccess {
         // Wrong PINs add up over the PIN's life: ones the user did not type are worth knowing of.
         if triesLeft < tries {
             let wrong = tries - triesLeft
-            passphraseSource.note("\(wrong) wrong PIN\(wrong == 1 ? " was" : "s were") typed since the PIN was set; \(triesLeft) \(triesLeft == 1 ? "try" : "tries") left")
+            ui.note("\(wrong) wrong PIN\(wrong == 1 ? " was" : "s were") typed since the PIN was set; \(triesLeft) \(triesLeft == 1 ? "try" : "tries") left")
         }
         var triesLeft = triesLeft
         while triesLeft > 0 {
-            guard let pin = try? passphraseSource.readPIN() else {
+            guard let pin = try? ui.ask(.pin) else {
                 pinDeclined = true
                 return false
             }
@@ -181,10 +163,10 @@ public final class VaultAccess {
                 return true
             case .failure(.wrongPIN(let left)):
                 triesLeft = left
-                passphraseSource.note(left > 0 ? "wrong PIN (\(left) \(left == 1 ? "try" : "tries") left)"
+                ui.note(left > 0 ? "wrong PIN (\(left) \(left == 1 ? "try" : "tries") left)"
                                               : "wrong PIN; the agent wiped the PIN after too many wrong tries, so the passphrase is needed")
             case .failure(let error):
-                passphraseSource.note("the PIN cannot open the session (\(error)); asking for the passphrase")
+                ui.note("the PIN cannot open the session (\(error)); asking for the passphrase")
                 pinDeclined = true
                 return false
             }
@@ -222,11 +204,6 @@ public final class VaultAccess {
         return unlocked.document
     }
 
-    /// Derives `unlock`'s key once from the checked file and opens the vault with it.
-    public func unlock(_ unlock: Unlock) throws -> UnlockedVault {
-        try self.unlock(with: try unlock.derive(opening: try readFile()))
-    }
-
     /// Opens the checked file with a key derived before (again only if the slot changed since).
     private func unlock(with key: UnlockKey) throws -> UnlockedVault {
         let vault = try readFile()
@@ -236,57 +213,63 @@ public final class VaultAccess {
         return UnlockedVault(document: document, key: key, access: self)
     }
 
-    /// The one way to read and then write with a secret: it is asked (retried on a terminal),
-    /// derived once, and `work` gets the opened vault, whose writes reuse the derived key.
-    public func withUnlocked<T>(_ kind: UnlockKind = .passphrase, _ work: (UnlockedVault) throws -> T) throws -> T {
-        if kind == .passphrase, keyToReopen != nil { return try work(try openedVault()) }
-        if kind == .passphrase, let opener = try sshSlotOpener() { return try work(try unlock(.sshAgent(opener))) }
-        return try passphraseSource.withSecret(for: kind) { try work(try unlock($0)) }
+    /// The one way to read and then write with a secret: the ways in that serve `purpose` are
+    /// tried in order (a secret is asked, retried on a terminal), the key derived once, and
+    /// `work` gets the opened vault, whose writes reuse the derived key.
+    public func withUnlocked<T>(_ purpose: UnlockPurpose = .anyWayIn, _ work: (UnlockedVault) throws -> T) throws -> T {
+        if purpose == .anyWayIn, keyToReopen != nil { return try work(try openedVault()) }
+        return try work(try unlock(with: try key(for: purpose)))
     }
 
+    /// The first key a way in that serves `purpose` gives; `prompting` false tries only those
+    /// that ask nothing (an ssh-agent).
+    private func key(for purpose: UnlockPurpose, prompting: Bool = true) throws -> UnlockKey {
+        let vault = try readFile()
+        for method in methods where method.serves(purpose) && (prompting || !method.prompts) {
+            if let key = try method.key(for: vault, purpose: purpose, access: self) { return key }
+        }
+        throw VaultError.wrongPassphrase
+    }
+
+    /// Runs `attempt` with the secret `request` names, read through the UI. On a terminal a
+    /// wrong one may be typed again, three tries in all; a descriptor or a file gets one.
+    public func withSecret<T>(_ request: SecretRequest, _ attempt: (SecretBytes) throws -> T) throws -> T {
+        var request = request
+        var wrong: Error = VaultError.wrongPassphrase
+        while true {
+            guard let secret = try ui.ask(request) else { throw wrong }
+            try beforeDeriving?()
+            do {
+                return try attempt(secret)
+            } catch let error as VaultError where (error == .wrongPassphrase || error == .wrongRecoveryCode) && request.attempt < 3 {
+                wrong = error
+                request.attempt += 1
+                request.retryNote = "\(request.wrong), try again (\(4 - request.attempt) of 3 left)"
+            }
+        }
+    }
+    /// `unlockForSession`'s hook, run once a secret is read, before its derivation.
+    private var beforeDeriving: (() throws -> Void)?
+
     /// Whether the vault can be opened without failing for lack of a terminal: a passphrase can
-    /// be had, or an ssh slot opens it (tried now, and the opened vault kept for the command).
+    /// be had, or a way in that asks nothing (an ssh slot) opens it now (kept for the command).
     public var canOpen: Bool {
-        if passphraseSource.canProvide || opened != nil || keyToReopen != nil { return true }
-        guard let opener = try? sshSlotOpener(), let vault = try? unlock(.sshAgent(opener)) else { return false }
+        if ui.canAsk || opened != nil || keyToReopen != nil { return true }
+        guard let key = try? key(for: .anyWayIn, prompting: false), let vault = try? unlock(with: key) else { return false }
         opened = vault
         return true
     }
 
-    /// The vault's ssh slot opened by the ssh-agent, tried once per command before any
-    /// passphrase prompt; nil (after saying why) when none opens.
-    private func sshSlotOpener() throws -> SSHSlotOpener? {
-        if sshTried { return nil }
-        sshTried = true
-        let vault = try readFile()
-        guard !vault.sshSlots.isEmpty, let choice = passphraseSource.sshAgent else { return nil }
-        switch choice {
-        case .failure(let error):
-            passphraseSource.note("the vault's ssh-agent slot is not tried: \(error.message)")
-            return nil
-        case .success(let agent):
-            switch SSHSlotUnlock.open(vault, agent: agent) {
-            case .opened(let opener): return opener
-            case .passedOver(let reason):
-                passphraseSource.note("\(reason); asking for the passphrase")
-                return nil
-            }
-        }
-    }
-    private var sshTried = false
-
-    /// `unlock`'s open: the passphrase is asked (retried on a terminal), then `whileDeriving`
-    /// runs (unlock starts the agent, which comes up while Argon2 runs), then the key is
-    /// derived once.
+    /// `unlock`'s open: the ways in are tried, and once a secret is read `whileDeriving` runs
+    /// (unlock starts the agent, which comes up while Argon2 runs), then the key is derived once.
     public func unlockForSession(whileDeriving: () throws -> Void) throws -> UnlockedVault {
         try checkBeforePrompt()
-        if let opener = try sshSlotOpener() {
-            try whileDeriving()
-            return try unlock(.sshAgent(opener))
-        }
-        return try passphraseSource.withSecret(for: .passphrase) { secret in
-            try whileDeriving()
-            return try unlock(secret)
+        return try withoutActuallyEscaping(whileDeriving) { hook in
+            beforeDeriving = hook
+            defer { beforeDeriving = nil }
+            let key = try key(for: .anyWayIn)
+            try hook()
+            return try unlock(with: key)
         }
     }
 
@@ -310,7 +293,7 @@ public final class VaultAccess {
     /// A vault this command just created, to write to with the key it was made with.
     public func created(_ document: VaultDocument) throws -> UnlockedVault {
         guard let kek = document.keyEncryptionKey else { throw VaultError.wrongPassphrase }
-        return UnlockedVault(document: document, key: UnlockKey(unlock: nil, derived: .created(kek)), access: self)
+        return UnlockedVault(document: document, key: UnlockKey(VaultDocument.SessionKey.keyEncryptionKey(kek)), access: self)
     }
 
     /// The session agent for this vault (`gemvault agent`), with the commands' file rules.

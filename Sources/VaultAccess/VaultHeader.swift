@@ -4,15 +4,17 @@ import VaultCore
 public struct VaultHeader {
     public struct Slot {
         public let kind: String
-        public let opsLimit: UInt32
-        public let memLimit: UInt64
-        public let preset: String?
-        /// An ssh-agent slot's key.
-        public let ssh: SSHSlotKey?
+        public let placement: SlotPlacement
+        /// What the kind shows of it: an ssh slot's key and date, an Argon2 slot's parameters.
+        public let listing: SlotListing
         /// What finds this slot again under a lock: an ssh slot's challenge, another's salt.
         let identity: [UInt8]
 
-        public var isPassphrase: Bool { kind == KeySlot.Kind.passphrase.name }
+        public var opsLimit: UInt32 { listing.kdf?.opsLimit ?? 0 }
+        public var memLimit: UInt64 { listing.kdf?.memLimit ?? 0 }
+        public var preset: String? { listing.kdf?.presetName }
+        public var isPassphrase: Bool { placement == .first }
+        public var isRecovery: Bool { if case .second = placement { true } else { false } }
     }
 
     /// The newest file format this gemvault reads and writes.
@@ -34,8 +36,7 @@ extension VaultAccess {
         let bytes = try store.read()
         let vault = try file.parse(bytes)
         return VaultHeader(formatVersion: Int(vault.formatVersion), generation: vault.generation, fileBytes: bytes.count, payloadBytes: vault.payloadSize,
-                           slots: vault.slots.map { VaultHeader.Slot(kind: $0.kind.name, opsLimit: $0.kdf.opsLimit, memLimit: $0.kdf.memLimit, preset: $0.kdf.presetName,
-                                                                     ssh: $0.sshSlotKey, identity: $0.identity) },
+                           slots: vault.slots.map { VaultHeader.Slot(kind: $0.kindName, placement: $0.placement, listing: $0.listing, identity: $0.identity) },
                            vaultID: vault.vaultIDHex, highestGenerationSeen: file.highestSeen(vault))
     }
 }

@@ -53,15 +53,17 @@ public struct SSHSlotKey: Equatable, Sendable {
 /// The key pair an ssh-agent's signature derives for one ssh slot: it opens that slot while
 /// the slot is unchanged, whatever data key the slot holds now (so a read and a later write
 /// cost one signature).
-public struct SSHSlotOpener {
+public struct SSHSlotOpener: SlotKey {
     let challenge: [UInt8]
     let publicKey: [UInt8]
     let secretKey: SecretBytes
 
-    /// The data key of `file`'s slot made with the same challenge, or nil.
-    func dataKey(in file: VaultFile) -> SecretBytes? {
-        guard let slot = file.slots.first(where: { $0.kind == .sshAgent && $0.salt == challenge && $0.nonceOrPublicKey == publicKey }) else { return nil }
-        return try? Sodium.openSealed(slot.wrappedKey, publicKey: publicKey, secretKey: secretKey)
+    /// The data key of `file`'s slot made with the same challenge. The key pair is the slot's,
+    /// so a box that does not open was altered.
+    public func open(_ file: VaultFile, path: String) throws(VaultError) -> SlotOpening {
+        guard let slot = file.slots(SSHAgentSlot.self).first(where: { $0.challenge == challenge && $0.key.publicKey == publicKey }),
+              let dataKey = try slot.key.open(publicKey: publicKey, secretKey: secretKey, path: path) else { throw .wrongPassphrase }
+        return SlotOpening(dataKey: dataKey)
     }
 }
 
@@ -72,82 +74,89 @@ public struct SSHSlotOpener {
 /// Layout (186 bytes): kind, algorithm, fingerprint (32), added (u64), challenge (32),
 /// X25519 public key (32), sealed data key (80). The challenge sits where other slots keep
 /// their salt.
-extension KeySlot {
-    public static let sshSlotBytes = 2 + 32 + 8 + 32 + 32 + sealedKeyBytes
+public struct SSHAgentSlot: SlotKind, Equatable {
+    public static let kindByte: UInt8 = 4
+    public static let name = "ssh-agent"
+    public static let nameWithArticle = "an ssh-agent"
     /// At most this many ssh slots, beside the passphrase and recovery slots.
-    public static let maxSSHSlots = 8
-    static let sshChallengeBytes = 32
+    public static let most = 8
+    public static let placement = SlotPlacement.additional(most: most)
+    public static let encodedBytes = 2 + 32 + 8 + 32 + SealedDataKey.bytes
+    static let challengeBytes = 32
     /// What every signed message starts with: no ssh authentication request does (those
     /// start with a length), so a slot's signature can be asked for nothing else.
-    static let sshContext = Array("gemvault ssh slot v1\n".utf8)
-    static let sshNoKDF = KDFParameters(opsLimit: 0, memLimit: 0)
+    static let context = Array("gemvault ssh slot v1\n".utf8)
     /// 9999-12-31T23:59:59Z: a slot's date is shown, so it must be one.
     static let latestDate: Int64 = 253_402_300_799
 
+    /// The ssh key this slot was made with.
+    public let sshKey: SSHSlotKey
+    let challenge: [UInt8]
+    let key: SealedDataKey
+
+    public var identity: [UInt8] { challenge }
+    public var holder: [UInt8] { sshKey.fingerprint }
+    public var listing: SlotListing {
+        SlotListing(keyType: sshKey.algorithm.keyType, fingerprint: sshKey.fingerprintText, added: sshKey.added)
+    }
+
     /// A fresh challenge for a new slot.
-    public static func newSSHChallenge() -> [UInt8] { Sodium.randomBytes(sshChallengeBytes) }
+    public static func newChallenge() -> [UInt8] { Sodium.randomBytes(challengeBytes) }
 
     /// The bytes the ssh-agent signs for a challenge.
-    public static func sshMessage(challenge: [UInt8]) -> [UInt8] { sshContext + challenge }
+    public static func message(challenge: [UInt8]) -> [UInt8] { context + challenge }
 
     /// The bytes the ssh-agent signs for this slot.
-    public var sshMessage: [UInt8] { Self.sshMessage(challenge: salt) }
-
-    /// The ssh key this slot was made with (kind 4 only).
-    public var sshSlotKey: SSHSlotKey? { sshKey }
+    public var message: [UInt8] { Self.message(challenge: challenge) }
 
     /// The key pair a signature derives for a slot with this challenge and key.
-    static func sshKeyPair(signature: SecretBytes, challenge: [UInt8], key: SSHSlotKey) throws(VaultError) -> (publicKey: [UInt8], secretKey: SecretBytes) {
+    static func keyPair(signature: SecretBytes, challenge: [UInt8], key: SSHSlotKey) throws(VaultError) -> (publicKey: [UInt8], secretKey: SecretBytes) {
         let info = Array("gemvault ssh slot v1".utf8) + [key.algorithm.rawValue] + key.fingerprint
         let seed = HKDFSHA256.derive(secret: signature, salt: challenge, info: info, length: 32)
         return try mapSodium { () throws(SodiumError) in try Sodium.boxKeyPair(seed: seed) }
     }
 
-    /// A new ssh slot holding `dataKey`, for the signature of `sshMessage(challenge:)`.
-    static func ssh(dataKey: SecretBytes, key: SSHSlotKey, challenge: [UInt8], signature: SecretBytes) throws(VaultError) -> KeySlot {
-        let pair = try sshKeyPair(signature: signature, challenge: challenge, key: key)
-        return try KeySlot(kind: .sshAgent, kdf: sshNoKDF, salt: challenge, nonceOrPublicKey: pair.publicKey, wrappedKey: [], sshKey: key)
-            .resealed(dataKey: dataKey)
+    /// A new ssh slot holding `dataKey`, for the signature of `message(challenge:)`.
+    public static func make(dataKey: SecretBytes, key: SSHSlotKey, challenge: [UInt8], signature: SecretBytes) throws(VaultError) -> SSHAgentSlot {
+        let pair = try keyPair(signature: signature, challenge: challenge, key: key)
+        return SSHAgentSlot(sshKey: key, challenge: challenge, key: try SealedDataKey.seal(dataKey, to: pair.publicKey))
     }
 
-    /// What opens this slot, from the signature of `sshMessage`; nil when it is not this
+    public func resealed(dataKey: SecretBytes) throws(VaultError) -> SSHAgentSlot? {
+        SSHAgentSlot(sshKey: sshKey, challenge: challenge, key: try key.resealed(dataKey))
+    }
+
+    /// What opens this slot, from the signature of `message`; nil when it is not this
     /// slot's signature (another key).
-    public func sshOpener(signature: SecretBytes) throws(VaultError) -> SSHSlotOpener? {
-        guard kind == .sshAgent, let sshKey else { return nil }
-        let pair = try Self.sshKeyPair(signature: signature, challenge: salt, key: sshKey)
+    public func opener(signature: SecretBytes) throws(VaultError) -> SSHSlotOpener? {
+        let pair = try Self.keyPair(signature: signature, challenge: challenge, key: sshKey)
         // The public key is the slot's only for this signature; the sealed box is opened once,
         // by the vault's open, which reports a box that does not open as tampering.
-        guard pair.publicKey == nonceOrPublicKey else { return nil }
-        return SSHSlotOpener(challenge: salt, publicKey: pair.publicKey, secretKey: pair.secretKey)
+        guard pair.publicKey == key.publicKey else { return nil }
+        return SSHSlotOpener(challenge: challenge, publicKey: pair.publicKey, secretKey: pair.secretKey)
     }
 
-    var sshEncoded: [UInt8] {
-        guard let sshKey else { return [] }
+    public var body: [UInt8] {
         var writer = ByteWriter()
-        writer.append(kind.rawValue)
         writer.append(sshKey.algorithm.rawValue)
         writer.append(sshKey.fingerprint)
         writer.append(UInt64(bitPattern: sshKey.added))
-        writer.append(salt)
-        writer.append(nonceOrPublicKey)
-        writer.append(wrappedKey)
+        writer.append(challenge)
+        writer.append(key.encoded)
         return writer.bytes
     }
 
-    /// The rest of a kind 4 slot, its kind byte read.
-    static func parseSSH(_ reader: inout ByteReader, index: Int, path: String) throws -> KeySlot {
+    public static func parse(_ reader: inout SlotReader, _ context: SlotContext) throws -> SSHAgentSlot {
         guard let algorithm = SSHSlotKey.Algorithm(rawValue: try reader.read(UInt8.self)) else {
-            throw VaultError.slotsDamaged(path: path, detail: "key slot \(index + 1) names an ssh key type this gemvault does not know")
+            throw context.damaged("names an ssh key type this gemvault does not know")
         }
         let fingerprint = try reader.readBytes(32)
         let added = Int64(bitPattern: try reader.read(UInt64.self))
         guard (0...latestDate).contains(added) else {
-            throw VaultError.slotsDamaged(path: path, detail: "key slot \(index + 1) says it was added at \(added), not a date between 1970 and 9999")
+            throw context.damaged("says it was added at \(added), not a date between 1970 and 9999")
         }
-        let challenge = try reader.readBytes(sshChallengeBytes)
-        let publicKey = try reader.readBytes(Sodium.boxPublicKeyBytes)
-        let sealed = try reader.readBytes(sealedKeyBytes)
-        return KeySlot(kind: .sshAgent, kdf: sshNoKDF, salt: challenge, nonceOrPublicKey: publicKey, wrappedKey: sealed,
-                       sshKey: SSHSlotKey(algorithm: algorithm, fingerprint: fingerprint, added: added))
+        let challenge = try reader.readBytes(challengeBytes)
+        return SSHAgentSlot(sshKey: SSHSlotKey(algorithm: algorithm, fingerprint: fingerprint, added: added), challenge: challenge,
+                            key: try SealedDataKey.parse(&reader))
     }
 }

@@ -1,6 +1,6 @@
 /// A passphrase's key-encryption key with the salt and parameters it was derived for: one
 /// Argon2 run, made before it is needed so that it is never made twice.
-public struct PassphraseKey {
+public struct PassphraseKey: SlotKey {
     public let kek: SecretBytes
     public let salt: [UInt8]
     public let kdf: KDFParameters
@@ -19,16 +19,31 @@ public struct PassphraseKey {
         return PassphraseKey(kek: kek, salt: slot.salt, kdf: slot.kdf)
     }
 
+    /// The same, a passphrase that does not open the file being `.wrongPassphrase`.
+    public static func unlocking(_ file: VaultFile, with passphrase: SecretBytes) throws(VaultError) -> PassphraseKey {
+        guard let key = try derive(passphrase, opening: file) else { throw .wrongPassphrase }
+        return key
+    }
+
     /// Whether this key was derived for `file`'s passphrase slot as it is now.
     public func fits(_ file: VaultFile) -> Bool {
         guard let slot = file.passphraseSlot else { return false }
         return slot.salt == salt && slot.kdf == kdf
     }
+
+    /// Opens the passphrase slot with the key-encryption key (whatever salt it was derived for:
+    /// the agent holds the bare key).
+    public func open(_ file: VaultFile, path: String) throws(VaultError) -> SlotOpening {
+        guard let slot = file.passphraseSlot, let dataKey = slot.unwrap(kek: kek) else { throw .wrongPassphrase }
+        var opening = SlotOpening(dataKey: dataKey)
+        opening.passphraseKEK = kek
+        return opening
+    }
 }
 
 /// A recovery code's derived key with the slot it was derived for, so `recover` runs Argon2
 /// once for the code whether it opens the file once or twice.
-public struct RecoveryKey {
+public struct RecoveryKey: SlotKey {
     let canonicalCode: SecretBytes
     let derived: SecretBytes
     let salt: [UInt8]
@@ -36,16 +51,29 @@ public struct RecoveryKey {
 
     /// The key of a file's recovery slot, or nil when the code does not open it.
     public static func derive(_ code: SecretBytes, opening file: VaultFile) throws(VaultError) -> RecoveryKey? {
-        guard let canonical = RecoveryCode.normalize(code), let slot = file.recoverySlot else { return nil }
+        guard let canonical = RecoveryCode.normalize(code), let slot = file.recoveryCodeSlot else { return nil }
         let derived = try slot.deriveKey(from: canonical)
-        guard try slot.openRecovery(derived: derived) != nil else { return nil }
-        return RecoveryKey(canonicalCode: canonical, derived: derived, salt: slot.salt, kdf: slot.kdf)
+        guard try slot.open(derived: derived) != nil else { return nil }
+        return RecoveryKey(canonicalCode: canonical, derived: derived, salt: slot.parameters.salt, kdf: slot.parameters.kdf)
+    }
+
+    /// The same, a code that does not open the file being `.wrongRecoveryCode`.
+    public static func unlocking(_ file: VaultFile, with code: SecretBytes) throws(VaultError) -> RecoveryKey {
+        guard let key = try derive(code, opening: file) else { throw .wrongRecoveryCode }
+        return key
     }
 
     /// Whether this key was derived for `file`'s recovery slot as it is now.
     public func fits(_ file: VaultFile) -> Bool {
-        guard let slot = file.recoverySlot else { return false }
-        return slot.salt == salt && slot.kdf == kdf
+        guard let slot = file.recoveryCodeSlot else { return false }
+        return slot.parameters.salt == salt && slot.parameters.kdf == kdf
+    }
+
+    public func open(_ file: VaultFile, path: String) throws(VaultError) -> SlotOpening {
+        guard fits(file), let slot = file.recoveryCodeSlot, let dataKey = try slot.open(derived: derived) else { throw .wrongRecoveryCode }
+        var opening = SlotOpening(dataKey: dataKey)
+        opening.recoveryCode = canonicalCode
+        return opening
     }
 }
 
@@ -81,8 +109,8 @@ public final class VaultDocument {
         let salt = Sodium.randomBytes(Sodium.pwhashSaltBytes)
         let kek = try KeySlot.derive(passphrase, salt: salt, kdf: kdf)
         let slots = [
-            try KeySlot.wrap(dataKey: dataKey, kind: .passphrase, kek: kek, salt: salt, kdf: kdf),
-            try KeySlot.recovery(dataKey: dataKey, canonicalCode: canonicalCode, kdf: recoveryKDF),
+            KeySlot(try PassphraseSlot.wrap(dataKey: dataKey, kek: kek, salt: salt, kdf: kdf)),
+            KeySlot(try RecoverySlot.make(dataKey: dataKey, canonicalCode: canonicalCode, kdf: recoveryKDF)),
         ]
         let file = VaultFile(vaultID: Sodium.randomBytes(VaultFile.vaultIDBytes), generation: 0, slots: slots,
                              payloadNonce: [], payloadCiphertext: [])
@@ -91,43 +119,34 @@ public final class VaultDocument {
         return document
     }
 
-    /// Opens a parsed file with the passphrase; only the passphrase slot is tried.
-    public static func open(_ file: VaultFile, path: String, passphrase: SecretBytes) throws(VaultError) -> VaultDocument {
-        guard let slot = file.passphraseSlot else { throw .wrongPassphrase }
-        let kek = try slot.deriveKey(from: passphrase)
-        guard let dataKey = slot.unwrap(kek: kek) else { throw .wrongPassphrase }
-        let document = try decrypt(file, path: path, dataKey: dataKey)
-        document.passphraseKEK = kek
-        return document
-    }
-
-    /// Opens a parsed file with the passphrase slot's key-encryption key (the agent's way:
-    /// it never sees the passphrase, and never runs Argon2).
-    public static func open(_ file: VaultFile, path: String, kek: SecretBytes) throws(VaultError) -> VaultDocument {
-        guard let slot = file.passphraseSlot, let dataKey = slot.unwrap(kek: kek) else { throw .wrongPassphrase }
-        let document = try decrypt(file, path: path, dataKey: dataKey)
-        document.passphraseKEK = kek
+    /// Opens a parsed file with a key for one of its slots: the one way to open a vault.
+    public static func open(_ file: VaultFile, path: String, key: some SlotKey) throws(VaultError) -> VaultDocument {
+        let opening = try key.open(file, path: path)
+        let document = try decrypt(file, path: path, dataKey: opening.dataKey)
+        document.passphraseKEK = opening.passphraseKEK
+        document.recoveryCode = opening.recoveryCode
         return document
     }
 
     /// The key-encryption key of the passphrase slot, when opened with the passphrase or it.
     public var keyEncryptionKey: SecretBytes? { passphraseKEK }
 
-    /// Opens a parsed file through an ssh slot whose signature was checked (`SSHSlotOpener`).
-    public static func open(_ file: VaultFile, path: String, ssh opener: SSHSlotOpener) throws(VaultError) -> VaultDocument {
-        guard let dataKey = opener.dataKey(in: file) else {
-            // The key pair is the slot's, so a box that does not open was altered.
-            if file.sshSlots.contains(where: { $0.salt == opener.challenge && $0.nonceOrPublicKey == opener.publicKey }) { throw .tampered(path: path) }
-            throw .wrongPassphrase
-        }
-        return try decrypt(file, path: path, dataKey: dataKey)
-    }
-
     /// What a session agent keeps to open the file again after other writers' saves: the
     /// passphrase slot's key-encryption key, or (opened through an ssh slot) the data key.
-    public enum SessionKey {
+    /// A data key that no longer decrypts the file (another writer's rekey) is a wrong key.
+    public enum SessionKey: SlotKey {
         case keyEncryptionKey(SecretBytes)
         case dataKey(SecretBytes)
+
+        public func open(_ file: VaultFile, path: String) throws(VaultError) -> SlotOpening {
+            switch self {
+            case .keyEncryptionKey(let kek): return try PassphraseKey(kek: kek, salt: [], kdf: KDFParameters(opsLimit: 0, memLimit: 0)).open(file, path: path)
+            case .dataKey(let dataKey):
+                guard (try? Sodium.xchachaOpen(file.payloadCiphertext[...], additionalData: file.authenticatedHeader,
+                                               nonce: file.payloadNonce, key: dataKey)) != nil else { throw .wrongPassphrase }
+                return SlotOpening(dataKey: dataKey)
+            }
+        }
     }
 
     public var sessionKey: SessionKey { passphraseKEK.map(SessionKey.keyEncryptionKey) ?? .dataKey(dataKey) }
@@ -138,40 +157,34 @@ public final class VaultDocument {
         try mapSodium { () throws(SodiumError) in try Sodium.keyedHash(Array("gemvault data key check".utf8), key: dataKey) }
     }
 
-    /// Opens a parsed file with a session's key. A data key that no longer decrypts the file
-    /// (another writer's rekey) is reported as a wrong key.
-    public static func open(_ file: VaultFile, path: String, sessionKey: SessionKey) throws(VaultError) -> VaultDocument {
-        switch sessionKey {
-        case .keyEncryptionKey(let kek): return try open(file, path: path, kek: kek)
-        case .dataKey(let dataKey):
-            guard (try? Sodium.xchachaOpen(file.payloadCiphertext[...], additionalData: file.authenticatedHeader,
-                                           nonce: file.payloadNonce, key: dataKey)) != nil else { throw .wrongPassphrase }
-            return try decrypt(file, path: path, dataKey: dataKey)
-        }
-    }
+    // MARK: Slots
 
-    // MARK: ssh-agent slots
-
-    /// Adds an ssh slot for `key`, from the agent's signature of `KeySlot.sshMessage(challenge:)`.
-    public func addSSHSlot(key: SSHSlotKey, challenge: [UInt8], signature: SecretBytes) throws(VaultError) {
-        if file.sshSlots.contains(where: { $0.sshKey?.fingerprint == key.fingerprint }) {
-            throw .slotRefused("the vault already has an ssh-agent slot for \(key.fingerprintText)")
+    /// Adds a slot of an additional kind (an ssh-agent slot), made by `make` for the data key.
+    /// A second slot for the same key, or one past the kind's limit, is refused.
+    public func addSlot(_ make: (SecretBytes) throws -> any SlotKind) throws {
+        let slot = KeySlot(try make(dataKey))
+        guard case .additional(let most) = slot.placement else { throw VaultError.slotRefused("\(slot.kindNameWithArticle) slot is not added beside the others") }
+        let name = slot.kindName
+        let same = file.slots.filter { $0.kindByte == slot.kindByte }
+        if same.contains(where: { $0.value.holder == slot.value.holder }) {
+            throw VaultError.slotRefused("the vault already has \(slot.kindNameWithArticle) slot for \(slot.listing.fingerprint ?? "that key")")
         }
-        guard file.sshSlots.count < KeySlot.maxSSHSlots else {
-            throw .slotRefused("the vault already has \(KeySlot.maxSSHSlots) ssh-agent slots, the most it holds")
+        guard same.count < most else { throw VaultError.slotRefused("the vault already has \(most) \(name) slots, the most it holds") }
+        guard file.additionalSlots.count < KeySlot.maxAdditionalSlots else {
+            throw VaultError.slotRefused("the vault already has \(KeySlot.maxAdditionalSlots) slots beside its passphrase and recovery slots, the most it holds")
         }
-        file.slots.append(try KeySlot.ssh(dataKey: dataKey, key: key, challenge: challenge, signature: signature))
+        file.slots.append(slot)
     }
 
     /// Removes the slot at `index` (as `file.slots` orders them). The passphrase slot is never
     /// removed; the recovery slot only when `allowRecovery` (the user said `--yes`).
     public func removeSlot(at index: Int, allowRecovery: Bool) throws(VaultError) {
         guard file.slots.indices.contains(index) else { throw .slotRefused("the vault has no slot \(index + 1) (see gemvault slot list)") }
-        let kind = file.slots[index].kind
-        if kind == .passphrase {
+        let placement = file.slots[index].placement
+        if placement == .first {
             throw .slotRefused("the passphrase slot is never removed: it is the way in that always works (gemvault passwd changes it)")
         }
-        if kind.isRecovery && !allowRecovery {
+        if case .second = placement, !allowRecovery {
             throw .slotRefused("removing the recovery slot leaves no way in if the passphrase is forgotten; add --yes if that is what you want")
         }
         file.slots.remove(at: index)
@@ -179,24 +192,6 @@ public final class VaultDocument {
 
     /// Replaces the contents with ones a client edited (through the agent).
     public func replaceContents(_ new: VaultContents) { contents = new }
-
-    /// Opens a parsed file with the recovery code; only the recovery slot is tried.
-    public static func open(_ file: VaultFile, path: String, recoveryCode: SecretBytes) throws(VaultError) -> VaultDocument {
-        guard let canonical = RecoveryCode.normalize(recoveryCode), let slot = file.recoverySlot,
-              let dataKey = try slot.openRecovery(canonicalCode: canonical) else { throw .wrongRecoveryCode }
-        let document = try decrypt(file, path: path, dataKey: dataKey)
-        document.recoveryCode = canonical
-        return document
-    }
-
-    /// Opens a parsed file with a recovery code's key derived before (see `RecoveryKey`).
-    public static func open(_ file: VaultFile, path: String, recoveryKey: RecoveryKey) throws(VaultError) -> VaultDocument {
-        guard recoveryKey.fits(file), let slot = file.recoverySlot,
-              let dataKey = try slot.openRecovery(derived: recoveryKey.derived) else { throw .wrongRecoveryCode }
-        let document = try decrypt(file, path: path, dataKey: dataKey)
-        document.recoveryCode = recoveryKey.canonicalCode
-        return document
-    }
 
     /// Whether the vault's recovery slot is of format 1, which cannot follow a new data key
     /// unless its code is at hand (`keepRecoveryCode`).
@@ -211,12 +206,12 @@ public final class VaultDocument {
         return fresh
     }
 
-    public var recoverySlotNeedsItsCode: Bool { file.recoverySlot?.kind == .legacyRecovery && recoveryCode == nil }
+    public var recoverySlotNeedsItsCode: Bool { file.recoverySlot?.isKind(LegacyRecoverySlot.self) == true && recoveryCode == nil }
 
     /// The code of a format 1 recovery slot, checked against it, so that a rekey carries
     /// the code over instead of making a new one.
     public func keepRecoveryCode(_ key: RecoveryKey) throws(VaultError) {
-        guard key.fits(file), let slot = file.recoverySlot, let opened = try slot.openRecovery(derived: key.derived),
+        guard key.fits(file), let slot = file.recoveryCodeSlot, let opened = try slot.open(derived: key.derived),
               opened.isEqual(to: dataKey) else { throw .wrongRecoveryCode }
         recoveryCode = key.canonicalCode
     }
@@ -258,29 +253,15 @@ public final class VaultDocument {
         } else {
             throw .wrongPassphrase
         }
-        var slots = [try KeySlot.wrap(dataKey: newKey, kind: .passphrase, kek: kek, salt: salt, kdf: slotKDF)]
+        var slots = [KeySlot(try PassphraseSlot.wrap(dataKey: newKey, kek: kek, salt: salt, kdf: slotKDF))]
         var newCode: SecretBytes?
-        let recoveryKDF = file.recoverySlot?.kdf ?? KDFParameters.Preset.interactive.parameters
         let replacement = newRecoveryCode.flatMap(RecoveryCode.normalize)
-        switch file.recoverySlot?.kind {
-        case _ where replacement != nil:
-            slots.append(try KeySlot.recovery(dataKey: newKey, canonicalCode: replacement!, kdf: KDFParameters.Preset.interactive.parameters))
-        case .recovery?:
-            slots.append(try file.recoverySlot!.resealed(dataKey: newKey))
-        case .legacyRecovery?:
-            let code: SecretBytes
-            if let recoveryCode { code = recoveryCode } else {
-                let fresh = RecoveryCode.generate()
-                newCode = fresh
-                code = RecoveryCode.normalize(fresh)!
-            }
-            slots.append(try KeySlot.recovery(dataKey: newKey, canonicalCode: code, kdf: recoveryKDF))
-        case .passphrase?, .sshAgent?, nil:
-            // No recovery slot: it was removed on purpose (slot rm --yes); recovery-code makes one.
-            break
+        if let recovery = try rekeyedRecoverySlot(newKey, replacement: replacement, newCode: &newCode) { slots.append(recovery) }
+        // Additional slots (ssh-agent) are sealed to their public keys: the new data key needs none of their secrets.
+        for slot in file.additionalSlots {
+            guard let resealed = try slot.resealed(dataKey: newKey) else { throw VaultError.slotRefused("the \(slot.kindName) slot cannot follow a new data key") }
+            slots.append(resealed)
         }
-        // ssh slots are sealed to their public keys: the new data key needs no ssh-agent.
-        for slot in file.sshSlots { slots.append(try slot.resealed(dataKey: newKey)) }
         // Conversations written from now on must not open with the retired passphrase either.
         try contents.retireConversationKey()
         if let replacement {
@@ -291,6 +272,25 @@ public final class VaultDocument {
         dataKey = newKey
         passphraseKEK = kek
         return newCode
+    }
+
+    /// The recovery slot for `newKey`: a new one for a replacement code, the sealed one
+    /// resealed, a format 1 one made anew (for its code when typed, else for a new code, set in
+    /// `newCode`); nil when the vault has none (removed on purpose: recovery-code makes one).
+    private func rekeyedRecoverySlot(_ newKey: SecretBytes, replacement: SecretBytes?, newCode: inout SecretBytes?) throws(VaultError) -> KeySlot? {
+        if let replacement {
+            return KeySlot(try RecoverySlot.make(dataKey: newKey, canonicalCode: replacement, kdf: KDFParameters.Preset.interactive.parameters))
+        }
+        guard let recovery = file.recoverySlot else { return nil }
+        if let resealed = try recovery.resealed(dataKey: newKey) { return resealed }
+        let recoveryKDF = file.recoveryCodeSlot?.kdf ?? KDFParameters.Preset.interactive.parameters
+        let code: SecretBytes
+        if let recoveryCode { code = recoveryCode } else {
+            let fresh = RecoveryCode.generate()
+            newCode = fresh
+            code = RecoveryCode.normalize(fresh)!
+        }
+        return KeySlot(try RecoverySlot.make(dataKey: newKey, canonicalCode: code, kdf: recoveryKDF))
     }
 
     /// The file's bytes for the next save: a generation above both the file's and

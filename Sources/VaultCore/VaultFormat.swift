@@ -2,10 +2,10 @@
 public struct VaultFile: Equatable, Sendable {
     static let magic = Array("GEMVAULT".utf8)
     static let slotContext = Array("gemvault slot\0".utf8)
-    /// Format 3 is format 2 with ssh-agent slots; a vault without one is still written as 2,
-    /// so an older gemvault keeps reading it.
+    /// Format 3 is format 2 with ssh-agent (additional) slots; a vault without one is still
+    /// written as 2, so an older gemvault keeps reading it.
     public static let currentVersion: UInt16 = 3
-    static let versionWithoutSSHSlots: UInt16 = 2
+    static let versionWithoutAdditionalSlots: UInt16 = 2
     static let maxPayload = 16 << 20
     static let checksumBytes = 32
     static let vaultIDBytes = 16
@@ -13,7 +13,8 @@ public struct VaultFile: Equatable, Sendable {
     /// (Writers pad the payload to 512 bytes, so their files are larger.)
     public static let minimumSize = 8 + 2 + 8 + 1 + 102 + 24 + 4 + 16 + 32
     /// The largest: a format 3 header with every slot, the largest payload, the checksum.
-    public static let maximumSize = 8 + 2 + 16 + 8 + 1 + 102 + 142 + KeySlot.maxSSHSlots * KeySlot.sshSlotBytes + 24 + 4 + maxPayload + 32
+    /// (An additional slot kind must be no larger than an ssh-agent slot.)
+    public static let maximumSize = 8 + 2 + 16 + 8 + 1 + 102 + 142 + KeySlot.maxAdditionalSlots * SSHAgentSlot.encodedBytes + 24 + 4 + maxPayload + 32
 
     public var formatVersion: UInt16 = currentVersion
     /// Random, fixed for the life of the vault; nil in format 1 files until they are rewritten.
@@ -49,12 +50,18 @@ public struct VaultFile: Equatable, Sendable {
 
     public var vaultIDHex: String? { vaultID.map { $0.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() } }
 
-    public var passphraseSlot: KeySlot? { slots.first { $0.kind == .passphrase } }
-    public var recoverySlot: KeySlot? { slots.first { $0.kind.isRecovery } }
-    public var sshSlots: [KeySlot] { slots.filter { $0.kind == .sshAgent } }
+    /// The slots of one kind, in the file's order.
+    public func slots<Kind: SlotKind>(_: Kind.Type) -> [Kind] { slots.compactMap { $0.as(Kind.self) } }
+    public var passphraseSlot: PassphraseSlot? { slots(PassphraseSlot.self).first }
+    /// The recovery slot, of either kind.
+    public var recoverySlot: KeySlot? { slots.first { if case .second = $0.placement { true } else { false } } }
+    var recoveryCodeSlot: (any RecoveryCodeSlot)? { recoverySlot?.value as? any RecoveryCodeSlot }
+    public var sshSlots: [SSHAgentSlot] { slots(SSHAgentSlot.self) }
+    /// The slots beside the passphrase and recovery slots (ssh-agent, and registered kinds).
+    public var additionalSlots: [KeySlot] { slots.filter(\.isAdditional) }
 
-    /// The version a writer gives this file now: 3 only while it holds an ssh slot.
-    var versionToWrite: UInt16 { sshSlots.isEmpty ? Self.versionWithoutSSHSlots : Self.currentVersion }
+    /// The version a writer gives this file now: 3 only while it holds an additional slot.
+    var versionToWrite: UInt16 { additionalSlots.isEmpty ? Self.versionWithoutAdditionalSlots : Self.currentVersion }
 
     /// Parses and checks a file without any secret: size, checksum, structure, version, slots,
     /// KDF bounds. Every rule a writer follows is enforced here.
@@ -101,54 +108,48 @@ public struct VaultFile: Equatable, Sendable {
 
     /// One passphrase slot, then at most one recovery slot: a legacy one in format 1, a sealed one in format 2
     /// (a format 2 file may still carry a legacy slot from its format 1 days); format 3 adds ssh-agent
-    /// slots after them.
+    /// (additional) slots after them. Each kind reads its own bytes (`SlotKinds`).
     private static func parseSlots(_ reader: inout ByteReader, version: UInt16, path: String, policy: KDFPolicy) throws -> [KeySlot] {
         let count = Int(try reader.read(UInt8.self))
-        let most = version >= 3 ? 2 + KeySlot.maxSSHSlots : 2
+        let most = version >= 3 ? 2 + KeySlot.maxAdditionalSlots : 2
         guard (1...most).contains(count) else {
-            let rule = version >= 3 ? "one passphrase slot, at most one recovery slot and at most \(KeySlot.maxSSHSlots) ssh-agent slots"
+            let rule = version >= 3 ? "one passphrase slot, at most one recovery slot and at most \(KeySlot.maxAdditionalSlots) ssh-agent slots"
                 : "one passphrase slot and at most one recovery slot"
             throw VaultError.slotsDamaged(path: path, detail: "the file declares \(count) key slots; a vault has \(rule)")
         }
         var slots: [KeySlot] = []
         for index in 0..<count {
-            guard let kind = KeySlot.Kind(rawValue: try reader.read(UInt8.self)) else {
-                throw VaultError.slotsDamaged(path: path, detail: "key slot \(index + 1) has an unknown kind")
+            let context = SlotContext(index: index, path: path, policy: policy)
+            guard let kind = SlotKinds.kind(byte: try reader.read(UInt8.self)) else { throw context.damaged("has an unknown kind") }
+            guard kind.placement.allows(index: index, version: version) else {
+                throw context.damaged("is a \(kind.name) slot where a vault never has one")
             }
-            let expected = switch kind {
-            case .passphrase: index == 0
-            case .legacyRecovery: index == 1
-            case .recovery: index == 1 && version >= 2
-            case .sshAgent: index >= 1 && version >= 3
-            }
-            guard expected else {
-                throw VaultError.slotsDamaged(path: path, detail: "key slot \(index + 1) is a \(kind.name) slot where a vault never has one")
-            }
-            if kind == .sshAgent {
-                let slot = try KeySlot.parseSSH(&reader, index: index, path: path)
-                let earlier = slots.filter { $0.kind == .sshAgent }
-                guard earlier.count < KeySlot.maxSSHSlots else {
-                    throw VaultError.slotsDamaged(path: path, detail: "the file has more than \(KeySlot.maxSSHSlots) ssh-agent slots")
+            var slotReader = SlotReader(bytes: reader)
+            let slot = KeySlot(try kind.parse(&slotReader, context))
+            reader = slotReader.bytes
+            if case .additional(let mostOfKind) = kind.placement {
+                let earlier = slots.filter { $0.kindByte == kind.kindByte }
+                guard earlier.count < mostOfKind else {
+                    throw VaultError.slotsDamaged(path: path, detail: "the file has more than \(mostOfKind) \(kind.name) slots")
                 }
-                guard !earlier.contains(where: { $0.sshKey?.fingerprint == slot.sshKey?.fingerprint || $0.salt == slot.salt }) else {
-                    throw VaultError.slotsDamaged(path: path, detail: "key slot \(index + 1) repeats an earlier ssh-agent slot's key or challenge")
+                guard !earlier.contains(where: { $0.value.holder == slot.value.holder || $0.identity == slot.identity }) else {
+                    throw context.damaged("repeats an earlier \(kind.name) slot's key or challenge")
                 }
-                slots.append(slot)
-                continue
             }
-            guard try reader.read(UInt8.self) == KeySlot.argon2id13 else {
-                throw VaultError.kdfParametersRejected(path: path, detail: "key slot \(index + 1) names an unknown key derivation algorithm")
-            }
-            let kdf = KDFParameters(opsLimit: try reader.read(UInt32.self), memLimit: try reader.read(UInt64.self))
-            if let problem = policy.check(kdf) {
-                throw VaultError.kdfParametersRejected(path: path, detail: "the \(kind.name) slot's \(problem)")
-            }
-            let salt = try reader.readBytes(Sodium.pwhashSaltBytes)
-            let middle = try reader.readBytes(kind == .recovery ? Sodium.boxPublicKeyBytes : Sodium.xchachaNonceBytes)
-            let wrapped = try reader.readBytes(kind == .recovery ? KeySlot.sealedKeyBytes : Sodium.xchachaKeyBytes + Sodium.xchachaTagBytes)
-            slots.append(KeySlot(kind: kind, kdf: kdf, salt: salt, nonceOrPublicKey: middle, wrappedKey: wrapped))
+            slots.append(slot)
         }
         return slots
+    }
+}
+
+extension SlotPlacement {
+    /// Whether a slot of this placement may stand at `index` in a file of `version`.
+    func allows(index: Int, version: UInt16) -> Bool {
+        switch self {
+        case .first: index == 0
+        case .second(let since): index == 1 && version >= since
+        case .additional: index >= 1 && version >= 3
+        }
     }
 }
 

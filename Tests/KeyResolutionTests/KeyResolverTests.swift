@@ -8,16 +8,16 @@ import VaultCore
 
 @Suite struct KeyResolverTests {
     /// No vault file, no session, no passphrase: the sources around the vault.
-    struct NoPassphrase: PassphraseSource {
-        var canProvide: Bool { false }
-        func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T { throw VaultError.wrongPassphrase }
+    struct NoPassphrase: UnlockUI {
+        var canAsk: Bool { false }
+        func ask(_ request: SecretRequest) throws -> SecretBytes? { throw VaultError.wrongPassphrase }
     }
 
     func resolver(_ environment: [String: String], warnings: Box) -> KeyResolver {
         let store = VaultStore(path: "/nonexistent/vault")
         let vault = VaultAccess(file: VaultFileAccess(store: store, rollback: RollbackGuard(record: GenerationRecord(stateDirectory: "/nonexistent"),
                                                                                          vaultPath: store.path, acceptsRollback: false), warn: { _ in }),
-                                agent: nil, passphrase: NoPassphrase(), observe: { _ in }, warn: { _ in })
+                                agent: nil, ui: NoPassphrase(), observe: { _ in }, warn: { _ in })
         return KeyResolver(keyFileFlag: nil, environment: environment, paths: Paths(environment: ["HOME": "/nonexistent"]),
                            explicitKeyName: nil, layers: SettingLayers(environment: environment), vault: vault, warn: { warnings.messages.append($0) })
     }

@@ -7,9 +7,9 @@ import Settings
 @testable import VaultAccess
 
 /// A passphrase that must not be needed: the session answers.
-private struct UnusedPassphrase: PassphraseSource {
-    var canProvide: Bool { true }
-    func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T { throw VaultError.wrongPassphrase }
+private struct UnusedPassphrase: UnlockUI {
+    var canAsk: Bool { true }
+    func ask(_ request: SecretRequest) throws -> SecretBytes? { throw VaultError.wrongPassphrase }
 }
 
 @Suite(.serialized) struct SessionRoundTripTests {
@@ -24,7 +24,7 @@ private struct UnusedPassphrase: PassphraseSource {
 
         let access = VaultAccess(file: VaultFileAccess(store: vault.store, rollback: RollbackGuard(record: vault.generations, vaultPath: vault.store.path,
                                                                                                    acceptsRollback: false), warn: { _ in }),
-                                 agent: agent.client, passphrase: UnusedPassphrase(), observe: { _ in }, warn: { _ in })
+                                 agent: agent.client, ui: UnusedPassphrase(), observe: { _ in }, warn: { _ in })
         let resolver = KeyResolver(keyFileFlag: nil, environment: [:], paths: Paths(environment: ["HOME": folder.path]), explicitKeyName: nil,
                                    layers: SettingLayers(environment: [:]), vault: access, warn: { _ in })
         let ((resolved, _), requests) = try agent.requests { try resolver.resolve() }

@@ -6,22 +6,23 @@ import VaultCore
 @testable import VaultAccess
 
 /// The passphrase a script would give, counted: a session that answers never asks for it.
-private final class CountedPassphrase: PassphraseSource, @unchecked Sendable {
+private final class CountedPassphrase: UnlockUI, @unchecked Sendable {
     let text: String
     var asked = 0
 
     init(_ text: String = TestVault.passphrase) { self.text = text }
 
-    var canProvide: Bool { true }
+    var canAsk: Bool { true }
 
-    func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T {
+    func ask(_ request: SecretRequest) throws -> SecretBytes? {
+        guard request.attempt == 1, request.source != .terminalOnly else { return nil }
         asked += 1
-        return try attempt(.passphrase(SecretBytes(utf8: text)))
+        return SecretBytes(utf8: text)
     }
 }
 
 /// The same, with a PIN typed at the PIN prompt (nil: Enter) and the notes it was told.
-private final class PINTyping: PassphraseSource, @unchecked Sendable {
+private final class PINTyping: UnlockUI, @unchecked Sendable {
     let pins: [String?]
     var typed = 0
     var asked = 0
@@ -29,14 +30,13 @@ private final class PINTyping: PassphraseSource, @unchecked Sendable {
 
     init(_ pins: [String?]) { self.pins = pins }
 
-    var canProvide: Bool { true }
+    var canAsk: Bool { true }
 
-    func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T {
-        asked += 1
-        return try attempt(.passphrase(SecretBytes(utf8: TestVault.passphrase)))
-    }
-
-    func readPIN() throws -> SecretBytes? {
+    func ask(_ request: SecretRequest) throws -> SecretBytes? {
+        guard request.source == .terminalOnly else {
+            asked += 1
+            return SecretBytes(utf8: TestVault.passphrase)
+        }
         defer { typed += 1 }
         return typed < pins.count ? pins[typed].map { SecretBytes(utf8: $0) } : nil
     }
@@ -59,10 +59,10 @@ private final class PINTyping: PassphraseSource, @unchecked Sendable {
     }
 
     /// One command's door to the vault, asking `agent` first.
-    private func access(_ vault: TestVault, _ agent: InProcessAgent?, _ passphrase: any PassphraseSource = CountedPassphrase()) -> VaultAccess {
+    private func access(_ vault: TestVault, _ agent: InProcessAgent?, _ passphrase: any UnlockUI = CountedPassphrase()) -> VaultAccess {
         let rollback = RollbackGuard(record: vault.generations, vaultPath: vault.store.path, acceptsRollback: false)
         return VaultAccess(file: VaultFileAccess(store: vault.store, rollback: rollback, warn: { _ in }), agent: agent?.client,
-                           passphrase: passphrase, observe: { _ in }, warn: { _ in })
+                           ui: passphrase, observe: { _ in }, warn: { _ in })
     }
 
     @Test func unlockHandsTheDerivedKeyToTheAgentWhichThenAnswersWithoutAPassphrase() throws {

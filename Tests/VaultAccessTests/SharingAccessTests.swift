@@ -6,12 +6,12 @@ import VaultCore
 @testable import Agent
 @testable import VaultAccess
 
-private struct Passphrase: PassphraseSource {
+private struct Passphrase: UnlockUI {
     let text: String?
-    var canProvide: Bool { text != nil }
-    func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T {
+    var canAsk: Bool { text != nil }
+    func ask(_ request: SecretRequest) throws -> SecretBytes? {
         guard let text else { throw VaultError.wrongPassphrase }
-        return try attempt(.passphrase(SecretBytes(utf8: text)))
+        return request.attempt == 1 && request.source != .terminalOnly ? SecretBytes(utf8: text) : nil
     }
 }
 
@@ -28,7 +28,7 @@ private struct Passphrase: PassphraseSource {
         func access(agent: AgentClient?, passphrase: String?) -> VaultAccess {
             VaultAccess(file: VaultFileAccess(store: store, rollback: RollbackGuard(record: generations, vaultPath: store.path, acceptsRollback: false),
                                               warn: { _ in }),
-                        agent: agent, passphrase: Passphrase(text: passphrase), observe: { _ in }, warn: { _ in })
+                        agent: agent, ui: Passphrase(text: passphrase), observe: { _ in }, warn: { _ in })
         }
 
         // Made on first use, inside the agent; asked again, the same identity.

@@ -7,17 +7,18 @@ import VaultCore
 @testable import VaultAccess
 
 /// The passphrase as a script gives it (a file or a descriptor): one try, counted.
-private final class GivenPassphrase: PassphraseSource, @unchecked Sendable {
+private final class GivenPassphrase: UnlockUI, @unchecked Sendable {
     let text: String
     var asked = 0
 
     init(_ text: String) { self.text = text }
 
-    var canProvide: Bool { true }
+    var canAsk: Bool { true }
 
-    func withSecret<T>(for kind: UnlockKind, _ attempt: (Unlock) throws -> T) throws -> T {
+    func ask(_ request: SecretRequest) throws -> SecretBytes? {
+        guard request.attempt == 1, request.source != .terminalOnly else { return nil }
         asked += 1
-        return try attempt(kind == .recoveryCode ? .recoveryCode(SecretBytes(utf8: text)) : .passphrase(SecretBytes(utf8: text)))
+        return SecretBytes(utf8: text)
     }
 }
 
@@ -34,7 +35,7 @@ private final class GivenPassphrase: PassphraseSource, @unchecked Sendable {
         try store.withExclusiveLock { session in try store.write(try document.sealed(), in: session) }
         let given = GivenPassphrase(passphrase)
         let rollback = RollbackGuard(record: GenerationRecord(stateDirectory: folder + "/state"), vaultPath: store.path, acceptsRollback: false)
-        let access = VaultAccess(file: VaultFileAccess(store: store, rollback: rollback, warn: { _ in }), agent: nil, passphrase: given,
+        let access = VaultAccess(file: VaultFileAccess(store: store, rollback: rollback, warn: { _ in }), agent: nil, ui: given,
                                  observe: { _ in }, warn: { _ in })
         return (access, given, folder)
     }
@@ -62,7 +63,7 @@ private final class GivenPassphrase: PassphraseSource, @unchecked Sendable {
         let (setUp, _, _) = try newVault()
         try setUp.apply(.setKey(name: "work", secret: SecretBytes(utf8: "AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp"), now: 10))
         let given = GivenPassphrase(passphrase)
-        let access = VaultAccess(file: setUp.file, agent: nil, passphrase: given, observe: { _ in }, warn: { _ in })
+        let access = VaultAccess(file: setUp.file, agent: nil, ui: given, observe: { _ in }, warn: { _ in })
         var checked = 0
         let stored = try access.key("work", markUsed: true, beforePrompt: { checked += 1 })
         #expect(stored?.name == "work")
@@ -76,7 +77,7 @@ private final class GivenPassphrase: PassphraseSource, @unchecked Sendable {
         let (access, given, folder) = try newVault()
         try access.apply(.setKey(name: "work", secret: SecretBytes(utf8: "AQ.first-value-000000000000000000000000000"), now: 10))
         #expect(try access.key("work", markUsed: false)?.updated == 10)
-        let other = VaultAccess(file: access.file, agent: nil, passphrase: GivenPassphrase(passphrase), observe: { _ in }, warn: { _ in })
+        let other = VaultAccess(file: access.file, agent: nil, ui: GivenPassphrase(passphrase), observe: { _ in }, warn: { _ in })
         _ = try other.apply(.replaceKey(name: "work", secret: SecretBytes(utf8: "AQ.second-value-00000000000000000000000000"), now: 20))
         #expect(try access.key("work", markUsed: false)?.updated == 10)  // still what this command read
         let parsed = access.parses
@@ -91,7 +92,7 @@ private final class GivenPassphrase: PassphraseSource, @unchecked Sendable {
     @Test func aWrongPassphraseChangesNothing() throws {
         let (access, _, _) = try newVault()
         let before = try access.store.read()
-        let wrong = VaultAccess(file: access.file, agent: nil, passphrase: GivenPassphrase("not it"), observe: { _ in }, warn: { _ in })
+        let wrong = VaultAccess(file: access.file, agent: nil, ui: GivenPassphrase("not it"), observe: { _ in }, warn: { _ in })
         #expect(throws: VaultError.wrongPassphrase) { try wrong.apply(.setting(name: "model", value: "x")) }
         #expect(try access.store.read() == before)
     }

@@ -19,14 +19,14 @@ import Testing
         #expect(try PassphraseKey.derive(SecretBytes(utf8: "not it"), opening: file) == nil)
         let key = try #require(try PassphraseKey.derive(passphrase, opening: file))
         #expect(key.fits(file))
-        let document = try VaultDocument.open(file, path: "test", kek: key.kek)
+        let document = try VaultDocument.open(file, path: "test", key: VaultDocument.SessionKey.keyEncryptionKey(key.kek))
         #expect(document.contents.key(named: "default") != nil)
 
         // A rekey without a new passphrase keeps the slot's salt: the key still fits and opens.
         _ = try document.rekey()
         let rekeyed = try VaultFile.parse(try document.sealed(), path: "test", policy: .testing)
         #expect(key.fits(rekeyed))
-        #expect(try VaultDocument.open(rekeyed, path: "test", kek: key.kek).contents.key(named: "default") != nil)
+        #expect(try VaultDocument.open(rekeyed, path: "test", key: VaultDocument.SessionKey.keyEncryptionKey(key.kek)).contents.key(named: "default") != nil)
 
         // Another passphrase means another salt: the old key no longer fits.
         let newKey = try PassphraseKey.derive(SecretBytes(utf8: "second passphrase"), kdf: .testingMinimum)
@@ -34,8 +34,8 @@ import Testing
         let changed = try VaultFile.parse(try document.sealed(), path: "test", policy: .testing)
         #expect(!key.fits(changed))
         #expect(newKey.fits(changed))
-        #expect(throws: VaultError.wrongPassphrase) { try VaultDocument.open(changed, path: "test", passphrase: passphrase) }
-        #expect(try VaultDocument.open(changed, path: "test", passphrase: SecretBytes(utf8: "second passphrase")).contents.keys.count == 1)
+        #expect(throws: VaultError.wrongPassphrase) { try VaultDocument.open(changed, path: "test", key: PassphraseKey.unlocking(changed, with: passphrase)) }
+        #expect(try VaultDocument.open(changed, path: "test", key: PassphraseKey.unlocking(changed, with: SecretBytes(utf8: "second passphrase"))).contents.keys.count == 1)
     }
 
     @Test func aRecoveryKeyOpensItsFileAndAWrongCodeGivesNone() throws {
@@ -43,12 +43,12 @@ import Testing
         #expect(try RecoveryKey.derive(SecretBytes(utf8: "0000-0000-0000-0000-0000-0000-0000-0000"), opening: file) == nil)
         let key = try #require(try RecoveryKey.derive(code, opening: file))
         #expect(key.fits(file))
-        let document = try VaultDocument.open(file, path: "test", recoveryKey: key)
+        let document = try VaultDocument.open(file, path: "test", key: key)
         #expect(document.contents.key(named: "default") != nil)
         // The code travels on, so a rekey keeps the recovery slot working.
         _ = try document.rekey(newPassphraseKey: try PassphraseKey.derive(SecretBytes(utf8: "after recovery"), kdf: .testingMinimum))
         let rekeyed = try VaultFile.parse(try document.sealed(), path: "test", policy: .testing)
-        #expect(try VaultDocument.open(rekeyed, path: "test", recoveryCode: code).contents.key(named: "default") != nil)
+        #expect(try VaultDocument.open(rekeyed, path: "test", key: RecoveryKey.unlocking(rekeyed, with: code)).contents.key(named: "default") != nil)
     }
 
     @Test func privateSealsOpenOnlyWithTheSamePairAndPurpose() throws {

@@ -9,10 +9,10 @@ import Testing
         let document = try VaultDocument.create(path: "test", passphrase: passphrase, recoveryCode: RecoveryCode.generate(),
                                                 kdf: .testingMinimum, recoveryKDF: .testingMinimum)
         try document.contents.setKey("default", secret: SecretBytes(utf8: "AQ.unit-test-key"), now: 1_700_000_000)
-        let challenge = KeySlot.newSSHChallenge()
+        let challenge = SSHAgentSlot.newChallenge()
         let signature = SecretBytes.random(count: 64)
         let key = SSHSlotKey(algorithm: .ed25519, fingerprint: Sodium.sha256(Array("a key blob".utf8)), added: 1_700_000_000)
-        try document.addSSHSlot(key: key, challenge: challenge, signature: signature)
+        try document.addSlot { try SSHAgentSlot.make(dataKey: $0, key: key, challenge: challenge, signature: signature) }
         return (document, signature, key, challenge)
     }
 
@@ -21,10 +21,10 @@ import Testing
         let file = try VaultFile.parse(try document.sealed(), path: "test", policy: .testing)
         #expect(file.formatVersion == 3)
         let slot = try #require(file.sshSlots.first)
-        #expect(slot.sshSlotKey == key)
-        #expect(slot.encoded.count == KeySlot.sshSlotBytes)
-        let opener = try #require(try slot.sshOpener(signature: signature))
-        let opened = try VaultDocument.open(file, path: "test", ssh: opener)
+        #expect(slot.sshKey == key)
+        #expect(KeySlot(slot).encoded.count == SSHAgentSlot.encodedBytes)
+        let opener = try #require(try slot.opener(signature: signature))
+        let opened = try VaultDocument.open(file, path: "test", key: opener)
         #expect(opened.contents.key(named: "default") != nil)
         #expect(opened.keyEncryptionKey == nil)
     }
@@ -32,20 +32,20 @@ import Testing
     @Test func anotherSignatureOpensNothing() throws {
         let (document, _, _, _) = try vaultWithSSHSlot()
         let file = try VaultFile.parse(try document.sealed(), path: "test", policy: .testing)
-        #expect(try file.sshSlots[0].sshOpener(signature: SecretBytes.random(count: 64)) == nil)
+        #expect(try file.sshSlots[0].opener(signature: SecretBytes.random(count: 64)) == nil)
     }
 
     @Test func aRekeyKeepsTheSlotWorkingWithoutTheAgent() throws {
         let (document, signature, _, _) = try vaultWithSSHSlot()
         _ = try document.rekey(newPassphrase: SecretBytes(utf8: "another passphrase"), kdf: .testingMinimum)
         let file = try VaultFile.parse(try document.sealed(), path: "test", policy: .testing)
-        let opener = try #require(try file.sshSlots[0].sshOpener(signature: signature))
-        #expect(try VaultDocument.open(file, path: "test", ssh: opener).contents.key(named: "default") != nil)
+        let opener = try #require(try file.sshSlots[0].opener(signature: signature))
+        #expect(try VaultDocument.open(file, path: "test", key: opener).contents.key(named: "default") != nil)
     }
 
     @Test func removingTheLastSSHSlotWritesFormat2AgainAndTheRulesHold() throws {
         let (document, _, key, challenge) = try vaultWithSSHSlot()
-        #expect(throws: VaultError.self) { try document.addSSHSlot(key: key, challenge: challenge, signature: SecretBytes.random(count: 64)) }
+        #expect(throws: VaultError.self) { try document.addSlot { try SSHAgentSlot.make(dataKey: $0, key: key, challenge: challenge, signature: SecretBytes.random(count: 64)) } }
         #expect(throws: VaultError.self) { try document.removeSlot(at: 0, allowRecovery: true) }
         #expect(throws: VaultError.self) { try document.removeSlot(at: 1, allowRecovery: false) }
         try document.removeSlot(at: 2, allowRecovery: false)
@@ -73,10 +73,10 @@ import Testing
     @Test func aRepeatedKeyAndAnImpossibleDateAreRefusedAsDamagedSlots() throws {
         let (document, _, _, _) = try vaultWithSSHSlot()
         let other = SSHSlotKey(algorithm: .rsa, fingerprint: Sodium.sha256(Array("another blob".utf8)), added: 1_700_000_000)
-        try document.addSSHSlot(key: other, challenge: KeySlot.newSSHChallenge(), signature: SecretBytes.random(count: 256))
+        try document.addSlot { try SSHAgentSlot.make(dataKey: $0, key: other, challenge: SSHAgentSlot.newChallenge(), signature: SecretBytes.random(count: 256)) }
         let bytes = try document.sealed()
         // Slots start at 35: passphrase 102, recovery 142, then the two ssh slots of 186 bytes.
-        let first = 35 + 102 + 142, second = first + KeySlot.sshSlotBytes
+        let first = 35 + 102 + 142, second = first + SSHAgentSlot.encodedBytes
         let repeated = edited(bytes) { body in body.replaceSubrange(second + 2..<second + 34, with: body[first + 2..<first + 34]) }
         #expect(throws: VaultError.self) { try VaultFile.parse(repeated, path: "test", policy: .testing) }
         let farFuture = edited(bytes) { body in body.replaceSubrange(second + 34..<second + 42, with: [UInt8](repeating: 0x7f, count: 8)) }
@@ -86,13 +86,13 @@ import Testing
 
     @Test func aVaultTakesEightSSHSlotsAndRefusesANinth() throws {
         let (document, _, _, _) = try vaultWithSSHSlot()
-        for index in 1..<KeySlot.maxSSHSlots {
+        for index in 1..<SSHAgentSlot.most {
             let key = SSHSlotKey(algorithm: .ed25519, fingerprint: Sodium.sha256([UInt8(index)]), added: 1_700_000_000)
-            try document.addSSHSlot(key: key, challenge: KeySlot.newSSHChallenge(), signature: SecretBytes.random(count: 64))
+            try document.addSlot { try SSHAgentSlot.make(dataKey: $0, key: key, challenge: SSHAgentSlot.newChallenge(), signature: SecretBytes.random(count: 64)) }
         }
         #expect(document.file.sshSlots.count == 8)
         let ninth = SSHSlotKey(algorithm: .ed25519, fingerprint: Sodium.sha256([99]), added: 1_700_000_000)
-        #expect(throws: VaultError.self) { try document.addSSHSlot(key: ninth, challenge: KeySlot.newSSHChallenge(), signature: SecretBytes.random(count: 64)) }
+        #expect(throws: VaultError.self) { try document.addSlot { try SSHAgentSlot.make(dataKey: $0, key: ninth, challenge: SSHAgentSlot.newChallenge(), signature: SecretBytes.random(count: 64)) } }
         #expect(try VaultFile.parse(try document.sealed(), path: "test", policy: .testing).sshSlots.count == 8)
     }
 }

@@ -14,7 +14,7 @@ private func makeVault(keys: [(String, String)] = [("default", "AIzaSyUnitTest-0
 
 private func open(_ bytes: [UInt8], passphrase: String = "unit passphrase") throws -> VaultDocument {
     let file = try VaultFile.parse(bytes, path: "test", policy: .testing)
-    return try VaultDocument.open(file, path: "test", passphrase: SecretBytes(utf8: passphrase))
+    return try VaultDocument.open(file, path: "test", key: PassphraseKey.unlocking(file, with: SecretBytes(utf8: passphrase)))
 }
 
 private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
@@ -40,13 +40,13 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         let (bytes, code) = try makeVault()
         let file = try VaultFile.parse(bytes, path: "test", policy: .testing)
         let typed = SecretBytes(utf8: text(code).lowercased().replacingOccurrences(of: "-", with: " "))
-        let document = try VaultDocument.open(file, path: "test", recoveryCode: typed)
+        let document = try VaultDocument.open(file, path: "test", key: RecoveryKey.unlocking(file, with: typed))
         #expect(document.contents.key(named: "default") != nil)
         #expect(throws: VaultError.wrongRecoveryCode) {
-            try VaultDocument.open(file, path: "test", recoveryCode: SecretBytes(utf8: "0000-0000-0000-0000-0000-0000-0000-0000"))
+            try VaultDocument.open(file, path: "test", key: RecoveryKey.unlocking(file, with: SecretBytes(utf8: "0000-0000-0000-0000-0000-0000-0000-0000")))
         }
         #expect(throws: VaultError.wrongRecoveryCode) {
-            try VaultDocument.open(file, path: "test", recoveryCode: SecretBytes(utf8: "too short"))
+            try VaultDocument.open(file, path: "test", key: RecoveryKey.unlocking(file, with: SecretBytes(utf8: "too short")))
         }
     }
 
@@ -60,7 +60,7 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         #expect(reopened.contents.keys.map(\.name) == ["a", "b"])
         #expect(reopened.contents.conversationKey.isEqual(to: document.contents.conversationKey))
         let file = try VaultFile.parse(rewritten, path: "t", policy: .testing)
-        #expect(try VaultDocument.open(file, path: "t", recoveryCode: code).contents.keys.count == 2)
+        #expect(try VaultDocument.open(file, path: "t", key: RecoveryKey.unlocking(file, with: code)).contents.keys.count == 2)
     }
 
     /// The attack passwd used to allow: the old passphrase slot, copied out of an old copy of the
@@ -73,7 +73,7 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         var newer = try VaultFile.parse(try document.sealed(), path: "t", policy: .testing)
         newer.slots[0] = try VaultFile.parse(old, path: "t", policy: .testing).slots[0]
         #expect(throws: VaultError.tampered(path: "t")) {
-            try VaultDocument.open(newer, path: "t", passphrase: SecretBytes(utf8: "unit passphrase"))
+            try VaultDocument.open(newer, path: "t", key: PassphraseKey.unlocking(newer, with: SecretBytes(utf8: "unit passphrase")))
         }
     }
 
@@ -84,11 +84,11 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         _ = try document.rekey()
         let rekeyed = try document.sealed()
         let after = try VaultFile.parse(rekeyed, path: "t", policy: .testing)
-        #expect(after.slots[0].wrappedKey != before.slots[0].wrappedKey)
-        #expect(after.slots[0].salt == before.slots[0].salt)
+        #expect(after.passphraseSlot?.key.wrapped != before.passphraseSlot?.key.wrapped)
+        #expect(after.passphraseSlot?.salt == before.passphraseSlot?.salt && after.passphraseSlot?.salt != nil)
         #expect(after.vaultID == before.vaultID)
         #expect(try open(rekeyed).contents.keys.count == 1)
-        #expect(try VaultDocument.open(after, path: "t", recoveryCode: code).contents.keys.count == 1)
+        #expect(try VaultDocument.open(after, path: "t", key: RecoveryKey.unlocking(after, with: code)).contents.keys.count == 1)
     }
 
     @Test func generationsOnlyGrowAndHonourTheFloor() throws {
@@ -235,13 +235,13 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         let bytes = [UInt8](try Data(contentsOf: fixtures.appendingPathComponent("vector-v1.vault")))
         let expected = try JSONSerialization.jsonObject(with: Data(contentsOf: fixtures.appendingPathComponent("vector-v1.json"))) as! [String: Any]
         let file = try VaultFile.parse(bytes, path: "vector", policy: .standard)
-        let document = try VaultDocument.open(file, path: "vector", passphrase: SecretBytes(utf8: expected["passphrase"] as! String))
+        let document = try VaultDocument.open(file, path: "vector", key: PassphraseKey.unlocking(file, with: SecretBytes(utf8: expected["passphrase"] as! String)))
         let keys = expected["keys"] as! [String: String]
         #expect(text(try #require(document.contents.key(named: "default")).secret) == keys["default"])
         #expect(document.contents.settings == expected["settings"] as! [String: String])
-        let byCode = try VaultDocument.open(file, path: "vector", recoveryCode: SecretBytes(utf8: expected["recovery_code"] as! String))
+        let byCode = try VaultDocument.open(file, path: "vector", key: RecoveryKey.unlocking(file, with: SecretBytes(utf8: expected["recovery_code"] as! String)))
         #expect(byCode.contents.keys.count == 1)
-        #expect(file.formatVersion == 1 && file.recoverySlot?.kind == .legacyRecovery)
+        #expect(file.formatVersion == 1 && file.recoverySlot?.isKind(LegacyRecoverySlot.self) == true)
     }
 
     /// The payload version 8 vector (Docs/vault-format.md): every section as its JSON says.
@@ -249,7 +249,7 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
         let bytes = [UInt8](try Data(contentsOf: fixtures.appendingPathComponent("vector-p8.vault")))
         let file = try VaultFile.parse(bytes, path: "vector", policy: .standard)
-        let contents = try VaultDocument.open(file, path: "vector", passphrase: SecretBytes(utf8: "gemvault test vector")).contents
+        let contents = try VaultDocument.open(file, path: "vector", key: PassphraseKey.unlocking(file, with: SecretBytes(utf8: "gemvault test vector"))).contents
         #expect(file.formatVersion == 2 && file.generation == 5)
         #expect(contents.keys.map(\.name) == ["default", "fleet", "shared"])
         #expect(contents.key(named: "default")?.lastUsed == 1_780_090_000 && contents.key(named: "default")?.previous.count == 1)
@@ -266,22 +266,22 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         let expected = try JSONSerialization.jsonObject(with: Data(contentsOf: fixtures.appendingPathComponent("vector-v1.json"))) as! [String: Any]
         let passphrase = SecretBytes(utf8: expected["passphrase"] as! String)
         let code = SecretBytes(utf8: expected["recovery_code"] as! String)
-        let document = try VaultDocument.open(try VaultFile.parse(bytes, path: "v"), path: "v", passphrase: passphrase)
+        let document = try VaultDocument.open(try VaultFile.parse(bytes, path: "v"), path: "v", key: PassphraseKey.unlocking(try VaultFile.parse(bytes, path: "v"), with: passphrase))
         let upgraded = try VaultFile.parse(try document.sealed(), path: "v")
         #expect(upgraded.formatVersion == 2 && upgraded.vaultID?.count == 16)
-        #expect(try VaultDocument.open(upgraded, path: "v", recoveryCode: code).contents.keys.count == 1)
+        #expect(try VaultDocument.open(upgraded, path: "v", key: RecoveryKey.unlocking(upgraded, with: code)).contents.keys.count == 1)
         // passwd without the code: the legacy slot cannot follow, so a new code replaces it.
         let newCode = try #require(try document.rekey(newPassphrase: SecretBytes(utf8: "another passphrase")))
         let rekeyed = try VaultFile.parse(try document.sealed(), path: "v")
-        #expect(rekeyed.recoverySlot?.kind == .recovery)
-        #expect(throws: VaultError.wrongRecoveryCode) { try VaultDocument.open(rekeyed, path: "v", recoveryCode: code) }
-        #expect(try VaultDocument.open(rekeyed, path: "v", recoveryCode: newCode).contents.keys.count == 1)
+        #expect(rekeyed.recoverySlot?.isKind(RecoverySlot.self) == true)
+        #expect(throws: VaultError.wrongRecoveryCode) { try VaultDocument.open(rekeyed, path: "v", key: RecoveryKey.unlocking(rekeyed, with: code)) }
+        #expect(try VaultDocument.open(rekeyed, path: "v", key: RecoveryKey.unlocking(rekeyed, with: newCode)).contents.keys.count == 1)
         // recover with the old code: the slot is converted and the same code keeps working.
-        let byCode = try VaultDocument.open(try VaultFile.parse(bytes, path: "v"), path: "v", recoveryCode: code)
+        let byCode = try VaultDocument.open(try VaultFile.parse(bytes, path: "v"), path: "v", key: RecoveryKey.unlocking(try VaultFile.parse(bytes, path: "v"), with: code))
         #expect(try byCode.rekey(newPassphrase: SecretBytes(utf8: "third passphrase")) == nil)
         let recovered = try VaultFile.parse(try byCode.sealed(), path: "v")
-        #expect(recovered.recoverySlot?.kind == .recovery)
-        #expect(try VaultDocument.open(recovered, path: "v", recoveryCode: code).contents.keys.count == 1)
+        #expect(recovered.recoverySlot?.isKind(RecoverySlot.self) == true)
+        #expect(try VaultDocument.open(recovered, path: "v", key: RecoveryKey.unlocking(recovered, with: code)).contents.keys.count == 1)
     }
 }
 
