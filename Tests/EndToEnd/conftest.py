@@ -235,9 +235,11 @@ def short_root():
     """Where each test's own folder goes: a short path under the home, so that the sockets under
     it (the session agent's, an ssh-agent's, a listener's) stay within sun_path's 107 bytes
     whatever the home's length (pytest's own folders do not, under xdist), and not below a
-    folder others can write to (doctor would rightly say so). Tests that a second account must
-    reach make their own folder outside the home."""
-    base = os.path.join(os.path.expanduser("~"), ".cache", "gv")
+    folder others can write to (doctor would rightly say so), and in the account's own home as
+    the password database names it, which is where gemvault offers a chmod to root. Tests that a
+    second account must reach make their own folder outside the home."""
+    import pwd
+    base = os.path.join(pwd.getpwuid(os.geteuid()).pw_dir, ".cache", "gv")
     os.makedirs(base, mode=0o700, exist_ok=True)
     return base
 
