@@ -26,7 +26,6 @@ ALLOWED_LONG_BODIES = {
     ("GemvaultCLI/AskCommand.swift", "askOnce"),
     ("GemvaultCLI/ChatCommands.swift", "chat"),
     ("GemvaultCLI/CommandTable.swift", "parse"),
-    ("GemvaultCLI/Errors.swift", "describe"),
     ("GemvaultCLI/FleetRotation.swift", "create"),
     ("GemvaultCLI/FleetRotation.swift", "rotate"),
     ("GemvaultCLI/ManualPage.swift", "render"),
