@@ -29,8 +29,6 @@ ALLOWED_LONG_BODIES = {
     ("GemvaultCLI/ManualPage.swift", "render"),
     ("KeyResolution/KeyResolver.swift", "findKey"),
     ("Rendering/LiveReply.swift", "redraw"),
-    ("SystemIO/ProcessSpawner.swift", "spawn"),
-    ("SystemIO/TrustedFile.swift", "walk"),
     ("VaultCore/VaultChange.swift", "apply"),
     ("VaultCore/VaultContents.swift", "decode"),
 }
