@@ -27,7 +27,6 @@ ALLOWED_LONG_BODIES = {
     ("GemvaultCLI/FleetRotation.swift", "create"),
     ("GemvaultCLI/FleetRotation.swift", "rotate"),
     ("GemvaultCLI/ManualPage.swift", "render"),
-    ("KeyResolution/KeyResolver.swift", "findKey"),
     ("Rendering/LiveReply.swift", "redraw"),
     ("VaultCore/VaultChange.swift", "apply"),
     ("VaultCore/VaultContents.swift", "decode"),
