@@ -28,8 +28,6 @@ ALLOWED_LONG_BODIES = {
     ("GemvaultCLI/FleetRotation.swift", "rotate"),
     ("GemvaultCLI/ManualPage.swift", "render"),
     ("Rendering/LiveReply.swift", "redraw"),
-    ("VaultCore/VaultChange.swift", "apply"),
-    ("VaultCore/VaultContents.swift", "decode"),
 }
 
 
