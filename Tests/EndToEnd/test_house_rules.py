@@ -18,8 +18,6 @@ GENERATED = {os.path.join("AgeFormat", "BlowfishTables.swift")}
 # Functions still longer than the rule allows, as (file under Sources/, name). This list may
 # only shrink: split a function and take it off; never add one.
 ALLOWED_LONG_BODIES = {
-    ("ChatUI/ChatREPL.swift", "send"),
-    ("ChatUI/ChatSlashCommands.swift", "slashCommand"),
     ("GeminiClient/GeminiClient.swift", "streamGenerateContent"),
     ("GemvaultCLI/AskCommand.swift", "askOnce"),
     ("GemvaultCLI/ChatCommands.swift", "chat"),
