@@ -20,11 +20,8 @@ GENERATED = {os.path.join("AgeFormat", "BlowfishTables.swift")}
 ALLOWED_LONG_BODIES = {
     ("GeminiClient/GeminiClient.swift", "streamGenerateContent"),
     ("GemvaultCLI/AskCommand.swift", "askOnce"),
-    ("GemvaultCLI/ChatCommands.swift", "chat"),
-    ("GemvaultCLI/CommandTable.swift", "parse"),
     ("GemvaultCLI/FleetRotation.swift", "create"),
     ("GemvaultCLI/FleetRotation.swift", "rotate"),
-    ("GemvaultCLI/ManualPage.swift", "render"),
     ("Rendering/LiveReply.swift", "redraw"),
 }
 
