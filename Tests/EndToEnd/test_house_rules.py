@@ -18,7 +18,6 @@ GENERATED = {os.path.join("AgeFormat", "BlowfishTables.swift")}
 # Functions still longer than the rule allows, as (file under Sources/, name). This list may
 # only shrink: split a function and take it off; never add one.
 ALLOWED_LONG_BODIES = {
-    ("GeminiClient/GeminiClient.swift", "streamGenerateContent"),
     ("Rendering/LiveReply.swift", "redraw"),
 }
 
