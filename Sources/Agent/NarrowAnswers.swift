@@ -144,23 +144,10 @@ enum NarrowCoding {
             message.add(.keyName, text: name)
             message.add(.keyValue, secret: secret)
             message.add(.now, number: now)
-        case .rotateKey(let name, let secret, let now, let google, let replacedGoogle),
-             .rotateLinkedKey(let name, let secret, let now, let google, let replacedGoogle, _):
-            if case .rotateLinkedKey(_, _, _, _, _, let link) = change {
-                message.add(.changeKind, number: Int64(ChangeKind.rotateLinkedKey.rawValue))
-                add(link, to: &message)
-            } else {
-                message.add(.changeKind, number: Int64(ChangeKind.rotateKey.rawValue))
-            }
-            message.add(.keyName, text: name)
-            message.add(.keyValue, secret: secret)
-            message.add(.now, number: now)
-            message.add(.googleResource, text: google.resource)
-            message.add(.googleServiceAccount, text: google.serviceAccount)
-            if let replacedGoogle {
-                message.add(.replacedGoogleResource, text: replacedGoogle.resource)
-                message.add(.replacedGoogleServiceAccount, text: replacedGoogle.serviceAccount)
-            }
+        case .rotateKey(let name, let secret, let now, let google, let replacedGoogle):
+            addRotation(name, secret, now, google, replacedGoogle, link: nil, to: &message)
+        case .rotateLinkedKey(let name, let secret, let now, let google, let replacedGoogle, let link):
+            addRotation(name, secret, now, google, replacedGoogle, link: link, to: &message)
         case .removeKey(let name):
             message.add(.changeKind, number: Int64(ChangeKind.removeKey.rawValue))
             message.add(.keyName, text: name)
@@ -185,10 +172,7 @@ enum NarrowCoding {
             message.add(.keyName, text: name)
             message.add(.keyValue, secret: secret)
             message.add(.now, number: now)
-            if let google {
-                message.add(.googleResource, text: google.resource)
-                message.add(.googleServiceAccount, text: google.serviceAccount)
-            }
+            if let google { addGoogle(google, to: &message) }
             message.add(.sharingRecord, secret: SecretBytes(copying: record.encoded()))
         case .linkKey(let name, let secret, let now, let link):
             message.add(.changeKind, number: Int64(ChangeKind.linkKey.rawValue))
@@ -213,6 +197,30 @@ enum NarrowCoding {
             message.add(.now, number: now)
             add(link, to: &message)
         }
+    }
+
+    /// A rotation, plain or of a linked key: both carry the new value and the Google keys.
+    private static func addRotation(_ name: String, _ secret: SecretBytes, _ now: Int64, _ google: GoogleKeyRecord,
+                                    _ replacedGoogle: GoogleKeyRecord?, link: SecretLink?, to message: inout AgentMessage) {
+        if let link {
+            message.add(.changeKind, number: Int64(ChangeKind.rotateLinkedKey.rawValue))
+            add(link, to: &message)
+        } else {
+            message.add(.changeKind, number: Int64(ChangeKind.rotateKey.rawValue))
+        }
+        message.add(.keyName, text: name)
+        message.add(.keyValue, secret: secret)
+        message.add(.now, number: now)
+        addGoogle(google, to: &message)
+        if let replacedGoogle {
+            message.add(.replacedGoogleResource, text: replacedGoogle.resource)
+            message.add(.replacedGoogleServiceAccount, text: replacedGoogle.serviceAccount)
+        }
+    }
+
+    private static func addGoogle(_ google: GoogleKeyRecord, to message: inout AgentMessage) {
+        message.add(.googleResource, text: google.resource)
+        message.add(.googleServiceAccount, text: google.serviceAccount)
     }
 
     static func add(_ link: SecretLink, to message: inout AgentMessage) {
@@ -274,12 +282,7 @@ enum NarrowCoding {
             return kind == .setKey ? .setKey(name: name, secret: secret, now: now) : .replaceKey(name: name, secret: secret, now: now)
         case .rotateKey:
             guard let name, let secret = message.secret(.keyValue), let now, let resource = message.text(.googleResource),
-                  let account = message.text(.googleServiceAccount) else { return nil }
-            var replaced: GoogleKeyRecord?
-            if let oldResource = message.text(.replacedGoogleResource) {
-                guard let oldAccount = message.text(.replacedGoogleServiceAccount) else { return nil }
-                replaced = GoogleKeyRecord(resource: oldResource, serviceAccount: oldAccount)
-            }
+                  let account = message.text(.googleServiceAccount), let replaced = replacedGoogle(in: message) else { return nil }
             return .rotateKey(name: name, secret: secret, now: now, google: GoogleKeyRecord(resource: resource, serviceAccount: account),
                               replacedGoogle: replaced)
         case .removeKey:
@@ -299,12 +302,8 @@ enum NarrowCoding {
             guard let name, let record = sharingRecord(in: message) else { return nil }
             return .recordSharing(name: name, record: record)
         case .importKey:
-            guard let name, let secret = message.secret(.keyValue), let now, let record = sharingRecord(in: message) else { return nil }
-            var google: GoogleKeyRecord?
-            if let resource = message.text(.googleResource) {
-                guard let account = message.text(.googleServiceAccount) else { return nil }
-                google = GoogleKeyRecord(resource: resource, serviceAccount: account)
-            }
+            guard let name, let secret = message.secret(.keyValue), let now, let record = sharingRecord(in: message),
+                  let google = optionalGoogle(in: message, resource: .googleResource, account: .googleServiceAccount) else { return nil }
             return .importKey(name: name, secret: secret, now: now, google: google, record: record)
         case .linkKey:
             guard let name, let secret = message.secret(.keyValue), let now, let link = link(in: message) else { return nil }
@@ -314,12 +313,8 @@ enum NarrowCoding {
             return .refreshLink(name: name, secret: secret, now: now, link: link, since: since)
         case .rotateLinkedKey:
             guard let name, let secret = message.secret(.keyValue), let now, let resource = message.text(.googleResource),
-                  let account = message.text(.googleServiceAccount), let link = link(in: message) else { return nil }
-            var replaced: GoogleKeyRecord?
-            if let oldResource = message.text(.replacedGoogleResource) {
-                guard let oldAccount = message.text(.replacedGoogleServiceAccount) else { return nil }
-                replaced = GoogleKeyRecord(resource: oldResource, serviceAccount: oldAccount)
-            }
+                  let account = message.text(.googleServiceAccount), let link = link(in: message),
+                  let replaced = replacedGoogle(in: message) else { return nil }
             return .rotateLinkedKey(name: name, secret: secret, now: now, google: GoogleKeyRecord(resource: resource, serviceAccount: account),
                                     replacedGoogle: replaced, link: link)
         case .finishLinkedRotation:
@@ -329,6 +324,19 @@ enum NarrowCoding {
             guard let name, let now, let link = link(in: message) else { return nil }
             return .rollBackLinked(name: name, now: now, link: link)
         }
+    }
+
+    /// The Google key a rotation replaced: `.some(nil)` when it names none, nil when it names
+    /// a resource without its service account.
+    private static func replacedGoogle(in message: AgentMessage) -> GoogleKeyRecord?? {
+        optionalGoogle(in: message, resource: .replacedGoogleResource, account: .replacedGoogleServiceAccount)
+    }
+
+    /// An optional Google key in two fields: `.some(nil)` when absent, nil when half there.
+    private static func optionalGoogle(in message: AgentMessage, resource: AgentProtocol.Tag, account: AgentProtocol.Tag) -> GoogleKeyRecord?? {
+        guard let resource = message.text(resource) else { return .some(nil) }
+        guard let account = message.text(account) else { return nil }
+        return .some(GoogleKeyRecord(resource: resource, serviceAccount: account))
     }
 
     private static func sharingRecord(in message: AgentMessage) -> KeySharing? {

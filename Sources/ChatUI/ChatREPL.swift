@@ -314,30 +314,12 @@ public final class ChatREPL {
         defer { if quiet { gv_tty_quiet_end() } }
         try showUserMessage(message, attachments: attachments, erasingRows: typedLinesAbove ? typedRows : 0)
         // On a terminal the reply is drawn live: rendered from markdown, or plain in a bubble with --raw.
-        let live: LiveReply?
-        if bubbles {
-            live = LiveReply(markdown: markdown, frame: .bubble(color: style.enabled), size: Self.windowSize, reflows: Terminal.reflowsOnResize)
-        } else if let markdown {
-            live = LiveReply(markdown: markdown, frame: .labelled(Self.liveModelLabel), size: Self.windowSize, reflows: Terminal.reflowsOnResize)
-        } else {
-            live = nil
-        }
-        let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted, prefix: modelLabel, live: live, thoughts: thoughtDisplay)
+        let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted, prefix: modelLabel, live: liveReply(), thoughts: thoughtDisplay)
         let grounded = conversation.generation.tools.grounds
         // Until a reply is kept, this message is the one `/retry` sends again.
         failedMessage = (message, attachments)
         do {
-            let reply: ChatReply
-            var failure: (any ChatFailure)?
-            do {
-                var handlers = printer.handlers()
-                // A grounded answer is shown whole: its citation marks are placed by offsets that come last.
-                if grounded { handlers.onText = { _ in } }
-                reply = try client.stream(request, model: conversation.model, handlers: handlers)
-            } catch let cut as CutReply {
-                reply = cut.reply
-                failure = cut.failure
-            }
+            let (reply, failure) = try stream(request, to: printer, grounded: grounded)
             if grounded {
                 GroundedAnswer.warning(reply).map(Console.warning)
                 try printer.print(GroundedAnswer.text(reply))
@@ -364,6 +346,27 @@ public final class ChatREPL {
             Console.error("\(error)")
         }
         gv_interrupt_clear()
+    }
+
+    private func liveReply() -> LiveReply? {
+        if bubbles {
+            return LiveReply(markdown: markdown, frame: .bubble(color: style.enabled), size: Self.windowSize, reflows: Terminal.reflowsOnResize)
+        } else if let markdown {
+            return LiveReply(markdown: markdown, frame: .labelled(Self.liveModelLabel), size: Self.windowSize, reflows: Terminal.reflowsOnResize)
+        }
+        return nil
+    }
+
+    /// The reply as it streams to `printer`; one cut short comes back with why.
+    private func stream(_ request: ChatRequest, to printer: ReplyPrinter, grounded: Bool) throws -> (ChatReply, (any ChatFailure)?) {
+        var handlers = printer.handlers()
+        // A grounded answer is shown whole: its citation marks are placed by offsets that come last.
+        if grounded { handlers.onText = { _ in } }
+        do {
+            return (try client.stream(request, model: conversation.model, handlers: handlers), nil)
+        } catch let cut as CutReply {
+            return (cut.reply, cut.failure)
+        }
     }
 
     /// Where thought summaries show, when they are asked for: folded into a line among

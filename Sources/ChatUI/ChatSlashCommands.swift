@@ -44,9 +44,7 @@ extension ChatREPL {
         case "/exit", "/quit":
             return false
         case "/help":
-            // Fitted to the window: a description wraps between words under the others.
-            let columns = Int(gv_terminal_columns(STDERR_FILENO))
-            Console.err(DisplayWidth.wrapped(Self.help, width: Terminal.stderrIsTerminal && columns > 0 ? columns : nil, indent: 20) + "\n")
+            showHelp()
         case "/attach":
             attach(argument)
         case "/detach":
@@ -59,58 +57,19 @@ extension ChatREPL {
         case "/models":
             listModels()
         case "/model":
-            if argument.isEmpty {
-                Console.err("model: \(conversation.model)\n")
-                listModels()
-            }
-            else if !client.isModelName(argument) { Console.error("'\(argument)' is not a valid model name") }
-            else { conversation.model = argument; Console.err("model set to \(argument)\n") }
+            chooseModel(argument)
         case "/system":
-            if argument.isEmpty { Console.err("system: \(conversation.systemPrompt ?? "(none)")\n") }
-            else if argument == "off" { conversation.systemPrompt = nil; Console.err("system instruction removed\n") }
-            else { conversation.systemPrompt = argument; Console.err("system instruction set\n") }
+            setSystemInstruction(argument)
         case "/temperature":
-            guard let value = Double(argument), (0...2).contains(value) else {
-                Console.error("/temperature takes a number from 0 to 2")
-                return true
-            }
-            conversation.generation.temperature = value
-            Console.err("temperature set to \(argument) (Google deprecated it on 2026-07-21; current models ignore it)\n")
+            setTemperature(argument)
         case "/think":
-            if argument.isEmpty {
-                switch conversation.generation.thinking {
-                case .level(let level)?: Console.err("thinking: \(level)\n")
-                case .budget(let tokens)?: Console.err("thinking: a budget of \(tokens) tokens\n")
-                case nil: Console.err("thinking: the model's default\n")
-                }
-            } else if ["minimal", "low", "medium", "high", "xhigh"].contains(argument) {
-                conversation.generation.thinking = .level(argument)
-                Console.err("thinking set to \(argument)\n")
-            } else if let tokens = Int(argument), (-1...32_768).contains(tokens) {
-                conversation.generation.thinking = .budget(tokens)
-                Console.err("thinking budget set to \(tokens) tokens\n")
-            } else {
-                Console.error("/think takes minimal, low, medium, high or xhigh, or a number of tokens from 0 to 32768 (-1: the model's choice)")
-            }
+            setThinking(argument)
         case "/thoughts":
             try thoughts(argument)
         case "/search":
-            switch argument.lowercased() {
-            case "": Console.err("search: \(conversation.generation.tools.search ? "on" : "off")\n")
-            case "on", "off":
-                conversation.generation.tools.search = argument.lowercased() == "on"
-                Console.err(conversation.generation.tools.search ? "search on: answers are grounded in Google Search, shown whole with their sources\n" : "search off\n")
-            default: Console.error("/search takes on or off")
-            }
+            switchSearch(argument)
         case "/store":
-            switch argument.lowercased() {
-            case "": Console.err("store: \(conversation.generation.store ? "on: Google may keep the requests" : "off: requests ask Google not to keep them")\n")
-            case "on", "off":
-                conversation.generation.store = argument.lowercased() == "on"
-                Console.err(conversation.generation.store ? "store on: Google may keep the next requests and replies in its logs\n"
-                                                          : "store off: the next requests ask Google not to keep them\n")
-            default: Console.error("/store takes on or off")
-            }
+            switchStore(argument)
         case "/clear":
             conversation.clear()
             recorder?.startNew()
@@ -119,12 +78,7 @@ extension ChatREPL {
             if interactive && Terminal.stdoutIsTerminal { try Console.out("\u{1B}[H\u{1B}[2J") }
             Console.err("new conversation\n")
         case "/undo":
-            if let turn = conversation.undo() {
-                recorder?.recordUndo()
-                Console.err("removed the last exchange: you › \(Self.excerpt(turn.user))\n")
-            } else {
-                Console.err("nothing to undo\n")
-            }
+            undoLastExchange()
         case "/budget":
             Console.err((budgetReport?() ?? "no budget is kept for this chat") + "\n")
         case "/over-budget":
@@ -133,37 +87,137 @@ extension ChatREPL {
             failedMessage = nil
             pendingRetry = failed
         case "/retry":
-            if argument == "--over-budget" { overBudget?() } else if !argument.isEmpty { Console.error("/retry takes only --over-budget"); return true }
-            // A failed turn first: it left no exchange, so undoing one would drop an earlier reply.
-            if let failed = failedMessage {
-                failedMessage = nil
-                pendingRetry = failed
-                return true
-            }
-            guard let turn = conversation.undo() else { Console.err("nothing to retry\n"); return true }
-            recorder?.recordUndo()
-            pendingRetry = (turn.user, turn.attachments)
+            retry(argument)
         case "/usage":
-            if let usage = conversation.lastUsage {
-                Console.err("last reply: prompt \(usage.promptTokenCount ?? 0), reply \(usage.candidatesTokenCount ?? 0), thoughts \(usage.thoughtsTokenCount ?? 0), total \(usage.totalTokenCount ?? 0) tokens\n")
-            } else {
-                Console.err("no reply yet\n")
-            }
-            Console.err("session: \(conversation.sessionTokens) tokens\n")
+            showUsage()
         case "/save":
-            guard !argument.isEmpty else { Console.error("/save needs a file name"); return true }
-            guard !conversation.turns.isEmpty else { Console.err("nothing to save yet: the conversation has no exchange\n"); return true }
-            let path = ProcessIdentity.expandingTilde(argument)
-            if interactive, FileStatus.of(link: path) != nil, !TerminalQuestion.confirm("\(path) exists. Replace it?") {
-                Console.err("not saved\n")
-                return true
-            }
-            if let problem = Self.save(conversation.markdown(), to: path) { Console.error(problem) }
-            else { Console.err("saved to \(path)\n") }
+            saveConversation(argument)
         default:
             Console.error("unknown command \(parts[0]); /help lists them")
         }
         return true
+    }
+
+    /// `/help`, fitted to the window: a description wraps between words under the others.
+    private func showHelp() {
+        let columns = Int(gv_terminal_columns(STDERR_FILENO))
+        Console.err(DisplayWidth.wrapped(Self.help, width: Terminal.stderrIsTerminal && columns > 0 ? columns : nil, indent: 20) + "\n")
+    }
+
+    /// `/undo`: the last exchange taken out of the conversation and its history.
+    private func undoLastExchange() {
+        if let turn = conversation.undo() {
+            recorder?.recordUndo()
+            Console.err("removed the last exchange: you › \(Self.excerpt(turn.user))\n")
+        } else {
+            Console.err("nothing to undo\n")
+        }
+    }
+
+    /// `/usage`: the tokens of the last reply and of the whole session.
+    private func showUsage() {
+        if let usage = conversation.lastUsage {
+            Console.err("last reply: prompt \(usage.promptTokenCount ?? 0), reply \(usage.candidatesTokenCount ?? 0), thoughts \(usage.thoughtsTokenCount ?? 0), total \(usage.totalTokenCount ?? 0) tokens\n")
+        } else {
+            Console.err("no reply yet\n")
+        }
+        Console.err("session: \(conversation.sessionTokens) tokens\n")
+    }
+
+    /// `/model`: the model in use and the others, or another one.
+    private func chooseModel(_ argument: String) {
+        if argument.isEmpty {
+            Console.err("model: \(conversation.model)\n")
+            listModels()
+        }
+        else if !client.isModelName(argument) { Console.error("'\(argument)' is not a valid model name") }
+        else { conversation.model = argument; Console.err("model set to \(argument)\n") }
+    }
+
+    /// `/system`: the system instruction shown, removed (`off`) or set.
+    private func setSystemInstruction(_ argument: String) {
+        if argument.isEmpty { Console.err("system: \(conversation.systemPrompt ?? "(none)")\n") }
+        else if argument == "off" { conversation.systemPrompt = nil; Console.err("system instruction removed\n") }
+        else { conversation.systemPrompt = argument; Console.err("system instruction set\n") }
+    }
+
+    /// `/temperature`: a number from 0 to 2.
+    private func setTemperature(_ argument: String) {
+        guard let value = Double(argument), (0...2).contains(value) else {
+            Console.error("/temperature takes a number from 0 to 2")
+            return
+        }
+        conversation.generation.temperature = value
+        Console.err("temperature set to \(argument) (Google deprecated it on 2026-07-21; current models ignore it)\n")
+    }
+
+    /// `/think`: a thinking level, a budget of tokens, or what is asked now.
+    private func setThinking(_ argument: String) {
+        if argument.isEmpty {
+            switch conversation.generation.thinking {
+            case .level(let level)?: Console.err("thinking: \(level)\n")
+            case .budget(let tokens)?: Console.err("thinking: a budget of \(tokens) tokens\n")
+            case nil: Console.err("thinking: the model's default\n")
+            }
+        } else if ["minimal", "low", "medium", "high", "xhigh"].contains(argument) {
+            conversation.generation.thinking = .level(argument)
+            Console.err("thinking set to \(argument)\n")
+        } else if let tokens = Int(argument), (-1...32_768).contains(tokens) {
+            conversation.generation.thinking = .budget(tokens)
+            Console.err("thinking budget set to \(tokens) tokens\n")
+        } else {
+            Console.error("/think takes minimal, low, medium, high or xhigh, or a number of tokens from 0 to 32768 (-1: the model's choice)")
+        }
+    }
+
+    /// `/search`: grounding in Google Search on or off.
+    private func switchSearch(_ argument: String) {
+        switch argument.lowercased() {
+        case "": Console.err("search: \(conversation.generation.tools.search ? "on" : "off")\n")
+        case "on", "off":
+            conversation.generation.tools.search = argument.lowercased() == "on"
+            Console.err(conversation.generation.tools.search ? "search on: answers are grounded in Google Search, shown whole with their sources\n" : "search off\n")
+        default: Console.error("/search takes on or off")
+        }
+    }
+
+    /// `/store`: whether Google may keep the requests.
+    private func switchStore(_ argument: String) {
+        switch argument.lowercased() {
+        case "": Console.err("store: \(conversation.generation.store ? "on: Google may keep the requests" : "off: requests ask Google not to keep them")\n")
+        case "on", "off":
+            conversation.generation.store = argument.lowercased() == "on"
+            Console.err(conversation.generation.store ? "store on: Google may keep the next requests and replies in its logs\n"
+                                                      : "store off: the next requests ask Google not to keep them\n")
+        default: Console.error("/store takes on or off")
+        }
+    }
+
+    /// `/retry`: the failed message, else the last exchange, sent again.
+    private func retry(_ argument: String) {
+        if argument == "--over-budget" { overBudget?() } else if !argument.isEmpty { Console.error("/retry takes only --over-budget"); return }
+        // A failed turn first: it left no exchange, so undoing one would drop an earlier reply.
+        if let failed = failedMessage {
+            failedMessage = nil
+            pendingRetry = failed
+            return
+        }
+        guard let turn = conversation.undo() else { Console.err("nothing to retry\n"); return }
+        recorder?.recordUndo()
+        pendingRetry = (turn.user, turn.attachments)
+    }
+
+    /// `/save FILE`: the conversation as Markdown.
+    private func saveConversation(_ argument: String) {
+        guard !argument.isEmpty else { Console.error("/save needs a file name"); return }
+        guard !conversation.turns.isEmpty else { Console.err("nothing to save yet: the conversation has no exchange\n"); return }
+        let path = ProcessIdentity.expandingTilde(argument)
+        if interactive, FileStatus.of(link: path) != nil, !TerminalQuestion.confirm("\(path) exists. Replace it?") {
+            Console.err("not saved\n")
+            return
+        }
+        if let problem = Self.save(conversation.markdown(), to: path) { Console.error(problem) }
+        else { Console.err("saved to \(path)\n") }
     }
 
     /// `/thoughts`: the last reply's summaries in full; `on`/`off` asks for them from the next message.

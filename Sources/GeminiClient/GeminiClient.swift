@@ -102,79 +102,17 @@ public final class GeminiClient {
         let body = try encode(request)
         let target = url(try Self.modelResource(model) + ":streamGenerateContent?alt=sse")
         return try withRetries(handlers: handlers) { () throws -> Attempt<ChatReply> in
-            var parser = SSEParser()
-            var assembly = ReplyAssembly()
-            var errorBody: [UInt8] = []
-            var streamError: GeminiError?
-            /// What the retry policy weighs of `streamError`: only Google's own errors may pass.
-            var streamFailure = RetryPolicy.Failure.final
-            var blockReason: String?
-            var finishMessage: String?
-
-            var eventCount = 0
-            var received = 0
-            let decoder = JSONDecoder()
-            /// An error Google reported inside the stream, weighed by its status (its delay is not read there).
-            func googleFailure(_ envelope: GoogleStatus, status: Int) -> GeminiError {
-                let error = errors.apiError(status: status, envelope: envelope)
-                streamFailure = .status(error.status ?? status, serverDelay: nil, dailyQuota: envelope.isDailyQuota)
-                return error
-            }
-            /// `unterminated`: the events the stream ended inside of, which may be cut short.
-            func handle(_ events: [[UInt8]], unterminated: Bool = false) {
-                eventCount += events.count
-                for event in events where streamError == nil {
-                    if GoogleStatus.mayBeEnvelope(event), let envelope = GoogleStatus.decode(event), envelope.code != nil || envelope.status != nil {
-                        streamError = googleFailure(envelope, status: envelope.code ?? 500)
-                        continue
-                    }
-                    guard let chunk = try? decoder.decode(GenerateContentResponse.self, from: Data(event)) else {
-                        streamError = unterminated
-                            ? GeminiError(category: .network, message: "the stream was cut off in the middle of an event: the reply is incomplete", cause: .cutStream)
-                            : GeminiError(category: .network, message: "the server sent an event that is not a Gemini response", cause: .badEvent)
-                        continue
-                    }
-                    let candidate = chunk.candidates?.first
-                    if candidate?.content?.parts?.contains(where: { $0.thought == true }) == true { handlers.onThinking() }
-                    let (text, thought) = assembly.add(candidate?.content)
-                    if !thought.isEmpty { handlers.onThought(thought) }
-                    if !text.isEmpty { handlers.onText(text) }
-                    assembly.note(candidate)
-                    if let reason = candidate?.finishReason { assembly.reply.finishName = reason }
-                    if let message = candidate?.finishMessage { finishMessage = message }
-                    if let usage = chunk.usage { assembly.reply.usage = usage }
-                    if let version = chunk.modelVersion { assembly.reply.modelVersion = version }
-                    if let block = chunk.promptFeedback?.blockReason { blockReason = block }
-                }
-            }
-
+            let attempt = StreamAttempt(errors: errors, handlers: handlers)
             let (outcome, tier) = transport.performCapturing(
                 httpRequest("POST", target, body: body),
-                onData: { status, bytes in
-                    if status != 200 {
-                        errorBody.append(contentsOf: bytes)
-                        return errorBody.count < 1 << 20 ? .more : .abort
-                    }
-                    received += bytes.count
-                    guard received <= Self.maxStreamBytes else {
-                        streamError = GeminiError(category: .network, message: "the server sent more than \(Self.maxStreamBytes >> 20) MiB for one reply", cause: .oversizedReply)
-                        return .abort
-                    }
-                    let before = eventCount
-                    handle(parser.feed(bytes))
-                    if parser.overflowed {
-                        streamError = GeminiError(category: .network, message: "the server sent an event larger than \(parser.limit >> 20) MiB", cause: .oversizedEvent)
-                    }
-                    guard streamError == nil else { return .abort }
-                    return eventCount > before ? .progress : .more
-                },
+                onData: { status, bytes in attempt.take(status, bytes) },
                 onTick: {
                     handlers.onTick()
                     return handlers.isCancelled()
                 })
 
-            assembly.reply.serviceTier = tier
-            var result = assembly.finish()
+            attempt.assembly.reply.serviceTier = tier
+            var result = attempt.assembly.finish()
             switch outcome {
             case .cancelled:
                 result.interrupted = true
@@ -183,20 +121,20 @@ public final class GeminiClient {
             case .libraryMissing, .transportError, .connectionRefused, .idleTimeout, .refusedHeader:
                 return try transportFailure(outcome, anyText: !result.text.isEmpty)
             case .complete(let status, let retryAfter, _), .aborted(let status, let retryAfter):
-                if status != 200 { return failure(status, errorBody, retryAfter: retryAfter, errors: errors) }
-                handle(parser.finish(), unterminated: true)
-                result = assembly.finish()
-                if streamError == nil, !parser.extra.isEmpty {
+                if status != 200 { return failure(status, attempt.errorBody, retryAfter: retryAfter, errors: errors) }
+                attempt.handle(attempt.parser.finish(), unterminated: true)
+                result = attempt.assembly.finish()
+                if attempt.streamError == nil, !attempt.parser.extra.isEmpty {
                     // A bare JSON error after the events is Google's mid-stream failure; anything else is not Gemini.
-                    streamError = GoogleStatus.decode(parser.extra).map { googleFailure($0, status: 500) }
+                    attempt.streamError = GoogleStatus.decode(attempt.parser.extra).map { attempt.googleFailure($0, status: 500) }
                         ?? GeminiError(category: .network, message: "the server's answer is not a Gemini event stream", cause: .badStream)
                 }
-                if streamError == nil, eventCount == 0 {
-                    streamError = GeminiError(category: .network, message: "the server ended the stream without a reply", cause: .emptyStream)
+                if attempt.streamError == nil, attempt.eventCount == 0 {
+                    attempt.streamError = GeminiError(category: .network, message: "the server ended the stream without a reply", cause: .emptyStream)
                 }
-                if let streamError { return .failed(streamError, result.text.isEmpty ? streamFailure : .final) }
-                result.finish = FinishReason(gemini: result.finishName, blockReason: blockReason)
-                if let problem = errors.finishProblem(result.finish, finishMessage: finishMessage,
+                if let streamError = attempt.streamError { return .failed(streamError, result.text.isEmpty ? attempt.streamFailure : .final) }
+                result.finish = FinishReason(gemini: result.finishName, blockReason: attempt.blockReason)
+                if let problem = errors.finishProblem(result.finish, finishMessage: attempt.finishMessage,
                                                       thoughtTokens: result.usage?.thoughtsTokenCount, anyText: !result.text.isEmpty) {
                     throw CutReply(failure: problem, reply: result)
                 }

@@ -129,11 +129,7 @@ extension ChatCommand {
 
     /// One prompt; `result` is filled for --json as the facts become known.
     private static func askOnce(_ call: Invocation, _ result: inout AskResult) throws {
-        var prompt = call.positionals.joined(separator: " ")
-        if !Terminal.stdinIsTerminal {
-            let input = try readStandardInput()
-            if !input.isEmpty { prompt = prompt.isEmpty ? input : prompt + "\n\n" + input }
-        }
+        let prompt = try promptText(call)
         guard !prompt.trimmedWhitespace.isEmpty || !call.values(.attach).isEmpty else {
             throw UsageError("nothing to ask: no prompt was given and stdin held no text", command: call.command,
                              fix: "gemvault ask \"QUESTION\", or pipe text in: git diff | gemvault ask \"review this\"")
@@ -152,11 +148,7 @@ extension ChatCommand {
         result.store = conversation.generation.store
         let request = conversation.request(for: prompt, attachments: attachments)
         let json = call.flag(.json)
-        if call.flag(.countTokens) {
-            let total = try client.countTokens(request, model: conversation.model, handlers: StreamHandlers())
-            if json { result.totalTokens = total } else { try Console.out("\(total)\n") }
-            return
-        }
+        if call.flag(.countTokens) { return try countTokens(request, client, conversation.model, json: json, &result) }
         try spending.check(request, model: conversation.model, provider: client)
         let streaming = !call.flag(.noStream)
         // A structured reply is checked whole before any of it is printed.
@@ -174,26 +166,73 @@ extension ChatCommand {
         // A script's `kill` or a closed terminal still gets its JSON object, like Ctrl-C.
         if json { gv_interrupt_install_termination() }
         defer { gv_interrupt_uninstall() }
-        var turn: ChatReply
-        var failure: (any ChatFailure)?
+        let (turn, failure) = try receive(request, client, conversation.model, streaming: streaming, handlers: handlers, printer: printer)
+        if showThoughts { showThoughtsAfter(turn, &result, json: json, streaming: streaming, style: stderrStyle) }
+        note(turn, in: &result, spending: spending, conversation: conversation, grounded: grounded)
+        if json || schema != nil {
+            printer.clearSpinner()
+        } else {
+            if !streaming || grounded { try printer.print(GroundedAnswer.text(turn)) }
+            try printer.finish()
+            let stdoutStyle = call.context.style(settings, fd: FileDescriptor.standardOutput.raw)
+            try Console.out(GroundedAnswer.footer(turn, style: stdoutStyle, hyperlinks: Terminal.showsHyperlinks(environment: call.context.environment),
+                                                  columns: Terminal.stdoutIsTerminal ? Terminal.columns : nil))
+        }
+        keep(turn, of: prompt, attachments: attachments, in: conversation, call, settings)
+        if let failure { throw failure }
+        if let schema, !turn.interrupted {
+            let data = try schema.check(turn.text)
+            result.data = .some(data)
+            if !json { try Console.out(turn.text.trimmedWhitespace + "\n") }
+        }
+        try endIfInterrupted(turn, json: json, call, settings)
+    }
+
+    /// --count-tokens: what the request would cost in input tokens, and nothing sent.
+    private static func countTokens(_ request: ChatRequest, _ client: any ChatProvider, _ model: String, json: Bool,
+                                    _ result: inout AskResult) throws {
+        let total = try client.countTokens(request, model: model, handlers: StreamHandlers())
+        if json { result.totalTokens = total } else { try Console.out("\(total)\n") }
+    }
+
+    /// The prompt: the words given, then whatever stdin holds when it is not a terminal.
+    private static func promptText(_ call: Invocation) throws -> String {
+        var prompt = call.positionals.joined(separator: " ")
+        if !Terminal.stdinIsTerminal {
+            let input = try readStandardInput()
+            if !input.isEmpty { prompt = prompt.isEmpty ? input : prompt + "\n\n" + input }
+        }
+        return prompt
+    }
+
+    /// The reply, streamed or whole; one cut short comes back with why.
+    private static func receive(_ request: ChatRequest, _ client: any ChatProvider, _ model: String, streaming: Bool,
+                                handlers: StreamHandlers, printer: ReplyPrinter) throws -> (ChatReply, (any ChatFailure)?) {
         do {
-            turn = streaming
-                ? try client.stream(request, model: conversation.model, handlers: handlers)
-                : try client.reply(to: request, model: conversation.model, handlers: handlers)
+            let turn = streaming
+                ? try client.stream(request, model: model, handlers: handlers)
+                : try client.reply(to: request, model: model, handlers: handlers)
+            return (turn, nil)
         } catch let cut as CutReply {
-            turn = cut.reply
-            failure = cut.failure
+            return (cut.reply, cut.failure)
         } catch {
             try printer.finish()
             throw error
         }
-        if showThoughts {
-            result.thoughts = turn.thoughts
-            if !json && !streaming && !turn.thoughts.isEmpty {
-                let columns = Int(gv_terminal_columns(FileDescriptor.standardError.raw))
-                Console.err(ThoughtView.whole(turn.thoughts, style: stderrStyle, columns: Terminal.stderrIsTerminal && columns > 0 ? columns : nil))
-            }
+    }
+
+    /// Thought summaries: for --json, and shown whole on stderr when the reply did not stream.
+    private static func showThoughtsAfter(_ turn: ChatReply, _ result: inout AskResult, json: Bool, streaming: Bool, style: Style) {
+        result.thoughts = turn.thoughts
+        if !json && !streaming && !turn.thoughts.isEmpty {
+            let columns = Int(gv_terminal_columns(FileDescriptor.standardError.raw))
+            Console.err(ThoughtView.whole(turn.thoughts, style: style, columns: Terminal.stderrIsTerminal && columns > 0 ? columns : nil))
         }
+    }
+
+    /// What --json reports of the reply (its text, model, finish, usage, cost and grounding),
+    /// and the warning a grounded answer may carry.
+    private static func note(_ turn: ChatReply, in result: inout AskResult, spending: SpendGuard, conversation: Conversation, grounded: Bool) {
         result.text = turn.text
         result.model = turn.modelVersion ?? conversation.model
         result.finishReason = turn.finishName
@@ -208,15 +247,11 @@ extension ChatCommand {
             if conversation.generation.tools.urlContext { result.urlContext = turn.urlRetrievals }
             GroundedAnswer.warning(turn).map(Console.warning)
         }
-        if json || schema != nil {
-            printer.clearSpinner()
-        } else {
-            if !streaming || grounded { try printer.print(GroundedAnswer.text(turn)) }
-            try printer.finish()
-            let stdoutStyle = call.context.style(settings, fd: FileDescriptor.standardOutput.raw)
-            try Console.out(GroundedAnswer.footer(turn, style: stdoutStyle, hyperlinks: Terminal.showsHyperlinks(environment: call.context.environment),
-                                                  columns: Terminal.stdoutIsTerminal ? Terminal.columns : nil))
-        }
+    }
+
+    /// The exchange saved to the history, when the chat's rule keeps it.
+    private static func keep(_ turn: ChatReply, of prompt: String, attachments: [Attachment], in conversation: Conversation,
+                             _ call: Invocation, _ settings: Settings) {
         var saved = conversation
         // The chat's rule for a cut-off reply (ChatReply.isKept): cut at the token limit, it is
         // kept though the exit code says it was cut; filtered or blocked, it is not.
@@ -227,12 +262,10 @@ extension ChatCommand {
             // reminder; a vault whose history cannot be written is worth a word every time.
             if let problem, call.context.vault.exists { Console.warning(problem) }
         }
-        if let failure { throw failure }
-        if let schema, !turn.interrupted {
-            let data = try schema.check(turn.text)
-            result.data = .some(data)
-            if !json { try Console.out(turn.text.trimmedWhitespace + "\n") }
-        }
+    }
+
+    /// A reply cut by Ctrl-C or a signal: said where a person watches, then the exit it asks for.
+    private static func endIfInterrupted(_ turn: ChatReply, json: Bool, _ call: Invocation, _ settings: Settings) throws {
         // As in the chat: a reply cut by Ctrl-C says so, where a person watches.
         if turn.interrupted && !json && Terminal.stderrIsTerminal {
             Console.err(call.context.style(settings, fd: FileDescriptor.standardError.raw).yellow("[interrupted]") + "\n")

@@ -207,24 +207,7 @@ enum ChatCommand {
         var writer: HistoryWriter?
         var system: String?
         if call.flag(.continueChat) || resumed != nil {
-            let history = context.history
-            let keys = try context.historyKeys()
-            guard let id = try resumed ?? latestChat(context, keys: keys) else {
-                throw CommandFailure(.failure, "there is no saved chat to continue",
-                                     hint: "start one with 'gemvault chat'; 'gemvault chat --resume ID' goes on with any conversation 'gemvault history list' shows")
-            }
-            let transcript = try history.load(id, with: keys)
-            conversation.restore(transcript.turns)
-            // The conversation goes on as it was: its model and system instruction, unless given again.
-            if call.value(.model) == nil, let model = transcript.currentModel, client.isModelName(model) {
-                conversation.model = model
-            }
-            if call.value(.system) == nil, transcript.currentSystem != nil || transcript.meta?.system != nil {
-                conversation.systemPrompt = transcript.systemInEffect
-            }
-            system = transcript.systemInEffect
-            writer = try history.reopen(id, after: transcript)
-            Console.note("going on with conversation \(id.prefix(8)) (\(transcript.turns.count) turn\(transcript.turns.count == 1 ? "" : "s"), \(EscapeNeutralizer.neutralize(conversation.model)))")
+            (writer, system) = try goOn(with: &conversation, resumed: resumed, client: client, call)
         }
         let (recorder, notice) = context.recorder(call, settings: settings, kind: .chat, resuming: writer, system: system)
         if let notice { Console.note(notice) }
@@ -242,6 +225,50 @@ enum ChatCommand {
         repl.hyperlinks = Terminal.showsHyperlinks(environment: context.environment)
         let spending = try SpendGuard(context: context, settings: settings, key: key, overBudget: call.flag(.overBudget))
         spending.overBudgetAdvice = "type /over-budget (or /retry --over-budget) to send it anyway"
+        watchSpending(spending, in: repl, client: client)
+        if keyFromSession {
+            repl.stopCheck = {
+                (try? context.vault.sessionIsOpen()) == true ? nil
+                    : "the session was locked ('gemvault lock', or its time limit): the chat stopped, as its key came from the session; nothing more was sent or saved"
+            }
+        }
+        try repl.run()
+        if let reason = repl.stopReason {
+            throw CommandFailure(.failure, reason, hint: "'gemvault unlock', then 'gemvault chat --continue' goes on with this conversation")
+        }
+        if repl.refusedMessages > 0 {
+            throw CommandFailure(.failure, "\(repl.refusedMessages) message\(repl.refusedMessages == 1 ? " was" : "s were") not sent for holding what looks like a credential",
+                                 hint: "pass --allow-secrets to send such messages")
+        }
+    }
+
+    /// Goes on with a saved chat (`--continue`, `--resume`): its turns, and its model and system
+    /// instruction unless given again; the writer that appends to it and the instruction in effect.
+    private static func goOn(with conversation: inout Conversation, resumed: String?, client: any ChatProvider,
+                             _ call: Invocation) throws -> (HistoryWriter?, String?) {
+        let context = call.context
+        let history = context.history
+        let keys = try context.historyKeys()
+        guard let id = try resumed ?? latestChat(context, keys: keys) else {
+            throw CommandFailure(.failure, "there is no saved chat to continue",
+                                 hint: "start one with 'gemvault chat'; 'gemvault chat --resume ID' goes on with any conversation 'gemvault history list' shows")
+        }
+        let transcript = try history.load(id, with: keys)
+        conversation.restore(transcript.turns)
+        // The conversation goes on as it was: its model and system instruction, unless given again.
+        if call.value(.model) == nil, let model = transcript.currentModel, client.isModelName(model) {
+            conversation.model = model
+        }
+        if call.value(.system) == nil, transcript.currentSystem != nil || transcript.meta?.system != nil {
+            conversation.systemPrompt = transcript.systemInEffect
+        }
+        let writer = try history.reopen(id, after: transcript)
+        Console.note("going on with conversation \(id.prefix(8)) (\(transcript.turns.count) turn\(transcript.turns.count == 1 ? "" : "s"), \(EscapeNeutralizer.neutralize(conversation.model)))")
+        return (writer, transcript.systemInEffect)
+    }
+
+    /// The budget checked before each request, and the chat's spending shown after each reply.
+    private static func watchSpending(_ spending: SpendGuard, in repl: ChatREPL, client: any ChatProvider) {
         repl.beforeRequest = { request, model in
             defer { spending.overBudgetOnce = false }
             do {
@@ -258,20 +285,6 @@ enum ChatCommand {
             // The conversation so far, once its model has a price.
             guard spending.record(reply, requested: model) != nil else { return nil }
             return "this chat: \(spending.conversationTokens) tokens, about \(spending.money(spending.conversationCost))"
-        }
-        if keyFromSession {
-            repl.stopCheck = {
-                (try? context.vault.sessionIsOpen()) == true ? nil
-                    : "the session was locked ('gemvault lock', or its time limit): the chat stopped, as its key came from the session; nothing more was sent or saved"
-            }
-        }
-        try repl.run()
-        if let reason = repl.stopReason {
-            throw CommandFailure(.failure, reason, hint: "'gemvault unlock', then 'gemvault chat --continue' goes on with this conversation")
-        }
-        if repl.refusedMessages > 0 {
-            throw CommandFailure(.failure, "\(repl.refusedMessages) message\(repl.refusedMessages == 1 ? " was" : "s were") not sent for holding what looks like a credential",
-                                 hint: "pass --allow-secrets to send such messages")
         }
     }
 

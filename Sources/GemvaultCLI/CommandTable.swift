@@ -171,22 +171,38 @@ enum ArgumentParser {
             matched = fallback
             consumed = 1
         }
-        guard let spec = matched else {
-            let group = Array(words.prefix(1))
-            if !group.isEmpty, commandTable.contains(where: { $0.path.first == group[0] }) {
-                if arguments.contains(OptionSpec.help.name) { return .groupHelp(group) }
-                let subcommands = commandTable.filter { $0.path.first == group[0] }.map { $0.path.dropFirst().joined(separator: " ") }
-                if words.count > 1, let guess = Suggestion.nearest(words[words.startIndex + 1], among: subcommands) {
-                    throw UsageError("unknown command '\(group[0]) \(words[words.startIndex + 1])': did you mean '\(group[0]) \(guess)'?")
-                }
-                throw UsageError("'\(group[0])' needs a subcommand: " + subcommands.joined(separator: ", "))
-            }
-            let topLevel = Array(Set(commandTable.compactMap(\.path.first) + ["help"])).sorted()
-            if let guess = Suggestion.nearest(arguments[0], among: topLevel) {
-                throw UsageError("unknown command '\(arguments[0])': did you mean '\(guess)'?")
-            }
-            throw UsageError("unknown command '\(arguments[0])'")
+        guard let spec = matched else { return try unknownCommand(words: Array(words), arguments: arguments) }
+        guard let (positionals, options) = try readOptions(arguments, from: consumed, argvIndex: argvIndex, spec: spec,
+                                                           privateArguments: &privateArguments) else { return .help(spec) }
+        guard spec.argumentRange.contains(positionals.count) else {
+            let expected = spec.argumentRange.lowerBound == spec.argumentRange.upperBound
+                ? "\(spec.argumentRange.lowerBound)" : "\(spec.argumentRange.lowerBound) to \(spec.argumentRange.upperBound)"
+            throw UsageError("'gemvault \(spec.name)' takes \(expected) argument\(spec.argumentRange.upperBound == 1 ? "" : "s"), got \(positionals.count)", command: spec)
         }
+        return .run(spec, positionals: positionals, options: ParsedOptions(byName: options))
+    }
+
+    /// Words that name no command: the group's help, or the nearest command as a suggestion.
+    private static func unknownCommand(words: [String], arguments: [String]) throws -> ParsedCommand {
+        let group = Array(words.prefix(1))
+        if !group.isEmpty, commandTable.contains(where: { $0.path.first == group[0] }) {
+            if arguments.contains(OptionSpec.help.name) { return .groupHelp(group) }
+            let subcommands = commandTable.filter { $0.path.first == group[0] }.map { $0.path.dropFirst().joined(separator: " ") }
+            if words.count > 1, let guess = Suggestion.nearest(words[1], among: subcommands) {
+                throw UsageError("unknown command '\(group[0]) \(words[1])': did you mean '\(group[0]) \(guess)'?")
+            }
+            throw UsageError("'\(group[0])' needs a subcommand: " + subcommands.joined(separator: ", "))
+        }
+        let topLevel = Array(Set(commandTable.compactMap(\.path.first) + ["help"])).sorted()
+        if let guess = Suggestion.nearest(arguments[0], among: topLevel) {
+            throw UsageError("unknown command '\(arguments[0])': did you mean '\(guess)'?")
+        }
+        throw UsageError("unknown command '\(arguments[0])'")
+    }
+
+    /// The options and arguments after the command's words; nil when one of them asks for help.
+    private static func readOptions(_ arguments: [String], from consumed: Int, argvIndex: [Int], spec: CommandSpec,
+                                    privateArguments: inout [PrivateArgument]) throws -> (positionals: [String], options: [String: String])? {
         var positionals: [String] = []
         var options: [String: String] = [:]
         let allowed = spec.options + globalOptions
@@ -201,7 +217,7 @@ enum ArgumentParser {
                 continue
             }
             if word == "--" { onlyPositionals = true; continue }
-            if word == "-h" { return .help(spec) }
+            if word == "-h" { return nil }
             var name = word
             var inline: String?
             if let equals = word.firstIndex(of: "="), word.hasPrefix("--") {
@@ -212,7 +228,7 @@ enum ArgumentParser {
                 let guess = Suggestion.nearest(name, among: allowed.map(\.name)).map { ": did you mean '\($0)'?" } ?? ""
                 throw UsageError("unknown option '\(name)' for 'gemvault \(spec.name)'\(guess)", command: spec)
             }
-            if option == .help { return .help(spec) }
+            if option == .help { return nil }
             if option.value != nil {
                 func store(_ value: String) {
                     if option.repeatable, let earlier = options[option.name] {
@@ -235,12 +251,7 @@ enum ArgumentParser {
                 options[option.name] = ""
             }
         }
-        guard spec.argumentRange.contains(positionals.count) else {
-            let expected = spec.argumentRange.lowerBound == spec.argumentRange.upperBound
-                ? "\(spec.argumentRange.lowerBound)" : "\(spec.argumentRange.lowerBound) to \(spec.argumentRange.upperBound)"
-            throw UsageError("'gemvault \(spec.name)' takes \(expected) argument\(spec.argumentRange.upperBound == 1 ? "" : "s"), got \(positionals.count)", command: spec)
-        }
-        return .run(spec, positionals: positionals, options: ParsedOptions(byName: options))
+        return (positionals, options)
     }
 }
 

@@ -163,29 +163,9 @@ enum ErrorReport {
             return (.wrongSecret, "wrong passphrase", "if it is lost, run 'gemvault recover' with the recovery code")
         case .wrongRecoveryCode:
             return (.wrongSecret, "wrong recovery code", "the code has 32 characters in groups of four, as 'gemvault init' printed it")
-        case .damaged(let path, let detail):
-            return (.damaged, "the vault \(path) is damaged: \(detail)", restoreHint(path))
-        case .slotsDamaged(let path, let detail):
-            return (.damaged, "the vault \(path) has damaged key slots: \(detail)", restoreHint(path))
-        case .tampered(let path):
-            return (.damaged, "the vault \(path) failed authentication: it was modified after it was written", restoreHint(path))
-        case .unsupportedVersion(let path, let version):
-            return (.damaged, "the vault \(path) has file format version \(version), which this gemvault (reads 1 to \(VaultHeader.newestFormat)) does not know",
-                    "upgrade gemvault if a newer one wrote it; otherwise the file is damaged")
-        case .unsupportedPayloadVersion(let path, let version):
-            return (.damaged, "the vault \(path) opened, but its encrypted contents have version \(version), which this gemvault does not know",
-                    "upgrade gemvault if a newer one wrote it")
-        case .payloadDamaged(let path, let detail):
-            return (.damaged, "the vault \(path) opened, but its encrypted contents are not what gemvault writes: \(detail)", restoreHint(path))
-        case .kdfParametersRejected(let path, let detail):
-            return (.damaged, "the vault \(path) was refused before asking for the passphrase: \(detail)",
-                    "a vault written by gemvault never has such parameters; " + (restoreHint(path) ?? "restore a trusted copy"))
-        case .rolledBack(let path, let generation, let seen):
-            return (.damaged, "the vault \(path) is generation \(generation), but generation \(seen) of it was seen before: an old copy was restored over a newer one",
-                    "if you restored it on purpose, run the command again with --accept-rollback")
-        case .anotherVault(let path, let found, let seen):
-            return (.damaged, "the vault \(path) is not the vault seen there before (its id is \(found.prefix(8))…, the one seen there was \(seen.prefix(8))…): another vault was put in its place",
-                    "if you put it there on purpose, run the command once with --accept-rollback")
+        case .damaged, .slotsDamaged, .tampered, .unsupportedVersion, .unsupportedPayloadVersion, .payloadDamaged,
+             .kdfParametersRejected, .rolledBack, .anotherVault:
+            return describeDamage(error)
         case .lockTimedOut(let path, let seconds, let holder):
             return (.failure, "another gemvault is writing the vault: \(path) stayed locked for \(Int(seconds)) s" + (holder.map { " (held by \($0))" } ?? ""),
                     "try again when it is done; GEMVAULT_LOCK_TIMEOUT sets how long to wait")
@@ -212,6 +192,37 @@ enum ErrorReport {
                     "'gemvault key which --key \(name)' shows where its value comes from now")
         case .noBackup(let path):
             return (.failure, "there is no backup at \(path)", nil)
+        }
+    }
+
+    /// A vault that is damaged, of an unknown version, or not the one seen there before.
+    private static func describeDamage(_ error: VaultError) -> (ExitCode, String, String?) {
+        switch error {
+        case .damaged(let path, let detail):
+            return (.damaged, "the vault \(path) is damaged: \(detail)", restoreHint(path))
+        case .slotsDamaged(let path, let detail):
+            return (.damaged, "the vault \(path) has damaged key slots: \(detail)", restoreHint(path))
+        case .tampered(let path):
+            return (.damaged, "the vault \(path) failed authentication: it was modified after it was written", restoreHint(path))
+        case .unsupportedVersion(let path, let version):
+            return (.damaged, "the vault \(path) has file format version \(version), which this gemvault (reads 1 to \(VaultHeader.newestFormat)) does not know",
+                    "upgrade gemvault if a newer one wrote it; otherwise the file is damaged")
+        case .unsupportedPayloadVersion(let path, let version):
+            return (.damaged, "the vault \(path) opened, but its encrypted contents have version \(version), which this gemvault does not know",
+                    "upgrade gemvault if a newer one wrote it")
+        case .payloadDamaged(let path, let detail):
+            return (.damaged, "the vault \(path) opened, but its encrypted contents are not what gemvault writes: \(detail)", restoreHint(path))
+        case .kdfParametersRejected(let path, let detail):
+            return (.damaged, "the vault \(path) was refused before asking for the passphrase: \(detail)",
+                    "a vault written by gemvault never has such parameters; " + (restoreHint(path) ?? "restore a trusted copy"))
+        case .rolledBack(let path, let generation, let seen):
+            return (.damaged, "the vault \(path) is generation \(generation), but generation \(seen) of it was seen before: an old copy was restored over a newer one",
+                    "if you restored it on purpose, run the command again with --accept-rollback")
+        case .anotherVault(let path, let found, let seen):
+            return (.damaged, "the vault \(path) is not the vault seen there before (its id is \(found.prefix(8))…, the one seen there was \(seen.prefix(8))…): another vault was put in its place",
+                    "if you put it there on purpose, run the command once with --accept-rollback")
+        default:
+            return (.failure, "\(error)", nil)
         }
     }
 

@@ -81,18 +81,7 @@ enum FleetRotation {
         }
 
         // A finish an earlier rotation left: done when its grace is over, else it holds this one.
-        if let pending = vault.key.link, let rotation = pending.rotation, rotation.isPending {
-            if Output.now() >= rotation.finishAfter {
-                try complete(name: name, vault: vault, link: link, manager, reference)
-                vault = try vault.reloaded()
-            } else if case .always = due {
-                throw CommandFailure(.failure, "'\(name)' was rotated to version \(pending.version) of \(reference.resource); its grace period runs until \(Output.localDate(rotation.finishAfter))",
-                                     hint: "'gemvault key rotate --finish \(name)' waits for it and finishes; then rotate again")
-            } else {
-                Console.note("the rotation of '\(name)' to version \(pending.version) is in its grace period until \(Output.localDate(rotation.finishAfter)): nothing else to do")
-                return try skipped("skipped")
-            }
-        }
+        if try holdsOn(earlierRotationOf: name, &vault, due: due, link: link, manager, reference) { return try skipped("skipped") }
 
         // Whether it is due: the secret's newest enabled version against the period.
         let info = try manager.secret(reference)
@@ -105,15 +94,7 @@ enum FleetRotation {
         // Google's time: the claim's times and the versions' are Google's, not this machine's.
         let now = googleClock.now()
         let versionAge = max(0, now - (newest.created ?? now))
-        let limit: (seconds: Int64, from: String)?
-        switch due {
-        case .always: limit = nil
-        case .olderThan(let days): limit = (days.multipliedReportingOverflow(by: 86400).overflow ? Int64.max : days * 86400, "--if-older-than")
-        case .byPeriod:
-            // Google documents 1 hour to 100 years; anything else is not a period.
-            limit = info.rotationPeriod.flatMap { Int64(exactly: $0.rounded(.down)) }.flatMap { (3600...3_155_760_000).contains($0) ? $0 : nil }
-                .map { ($0, "the secret's rotation period") } ?? (Int64(link.settings[.rotationDays]) * 86400, "rotation_days")
-        }
+        let limit = dueLimit(due, info, link)
         if let limit {
             guard limit.seconds > 0, versionAge >= limit.seconds else {
                 Console.note("version \(newest.number) of \(reference.resource) is \(Clock.elapsedText(versionAge)) old, "
@@ -127,33 +108,12 @@ enum FleetRotation {
         guard try judge(info.annotations[claimAnnotation], call, reference, name: name, now: now, versionAge: versionAge, stuckAfter: stuckAfter) else {
             return try skipped("elsewhere")
         }
-        var annotations = info.annotations
-        annotations[claimAnnotation] = Claim.claiming(since: now, at: now)
-        let claimed: SecretInfo
-        switch Result(catching: { () throws(GoogleError) in try manager.annotate(reference, annotations, etag: info.etag) }) {
-        case .success(let answer): claimed = answer
-        case .failure(let error) where error.reason == SecretManagerClient.etagConflict:
-            // Another rotator came first: judged again as found now (a person's --create refuses it).
-            let again = try manager.secret(reference)
-            if try judge(again.annotations[claimAnnotation], call, reference, name: name, now: GoogleClock(again).now(), versionAge: versionAge, stuckAfter: stuckAfter) {
-                throw CommandFailure(.failure, "\(reference.resource) changed while this machine claimed it; nothing was rotated", hint: "run the command again")
-            }
+        guard let claimed = try claim(info, call, reference, manager, name: name, now: now, versionAge: versionAge, stuckAfter: stuckAfter) else {
             return try skipped("elsewhere")
-        case .failure(let error): throw error
         }
         Console.note("claimed the rotation of \(reference.resource) (annotation \(claimAnnotation))")
         let heartbeat = ClaimHeartbeat(manager, reference, claimed: claimed, clock: googleClock, since: now)
         defer { _ = heartbeat.stop() }
-        let release = { (reason: String) in
-            let latest = heartbeat.stop()
-            var back = latest.annotations
-            back[claimAnnotation] = info.annotations[claimAnnotation]
-            if back[claimAnnotation] == nil { back.removeValue(forKey: claimAnnotation) }
-            if heartbeat.lost == nil, (try? manager.annotate(reference, back, etag: latest.etag)) == nil {
-                Console.warning("could not withdraw the claim on \(reference.resource) after \(reason); other rotators take it over once it is \(Clock.elapsedText(claimStaleAfter)) old")
-            }
-        }
-
         var recorded = false
         do {
             try rotate(call, name: name, vault: vault, link: link, manager, reference, grace: grace, verifyLimit: verifyLimit, age: age, beforeAdding: {
@@ -162,17 +122,83 @@ enum FleetRotation {
                 }
             }) { version in
                 recorded = true
-                let latest = heartbeat.stop()
-                var done = latest.annotations
-                done[claimAnnotation] = Claim.rotated(to: version, at: heartbeat.googleNow())
-                if (try? manager.annotate(reference, done, etag: latest.etag)) == nil {
-                    Console.warning("could not record version \(version) in the annotation \(claimAnnotation) of \(reference.resource)")
-                }
+                recordRotated(to: version, heartbeat, manager, reference)
             }
         } catch {
             // A failure after the new version was stored (its finish) leaves the claim recorded as done.
-            if !recorded { release("a failed rotation") }
+            if !recorded { withdrawClaim(heartbeat, restoring: info, manager, reference, after: "a failed rotation") }
             throw error
+        }
+    }
+
+    /// An earlier rotation still in its grace period: finished when the grace is over; else
+    /// it holds this one (true), refused when a rotation is asked for outright.
+    private static func holdsOn(earlierRotationOf name: String, _ vault: inout GoogleRotation.VaultView, due: Due, link: GoogleRotation.GoogleLink,
+                                _ manager: SecretManagerClient, _ reference: SecretReference) throws -> Bool {
+        if let pending = vault.key.link, let rotation = pending.rotation, rotation.isPending {
+            if Output.now() >= rotation.finishAfter {
+                try complete(name: name, vault: vault, link: link, manager, reference)
+                vault = try vault.reloaded()
+            } else if case .always = due {
+                throw CommandFailure(.failure, "'\(name)' was rotated to version \(pending.version) of \(reference.resource); its grace period runs until \(Output.localDate(rotation.finishAfter))",
+                                     hint: "'gemvault key rotate --finish \(name)' waits for it and finishes; then rotate again")
+            } else {
+                Console.note("the rotation of '\(name)' to version \(pending.version) is in its grace period until \(Output.localDate(rotation.finishAfter)): nothing else to do")
+                return true
+            }
+        }
+        return false
+    }
+
+    /// The claim annotation turned into the record of the version this run added.
+    private static func recordRotated(to version: UInt64, _ heartbeat: ClaimHeartbeat, _ manager: SecretManagerClient, _ reference: SecretReference) {
+        let latest = heartbeat.stop()
+        var done = latest.annotations
+        done[claimAnnotation] = Claim.rotated(to: version, at: heartbeat.googleNow())
+        if (try? manager.annotate(reference, done, etag: latest.etag)) == nil {
+            Console.warning("could not record version \(version) in the annotation \(claimAnnotation) of \(reference.resource)")
+        }
+    }
+
+    /// How old the newest version may grow before a rotation is due; nil: always due.
+    private static func dueLimit(_ due: Due, _ info: SecretInfo, _ link: GoogleRotation.GoogleLink) -> (seconds: Int64, from: String)? {
+        switch due {
+        case .always: return nil
+        case .olderThan(let days): return (days.multipliedReportingOverflow(by: 86400).overflow ? Int64.max : days * 86400, "--if-older-than")
+        case .byPeriod:
+            // Google documents 1 hour to 100 years; anything else is not a period.
+            return info.rotationPeriod.flatMap { Int64(exactly: $0.rounded(.down)) }.flatMap { (3600...3_155_760_000).contains($0) ? $0 : nil }
+                .map { ($0, "the secret's rotation period") } ?? (Int64(link.settings[.rotationDays]) * 86400, "rotation_days")
+        }
+    }
+
+    /// The claim annotation patched under the etag read; nil when another rotator came first.
+    private static func claim(_ info: SecretInfo, _ call: Invocation, _ reference: SecretReference, _ manager: SecretManagerClient,
+                              name: String, now: Int64, versionAge: Int64, stuckAfter: Int64?) throws -> SecretInfo? {
+        var annotations = info.annotations
+        annotations[claimAnnotation] = Claim.claiming(since: now, at: now)
+        switch Result(catching: { () throws(GoogleError) in try manager.annotate(reference, annotations, etag: info.etag) }) {
+        case .success(let answer): return answer
+        case .failure(let error) where error.reason == SecretManagerClient.etagConflict:
+            // Another rotator came first: judged again as found now (a person's --create refuses it).
+            let again = try manager.secret(reference)
+            if try judge(again.annotations[claimAnnotation], call, reference, name: name, now: GoogleClock(again).now(), versionAge: versionAge, stuckAfter: stuckAfter) {
+                throw CommandFailure(.failure, "\(reference.resource) changed while this machine claimed it; nothing was rotated", hint: "run the command again")
+            }
+            return nil
+        case .failure(let error): throw error
+        }
+    }
+
+    /// The claim given back after a failed rotation: the annotation as it was before.
+    private static func withdrawClaim(_ heartbeat: ClaimHeartbeat, restoring info: SecretInfo, _ manager: SecretManagerClient,
+                                      _ reference: SecretReference, after reason: String) {
+        let latest = heartbeat.stop()
+        var back = latest.annotations
+        back[claimAnnotation] = info.annotations[claimAnnotation]
+        if back[claimAnnotation] == nil { back.removeValue(forKey: claimAnnotation) }
+        if heartbeat.lost == nil, (try? manager.annotate(reference, back, etag: latest.etag)) == nil {
+            Console.warning("could not withdraw the claim on \(reference.resource) after \(reason); other rotators take it over once it is \(Clock.elapsedText(claimStaleAfter)) old")
         }
     }
 
@@ -182,36 +208,17 @@ enum FleetRotation {
         // The value to replace is what the fleet uses now: the secret's latest version.
         var vault = start
         guard let startLink = start.key.link else { return }
-        let latest = try manager.accessKey(reference)
-        guard latest.version >= startLink.version else {
-            throw GoogleError(.badData, "Secret Manager answered version \(latest.version) of \(reference.resource), older than version \(startLink.version) the vault has; nothing was rotated")
-        }
-        try manager.confirmNewer(latest, than: startLink.version, reference)
-        if latest.version != startLink.version || !latest.value.isEqual(to: start.key.secret) {
-            _ = try vault.apply(.refreshLink(name: name, secret: latest.value, now: Output.now(),
-                                             link: SecretLink(reference: startLink.reference, version: latest.version, fetched: Output.now()), since: startLink.fetched))
-            vault = try vault.reloaded()
-            Console.note("took version \(latest.version) of '\(name)' from \(reference.resource) first: the rotation replaces what the fleet uses now")
-        }
+        let latest = try takeLatest(of: name, &vault, startLink, manager, reference)
 
         // (1) The current key at Google and the new one made like it.
-        var current: GoogleKey?
-        var foundByLookup = false
-        if let record = vault.google {
-            current = try GoogleRotation.liveKey(try link.client(project: call.value(.project) ?? record.project), record.resource, name: name)
-        } else {
-            current = try GoogleRotation.lookUp(call, name: name, vault: vault, link: link)
-            foundByLookup = current != nil
-        }
+        let (current, foundByLookup) = try currentKey(call, name: name, vault: vault, link: link)
         let plan = try GoogleRotation.plan(call, name: name, vault: vault, link: link, current: current)
         let retire = call.flag(.keepOld) ? nil : plan.resource
         var intent = RotationJournal.Intent(action: "rotation", made: plan.planned, current: plan.planned, retire: retire, secret: reference.resource)
         let created = try GoogleRotation.make(plan, name: name, vault: vault, intent: intent)
         let newName = created.key?.name ?? plan.planned
 
-        // Any failure from here until the vault holds the new key takes it back: the version
-        // added is disabled (with the old value added again first when it was the newest, so
-        // `latest` keeps answering) and the new key deleted.
+        // Any failure from here until the vault holds the new key takes it back (takeBack).
         var added: UInt64?
         var made: SecretBytes?
         let secret: SecretBytes
@@ -240,21 +247,8 @@ enum FleetRotation {
                                                  google: GoogleKeyRecord(resource: newName, serviceAccount: plan.serviceAccount), replacedGoogle: replaced,
                                                  link: SecretLink(reference: startLink.reference, version: version, fetched: Output.now(), rotation: rotation)))
         } catch {
-            if vault.currentGoogle()?.resource != newName {
-                // An add whose answer was lost may have been made: the newest version says.
-                if added == nil, intent.adding == true, let made {
-                    added = try versionHolding(made, newerThan: latest.version, manager, reference, name: name, after: error)
-                }
-                if let added {
-                    guard withdraw(manager, reference, version: added, restoring: vault.key.secret) else {
-                        throw GoogleError((error as? GoogleError)?.category ?? .network,
-                                          "\((error as? GoogleError)?.message ?? "\(error)"); version \(added) of \(reference.resource) still holds the new key, which is kept (not deleted at Google) so that no machine is left with a deleted key",
-                                          hint: "the next 'gemvault key rotate --finish \(name)' withdraws the version and deletes the key")
-                    }
-                }
-                GoogleRotation.undoCreate(plan.client, newName)
-                vault.journal.end()
-            }
+            try takeBack(after: error, vault, newName: newName, plan: plan, added: added, made: made, intent: intent,
+                         latest: latest.version, manager, reference, name: name)
             throw error
         }
         // From here the vault's record carries the finish.
@@ -262,17 +256,83 @@ enum FleetRotation {
         rotated(added!)
         Console.note("key '\(name)' is now \(secret.masked) (\(newName), version \(added!) of \(reference.resource)), which Gemini accepted; every machine takes it within secret_cache_ttl")
         ShareCommand.reshareAfterRotation(call.context.vault, name: name)
-        var report = Report(name: name, action: "created", old_key: plan.resource, new_key: newName, service_account: plan.serviceAccount, old_key_deleted: false,
+        let report = Report(name: name, action: "created", old_key: plan.resource, new_key: newName, service_account: plan.serviceAccount, old_key_deleted: false,
                             age_days: age, secret: reference.resource, secret_version: added, previous_version: latest.version,
                             finish_after: Output.isoDate(finishAfter))
         // (5) After the grace: the previous version disabled, the old key deleted.
+        try finishAfterGrace(call, report, finishAfter: finishAfter, grace: grace, retire: retire, previous: latest.version,
+                             added: added!, vault: vault, link: link, manager, reference)
+    }
+
+    /// The finish: recorded for later with --no-wait, else waited for and done now.
+    private static func finishAfterGrace(_ call: Invocation, _ report: Report, finishAfter: Int64, grace: Double, retire: String?, previous: UInt64,
+                                         added: UInt64, vault: GoogleRotation.VaultView, link: GoogleRotation.GoogleLink,
+                                         _ manager: SecretManagerClient, _ reference: SecretReference) throws {
+        let name = report.name
         if call.flag(.noWait) {
-            Console.note("the finish is recorded in the vault: the first 'gemvault key rotate \(name)' after \(Output.localDate(finishAfter)) (or 'gemvault key rotate --finish \(name)') disables version \(latest.version)"
+            Console.note("the finish is recorded in the vault: the first 'gemvault key rotate \(name)' after \(Output.localDate(finishAfter)) (or 'gemvault key rotate --finish \(name)') disables version \(previous)"
                          + (retire.map { " and deletes \($0) at Google" } ?? ""))
             return try GoogleRotation.finish(call, report)
         }
-        try waitOut(until: finishAfter, seconds: grace, name: name, version: added!)
+        try waitOut(until: finishAfter, seconds: grace, name: name, version: added)
+        var report = report
         report.old_key_deleted = try complete(name: name, vault: try vault.reloaded(), link: link, manager, reference)
         try GoogleRotation.finish(call, report)
+    }
+
+    /// The secret's latest version, taken into the vault first when it is not the one held:
+    /// the rotation replaces what the fleet uses now.
+    private static func takeLatest(of name: String, _ vault: inout GoogleRotation.VaultView, _ startLink: SecretLink,
+                                   _ manager: SecretManagerClient, _ reference: SecretReference) throws -> FetchedSecret {
+        let latest = try manager.accessKey(reference)
+        guard latest.version >= startLink.version else {
+            throw GoogleError(.badData, "Secret Manager answered version \(latest.version) of \(reference.resource), older than version \(startLink.version) the vault has; nothing was rotated")
+        }
+        try manager.confirmNewer(latest, than: startLink.version, reference)
+        if latest.version != startLink.version || !latest.value.isEqual(to: vault.key.secret) {
+            _ = try vault.apply(.refreshLink(name: name, secret: latest.value, now: Output.now(),
+                                             link: SecretLink(reference: startLink.reference, version: latest.version, fetched: Output.now()), since: startLink.fetched))
+            vault = try vault.reloaded()
+            Console.note("took version \(latest.version) of '\(name)' from \(reference.resource) first: the rotation replaces what the fleet uses now")
+        }
+        return latest
+    }
+
+    /// The key at Google the vault's value is: by its record, else looked up (then true).
+    private static func currentKey(_ call: Invocation, name: String, vault: GoogleRotation.VaultView,
+                                   link: GoogleRotation.GoogleLink) throws -> (GoogleKey?, Bool) {
+        var current: GoogleKey?
+        var foundByLookup = false
+        if let record = vault.google {
+            current = try GoogleRotation.liveKey(try link.client(project: call.value(.project) ?? record.project), record.resource, name: name)
+        } else {
+            current = try GoogleRotation.lookUp(call, name: name, vault: vault, link: link)
+            foundByLookup = current != nil
+        }
+        return (current, foundByLookup)
+    }
+
+    /// A rotation that failed before the vault held its new key, taken back: the version
+    /// added disabled (with the old value added again first when it was the newest, so
+    /// `latest` keeps answering) and the new key deleted.
+    private static func takeBack(after error: any Error, _ vault: GoogleRotation.VaultView, newName: String, plan: GoogleRotation.NewKeyPlan,
+                                 added: UInt64?, made: SecretBytes?, intent: RotationJournal.Intent, latest: UInt64,
+                                 _ manager: SecretManagerClient, _ reference: SecretReference, name: String) throws {
+        var added = added
+        if vault.currentGoogle()?.resource != newName {
+            // An add whose answer was lost may have been made: the newest version says.
+            if added == nil, intent.adding == true, let made {
+                added = try versionHolding(made, newerThan: latest, manager, reference, name: name, after: error)
+            }
+            if let added {
+                guard withdraw(manager, reference, version: added, restoring: vault.key.secret) else {
+                    throw GoogleError((error as? GoogleError)?.category ?? .network,
+                                      "\((error as? GoogleError)?.message ?? "\(error)"); version \(added) of \(reference.resource) still holds the new key, which is kept (not deleted at Google) so that no machine is left with a deleted key",
+                                      hint: "the next 'gemvault key rotate --finish \(name)' withdraws the version and deletes the key")
+                }
+            }
+            GoogleRotation.undoCreate(plan.client, newName)
+            vault.journal.end()
+        }
     }
 }

@@ -212,21 +212,7 @@ public struct KeyResolver {
         var reasons: [String] = []
         var vaultKeys: [String] = []
         var settings = try self.settings()
-        // An unlocked session gives the vault's settings to every command, whatever the key's
-        // source; when the key may be the vault's, the same request brings it (one round trip).
-        let credential = explicitKeyName == nil ? try SystemdCredential.path(environment: environment, name: settings[.credentialName]) : nil
-        let hasCredential = credential.map { FileStatus.of(link: $0) != nil } ?? false
-        let wantsVaultKey = keyFileFlag == nil && (explicitKeyName != nil || (environmentKey(warnIfBoth: false) == nil && !hasCredential))
-        var sessionKey: (name: String, key: StoredKey?)?
-        let sessionSettings: [String: String]?
-        if wantsVaultKey {
-            let (name, nameFromSettings) = candidateKeyName(settings)
-            let answer = try vault.sessionSettingsAndKey(name: name, nameFromSettings: nameFromSettings)
-            sessionSettings = answer?.settings
-            sessionKey = answer.map { ($0.name, $0.key) }
-        } else {
-            sessionSettings = try vault.sessionSettings()
-        }
+        let (sessionSettings, sessionKey) = try askSession(settings)
         if let sessionSettings { settings = try self.settings(vaultSettings: sessionSettings) }
         if let path = keyFileFlag {
             return (try readKeyFile(path, source: .keyFileFlag(path: path), required: true)!, settings)
@@ -268,19 +254,45 @@ public struct KeyResolver {
             return (key, settings)
         }
         reasons.append("there is no key file at \(paths.keyFile)")
-        if let command = settings[.keyCommand], !command.isEmpty {
-            let secret: SecretBytes
-            do {
-                secret = try KeyCommand.secret(command, timeout: settings[.keyCommandTimeout], environment: environment)
-            } catch {
-                throw KeySourceError.keyCommandFailed(command: error.program, detail: error.detail, stderr: error.stderr)
-            }
-            return (ResolvedKey(secret: secret, source: .keyCommand(command: command), updated: nil), settings)
-        }
+        if let key = try keyFromCommand(settings) { return (key, settings) }
         reasons.append("key_command is not set")
         if let key = try SecretManagerKey.fetch(settings, environment: environment, home: paths.home, warn: warn) { return (key, settings) }
         reasons.append("key_secret is not set")
         throw KeySourceError.noKey(reasons: reasons, vaultKeys: vaultKeys)
+    }
+
+    /// What an unlocked session answers: the vault's settings, and the key when it may be the
+    /// vault's (nil for both without a session).
+    private func askSession(_ settings: Settings) throws -> (settings: [String: String]?, key: (name: String, key: StoredKey?)?) {
+        // An unlocked session gives the vault's settings to every command, whatever the key's
+        // source; when the key may be the vault's, the same request brings it (one round trip).
+        let credential = explicitKeyName == nil ? try SystemdCredential.path(environment: environment, name: settings[.credentialName]) : nil
+        let hasCredential = credential.map { FileStatus.of(link: $0) != nil } ?? false
+        let wantsVaultKey = keyFileFlag == nil && (explicitKeyName != nil || (environmentKey(warnIfBoth: false) == nil && !hasCredential))
+        let sessionKey: (name: String, key: StoredKey?)?
+        let sessionSettings: [String: String]?
+        if wantsVaultKey {
+            let (name, nameFromSettings) = candidateKeyName(settings)
+            let answer = try vault.sessionSettingsAndKey(name: name, nameFromSettings: nameFromSettings)
+            sessionSettings = answer?.settings
+            sessionKey = answer.map { ($0.name, $0.key) }
+        } else {
+            sessionSettings = try vault.sessionSettings()
+            sessionKey = nil
+        }
+        return (sessionSettings, sessionKey)
+    }
+
+    /// The key `key_command` prints, or nil when it is not set.
+    private func keyFromCommand(_ settings: Settings) throws -> ResolvedKey? {
+        guard let command = settings[.keyCommand], !command.isEmpty else { return nil }
+        let secret: SecretBytes
+        do {
+            secret = try KeyCommand.secret(command, timeout: settings[.keyCommandTimeout], environment: environment)
+        } catch {
+            throw KeySourceError.keyCommandFailed(command: error.program, detail: error.detail, stderr: error.stderr)
+        }
+        return ResolvedKey(secret: secret, source: .keyCommand(command: command), updated: nil)
     }
 
     /// Sources below or beside `winner` that also hold a key (checked without any prompt).

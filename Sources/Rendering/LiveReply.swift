@@ -232,6 +232,50 @@ public final class LiveReply {
 
         // The lines of the blocks that became final, then of those still open, from where the
         // last lines printed for good ended; each line knows its block and position.
+        let laid = layOut(width: contentWidth, final: final)
+        var lines = laid.lines
+        if lines.isEmpty && !started { return "" }
+
+        var printCount = final ? lines.count : laid.finalCount
+        // A bubble whose top is not printed yet keeps all its lines open while they fit the
+        // room, so that its box can still fit the widest of them.
+        let fitting = bubble != nil && bubbleBox == nil
+        if fitting && !final { printCount = 0 }
+        // The open part takes at most half the window (the bubble's frame lines included), so that it
+        // can still be reached after the window is narrowed to half its width and it wraps again.
+        let room = max(1, (window.rows - 1) / 2 - (bubble == nil ? 0 : fitting ? 2 : 1))
+        if lines.count - printCount > room { printCount = lines.count - room }
+        // Blocks printed whole are done; the next layout starts at the first line left open.
+        keepOpen(from: printCount, of: lines, blocks: laid.blocks, finalBlockCount: laid.finalBlockCount)
+
+        // In a bubble each line gets its frame; the top is printed for good with the first line.
+        if let bubble { putInBubble(&lines, printCount: &printCount, bubble, final: final) }
+
+        var text = ""
+        if !started {
+            started = true
+            if case .labelled(let label) = frame, label.width > 0 {
+                text += label.encoded(styled: styled)
+                regionColumn = label.width
+            }
+        }
+        // Lines on the screen as they should be stay; one printed for good is drawn again only
+        // if it is too wide, so that it wraps whole instead of being cut.
+        let same = unchangedLines(lines, printCount: printCount, columns: columns)
+        if same == drawn.count && same == lines.count && printCount < lines.count {
+            // Nothing to draw; lines that turned final are left where they are.
+            if printCount > 0 { regionColumn = 0 }
+            drawn = Array(lines[printCount...])
+            return text
+        }
+
+        text += draw(lines, from: same, printCount: printCount, columns: columns, rows: window.rows)
+        return text
+    }
+
+    /// The lines of the blocks that became final, then (unless `final`) of those still open,
+    /// from where the last lines printed for good ended, with the block of each line.
+    private func layOut(width contentWidth: Int, final: Bool) -> (lines: [StyledLine], blocks: [Int], finalBlockCount: Int, finalCount: Int) {
         var lines: [StyledLine] = []
         var blocks: [Int] = []
         var blocksBefore = printedBlocks
@@ -258,18 +302,11 @@ public final class LiveReply {
         finalBlocks.forEach(add)
         let finalCount = lines.count
         if !final { source.openBlocks().forEach(add) }
-        if lines.isEmpty && !started { return "" }
+        return (lines, blocks, finalBlockCount, finalCount)
+    }
 
-        var printCount = final ? lines.count : finalCount
-        // A bubble whose top is not printed yet keeps all its lines open while they fit the
-        // room, so that its box can still fit the widest of them.
-        let fitting = bubble != nil && bubbleBox == nil
-        if fitting && !final { printCount = 0 }
-        // The open part takes at most half the window (the bubble's frame lines included), so that it
-        // can still be reached after the window is narrowed to half its width and it wraps again.
-        let room = max(1, (window.rows - 1) / 2 - (bubble == nil ? 0 : fitting ? 2 : 1))
-        if lines.count - printCount > room { printCount = lines.count - room }
-        // Blocks printed whole are done; the next layout starts at the first line left open.
+    /// Blocks printed whole are dropped; the next layout resumes at the first line left open.
+    private func keepOpen(from printCount: Int, of lines: [StyledLine], blocks: [Int], finalBlockCount: Int) {
         if printCount < lines.count {
             let first = blocks[printCount]
             let done = min(first, finalBlockCount)
@@ -281,40 +318,35 @@ public final class LiveReply {
             printedBlocks += finalBlockCount
             resume = nil
         }
+    }
 
-        // In a bubble each line gets its frame; the top is printed for good with the first line.
-        if let (layout, widest) = bubble {
-            let box: Int
-            if let fixed = bubbleBox {
-                box = fixed
-            } else {
-                // Streaming on past the room, later lines may be wider: the box takes the width then.
-                let fitted = min(widest, max(Self.smallestBox, (lines.map(\.width).max() ?? 0) + 4))
-                box = printCount > 0 && !final ? widest : fitted
-                if printCount > 0 { bubbleBox = box }
-            }
-            lines = lines.map { layout.middle($0, .model, box: box) }
-            if !bubbleTopPrinted {
-                lines.insert(layout.top(.model, box: box), at: 0)
-                if printCount > 0 {
-                    printCount += 1
-                    bubbleTopPrinted = true
-                }
-            }
-            lines.append(layout.bottom(.model, box: box))
-            if final { printCount = lines.count }
+    /// In a bubble each line gets its frame; the top is printed for good with the first line.
+    private func putInBubble(_ lines: inout [StyledLine], printCount: inout Int, _ bubble: (layout: BubbleLayout, box: Int), final: Bool) {
+        let (layout, widest) = bubble
+        let box: Int
+        if let fixed = bubbleBox {
+            box = fixed
+        } else {
+            // Streaming on past the room, later lines may be wider: the box takes the width then.
+            let fitted = min(widest, max(Self.smallestBox, (lines.map(\.width).max() ?? 0) + 4))
+            box = printCount > 0 && !final ? widest : fitted
+            if printCount > 0 { bubbleBox = box }
         }
-
-        var text = ""
-        if !started {
-            started = true
-            if case .labelled(let label) = frame, label.width > 0 {
-                text += label.encoded(styled: styled)
-                regionColumn = label.width
+        lines = lines.map { layout.middle($0, .model, box: box) }
+        if !bubbleTopPrinted {
+            lines.insert(layout.top(.model, box: box), at: 0)
+            if printCount > 0 {
+                printCount += 1
+                bubbleTopPrinted = true
             }
         }
-        // Lines on the screen as they should be stay; one printed for good is drawn again only
-        // if it is too wide, so that it wraps whole instead of being cut.
+        lines.append(layout.bottom(.model, box: box))
+        if final { printCount = lines.count }
+    }
+
+    /// How many lines on the screen are as they should be; one printed for good counts only
+    /// if it fits, so that a too wide one wraps whole instead of being cut.
+    private func unchangedLines(_ lines: [StyledLine], printCount: Int, columns: Int) -> Int {
         var same = 0
         if drawnWidth == columns {
             while same < min(drawn.count, lines.count), drawn[same] == lines[same],
@@ -322,15 +354,14 @@ public final class LiveReply {
                 same += 1
             }
         }
-        if same == drawn.count && same == lines.count && printCount < lines.count {
-            // Nothing to draw; lines that turned final are left where they are.
-            if printCount > 0 { regionColumn = 0 }
-            drawn = Array(lines[printCount...])
-            return text
-        }
+        return same
+    }
 
+    /// The lines from `same` on, drawn over what is there; those from `printCount` on unwrapped.
+    private func draw(_ lines: [StyledLine], from same: Int, printCount: Int, columns: Int, rows: Int) -> String {
+        var text = ""
         text += synchronized ? "\u{1B}[?2026h" : ""
-        text += cursorBack(to: same, columns: columns, rows: window.rows)
+        text += cursorBack(to: same, columns: columns, rows: rows)
         var wrapOff = false
         for index in same..<lines.count {
             // The cursor is at the end of the line before, or (after going back) where this one starts.

@@ -101,35 +101,10 @@ public enum ProcessSpawner {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGTSTP, SIGWINCH] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var noneBlocked = sigset_t()
-        sigemptyset(&noneBlocked)
-        posix_spawnattr_setsigmask(&attributes, &noneBlocked)
-        var flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK
-        if ownProcessGroup {
-            posix_spawnattr_setpgroup(&attributes, 0)
-            flags |= POSIX_SPAWN_SETPGROUP
-        }
-        if newSession { flags |= GV_POSIX_SPAWN_SETSID }
-        posix_spawnattr_setflags(&attributes, Int16(flags))
+        setAttributes(&attributes, ownProcessGroup: ownProcessGroup, newSession: newSession)
 
         let argv = arguments.map { strdup($0) } + [nil]
-        var envp = environment.filter { $0.key != secretVariable?.name }.map { strdup("\($0.key)=\($0.value)") }
-        if let secretVariable {
-            // NAME=value built straight from secret memory, never as a Swift string; wiped below.
-            let name = Array(secretVariable.name.utf8) + [UInt8(ascii: "=")]
-            let entry = malloc(name.count + secretVariable.value.count + 1)!.assumingMemoryBound(to: CChar.self)
-            name.withUnsafeBytes { UnsafeMutableRawPointer(entry).copyMemory(from: $0.baseAddress!, byteCount: name.count) }
-            if let base = secretVariable.value.baseAddress {
-                (UnsafeMutableRawPointer(entry) + name.count).copyMemory(from: base, byteCount: secretVariable.value.count)
-            }
-            entry[name.count + secretVariable.value.count] = 0
-            envp.append(entry)
-        }
-        envp.append(nil)
+        let envp = environmentBlock(environment, secretVariable: secretVariable)
         defer {
             argv.forEach { free($0) }
             // The environment may carry a key for the child (exec): wipe before freeing.
@@ -146,5 +121,43 @@ public enum ProcessSpawner {
                             standardInput: inPipe[1] >= 0 ? FileDescriptor(owning: inPipe[1], path: "\(arguments[0]) stdin") : nil,
                             standardOutput: outPipe[0] >= 0 ? FileDescriptor(owning: outPipe[0], path: "\(arguments[0]) stdout") : nil,
                             standardError: errPipe[0] >= 0 ? FileDescriptor(owning: errPipe[0], path: "\(arguments[0]) stderr") : nil)
+    }
+
+    /// Signals back to their default actions, none blocked, and the child's group or session.
+    private static func setAttributes(_ attributes: inout posix_spawnattr_t, ownProcessGroup: Bool, newSession: Bool) {
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGTSTP, SIGWINCH] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var noneBlocked = sigset_t()
+        sigemptyset(&noneBlocked)
+        posix_spawnattr_setsigmask(&attributes, &noneBlocked)
+        var flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK
+        if ownProcessGroup {
+            posix_spawnattr_setpgroup(&attributes, 0)
+            flags |= POSIX_SPAWN_SETPGROUP
+        }
+        if newSession { flags |= GV_POSIX_SPAWN_SETSID }
+        posix_spawnattr_setflags(&attributes, Int16(flags))
+    }
+
+    /// The child's environment as C strings, ending in nil; the secret variable, if any, is
+    /// built straight from secret memory. The caller wipes and frees every entry.
+    private static func environmentBlock(_ environment: [String: String],
+                                         secretVariable: (name: String, value: UnsafeRawBufferPointer)?) -> [UnsafeMutablePointer<CChar>?] {
+        var envp = environment.filter { $0.key != secretVariable?.name }.map { strdup("\($0.key)=\($0.value)") }
+        if let secretVariable {
+            // NAME=value built straight from secret memory, never as a Swift string; the caller wipes it.
+            let name = Array(secretVariable.name.utf8) + [UInt8(ascii: "=")]
+            let entry = malloc(name.count + secretVariable.value.count + 1)!.assumingMemoryBound(to: CChar.self)
+            name.withUnsafeBytes { UnsafeMutableRawPointer(entry).copyMemory(from: $0.baseAddress!, byteCount: name.count) }
+            if let base = secretVariable.value.baseAddress {
+                (UnsafeMutableRawPointer(entry) + name.count).copyMemory(from: base, byteCount: secretVariable.value.count)
+            }
+            entry[name.count + secretVariable.value.count] = 0
+            envp.append(entry)
+        }
+        envp.append(nil)
+        return envp
     }
 }

@@ -202,16 +202,8 @@ public final class TrustedFolder {
     }
 
     private static func walk(_ path: String, create: Bool, purpose: Purpose) throws(TrustedOpenError) -> Walked? {
-        var absolute = path
-        if !path.hasPrefix("/") {
-            var buffer = [CChar](repeating: 0, count: 4096)
-            guard getcwd(&buffer, buffer.count) != nil else { throw .failed(SystemError("getcwd", path: path)) }
-            absolute = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/" + path
-        }
-        var pending = absolute.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        let rootFD = retryingOnInterrupt { Glibc.open("/", GV_O_PATH | O_DIRECTORY | O_CLOEXEC) }
-        guard rootFD >= 0 else { throw .failed(SystemError("open", path: "/")) }
-        var current = FileDescriptor(owning: rootFD, path: "/")
+        var pending = try absolute(path).split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        var current = try openRoot()
         var shown = ""
         var links = 0
         while !pending.isEmpty {
@@ -242,16 +234,10 @@ public final class TrustedFolder {
                 }
                 links += 1
                 guard links <= 40 else { throw .failed(SystemError("open", path: path, code: ELOOP)) }
-                var target = [CChar](repeating: 0, count: 4096)
-                // The link itself, through its own descriptor: not whatever holds its name now.
-                let length = readlinkat(next.raw, "", &target, target.count - 1)
-                guard length > 0 else { throw .failed(SystemError("readlink", path: next.path)) }
-                let text = String(decoding: target[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                let text = try linkTarget(next)
                 pending = text.split(separator: "/", omittingEmptySubsequences: true).map(String.init) + pending
                 if text.hasPrefix("/") {
-                    let fd = retryingOnInterrupt { Glibc.open("/", GV_O_PATH | O_DIRECTORY | O_CLOEXEC) }
-                    guard fd >= 0 else { throw .failed(SystemError("open", path: "/")) }
-                    current = FileDescriptor(owning: fd, path: "/")
+                    current = try openRoot()
                     shown = ""
                 }
                 continue
@@ -269,6 +255,29 @@ public final class TrustedFolder {
         case .reading: break
         }
         return Walked(folder: current, shown: shown.isEmpty ? "/" : shown, leaf: nil)
+    }
+
+    /// `path` from the root: a relative one is taken from the current folder.
+    private static func absolute(_ path: String) throws(TrustedOpenError) -> String {
+        guard !path.hasPrefix("/") else { return path }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getcwd(&buffer, buffer.count) != nil else { throw .failed(SystemError("getcwd", path: path)) }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/" + path
+    }
+
+    private static func openRoot() throws(TrustedOpenError) -> FileDescriptor {
+        let fd = retryingOnInterrupt { Glibc.open("/", GV_O_PATH | O_DIRECTORY | O_CLOEXEC) }
+        guard fd >= 0 else { throw .failed(SystemError("open", path: "/")) }
+        return FileDescriptor(owning: fd, path: "/")
+    }
+
+    /// Where a symbolic link points, read through its own descriptor: not whatever holds its
+    /// name now.
+    private static func linkTarget(_ link: FileDescriptor) throws(TrustedOpenError) -> String {
+        var target = [CChar](repeating: 0, count: 4096)
+        let length = readlinkat(link.raw, "", &target, target.count - 1)
+        guard length > 0 else { throw .failed(SystemError("readlink", path: link.path)) }
+        return String(decoding: target[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// A folder on the way to a trusted one: the user's or root's, and if others may write to

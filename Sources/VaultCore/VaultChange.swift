@@ -56,12 +56,7 @@ public enum VaultChange: Sendable {
     /// Applies the change; the contents stay as they were when it throws.
     @discardableResult
     public func apply(to contents: VaultContents) throws(VaultError) -> Outcome {
-        switch self {
-        case .replaceKey(let name, _, _), .rotateKey(let name, _, _, _, _), .rollBack(let name, _):
-            // The next fetch would replace such a value, and a deleted Google key come back.
-            if let link = contents.links[name] { throw .linkedKey(name: name, reference: link.reference) }
-        default: break
-        }
+        try refuseIfLinked(contents)
         switch self {
         case .setKey(let name, let secret, let now):
             let old = contents.key(named: name)
@@ -98,12 +93,7 @@ public enum VaultChange: Sendable {
             try contents.setSharing(name, record)
             return Outcome(masked: nil, replaced: had)
         case .importKey(let name, let secret, let now, let google, let record):
-            let old = contents.key(named: name)
-            // Checked first, so a refused record leaves the key unstored.
-            guard record.recipients.count <= KeySharing.recipientLimit else { throw .valueTooLarge("the recipients of \(name)") }
-            try contents.setKey(name, secret: secret, now: now, google: google)
-            try contents.setSharing(name, record)
-            return Outcome(masked: old?.secret.masked, replaced: old != nil)
+            return try Self.applyImportKey(name, secret, now, google: google, record: record, in: contents)
         case .linkKey(let name, let secret, let now, let link):
             guard link.isWellFormed else { throw .valueTooLarge("the Secret Manager reference of \(name)") }
             let old = contents.key(named: name)
@@ -111,32 +101,11 @@ public enum VaultChange: Sendable {
             try contents.setLink(name, link)
             return Outcome(masked: old?.secret.masked, replaced: old != nil)
         case .refreshLink(let name, let secret, let now, let link, let since):
-            guard let old = contents.key(named: name) else { throw .keyNotFound(name: name) }
-            guard link.isWellFormed else { throw .valueTooLarge("the Secret Manager reference of \(name)") }
-            guard let current = contents.links[name], current.reference == link.reference, current.fetched == since else {
-                return Outcome(masked: nil, replaced: false)
-            }
-            let changed = !old.secret.isEqual(to: secret)
-            if changed { try contents.setKey(name, secret: secret, now: now) }
-            var kept = link
-            kept.rotation = current.rotation
-            try contents.setLink(name, kept)
-            return Outcome(masked: old.secret.masked, replaced: changed)
+            return try Self.applyRefreshLink(name, secret, now, link, since: since, in: contents)
         case .rotateLinkedKey(let name, let secret, let now, let google, let replacedGoogle, let link):
-            guard let old = contents.key(named: name) else { throw .keyNotFound(name: name) }
-            guard let current = contents.links[name], current.reference == link.reference else { throw .notLinked(name: name) }
-            guard link.isWellFormed else { throw .valueTooLarge("the Secret Manager reference of \(name)") }
-            try contents.setKey(name, secret: secret, now: now, google: google, replacedGoogle: replacedGoogle)
-            try contents.setLink(name, link)
-            return Outcome(masked: old.secret.masked, replaced: true)
+            return try Self.applyRotateLinkedKey(name, secret, now, google: google, replacedGoogle: replacedGoogle, link: link, in: contents)
         case .finishLinkedRotation(let name, let version):
-            guard let current = contents.links[name], let rotation = current.rotation, rotation.previousVersion == version, rotation.isPending else {
-                return Outcome(masked: nil, replaced: false)
-            }
-            var finished = current
-            finished.rotation = LinkedRotation(previousVersion: rotation.previousVersion, retireKey: rotation.retireKey, finishAfter: 0)
-            try contents.setLink(name, finished)
-            return Outcome(masked: nil, replaced: true)
+            return try Self.applyFinishLinkedRotation(name, version: version, in: contents)
         case .rollBackLinked(let name, let now, let link):
             guard let current = contents.links[name], current.reference == link.reference else { throw .notLinked(name: name) }
             guard link.isWellFormed else { throw .valueTooLarge("the Secret Manager reference of \(name)") }
@@ -144,6 +113,68 @@ public enum VaultChange: Sendable {
             try contents.setLink(name, link)
             return Outcome(masked: restored.secret.masked, replaced: true)
         }
+    }
+
+    /// A linked key's value comes from Secret Manager: it is not replaced, rotated or rolled
+    /// back by hand.
+    private func refuseIfLinked(_ contents: VaultContents) throws(VaultError) {
+        switch self {
+        case .replaceKey(let name, _, _), .rotateKey(let name, _, _, _, _), .rollBack(let name, _):
+            // The next fetch would replace such a value, and a deleted Google key come back.
+            if let link = contents.links[name] { throw .linkedKey(name: name, reference: link.reference) }
+        default: break
+        }
+    }
+
+    /// A shared key received: the key and its sharing record stored together, or neither.
+    private static func applyImportKey(_ name: String, _ secret: SecretBytes, _ now: Int64, google: GoogleKeyRecord?, record: KeySharing,
+                                       in contents: VaultContents) throws(VaultError) -> Outcome {
+        let old = contents.key(named: name)
+        // Checked first, so a refused record leaves the key unstored.
+        guard record.recipients.count <= KeySharing.recipientLimit else { throw .valueTooLarge("the recipients of \(name)") }
+        try contents.setKey(name, secret: secret, now: now, google: google)
+        try contents.setSharing(name, record)
+        return Outcome(masked: old?.secret.masked, replaced: old != nil)
+    }
+
+    /// A linked key's rotation: the new value and the link that will finish it, while the
+    /// key is still linked to the same secret.
+    private static func applyRotateLinkedKey(_ name: String, _ secret: SecretBytes, _ now: Int64, google: GoogleKeyRecord,
+                                             replacedGoogle: GoogleKeyRecord?, link: SecretLink,
+                                             in contents: VaultContents) throws(VaultError) -> Outcome {
+        guard let old = contents.key(named: name) else { throw .keyNotFound(name: name) }
+        guard let current = contents.links[name], current.reference == link.reference else { throw .notLinked(name: name) }
+        guard link.isWellFormed else { throw .valueTooLarge("the Secret Manager reference of \(name)") }
+        try contents.setKey(name, secret: secret, now: now, google: google, replacedGoogle: replacedGoogle)
+        try contents.setLink(name, link)
+        return Outcome(masked: old.secret.masked, replaced: true)
+    }
+
+    /// A fetch's new value and time, stored only when the link is still the one fetched.
+    private static func applyRefreshLink(_ name: String, _ secret: SecretBytes, _ now: Int64, _ link: SecretLink, since: Int64,
+                                         in contents: VaultContents) throws(VaultError) -> Outcome {
+        guard let old = contents.key(named: name) else { throw .keyNotFound(name: name) }
+        guard link.isWellFormed else { throw .valueTooLarge("the Secret Manager reference of \(name)") }
+        guard let current = contents.links[name], current.reference == link.reference, current.fetched == since else {
+            return Outcome(masked: nil, replaced: false)
+        }
+        let changed = !old.secret.isEqual(to: secret)
+        if changed { try contents.setKey(name, secret: secret, now: now) }
+        var kept = link
+        kept.rotation = current.rotation
+        try contents.setLink(name, kept)
+        return Outcome(masked: old.secret.masked, replaced: changed)
+    }
+
+    /// A linked rotation's grace over: the rotation kept only as done, once.
+    private static func applyFinishLinkedRotation(_ name: String, version: UInt64, in contents: VaultContents) throws(VaultError) -> Outcome {
+        guard let current = contents.links[name], let rotation = current.rotation, rotation.previousVersion == version, rotation.isPending else {
+            return Outcome(masked: nil, replaced: false)
+        }
+        var finished = current
+        finished.rotation = LinkedRotation(previousVersion: rotation.previousVersion, retireKey: rotation.retireKey, finishAfter: 0)
+        try contents.setLink(name, finished)
+        return Outcome(masked: nil, replaced: true)
     }
 }
 

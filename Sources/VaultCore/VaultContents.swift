@@ -329,52 +329,8 @@ public final class VaultContents {
                 let version = try reader.read(UInt8.self)
                 guard (1...payloadVersion).contains(version) else { throw VaultError.unsupportedPayloadVersion(path: path, version: Int(version)) }
                 let conversationKey = try reader.readSecret(32)
-                var keys: [StoredKey] = []
-                for _ in 0..<Int(try reader.read(UInt16.self)) {
-                    let name = try reader.readUTF8(Int(try reader.read(UInt16.self)))
-                    guard (try? validateName(name)) != nil else { throw broken("a key has an invalid name") }
-                    if let last = keys.last, !last.name.utf8.lexicographicallyPrecedes(name.utf8) {
-                        throw broken("key names are duplicated or not in byte order")
-                    }
-                    let secret = try reader.readSecret(Int(try reader.read(UInt16.self)))
-                    guard (1...maxSecretBytes).contains(secret.count) else { throw broken("key '\(name)' is empty or longer than \(maxSecretBytes) bytes") }
-                    let created = try reader.read(Int64.self)
-                    let updated = try reader.read(Int64.self)
-                    let lastUsed = version >= 2 ? try reader.read(Int64.self) : 0
-                    let google = version >= 5 ? try readRecord(&reader, broken: broken("key '\(name)' has a malformed Google key name")) : nil
-                    let previousCount = Int(try reader.read(UInt8.self))
-                    guard previousCount <= retiredLimit else { throw broken("key '\(name)' has \(previousCount) earlier values; writers keep at most \(retiredLimit)") }
-                    var earlier: [(secret: SecretBytes, retired: Int64, set: Int64?, google: GoogleKeyRecord?)] = []
-                    for _ in 0..<previousCount {
-                        let old = try reader.readSecret(Int(try reader.read(UInt16.self)))
-                        guard (1...maxSecretBytes).contains(old.count) else { throw broken("an earlier value of key '\(name)' is empty or too long") }
-                        let retired = try reader.read(Int64.self)
-                        let set = version >= 4 ? try reader.read(Int64.self) : nil
-                        let oldGoogle = version >= 5 ? try readRecord(&reader, broken: broken("an earlier value of key '\(name)' has a malformed Google key name")) : nil
-                        earlier.append((old, retired, set, oldGoogle))
-                    }
-                    // Before version 4 the set date was not kept: a value was set when the one
-                    // before it was replaced, and the oldest kept one no later than the key's creation.
-                    let previous = earlier.enumerated().map { position, old in
-                        RetiredSecret(secret: old.secret, retired: old.retired,
-                                      set: old.set ?? (position + 1 < earlier.count ? earlier[position + 1].retired : created), google: old.google)
-                    }
-                    keys.append(StoredKey(name: name, secret: secret, created: created, updated: updated, lastUsed: lastUsed, previous: previous,
-                                          google: google))
-                }
-                var settings: [String: String] = [:]
-                var lastSetting: String?
-                for _ in 0..<Int(try reader.read(UInt16.self)) {
-                    let name = try reader.readUTF8(Int(try reader.read(UInt16.self)))
-                    guard (try? validateName(name)) != nil else { throw broken("a setting has an invalid name") }
-                    if let lastSetting, !lastSetting.utf8.lexicographicallyPrecedes(name.utf8) {
-                        throw broken("setting names are duplicated or not in byte order")
-                    }
-                    lastSetting = name
-                    let length = Int(try reader.read(UInt32.self))
-                    guard length <= maxSettingBytes else { throw broken("setting '\(name)' is longer than \(maxSettingBytes) bytes") }
-                    settings[name] = try reader.readUTF8(length)
-                }
+                let keys = try readKeys(&reader, version: version, broken: broken)
+                let settings = try readSettings(&reader, broken: broken)
                 var earlier: [SecretBytes] = []
                 if version >= 3 {
                     let count = Int(try reader.read(UInt16.self))
@@ -397,6 +353,62 @@ public final class VaultContents {
         } catch {
             throw broken("a field runs past the end, or a name is not UTF-8")
         }
+    }
+
+    /// The keys, each with its earlier values, in byte order of their names.
+    private static func readKeys(_ reader: inout ByteReader, version: UInt8, broken: (String) -> VaultError) throws -> [StoredKey] {
+        var keys: [StoredKey] = []
+        for _ in 0..<Int(try reader.read(UInt16.self)) {
+            let name = try reader.readUTF8(Int(try reader.read(UInt16.self)))
+            guard (try? validateName(name)) != nil else { throw broken("a key has an invalid name") }
+            if let last = keys.last, !last.name.utf8.lexicographicallyPrecedes(name.utf8) {
+                throw broken("key names are duplicated or not in byte order")
+            }
+            let secret = try reader.readSecret(Int(try reader.read(UInt16.self)))
+            guard (1...maxSecretBytes).contains(secret.count) else { throw broken("key '\(name)' is empty or longer than \(maxSecretBytes) bytes") }
+            let created = try reader.read(Int64.self)
+            let updated = try reader.read(Int64.self)
+            let lastUsed = version >= 2 ? try reader.read(Int64.self) : 0
+            let google = version >= 5 ? try readRecord(&reader, broken: broken("key '\(name)' has a malformed Google key name")) : nil
+            let previousCount = Int(try reader.read(UInt8.self))
+            guard previousCount <= retiredLimit else { throw broken("key '\(name)' has \(previousCount) earlier values; writers keep at most \(retiredLimit)") }
+            var earlier: [(secret: SecretBytes, retired: Int64, set: Int64?, google: GoogleKeyRecord?)] = []
+            for _ in 0..<previousCount {
+                let old = try reader.readSecret(Int(try reader.read(UInt16.self)))
+                guard (1...maxSecretBytes).contains(old.count) else { throw broken("an earlier value of key '\(name)' is empty or too long") }
+                let retired = try reader.read(Int64.self)
+                let set = version >= 4 ? try reader.read(Int64.self) : nil
+                let oldGoogle = version >= 5 ? try readRecord(&reader, broken: broken("an earlier value of key '\(name)' has a malformed Google key name")) : nil
+                earlier.append((old, retired, set, oldGoogle))
+            }
+            // Before version 4 the set date was not kept: a value was set when the one
+            // before it was replaced, and the oldest kept one no later than the key's creation.
+            let previous = earlier.enumerated().map { position, old in
+                RetiredSecret(secret: old.secret, retired: old.retired,
+                              set: old.set ?? (position + 1 < earlier.count ? earlier[position + 1].retired : created), google: old.google)
+            }
+            keys.append(StoredKey(name: name, secret: secret, created: created, updated: updated, lastUsed: lastUsed, previous: previous,
+                                  google: google))
+        }
+        return keys
+    }
+
+    /// The settings, in byte order of their names.
+    private static func readSettings(_ reader: inout ByteReader, broken: (String) -> VaultError) throws -> [String: String] {
+        var settings: [String: String] = [:]
+        var lastSetting: String?
+        for _ in 0..<Int(try reader.read(UInt16.self)) {
+            let name = try reader.readUTF8(Int(try reader.read(UInt16.self)))
+            guard (try? validateName(name)) != nil else { throw broken("a setting has an invalid name") }
+            if let lastSetting, !lastSetting.utf8.lexicographicallyPrecedes(name.utf8) {
+                throw broken("setting names are duplicated or not in byte order")
+            }
+            lastSetting = name
+            let length = Int(try reader.read(UInt32.self))
+            guard length <= maxSettingBytes else { throw broken("setting '\(name)' is longer than \(maxSettingBytes) bytes") }
+            settings[name] = try reader.readUTF8(length)
+        }
+        return settings
     }
 }
 
