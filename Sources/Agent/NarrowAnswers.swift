@@ -138,12 +138,10 @@ enum NarrowCoding {
 
     static func add(_ change: VaultChange, to message: inout AgentMessage) {
         switch change {
-        case .setKey(let name, let secret, let now), .replaceKey(let name, let secret, let now):
-            if case .setKey = change { message.add(.changeKind, number: Int64(ChangeKind.setKey.rawValue)) }
-            else { message.add(.changeKind, number: Int64(ChangeKind.replaceKey.rawValue)) }
-            message.add(.keyName, text: name)
-            message.add(.keyValue, secret: secret)
-            message.add(.now, number: now)
+        case .setKey(let name, let secret, let now):
+            addValue(.setKey, name, secret, now, to: &message)
+        case .replaceKey(let name, let secret, let now):
+            addValue(.replaceKey, name, secret, now, to: &message)
         case .rotateKey(let name, let secret, let now, let google, let replacedGoogle):
             addRotation(name, secret, now, google, replacedGoogle, link: nil, to: &message)
         case .rotateLinkedKey(let name, let secret, let now, let google, let replacedGoogle, let link):
@@ -168,23 +166,14 @@ enum NarrowCoding {
             message.add(.keyName, text: name)
             message.add(.sharingRecord, secret: SecretBytes(copying: record.encoded()))
         case .importKey(let name, let secret, let now, let google, let record):
-            message.add(.changeKind, number: Int64(ChangeKind.importKey.rawValue))
-            message.add(.keyName, text: name)
-            message.add(.keyValue, secret: secret)
-            message.add(.now, number: now)
+            addValue(.importKey, name, secret, now, to: &message)
             if let google { addGoogle(google, to: &message) }
             message.add(.sharingRecord, secret: SecretBytes(copying: record.encoded()))
         case .linkKey(let name, let secret, let now, let link):
-            message.add(.changeKind, number: Int64(ChangeKind.linkKey.rawValue))
-            message.add(.keyName, text: name)
-            message.add(.keyValue, secret: secret)
-            message.add(.now, number: now)
+            addValue(.linkKey, name, secret, now, to: &message)
             add(link, to: &message)
         case .refreshLink(let name, let secret, let now, let link, let since):
-            message.add(.changeKind, number: Int64(ChangeKind.refreshLink.rawValue))
-            message.add(.keyName, text: name)
-            message.add(.keyValue, secret: secret)
-            message.add(.now, number: now)
+            addValue(.refreshLink, name, secret, now, to: &message)
             add(link, to: &message)
             message.add(.linkSince, number: since)
         case .finishLinkedRotation(let name, let version):
@@ -199,18 +188,19 @@ enum NarrowCoding {
         }
     }
 
-    /// A rotation, plain or of a linked key: both carry the new value and the Google keys.
-    private static func addRotation(_ name: String, _ secret: SecretBytes, _ now: Int64, _ google: GoogleKeyRecord,
-                                    _ replacedGoogle: GoogleKeyRecord?, link: SecretLink?, to message: inout AgentMessage) {
-        if let link {
-            message.add(.changeKind, number: Int64(ChangeKind.rotateLinkedKey.rawValue))
-            add(link, to: &message)
-        } else {
-            message.add(.changeKind, number: Int64(ChangeKind.rotateKey.rawValue))
-        }
+    /// A change that sets a key's value: its kind, the name, the value and the time.
+    private static func addValue(_ kind: ChangeKind, _ name: String, _ secret: SecretBytes, _ now: Int64, to message: inout AgentMessage) {
+        message.add(.changeKind, number: Int64(kind.rawValue))
         message.add(.keyName, text: name)
         message.add(.keyValue, secret: secret)
         message.add(.now, number: now)
+    }
+
+    /// A rotation, plain or of a linked key: both carry the new value and the Google keys.
+    private static func addRotation(_ name: String, _ secret: SecretBytes, _ now: Int64, _ google: GoogleKeyRecord,
+                                    _ replacedGoogle: GoogleKeyRecord?, link: SecretLink?, to message: inout AgentMessage) {
+        addValue(link == nil ? .rotateKey : .rotateLinkedKey, name, secret, now, to: &message)
+        if let link { add(link, to: &message) }
         addGoogle(google, to: &message)
         if let replacedGoogle {
             message.add(.replacedGoogleResource, text: replacedGoogle.resource)

@@ -22,47 +22,58 @@ public enum GroundedAnswer {
     /// On a terminal `columns` wide, titles and queries wrap between words under their number;
     /// a plain URL has a line of its own.
     public static func footer(_ reply: ChatReply, style: Style, hyperlinks: Bool, columns: Int? = nil) -> String {
-        var lines: [String] = []
         let grounding = reply.grounding ?? Grounding()
-        if !grounding.sources.isEmpty {
-            lines.append(style.bold("Sources"))
-            for (index, source) in grounding.sources.enumerated() {
-                let title = clean(source.title ?? source.domain ?? source.uri)
-                let domain = source.domain.map { clean($0) }.flatMap { $0 == title ? nil : $0 }
-                let link = webLink(source.uri)
-                let number = " [\(index + 1)] "
-                var entry = wrapped(number + title, columns: columns, indent: number.count).map { line in
-                    let text = String(line.dropFirst(number.count))
-                    return String(line.prefix(number.count)) + (hyperlinks && link != nil ? hyperlink(text, to: link!) : text)
-                }
-                if let domain {
-                    let last = DisplayWidth.of(entry.last.map { String($0.dropFirst(number.count)) } ?? "") + number.count
-                    if let columns, last + 3 + DisplayWidth.of(domain) > columns { entry.append(String(repeating: " ", count: number.count) + style.dim("— " + domain)) }
-                    else { entry[entry.count - 1] += style.dim(" — " + domain) }
-                }
-                lines += entry
-                if !hyperlinks, let link { lines.append("     " + style.dim(link)) }
-            }
-        }
-        if !grounding.queries.isEmpty {
-            if hyperlinks {
-                let searches = grounding.queries.map { query in (clean(query), "https://www.google.com/search?q=" + queryEncoded(query)) }
-                lines.append(style.bold("Searches") + " " + searches.map { hyperlink($0.0, to: $0.1) }.joined(separator: style.dim(" · ")))
-            } else {
-                // Each query, then its results page on a line of its own, readable as typed.
-                lines.append(style.bold("Searches"))
-                for query in grounding.queries {
-                    lines += wrapped(" " + clean(query), columns: columns, indent: 1)
-                    lines.append("     " + style.dim("https://www.google.com/search?q=" + readableQuery(query)))
-                }
-            }
-        }
-        let unread = reply.urlRetrievals.filter { !$0.succeeded }
-        if !unread.isEmpty {
-            lines.append(style.bold("Not read"))
-            lines += unread.map { " " + clean($0.url) + style.dim(" (" + readableStatus($0.status) + ")") }
-        }
+        let lines = sourceLines(grounding.sources, style: style, hyperlinks: hyperlinks, columns: columns)
+            + searchLines(grounding.queries, style: style, hyperlinks: hyperlinks, columns: columns)
+            + unreadLines(reply.urlRetrievals.filter { !$0.succeeded }, style: style)
         return lines.isEmpty ? "" : "\n" + lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The sources, numbered as the marks are: each title wrapped under its number, its domain
+    /// after it (or below, when the line is full), and its link.
+    private static func sourceLines(_ sources: [Grounding.Source], style: Style, hyperlinks: Bool, columns: Int?) -> [String] {
+        guard !sources.isEmpty else { return [] }
+        var lines = [style.bold("Sources")]
+        for (index, source) in sources.enumerated() {
+            let title = clean(source.title ?? source.domain ?? source.uri)
+            let domain = source.domain.map { clean($0) }.flatMap { $0 == title ? nil : $0 }
+            let link = webLink(source.uri)
+            let number = " [\(index + 1)] "
+            var entry = wrapped(number + title, columns: columns, indent: number.count).map { line in
+                let text = String(line.dropFirst(number.count))
+                return String(line.prefix(number.count)) + (hyperlinks && link != nil ? hyperlink(text, to: link!) : text)
+            }
+            if let domain {
+                let last = DisplayWidth.of(entry.last.map { String($0.dropFirst(number.count)) } ?? "") + number.count
+                if let columns, last + 3 + DisplayWidth.of(domain) > columns { entry.append(String(repeating: " ", count: number.count) + style.dim("— " + domain)) }
+                else { entry[entry.count - 1] += style.dim(" — " + domain) }
+            }
+            lines += entry
+            if !hyperlinks, let link { lines.append("     " + style.dim(link)) }
+        }
+        return lines
+    }
+
+    /// The Search Suggestions, each linking to its Google results page.
+    private static func searchLines(_ queries: [String], style: Style, hyperlinks: Bool, columns: Int?) -> [String] {
+        guard !queries.isEmpty else { return [] }
+        if hyperlinks {
+            let searches = queries.map { query in (clean(query), "https://www.google.com/search?q=" + queryEncoded(query)) }
+            return [style.bold("Searches") + " " + searches.map { hyperlink($0.0, to: $0.1) }.joined(separator: style.dim(" · "))]
+        }
+        // Each query, then its results page on a line of its own, readable as typed.
+        var lines = [style.bold("Searches")]
+        for query in queries {
+            lines += wrapped(" " + clean(query), columns: columns, indent: 1)
+            lines.append("     " + style.dim("https://www.google.com/search?q=" + readableQuery(query)))
+        }
+        return lines
+    }
+
+    /// The pages URL context could not read, with why.
+    private static func unreadLines(_ unread: [URLRetrieval], style: Style) -> [String] {
+        guard !unread.isEmpty else { return [] }
+        return [style.bold("Not read")] + unread.map { " " + clean($0.url) + style.dim(" (" + readableStatus($0.status) + ")") }
     }
 
     private static func wrapped(_ text: String, columns: Int?, indent: Int) -> [String] {

@@ -72,7 +72,12 @@ public struct ErrorMapper: Sendable {
         let message = Self.redact(envelope?.message ?? "no error message")
         let reasons = envelope?.reasons ?? []
         let shown = "(\(code) \(reasons.first?.name ?? statusName))"
+        if let refusal = keyRefusal(code: code, reasons: reasons, shown: shown, envelope: envelope) { return refusal }
+        return byStatus(code: code, statusName: statusName, message: message, reasons: reasons, shown: shown, envelope: envelope)
+    }
 
+    /// Step 1: what Google's `ErrorInfo` reason says of the key (or of the project it belongs to).
+    private func keyRefusal(code: Int, reasons: [GoogleErrorReason], shown: String, envelope: GoogleStatus?) -> GeminiError? {
         if let reason = Self.authenticationReason(code: code, reasons: reasons, message: envelope?.message ?? "") {
             if keyKind == .standard {
                 return GeminiError(category: .refused, message: "the standard API key from \(keyOrigin) was refused \(shown): Google stopped accepting standard keys for the Gemini API in September 2026",
@@ -101,6 +106,11 @@ public struct ErrorMapper: Sendable {
                                hint: "enable it at \(link ?? "the Google Cloud console (APIs & Services > Library > Generative Language API)"); it takes a few minutes to reach Google's servers, then try again",
                                status: code, cause: .google(.serviceDisabled))
         }
+        return nil
+    }
+
+    /// Step 2: without a reason gemvault acts on, the HTTP status decides.
+    private func byStatus(code: Int, statusName: String, message: String, reasons: [GoogleErrorReason], shown: String, envelope: GoogleStatus?) -> GeminiError {
         switch code {
         case 401:
             return GeminiError(category: .refused, message: "the key from \(keyOrigin) was not accepted \(shown): \(message)",

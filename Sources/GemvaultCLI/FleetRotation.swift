@@ -241,11 +241,10 @@ enum FleetRotation {
             Console.note("added version \(version) to \(reference.resource); machines that fetch now take it")
             // (4) Stored, with the finish the grace period ends in.
             finishAfter = Output.now() + Int64(grace.rounded(.up))
-            let rotation = LinkedRotation(previousVersion: latest.version, retireKey: retire ?? "", finishAfter: finishAfter)
             let replaced = foundByLookup ? GoogleKeyRecord(resource: plan.resource!, serviceAccount: current?.serviceAccountEmail ?? "") : nil
-            _ = try vault.apply(.rotateLinkedKey(name: name, secret: secret, now: Output.now(),
-                                                 google: GoogleKeyRecord(resource: newName, serviceAccount: plan.serviceAccount), replacedGoogle: replaced,
-                                                 link: SecretLink(reference: startLink.reference, version: version, fetched: Output.now(), rotation: rotation)))
+            try storeRotated(secret, name: name, vault: vault, plan: plan, newName: newName, replaced: replaced,
+                             link: SecretLink(reference: startLink.reference, version: version, fetched: Output.now(),
+                                              rotation: LinkedRotation(previousVersion: latest.version, retireKey: retire ?? "", finishAfter: finishAfter)))
         } catch {
             try takeBack(after: error, vault, newName: newName, plan: plan, added: added, made: made, intent: intent,
                          latest: latest.version, manager, reference, name: name)
@@ -262,6 +261,14 @@ enum FleetRotation {
         // (5) After the grace: the previous version disabled, the old key deleted.
         try finishAfterGrace(call, report, finishAfter: finishAfter, grace: grace, retire: retire, previous: latest.version,
                              added: added!, vault: vault, link: link, manager, reference)
+    }
+
+    /// Step (4): the vault holds the new key, its version and the finish to come.
+    private static func storeRotated(_ secret: SecretBytes, name: String, vault: GoogleRotation.VaultView, plan: GoogleRotation.NewKeyPlan, newName: String,
+                                     replaced: GoogleKeyRecord?, link: SecretLink) throws {
+        _ = try vault.apply(.rotateLinkedKey(name: name, secret: secret, now: Output.now(),
+                                             google: GoogleKeyRecord(resource: newName, serviceAccount: plan.serviceAccount), replacedGoogle: replaced,
+                                             link: link))
     }
 
     /// The finish: recorded for later with --no-wait, else waited for and done now.

@@ -1,5 +1,5 @@
 """The developers' guide's size rules, checked on the Swift sources: no function (method,
-initializer, subscript, closure-bodied or computed property) has a body longer than 60 lines,
+initializer, subscript, closure-bodied or computed property) is longer than 60 lines from its declaration to its closing brace,
 and no file passes 500 lines. The sources are read by a small brace-aware scanner that blanks
 out string literals (plain, multi-line, raw, with interpolations) and comments first, so that
 only the code's own braces count."""
@@ -108,41 +108,47 @@ DECLARATION = re.compile(
     r"|(?:var|let)\s+(?P<property>\w+))")
 
 
-def declared_name(header):
-    """The name a body's header declares, or None when the brace opens no function body."""
-    header = header.strip()
+def declaration(header):
+    """(name, offset in `header` where its declaration starts) for the function a body's header
+    declares, or None when the brace opens no function body."""
     match = None
     for match in DECLARATION.finditer(header):
         pass
     if match is None:
         return None
     if match.group("func"):
-        return match.group("func")
+        return match.group("func"), match.start()
     if match.group("init") or match.group("subscript"):
-        return match.group("init") or match.group("subscript")
+        return match.group("init") or match.group("subscript"), match.start()
     rest = header[match.end():]
     # A computed property (`var name: T {`) or one set by a closure run once (`= {`).
     if rest.rstrip().endswith("=") or (rest.lstrip().startswith(":") and "=" not in rest):
-        return match.group("property")
+        return match.group("property"), match.start()
     return None
 
 
+def declared_name(header):
+    found = declaration(header)
+    return found[0] if found else None
+
+
 def bodies(path):
-    """(name, first line, body lines) for every function-like body in a Swift file."""
+    """(name, first line, lines) for every function-like body in a Swift file: from the line its
+    declaration starts on (a header over several lines counts whole) to its closing brace."""
     with open(path, encoding="utf-8") as handle:
         code = Blanker(handle.read()).run()
     found, stack, boundary = [], [], 0
     for index, c in enumerate(code):
         if c == "{":
-            name = declared_name(code[boundary:index])
-            line = code.count("\n", 0, index) + 1
-            stack.append((name, line))
+            declared = declaration(code[boundary:index])
+            line = code.count("\n", 0, boundary + declared[1]) + 1 if declared else 0
+            stack.append((declared[0] if declared else None, line))
             boundary = index + 1
         elif c == "}":
             if stack:
                 name, line = stack.pop()
                 if name is not None:
-                    found.append((name, line, max(0, code.count("\n", 0, index) - line)))
+                    found.append((name, line, code.count("\n", 0, index) + 2 - line))
             boundary = index + 1
         elif c == ";":
             boundary = index + 1
@@ -169,6 +175,9 @@ def test_the_scanner_ignores_braces_in_strings_and_comments():
         '    }()\n'
         '    var plain = 3 { didSet { } }\n'
         '    init(x: Int) { }\n'
+        '    func two(a: Int,\n'
+        '             b: Int) {\n'
+        '    }\n'
         '}\n')
     with tempfile.NamedTemporaryFile("w", suffix=".swift", delete=False) as handle:
         handle.write(sample)
@@ -176,17 +185,17 @@ def test_the_scanner_ignores_braces_in_strings_and_comments():
         found = {name: (line, length) for name, line, length in bodies(handle.name)}
     finally:
         os.unlink(handle.name)
-    assert found == {"one": (4, 5), "computed": (11, 1), "made": (14, 1), "init": (18, 0)}
+    assert found == {"one": (4, 7), "computed": (11, 3), "made": (14, 3), "init": (18, 1), "two": (19, 3)}
 
 
-def test_no_function_body_passes_60_lines():
+def test_no_function_passes_60_lines():
     offenders = []
     for path in swift_files():
         relative = os.path.relpath(path, SOURCES)
         for name, line, length in bodies(path):
             if length > MAX_BODY_LINES:
                 offenders.append("Sources/%s:%d %s: %d lines" % (relative, line, name, length))
-    assert not offenders, "function bodies longer than %d lines:\n%s" % (MAX_BODY_LINES, "\n".join(offenders))
+    assert not offenders, "functions longer than %d lines (declaration to closing brace):\n%s" % (MAX_BODY_LINES, "\n".join(offenders))
 
 
 def test_no_source_file_passes_500_lines():
