@@ -11,12 +11,7 @@ import VaultCore
 @Suite struct LedgerCompactionTests {
     let folder = TemporaryFolder()
 
-    private func ledger() throws -> (UsageLedger, HistoryKeys) {
-        let keys = try HistoryKeys(seeds: [SecretBytes.random(count: 32)])
-        let store = HistoryStore(stateDirectory: folder.path, vaultPath: folder.path + "/vault")
-        _ = try TrustedFolder.create(store.folder)
-        return (UsageLedger(history: store), keys)
-    }
+    private func ledger() throws -> (UsageLedger, HistoryKeys) { try folder.ledger() }
 
     private func entry(_ index: Int) -> UsageLedger.Entry {
         UsageLedger.Entry(key: "key-\(index % 3)", model: "model-\(index % 2)", day: UsageDay(number: 20_000 + index / 300),

@@ -11,12 +11,7 @@ import VaultCore
 @Suite struct UsageLedgerTests {
     let folder = TemporaryFolder()
 
-    private func ledger() throws -> (UsageLedger, HistoryKeys) {
-        let keys = try HistoryKeys(seeds: [SecretBytes.random(count: 32)])
-        let store = HistoryStore(stateDirectory: folder.path, vaultPath: folder.path + "/vault")
-        _ = try TrustedFolder.create(store.folder)
-        return (UsageLedger(history: store), keys)
-    }
+    private func ledger() throws -> (UsageLedger, HistoryKeys) { try folder.ledger() }
 
     private func entry(_ key: String = "work", model: String = "gemini-2.5-flash", day: Int = 20_000, prompt: Int = 10) -> UsageLedger.Entry {
         UsageLedger.Entry(key: key, model: model, day: UsageDay(number: day), counts: UsageCounts(requests: 1, prompt: prompt, output: 5, thoughts: 2))
