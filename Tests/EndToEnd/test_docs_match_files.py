@@ -414,3 +414,44 @@ def test_configuration_md_lists_every_setting_and_its_environment_variable(env):
         assert "| `%s` |" % name in text, name
         variable = "GEMVAULT_CREDENTIAL" if name == "credential_name" else "GEMVAULT_" + name.upper()
         assert "`%s`" % variable in text, variable
+
+
+def documented_import_arrows(architecture):
+    """The `Imports` section's graph: each `Module ─▶ A, B` line and its indented continuations."""
+    block = re.search(r"## Imports\n.*?```\n(.*?)```", architecture, re.S).group(1)
+    arrows, current = {}, None
+    for line in block.splitlines():
+        head = re.match(r"(\S+) ─*▶ ?(.*)", line)
+        if head:
+            current = head.group(1)
+            arrows[current] = set()
+            rest = head.group(2)
+        elif current and line.startswith(" "):
+            rest = line
+        else:
+            continue
+        arrows[current].update(word.strip() for word in rest.split(",") if word.strip())
+    return arrows
+
+
+def test_the_architecture_draws_every_import_arrow_package_swift_declares():
+    """Docs/architecture.md's graph is compared arrow by arrow, not only by the names it mentions."""
+    with open(os.path.join(ROOT, "Package.swift")) as handle:
+        declared = declared_dependencies(handle.read())
+    with open(os.path.join(ROOT, "Docs", "architecture.md")) as handle:
+        drawn = documented_import_arrows(handle.read())
+    differences = []
+    for name, (kind, dependencies) in sorted(declared.items()):
+        if kind in ("testTarget", "systemLibrary") or not dependencies:
+            continue
+        arrows = drawn.get(name)
+        if arrows is None:
+            differences.append("%s is not drawn" % name)
+        elif arrows != dependencies:
+            for missing in sorted(dependencies - arrows):
+                differences.append("%s ─▶ %s is missing" % (name, missing))
+            for extra in sorted(arrows - dependencies):
+                differences.append("%s ─▶ %s is drawn but not declared" % (name, extra))
+    for name in sorted(set(drawn) - set(declared)):
+        differences.append("%s is drawn but is no target" % name)
+    assert not differences, "Docs/architecture.md's import graph and Package.swift differ:\n" + "\n".join(differences)
