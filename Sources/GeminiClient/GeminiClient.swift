@@ -171,17 +171,12 @@ public final class GeminiClient {
 
     /// Every model, following `nextPageToken` (at most 50 pages).
     public func listModels(handlers: StreamHandlers = StreamHandlers()) throws -> [ModelInfo] {
-        var models: [ModelInfo] = []
-        var token: String?
-        for _ in 0..<50 {
+        try Pagination.collect(maxPages: 50, { (token: String?) throws(any Error) -> Pagination.Page<ModelInfo> in
             var target = url("models?pageSize=1000")
             if let token { target += "&pageToken=" + PercentEncoding.encode(token) }
             let page: ListModelsResponse = try call(method: "GET", url: target, body: nil, handlers: handlers)
-            models += page.models ?? []
-            guard let next = page.nextPageToken, !next.isEmpty else { break }
-            token = next
-        }
-        return models
+            return Pagination.Page(page.models ?? [], next: page.nextPageToken)
+        }, refuse: { _ in GeminiError(category: .network, message: "the server gave a page token again while listing the models; the list was not used", cause: .badJSON) })
     }
 
     /// Tokens in `request` for `model`, with `:countTokens`: the whole request (its system

@@ -372,6 +372,6 @@ enum TokenEndpoint {
         return GoogleError(category, "\(what) refused the credential (HTTP \(response.status)\(detail.isEmpty ? "" : ", " + Redaction.redact(detail)))",
                            hint: response.status == 400 || response.status == 401
                              ? "the credential may be revoked or expired; for gcloud's, run 'gcloud auth application-default login' again" : nil,
-                           status: response.status, reason: answer?.error)
+                           status: response.status, reason: answer?.error.map(GoogleReason.oauth))
     }
 }

@@ -84,7 +84,7 @@ extension GoogleExchange {
             } catch {
                 if error.tooLarge { throw GoogleError(.badData, "\(service) answered \(what) with more than \(Self.maxAnswer >> 10) KiB, which no Google API sends") }
                 return .failed(GoogleError(.network, "\(service) did not answer while \(what): \(error.message)",
-                                           hint: "check the network, or the \(setting) setting", reason: GoogleError.answerLost), .noAnswer)
+                                           hint: "check the network, or the \(setting) setting", reason: .answerLost), .noAnswer)
             }
             guard let split = SecretJSON.split(response.body, secretFields: secretFields) else {
                 throw GoogleError(response.status >= 500 ? .network : .refused, "\(service) answered \(what) with a malformed body (HTTP \(response.status))",
