@@ -102,7 +102,7 @@ let package = Package(
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "SystemIO"]),
         .testTarget(name: "KeyResolutionTests", dependencies: ["SystemIO", "KeyResolution", "Settings", "VaultAccess", "Agent", "VaultCore", "GoogleKeys", "GemvaultTesting"]),
-        .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "SystemIO", "VaultCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "GemvaultTesting", "SystemIO", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "Conversations", "GoogleHTTP", "GoogleKeys", "VaultCore", "GemvaultTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "VaultCore", "GemvaultTesting"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),
