@@ -13,6 +13,12 @@ public struct Deadline: Sendable {
         self.moment = clock.now() + seconds
     }
 
+    /// The moment `moment` (monotonic seconds, for callers that pass a deadline as a number).
+    public init(at moment: Double, clock: WaitClock = .real) {
+        self.clock = clock
+        self.moment = moment
+    }
+
     /// Seconds left; 0 once passed.
     public var remaining: Double { max(0, moment - clock.now()) }
 
