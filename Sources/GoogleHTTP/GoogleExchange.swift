@@ -45,6 +45,8 @@ public struct GoogleExchange {
         /// The credential's header (`Authorization: Bearer …`, `x-goog-api-key: …`).
         public var credential: HTTPRequest.SecretHeader?
         public var body: HTTPRequest.Body
+        /// The body's `Content-Type` (an OAuth token request is a form).
+        public var bodyType = "application/json; charset=utf-8"
         /// Fields of the answer whose values are secrets (`keyString`, `data`).
         public var secretFields: Set<String>
         /// A response header to hand back with the answer.
@@ -113,7 +115,8 @@ public struct GoogleExchange {
 }
 
 extension GoogleExchange {
-    /// The one JSON call: `policy`'s attempts of `perform`, `Accept` and `Content-Type` set.
+    /// The one JSON call (a JSON answer, to a JSON or form body): `policy`'s attempts of
+    /// `perform`, `Accept` and `Content-Type` set.
     /// A 200 whose body is JSON is the answer, its `secretFields` taken out; any other answer
     /// is decoded by `GoogleStatus` and weighed by `refused`; a body that is no JSON is
     /// `malformed`'s to throw (or, given nil, `refused`'s with no envelope); no answer is
@@ -125,7 +128,7 @@ extension GoogleExchange {
                                      wait: (Double, Int, Failure) throws(Failure) -> Void) throws(Failure) -> Dated {
         var call = call
         call.headers = ["Accept: application/json"] + call.headers
-        if case .none = call.body {} else { call.headers.append("Content-Type: application/json; charset=utf-8") }
+        if case .none = call.body {} else { call.headers.append("Content-Type: " + call.bodyType) }
         return try policy.run({ (_: Int) throws(Failure) -> RetryPolicy.Step<Dated, Failure> in
             let response: Response
             do throws(TransportFailure) {

@@ -1,6 +1,8 @@
 import Foundation
+import GemvaultTesting
 import GoogleHTTP
 import Testing
+import VaultCore
 @testable import GoogleAuth
 
 /// The one refusal table of the API Keys service and Secret Manager, row by row, on the
@@ -55,5 +57,29 @@ import Testing
         #expect(try apiKeys(404, "not-found.json").message == "the API Keys service refused reading K: HTTP 404 NOT_FOUND: Requested entity was not found.")
         #expect(try secretManager(503, nil).message == "Secret Manager refused reading S: HTTP 503: no message")
         #expect(try secretManager(503, nil).category == .network && secretManager(400, "secret-etag-stale.json").reason == .status(.failedPrecondition))
+    }
+}
+
+/// The OAuth token endpoints go through the same JSON call, with a form body.
+@Suite struct TokenEndpointTests {
+    func exchange(_ transport: FakeTransport) throws(GoogleError) -> SecretBytes {
+        try TokenEndpoint.exchange(what: "the token endpoint T", method: "POST", url: "https://oauth.test/token", headers: [],
+                                   body: .plain(Array("grant_type=x".utf8)), exchange: GoogleExchange(transport: transport, timeout: 5))
+    }
+
+    @Test func aTokenIsTakenOutOfTheAnswerAndTheRequestIsAForm() throws {
+        let transport = FakeTransport([.json(200, #"{"access_token": "ya29.fresh", "expires_in": 3599}"#)])
+        let token = try exchange(transport)
+        #expect(token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } == "ya29.fresh")
+        #expect(transport.sent.first?.headers == ["Accept: application/json", "Content-Type: application/x-www-form-urlencoded"])
+    }
+
+    @Test func anOAuthRefusalKeepsItsErrorAsTheReason() {
+        let transport = FakeTransport([.json(400, #"{"error": "invalid_grant", "error_description": "Token has been expired or revoked."}"#)])
+        #expect(throws: GoogleError(.refused, "the token endpoint T refused the credential (HTTP 400, invalid_grant: Token has been expired or revoked.)",
+                                    hint: "the credential may be revoked or expired; for gcloud's, run 'gcloud auth application-default login' again",
+                                    status: 400, reason: .oauth("invalid_grant"))) { try exchange(transport) }
+        #expect(transport.sent.count == 1)
+        #expect(throws: GoogleError.self) { try exchange(FakeTransport([.json(200, #"{"token_type": "Bearer"}"#)])) }
     }
 }
