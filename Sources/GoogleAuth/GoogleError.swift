@@ -46,7 +46,3 @@ public struct GoogleError: Error, Sendable, Equatable {
     /// Whether Google refused with the canonical status `code` (and no ErrorInfo reason).
     public func isStatus(_ code: CanonicalCode) -> Bool { reason == .status(code) }
 }
-
-/// Transitional, until the rotation files (moving to the Rotation module) compare typed reasons:
-/// a reason by the name Google spells it.
-public func == (reason: GoogleReason?, name: String) -> Bool { reason?.name == name }
