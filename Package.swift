@@ -29,7 +29,7 @@ let package = Package(
         // MARK: Library modules
 
         /// Descriptors with EINTR-safe I/O, the trusted-file open, folders, atomic writes, locks,
-        /// and the one process spawner. Every system call that is not crypto or terminal lives here.
+        /// the one process spawner and helper runner. Every system call that is not crypto or terminal lives here.
         .target(name: "SystemIO", dependencies: ["CSystemShims"]),
 
         /// The shapes of Google's credentials (auth keys, standard keys, access tokens), defined once.
@@ -46,8 +46,9 @@ let package = Package(
         /// Sharing keys: the vault's identity in age and Ed25519 form, the signed share document,
         /// recipient lists. No terminal or file code.
         .target(name: "Sharing", dependencies: ["AgeFormat", "VaultCore", "GoogleKeys"]),
-        /// The one way to Google over HTTP: the transport (libcurl, or a fake in tests), the retry
-        /// policy, the decoder of Google's error envelope, percent-encoding and base64url.
+        /// The one way to Google over HTTP: the transport (libcurl, or a fake in tests), the one JSON
+        /// call, the retry policy, paged lists, the decoder of Google's error envelope and its typed
+        /// reasons, percent-encoding and base64url.
         .target(name: "GoogleHTTP", dependencies: ["CCurlStream", "SystemIO", "VaultCore", "GoogleKeys"]),
         /// The Gemini REST client, Gemini's `ChatProvider`: wire types and their mapping to the
         /// neutral ones, SSE parsing, errors. No terminal code.
@@ -102,7 +103,7 @@ let package = Package(
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "SystemIO"]),
         .testTarget(name: "KeyResolutionTests", dependencies: ["SystemIO", "KeyResolution", "Settings", "VaultAccess", "Agent", "VaultCore", "GoogleKeys", "GemvaultTesting"]),
-        .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "SystemIO", "VaultCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "GemvaultTesting", "SystemIO", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "Conversations", "GoogleHTTP", "GoogleKeys", "VaultCore", "GemvaultTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "VaultCore", "GemvaultTesting"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),

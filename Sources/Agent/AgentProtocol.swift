@@ -242,9 +242,8 @@ public enum FrameReader {
             case .refused(.outOfMemory), .refused(.noRoom): throw .outOfMemory
             case .refused: throw .malformed
             case .waiting:
-                let remaining = deadline - Clock.monotonicSeconds()
-                guard remaining > 0 else { throw .timedOut }
-                _ = connection.waitReadable(timeout: min(remaining, 1))
+                guard !Deadline(at: deadline).hasPassed else { throw .timedOut }
+                _ = connection.waitReadable(timeout: Deadline(at: deadline).slice(atMost: 1))
             }
         }
     }

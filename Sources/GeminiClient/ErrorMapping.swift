@@ -78,7 +78,7 @@ public struct ErrorMapper: Sendable {
 
     /// Step 1: what Google's `ErrorInfo` reason says of the key (or of the project it belongs to).
     private func keyRefusal(code: Int, reasons: [GoogleErrorReason], shown: String, envelope: GoogleStatus?) -> GeminiError? {
-        if let reason = Self.authenticationReason(code: code, reasons: reasons, message: envelope?.message ?? "") {
+        if let reason = Self.authenticationReason(code: code, reasons: reasons, envelope: envelope) {
             if keyKind == .standard {
                 return GeminiError(category: .refused, message: "the standard API key from \(keyOrigin) was refused \(shown): Google stopped accepting standard keys for the Gemini API in September 2026",
                                    hint: migrationHint, status: code, cause: .google(reason))
@@ -132,8 +132,7 @@ public struct ErrorMapper: Sendable {
                                hint: "try again later", status: code, cause: .status(statusName), serverMessage: message)
         default:
             // A refused field has no ErrorInfo reason: only Google's message names it.
-            let said = (envelope?.message ?? "").lowercased()
-            let advice = code == 400 ? optionAdvice.first { $0.words.contains(where: said.contains) } : nil
+            let advice = code == 400 ? optionAdvice.first { envelope?.messageMentions(any: $0.words) == true } : nil
             return GeminiError(category: .refused, message: "Gemini refused the request (\(code) \(statusName)): \(message)",
                                hint: advice.map(hint), status: code, cause: .status(statusName), serverMessage: message)
         }
@@ -181,9 +180,9 @@ public struct ErrorMapper: Sendable {
     /// The reason of a refused credential, or nil. Google's 401 for a key it takes for the wrong
     /// kind of credential can arrive without an `ErrorInfo`; then, and only then, its message
     /// tells it apart.
-    static func authenticationReason(code: Int, reasons: [GoogleErrorReason], message: String) -> GoogleErrorReason? {
+    static func authenticationReason(code: Int, reasons: [GoogleErrorReason], envelope: GoogleStatus?) -> GoogleErrorReason? {
         if reasons.contains(.accessTokenTypeUnsupported) { return .accessTokenTypeUnsupported }
-        if code == 401, reasons.isEmpty, message.contains("Expected OAuth 2 access token") { return .accessTokenTypeUnsupported }
+        if code == 401, reasons.isEmpty, envelope?.says(.expectsOAuthToken) == true { return .accessTokenTypeUnsupported }
         return nil
     }
 

@@ -171,17 +171,12 @@ public final class GeminiClient {
 
     /// Every model, following `nextPageToken` (at most 50 pages).
     public func listModels(handlers: StreamHandlers = StreamHandlers()) throws -> [ModelInfo] {
-        var models: [ModelInfo] = []
-        var token: String?
-        for _ in 0..<50 {
+        try Pagination.collect(maxPages: 50, { (token: String?) throws(any Error) -> Pagination.Page<ModelInfo> in
             var target = url("models?pageSize=1000")
             if let token { target += "&pageToken=" + PercentEncoding.encode(token) }
             let page: ListModelsResponse = try call(method: "GET", url: target, body: nil, handlers: handlers)
-            models += page.models ?? []
-            guard let next = page.nextPageToken, !next.isEmpty else { break }
-            token = next
-        }
-        return models
+            return Pagination.Page(page.models ?? [], next: page.nextPageToken)
+        }, refuse: { _ in GeminiError(category: .network, message: "the server gave a page token again while listing the models; the list was not used", cause: .badJSON) })
     }
 
     /// Tokens in `request` for `model`, with `:countTokens`: the whole request (its system
@@ -206,35 +201,32 @@ public final class GeminiClient {
         try callCapturing(method: method, url: url, body: body, handlers: handlers, errors: errors).0
     }
 
-    /// The answer and the service tier header that came with it.
+    /// No unary answer is larger (a models list is about 100 KiB).
+    static let maxUnaryAnswer = 64 << 20
+
+    /// The answer and the service tier header that came with it, by Google's one JSON call.
     private func callCapturing<Response: Decodable>(method: String, url: String, body: [UInt8]?, handlers: StreamHandlers,
                                                     errors: ErrorMapper? = nil) throws -> (Response, String?) {
         let errors = errors ?? self.errors
-        return try withRetries(handlers: handlers) { () throws -> Attempt<(Response, String?)> in
-            var received: [UInt8] = []
-            let (outcome, tier) = transport.performCapturing(
-                httpRequest(method, url, body: body),
-                onData: { _, bytes in
-                    received.append(contentsOf: bytes)
-                    return received.count < 64 << 20 ? .more : .abort
-                },
-                onTick: {
-                    handlers.onTick()
-                    return handlers.isCancelled()
-                })
-            switch outcome {
-            case .cancelled:
-                throw GeminiError(category: .interrupted, message: "interrupted", cause: .interrupted)
-            case .libraryMissing, .transportError, .connectionRefused, .idleTimeout, .refusedHeader:
-                return try transportFailure(outcome, anyText: false)
-            case .complete(let status, let retryAfter, _), .aborted(let status, let retryAfter):
-                guard status == 200 else { return failure(status, received, retryAfter: retryAfter, errors: errors) }
-                guard let decoded = try? JSONDecoder().decode(Response.self, from: Data(received)) else {
-                    throw GeminiError(category: .network, message: "the server's answer is not valid JSON", cause: .badJSON)
-                }
-                return .done((decoded, tier))
-            }
-        }
+        let notJSON = GeminiError(category: .network, message: "the server's answer is not valid JSON", cause: .badJSON)
+        let request = GoogleExchange.JSONRequest(method, .plain(url), credential: .init(prefix: "x-goog-api-key: ", value: apiKey),
+                                                 body: body.map { .plain($0) } ?? .none, capturing: Self.serviceTierHeader, onTick: {
+                                                     handlers.onTick()
+                                                     return handlers.isCancelled()
+                                                 })
+        let exchange = GoogleExchange(transport: transport, timeout: configuration.timeout, maxAnswer: Self.maxUnaryAnswer)
+        let answer = try exchange.call(request, policy: retryPolicy, unanswered: { (failure: GoogleExchange.TransportFailure) throws -> (any Error, RetryPolicy.Failure) in
+            if failure.tooLarge { throw notJSON }
+            if failure.outcome == .cancelled { throw GeminiError(category: .interrupted, message: "interrupted", cause: .interrupted) }
+            let attempt: Attempt<Void> = try transportFailure(failure.outcome, anyText: false)
+            guard case .failed(let error, let weight) = attempt else { throw notJSON }
+            return (error, weight)
+        }, malformed: { response in response.status == 200 ? notJSON : nil }, refused: { response, envelope in
+            let error = errors.apiError(status: response.status, envelope: envelope)
+            return (error, .answer(error.status ?? response.status, envelope, retryAfter: response.retryAfter))
+        }, wait: retryWait(handlers))
+        guard let decoded = answer.json.decode(Response.self) else { throw notJSON }
+        return (decoded, answer.captured)
     }
 
     /// A transfer that produced no HTTP answer: a retryable connection failure, or a final one.
@@ -282,12 +274,17 @@ public final class GeminiClient {
             case .done(let value): return .done(value)
             case .failed(let error, let failure): return .failed(error, failure)
             }
-        }, wait: { (delay: Double, attempt: Int, error: any Error) throws(any Error) in
+        }, wait: retryWait(handlers))
+    }
+
+    /// The wait between attempts: a notice, then a sleep a cancel cuts short.
+    func retryWait(_ handlers: StreamHandlers) -> (Double, Int, any Error) throws -> Void {
+        { (delay: Double, attempt: Int, error: any Error) throws in
             handlers.onRetry(RetryNotice(delay: delay, attempt: attempt, reason: Self.shortReason(error as? GeminiError)))
             if Self.sleep(delay, onTick: handlers.onTick, isCancelled: handlers.isCancelled) {
                 throw GeminiError(category: .interrupted, message: "interrupted while waiting to retry", cause: .interrupted)
             }
-        })
+        }
     }
 
     /// "503 UNAVAILABLE: The model is overloaded" for a retry notice.

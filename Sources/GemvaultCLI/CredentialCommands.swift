@@ -106,86 +106,56 @@ enum CredentialCommand {
 
     /// Runs systemd-creds with `secret` on its stdin; its stdout, or a failure with its stderr.
     private static func run(_ encryption: Encryption, feeding secret: SecretBytes, environment: [String: String]) throws -> [UInt8] {
-        let child = try start(encryption, environment: environment)
-        // A key is far smaller than a pipe's buffer: written whole before anything is read.
-        var handedOver = true
-        do throws(SystemError) {
-            try secret.withUnsafeBytes { bytes throws(SystemError) in
-                try child.standardInput!.writeAll(bytes)
-            }
-        } catch where error.code == EPIPE {
-            // It ended without reading the key (sudo refusing, say): what it said tells why.
-            handedOver = false
-        } catch {
-            stop(child, throughSudo: encryption.throughSudo)
-            throw CommandFailure(.failure, "could not hand the key to systemd-creds: \(error.reason)")
-        }
-        child.closeStandardInput()
-        var output: [UInt8] = []
-        var errors: [UInt8] = []
-        var streams = [child.standardOutput!, child.standardError!]
-        var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        let output = UnsafeMutableRawBufferPointer.allocate(byteCount: outputLimit, alignment: 1)
+        defer { output.deallocate() }
         // A systemd-creds that hangs (a TPM that never answers) must not hold the command.
         let limit = timeout + (encryption.throughSudo ? sudoPromptTime : 0)
-        let clock = WaitClock.standard
-        let deadline = clock.now() + limit
-        while !streams.isEmpty {
-            let remaining = deadline - clock.now()
-            guard remaining > 0 else {
-                stop(child, throughSudo: encryption.throughSudo)
-                throw CommandFailure(.failure, "systemd-creds did not finish within \(Int(limit)) s; nothing was written")
-            }
-            for stream in Poller.readable(streams, timeout: min(remaining, 1)) {
-                let count = buffer.withUnsafeMutableBytes { (try? stream.read(into: $0)) ?? 0 }
-                if count <= 0 { streams.removeAll { $0 === stream }; continue }
-                if stream === child.standardOutput { output += buffer[0..<count] } else if errors.count < 8192 { errors += buffer[0..<count] }
-                if output.count > outputLimit { stop(child, throughSudo: encryption.throughSudo); try failed(.signaled(SIGKILL), errors, encryption) }
+        let run = try start(encryption, environment: environment) { () throws(ProcessRunner.Failure) in
+            try secret.withUnsafeBytes { bytes throws(ProcessRunner.Failure) in
+                // sudo stays in the terminal's foreground process group, where it may read the
+                // password; systemd-creds alone gets a group of its own to stop.
+                try ProcessRunner.run(encryption.arguments, environment: environment, input: bytes, output: output, errorLimit: 8192,
+                                      ownProcessGroup: !encryption.throughSudo, deadline: Deadline(after: limit, clock: .standard),
+                                      stop: encryption.throughSudo ? .terminate(grace: 2) : .killGroup)
             }
         }
-        let ended = child.wait()
-        guard ended == .exited(0), handedOver else { try failed(ended, errors, encryption) }
-        return output
+        switch run.ending {
+        case .timedOut: throw CommandFailure(.failure, "systemd-creds did not finish within \(Int(limit)) s; nothing was written")
+        case .outputTooLarge: try failed(.signaled(SIGKILL), run.errors, encryption)
+        case .finished(let ended):
+            guard ended == .exited(0), run.inputTaken else { try failed(ended, run.errors, encryption) }
+            return Array(UnsafeRawBufferPointer(rebasing: output[0..<run.outputCount]))
+        }
     }
 
-    /// systemd-creds, or sudo running it. sudo stays in the terminal's foreground process group,
-    /// where it may read the password; systemd-creds alone gets a group of its own to stop.
-    private static func start(_ encryption: Encryption, environment: [String: String]) throws -> ChildProcess {
+    /// systemd-creds, or sudo running it, started by `running`; its failures to start (or to
+    /// take the key) worded. sudo passes SIGTERM on to root's systemd-creds, which gemvault may
+    /// not signal itself; sudo is killed if it has not ended within 2 s.
+    private static func start(_ encryption: Encryption, environment: [String: String],
+                              running: () throws(ProcessRunner.Failure) -> ProcessRunner.Outcome) throws -> ProcessRunner.Outcome {
         if encryption.throughSudo, SystemdCredentialEncryption.inPath("systemd-creds", environment: environment) == nil {
             throw CommandFailure(.failure, "systemd-creds is not installed; nothing was written", hint: "it comes with systemd 250 or later: on Debian and Ubuntu, 'apt install systemd'")
         }
         // Root's systemd-creds writes -o FILE under the union of this umask and sudo's: 0600.
         let previousMask = umask(0o077)
         defer { umask(previousMask) }
-        do {
-            return try ProcessSpawner.spawn(encryption.arguments, environment: environment, input: .pipe, output: .pipe, errors: .pipe,
-                                            ownProcessGroup: !encryption.throughSudo)
-        } catch where error.code == ENOENT && encryption.throughSudo {
+        let error: SystemError
+        do throws(ProcessRunner.Failure) {
+            return try running()
+        } catch .input(let failure) {
+            throw CommandFailure(.failure, "could not hand the key to systemd-creds: \(failure.reason)")
+        } catch .start(let failure) {
+            error = failure
+        }
+        switch error {
+        case _ where error.code == ENOENT && encryption.throughSudo:
             throw CommandFailure(.failure, "systemd-creds needs root to read the host's key (\(SystemdCredentialEncryption.hostKey(environment: environment))), and sudo is not installed; nothing was written",
                                  hint: "install sudo, or run as root the equivalent of: \(encryption.manualPipe)")
-        } catch where error.code == ENOENT {
+        case _ where error.code == ENOENT:
             throw CommandFailure(.failure, "systemd-creds is not installed; nothing was written", hint: "it comes with systemd 250 or later: on Debian and Ubuntu, 'apt install systemd'")
-        } catch {
+        default:
             throw CommandFailure(.failure, "\(encryption.arguments[0]) could not be started: \(error.reason)")
         }
-    }
-
-    /// Stops the child. sudo passes SIGTERM on to root's systemd-creds, which gemvault may not
-    /// signal itself; sudo is killed if it has not ended within 2 s.
-    private static func stop(_ child: ChildProcess, throughSudo: Bool) {
-        guard throughSudo else {
-            child.signalGroup(SIGKILL)
-            _ = child.wait()
-            return
-        }
-        child.signal(SIGTERM)
-        let clock = WaitClock.standard
-        let until = clock.now() + 2
-        while clock.now() < until {
-            if child.endedYet() != nil { return }
-            usleep(20_000)
-        }
-        child.signal(SIGKILL)
-        _ = child.wait()
     }
 
     private static func failed(_ ended: ChildProcess.Termination, _ errors: [UInt8], _ encryption: Encryption) throws -> Never {

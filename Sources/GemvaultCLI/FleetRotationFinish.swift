@@ -81,7 +81,7 @@ extension FleetRotation {
 
     /// A version disabled or destroyed (400 FAILED_PRECONDITION), or gone (404): it serves nothing.
     static func isNotEnabled(_ error: GoogleError) -> Bool {
-        (error.status == 400 && error.reason == "FAILED_PRECONDITION") || error.status == 404
+        (error.status == 400 && error.isStatus(.failedPrecondition)) || error.status == 404
     }
 
     /// The key a rotation retires, to find its other copies: the previous version's value or,
@@ -118,7 +118,7 @@ extension FleetRotation {
         let disabling = Result { () throws(GoogleError) in try manager.setVersion(reference, rotation.previousVersion, enabled: false) }
         switch disabling {
         case .success: Console.note("disabled version \(rotation.previousVersion) of \(reference.resource), which held the old key")
-        case .failure(let error) where error.status == 400 && error.reason == "FAILED_PRECONDITION":
+        case .failure(let error) where error.status == 400 && error.isStatus(.failedPrecondition):
             Console.note("version \(rotation.previousVersion) of \(reference.resource) is already destroyed")
         case .failure(let error) where error.status == 404:
             Console.note("version \(rotation.previousVersion) of \(reference.resource) is gone")

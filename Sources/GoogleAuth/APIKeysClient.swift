@@ -56,20 +56,16 @@ public struct GoogleKey: Decodable, Sendable, Equatable {
 /// A long-running operation; a finished create carries the new key's string, taken out into
 /// secret memory.
 public struct GoogleOperation {
-    public struct Status: Decodable, Sendable, Equatable {
-        public let code: Int?
-        public let message: String?
-    }
-
     struct Wire: Decodable {
         let name: String?
         let done: Bool?
-        let error: Status?
+        let error: GoogleStatus?
     }
 
     public let name: String
     public let done: Bool
-    public let error: Status?
+    /// The google.rpc.Status the operation ended with, if it failed.
+    public let error: GoogleStatus?
     /// The key in the finished operation's response (name, and the rest as `get` answers).
     public let key: GoogleKey?
     public let keyString: SecretBytes?
@@ -128,18 +124,14 @@ public final class APIKeysClient {
     /// Every key of a project, the soft-deleted ones too when `showDeleted`.
     public func list(project: String, showDeleted: Bool) throws(GoogleError) -> [GoogleKey] {
         struct Page: Decodable { let keys: [GoogleKey]?; let nextPageToken: String? }
-        var keys: [GoogleKey] = []
-        var token: String?
-        for _ in 0..<100 {
+        let what = "listing the keys of project \(project)"
+        return try Pagination.collect(maxPages: 100, { (token: String?) throws(GoogleError) -> Pagination.Page<GoogleKey> in
             var target = url(GoogleKeyResource.collection(project: project)) + "?pageSize=300&showDeleted=\(showDeleted)"
             if let token { target += "&pageToken=" + PercentEncoding.encode(token) }
-            let body = try call("GET", .plain(target), what: "listing the keys of project \(project)")
+            let body = try call("GET", .plain(target), what: what)
             guard let page = body.decode(Page.self) else { throw GoogleError(.refused, "the API Keys service answered the list with something else") }
-            keys += page.keys ?? []
-            guard let next = page.nextPageToken, !next.isEmpty else { break }
-            token = next
-        }
-        return keys
+            return Pagination.Page(page.keys ?? [], next: page.nextPageToken)
+        }, refuse: { _ in GoogleError(.badData, "the API Keys service gave a page token again while \(what); the list was not used") })
     }
 
     /// Starts a create; the answer is an operation that may end in an error later.
@@ -205,23 +197,25 @@ public final class APIKeysClient {
             }
             return current.done ? current : nil
         }, gaveUp: { _ in
-            GoogleError(.network, "\(what): Google's operation \(current.name) was not done after \(Int(limit)) s", reason: GoogleError.stillPending)
+            GoogleError(.network, "\(what): Google's operation \(current.name) was not done after \(Int(limit)) s", reason: .stillPending)
         })
-        if let error = operation.error {
-            let code = error.code ?? 0
-            var hint: String?
-            if code == 6 { hint = "a key with this id exists (or was deleted less than 30 days ago); nothing was created" }
-            if code == 7 || code == 9 || (error.message ?? "").contains("disableServiceAccountApiKeyCreation") {
-                hint = Self.boundKeysForbiddenHint
-            }
-            throw GoogleError(.refused, "\(what) failed at Google: code \(code), \(Redaction.redact(error.message ?? "no message"))", hint: hint,
-                              reason: code == 6 ? "ALREADY_EXISTS" : "code \(code)")
-        }
+        if let error = operation.error { throw Self.failure(of: error, what: what) }
         return operation
     }
 
-    static let boundKeysForbiddenHint = "the organisation may forbid keys bound to service accounts (the policy iam.managed.disableServiceAccountApiKeyCreation): "
-        + "an organisation policy administrator can allow them for this project; until then, make the key by hand and store it with 'gemvault key rotate'"
+    /// An operation that ended in an error: ALREADY_EXISTS for an id in use, PERMISSION_DENIED or
+    /// FAILED_PRECONDITION (or the policy's name in the message) for bound keys forbidden.
+    static func failure(of error: GoogleStatus, what: String) -> GoogleError {
+        let code = error.code ?? 0
+        let canonical = error.operationCode
+        var hint: String?
+        if canonical == .alreadyExists { hint = "a key with this id exists (or was deleted less than 30 days ago); nothing was created" }
+        if canonical == .permissionDenied || canonical == .failedPrecondition || error.says(.boundKeysForbidden) {
+            hint = GoogleRefusal.boundKeysForbiddenHint
+        }
+        return GoogleError(.refused, "\(what) failed at Google: code \(code), \(Redaction.redact(error.message ?? "no message"))", hint: hint,
+                           reason: canonical == .alreadyExists ? .status(.alreadyExists) : .operationCode(code))
+    }
 
     // MARK: Plumbing
 
@@ -263,37 +257,6 @@ public final class APIKeysClient {
     }
 
     func refusal(_ status: Int, _ error: GoogleStatus?, what: String) -> GoogleError {
-        let reason = error?.reason
-        let reasonName = (reason?.name ?? error?.status).map(GoogleStatus.shown)
-        let message = GoogleStatus.shown(Redaction.redact(error?.message ?? "no message"))
-        let category: GoogleError.Category = status >= 500 || status == 429 ? .network : .refused
-        var hint: String?
-        let project = error?.metadata("consumer").map { $0.hasPrefix("projects/") ? String($0.dropFirst(9)) : $0 }
-        switch (status, reason) {
-        case _ where message.contains("disableServiceAccountApiKeyCreation"):
-            hint = Self.boundKeysForbiddenHint
-        case (401, _):
-            hint = "the access token was refused: fetch a new one (for gcloud: 'gcloud auth login' or 'gcloud auth application-default login')"
-        case (403, .serviceDisabled?) where message.contains("quota project"):
-            hint = "set the quota_project setting (or quota_project_id in the credential file) to a project where you may use services"
-        case (403, .serviceDisabled?):
-            let enable = "gcloud services enable apikeys.googleapis.com --project \(project ?? "PROJECT")"
-            hint = token.source.isUserCredential
-                ? "enable the API Keys API in project \(project ?? "of the key"): \(enable); or set quota_project to a project that has it enabled"
-                : "enable the API Keys API in project \(project ?? "of the key"): \(enable)"
-        case (403, .accessTokenScopeInsufficient?):
-            hint = "the token lacks the cloud-platform scope: for gcloud, log in again; on a VM, give it the cloud-platform scope"
-        case (403, _):
-            hint = "the credential needs the API Keys Admin role (roles/serviceusage.apiKeysAdmin) on the key's project"
-        case (404, _):
-            hint = "the key or project does not exist, or the credential cannot see it"
-        case (409, _), (412, _):
-            hint = "the key changed at Google meanwhile; run the command again"
-        case (400, _) where reasonName == "FAILED_PRECONDITION" || reasonName == "ABORTED":
-            hint = "the key changed at Google meanwhile; run the command again"
-        default: break
-        }
-        return GoogleError(category, "the API Keys service refused \(what): HTTP \(status)\(reasonName.map { " " + $0 } ?? ""): \(message)", hint: hint,
-                           status: status, reason: reasonName)
+        GoogleRefusal(service: .apiKeys(userCredential: token.source.isUserCredential), status: status, envelope: error).error(what: what)
     }
 }

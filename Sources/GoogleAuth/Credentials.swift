@@ -304,8 +304,7 @@ struct CredentialFile {
             body = PercentEncoding.join([.literal("grant_type=refresh_token&client_id=" + PercentEncoding.encode(fields.client_id ?? "") + "&client_secret="),
                                       .encoded(secrets["client_secret"]!), .literal("&refresh_token="), .encoded(secrets["refresh_token"]!)])
         }
-        let token = try TokenEndpoint.exchange(what: "the token endpoint \(uri)", method: "POST", url: uri,
-                                               headers: ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"],
+        let token = try TokenEndpoint.exchange(what: "the token endpoint \(uri)", method: "POST", url: uri, headers: [],
                                                body: .secret(body), exchange: GoogleExchange(transport: transport, timeout: settings.timeout))
         return AccessToken(token: token, source: source, quotaProject: fields.quota_project_id)
     }
@@ -344,19 +343,20 @@ enum TokenEndpoint {
     /// Connection failures (but a timeout) and 5xx are tried again, three attempts in all, 1 s then 2 s apart.
     static let retryPolicy = RetryPolicy(maxAttempts: 3, retryOn: [.noAnswer, .serverErrors], backoff: .linear(step: 1))
 
+    static let secretFields: Set<String> = ["access_token", "id_token", "refresh_token"]
+
+    /// The token in the answer to `method` `url`; a body is a form (`grant_type=…`).
     static func exchange(what: String, method: String, url: String, headers: [String], body: HTTPRequest.Body,
                          exchange: GoogleExchange) throws(GoogleError) -> SecretBytes {
-        let response = try retryPolicy.run({ (_: Int) throws(GoogleError) -> RetryPolicy.Step<GoogleExchange.Response, GoogleError> in
-            do throws(GoogleExchange.TransportFailure) {
-                let answer = try exchange.perform(method, .plain(url), headers: headers, body: body)
-                guard answer.status >= 500 else { return .done(answer) }
-                return .failed(refusal(answer, what: what), .status(answer.status, serverDelay: answer.retryAfter, dailyQuota: false))
-            } catch {
-                return .failed(GoogleError(.network, "\(what) did not answer: \(error.message)"), error.timedOut ? .final : .noAnswer)
-            }
+        var request = GoogleExchange.JSONRequest(method, .plain(url), headers: headers, body: body, secretFields: secretFields)
+        request.bodyType = "application/x-www-form-urlencoded"
+        let answer = try exchange.call(request, policy: retryPolicy, unanswered: { (error: GoogleExchange.TransportFailure) throws(GoogleError) -> (GoogleError, RetryPolicy.Failure) in
+            (GoogleError(.network, "\(what) did not answer: \(error.message)"), error.timedOut ? .final : .noAnswer)
+        }, malformed: { _ in nil }, refused: { response, _ in
+            (refusal(status: response.status, SecretJSON.split(response.body, secretFields: secretFields), what: what),
+             .status(response.status, serverDelay: response.retryAfter, dailyQuota: false))
         }, wait: { (delay: Double, _: Int, _: GoogleError) throws(GoogleError) in Clock.sleep(delay) })
-        let split = SecretJSON.split(response.body, secretFields: ["access_token", "id_token", "refresh_token"])
-        guard response.status == 200, let token = split?.secrets["access_token"], token.count > 0 else { throw refusal(response, what: what) }
+        guard let token = answer.json.secrets["access_token"], token.count > 0 else { throw refusal(status: 200, answer.json, what: what) }
         Redaction.register(token)
         // One header-safe line, as every key and token gemvault sends must be.
         guard let oneLine = token.singleLineCredential() else {
@@ -365,13 +365,13 @@ enum TokenEndpoint {
         return oneLine
     }
 
-    static func refusal(_ response: GoogleExchange.Response, what: String) -> GoogleError {
-        let answer = SecretJSON.split(response.body, secretFields: ["access_token", "id_token", "refresh_token"])?.decode(Answer.self)
+    static func refusal(status: Int, _ json: SecretJSON?, what: String) -> GoogleError {
+        let answer = json?.decode(Answer.self)
         let detail = [answer?.error, answer?.error_description].compactMap { $0 }.joined(separator: ": ")
-        let category: GoogleError.Category = response.status >= 500 ? .network : .refused
-        return GoogleError(category, "\(what) refused the credential (HTTP \(response.status)\(detail.isEmpty ? "" : ", " + Redaction.redact(detail)))",
-                           hint: response.status == 400 || response.status == 401
+        let category: GoogleError.Category = status >= 500 ? .network : .refused
+        return GoogleError(category, "\(what) refused the credential (HTTP \(status)\(detail.isEmpty ? "" : ", " + Redaction.redact(detail)))",
+                           hint: status == 400 || status == 401
                              ? "the credential may be revoked or expired; for gcloud's, run 'gcloud auth application-default login' again" : nil,
-                           status: response.status, reason: answer?.error)
+                           status: status, reason: answer?.error.map(GoogleReason.oauth))
     }
 }

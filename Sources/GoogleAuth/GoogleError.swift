@@ -1,3 +1,5 @@
+import GoogleHTTP
+
 /// A failure of Google's token, metadata or API Keys endpoints, or of finding a credential.
 /// Messages never quote a token, a key or a private key.
 public struct GoogleError: Error, Sendable, Equatable {
@@ -17,13 +19,14 @@ public struct GoogleError: Error, Sendable, Equatable {
     public let hint: String?
     /// The HTTP status, when there was an answer.
     public let status: Int?
-    /// Google's reason (`SERVICE_DISABLED`, `ACCESS_TOKEN_SCOPE_INSUFFICIENT`, …) or status name.
-    public let reason: String?
+    /// Why, typed: Google's reason or status (decoded by `GoogleStatus`), or gemvault's own
+    /// outcome of the call (no answer, an operation still pending, an etag conflict).
+    public let reason: GoogleReason?
     /// What a failing `token_command` wrote to stderr, shown after the message with its escapes
     /// neutralised, as for `key_command` ("reauthentication required" is the useful part).
     public let commandStderr: String
 
-    public init(_ category: Category, _ message: String, hint: String? = nil, status: Int? = nil, reason: String? = nil,
+    public init(_ category: Category, _ message: String, hint: String? = nil, status: Int? = nil, reason: GoogleReason? = nil,
                 commandStderr: String = "") {
         self.category = category
         self.message = message
@@ -33,15 +36,13 @@ public struct GoogleError: Error, Sendable, Equatable {
         self.commandStderr = commandStderr
     }
 
-    /// The request went out and no answer came back: Google may have carried it out.
-    public static let answerLost = "answer-lost"
-    /// A long-running operation was still not done when gemvault stopped waiting.
-    public static let stillPending = "operation-pending"
-
     /// Whether Google may have done what was asked although the call failed: no answer, or a
     /// server error after it may have acted.
-    public var mayHaveBeenPerformed: Bool { reason == Self.answerLost || (status ?? 0) >= 500 }
+    public var mayHaveBeenPerformed: Bool { reason == .answerLost || (status ?? 0) >= 500 }
 
     /// Whether gemvault stopped waiting for a long-running operation that may still finish.
-    public var isStillPending: Bool { reason == Self.stillPending }
+    public var isStillPending: Bool { reason == .stillPending }
+
+    /// Whether Google refused with the canonical status `code` (and no ErrorInfo reason).
+    public func isStatus(_ code: CanonicalCode) -> Bool { reason == .status(code) }
 }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import GoogleHTTP
+import GoogleKeys
 import Synchronization
 import SystemIO
 import VaultCore
@@ -52,13 +53,10 @@ public struct SecretReference: Sendable, Equatable, CustomStringConvertible {
     /// `projects/P/secrets/S/versions/N`, P being this project's id or (Google answers with it)
     /// a project number; nil for anything else, another project's secret included.
     public func versionNumber(inName name: String) -> UInt64? {
-        let parts = name.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 6, parts[0] == "projects", parts[2] == "secrets", parts[3] == secret, parts[4] == "versions",
-              let number = UInt64(parts[5]), number > 0, String(number) == parts[5] else { return nil }
-        let isNumber = !parts[1].isEmpty && parts[1].allSatisfy(\.isASCII) && parts[1].allSatisfy(\.isNumber)
+        guard let parsed = SecretVersionName(name), parsed.secret == secret else { return nil }
         let projectIsNumber = project.allSatisfy(\.isASCII) && project.allSatisfy(\.isNumber)
-        guard parts[1] == project || (isNumber && !projectIsNumber) else { return nil }
-        return number
+        guard parsed.project == project || (parsed.namesProjectNumber && !projectIsNumber) else { return nil }
+        return parsed.version
     }
 
     /// `projects/P/secrets/S`.
@@ -141,29 +139,7 @@ public final class SecretManagerClient {
     }
 
     func refusal(_ status: Int, _ error: GoogleStatus?, reference: SecretReference, what: String) -> GoogleError {
-        let reasonName = (error?.reason?.name ?? error?.status).map(GoogleStatus.shown)
-        let message = GoogleStatus.shown(Redaction.redact(error?.message ?? "no message"))
-        let category: GoogleError.Category = status >= 500 || status == 429 ? .network : .refused
-        var hint: String?
-        switch status {
-        case 401:
-            hint = "the access token was refused: fetch a new one (for gcloud: 'gcloud auth application-default login')"
-        case 403 where reasonName == "ACCESS_TOKEN_SCOPE_INSUFFICIENT":
-            hint = "the token lacks the cloud-platform scope: for gcloud, log in again; on a VM, give it the cloud-platform scope"
-        case 403:
-            let permission = GoogleStatus.shown(error?.metadata("permission") ?? "secretmanager.versions.access")
-            return GoogleError(.refused, "Secret Manager refused \(what): permission \(permission) denied to \(token.source.label)", hint:
-                "grant roles/secretmanager.secretAccessor on \(reference.resource) to that principal: gcloud secrets add-iam-policy-binding \(reference.secret) --project \(reference.project) --member=… --role=roles/secretmanager.secretAccessor",
-                status: status, reason: reasonName)
-        case 404:
-            hint = "check the gsm:// reference (key_secret, or the key's link): the secret or the version does not exist, or it has no versions"
-        case 400 where reasonName == "FAILED_PRECONDITION":
-            hint = "the version is disabled or destroyed: enable it, or name another version (or none, for the latest)"
-        default:
-            break
-        }
-        return GoogleError(category, "Secret Manager refused \(what): HTTP \(status)\(reasonName.map { " " + $0 } ?? ""): \(message)", hint: hint,
-                           status: status, reason: reasonName)
+        GoogleRefusal(service: .secretManager(reference, principal: token.source.label), status: status, envelope: error).error(what: what)
     }
 }
 
@@ -189,7 +165,9 @@ public struct SecretVersionInfo: Sendable, Equatable {
 
 extension SecretManagerClient {
     /// A patch whose etag no longer matches: another writer (another rotator) came first.
-    public static let etagConflict = "etag-conflict"
+    public static let etagConflict = GoogleReason.etagConflict
+
+    private struct VersionWire: Decodable { let name: String?; let state: String?; let createTime: String? }
 
     private struct SecretWire: Decodable {
         struct Rotation: Decodable { let rotationPeriod: String? }
@@ -222,7 +200,7 @@ extension SecretManagerClient {
         do {
             answer = try call("PATCH", "/v1/" + reference.resource + "?updateMask=annotations", body: .plain(Array(json)), what: "claiming \(reference.resource)",
                             reference: reference, retryOn: [.rateLimit])
-        } catch where error.status == 409 || (error.status == 400 && (error.reason == "FAILED_PRECONDITION" || error.reason == "ABORTED")) {
+        } catch where error.status == 409 || (error.status == 400 && (error.isStatus(.failedPrecondition) || error.isStatus(.aborted))) {
             throw GoogleError(.refused, "\(reference.resource) changed meanwhile (its etag is no longer \(etag))", status: error.status, reason: Self.etagConflict)
         }
         guard let info = answer.json.decode(SecretWire.self)?.info(at: answer.date) else { throw GoogleError(.badData, "Secret Manager answered the patch of \(reference.resource) without an etag") }
@@ -286,40 +264,40 @@ extension SecretManagerClient {
     /// `versions.list`, newest first, every page; only the enabled ones when `enabledOnly`.
     public func versions(_ reference: SecretReference, enabledOnly: Bool) throws(GoogleError) -> [SecretVersionInfo] {
         struct Page: Decodable {
-            struct Version: Decodable { let name: String?; let state: String?; let createTime: String? }
-            let versions: [Version]?
+            let versions: [VersionWire]?
             let nextPageToken: String?
         }
-        var found: [SecretVersionInfo] = []
-        var token: String?
-        repeat {
+        let what = "listing the versions of \(reference.resource)"
+        return try Pagination.collect(maxPages: 1_001, maxItems: 100_000, { (token: String?) throws(GoogleError) -> Pagination.Page<SecretVersionInfo> in
             var query = "?pageSize=100" + (enabledOnly ? "&filter=" + PercentEncoding.encode("state:ENABLED") : "")
             if let token { query += "&pageToken=" + PercentEncoding.encode(token) }
-            let body = try call("GET", "/v1/\(reference.resource)/versions" + query, what: "listing the versions of \(reference.resource)", reference: reference).json
+            let body = try call("GET", "/v1/\(reference.resource)/versions" + query, what: what, reference: reference).json
             guard let page = body.decode(Page.self) else { throw GoogleError(.badData, "Secret Manager answered the list of versions with a malformed body") }
-            for version in page.versions ?? [] {
-                guard let name = version.name, let state = version.state else {
-                    throw GoogleError(.badData, "Secret Manager listed a version without its name or state")
-                }
-                // The whole name: an entry of another secret or project is not one of this secret's versions.
-                guard let number = self.version(inName: name, of: reference) else {
-                    throw GoogleError(.badData, "Secret Manager listed '\(GoogleStatus.shown(String(name.prefix(200))))' among the versions of \(reference.resource), which is not one of them; the list was not used",
-                                      hint: "a replayed or forged answer, or a proxy in the way: check secretmanager_endpoint and the network")
-                }
-                found.append(SecretVersionInfo(number: number, state: GoogleStatus.shown(state), created: version.createTime.flatMap(GoogleKey.unixSeconds)))
-            }
-            token = page.nextPageToken.flatMap { $0.isEmpty ? nil : $0 }
-            guard found.count <= 100_000 else { throw GoogleError(.badData, "Secret Manager listed more than 100,000 versions") }
-        } while token != nil
-        return found
+            return Pagination.Page(try (page.versions ?? []).map { (version: VersionWire) throws(GoogleError) in try listed(version, reference) }, next: page.nextPageToken)
+        }, refuse: { refusal in
+            refusal == .tooManyItems ? GoogleError(.badData, "Secret Manager listed more than 100,000 versions")
+                : GoogleError(.badData, "Secret Manager gave a page token again while \(what); the list was not used")
+        })
+    }
+
+    /// One entry of `versions.list`, checked: the whole name, for an entry of another secret or
+    /// project is not one of this secret's versions.
+    private func listed(_ version: VersionWire, _ reference: SecretReference) throws(GoogleError) -> SecretVersionInfo {
+        guard let name = version.name, let state = version.state else {
+            throw GoogleError(.badData, "Secret Manager listed a version without its name or state")
+        }
+        guard let number = self.version(inName: name, of: reference) else {
+            throw GoogleError(.badData, "Secret Manager listed '\(GoogleStatus.shown(String(name.prefix(200))))' among the versions of \(reference.resource), which is not one of them; the list was not used",
+                              hint: "a replayed or forged answer, or a proxy in the way: check secretmanager_endpoint and the network")
+        }
+        return SecretVersionInfo(number: number, state: GoogleStatus.shown(state), created: version.createTime.flatMap(GoogleKey.unixSeconds))
     }
 
     /// The version a name Google gave is (`SecretReference.versionNumber(inName:)`), naming
     /// the same project number as every earlier answer of this client: a reference by project
     /// id is answered by number, and an answer naming another number is another project's.
     func version(inName name: String, of reference: SecretReference) -> UInt64? {
-        guard let number = reference.versionNumber(inName: name) else { return nil }
-        let project = String(name.split(separator: "/", omittingEmptySubsequences: false)[1])  // six parts, checked above
+        guard let number = reference.versionNumber(inName: name), let project = SecretVersionName(name)?.project else { return nil }
         guard project != reference.project else { return number }
         let agrees = projectNumbers.withLock { numbers -> Bool in
             if let known = numbers[reference.project] { return known == project }

@@ -4,7 +4,10 @@ import GoogleKeys
 /// Google's error envelope, `{"error": google.rpc.Status}`, decoded once for every Google API:
 /// the code, message and status name, and the details gemvault acts on (ErrorInfo's reason
 /// and metadata, RetryInfo's delay, QuotaFailure's violations, Help's links).
-public struct GoogleStatus: Sendable, Equatable {
+/// It is also the one place that reads Google's strings: status names, reasons and message
+/// text become `GoogleReason` and `MessageSign` here, and nowhere else.
+public struct GoogleStatus: Decodable, Sendable, Equatable {
+    /// The HTTP status in an error envelope; google.rpc.Code's number in an operation's error.
     public var code: Int?
     public var message: String?
     /// The canonical status name (`RESOURCE_EXHAUSTED`).
@@ -74,6 +77,44 @@ public struct GoogleStatus: Sendable, Equatable {
     /// The first reason, if any.
     public var reason: GoogleErrorReason? { reasons.first }
 
+    /// What callers decide on: the first ErrorInfo reason, else the canonical status name.
+    public var googleReason: GoogleReason? {
+        if let reason { return .errorInfo(reason) }
+        guard let status else { return nil }
+        return CanonicalCode(name: status).map { .status($0) } ?? .otherStatus(status)
+    }
+
+    /// A long-running operation's error: its google.rpc.Code (the number in `code`).
+    public var operationCode: CanonicalCode? { code.flatMap(CanonicalCode.init(rawValue:)) }
+
+    /// What Google's message says that gemvault acts on, where Google sends no reason for it.
+    public enum MessageSign: Sendable, CaseIterable {
+        /// The organisation policy iam.managed.disableServiceAccountApiKeyCreation refused a bound key.
+        case boundKeysForbidden
+        /// SERVICE_DISABLED for the quota project of user credentials, not for the key's project.
+        case quotaProject
+        /// Google's 401 for a key it took for an OAuth access token (sent without ErrorInfo).
+        case expectsOAuthToken
+
+        var words: String {
+            switch self {
+            case .boundKeysForbidden: "disableServiceAccountApiKeyCreation"
+            case .quotaProject: "quota project"
+            case .expectsOAuthToken: "Expected OAuth 2 access token"
+            }
+        }
+    }
+
+    /// Whether Google's message says `sign`.
+    public func says(_ sign: MessageSign) -> Bool { (message ?? "").contains(sign.words) }
+
+    /// Whether Google's message, in lower case, holds any of `words` (a refused request field
+    /// has no ErrorInfo reason: only the message names it).
+    public func messageMentions(any words: [String]) -> Bool {
+        let said = (message ?? "").lowercased()
+        return words.contains(where: said.contains)
+    }
+
     /// The delay RetryInfo asks for, in seconds.
     public var retryDelay: Double? {
         for text in details.compactMap(\.retryDelay) {
@@ -101,14 +142,19 @@ public struct GoogleStatus: Sendable, Equatable {
 
     // MARK: Decoding
 
+    private enum CodingKeys: String, CodingKey { case code, message, status, details }
+
+    /// A `google.rpc.Status` object: the body of an envelope, or a failed operation's `error`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        code = try container.decodeIfPresent(Int.self, forKey: .code)
+        message = try container.decodeIfPresent(String.self, forKey: .message)
+        status = try container.decodeIfPresent(String.self, forKey: .status)
+        details = try container.decodeIfPresent([Detail].self, forKey: .details) ?? []
+    }
+
     private struct Envelope: Decodable {
-        struct Body: Decodable {
-            var code: Int?
-            var message: String?
-            var status: String?
-            var details: [Detail]?
-        }
-        var error: Body
+        var error: GoogleStatus
     }
 
     /// The status in `body`, or nil when it is no error envelope. Without alt=sse Gemini's
@@ -122,8 +168,7 @@ public struct GoogleStatus: Sendable, Equatable {
         } else {
             envelope = try? JSONDecoder().decode(Envelope.self, from: Data(trimmed))
         }
-        guard let error = envelope?.error else { return nil }
-        return GoogleStatus(code: error.code, message: error.message, status: error.status, details: error.details ?? [])
+        return envelope?.error
     }
 
     /// Whether `body` can hold an `"error"` member at all: a byte scan, so that the events of
@@ -149,7 +194,7 @@ public enum GoogleErrorReason: Sendable, Equatable, CustomStringConvertible {
     case accessTokenScopeInsufficient
     case other(String)
 
-    public init(_ name: String) {
+    init(_ name: String) {
         switch name {
         case "API_KEY_INVALID": self = .apiKeyInvalid
         case "API_KEY_SERVICE_BLOCKED": self = .apiKeyServiceBlocked

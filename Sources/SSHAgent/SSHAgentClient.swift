@@ -190,9 +190,9 @@ public struct SSHAgentClient: Sendable {
     /// Sends one request and reads one answer (its type byte and payload) within `timeout`,
     /// connecting included: an agent that never accepts costs `timeout`, not a hang.
     private func exchange(_ request: [UInt8], timeout: Double) throws(SSHAgentError) -> SecretBytes {
-        let deadline = Clock.monotonicSeconds() + timeout
+        let deadline = Deadline(after: timeout)
         let connection: FileDescriptor
-        do { connection = try UnixSocket.connect(path: socketPath, deadline: deadline) } catch {
+        do { connection = try UnixSocket.connect(path: socketPath, deadline: deadline.moment) } catch {
             if error.code == ETIMEDOUT { throw .timedOut(timeout) }
             throw .unreachable("\(error.operation) \(SSHAgentIdentity.printable(error.path.utf8)): \(error.reason)")
         }
@@ -213,7 +213,7 @@ public struct SSHAgentClient: Sendable {
         return body
     }
 
-    private func write(_ bytes: [UInt8], to connection: FileDescriptor, deadline: Double, timeout: Double) throws(SSHAgentError) {
+    private func write(_ bytes: [UInt8], to connection: FileDescriptor, deadline: Deadline, timeout: Double) throws(SSHAgentError) {
         var sent = 0
         while sent < bytes.count {
             let attempt = bytes.withUnsafeBytes { raw in
@@ -223,25 +223,20 @@ public struct SSHAgentClient: Sendable {
             case .failure(let error): throw .unreachable("\(error.operation) \(error.path): \(error.reason)")
             case .success(let written?): sent += written
             case .success(nil):
-                let left = deadline - Clock.monotonicSeconds()
-                guard left > 0 else { throw .timedOut(timeout) }
-                _ = connection.waitWritable(timeout: min(left, 1))
+                guard !deadline.hasPassed else { throw .timedOut(timeout) }
+                _ = connection.waitWritable(timeout: deadline.slice(atMost: 1))
             }
         }
     }
 
-    private func read(into buffer: UnsafeMutableRawBufferPointer, from connection: FileDescriptor, deadline: Double, timeout: Double) throws(SSHAgentError) {
-        var received = 0
-        while received < buffer.count {
-            let attempt = Result { () throws(SystemError) in try connection.readAvailable(into: UnsafeMutableRawBufferPointer(rebasing: buffer[received...])) }
-            switch attempt {
-            case .failure(let error): throw .unreachable(error.reason)
-            case .success(0?): throw .malformed("it closed the connection part way")
-            case .success(let got?): received += got
-            case .success(nil):
-                let left = deadline - Clock.monotonicSeconds()
-                guard left > 0 else { throw .timedOut(timeout) }
-                _ = connection.waitReadable(timeout: min(left, 1))
+    private func read(into buffer: UnsafeMutableRawBufferPointer, from connection: FileDescriptor, deadline: Deadline, timeout: Double) throws(SSHAgentError) {
+        do throws(FileDescriptor.ExactReadFailure) {
+            try connection.readExactly(buffer, deadline: deadline)
+        } catch {
+            switch error {
+            case .failed(let system): throw .unreachable(system.reason)
+            case .closed: throw .malformed("it closed the connection part way")
+            case .timedOut: throw .timedOut(timeout)
             }
         }
     }

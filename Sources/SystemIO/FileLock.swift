@@ -21,7 +21,7 @@ public final class FileLock {
         let opened: FileDescriptor?
         do { opened = try TrustedFile.open(name, in: folder, requirement: .secret, flags: O_RDWR | O_CREAT) } catch { throw .open(error) }
         guard let descriptor = opened else { throw .failed(SystemError("open", path: folder.path(of: name), code: ENOENT)) }
-        let deadline = Clock.monotonicSeconds() + timeout
+        let deadline = Deadline(after: timeout)
         var told = false
         while flock(descriptor.raw, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
@@ -32,7 +32,7 @@ public final class FileLock {
                 onWait("waiting for \(descriptor.path), held by \(holder ?? "another process")")
                 told = true
             }
-            if Clock.monotonicSeconds() >= deadline {
+            if deadline.hasPassed {
                 throw .timedOut(path: descriptor.path, seconds: timeout, holder: holderDescription(descriptor))
             }
             usleep(20_000)

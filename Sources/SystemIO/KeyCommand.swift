@@ -69,52 +69,23 @@ public enum KeyCommand {
             throw Failure(program: setting, detail: "cannot be parsed (unbalanced quote?)", stderr: "")
         }
         let program = arguments[0]
-        let child: ChildProcess
+        let run: ProcessRunner.Outcome
         // The command fetches the key: TLS secrets it logged would let anyone decrypt it, and
         // an API key in the environment is not its to see.
         do {
-            child = try ProcessSpawner.spawn(arguments, environment: HelperEnvironment.of(environment), input: .null, output: .pipe, errors: .pipe,
-                                             ownProcessGroup: true)
+            run = try ProcessRunner.run(arguments, environment: HelperEnvironment.of(environment),
+                                        output: UnsafeMutableRawBufferPointer(rebasing: output[0..<min(output.count, outputLimit)]),
+                                        deadline: Deadline(after: timeout))
         } catch {
-            throw Failure(program: program, detail: "could not be started: \(error.reason)", stderr: "")
+            throw Failure(program: program, detail: "could not be started: \(error.system.reason)", stderr: "")
         }
-        let capacity = min(output.count, outputLimit)
-        var outputLength = 0
-        var errorText: [UInt8] = []
-        var timedOut = false
-        var overflow = false
-        let deadline = Clock.monotonicSeconds() + timeout
-        var streams = [child.standardOutput!, child.standardError!]
-        while !streams.isEmpty {
-            let remaining = deadline - Clock.monotonicSeconds()
-            guard remaining > 0 else { timedOut = true; break }
-            for stream in Poller.readable(streams, timeout: min(remaining, 1)) {
-                if stream === child.standardOutput {
-                    let n = outputLength < capacity
-                        ? (try? stream.read(into: UnsafeMutableRawBufferPointer(rebasing: output[outputLength..<capacity]))) ?? 0 : -1
-                    if n < 0 { overflow = true }
-                    if n <= 0 { streams.removeAll { $0 === stream } } else { outputLength += n }
-                } else {
-                    var chunk = [UInt8](repeating: 0, count: 4096)
-                    let n = chunk.withUnsafeMutableBytes { (try? stream.read(into: $0)) ?? 0 }
-                    if n <= 0 { streams.removeAll { $0 === stream } } else if errorText.count < 4096 { errorText += chunk[0..<n] }
-                }
-            }
+        let stderrText = String(decoding: run.errors, as: UTF8.self).trimmedWhitespace
+        switch run.ending {
+        case .timedOut: throw Failure(program: program, detail: "timed out after \(Int(timeout)) s (key_command_timeout)", stderr: stderrText)
+        case .outputTooLarge: throw Failure(program: program, detail: "printed more than \(outputLimit) bytes", stderr: stderrText)
+        case .finished(.exited(0)): return (run.outputCount, stderrText)
+        case .finished(.exited(let code)): throw Failure(program: program, detail: "exited with status \(code)", stderr: stderrText)
+        case .finished(.signaled(let signal)): throw Failure(program: program, detail: "was killed by signal \(signal)", stderr: stderrText)
         }
-        if timedOut || overflow { child.signalGroup(9) }
-        let termination = child.wait()
-        let stderrText = String(decoding: errorText, as: UTF8.self).trimmedWhitespace
-        if timedOut {
-            throw Failure(program: program, detail: "timed out after \(Int(timeout)) s (key_command_timeout)", stderr: stderrText)
-        }
-        if overflow {
-            throw Failure(program: program, detail: "printed more than \(outputLimit) bytes", stderr: stderrText)
-        }
-        switch termination {
-        case .exited(0): break
-        case .exited(let code): throw Failure(program: program, detail: "exited with status \(code)", stderr: stderrText)
-        case .signaled(let signal): throw Failure(program: program, detail: "was killed by signal \(signal)", stderr: stderrText)
-        }
-        return (outputLength, stderrText)
     }
 }

@@ -45,7 +45,7 @@ public enum UnixSocket {
             let fd = gv_unix_connect_nonblocking(address)
             if fd >= 0 { return FileDescriptor(owning: fd, path: path) }
             guard errno == EAGAIN else { throw SystemError("connect to", path: path) }
-            guard Clock.monotonicSeconds() < deadline else { throw SystemError("connect to", path: path, code: timedOut) }
+            guard !Deadline(at: deadline).hasPassed else { throw SystemError("connect to", path: path, code: timedOut) }
             Clock.sleep(0.01)
         }
     }

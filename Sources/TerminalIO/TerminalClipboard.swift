@@ -52,21 +52,12 @@ public struct TerminalClipboard: Sendable {
 
     /// `tmux show-options -sv NAME`, or nil when tmux cannot be run or does not answer within 2 s.
     static func tmuxOption(_ name: String, environment: [String: String]) -> String? {
-        guard let child = try? ProcessSpawner.spawn(["tmux", "show-options", "-sv", name], environment: environment,
-                                                    input: .null, output: .pipe, errors: .null, ownProcessGroup: true),
-              let output = child.standardOutput else { return nil }
-        var answer: [UInt8] = []
-        let deadline = Clock.monotonicSeconds() + 2
-        var ended = false
-        while !ended, answer.count < 256 {
-            let remaining = deadline - Clock.monotonicSeconds()
-            guard remaining > 0, !Poller.readable([output], timeout: remaining).isEmpty else { break }
-            var chunk = [UInt8](repeating: 0, count: 256)
-            let n = chunk.withUnsafeMutableBytes { (try? output.read(into: $0)) ?? 0 }
-            if n <= 0 { ended = true } else { answer += chunk[0..<n] }
+        var answer = [UInt8](repeating: 0, count: 255)
+        let run = answer.withUnsafeMutableBytes { output in
+            try? ProcessRunner.run(["tmux", "show-options", "-sv", name], environment: environment, output: output, keepErrors: false, deadline: Deadline(after: 2))
         }
-        if !ended { child.signalGroup(9) }
-        guard child.wait() == .exited(0), ended else { return nil }
+        guard let run, run.ending == .finished(.exited(0)) else { return nil }
+        answer.removeSubrange(run.outputCount...)
         let value = String(decoding: answer, as: UTF8.self).trimmedWhitespace
         return value.isEmpty ? nil : value
     }

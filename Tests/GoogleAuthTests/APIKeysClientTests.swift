@@ -77,7 +77,7 @@ private func fixture(_ name: String) throws -> String {
             try client(transport).get("projects/764086051850/locations/global/keys/k")
         } throws: { error in
             guard let error = error as? GoogleError else { return false }
-            return error.category == .refused && error.reason == "SERVICE_DISABLED" && error.status == 403
+            return error.category == .refused && error.reason == .errorInfo(.serviceDisabled) && error.status == 403
                 && error.hint == "enable the API Keys API in project 764086051850: gcloud services enable apikeys.googleapis.com --project 764086051850"
                 && error.message.hasPrefix("the API Keys service refused reading projects/764086051850/locations/global/keys/k: HTTP 403 SERVICE_DISABLED: API Keys API has not been used")
         }
@@ -92,7 +92,7 @@ private func fixture(_ name: String) throws -> String {
         #expect {
             try client(transport, retries: 1).get("projects/1/locations/global/keys/k")
         } throws: { error in
-            (error as? GoogleError)?.reason == GoogleError.answerLost && (error as? GoogleError)?.mayHaveBeenPerformed == true
+            (error as? GoogleError)?.reason == .answerLost && (error as? GoogleError)?.mayHaveBeenPerformed == true
         }
         #expect(transport.sent.count == 2)
     }
@@ -124,7 +124,7 @@ private func fixture(_ name: String) throws -> String {
         #expect {
             try keys.wait(started, what: "creating the key", limit: 30)
         } throws: { error in
-            (error as? GoogleError)?.reason == "ALREADY_EXISTS" && (error as? GoogleError)?.hint?.contains("a key with this id exists") == true
+            (error as? GoogleError)?.reason == .status(.alreadyExists) && (error as? GoogleError)?.hint?.contains("a key with this id exists") == true
         }
         #expect(transport.sent.last?.url == "https://apikeys.test/v2/operations/akmf.p7-764086051850-a778a84e-6829-4426-b26c-7bd71525cc8c")
     }

@@ -61,7 +61,7 @@ import VaultCore
         let keys = client(transport)
         let finished = try create(keys)
         expectError(GoogleError.self, { try keys.wait(finished, what: "creating the key") }, where: {
-            $0.category == .refused && $0.reason == "code 9" && $0.hint == APIKeysClient.boundKeysForbiddenHint
+            $0.category == .refused && $0.reason == .operationCode(9) && $0.hint == GoogleRefusal.boundKeysForbiddenHint
                 && $0.message.hasPrefix("creating the key failed at Google: code 9")
         })
         #expect(transport.sent.count == 1)
@@ -81,13 +81,13 @@ import VaultCore
 
     /// Google's error envelope decides the refusal: its reason, the status, and the hint.
     @Test(arguments: [
-        ("scope-insufficient.json", 403, "ACCESS_TOKEN_SCOPE_INSUFFICIENT", "the token lacks the cloud-platform scope"),
-        ("permission-denied.json", 403, "PERMISSION_DENIED", "the credential needs the API Keys Admin role"),
-        ("unauthenticated.json", 401, "UNAUTHENTICATED", "the access token was refused"),
-        ("etag-mismatch.json", 400, "FAILED_PRECONDITION", "the key changed at Google meanwhile"),
-        ("not-found.json", 404, "NOT_FOUND", "the key or project does not exist"),
+        ("scope-insufficient.json", 403, GoogleReason.errorInfo(.accessTokenScopeInsufficient), "the token lacks the cloud-platform scope"),
+        ("permission-denied.json", 403, .status(.permissionDenied), "the credential needs the API Keys Admin role"),
+        ("unauthenticated.json", 401, .status(.unauthenticated), "the access token was refused"),
+        ("etag-mismatch.json", 400, .status(.failedPrecondition), "the key changed at Google meanwhile"),
+        ("not-found.json", 404, .status(.notFound), "the key or project does not exist"),
     ])
-    func aRefusalIsTypedByItsReason(fixture: String, status: Int, reason: String, hint: String) throws {
+    func aRefusalIsTypedByItsReason(fixture: String, status: Int, reason: GoogleReason, hint: String) throws {
         let transport = FakeTransport(answering: { [fixtures] _ in .json(status, (try? fixtures.text(fixture)) ?? "") })
         expectError(GoogleError.self, { try client(transport).get(Self.oldKey) }, where: {
             $0.category == .refused && $0.status == status && $0.reason == reason && $0.hint?.hasPrefix(hint) == true

@@ -1,4 +1,4 @@
-import GoogleHTTP
+@testable import GoogleHTTP
 import Testing
 
 /// The one decoder of Google's error envelope, on payloads shaped as Google sends them.

@@ -25,3 +25,26 @@ import Testing
         #expect(GoogleKeyResource(GoogleKeyResource(project: "p", keyId: "k").name) == GoogleKeyResource(project: "p", keyId: "k"))
     }
 }
+
+/// The one parser of a Secret Manager version's name.
+@Suite struct SecretVersionNameTests {
+    @Test func aVersionsNameIsRead() throws {
+        let name = try #require(SecretVersionName("projects/764086051850/secrets/gemini-key/versions/8"))
+        #expect(name.project == "764086051850" && name.secret == "gemini-key" && name.version == 8 && name.namesProjectNumber)
+        #expect(name.name == "projects/764086051850/secrets/gemini-key/versions/8")
+        #expect(SecretVersionName("projects/lab/secrets/gemini-key/versions/1")?.namesProjectNumber == false)
+    }
+
+    @Test(arguments: [
+        "", "projects/lab/secrets/gemini-key", "projects/lab/secrets/gemini-key/versions/1/extra",
+        "project/lab/secrets/gemini-key/versions/1", "projects//secrets/gemini-key/versions/1",
+        "projects/lab/secret/gemini-key/versions/1", "projects/lab/secrets//versions/1",
+        "projects/lab/secrets/gemini-key/version/1", "projects/lab/secrets/gemini-key/versions/",
+        "projects/lab/secrets/gemini-key/versions/0", "projects/lab/secrets/gemini-key/versions/007",
+        "projects/lab/secrets/gemini-key/versions/latest", "projects/lab/secrets/gemini-key/versions/-1",
+        "projects/lab/secrets/gemini-key/versions/+1", "projects/lab/secrets/gemini-key/versions/99999999999999999999",
+    ])
+    func anythingElseIsNoVersionName(text: String) {
+        #expect(SecretVersionName(text) == nil)
+    }
+}
