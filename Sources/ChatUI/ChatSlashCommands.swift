@@ -117,7 +117,7 @@ extension ChatREPL {
     /// `/usage`: the tokens of the last reply and of the whole session.
     private func showUsage() {
         if let usage = conversation.lastUsage {
-            Console.err("last reply: prompt \(usage.promptTokenCount ?? 0), reply \(usage.candidatesTokenCount ?? 0), thoughts \(usage.thoughtsTokenCount ?? 0), total \(usage.totalTokenCount ?? 0) tokens\n")
+            Console.err("last reply: prompt \(usage.inputTokens ?? 0), reply \(usage.outputTokens ?? 0), thoughts \(usage.thinkingTokens ?? 0), total \(usage.totalTokens ?? 0) tokens\n")
         } else {
             Console.err("no reply yet\n")
         }
@@ -266,7 +266,7 @@ extension ChatREPL {
 
     /// `/models` (and `/model` alone): the models this key can chat with, the current one marked.
     private func listModels() {
-        let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted)
+        let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted, provider: client.displayName)
         defer { printer.clearSpinner() }
         do {
             let models = try client.chatModels(handlers: printer.handlers())

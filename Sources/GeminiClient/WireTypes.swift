@@ -214,9 +214,9 @@ public struct GenerateContentResponse: Codable, Sendable {
     /// The tokens used, mapped once from the wire's `usageMetadata`.
     public var usage: TokenUsage? {
         usageMetadata.map {
-            TokenUsage(promptTokenCount: $0.promptTokenCount, candidatesTokenCount: $0.candidatesTokenCount,
-                       thoughtsTokenCount: $0.thoughtsTokenCount, totalTokenCount: $0.totalTokenCount,
-                       toolUsePromptTokenCount: $0.toolUsePromptTokenCount, cachedContentTokenCount: $0.cachedContentTokenCount)
+            TokenUsage(inputTokens: $0.promptTokenCount, outputTokens: $0.candidatesTokenCount,
+                       thinkingTokens: $0.thoughtsTokenCount, totalTokens: $0.totalTokenCount,
+                       toolInputTokens: $0.toolUsePromptTokenCount, cachedInputTokens: $0.cachedContentTokenCount)
         }
     }
 }
