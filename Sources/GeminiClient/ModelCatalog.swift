@@ -53,12 +53,6 @@ public enum ModelCatalog {
         return "\(requested) was answered by \(served): priced as \(served)"
     }
 
-    /// A thinking level the model refuses, and the one to send instead: `minimal` → the lowest
-    /// it takes, `xhigh` → `high`; nil when the level is fine or the model unknown.
-    public static func replacement(for level: String, model: String) -> String? {
-        facts(for: model)?.replacement(for: level)
-    }
-
     /// The levels `model` takes, for a hint; nil when unknown.
     public static func levels(of model: String) -> [String]? {
         facts(for: model).map(\.levels)

@@ -199,7 +199,6 @@ struct URLContextMetadata: Codable, Sendable {
 
 public struct PromptFeedback: Codable, Sendable {
     public var blockReason: String?
-    public var blockReasonMessage: String?
 }
 
 public struct GenerateContentResponse: Codable, Sendable {
@@ -207,7 +206,6 @@ public struct GenerateContentResponse: Codable, Sendable {
     public var promptFeedback: PromptFeedback?
     var usageMetadata: UsageMetadata?
     public var modelVersion: String?
-    public var responseId: String?
 
     public var visibleText: String { candidates?.first?.content?.visibleText ?? "" }
 
