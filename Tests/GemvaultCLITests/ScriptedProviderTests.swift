@@ -104,6 +104,19 @@ import Testing
         #expect(provider.asked.isEmpty)
     }
 
+    @Test func theChatsSlashCommandsAskTheProviderToo() throws {
+        let provider = try ScriptedProvider(fixture: Self.fixture())
+        let run = User().run(["chat", "--no-save", "--model", "scripted-1"], provider: provider,
+                             stdin: "/search on\n/think low\n/think 100\n/thoughts on\nWhat is the capital?\n")
+        #expect(run.result == 0, "\(run.stderr)")
+        for refusal in ["Scripted cannot search the web", "Scripted takes no thinking level", "Scripted takes no thinking budget",
+                        "Scripted sends no thought summaries"] {
+            #expect(run.stderr.contains("gemvault: error: " + refusal), "\(run.stderr)")
+        }
+        let options = try #require(provider.asked.first).request.options
+        #expect(!options.tools.search && options.thinking == nil && !options.includeThoughts)
+    }
+
     @Test func aProviderWithoutSignaturesGetsRepliesBackAsText() throws {
         var conversation = Conversation(model: "m", systemPrompt: nil, generation: GenerationOptions())
         var reply = ChatReply(text: "signed", finish: .complete)
