@@ -221,7 +221,7 @@ extension ChatREPL {
             Console.err("not saved\n")
             return
         }
-        if let problem = Self.save(conversation.markdown(), to: path) { Console.error(problem) }
+        if let problem = Self.save(conversation.markdown(provider: client.displayName), to: path) { Console.error(problem) }
         else { Console.err("saved to \(path)\n") }
     }
 

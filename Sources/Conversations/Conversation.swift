@@ -105,13 +105,13 @@ public struct Conversation: Sendable {
         lastUsage = nil
     }
 
-    /// The conversation as Markdown, for /save.
-    public func markdown() -> String {
+    /// The conversation as Markdown, for /save; `provider` heads the replies.
+    public func markdown(provider: String) -> String {
         var text = "# gemvault chat (\(model))\n\n"
         if let systemPrompt, !systemPrompt.isEmpty { text += "_System: \(systemPrompt)_\n\n" }
         for turn in turns {
             let attached = turn.attachments.map { "_Attached: \($0.label)_\n\n" }.joined()
-            text += "## You\n\n\(attached)\(turn.user)\n\n## Gemini\n\n\(turn.model)\(turn.interrupted ? "\n\n_[interrupted]_" : "")\n\n"
+            text += "## You\n\n\(attached)\(turn.user)\n\n## \(provider)\n\n\(turn.model)\(turn.interrupted ? "\n\n_[interrupted]_" : "")\n\n"
         }
         return text
     }

@@ -27,7 +27,7 @@ private func reply(_ text: String, interrupted: Bool = false, total: Int? = nil,
         conversation.record(user: "stopped later", reply: reply("half an ans", interrupted: true, total: 10))
         #expect(conversation.turns == [Conversation.Turn(user: "stopped later", model: "half an ans", interrupted: true, modelName: "m")])
         #expect(conversation.sessionTokens == 10)
-        #expect(conversation.markdown().contains("_[interrupted]_"))
+        #expect(conversation.markdown(provider: "Parrot").contains("## Parrot\n\nhalf an ans\n\n_[interrupted]_"))
     }
 
     /// The one rule for cut-off replies: cut at the token limit with text, kept; filtered,
