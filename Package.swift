@@ -52,7 +52,7 @@ let package = Package(
         .target(name: "GoogleHTTP", dependencies: ["CCurlStream", "SystemIO", "VaultCore", "GoogleKeys"]),
         /// The Gemini REST client, Gemini's `ChatProvider`: wire types and their mapping to the
         /// neutral ones, SSE parsing, errors. No terminal code.
-        .target(name: "GeminiClient", dependencies: ["Conversations", "VaultCore", "SystemIO", "GoogleHTTP", "GoogleKeys"]),
+        .target(name: "GeminiClient", dependencies: ["Conversations", "Settings", "VaultCore", "SystemIO", "GoogleHTTP", "GoogleKeys"]),
         /// Google credentials and access tokens (token_command, credential files, the metadata
         /// server) and the API Keys service's client. No terminal code.
         .target(name: "GoogleAuth", dependencies: ["COpenSSL", "GoogleHTTP", "VaultCore", "SystemIO", "GoogleKeys"]),
@@ -66,8 +66,9 @@ let package = Package(
         .target(name: "SSHAgent", dependencies: ["COpenSSL", "VaultCore", "SystemIO"]),
         /// Key sources, their order and provenance (`KeyResolver`), and the doctor's checks.
         .target(name: "KeyResolution", dependencies: ["Settings", "VaultAccess", "VaultCore", "SystemIO", "GoogleKeys", "GoogleAuth"]),
-        /// The conversation model, its encrypted history, and the provider seam: the neutral
-        /// request, reply, usage, finish reason and failure kind, and the `ChatProvider` protocol.
+        /// The conversation model, its encrypted history, the provider seam (the neutral request,
+        /// reply, usage, finish reason, failure kind, capabilities and the `ChatProvider` protocol),
+        /// and the check of a structured reply against its JSON Schema.
         .target(name: "Conversations", dependencies: ["VaultCore", "SystemIO", "TerminalIO"]),
         /// What each key spends: the usage ledger (sealed like history), the price table, budgets.
         .target(name: "Spending", dependencies: ["Conversations", "VaultCore", "SystemIO"]),
@@ -82,8 +83,9 @@ let package = Package(
         .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "Settings", "Rendering", "SSHAgent", "VaultCore"]),
 
         /// For test targets only: temporary folders, a test vault, a real agent on a temporary
-        /// socket in the test process, a transport that answers from a script, shared expectations.
-        .target(name: "GemvaultTesting", dependencies: ["Agent", "GoogleHTTP", "VaultCore"]),
+        /// socket in the test process, a transport that answers from a script, a chat provider that
+        /// answers from a script, standard streams captured, shared expectations.
+        .target(name: "GemvaultTesting", dependencies: ["Agent", "Conversations", "GoogleHTTP", "VaultCore"]),
 
         // MARK: Executable
 
@@ -105,11 +107,11 @@ let package = Package(
         .testTarget(name: "KeyResolutionTests", dependencies: ["SystemIO", "KeyResolution", "Settings", "VaultAccess", "Agent", "VaultCore", "GoogleKeys", "GemvaultTesting"]),
         .testTarget(name: "GoogleHTTPTests", dependencies: ["GoogleHTTP", "GemvaultTesting", "SystemIO", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "GeminiClientTests", dependencies: ["GeminiClient", "Conversations", "GoogleHTTP", "GoogleKeys", "VaultCore", "GemvaultTesting"], exclude: ["Fixtures"]),
-        .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "VaultCore", "GemvaultTesting"]),
+        .testTarget(name: "ConversationsTests", dependencies: ["Conversations", "VaultCore", "GemvaultTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),
         .testTarget(name: "SpendingTests", dependencies: ["Spending", "Conversations", "VaultCore", "SystemIO", "Settings", "GemvaultTesting"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "Rendering", "TerminalIO"]),
-        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "AgeFormat", "Sharing", "Spending", "Conversations", "GeminiClient", "Settings", "KeyResolution", "GoogleAuth", "GoogleHTTP", "SystemIO", "VaultAccess", "VaultCore", "GemvaultTesting"]),
+        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "AgeFormat", "Sharing", "Spending", "Conversations", "GeminiClient", "Settings", "KeyResolution", "GoogleAuth", "GoogleHTTP", "SystemIO", "VaultAccess", "VaultCore", "GemvaultTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GemvaultTesting", "SystemIO", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Rendering"]),
     ]

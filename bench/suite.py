@@ -579,6 +579,7 @@ class Suite:
             resume = [self.binary, "chat", "--model", "ok", "--resume", ids[n]]
             # The same turn with --no-save does everything but the append: the difference is the append.
             cases += [("resume %d" % n, lambda a=resume: timed(a, env=env, stdin=b"")),
+                      ("show %d" % n, lambda i=ids[n]: timed(vault.argv("history", "show", i), env=env)),
                       ("send %d" % n, lambda a=resume: timed(a, env=env, stdin=b"one more question\n")),
                       ("unsaved %d" % n, lambda a=resume: timed(a + ["--no-save"], env=env, stdin=b"one more question\n"))]
         traced = shutil.which("strace") is not None
@@ -591,10 +592,10 @@ class Suite:
         version_ms = med(r["--version"])
         say("  %-32s %s" % ("operation (ms)", "".join("%18s" % ("%d turns" % n) for n in sizes)) + "   per turn")
         rows = {}
-        for op in ("resume", "send", "unsaved") + (("syscalls",) if traced else ()):
+        for op in ("resume", "show", "send", "unsaved") + (("syscalls",) if traced else ()):
             rows[op] = [med(r["%s %d" % (op, n)]) for n in sizes]
         rows["append"] = [s - q for s, q in zip(rows["send"], rows["unsaved"])]
-        for op, label in (("resume", "resume (load, decrypt)"), ("send", "resume + send one turn"),
+        for op, label in (("resume", "resume (load, decrypt)"), ("show", "history show"), ("send", "resume + send one turn"),
                           ("unsaved", "the same with --no-save"), ("append", "difference: the append (noisy)"),
                           ("syscalls", "append: its write + fsync")):
             if op not in rows:
@@ -606,6 +607,9 @@ class Suite:
         say("  chat --resume of %d turns: %.2f ms beyond --version (%.2f ms)" % (sizes[-1], beyond, version_ms))
         record("chat --resume of %d turns beyond --version" % sizes[-1], "%.2f ms (%.2f / %.2f ms)" % (beyond, rows["resume"][-1], version_ms),
                "<= 50 ms", verdict(beyond, 50.0))
+        shown = rows["show"][-1] - rows["show"][0]
+        record("history show of %d turns beyond %d turns" % (sizes[-1], sizes[0]), "%.2f ms (%.2f / %.2f ms)" % (shown, rows["show"][-1], rows["show"][0]),
+               "<= 50 ms", verdict(shown, 50.0))
         measure = "syscalls" if traced else "append"
         ratio = rows[measure][-1] / rows[measure][0] if rows[measure][0] > 0 else float("nan")
         say("  appending turn %d costs %.2fx turn %d (target <= 2; %s)"

@@ -78,9 +78,9 @@ public final class ChatREPL {
         guard style.enabled else { return text }
         return "\u{1}\u{1B}[\(code)m\u{2}\(text)\u{1}\u{1B}[0m\u{2}"
     }
-    var modelLabel: String { style.bold(style.gray("gemini ›")) + " " }
+    var modelLabel: String { style.bold(style.gray(client.replyLabel)) + " " }
     /// The label of a live reply, which measures it.
-    static let liveModelLabel = StyledLine("gemini ›", style: TextStyle(bold: true, color: 90)) + StyledLine(" ")
+    static func liveModelLabel(_ label: String) -> StyledLine { StyledLine(label, style: TextStyle(bold: true, color: 90)) + StyledLine(" ") }
 
     /// The window as it is now: every bubble and redraw is laid out at the width of the moment.
     private static func windowSize() -> TerminalSize { Terminal.size ?? .fallback }
@@ -314,7 +314,7 @@ public final class ChatREPL {
         defer { if quiet { gv_tty_quiet_end() } }
         try showUserMessage(message, attachments: attachments, erasingRows: typedLinesAbove ? typedRows : 0)
         // On a terminal the reply is drawn live: rendered from markdown, or plain in a bubble with --raw.
-        let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted, prefix: modelLabel, live: liveReply(), thoughts: thoughtDisplay)
+        let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted, provider: client.displayName, prefix: modelLabel, live: liveReply(), thoughts: thoughtDisplay)
         let grounded = conversation.generation.tools.grounds
         // Until a reply is kept, this message is the one `/retry` sends again.
         failedMessage = (message, attachments)
@@ -352,7 +352,7 @@ public final class ChatREPL {
         if bubbles {
             return LiveReply(markdown: markdown, frame: .bubble(color: style.enabled), size: Self.windowSize, reflows: Terminal.reflowsOnResize)
         } else if let markdown {
-            return LiveReply(markdown: markdown, frame: .labelled(Self.liveModelLabel), size: Self.windowSize, reflows: Terminal.reflowsOnResize)
+            return LiveReply(markdown: markdown, frame: .labelled(Self.liveModelLabel(client.replyLabel)), size: Self.windowSize, reflows: Terminal.reflowsOnResize)
         }
         return nil
     }

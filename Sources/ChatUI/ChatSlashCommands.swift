@@ -117,7 +117,7 @@ extension ChatREPL {
     /// `/usage`: the tokens of the last reply and of the whole session.
     private func showUsage() {
         if let usage = conversation.lastUsage {
-            Console.err("last reply: prompt \(usage.promptTokenCount ?? 0), reply \(usage.candidatesTokenCount ?? 0), thoughts \(usage.thoughtsTokenCount ?? 0), total \(usage.totalTokenCount ?? 0) tokens\n")
+            Console.err("last reply: prompt \(usage.inputTokens ?? 0), reply \(usage.outputTokens ?? 0), thoughts \(usage.thinkingTokens ?? 0), total \(usage.totalTokens ?? 0) tokens\n")
         } else {
             Console.err("no reply yet\n")
         }
@@ -160,9 +160,11 @@ extension ChatREPL {
             case nil: Console.err("thinking: the model's default\n")
             }
         } else if ["minimal", "low", "medium", "high", "xhigh"].contains(argument) {
+            guard client.capabilities.thinking.takesLevels else { return Console.error("\(client.displayName) takes no thinking level") }
             conversation.generation.thinking = .level(argument)
             Console.err("thinking set to \(argument)\n")
         } else if let tokens = Int(argument), (-1...32_768).contains(tokens) {
+            guard client.capabilities.thinking.takesBudget else { return Console.error("\(client.displayName) takes no thinking budget") }
             conversation.generation.thinking = .budget(tokens)
             Console.err("thinking budget set to \(tokens) tokens\n")
         } else {
@@ -174,6 +176,7 @@ extension ChatREPL {
     private func switchSearch(_ argument: String) {
         switch argument.lowercased() {
         case "": Console.err("search: \(conversation.generation.tools.search ? "on" : "off")\n")
+        case "on" where !client.capabilities.tools.search: Console.error("\(client.displayName) cannot search the web")
         case "on", "off":
             conversation.generation.tools.search = argument.lowercased() == "on"
             Console.err(conversation.generation.tools.search ? "search on: answers are grounded in Google Search, shown whole with their sources\n" : "search off\n")
@@ -185,6 +188,8 @@ extension ChatREPL {
     private func switchStore(_ argument: String) {
         switch argument.lowercased() {
         case "": Console.err("store: \(conversation.generation.store ? "on: Google may keep the requests" : "off: requests ask Google not to keep them")\n")
+        case "on" where !client.capabilities.store:
+            Console.err("this endpoint does not take \"store\": whether the requests are kept is the provider's own setting\n")
         case "on", "off":
             conversation.generation.store = argument.lowercased() == "on"
             Console.err(conversation.generation.store ? "store on: Google may keep the next requests and replies in its logs\n"
@@ -216,13 +221,14 @@ extension ChatREPL {
             Console.err("not saved\n")
             return
         }
-        if let problem = Self.save(conversation.markdown(), to: path) { Console.error(problem) }
+        if let problem = Self.save(conversation.markdown(provider: client.displayName), to: path) { Console.error(problem) }
         else { Console.err("saved to \(path)\n") }
     }
 
     /// `/thoughts`: the last reply's summaries in full; `on`/`off` asks for them from the next message.
     private func thoughts(_ argument: String) throws(StandardOutputFailure) {
         switch argument.lowercased() {
+        case "on" where !client.capabilities.thoughtSummaries: Console.error("\(client.displayName) sends no thought summaries")
         case "on", "off":
             conversation.generation.includeThoughts = argument.lowercased() == "on"
             Console.err(argument.lowercased() == "on" ? "thought summaries on: each reply shows them above the answer\n" : "thought summaries off\n")
@@ -266,7 +272,7 @@ extension ChatREPL {
 
     /// `/models` (and `/model` alone): the models this key can chat with, the current one marked.
     private func listModels() {
-        let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted)
+        let printer = ReplyPrinter(spinner: interactive && ProgressLine.isWanted, provider: client.displayName)
         defer { printer.clearSpinner() }
         do {
             let models = try client.chatModels(handlers: printer.handlers())

@@ -36,6 +36,8 @@ public final class ReplyPrinter {
     private var retryReason = ""
     private let frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
     private let prefix: String
+    /// Who the spinner says it waits for (the provider's `displayName`).
+    private let providerName: String
     /// Draws the reply as it streams, on a terminal; nil prints it as it came.
     private let live: LiveReply?
     public private(set) var endsWithNewline = true
@@ -52,8 +54,9 @@ public final class ReplyPrinter {
 
     /// `prefix` is written before the first text printed as it came (the chat's label); a live
     /// reply has its own. `thoughts` shows thought summaries as they stream; nil shows none.
-    public init(spinner: Bool, prefix: String = "", live: LiveReply? = nil, thoughts: ThoughtDisplay? = nil) {
+    public init(spinner: Bool, provider providerName: String, prefix: String = "", live: LiveReply? = nil, thoughts: ThoughtDisplay? = nil) {
         self.spinnerEnabled = spinner
+        self.providerName = providerName
         self.prefix = prefix
         self.live = live
         self.thoughtDisplay = thoughts
@@ -206,7 +209,7 @@ public final class ReplyPrinter {
         retryAt = nil
         // Quick replies get no spinner: it starts after about 300 ms; shown thoughts need none.
         guard frame > 3, !thoughtsOpen else { return }
-        Console.err("\r\u{1B}[2K" + frames[frame % frames.count] + (thinking ? " Gemini is thinking…" : " waiting for Gemini…"))
+        Console.err("\r\u{1B}[2K" + frames[frame % frames.count] + (thinking ? " \(providerName) is thinking…" : " waiting for \(providerName)…"))
         spinnerShown = true
     }
 

@@ -98,25 +98,31 @@ public struct ChatRequest: Sendable, Equatable {
     }
 }
 
-/// Tokens a reply used. The names are those `ask --json` prints under `usage`.
+/// Tokens a reply used, in words no provider owns. Encoded (`ask --json`'s `usage`) under
+/// the names gemvault has always printed, which are Gemini's.
 public struct TokenUsage: Codable, Sendable, Equatable {
-    public var promptTokenCount: Int?
-    public var candidatesTokenCount: Int?
-    public var thoughtsTokenCount: Int?
-    /// The prompt tokens of tools (Search results, fetched pages): billed as input.
-    public var toolUsePromptTokenCount: Int?
-    /// The part of the prompt served from a cache: billed at the cached rate.
-    public var cachedContentTokenCount: Int?
-    public var totalTokenCount: Int?
+    public var inputTokens: Int?
+    public var outputTokens: Int?
+    public var thinkingTokens: Int?
+    /// The input tokens of tools (Search results, fetched pages): billed as input.
+    public var toolInputTokens: Int?
+    /// The part of the input served from a cache: billed at the cached rate.
+    public var cachedInputTokens: Int?
+    public var totalTokens: Int?
 
-    public init(promptTokenCount: Int? = nil, candidatesTokenCount: Int? = nil, thoughtsTokenCount: Int? = nil, totalTokenCount: Int? = nil,
-                toolUsePromptTokenCount: Int? = nil, cachedContentTokenCount: Int? = nil) {
-        self.promptTokenCount = promptTokenCount
-        self.candidatesTokenCount = candidatesTokenCount
-        self.thoughtsTokenCount = thoughtsTokenCount
-        self.toolUsePromptTokenCount = toolUsePromptTokenCount
-        self.cachedContentTokenCount = cachedContentTokenCount
-        self.totalTokenCount = totalTokenCount
+    enum CodingKeys: String, CodingKey {
+        case inputTokens = "promptTokenCount", outputTokens = "candidatesTokenCount", thinkingTokens = "thoughtsTokenCount"
+        case toolInputTokens = "toolUsePromptTokenCount", cachedInputTokens = "cachedContentTokenCount", totalTokens = "totalTokenCount"
+    }
+
+    public init(inputTokens: Int? = nil, outputTokens: Int? = nil, thinkingTokens: Int? = nil, totalTokens: Int? = nil,
+                toolInputTokens: Int? = nil, cachedInputTokens: Int? = nil) {
+        self.inputTokens = inputTokens
+        self.outputTokens = outputTokens
+        self.thinkingTokens = thinkingTokens
+        self.toolInputTokens = toolInputTokens
+        self.cachedInputTokens = cachedInputTokens
+        self.totalTokens = totalTokens
     }
 }
 
@@ -304,9 +310,56 @@ public struct ChatModel: Sendable, Equatable {
     }
 }
 
+/// What a provider can do, asked by `ask` and `chat` before a request instead of assuming
+/// Gemini: an option the provider cannot honour is refused, not sent.
+public struct ProviderCapabilities: Sendable, Equatable {
+    /// How the provider is told how much to think.
+    public enum ThinkingStyle: Sendable, Equatable {
+        /// It takes no thinking setting.
+        case none
+        /// Named levels only (`--think`).
+        case levels
+        /// A token budget only (`--think-budget`).
+        case budget
+        /// A level or a budget, never both.
+        case levelsOrBudget
+
+        public var takesLevels: Bool { self == .levels || self == .levelsOrBudget }
+        public var takesBudget: Bool { self == .budget || self == .levelsOrBudget }
+    }
+
+    /// The tools it runs: web search, reading the pages a prompt names, running code.
+    public var tools: ModelTools
+    /// Whether a searched or read reply comes with its sources and the bytes each supports
+    /// (shown whole, its citation marks placed once it is complete).
+    public var grounding: Bool
+    public var thinking: ThinkingStyle
+    /// Whether it sends thought summaries when asked (`--thoughts`).
+    public var thoughtSummaries: Bool
+    /// Whether its replies carry signatures that must go back verbatim with the next turn.
+    public var signatures: Bool
+    /// Whether a request's `store` choice reaches it; where it does not, the provider's own
+    /// setting decides what it keeps.
+    public var store: Bool
+
+    public init(tools: ModelTools = ModelTools(), grounding: Bool = false, thinking: ThinkingStyle = .none, thoughtSummaries: Bool = false,
+                signatures: Bool = false, store: Bool = false) {
+        self.tools = tools
+        self.grounding = grounding
+        self.thinking = thinking
+        self.thoughtSummaries = thoughtSummaries
+        self.signatures = signatures
+        self.store = store
+    }
+}
+
 /// A model provider: what `ask` and `chat` need from one. Failures are `ChatFailure`s; a
 /// reply that ended with a problem is thrown as `CutReply` with what came.
 public protocol ChatProvider: AnyObject {
+    /// Its name for people: labels (`gemini ›`), progress lines, notes.
+    var displayName: String { get }
+    /// What it can do; an option it cannot honour is refused before any request.
+    var capabilities: ProviderCapabilities { get }
     /// Refuses a name that cannot name a model at all (whether the provider has it is its answer to a request).
     func checkModelName(_ name: String) throws
     /// The reply, streamed to `handlers.onText` as it comes.
@@ -319,12 +372,10 @@ public protocol ChatProvider: AnyObject {
     func modelFacts(_ name: String, handlers: StreamHandlers) throws -> ChatModel
     /// The models that can chat.
     func chatModels(handlers: StreamHandlers) throws -> [ChatModel]
-    /// Whether a request's `store` choice reaches the provider; where it does not, the
-    /// provider's own project setting decides what it keeps.
-    var honoursStore: Bool { get }
 }
 
 extension ChatProvider {
-    public var honoursStore: Bool { true }
     public func isModelName(_ name: String) -> Bool { (try? checkModelName(name)) != nil }
+    /// The label before its replies in a chat or transcript: its name in lower case.
+    public var replyLabel: String { displayName.lowercased() + " ›" }
 }

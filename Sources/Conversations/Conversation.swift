@@ -45,6 +45,9 @@ public struct Conversation: Sendable {
     /// The usage of the last completed reply.
     public var lastUsage: TokenUsage?
     public private(set) var sessionTokens = 0
+    /// Whether replies go back as the signed parts they came in (a provider that takes
+    /// signatures); else as their text alone.
+    public var sendsSignatures = true
 
     public init(model: String, systemPrompt: String?, generation: GenerationOptions) {
         self.model = model
@@ -57,7 +60,7 @@ public struct Conversation: Sendable {
         var messages: [ChatMessage] = []
         for turn in turns {
             messages.append(Self.userMessage(turn.user, turn.attachments))
-            messages.append(turn.replyMessage)
+            messages.append(sendsSignatures ? turn.replyMessage : ChatMessage(role: .model, parts: [.text(turn.model)]))
         }
         messages.append(Self.userMessage(message, attachments))
         let system = systemPrompt.flatMap { $0.isEmpty ? nil : $0 }
@@ -76,7 +79,7 @@ public struct Conversation: Sendable {
     public mutating func record(user: String, attachments: [Attachment] = [], reply: ChatReply) -> Turn? {
         if let usage = reply.usage, reply.isKept || reply.interrupted {
             lastUsage = usage
-            sessionTokens += usage.totalTokenCount ?? 0
+            sessionTokens += usage.totalTokens ?? 0
         }
         guard reply.isKept else { return nil }
         let turn = Turn(user: user, model: reply.text, interrupted: reply.interrupted, modelName: model, attachments: attachments,
@@ -102,13 +105,13 @@ public struct Conversation: Sendable {
         lastUsage = nil
     }
 
-    /// The conversation as Markdown, for /save.
-    public func markdown() -> String {
+    /// The conversation as Markdown, for /save; `provider` heads the replies.
+    public func markdown(provider: String) -> String {
         var text = "# gemvault chat (\(model))\n\n"
         if let systemPrompt, !systemPrompt.isEmpty { text += "_System: \(systemPrompt)_\n\n" }
         for turn in turns {
             let attached = turn.attachments.map { "_Attached: \($0.label)_\n\n" }.joined()
-            text += "## You\n\n\(attached)\(turn.user)\n\n## Gemini\n\n\(turn.model)\(turn.interrupted ? "\n\n_[interrupted]_" : "")\n\n"
+            text += "## You\n\n\(attached)\(turn.user)\n\n## \(provider)\n\n\(turn.model)\(turn.interrupted ? "\n\n_[interrupted]_" : "")\n\n"
         }
         return text
     }

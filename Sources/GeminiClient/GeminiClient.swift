@@ -41,7 +41,7 @@ public struct ClientConfiguration: Sendable {
 /// `x-goog-api-key` header; it never writes to a terminal.
 public final class GeminiClient {
     public let configuration: ClientConfiguration
-    public let errors: ErrorMapper
+    public var errors: ErrorMapper
     private let apiKey: SecretBytes
     private let transport: any HTTPTransport
 
@@ -135,7 +135,7 @@ public final class GeminiClient {
                 if let streamError = attempt.streamError { return .failed(streamError, result.text.isEmpty ? attempt.streamFailure : .final) }
                 result.finish = FinishReason(gemini: result.finishName, blockReason: attempt.blockReason)
                 if let problem = errors.finishProblem(result.finish, finishMessage: attempt.finishMessage,
-                                                      thoughtTokens: result.usage?.thoughtsTokenCount, anyText: !result.text.isEmpty) {
+                                                      thoughtTokens: result.usage?.thinkingTokens, anyText: !result.text.isEmpty) {
                     throw CutReply(failure: problem, reply: result)
                 }
                 return .done(result)
@@ -163,7 +163,7 @@ public final class GeminiClient {
         result.modelVersion = response.modelVersion
         result.serviceTier = tier
         if let problem = errors.finishProblem(result.finish, finishMessage: response.candidates?.first?.finishMessage,
-                                              thoughtTokens: result.usage?.thoughtsTokenCount, anyText: !result.text.isEmpty) {
+                                              thoughtTokens: result.usage?.thinkingTokens, anyText: !result.text.isEmpty) {
             throw CutReply(failure: problem, reply: result)
         }
         return result

@@ -4,6 +4,15 @@ import VaultCore
 /// Gemini as a `ChatProvider`: the neutral request becomes Gemini's wire request, and the
 /// wire reply the neutral one (WireTypes.swift holds both mappings).
 extension GeminiClient: ChatProvider {
+    public var displayName: String { "Gemini" }
+
+    /// Search, URL context and code execution, grounded replies, a level or a budget for
+    /// thinking, thought summaries and signatures; `store` where the endpoint takes it.
+    public var capabilities: ProviderCapabilities {
+        ProviderCapabilities(tools: ModelTools(search: true, urlContext: true, codeExecution: true), grounding: true, thinking: .levelsOrBudget,
+                             thoughtSummaries: true, signatures: true, store: configuration.honoursStore)
+    }
+
     public func checkModelName(_ name: String) throws { _ = try Self.modelResource(name) }
 
     public func stream(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> ChatReply {
@@ -14,12 +23,10 @@ extension GeminiClient: ChatProvider {
         try generateContent(model: model, request: wire(request), handlers: handlers)
     }
 
-    public var honoursStore: Bool { configuration.honoursStore }
-
     /// The wire request, without `store` where the endpoint does not take it.
     private func wire(_ request: ChatRequest) -> GenerateContentRequest {
         var wire = GenerateContentRequest(request)
-        if !honoursStore { wire.store = nil }
+        if !configuration.honoursStore { wire.store = nil }
         return wire
     }
 

@@ -1,32 +1,9 @@
+import Conversations
+
 /// What gemvault knows of Gemini's models as of December 2026 (gemini-2026-features.md and
 /// gemini-prices-2026-12.md): stage, thinking levels, and where a retired id's requests go.
 /// Prices are the price table's (Spending); the API's model list stays the word on what a key
 /// can use.
-public struct ModelFacts: Sendable, Equatable {
-    public enum Stage: String, Sendable {
-        case stable = "GA", preview, released, retired, alias
-    }
-
-    public let stage: Stage
-    /// The `thinkingLevel`s the model takes, lowest first; empty when it takes a budget instead (2.5).
-    public let levels: [String]
-    public let defaultLevel: String?
-    /// A retired id or an alias: the model that serves its requests, and since when.
-    public let servedBy: String?
-    public let since: String?
-
-    init(_ stage: Stage, levels: [String], default defaultLevel: String? = nil, servedBy: String? = nil, since: String? = nil) {
-        self.stage = stage
-        self.levels = levels
-        self.defaultLevel = defaultLevel
-        self.servedBy = servedBy
-        self.since = since
-    }
-
-    /// Whether the model thinks with levels (Gemini 3 and 4) or a token budget (2.5).
-    public var thinking: String { levels.isEmpty ? "budget" : levels.joined(separator: ",") }
-}
-
 public enum ModelCatalog {
     static let allLevels = ["minimal", "low", "medium", "high"]
     static let noMinimal = ["low", "medium", "high"]
@@ -74,13 +51,6 @@ public enum ModelCatalog {
             return "\(requested) is served by \(served)\(facts.since.map { " since \($0)" } ?? ""): priced as \(served)"
         }
         return "\(requested) was answered by \(served): priced as \(served)"
-    }
-
-    /// A thinking level the model refuses, and the one to send instead: `minimal` → the lowest
-    /// it takes, `xhigh` → `high`; nil when the level is fine or the model unknown.
-    public static func replacement(for level: String, model: String) -> String? {
-        guard let levels = facts(for: model)?.levels, !levels.isEmpty, !levels.contains(level) else { return nil }
-        return level == "xhigh" ? levels.last : levels.first
     }
 
     /// The levels `model` takes, for a hint; nil when unknown.

@@ -199,7 +199,6 @@ struct URLContextMetadata: Codable, Sendable {
 
 public struct PromptFeedback: Codable, Sendable {
     public var blockReason: String?
-    public var blockReasonMessage: String?
 }
 
 public struct GenerateContentResponse: Codable, Sendable {
@@ -207,16 +206,15 @@ public struct GenerateContentResponse: Codable, Sendable {
     public var promptFeedback: PromptFeedback?
     var usageMetadata: UsageMetadata?
     public var modelVersion: String?
-    public var responseId: String?
 
     public var visibleText: String { candidates?.first?.content?.visibleText ?? "" }
 
     /// The tokens used, mapped once from the wire's `usageMetadata`.
     public var usage: TokenUsage? {
         usageMetadata.map {
-            TokenUsage(promptTokenCount: $0.promptTokenCount, candidatesTokenCount: $0.candidatesTokenCount,
-                       thoughtsTokenCount: $0.thoughtsTokenCount, totalTokenCount: $0.totalTokenCount,
-                       toolUsePromptTokenCount: $0.toolUsePromptTokenCount, cachedContentTokenCount: $0.cachedContentTokenCount)
+            TokenUsage(inputTokens: $0.promptTokenCount, outputTokens: $0.candidatesTokenCount,
+                       thinkingTokens: $0.thoughtsTokenCount, totalTokens: $0.totalTokenCount,
+                       toolInputTokens: $0.toolUsePromptTokenCount, cachedInputTokens: $0.cachedContentTokenCount)
         }
     }
 }

@@ -1,7 +1,6 @@
 import ChatUI
 import Conversations
 import CSystemShims
-import GeminiClient
 import KeyResolution
 import Rendering
 import Settings
@@ -156,11 +155,11 @@ extension ChatCommand {
         let live = markdown.map { LiveReply(markdown: $0, frame: .labelled(StyledLine()), size: windowSize, reflows: Terminal.reflowsOnResize) }
         // Thought summaries go to stderr, dimmed and labelled, so stdout stays the answer.
         let stderrStyle = call.context.style(settings, fd: FileDescriptor.standardError.raw)
-        let printer = ReplyPrinter(spinner: ProgressLine.isWanted, live: live,
+        let printer = ReplyPrinter(spinner: ProgressLine.isWanted, provider: client.displayName, live: live,
                                    thoughts: showThoughts && !json && streaming ? .standardError(stderrStyle) : nil)
         var handlers = printer.handlers()
         // A grounded answer is shown whole: its citation marks are placed by offsets that come last.
-        let grounded = conversation.generation.tools.grounds
+        let grounded = conversation.generation.tools.grounds && client.capabilities.grounding
         if json || !streaming || schema != nil || grounded { handlers.onText = { _ in } }
         gv_interrupt_install()
         // A script's `kill` or a closed terminal still gets its JSON object, like Ctrl-C.

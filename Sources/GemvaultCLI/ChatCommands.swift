@@ -1,7 +1,6 @@
 import ChatUI
 import Conversations
 import CSystemShims
-import GeminiClient
 import KeyResolution
 import Rendering
 import Settings
@@ -91,37 +90,15 @@ enum ChatCommand {
         return (client, settings)
     }
 
-    /// The same, with where the key came from. The one place that picks the provider: Gemini.
+    /// The same, with where the key came from; the provider is the one `ProviderChoice` picks.
     static func clientWithKey(_ call: Invocation, modelsAdvice: String? = nil) throws -> (any ChatProvider, Settings, ResolvedKey) {
         let resolver = try call.context.keyResolver(call)
         let (key, settings) = try resolver.resolve()
         RotationReminder(context: call.context).remind(key: key, settings: settings)
-        let configuration = ClientConfiguration(endpoint: try settings.endpoint(.endpoint), apiVersion: settings[.apiVersion], timeout: settings[.timeout],
-                                                maxAttempts: settings[.retries] + 1)
-        var errors = ErrorMapper(keyOrigin: key.source.label, keyReplaceHint: key.source.replaceHint, keyKind: key.secret.googleKeyKind,
-                                 model: settings[.model], apiVersion: settings[.apiVersion])
-        if let modelsAdvice { errors.modelsAdvice = modelsAdvice }
-        errors.optionAdvice = optionAdvice
-        return (GeminiClient(configuration: configuration, apiKey: key.secret, errors: errors), settings, key)
+        let setup = ProviderChoice.Setup(settings: settings, key: key.secret, keyOrigin: key.source.label, keyReplaceHint: key.source.replaceHint,
+                                         modelsAdvice: modelsAdvice)
+        return (try ProviderChoice.current.build(setup), settings, key)
     }
-
-    /// What to change when Gemini refuses an option (a 400 that names it), said once for ask and chat.
-    static let optionAdvice = [
-        ErrorMapper.OptionAdvice(words: ["include_thoughts", "includethoughts"],
-                                 hint: "this model does not think, so it has no thought summaries: leave out --thoughts (in a chat, /thoughts off), or 'gemvault config set show_thoughts off'"),
-        // The Developer API's words for any thinkingConfig sent to a model that does not think.
-        ErrorMapper.OptionAdvice(words: ["thinking is not enabled"],
-                                 hint: "this model does not think: leave out --think, --think-budget and --thoughts (in a chat, /think and /thoughts off), and the 'thinking' and 'show_thoughts' settings"),
-        ErrorMapper.OptionAdvice(words: ["thinking_level", "thinking level", "thinkinglevel", "thinking_budget", "thinking budget", "thinkingbudget", "thinking_config"],
-                                 hint: "change --think or --think-budget (in a chat, /think), or the 'thinking' setting: this model takes another level or budget, or none",
-                                 namesThinkingLevels: true),
-        ErrorMapper.OptionAdvice(words: ["google_search", "googlesearch", "search grounding"],
-                                 hint: "this model cannot search with Google: leave out --search (in a chat, /search off), or 'gemvault config set search off'"),
-        ErrorMapper.OptionAdvice(words: ["url_context", "urlcontext"], hint: "this model cannot read web pages: leave out --url-context"),
-        ErrorMapper.OptionAdvice(words: ["code_execution", "codeexecution"], hint: "this model cannot run code: leave out --code"),
-        ErrorMapper.OptionAdvice(words: ["response_schema", "response_json_schema", "responsejsonschema", "responseschema"],
-                                 hint: "Gemini refused the schema given with --schema: simplify it (fewer nesting levels, no unsupported keywords) or try another model"),
-    ]
 
     static func conversation(_ settings: Settings, _ provider: any ChatProvider, _ call: Invocation) throws -> Conversation {
         try provider.checkModelName(settings[.model])
@@ -131,11 +108,14 @@ enum ChatCommand {
         generation.includeThoughts = call.flag(.thoughts) || settings[.showThoughts]
         generation.tools = ModelTools(search: call.flag(.search) || settings[.search], urlContext: call.flag(.urlContext), codeExecution: call.flag(.code))
         generation.store = call.flag(.store) || settings[.store]
-        if !provider.honoursStore {
+        try checkCapabilities(generation, of: provider, call)
+        if !provider.capabilities.store {
             Console.note("this endpoint does not take \"store\": whether Google keeps the requests is its project's logging setting")
         }
         warnOfDeprecatedSampling(settings)
-        return Conversation(model: settings[.model], systemPrompt: settings[.systemPrompt], generation: generation)
+        var conversation = Conversation(model: settings[.model], systemPrompt: settings[.systemPrompt], generation: generation)
+        conversation.sendsSignatures = provider.capabilities.signatures
+        return conversation
     }
 
     /// Google deprecated the sampling parameters on 2026-07-21 (current models ignore them):
@@ -151,8 +131,10 @@ enum ChatCommand {
     /// Gemini 4 models; `xhigh` but on Neon and Hydrogen) is sent as the nearest it takes, with a
     /// note; with --strict it is a usage error instead.
     static func checkedThinking(_ thinking: GenerationOptions.Thinking?, model: String, _ call: Invocation) throws -> GenerationOptions.Thinking? {
-        guard case .level(let level)? = thinking, let replacement = ModelCatalog.replacement(for: level, model: model) else { return thinking }
-        let levels = ModelCatalog.levels(of: model)?.joined(separator: ", ") ?? ""
+        guard case .level(let level)? = thinking, let facts = ProviderChoice.current.facts(model), let replacement = facts.replacement(for: level) else {
+            return thinking
+        }
+        let levels = facts.levels.joined(separator: ", ")
         let shown = EscapeNeutralizer.neutralize(model)
         if call.flag(.strict) {
             throw UsageError("\(shown) does not take the thinking level '\(level)' (Google refuses it with 400); it takes \(levels)", command: call.command)
@@ -313,7 +295,7 @@ enum ChatCommand {
 
     static func models(_ call: Invocation) throws {
         let (client, settings) = try client(call)
-        let printer = ReplyPrinter(spinner: ProgressLine.isWanted)
+        let printer = ReplyPrinter(spinner: ProgressLine.isWanted, provider: client.displayName)
         // The spinner goes before anything else is written, an error line included.
         defer { printer.clearSpinner() }
         let models = try client.chatModels(handlers: printer.handlers())
@@ -337,7 +319,7 @@ enum ChatCommand {
 
     /// One model of the API's list, with what gemvault's catalog and price table say of it.
     static func listing(_ model: ChatModel, prices: PriceTable) -> ModelListing {
-        let facts = ModelCatalog.facts(for: model.name)
+        let facts = ProviderChoice.current.facts(model.name)
         func price(on day: UsageDay) -> ModelPriceListing? { prices.price(of: model.name, on: day).map { ModelPriceListing(input: $0.input, output: $0.output) } }
         return ModelListing(name: model.name, displayName: model.displayName, inputTokenLimit: model.inputTokenLimit, outputTokenLimit: model.outputTokenLimit,
                             thinking: model.thinking ?? facts.map { _ in true }, thinkingLevels: facts?.levels, stage: facts?.stage.rawValue,

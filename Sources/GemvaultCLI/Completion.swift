@@ -1,6 +1,5 @@
 import Agent
 import Conversations
-import GeminiClient
 import Settings
 import SystemIO
 import TerminalIO
@@ -162,7 +161,7 @@ struct ModelCache {
         guard let folder = try? TrustedFolder.open(folder),
               let file = try? TrustedFile.open("models", in: folder, requirement: .configuration),
               let bytes = try? file.readAll(limit: 1 << 20) else { return [] }
-        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init).filter { (try? GeminiClient.modelResource($0)) != nil }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init).filter(ProviderChoice.isModelName)
     }
 }
 

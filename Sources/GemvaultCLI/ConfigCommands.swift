@@ -1,5 +1,4 @@
 import GoogleAuth
-import GeminiClient
 import GoogleKeys
 import KeyResolution
 import Settings
@@ -59,7 +58,7 @@ extension Invocation {
             // A usage error, so that `ask --json` still gives its one object.
             throw UsageError(ErrorReport.describe(error).1, command: command)
         }
-        if command.offers(.model), let model = value(.model), (try? GeminiClient.modelResource(model)) == nil {
+        if command.offers(.model), let model = value(.model), !ProviderChoice.isModelName(model) {
             throw UsageError("--model: '\(EscapeNeutralizer.neutralize(model))' is not a valid model name", command: command)
         }
         _ = try context.passphraseSource()

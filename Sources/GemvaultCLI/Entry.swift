@@ -1,4 +1,3 @@
-import GeminiClient
 import Glibc
 import SystemIO
 import TerminalIO
@@ -42,7 +41,7 @@ public enum GemvaultMain {
                 let call = Invocation(command: spec, positionals: positionals, options: options, context: context)
                 // Every value a flag gives is checked before a command asks for anything.
                 try call.checkFlagValues()
-                if spec.usesNetwork { GeminiClient.prepareNetwork() }
+                if spec.usesNetwork { ProviderChoice.current.prepare() }
                 try spec.run(call)
             }
             return ExitCode.success.rawValue
@@ -54,6 +53,12 @@ public enum GemvaultMain {
             }
             return ErrorReport.report(error).rawValue
         }
+    }
+
+    /// `run` with another chat provider than Gemini, for tests (GemvaultTesting's scripted one):
+    /// the binary calls only `main`, so nothing a user types reaches it.
+    public static func run(arguments: [String], environment: [String: String], provider: ProviderChoice) -> Int32 {
+        ProviderChoice.$current.withValue(provider) { run(arguments: arguments, environment: environment) }
     }
 
     /// The whole program: the command, then exit with its code. The environment is read when
@@ -72,7 +77,7 @@ public enum GemvaultMain {
             environment["SSLKEYLOGFILE"] = keyLogFile
             return environment
         }())
-        GeminiClient.settleNetwork()
+        ProviderChoice.settle()
         ProcessHardening.exit(code)
     }
 }

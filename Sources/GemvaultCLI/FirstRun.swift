@@ -1,5 +1,4 @@
 import Conversations
-import GeminiClient
 import KeyResolution
 import Settings
 import SystemIO
@@ -111,7 +110,7 @@ enum FirstRun {
                 try check(key, context, vaultSettings: vaultSettings)
                 Console.note("the API accepted the key")
                 return key
-            } catch let error as GeminiError where error.category == .refused {
+            } catch let error as any ChatFailure where error.kind == .refused {
                 Console.warning("the check failed: \(EscapeNeutralizer.neutralize(error.message))")
                 if let hint = error.hint { Console.hint(EscapeNeutralizer.neutralize(hint)) }
                 guard TerminalQuestion.offer("Type the key again?") else {
@@ -120,7 +119,7 @@ enum FirstRun {
                 }
                 key = try readKey(name: name)
                 try store(key)
-            } catch let error as GeminiError {
+            } catch let error as any ChatFailure {
                 throw CommandFailure(.network, "set-up stopped: \(error.message)",
                                      hint: "key '\(name)' is stored, unchecked; check the network and the 'endpoint' setting ('gemvault config explain endpoint'), then run 'gemvault' again to chat")
             }
@@ -135,23 +134,12 @@ enum FirstRun {
             layers.vaultPath = context.vaultPath
         }
         let settings = try Settings.resolve(layers)
-        let endpoint = try settings.endpoint(.endpoint)
-        let limit = min(settings[.timeout], checkLimit)
-        let configuration = ClientConfiguration(endpoint: endpoint, apiVersion: settings[.apiVersion], timeout: limit,
-                                                maxAttempts: settings[.retries] + 1)
-        let errors = ErrorMapper(keyOrigin: "what you pasted", keyReplaceHint: "type the key again when asked",
-                                 keyKind: key.googleKeyKind, model: settings[.model], apiVersion: settings[.apiVersion])
-        GeminiClient.prepareNetwork()
-        let progress = ProgressLine.start("checking the key with \(endpoint)…")
+        let provider = ProviderChoice.current
+        provider.prepare()
+        let progress = ProgressLine.start("checking the key with \(try settings.endpoint(.endpoint))…")
         defer { progress?.stop() }
-        let start = Clock.monotonicSeconds()
-        // The limit covers the whole check, retries included.
-        let handlers = StreamHandlers(isCancelled: { Clock.monotonicSeconds() - start > limit })
-        do {
-            _ = try GeminiClient(configuration: configuration, apiKey: key, errors: errors).listModels(handlers: handlers)
-        } catch let error as GeminiError where error.category == .interrupted || error.cause == .timeout {
-            throw GeminiError(category: .network, message: "the Gemini API at \(endpoint) did not answer within \(Int(limit)) s", cause: .timeout)
-        }
+        try provider.checkKey(ProviderChoice.Setup(settings: settings, key: key, keyOrigin: "what you pasted", keyReplaceHint: "type the key again when asked",
+                                                   timeout: checkLimit))
     }
 
     /// Plain `gemvault` with a vault: the chat. A vault without the key the chat needs gets

@@ -57,11 +57,8 @@ struct KeyCheck {
     /// Tries the key until Google has propagated it or `limit` seconds have passed; a method
     /// the key turns out not to allow passes the check on to the next one.
     func verify(_ key: SecretBytes, settings: Settings, limit: Double, transport: any HTTPTransport = CurlTransport()) throws {
-        let configuration = ClientConfiguration(endpoint: try settings.endpoint(.endpoint), apiVersion: settings[.apiVersion], timeout: settings[.timeout],
-                                                maxAttempts: settings[.retries] + 1)
-        let errors = ErrorMapper(keyOrigin: "the new key", keyReplaceHint: "Google may need a few more minutes; nothing was changed",
-                                 keyKind: key.googleKeyKind, model: settings[.model], apiVersion: settings[.apiVersion])
-        let client = GeminiClient(configuration: configuration, apiKey: key, errors: errors, transport: transport)
+        let client = try GeminiClient(settings: settings, apiKey: key, keyOrigin: "the new key",
+                                      keyReplaceHint: "Google may need a few more minutes; nothing was changed", transport: transport)
         let model = settings[.model]
         var remaining = probes[...]
         // Set by each attempt that failed: what the note and the final error report.

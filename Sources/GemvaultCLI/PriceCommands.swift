@@ -1,4 +1,3 @@
-import GeminiClient
 import Rendering
 import Settings
 import Spending
@@ -56,7 +55,7 @@ enum PriceCommand {
 
     static func rows(_ table: PriceTable) -> [Row] {
         table.modelNames.flatMap { name in
-            let facts = ModelCatalog.facts(for: name)
+            let facts = ProviderChoice.current.facts(name)
             return (table.periods[name] ?? []).map { period in
                 Row(model: name, from: period.from?.text, to: period.through?.text, input: period.price.input, output: period.price.output,
                     cached: period.price.cached, searchPer1000: period.price.search, stage: facts?.stage.rawValue,

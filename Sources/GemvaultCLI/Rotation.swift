@@ -84,11 +84,7 @@ enum RotationCommand {
             layers.vaultPath = context.vaultPath
         }
         let settings = try Settings.resolve(layers)
-        let configuration = ClientConfiguration(endpoint: try settings.endpoint(.endpoint), apiVersion: settings[.apiVersion], timeout: settings[.timeout],
-                                                maxAttempts: settings[.retries] + 1)
-        let errors = ErrorMapper(keyOrigin: origin, keyReplaceHint: replaceHint,
-                                 keyKind: key.googleKeyKind, model: settings[.model], apiVersion: settings[.apiVersion])
-        _ = try GeminiClient(configuration: configuration, apiKey: key, errors: errors).listModels()
+        _ = try GeminiClient(settings: settings, apiKey: key, keyOrigin: origin, keyReplaceHint: replaceHint).listModels()
     }
 
     struct HistoryEntry: Encodable {

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import GeminiClient
+import Conversations
 import SystemIO
 import VaultCore
 

@@ -30,8 +30,8 @@ public struct UsageCounts: Sendable, Equatable {
     /// One reply's usage and search queries; counts Google left out are 0, and none is taken above 2^40.
     public init(_ usage: TokenUsage, searchQueries: Int = 0) {
         func count(_ value: Int?) -> Int { min(max(0, value ?? 0), 1 << 40) }
-        self.init(requests: 1, prompt: count(usage.promptTokenCount), cached: count(usage.cachedContentTokenCount),
-                  toolUse: count(usage.toolUsePromptTokenCount), output: count(usage.candidatesTokenCount), thoughts: count(usage.thoughtsTokenCount),
+        self.init(requests: 1, prompt: count(usage.inputTokens), cached: count(usage.cachedInputTokens),
+                  toolUse: count(usage.toolInputTokens), output: count(usage.outputTokens), thoughts: count(usage.thinkingTokens),
                   searchQueries: count(searchQueries))
     }
 

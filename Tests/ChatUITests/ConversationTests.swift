@@ -5,7 +5,7 @@ import Testing
 @testable import Rendering
 
 private func reply(_ text: String, interrupted: Bool = false, total: Int? = nil, finish: FinishReason? = .complete) -> ChatReply {
-    ChatReply(text: text, finish: interrupted ? nil : finish, usage: total.map { TokenUsage(totalTokenCount: $0) }, interrupted: interrupted)
+    ChatReply(text: text, finish: interrupted ? nil : finish, usage: total.map { TokenUsage(totalTokens: $0) }, interrupted: interrupted)
 }
 
 @Suite struct ConversationTests {
@@ -27,7 +27,7 @@ private func reply(_ text: String, interrupted: Bool = false, total: Int? = nil,
         conversation.record(user: "stopped later", reply: reply("half an ans", interrupted: true, total: 10))
         #expect(conversation.turns == [Conversation.Turn(user: "stopped later", model: "half an ans", interrupted: true, modelName: "m")])
         #expect(conversation.sessionTokens == 10)
-        #expect(conversation.markdown().contains("_[interrupted]_"))
+        #expect(conversation.markdown(provider: "Parrot").contains("## Parrot\n\nhalf an ans\n\n_[interrupted]_"))
     }
 
     /// The one rule for cut-off replies: cut at the token limit with text, kept; filtered,
@@ -101,7 +101,7 @@ private func reply(_ text: String, interrupted: Bool = false, total: Int? = nil,
     /// The live reply's label reads and measures as the prompt's: it takes nine columns before
     /// the first line, which is shortened by as much.
     @Test func theModelsLabelTakesItsColumnsFromTheFirstLine() {
-        let label = ChatREPL.liveModelLabel
+        let label = ChatREPL.liveModelLabel("gemini ›")
         #expect(label.plainText == "gemini › " && label.width == 9)
         #expect(label.encoded(styled: true).contains("\u{1B}[1;90mgemini ›"))
         var now = 0.0
@@ -129,6 +129,8 @@ private func reply(_ text: String, interrupted: Bool = false, total: Int? = nil,
         var answers: [(text: String, finish: FinishReason)]
         var requests: [ChatRequest] = []
         init(_ answers: [(text: String, finish: FinishReason)]) { self.answers = answers }
+        let displayName = "Scripted"
+        let capabilities = ProviderCapabilities()
 
         func checkModelName(_ name: String) throws {
             if name.contains(" ") { throw Refusal(message: "'\(name)' is not a model name", reason: "invalid-model") }
@@ -136,7 +138,7 @@ private func reply(_ text: String, interrupted: Bool = false, total: Int? = nil,
         func stream(_ request: ChatRequest, model: String, handlers: StreamHandlers) throws -> ChatReply {
             requests.append(request)
             let answer = answers.removeFirst()
-            let reply = ChatReply(text: answer.text, finish: answer.finish, usage: TokenUsage(totalTokenCount: 3))
+            let reply = ChatReply(text: answer.text, finish: answer.finish, usage: TokenUsage(totalTokens: 3))
             if answer.finish != .complete { throw CutReply(failure: Refusal(message: "cut", reason: "\(answer.finish)"), reply: reply) }
             return reply
         }

@@ -5,14 +5,14 @@ import Testing
 @Suite struct ModelCatalogTests {
     @Test func minimalIsReplacedOnlyWhereTheModelRefusesIt() {
         for model in ["gemini-3.8-flash", "gemini-3.7-flash", "gemini-flash-latest", "gemini-3.1-pro-preview", "gemini-4-argon", "models/gemini-4-neon"] {
-            #expect(ModelCatalog.replacement(for: "minimal", model: model) == "low", "\(model)")
+            #expect(ModelCatalog.facts(for: model)?.replacement(for: "minimal") == "low", "\(model)")
         }
         for model in ["gemini-3.6-flash", "gemini-3.5-flash-lite", "gemini-3-flash-preview", "unknown-model"] {
-            #expect(ModelCatalog.replacement(for: "minimal", model: model) == nil, "\(model)")
+            #expect(ModelCatalog.facts(for: model)?.replacement(for: "minimal") == nil, "\(model)")
         }
-        #expect(ModelCatalog.replacement(for: "xhigh", model: "gemini-3.8-flash") == "high")
-        #expect(ModelCatalog.replacement(for: "xhigh", model: "gemini-4-hydrogen") == nil)
-        #expect(ModelCatalog.replacement(for: "high", model: "gemini-3.8-flash") == nil)
+        #expect(ModelCatalog.facts(for: "gemini-3.8-flash")?.replacement(for: "xhigh") == "high")
+        #expect(ModelCatalog.facts(for: "gemini-4-hydrogen")?.replacement(for: "xhigh") == nil)
+        #expect(ModelCatalog.facts(for: "gemini-3.8-flash")?.replacement(for: "high") == nil)
     }
 
     @Test func aRoutedReplyIsToldFromAVersionSuffix() {

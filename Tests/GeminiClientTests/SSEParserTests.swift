@@ -36,7 +36,7 @@ private func parseAll(_ bytes: [UInt8], chunkSize: Int) -> (events: [[UInt8]], e
     @Test func usageIsReadFromTheWireOnce() throws {
         let (events, _) = parseAll(try fixture("stream-thinking.sse"), chunkSize: 100_000)
         let usage = try events.compactMap { try JSONDecoder().decode(GenerateContentResponse.self, from: Data($0)).usage }.last
-        #expect(usage == TokenUsage(promptTokenCount: 5, candidatesTokenCount: 3, thoughtsTokenCount: 40, totalTokenCount: 48))
+        #expect(usage == TokenUsage(inputTokens: 5, outputTokens: 3, thinkingTokens: 40, totalTokens: 48))
     }
 
     @Test(arguments: [1, 2, 3, 7, 64, 100_000])

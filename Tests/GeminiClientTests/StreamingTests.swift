@@ -44,7 +44,7 @@ import VaultCore
         #expect(seen.texts == ["Cheyenne", " is the capital", " of Wyoming — ünïcode ✓.\n"])
         #expect(reply.text == seen.texts.joined())
         #expect(reply.finish == .complete && reply.finishName == "STOP" && !reply.interrupted && reply.isKept)
-        #expect(reply.usage == TokenUsage(promptTokenCount: 9, candidatesTokenCount: 12, totalTokenCount: 21))
+        #expect(reply.usage == TokenUsage(inputTokens: 9, outputTokens: 12, totalTokens: 21))
         #expect(reply.modelVersion == "gemini-test-001")
     }
 
@@ -63,7 +63,7 @@ import VaultCore
         let seen = Seen()
         let reply = try stream(FakeTransport([try sse("streaming-success-thought-summary.sse")]), seen)
         #expect(reply.text == "Rayleigh scattering." && seen.texts == ["Rayleigh scattering."])
-        #expect(seen.thinking == 1 && reply.usage?.thoughtsTokenCount == 36)
+        #expect(seen.thinking == 1 && reply.usage?.thinkingTokens == 36)
     }
 
     /// A finish reason other than STOP is thrown as `CutReply` with what came, typed.

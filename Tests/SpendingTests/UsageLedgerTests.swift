@@ -96,8 +96,8 @@ import VaultCore
 /// What a hostile server or a forged file can put in a count or a name.
 @Suite struct UsageLimitsTests {
     @Test func hugeCountsAreCappedAndSumsNeverOverflow() {
-        let huge = UsageCounts(TokenUsage(promptTokenCount: Int.max, candidatesTokenCount: Int.max, thoughtsTokenCount: -5,
-                                          toolUsePromptTokenCount: Int.max, cachedContentTokenCount: Int.max))
+        let huge = UsageCounts(TokenUsage(inputTokens: Int.max, outputTokens: Int.max, thinkingTokens: -5,
+                                          toolInputTokens: Int.max, cachedInputTokens: Int.max))
         #expect(huge.prompt == 1 << 40 && huge.thoughts == 0)
         var sum = huge
         for _ in 0..<20_000 { sum = sum + huge }

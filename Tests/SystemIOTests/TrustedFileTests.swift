@@ -229,6 +229,16 @@ func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) {
         #expect(try file.readTail(limit: 1000) == Array("first line\nlast line\n".utf8))
     }
 
+    @Test func theStartOfAFileIsAsMuchOfItAsTheLimitAllows() throws {
+        let folder = scratchFolder()
+        writeFile(folder + "/meter", "first line\nlast line\n")
+        writeFile(folder + "/empty", "")
+        let file = try #require(try TrustedFile.open(folder + "/meter", requirement: .secret))
+        #expect(try file.readFromStart(limit: 4 << 20) == Array("first line\nlast line\n".utf8))
+        #expect(try file.readFromStart(limit: 5) == Array("first".utf8))
+        #expect(try #require(try TrustedFile.open(folder + "/empty", requirement: .secret)).readFromStart(limit: 4 << 20) == [])
+    }
+
     @Test func pollReportsReadersAndWritersByIndex() throws {
         var fds: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)

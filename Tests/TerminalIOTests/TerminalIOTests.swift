@@ -16,6 +16,24 @@ import Testing
         #expect(EscapeNeutralizer.neutralize(family + " " + england) == family + " " + england)
     }
 
+    /// The byte scan that skips the work decides as the scalar walk would: every scalar the
+    /// walk changes or looks around is caught, and text it keeps comes back as it was.
+    @Test func theByteScanAgreesWithTheWalkOnEveryCharacterItCouldMeet() {
+        let special: [UInt32] = Array(0x00...0x20) + [0x7E, 0x7F] + Array(0x80...0xA0) + [0xE9, 0x061B, 0x061C, 0x061D, 0x180D, 0x180E, 0x180F]
+            + Array(0x2009...0x2030) + Array(0x205F...0x206A) + [0x2014, 0x2026, 0xFEFE, 0xFEFF, 0xFF01, 0x1F3F4, 0x1F600, 0xE0000, 0xE0041, 0xE007F, 0xE0100]
+        for value in special {
+            let scalar = Unicode.Scalar(value)!
+            for text in ["a\(scalar)b", "\(scalar)", "é\(scalar)é", "\(scalar)\n"] {
+                var context = EscapeNeutralizer.Context()
+                let scalars = Array(text.unicodeScalars)
+                let walked = String(EscapeNeutralizer.neutralize(scalars, upTo: scalars.count, context: &context))
+                #expect(EscapeNeutralizer.neutralize(text) == walked, "U+\(String(value, radix: 16))")
+                if walked != text { #expect(EscapeNeutralizer.needsChange(text), "U+\(String(value, radix: 16))") }
+            }
+        }
+        #expect(!EscapeNeutralizer.needsChange("Plain text — “quoted”, café, 日本語, 🚀…\n\tindented"))
+    }
+
     /// Joiners, CRLF and a flag's tags in a stream: split at every scalar (and at every pair of
     /// scalars), the pieces neutralised one by one read as the whole text neutralised at once.
     @Test func aStreamSplitAnywhereReadsAsTheWholeText() {

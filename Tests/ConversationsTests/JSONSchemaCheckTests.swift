@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import VaultCore
-@testable import GeminiClient
+@testable import Conversations
 
 /// `ask --schema`: the reply checked locally, with the first violation named by its place.
 @Suite struct JSONSchemaCheckTests {
