@@ -3,6 +3,7 @@ import GoogleAuth
 import Agent
 import Conversations
 import KeyResolution
+import Rotation
 import Settings
 import Sharing
 import SSHAgent
@@ -100,6 +101,8 @@ enum ErrorReport {
         switch error {
         case let failure as CommandFailure:
             return (failure.code, failure.message, failure.hint)
+        case let rotation as RotationError:
+            return describe(rotation)
         case let usage as UsageError:
             let hint = usage.fix ?? usage.command.map { "usage: \($0.usage)" } ?? "run 'gemvault --help' for the list of commands"
             return (.usage, usage.message, hint)
@@ -223,6 +226,15 @@ enum ErrorReport {
                     "if you put it there on purpose, run the command once with --accept-rollback")
         default:
             return (.failure, "\(error)", nil)
+        }
+    }
+
+    /// A rotation's usage mistakes are `key rotate`'s: its usage line is the hint unless the error names a fix.
+    static func describe(_ error: RotationError) -> (ExitCode, String, String?) {
+        switch error {
+        case .usage(let message, let fix): (.usage, message, fix ?? rotationCommands.first.map { "usage: \($0.usage)" })
+        case .failed(let message, let hint): (.failure, message, hint)
+        case .unreachable(let message, let hint): (.network, message, hint)
         }
     }
 

@@ -1,6 +1,7 @@
 import GeminiClient
 import GoogleKeys
 import KeyResolution
+import Rotation
 import Settings
 import SystemIO
 import TerminalIO
@@ -39,9 +40,9 @@ enum RotationCommand {
             if mode == .finish && call.flag(.grace) { throw UsageError("--grace goes with --create or --undo", command: call.command) }
             if call.flag(.ifOlderThan) && call.flag(.ifDue) { throw UsageError("give --if-older-than or --if-due, not both", command: call.command) }
             switch mode {
-            case .create: return try GoogleRotation.create(call, name: name)
-            case .undo: return try GoogleRotation.undo(call, name: name)
-            default: return try FleetRotation.finishCommand(call, name: name)
+            case .create: return try GoogleRotation.create(call.rotationRequest(), name: name)
+            case .undo: return try GoogleRotation.undo(call.rotationRequest(), name: name)
+            default: return try FleetRotation.finishCommand(call.rotationRequest(), name: name)
             }
         }
         if let option = googleOnly.first(where: call.flag) { throw UsageError("\(option.name) goes with --create or --undo", command: call.command) }

@@ -2,6 +2,7 @@ import AgeFormat
 import Glibc
 import GoogleAuth
 import GoogleKeys
+import Rotation
 import Sharing
 import SystemIO
 import TerminalIO
@@ -240,7 +241,7 @@ enum ShareCommand {
         let rotate = Invocation(command: rotationCommands.first { $0.path == ["key", "rotate"] }!, positionals: [name],
                                 options: ParsedOptions(byName: options), context: call.context)
         do {
-            try GoogleRotation.create(rotate, name: name)
+            try GoogleRotation.create(rotate.rotationRequest(), name: name)
         } catch {
             // Nothing rotated: the recipient is put back, so the record says who holds the key.
             let after = try? vault.keySummaries().first { $0.name == name }
@@ -268,9 +269,9 @@ enum ShareCommand {
             throw CommandFailure(.failure, "'\(name)' is not a Google auth key, so gemvault cannot rotate it at Google to take it back from \(shown); nothing changed",
                                  hint: "make a new key where it was made and run 'gemvault key rotate \(name)' with it (the others get it), or \(keep)")
         }
-        let settings = try GoogleRotation.settings(call, vault: try call.context.vault.settings())
+        let settings = try call.settings(vault: try call.context.vault.settings())
         do throws(GoogleError) {
-            _ = try GoogleRotation.credentials(call, settings).source()
+            _ = try call.googleCredentials(settings).source()
         } catch {
             throw CommandFailure(.failure, "\(shown) cannot be revoked without rotating '\(name)' at Google: \(error.message); nothing changed", hint: keep)
         }

@@ -2,6 +2,7 @@ import Agent
 import GoogleAuth
 import GoogleKeys
 import KeyResolution
+import Rotation
 import Settings
 import Sharing
 import SystemIO
@@ -214,7 +215,7 @@ enum VaultCommand {
         }
         let vault = call.context.vault
         try vault.checkBeforePrompt()
-        let settings = try GoogleRotation.settings(call, vault: try vault.settings())
+        let settings = try call.settings(vault: try vault.settings())
         let endpoint = try settings.credentialEndpoint(.secretmanagerEndpoint) { Console.warning($0) }
         let fetched = try SecretManagerKey.access(reference, settings, endpoint: endpoint, environment: call.context.environment, home: call.context.paths.home,
                                                   warn: { Console.warning($0) })
@@ -350,7 +351,7 @@ enum VaultCommand {
     static func removeKey(_ call: Invocation) throws {
         let name = call.positionals[0]
         try VaultContents.validateName(name)
-        if call.flag(.revoke) { return try GoogleRotation.revoke(call, name: name) }
+        if call.flag(.revoke) { return try GoogleRotation.revoke(call.rotationRequest(), name: name) }
         if let option = [OptionSpec.allowInsecureEndpoint, .apikeysEndpoint].first(where: call.flag) { throw UsageError("\(option.name) goes with --revoke", command: call.command) }
         try call.context.vault.apply(.removeKey(name: name))
         Console.note("removed key '\(name)'")
