@@ -69,7 +69,7 @@ let package = Package(
         /// request, reply, usage, finish reason and failure kind, and the `ChatProvider` protocol.
         .target(name: "Conversations", dependencies: ["VaultCore", "SystemIO", "TerminalIO"]),
         /// What each key spends: the usage ledger (sealed like history), the price table, budgets.
-        .target(name: "Spending", dependencies: ["Conversations", "VaultCore", "SystemIO"]),
+        .target(name: "Spending", dependencies: ["Conversations", "Settings", "VaultCore", "SystemIO"]),
         /// Key rotation: API Keys rotation, rotation through Secret Manager for a fleet (the claim,
         /// the grace and its finish), the journal a killed run leaves, the check of a new key.
         .target(name: "Rotation", dependencies: ["GoogleAuth", "GoogleHTTP", "GoogleKeys", "Settings", "SystemIO", "VaultAccess", "VaultCore"]),

@@ -5,6 +5,7 @@ import GeminiClient
 import KeyResolution
 import Rendering
 import Settings
+import Spending
 import SystemIO
 import TerminalIO
 import VaultCore

@@ -7,6 +7,7 @@ import Rotation
 import Settings
 import Sharing
 import SSHAgent
+import Spending
 import SystemIO
 import TerminalIO
 import VaultAccess
@@ -103,6 +104,8 @@ enum ErrorReport {
             return (failure.code, failure.message, failure.hint)
         case let rotation as RotationError:
             return describe(rotation)
+        case let spending as SpendingError:
+            return describe(spending)
         case let usage as UsageError:
             let hint = usage.fix ?? usage.command.map { "usage: \($0.usage)" } ?? "run 'gemvault --help' for the list of commands"
             return (.usage, usage.message, hint)
@@ -235,6 +238,14 @@ enum ErrorReport {
         case .usage(let message, let fix): (.usage, message, fix ?? rotationCommands.first.map { "usage: \($0.usage)" })
         case .failed(let message, let hint): (.failure, message, hint)
         case .unreachable(let message, let hint): (.network, message, hint)
+        }
+    }
+
+    /// A budget's refusal is the API refusing (6); prices that cannot be used are a usage mistake (64).
+    static func describe(_ error: SpendingError) -> (ExitCode, String, String?) {
+        switch error {
+        case .refused(let message, let hint): (.apiRefused, message, hint)
+        case .unusablePrices(let message, let hint): (.usage, message, hint)
         }
     }
 
