@@ -1,7 +1,7 @@
-import GoogleAuth
 import GeminiClient
 import GoogleKeys
 import KeyResolution
+import Rotation
 import Settings
 import Spending
 import SystemIO
@@ -246,7 +246,7 @@ enum ConfigCommand {
             layers.vaultPath = call.context.vaultPath
         }
         let settings = try Settings.resolve(layers)
-        let source = try call.googleCredentials(settings).source()
+        let source = try GoogleRotation.credentials(call.rotationRequest(), settings).source()
         var text = "google credential: \(source.label)\nkind:              \(source.kind)\napi keys endpoint: \(settings[.apikeysEndpoint])\n"
         if source.isUserCredential {
             text += "quota project:     \(settings[.quotaProject] ?? "the credential's quota_project_id, else the key's project")\n"
@@ -280,7 +280,7 @@ enum ConfigCommand {
             if let updated = key.updated { text += "age:    \(Output.age(since: updated)) (set \(Output.localDate(updated)))\n" }
             if let sharing = result.sharing { text += "shared: \(EscapeNeutralizer.neutralize(sharing))\n" }
             if let (link, fromCache) = key.linked {
-                let secret = SecretReference(parsing: link.reference)?.resource ?? link.reference
+                let secret = SecretLinking.secret(of: link.reference)
                 text += "secret: Secret Manager \(secret), version \(link.version), fetched \(Output.age(since: link.fetched)) ago\(fromCache ? " (cache)" : "")\n"
             }
             try Console.out(text)

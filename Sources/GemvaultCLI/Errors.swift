@@ -106,6 +106,8 @@ enum ErrorReport {
             return describe(rotation)
         case let spending as SpendingError:
             return describe(spending)
+        case let linking as SecretLinking.Refusal:
+            return describe(linking)
         case let usage as UsageError:
             let hint = usage.fix ?? usage.command.map { "usage: \($0.usage)" } ?? "run 'gemvault --help' for the list of commands"
             return (.usage, usage.message, hint)
@@ -246,6 +248,17 @@ enum ErrorReport {
         switch error {
         case .refused(let message, let hint): (.apiRefused, message, hint)
         case .unusablePrices(let message, let hint): (.usage, message, hint)
+        }
+    }
+
+    static func describe(_ error: SecretLinking.Refusal) -> (ExitCode, String, String?) {
+        switch error {
+        case .notAReference(let text):
+            return (.usage, "--from takes gsm://projects/PROJECT/secrets/SECRET or …/versions/N, not '\(text)'",
+                    vaultCommands.first { $0.path == ["key", "set"] }.map { "usage: \($0.usage)" })
+        case .olderVersion(let name, let taken, let answered, let resource, let reference):
+            return (.failure, "'\(name)' took version \(taken) of \(resource), and Secret Manager now answers version \(answered), older; nothing was changed",
+                    "when that is right (version \(taken) was forged, or disabled on purpose): gemvault key set \(name) --from \(reference) --relink")
         }
     }
 

@@ -1,5 +1,4 @@
 import GeminiClient
-import GoogleAuth
 import GoogleHTTP
 import Rotation
 import Settings
@@ -56,11 +55,5 @@ extension Invocation {
         layers.vaultSettings = vault
         layers.vaultPath = context.vaultPath
         return try Settings.resolve(layers)
-    }
-
-    /// The Google credential this command would use.
-    func googleCredentials(_ settings: Settings) -> GoogleCredentials {
-        GoogleAccess.credentials(settings, environment: context.environment, home: context.paths.home,
-                                 allowInsecure: command.offers(.allowInsecureEndpoint) && flag(.allowInsecureEndpoint), warn: { Console.warning($0) })
     }
 }

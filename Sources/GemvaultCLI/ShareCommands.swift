@@ -271,7 +271,7 @@ enum ShareCommand {
         }
         let settings = try call.settings(vault: try call.context.vault.settings())
         do throws(GoogleError) {
-            _ = try call.googleCredentials(settings).source()
+            _ = try GoogleRotation.credentials(call.rotationRequest(), settings).source()
         } catch {
             throw CommandFailure(.failure, "\(shown) cannot be revoked without rotating '\(name)' at Google: \(error.message); nothing changed", hint: keep)
         }

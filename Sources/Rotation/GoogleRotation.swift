@@ -84,7 +84,8 @@ public enum GoogleRotation {
         try call.resolve(vault)
     }
 
-    static func credentials(_ call: RotationRequest, _ settings: Settings) -> GoogleCredentials {
+    /// The Google credential the command would use, its warnings through the command's progress.
+    public static func credentials(_ call: RotationRequest, _ settings: Settings) -> GoogleCredentials {
         let progress = call.progress
         return GoogleAccess.credentials(settings, environment: call.environment, home: call.home, allowInsecure: call.flag(.allowInsecureEndpoint),
                                         warn: { progress.warning($0) })
