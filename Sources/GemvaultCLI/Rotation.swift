@@ -69,7 +69,7 @@ enum RotationCommand {
             }
         }
         Console.note("rotated key '\(name)' to \(key.masked)\(call.flag(.noVerify) ? " (not checked)" : ", which the API accepted"); the previous one (\(outcome.masked ?? "?")) is kept in its history")
-        ShareCommand.reshareAfterRotation(call.context.vault, name: name)
+        call.context.vault.reshareAfterRotation(name: name, ConsoleShareOutput())
         Console.note("now delete the old key where it was made: https://aistudio.google.com/apikey ('gemvault key rollback \(name)' undoes the rotation)")
     }
 

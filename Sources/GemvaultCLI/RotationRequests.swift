@@ -21,7 +21,7 @@ struct ConsoleRotationProgress: RotationProgress {
         WaitClock.standard.sleep(seconds)
     }
 
-    func keyChanged(_ name: String) { ShareCommand.reshareAfterRotation(vault, name: name) }
+    func keyChanged(_ name: String) { vault.reshareAfterRotation(name: name, ConsoleShareOutput()) }
 
     func finished(_ report: RotationReport) throws {
         if json { try Output.json(report, schema: .keyRotate) }
