@@ -99,15 +99,10 @@ enum ErrorReport {
     }
 
     static func describe(_ error: Error) -> (ExitCode, String, String?) {
+        if let refusal = describeWorkflowRefusal(error) { return refusal }
         switch error {
         case let failure as CommandFailure:
             return (failure.code, failure.message, failure.hint)
-        case let rotation as RotationError:
-            return describe(rotation)
-        case let spending as SpendingError:
-            return describe(spending)
-        case let linking as SecretLinking.Refusal:
-            return describe(linking)
         case let usage as UsageError:
             let hint = usage.fix ?? usage.command.map { "usage: \($0.usage)" } ?? "run 'gemvault --help' for the list of commands"
             return (.usage, usage.message, hint)
@@ -231,6 +226,17 @@ enum ErrorReport {
                     "if you put it there on purpose, run the command once with --accept-rollback")
         default:
             return (.failure, "\(error)", nil)
+        }
+    }
+
+    /// The library workflows' own refusals: a rotation's, a budget's, a link's, a share's.
+    private static func describeWorkflowRefusal(_ error: Error) -> (ExitCode, String, String?)? {
+        switch error {
+        case let rotation as RotationError: describe(rotation)
+        case let spending as SpendingError: describe(spending)
+        case let linking as SecretLinking.Refusal: describe(linking)
+        case let refusal as ShareRefusal: (.damaged, refusal.message, refusal.hint)
+        default: nil
         }
     }
 
