@@ -189,7 +189,9 @@ enum ErrorReport {
         case .noEarlierValue(let name):
             return (.failure, "key '\(name)' has no earlier value to roll back to", "'gemvault key history \(name)' lists what the vault keeps")
         case .linkedKey(let name, let reference):
-            return (.failure, RotationCommand.linkedMessage(name, reference), RotationCommand.linkedHint(name))
+            // A linked key changes in Secret Manager: changed here, the next fetch would undo it.
+            return (.failure, "'\(name)' is linked to Secret Manager (\(reference)): add a version with the new key there, and every machine takes it within secret_cache_ttl; nothing changed",
+                    "gcloud secrets versions add SECRET --data-file=-  (or 'gemvault key set \(name)' to unlink the key and keep its value here)")
         case .notLinked(let name):
             return (.failure, "key '\(name)' is not linked to the secret this rotation went through (it was set or linked again meanwhile); the rotation's change was not stored",
                     "'gemvault key which --key \(name)' shows where its value comes from now")

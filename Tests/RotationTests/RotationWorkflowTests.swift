@@ -306,4 +306,27 @@ final class FakeGoogle: @unchecked Sendable {
         }
         #expect(GoogleRotation.keyId(name: "Work_Key.2", stamp: "20261202050749") == "gemvault-work-key-2-20261202050749")
     }
+
+    /// `key rotate` with a pasted key: stored once the check accepted it with the vault's
+    /// settings; a refused key changes nothing; --no-verify stores it unchecked.
+    @Test func aPastedKeyIsStoredOnlyOnceItsCheckAcceptsIt() throws {
+        struct Refused: Error {}
+        let before = try vault.store.read()
+        let refused = "AQ.Refused" + String(repeating: "r", count: 45)
+        #expect(throws: Refused.self) {
+            try PastedRotation.replace("default", with: SecretBytes(utf8: refused), now: 1_800_000_000, in: access(), check: { _ in throw Refused() })
+        }
+        #expect(try vault.store.read() == before)
+
+        let accepted = "AQ.Accepted" + String(repeating: "a", count: 44)
+        var checkedWith: [String: String]?
+        let outcome = try PastedRotation.replace("default", with: SecretBytes(utf8: accepted), now: 1_800_000_000, in: access(), check: { checkedWith = $0 })
+        #expect(checkedWith != nil && outcome.masked == "AQ.A…MhKp")
+        expectSecret(try stored().key.secret, equals: accepted)
+        #expect(try stored().summary.earlier.first?.masked == "AQ.A…MhKp")
+
+        let unchecked = "AQ.Unchecked" + String(repeating: "u", count: 43)
+        _ = try PastedRotation.replace("default", with: SecretBytes(utf8: unchecked), now: 1_800_000_001, in: access(), check: nil)
+        expectSecret(try stored().key.secret, equals: unchecked)
+    }
 }
