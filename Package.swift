@@ -71,13 +71,16 @@ let package = Package(
         /// and the check of a structured reply against its JSON Schema.
         .target(name: "Conversations", dependencies: ["VaultCore", "SystemIO", "TerminalIO"]),
         /// What each key spends: the usage ledger (sealed like history), the price table, budgets.
-        .target(name: "Spending", dependencies: ["Conversations", "VaultCore", "SystemIO"]),
+        .target(name: "Spending", dependencies: ["Conversations", "Settings", "VaultCore", "SystemIO"]),
+        /// Key rotation: API Keys rotation, rotation through Secret Manager for a fleet (the claim,
+        /// the grace and its finish), the journal a killed run leaves, the check of a new key.
+        .target(name: "Rotation", dependencies: ["GoogleAuth", "GoogleHTTP", "GoogleKeys", "Settings", "SystemIO", "VaultAccess", "VaultCore"]),
         /// The terminal renderers ask, chat and history share: markdown, live replies, bubbles, line breaking.
         .target(name: "Rendering", dependencies: ["CCmark", "CSystemShims", "SystemIO", "TerminalIO"]),
         /// The chat REPL and its slash commands.
         .target(name: "ChatUI", dependencies: ["Conversations", "Rendering", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims", "GoogleKeys"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "Settings", "KeyResolution", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP", "AgeFormat", "Sharing", "Spending", "SSHAgent"]),
+        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "Settings", "KeyResolution", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP", "AgeFormat", "Sharing", "Spending", "SSHAgent", "Rotation"]),
 
         /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
         .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "Settings", "Rendering", "SSHAgent", "VaultCore"]),
@@ -111,8 +114,10 @@ let package = Package(
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),
         .testTarget(name: "SpendingTests", dependencies: ["Spending", "Conversations", "VaultCore", "SystemIO", "Settings", "GemvaultTesting"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "Rendering", "TerminalIO"]),
-        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "AgeFormat", "Sharing", "Spending", "Conversations", "GeminiClient", "Settings", "KeyResolution", "GoogleAuth", "GoogleHTTP", "SystemIO", "VaultAccess", "VaultCore", "GemvaultTesting"], exclude: ["Fixtures"]),
+        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "AgeFormat", "Sharing", "Spending", "Conversations", "GeminiClient", "Settings", "KeyResolution", "GoogleAuth", "Rotation", "SystemIO", "VaultCore", "GemvaultTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GemvaultTesting", "SystemIO", "VaultCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "RotationTests", dependencies: ["Rotation", "GeminiClient", "GemvaultTesting", "GoogleAuth", "GoogleHTTP", "Settings", "SystemIO", "VaultAccess", "VaultCore"],
+                    exclude: ["Fixtures"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Rendering"]),
     ]
 )

@@ -4,6 +4,7 @@ import CSystemShims
 import KeyResolution
 import Rendering
 import Settings
+import Spending
 import SystemIO
 import TerminalIO
 import VaultCore

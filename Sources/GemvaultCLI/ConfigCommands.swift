@@ -1,6 +1,7 @@
 import GoogleAuth
 import GoogleKeys
 import KeyResolution
+import Rotation
 import Settings
 import Spending
 import SystemIO
@@ -234,10 +235,30 @@ enum ConfigCommand {
         }
     }
 
+    /// `key which --google`: the Google credential rotations would use, and where they go.
+    private static func whichGoogle(_ call: Invocation) throws {
+        var layers = try call.context.settingLayers(call)
+        // The vault's settings count (token_command, quota_project): through the session, or
+        // opened when a passphrase can be had.
+        if call.context.vault.exists, let vaultSettings = try call.context.vault.sessionSettings()
+            ?? (call.context.canOpenVault ? try call.context.vault.settings() : nil) {
+            layers.vaultSettings = vaultSettings
+            layers.vaultPath = call.context.vaultPath
+        }
+        let settings = try Settings.resolve(layers)
+        let source = try GoogleRotation.credentials(call.rotationRequest(), settings).source()
+        var text = "google credential: \(source.label)\nkind:              \(source.kind)\napi keys endpoint: \(settings[.apikeysEndpoint])\n"
+        if source.isUserCredential {
+            text += "quota project:     \(settings[.quotaProject] ?? "the credential's quota_project_id, else the key's project")\n"
+        }
+        text += "key age:           Google's createTime (a key whose Google name the vault lacks is looked up first); the date set in the vault only when Google cannot find the key\n"
+        try Console.out(text)
+    }
+
     static func which(_ call: Invocation) throws {
         if call.flag(.google) {
             if call.flag(.json) { throw UsageError("--google has no --json form", command: call.command) }
-            return try GoogleRotation.which(call)
+            return try whichGoogle(call)
         }
         let resolver = try call.context.keyResolver(call)
         let (key, settings) = try resolver.resolve()
@@ -259,7 +280,7 @@ enum ConfigCommand {
             if let updated = key.updated { text += "age:    \(Output.age(since: updated)) (set \(Output.localDate(updated)))\n" }
             if let sharing = result.sharing { text += "shared: \(EscapeNeutralizer.neutralize(sharing))\n" }
             if let (link, fromCache) = key.linked {
-                let secret = SecretReference(parsing: link.reference)?.resource ?? link.reference
+                let secret = SecretLinking.secret(of: link.reference)
                 text += "secret: Secret Manager \(secret), version \(link.version), fetched \(Output.age(since: link.fetched)) ago\(fromCache ? " (cache)" : "")\n"
             }
             try Console.out(text)

@@ -43,7 +43,7 @@ enum CredentialCommand {
         if let output { try checkTarget(output, replacing: call.flag(.overwrite)) }
         let vault = call.context.vault
         do { try vault.checkBeforePrompt() } catch let error as VaultError { throw explainingSudo(error, environment: call.context.environment) }
-        let settings = try GoogleRotation.settings(call, vault: try vault.settings())
+        let settings = try call.settings(vault: try vault.settings())
         let credential = settings[.credentialName]
         guard let stored = try vault.key(name, markUsed: false) else { throw VaultError.keyNotFound(name: name) }
         let value = try VaultCommand.currentValue(of: stored, call)

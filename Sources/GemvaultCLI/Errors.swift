@@ -3,9 +3,11 @@ import GoogleAuth
 import Agent
 import Conversations
 import KeyResolution
+import Rotation
 import Settings
 import Sharing
 import SSHAgent
+import Spending
 import SystemIO
 import TerminalIO
 import VaultAccess
@@ -97,6 +99,7 @@ enum ErrorReport {
     }
 
     static func describe(_ error: Error) -> (ExitCode, String, String?) {
+        if let refusal = describeWorkflowRefusal(error) { return refusal }
         switch error {
         case let failure as CommandFailure:
             return (failure.code, failure.message, failure.hint)
@@ -186,7 +189,9 @@ enum ErrorReport {
         case .noEarlierValue(let name):
             return (.failure, "key '\(name)' has no earlier value to roll back to", "'gemvault key history \(name)' lists what the vault keeps")
         case .linkedKey(let name, let reference):
-            return (.failure, RotationCommand.linkedMessage(name, reference), RotationCommand.linkedHint(name))
+            // A linked key changes in Secret Manager: changed here, the next fetch would undo it.
+            return (.failure, "'\(name)' is linked to Secret Manager (\(reference)): add a version with the new key there, and every machine takes it within secret_cache_ttl; nothing changed",
+                    "gcloud secrets versions add SECRET --data-file=-  (or 'gemvault key set \(name)' to unlink the key and keep its value here)")
         case .notLinked(let name):
             return (.failure, "key '\(name)' is not linked to the secret this rotation went through (it was set or linked again meanwhile); the rotation's change was not stored",
                     "'gemvault key which --key \(name)' shows where its value comes from now")
@@ -223,6 +228,45 @@ enum ErrorReport {
                     "if you put it there on purpose, run the command once with --accept-rollback")
         default:
             return (.failure, "\(error)", nil)
+        }
+    }
+
+    /// The library workflows' own refusals: a rotation's, a budget's, a link's, a share's.
+    private static func describeWorkflowRefusal(_ error: Error) -> (ExitCode, String, String?)? {
+        switch error {
+        case let rotation as RotationError: describe(rotation)
+        case let spending as SpendingError: describe(spending)
+        case let linking as SecretLinking.Refusal: describe(linking)
+        case let refusal as ShareRefusal: (.damaged, refusal.message, refusal.hint)
+        default: nil
+        }
+    }
+
+    /// A rotation's usage mistakes are `key rotate`'s: its usage line is the hint unless the error names a fix.
+    static func describe(_ error: RotationError) -> (ExitCode, String, String?) {
+        switch error {
+        case .usage(let message, let fix): (.usage, message, fix ?? rotationCommands.first.map { "usage: \($0.usage)" })
+        case .failed(let message, let hint): (.failure, message, hint)
+        case .unreachable(let message, let hint): (.network, message, hint)
+        }
+    }
+
+    /// A budget's refusal is the API refusing (6); prices that cannot be used are a usage mistake (64).
+    static func describe(_ error: SpendingError) -> (ExitCode, String, String?) {
+        switch error {
+        case .refused(let message, let hint): (.apiRefused, message, hint)
+        case .unusablePrices(let message, let hint): (.usage, message, hint)
+        }
+    }
+
+    static func describe(_ error: SecretLinking.Refusal) -> (ExitCode, String, String?) {
+        switch error {
+        case .notAReference(let text):
+            return (.usage, "--from takes gsm://projects/PROJECT/secrets/SECRET or …/versions/N, not '\(text)'",
+                    vaultCommands.first { $0.path == ["key", "set"] }.map { "usage: \($0.usage)" })
+        case .olderVersion(let name, let taken, let answered, let resource, let reference):
+            return (.failure, "'\(name)' took version \(taken) of \(resource), and Secret Manager now answers version \(answered), older; nothing was changed",
+                    "when that is right (version \(taken) was forged, or disabled on purpose): gemvault key set \(name) --from \(reference) --relink")
         }
     }
 

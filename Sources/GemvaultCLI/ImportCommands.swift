@@ -46,7 +46,7 @@ extension ShareCommand {
         let replacing = try vault.keySummaries().contains { $0.name == name }
         try show(document, key: key, name: name, explicitName: explicitName, replacing: replacing)
         // A key no sender is pinned for (the user's own, or one imported unsigned) is replaced only when asked for.
-        try confirm(call, name: name, resetting: checked.resetting, lookAlike: checked.lookAlike, replacingUnpinned: replacing && pinnedSender(existing) == nil)
+        try confirm(call, name: name, resetting: checked.resetting, lookAlike: checked.lookAlike, replacingUnpinned: replacing && ImportChecks.pinnedSender(existing) == nil)
         if !call.flag(.noVerifyImport) {
             try RotationCommand.verify(key, call, vaultSettings: try? vault.settings(), origin: "the imported key",
                                        replaceHint: "ask the sender for a working key; nothing was stored")
@@ -119,10 +119,12 @@ extension ShareCommand {
     private static func checkBeforeAsking(_ call: Invocation, document: ShareDocument?, origin: KeySharing.Origin, name: String, existing: KeySharing?,
                                           records: [String: KeySharing], mine: [String]) throws -> (resetting: Bool, lookAlike: ShareSender?) {
         if let document {
-            let pinned = document.name == name ? pinnedSender(existing)?.signingKey : nil
-            try checkRecipients(document, mine: mine, pinnedSigner: pinned, accept: call.flag(.acceptUnlisted), follow: call.flag(.follow))
+            let pinned = document.name == name ? ImportChecks.pinnedSender(existing)?.signingKey : nil
+            if let taken = try ImportChecks.checkRecipients(document, mine: mine, pinnedSigner: pinned, accept: call.flag(.acceptUnlisted), follow: call.flag(.follow)) {
+                Console.warning(taken)
+            }
         }
-        let resetting = try checkSender(origin, document: document, existing: existing, name: name, accept: call.flag(.acceptNewSender),
+        let resetting = try ImportChecks.checkSender(origin, document: document, existing: existing, name: name, accept: call.flag(.acceptNewSender),
                                         resetSerial: call.flag(.resetSerial))
         // What --follow needs is known now: refused before anything is asked or checked.
         if call.flag(.follow) {
@@ -132,18 +134,12 @@ extension ShareCommand {
                 throw UsageError("--follow keeps the share's own name: import it as '\(document.name)', or without --follow", command: call.command)
             }
         }
-        guard let document, pinnedSender(existing) == nil else { return (resetting, nil) }
+        guard let document, ImportChecks.pinnedSender(existing) == nil else { return (resetting, nil) }
         if !VaultIdentity.isPlainLabel(document.sender.label) {
             Console.warning("the sender's label '\(visible(document.sender.label))' has characters a label made now may not have (beyond printable ASCII, or spaces at an end): "
                             + "such a label can be made to look like another's")
         }
-        return (resetting, lookAlikeSender(document.sender, records: records))
-    }
-
-    /// The sender pinned for a record: who signed the share it was imported from.
-    private static func pinnedSender(_ record: KeySharing?) -> ShareSender? {
-        guard case .signed(let sender)? = record?.origin else { return nil }
-        return sender
+        return (resetting, ImportChecks.lookAlikeSender(document.sender, records: records))
     }
 
     /// A label with everything beyond printable ASCII written as `\u{…}`, so what hides in it shows.
@@ -182,39 +178,6 @@ extension ShareCommand {
         let question = resetting ? "Take this older serial and reset what '\(name)' accepts from its sender?"
             : unaskedReplace ? "Replace your key '\(name)' with this one?" : "Store it as '\(name)'?"
         guard TerminalQuestion.confirm(question) else { throw CommandFailure(.failure, "nothing was stored") }
-    }
-
-    /// A share names the recipients it was written for (format 2): one this vault did not open it
-    /// as was passed on by someone it was for, and is refused unless accepted. A format 1 share
-    /// does not say, so it counts as passed on unless its signer is pinned for this very name.
-    private static func checkRecipients(_ share: ShareDocument, mine: [String], pinnedSigner: [UInt8]?, accept: Bool, follow: Bool) throws {
-        guard !share.isWritten(forAnyOf: mine, pinnedSigner: pinnedSigner) else { return }
-        guard let recipients = share.recipients else {
-            guard accept, !follow else {
-                throw CommandFailure(.damaged, "this share is of format 1, which does not say whom it was written for, and '\(share.name)' is not pinned to its sender: "
-                                     + "someone it was written for may have passed it on; nothing was stored",
-                                     hint: "ask the sender to share it again with a current gemvault; --accept-unlisted takes it anyway (not with --follow)")
-            }
-            Console.warning("this share is of format 1 and does not say whom it was for: someone may have passed it on (taken, as --accept-unlisted asks)")
-            return
-        }
-        let listed = recipients.count == 1 ? recipients[0] : "\(recipients.count) recipients (\(recipients.joined(separator: ", ")))"
-        guard accept else {
-            throw CommandFailure(.damaged, "this share was signed for \(listed), not for \(mine.joined(separator: " or ")): someone it was written for passed it on; nothing was stored",
-                                 hint: "ask the sender to share to you; --accept-unlisted takes it anyway")
-        }
-        Console.warning("this share was signed for \(listed), not for you: someone passed it on (taken, as --accept-unlisted asks)")
-    }
-
-    /// Another trusted sender (pinned for another key) whose label looks like this sender's
-    /// (the same once invisible characters, spaces, case and look-alike letters are set aside),
-    /// with another signing key: a newcomer posing as them.
-    static func lookAlikeSender(_ sender: ShareSender, records: [String: KeySharing]) -> ShareSender? {
-        let form = VaultIdentity.lookAlikeForm(of: sender.label)
-        for record in records.values {
-            if case .signed(let pinned)? = record.origin, pinned.signingKey != sender.signingKey, VaultIdentity.lookAlikeForm(of: pinned.label) == form { return pinned }
-        }
-        return nil
     }
 
     /// What `key list` and `key which` say of a key's sharing: who it went to, who sent it.
@@ -264,36 +227,6 @@ extension ShareCommand {
             try Console.out(EscapeNeutralizer.neutralize(line) + "\n")
         }
         if refused > 0 { throw CommandFailure(.damaged, "\(refused) followed share file\(refused == 1 ? "" : "s") failed a check (above)") }
-    }
-
-    /// The pinning rule: the first signed import of a name pins its sender; after that, another
-    /// signer, an unsigned file, or a lower serial is refused unless the user accepts a new sender
-    /// (or, for a lower serial, resets it). Returns whether the import resets the serial.
-    static func checkSender(_ origin: KeySharing.Origin, document: ShareDocument?, existing: KeySharing?, name: String, accept: Bool,
-                            resetSerial: Bool = false) throws -> Bool {
-        guard case .signed(let pinned)? = existing?.origin else { return false }
-        let pinnedText = "\(SharingIdentity.fingerprint(of: pinned.signingKey)) (\(pinned.label))"
-        let hint = "if the sender really changed their vault, run the import again with --accept-new-sender"
-        switch origin {
-        case .signed(let sender) where sender.signingKey == pinned.signingKey:
-            if let document, let existing, document.serial < existing.serial {
-                guard resetSerial else {
-                    throw CommandFailure(.damaged, "this share of '\(name)' has serial \(document.serial), older than serial \(existing.serial) already imported: an old share was replayed; nothing was stored",
-                                         hint: "if the sender's serials really went back, --reset-serial takes it (and key list shows the reset)")
-                }
-                return true
-            }
-        case .signed(let sender):
-            guard accept else {
-                throw CommandFailure(.damaged, "'\(name)' came from signing key \(pinnedText), but this share is signed by \(SharingIdentity.fingerprint(of: sender.signingKey)) (\(sender.label)); nothing was stored",
-                                     hint: hint)
-            }
-        case .unsigned:
-            guard accept else {
-                throw CommandFailure(.damaged, "'\(name)' came signed by \(pinnedText), but this file is unsigned; nothing was stored", hint: hint)
-            }
-        }
-        return false
     }
 
     /// The share's bytes, and the file's status (nil for standard input, read whatever it is:

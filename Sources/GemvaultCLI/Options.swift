@@ -1,3 +1,4 @@
+import Rotation
 import Settings
 
 /// An option a command accepts: a flag (`value == nil`) or an option with a value. Each is

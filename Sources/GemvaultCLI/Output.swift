@@ -77,14 +77,7 @@ enum Output {
     static func now() -> Int64 { Clock.now() }
 
     /// `2026-11-29 20:02 CET` in the local time zone (TZ).
-    static func localDate(_ seconds: Int64) -> String {
-        var time = time_t(seconds)
-        var parts = tm()
-        localtime_r(&time, &parts)
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let zone = parts.tm_zone.map { String(cString: $0) } ?? "UTC"
-        return "\(Int(parts.tm_year) + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min)) \(zone)"
-    }
+    static func localDate(_ seconds: Int64) -> String { Clock.localDate(seconds) }
 
     /// A line cut to `width` terminal columns, with `…` where it was cut.
     static func fitted(_ line: String, width: Int) -> String {

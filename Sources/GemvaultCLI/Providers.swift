@@ -1,5 +1,6 @@
 import Conversations
 import GeminiClient
+import GoogleHTTP
 import Settings
 import SystemIO
 import VaultCore
@@ -90,6 +91,17 @@ public struct ProviderChoice: Sendable {
 
     /// Before the process exits: a network load `prepare` began must end first.
     static func settle() { GeminiClient.settleNetwork() }
+
+    /// The check a rotation makes of a new key (Gemini's probes), over the given transport.
+    static func keyChecker(_ settings: Settings, _ transport: any HTTPTransport) -> any KeyChecker {
+        GeminiKeyChecker(settings: settings, transport: transport)
+    }
+
+    /// What to say when a reply came from another model than the one asked for; nil when the
+    /// catalog routes that name there anyway.
+    static func routingNotice(requested: String, served: String) -> String? {
+        ModelCatalog.isRouted(requested: requested, served: served) ? ModelCatalog.routingNotice(requested: requested, served: served) : nil
+    }
 }
 
 extension ChatCommand {

@@ -1,6 +1,7 @@
-import GeminiClient
+import Conversations
 import GoogleKeys
 import KeyResolution
+import Rotation
 import Settings
 import SystemIO
 import TerminalIO
@@ -39,9 +40,9 @@ enum RotationCommand {
             if mode == .finish && call.flag(.grace) { throw UsageError("--grace goes with --create or --undo", command: call.command) }
             if call.flag(.ifOlderThan) && call.flag(.ifDue) { throw UsageError("give --if-older-than or --if-due, not both", command: call.command) }
             switch mode {
-            case .create: return try GoogleRotation.create(call, name: name)
-            case .undo: return try GoogleRotation.undo(call, name: name)
-            default: return try FleetRotation.finishCommand(call, name: name)
+            case .create: return try GoogleRotation.create(call.rotationRequest(), name: name)
+            case .undo: return try GoogleRotation.undo(call.rotationRequest(), name: name)
+            default: return try FleetRotation.finishCommand(call.rotationRequest(), name: name)
             }
         }
         if let option = googleOnly.first(where: call.flag) { throw UsageError("\(option.name) goes with --create or --undo", command: call.command) }
@@ -49,26 +50,10 @@ enum RotationCommand {
         try context.vault.checkBeforePrompt()
         let key = try VaultCommand.readAPIKey(prompt: "New API key for '\(name)': ")
         KeyKindNotice.warn(key, name: name)
-        let change = VaultChange.replaceKey(name: name, secret: key, now: Output.now())
-        let outcome: VaultChange.Outcome
-        if call.flag(.noVerify) {
-            outcome = try context.vault.apply(change)
-        } else if let settings = try context.vault.sessionSettings() {
-            // A linked key is refused before the new value is checked with Gemini.
-            try refuseLinked(context.vault, name: name)
-            try verify(key, call, vaultSettings: settings)
-            outcome = try context.vault.apply(change)
-        } else {
-            // The check uses the vault's own endpoint and settings, so the vault is opened first;
-            // the passphrase's key is derived once for the check and the write.
-            outcome = try context.vault.withUnlocked { vault in
-                if let link = vault.document.contents.links[name] { throw VaultError.linkedKey(name: name, reference: link.reference) }
-                try verify(key, call, vaultSettings: vault.document.contents.settings)
-                return try vault.apply(change)
-            }
-        }
+        let outcome = try PastedRotation.replace(name, with: key, now: Output.now(), in: context.vault,
+                                                 check: call.flag(.noVerify) ? nil : { try verify(key, call, vaultSettings: $0) })
         Console.note("rotated key '\(name)' to \(key.masked)\(call.flag(.noVerify) ? " (not checked)" : ", which the API accepted"); the previous one (\(outcome.masked ?? "?")) is kept in its history")
-        ShareCommand.reshareAfterRotation(call.context.vault, name: name)
+        call.context.vault.reshareAfterRotation(name: name, ConsoleShareOutput())
         Console.note("now delete the old key where it was made: https://aistudio.google.com/apikey ('gemvault key rollback \(name)' undoes the rotation)")
     }
 
@@ -76,7 +61,7 @@ enum RotationCommand {
     /// the key will be used with: the vault's settings count.
     static func verify(_ key: SecretBytes, _ call: Invocation, vaultSettings: [String: String]?, origin: String = "the new key",
                        replaceHint: String = "check that you pasted the whole new key; nothing was changed") throws {
-        GeminiClient.prepareNetwork()
+        ProviderChoice.current.prepare()
         let context = call.context
         var layers = try context.settingLayers(call)
         if let vaultSettings {
@@ -84,7 +69,8 @@ enum RotationCommand {
             layers.vaultPath = context.vaultPath
         }
         let settings = try Settings.resolve(layers)
-        _ = try GeminiClient(settings: settings, apiKey: key, keyOrigin: origin, keyReplaceHint: replaceHint).listModels()
+        let setup = ProviderChoice.Setup(settings: settings, key: key, keyOrigin: origin, keyReplaceHint: replaceHint)
+        _ = try ProviderChoice.current.build(setup).chatModels(handlers: StreamHandlers())
     }
 
     struct HistoryEntry: Encodable {
@@ -135,23 +121,6 @@ enum RotationCommand {
         try VaultContents.validateName(name)
         let restored = try call.context.vault.apply(.rollBack(name: name, now: Output.now()))
         Console.note("key '\(name)' is back to \(restored.masked ?? "?"); the value it replaced is in its history")
-    }
-}
-
-extension RotationCommand {
-    /// A key linked to Secret Manager changes there: a value rotated or rolled back here would
-    /// be replaced by the next fetch, and a key deleted at Google would come back from the secret.
-    static func refuseLinked(_ vault: VaultAccess, name: String) throws {
-        guard vault.exists, let link = try vault.keySummaries().first(where: { $0.name == name })?.link else { return }
-        throw VaultError.linkedKey(name: name, reference: link.reference)
-    }
-
-    static func linkedMessage(_ name: String, _ reference: String) -> String {
-        "'\(name)' is linked to Secret Manager (\(reference)): add a version with the new key there, and every machine takes it within secret_cache_ttl; nothing changed"
-    }
-
-    static func linkedHint(_ name: String) -> String {
-        "gcloud secrets versions add SECRET --data-file=-  (or 'gemvault key set \(name)' to unlink the key and keep its value here)"
     }
 }
 

@@ -2,6 +2,7 @@ import AgeFormat
 import Glibc
 import GoogleAuth
 import GoogleKeys
+import Rotation
 import Sharing
 import SystemIO
 import TerminalIO
@@ -131,9 +132,9 @@ enum ShareCommand {
         guard record.recipients.count <= KeySharing.recipientLimit else {
             throw UsageError("a key can be shared with at most \(KeySharing.recipientLimit) recipients", command: call.command)
         }
-        var new = targets.map { NewFile(path: $0.path, recipients: $0.recipients.map(\.text), armor: call.flag(.armor), mode: mode, replacing: call.flag(.overwrite)) }
-        if toStandardOutput { new.append(NewFile(path: nil, recipients: given.map(\.text), armor: call.flag(.armor), mode: mode, replacing: false)) }
-        let (serial, written) = try writeShares(vault, name: name, record: record, new: new)
+        var new = targets.map { NewShareFile(path: $0.path, recipients: $0.recipients.map(\.text), armor: call.flag(.armor), mode: mode, replacing: call.flag(.overwrite)) }
+        if toStandardOutput { new.append(NewShareFile(path: nil, recipients: given.map(\.text), armor: call.flag(.armor), mode: mode, replacing: false)) }
+        let (serial, written) = try vault.writeShares(name: name, record: record, new: new, ConsoleShareOutput())
         _ = try vault.apply(.recordSharing(name: name, record: record))
         let everyone = record.recipientCount == 1 ? "1 recipient" : "\(record.recipientCount) recipients"
         Console.note("shared '\(name)' (serial \(serial)) with \(everyone)" + (written.isEmpty ? "" : ": wrote " + written.joined(separator: ", ")))
@@ -230,7 +231,7 @@ enum ShareCommand {
         record.recipients.removeAll { $0.recipient == dropped.recipient }
         _ = try vault.apply(.recordSharing(name: name, record: record))
         if call.flag(.noRotate) {
-            removeFiles(of: droppedEntries, keeping: record)
+            VaultAccess.removeShareFiles(of: droppedEntries, keeping: record, ConsoleShareOutput())
             Console.warning("dropped \(shown) from the recipients of '\(name)', but the key they hold still works: only a new key takes it back ('gemvault key rotate --create \(name)')")
             return
         }
@@ -240,7 +241,7 @@ enum ShareCommand {
         let rotate = Invocation(command: rotationCommands.first { $0.path == ["key", "rotate"] }!, positionals: [name],
                                 options: ParsedOptions(byName: options), context: call.context)
         do {
-            try GoogleRotation.create(rotate, name: name)
+            try GoogleRotation.create(rotate.rotationRequest(), name: name)
         } catch {
             // Nothing rotated: the recipient is put back, so the record says who holds the key.
             let after = try? vault.keySummaries().first { $0.name == name }
@@ -257,7 +258,7 @@ enum ShareCommand {
             }
             throw error
         }
-        removeFiles(of: droppedEntries, keeping: record)
+        VaultAccess.removeShareFiles(of: droppedEntries, keeping: record, ConsoleShareOutput())
         Console.warning("\(shown) no longer receives '\(name)'; the key they hold may still work at Google for up to about 25 minutes (Google's delete lag)")
     }
 
@@ -268,9 +269,9 @@ enum ShareCommand {
             throw CommandFailure(.failure, "'\(name)' is not a Google auth key, so gemvault cannot rotate it at Google to take it back from \(shown); nothing changed",
                                  hint: "make a new key where it was made and run 'gemvault key rotate \(name)' with it (the others get it), or \(keep)")
         }
-        let settings = try GoogleRotation.settings(call, vault: try call.context.vault.settings())
+        let settings = try call.settings(vault: try call.context.vault.settings())
         do throws(GoogleError) {
-            _ = try GoogleRotation.credentials(call, settings).source()
+            _ = try GoogleRotation.credentials(call.rotationRequest(), settings).source()
         } catch {
             throw CommandFailure(.failure, "\(shown) cannot be revoked without rotating '\(name)' at Google: \(error.message); nothing changed", hint: keep)
         }
@@ -346,4 +347,13 @@ extension KeySharing {
             recipients.append(ShareRecipient(recipient: recipient.text, label: recipient.label, added: now, path: path))
         }
     }
+}
+
+/// A share's files as every command writes them, and its notes on stderr.
+struct ConsoleShareOutput: ShareFileOutput {
+    func save(_ bytes: [UInt8], to path: String, mode: mode_t, replacing: Bool) throws { try Output.save(bytes, to: path, mode: mode, replacing: replacing) }
+    func standardOutput(_ bytes: [UInt8]) throws { try Console.out(bytes) }
+    func note(_ text: String) { Console.note(text) }
+    func warning(_ text: String) { Console.warning(text) }
+    func message(_ error: any Error) -> String { ErrorReport.describe(error).1 }
 }

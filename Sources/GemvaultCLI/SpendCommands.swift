@@ -24,46 +24,7 @@ let spendCommands: [CommandSpec] = [
 ]
 
 enum SpendCommand {
-    struct Row: Encodable {
-        let day: String
-        let key: String
-        let model: String
-        let requests: Int
-        let promptTokens: Int
-        let cachedTokens: Int
-        let toolUseTokens: Int
-        let outputTokens: Int
-        let thoughtsTokens: Int
-        /// Google Search queries the model ran (grounding), billed past the month's free ones.
-        let searchQueries: Int
-        /// The tokens' cost at the row's day (search queries are in the key's totals).
-        @Nullable var cost: Double?
-    }
-
-    struct KeyTotal: Encodable {
-        let key: String
-        let tokens: Int
-        /// The tokens' cost and the search queries' past the free ones.
-        let cost: Double
-        let searchQueries: Int
-        /// Models without a price, whose tokens the cost leaves out.
-        let unpriced: [String]
-        @Nullable var budgetDaily: Double?
-        @Nullable var budgetMonthly: Double?
-        let spentToday: Double
-        let spentThisMonth: Double
-        /// Days more than 3× the key's usual one.
-        let unusualDays: [String]
-    }
-
-    struct Report: Encodable {
-        let days: Int
-        let currency: String
-        let prices: String
-        let rows: [Row]
-        let keys: [KeyTotal]
-        let notes: [String]
-    }
+    typealias Report = UsageReport
 
     static func usage(_ call: Invocation) throws {
         let days: Int
@@ -80,30 +41,8 @@ enum SpendCommand {
         let keys = try context.historyKeys()
         let (summary, notes) = try UsageLedger(history: context.history).read(with: keys, now: Clock.now())
         notes.forEach { Console.warning($0) }
-        let now = Clock.now()
-        let today = UsageDay(seconds: now)
-        let first = UsageDay(number: today.number - days + 1)
-        let name = call.positionals.first.map(UsageLedger.storedName)
-        let rows = summary.rows(from: first, key: name).map { row in
-            Row(day: row.day.text, key: row.key, model: row.model, requests: row.counts.requests, promptTokens: row.counts.prompt,
-                cachedTokens: row.counts.cached, toolUseTokens: row.counts.toolUse, outputTokens: row.counts.output,
-                thoughtsTokens: row.counts.thoughts, searchQueries: row.counts.searchQueries, cost: prices.cost(row.counts, model: row.model, on: row.day))
-        }
-        let costs = summary.dailyCosts(prices: prices).costs
-        let searchCosts = summary.searchCosts(prices: prices)
-        let totals = Set(rows.map(\.key)).union(name.map { [$0] } ?? []).sorted().map { key -> KeyTotal in
-            let mine = rows.filter { $0.key == key }
-            let daily = costs[key] ?? [:]
-            let budget = SpendGuard.budget(for: key, settings: settings, vaultSettings: vaultSettings)
-            let unusual = SpendGuard.unusualDays(daily, from: first)
-            return KeyTotal(key: key, tokens: mine.reduce(0) { min($0 + $1.promptTokens + $1.toolUseTokens + $1.outputTokens + $1.thoughtsTokens, UsageCounts.limit) },
-                            cost: mine.compactMap(\.cost).reduce(0, +) + (searchCosts[key] ?? [:]).filter { $0.key >= first }.values.reduce(0, +),
-                            searchQueries: mine.reduce(0) { $0 + $1.searchQueries }, unpriced: Array(Set(mine.filter { $0.cost == nil }.map(\.model))).sorted(),
-                            budgetDaily: budget.daily, budgetMonthly: budget.monthly, spentToday: daily[today] ?? 0,
-                            spentThisMonth: daily.filter { $0.key >= today.monthStart && $0.key <= today }.values.reduce(0, +),
-                            unusualDays: unusual.map(\.text))
-        }
-        let report = Report(days: days, currency: prices.currency, prices: prices.origin, rows: rows, keys: totals, notes: notes)
+        let report = UsageReport(summary, notes: notes, prices: prices, settings: settings, vaultSettings: vaultSettings, days: days,
+                                 key: call.positionals.first.map(UsageLedger.storedName), now: Clock.now())
         if call.flag(.json) { return try Output.json(report, schema: .keyUsage) }
         try Console.out(text(report, columns: Output.windowColumns()))
     }

@@ -1,7 +1,7 @@
 import Agent
-import GoogleAuth
 import GoogleKeys
 import KeyResolution
+import Rotation
 import Settings
 import Sharing
 import SystemIO
@@ -206,35 +206,15 @@ enum VaultCommand {
         try DefaultKeyOffer.afterStoring(name, context)
     }
 
-    /// `key set NAME --from gsm://…`: the secret's value is fetched now, checked, and stored
-    /// with the link, so that it is fetched again when its copy is older than secret_cache_ttl.
+    /// `key set NAME --from gsm://…`: fetched, checked and stored with its link (KeyResolution's SecretLinking).
     static func linkKey(_ call: Invocation, name: String, from: String) throws {
-        guard let reference = SecretReference(parsing: from) else {
-            throw UsageError("--from takes gsm://projects/PROJECT/secrets/SECRET or …/versions/N, not '\(from)'", command: call.command)
-        }
-        let vault = call.context.vault
-        try vault.checkBeforePrompt()
-        let settings = try GoogleRotation.settings(call, vault: try vault.settings())
-        let endpoint = try settings.credentialEndpoint(.secretmanagerEndpoint) { Console.warning($0) }
-        let fetched = try SecretManagerKey.access(reference, settings, endpoint: endpoint, environment: call.context.environment, home: call.context.paths.home,
-                                                  warn: { Console.warning($0) })
-        try refuseOlder(fetched, reference, name: name, vault: vault, call)
-        KeyKindNotice.warn(fetched.value, name: name)
-        let now = Output.now()
-        let outcome = try vault.apply(.linkKey(name: name, secret: fetched.value, now: now,
-                                               link: SecretLink(reference: reference.description, version: fetched.version, fetched: now)))
-        Console.note("\(outcome.replaced ? "replaced" : "stored") key '\(name)' (\(fetched.value.masked)) from Secret Manager \(reference.resource), version \(fetched.version); "
-                     + "it is fetched again when its copy is older than \(settings.resolved(.secretCacheTTL).value ?? "5m") (secret_cache_ttl)")
+        let linked = try SecretLinking.link(name, from: from, vault: call.context.vault, resolve: { try call.settings(vault: $0) }, relink: call.flag(.relink),
+                                            environment: call.context.environment, home: call.context.paths.home, warn: { Console.warning($0) },
+                                            beforeStoring: { KeyKindNotice.warn($0, name: name) })
+        let ttl = linked.settings.resolved(.secretCacheTTL).value ?? "5m"
+        Console.note("\(linked.outcome.replaced ? "replaced" : "stored") key '\(name)' (\(linked.value.masked)) from Secret Manager \(linked.resource), version \(linked.version); "
+                     + "it is fetched again when its copy is older than \(ttl) (secret_cache_ttl)")
         try DefaultKeyOffer.afterStoring(name, call.context)
-    }
-
-    /// Linking a key again to the latest version of its secret never goes back to an older
-    /// version than the one it took, unless --relink says so (the way back from a forged answer).
-    static func refuseOlder(_ fetched: FetchedSecret, _ reference: SecretReference, name: String, vault: VaultAccess, _ call: Invocation) throws {
-        guard reference.version == nil, !call.flag(.relink), let taken = try vault.keySummaries().first(where: { $0.name == name })?.link,
-              SecretReference(parsing: taken.reference)?.resource == reference.resource, fetched.version < taken.version else { return }
-        throw CommandFailure(.failure, "'\(name)' took version \(taken.version) of \(reference.resource), and Secret Manager now answers version \(fetched.version), older; nothing was changed",
-                             hint: "when that is right (version \(taken.version) was forged, or disabled on purpose): gemvault key set \(name) --from \(reference) --relink")
     }
 
     /// An API key from a hidden prompt, or all of stdin when it is not a terminal: its one line.
@@ -350,7 +330,7 @@ enum VaultCommand {
     static func removeKey(_ call: Invocation) throws {
         let name = call.positionals[0]
         try VaultContents.validateName(name)
-        if call.flag(.revoke) { return try GoogleRotation.revoke(call, name: name) }
+        if call.flag(.revoke) { return try GoogleRotation.revoke(call.rotationRequest(), name: name) }
         if let option = [OptionSpec.allowInsecureEndpoint, .apikeysEndpoint].first(where: call.flag) { throw UsageError("\(option.name) goes with --revoke", command: call.command) }
         try call.context.vault.apply(.removeKey(name: name))
         Console.note("removed key '\(name)'")

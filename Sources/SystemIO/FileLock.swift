@@ -98,6 +98,16 @@ public enum Clock {
     /// Unix seconds (moved on by `TestHooks.clockOffset` in the end-to-end suite's debug runs).
     public static func now() -> Int64 { Int64(time(nil)) + TestHooks.clockOffset }
 
+    /// `2026-11-29 20:02 CET` in the local time zone (TZ): what a person reads.
+    public static func localDate(_ seconds: Int64) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        localtime_r(&time, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let zone = parts.tm_zone.map { String(cString: $0) } ?? "UTC"
+        return "\(Int(parts.tm_year) + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min)) \(zone)"
+    }
+
     /// RFC 3339 in UTC: `2026-11-29T19:02:21Z`.
     public static func isoDate(_ seconds: Int64) -> String {
         var time = time_t(seconds)

@@ -155,20 +155,17 @@ import Testing
         #expect(ErrorReport.describe(GoogleError(.refused, "r")).0 == .apiRefused)
         #expect(ErrorReport.describe(GoogleError(.network, "n")).0 == .network)
         #expect(ErrorReport.describe(GoogleError(.credentials, "c")).0 == .failure)
-    }
-
-    @Test func googleKeyIdsFitTheAPIsPattern() {
-        let pattern = #/[a-z]([a-z0-9-]{0,61}[a-z0-9])?/#
-        for name in ["default", "Work_Key.2", String(repeating: "x", count: 128), "-", "..", "A"] {
-            let id = GoogleRotation.keyId(name: name, stamp: "20261202050749")
-            #expect(id.wholeMatch(of: pattern) != nil, "\(id)")
-            #expect(id.hasPrefix("gemvault-") && id.hasSuffix("-20261202050749") && id.count <= 63)
-        }
-        #expect(GoogleRotation.keyId(name: "Work_Key.2", stamp: "20261202050749") == "gemvault-work-key-2-20261202050749")
+        // A rotation's own refusals: usage 64 with key rotate's usage line, stopped 1, unreachable 7.
+        let usage = ErrorReport.describe(RotationError.usage("u"))
+        #expect(usage.0 == .usage && usage.1 == "u" && usage.2 == "usage: \(rotationCommands[0].usage)")
+        #expect(ErrorReport.describe(RotationError.usage("u", fix: "f")).2 == "f")
+        #expect(ErrorReport.describe(RotationError.failed("s", hint: "h")) == (.failure, "s", "h"))
+        #expect(ErrorReport.describe(RotationError.unreachable("n")).0 == .network)
     }
 }
 
 import GoogleAuth
+import Rotation
 import VaultCore
 
 private enum VaultCoreError {

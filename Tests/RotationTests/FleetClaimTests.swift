@@ -1,6 +1,6 @@
 import SystemIO
 import Testing
-@testable import GemvaultCLI
+@testable import Rotation
 
 /// The rotator's claim as the secret's annotation carries it (Docs/fleet.md, "One rotator for the fleet").
 @Suite struct FleetRotationClaimTests {

@@ -1,4 +1,3 @@
-import Spending
 
 /// The figures a spend check says: money, and a day far above the key's usual one.
 extension SpendGuard {
@@ -9,13 +8,13 @@ extension SpendGuard {
     }
 
     /// The median of the days with spending among the 30 before `day`; nil with fewer than 3.
-    static func usualDay(_ daily: [UsageDay: Double], before day: UsageDay) -> Double? {
+    public static func usualDay(_ daily: [UsageDay: Double], before day: UsageDay) -> Double? {
         median(daily.filter { $0.key < day && $0.key.number >= day.number - 30 && $0.value > 0 }.values.sorted())
     }
 
     /// The days of `daily` from `first` on that spent more than 3× their usual day, in order
     /// (one pass over the days, each looking back 30 days).
-    static func unusualDays(_ daily: [UsageDay: Double], from first: UsageDay) -> [UsageDay] {
+    public static func unusualDays(_ daily: [UsageDay: Double], from first: UsageDay) -> [UsageDay] {
         let days = daily.filter { $0.value > 0 }.sorted { $0.key < $1.key }
         var found: [UsageDay] = []
         var windowStart = 0
@@ -32,10 +31,10 @@ extension SpendGuard {
     }
 
 
-    func money(_ amount: Double) -> String { Self.money(amount, currency: prices.currency) }
+    public func money(_ amount: Double) -> String { Self.money(amount, currency: prices.currency) }
 
     /// `$0.0123` for dollars, `1.50 EUR` for another currency: cents, or four places below a cent.
-    static func money(_ amount: Double, currency: String) -> String {
+    public static func money(_ amount: Double, currency: String) -> String {
         guard amount.isFinite, abs(amount) < 1e12 else { return "\(amount) \(currency)" }
         let places = amount != 0 && abs(amount) < 0.1 ? 4 : 2
         let scale = places == 4 ? 10_000.0 : 100.0

@@ -1,6 +1,6 @@
 import FoundationEssentials
 import SystemIO
-import TerminalIO
+import VaultAccess
 import VaultCore
 
 /// One hands-off rotation of a vault key at a time (`--create`, `--undo`, `rm --revoke`),
@@ -10,9 +10,17 @@ import VaultCore
 /// its holder is in the middle of, so that the next holder can finish a run that was killed.
 final class RotationJournal {
     /// What a run will have done once its vault write is made (Google key ids, never a key).
+    /// What kind of run wrote the record; stored as the words gemvault has always written.
+    enum Action: String, Codable, Sendable, CustomStringConvertible {
+        case rotation
+        case undo = "--undo"
+
+        /// The word the messages use ("the last rotation of …", "an interrupted --undo of …").
+        var description: String { rawValue }
+    }
+
     struct Intent: Codable, Equatable {
-        /// "create" or "undo", for the messages.
-        var action: String
+        var action: Action
         /// The key this run makes at Google (`projects/P/locations/global/keys/ID`): a leftover
         /// to delete when the write never happened.
         var made: String?
@@ -38,20 +46,23 @@ final class RotationJournal {
     /// The run a killed holder left unfinished, read when the lock was taken.
     let interrupted: Intent?
 
-    private init(lock: FileLock, name: String, interrupted: Intent?) {
+    private let progress: any RotationProgress
+
+    private init(lock: FileLock, name: String, interrupted: Intent?, progress: any RotationProgress) {
+        self.progress = progress
         self.lock = lock
         self.name = name
         self.interrupted = interrupted
     }
 
     /// Waits (saying so) while another rotation of the same key runs.
-    static func take(_ context: Context, vaultTag: String, name: String) throws -> RotationJournal {
+    static func take(_ vault: VaultAccess, stateHome: String, vaultTag: String, name: String, progress: any RotationProgress) throws -> RotationJournal {
         let folder: TrustedFolder
-        do { folder = try TrustedFolder.create(context.paths.stateHome + "/gemvault/rotations") } catch { throw VaultError(error) }
+        do { folder = try TrustedFolder.create(stateHome + "/gemvault/rotations") } catch { throw VaultError(error) }
         let lock: FileLock
         do {
-            lock = try context.vault.acquireGuardingLock(Sodium.fingerprint(vaultTag + "\u{0}" + name) + ".lock", in: folder, timeout: Double(longestRun),
-                                                            onWait: { Console.note("another rotation of '\(name)' is running (\($0)); waiting for it to end") })
+            lock = try vault.acquireGuardingLock(Sodium.fingerprint(vaultTag + "\u{0}" + name) + ".lock", in: folder, timeout: Double(longestRun),
+                                                 onWait: { progress.note("another rotation of '\(name)' is running (\($0)); waiting for it to end") })
         } catch .open(let error) {
             throw VaultError(error)
         } catch .timedOut(let path, let seconds, let holder) {
@@ -63,9 +74,9 @@ final class RotationJournal {
         let record = (try? lock.record()) ?? []
         if !record.isEmpty {
             intent = try? JSONDecoder().decode(Intent.self, from: Data(record))
-            if intent == nil { Console.warning("the record of an interrupted rotation of '\(name)' is damaged; it is ignored") }
+            if intent == nil { progress.warning("the record of an interrupted rotation of '\(name)' is damaged; it is ignored") }
         }
-        return RotationJournal(lock: lock, name: name, interrupted: intent)
+        return RotationJournal(lock: lock, name: name, interrupted: intent, progress: progress)
     }
 
     /// Written (durably) before the step that makes it true can begin.
@@ -78,7 +89,7 @@ final class RotationJournal {
     /// The run is complete: nothing for the next holder to finish.
     func end() {
         do { try lock.keep([]) } catch {
-            Console.warning("could not clear the rotation record of '\(name)': \(error); the next rotation will check it again")
+            progress.warning("could not clear the rotation record of '\(name)': \(error); the next rotation will check it again")
         }
     }
 }

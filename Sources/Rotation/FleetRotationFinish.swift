@@ -3,7 +3,6 @@ import GoogleHTTP
 import GoogleKeys
 import Settings
 import SystemIO
-import TerminalIO
 import VaultAccess
 import VaultCore
 
@@ -11,13 +10,11 @@ import VaultCore
 /// and the clean-up of a run a kill interrupted (Docs/fleet.md).
 extension FleetRotation {
     /// Waits out the grace with a progress line; stopping it leaves the finish recorded.
-    static func waitOut(until deadline: Int64, seconds: Double, name: String, version: UInt64) throws {
+    static func waitOut(until deadline: Int64, seconds: Double, name: String, version: UInt64, progress: any RotationProgress) throws {
         guard seconds > 0 else { return }
-        Console.note("waiting \(DurationText.text(seconds)) (until \(Output.localDate(deadline))) so that every machine takes version \(version) while the old key still works; "
+        progress.note("waiting \(DurationText.text(seconds)) (until \(Clock.localDate(deadline))) so that every machine takes version \(version) while the old key still works; "
                      + "stopping now leaves the finish to the next 'gemvault key rotate \(name)'")
-        let progress = ProgressLine.start("grace period for the fleet, until \(Output.localDate(deadline))")
-        defer { progress?.stop() }
-        WaitClock.standard.sleep(seconds)
+        progress.wait(seconds, showing: "grace period for the fleet, until \(Clock.localDate(deadline))")
     }
 
     /// The version newer than `known` that holds `key`, when the newest one does; nil when
@@ -36,18 +33,19 @@ extension FleetRotation {
     /// Disables the version a failed or interrupted run added; when it is the newest, the value
     /// the vault keeps is added again first, since a disabled newest version makes `latest` fail
     /// for every machine instead of falling back. False when that could not be done.
-    static func withdraw(_ manager: SecretManagerClient, _ reference: SecretReference, version: UInt64, restoring value: SecretBytes) -> Bool {
+    static func withdraw(_ manager: SecretManagerClient, _ reference: SecretReference, version: UInt64, restoring value: SecretBytes,
+                         progress: any RotationProgress) -> Bool {
         do {
             let newest = try manager.versions(reference, enabledOnly: false).map(\.number).max() ?? version
             if newest == version {
                 let restored = try manager.addVersion(reference, value: value)
-                Console.note("added the key the vault keeps to \(reference.resource) again as version \(restored), so that 'latest' answers")
+                progress.note("added the key the vault keeps to \(reference.resource) again as version \(restored), so that 'latest' answers")
             }
             try manager.setVersion(reference, version, enabled: false)
-            Console.note("disabled version \(version) of \(reference.resource), which held the new key")
+            progress.note("disabled version \(version) of \(reference.resource), which held the new key")
             return true
         } catch {
-            Console.warning("could not withdraw version \(version) of \(reference.resource) (\(error.message))")
+            progress.warning("could not withdraw version \(version) of \(reference.resource) (\(error.message))")
             return false
         }
     }
@@ -60,7 +58,7 @@ extension FleetRotation {
     /// be read is never passed over in silence: one no longer enabled is done with, one that
     /// holds no key is named, and any other failure stops the finish, which tries again.
     static func disableCopies(of retired: SecretBytes, olderThan newest: UInt64, besides done: UInt64,
-                              _ manager: SecretManagerClient, _ reference: SecretReference) throws(GoogleError) {
+                              _ manager: SecretManagerClient, _ reference: SecretReference, progress: any RotationProgress) throws(GoogleError) {
         for version in try manager.versions(reference, enabledOnly: true) where version.number < newest && version.number != done {
             let copy: SecretBytes
             do throws(GoogleError) {
@@ -68,14 +66,14 @@ extension FleetRotation {
             } catch where isNotEnabled(error) {
                 continue
             } catch where error.category == .badData {
-                Console.warning("version \(version.number) of \(reference.resource) could not be read as a key (\(error.message)); it is left enabled")
+                progress.warning("version \(version.number) of \(reference.resource) could not be read as a key (\(error.message)); it is left enabled")
                 continue
             } catch {
                 throw GoogleError(error.category, "version \(version.number) could not be read to tell whether it holds the old key: \(error.message)", status: error.status, reason: error.reason)
             }
             guard copy.isEqual(to: retired) else { continue }
             try manager.setVersion(reference, version.number, enabled: false)
-            Console.note("disabled version \(version.number) of \(reference.resource), which held the old key too")
+            progress.note("disabled version \(version.number) of \(reference.resource), which held the old key too")
         }
     }
 
@@ -96,7 +94,7 @@ extension FleetRotation {
                 let client = try link.client(project: GoogleKeyRecord(resource: rotation.retireKey, serviceAccount: "").project)
                 if let old = try? client.keyString(rotation.retireKey) { return old }
             }
-            Console.warning("version \(rotation.previousVersion) of \(reference.resource) cannot be read (\(error.message)), so other enabled versions holding the old key cannot be found; check them: gcloud secrets versions list \(reference.secret) --project \(reference.project)")
+            link.progress.warning("version \(rotation.previousVersion) of \(reference.resource) cannot be read (\(error.message)), so other enabled versions holding the old key cannot be found; check them: gcloud secrets versions list \(reference.secret) --project \(reference.project)")
             return nil
         } catch {
             throw GoogleError(error.category, "the rotation of '\(name)' is stored, but reading version \(rotation.previousVersion) of \(reference.resource) failed: \(error.message)",
@@ -111,24 +109,24 @@ extension FleetRotation {
                          _ manager: SecretManagerClient, _ reference: SecretReference) throws -> Bool {
         guard let current = vault.key.link, let rotation = current.rotation, rotation.isPending else { return false }
         guard rotation.previousVersion < current.version else {
-            throw CommandFailure(.failure, "the rotation of '\(name)' would disable version \(rotation.previousVersion), which is not older than version \(current.version) the vault holds; nothing was disabled")
+            throw RotationError.failed("the rotation of '\(name)' would disable version \(rotation.previousVersion), which is not older than version \(current.version) the vault holds; nothing was disabled")
         }
         // Read before it is disabled: other versions holding the same key are disabled with it.
         let retired = try retiredValue(of: rotation, name: name, link: link, manager, reference)
         let disabling = Result { () throws(GoogleError) in try manager.setVersion(reference, rotation.previousVersion, enabled: false) }
         switch disabling {
-        case .success: Console.note("disabled version \(rotation.previousVersion) of \(reference.resource), which held the old key")
+        case .success: vault.progress.note("disabled version \(rotation.previousVersion) of \(reference.resource), which held the old key")
         case .failure(let error) where error.status == 400 && error.isStatus(.failedPrecondition):
-            Console.note("version \(rotation.previousVersion) of \(reference.resource) is already destroyed")
+            vault.progress.note("version \(rotation.previousVersion) of \(reference.resource) is already destroyed")
         case .failure(let error) where error.status == 404:
-            Console.note("version \(rotation.previousVersion) of \(reference.resource) is gone")
+            vault.progress.note("version \(rotation.previousVersion) of \(reference.resource) is gone")
         case .failure(let error):
             throw GoogleError(error.category, "the rotation of '\(name)' is stored, but disabling version \(rotation.previousVersion) of \(reference.resource) failed: \(error.message)",
                               hint: "'gemvault key rotate --finish \(name)' tries again", status: error.status, reason: error.reason)
         }
         if let retired {
             do {
-                try disableCopies(of: retired, olderThan: current.version, besides: rotation.previousVersion, manager, reference)
+                try disableCopies(of: retired, olderThan: current.version, besides: rotation.previousVersion, manager, reference, progress: vault.progress)
             } catch {
                 throw GoogleError(error.category, "the rotation of '\(name)' is stored, but disabling the other versions of \(reference.resource) that hold the old key failed: \(error.message)",
                                   hint: "'gemvault key rotate --finish \(name)' tries again", status: error.status, reason: error.reason)
@@ -140,13 +138,13 @@ extension FleetRotation {
             // Someone may have added the old key back meanwhile: what `latest` serves is never deleted.
             let latest = try manager.accessKey(reference)
             if let old = try? client.keyString(rotation.retireKey), latest.value.isEqual(to: old) {
-                throw CommandFailure(.failure, "the old key \(rotation.retireKey) is what version \(latest.version) of \(reference.resource) holds now, so it is not deleted; the rotation's finish stays recorded",
+                throw RotationError.failed("the old key \(rotation.retireKey) is what version \(latest.version) of \(reference.resource) holds now, so it is not deleted; the rotation's finish stays recorded",
                                      hint: "add the key you want the fleet to use as a new version; then 'gemvault key rotate --finish \(name)'")
             }
             do {
                 switch try GoogleRotation.deleteAtGoogle(client, rotation.retireKey) {
-                case .deleted: Console.note("deleted the old key \(rotation.retireKey) at Google ('gemvault key rotate --undo \(name)' can bring it back for 30 days)")
-                case .alreadyDeleted, .gone: Console.note("the old key \(rotation.retireKey) was already deleted at Google")
+                case .deleted: vault.progress.note("deleted the old key \(rotation.retireKey) at Google ('gemvault key rotate --undo \(name)' can bring it back for 30 days)")
+                case .alreadyDeleted, .gone: vault.progress.note("the old key \(rotation.retireKey) was already deleted at Google")
                 }
                 deleted = true
             } catch let error as GoogleError {
@@ -156,35 +154,35 @@ extension FleetRotation {
             }
         }
         _ = try vault.apply(.finishLinkedRotation(name: name, version: rotation.previousVersion))
-        Console.note("finished the rotation of '\(name)' to version \(current.version)")
+        vault.progress.note("finished the rotation of '\(name)' to version \(current.version)")
         return deleted
     }
 
     /// `key rotate --finish [NAME]`.
-    static func finishCommand(_ call: Invocation, name: String) throws {
-        try GoogleRotation.withVault(call.context, name: name) { start in
+    public static func finishCommand(_ call: RotationRequest, name: String) throws {
+        try GoogleRotation.withVault(call, name: name) { start in
             guard start.key.link != nil else {
-                throw CommandFailure(.failure, "'\(name)' is not linked to Secret Manager: its rotations finish as they run",
+                throw RotationError.failed("'\(name)' is not linked to Secret Manager: its rotations finish as they run",
                                      hint: "--finish is for a key rotated through its secret with --no-wait (Docs/fleet.md)")
             }
-            let link = GoogleRotation.GoogleLink(call, try GoogleRotation.settings(call, vault: start.settings), transport: CurlTransport())
+            let link = GoogleRotation.GoogleLink(call, try GoogleRotation.settings(call, vault: start.settings), transport: call.transport)
             let (reference, _, manager, vault) = try prepare(call, name: name, vault: start, link: link)
             guard let current = vault.key.link, let rotation = current.rotation, rotation.isPending else {
-                Console.note("no rotation of '\(name)' waits for its finish")
+                call.progress.note("no rotation of '\(name)' waits for its finish")
                 return
             }
-            let left = rotation.finishAfter - Output.now()
+            let left = rotation.finishAfter - Clock.now()
             if left > 0 {
                 if call.flag(.noWait) {
-                    Console.note("the grace period of '\(name)' runs until \(Output.localDate(rotation.finishAfter)) (\(Clock.elapsedText(left)) more): nothing done")
+                    call.progress.note("the grace period of '\(name)' runs until \(Clock.localDate(rotation.finishAfter)) (\(Clock.elapsedText(left)) more): nothing done")
                     return
                 }
-                try waitOut(until: rotation.finishAfter, seconds: Double(left), name: name, version: current.version)
+                try waitOut(until: rotation.finishAfter, seconds: Double(left), name: name, version: current.version, progress: call.progress)
             }
             let deleted = try complete(name: name, vault: vault, link: link, manager, reference)
-            try GoogleRotation.finish(call, Report(name: name, action: "finished", old_key: rotation.retireKey.nonEmpty, new_key: vault.google?.resource,
+            try call.progress.finished(Report(name: name, action: "finished", old_key: rotation.retireKey.nonEmpty, new_key: vault.google?.resource,
                                     service_account: vault.google?.serviceAccount.nonEmpty, old_key_deleted: deleted,
-                                    age_days: max(0, Output.now() - vault.key.updated) / 86400, secret: reference.resource,
+                                    age_days: max(0, Clock.now() - vault.key.updated) / 86400, secret: reference.resource,
                                     secret_version: current.version, previous_version: rotation.previousVersion))
         }
     }
@@ -194,21 +192,21 @@ extension FleetRotation {
     /// The previous key back for every machine: its version enabled to be read, added again as
     /// the newest (a disabled newest version would make `latest` fail, not fall back), and the
     /// newer version and key retired after the grace, as a rotation's are.
-    static func undo(_ call: Invocation, name: String, vault start: GoogleRotation.VaultView, link: GoogleRotation.GoogleLink) throws {
+    static func undo(_ call: RotationRequest, name: String, vault start: GoogleRotation.VaultView, link: GoogleRotation.GoogleLink) throws {
         let (reference, grace, manager, vault) = try prepare(call, name: name, vault: start, link: link)
         guard let current = vault.key.link, let rotation = current.rotation, let newer = vault.google,
               let earlier = vault.summary.earlier.first else {
-            throw CommandFailure(.failure, "the current value of '\(name)' was not made by 'key rotate --create' through \(reference.resource); nothing to undo",
+            throw RotationError.failed("the current value of '\(name)' was not made by 'key rotate --create' through \(reference.resource); nothing to undo",
                                  hint: "add the version you want to the secret, and every machine takes it")
         }
         let previousKey = rotation.retireKey.nonEmpty ?? earlier.google?.resource
-        try vault.journal.begin(.init(action: "--undo", made: nil, current: previousKey ?? newer.resource, retire: call.flag(.keepOld) ? nil : newer.resource,
+        try vault.journal.begin(.init(action: .undo, made: nil, current: previousKey ?? newer.resource, retire: call.flag(.keepOld) ? nil : newer.resource,
                                       secret: reference.resource))
         // The previous key must work again before the fleet is sent to it.
         if let previousKey {
             let client = try link.client(project: GoogleKeyRecord(resource: previousKey, serviceAccount: "").project)
             if try client.get(previousKey).isDeleted {
-                Console.note("undeleting \(previousKey) at Google")
+                call.progress.note("undeleting \(previousKey) at Google")
                 _ = try client.wait(try client.undelete(previousKey), what: "undeleting \(previousKey)")
             }
         }
@@ -217,29 +215,29 @@ extension FleetRotation {
         // Read, it goes back to disabled: the copy added below is the one every machine takes.
         try manager.setVersion(reference, rotation.previousVersion, enabled: false)
         guard earlier.masked == previous.value.masked else {
-            throw CommandFailure(.failure, "the previous value in the vault's history of '\(name)' is not version \(rotation.previousVersion) of \(reference.resource); nothing was undone",
+            throw RotationError.failed("the previous value in the vault's history of '\(name)' is not version \(rotation.previousVersion) of \(reference.resource); nothing was undone",
                                  hint: "add the version you want to the secret, and every machine takes it")
         }
         let restored = try manager.addVersion(reference, value: previous.value)
-        Console.note("added the previous key to \(reference.resource) again as version \(restored); machines that fetch now take it")
-        let finishAfter = Output.now() + Int64(grace.rounded(.up))
+        call.progress.note("added the previous key to \(reference.resource) again as version \(restored); machines that fetch now take it")
+        let finishAfter = Clock.now() + Int64(grace.rounded(.up))
         let retirement = LinkedRotation(previousVersion: current.version, retireKey: call.flag(.keepOld) ? "" : newer.resource, finishAfter: finishAfter)
-        _ = try vault.apply(.rollBackLinked(name: name, now: Output.now(),
-                                            link: SecretLink(reference: current.reference, version: restored, fetched: Output.now(), rotation: retirement)))
+        _ = try vault.apply(.rollBackLinked(name: name, now: Clock.now(),
+                                            link: SecretLink(reference: current.reference, version: restored, fetched: Clock.now(), rotation: retirement)))
         vault.journal.end()
-        Console.note("key '\(name)' is back to its previous value (\(previousKey ?? "version \(rotation.previousVersion)")), as version \(restored)")
-        ShareCommand.reshareAfterRotation(call.context.vault, name: name)
+        call.progress.note("key '\(name)' is back to its previous value (\(previousKey ?? "version \(rotation.previousVersion)")), as version \(restored)")
+        call.progress.keyChanged(name)
         var report = Report(name: name, action: "undone", old_key: newer.resource, new_key: previousKey, service_account: newer.serviceAccount.nonEmpty,
-                            old_key_deleted: false, age_days: max(0, Output.now() - start.key.updated) / 86400, secret: reference.resource,
-                            secret_version: restored, previous_version: current.version, finish_after: Output.isoDate(finishAfter))
+                            old_key_deleted: false, age_days: max(0, Clock.now() - start.key.updated) / 86400, secret: reference.resource,
+                            secret_version: restored, previous_version: current.version, finish_after: Clock.isoDate(finishAfter))
         if call.flag(.noWait) {
-            Console.note("the finish is recorded in the vault: the first 'gemvault key rotate \(name)' after \(Output.localDate(finishAfter)) (or 'gemvault key rotate --finish \(name)') disables version \(current.version)"
+            call.progress.note("the finish is recorded in the vault: the first 'gemvault key rotate \(name)' after \(Clock.localDate(finishAfter)) (or 'gemvault key rotate --finish \(name)') disables version \(current.version)"
                          + (call.flag(.keepOld) ? "" : " and deletes \(newer.resource) at Google"))
-            return try GoogleRotation.finish(call, report)
+            return try call.progress.finished(report)
         }
-        try waitOut(until: finishAfter, seconds: grace, name: name, version: restored)
+        try waitOut(until: finishAfter, seconds: grace, name: name, version: restored, progress: call.progress)
         report.old_key_deleted = try complete(name: name, vault: try vault.reloaded(), link: link, manager, reference)
-        try GoogleRotation.finish(call, report)
+        try call.progress.finished(report)
     }
 
     // MARK: A run a kill interrupted
@@ -256,21 +254,21 @@ extension FleetRotation {
         }
         let version = vault.key.link?.version ?? 0
         let written = vault.google.map { GoogleRotation.sameKey($0.resource, intent.current) } ?? false
-        if intent.action == "--undo" {
+        if intent.action == .undo {
             if !written {
-                Console.warning("the last --undo of '\(name)' was interrupted before the vault was written; 'gemvault key rotate --undo \(name)' completes it")
+                vault.progress.warning("the last --undo of '\(name)' was interrupted before the vault was written; 'gemvault key rotate --undo \(name)' completes it")
             } else if let retire = intent.retire {
-                Console.warning("the last --undo of '\(name)' was interrupted after the vault was written; the newer key \(retire) may still work: \(GoogleRotation.byHand(retire))")
+                vault.progress.warning("the last --undo of '\(name)' was interrupted after the vault was written; the newer key \(retire) may still work: \(GoogleRotation.byHand(retire))")
             }
             return vault.journal.end()
         }
         if written {
-            Console.note("the last rotation of '\(name)' was interrupted after the vault stored version \(version); its finish is recorded"
-                         + (vault.key.link?.rotation.map { " for after \(Output.localDate($0.finishAfter))" } ?? ""))
+            vault.progress.note("the last rotation of '\(name)' was interrupted after the vault stored version \(version); its finish is recorded"
+                         + (vault.key.link?.rotation.map { " for after \(Clock.localDate($0.finishAfter))" } ?? ""))
             return vault.journal.end()
         }
         if let added = intent.added, version >= added {
-            Console.warning("the vault took version \(added) of \(reference.resource), which an interrupted rotation added, before that rotation stored it; it is kept, and the key it replaced still works"
+            vault.progress.warning("the vault took version \(added) of \(reference.resource), which an interrupted rotation added, before that rotation stored it; it is kept, and the key it replaced still works"
                             + (intent.retire.map { ": delete it once every machine has version \(added): \(GoogleRotation.byHand($0))" } ?? ""))
             return vault.journal.end()
         }
@@ -283,17 +281,17 @@ extension FleetRotation {
             if case .failure(let error) = madeString, error.status != 404, error.status != 403, error.status != 400 { throw error }
             if case .success(let key) = madeString {
                 if vault.key.secret.isEqual(to: key) {
-                    Console.warning("the vault took the key an interrupted rotation of '\(name)' added to \(reference.resource) before that rotation stored it; it is kept"
+                    vault.progress.warning("the vault took the key an interrupted rotation of '\(name)' added to \(reference.resource) before that rotation stored it; it is kept"
                                     + (intent.retire.map { ", and the key it replaced still works: delete it once every machine has the new version: \(GoogleRotation.byHand($0))" } ?? ""))
                     return vault.journal.end()
                 }
-                if found == nil { found = try versionHolding(key, newerThan: version, manager, reference, name: name, after: CommandFailure(.failure, "an interrupted rotation of '\(name)'")) }
+                if found == nil { found = try versionHolding(key, newerThan: version, manager, reference, name: name, after: RotationError.failed("an interrupted rotation of '\(name)'")) }
             }
         }
         if let found {
-            Console.note("the last rotation of '\(name)' was interrupted before it stored its new key; it had added version \(found) of \(reference.resource)")
-            guard withdraw(manager, reference, version: found, restoring: vault.key.secret) else {
-                throw CommandFailure(.network, "version \(found) of \(reference.resource), which an interrupted rotation added, could not be withdrawn; its key is kept",
+            vault.progress.note("the last rotation of '\(name)' was interrupted before it stored its new key; it had added version \(found) of \(reference.resource)")
+            guard withdraw(manager, reference, version: found, restoring: vault.key.secret, progress: vault.progress) else {
+                throw RotationError.unreachable("version \(found) of \(reference.resource), which an interrupted rotation added, could not be withdrawn; its key is kept",
                                      hint: "'gemvault key rotate --finish \(name)' tries again")
             }
         }

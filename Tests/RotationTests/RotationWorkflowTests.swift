@@ -3,10 +3,12 @@ import GeminiClient
 import GemvaultTesting
 import GoogleAuth
 import GoogleHTTP
+import Settings
+import SystemIO
 import Testing
 import VaultAccess
 import VaultCore
-@testable import GemvaultCLI
+@testable import Rotation
 
 /// Google as `key rotate --create` and `--undo` meet it: the API Keys service with its keys
 /// (made, read, listed, deleted, undeleted), and Gemini, which accepts the keys it is told to.
@@ -108,34 +110,51 @@ final class FakeGoogle: @unchecked Sendable {
 
     let folder = TemporaryFolder("rotation")
     let google = FakeGoogle()
+    let vault: TestVault
 
     init() throws {
-        _ = try TestVault(in: folder, keys: ["default": Self.oldString], google: ["default": GoogleKeyRecord(resource: Self.oldKey, serviceAccount: Self.serviceAccount)])
-        _ = FileManager.default.createFile(atPath: folder.appending("passphrase"), contents: Data(TestVault.passphrase.utf8), attributes: [.posixPermissions: 0o600])
+        vault = try TestVault(in: folder, keys: ["default": Self.oldString], google: ["default": GoogleKeyRecord(resource: Self.oldKey, serviceAccount: Self.serviceAccount)])
         google.addKey(Self.oldKey, keyString: Self.oldString)
     }
 
-    /// One command's context, as the parser would make it.
-    private func context() -> Context {
-        Context(environment: ["HOME": folder.path, "XDG_STATE_HOME": folder.appending("state"), "XDG_CONFIG_HOME": folder.appending("config"),
-                              "XDG_RUNTIME_DIR": folder.appending("run"), "GEMVAULT_TOKEN_COMMAND": "/bin/echo ya29.rotation-token",
-                              "GEMVAULT_ENDPOINT": FakeGoogle.gemini, "GEMVAULT_APIKEYS_ENDPOINT": String(FakeGoogle.apiKeys.dropLast(4))],
-                options: ParsedOptions(byName: ["--vault": folder.appending("vault/vault"), "--passphrase-file": folder.appending("passphrase")]))
+    let progress = RecordingProgress()
+
+    /// One command's door to the vault, opened with the passphrase (no session).
+    private func access() -> VaultAccess {
+        let rollback = RollbackGuard(record: vault.generations, vaultPath: vault.store.path, acceptsRollback: false)
+        return VaultAccess(file: VaultFileAccess(store: vault.store, rollback: rollback, warn: { _ in }), agent: nil, ui: ScriptedPassphrase(),
+                           observe: { _ in }, warn: { _ in })
     }
 
-    private func call(_ flags: [String: String]) -> Invocation {
-        Invocation(command: rotationCommands[0], positionals: ["default"], options: ParsedOptions(byName: flags), context: context())
+    /// One rotation command, as `key rotate` would make it from `options`.
+    private func request(_ options: [RotationRequest.Option: String] = [:]) -> RotationRequest {
+        let environment = ["HOME": folder.path, "GEMVAULT_TOKEN_COMMAND": "/bin/echo ya29.rotation-token",
+                           "GEMVAULT_ENDPOINT": FakeGoogle.gemini, "GEMVAULT_APIKEYS_ENDPOINT": String(FakeGoogle.apiKeys.dropLast(4))]
+        let vaultPath = vault.store.path
+        return RotationRequest(given: options, vault: access(), stateHome: folder.appending("state"), environment: environment, home: folder.path,
+                               resolve: { try Settings.resolve(SettingLayers(vaultPath: vaultPath, vaultSettings: $0, environment: environment)) },
+                               progress: progress, transport: google.transport, checker: Self.geminiChecker)
     }
 
-    private func create(_ flags: [String: String] = [:]) throws {
-        try GoogleRotation.create(call(["--create": "", "--verify-timeout": "5"].merging(flags) { $1 }), name: "default", transport: google.transport)
+    /// The check `key rotate` makes: Gemini's client, over the same fake transport.
+    static func geminiChecker(_ settings: Settings, _ transport: any HTTPTransport) throws -> any KeyChecker {
+        GeminiKeyChecker(settings: settings, transport: transport)
+    }
+
+    private func create(_ options: [RotationRequest.Option: String] = [:]) throws {
+        try GoogleRotation.create(request([.verifyTimeout: "5"].merging(options) { $1 }), name: "default")
+    }
+
+    private var tag: String { get throws { Sodium.fingerprint(try access().identity()) } }
+
+    private func journal() throws -> RotationJournal {
+        try RotationJournal.take(access(), stateHome: folder.appending("state"), vaultTag: try tag, name: "default", progress: progress)
     }
 
     /// The vault as the next command sees it.
     private func stored() throws -> (key: StoredKey, summary: KeySummary) {
-        let vault = context().vault
-        let key = try #require(try vault.key("default", markUsed: false))
-        let summary = try #require(try vault.keySummaries().first { $0.name == "default" })
+        let key = try #require(try access().key("default", markUsed: false))
+        let summary = try #require(try access().keySummaries().first { $0.name == "default" })
         return (key, summary)
     }
 
@@ -163,10 +182,10 @@ final class FakeGoogle: @unchecked Sendable {
 
     @Test func aNewKeyGeminiRefusesIsDeletedAgainAndTheVaultStaysAsItWas() throws {
         google.geminiAcceptsNewKeys = false
-        let before = try context().vault.store.read()
-        expectError(GeminiError.self, { try create(["--verify-timeout": "1"]) }, where: { $0.reason == "API_KEY_INVALID" })
+        let before = try vault.store.read()
+        expectError(GeminiError.self, { try create([.verifyTimeout: "1"]) }, where: { $0.reason == "API_KEY_INVALID" })
         #expect(newKeys.count == 1 && google.keys[newKeys[0]]?.deleted == true && google.keys[Self.oldKey]?.deleted == false)
-        #expect(try context().vault.store.read() == before)
+        #expect(try vault.store.read() == before)
         expectSecret(try stored().key.secret, equals: Self.oldString)
     }
 
@@ -180,7 +199,7 @@ final class FakeGoogle: @unchecked Sendable {
         #expect(google.keys[Self.oldKey]?.deleted == false)
 
         google.refuseDeletes = false
-        try create(["--if-older-than": "100000"])
+        try create([.ifOlderThan: "100000"])
         #expect(google.keys[Self.oldKey]?.deleted == true && google.keys[made]?.deleted == false && newKeys.count == 1)
         expectSecret(try stored().key.secret, equals: google.keys[made]!.keyString)
     }
@@ -191,23 +210,21 @@ final class FakeGoogle: @unchecked Sendable {
         let leftover = "projects/764086051850/locations/global/keys/gemvault-default-20261201000000"
         google.addKey(leftover, keyString: "AQ.Leftover" + String(repeating: "x", count: 44))
         do {
-            let tag = Sodium.fingerprint(try context().vault.identity())
-            let journal = try RotationJournal.take(context(), vaultTag: tag, name: "default")
+            let journal = try journal()
             #expect(journal.interrupted == nil)
-            try journal.begin(.init(action: "rotation", made: leftover, current: leftover, retire: Self.oldKey))
+            try journal.begin(.init(action: .rotation, made: leftover, current: leftover, retire: Self.oldKey))
         }
-        try create(["--if-older-than": "100000"])
+        try create([.ifOlderThan: "100000"])
         #expect(google.keys[leftover]?.deleted == true && google.keys[Self.oldKey]?.deleted == false)
         expectSecret(try stored().key.secret, equals: Self.oldString)
-        let tag = Sodium.fingerprint(try context().vault.identity())
-        #expect(try RotationJournal.take(context(), vaultTag: tag, name: "default").interrupted == nil)
+        #expect(try journal().interrupted == nil)
     }
 
     /// `--undo` after a rotation: the old key is undeleted and current again, the newer one deleted.
     @Test func undoBringsThePreviousKeyBack() throws {
         try create()
         let made = try #require(newKeys.first)
-        try GoogleRotation.undo(call(["--undo": ""]), name: "default", transport: google.transport)
+        try GoogleRotation.undo(request(), name: "default")
         #expect(google.keys[Self.oldKey]?.deleted == false && google.keys[made]?.deleted == true)
         #expect(google.calls.contains("POST \(Self.oldKey):undelete"))
         let (key, summary) = try stored()
@@ -217,11 +234,97 @@ final class FakeGoogle: @unchecked Sendable {
 
     /// `key rm --revoke`: every Google key the vault names for it is deleted, then the key is removed.
     @Test func revokeDeletesTheCurrentAndEarlierKeysThenRemovesTheKey() throws {
-        try create(["--keep-old": ""])
+        try create([.keepOld: ""])
         let made = try #require(newKeys.first)
         #expect(google.keys[Self.oldKey]?.deleted == false)
-        try GoogleRotation.revoke(call(["--revoke": ""]), name: "default", transport: google.transport)
+        try GoogleRotation.revoke(request(), name: "default")
         #expect(google.keys[made]?.deleted == true && google.keys[Self.oldKey]?.deleted == true)
-        #expect(try context().vault.keySummaries().isEmpty)
+        #expect(try access().keySummaries().isEmpty)
+    }
+
+    /// A journal in the words earlier releases wrote (Fixtures/) is read, and the run it names
+    /// is finished: the key made before the vault write is deleted, the vault keeps the old one.
+    @Test func aJournalInTheOnDiskFormOfEarlierReleasesIsReadAndItsRunFinished() throws {
+        let leftover = "projects/764086051850/locations/global/keys/gemvault-default-20261201000000"
+        google.addKey(leftover, keyString: "AQ.Leftover" + String(repeating: "x", count: 44))
+        let rotations = try TrustedFolder.create(folder.appending("state") + "/gemvault/rotations")
+        try rotations.replace(Sodium.fingerprint(try tag + "\u{0}default") + ".lock", with: try Fixtures().bytes("journal-rotation-before-write.json"),
+                              tempPrefix: ".journal.tmp.")
+        #expect(try journal().interrupted == RotationJournal.Intent(action: .rotation, made: leftover, current: leftover, retire: Self.oldKey))
+        try create([.ifOlderThan: "100000"])
+        #expect(google.keys[leftover]?.deleted == true && google.keys[Self.oldKey]?.deleted == false)
+        #expect(progress.notes.contains("the last rotation of 'default' was interrupted before it stored its new key: deleted that key, \(leftover), at Google"))
+        expectSecret(try stored().key.secret, equals: Self.oldString)
+        #expect(try journal().interrupted == nil)
+    }
+
+    /// The journal's action is an enum written as the words it always was; another word is refused.
+    @Test func journalRecordsKeepTheirOnDiskWords() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        for (name, action) in [("journal-rotation-before-write.json", RotationJournal.Action.rotation), ("journal-undo-linked.json", .undo)] {
+            let bytes = try Fixtures().bytes(name)
+            let intent = try JSONDecoder().decode(RotationJournal.Intent.self, from: Data(bytes))
+            #expect(intent.action == action)
+            #expect(Array(try encoder.encode(intent)) == bytes)
+        }
+        #expect("\(RotationJournal.Action.undo)" == "--undo" && "\(RotationJournal.Action.rotation)" == "rotation")
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(RotationJournal.Intent.self, from: Data(#"{"action":"create","current":"x"}"#.utf8)) }
+    }
+
+    /// Another machine's live claim on a linked key's rotation: a person's --create stops,
+    /// a timer's run leaves it to its holder until the secret is stuck, --force takes it over,
+    /// and a claim that stopped being renewed is taken over.
+    @Test func aClaimHeldByAnotherRunStopsLeavesOrIsTakenOver() throws {
+        let reference = try #require(SecretReference(parsing: "gsm://projects/demo-project/secrets/gemini"))
+        let now: Int64 = 1_700_000_000
+        let live = "claimed host=other machine=m boot=b pidns=1 pid=42 since=\(now - 60) time=\(now - 10)"
+        func judge(_ claim: String, _ options: [RotationRequest.Option: String] = [:], versionAge: Int64 = 0, stuckAfter: Int64? = nil) throws -> Bool {
+            try FleetRotation.judge(claim, request(options), reference, name: "default", now: now, versionAge: versionAge, stuckAfter: stuckAfter)
+        }
+        expectError(RotationError.self, { try judge(live) },
+                    where: { $0 == .failed("the rotation of projects/demo-project/secrets/gemini is claimed by other (process 42), claimed 60 seconds ago and renewed 10 seconds ago; nothing was rotated",
+                                           hint: "wait for it, or, when that rotator is gone or not yours: gemvault key rotate --create default --force") })
+        #expect(try judge(live, versionAge: 3600, stuckAfter: 7200) == false)
+        #expect(progress.notes.last?.hasPrefix("rotated elsewhere: other (process 42)") == true)
+        expectError(RotationError.self, { try judge(live, versionAge: 7200, stuckAfter: 7200) }, where: { $0.message.contains("is stuck") })
+        #expect(try judge(live, [.forceClaim: ""]) == true)
+        #expect(progress.warnings.last?.hasPrefix("--force: taking over the live claim") == true)
+        #expect(try judge("claimed host=other machine=m boot=b pidns=1 pid=42 since=\(now - 600) time=\(now - 600)") == true)
+        #expect(progress.notes.last?.hasSuffix("and stopped renewing it 10 minutes ago") == true)
+        #expect(try judge("rotated version=8 time=\(now)") == true)
+    }
+
+    @Test func googleKeyIdsFitTheAPIsPattern() {
+        let pattern = #/[a-z]([a-z0-9-]{0,61}[a-z0-9])?/#
+        for name in ["default", "Work_Key.2", String(repeating: "x", count: 128), "-", "..", "A"] {
+            let id = GoogleRotation.keyId(name: name, stamp: "20261202050749")
+            #expect(id.wholeMatch(of: pattern) != nil, "\(id)")
+            #expect(id.hasPrefix("gemvault-") && id.hasSuffix("-20261202050749") && id.count <= 63)
+        }
+        #expect(GoogleRotation.keyId(name: "Work_Key.2", stamp: "20261202050749") == "gemvault-work-key-2-20261202050749")
+    }
+
+    /// `key rotate` with a pasted key: stored once the check accepted it with the vault's
+    /// settings; a refused key changes nothing; --no-verify stores it unchecked.
+    @Test func aPastedKeyIsStoredOnlyOnceItsCheckAcceptsIt() throws {
+        struct Refused: Error {}
+        let before = try vault.store.read()
+        let refused = "AQ.Refused" + String(repeating: "r", count: 45)
+        #expect(throws: Refused.self) {
+            try PastedRotation.replace("default", with: SecretBytes(utf8: refused), now: 1_800_000_000, in: access(), check: { _ in throw Refused() })
+        }
+        #expect(try vault.store.read() == before)
+
+        let accepted = "AQ.Accepted" + String(repeating: "a", count: 44)
+        var checkedWith: [String: String]?
+        let outcome = try PastedRotation.replace("default", with: SecretBytes(utf8: accepted), now: 1_800_000_000, in: access(), check: { checkedWith = $0 })
+        #expect(checkedWith != nil && outcome.masked == "AQ.A…MhKp")
+        expectSecret(try stored().key.secret, equals: accepted)
+        #expect(try stored().summary.earlier.first?.masked == "AQ.A…MhKp")
+
+        let unchecked = "AQ.Unchecked" + String(repeating: "u", count: 43)
+        _ = try PastedRotation.replace("default", with: SecretBytes(utf8: unchecked), now: 1_800_000_001, in: access(), check: nil)
+        expectSecret(try stored().key.secret, equals: unchecked)
     }
 }

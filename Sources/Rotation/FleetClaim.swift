@@ -2,7 +2,6 @@ import Dispatch
 import GoogleAuth
 import Synchronization
 import SystemIO
-import TerminalIO
 import VaultCore
 
 /// One rotator for the fleet: the claim in the secret's annotation `gemvault-rotation`.
@@ -94,27 +93,27 @@ extension FleetRotation {
     /// holder is gone, or with --force), or stop. A person's plain --create refuses a live claim
     /// of another holder; a timer's run leaves it, unless it has not advanced the secret for two
     /// periods (`stuckAfter`): then it is stuck, and the timer's run fails so someone looks.
-    static func judge(_ text: String?, _ call: Invocation, _ reference: SecretReference, name: String, now: Int64, versionAge: Int64,
+    static func judge(_ text: String?, _ call: RotationRequest, _ reference: SecretReference, name: String, now: Int64, versionAge: Int64,
                       stuckAfter: Int64?) throws -> Bool {
         guard let claim = Claim(text), claim.state == "claimed" else { return true }
         if let why = claim.abandoned(now: now) {
-            Console.note("taking over the rotation of \(reference.resource) that \(claim.who) claimed \(why)")
+            call.progress.note("taking over the rotation of \(reference.resource) that \(claim.who) claimed \(why)")
             return true
         }
         let described = claim.described(now: now)
         if call.flag(.forceClaim) {
-            Console.warning("--force: taking over the live claim on the rotation of \(reference.resource) by \(described)")
+            call.progress.warning("--force: taking over the live claim on the rotation of \(reference.resource) by \(described)")
             return true
         }
         guard let stuckAfter else {
-            throw CommandFailure(.failure, "the rotation of \(reference.resource) is claimed by \(described); nothing was rotated",
+            throw RotationError.failed("the rotation of \(reference.resource) is claimed by \(described); nothing was rotated",
                                  hint: "wait for it, or, when that rotator is gone or not yours: gemvault key rotate --create \(name) --force")
         }
         if versionAge >= stuckAfter {
-            throw CommandFailure(.failure, "the rotation of \(reference.resource) is stuck: \(described), and the secret's newest version is \(Clock.elapsedText(versionAge)) old, two rotation periods",
+            throw RotationError.failed("the rotation of \(reference.resource) is stuck: \(described), and the secret's newest version is \(Clock.elapsedText(versionAge)) old, two rotation periods",
                                  hint: "find that rotator, or take the claim over: gemvault key rotate --create \(name) --force")
         }
-        Console.note("rotated elsewhere: \(described) holds the rotation of \(reference.resource); this machine takes the new version within secret_cache_ttl")
+        call.progress.note("rotated elsewhere: \(described) holds the rotation of \(reference.resource); this machine takes the new version within secret_cache_ttl")
         return false
     }
 }
@@ -129,10 +128,10 @@ struct GoogleClock: Sendable {
     init(_ info: SecretInfo) { update(info) }
 
     mutating func update(_ info: SecretInfo) {
-        if let googleTime = info.googleTime { offset = googleTime - Output.now() }
+        if let googleTime = info.googleTime { offset = googleTime - Clock.now() }
     }
 
-    func now() -> Int64 { Output.now() + offset }
+    func now() -> Int64 { Clock.now() + offset }
 }
 
 /// Renews a claim every `FleetRotation.heartbeatInterval` while the run holds it, each time

@@ -1,10 +1,8 @@
-import GeminiClient
 import GoogleAuth
 import GoogleHTTP
 import GoogleKeys
 import Settings
 import SystemIO
-import TerminalIO
 import VaultAccess
 import VaultCore
 
@@ -13,26 +11,26 @@ import VaultCore
 extension GoogleRotation {
     // MARK: key rotate --create
 
-    static func create(_ call: Invocation, name: String, transport: any HTTPTransport = CurlTransport()) throws {
+    public static func create(_ call: RotationRequest, name: String) throws {
         let verifyLimit = try seconds(call, .verifyTimeout, default: defaultVerifyLimit)
         let olderThan = try call.value(.ifOlderThan).map { text -> Int64 in
-            guard let days = Int64(text), days >= 0 else { throw UsageError("--if-older-than takes a whole number of days, not '\(text)'", command: call.command) }
+            guard let days = Int64(text), days >= 0 else { throw RotationError.usage("--if-older-than takes a whole number of days, not '\(text)'") }
             return days
         }
-        try withVault(call.context, name: name) { vault in
+        try withVault(call, name: name) { vault in
             let settings = try settings(call, vault: vault.settings)
-            let link = GoogleLink(call, settings, transport: transport)
+            let link = GoogleLink(call, settings, transport: call.transport)
             if vault.key.link != nil {
                 let due: FleetRotation.Due = call.flag(.ifDue) ? .byPeriod : olderThan.map { .olderThan(days: $0) } ?? .always
                 return try FleetRotation.create(call, name: name, vault: vault, link: link, verifyLimit: verifyLimit, due: due)
             }
-            if let option = [OptionSpec.grace, .noWait, .forceClaim].first(where: call.flag) {
-                throw UsageError("\(option.name) goes with a key linked to Secret Manager ('\(name)' is not)", command: call.command)
+            if let option = [RotationRequest.Option.grace, .noWait, .forceClaim].first(where: call.flag) {
+                throw RotationError.usage("\(option.name) goes with a key linked to Secret Manager ('\(name)' is not)")
             }
             // Without a secret, --if-due is --if-older-than rotation_days.
             let olderThan = call.flag(.ifDue) ? Int64(settings[.rotationDays]) : olderThan
             if call.flag(.ifDue) && olderThan == 0 {
-                Console.note("rotation_days is 0 (never): nothing to do")
+                call.progress.note("rotation_days is 0 (never): nothing to do")
                 return
             }
             try finishInterrupted(vault, link, name: name)
@@ -46,11 +44,11 @@ extension GoogleRotation {
                 current = try lookUp(call, name: name, vault: vault, link: link)
                 foundByLookup = current != nil
             }
-            let age = max(0, Output.now() - (current?.created ?? vault.key.updated)) / 86400
+            let age = max(0, Clock.now() - (current?.created ?? vault.key.updated)) / 86400
             if let olderThan, age < olderThan {
-                let from = current?.created != nil ? "created at Google on \(current!.createTime ?? "?")" : "set in the vault on \(Output.localDate(vault.key.updated))"
-                Console.note("key '\(name)' is \(age) day\(age == 1 ? "" : "s") old (\(from)), younger than \(olderThan): nothing to do")
-                try finish(call, Report(name: name, action: "skipped", old_key: current?.name ?? vault.google?.resource, new_key: nil,
+                let from = current?.created != nil ? "created at Google on \(current!.createTime ?? "?")" : "set in the vault on \(Clock.localDate(vault.key.updated))"
+                call.progress.note("key '\(name)' is \(age) day\(age == 1 ? "" : "s") old (\(from)), younger than \(olderThan): nothing to do")
+                try call.progress.finished(Report(name: name, action: "skipped", old_key: current?.name ?? vault.google?.resource, new_key: nil,
                                         service_account: current?.serviceAccountEmail ?? vault.google?.serviceAccount.nonEmpty, old_key_deleted: false, age_days: age))
                 return
             }
@@ -59,12 +57,12 @@ extension GoogleRotation {
     }
 
     /// How long `--create` waits for Google to accept the new key, when --verify-timeout is not given.
-    static let defaultVerifyLimit = 300.0
+    public static let defaultVerifyLimit = 300.0
 
-    static func seconds(_ call: Invocation, _ option: OptionSpec, default value: Double) throws -> Double {
+    static func seconds(_ call: RotationRequest, _ option: RotationRequest.Option, default value: Double) throws -> Double {
         guard let text = call.value(option) else { return value }
         guard let seconds = DurationText.seconds(text), seconds >= 1, seconds <= 3600 else {
-            throw UsageError("\(option.name) takes a duration from 1s to 1h (like 300, 90s or 5m), not '\(text)'", command: call.command)
+            throw RotationError.usage("\(option.name) takes a duration from 1s to 1h (like 300, 90s or 5m), not '\(text)'")
         }
         return seconds
     }
@@ -81,9 +79,9 @@ extension GoogleRotation {
 
     /// A current key whose Google name the vault does not hold, found by its string
     /// (keys:lookupKey); nil when Google cannot find it and the new key's home was given.
-    static func lookUp(_ call: Invocation, name: String, vault: VaultView, link: GoogleLink) throws -> GoogleKey? {
+    static func lookUp(_ call: RotationRequest, name: String, vault: VaultView, link: GoogleLink) throws -> GoogleKey? {
         let client = try link.client(project: call.value(.project))
-        Console.note("looking the current key of '\(name)' up at Google (keys:lookupKey)")
+        call.progress.note("looking the current key of '\(name)' up at Google (keys:lookupKey)")
         let found: GoogleKey
         do {
             found = try client.get(try client.lookup(vault.key.secret))
@@ -97,7 +95,7 @@ extension GoogleRotation {
                                   hint: "for a key that lookup cannot find, give the new key's home: --project PROJECT --service-account EMAIL",
                                   status: error.status, reason: error.reason)
             }
-            Console.note("Google could not find the current key; making a new one in project \(call.value(.project)!) as asked")
+            call.progress.note("Google could not find the current key; making a new one in project \(call.value(.project)!) as asked")
             return nil
         }
         return try liveKey(client, found.name, name: name)
@@ -118,10 +116,10 @@ extension GoogleRotation {
 
     /// Steps 2 and 3's checks: the new key's project, service account and restrictions, refused
     /// before anything is made when they cannot give a restricted auth key for Gemini.
-    static func plan(_ call: Invocation, name: String, vault: VaultView, link: GoogleLink, current: GoogleKey?) throws -> NewKeyPlan {
+    static func plan(_ call: RotationRequest, name: String, vault: VaultView, link: GoogleLink, current: GoogleKey?) throws -> NewKeyPlan {
         var client = try link.client(project: call.value(.project) ?? vault.google?.project)
         let resource = current?.name
-        guard let project = call.value(.project) ?? current?.project else { throw UsageError("--project is needed", command: call.command) }
+        guard let project = call.value(.project) ?? current?.project else { throw RotationError.usage("--project is needed") }
         client = try link.client(project: project)
         guard let serviceAccount = call.value(.serviceAccount) ?? current?.serviceAccountEmail, !serviceAccount.isEmpty else {
             throw GoogleError(.refused, "the current key of '\(name)' is not bound to a service account, and Gemini takes only auth keys",
@@ -138,8 +136,8 @@ extension GoogleRotation {
         // Made for this vault's key and never stored: a run that no journal covers.
         var known = Set([resource].compactMap { $0 } + vault.summary.earlier.compactMap { $0.google?.resource })
         if let record = vault.google { known.insert(record.resource) }
-        reportLeftovers(client, project: project, name: name, tag: vault.tag, known: known, earlier: vault.summary.earlier)
-        let stamp = String(Output.isoDate(Output.now()).filter(\.isNumber))
+        reportLeftovers(client, project: project, name: name, tag: vault.tag, known: known, earlier: vault.summary.earlier, progress: call.progress)
+        let stamp = String(Clock.isoDate(Clock.now()).filter(\.isNumber))
         return NewKeyPlan(client: client, project: project, serviceAccount: serviceAccount, restrictions: restrictions, check: check,
                           resource: resource, keyId: keyId(name: name, stamp: stamp))
     }
@@ -148,7 +146,7 @@ extension GoogleRotation {
     /// `intent` is journalled first, for the next run if this one is killed.
     static func make(_ plan: NewKeyPlan, name: String, vault: VaultView, intent: RotationJournal.Intent) throws -> GoogleOperation {
         try vault.journal.begin(intent)
-        Console.note("creating \(plan.keyId) in project \(plan.project), bound to \(plan.serviceAccount)")
+        vault.progress.note("creating \(plan.keyId) in project \(plan.project), bound to \(plan.serviceAccount)")
         let annotations = ["gemvault-vault": vault.tag, "gemvault-key": String(name.prefix(63))]
         let stamp = plan.keyId.split(separator: "-").last.map(String.init) ?? ""
         let creation = Result { () throws(GoogleError) -> GoogleOperation in
@@ -183,13 +181,13 @@ extension GoogleRotation {
         return secret
     }
 
-    private static func rotate(_ call: Invocation, name: String, vault: VaultView, link: GoogleLink, current: GoogleKey?, foundByLookup: Bool,
+    private static func rotate(_ call: RotationRequest, name: String, vault: VaultView, link: GoogleLink, current: GoogleKey?, foundByLookup: Bool,
                                age: Int64, verifyLimit: Double) throws {
         let plan = try plan(call, name: name, vault: vault, link: link, current: current)
         let (client, resource, serviceAccount) = (plan.client, plan.resource, plan.serviceAccount)
         // (3) Create the new key with the same binding and restrictions, and wait for it.
         let created = try make(plan, name: name, vault: vault,
-                               intent: .init(action: "rotation", made: plan.planned, current: plan.planned, retire: call.flag(.keepOld) ? nil : resource))
+                               intent: .init(action: .rotation, made: plan.planned, current: plan.planned, retire: call.flag(.keepOld) ? nil : resource))
         let newName = created.key?.name ?? plan.planned
 
         // Any failure from here until the vault holds the new key deletes it again.
@@ -197,35 +195,35 @@ extension GoogleRotation {
         do {
             secret = try received(plan, created, newName)
             // (4) The new key against the endpoint it will be used with.
-            try plan.check.verify(secret, settings: link.settings, limit: verifyLimit, transport: link.transport)
+            try plan.check.verify(secret, link: link, limit: verifyLimit)
             // (5) Stored as the current value; the old one goes into the history with its name.
             let replaced = foundByLookup ? GoogleKeyRecord(resource: resource!, serviceAccount: current?.serviceAccountEmail ?? "") : nil
-            _ = try vault.apply(.rotateKey(name: name, secret: secret, now: Output.now(),
+            _ = try vault.apply(.rotateKey(name: name, secret: secret, now: Clock.now(),
                                            google: GoogleKeyRecord(resource: newName, serviceAccount: serviceAccount), replacedGoogle: replaced))
         } catch {
             // A session that saved the change but whose answer was lost has the new key current:
             // that one must stay.
             if vault.currentGoogle()?.resource != newName {
-                undoCreate(client, newName)
+                undoCreate(client, newName, progress: call.progress)
                 vault.journal.end()
             }
             throw error
         }
-        Console.note("key '\(name)' is now \(secret.masked) (\(newName)), which Gemini accepted; the previous value is in its history")
-        ShareCommand.reshareAfterRotation(call.context.vault, name: name)
+        call.progress.note("key '\(name)' is now \(secret.masked) (\(newName)), which Gemini accepted; the previous value is in its history")
+        call.progress.keyChanged(name)
 
         // (6) Delete the old key at Google, with its etag.
         var deleted = false
         if let resource, !call.flag(.keepOld) {
             do {
                 if try deleteAtGoogle(client, resource) == .deleted {
-                    Console.note("deleted the old key \(resource) at Google; Google may still accept it for up to about 25 minutes, and can undelete it for 30 days ('gemvault key rotate --undo \(name)')")
+                    call.progress.note("deleted the old key \(resource) at Google; Google may still accept it for up to about 25 minutes, and can undelete it for 30 days ('gemvault key rotate --undo \(name)')")
                 } else {
-                    Console.note("the old key \(resource) was already deleted at Google")
+                    call.progress.note("the old key \(resource) was already deleted at Google")
                 }
                 deleted = true
             } catch let error as GoogleError {
-                try? finish(call, Report(name: name, action: "created", old_key: resource, new_key: newName, service_account: serviceAccount,
+                try? call.progress.finished(Report(name: name, action: "created", old_key: resource, new_key: newName, service_account: serviceAccount,
                                          old_key_deleted: false, age_days: age))
                 // The old key's own project: a first rotation's --project names where the new one goes.
                 throw GoogleError(error.category, "the new key is stored and current, but deleting the old key \(resource) failed: \(error.message)",
@@ -233,12 +231,12 @@ extension GoogleRotation {
                                   status: error.status, reason: error.reason)
             }
         } else if let resource {
-            Console.note("the old key \(resource) is kept at Google (--keep-old) and still works")
+            call.progress.note("the old key \(resource) is kept at Google (--keep-old) and still works")
         } else {
-            Console.note("the old key was not found at Google, so it was not deleted: delete it where it was made")
+            call.progress.note("the old key was not found at Google, so it was not deleted: delete it where it was made")
         }
         vault.journal.end()
-        try finish(call, Report(name: name, action: "created", old_key: resource, new_key: newName, service_account: serviceAccount,
+        try call.progress.finished(Report(name: name, action: "created", old_key: resource, new_key: newName, service_account: serviceAccount,
                                 old_key_deleted: deleted, age_days: age))
     }
 }

@@ -1,36 +1,57 @@
-import Agent
 import Conversations
-import FoundationEssentials
-import GeminiClient
-import KeyResolution
-import Rendering
 import Settings
-import Spending
 import SystemIO
-import TerminalIO
 import VaultCore
+
+/// What a spend check asks of the vault, never with a prompt: supplied by the command.
+public protocol BudgetVault {
+    /// Whether there is a vault at all.
+    var exists: Bool { get }
+    /// The vault's settings and conversation keys when it is open or a session answers; nil while it is locked.
+    func settingsAndConversationKeys() -> (settings: [String: String], conversationKeys: [SecretBytes])?
+    /// The vault's key `name`, through a session only; nil without one or without the key.
+    func sessionKey(_ name: String) -> SecretBytes?
+}
+
+/// How a spend check speaks: the command shows its notes and warnings, and words an error
+/// (a failed token count) as it would word it alone.
+public protocol SpendReporter {
+    func note(_ text: String)
+    func warning(_ text: String)
+    /// The error's message, and whether it was an interruption (which stops the command).
+    func describe(_ error: any Error) -> (message: String, interrupted: Bool)
+}
+
+/// A request a budget stopped (exit 6), or a `prices` setting that cannot be used (exit 64).
+public enum SpendingError: Error, Equatable, Sendable {
+    case refused(String, hint: String)
+    case unusablePrices(String, hint: String)
+}
 
 /// What a key spends, for `ask` and `chat`: each reply's usage goes into the ledger and the
 /// key's meter, and before a request the key's budgets are checked against them and an
 /// estimate. Under a budget it fails closed: a request that cannot be checked (no price, a
 /// ledger or meter that cannot be read, no estimate, a budget locked in the vault) is refused.
-final class SpendGuard {
+public final class SpendGuard {
     /// The key's name in the ledger: its vault name (also when it came from elsewhere and the
     /// vault holds the same key under a budget), else where it came from.
-    private(set) var keyName: String
-    private let source: KeySource
+    public private(set) var keyName: String
+    private let isFromVault: Bool
     private let key: SecretBytes
-    let prices: PriceTable
+    public let prices: PriceTable
     private let ledger: UsageLedger
-    private let context: Context
+    private let vault: any BudgetVault
+    private let history: HistoryStore
+    private let cacheHome: String
+    private let reporter: any SpendReporter
     private let settings: Settings
     private let meter: KeyMeter?
     private let marks: BudgetMarks
     private let overBudget: Bool
     /// The chat's /over-budget: the next request goes past the check once.
-    var overBudgetOnce = false
+    public var overBudgetOnce = false
     /// How to send a refused request anyway, said with each refusal.
-    var overBudgetAdvice = "pass --over-budget to send it anyway"
+    public var overBudgetAdvice = "pass --over-budget to send it anyway"
     /// Said once per command: what could not be checked, an unusual day.
     private var warned: Set<String> = []
     /// The vault keys already compared with this one (name: the same key).
@@ -38,8 +59,8 @@ final class SpendGuard {
     /// The key's search queries this month, once the ledger was read; counted on with each reply.
     private var searchQueriesThisMonth: Int?
     /// This conversation's spending, for the chat's status line.
-    private(set) var conversationTokens = 0
-    private(set) var conversationCost = 0.0
+    public private(set) var conversationTokens = 0
+    public private(set) var conversationCost = 0.0
 
     static let warningShare = 0.8
     /// Before a request the summary is written back only once this many records were merged:
@@ -50,10 +71,10 @@ final class SpendGuard {
     /// A grounded request is estimated at this many search queries (Google does not say ahead).
     static let searchQueriesEstimate = 5
 
-    struct Budget: Equatable {
-        var daily: Double?
-        var monthly: Double?
-        var isSet: Bool { daily != nil || monthly != nil }
+    public struct Budget: Equatable, Sendable {
+        public var daily: Double?
+        public var monthly: Double?
+        public var isSet: Bool { daily != nil || monthly != nil }
     }
 
     /// What a check found out about the key's budget.
@@ -66,51 +87,45 @@ final class SpendGuard {
         var inVault: Bool
     }
 
-    init(context: Context, settings: Settings, key: ResolvedKey, overBudget: Bool) throws {
-        self.context = context
+    /// `keyName` is the key's name in the ledger (its vault name, else where it came from);
+    /// `stateHome` holds the key's meter and `cacheHome` the models' output limits.
+    public init(keyName: String, fromVault: Bool, key: SecretBytes, settings: Settings, vault: any BudgetVault, history: HistoryStore,
+                stateHome: String, cacheHome: String, overBudget: Bool, reporter: any SpendReporter) throws {
         self.settings = settings
-        source = key.source
-        self.key = key.secret
-        keyName = UsageLedger.storedName(Self.ledgerName(key.source))
+        isFromVault = fromVault
+        self.key = key
+        self.keyName = UsageLedger.storedName(keyName)
         prices = try Self.prices(settings)
-        ledger = UsageLedger(history: context.history)
-        meter = try? KeyMeter(stateDirectory: context.paths.stateHome, key: key.secret)
-        marks = BudgetMarks(history: context.history)
+        ledger = UsageLedger(history: history)
+        meter = try? KeyMeter(stateDirectory: stateHome, key: key)
+        marks = BudgetMarks(history: history)
+        self.vault = vault
+        self.history = history
+        self.cacheHome = cacheHome
+        self.reporter = reporter
         self.overBudget = overBudget
     }
 
-    /// The name a key has in the ledger: its vault name, else where it came from.
-    static func ledgerName(_ source: KeySource) -> String {
-        switch source {
-        case .vault(_, let name): name
-        case .environment(let variable): "$" + variable
-        case .keyFile(let path), .keyFileFlag(let path): "file:" + path
-        case .systemdCredential(let path): "systemd:" + (path.split(separator: "/").last.map(String.init) ?? path)
-        case .keyCommand: "key_command"
-        case .secretManager(let secret, _): secret
-        }
-    }
-
     /// The vault settings that hold one key's own budgets (`key budget`).
-    static func budgetSettingNames(_ key: String) -> (daily: String, monthly: String) {
+    public static func budgetSettingNames(_ key: String) -> (daily: String, monthly: String) {
         (Setting.budgetDaily.name + "." + key, Setting.budgetMonthly.name + "." + key)
     }
 
-    static func budget(for key: String, settings: Settings, vaultSettings: [String: String]) -> Budget {
+    public static func budget(for key: String, settings: Settings, vaultSettings: [String: String]) -> Budget {
         let names = budgetSettingNames(key)
         return Budget(daily: vaultSettings[names.daily].flatMap(Double.init) ?? settings[.budgetDaily],
                       monthly: vaultSettings[names.monthly].flatMap(Double.init) ?? settings[.budgetMonthly])
     }
 
     /// The names of the vault's keys with a budget of their own.
-    static func budgetedNames(_ vaultSettings: [String: String]) -> Set<String> {
+    public static func budgetedNames(_ vaultSettings: [String: String]) -> Set<String> {
         let prefixes = [Setting.budgetDaily.name + ".", Setting.budgetMonthly.name + "."]
         return Set(vaultSettings.keys.compactMap { name in prefixes.first(where: name.hasPrefix).map { String(name.dropFirst($0.count)) } })
     }
 
     /// The `prices` setting's table: entries, or a JSON file named by its path; the built-in one
     /// otherwise; with the `search_free_queries` allowance.
-    static func prices(_ settings: Settings) throws -> PriceTable {
+    public static func prices(_ settings: Settings) throws -> PriceTable {
         var table = try pricesWithoutAllowance(settings)
         table.searchFreeQueries = settings[.searchFreeQueries]
         return table
@@ -123,14 +138,14 @@ final class SpendGuard {
             if value.hasPrefix("/") || value.hasPrefix("~") {
                 let path = ProcessIdentity.expandingTilde(value)
                 guard let file = try TrustedFile.open(path, requirement: .configuration) else {
-                    throw CommandFailure(.usage, "the prices file \(path) does not exist", hint: "fix the 'prices' setting")
+                    throw SpendingError.unusablePrices("the prices file \(path) does not exist", hint: "fix the 'prices' setting")
                 }
                 return try PriceTable.parse(json: try file.readAll(limit: 1 << 20), origin: "prices file \(path)")
             }
             return try PriceTable.parse(setting: value, origin: origin)
         } catch let error as PriceTable.ParseError {
             guard case .invalid(let reason) = error else { throw error }
-            throw CommandFailure(.usage, "the 'prices' setting cannot be used: \(reason)", hint: "see 'gemvault help config' or Docs/usage.md")
+            throw SpendingError.unusablePrices("the 'prices' setting cannot be used: \(reason)", hint: "see 'gemvault help config' or Docs/usage.md")
         }
     }
 
@@ -140,7 +155,7 @@ final class SpendGuard {
     /// request): the vault's own for the key's name, when the key came from the vault or the
     /// vault holds the same key under a budget; else the budget_daily and budget_monthly settings.
     func lookUp() -> Lookup {
-        let vault = try? context.vault.settingsAndConversationKeysWithoutPrompt()
+        let vault = vault.settingsAndConversationKeys()
         let ledgerKeys = vault.flatMap { try? HistoryKeys(seeds: $0.conversationKeys) }
         guard let vaultSettings = vault?.settings else {
             // The vault is locked: a budget it keeps for this very key, or for every key (its marks say so), cannot be read.
@@ -161,20 +176,17 @@ final class SpendGuard {
     }
 
     /// Notes whether the vault's own settings hold a budget for every key.
-    static func markVaultWideBudget(_ vaultSettings: [String: String], _ marks: BudgetMarks) {
+    public static func markVaultWideBudget(_ vaultSettings: [String: String], _ marks: BudgetMarks) {
         let wide = vaultSettings[Setting.budgetDaily.name] != nil || vaultSettings[Setting.budgetMonthly.name] != nil
         if wide != marks.contains(BudgetMarks.everyKey) { try? marks.set(BudgetMarks.everyKey, budgeted: wide) }
     }
-
-    private var isFromVault: Bool { if case .vault = source { true } else { false } }
 
     /// The budgeted vault key that is this key (compared by value, in constant time, through
     /// the session only: a check never asks for the passphrase).
     private func matchingVaultKey(_ names: Set<String>) -> String? {
         for name in names.sorted() {
             if compared[name] == nil {
-                let stored = try? context.vault.throughSession { agent throws(AgentError) in try agent.key(name, markUsed: false) }
-                compared[name] = stored??.secret.isEqual(to: key) ?? false
+                compared[name] = vault.sessionKey(name)?.isEqual(to: key) ?? false
             }
             if compared[name] == true { return name }
         }
@@ -185,7 +197,7 @@ final class SpendGuard {
 
     /// Refuses (exit 6) a request that would take the key past a budget, or that cannot be
     /// checked under one, unless --over-budget; warns at 80 % and on a day far above the key's usual.
-    func check(_ request: ChatRequest, model: String, provider: any ChatProvider) throws {
+    public func check(_ request: ChatRequest, model: String, provider: any ChatProvider) throws {
         let now = Clock.now()
         let today = UsageDay(seconds: now)
         let lookup = lookUp()
@@ -220,8 +232,8 @@ final class SpendGuard {
         do {
             estimate = try self.estimate(request, model: model, price: price, provider: provider)
         } catch {
-            let (code, message, _) = ErrorReport.describe(error)
-            if code == .interrupted { throw error }
+            let (message, interrupted) = reporter.describe(error)
+            if interrupted { throw error }
             return try refuse("the cost of this request could not be estimated (counting its tokens failed: \(message)), so the budget of key '\(keyName)' cannot be checked",
                               fix: "try again once Google answers")
         }
@@ -237,7 +249,7 @@ final class SpendGuard {
 
     private func estimate(_ request: ChatRequest, model: String, price: ModelPrice, provider: any ChatProvider) throws -> Estimate {
         let promptTokens = try provider.countTokens(request, model: model, handlers: StreamHandlers())
-        let limit = request.options.maxOutputTokens != nil ? nil : ModelLimits(cacheDirectory: context.paths.cacheHome).outputLimit(model, now: Clock.now()) {
+        let limit = request.options.maxOutputTokens != nil ? nil : ModelLimits(cacheDirectory: cacheHome).outputLimit(model, now: Clock.now()) {
             try provider.modelFacts(model, handlers: StreamHandlers()).outputTokenLimit
         }
         let reply = ReplyAllowance(options: request.options, outputLimit: limit, estimate: settings[.budgetReplyEstimate])
@@ -269,7 +281,7 @@ final class SpendGuard {
             warnOnce("sent anyway (--over-budget): \(reason)")
             return
         }
-        throw CommandFailure(.apiRefused, "not sent: \(reason)", hint: (fix.isEmpty ? "" : fix + "; or ") + overBudgetAdvice)
+        throw SpendingError.refused("not sent: \(reason)", hint: (fix.isEmpty ? "" : fix + "; or ") + overBudgetAdvice)
     }
 
     /// What the key spent by day in the vault's ledger (nothing without the vault).
@@ -291,7 +303,7 @@ final class SpendGuard {
     }
 
     /// The chat's /budget: today's and this month's spending and the limits.
-    func report() -> String {
+    public func report() -> String {
         let lookup = lookUp()
         let today = UsageDay(seconds: Clock.now())
         let ledgerDaily = (try? readLedger(lookup.ledgerKeys, now: Clock.now())) ?? [:]
@@ -304,33 +316,12 @@ final class SpendGuard {
 
     // MARK: After a reply
 
-    /// The model a reply is priced and filed as: its modelVersion (the model that ran), else the
-    /// one asked for, with the service tier that served it (`gemini-3.8-flash:flex`). A reply
-    /// from another model than the one asked for is said once.
-    func servedModel(_ reply: ChatReply, requested: String) -> String {
-        var model = requested
-        if let version = reply.modelVersion?.trimmedWhitespace, !version.isEmpty {
-            let served = version.hasPrefix("models/") ? String(version.dropFirst(7)) : version
-            if ModelCatalog.isRouted(requested: requested, served: served) {
-                noteOnce(EscapeNeutralizer.neutralize(ModelCatalog.routingNotice(requested: requested, served: served)))
-            }
-            model = served
-        }
-        return ServiceTier(header: reply.serviceTier).ledgerModel(model)
-    }
-
-    /// Records `reply` as the model that ran, with its search queries; returns its estimated cost.
-    @discardableResult
-    func record(_ reply: ChatReply, requested: String) -> Double? {
-        record(reply.usage, model: servedModel(reply, requested: requested), searchQueries: reply.searchQueryCount)
-    }
-
     /// Adds the reply's usage to the ledger (sealed, no unlock needed), to the key's meter and
     /// to this conversation's count; returns its estimated cost when the model has a price: its
     /// tokens at today's period, and its search queries past the month's free ones (all of them
     /// when the ledger could not be read to count the month's).
     @discardableResult
-    func record(_ usage: TokenUsage?, model: String, searchQueries: Int = 0) -> Double? {
+    public func record(_ usage: TokenUsage?, model: String, searchQueries: Int = 0) -> Double? {
         guard let usage else { return nil }
         let counts = UsageCounts(usage, searchQueries: searchQueries)
         let day = UsageDay(seconds: Clock.now())
@@ -341,9 +332,9 @@ final class SpendGuard {
         conversationCost += cost ?? 0
         do { try meter?.add(model: model, day: day, counts: counts) } catch { warnOnce("this reply's usage is not in the key's meter: \(error)") }
         do {
-            guard let recipient = try context.history.recipient()?.publicKey else {
+            guard let recipient = try history.recipient()?.publicKey else {
                 // Without a vault there is no ledger to keep, and nothing worth a word.
-                if context.vault.exists { warnOnce("this reply's usage is not in the ledger: the vault was never opened here ('gemvault unlock' once)") }
+                if vault.exists { warnOnce("this reply's usage is not in the ledger: the vault was never opened here ('gemvault unlock' once)") }
                 return cost
             }
             try ledger.append(UsageLedger.Entry(key: keyName, model: model, day: day, counts: counts), recipient: recipient)
@@ -353,13 +344,13 @@ final class SpendGuard {
         return cost
     }
 
-    func warnOnce(_ message: String) {
+    public func warnOnce(_ message: String) {
         guard warned.insert(message).inserted else { return }
-        Console.warning(message)
+        reporter.warning(message)
     }
 
-    private func noteOnce(_ message: String) {
+    public func noteOnce(_ message: String) {
         guard warned.insert(message).inserted else { return }
-        Console.note(message)
+        reporter.note(message)
     }
 }

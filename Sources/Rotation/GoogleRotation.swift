@@ -1,10 +1,8 @@
-import GeminiClient
 import GoogleAuth
 import GoogleHTTP
 import GoogleKeys
 import Settings
 import SystemIO
-import TerminalIO
 import VaultAccess
 import VaultCore
 
@@ -12,7 +10,7 @@ import VaultCore
 /// Google come from GoogleAuth, the vault through VaultAccess; GoogleRotation orders them, so that
 /// an interruption at any point leaves a vault that opens with the old or the new key current
 /// (Docs/rotation.md).
-enum GoogleRotation {
+public enum GoogleRotation {
     /// What a rotation reads of the vault, and how it writes: through the session, or opened
     /// with the passphrase asked once (one Argon2 run for the read and every write).
     struct VaultView {
@@ -25,6 +23,7 @@ enum GoogleRotation {
         let tag: String
         /// Held for the whole command: no other rotation of this key runs meanwhile.
         let journal: RotationJournal
+        let progress: any RotationProgress
         let apply: (VaultChange) throws -> VaultChange.Outcome
         /// The current value's Google key as the vault now has it, when that can be asked
         /// without a passphrase (through the session): after a write that failed in transit.
@@ -35,7 +34,7 @@ enum GoogleRotation {
 
         func reloaded() throws -> VaultView {
             let (key, summary) = try read()
-            return VaultView(settings: settings, key: key, summary: summary, tag: tag, journal: journal, apply: apply, currentGoogle: currentGoogle, read: read)
+            return VaultView(settings: settings, key: key, summary: summary, tag: tag, journal: journal, progress: progress, apply: apply, currentGoogle: currentGoogle, read: read)
         }
 
         /// Whether the key's history names `resource` as an earlier value.
@@ -46,31 +45,33 @@ enum GoogleRotation {
 
     /// Opens the vault for one hands-off rotation of `name`, holding that key's rotation lock
     /// before the vault is read: a rotation that waited sees what the one before it stored.
-    static func withVault<T>(_ context: Context, name: String, _ work: (VaultView) throws -> T) throws -> T {
+    static func withVault<T>(_ call: RotationRequest, name: String, _ work: (VaultView) throws -> T) throws -> T {
+        let access = call.vault
         try VaultContents.validateName(name)
-        try context.vault.checkBeforePrompt()
-        let tag = Sodium.fingerprint(try context.vault.identity())
+        try access.checkBeforePrompt()
+        let tag = Sodium.fingerprint(try access.identity())
         // Taken through the vault, which reads the file again: the rotation that held the lock
         // may have written it while this one waited.
-        let journal = try RotationJournal.take(context, vaultTag: tag, name: name)
-        if try context.vault.sessionIsOpen(), let settings = try context.vault.sessionSettings() {
+        let journal = try RotationJournal.take(access, stateHome: call.stateHome, vaultTag: tag, name: name, progress: call.progress)
+        if try access.sessionIsOpen(), let settings = try access.sessionSettings() {
             let read = { () throws -> (key: StoredKey, summary: KeySummary) in
-                guard let key = try context.vault.key(name, markUsed: false),
-                      let summary = try context.vault.keySummaries().first(where: { $0.name == name }) else { throw VaultError.keyNotFound(name: name) }
+                guard let key = try access.key(name, markUsed: false),
+                      let summary = try access.keySummaries().first(where: { $0.name == name }) else { throw VaultError.keyNotFound(name: name) }
                 return (key, summary)
             }
             let (key, summary) = try read()
-            return try work(VaultView(settings: settings, key: key, summary: summary, tag: tag, journal: journal, apply: { try context.vault.apply($0) },
-                                      currentGoogle: { (try? context.vault.keySummaries())?.first { $0.name == name }?.google }, read: read))
+            return try work(VaultView(settings: settings, key: key, summary: summary, tag: tag, journal: journal, progress: call.progress,
+                                      apply: { try access.apply($0) },
+                                      currentGoogle: { (try? access.keySummaries())?.first { $0.name == name }?.google }, read: read))
         }
         // Kept open, so that what this command writes is what it reads next.
-        let vault = try context.vault.openedVault()
+        let vault = try access.openedVault()
         let read = { () throws -> (key: StoredKey, summary: KeySummary) in
             guard let key = vault.document.contents.key(named: name) else { throw VaultError.keyNotFound(name: name) }
             return (key, key.summary)
         }
         let (key, summary) = try read()
-        return try work(VaultView(settings: vault.document.contents.settings, key: key, summary: summary, tag: tag, journal: journal,
+        return try work(VaultView(settings: vault.document.contents.settings, key: key, summary: summary, tag: tag, journal: journal, progress: call.progress,
                                   apply: { try vault.apply($0) }, currentGoogle: { nil }, read: read))
     }
 
@@ -79,31 +80,30 @@ enum GoogleRotation {
         GoogleKeyRecord(resource: one, serviceAccount: "").keyId == GoogleKeyRecord(resource: other, serviceAccount: "").keyId
     }
 
-    static func settings(_ call: Invocation, vault: [String: String]) throws -> Settings {
-        var layers = try call.context.settingLayers(call)
-        layers.vaultSettings = vault
-        layers.vaultPath = call.context.vaultPath
-        return try Settings.resolve(layers)
+    static func settings(_ call: RotationRequest, vault: [String: String]) throws -> Settings {
+        try call.resolve(vault)
     }
 
-    static func credentials(_ call: Invocation, _ settings: Settings) -> GoogleCredentials {
-        GoogleCredentials(CredentialSettings(tokenCommand: settings[.tokenCommand], commandTimeout: settings[.keyCommandTimeout],
-                                             environment: call.context.environment, home: call.context.paths.home, timeout: settings[.timeout],
-                                             allowInsecure: call.flag(.allowInsecureEndpoint), warn: { Console.warning($0) }))
+    /// The Google credential the command would use, its warnings through the command's progress.
+    public static func credentials(_ call: RotationRequest, _ settings: Settings) -> GoogleCredentials {
+        let progress = call.progress
+        return GoogleAccess.credentials(settings, environment: call.environment, home: call.home, allowInsecure: call.flag(.allowInsecureEndpoint),
+                                        warn: { progress.warning($0) })
     }
 
     /// The API Keys client, made when first needed (a young key's `--if-older-than` asks Google
     /// nothing), with a fresh token. Calls are billed (a user's credential) to the
     /// `quota_project` setting, else the credential file's, else the key's own project.
     final class GoogleLink {
-        let call: Invocation
+        let call: RotationRequest
         let settings: Settings
         /// The way to Google for the API Keys service and the new key's check (a fake in unit tests).
         let transport: any HTTPTransport
         private var made: (client: APIKeysClient, token: AccessToken)?
         private var fetched: AccessToken?
+        var progress: any RotationProgress { call.progress }
 
-        init(_ call: Invocation, _ settings: Settings, transport: any HTTPTransport) {
+        init(_ call: RotationRequest, _ settings: Settings, transport: any HTTPTransport) {
             self.call = call
             self.settings = settings
             self.transport = transport
@@ -113,9 +113,9 @@ enum GoogleRotation {
         private func token() throws -> AccessToken {
             if let fetched { return fetched }
             // Only libcurl needs loading; a test's transport must leave it unmapped.
-            if transport is CurlTransport { GeminiClient.prepareNetwork() }
+            if transport is CurlTransport { CurlTransport.preload() }
             let token = try credentials(call, settings).token()
-            Console.note("using \(token.source.label) for Google")
+            progress.note("using \(token.source.label) for Google")
             fetched = token
             return token
         }
@@ -126,7 +126,7 @@ enum GoogleRotation {
                 if let project { made.client.quotaProject = GoogleRotation.quotaProject(settings, made.token, project: project) }
                 return made.client
             }
-            let endpoint = try settings.credentialEndpoint(.apikeysEndpoint) { Console.warning($0) }
+            let endpoint = try settings.credentialEndpoint(.apikeysEndpoint) { progress.warning($0) }
             let token = try token()
             let client = APIKeysClient(endpoint: endpoint, token: token, quotaProject: quotaProject(settings, token, project: project),
                                        timeout: settings[.timeout], retries: settings[.retries], transport: transport)
@@ -136,7 +136,7 @@ enum GoogleRotation {
 
         /// Secret Manager, for a linked key's rotation.
         func secretManager() throws -> SecretManagerClient {
-            let endpoint = try settings.credentialEndpoint(.secretmanagerEndpoint) { Console.warning($0) }
+            let endpoint = try settings.credentialEndpoint(.secretmanagerEndpoint) { progress.warning($0) }
             return SecretManagerClient(endpoint: endpoint, token: try token(), timeout: settings[.timeout], retries: settings[.retries], transport: transport)
         }
     }
@@ -147,25 +147,7 @@ enum GoogleRotation {
         settings[.quotaProject] ?? token.quotaProject ?? project
     }
 
-    /// What `--json` prints: the Google keys' names, never a key. A linked key's rotation adds
-    /// its secret and versions (absent otherwise).
-    struct Report: Encodable {
-        let name: String
-        var action: String
-        @Nullable var old_key: String?
-        @Nullable var new_key: String?
-        @Nullable var service_account: String?
-        var old_key_deleted: Bool
-        let age_days: Int64
-        var secret: String?
-        var secret_version: UInt64?
-        var previous_version: UInt64?
-        var finish_after: String?
-    }
-
-    static func finish(_ call: Invocation, _ report: Report) throws {
-        if call.flag(.json) { try Output.json(report, schema: .keyRotate) }
-    }
+    typealias Report = RotationReport
 
     /// `gcloud` commands for a key gemvault could not deal with itself.
     static func byHand(_ resource: String, _ verb: String = "delete", project fallback: String? = nil) -> String {
@@ -179,28 +161,29 @@ enum GoogleRotation {
     /// killed after its vault write is deleted, the new key of one killed before it too.
     static func finishInterrupted(_ vault: VaultView, _ link: GoogleLink, name: String) throws {
         guard let intent = vault.journal.interrupted else { return }
+        let progress = vault.progress
         let written = vault.google.map { sameKey($0.resource, intent.current) } ?? false
         if written, let retire = intent.retire {
             // Only a key the history names as replaced: never the current one.
             guard !sameKey(retire, intent.current), vault.historyNames(retire) else {
-                Console.warning("an interrupted \(intent.action) of '\(name)' meant to delete \(retire) at Google, which the key's history does not name; it is left alone")
+                progress.warning("an interrupted \(intent.action) of '\(name)' meant to delete \(retire) at Google, which the key's history does not name; it is left alone")
                 vault.journal.end()
                 return
             }
             let client = try link.client(project: GoogleKeyRecord(resource: retire, serviceAccount: "").project)
             switch try deleteAtGoogle(client, retire) {
             case .deleted:
-                Console.note("the last \(intent.action) of '\(name)' was interrupted after the vault was written: finished it by deleting \(retire) at Google, which the key's history names as replaced")
+                progress.note("the last \(intent.action) of '\(name)' was interrupted after the vault was written: finished it by deleting \(retire) at Google, which the key's history names as replaced")
             case .alreadyDeleted, .gone:
-                Console.note("the last \(intent.action) of '\(name)' was interrupted after the vault was written; \(retire), which it replaced, is already deleted at Google")
+                progress.note("the last \(intent.action) of '\(name)' was interrupted after the vault was written; \(retire), which it replaced, is already deleted at Google")
             }
         } else if !written, let made = intent.made {
             let client = try link.client(project: GoogleKeyRecord(resource: made, serviceAccount: "").project)
             switch try deleteAtGoogle(client, made, absentIsGone: true) {
             case .deleted:
-                Console.note("the last rotation of '\(name)' was interrupted before it stored its new key: deleted that key, \(made), at Google")
+                progress.note("the last rotation of '\(name)' was interrupted before it stored its new key: deleted that key, \(made), at Google")
             case .alreadyDeleted, .gone:
-                Console.note("the last rotation of '\(name)' was interrupted before it stored its new key; \(made) was not made, or is already deleted, at Google")
+                progress.note("the last rotation of '\(name)' was interrupted before it stored its new key; \(made) was not made, or is already deleted, at Google")
             }
         }
         vault.journal.end()
@@ -239,39 +222,40 @@ enum GoogleRotation {
     }
 
     /// After a failure: the key just made is deleted again, or named for deleting by hand.
-    static func undoCreate(_ client: APIKeysClient, _ resource: String) {
+    static func undoCreate(_ client: APIKeysClient, _ resource: String, progress: any RotationProgress) {
         do {
             _ = try client.wait(try client.delete(resource, etag: nil), what: "deleting \(resource)")
-            Console.note("deleted the new key \(resource) at Google again; the vault is as it was")
+            progress.note("deleted the new key \(resource) at Google again; the vault is as it was")
         } catch {
-            Console.warning("the new key \(resource) could not be deleted at Google (\(error.message)); delete it by hand: \(byHand(resource))")
+            progress.warning("the new key \(resource) could not be deleted at Google (\(error.message)); delete it by hand: \(byHand(resource))")
         }
     }
 
     /// Keys made for this vault's `name` that it never stored and no journal covers (a synced
     /// vault's other machine, a lost state folder) are deleted once no rotation can still be
     /// running them; younger ones are named. Earlier values still live at Google are named.
-    static func reportLeftovers(_ client: APIKeysClient, project: String, name: String, tag: String, known: Set<String>, earlier: [KeySummary.Earlier]) {
+    static func reportLeftovers(_ client: APIKeysClient, project: String, name: String, tag: String, known: Set<String>, earlier: [KeySummary.Earlier],
+                                progress: any RotationProgress) {
         guard let keys = try? client.list(project: project, showDeleted: false) else {
-            Console.warning("could not list the keys of project \(project) to look for keys an interrupted rotation left")
+            progress.warning("could not list the keys of project \(project) to look for keys an interrupted rotation left")
             return
         }
         for key in keys where key.annotations?["gemvault-vault"] == tag && key.annotations?["gemvault-key"] == String(name.prefix(63))
                                 && !known.contains(where: { sameKey($0, key.name) }) {
-            let age = key.created.map { Output.now() - $0 } ?? 0
+            let age = key.created.map { Clock.now() - $0 } ?? 0
             guard age >= RotationJournal.longestRun else {
-                Console.warning("found \(key.name), made for '\(name)' of this vault \(age / 60) minutes ago and not stored: a rotation on another machine may still be running, so it is left alone (if none is: \(byHand(key.name)))")
+                progress.warning("found \(key.name), made for '\(name)' of this vault \(age / 60) minutes ago and not stored: a rotation on another machine may still be running, so it is left alone (if none is: \(byHand(key.name)))")
                 continue
             }
-            Console.warning("found \(key.name), made by an interrupted rotation of '\(name)' and never stored; deleting it")
+            progress.warning("found \(key.name), made by an interrupted rotation of '\(name)' and never stored; deleting it")
             do { _ = try deleteAtGoogle(client, key.name) } catch {
-                Console.warning("could not delete \(key.name): \((error as? GoogleError)?.message ?? "\(error)"); delete it by hand: \(byHand(key.name))")
+                progress.warning("could not delete \(key.name): \((error as? GoogleError)?.message ?? "\(error)"); delete it by hand: \(byHand(key.name))")
             }
         }
         let live = Set(keys.map(\.name))
         for value in earlier {
             if let resource = value.google?.resource, live.contains(resource) {
-                Console.warning("an earlier value of '\(name)' (\(value.masked), \(resource)) still works at Google (kept with --keep-old): \(byHand(resource)) deletes it")
+                progress.warning("an earlier value of '\(name)' (\(value.masked), \(resource)) still works at Google (kept with --keep-old): \(byHand(resource)) deletes it")
             }
         }
     }

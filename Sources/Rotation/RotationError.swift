@@ -1,0 +1,16 @@
+/// Why a rotation stopped, when it is not Google's answer (that is a `GoogleError`) nor the
+/// vault's (a `VaultError`). GemvaultCLI's Errors.swift turns each case into its exit code.
+public enum RotationError: Error, Equatable, Sendable {
+    /// Options that do not go together, or a value out of range (exit 64). `fix` replaces the usage line.
+    case usage(String, fix: String? = nil)
+    /// The rotation was refused or stopped before it could do harm (exit 1).
+    case failed(String, hint: String? = nil)
+    /// Something the run must clean up could not be reached; what it made is kept (exit 7).
+    case unreachable(String, hint: String? = nil)
+
+    public var message: String {
+        switch self {
+        case .usage(let message, _), .failed(let message, _), .unreachable(let message, _): message
+        }
+    }
+}
