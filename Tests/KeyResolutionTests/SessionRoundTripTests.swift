@@ -4,6 +4,7 @@ import VaultCore
 @testable import Agent
 @testable import KeyResolution
 import Settings
+import SystemIO
 @testable import VaultAccess
 
 /// A passphrase that must not be needed: the session answers.
@@ -31,6 +32,46 @@ private struct UnusedPassphrase: UnlockUI {
         #expect(requests == 1)
         expectSecret(resolved.secret, equals: key)
         #expect(resolved.source == .vault(path: vault.store.path, name: "work"))
+        // The history and the budget ask again in the same command: the answer is kept.
+        let (_, later) = try agent.requests {
+            _ = try access.conversationKeys()
+            _ = try access.settingsAndConversationKeysWithoutPrompt()
+            _ = try access.settings()
+        }
+        #expect(later == 0)
+        #expect(access.answeredBySession)
         agent.stop()
+    }
+
+    /// A chat watches its session on one connection: turns make no request, a change through
+    /// the session is told (and what was kept is asked again), and a lock closes the watch.
+    @Test func aChatWatchesTheSessionWithoutARequestPerTurn() throws {
+        let folder = TemporaryFolder("watch")
+        let vault = try TestVault(in: folder, keys: ["work": "AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp"], settings: ["key": "work"])
+        let agent = try InProcessAgent(store: vault.store, generations: vault.generations, runtimeFolder: folder.appending("run"))
+        try agent.unlock(vault.document)
+        let access = VaultAccess(file: VaultFileAccess(store: vault.store, rollback: RollbackGuard(record: vault.generations, vaultPath: vault.store.path,
+                                                                                                   acceptsRollback: false), warn: { _ in }),
+                                 agent: agent.client, ui: UnusedPassphrase(), observe: { _ in }, warn: { _ in })
+        #expect(try access.sessionSettings()?["key"] == "work")
+        #expect(access.sessionStillOpen())
+        let (_, turns) = agent.requests { (0..<3).map { _ in access.sessionStillOpen() } }
+        #expect(turns == 0)
+        // Another command changes a setting through the session: the watch tells the chat.
+        _ = try agent.client.apply(.setting(name: "model", value: "echo"))
+        #expect(waitUntil { access.sessionStillOpen() && access.kept == nil })
+        #expect(try access.sessionSettings()?["model"] == "echo")
+        try agent.client.lock()
+        #expect(waitUntil { !access.sessionStillOpen() })
+        agent.stop()
+    }
+
+    /// Asks `condition` until it holds, for at most 5 s (the agent runs on its own thread).
+    private func waitUntil(_ condition: () -> Bool) -> Bool {
+        for _ in 0..<500 {
+            if condition() { return true }
+            Clock.sleep(0.01)
+        }
+        return false
     }
 }
