@@ -48,6 +48,9 @@ public enum AgentError: Error, Equatable, Sendable {
     case lockedWithPIN(triesLeft: Int, of: Int)
 }
 
+/// A key's name, shape and Secret Manager link, without its value (`status`, doctor).
+public typealias KeyShape = (name: String, kind: GoogleKeyKind, link: SecretLink?)
+
 /// Talks to the agent of one vault: one connection per request.
 public struct AgentClient: Sendable {
     public let paths: AgentPaths
@@ -90,7 +93,7 @@ public struct AgentClient: Sendable {
     public func keyNames() throws(AgentError) -> [String] { try keySummary().map(\.name) }
 
     /// Each key's name and shape, without its value; never extends the session.
-    public func keySummary() throws(AgentError) -> [(name: String, kind: GoogleKeyKind, link: SecretLink?)] {
+    public func keySummary() throws(AgentError) -> [KeyShape] {
         let response = try request(AgentMessage(code: AgentProtocol.Operation.keyNames.rawValue))
         let names = (response.text(.keyNames) ?? "").split(separator: "\n").map(String.init)
         let kinds = (response.text(.keyKinds) ?? "").split(separator: "\n").map { GoogleKeyKind(rawValue: String($0)) ?? .other }

@@ -281,7 +281,7 @@ enum ConfigCommand {
     /// --passphrase-fd or --passphrase-file; doctor never prompts.
     static func vaultKeyKinds(_ context: Context) throws -> [(name: String, kind: GoogleKeyKind, link: SecretLink?)]? {
         guard context.vault.exists else { return [] }
-        if let keys = try? context.vault.agent?.keySummary() { return keys }
+        if let keys = context.vault.sessionKeySummary() { return keys }
         guard context.options.flag(.passphraseFd) || context.options.flag(.passphraseFile) else {
             Console.note("the vault's keys were not checked: no unlocked session (run 'gemvault unlock', or pass --passphrase-file)")
             return nil

@@ -1,4 +1,3 @@
-import Agent
 import Conversations
 import FoundationEssentials
 import GeminiClient
@@ -173,8 +172,7 @@ final class SpendGuard {
     private func matchingVaultKey(_ names: Set<String>) -> String? {
         for name in names.sorted() {
             if compared[name] == nil {
-                let stored = try? context.vault.throughSession { agent throws(AgentError) in try agent.key(name, markUsed: false) }
-                compared[name] = stored??.secret.isEqual(to: key) ?? false
+                compared[name] = context.vault.sessionKey(named: name)?.secret.isEqual(to: key) ?? false
             }
             if compared[name] == true { return name }
         }

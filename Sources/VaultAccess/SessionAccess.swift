@@ -24,7 +24,7 @@ extension VaultAccess {
     /// Runs a request through the session; nil when there is none to ask. The session is
     /// resolved once per command: after a request found none, no other is sent. A session
     /// locked while idle is opened again with its PIN first, when it has one.
-    public func throughSession<T>(_ request: (AgentClient) throws(AgentError) -> T) throws -> T? {
+    func throughSession<T>(_ request: (AgentClient) throws(AgentError) -> T) throws -> T? {
         guard !noSession, exists, let agent else { return nil }
         var reopened = false
         while true {
@@ -156,7 +156,7 @@ extension VaultAccess {
     }
 
     /// The conversation keys from an unlocked session (kept like the settings), or nil without one.
-    func sessionConversationKeys() throws -> [SecretBytes]? {
+    public func sessionConversationKeys() throws -> [SecretBytes]? {
         if let keys = kept?.conversationKeys { return keys }
         guard let keys = try throughSession({ agent throws(AgentError) in try agent.conversationKeys() }) else { return nil }
         kept = KeptAnswer(settings: kept?.settings, conversationKeys: keys)

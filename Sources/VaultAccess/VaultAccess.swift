@@ -12,7 +12,7 @@ public final class VaultAccess {
     /// The file's own rules, which the agent follows too.
     public let file: VaultFileAccess
     /// The session to ask first; nil with `--no-session`.
-    public let agent: AgentClient?
+    let agent: AgentClient?
     /// This vault's agent even with `--no-session`: a session that runs follows a new key.
     let agentOfVault: AgentClient?
     /// What this command asks secrets with and tells notes to.
@@ -47,16 +47,16 @@ public final class VaultAccess {
     public static let defaultLockTimeout = VaultStore.defaultLockTimeout
 
     /// The vault at `path` for one command: its lock (waiting `lockTimeout` seconds for
-    /// another writer), its record of generations seen in `stateDirectory`, and its agent,
-    /// asked first unless `useSession` is false (`--no-session`).
+    /// another writer, told to the UI), its record of generations seen in `stateDirectory`, and
+    /// its agent, asked first unless `useSession` is false (`--no-session`). Warnings go to the
+    /// UI; `observe` is a library's (the history store's), not the command's.
     public convenience init(path: String, lockTimeout: Double, stateDirectory: String, acceptsRollback: Bool, agentPaths: AgentPaths, useSession: Bool,
-                            ui: any UnlockUI, methods: [any UnlockMethod], observe: @escaping (VaultContents) -> Void,
-                            warn: @escaping @Sendable (String) -> Void, onLockWait: @escaping (String) -> Void) {
+                            ui: any UnlockUI, methods: [any UnlockMethod], observe: @escaping (VaultContents) -> Void) {
         let rollback = RollbackGuard(record: GenerationRecord(stateDirectory: stateDirectory), vaultPath: ProcessIdentity.absolutePath(path),
                                      acceptsRollback: acceptsRollback)
-        self.init(file: VaultFileAccess(store: VaultStore(path: path, lockTimeout: lockTimeout), rollback: rollback, warn: warn),
+        self.init(file: VaultFileAccess(store: VaultStore(path: path, lockTimeout: lockTimeout), rollback: rollback, warn: { ui.warn($0) }),
                   agent: useSession ? AgentClient(paths: agentPaths) : nil, agentOfVault: AgentClient(paths: agentPaths),
-                  ui: ui, methods: methods, observe: observe, warn: warn, onLockWait: onLockWait)
+                  ui: ui, methods: methods, observe: observe, warn: { ui.warn($0) }, onLockWait: { ui.note($0) })
     }
 
     public var store: VaultStore { file.store }
