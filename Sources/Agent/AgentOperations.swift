@@ -349,6 +349,8 @@ extension AgentServer {
             guard let document else { return Self.error(.locked, "the session is locked") }
             if let answer = try change(document) { return answer }
             try file.save(document, in: session, backup: backup)
+            // Each value the change brought lives in its request's frame: one buffer again.
+            document.replaceContents(try document.contents.compacted(path: store.path))
             watchers.tellChanged()
             var response = AgentMessage(code: 0)
             response.add(.generation, number: Int64(document.file.generation))
@@ -363,8 +365,15 @@ extension AgentServer {
     private func remember(_ vault: VaultFile) { file.remember(vault) }
 
     /// Another writer (or a sync from another machine) may have changed the file: reload it.
+    /// A file and records that lstat shows unchanged since the last read are not read again
+    /// (a swap, a copy over it, a rollback or a record raised elsewhere all change them).
     private func refreshIfChanged() throws {
+        guard let current = document else { return }
+        let signature = FileSignature(paths: [store.path] + file.rollback.recordPaths(for: current.file))
+        if let signature, signature == fileSignature { return }
+        fileSignature = nil
         try adopt(try readFile())
+        fileSignature = signature
     }
 
     private func adopt(_ file: VaultFile) throws {

@@ -62,6 +62,8 @@ public final class AgentServer {
     static let longestSession: Int64 = 366 * 86400
 
     var document: VaultDocument?
+    /// The vault file and its records as they were when last read (`refreshIfChanged`).
+    var fileSignature: FileSignature?
     var timeouts = Timeouts.settingsDefaults
     var unlockedAt: Int64 = 0
     var lastActivity = 0.0

@@ -1,6 +1,6 @@
 import GemvaultTesting
 import Testing
-import VaultCore
+@testable import VaultCore
 @testable import Agent
 @testable import KeyResolution
 import Settings
@@ -63,6 +63,23 @@ private struct UnusedPassphrase: UnlockUI {
         #expect(try access.sessionSettings()?["model"] == "echo")
         try agent.client.lock()
         #expect(waitUntil { !access.sessionStillOpen() })
+        agent.stop()
+    }
+
+    /// Values the agent got one change at a time end in one buffer after each save, not in one
+    /// allocation each (the agent's memory with 1,000 keys set through it).
+    @Test func theAgentKeepsTheValuesItWasSentInOneBuffer() throws {
+        let folder = TemporaryFolder("compact")
+        let vault = try TestVault(in: folder, keys: ["work": "AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp"], settings: [:])
+        let agent = try InProcessAgent(store: vault.store, generations: vault.generations, runtimeFolder: folder.appending("run"))
+        try agent.unlock(vault.document)
+        for index in 0..<10 {
+            _ = try agent.client.apply(.setKey(name: "key\(index)", secret: SecretBytes(utf8: "AQ.Compact-\(index)-0123456789abcdefghijklmnopqrstu"), now: 1))
+        }
+        let keys = try #require(agent.server.document).contents.keys
+        #expect(keys.count == 11)
+        #expect(Set(keys.map { ObjectIdentifier($0.secret.memoryOwner) }).count == 1)
+        expectSecret(try #require(try agent.client.key("key7", markUsed: false)).secret, equals: "AQ.Compact-7-0123456789abcdefghijklmnopqrstu")
         agent.stop()
     }
 
