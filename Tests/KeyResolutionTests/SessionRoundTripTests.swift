@@ -57,6 +57,11 @@ private struct UnusedPassphrase: UnlockUI {
         #expect(access.sessionStillOpen())
         let (_, turns) = agent.requests { (0..<3).map { _ in access.sessionStillOpen() } }
         #expect(turns == 0)
+        // A turn is still a use of the session: its idle clock starts again.
+        let before = agent.server.lastActivity
+        Clock.sleep(0.01)
+        #expect(access.sessionStillOpen())
+        #expect(waitUntil { agent.server.lastActivity > before })
         // Another command changes a setting through the session: the watch tells the chat.
         _ = try agent.client.apply(.setting(name: "model", value: "echo"))
         #expect(waitUntil { access.sessionStillOpen() && access.kept == nil })
