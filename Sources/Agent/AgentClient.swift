@@ -139,18 +139,19 @@ public struct AgentClient: Sendable {
     /// names the key looked up; its value is nil when the vault has none by that name.
     public func settingsAndKey(name: String, nameFromSettings: Bool, markUsed: Bool) throws(AgentError)
         -> (settings: [String: String], name: String, key: StoredKey?) {
-        let answer = try sessionAnswer(name: name, nameFromSettings: nameFromSettings, markUsed: markUsed)
+        let answer = try sessionAnswer(name: name, nameFromSettings: nameFromSettings, markUsed: markUsed, conversationKeys: false)
         return (answer.settings, answer.name, answer.key)
     }
 
     /// What a command needs from the session, in one round trip: the vault's settings, one key
-    /// (as `settingsAndKey`), and the conversation keys (nil from an agent that predates them).
-    public func sessionAnswer(name: String, nameFromSettings: Bool, markUsed: Bool) throws(AgentError) -> SessionAnswer {
+    /// (as `settingsAndKey`), and with `conversationKeys` the conversation keys (nil when not
+    /// asked for, or from an agent that predates them).
+    public func sessionAnswer(name: String, nameFromSettings: Bool, markUsed: Bool, conversationKeys wanted: Bool) throws(AgentError) -> SessionAnswer {
         var message = AgentMessage(code: AgentProtocol.Operation.settingsAndKey.rawValue)
         message.add(.keyName, text: name)
         message.add(.keyFromSettings, number: nameFromSettings ? 1 : 0)
         message.add(.markUsed, number: markUsed ? 1 : 0)
-        message.add(.withConversationKeys, number: 1)
+        if wanted { message.add(.withConversationKeys, number: 1) }
         let response = try request(message)
         guard let body = response.secret(.settings), let settings = body.withUnsafeBytes({ NarrowCoding.decodeSettings(Array($0)) }),
               let looked = response.text(.keyName) else {

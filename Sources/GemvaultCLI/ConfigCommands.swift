@@ -83,11 +83,15 @@ extension Context {
                              flags: flags, allowInsecureEndpoint: call.command.offers(.allowInsecureEndpoint) && call.flag(.allowInsecureEndpoint))
     }
 
-    /// The resolver for the key; the vault is opened only when its turn comes.
+    /// The resolver for the key; the vault is opened only when its turn comes. A command that
+    /// saves conversations (ask, chat: they offer --no-save) has the session's answer bring the
+    /// conversation keys too, for its history and its usage ledger.
     func keyResolver(_ call: Invocation) throws -> KeyResolver {
-        KeyResolver(keyFileFlag: call.command.offers(.keyFile) ? call.value(.keyFile) : nil, environment: environment, paths: paths,
-                    explicitKeyName: call.command.offers(.key) ? call.value(.key) : nil, layers: try settingLayers(call), vault: vault, warn: { Console.warning($0) },
-                    note: { Console.note($0) })
+        var resolver = KeyResolver(keyFileFlag: call.command.offers(.keyFile) ? call.value(.keyFile) : nil, environment: environment, paths: paths,
+                                   explicitKeyName: call.command.offers(.key) ? call.value(.key) : nil, layers: try settingLayers(call), vault: vault,
+                                   warn: { Console.warning($0) }, note: { Console.note($0) })
+        resolver.conversationKeysFromSession = call.command.offers(.noSave)
+        return resolver
     }
 }
 

@@ -138,8 +138,12 @@ extension VaultAccess {
     /// prompts: the vault's settings and one key (`nameFromSettings`: the vault's `key`
     /// setting, when set, names the key instead of `name`), and the conversation keys, which
     /// are kept for the rest of the command (the history, the budget) with the settings.
-    public func sessionSettingsAndKey(name: String, nameFromSettings: Bool) throws -> (settings: [String: String], name: String, key: StoredKey?)? {
-        guard let answer = try throughSession({ agent throws(AgentError) in try agent.sessionAnswer(name: name, nameFromSettings: nameFromSettings, markUsed: true) }) else {
+    public func sessionSettingsAndKey(name: String, nameFromSettings: Bool, conversationKeys: Bool = false) throws
+        -> (settings: [String: String], name: String, key: StoredKey?)? {
+        let request = { (agent: AgentClient) throws(AgentError) in
+            try agent.sessionAnswer(name: name, nameFromSettings: nameFromSettings, markUsed: true, conversationKeys: conversationKeys)
+        }
+        guard let answer = try throughSession(request) else {
             return nil
         }
         kept = KeptAnswer(settings: answer.settings, conversationKeys: answer.conversationKeys)

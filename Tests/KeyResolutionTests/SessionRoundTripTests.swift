@@ -26,8 +26,9 @@ private struct UnusedPassphrase: UnlockUI {
         let access = VaultAccess(file: VaultFileAccess(store: vault.store, rollback: RollbackGuard(record: vault.generations, vaultPath: vault.store.path,
                                                                                                    acceptsRollback: false), warn: { _ in }),
                                  agent: agent.client, ui: UnusedPassphrase(), observe: { _ in }, warn: { _ in })
-        let resolver = KeyResolver(keyFileFlag: nil, environment: [:], paths: Paths(environment: ["HOME": folder.path]), explicitKeyName: nil,
+        var resolver = KeyResolver(keyFileFlag: nil, environment: [:], paths: Paths(environment: ["HOME": folder.path]), explicitKeyName: nil,
                                    layers: SettingLayers(environment: [:]), vault: access, warn: { _ in })
+        resolver.conversationKeysFromSession = true
         let ((resolved, _), requests) = try agent.requests { try resolver.resolve() }
         #expect(requests == 1)
         expectSecret(resolved.secret, equals: key)
@@ -40,6 +41,9 @@ private struct UnusedPassphrase: UnlockUI {
         }
         #expect(later == 0)
         #expect(access.answeredBySession)
+        // A command that saves no conversation (exec) gets no conversation keys in its answer.
+        let narrow = try agent.client.sessionAnswer(name: "work", nameFromSettings: true, markUsed: false, conversationKeys: false)
+        #expect(narrow.conversationKeys == nil && narrow.key != nil)
         agent.stop()
     }
 
