@@ -296,7 +296,16 @@ public struct AgentClient: Sendable {
     /// and closes at lock (`SessionWatch`). `.locked`/`.lockedWithPIN` when it is locked now;
     /// `.failed` from an agent that predates watches.
     public func watch() throws(AgentError) -> SessionWatch {
-        SessionWatch(connection: try exchange(AgentMessage(code: AgentProtocol.Operation.watch.rawValue)).connection)
+        // A question, asked again while the agent is busy, as `request` does.
+        var pauses = Self.busyBackoff[...]
+        while true {
+            do {
+                return SessionWatch(connection: try exchange(AgentMessage(code: AgentProtocol.Operation.watch.rawValue)).connection)
+            } catch .busy {
+                guard let pause = pauses.popFirst() else { throw .busy }
+                Clock.sleep(pause)
+            }
+        }
     }
 
     public func lock() throws(AgentError) {
