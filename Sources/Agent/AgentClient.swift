@@ -48,6 +48,9 @@ public enum AgentError: Error, Equatable, Sendable {
     case lockedWithPIN(triesLeft: Int, of: Int)
 }
 
+/// A key's name, shape and Secret Manager link, without its value (`status`, doctor).
+public typealias KeyShape = (name: String, kind: GoogleKeyKind, link: SecretLink?)
+
 /// Talks to the agent of one vault: one connection per request.
 public struct AgentClient: Sendable {
     public let paths: AgentPaths
@@ -90,7 +93,7 @@ public struct AgentClient: Sendable {
     public func keyNames() throws(AgentError) -> [String] { try keySummary().map(\.name) }
 
     /// Each key's name and shape, without its value; never extends the session.
-    public func keySummary() throws(AgentError) -> [(name: String, kind: GoogleKeyKind, link: SecretLink?)] {
+    public func keySummary() throws(AgentError) -> [KeyShape] {
         let response = try request(AgentMessage(code: AgentProtocol.Operation.keyNames.rawValue))
         let names = (response.text(.keyNames) ?? "").split(separator: "\n").map(String.init)
         let kinds = (response.text(.keyKinds) ?? "").split(separator: "\n").map { GoogleKeyKind(rawValue: String($0)) ?? .other }
@@ -136,21 +139,31 @@ public struct AgentClient: Sendable {
     /// names the key looked up; its value is nil when the vault has none by that name.
     public func settingsAndKey(name: String, nameFromSettings: Bool, markUsed: Bool) throws(AgentError)
         -> (settings: [String: String], name: String, key: StoredKey?) {
+        let answer = try sessionAnswer(name: name, nameFromSettings: nameFromSettings, markUsed: markUsed, conversationKeys: false)
+        return (answer.settings, answer.name, answer.key)
+    }
+
+    /// What a command needs from the session, in one round trip: the vault's settings, one key
+    /// (as `settingsAndKey`), and with `conversationKeys` the conversation keys (nil when not
+    /// asked for, or from an agent that predates them).
+    public func sessionAnswer(name: String, nameFromSettings: Bool, markUsed: Bool, conversationKeys wanted: Bool) throws(AgentError) -> SessionAnswer {
         var message = AgentMessage(code: AgentProtocol.Operation.settingsAndKey.rawValue)
         message.add(.keyName, text: name)
         message.add(.keyFromSettings, number: nameFromSettings ? 1 : 0)
         message.add(.markUsed, number: markUsed ? 1 : 0)
+        if wanted { message.add(.withConversationKeys, number: 1) }
         let response = try request(message)
         guard let body = response.secret(.settings), let settings = body.withUnsafeBytes({ NarrowCoding.decodeSettings(Array($0)) }),
               let looked = response.text(.keyName) else {
             throw .untrusted("the agent's answer is malformed")
         }
-        guard let value = response.secret(.keyValue) else { return (settings, looked, nil) }
+        let conversationKeys = try response.secret(.conversationKeys).map { joined throws(AgentError) in try Self.conversationKeys(joined) }
+        guard let value = response.secret(.keyValue) else { return SessionAnswer(settings: settings, name: looked, key: nil, conversationKeys: conversationKeys) }
         guard let created = response.number(.created), let updated = response.number(.updated) else { throw .untrusted("the agent's answer has no key") }
         var stored = StoredKey(name: looked, secret: value, created: created, updated: updated, lastUsed: response.number(.lastUsed) ?? 0, previous: [])
         stored.followed = Self.followed(in: response)
         stored.link = NarrowCoding.link(in: response)
-        return (settings, looked, stored)
+        return SessionAnswer(settings: settings, name: looked, key: stored, conversationKeys: conversationKeys)
     }
 
     /// What may be shown of every key: names, masked values, kinds, dates.
@@ -174,9 +187,13 @@ public struct AgentClient: Sendable {
     /// The conversation keys, current first.
     public func conversationKeys() throws(AgentError) -> [SecretBytes] {
         let response = try request(AgentMessage(code: AgentProtocol.Operation.conversationKeys.rawValue))
-        guard let body = response.secret(.conversationKeys), body.count > 0, body.count % 32 == 0 else {
-            throw .untrusted("the agent's answer is malformed")
-        }
+        guard let body = response.secret(.conversationKeys) else { throw .untrusted("the agent's answer is malformed") }
+        return try Self.conversationKeys(body)
+    }
+
+    /// The conversation keys of an answer: 32 bytes each, current first, at least one.
+    static func conversationKeys(_ body: SecretBytes) throws(AgentError) -> [SecretBytes] {
+        guard body.count > 0, body.count % 32 == 0 else { throw .untrusted("the agent's answer is malformed") }
         return body.withUnsafeBytes { raw in
             stride(from: 0, to: raw.count, by: 32).map { SecretBytes(copying: UnsafeRawBufferPointer(rebasing: raw[$0..<$0 + 32])) }
         }
@@ -275,6 +292,22 @@ public struct AgentClient: Sendable {
         _ = try request(AgentMessage(code: AgentProtocol.Operation.forgetPIN.rawValue))
     }
 
+    /// Watches the session for a chat: one connection the agent keeps open, tells of changes
+    /// and closes at lock (`SessionWatch`). `.locked`/`.lockedWithPIN` when it is locked now;
+    /// `.failed` from an agent that predates watches.
+    public func watch() throws(AgentError) -> SessionWatch {
+        // A question, asked again while the agent is busy, as `request` does.
+        var pauses = Self.busyBackoff[...]
+        while true {
+            do {
+                return SessionWatch(connection: try exchange(AgentMessage(code: AgentProtocol.Operation.watch.rawValue)).connection)
+            } catch .busy {
+                guard let pause = pauses.popFirst() else { throw .busy }
+                Clock.sleep(pause)
+            }
+        }
+    }
+
     public func lock() throws(AgentError) {
         _ = try request(AgentMessage(code: AgentProtocol.Operation.lock.rawValue))
     }
@@ -304,6 +337,11 @@ public struct AgentClient: Sendable {
     }
 
     private func requestOnce(_ message: AgentMessage) throws(AgentError) -> AgentMessage {
+        try exchange(message).response
+    }
+
+    /// One request and its answer, with the connection it came on (a watch keeps it).
+    private func exchange(_ message: AgentMessage) throws(AgentError) -> (response: AgentMessage, connection: FileDescriptor) {
         let folder: TrustedFolder
         do {
             guard let opened = try paths.openFolder(create: false) else { throw AgentError.notRunning }
@@ -359,7 +397,7 @@ public struct AgentClient: Sendable {
             default: throw .failed(text)
             }
         }
-        return response
+        return (response, connection)
     }
 }
 

@@ -12,6 +12,8 @@ final class AgentConnection {
     var deadline: Double
     /// When bytes last moved either way: the idlest connection makes room when all are taken.
     var lastProgress: Double
+    /// A `watch`: once its answer is taken, the connection stays open as a watcher.
+    var becomesWatcher = false
     private(set) var isFinished = false
 
     init(descriptor: FileDescriptor, now: Double, firstByteWait: Double) {

@@ -23,8 +23,13 @@ extension AgentServer {
             return pinOperation(operation, request)
         case .lock:
             stopRequested = true
+            // Closed before the answer goes: once `lock` returns, every chat can see it.
+            watchers.closeAll()
             log("locked on request")
             return AgentMessage(code: 0)
+        case .watch:
+            // No use of the session: a chat that only watches lets it lock when idle.
+            return document == nil ? lockedAnswer() : AgentMessage(code: 0)
         case .contents:
             // Whole payloads no longer travel: each command asks only for what it needs.
             return Self.error(.badRequest, "this agent answers narrow requests only (key, keySummaries, settings, conversationKeys, change)")
@@ -135,6 +140,7 @@ extension AgentServer {
             opened.contents.recordUse(uses)
             document = opened
             remember(file)
+            watchers.tellChanged()
             log("follows the vault's new key-encryption key at generation \(file.generation); a PIN it had is forgotten")
             return status()
         }
@@ -179,6 +185,7 @@ extension AgentServer {
             var response = AgentMessage(code: 0)
             response.add(.settings, secret: SecretBytes(copying: NarrowCoding.encode(settings)))
             response.add(.keyName, text: name)
+            if request.number(.withConversationKeys) == 1 { response.add(.conversationKeys, secret: Self.joined(document.contents.conversationKeys)) }
             guard let stored = document.contents.key(named: name) else { return response }
             addKey(stored, in: document, request, to: &response)
             return response
@@ -223,17 +230,21 @@ extension AgentServer {
         answering {
             try refreshIfChanged()
             guard let document else { return Self.error(.locked, "the session is locked") }
-            let keys = document.contents.conversationKeys
-            let joined = SecretBytes(count: 32 * keys.count)
-            joined.withUnsafeMutableBytes { out in
-                for (index, key) in keys.enumerated() {
-                    key.withUnsafeBytes { (out.baseAddress! + 32 * index).copyMemory(from: $0.baseAddress!, byteCount: 32) }
-                }
-            }
             var response = AgentMessage(code: 0)
-            response.add(.conversationKeys, secret: joined)
+            response.add(.conversationKeys, secret: Self.joined(document.contents.conversationKeys))
             return response
         }
+    }
+
+    /// The conversation keys, 32 bytes each, current first, in one secret field.
+    static func joined(_ keys: [SecretBytes]) -> SecretBytes {
+        let joined = SecretBytes(count: 32 * keys.count)
+        joined.withUnsafeMutableBytes { out in
+            for (index, key) in keys.enumerated() {
+                key.withUnsafeBytes { (out.baseAddress! + 32 * index).copyMemory(from: $0.baseAddress!, byteCount: 32) }
+            }
+        }
+        return joined
     }
 
     /// One change, made under the vault's lock on the current file, then saved.
@@ -338,6 +349,9 @@ extension AgentServer {
             guard let document else { return Self.error(.locked, "the session is locked") }
             if let answer = try change(document) { return answer }
             try file.save(document, in: session, backup: backup)
+            // Each value the change brought lives in its request's frame: one buffer again.
+            document.replaceContents(try document.contents.compacted(path: store.path))
+            watchers.tellChanged()
             var response = AgentMessage(code: 0)
             response.add(.generation, number: Int64(document.file.generation))
             return response
@@ -351,8 +365,15 @@ extension AgentServer {
     private func remember(_ vault: VaultFile) { file.remember(vault) }
 
     /// Another writer (or a sync from another machine) may have changed the file: reload it.
+    /// A file and records that lstat shows unchanged since the last read are not read again
+    /// (a swap, a copy over it, a rollback or a record raised elsewhere all change them).
     private func refreshIfChanged() throws {
+        guard let current = document else { return }
+        let signature = FileSignature(paths: [store.path] + file.rollback.recordPaths(for: current.file))
+        if let signature, signature == fileSignature { return }
+        fileSignature = nil
         try adopt(try readFile())
+        fileSignature = signature
     }
 
     private func adopt(_ file: VaultFile) throws {
@@ -379,6 +400,7 @@ extension AgentServer {
         reloaded.contents.recordUse(uses)
         document = reloaded
         remember(file)
+        watchers.tellChanged()
         log("reloaded \(store.path) at generation \(file.generation)")
     }
 

@@ -40,7 +40,16 @@ public enum AgentProtocol {
         /// A PIN for the open session (`pin`, `pinTries`); a PIN to open it again after an idle
         /// lock; forgetting the PIN (passwd, recover and rekey end it).
         case setPIN = 19, unlockWithPIN = 20, forgetPIN = 21
+        /// A chat's watch on the session: answered at once, then the connection stays open. The
+        /// agent writes one byte (`watchChanged`) when the vault changed, closes it when the
+        /// session locks (a lock, a limit, an idle lock); each byte the client writes is a use of
+        /// the session (a chat turn), never answered.
+        case watch = 22
     }
+
+    /// The byte a watch carries when the vault changed (settings, keys): what the chat was told
+    /// before is to be asked again.
+    public static let watchChanged: UInt8 = 0x43
 
     /// A change carries at most one key's value (4 KiB) or one setting's (64 KiB) and names.
     public static let maxChangeRequest = 80 << 10
@@ -110,6 +119,10 @@ public enum AgentProtocol {
         /// (one document each); the answer's serial, and the documents, each a big-endian u32
         /// length and the JSON.
         case shareRecipients = 61, shareSerial = 62, shareDocuments = 63
+        /// `settingsAndKey`: 1 when the answer also carries the conversation keys
+        /// (`conversationKeys`), so a command's whole session answer is one round trip. An agent
+        /// from before leaves them out, and the client asks for them on their own.
+        case withConversationKeys = 64
     }
 
     public enum ErrorKind: UInt8, Sendable {

@@ -62,6 +62,8 @@ public final class AgentServer {
     static let longestSession: Int64 = 366 * 86400
 
     var document: VaultDocument?
+    /// The vault file and its records as they were when last read (`refreshIfChanged`).
+    var fileSignature: FileSignature?
     var timeouts = Timeouts.settingsDefaults
     var unlockedAt: Int64 = 0
     var lastActivity = 0.0
@@ -79,6 +81,8 @@ public final class AgentServer {
     /// Requests answered: the unit tests count a command's round trips with it.
     public private(set) var requestsAnswered = 0
     private var connections: [AgentConnection] = []
+    /// The chats watching the session, outside the connection slots and their deadlines.
+    let watchers = SessionWatchers()
     var stopRequested = false
     private var drops: [String: Int] = [:]
     private var lastDropReport = -Double.infinity
@@ -148,14 +152,19 @@ public final class AgentServer {
                 break
             }
             let current = connections
-            let watched = [(listening, Poller.Interest.read)] + current.map { ($0.descriptor, $0.interest) }
+            let watching = watchers.descriptors
+            let watched = [(listening, Poller.Interest.read)] + current.map { ($0.descriptor, $0.interest) } + watching.map { ($0, .read) }
             let ready = Poller.ready(watched, timeout: nextTimeout())
             // Clients first, then new connections: one that was just accepted gets its turn
             // before a flood behind it could push it out.
-            for index in ready where index > 0 {
+            for index in ready where index > 0 && index <= current.count {
                 // After a lock (or a limit found passed), nobody else is served from the vault.
                 if stopRequested { break }
                 service(current[index - 1])
+            }
+            // A chat's turn is a use of the session, as its request per turn was.
+            if watchers.takeTurns(ready: ready.filter { $0 > current.count }.map { watching[$0 - current.count - 1] }), document != nil {
+                lastActivity = Clock.bootSeconds()
             }
             if ready.first == 0 && !stopRequested { acceptConnections(listening) }
             dropLate()
@@ -226,7 +235,9 @@ public final class AgentServer {
                 return
             }
             requestsAnswered += 1
-            answer(connection, perform(operation, request))
+            let response = perform(operation, request)
+            connection.becomesWatcher = operation == .watch && response.code == 0
+            answer(connection, response)
         }
     }
 
@@ -287,6 +298,7 @@ public final class AgentServer {
                 connection.lastProgress = Clock.bootSeconds()
             }
         }
+        if connection.becomesWatcher, !stopRequested { watchers.add(connection.descriptor) }
         connection.finish()
     }
 
@@ -377,6 +389,7 @@ public final class AgentServer {
         }
         document = nil
         uses = [:]
+        watchers.closeAll()
         if !keepingPIN { forgetPIN() }
     }
 }

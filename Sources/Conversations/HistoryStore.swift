@@ -91,6 +91,13 @@ public struct HistoryStore: Sendable {
 
     static let historyChoices: [String?] = ["off", nil, "on"]
 
+    /// What a vault opened or saved holds for its history (VaultAccess's observer): the current
+    /// conversation key's public half and the vault's `history` setting, so conversations are
+    /// sealed, or not saved, without an unlock. Best effort: a command goes on without it.
+    public func noteVault(_ contents: VaultContents) {
+        try? saveRecipient(conversationKey: contents.conversationKey, vaultHistory: contents.settings["history"])
+    }
+
     /// Records the current conversation key's public half and the vault's `history` setting;
     /// written only when something changed.
     public func saveRecipient(conversationKey: SecretBytes, vaultHistory: String?) throws(Failure) {

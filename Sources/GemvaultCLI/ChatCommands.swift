@@ -184,7 +184,7 @@ enum ChatCommand {
         let context = call.context
         // A key the unlocked session handed over is the session's: when it is locked, the chat
         // stops using the key and saving turns.
-        let keyFromSession = if case .vault = keySource { (try? context.vault.sessionIsOpen()) == true } else { false }
+        let keyFromSession = if case .vault = keySource { context.vault.answeredBySession } else { false }
         var conversation = try conversation(settings, client, call)
         var writer: HistoryWriter?
         var system: String?
@@ -210,7 +210,7 @@ enum ChatCommand {
         watchSpending(spending, in: repl, client: client)
         if keyFromSession {
             repl.stopCheck = {
-                (try? context.vault.sessionIsOpen()) == true ? nil
+                context.vault.sessionStillOpen() ? nil
                     : "the session was locked ('gemvault lock', or its time limit): the chat stopped, as its key came from the session; nothing more was sent or saved"
             }
         }

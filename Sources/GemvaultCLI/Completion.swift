@@ -1,4 +1,3 @@
-import Agent
 import Conversations
 import Settings
 import SystemIO
@@ -134,9 +133,7 @@ struct CompletionEngine {
     /// key and does not count as use; a stalled agent costs a second at most.
     private func sessionKeyNames() -> [String] {
         guard context.vault.exists else { return [] }
-        var agent = context.agent
-        agent.responseTimeout = 1
-        return (try? agent.keyNames()) ?? []
+        return context.vault.session.keyNames(timeout: 1)
     }
 
     private func unique(_ words: [String]) -> [String] {

@@ -83,11 +83,15 @@ extension Context {
                              flags: flags, allowInsecureEndpoint: call.command.offers(.allowInsecureEndpoint) && call.flag(.allowInsecureEndpoint))
     }
 
-    /// The resolver for the key; the vault is opened only when its turn comes.
+    /// The resolver for the key; the vault is opened only when its turn comes. A command that
+    /// saves conversations (ask, chat: they offer --no-save) has the session's answer bring the
+    /// conversation keys too, for its history and its usage ledger.
     func keyResolver(_ call: Invocation) throws -> KeyResolver {
-        KeyResolver(keyFileFlag: call.command.offers(.keyFile) ? call.value(.keyFile) : nil, environment: environment, paths: paths,
-                    explicitKeyName: call.command.offers(.key) ? call.value(.key) : nil, layers: try settingLayers(call), vault: vault, warn: { Console.warning($0) },
-                    note: { Console.note($0) })
+        var resolver = KeyResolver(keyFileFlag: call.command.offers(.keyFile) ? call.value(.keyFile) : nil, environment: environment, paths: paths,
+                                   explicitKeyName: call.command.offers(.key) ? call.value(.key) : nil, layers: try settingLayers(call), vault: vault,
+                                   warn: { Console.warning($0) }, note: { Console.note($0) })
+        resolver.conversationKeysFromSession = call.command.offers(.noSave)
+        return resolver
     }
 }
 
@@ -301,7 +305,7 @@ enum ConfigCommand {
     /// --passphrase-fd or --passphrase-file; doctor never prompts.
     static func vaultKeyKinds(_ context: Context) throws -> [(name: String, kind: GoogleKeyKind, link: SecretLink?)]? {
         guard context.vault.exists else { return [] }
-        if let keys = try? context.vault.agent?.keySummary() { return keys }
+        if let keys = context.vault.sessionKeySummary() { return keys }
         guard context.options.flag(.passphraseFd) || context.options.flag(.passphraseFile) else {
             Console.note("the vault's keys were not checked: no unlocked session (run 'gemvault unlock', or pass --passphrase-file)")
             return nil

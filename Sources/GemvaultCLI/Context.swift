@@ -23,6 +23,8 @@ struct Context {
         self.options = options
         let paths = self.paths
         let vaultPath = paths.vault(flag: options.value(.vault))
+        // Conversations can be sealed, or not saved, without an unlock: the history store notes
+        // the recipient whenever the vault is opened or saved.
         let history = HistoryStore(stateDirectory: paths.stateHome, vaultPath: vaultPath)
         vault = VaultAccess(path: vaultPath, lockTimeout: environment["GEMVAULT_LOCK_TIMEOUT"].flatMap(Double.init).map { max(0, $0) } ?? VaultAccess.defaultLockTimeout,
                             stateDirectory: paths.stateHome, acceptsRollback: options.flag(.acceptRollback),
@@ -30,11 +32,7 @@ struct Context {
                             ui: CommandUnlockUI(options: options, vaultPath: vaultPath),
                             methods: UnlockMethods.standard(sshAgent: CommandUnlockUI.givesPassphrase(options) ? nil
                                 : SSHAgentUnlock(agent: Result { () throws(SSHAgentError) in try SSHAgentClient(environment: environment) })),
-                            observe: { contents in
-                                // Conversations can be sealed, or not saved, without an unlock.
-                                try? history.saveRecipient(conversationKey: contents.conversationKey, vaultHistory: contents.settings[Setting.history.name])
-                            },
-                            warn: { Console.warning($0) }, onLockWait: { Console.note($0) })
+                            observe: history.noteVault)
     }
 
     var vaultPath: String { vault.path }
@@ -44,9 +42,6 @@ struct Context {
         let mode = options.value(.color).flatMap(ColorMode.init) ?? settings.flatMap { ColorMode(rawValue: $0[.color]) } ?? .auto
         return Style.decide(mode: mode, environment: environment, isTerminal: Terminal.isTerminal(fd))
     }
-
-    /// The agent of this vault (which may not be running).
-    var agent: AgentClient { AgentClient(paths: AgentPaths(environment: environment, vaultPath: vaultPath)) }
 
     /// Where the current passphrase comes from: --passphrase-fd, --passphrase-file, or the terminal.
     func passphraseSource() throws -> SecretSource {
@@ -97,6 +92,8 @@ struct CommandUnlockUI: UnlockUI {
     var canAsk: Bool { Self.givesPassphrase(options) || SecretInput.hasTerminal }
 
     func note(_ text: String) { Console.note(text) }
+
+    func warn(_ text: String) { Console.warning(text) }
 
     func ask(_ request: SecretRequest) throws -> SecretBytes? {
         let source: SecretSource

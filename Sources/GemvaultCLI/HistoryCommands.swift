@@ -1,4 +1,3 @@
-import Agent
 import ChatUI
 import Conversations
 import Rendering
@@ -45,7 +44,7 @@ extension Context {
     /// read through it. Returns the conversation keys, or nil without a session.
     @discardableResult
     func rememberRecipientThroughSession() -> [SecretBytes]? {
-        guard let keys = try? vault.throughSession({ agent throws(AgentError) in try agent.conversationKeys() }), let current = keys.first,
+        guard let keys = try? vault.sessionConversationKeys(), let current = keys.first,
               let settings = try? vault.sessionSettings() else { return nil }
         rememberRecipient(VaultContents(settings: settings, conversationKey: current))
         return keys

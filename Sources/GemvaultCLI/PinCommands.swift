@@ -1,4 +1,3 @@
-import Agent
 import Settings
 import SystemIO
 import TerminalIO
@@ -24,7 +23,7 @@ enum PinCommand {
     /// here from every layer (the session's vault settings included) when not given.
     static func setPIN(_ call: Invocation, tries given: Int? = nil) throws {
         let context = call.context
-        guard let status = try? context.agent.status(), status.unlocked else {
+        guard let status = try? context.vault.session.status(), status.unlocked else {
             throw CommandFailure(.failure, "no unlocked session for \(context.vaultPath): a PIN opens a session again, so one must be open",
                                  hint: "run 'gemvault unlock --pin'")
         }
@@ -33,7 +32,7 @@ enum PinCommand {
             tries = given
         } else {
             var layers = try context.settingLayers(call)
-            layers.vaultSettings = (try? context.agent.settings()) ?? [:]
+            layers.vaultSettings = (try? context.vault.session.settings()) ?? [:]
             layers.vaultPath = context.vaultPath
             tries = try Settings.resolve(layers)[.pinTries]
         }
@@ -42,14 +41,14 @@ enum PinCommand {
                                           weakness: { PINWrappedKey.isAllowed($0) ? nil : lengthRule }, warn: { Console.warning($0) })
         guard PINWrappedKey.isAllowed(pin) else { throw CommandFailure(.usage, lengthRule, hint: "run the command again with another PIN") }
         Redaction.registerPassphrase(pin)
-        let after = try context.agent.setPIN(pin, tries: tries)
+        let after = try context.vault.session.setPIN(pin, tries: tries)
         Console.note("PIN set: after an idle lock, it opens the session again until \(after.maxDeadline.map(Output.localDate) ?? "the session's absolute limit"); \(tries) wrong \(tries == 1 ? "PIN wipes" : "PINs wipe") it")
     }
 
     static let lengthRule = "a PIN has \(PINWrappedKey.lengths.lowerBound) to \(PINWrappedKey.lengths.upperBound) characters"
 
     static func clear(_ call: Invocation) throws {
-        let agent = call.context.agent
+        let agent = call.context.vault.session
         guard let status = try? agent.status(), status.pinTriesLeft != nil else {
             Console.note("no PIN is set for \(call.context.vaultPath)")
             return

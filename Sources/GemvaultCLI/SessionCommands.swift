@@ -28,7 +28,7 @@ let sessionCommands: [CommandSpec] = [
 enum SessionCommand {
     static func unlock(_ call: Invocation) throws {
         let context = call.context
-        let agent = context.agent
+        let agent = context.vault.session
         // The flags are checked first: a bad value is refused before a passphrase is typed or an
         // agent started, and also while a session runs.
         _ = try duration(call, .idle)
@@ -58,7 +58,7 @@ enum SessionCommand {
     /// (or waiting for the one `unlock` started while Argon2 ran).
     static func startSession(_ call: Invocation, vault: UnlockedVault, agentSpawned spawned: ChildProcess? = nil) throws {
         let context = call.context
-        let agent = context.agent
+        let agent = context.vault.session
         let layers = try context.settingLayers(call)
         var withVault = layers
         withVault.vaultSettings = vault.document.contents.settings
@@ -138,10 +138,10 @@ enum SessionCommand {
         let deadline = Clock.monotonicSeconds() + 5
         var pause = 0.001
         while Clock.monotonicSeconds() < deadline {
-            if (try? context.agent.status()) != nil { return }
+            if (try? context.vault.session.status()) != nil { return }
             if agent.endedYet() != nil {
                 // Another unlock's agent may have won the race and be serving.
-                if (try? context.agent.status()) != nil { return }
+                if (try? context.vault.session.status()) != nil { return }
                 throw CommandFailure(.failure, "the agent stopped at once" + (lastError(inLog: paths).map { ": \($0)" } ?? ""),
                                      hint: "its log is \(paths.logPath)")
             }
@@ -163,7 +163,7 @@ enum SessionCommand {
 
     static func lock(_ call: Invocation) throws {
         do throws(AgentError) {
-            try call.context.agent.lock()
+            try call.context.vault.session.lock()
             Console.note("locked; the agent wiped the vault from memory and exited")
         } catch {
             guard error == .notRunning else { throw error }
@@ -196,7 +196,7 @@ enum SessionCommand {
     static func status(_ call: Invocation) throws {
         let context = call.context
         var status: AgentStatus?
-        do throws(AgentError) { status = try context.agent.status() } catch {
+        do throws(AgentError) { status = try context.vault.session.status() } catch {
             if case .refused(let failure) = error { Console.warning("no session can run: \(failure.message)") }
             else if error != .notRunning { throw error }
         }
@@ -204,7 +204,7 @@ enum SessionCommand {
                                   agentPid: status?.pid, since: status?.unlockedAt.map(Output.isoDate),
                                   locksAt: status?.locksAt.map(Output.isoDate), idleLocksAt: status?.idleDeadline.map(Output.isoDate),
                                   maxLocksAt: status?.maxDeadline.map(Output.isoDate),
-                                  keys: status?.unlocked == true ? (try? context.agent.keySummary())?.map { KeySummary(name: $0.name, kind: $0.kind) } : nil,
+                                  keys: status?.unlocked == true ? (try? context.vault.session.keySummary())?.map { KeySummary(name: $0.name, kind: $0.kind) } : nil,
                                   pinAvailable: status?.pinTriesLeft != nil, pinTriesLeft: status?.pinTriesLeft,
                                   pinUntil: status?.pinTriesLeft != nil ? status?.maxDeadline.map(Output.isoDate) : nil)
         if call.flag(.json) { try Output.json(report, schema: .status); return }

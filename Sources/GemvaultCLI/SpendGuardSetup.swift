@@ -1,4 +1,3 @@
-import Agent
 import Conversations
 import KeyResolution
 import Settings
@@ -62,8 +61,7 @@ struct SessionBudgetVault: BudgetVault {
     }
 
     func sessionKey(_ name: String) -> SecretBytes? {
-        let stored = try? vault.throughSession { agent throws(AgentError) in try agent.key(name, markUsed: false) }
-        return stored??.secret
+        vault.sessionKey(named: name)?.secret
     }
 }
 

@@ -114,6 +114,9 @@ public struct KeyResolver {
     public var warn: (String) -> Void
     /// Says what happened that the user should know, not a problem (a followed share taken).
     public var note: (String) -> Void
+    /// Whether the session's answer also brings the conversation keys (a command that saves
+    /// conversations and meters its key); others get only the settings and the key.
+    public var conversationKeysFromSession = false
 
     public init(keyFileFlag: String?, environment: [String: String], paths: Paths, explicitKeyName: String?, layers: SettingLayers,
                 vault: VaultAccess, warn: @escaping (String) -> Void, note: @escaping (String) -> Void = { _ in }) {
@@ -273,7 +276,7 @@ public struct KeyResolver {
         let sessionSettings: [String: String]?
         if wantsVaultKey {
             let (name, nameFromSettings) = candidateKeyName(settings)
-            let answer = try vault.sessionSettingsAndKey(name: name, nameFromSettings: nameFromSettings)
+            let answer = try vault.sessionSettingsAndKey(name: name, nameFromSettings: nameFromSettings, conversationKeys: conversationKeysFromSession)
             sessionSettings = answer?.settings
             sessionKey = answer.map { ($0.name, $0.key) }
         } else {

@@ -59,7 +59,9 @@ extension VaultAccess {
         guard try sessionIsOpen(), let agent else { return nil }
         let code: SecretBytes?
         switch Result(catching: { () throws(AgentError) in try agent.rekey() }) {
-        case .success(let made): code = made
+        case .success(let made):
+            code = made
+            kept = nil
         // A session an ssh slot opened holds no passphrase key to rewrap: the passphrase is asked.
         case .failure(.wrongKey): return nil
         case .failure(let error): throw error

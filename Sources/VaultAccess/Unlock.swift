@@ -1,22 +1,28 @@
 import VaultCore
 
-/// What a command supplies to unlock a vault: a secret read at a prompt, and a note shown.
-/// Which way in is tried, in what order, and how often a wrong secret may be typed again are
-/// decided here (`UnlockMethod`, `VaultAccess.withSecret`), not by the UI.
-public protocol UnlockUI {
+/// What a command supplies to unlock a vault: a secret read at a prompt, a note and a warning
+/// shown. Which way in is tried, in what order, and how often a wrong secret may be typed again
+/// are decided here (`UnlockMethod`, `VaultAccess.withSecret`), not by the UI. With the
+/// progress hook of a derivation (`KeyDerivationProgress`), it is the only call from the
+/// vault's walks back into the CLI.
+public protocol UnlockUI: Sendable {
     /// Reads the secret `request` names, after showing its `retryNote`; nil when it cannot be
     /// had here (a later try from a descriptor or a file, which give one; a PIN without a
     /// terminal) or the user declined (Enter at the PIN prompt). An error when none can be
     /// read at all (no terminal).
     func ask(_ request: SecretRequest) throws -> SecretBytes?
-    /// Tells the user something about the unlock (why an ssh slot was passed over).
+    /// Tells the user something about the unlock (why an ssh slot was passed over, another
+    /// writer holding the vault's lock).
     func note(_ text: String)
+    /// Warns about the vault (a rollback accepted, a session that is not used).
+    func warn(_ text: String)
     /// Whether a passphrase can be had without failing for lack of a terminal.
     var canAsk: Bool { get }
 }
 
 extension UnlockUI {
     public func note(_ text: String) {}
+    public func warn(_ text: String) { note(text) }
 }
 
 /// One secret a command asks for: its prompt, where it may come from, and which try this is.

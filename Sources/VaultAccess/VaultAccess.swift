@@ -12,7 +12,7 @@ public final class VaultAccess {
     /// The file's own rules, which the agent follows too.
     public let file: VaultFileAccess
     /// The session to ask first; nil with `--no-session`.
-    public let agent: AgentClient?
+    let agent: AgentClient?
     /// This vault's agent even with `--no-session`: a session that runs follows a new key.
     let agentOfVault: AgentClient?
     /// What this command asks secrets with and tells notes to.
@@ -47,16 +47,16 @@ public final class VaultAccess {
     public static let defaultLockTimeout = VaultStore.defaultLockTimeout
 
     /// The vault at `path` for one command: its lock (waiting `lockTimeout` seconds for
-    /// another writer), its record of generations seen in `stateDirectory`, and its agent,
-    /// asked first unless `useSession` is false (`--no-session`).
+    /// another writer, told to the UI), its record of generations seen in `stateDirectory`, and
+    /// its agent, asked first unless `useSession` is false (`--no-session`). Warnings go to the
+    /// UI; `observe` is a library's (the history store's), not the command's.
     public convenience init(path: String, lockTimeout: Double, stateDirectory: String, acceptsRollback: Bool, agentPaths: AgentPaths, useSession: Bool,
-                            ui: any UnlockUI, methods: [any UnlockMethod], observe: @escaping (VaultContents) -> Void,
-                            warn: @escaping @Sendable (String) -> Void, onLockWait: @escaping (String) -> Void) {
+                            ui: any UnlockUI, methods: [any UnlockMethod], observe: @escaping (VaultContents) -> Void) {
         let rollback = RollbackGuard(record: GenerationRecord(stateDirectory: stateDirectory), vaultPath: ProcessIdentity.absolutePath(path),
                                      acceptsRollback: acceptsRollback)
-        self.init(file: VaultFileAccess(store: VaultStore(path: path, lockTimeout: lockTimeout), rollback: rollback, warn: warn),
+        self.init(file: VaultFileAccess(store: VaultStore(path: path, lockTimeout: lockTimeout), rollback: rollback, warn: { ui.warn($0) }),
                   agent: useSession ? AgentClient(paths: agentPaths) : nil, agentOfVault: AgentClient(paths: agentPaths),
-                  ui: ui, methods: methods, observe: observe, warn: warn, onLockWait: onLockWait)
+                  ui: ui, methods: methods, observe: observe, warn: { ui.warn($0) }, onLockWait: { ui.note($0) })
     }
 
     public var store: VaultStore { file.store }
@@ -69,7 +69,20 @@ public final class VaultAccess {
     }
     private var seenToExist = false
     /// Set once a request found no session to use: the command asks the agent no more.
-    private var noSession = false
+    var noSession = false
+    /// What the session answered that a command asks for more than once: the vault's settings
+    /// and the conversation keys. Dropped after a change, or when the chat's watch saw one.
+    struct KeptAnswer {
+        var settings: [String: String]?
+        var conversationKeys: [SecretBytes]?
+    }
+    var kept: KeptAnswer?
+    /// A chat's watch on the session (`sessionStillOpen`), and whether the agent has none.
+    var sessionWatch: SessionWatch?
+    var watchUnsupported = false
+    /// Whether a request was answered through the session in this command.
+    public internal(set) var answeredBySession = false
+    var pinDeclined = false
 
     /// The file, checked without a secret: read and parsed once per command (again only under
     /// the lock of a write, and after one).
@@ -106,89 +119,6 @@ public final class VaultAccess {
     }
 
     // MARK: Opening
-
-    /// Whether an unlocked session holds this vault; prompts only for a PIN. A session that answers
-    /// with a rollback or an untrusted socket is an error.
-    /// Asked anew each time (a chat stops when its session locks), until no session was found.
-    /// An idle-locked session with a PIN asks for it (on a terminal) and opens again.
-    public func sessionIsOpen() throws -> Bool {
-        guard !noSession, exists, let agent else { return false }
-        do throws(AgentError) {
-            let status = try agent.status()
-            let unlocked = status.unlocked || (status.pinTriesLeft.map { reopenWithPIN(agent, triesLeft: $0, of: status.pinTries ?? $0) } ?? false)
-            if !unlocked { noSession = true }
-            return unlocked
-        } catch {
-            return try sessionFailure(error)
-        }
-    }
-
-    /// Runs a request through the session; nil when there is none to ask. The session is
-    /// resolved once per command: after a request found none, no other is sent. A session
-    /// locked while idle is opened again with its PIN first, when it has one.
-    public func throughSession<T>(_ request: (AgentClient) throws(AgentError) -> T) throws -> T? {
-        guard !noSession, exists, let agent else { return nil }
-        var reopened = false
-        while true {
-            do throws(AgentError) {
-                return try request(agent)
-            } catch {
-                if case .lockedWithPIN(let left, let tries) = error, !reopened, reopenWithPIN(agent, triesLeft: left, of: tries) {
-                    reopened = true
-                    continue
-                }
-                _ = try sessionFailure(error)
-                return nil
-            }
-        }
-    }
-
-    /// Asks for the PIN of an idle-locked session until it opens, the user presses Enter,
-    /// or the agent wiped the PIN; false sends the command on to the passphrase.
-    func reopenWithPIN(_ agent: AgentClient, triesLeft: Int, of tries: Int) -> Bool {
-        if pinDeclined { return false }
-        // Wrong PINs add up over the PIN's life: ones the user did not type are worth knowing of.
-        if triesLeft < tries {
-            let wrong = tries - triesLeft
-            ui.note("\(wrong) wrong PIN\(wrong == 1 ? " was" : "s were") typed since the PIN was set; \(triesLeft) \(triesLeft == 1 ? "try" : "tries") left")
-        }
-        var triesLeft = triesLeft
-        while triesLeft > 0 {
-            guard let pin = try? ui.ask(.pin) else {
-                pinDeclined = true
-                return false
-            }
-            switch Result(catching: { () throws(AgentError) in try agent.unlockWithPIN(pin) }) {
-            case .success:
-                return true
-            case .failure(.wrongPIN(let left)):
-                triesLeft = left
-                ui.note(left > 0 ? "wrong PIN (\(left) \(left == 1 ? "try" : "tries") left)"
-                                              : "wrong PIN; the agent wiped the PIN after too many wrong tries, so the passphrase is needed")
-            case .failure(let error):
-                ui.note("the PIN cannot open the session (\(error)); asking for the passphrase")
-                pinDeclined = true
-                return false
-            }
-        }
-        return false
-    }
-    private var pinDeclined = false
-
-    /// No session (not running, locked, or no longer opening the vault) means "ask the
-    /// passphrase"; another user's socket folder is warned about and passed over.
-    private func sessionFailure(_ error: AgentError) throws -> Bool {
-        switch error {
-        case .notRunning, .locked, .lockedWithPIN, .wrongKey:
-            noSession = true
-            return false
-        case .refused(let failure):
-            noSession = true
-            warn("the session is not used: \(failure.message)")
-            return false
-        default: throw error
-        }
-    }
 
     /// The vault opened with the passphrase (once per command).
     public func openDocument() throws -> VaultDocument {
@@ -331,21 +261,9 @@ public final class VaultAccess {
         return try openDocument().contents.summaries
     }
 
-    /// The vault's settings and one key from an unlocked session in one round trip, or nil
-    /// without one; never prompts. `nameFromSettings`: the vault's `key` setting, when set,
-    /// names the key instead of `name`.
-    public func sessionSettingsAndKey(name: String, nameFromSettings: Bool) throws -> (settings: [String: String], name: String, key: StoredKey?)? {
-        try throughSession { agent throws(AgentError) in try agent.settingsAndKey(name: name, nameFromSettings: nameFromSettings, markUsed: true) }
-    }
-
-    /// The vault's settings from an unlocked session, or nil without one; never prompts.
-    public func sessionSettings() throws -> [String: String]? {
-        try throughSession { agent throws(AgentError) in try agent.settings() }
-    }
-
     /// The vault's own settings.
     public func settings() throws -> [String: String] {
-        if let settings = try throughSession({ agent throws(AgentError) in try agent.settings() }) { return settings }
+        if let settings = try sessionSettings() { return settings }
         return try openDocument().contents.settings
     }
 
@@ -353,14 +271,13 @@ public final class VaultAccess {
     /// vault this command already opened, or an unlocked session; nil otherwise.
     public func settingsAndConversationKeysWithoutPrompt() throws -> (settings: [String: String], conversationKeys: [SecretBytes])? {
         if let opened { return (opened.document.contents.settings, opened.document.contents.conversationKeys) }
-        guard let settings = try sessionSettings(),
-              let keys = try throughSession({ agent throws(AgentError) in try agent.conversationKeys() }) else { return nil }
+        guard let settings = try sessionSettings(), let keys = try sessionConversationKeys() else { return nil }
         return (settings, keys)
     }
 
     /// The keys that open the conversation history, current first.
     public func conversationKeys() throws -> [SecretBytes] {
-        if let keys = try throughSession({ agent throws(AgentError) in try agent.conversationKeys() }) { return keys }
+        if let keys = try sessionConversationKeys() { return keys }
         return try openDocument().contents.conversationKeys
     }
 
@@ -397,10 +314,10 @@ public final class VaultAccess {
     public func apply(_ change: VaultChange) throws -> VaultChange.Outcome {
         try checkBeforePrompt()
         if let outcome = try throughSession({ agent throws(AgentError) in try agent.apply(change) }) {
+            kept = nil
             // The history's recipient keeps the vault's `history` setting for locked commands.
             if case .setting(let name, _) = change, name == "history",
-               let settings = try? throughSession({ agent throws(AgentError) in try agent.settings() }),
-               let current = try? throughSession({ agent throws(AgentError) in try agent.conversationKeys() })?.first {
+               let settings = try? sessionSettings(), let current = try? sessionConversationKeys()?.first {
                 observe(VaultContents(settings: settings, conversationKey: current))
             }
             return outcome
@@ -434,6 +351,7 @@ public final class VaultAccess {
         // What was read before is no longer the vault.
         opened = nil
         checkedFile = nil
+        kept = nil
         // A passphrase change's new conversation key, or a new `history` setting, applies at once.
         observe(document.contents)
     }

@@ -8,6 +8,8 @@ import SystemIO
 /// derivation runs every new mapping is locked (`mlockall(MCL_FUTURE | MCL_ONFAULT)`); after
 /// it `munlockall` ends that, and the `sodium_malloc` regions that call also unlocked are
 /// locked again. Both ends hold the lock that every secret allocation and free holds.
+/// With no swap active, nothing can page the memory out (hibernation writes to swap too), so
+/// it is not locked: locking 64 to 256 MiB a page at a time costs a tenth of the derivation.
 public enum DerivationMemory {
     /// Whether a derivation needing so many bytes can be locked here, and why not.
     public enum Lockability: Sendable, Equatable {
@@ -23,6 +25,8 @@ public enum DerivationMemory {
         var lockedDerivations = 0
         /// Derivations that ran locked since the process began, for tests.
         var lockedRuns = 0
+        /// Whether swap is taken to be active, for tests (nil: /proc/swaps says).
+        var assumedSwap: Bool?
     }
 
     private static let state = Mutex(State())
@@ -57,9 +61,17 @@ public enum DerivationMemory {
         return soft == .max || soft >= needed ? .lockable : .limited(limit: soft, needed: needed)
     }
 
-    /// Runs `body` with new mappings locked when the limits allow; tells `body` whether they are.
+    /// Whether any swap is active: /proc/swaps lists one below its header. Unreadable counts as
+    /// active, so the memory is then locked as before.
+    static func swapIsActive(swaps: String? = PlainFile.readText("/proc/swaps")) -> Bool {
+        guard let swaps else { return true }
+        return swaps.split(separator: "\n").count > 1
+    }
+
+    /// Runs `body` with new mappings locked when swap is active and the limits allow; tells
+    /// `body` whether they are.
     static func withLockedMappings<T, E: Error>(bytes: UInt64, _ body: (Bool) throws(E) -> T) throws(E) -> T {
-        guard lockability(bytes: bytes) == .lockable, begin() else { return try body(false) }
+        guard state.withLock({ $0.assumedSwap }) ?? swapIsActive(), lockability(bytes: bytes) == .lockable, begin() else { return try body(false) }
         defer { end() }
         return try body(true)
     }
@@ -87,6 +99,13 @@ public enum DerivationMemory {
     }
 
     static var lockedRunsForTests: Int { state.withLock { $0.lockedRuns } }
+
+    /// Runs `body` as if swap were active or not (tests: the machine may have none).
+    static func assumingSwap<T>(_ active: Bool, _ body: () throws -> T) rethrows -> T {
+        state.withLock { $0.assumedSwap = active }
+        defer { state.withLock { $0.assumedSwap = nil } }
+        return try body()
+    }
 
     /// `allocate` under the lock, so no region is made between `munlockall` and the re-locking.
     static func allocate(_ make: () -> UnsafeMutableRawPointer?, count: Int) -> UnsafeMutableRawPointer? {

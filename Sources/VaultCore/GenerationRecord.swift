@@ -80,6 +80,12 @@ public struct RollbackGuard: Sendable {
         self.acceptsRollback = acceptsRollback
     }
 
+    /// The record files `check` reads for `file`: a reader that skips a file it saw unchanged
+    /// (the agent) looks at them too, since a record raised since is a change.
+    public func recordPaths(for file: VaultFile) -> [String] {
+        ([file.vaultIDHex].compactMap { $0 } + [pathName]).map { record.directory + "/" + $0 }
+    }
+
     /// The path's record name: format 1 files have no id, and a path keeps its own record.
     var pathName: String { Sodium.fingerprint(vaultPath) }
 

@@ -11,6 +11,8 @@ public final class SecretBytes: @unchecked Sendable {
     public private(set) var count: Int
     /// For a view into another secret: the owner of the memory, kept alive, never freed here.
     private let owner: SecretBytes?
+    /// The secret whose memory this one lives in (itself when it has its own allocation).
+    var memoryOwner: SecretBytes { owner ?? self }
 
     /// Zero-filled secret memory of `count` bytes.
     public init(count: Int) {

@@ -662,3 +662,35 @@ def test_a_chat_with_a_key_from_the_environment_goes_on_after_lock(session):
         assert s.wait() == 0
     finally:
         s.close()
+
+
+def agent_connections(env, *args, input=None):
+    """Runs gemvault under strace and counts its connections to the session agent's socket."""
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed, so the connections to the agent cannot be counted")
+    trace = os.path.join(env.root, "connect-trace.txt")
+    argv = ["strace", "-f", "-qq", "-e", "trace=connect", "-o", trace, BIN] + list(args)
+    proc = subprocess.run(argv, input=input, env=env.vars, capture_output=True, text=True, timeout=120, start_new_session=True)
+    assert proc.returncode == 0, proc.stderr
+    with open(trace) as handle:
+        return proc, sum(1 for line in handle if "connect(" in line and "agent-" in line)
+
+
+def test_ask_through_a_session_makes_one_agent_connection(session):
+    """The settings, the key and the conversation keys come in one answer (issue 42, item 3)."""
+    assert session.run("unlock").code == 0
+    proc, connections = agent_connections(session, "ask", "--model", "echo", "hello")
+    assert "last=hello" in proc.stdout, proc.stderr
+    assert connections == 1
+    # The answer opened the history too: the ask was saved.
+    assert len(json.loads(session.run("history", "list", "--json", passphrase=False).out)["conversations"]) == 1
+
+
+def test_a_three_turn_chat_through_a_session_makes_at_most_two_agent_connections(session):
+    """One answer, then one watch the agent closes at lock: no round trip per turn."""
+    assert session.run("unlock").code == 0
+    proc, connections = agent_connections(session, "chat", "--model", "echo", input="one\ntwo\nthree\n")
+    assert "last=one" in proc.stdout and "last=three" in proc.stdout, proc.stderr
+    assert connections <= 2, connections
+    shown = json.loads(session.run("history", "list", "--json", passphrase=False).out)["conversations"]
+    assert [c["turns"] for c in shown] == [3]

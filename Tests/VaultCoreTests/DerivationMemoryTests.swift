@@ -4,7 +4,7 @@ import Testing
 
 /// Argon2id's working memory is locked against swap where the limits allow (issue 40 item 15),
 /// and locking it leaves every secret allocation locked as before.
-@Suite struct DerivationMemoryTests {
+@Suite(.serialized) struct DerivationMemoryTests {
     /// The `Locked:` kB of the mapping that holds `address`, from /proc/self/smaps.
     static func lockedKiB(at address: UnsafeRawPointer) -> Int? {
         guard let smaps = try? String(decoding: readAll("/proc/self/smaps"), as: UTF8.self) else { return nil }
@@ -54,13 +54,15 @@ import Testing
         let before = SecretBytes.random(count: 32)
         var during: SecretBytes?
         let size = 4 << 20
-        let wasLocked = DerivationMemory.withLockedMappings(bytes: UInt64(size)) { locked in
-            let mapping = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)!
-            defer { munmap(mapping, size) }
-            memset(mapping, 1, size)
-            #expect(Self.lockedKiB(at: mapping) ?? 0 >= size / 1024, "the new mapping is not locked")
-            during = SecretBytes.random(count: 32)
-            return locked
+        let wasLocked = DerivationMemory.assumingSwap(true) {
+            DerivationMemory.withLockedMappings(bytes: UInt64(size)) { locked in
+                let mapping = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)!
+                defer { munmap(mapping, size) }
+                memset(mapping, 1, size)
+                #expect(Self.lockedKiB(at: mapping) ?? 0 >= size / 1024, "the new mapping is not locked")
+                during = SecretBytes.random(count: 32)
+                return locked
+            }
         }
         #expect(wasLocked)
         #expect(before.withUnsafeBytes { Self.lockedKiB(at: $0.baseAddress!) } ?? 0 > 0, "a secret made before was unlocked")
@@ -71,7 +73,27 @@ import Testing
     @Test(.enabled(if: DerivationMemory.lockability(bytes: 8 << 10) == .lockable, "needs CAP_IPC_LOCK or RLIMIT_MEMLOCK above 16 MiB"))
     func argon2RunsWithItsMemoryLocked() throws {
         let runs = DerivationMemory.lockedRunsForTests
-        _ = try KeySlot.derive(SecretBytes(utf8: "correct horse"), salt: Sodium.randomBytes(Sodium.pwhashSaltBytes), kdf: .testingMinimum)
+        _ = try DerivationMemory.assumingSwap(true) {
+            try KeySlot.derive(SecretBytes(utf8: "correct horse"), salt: Sodium.randomBytes(Sodium.pwhashSaltBytes), kdf: .testingMinimum)
+        }
         #expect(DerivationMemory.lockedRunsForTests > runs)
+    }
+
+    /// With no swap, nothing can page Argon2id's memory out: it is not locked (whose cost is a
+    /// tenth of the derivation).
+    @Test func withoutSwapArgon2RunsUnlocked() throws {
+        let runs = DerivationMemory.lockedRunsForTests
+        _ = try DerivationMemory.assumingSwap(false) {
+            try KeySlot.derive(SecretBytes(utf8: "correct horse"), salt: Sodium.randomBytes(Sodium.pwhashSaltBytes), kdf: .testingMinimum)
+        }
+        #expect(DerivationMemory.lockedRunsForTests == runs)
+    }
+
+    /// /proc/swaps: a header alone is no swap; a line below it is; unreadable counts as swap.
+    @Test func swapIsReadFromProcSwaps() {
+        let header = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
+        #expect(!DerivationMemory.swapIsActive(swaps: header))
+        #expect(DerivationMemory.swapIsActive(swaps: header + "/swapfile                               file\t\t2097148\t\t0\t\t-2\n"))
+        #expect(DerivationMemory.swapIsActive(swaps: nil))
     }
 }

@@ -14,6 +14,25 @@ import Testing
         return (try VaultFile.parse(try document.sealed(), path: "test", policy: .testing), code)
     }
 
+    /// Compacted contents are the same contents, with every value in one secret buffer (the
+    /// agent's memory after many changes, each of which brought its value in a buffer of its own).
+    @Test func compactedContentsAreTheSameInOneBuffer() throws {
+        let document = try VaultDocument.create(path: "test", passphrase: passphrase, recoveryCode: RecoveryCode.generate(),
+                                                kdf: .testingMinimum, recoveryKDF: .testingMinimum)
+        for index in 0..<20 {
+            try document.contents.setKey("key\(index)", secret: SecretBytes(utf8: "AQ.Compact-\(index)-0123456789abcdefghijklmnopqrstu"), now: Int64(index))
+        }
+        try document.contents.setSetting("model", value: "echo")
+        let owners = Set(document.contents.keys.map { ObjectIdentifier($0.secret.memoryOwner) })
+        #expect(owners.count == 20)
+        let compacted = try document.contents.compacted(path: "test")
+        #expect(Set(compacted.keys.map { ObjectIdentifier($0.secret.memoryOwner) }).count == 1)
+        #expect(compacted.keys.map(\.name) == document.contents.keys.map(\.name))
+        for (before, after) in zip(document.contents.keys, compacted.keys) { #expect(before.secret.isEqual(to: after.secret)) }
+        #expect(compacted.settings == document.contents.settings)
+        #expect(compacted.conversationKey.isEqual(to: document.contents.conversationKey))
+    }
+
     @Test func aPassphraseKeyOpensItsFileOnlyWhileTheSlotIsUnchanged() throws {
         let (file, _) = try makeFile()
         #expect(try PassphraseKey.derive(SecretBytes(utf8: "not it"), opening: file) == nil)
