@@ -28,6 +28,8 @@ extension AgentServer {
         case .contents:
             // Whole payloads no longer travel: each command asks only for what it needs.
             return Self.error(.badRequest, "this agent answers narrow requests only (key, keySummaries, settings, conversationKeys, change)")
+        case .toolSecret, .toolSecretSummaries:
+            return toolSecretOperation(operation, request)
         case .key, .keySummaries, .settings, .conversationKeys, .change, .rekey, .settingsAndKey, .identity, .signShare, .agree, .sharingRecords:
             guard document != nil else { return lockedAnswer() }
             let answer = switch operation {
@@ -317,7 +319,7 @@ extension AgentServer {
     }
 
     /// The answer `body` gives, or the error it threw, as the client should see it.
-    private func answering(_ body: () throws -> AgentMessage) -> AgentMessage {
+    func answering(_ body: () throws -> AgentMessage) -> AgentMessage {
         do {
             return try body()
         } catch let error as VaultError {
@@ -351,7 +353,7 @@ extension AgentServer {
     private func remember(_ vault: VaultFile) { file.remember(vault) }
 
     /// Another writer (or a sync from another machine) may have changed the file: reload it.
-    private func refreshIfChanged() throws {
+    func refreshIfChanged() throws {
         try adopt(try readFile())
     }
 

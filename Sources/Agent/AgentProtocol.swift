@@ -40,9 +40,12 @@ public enum AgentProtocol {
         /// A PIN for the open session (`pin`, `pinTries`); a PIN to open it again after an idle
         /// lock; forgetting the PIN (passwd, recover and rekey end it).
         case setPIN = 19, unlockWithPIN = 20, forgetPIN = 21
+        /// The secrets for other tools: one secret's value by name (`keyName`), and what may be
+        /// shown of all of them (ToolSecretOperations.swift).
+        case toolSecret = 22, toolSecretSummaries = 23
     }
 
-    /// A change carries at most one key's value (4 KiB) or one setting's (64 KiB) and names.
+    /// A change carries at most one key's value (4 KiB) or one setting's or secret's (64 KiB) and names.
     public static let maxChangeRequest = 80 << 10
 
     /// The longest body a request for `operation` may announce; nil for an unknown operation.
@@ -110,6 +113,9 @@ public enum AgentProtocol {
         /// (one document each); the answer's serial, and the documents, each a big-endian u32
         /// length and the JSON.
         case shareRecipients = 61, shareSerial = 62, shareDocuments = 63
+        /// A change to a secret for another tool: its kind; the summaries of every secret; the
+        /// note of which tools use one.
+        case secretChange = 64, toolSecretSummaries = 65, usedBy = 66
     }
 
     public enum ErrorKind: UInt8, Sendable {

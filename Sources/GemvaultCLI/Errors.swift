@@ -192,6 +192,15 @@ enum ErrorReport {
                     "'gemvault key which --key \(name)' shows where its value comes from now")
         case .noBackup(let path):
             return (.failure, "there is no backup at \(path)", nil)
+        case .secretNotFound(let name):
+            return (.failure, "no secret named '\(name)' in the vault", "list the secrets with 'gemvault secret list'")
+        case .secretExists(let name):
+            return (.failure, "a secret named '\(name)' is already in the vault; nothing was changed", "remove it first with 'gemvault secret rm \(name)', or choose another name")
+        case .noEarlierSecretValue(let name):
+            return (.failure, "secret '\(name)' has no earlier value to roll back to", "'gemvault secret history \(name)' lists what the vault keeps")
+        case .invalidSecret(let name, let reason):
+            return (.usage, "the value for secret '\(name)' was refused: \(reason); nothing was stored",
+                    "a secret is printable text of 1 to \(ToolSecret.maxBytes) bytes; --multiline allows line breaks (a PEM block)")
         }
     }
 

@@ -144,6 +144,17 @@ extension OptionSpec {
     // exec
     static let env = OptionSpec(name: "--env", value: "VAR", help: "the variable to set (default \(ExecCommand.defaultVariable))")
     static let forceNested = OptionSpec(name: "--force", value: nil, help: "run even inside another 'gemvault exec'")
+    static let execSecret = OptionSpec(name: "--secret", value: "VAR=NAME", help: "put the vault's secret NAME in the variable VAR (repeatable); then the API key only with --key",
+                                       repeatable: true)
+    static let execSecretFile = OptionSpec(name: "--secret-file", value: "VAR=NAME",
+                                           help: "write the secret NAME to a private file in $XDG_RUNTIME_DIR, put its path in VAR, remove it when the command ends (repeatable)",
+                                           repeatable: true)
+
+    // secret
+    static let secretFromManager = OptionSpec(name: "--from", value: "gsm://…",
+                                              help: "take the value once from a Secret Manager secret (gsm://projects/P/secrets/S[/versions/N])")
+    static let fromEnv = OptionSpec(name: "--from-env", value: "VAR", help: "take the value from the variable VAR of gemvault's environment (a one-time move)")
+    static let multiline = OptionSpec(name: "--multiline", value: nil, help: "allow line breaks in the value (a PEM block); on a terminal, end it with an empty line")
 
     // history
     static let rawHistory = OptionSpec(name: "--raw", value: nil, help: "the text as saved, unstyled; escape sequences are shown as text, never run")
