@@ -74,8 +74,11 @@ let package = Package(
         .target(name: "Rendering", dependencies: ["CCmark", "CSystemShims", "SystemIO", "TerminalIO"]),
         /// The chat REPL and its slash commands.
         .target(name: "ChatUI", dependencies: ["Conversations", "Rendering", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims", "GoogleKeys"]),
+        /// Secrets for other tools handed to programs (`exec --secret`), and MCP clients' config files
+        /// scanned and rewritten to run their servers through gemvault (`gemvault mcp`).
+        .target(name: "ToolSecrets", dependencies: ["VaultAccess", "VaultCore", "SystemIO"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "Settings", "KeyResolution", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP", "AgeFormat", "Sharing", "Spending", "SSHAgent"]),
+        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "Settings", "KeyResolution", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP", "AgeFormat", "Sharing", "Spending", "SSHAgent", "ToolSecrets"]),
 
         /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
         .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "Settings", "Rendering", "SSHAgent", "VaultCore"]),
@@ -110,6 +113,7 @@ let package = Package(
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "Rendering", "TerminalIO"]),
         .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "AgeFormat", "Sharing", "Spending", "Conversations", "GeminiClient", "Settings", "KeyResolution", "GoogleAuth", "GoogleHTTP", "SystemIO", "VaultAccess", "VaultCore", "GemvaultTesting"]),
         .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GemvaultTesting", "SystemIO", "VaultCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "ToolSecretsTests", dependencies: ["ToolSecrets", "VaultCore", "SystemIO"], exclude: ["Fixtures"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Rendering"]),
     ]
 )

@@ -1,4 +1,3 @@
-import CSystemShims
 import SystemIO
 import VaultCore
 

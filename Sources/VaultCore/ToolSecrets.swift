@@ -210,3 +210,14 @@ extension VaultContents {
         return secrets
     }
 }
+
+extension SecretBytes {
+    /// Runs `body` with the bytes of every secret at once (exec builds one environment from several).
+    public static func withAllBytes<R, E: Error>(_ secrets: [SecretBytes], _ body: ([UnsafeRawBufferPointer]) throws(E) -> R) throws(E) -> R {
+        func nest(_ index: Int, _ collected: [UnsafeRawBufferPointer]) throws(E) -> R {
+            guard index < secrets.count else { return try body(collected) }
+            return try secrets[index].withUnsafeBytes { bytes throws(E) in try nest(index + 1, collected + [bytes]) }
+        }
+        return try nest(0, [])
+    }
+}
