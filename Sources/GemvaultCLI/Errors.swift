@@ -8,6 +8,7 @@ import Sharing
 import SSHAgent
 import SystemIO
 import TerminalIO
+import ToolSecrets
 import VaultAccess
 import VaultCore
 
@@ -107,6 +108,8 @@ enum ErrorReport {
             return describe(vault)
         case let input as SecretInputError:
             return describe(input)
+        case let mcp as MCPWrapError:
+            return describe(mcp)
         case let config as ConfigError:
             return describe(config)
         case let keys as KeySourceError:
@@ -271,6 +274,16 @@ enum ErrorReport {
     static func restoreHint(_ path: String) -> String? {
         guard !path.hasSuffix(".bak"), FileStatus.of(link: path + ".bak") != nil else { return nil }
         return "the previous version is in \(path).bak: 'gemvault restore-backup' checks it and puts it back"
+    }
+
+    static func describe(_ error: MCPWrapError) -> (ExitCode, String, String?) {
+        switch error {
+        case .changedSinceRead(let path): return (.failure, "\(path) changed while gemvault read it; it was not written (the secrets are in the vault)", "run the command again")
+        case .writeFailed(let path, let reason): return (.failure, "could not write \(path): \(reason); it is unchanged", nil)
+        case .noBackup(let path): return (.failure, "no file replaced by 'gemvault mcp wrap' is kept for \(path)", nil)
+        case .editedSinceWrap(let path):
+            return (.failure, "\(path) was edited since 'gemvault mcp wrap' wrote it; putting the old file back would lose those edits", "run 'gemvault mcp unwrap --config \(path) --force' to put it back anyway")
+        }
     }
 
     static func describe(_ error: SecretInputError) -> (ExitCode, String, String?) {

@@ -150,6 +150,12 @@ extension OptionSpec {
                                            help: "write the secret NAME to a private file in $XDG_RUNTIME_DIR, put its path in VAR, remove it when the command ends (repeatable)",
                                            repeatable: true)
 
+    // mcp
+    static let mcpConfig = OptionSpec(name: "--config", value: "FILE", help: "this MCP config file only, instead of the known ones")
+    static let dryRun = OptionSpec(name: "--dry-run", value: nil, help: "print the change, secrets masked, and write nothing")
+    static let mcpName = OptionSpec(name: "--name", value: "NAME", help: "the vault name of the one secret moved (default mcp.<server>.<VAR>)")
+    static let mcpForce = OptionSpec(name: "--force", value: nil, help: "put the file back even though it was edited since wrap wrote it")
+
     // secret
     static let secretFromManager = OptionSpec(name: "--from", value: "gsm://…",
                                               help: "take the value once from a Secret Manager secret (gsm://projects/P/secrets/S[/versions/N])")
