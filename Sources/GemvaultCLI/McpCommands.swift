@@ -1,3 +1,4 @@
+import KeyResolution
 import SystemIO
 import TerminalIO
 import ToolSecrets
@@ -46,6 +47,17 @@ enum McpCommand {
             }
         }
         return found
+    }
+
+    /// doctor's checks of MCP config files and of .env files under the current folder.
+    /// A `.env` line the other checks already reported (a Gemini key under the home) is not reported twice.
+    static func doctorFindings(_ call: Invocation, besides reported: [Finding]) -> [Finding] {
+        let paths = call.context.paths
+        let here = TrustedFolder.parent(of: ProcessIdentity.absolutePath("probe")).folder
+        let lines = Set(reported.compactMap { $0.message.split(separator: " ").first.map(String.init) })
+        return ToolSecretsDoctor.findings(files: MCPConfigFile.known(home: paths.home, configHome: paths.configHome, workingFolder: here), workingFolder: here)
+            .filter { !lines.contains(String($0.message.split(separator: " ").first ?? "")) || $0.check != "dotenv-secrets" }
+            .map { Finding(check: $0.check, message: $0.message, fix: $0.fix) }
     }
 
     static func describe(_ error: MCPConfigSnapshot.ReadError) -> CommandFailure {

@@ -229,3 +229,28 @@ def test_a_wrapped_server_started_by_an_editor_while_locked_fails_at_once(client
     code, out, err = initialize(start_like_a_client(entry, minimal))
     assert code == 1 and out == ""
     assert err.splitlines()[0] == "gemvault: error: the vault is locked: run 'gemvault unlock'"
+
+
+def test_doctor_reports_plaintext_secrets_in_mcp_configs_and_dotenv_files_with_their_fix(clients, tmp_path):
+    env = clients
+    os.chmod(env.placed["gemini-settings.json"], 0o644)
+    project = os.path.join(str(tmp_path), "project", "service")
+    os.makedirs(project)
+    with open(os.path.join(project, ".env"), "w") as handle:
+        handle.write("DEBUG=1\nexport SLACK_BOT_TOKEN='xoxb-2048-1234567890-AbCdEfGhIjKlMnOpQrStUv'\n")
+    result = subprocess.run([BIN, "doctor"], env=env.vars, cwd=os.path.dirname(project), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1, result
+    out = result.stdout
+    assert "[mcp-configs] %s: GitHub token in plain text in env GITHUB_PERSONAL_ACCESS_TOKEN of MCP server 'github'" % env.placed["claude.json"] in out
+    assert "fix: gemvault mcp wrap github --config %s" % env.placed["claude.json"] in out
+    assert "fix: gemvault mcp wrap anthropic-tools --config %s" % env.placed["zed-settings.json"] in out
+    assert "%s (gemini-cli's MCP servers) is readable by other accounts (mode 644)" % env.placed["gemini-settings.json"] in out
+    assert "[dotenv-secrets] %s:2 sets SLACK_BOT_TOKEN to a Slack token in plain text" % os.path.join(project, ".env") in out
+    assert "ghp_R8x2" not in out and "AbCdEfGhIjKl" not in out and "ghp_R8x2" not in result.stderr
+    # Wrapped and closed, the config files give no more findings.
+    assert env.run("mcp", "wrap").code == 0
+    os.chmod(env.placed["gemini-settings.json"], 0o600)
+    after = subprocess.run([BIN, "doctor"], env=env.vars, cwd=str(tmp_path), capture_output=True, text=True, timeout=60).stdout
+    left = [line for line in after.splitlines() if line.startswith("[mcp-configs]")]
+    # Only the remote servers' headers, which no wrapped command can supply, are still reported.
+    assert len(left) == 2 and all("headers Authorization" in line for line in left), after

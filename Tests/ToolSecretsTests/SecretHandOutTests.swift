@@ -34,3 +34,13 @@ import VaultCore
         #expect(FileStatus.of(link: path) == nil && FileStatus.of(link: folder.path) == nil)
     }
 }
+
+@Suite struct ToolSecretsDoctorTests {
+    @Test func dotenvLinesAreReadAsAssignments() {
+        #expect(ToolSecretsDoctor.assignment("export TOKEN='ghp_abc'") ?? ("", "") == ("TOKEN", "ghp_abc"))
+        #expect(ToolSecretsDoctor.assignment("  KEY=\"v\"\r") ?? ("", "") == ("KEY", "v"))
+        for line in ["# KEY=value", "KEY=", "not an assignment", "1KEY=x"] { #expect(ToolSecretsDoctor.assignment(Substring(line)) == nil) }
+        #expect(ToolSecretsDoctor.shellWord("github") == "github" && ToolSecretsDoctor.shellWord("my server") == "'my server'")
+        #expect(ToolSecretsDoctor.shellWord("it's") == "'it'\\''s'")
+    }
+}
