@@ -18,6 +18,7 @@ let mcpCommands: [CommandSpec] = [
                 Each secret in a local server's env becomes the vault secret mcp.<server>.<VAR> (or --name, for one), and the entry runs 'gemvault exec --secret VAR=NAME -- <its command>'. Every other byte of the file stays as it was.
                 The file is written atomically, and not at all when it changed since it was read. The file it replaces, which holds the plaintext, is kept (0600) in gemvault's state folder; 'gemvault mcp unwrap' puts it back.
                 A remote server's headers are reported and left in place: the MCP client sends them itself. --dry-run prints the change, values masked, and writes nothing.
+                Each client's file before and after: Docs/tool-secrets.md.
                 """,
                 run: McpCommand.wrap),
     CommandSpec(path: ["mcp", "unwrap"], arguments: "", argumentRange: 0...0,
