@@ -46,7 +46,10 @@ enum ExecCommand {
             throw CommandFailure(.failure, "already inside 'gemvault exec' (\(nestingVariable) is set)",
                                  hint: "run the command directly, or pass --force to nest on purpose")
         }
-        let passesKey = bindings.isEmpty || call.value(.key) != nil
+        let passesKey = bindings.isEmpty || call.value(.key) != nil || call.value(.keyFile) != nil
+        if !passesKey && call.value(.env) != nil {
+            throw UsageError("with --secret, the API key is passed only when --key names it: --env goes with --key", command: call.command)
+        }
         let variable = try keyVariable(call)
         if passesKey, bindings.contains(where: { $0.variable == variable }) {
             throw UsageError("\(variable) would get both the API key and a secret", command: call.command)

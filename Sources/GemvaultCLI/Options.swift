@@ -157,8 +157,6 @@ extension OptionSpec {
     static let mcpForce = OptionSpec(name: "--force", value: nil, help: "put the file back even though it was edited since wrap wrote it")
 
     // secret
-    static let secretFromManager = OptionSpec(name: "--from", value: "gsm://…",
-                                              help: "take the value once from a Secret Manager secret (gsm://projects/P/secrets/S[/versions/N])")
     static let fromEnv = OptionSpec(name: "--from-env", value: "VAR", help: "take the value from the variable VAR of gemvault's environment (a one-time move)")
     static let multiline = OptionSpec(name: "--multiline", value: nil, help: "allow line breaks in the value (a PEM block); on a terminal, end it with an empty line")
 

@@ -1,4 +1,3 @@
-import GoogleAuth
 import KeyResolution
 import SystemIO
 import TerminalIO
@@ -8,11 +7,10 @@ import VaultCore
 let secretCommands: [CommandSpec] = [
     CommandSpec(path: ["secret", "set"], arguments: "NAME", argumentRange: 1...1,
                 summary: "store or replace a secret for another tool (hidden prompt, or stdin when it is not a terminal)",
-                options: [.multiline, .fromEnv, .secretFromManager, .secretmanagerEndpoint, .allowInsecureEndpoint], details: """
+                options: [.multiline, .fromEnv], details: """
                 A secret is any printable text of 1 to 65,536 bytes: an MCP server's token, a database password, another provider's key. It is never taken from the command line.
                 A replaced value is kept in the secret's history (5 earlier values). Line breaks are refused unless --multiline allows them (a PEM block).
                 --from-env VAR moves the value of a variable of gemvault's environment into the vault (unset it afterwards).
-                --from gsm://projects/P/secrets/S[/versions/N] takes the value once from Secret Manager, with the Google credentials key rotate --create uses.
                 Programs get secrets with 'gemvault exec --secret VAR=NAME -- COMMAND' (Docs/tool-secrets.md).
                 """,
                 run: SecretCommand.set),
@@ -55,34 +53,16 @@ enum SecretCommand {
         if let variable = call.value(.fromEnv) { Console.hint("unset \(variable) where it was set, so no copy stays in plain text") }
     }
 
-    /// The value: from a variable, from Secret Manager, or typed (hidden) or piped.
+    /// The value: from a variable, or typed (hidden) or piped.
     static func readValue(_ call: Invocation, name: String) throws -> SecretBytes {
         if let variable = call.value(.fromEnv) {
-            if call.value(.secretFromManager) != nil { throw UsageError("--from-env and --from each give the value: use one", command: call.command) }
             guard let text = call.context.environment[variable], !text.isEmpty else {
                 throw CommandFailure(.usage, "the variable \(EscapeNeutralizer.neutralize(variable)) is not set or empty in gemvault's environment; nothing was stored")
             }
             return SecretBytes(copying: Array(text.utf8)).trimmingWhitespace()
         }
-        if let from = call.value(.secretFromManager) { return try fetch(call, from: from) }
-        if [OptionSpec.secretmanagerEndpoint, .allowInsecureEndpoint].contains(where: call.flag) {
-            throw UsageError("--secretmanager-endpoint goes with --from", command: call.command)
-        }
         return try SecretTextInput.read(prompt: "Secret '\(name)': ", limit: ToolSecret.maxBytes, multiline: call.flag(.multiline),
                                         stdinIsTerminal: Terminal.stdinIsTerminal)
-    }
-
-    /// `--from gsm://…`: the secret's value fetched once (it is not kept linked, unlike a key's).
-    static func fetch(_ call: Invocation, from: String) throws -> SecretBytes {
-        guard let reference = SecretReference(parsing: from) else {
-            throw UsageError("--from takes gsm://projects/PROJECT/secrets/SECRET or …/versions/N, not '\(from)'", command: call.command)
-        }
-        let settings = try GoogleRotation.settings(call, vault: try call.context.vault.settings())
-        let endpoint = try settings.credentialEndpoint(.secretmanagerEndpoint) { Console.warning($0) }
-        let fetched = try SecretManagerKey.access(reference, settings, endpoint: endpoint, environment: call.context.environment,
-                                                  home: call.context.paths.home, warn: { Console.warning($0) })
-        Console.note("fetched \(reference.resource), version \(fetched.version)")
-        return fetched.value
     }
 
     static func get(_ call: Invocation) throws {

@@ -214,7 +214,8 @@ def test_exec_secret_refusals(secrets_vault):
     env = secrets_vault
     for args, words in ((["--secret", "LD_PRELOAD=github"], "dynamic loader"), (["--secret", "A=github", "--secret", "A=slack"], "given twice"),
                         (["--secret", "github"], "VAR=NAME"), (["--secret", "A=no/such"], "VAR=NAME"),
-                        (["--secret", "GEMINI_API_KEY=github", "--key", "default"], "both the API key and a secret")):
+                        (["--secret", "GEMINI_API_KEY=github", "--key", "default"], "both the API key and a secret"),
+                        (["--secret", "A=github", "--env", "MY_KEY"], "--env goes with --key")):
         result = run_exec(env, *args, "--", "true")
         assert result.code == 64 and words in result.err, (args, result)
     missing = run_exec(env, "--secret", "A=nothing", "--", "true")
@@ -333,3 +334,4 @@ def test_secret_file_is_removed_when_gemvault_is_told_to_stop(secrets_vault):
     os.kill(proc.pid, signal.SIGTERM)  # passed on to the child; gemvault waits, then removes
     assert proc.wait(timeout=30) == 128 + signal.SIGTERM
     assert not os.path.exists(path) and not os.path.exists(os.path.dirname(path))
+
