@@ -97,7 +97,13 @@ enum McpCommand {
 
     static func wrap(_ call: Invocation) throws {
         let gemvault = ProcessIdentity.executablePath
-        let plans = try snapshots(call).map { MCPWrapPlan.make($0, only: call.positionals, gemvault: gemvault, name: call.value(.mcpName)) }
+        let snapshots = try snapshots(call)
+        let known = Set(snapshots.flatMap { $0.servers.map(\.name) })
+        if let missing = call.positionals.first(where: { !known.contains($0) }) {
+            throw CommandFailure(.usage, "no MCP server named '\(EscapeNeutralizer.neutralize(missing))' in \(snapshots.map(\.file.path).joined(separator: ", "))",
+                                 hint: "'gemvault mcp scan' lists the servers")
+        }
+        let plans = snapshots.map { MCPWrapPlan.make($0, only: call.positionals, gemvault: gemvault, name: call.value(.mcpName)) }
         if call.value(.mcpName) != nil, plans.reduce(0, { $0 + $1.moves.count }) != 1 {
             throw UsageError("--name names one secret, and this would move \(plans.reduce(0, { $0 + $1.moves.count }))", command: call.command)
         }

@@ -151,6 +151,14 @@ def test_dry_run_prints_a_masked_diff_and_writes_nothing(clients):
     assert "mcp.slack" not in env.run("secret", "list").out
 
 
+def test_wrap_of_an_unknown_server_is_refused_and_changes_nothing(clients):
+    env = clients
+    before = {fixture: read(path) for fixture, path in env.placed.items()}
+    result = env.run("mcp", "wrap", "no-such-server")
+    assert result.code == 64 and "no MCP server named 'no-such-server'" in result.err, result
+    assert {fixture: read(path) for fixture, path in env.placed.items()} == before
+
+
 def test_unwrap_refuses_a_file_edited_since_wrap(clients):
     env = clients
     path = env.placed["cursor-mcp.json"]
