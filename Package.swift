@@ -81,7 +81,7 @@ let package = Package(
         .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "Settings", "KeyResolution", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP", "AgeFormat", "Sharing", "Spending", "SSHAgent", "ToolSecrets"]),
 
         /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
-        .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "Settings", "Rendering", "SSHAgent", "VaultCore"]),
+        .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "Settings", "Rendering", "SSHAgent", "ToolSecrets", "VaultCore"]),
 
         /// For test targets only: temporary folders, a test vault, a real agent on a temporary
         /// socket in the test process, a transport that answers from a script, shared expectations.

@@ -28,7 +28,8 @@ public struct MCPWrapPlan: Sendable {
         var moves: [Move] = []
         var skipped: [(server: String, reason: String)] = []
         for server in snapshot.servers where only.isEmpty || only.contains(server.name) {
-            let secrets = server.environment.filter { member in member.value.text.flatMap(SecretShape.of) != nil }
+            let secretPositions = server.environment.indices.filter { server.environment[$0].value.text.flatMap(SecretShape.of) != nil }
+            let secrets = secretPositions.map { server.environment[$0] }
             let secretHeaders = server.headers.filter { member in member.value.text.flatMap(SecretShape.of) != nil }
             if !secretHeaders.isEmpty || (server.isRemote && !secrets.isEmpty) {
                 skipped.append((server.name, "a remote server's headers are sent by the MCP client itself, so no wrapped command can supply them; move them with the client's own secret input, or keep the file private"))
@@ -38,13 +39,14 @@ public struct MCPWrapPlan: Sendable {
                 skipped.append((server.name, "its command is not a plain string"))
                 continue
             }
-            let bindings = secrets.map { member in
+            // A variable written twice: the last one is what the client used.
+            let bindings = secrets.enumerated().filter { index, member in !secrets[(index + 1)...].contains { $0.key == member.key } }.map { _, member in
                 (member, name ?? defaultName(server: server.name, variable: member.key))
             }
             moves += bindings.map { Move(server: server.name, variable: $0.0.key, secretName: $0.1, value: SecretBytes(utf8: $0.0.value.text!)) }
             let secretArguments = bindings.flatMap { ["--secret", "\($0.0.key)=\($0.1)"] }.map(JSONText.string)
             edits += commandEdits(server, command: command, secretArguments: secretArguments, gemvault: gemvault, bytes: snapshot.bytes)
-            edits += removals(of: Set(secrets.map(\.key)), in: server.environment)
+            edits += removals(of: Set(secretPositions), in: server.environment, bytes: snapshot.bytes)
         }
         var bytes = snapshot.bytes
         for edit in edits.sorted(by: { $0.range.lowerBound > $1.range.lowerBound }) {
@@ -79,18 +81,25 @@ public struct MCPWrapPlan: Sendable {
         return edits
     }
 
-    /// Byte ranges that remove `names` from an object's members with their commas: each one
-    /// up to the next member; a run at the end from the last kept member's end.
-    static func removals(of names: Set<String>, in members: [JSONMember]) -> [(range: Range<Int>, text: String)] {
-        guard let last = members.indices.last else { return [] }
-        let lastKept = members.lastIndex { !names.contains($0.key) }
+    /// Byte ranges that remove the members at `positions` with their commas: each one up to
+    /// the next member; a run at the end from the last kept member's end; all of them with the
+    /// trailing comma (JSONC) after the last.
+    static func removals(of positions: Set<Int>, in members: [JSONMember], bytes: [UInt8]) -> [(range: Range<Int>, text: String)] {
+        guard let last = members.indices.last, !positions.isEmpty else { return [] }
+        let lastKept = members.indices.last { !positions.contains($0) }
         var ranges: [(range: Range<Int>, text: String)] = []
-        for index in members.indices where names.contains(members[index].key) && index < (lastKept ?? -1) {
+        for index in members.indices where positions.contains(index) && index < (lastKept ?? -1) {
             ranges.append((members[index].span.lowerBound..<members[index + 1].span.lowerBound, ""))
         }
         if lastKept != last {
+            var end = members[last].span.upperBound
+            if lastKept == nil {
+                var after = end
+                while after < bytes.count, [0x20, 0x09, 0x0a, 0x0d].contains(bytes[after]) { after += 1 }
+                if after < bytes.count, bytes[after] == UInt8(ascii: ",") { end = after + 1 }
+            }
             let start = lastKept.map { members[$0].span.upperBound } ?? members[0].span.lowerBound
-            ranges.append((start..<members[last].span.upperBound, ""))
+            ranges.append((start..<end, ""))
         }
         return ranges
     }

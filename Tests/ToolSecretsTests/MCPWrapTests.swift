@@ -87,10 +87,13 @@ private func stripped(_ value: JSONCValue) -> String {
                                    ("{\"S\": \"x\", \"A\": \"1\"}", "{\"A\": \"1\"}"),
                                    ("{\"A\": \"1\", \"S\": \"x\"}", "{\"A\": \"1\"}"),
                                    ("{\"A\": \"1\", \"S\": \"x\", \"T\": \"y\",}", "{\"A\": \"1\",}"),
-                                   ("{ \"S\": \"x\", \"T\": \"y\" }", "{  }")] {
+                                   ("{ \"S\": \"x\", \"T\": \"y\" }", "{  }"),
+                                   ("{ /* c */ \"S\": \"x\", \"T\": \"y\", // t\n}", "{ /* c */  // t\n}"),
+                                   ("{\"A\": \"1\", \"A\": \"2\", \"S\": \"x\"}", "{\"A\": \"1\", \"A\": \"2\"}")] {
             let root = try JSONCParser.parse(Array(source.utf8))
             var bytes = Array(source.utf8)
-            for edit in MCPWrapPlan.removals(of: ["S", "T"], in: root.members!).sorted(by: { $0.range.lowerBound > $1.range.lowerBound }) {
+            let positions = Set(root.members!.indices.filter { ["S", "T"].contains(root.members![$0].key) })
+            for edit in MCPWrapPlan.removals(of: positions, in: root.members!, bytes: Array(source.utf8)).sorted(by: { $0.range.lowerBound > $1.range.lowerBound }) {
                 bytes.replaceSubrange(edit.range, with: Array(edit.text.utf8))
             }
             #expect(String(decoding: bytes, as: UTF8.self) == expected)
