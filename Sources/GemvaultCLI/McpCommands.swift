@@ -103,7 +103,17 @@ enum McpCommand {
             throw CommandFailure(.usage, "no MCP server named '\(EscapeNeutralizer.neutralize(missing))' in \(snapshots.map(\.file.path).joined(separator: ", "))",
                                  hint: "'gemvault mcp scan' lists the servers")
         }
-        let plans = snapshots.map { MCPWrapPlan.make($0, only: call.positionals, gemvault: gemvault, name: call.value(.mcpName)) }
+        // Which secrets other servers already use: a dry run asks nothing of the vault.
+        var taken: [String: String] = [:]
+        if !call.flag(.dryRun), snapshots.contains(where: { !$0.findings.filter { !$0.remote }.isEmpty }) {
+            for secret in try call.context.vault.toolSecretSummaries() { taken[secret.name] = secret.usedBy }
+        }
+        var plans: [MCPWrapPlan] = []
+        for snapshot in snapshots {
+            let plan = MCPWrapPlan.make(snapshot, only: call.positionals, gemvault: gemvault, name: call.value(.mcpName), taken: taken)
+            for move in plan.moves { taken[move.secretName] = MCPWrapPlan.usedBy(move.server, section: move.section, snapshot) }
+            plans.append(plan)
+        }
         if call.value(.mcpName) != nil, plans.reduce(0, { $0 + $1.moves.count }) != 1 {
             throw UsageError("--name names one secret, and this would move \(plans.reduce(0, { $0 + $1.moves.count }))", command: call.command)
         }
@@ -114,8 +124,7 @@ enum McpCommand {
                 try Console.out(plan.diff)
                 continue
             }
-            let backup = try plan.apply(vault: call.context.vault, backups: MCPBackups(stateHome: call.context.paths.stateHome),
-                                        client: plan.snapshot.file.client.rawValue, now: Output.now())
+            let backup = try plan.apply(vault: call.context.vault, backups: MCPBackups(stateHome: call.context.paths.stateHome), now: Output.now())
             for move in plan.moves { Console.note("moved \(move.variable) of '\(move.server)' into the vault as secret '\(move.secretName)' (\(move.value.masked))") }
             Console.note("rewrote \(plan.snapshot.file.path); the previous file, with the plaintext, is kept at \(backup) ('gemvault mcp unwrap' puts it back)")
         }

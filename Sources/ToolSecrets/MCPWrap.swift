@@ -8,6 +8,8 @@ import VaultCore
 public struct MCPWrapPlan: Sendable {
     public struct Move: Sendable {
         public let server: String
+        /// Where the server's entry is (`mcpServers`, `projects › PATH › mcpServers`).
+        public let section: String
         public let variable: String
         public let secretName: String
         public let value: SecretBytes
@@ -23,7 +25,11 @@ public struct MCPWrapPlan: Sendable {
 
     /// The plan for `snapshot`: every server, or only those named in `only`. `gemvault` is the
     /// command the entries will run; `name` names the one secret moved, when given.
-    public static func make(_ snapshot: MCPConfigSnapshot, only: [String], gemvault: String, name: String?) -> MCPWrapPlan {
+    /// `taken` is what the vault's secrets note of their users, by name: a default name another
+    /// server's secret holds gets a number (`mcp.github.TOKEN.2`), so no wrap takes over another's.
+    public static func make(_ snapshot: MCPConfigSnapshot, only: [String], gemvault: String, name: String?,
+                            taken: [String: String] = [:]) -> MCPWrapPlan {
+        var taken = taken
         var edits: [(range: Range<Int>, text: String)] = []
         var moves: [Move] = []
         var skipped: [(server: String, reason: String)] = []
@@ -41,9 +47,9 @@ public struct MCPWrapPlan: Sendable {
             }
             // A variable written twice: the last one is what the client used.
             let bindings = secrets.enumerated().filter { index, member in !secrets[(index + 1)...].contains { $0.key == member.key } }.map { _, member in
-                (member, name ?? defaultName(server: server.name, variable: member.key))
+                (member, name ?? freeName(defaultName(server: server.name, variable: member.key), for: usedBy(server.name, section: server.section, snapshot), in: &taken))
             }
-            moves += bindings.map { Move(server: server.name, variable: $0.0.key, secretName: $0.1, value: SecretBytes(utf8: $0.0.value.text!)) }
+            moves += bindings.map { Move(server: server.name, section: server.section, variable: $0.0.key, secretName: $0.1, value: SecretBytes(utf8: $0.0.value.text!)) }
             let secretArguments = bindings.flatMap { ["--secret", "\($0.0.key)=\($0.1)"] }.map(JSONText.string)
             edits += commandEdits(server, command: command, secretArguments: secretArguments, gemvault: gemvault, bytes: snapshot.bytes)
             edits += removals(of: Set(secretPositions), in: server.environment, bytes: snapshot.bytes)
@@ -53,6 +59,23 @@ public struct MCPWrapPlan: Sendable {
             bytes.replaceSubrange(edit.range, with: Array(edit.text.utf8))
         }
         return MCPWrapPlan(snapshot: snapshot, rewritten: bytes, moves: moves, skipped: skipped)
+    }
+
+    /// What a moved secret notes of the server that uses it.
+    public static func usedBy(_ server: String, section: String, _ snapshot: MCPConfigSnapshot) -> String {
+        let place = section == "mcpServers" || section == "servers" || section == "context_servers" ? "" : " in \(section)"
+        return String(String("\(snapshot.file.client.rawValue) server '\(server)'\(place) (\(snapshot.file.path))".utf8.prefix(ToolSecret.maxUsedByBytes)) ?? "")
+    }
+
+    /// `base`, or `base.2`, `base.3`… when another user's secret holds it; the name is then taken.
+    static func freeName(_ base: String, for user: String, in taken: inout [String: String]) -> String {
+        var candidate = base, number = 1
+        while let holder = taken[candidate], holder != user {
+            number += 1
+            candidate = "\(base.prefix(120)).\(number)"
+        }
+        taken[candidate] = user
+        return candidate
     }
 
     /// `mcp.<server>.<VAR>`, the server's name made a valid vault name.
@@ -158,10 +181,9 @@ public enum MCPWrapError: Error, Equatable {
 extension MCPWrapPlan {
     /// Stores the secrets, keeps the backup, then writes the file atomically unless it changed
     /// since it was read. Returns the backup's path.
-    public func apply(vault: VaultAccess, backups: MCPBackups, client: String, now: Int64) throws -> String {
+    public func apply(vault: VaultAccess, backups: MCPBackups, now: Int64) throws -> String {
         for move in moves {
-            let usedBy = "\(client) server '\(move.server)' (\(snapshot.file.path))"
-            try vault.apply(.secret(.set(name: move.secretName, value: move.value, now: now, usedBy: String(usedBy.utf8.prefix(ToolSecret.maxUsedByBytes)) ?? "")))
+            try vault.apply(.secret(.set(name: move.secretName, value: move.value, now: now, usedBy: Self.usedBy(move.server, section: move.section, snapshot))))
         }
         let backup = try backups.keep(self)
         try Self.replace(snapshot.file.path, expected: snapshot.bytes, with: rewritten)

@@ -82,6 +82,22 @@ private func stripped(_ value: JSONCValue) -> String {
         #expect(String(decoding: plan.rewritten, as: UTF8.self).contains("ghp_R8x2Kq7LmN4pT9vW3yZ6bC1dF5gH0jS2aQe"))
     }
 
+    @Test func aNameAnotherServersSecretHoldsGetsANumber() throws {
+        let text = """
+            {"mcpServers": {"github": {"command": "a", "env": {"T": "ghp_R8x2Kq7LmN4pT9vW3yZ6bC1dF5gH0jS2aQe"}}},
+             "projects": {"/p": {"mcpServers": {"github": {"command": "b", "env": {"T": "ghp_Other0000000000000000000000000000000"}}}}}}
+            """
+        let both = MCPWrapPlan.make(try snapshot("x.json", Array(text.utf8)), only: [], gemvault: "/g", name: nil)
+        #expect(both.moves.map(\.secretName) == ["mcp.github.T", "mcp.github.T.2"])
+        let elsewhere = MCPWrapPlan.make(try snapshot("x.json", Array(text.utf8)), only: [], gemvault: "/g", name: nil,
+                                         taken: ["mcp.github.T": "Cursor server 'github' (/home/ada/.cursor/mcp.json)"])
+        #expect(elsewhere.moves.map(\.secretName) == ["mcp.github.T.2", "mcp.github.T.3"])
+        // Its own earlier secret (wrapped, unwrapped, wrapped again) keeps its name.
+        let own = MCPWrapPlan.make(try snapshot("x.json", Array(text.utf8)), only: ["github"], gemvault: "/g", name: nil,
+                                   taken: ["mcp.github.T": "config file server 'github' (/config/x.json)"])
+        #expect(own.moves.first?.secretName == "mcp.github.T")
+    }
+
     @Test func removalsTakeTheirCommasWhereverTheMemberIs() throws {
         for (source, expected) in [("{\"A\": \"1\", \"S\": \"x\", \"B\": \"2\"}", "{\"A\": \"1\", \"B\": \"2\"}"),
                                    ("{\"S\": \"x\", \"A\": \"1\"}", "{\"A\": \"1\"}"),
