@@ -46,7 +46,8 @@ public struct MCPServer: Sendable {
     public var command: String? { entry["command"]?.text }
     /// A remote server: the client itself sends its headers, so no command can be wrapped.
     public var isRemote: Bool { entry["command"] == nil && (entry["url"] != nil || entry["httpUrl"] != nil || entry["serverUrl"] != nil) }
-    public var environment: [JSONMember] { entry["env"]?.members ?? [] }
+    /// Zed's older form keeps `path`, `args` and `env` inside `command`: its env is read too.
+    public var environment: [JSONMember] { entry["env"]?.members ?? entry["command"]?["env"]?.members ?? [] }
     public var headers: [JSONMember] { entry["headers"]?.members ?? [] }
 
     /// Already runs through `gemvault exec`.

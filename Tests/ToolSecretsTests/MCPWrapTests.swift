@@ -82,6 +82,14 @@ private func stripped(_ value: JSONCValue) -> String {
         #expect(String(decoding: plan.rewritten, as: UTF8.self).contains("ghp_R8x2Kq7LmN4pT9vW3yZ6bC1dF5gH0jS2aQe"))
     }
 
+    @Test func zedsOlderFormIsReportedAndLeftWithAReason() throws {
+        let text = #"{"context_servers": {"old": {"command": {"path": "node", "args": ["s.js"], "env": {"K": "sk-ant-api03-Xy7Kp2Lm9Qr4Tv8Wz1Bn5"}}}}}"#
+        let old = try snapshot("zed.json", Array(text.utf8))
+        #expect(old.findings.map(\.variable) == ["K"])
+        let plan = MCPWrapPlan.make(old, only: [], gemvault: "/g", name: nil)
+        #expect(!plan.changes && plan.moves.isEmpty && plan.skipped.map(\.server) == ["old"])
+    }
+
     @Test func aNameAnotherServersSecretHoldsGetsANumber() throws {
         let text = """
             {"mcpServers": {"github": {"command": "a", "env": {"T": "ghp_R8x2Kq7LmN4pT9vW3yZ6bC1dF5gH0jS2aQe"}}},
