@@ -280,6 +280,23 @@ def test_with_only_home_and_path_the_wrapped_command_finds_the_session(secrets_v
         assert json.loads(ran.stdout)["T"] == GITHUB
     finally:
         subprocess.run([BIN, "lock"], env=minimal, capture_output=True, timeout=60)
+        forget_shared_runtime_files(env)
+
+
+def forget_shared_runtime_files(env):
+    """The agent's lock and log for this test's vault, left in the shared /tmp/gemvault-<uid>
+    (without XDG_RUNTIME_DIR, and no /run/user/<uid>), removed; the folder stays (another test's
+    agent may be starting in it)."""
+    folder = "/tmp/gemvault-%d" % os.getuid()
+    if not os.path.isdir(folder):
+        return
+    for name in os.listdir(folder):
+        if name.endswith(".log") and env.vault in open(os.path.join(folder, name), errors="replace").read():
+            for suffix in (".log", ".lock"):
+                try:
+                    os.remove(os.path.join(folder, name[:-len(".log")] + suffix))
+                except FileNotFoundError:
+                    pass
 
 
 def run_with_secret_file(env, script):
