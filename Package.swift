@@ -79,11 +79,14 @@ let package = Package(
         .target(name: "Rendering", dependencies: ["CCmark", "CSystemShims", "SystemIO", "TerminalIO"]),
         /// The chat REPL and its slash commands.
         .target(name: "ChatUI", dependencies: ["Conversations", "Rendering", "TerminalIO", "VaultCore", "SystemIO", "CEditLine", "CSystemShims", "GoogleKeys"]),
+        /// Secrets for other tools handed to programs (`exec --secret`), and MCP clients' config files
+        /// scanned and rewritten to run their servers through gemvault (`gemvault mcp`).
+        .target(name: "ToolSecrets", dependencies: ["VaultAccess", "VaultCore", "SystemIO"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "Settings", "KeyResolution", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP", "AgeFormat", "Sharing", "Spending", "SSHAgent", "Rotation"]),
+        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "Settings", "KeyResolution", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP", "AgeFormat", "Sharing", "Spending", "SSHAgent", "Rotation", "ToolSecrets"]),
 
         /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
-        .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "Settings", "Rendering", "SSHAgent", "VaultCore"]),
+        .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "Settings", "Rendering", "SSHAgent", "ToolSecrets", "VaultCore"]),
 
         /// For test targets only: temporary folders, a test vault, a real agent on a temporary
         /// socket in the test process, a transport that answers from a script, a chat provider that
@@ -118,6 +121,7 @@ let package = Package(
         .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GemvaultTesting", "SystemIO", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "RotationTests", dependencies: ["Rotation", "GeminiClient", "GemvaultTesting", "GoogleAuth", "GoogleHTTP", "Settings", "SystemIO", "VaultAccess", "VaultCore"],
                     exclude: ["Fixtures"]),
+        .testTarget(name: "ToolSecretsTests", dependencies: ["ToolSecrets", "VaultCore", "SystemIO"], exclude: ["Fixtures"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Rendering"]),
     ]
 )

@@ -276,6 +276,22 @@ class Suite:
         record("`key get` via agent / `cat`", "%.2fx (%.2f / %.2f ms)" % (g / c, g, c), "(floor)", "-")
         vault.lock()
         self.linked_lookup()
+        self.exec_secret()
+
+    def exec_secret(self):
+        """`exec --secret` through a session (one agent request, then the child) against what
+        it stands in for at the least: starting gemvault, then the child."""
+        vault = self.vault("exec-secret")
+        vault.gv("secret", "set", "x", "--passphrase-file", self.passfile, stdin=b"ghp_Benchmark0123456789abcdefghijklmnopq\n")
+        vault.unlock()
+        r = alternate([("--version + true", lambda: timed(vault.argv("--version"), env=vault.env) + timed([self.true])),
+                       ("exec --secret", lambda: timed(vault.argv("exec", "--secret", "A=x", "--", self.true), env=vault.env))], self.runs)
+        base, run = med(r["--version + true"]), med(r["exec --secret"])
+        say("  %-34s %8.2f ms" % ("gemvault --version, then C true", base))
+        say("  %-34s %8.2f ms   %.2fx (target <= 1.5)" % ("exec --secret A=x -- true (agent)", run, run / base))
+        record("`exec --secret A=x -- true` via agent / `--version` + `true`", "%.2fx (%.2f / %.2f ms)" % (run / base, run, base), "<= 1.5x",
+               verdict(run / base, 1.5))
+        vault.lock()
 
     def linked_lookup(self):
         """A key linked to Secret Manager (fake_google.py's): its cached copy against a plain

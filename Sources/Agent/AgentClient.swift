@@ -323,7 +323,7 @@ public struct AgentClient: Sendable {
     /// asked again after a short pause, a few times; a change, which may have been made, is not.
     func request(_ message: AgentMessage) throws(AgentError) -> AgentMessage {
         let asksOnly: Set<UInt8> = [AgentProtocol.Operation.status, .contents, .keyNames, .key, .keySummaries, .settings, .conversationKeys, .lock,
-                                    .settingsAndKey, .identity, .agree, .sharingRecords]
+                                    .settingsAndKey, .identity, .agree, .sharingRecords, .toolSecret, .toolSecretSummaries]
             .reduce(into: []) { $0.insert($1.rawValue) }
         var pauses = asksOnly.contains(message.code) ? Self.busyBackoff[...] : []
         while true {

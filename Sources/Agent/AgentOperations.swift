@@ -33,6 +33,8 @@ extension AgentServer {
         case .contents:
             // Whole payloads no longer travel: each command asks only for what it needs.
             return Self.error(.badRequest, "this agent answers narrow requests only (key, keySummaries, settings, conversationKeys, change)")
+        case .toolSecret, .toolSecretSummaries:
+            return toolSecretOperation(operation, request)
         case .key, .keySummaries, .settings, .conversationKeys, .change, .rekey, .settingsAndKey, .identity, .signShare, .agree, .sharingRecords:
             guard document != nil else { return lockedAnswer() }
             let answer = switch operation {
@@ -328,7 +330,7 @@ extension AgentServer {
     }
 
     /// The answer `body` gives, or the error it threw, as the client should see it.
-    private func answering(_ body: () throws -> AgentMessage) -> AgentMessage {
+    func answering(_ body: () throws -> AgentMessage) -> AgentMessage {
         do {
             return try body()
         } catch let error as VaultError {
@@ -367,7 +369,7 @@ extension AgentServer {
     /// Another writer (or a sync from another machine) may have changed the file: reload it.
     /// A file and records that lstat shows unchanged since the last read are not read again
     /// (a swap, a copy over it, a rollback or a record raised elsewhere all change them).
-    private func refreshIfChanged() throws {
+    func refreshIfChanged() throws {
         guard let current = document else { return }
         let signature = FileSignature(paths: [store.path] + file.rollback.recordPaths(for: current.file))
         if let signature, signature == fileSignature { return }

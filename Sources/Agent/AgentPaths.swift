@@ -1,8 +1,8 @@
 import SystemIO
 import VaultCore
 
-/// Where the agent of a vault listens: `$XDG_RUNTIME_DIR/gemvault/`, or `/tmp/gemvault-<uid>/`
-/// when that is unset. The folder must be the user's own with mode 0700; one socket per vault.
+/// Where the agent of a vault listens: `$XDG_RUNTIME_DIR/gemvault/`; when that is unset,
+/// `/run/user/<uid>/gemvault/` if the login manager made that folder, else `/tmp/gemvault-<uid>/`. The folder must be the user's own with mode 0700; one socket per vault.
 public struct AgentPaths: Sendable {
     public let folder: String
     /// The vault's absolute path, which names its socket.
@@ -11,10 +11,22 @@ public struct AgentPaths: Sendable {
     public init(environment: [String: String], vaultPath: String) {
         if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
             folder = runtime + "/gemvault"
+        } else if let login = Self.loginRuntimeFolder() {
+            // An MCP client may pass a wrapped server only HOME and PATH: it still finds the
+            // session a login shell (with XDG_RUNTIME_DIR set) started.
+            folder = login + "/gemvault"
         } else {
             folder = "/tmp/gemvault-\(CurrentUser.id)"
         }
         self.vaultPath = ProcessIdentity.absolutePath(vaultPath)
+    }
+
+    /// systemd-logind's runtime folder of the user, when it is there and private.
+    static func loginRuntimeFolder() -> String? {
+        let path = "/run/user/\(CurrentUser.id)"
+        guard let status = FileStatus.of(link: path), status.kind == .directory, status.owner == CurrentUser.id,
+              status.permissions & 0o077 == 0 else { return nil }
+        return path
     }
 
     var baseName: String { "agent-" + Sodium.fingerprint(vaultPath) }

@@ -45,13 +45,16 @@ public enum AgentProtocol {
         /// session locks (a lock, a limit, an idle lock); each byte the client writes is a use of
         /// the session (a chat turn), never answered.
         case watch = 22
+        /// The secrets for other tools: one secret's value by name (`keyName`), and what may be
+        /// shown of all of them (ToolSecretOperations.swift).
+        case toolSecret = 23, toolSecretSummaries = 24
     }
 
     /// The byte a watch carries when the vault changed (settings, keys): what the chat was told
     /// before is to be asked again.
     public static let watchChanged: UInt8 = 0x43
 
-    /// A change carries at most one key's value (4 KiB) or one setting's (64 KiB) and names.
+    /// A change carries at most one key's value (4 KiB) or one setting's or secret's (64 KiB) and names.
     public static let maxChangeRequest = 80 << 10
 
     /// The longest body a request for `operation` may announce; nil for an unknown operation.
@@ -123,6 +126,9 @@ public enum AgentProtocol {
         /// (`conversationKeys`), so a command's whole session answer is one round trip. An agent
         /// from before leaves them out, and the client asks for them on their own.
         case withConversationKeys = 64
+        /// A change to a secret for another tool: its kind; the summaries of every secret; the
+        /// note of which tools use one.
+        case secretChange = 65, toolSecretSummaries = 66, usedBy = 67
     }
 
     public enum ErrorKind: UInt8, Sendable {

@@ -133,7 +133,7 @@ enum NarrowCoding {
     enum ChangeKind: UInt8 {
         case setKey = 1, replaceKey = 2, removeKey = 3, rollBack = 4, setSetting = 5, unsetSetting = 6, rotateKey = 7
         case identity = 8, recordSharing = 9, importKey = 10, linkKey = 11, refreshLink = 12
-        case rotateLinkedKey = 13, finishLinkedRotation = 14, rollBackLinked = 15
+        case rotateLinkedKey = 13, finishLinkedRotation = 14, rollBackLinked = 15, toolSecret = 16
     }
 
     static func add(_ change: VaultChange, to message: inout AgentMessage) {
@@ -185,6 +185,8 @@ enum NarrowCoding {
             message.add(.keyName, text: name)
             message.add(.now, number: now)
             add(link, to: &message)
+        case .secret(let change):
+            addSecretChange(change, to: &message)
         }
     }
 
@@ -245,7 +247,7 @@ enum NarrowCoding {
         case .invalidName(let name): response.add(.refusal, number: 3); response.add(.keyName, text: name)
         case .linkedKey(let name, let reference): response.add(.refusal, number: 4); response.add(.keyName, text: name); response.add(.linkReference, text: reference)
         case .notLinked(let name): response.add(.refusal, number: 5); response.add(.keyName, text: name)
-        default: break
+        default: addSecretRefusal(error, to: &response)
         }
     }
 
@@ -257,7 +259,7 @@ enum NarrowCoding {
         case 3: return .invalidName(name)
         case 4: return response.text(.linkReference).map { .linkedKey(name: name, reference: $0) }
         case 5: return .notLinked(name: name)
-        default: return nil
+        default: return secretRefusal(response.number(.refusal), name: name, in: response)
         }
     }
 
@@ -313,6 +315,8 @@ enum NarrowCoding {
         case .rollBackLinked:
             guard let name, let now, let link = link(in: message) else { return nil }
             return .rollBackLinked(name: name, now: now, link: link)
+        case .toolSecret:
+            return secretChange(in: message).map { .secret($0) }
         }
     }
 

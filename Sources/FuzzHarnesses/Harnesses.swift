@@ -4,6 +4,7 @@ import GeminiClient
 import Rendering
 import Settings
 import SSHAgent
+import ToolSecrets
 import VaultCore
 
 /// Every parser that reads bytes another party controls, by the name its fuzzer and its seed
@@ -22,6 +23,7 @@ public enum FuzzHarnesses {
         ("config", ConfigFuzzing.check),
         ("markdown", MarkdownFuzzing.check),
         ("ssh-agent", SSHAgentFuzzing.check),
+        ("mcp-config", MCPConfigFuzzing.check),
     ]
 
     public static func named(_ name: String) -> (@Sendable ([UInt8]) -> String?)? {

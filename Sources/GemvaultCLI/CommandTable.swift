@@ -51,7 +51,7 @@ struct CommandSpec: Sendable {
 /// The whole command surface, with the subcommands of one command together (all `key …`
 /// where the first one is), in the order help, the reference and the manual show them.
 let commandTable: [CommandSpec] = groupedBySubject(vaultCommands + rotationCommands + shareCommands + credentialCommands + sessionCommands + pinCommands + slotCommands + configCommands + spendCommands + priceCommands + chatCommands
-    + historyCommands + execCommands + completionCommands)
+    + historyCommands + execCommands + secretCommands + mcpCommands + completionCommands)
 
 /// Stable: each command word's subcommands follow its first one, in their own order.
 func groupedBySubject(_ specs: [CommandSpec]) -> [CommandSpec] {

@@ -6,6 +6,7 @@ import Settings
 import Spending
 import SystemIO
 import TerminalIO
+import ToolSecrets
 import VaultCore
 
 let configCommands: [CommandSpec] = [
@@ -32,7 +33,7 @@ let configCommands: [CommandSpec] = [
                 details: keyOrder, run: ConfigCommand.which),
     CommandSpec(path: ["doctor"], arguments: "", argumentRange: 0...0,
                 summary: "check this machine for the risks of a shared machine",
-                options: [.json], details: "Exits 0 when nothing was found, 1 otherwise. Each finding comes with its fix. When a session or a passphrase option lets it read the vault, it lists the keys linked to Secret Manager and finds a copy older than secret_max_stale.",
+                options: [.json], details: "Exits 0 when nothing was found, 1 otherwise. Each finding comes with its fix. It also reads the MCP config files 'gemvault mcp scan' knows, for plaintext secrets (fixed by 'gemvault mcp wrap') and for being readable by others, and the .env files under the current folder for secrets of any known shape. When a session or a passphrase option lets it read the vault, it lists the keys linked to Secret Manager and finds a copy older than secret_max_stale.",
                 run: ConfigCommand.doctor),
 ]
 
@@ -341,15 +342,16 @@ enum ConfigCommand {
         let doctor = Doctor(paths: context.paths, vaultPath: context.vaultPath, environment: context.environment,
                             settings: try? Settings.resolve(layers), coreDumpsDisabled: !ProcessHardening.isDumpable,
                             vaultKeys: keys)
-        let findings = doctor.run()
+        var findings = doctor.run()
+        findings += McpCommand.doctorFindings(call, besides: findings)
         let linked = (doctor.vaultKeys ?? []).compactMap { key in
             key.link.map { LinkedKey(name: key.name, reference: $0.reference, version: $0.version, fetched: Output.isoDate($0.fetched)) }
         }
         if call.flag(.json) {
-            try Output.json(DoctorReport(clean: findings.isEmpty, checks: Doctor.checks, findings: findings, linked: linked), schema: .doctor)
+            try Output.json(DoctorReport(clean: findings.isEmpty, checks: Doctor.checks + ToolSecretsDoctor.checks, findings: findings, linked: linked), schema: .doctor)
         } else {
             try Console.out(linked.map(linkedLine).joined())
-            if findings.isEmpty { try Console.out("ok: no findings (checked \(Doctor.checks.joined(separator: ", ")))\n") }
+            if findings.isEmpty { try Console.out("ok: no findings (checked \((Doctor.checks + ToolSecretsDoctor.checks).joined(separator: ", ")))\n") }
             // Findings quote file names, which anyone who can create a folder chooses.
             for finding in findings {
                 try Console.out("[\(finding.check)] \(EscapeNeutralizer.neutralize(finding.message))\n    fix: \(EscapeNeutralizer.neutralize(finding.fix))\n")

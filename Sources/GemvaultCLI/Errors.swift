@@ -10,6 +10,7 @@ import SSHAgent
 import Spending
 import SystemIO
 import TerminalIO
+import ToolSecrets
 import VaultAccess
 import VaultCore
 
@@ -110,6 +111,8 @@ enum ErrorReport {
             return describe(vault)
         case let input as SecretInputError:
             return describe(input)
+        case let mcp as MCPWrapError:
+            return describe(mcp)
         case let config as ConfigError:
             return describe(config)
         case let keys as KeySourceError:
@@ -197,6 +200,15 @@ enum ErrorReport {
                     "'gemvault key which --key \(name)' shows where its value comes from now")
         case .noBackup(let path):
             return (.failure, "there is no backup at \(path)", nil)
+        case .secretNotFound(let name):
+            return (.failure, "no secret named '\(name)' in the vault", "list the secrets with 'gemvault secret list'")
+        case .secretExists(let name):
+            return (.failure, "a secret named '\(name)' is already in the vault; nothing was changed", "remove it first with 'gemvault secret rm \(name)', or choose another name")
+        case .noEarlierSecretValue(let name):
+            return (.failure, "secret '\(name)' has no earlier value to roll back to", "'gemvault secret history \(name)' lists what the vault keeps")
+        case .invalidSecret(let name, let reason):
+            return (.usage, "the value for secret '\(name)' was refused: \(reason); nothing was stored",
+                    "a secret is printable text of 1 to \(ToolSecret.maxBytes) bytes; --multiline allows line breaks (a PEM block)")
         }
     }
 
@@ -306,6 +318,16 @@ enum ErrorReport {
     static func restoreHint(_ path: String) -> String? {
         guard !path.hasSuffix(".bak"), FileStatus.of(link: path + ".bak") != nil else { return nil }
         return "the previous version is in \(path).bak: 'gemvault restore-backup' checks it and puts it back"
+    }
+
+    static func describe(_ error: MCPWrapError) -> (ExitCode, String, String?) {
+        switch error {
+        case .changedSinceRead(let path): return (.failure, "\(path) changed while gemvault read it; it was not written (the secrets are in the vault)", "run the command again")
+        case .writeFailed(let path, let reason): return (.failure, "could not write \(path): \(reason); it is unchanged", nil)
+        case .noBackup(let path): return (.failure, "no file replaced by 'gemvault mcp wrap' is kept for \(path)", nil)
+        case .editedSinceWrap(let path):
+            return (.failure, "\(path) was edited since 'gemvault mcp wrap' wrote it; putting the old file back would lose those edits", "run 'gemvault mcp unwrap --config \(path) --force' to put it back anyway")
+        }
     }
 
     static func describe(_ error: SecretInputError) -> (ExitCode, String, String?) {

@@ -1,18 +1,22 @@
 import CSystemShims
 import SystemIO
 import TerminalIO
+import ToolSecrets
 import VaultCore
 
 let execCommands: [CommandSpec] = [
     CommandSpec(path: ["exec"], arguments: "-- COMMAND [ARGS...]", argumentRange: 1...Int.max,
-                summary: "run a command with the API key in its environment (GEMINI_API_KEY)",
-                options: [.env, .forceNested] + keySourceOptions,
+                summary: "run a command with the API key, or named secrets, in its environment",
+                options: [.env, .forceNested, .execSecret, .execSecretFile] + keySourceOptions,
                 details: """
-                GOOGLE_API_KEY is removed unless --env names it, so it cannot shadow the key. --env refuses the variables the
+                Without --secret, the API key goes in GEMINI_API_KEY (or --env VAR). With --secret VAR=NAME (repeatable), each named secret of the vault goes in its own variable and nothing else from the vault: the API key only when --key asks for it.
+                --secret-file VAR=NAME writes the secret to a new file in a private folder of $XDG_RUNTIME_DIR and puts its path in VAR; gemvault waits for the command and removes the file when it ends, also when it is killed.
+                With --secret, a locked vault asks for the passphrase on the controlling terminal; without one it fails at once ('the vault is locked'), as an MCP server started by an editor must.
+                GOOGLE_API_KEY is removed when the key is passed, unless --env names it, so it cannot shadow the key. --env and --secret refuse the variables the
                 dynamic loader and the C library read (every LD_ name, GCONV_PATH, TMPDIR and the rest of glibc's list). The command gets only
                 descriptors 0, 1 and 2; SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGWINCH sent to gemvault are passed on.
                 The exit code is the command's, or 128 plus the signal that ended it.
-                Examples: gemvault exec -- gemini;  gemvault exec -- python3 app.py;  gemvault exec --env GOOGLE_API_KEY -- node app.js
+                Examples: gemvault exec -- gemini;  gemvault exec --secret GITHUB_TOKEN=github -- github-mcp-server stdio;  gemvault exec --env GOOGLE_API_KEY -- node app.js
                 """,
                 run: ExecCommand.run),
 ]
@@ -36,44 +40,108 @@ enum ExecCommand {
 
     static func run(_ call: Invocation) throws {
         let context = call.context
-        if context.environment[nestingVariable] != nil && !call.flag(.forceNested) {
+        let bindings = try secretBindings(call)
+        // A server wrapped with --secret may be started by a program that itself runs under exec.
+        if bindings.isEmpty && context.environment[nestingVariable] != nil && !call.flag(.forceNested) {
             throw CommandFailure(.failure, "already inside 'gemvault exec' (\(nestingVariable) is set)",
                                  hint: "run the command directly, or pass --force to nest on purpose")
         }
-        let variable = call.value(.env) ?? defaultVariable
-        guard !variable.isEmpty, variable.utf8.allSatisfy({ $0 == 0x5f || ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7a) }),
-              variable.first.map({ !$0.isNumber }) == true else {
-            throw UsageError("--env takes a variable name, not '\(variable)'", command: call.command)
+        let passesKey = bindings.isEmpty || call.value(.key) != nil || call.value(.keyFile) != nil
+        if !passesKey && call.value(.env) != nil {
+            throw UsageError("with --secret, the API key is passed only when --key names it: --env goes with --key", command: call.command)
         }
+        let variable = try keyVariable(call)
+        if passesKey, bindings.contains(where: { $0.variable == variable }) {
+            throw UsageError("\(variable) would get both the API key and a secret", command: call.command)
+        }
+        var environment = context.environment
+        environment["SSLKEYLOGFILE"] = nil
+        environment[nestingVariable] = "1"
+        var values: [(variable: String, value: SecretBytes)] = []
+        if passesKey {
+            let resolver = try context.keyResolver(call)
+            let (key, settings) = try resolver.resolve()
+            RotationReminder(context: context).remind(key: key, settings: settings)
+            // Nothing may shadow the key, and its TLS sessions must not be logged.
+            environment["GOOGLE_API_KEY"] = nil
+            values.append((variable, key.secret))
+        }
+        let handOut = SecretHandOut()
+        defer { handOut.removeFiles() }
+        try fetchSecrets(bindings, into: handOut, context)
+        values += handOut.values
+        for (name, path) in handOut.paths { environment[name] = path }
+        throw ExitStatus(code: try spawnAndWait(call.positionals, environment: environment, values: values))
+    }
+
+    /// The variable --env names (default GEMINI_API_KEY), checked.
+    static func keyVariable(_ call: Invocation) throws -> String {
+        let variable = call.value(.env) ?? defaultVariable
+        guard SecretBinding.isVariableName(variable) else { throw UsageError("--env takes a variable name, not '\(variable)'", command: call.command) }
         if isReadByTheLoader(variable) {
             throw UsageError("--env \(variable): the dynamic loader or the C library reads \(variable), and would take the key for a file name or a setting (and may print it)",
                              command: call.command)
         }
-        let resolver = try context.keyResolver(call)
-        let (key, settings) = try resolver.resolve()
-        RotationReminder(context: context).remind(key: key, settings: settings)
-        var environment = context.environment
-        // Nothing may shadow the key, and its TLS sessions must not be logged.
-        environment["GOOGLE_API_KEY"] = nil
-        environment["SSLKEYLOGFILE"] = nil
-        environment[nestingVariable] = "1"
+        return variable
+    }
+
+    /// --secret and --secret-file, each VAR=NAME, no variable twice, none the loader reads.
+    static func secretBindings(_ call: Invocation) throws -> [SecretBinding] {
+        let given = call.values(.execSecret).map { ($0, false) } + call.values(.execSecretFile).map { ($0, true) }
+        var bindings: [SecretBinding] = []
+        for (text, asFile) in given {
+            let option = asFile ? OptionSpec.execSecretFile.name : OptionSpec.execSecret.name
+            guard let binding = SecretBinding(parsing: text, asFile: asFile) else {
+                throw UsageError("\(option) takes VAR=NAME (a variable name, '=', a secret's name), not '\(EscapeNeutralizer.neutralize(text))'", command: call.command)
+            }
+            if isReadByTheLoader(binding.variable) {
+                throw UsageError("\(option) \(binding.variable): the dynamic loader or the C library reads \(binding.variable)", command: call.command)
+            }
+            guard !bindings.contains(where: { $0.variable == binding.variable }) else {
+                throw UsageError("\(binding.variable) is given twice", command: call.command)
+            }
+            bindings.append(binding)
+        }
+        return bindings
+    }
+
+    /// Each secret from the session (one request each), or from the vault opened once with the
+    /// passphrase on the terminal; with neither, the command fails at once.
+    static func fetchSecrets(_ bindings: [SecretBinding], into handOut: SecretHandOut, _ context: Context) throws {
+        guard !bindings.isEmpty else { return }
+        try handOut.fetch(bindings, from: context.vault, runtimeFolder: {
+            do { return try SecretHandOut.runtimeFolder(environment: context.environment) } catch {
+                throw CommandFailure(.failure, "--secret-file needs a private runtime folder, and XDG_RUNTIME_DIR is not set (nor is there /run/user/\(CurrentUser.id))",
+                                     hint: "set XDG_RUNTIME_DIR to a private tmpfs folder, or use --secret")
+            }
+        }, beforePrompt: {
+            guard context.canOpenVault else {
+                throw CommandFailure(.failure, "the vault is locked: run 'gemvault unlock'",
+                                     hint: "the secrets come from the unlocked session, or from the passphrase typed on a terminal")
+            }
+        })
+    }
+
+    /// Starts the command with `values` built into its environment from secret memory, passes
+    /// signals on, and returns its shell status.
+    static func spawnAndWait(_ arguments: [String], environment: [String: String], values: [(variable: String, value: SecretBytes)]) throws -> Int32 {
         let child: ChildProcess
         // Signals are held back until the forwarding knows the child, so none is lost between.
         gv_forward_signals_block()
         do {
-            child = try key.secret.withUnsafeBytes { value throws(SystemError) in
-                try ProcessSpawner.spawn(call.positionals, environment: environment, secretVariable: (variable, value))
+            child = try SecretBytes.withAllBytes(values.map(\.value)) { buffers throws(SystemError) in
+                try ProcessSpawner.spawn(arguments, environment: environment,
+                                         secretVariables: zip(values, buffers).map { (name: $0.0.variable, value: $0.1) })
             }
         } catch {
             gv_forward_signals_unblock()
             // As env(1) and shells do: 127 when the command is not found, 126 when it cannot run.
-            Console.error("cannot run '\(EscapeNeutralizer.neutralize(call.positionals[0]))': \(error.reason)")
-            throw ExitStatus(code: error.code == 2 ? 127 : 126)
+            Console.error("cannot run '\(EscapeNeutralizer.neutralize(arguments[0]))': \(error.reason)")
+            return error.code == 2 ? 127 : 126
         }
         gv_forward_signals_to(child.pid)
         gv_forward_signals_unblock()
-        let status = child.wait().shellStatus
-        throw ExitStatus(code: status)
+        return child.wait().shellStatus
     }
 }
 

@@ -145,6 +145,21 @@ extension OptionSpec {
     // exec
     static let env = OptionSpec(name: "--env", value: "VAR", help: "the variable to set (default \(ExecCommand.defaultVariable))")
     static let forceNested = OptionSpec(name: "--force", value: nil, help: "run even inside another 'gemvault exec'")
+    static let execSecret = OptionSpec(name: "--secret", value: "VAR=NAME", help: "put the vault's secret NAME in the variable VAR (repeatable); then the API key only with --key",
+                                       repeatable: true)
+    static let execSecretFile = OptionSpec(name: "--secret-file", value: "VAR=NAME",
+                                           help: "write the secret NAME to a private file in $XDG_RUNTIME_DIR, put its path in VAR, remove it when the command ends (repeatable)",
+                                           repeatable: true)
+
+    // mcp
+    static let mcpConfig = OptionSpec(name: "--config", value: "FILE", help: "this MCP config file only, instead of the known ones")
+    static let dryRun = OptionSpec(name: "--dry-run", value: nil, help: "print the change, secrets masked, and write nothing")
+    static let mcpName = OptionSpec(name: "--name", value: "NAME", help: "the vault name of the one secret moved (default mcp.<server>.<VAR>)")
+    static let mcpForce = OptionSpec(name: "--force", value: nil, help: "put the file back even though it was edited since wrap wrote it")
+
+    // secret
+    static let fromEnv = OptionSpec(name: "--from-env", value: "VAR", help: "take the value from the variable VAR of gemvault's environment (a one-time move)")
+    static let multiline = OptionSpec(name: "--multiline", value: nil, help: "allow line breaks in the value (a PEM block); on a terminal, end it with an empty line")
 
     // history
     static let rawHistory = OptionSpec(name: "--raw", value: nil, help: "the text as saved, unstyled; escape sequences are shown as text, never run")

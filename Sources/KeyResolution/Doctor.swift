@@ -8,6 +8,12 @@ public struct Finding: Sendable, Equatable, Encodable {
     public let check: String
     public let message: String
     public let fix: String
+
+    public init(check: String, message: String, fix: String) {
+        self.check = check
+        self.message = message
+        self.fix = fix
+    }
 }
 
 /// Checks a machine for the risks of a shared machine. Every input is injectable for tests.

@@ -68,7 +68,8 @@ public enum ProcessSpawner {
     public static func spawn(_ arguments: [String], environment: [String: String], input: Input = .inherit,
                              output: Output = .inherit, errors: Output = .inherit,
                              ownProcessGroup: Bool = false, newSession: Bool = false,
-                             secretVariable: (name: String, value: UnsafeRawBufferPointer)? = nil) throws(SystemError) -> ChildProcess {
+                             secretVariable: (name: String, value: UnsafeRawBufferPointer)? = nil,
+                             secretVariables: [(name: String, value: UnsafeRawBufferPointer)] = []) throws(SystemError) -> ChildProcess {
         precondition(!arguments.isEmpty)
         var inPipe: [Int32] = [-1, -1]
         var outPipe: [Int32] = [-1, -1]
@@ -104,7 +105,7 @@ public enum ProcessSpawner {
         setAttributes(&attributes, ownProcessGroup: ownProcessGroup, newSession: newSession)
 
         let argv = arguments.map { strdup($0) } + [nil]
-        let envp = environmentBlock(environment, secretVariable: secretVariable)
+        let envp = environmentBlock(environment, secretVariables: (secretVariable.map { [$0] } ?? []) + secretVariables)
         defer {
             argv.forEach { free($0) }
             // The environment may carry a key for the child (exec): wipe before freeing.
@@ -141,12 +142,13 @@ public enum ProcessSpawner {
         posix_spawnattr_setflags(&attributes, Int16(flags))
     }
 
-    /// The child's environment as C strings, ending in nil; the secret variable, if any, is
+    /// The child's environment as C strings, ending in nil; the secret variables, if any, are
     /// built straight from secret memory. The caller wipes and frees every entry.
     private static func environmentBlock(_ environment: [String: String],
-                                         secretVariable: (name: String, value: UnsafeRawBufferPointer)?) -> [UnsafeMutablePointer<CChar>?] {
-        var envp = environment.filter { $0.key != secretVariable?.name }.map { strdup("\($0.key)=\($0.value)") }
-        if let secretVariable {
+                                         secretVariables: [(name: String, value: UnsafeRawBufferPointer)]) -> [UnsafeMutablePointer<CChar>?] {
+        let secretNames = Set(secretVariables.map(\.name))
+        var envp = environment.filter { !secretNames.contains($0.key) }.map { strdup("\($0.key)=\($0.value)") }
+        for secretVariable in secretVariables {
             // NAME=value built straight from secret memory, never as a Swift string; the caller wipes it.
             let name = Array(secretVariable.name.utf8) + [UInt8(ascii: "=")]
             let entry = malloc(name.count + secretVariable.value.count + 1)!.assumingMemoryBound(to: CChar.self)

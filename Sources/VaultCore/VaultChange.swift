@@ -41,6 +41,8 @@ public enum VaultChange: Sendable {
     /// `key rotate --undo` of a linked key: the previous value current again, the link at the
     /// version that now holds it and without a rotation to finish.
     case rollBackLinked(name: String, now: Int64, link: SecretLink)
+    /// A change to the secrets for other tools.
+    case secret(ToolSecretChange)
 
     /// What a change reports back, for its message: the masked value it replaced or restored.
     public struct Outcome: Sendable, Equatable {
@@ -112,6 +114,7 @@ public enum VaultChange: Sendable {
             let restored = try contents.rollBack(name, now: now)
             try contents.setLink(name, link)
             return Outcome(masked: restored.secret.masked, replaced: true)
+        case .secret(let change): return try contents.apply(change)
         }
     }
 

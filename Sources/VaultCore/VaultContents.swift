@@ -86,11 +86,12 @@ public struct StoredKey {
 /// and `rekey` replace it (`retireConversationKey`), so an old copy of the vault opens nothing
 /// written afterwards; the earlier ones stay here, so every conversation stays readable.
 public final class VaultContents {
-    /// Version 8 adds a linked key's rotation through Secret Manager, 7 the Secret Manager
+    /// Version 9 adds the secrets for other tools (ToolSecrets.swift),
+    /// 8 a linked key's rotation through Secret Manager, 7 the Secret Manager
     /// links, 6 the sharing identity and each key's sharing state, 5 each value's key at
     /// Google, 4 when each earlier value was set, 3 the earlier conversation keys, 2 each key's
-    /// last use; 1 to 7 are still read.
-    public static let payloadVersion: UInt8 = 8
+    /// last use; 1 to 8 are still read.
+    public static let payloadVersion: UInt8 = 9
     public static let retiredLimit = 5
     /// Each passphrase change adds one; far more than a vault's lifetime of changes.
     public static let earlierConversationKeyLimit = 1000
@@ -112,6 +113,8 @@ public final class VaultContents {
     public private(set) var sharing: [String: KeySharing]
     /// The keys whose value lives in Secret Manager, by key name.
     public internal(set) var links: [String: SecretLink]
+    /// The secrets for other tools, in byte order of their names.
+    public internal(set) var toolSecrets: [ToolSecret] = []
 
     public init(keys: [StoredKey] = [], settings: [String: String] = [:], conversationKey: SecretBytes = .random(count: 32),
                 earlierConversationKeys: [SecretBytes] = [], identity: VaultIdentity? = nil, sharing: [String: KeySharing] = [:],
@@ -283,6 +286,7 @@ public final class VaultContents {
         length += 2 + 32 * earlierConversationKeys.count
         length += encodedSharingLength()
         length += encodedLinksLength()
+        length += encodedToolSecretsLength()
         let buffer = SecretBytes(count: length + Self.paddingBlock)
         return try buffer.withUnsafeMutableBytes { raw throws(VaultError) in
             var writer = SecretWriter(buffer: raw)
@@ -317,6 +321,7 @@ public final class VaultContents {
             for earlier in earlierConversationKeys { earlier.withUnsafeBytes { writer.append($0) } }
             writeSharing(&writer)
             writeLinks(&writer)
+            writeToolSecrets(&writer)
             precondition(writer.offset == length)
             let padded = try mapSodium { () throws(SodiumError) in
                 try Sodium.pad(raw, unpaddedLength: length, blockSize: Self.paddingBlock)
@@ -351,10 +356,13 @@ public final class VaultContents {
                     (identity, sharing) = try readSharing(&reader, keyNames: Set(keys.map(\.name)), broken: broken)
                 }
                 let links = version >= 7 ? try readLinks(&reader, version: version, keyNames: Set(keys.map(\.name)), broken: broken) : [:]
-                let last = version >= 7 ? "Secret Manager links" : version >= 6 ? "sharing records" : version >= 3 ? "conversation keys" : "settings"
+                let toolSecrets = version >= 9 ? try readToolSecrets(&reader, broken: broken) : []
+                let last = version >= 9 ? "secrets" : version >= 7 ? "Secret Manager links" : version >= 6 ? "sharing records" : version >= 3 ? "conversation keys" : "settings"
                 guard reader.remaining == 0 else { throw broken("\(reader.remaining) unexpected bytes follow the \(last)") }
-                return VaultContents(keys: keys, settings: settings, conversationKey: conversationKey, earlierConversationKeys: earlier,
-                                     identity: identity, sharing: sharing, links: links)
+                let contents = VaultContents(keys: keys, settings: settings, conversationKey: conversationKey, earlierConversationKeys: earlier,
+                                             identity: identity, sharing: sharing, links: links)
+                contents.toolSecrets = toolSecrets
+                return contents
             }
         } catch let error as VaultError {
             throw error

@@ -50,6 +50,14 @@ public enum VaultError: Error, Equatable, Sendable {
     case linkedKey(name: String, reference: String)
     /// A change for a linked key's rotation, when the key is (no longer) linked to that secret.
     case notLinked(name: String)
+    /// No secret (for another tool) with this name.
+    case secretNotFound(name: String)
+    /// `secret rename` onto a name another secret has.
+    case secretExists(name: String)
+    /// `secret rollback` on a secret without an earlier value.
+    case noEarlierSecretValue(name: String)
+    /// A secret's value that is not printable text of 1 to 65,536 bytes; the reason says why.
+    case invalidSecret(name: String, reason: String)
     /// A slot that cannot be added or removed; the text says why.
     case slotRefused(String)
     /// No backup to restore.

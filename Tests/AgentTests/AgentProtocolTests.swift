@@ -31,8 +31,11 @@ import VaultCore
         let a = AgentPaths(environment: ["XDG_RUNTIME_DIR": "/run/user/1000"], vaultPath: "/home/a/vault")
         let b = AgentPaths(environment: ["XDG_RUNTIME_DIR": "/run/user/1000"], vaultPath: "/home/a/other")
         #expect(a.folder == "/run/user/1000/gemvault" && a.socketPath != b.socketPath)
-        #expect(AgentPaths(environment: [:], vaultPath: "/v").folder.hasPrefix("/tmp/gemvault-"))
-        #expect(AgentPaths(environment: ["XDG_RUNTIME_DIR": "relative"], vaultPath: "/v").folder.hasPrefix("/tmp/gemvault-"))
+        // Without the variable: the login manager's folder when it made one, else /tmp.
+        for environment in [[:], ["XDG_RUNTIME_DIR": "relative"]] {
+            let folder = AgentPaths(environment: environment, vaultPath: "/v").folder
+            if let login = AgentPaths.loginRuntimeFolder() { #expect(folder == login + "/gemvault") } else { #expect(folder.hasPrefix("/tmp/gemvault-")) }
+        }
     }
 }
 

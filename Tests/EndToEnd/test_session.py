@@ -426,11 +426,11 @@ def age_every_key(env, days):
     slot = fmt.slot_of(vault, (fmt.PASSPHRASE_SLOT,))
     data_key = fmt.unwrap(slot, PASSPHRASE.encode())
     payload = bytearray(fmt.unpad(fmt.decrypt(vault, data_key)))
-    assert payload[0] == 8  # the keys come first; the sharing section and the links at the end are kept as they are
+    assert payload[0] == 9  # the keys come first; the sharing section, the links and the secrets at the end are kept as they are
     offset = 33
 
     def skip_google_key():
-        # Payload versions 5 to 8: a value's Google key, two u16-length texts.
+        # Payload versions 5 to 9: a value's Google key, two u16-length texts.
         nonlocal offset
         for _text in range(2):
             (length,) = struct.unpack_from("<H", payload, offset)

@@ -131,16 +131,17 @@ def unpad(padded):
     return unpadded[:-1]
 
 
-def decode_payload(payload, conversation_keys=None, google=None, sharing=None, links=None, last_used=None):
+def decode_payload(payload, conversation_keys=None, google=None, sharing=None, links=None, last_used=None, secrets=None):
     """The payload of the document, with the writer rules a reader enforces. When given a list,
     `conversation_keys` receives the conversation keys, current first. When given a dict,
     `google` receives for each key name the Google keys of its values (payload version 5), the
     current value's first: (resource name, service account) or None. When given a dict,
     `sharing` receives the version 6 section: "identity" (agreement secret, signing seed,
     label) or None, and "keys", each key's sharing record by name. `links` receives the Secret
-    Manager links (decode_links), and `last_used` each key's last use (payload version 2 on)."""
+    Manager links (decode_links), and `last_used` each key's last use (payload version 2 on).
+    `secrets` receives the secrets for other tools (payload version 9, decode_secrets)."""
     version = payload[0]
-    assert version in (1, 2, 3, 4, 5, 6, 7, 8)
+    assert version in (1, 2, 3, 4, 5, 6, 7, 8, 9)
     offset = 33
     if conversation_keys is not None:
         conversation_keys.append(payload[1:33])
@@ -222,6 +223,8 @@ def decode_payload(payload, conversation_keys=None, google=None, sharing=None, l
         offset = decode_sharing(payload, offset, set(keys), {} if sharing is None else sharing)
     if version >= 7:
         offset = decode_links(payload, offset, set(keys), {} if links is None else links, version)
+    if version >= 9:
+        offset = decode_secrets(payload, offset, {} if secrets is None else secrets)
     assert offset == len(payload)
     return keys, settings
 
@@ -300,6 +303,41 @@ def decode_links(payload, offset, key_names, out, payload_version=7):
             assert previous >= 1 and finish_after >= 0
             rotation = (previous, retire, finish_after)
         out[name] = (reference, version, fetched, rotation)
+    return offset
+
+
+def decode_secrets(payload, offset, out):
+    """Payload version 9's secrets for other tools (Docs/vault-format.md): name -> dict of the
+    value, dates, note of the tools using it and earlier values (value, replaced, set); returns
+    the offset after them."""
+    def take(n):
+        nonlocal offset
+        value = payload[offset:offset + n]
+        assert len(value) == n
+        offset += n
+        return value
+
+    def number(fmt):
+        return struct.unpack(fmt, take(struct.calcsize(fmt)))[0]
+
+    def printable(value):
+        text = value.decode()
+        assert 1 <= len(value) <= 65536 and all(ch in "\n\t" or (ord(ch) >= 0x20 and ord(ch) != 0x7f) for ch in text)
+        return text
+
+    last = None
+    for _ in range(number("<H")):
+        name = take(number("<H"))
+        assert NAME.fullmatch(name) and not name.startswith(b"-") and (last is None or last < name)
+        last = name
+        entry = {"value": printable(take(number("<I")))}
+        entry["created"], entry["updated"], entry["last_used"] = number("<q"), number("<q"), number("<q")
+        entry["used_by"] = take(number("<H")).decode()
+        assert len(entry["used_by"].encode()) <= 1024
+        count = number("<B")
+        assert count <= 5
+        entry["earlier"] = [(printable(take(number("<I"))), number("<q"), number("<q")) for _ in range(count)]
+        out[name.decode()] = entry
     return offset
 
 
@@ -545,3 +583,26 @@ def test_the_payload_version_8_vector_opens_with_the_cli(env):
     listed = env.run("key", "list", "--json")
     assert listed.code == 0, listed
     assert expected["links"]["fleet"]["reference"] in listed.out and "fleet" in listed.out
+
+
+def test_secrets_for_other_tools_are_read_from_payload_version_9_as_documented(env):
+    """Issue 43: a vault written today (payload version 9) opens with the document alone, and
+    its secrets for other tools are where the document puts them, history and all."""
+    from conftest import PASSPHRASE
+    env.init()
+    pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"
+    for name, value, extra in (("github", "ghp_first0123456789abcdefghijklmnopqrstu", ()),
+                               ("github", "ghp_second123456789abcdefghijklmnopqrst", ()), ("tls", pem, ("--multiline",))):
+        result = env.run("secret", "set", name, *extra, input=value + "\n")
+        assert result.code == 0, result
+    vault = parse(env.vault_bytes())
+    data_key = unwrap(slot_of(vault, [PASSPHRASE_SLOT]), PASSPHRASE.encode())
+    payload = unpad(decrypt(vault, data_key))
+    assert payload[0] == 9
+    secrets = {}
+    decode_payload(payload, secrets=secrets)
+    assert sorted(secrets) == ["github", "tls"]
+    assert secrets["github"]["value"] == "ghp_second123456789abcdefghijklmnopqrst"
+    [(old, replaced, set_at)] = secrets["github"]["earlier"]
+    assert old == "ghp_first0123456789abcdefghijklmnopqrstu" and set_at <= replaced
+    assert secrets["tls"]["value"] == pem and secrets["tls"]["earlier"] == []

@@ -200,9 +200,9 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         while bytes.last == 0 { bytes.removeLast() }
         #expect(bytes.removeLast() == 0x80)
         // Version 6's sharing section, empty: no identity (one byte) and no records (two); then
-        // version 7's Secret Manager links, none (two).
-        #expect(Array(bytes.suffix(5)) == [0, 0, 0, 0, 0])
-        bytes.removeLast(5)
+        // version 7's Secret Manager links, none (two); then version 9's secrets, none (two).
+        #expect(Array(bytes.suffix(7)) == [0, 0, 0, 0, 0, 0, 0])
+        bytes.removeLast(7)
         bytes[0] = 3
         let name = 2 + 1, secret = 2 + 1, dates = 8 * 3, record = 2 + 2
         let currentRecord = 1 + 32 + 2 + name + secret + dates
@@ -436,11 +436,12 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         try VaultChange.linkKey(name: "lab", secret: SecretBytes(utf8: "AQ.first-value-of-the-linked-key-0123456789"), now: 20, link: link).apply(to: contents)
         let encoded = try contents.encoded()
         let length = try encoded.withUnsafeBytes { try Sodium.unpad($0, blockSize: VaultContents.paddingBlock) }
-        // Version 8 writes one 0 marker after the link; version 7 has none.
+        // Version 8 writes one 0 marker after the link, and version 9 a secret count of 0 after
+        // it; version 7 has neither.
         var bytes = encoded.withUnsafeBytes { Array($0.prefix(length)) }
-        #expect(bytes[0] == 8 && bytes.last == 0)
+        #expect(bytes[0] == 9 && bytes.suffix(3) == [0, 0, 0])
         bytes[0] = 7
-        bytes.removeLast()
+        bytes.removeLast(3)
         let buffer = SecretBytes(count: bytes.count + VaultContents.paddingBlock)
         let total = try buffer.withUnsafeMutableBytes { raw in
             raw.copyBytes(from: bytes)

@@ -1,0 +1,126 @@
+import KeyResolution
+import SystemIO
+import TerminalIO
+import VaultAccess
+import VaultCore
+
+let secretCommands: [CommandSpec] = [
+    CommandSpec(path: ["secret", "set"], arguments: "NAME", argumentRange: 1...1,
+                summary: "store or replace a secret for another tool (hidden prompt, or stdin when it is not a terminal)",
+                options: [.multiline, .fromEnv], details: """
+                A secret is any printable text of 1 to 65,536 bytes: an MCP server's token, a database password, another provider's key. It is never taken from the command line.
+                A replaced value is kept in the secret's history (5 earlier values). Line breaks are refused unless --multiline allows them (a PEM block).
+                --from-env VAR moves the value of a variable of gemvault's environment into the vault (unset it afterwards).
+                Programs get secrets with 'gemvault exec --secret VAR=NAME -- COMMAND' (Docs/tool-secrets.md).
+                """,
+                run: SecretCommand.set),
+    CommandSpec(path: ["secret", "get"], arguments: "NAME", argumentRange: 1...1,
+                summary: "print a secret and a newline on stdout, for scripts",
+                options: [], details: "", run: SecretCommand.get),
+    CommandSpec(path: ["secret", "list"], arguments: "", argumentRange: 0...0,
+                summary: "list secret names, masked values, dates and the tools that use them",
+                options: [], details: "A value shows its first 4 and last 4 characters, and a short or multi-line one (a PEM block) shows as ****.",
+                run: SecretCommand.list),
+    CommandSpec(path: ["secret", "rm"], arguments: "NAME", argumentRange: 1...1,
+                summary: "remove a secret and its earlier values",
+                options: [], details: "", run: SecretCommand.remove),
+    CommandSpec(path: ["secret", "history"], arguments: "NAME", argumentRange: 1...1,
+                summary: "show a secret's current and earlier values, masked, with their dates",
+                options: [], details: "", run: SecretCommand.history),
+    CommandSpec(path: ["secret", "rollback"], arguments: "NAME", argumentRange: 1...1,
+                summary: "make a secret's previous value current again",
+                options: [], details: "The value it replaces goes into the history, so a second rollback undoes the first.",
+                run: SecretCommand.rollBack),
+    CommandSpec(path: ["secret", "rename"], arguments: "NAME NEW", argumentRange: 2...2,
+                summary: "give a secret another name, with its dates and history",
+                options: [], details: "Refused when NEW is taken. Commands and config files that name the old one (gemvault exec --secret VAR=NAME) must be changed too.",
+                run: SecretCommand.rename),
+]
+
+enum SecretCommand {
+    static func set(_ call: Invocation) throws {
+        let name = call.positionals[0]
+        try VaultContents.validateName(name)
+        let context = call.context
+        try context.vault.checkBeforePrompt()
+        let value = try readValue(call, name: name)
+        if let problem = ToolSecret.problem(with: value, multiline: call.flag(.multiline)) {
+            throw VaultError.invalidSecret(name: name, reason: problem)
+        }
+        Redaction.register(value)
+        let outcome = try context.vault.apply(.secret(.set(name: name, value: value, now: Output.now(), usedBy: nil)))
+        Console.note("\(outcome.replaced ? "replaced" : "stored") secret '\(name)' (\(value.masked), \(value.count) bytes)")
+        if let variable = call.value(.fromEnv) { Console.hint("unset \(variable) where it was set, so no copy stays in plain text") }
+    }
+
+    /// The value: from a variable, or typed (hidden) or piped.
+    static func readValue(_ call: Invocation, name: String) throws -> SecretBytes {
+        if let variable = call.value(.fromEnv) {
+            guard let text = call.context.environment[variable], !text.isEmpty else {
+                throw CommandFailure(.usage, "the variable \(EscapeNeutralizer.neutralize(variable)) is not set or empty in gemvault's environment; nothing was stored")
+            }
+            return SecretBytes(copying: Array(text.utf8)).trimmingWhitespace()
+        }
+        return try SecretTextInput.read(prompt: "Secret '\(name)': ", limit: ToolSecret.maxBytes, multiline: call.flag(.multiline),
+                                        stdinIsTerminal: Terminal.stdinIsTerminal)
+    }
+
+    static func get(_ call: Invocation) throws {
+        let name = call.positionals[0]
+        try VaultContents.validateName(name)
+        let context = call.context
+        let secret = try context.vault.toolSecret(name, beforePrompt: {
+            guard context.canOpenVault else { throw KeySourceError.vaultNeedsPassphrase(path: context.vaultPath) }
+        })
+        guard let secret else { throw VaultError.secretNotFound(name: name) }
+        try Output.writeSecret(secret.value)
+    }
+
+    static func list(_ call: Invocation) throws {
+        let secrets = try call.context.vault.toolSecretSummaries()
+        guard !secrets.isEmpty else {
+            Console.note("the vault holds no secrets; add one with 'gemvault secret set NAME', or move an MCP server's with 'gemvault mcp wrap'")
+            return
+        }
+        let now = Output.now()
+        try Console.out(Output.table([["NAME", "VALUE", "BYTES", "AGE", "UPDATED", "LAST USED", "USED BY"]] + secrets.map { secret in
+            [secret.name, secret.masked, String(secret.bytes), Output.age(since: secret.updated, now: now), Output.localDate(secret.updated),
+             secret.lastUsed > 0 ? Output.localDate(secret.lastUsed) : "-", EscapeNeutralizer.neutralize(secret.usedBy.isEmpty ? "-" : secret.usedBy)]
+        }))
+    }
+
+    static func remove(_ call: Invocation) throws {
+        let name = call.positionals[0]
+        try VaultContents.validateName(name)
+        let outcome = try call.context.vault.apply(.secret(.remove(name: name)))
+        Console.note("removed secret '\(name)' (\(outcome.masked ?? "****")) and its earlier values")
+    }
+
+    static func history(_ call: Invocation) throws {
+        let name = call.positionals[0]
+        try VaultContents.validateName(name)
+        guard let secret = try call.context.vault.toolSecretSummaries().first(where: { $0.name == name }) else {
+            throw VaultError.secretNotFound(name: name)
+        }
+        let current = [["current", secret.masked, Output.localDate(secret.updated), "-"]]
+        let earlier = secret.earlier.enumerated().map { index, old in
+            ["\(index + 1) back", old.masked, Output.localDate(old.set), Output.localDate(old.retired)]
+        }
+        try Console.out(Output.table([["VALUE", "MASKED", "SET", "REPLACED"]] + current + earlier))
+    }
+
+    static func rollBack(_ call: Invocation) throws {
+        let name = call.positionals[0]
+        try VaultContents.validateName(name)
+        let outcome = try call.context.vault.apply(.secret(.rollBack(name: name, now: Output.now())))
+        Console.note("secret '\(name)' is back to its previous value (\(outcome.masked ?? "****"))")
+    }
+
+    static func rename(_ call: Invocation) throws {
+        let (name, new) = (call.positionals[0], call.positionals[1])
+        try VaultContents.validateName(name)
+        try VaultContents.validateName(new)
+        try call.context.vault.apply(.secret(.rename(from: name, to: new)))
+        Console.note("renamed secret '\(name)' to '\(new)'")
+    }
+}

@@ -1,0 +1,46 @@
+import VaultCore
+
+extension MCPWrapPlan {
+    /// What `--dry-run` prints: the changed lines, old with `-` and new with `+`, between the
+    /// lines both share, with every secret moved shown masked.
+    public var diff: String {
+        let old = Self.lines(snapshot.bytes), new = Self.lines(rewritten)
+        var prefix = 0
+        while prefix < min(old.count, new.count), old[prefix] == new[prefix] { prefix += 1 }
+        var suffix = 0
+        while suffix < min(old.count, new.count) - prefix, old[old.count - 1 - suffix] == new[new.count - 1 - suffix] { suffix += 1 }
+        var out = "--- \(snapshot.file.path)\n+++ \(snapshot.file.path) (wrapped)\n@@ line \(prefix + 1) @@\n"
+        out += old[prefix..<(old.count - suffix)].map { "-" + mask($0) + "\n" }.joined()
+        out += new[prefix..<(new.count - suffix)].map { "+" + mask($0) + "\n" }.joined()
+        return out
+    }
+
+    static func lines(_ bytes: [UInt8]) -> [String] {
+        String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    }
+
+    /// The line with each moved value replaced by its masked form (as JSON text and as it is).
+    func mask(_ line: String) -> String {
+        var masked = line
+        for move in moves {
+            let value = move.value.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+            for form in [String(JSONText.string(value).dropFirst().dropLast()), value] where !form.isEmpty {
+                masked = masked.replacingAll(form, with: move.value.masked)
+            }
+        }
+        return masked
+    }
+}
+
+extension String {
+    /// Every occurrence of `target` replaced, without Foundation.
+    func replacingAll(_ target: String, with replacement: String) -> String {
+        guard !target.isEmpty else { return self }
+        var result = "", rest = Substring(self)
+        while let range = rest.firstRange(of: target) {
+            result += rest[..<range.lowerBound] + replacement
+            rest = rest[range.upperBound...]
+        }
+        return result + rest
+    }
+}

@@ -1,0 +1,82 @@
+import Testing
+@testable import VaultCore
+
+private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
+
+/// Payload version 9: the secrets for other tools, with their history, through changes and saves.
+@Suite struct ToolSecretTests {
+    let pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"
+
+    @Test func setReplaceRollBackRenameAndRemove() throws {
+        let contents = VaultContents()
+        try VaultChange.secret(.set(name: "github", value: SecretBytes(utf8: "ghp_first-000000000000"), now: 10, usedBy: nil)).apply(to: contents)
+        let replaced = try VaultChange.secret(.set(name: "github", value: SecretBytes(utf8: "ghp_second-00000000000"), now: 20, usedBy: "mcp github"))
+            .apply(to: contents)
+        #expect(replaced.replaced && replaced.masked == "ghp_…0000")
+        var secret = try #require(contents.toolSecret(named: "github"))
+        #expect(text(secret.value) == "ghp_second-00000000000" && secret.created == 10 && secret.updated == 20 && secret.usedBy == "mcp github")
+        #expect(secret.previous.count == 1 && secret.previous[0].set == 10 && secret.previous[0].retired == 20)
+        try VaultChange.secret(.rollBack(name: "github", now: 30)).apply(to: contents)
+        secret = try #require(contents.toolSecret(named: "github"))
+        #expect(text(secret.value) == "ghp_first-000000000000" && secret.updated == 10 && text(secret.previous[0].secret) == "ghp_second-00000000000")
+        try VaultChange.secret(.rename(from: "github", to: "mcp.github.TOKEN")).apply(to: contents)
+        #expect(contents.toolSecret(named: "github") == nil && contents.toolSecret(named: "mcp.github.TOKEN")?.previous.count == 1)
+        try VaultChange.secret(.remove(name: "mcp.github.TOKEN")).apply(to: contents)
+        #expect(contents.toolSecrets.isEmpty)
+    }
+
+    @Test func refusalsNameTheSecretAndChangeNothing() throws {
+        let contents = VaultContents()
+        try VaultChange.secret(.set(name: "a", value: SecretBytes(utf8: "one"), now: 1, usedBy: nil)).apply(to: contents)
+        try VaultChange.secret(.set(name: "b", value: SecretBytes(utf8: "two"), now: 1, usedBy: nil)).apply(to: contents)
+        #expect(throws: VaultError.secretNotFound(name: "c")) { try VaultChange.secret(.remove(name: "c")).apply(to: contents) }
+        #expect(throws: VaultError.secretExists(name: "b")) { try VaultChange.secret(.rename(from: "a", to: "b")).apply(to: contents) }
+        #expect(throws: VaultError.noEarlierSecretValue(name: "a")) { try VaultChange.secret(.rollBack(name: "a", now: 2)).apply(to: contents) }
+        #expect(throws: VaultError.self) { try VaultChange.secret(.set(name: "c", value: SecretBytes(utf8: "x\u{1b}y"), now: 1, usedBy: nil)).apply(to: contents) }
+        #expect(contents.toolSecrets.map(\.name) == ["a", "b"])
+    }
+
+    @Test func valuesArePrintableTextUpTo64KiB() {
+        #expect(ToolSecret.problem(with: SecretBytes(utf8: String(repeating: "a", count: 65536)), multiline: false) == nil)
+        #expect(ToolSecret.problem(with: SecretBytes(utf8: String(repeating: "a", count: 65537)), multiline: false) != nil)
+        #expect(ToolSecret.problem(with: SecretBytes(utf8: pem), multiline: false) != nil)
+        #expect(ToolSecret.problem(with: SecretBytes(utf8: pem), multiline: true) == nil)
+        #expect(ToolSecret.problem(with: SecretBytes(utf8: "pässwörd"), multiline: false) == nil)
+        #expect(ToolSecret.problem(with: SecretBytes(copying: [0x61, 0xff, 0x62]), multiline: false) != nil)
+    }
+
+    @Test func theSecretsSurviveASaveAndAnOpenInByteOrder() throws {
+        let contents = VaultContents()
+        try contents.setKey("default", secret: SecretBytes(utf8: "AQ.key-0000000000000000000000000000000000000"), now: 1)
+        for (name, value) in [("zeta", "z-value"), ("Alpha", pem), ("beta", String(repeating: "b", count: 65536))] {
+            try VaultChange.secret(.set(name: name, value: SecretBytes(utf8: value), now: 2, usedBy: name == "zeta" ? "tool" : nil)).apply(to: contents)
+        }
+        try VaultChange.secret(.set(name: "zeta", value: SecretBytes(utf8: "z-value-2"), now: 3, usedBy: nil)).apply(to: contents)
+        let reread = try VaultContents.decode(try contents.encoded(), path: "t")
+        #expect(reread.toolSecrets.map(\.name) == ["Alpha", "beta", "zeta"])
+        #expect(text(try #require(reread.toolSecret(named: "Alpha")).value) == pem)
+        let zeta = try #require(reread.toolSecret(named: "zeta"))
+        #expect(text(zeta.value) == "z-value-2" && text(zeta.previous[0].secret) == "z-value" && zeta.usedBy == "tool")
+        #expect(reread.key(named: "default") != nil)
+        try reread.encoded().withUnsafeBytes { #expect($0.first == 9) }
+    }
+
+    /// A version 8 payload (no secrets section) still reads, with no secrets.
+    @Test func aVersionEightPayloadStillReads() throws {
+        let contents = VaultContents()
+        try contents.setKey("default", secret: SecretBytes(utf8: "AQ.key-0000000000000000000000000000000000000"), now: 1)
+        let encoded = try contents.encoded()
+        let length = try encoded.withUnsafeBytes { try Sodium.unpad($0, blockSize: VaultContents.paddingBlock) }
+        var bytes = encoded.withUnsafeBytes { Array($0.prefix(length)) }
+        #expect(bytes[0] == 9 && bytes.suffix(2) == [0, 0])
+        bytes[0] = 8
+        bytes.removeLast(2)
+        let buffer = SecretBytes(count: bytes.count + VaultContents.paddingBlock)
+        let total = try buffer.withUnsafeMutableBytes { raw in
+            raw.copyBytes(from: bytes)
+            return try Sodium.pad(raw, unpaddedLength: bytes.count, blockSize: VaultContents.paddingBlock)
+        }
+        let old = try VaultContents.decode(SecretBytes(copying: buffer.withUnsafeBytes { Array($0.prefix(total)) }), path: "test")
+        #expect(old.toolSecrets.isEmpty && old.key(named: "default") != nil)
+    }
+}
