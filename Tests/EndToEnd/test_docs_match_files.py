@@ -4,12 +4,15 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import struct
+import subprocess
+import sys
 
 import nacl.bindings as nacl
 import pytest
 
-from conftest import PASSPHRASE, ROOT
+from conftest import BIN, PASSPHRASE, ROOT
 from test_history_keys import SEAL_BYTES, conversation_keys, history_folder, records, write_records
 from test_vault_format import decrypt, parse, slot_of, unpad, unwrap, PASSPHRASE_SLOT
 
@@ -455,3 +458,32 @@ def test_the_architecture_draws_every_import_arrow_package_swift_declares():
     for name in sorted(set(drawn) - set(declared)):
         differences.append("%s is drawn but is no target" % name)
     assert not differences, "Docs/architecture.md's import graph and Package.swift differ:\n" + "\n".join(differences)
+
+
+def test_the_walk_counts_in_the_architecture_are_what_bench_walks_measures():
+    """Docs/architecture.md's table of walks is bench/walks' output, measured now under strace."""
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed, so bench/walks cannot count the walks")
+    measured = json.loads(subprocess.run([sys.executable, os.path.join(ROOT, "bench", "walks"), "--binary", BIN, "--json"],
+                                         check=True, capture_output=True, text=True, timeout=600).stdout)
+    with open(os.path.join(ROOT, "Docs", "architecture.md")) as handle:
+        table = re.search(r"<!-- BEGIN WALK COUNTS -->\n(.*?)<!-- END WALK COUNTS -->", handle.read(), re.S).group(1)
+    documented = {}
+    for row in table.splitlines()[2:]:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        documented[cells[0]] = dict(zip(("agent_connections", "vault_opens", "tty_opens", "argon2id_runs"), map(int, cells[1:])))
+    assert documented == measured
+
+
+def test_the_files_an_addition_took_are_what_its_commit_shows():
+    """"Adding things" cites commits as `commit `abc1234`: N source files`; git must agree."""
+    with open(os.path.join(ROOT, "Docs", "architecture.md")) as handle:
+        cited = re.findall(r"commit `([0-9a-f]{7,40})`:\s+(\d+)\s+source\s+files?", handle.read())
+    assert len(cited) >= 3
+    for commit, count in cited:
+        shown = subprocess.run(["git", "-C", ROOT, "show", "--stat=200", "--format=", commit, "--", "Sources"],
+                               capture_output=True, text=True)
+        if shown.returncode != 0:
+            pytest.skip("commit %s is not in this clone's history (a shallow clone?), so its files cannot be counted" % commit)
+        files = [line for line in shown.stdout.splitlines() if "|" in line]
+        assert len(files) == int(count), (commit, files)
