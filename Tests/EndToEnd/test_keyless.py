@@ -1,0 +1,194 @@
+"""Keyless Google credentials (issue 44, Docs/keyless.md): Workload Identity Federation
+(`external_account` files with file, url and executable subject tokens, STS, service-account
+impersonation) and `impersonated_service_account` files, end to end against fake_google.py's
+OIDC issuer, STS and IAM Credentials (fake_federation.py)."""
+import json
+import os
+import stat
+
+from conftest import auth_key
+from test_rotation import PROJECT_ID, google, service_account_file  # noqa: F401 (fixture)
+
+FLEET_KEY = auth_key("KeylessFleetKey")
+SECRET = "gsm://projects/%s/secrets/gemini-key" % PROJECT_ID
+POOL = "projects/123456867718/locations/global/workloadIdentityPools/ci-pool"
+AUDIENCE = "//iam.googleapis.com/%s/providers/github" % POOL
+CI_ACCOUNT = "gemini-ci@%s.iam.gserviceaccount.com" % PROJECT_ID
+REPOSITORY = "example-org/gemini-app"
+
+
+def federation(env, google, condition=None, grant=True):
+    """A provider trusting the fake's issuer for REPOSITORY, CI_ACCOUNT minting for it, and a
+    key kept in Secret Manager that the minted token reads."""
+    google.control(providers={AUDIENCE: {"condition": condition or {"repository": REPOSITORY}}},
+                   grants={CI_ACCOUNT: ["repository:" + REPOSITORY] if grant else []},
+                   keys=[{"id": "fleet", "keyString": FLEET_KEY}], secrets=[{"id": "gemini-key", "versions": [FLEET_KEY]}])
+    env.vars["GEMVAULT_ENDPOINT"] = google.url
+    env.vars["GEMVAULT_SECRETMANAGER_ENDPOINT"] = google.url
+    env.vars["GEMVAULT_KEY_SECRET"] = SECRET
+
+
+def oidc(google, audience="https://iam.googleapis.com/" + POOL + "/providers/github", **claims):
+    claims = dict({"sub": "repo:%s:ref:refs/heads/main" % REPOSITORY, "repository": REPOSITORY, "aud": audience}, **claims)
+    return google.control(oidc=claims)["oidc"]
+
+
+def external_account(env, google, source, impersonate=True, name="wif.json", **extra):
+    config = dict({"type": "external_account", "audience": AUDIENCE, "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+                   "token_url": google.url + "/v1/token", "credential_source": source}, **extra)
+    if impersonate:
+        config["service_account_impersonation_url"] = google.url + "/v1/projects/-/serviceAccounts/%s:generateAccessToken" % CI_ACCOUNT
+    path = os.path.join(env.home, name)
+    env.write_private(path, json.dumps(config))
+    env.vars["GOOGLE_APPLICATION_CREDENTIALS"] = path
+    return path
+
+
+def subject_file(env, token, name="subject.jwt", mode=0o600):
+    path = os.path.join(env.home, name)
+    env.write_private(path, token + "\n", mode)
+    return path
+
+
+def which(env, extra=None):
+    result = env.run("key", "which", "--json", passphrase=False, env=extra)
+    return result, (json.loads(result.out) if result.code == 0 else None)
+
+
+def no_token_in(text, google):
+    for token in google.state()["tokens"]:
+        assert token not in text
+
+
+def test_a_federated_file_token_is_exchanged_and_impersonated(env, google):
+    federation(env, google)
+    token = oidc(google)
+    external_account(env, google, {"file": subject_file(env, token)})
+    result, data = which(env)
+    assert result.code == 0, result
+    assert data["masked"] == FLEET_KEY[:4] + "…" + FLEET_KEY[-4:]
+    state = google.state()
+    assert state["sts_calls"][-1]["audience"] == AUDIENCE
+    # STS grants only what generateAccessToken needs; the minted token carries the scopes asked.
+    assert state["sts_calls"][-1]["scope"] == "https://www.googleapis.com/auth/cloud-platform"
+    assert state["iam_calls"][-1]["target"] == CI_ACCOUNT and state["iam_calls"][-1]["lifetime"] == 3600
+    no_token_in(result.err + result.out, google)
+    assert token not in result.err
+
+
+def test_a_url_source_with_headers_and_a_json_field_is_githubs_shape(env, google):
+    federation(env, google)
+    google.control(set={"github_request_token": "gh-request-token-1", "github_claims": {"sub": "repo:%s:ref:refs/heads/main" % REPOSITORY,
+                                                                                        "repository": REPOSITORY}})
+    audience = "https://iam.googleapis.com/" + POOL + "/providers/github"
+    external_account(env, google, {"url": google.url + "/oidc/gha?audience=" + audience, "headers": {"Authorization": "Bearer gh-request-token-1"},
+                                   "format": {"type": "json", "subject_token_field_name": "value"}},
+                     service_account_impersonation={"token_lifetime_seconds": 1200})
+    result, data = which(env)
+    assert result.code == 0, result
+    assert google.state()["iam_calls"][-1]["lifetime"] == 1200
+    assert "gh-request-token-1" not in result.err + result.out
+
+
+def test_a_plain_http_url_off_this_machine_is_refused(env, google):
+    federation(env, google)
+    external_account(env, google, {"url": "http://token.example.com/oidc", "format": {"type": "text"}})
+    result, _ = which(env)
+    assert result.code != 0
+    assert "refusing the subject token URL http://token.example.com/oidc" in result.err and google.state()["sts_calls"] == []
+
+
+def test_a_subject_token_file_others_can_write_is_refused(env, google):
+    federation(env, google)
+    path = subject_file(env, oidc(google), mode=0o622)
+    os.chmod(path, 0o622)
+    external_account(env, google, {"file": path})
+    result, _ = which(env)
+    assert result.code != 0 and "refusing the subject token file" in result.err and "chmod" in result.err
+    assert google.state()["sts_calls"] == []
+
+
+def executable_script(env, token, name="issue-token"):
+    """A program printing Google's executable response, and the environment it saw."""
+    seen = os.path.join(env.home, "seen-env")
+    path = os.path.join(env.home, name)
+    response = json.dumps({"version": 1, "success": True, "token_type": "urn:ietf:params:oauth:token-type:jwt", "id_token": token,
+                           "expiration_time": 4102444800})
+    env.write_private(path, "#!/bin/sh\nenv > %s\nprintf '%%s' '%s'\n" % (seen, response), 0o700)
+    return path, seen
+
+
+def test_the_executable_source_runs_only_with_the_opt_in(env, google):
+    federation(env, google)
+    program, seen = executable_script(env, oidc(google))
+    external_account(env, google, {"executable": {"command": program + " --quiet", "timeout_millis": 5000}})
+    refused, _ = which(env)
+    assert refused.code != 0 and "GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES=1" in refused.err and not os.path.exists(seen)
+    allowed, data = which(env, {"GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES": "1"})
+    assert allowed.code == 0, allowed
+    with open(seen) as handle:
+        variables = dict(line.split("=", 1) for line in handle.read().splitlines() if "=" in line)
+    assert variables["GOOGLE_EXTERNAL_ACCOUNT_AUDIENCE"] == AUDIENCE
+    assert variables["GOOGLE_EXTERNAL_ACCOUNT_IMPERSONATED_EMAIL"] == CI_ACCOUNT
+    assert variables["GOOGLE_EXTERNAL_ACCOUNT_TOKEN_TYPE"] == "urn:ietf:params:oauth:token-type:jwt"
+    for token in google.state()["tokens"]:
+        assert all(token not in value for value in variables.values())
+
+
+def test_a_wrong_audience_is_refused_with_the_providers_fix(env, google):
+    federation(env, google)
+    external_account(env, google, {"file": subject_file(env, oidc(google, audience="https://example.com/other"))})
+    result, _ = which(env)
+    assert result.code == 6, result
+    assert "does not match the expected audience" in result.err and AUDIENCE in result.err
+    assert "allowed audiences" in result.err and "attribute condition" in result.err
+
+
+def test_a_token_outside_the_attribute_condition_is_refused(env, google):
+    federation(env, google)
+    external_account(env, google, {"file": subject_file(env, oidc(google, repository="someone-else/fork"))})
+    result, _ = which(env)
+    assert result.code == 6 and "rejected by the attribute condition" in result.err
+
+
+def test_a_missing_role_names_the_principal_the_permission_and_the_role(env, google):
+    federation(env, google, grant=False)
+    external_account(env, google, {"file": subject_file(env, oidc(google))})
+    result, _ = which(env)
+    assert result.code == 6, result
+    assert CI_ACCOUNT in result.err and "iam.serviceAccounts.getAccessToken" in result.err
+    assert "roles/iam.workloadIdentityUser" in result.err and AUDIENCE in result.err
+
+
+def test_the_executable_source_without_impersonation_uses_the_federated_token(env, google):
+    federation(env, google)
+    google.control(grants={})
+    external_account(env, google, {"file": subject_file(env, oidc(google))}, impersonate=False)
+    result, _ = which(env)
+    # The fake's Secret Manager takes any token with cloud-platform, a federated one too.
+    assert result.code == 0, result
+    assert google.state()["iam_calls"] == []
+
+
+def test_an_impersonated_service_account_file_mints_through_its_delegates(env, google):
+    federation(env, google)
+    source_path = service_account_file(env, google, email="deployer@%s.iam.gserviceaccount.com" % PROJECT_ID)
+    with open(source_path) as handle:
+        source = json.load(handle)
+    middle = "middle@%s.iam.gserviceaccount.com" % PROJECT_ID
+    google.control(grants={middle: ["deployer@%s.iam.gserviceaccount.com" % PROJECT_ID], CI_ACCOUNT: [middle]})
+    path = os.path.join(env.home, "impersonated.json")
+    env.write_private(path, json.dumps({"type": "impersonated_service_account", "source_credentials": source, "delegates": [middle],
+                                        "service_account_impersonation_url": google.url + "/v1/projects/-/serviceAccounts/%s:generateAccessToken" % CI_ACCOUNT}))
+    env.vars["GOOGLE_APPLICATION_CREDENTIALS"] = path
+    result, _ = which(env)
+    assert result.code == 0, result
+    assert google.state()["iam_calls"][-1]["delegates"] == ["projects/-/serviceAccounts/" + middle]
+    # Without the delegate's grant on the target, the chain breaks there.
+    google.control(set={}, grants={}, providers={})
+    path2 = os.path.join(env.home, "impersonated2.json")
+    env.write_private(path2, json.dumps({"type": "impersonated_service_account", "source_credentials": source, "delegates": [],
+                                         "service_account_impersonation_url": google.url + "/v1/projects/-/serviceAccounts/%s:generateAccessToken" % CI_ACCOUNT}))
+    env.vars["GOOGLE_APPLICATION_CREDENTIALS"] = path2
+    refused, _ = which(env)
+    assert refused.code == 6 and "roles/iam.serviceAccountTokenCreator" in refused.err and "deployer@" in refused.err
