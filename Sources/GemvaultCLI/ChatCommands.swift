@@ -94,15 +94,17 @@ enum ChatCommand {
     /// The same, with where the key came from. The one place that picks the provider: Gemini.
     static func clientWithKey(_ call: Invocation, modelsAdvice: String? = nil) throws -> (any ChatProvider, Settings, ResolvedKey) {
         let resolver = try call.context.keyResolver(call)
-        let (key, settings) = try resolver.resolve()
-        RotationReminder(context: call.context).remind(key: key, settings: settings)
+        let (key, settings, identity) = try KeylessCommand.resolve(resolver, call)
+        if identity == nil { RotationReminder(context: call.context).remind(key: key, settings: settings) }
         let configuration = ClientConfiguration(endpoint: try settings.endpoint(.endpoint), apiVersion: settings[.apiVersion], timeout: settings[.timeout],
                                                 maxAttempts: settings[.retries] + 1)
         var errors = ErrorMapper(keyOrigin: key.source.label, keyReplaceHint: key.source.replaceHint, keyKind: key.secret.googleKeyKind,
                                  model: settings[.model], apiVersion: settings[.apiVersion])
         if let modelsAdvice { errors.modelsAdvice = modelsAdvice }
+        errors.identity = identity != nil
         errors.optionAdvice = optionAdvice
-        return (GeminiClient(configuration: configuration, apiKey: key.secret, errors: errors), settings, key)
+        let credential: GeminiCredential = identity.map { .accessToken($0) } ?? .apiKey(key.secret)
+        return (GeminiClient(configuration: configuration, credential: credential, errors: errors), settings, key)
     }
 
     /// What to change when Gemini refuses an option (a 400 that names it), said once for ask and chat.

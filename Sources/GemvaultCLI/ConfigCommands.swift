@@ -28,7 +28,7 @@ let configCommands: [CommandSpec] = [
                 run: ConfigCommand.explain),
     CommandSpec(path: ["key", "which"], arguments: "", argumentRange: 0...0,
                 summary: "which source the API key would come from now, and what it shadows",
-                options: [.json] + keySourceOptions + [.google],
+                options: [.json] + keySourceOptions + [.google, .showToken],
                 details: keyOrder, run: ConfigCommand.which),
     CommandSpec(path: ["doctor"], arguments: "", argumentRange: 0...0,
                 summary: "check this machine for the risks of a shared machine",
@@ -241,6 +241,7 @@ enum ConfigCommand {
             return try GoogleRotation.which(call)
         }
         let resolver = try call.context.keyResolver(call)
+        if try resolver.wantsGoogleIdentity() { return try KeylessCommand.which(resolver, call) }
         let (key, settings) = try resolver.resolve()
         let shadowed = resolver.shadowed(by: key.source, settings: settings)
         var name: String?

@@ -50,6 +50,7 @@ enum ExecCommand {
                              command: call.command)
         }
         let resolver = try context.keyResolver(call)
+        if try resolver.wantsGoogleIdentity() { throw KeylessCommand.execRefusal(variable) }
         let (key, settings) = try resolver.resolve()
         RotationReminder(context: context).remind(key: key, settings: settings)
         var environment = context.environment

@@ -86,6 +86,9 @@ enum Output {
         return "\(Int(parts.tm_year) + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min)) \(zone)"
     }
 
+    /// `14:32` in the local time zone.
+    static func localTime(_ seconds: Int64) -> String { String(localDate(seconds).split(separator: " ")[1]) }
+
     /// A line cut to `width` terminal columns, with `…` where it was cut.
     static func fitted(_ line: String, width: Int) -> String {
         guard width > 1, DisplayWidth.of(line) > width else { return line }

@@ -42,6 +42,29 @@ public enum CredentialSource: Sendable, Equatable {
         }
     }
 
+    /// What `key which` shows for `auth` = `google`: `external_account (GitHub OIDC → sts → SA)`.
+    public var chainLabel: String {
+        switch self {
+        case .externalAccount(_, let chain): "external_account (\(chain))"
+        case .impersonatedAccount(_, let email): "impersonated_service_account (→ \(email))"
+        case .serviceAccountFile(_, let email): "service_account (\(email))"
+        case .authorizedUserFile(let path): "authorized_user (\(path))"
+        case .metadataServer(let host): "metadata server (\(host))"
+        case .tokenCommand(let program): "token_command (\(program))"
+        }
+    }
+
+    /// Who the token speaks for, as the ledger names it (`google:PRINCIPAL`).
+    public var principal: String {
+        switch self {
+        case .tokenCommand: "token_command"
+        case .serviceAccountFile(_, let email), .impersonatedAccount(_, let email): email
+        case .authorizedUserFile: "user"
+        case .metadataServer: "metadata-server"
+        case .externalAccount(_, let chain): chain.components(separatedBy: " → ").last ?? chain
+        }
+    }
+
     /// User credentials bill API Keys calls to a quota project (`x-goog-user-project`).
     /// A token_command is taken for one (`gcloud auth print-access-token` prints a user's).
     public var isUserCredential: Bool {

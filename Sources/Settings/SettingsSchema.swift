@@ -171,6 +171,12 @@ extension Setting where Value == String {
     public static let credentialName = with("credential_name", .keyName, default: "gemini-api-key",
                                             "the systemd credential in $CREDENTIALS_DIRECTORY that holds the key (LoadCredential= of a service)",
                                             environment: "GEMVAULT_CREDENTIAL", text)
+    public static let auth = with("auth", .choice(["key", "google"]), default: "key",
+                                  "how chat, ask and models prove who they are: an API key, or a Google identity's access token (Docs/keyless.md)", text)
+    public static let stsEndpoint = with("sts_endpoint", .endpoint, default: defaultSTSEndpoint,
+                                         "Google's Security Token Service, where a federated identity's token is exchanged (https, or http on loopback)", text)
+    public static let iamcredentialsEndpoint = with("iamcredentials_endpoint", .endpoint, default: defaultIAMCredentialsEndpoint,
+                                                    "Google's IAM Credentials service, where a service account's token is minted (https, or http on loopback)", text)
     public static let apikeysEndpoint = with("apikeys_endpoint", .endpoint, default: defaultAPIKeysEndpoint,
                                              "API Keys service base URL for key rotate --create (https, or http on loopback)", text)
 }
@@ -203,10 +209,6 @@ extension Setting where Value == String? {
                                               mayHoldSecret: true, text)
     public static let keySecret = optional("key_secret", .line, "a Secret Manager secret whose value is the key (gsm://projects/P/secrets/S[/versions/N]), fetched on every use and held in memory only", text)
     public static let quotaProject = optional("quota_project", .line, "Google project billed for API Keys calls made with a user's credentials", text)
-    public static let stsEndpoint = with("sts_endpoint", .endpoint, default: defaultSTSEndpoint,
-                                         "Google's Security Token Service, where a federated identity's token is exchanged (https, or http on loopback)", text)
-    public static let iamcredentialsEndpoint = with("iamcredentials_endpoint", .endpoint, default: defaultIAMCredentialsEndpoint,
-                                                    "Google's IAM Credentials service, where a service account's token is minted (https, or http on loopback)", text)
     public static let prices = optional("prices", .line,
                                         "prices per million tokens: MODEL=INPUT/OUTPUT[/CACHED[/SEARCH]][@FROM..TO] entries separated by commas (currency=EUR for another currency), or the path of a JSON prices file; the built-in table otherwise (gemvault prices shows it)", text)
     public static let thinking = optional("thinking", .choice(["minimal", "low", "medium", "high", "xhigh"]),
@@ -268,7 +270,7 @@ public enum SettingsSchema {
         Setting.model.spec, Setting.temperature.spec, Setting.topP.spec, Setting.topK.spec, Setting.maxOutputTokens.spec, Setting.thinking.spec, Setting.showThoughts.spec, Setting.search.spec,
         Setting.store.spec, Setting.systemPrompt.spec, Setting.endpoint.spec, Setting.apiVersion.spec, Setting.timeout.spec, Setting.retries.spec,
         Setting.key.spec, Setting.credentialName.spec, Setting.keyCommand.spec, Setting.keyCommandTimeout.spec, Setting.rotationDays.spec,
-        Setting.apikeysEndpoint.spec, Setting.tokenCommand.spec, Setting.quotaProject.spec, Setting.stsEndpoint.spec, Setting.iamcredentialsEndpoint.spec, Setting.keySecret.spec, Setting.secretmanagerEndpoint.spec,
+        Setting.apikeysEndpoint.spec, Setting.tokenCommand.spec, Setting.quotaProject.spec, Setting.auth.spec, Setting.stsEndpoint.spec, Setting.iamcredentialsEndpoint.spec, Setting.keySecret.spec, Setting.secretmanagerEndpoint.spec,
         Setting.secretCacheTTL.spec, Setting.secretMaxStale.spec,
         Setting.sessionIdle.spec, Setting.sessionMax.spec, Setting.pinTries.spec, Setting.history.spec, Setting.color.spec, Setting.chatStyle.spec,
         Setting.prices.spec, Setting.searchFreeQueries.spec, Setting.budgetDaily.spec, Setting.budgetMonthly.spec, Setting.budgetReplyEstimate.spec,

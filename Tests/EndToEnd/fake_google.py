@@ -198,6 +198,9 @@ class GoogleHandler(fake_gemini.Handler):
                                                       "consumer": "projects/" + PROJECT_NUMBER})
 
     def authorised(self):
+        bearer = self.headers.get("Authorization", "")
+        if bearer.startswith("Bearer ") and not self.headers.get("x-goog-api-key"):
+            return self.bearer_authorised(bearer[len("Bearer "):])
         key = self.headers.get("x-goog-api-key")
         with LOCK:
             known = [k for k in STATE["keys"].values() if k["keyString"] == key]
@@ -217,6 +220,30 @@ class GoogleHandler(fake_gemini.Handler):
                 return False
             return True
         return super().authorised()
+
+    def bearer_authorised(self, token):
+        """Gemini with an OAuth token (keyless.md §0): a known, unexpired token with a
+        generative-language scope; a user's token only with x-goog-user-project. A request with
+        both a key and a token never gets here: the key path refuses it (401)."""
+        with LOCK:
+            entry = STATE["tokens"].get(token)
+            if entry is not None:
+                STATE.setdefault("gemini_bearer_calls", []).append({"identity": entry["identity"], "user_project": self.headers.get("x-goog-user-project")})
+        if entry is None or entry.get("expires", now() + 1) <= now():
+            self.reply(401, error_body(401, "UNAUTHENTICATED", "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
+                                       "ACCESS_TOKEN_EXPIRED" if entry else None, {"service": "generativelanguage.googleapis.com"}))
+            return False
+        scopes = entry["scope"].split()
+        if not any(scope.startswith("https://www.googleapis.com/auth/generative-language") for scope in scopes):
+            self.reply(403, error_body(403, "PERMISSION_DENIED", "Request had insufficient authentication scopes.", "ACCESS_TOKEN_SCOPE_INSUFFICIENT",
+                                       {"service": "generativelanguage.googleapis.com", "method": self.gemini_method()}))
+            return False
+        if entry["user"] and not self.headers.get("x-goog-user-project"):
+            self.reply(403, error_body(403, "PERMISSION_DENIED", "Your application is authenticating by using local Application Default Credentials. "
+                                       "The generativelanguage.googleapis.com API requires a quota project, which is not set by default.", "SERVICE_DISABLED",
+                                       {"service": "generativelanguage.googleapis.com", "consumer": "projects/764086051850"}))
+            return False
+        return True
 
     # -- plumbing ---------------------------------------------------------------------------
     def record(self, body):
@@ -401,13 +428,14 @@ class GoogleHandler(fake_gemini.Handler):
             iat, exp = claims.get("iat", 0), claims.get("exp", 0)
             if not (iat - 300 <= now() <= exp) or exp - iat > 3600:
                 return refuse("Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.")
-            return self.issue(claims["iss"], user=False)
+            return self.issue(claims["iss"], user=False, scope=claims["scope"])
         if grant == "refresh_token":
             with LOCK:
                 user = STATE["users"].get(form.get("refresh_token", [""])[0])
             if not user or user["client_id"] != form.get("client_id", [""])[0] or user["client_secret"] != form.get("client_secret", [""])[0]:
                 return refuse("Token has been expired or revoked.")
-            return self.issue(user.get("email", "user@example.com"), user=True)
+            # A refresh grants the scopes consented at login (keyless.md §2.2).
+            return self.issue(user.get("email", "user@example.com"), user=True, scope=user.get("scope", SCOPE))
         return self.reply(400, {"error": "unsupported_grant_type", "error_description": "Invalid grant_type: " + grant})
 
     def issue(self, identity, user, scope=SCOPE):

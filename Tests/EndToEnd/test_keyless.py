@@ -192,3 +192,116 @@ def test_an_impersonated_service_account_file_mints_through_its_delegates(env, g
     env.vars["GOOGLE_APPLICATION_CREDENTIALS"] = path2
     refused, _ = which(env)
     assert refused.code == 6 and "roles/iam.serviceAccountTokenCreator" in refused.err and "deployer@" in refused.err
+
+
+# -- auth = google: Gemini with a token, no key ---------------------------------------------
+
+def keyless(env, google, lifetime=None):
+    """A CI-like machine: the federation above, Gemini at the fake, no key anywhere."""
+    federation(env, google)
+    del env.vars["GEMVAULT_KEY_SECRET"]
+    if lifetime:
+        google.control(set={"token_lifetime": lifetime})
+    return external_account(env, google, {"file": subject_file(env, oidc(google))})
+
+
+def bearer_calls(google):
+    return google.state().get("gemini_bearer_calls", [])
+
+
+def test_ask_with_auth_google_sends_a_bearer_token_and_no_key(env, google):
+    keyless(env, google)
+    result = env.run("ask", "hello", "--model", "ok", "--auth", "google", passphrase=False)
+    assert result.code == 0, result
+    calls = bearer_calls(google)
+    assert calls and calls[-1] == {"identity": CI_ACCOUNT, "user_project": None}
+    state = google.state()
+    # The minted token carries Gemini's scopes; STS was asked for cloud-platform only.
+    assert state["iam_calls"][-1]["scope"] == ["https://www.googleapis.com/auth/cloud-platform",
+                                               "https://www.googleapis.com/auth/generative-language.retriever"]
+    no_token_in(result.err + result.out, google)
+    for folder, _, files in os.walk(env.home):
+        for name in files:
+            with open(os.path.join(folder, name), "rb") as handle:
+                content = handle.read()
+            for token in state["tokens"]:
+                assert token.encode() not in content, name
+
+
+def test_models_with_the_auth_setting_from_the_environment(env, google):
+    keyless(env, google)
+    result = env.run("models", "--json", env={"GEMVAULT_AUTH": "google"}, passphrase=False)
+    assert result.code == 0, result
+    assert bearer_calls(google)
+
+
+def test_a_three_turn_chat_across_token_expiries_takes_a_fresh_token(env, google):
+    # Every minted token lives one second: a client that kept one past its expiry is refused.
+    keyless(env, google, lifetime=1)
+    result = env.run("chat", "--model", "echo", "--auth", "google", input="one\ntwo\nthree\n", passphrase=False)
+    assert result.code == 0, result
+    assert "three" in result.out
+    assert len(google.state()["iam_calls"]) >= 3
+
+
+def test_exec_with_auth_google_refuses_and_names_the_way(env, google):
+    keyless(env, google)
+    result = env.run("exec", "--auth", "google", "--", "true", passphrase=False)
+    assert result.code == 64, result
+    assert "GOOGLE_APPLICATION_CREDENTIALS" in result.err and "no key" in result.err
+    assert google.state()["sts_calls"] == []
+
+
+def test_key_which_shows_the_chain_without_fetching_and_token_fetches(env, google):
+    keyless(env, google)
+    shown = env.run("key", "which", "--auth", "google", passphrase=False)
+    assert shown.code == 0, shown
+    assert "google: external_account (file %s → sts → %s)" % (os.path.join(env.home, "subject.jwt"), CI_ACCOUNT) in shown.out
+    assert "google:" + CI_ACCOUNT in shown.out
+    assert google.state()["sts_calls"] == []
+    fetched = env.run("key", "which", "--auth", "google", "--token", passphrase=False)
+    assert fetched.code == 0, fetched
+    assert "token valid until " in fetched.out
+    no_token_in(fetched.out + fetched.err, google)
+
+
+def user_credentials(env, google, scope, quota_project=None):
+    google.control(users=[{"refresh_token": "1//refresh-me", "client_id": "cid.apps.googleusercontent.com", "client_secret": "csecret",
+                           "email": "dev@example.com", "scope": scope}])
+    credential = {"type": "authorized_user", "client_id": "cid.apps.googleusercontent.com", "client_secret": "csecret", "refresh_token": "1//refresh-me",
+                  "token_uri": google.url + "/token"}
+    if quota_project:
+        credential["quota_project_id"] = quota_project
+    path = os.path.join(env.home, "adc.json")
+    env.write_private(path, json.dumps(credential))
+    env.vars["GOOGLE_APPLICATION_CREDENTIALS"] = path
+    env.vars["GEMVAULT_ENDPOINT"] = google.url
+
+
+def test_a_user_login_without_geminis_scope_gets_the_scoped_login_hint(env, google):
+    user_credentials(env, google, "https://www.googleapis.com/auth/cloud-platform", quota_project="my-project")
+    result = env.run("ask", "hello", "--model", "ok", "--auth", "google", passphrase=False)
+    assert result.code == 6, result
+    assert "gcloud auth application-default login --scopes=https://www.googleapis.com/auth/cloud-platform,https://www.googleapis.com/auth/generative-language.retriever" in result.err
+
+
+def test_a_users_token_carries_the_quota_project_in_googles_order(env, google):
+    scopes = "https://www.googleapis.com/auth/cloud-platform https://www.googleapis.com/auth/generative-language.retriever"
+    user_credentials(env, google, scopes)
+    missing = env.run("ask", "hello", "--model", "ok", "--auth", "google", passphrase=False)
+    assert missing.code == 6 and "quota project" in missing.err and "quota_project" in missing.err
+    user_credentials(env, google, scopes, quota_project="from-file")
+    assert env.run("ask", "hi", "--model", "ok", "--auth", "google", passphrase=False).code == 0
+    assert bearer_calls(google)[-1]["user_project"] == "from-file"
+    assert env.run("ask", "hi", "--model", "ok", "--auth", "google", env={"GOOGLE_CLOUD_QUOTA_PROJECT": "from-env"}, passphrase=False).code == 0
+    assert bearer_calls(google)[-1]["user_project"] == "from-env"
+    assert env.run("ask", "hi", "--model", "ok", "--auth", "google", env={"GOOGLE_CLOUD_QUOTA_PROJECT": "from-env", "GEMVAULT_QUOTA_PROJECT": "from-setting"},
+                   passphrase=False).code == 0
+    assert bearer_calls(google)[-1]["user_project"] == "from-setting"
+
+
+def test_no_key_but_a_google_credential_offers_auth_google(env, google):
+    keyless(env, google)
+    result = env.run("ask", "hello", "--model", "ok", passphrase=False)
+    assert result.code == 5, result
+    assert "--auth google" in result.err

@@ -1,0 +1,78 @@
+import GoogleAuth
+import GoogleHTTP
+import Settings
+import SystemIO
+import VaultCore
+
+/// `auth` = `google`: Gemini called with a Google identity's access token instead of a key
+/// (Docs/keyless.md). The token comes from the credential chain with Gemini's scopes, is held in
+/// secret memory for this command only, and is fetched again five minutes before it expires.
+public final class GoogleIdentityToken: AccessTokenSource {
+    /// A token is replaced this long before it expires.
+    public static let refreshMargin: Int64 = 300
+    /// A token whose issuer named no expiry (a token_command's) is kept this long.
+    static let assumedLifetime: Int64 = 600
+
+    public let credentials: GoogleCredentials
+    /// `quota_project`, else GOOGLE_CLOUD_QUOTA_PROJECT: billed for a user's token before the file's own.
+    let quotaProject: String?
+    private var held: AccessToken?
+    private var heldUntil: Int64 = 0
+
+    init(credentials: GoogleCredentials, quotaProject: String?) {
+        self.credentials = credentials
+        self.quotaProject = quotaProject
+    }
+
+    /// The chain's source, without fetching anything.
+    public func source() throws(GoogleError) -> CredentialSource { try credentials.source() }
+
+    /// The token held, or a new one when it is within `refreshMargin` of its expiry.
+    public func token() throws(GoogleError) -> AccessToken {
+        if let held, Clock.now() < heldUntil - Self.refreshMargin { return held }
+        let fresh = try credentials.token()
+        held = fresh
+        heldUntil = fresh.expiresAt ?? Clock.now() + Self.assumedLifetime + Self.refreshMargin
+        return fresh
+    }
+
+    public func current() throws -> BearerCredential {
+        let token = try token()
+        return BearerCredential(token: token.token, userProject: userProject(token))
+    }
+
+    /// `x-goog-user-project`, for a user's credential only: the setting, the environment, the file.
+    public func userProject(_ token: AccessToken) -> String? {
+        guard token.source.isUserCredential else { return nil }
+        return quotaProject ?? token.quotaProject
+    }
+}
+
+extension KeyResolver {
+    /// Whether this command takes a Google identity instead of a key (`auth` = `google`, from
+    /// `--auth`, the environment, config.json or an unlocked session's vault settings).
+    public func wantsGoogleIdentity() throws -> Bool { try identitySettings()[.auth] == "google" }
+
+    func identitySettings() throws -> Settings {
+        if let vaultSettings = try? vault.sessionSettings() { return try settings(vaultSettings: vaultSettings) }
+        return try settings()
+    }
+
+    /// The identity's token source and settings, and the stand-in for a key that names it.
+    public func resolveGoogleIdentity() throws -> (key: ResolvedKey, settings: Settings, token: GoogleIdentityToken) {
+        let settings = try identitySettings()
+        var credentialSettings = CredentialSettings(tokenCommand: settings[.tokenCommand], commandTimeout: settings[.keyCommandTimeout], environment: environment,
+                                                    home: paths.home, timeout: settings[.timeout], allowInsecure: layers.allowInsecureEndpoint, warn: warn)
+        credentialSettings.scopes = geminiScopes
+        credentialSettings.service = "the Gemini API (auth = google)"
+        if settings.resolved(.stsEndpoint).origin != .builtIn { credentialSettings.stsEndpoint = try settings.credentialEndpoint(.stsEndpoint, warn: warn) }
+        if settings.resolved(.iamcredentialsEndpoint).origin != .builtIn {
+            credentialSettings.iamCredentialsEndpoint = try settings.credentialEndpoint(.iamcredentialsEndpoint, warn: warn)
+        }
+        let quota = settings[.quotaProject] ?? environment["GOOGLE_CLOUD_QUOTA_PROJECT"].flatMap { $0.isEmpty ? nil : $0 }
+        let token = GoogleIdentityToken(credentials: GoogleCredentials(credentialSettings), quotaProject: quota)
+        let source = try token.source()
+        let key = ResolvedKey(secret: SecretBytes(utf8: "google:" + source.principal), source: .googleIdentity(principal: source.principal, chain: source.chainLabel), updated: nil)
+        return (key, settings, token)
+    }
+}
