@@ -111,6 +111,8 @@ public struct CredentialSettings {
     /// nil: the URLs of the credential file, which must be Google's or loopback.
     public var stsEndpoint: String?
     public var iamCredentialsEndpoint: String?
+    /// A CI job's federation from settings; it comes after token_command, before any file.
+    public var federation: CIFederation?
 
     public init(tokenCommand: String?, commandTimeout: Double, environment: [String: String], home: String, timeout: Double,
                 allowInsecure: Bool, warn: @escaping (String) -> Void) {
@@ -152,6 +154,7 @@ public struct GoogleCredentials {
         if let command = settings.tokenCommand, !command.isEmpty {
             return .tokenCommand(program: KeyCommand.split(command)?.first ?? "token_command")
         }
+        if let account = try federatedJob() { return account.source }
         if let file = try credentialFile() { return file.source }
         if metadataAnswers() { return .metadataServer(host: metadataHost) }
         throw noCredential
@@ -180,9 +183,20 @@ public struct GoogleCredentials {
             Redaction.register(token)
             return AccessToken(token: token, source: .tokenCommand(program: program), quotaProject: nil)
         }
+        if let account = try federatedJob() { return try account.token(settings: settings, transport: transport) }
         if let file = try credentialFile() { return try file.exchange(settings: settings, transport: transport) }
         if metadataAnswers() { return try metadataToken() }
         throw noCredential
+    }
+
+    /// The CI job's federation, when settings name one and the job offers a subject token.
+    func federatedJob() throws(GoogleError) -> ExternalAccount? {
+        guard let federation = settings.federation else { return nil }
+        guard let account = try federation.account(environment: settings.environment) else {
+            settings.warn("workload_identity_provider is set, but this job offers no OIDC token (no ACTIONS_ID_TOKEN_REQUEST_URL: give the job 'permissions: id-token: write'; or set oidc_token_env); trying the rest of the chain")
+            return nil
+        }
+        return account
     }
 
     // MARK: Credential files

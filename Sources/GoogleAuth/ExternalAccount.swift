@@ -38,9 +38,11 @@ struct ExternalAccount {
     let impersonation: ServiceAccountTarget?
     var workforceUserProject: String?
     var quotaProject: String?
+    /// How `key which` names the subject token's source, when not by its URL or file.
+    var subjectLabel: String?
 
     /// "GitHub OIDC → sts → gemini-ci@P.iam.gserviceaccount.com", for `key which`.
-    var chain: String { subject.label + " → sts → " + (impersonation?.email ?? "the federated principal") }
+    var chain: String { (subjectLabel ?? subject.label) + " → sts → " + (impersonation?.email ?? "the federated principal") }
 
     static func parse(_ split: SecretJSON, path: String) throws(GoogleError) -> ExternalAccount {
         guard let fields = split.decode(Fields.self), let audience = fields.audience, let type = fields.subject_token_type,

@@ -69,6 +69,9 @@ extension KeyResolver {
         if settings.resolved(.iamcredentialsEndpoint).origin != .builtIn {
             credentialSettings.iamCredentialsEndpoint = try settings.credentialEndpoint(.iamcredentialsEndpoint, warn: warn)
         }
+        if let provider = settings[.workloadIdentityProvider], !provider.isEmpty {
+            credentialSettings.federation = CIFederation(provider: provider, serviceAccount: settings[.serviceAccount], oidcTokenEnv: settings[.oidcTokenEnv])
+        }
         let quota = settings[.quotaProject] ?? environment["GOOGLE_CLOUD_QUOTA_PROJECT"].flatMap { $0.isEmpty ? nil : $0 }
         let token = GoogleIdentityToken(credentials: GoogleCredentials(credentialSettings), quotaProject: quota)
         let source = try token.source()

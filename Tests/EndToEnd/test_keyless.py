@@ -305,3 +305,52 @@ def test_no_key_but_a_google_credential_offers_auth_google(env, google):
     result = env.run("ask", "hello", "--model", "ok", passphrase=False)
     assert result.code == 5, result
     assert "--auth google" in result.err
+
+
+# -- CI jobs without a credential file ------------------------------------------------------
+
+PROVIDER = POOL + "/providers/github"
+
+
+def ci_job(env, google):
+    federation(env, google)
+    del env.vars["GEMVAULT_KEY_SECRET"]
+    env.vars.pop("GOOGLE_APPLICATION_CREDENTIALS", None)
+    env.vars.update({"GEMVAULT_AUTH": "google", "GEMVAULT_WIF_PROVIDER": PROVIDER, "GEMVAULT_SERVICE_ACCOUNT": CI_ACCOUNT,
+                     "GEMVAULT_STS_ENDPOINT": google.url, "GEMVAULT_IAMCREDENTIALS_ENDPOINT": google.url})
+
+
+def test_a_github_actions_job_asks_github_for_its_token_itself(env, google):
+    ci_job(env, google)
+    google.control(set={"github_request_token": "gh-job-request-token", "github_claims": {"sub": "repo:%s:ref:refs/heads/main" % REPOSITORY,
+                                                                                          "repository": REPOSITORY}})
+    env.vars.update({"ACTIONS_ID_TOKEN_REQUEST_URL": google.url + "/oidc/gha", "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "gh-job-request-token"})
+    shown = env.run("key", "which", passphrase=False)
+    assert shown.code == 0 and "GitHub OIDC → sts → " + CI_ACCOUNT in shown.out, shown
+    result = env.run("ask", "hello", "--model", "ok", passphrase=False)
+    assert result.code == 0, result
+    assert bearer_calls(google)[-1]["identity"] == CI_ACCOUNT
+    assert google.state()["sts_calls"][-1]["audience"] == "//iam.googleapis.com/" + PROVIDER
+    assert "gh-job-request-token" not in result.err + result.out
+
+
+def test_a_job_without_id_token_permission_is_told_what_to_grant(env, google):
+    ci_job(env, google)
+    result = env.run("ask", "hello", "--model", "ok", passphrase=False)
+    assert result.code != 0
+    assert "id-token: write" in result.err
+
+
+def test_a_gitlab_job_takes_its_token_from_the_named_variable(env, google):
+    ci_job(env, google)
+    env.vars.update({"GEMVAULT_OIDC_TOKEN_ENV": "GCP_ID_TOKEN", "GCP_ID_TOKEN": oidc(google)})
+    result = env.run("ask", "hello", "--model", "ok", passphrase=False)
+    assert result.code == 0, result
+    assert bearer_calls(google)[-1]["identity"] == CI_ACCOUNT
+
+
+def test_a_malformed_provider_name_says_how_to_print_the_right_one(env, google):
+    ci_job(env, google)
+    env.vars.update({"GEMVAULT_WIF_PROVIDER": "ci-pool/github", "GEMVAULT_OIDC_TOKEN_ENV": "GCP_ID_TOKEN", "GCP_ID_TOKEN": oidc(google)})
+    result = env.run("ask", "hello", "--model", "ok", passphrase=False)
+    assert result.code == 1 and "providers describe" in result.err

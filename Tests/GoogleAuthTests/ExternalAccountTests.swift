@@ -109,4 +109,22 @@ import VaultCore
         #expect { try credentials(file, transport).token() } throws: { ($0 as? GoogleError)?.message.contains("not Google's and not loopback") == true }
         #expect(transport.sent.isEmpty)
     }
+
+    @Test func aGitHubJobAsksTheRunnerWithTheProvidersAudience() throws {
+        var settings = CredentialSettings(tokenCommand: nil, commandTimeout: 5, environment: ["ACTIONS_ID_TOKEN_REQUEST_URL": "https://runner.test/token?api-version=2.0",
+                                                                                             "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "request-token"],
+                                          home: folder.path, timeout: 5, allowInsecure: false, warn: { _ in })
+        settings.scopes = geminiScopes
+        settings.federation = CIFederation(provider: "projects/1/locations/global/workloadIdentityPools/p/providers/r", serviceAccount: "ci@p.iam.gserviceaccount.com",
+                                           oidcTokenEnv: nil)
+        let transport = FakeTransport([.json(200, #"{"value": "eyJ.github.jwt"}"#), .json(200, #"{"access_token": "fed.token", "expires_in": 3600}"#),
+                                       .json(200, #"{"accessToken": "ya29.minted", "expireTime": "2030-01-01T00:00:00Z"}"#)])
+        let credentials = GoogleCredentials(settings, transport: transport)
+        #expect(try credentials.source().label.contains("GitHub OIDC → sts → ci@p.iam.gserviceaccount.com"))
+        _ = try credentials.token()
+        #expect(transport.sent[0].url == "https://runner.test/token?api-version=2.0&audience=https%3A%2F%2Fiam.googleapis.com%2Fprojects%2F1%2Flocations%2Fglobal%2FworkloadIdentityPools%2Fp%2Fproviders%2Fr")
+        #expect(transport.sent[0].secretHeader == "Authorization: Bearer request-token")
+        #expect(transport.sent[1].url == "https://sts.googleapis.com/v1/token")
+        #expect(String(decoding: transport.sent[1].body ?? [], as: UTF8.self).contains("audience=%2F%2Fiam.googleapis.com%2Fprojects%2F1%2F"))
+    }
 }
