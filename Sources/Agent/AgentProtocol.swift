@@ -40,7 +40,13 @@ public enum AgentProtocol {
         /// A PIN for the open session (`pin`, `pinTries`); a PIN to open it again after an idle
         /// lock; forgetting the PIN (passwd, recover and rekey end it).
         case setPIN = 19, unlockWithPIN = 20, forgetPIN = 21
+        /// A Google access token kept for `auth` = `google` (Docs/keyless.md), per credential and
+        /// scope, until five minutes before it expires; never written anywhere.
+        case putToken = 30, takeToken = 31
     }
+
+    /// An access token (STS's are up to 12 KiB) and the name of its credential and scopes.
+    public static let maxTokenRequest = 16 << 10
 
     /// A change carries at most one key's value (4 KiB) or one setting's (64 KiB) and names.
     public static let maxChangeRequest = 80 << 10
@@ -51,6 +57,7 @@ public enum AgentProtocol {
         guard let known = Operation(rawValue: operation) else { return nil }
         switch known {
         case .change, .signShare, .agree: return maxChangeRequest
+        case .putToken: return maxTokenRequest
         default: return maxSmallRequest
         }
     }
@@ -110,6 +117,8 @@ public enum AgentProtocol {
         /// (one document each); the answer's serial, and the documents, each a big-endian u32
         /// length and the JSON.
         case shareRecipients = 61, shareSerial = 62, shareDocuments = 63
+        /// `putToken`, `takeToken`: the credential and scopes a token is for, and when it expires.
+        case cacheKey = 80, expiresAt = 81
     }
 
     public enum ErrorKind: UInt8, Sendable {

@@ -2,6 +2,7 @@ import GoogleAuth
 import GoogleHTTP
 import Settings
 import SystemIO
+import VaultAccess
 import VaultCore
 
 /// `auth` = `google`: Gemini called with a Google identity's access token instead of a key
@@ -18,22 +19,50 @@ public final class GoogleIdentityToken: AccessTokenSource {
     let quotaProject: String?
     private var held: AccessToken?
     private var heldUntil: Int64 = 0
+    /// The unlocked session, which keeps a service account's token for the next commands.
+    let session: VaultAccess?
+    /// The chain's source, found once; it names the token in the session (with the scopes).
+    private var found: CredentialSource?
 
-    init(credentials: GoogleCredentials, quotaProject: String?) {
+    init(credentials: GoogleCredentials, quotaProject: String?, session: VaultAccess?) {
         self.credentials = credentials
         self.quotaProject = quotaProject
+        self.session = session
     }
 
     /// The chain's source, without fetching anything.
-    public func source() throws(GoogleError) -> CredentialSource { try credentials.source() }
+    public func source() throws(GoogleError) -> CredentialSource {
+        if let found { return found }
+        let source = try credentials.source()
+        found = source
+        return source
+    }
 
-    /// The token held, or a new one when it is within `refreshMargin` of its expiry.
+    /// Where the session keeps the token: the credential and the scopes. A user's token is not
+    /// kept there, as its quota project comes with the fetch.
+    func sessionKey() throws(GoogleError) -> String? {
+        let source = try source()
+        return source.isUserCredential ? nil : "google " + source.label + " " + credentials.settings.scopes.joined(separator: " ")
+    }
+
+    /// The token held, or the session's, or a new one; none within `refreshMargin` of its expiry.
     public func token() throws(GoogleError) -> AccessToken {
-        if let held, Clock.now() < heldUntil - Self.refreshMargin { return held }
-        let fresh = try credentials.token()
-        held = fresh
-        heldUntil = fresh.expiresAt ?? Clock.now() + Self.assumedLifetime + Self.refreshMargin
+        let now = Clock.now()
+        if let held, now < heldUntil - Self.refreshMargin { return held }
+        let key = try sessionKey()
+        if let key, let kept = session?.sessionToken(key), now < kept.expiresAt - Self.refreshMargin {
+            return hold(AccessToken(token: kept.token, source: try source(), quotaProject: nil, expiresAt: kept.expiresAt))
+        }
+        let fresh = hold(try credentials.token())
+        if let key, let expiresAt = fresh.expiresAt { session?.keepInSession(key, fresh.token, expiresAt: expiresAt) }
         return fresh
+    }
+
+    private func hold(_ token: AccessToken) -> AccessToken {
+        Redaction.register(token.token)
+        held = token
+        heldUntil = token.expiresAt ?? Clock.now() + Self.assumedLifetime + Self.refreshMargin
+        return token
     }
 
     public func current() throws -> BearerCredential {
@@ -73,7 +102,7 @@ extension KeyResolver {
             credentialSettings.federation = CIFederation(provider: provider, serviceAccount: settings[.serviceAccount], oidcTokenEnv: settings[.oidcTokenEnv])
         }
         let quota = settings[.quotaProject] ?? environment["GOOGLE_CLOUD_QUOTA_PROJECT"].flatMap { $0.isEmpty ? nil : $0 }
-        let token = GoogleIdentityToken(credentials: GoogleCredentials(credentialSettings), quotaProject: quota)
+        let token = GoogleIdentityToken(credentials: GoogleCredentials(credentialSettings), quotaProject: quota, session: vault)
         let source = try token.source()
         let key = ResolvedKey(secret: SecretBytes(utf8: "google:" + source.principal), source: .googleIdentity(principal: source.principal, chain: source.chainLabel), updated: nil)
         return (key, settings, token)

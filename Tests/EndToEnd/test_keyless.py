@@ -354,3 +354,43 @@ def test_a_malformed_provider_name_says_how_to_print_the_right_one(env, google):
     env.vars.update({"GEMVAULT_WIF_PROVIDER": "ci-pool/github", "GEMVAULT_OIDC_TOKEN_ENV": "GCP_ID_TOKEN", "GCP_ID_TOKEN": oidc(google)})
     result = env.run("ask", "hello", "--model", "ok", passphrase=False)
     assert result.code == 1 and "providers describe" in result.err
+
+
+# -- tokens are secrets, kept only in the session -------------------------------------------
+
+def test_an_unlocked_session_keeps_the_token_for_the_next_commands(env, google):
+    keyless(env, google)
+    env.init()
+    assert env.run("unlock").code == 0
+    try:
+        first = env.run("ask", "one", "--model", "ok", "--auth", "google", passphrase=False)
+        second = env.run("ask", "two", "--model", "ok", "--auth", "google", passphrase=False)
+        assert first.code == 0 and second.code == 0, (first, second)
+        state = google.state()
+        # One exchange served both commands; the second took the session's token.
+        assert len(state["sts_calls"]) == 1 and len(state["iam_calls"]) == 1
+        assert len(bearer_calls(google)) == 2
+        for folder, _, files in os.walk(env.root):
+            for name in files:
+                path = os.path.join(folder, name)
+                # The fake's own log is not gemvault's.
+                if os.path.isfile(path) and name != "google.log":
+                    with open(path, "rb") as handle:
+                        content = handle.read()
+                    for token in state["tokens"]:
+                        assert token.encode() not in content, path
+    finally:
+        env.run("lock", passphrase=False)
+
+
+def test_a_token_near_its_expiry_is_not_kept_in_the_session(env, google):
+    # Tokens of 200 s are inside the five-minute margin: each command fetches its own.
+    keyless(env, google, lifetime=200)
+    env.init()
+    assert env.run("unlock").code == 0
+    try:
+        assert env.run("ask", "one", "--model", "ok", "--auth", "google", passphrase=False).code == 0
+        assert env.run("ask", "two", "--model", "ok", "--auth", "google", passphrase=False).code == 0
+        assert len(google.state()["iam_calls"]) == 2
+    finally:
+        env.run("lock", passphrase=False)
