@@ -394,3 +394,16 @@ def test_a_token_near_its_expiry_is_not_kept_in_the_session(env, google):
         assert len(google.state()["iam_calls"]) == 2
     finally:
         env.run("lock", passphrase=False)
+
+
+def test_the_ledger_files_keyless_usage_under_the_principal(env, google):
+    keyless(env, google)
+    env.init()
+    assert env.run("unlock").code == 0
+    try:
+        assert env.run("ask", "one", "--model", "ok", "--auth", "google", passphrase=False).code == 0
+        usage = env.run("key", "usage", passphrase=False)
+        assert usage.code == 0, usage
+        assert "google:" + CI_ACCOUNT in usage.out
+    finally:
+        env.run("lock", passphrase=False)
