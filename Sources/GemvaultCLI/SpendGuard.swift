@@ -94,7 +94,9 @@ final class SpendGuard {
 
     /// The vault settings that hold one key's own budgets (`key budget`).
     static func budgetSettingNames(_ key: String) -> (daily: String, monthly: String) {
-        (Setting.budgetDaily.name + "." + key, Setting.budgetMonthly.name + "." + key)
+        // A Google identity's name (google:SA@P.iam…) in the letters a setting name takes.
+        let key = key.hasPrefix("google:") ? "google." + key.dropFirst(7).replacing("@", with: "_at_") : key
+        return (Setting.budgetDaily.name + "." + key, Setting.budgetMonthly.name + "." + key)
     }
 
     static func budget(for key: String, settings: Settings, vaultSettings: [String: String]) -> Budget {
@@ -155,7 +157,7 @@ final class SpendGuard {
         }
         Self.markVaultWideBudget(vaultSettings, marks)
         if !isFromVault, let name = matchingVaultKey(Self.budgetedNames(vaultSettings)) { keyName = name }
-        let inVault = isFromVault || compared[keyName] == true
+        let inVault = isFromVault || isGoogleIdentity || compared[keyName] == true
         let budget = Self.budget(for: keyName, settings: settings, vaultSettings: inVault ? vaultSettings : [:])
         if inVault, let meter, budget.isSet != marks.contains(meter.id) { try? marks.set(meter.id, budgeted: budget.isSet) }
         return Lookup(budget: budget, ledgerKeys: ledgerKeys, locked: nil, inVault: inVault)
@@ -168,6 +170,8 @@ final class SpendGuard {
     }
 
     private var isFromVault: Bool { if case .vault = source { true } else { false } }
+    /// A Google identity's budget is the vault's, under its ledger name (`key budget google:…`).
+    private var isGoogleIdentity: Bool { if case .googleIdentity = source { true } else { false } }
 
     /// The budgeted vault key that is this key (compared by value, in constant time, through
     /// the session only: a check never asks for the passphrase).

@@ -407,3 +407,20 @@ def test_the_ledger_files_keyless_usage_under_the_principal(env, google):
         assert "google:" + CI_ACCOUNT in usage.out
     finally:
         env.run("lock", passphrase=False)
+
+
+def test_key_budget_takes_the_identitys_name_and_the_guard_applies_it(env, google):
+    keyless(env, google)
+    env.init()
+    assert env.run("unlock").code == 0
+    try:
+        budget = env.run("key", "budget", "google:" + CI_ACCOUNT, "--daily", "0", passphrase=False)
+        assert budget.code == 0, budget
+        assert "google:%s: daily" % CI_ACCOUNT in budget.out
+        refused = env.run("ask", "one", "--model", "ok", "--auth", "google", passphrase=False)
+        assert refused.code == 6 and "budget" in refused.err, refused
+        assert bearer_calls(google) == []
+        assert env.run("key", "budget", "google:" + CI_ACCOUNT, "--daily", "none", passphrase=False).code == 0
+        assert env.run("ask", "one", "--model", "ok", "--auth", "google", passphrase=False).code == 0
+    finally:
+        env.run("lock", passphrase=False)
