@@ -424,3 +424,15 @@ def test_key_budget_takes_the_identitys_name_and_the_guard_applies_it(env, googl
         assert env.run("ask", "one", "--model", "ok", "--auth", "google", passphrase=False).code == 0
     finally:
         env.run("lock", passphrase=False)
+
+
+def test_key_rotate_create_takes_its_token_through_workload_identity_federation(env, google):
+    """Rotation asks the same chain: a rotator in CI needs no service-account key file."""
+    from test_rotation import check_rotated, rotate, setup
+    setup(env, google, credential="none")
+    google.control(providers={AUDIENCE: {"condition": {"repository": REPOSITORY}}}, grants={CI_ACCOUNT: ["repository:" + REPOSITORY]})
+    external_account(env, google, {"file": subject_file(env, oidc(google))})
+    result = rotate(env, "--json")
+    check_rotated(env, google, result)
+    assert google.state()["iam_calls"][-1]["target"] == CI_ACCOUNT
+    assert "external_account" in result.err

@@ -127,4 +127,24 @@ import VaultCore
         #expect(transport.sent[1].url == "https://sts.googleapis.com/v1/token")
         #expect(String(decoding: transport.sent[1].body ?? [], as: UTF8.self).contains("audience=%2F%2Fiam.googleapis.com%2Fprojects%2F1%2F"))
     }
+
+    @Test func aValidResponseInTheOutputFileIsTakenWithoutRunningTheProgram() throws {
+        let response = #"{"version": 1, "success": true, "token_type": "urn:ietf:params:oauth:token-type:jwt", "id_token": "eyJ.from.cache", "expiration_time": 4102444800}"#
+        let cache = write("cache.json", response)
+        let script = write("program", "#!/bin/sh\nexit 1\n", mode: 0o700)
+        let file = externalAccount(source: #"{"executable": {"command": "\#(script)", "output_file": "\#(cache)"}}"#, impersonate: false)
+        let transport = FakeTransport([.json(200, #"{"access_token": "fed.token", "expires_in": 3600}"#)])
+        _ = try credentials(file, transport, environment: ["GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES": "1"]).token()
+        #expect(String(decoding: transport.sent[0].body ?? [], as: UTF8.self).hasSuffix("subject_token=eyJ.from.cache"))
+    }
+
+    @Test func anExpiredCachedResponseRunsTheProgramAgain() {
+        let expired = #"{"version": 1, "success": true, "token_type": "urn:ietf:params:oauth:token-type:jwt", "id_token": "eyJ.old", "expiration_time": 1000}"#
+        let cache = write("cache.json", expired)
+        let script = write("program", "#!/bin/sh\necho failed >&2\nexit 3\n", mode: 0o700)
+        let file = externalAccount(source: #"{"executable": {"command": "\#(script)", "output_file": "\#(cache)"}}"#, impersonate: false)
+        #expect {
+            try credentials(file, FakeTransport([]), environment: ["GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES": "1"]).token()
+        } throws: { ($0 as? GoogleError)?.message.contains("failed (status 3)") == true }
+    }
 }
