@@ -68,7 +68,10 @@ public final class GeminiClient {
         switch credential {
         case .apiKey(let key): return (.init(prefix: "x-goog-api-key: ", value: key), [])
         case .accessToken(let source):
-            let bearer = try source.current()
+            let bearer: BearerCredential
+            do { bearer = try source.current() } catch {
+                throw GeminiError(category: error.network ? .network : .refused, message: error.message, hint: error.hint, cause: .status("NO_ACCESS_TOKEN"))
+            }
             return (GoogleExchange.bearer(bearer.token), bearer.userProject.map { ["x-goog-user-project: " + $0] } ?? [])
         }
     }

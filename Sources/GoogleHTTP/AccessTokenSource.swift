@@ -11,8 +11,22 @@ public struct BearerCredential {
     }
 }
 
+/// No token could be had now (a refresh refused, STS unreachable), worded for a person.
+public struct TokenUnavailable: Error, Sendable {
+    public let message: String
+    public let hint: String?
+    /// Nothing answered: worth another try later (exit 7), not a refusal (exit 6).
+    public let network: Bool
+
+    public init(message: String, hint: String?, network: Bool) {
+        self.message = message
+        self.hint = hint
+        self.network = network
+    }
+}
+
 /// Where a client takes an access token for each request: the one it holds while it is fresh,
 /// a new one from the credential chain before it expires (a long chat outlives a token).
 public protocol AccessTokenSource: AnyObject {
-    func current() throws -> BearerCredential
+    func current() throws(TokenUnavailable) -> BearerCredential
 }

@@ -65,9 +65,13 @@ public final class GoogleIdentityToken: AccessTokenSource {
         return token
     }
 
-    public func current() throws -> BearerCredential {
-        let token = try token()
-        return BearerCredential(token: token.token, userProject: userProject(token))
+    public func current() throws(TokenUnavailable) -> BearerCredential {
+        do {
+            let token = try token()
+            return BearerCredential(token: token.token, userProject: userProject(token))
+        } catch {
+            throw TokenUnavailable(message: error.message, hint: error.hint, network: error.category == .network)
+        }
     }
 
     /// `x-goog-user-project`, for a user's credential only: the setting, the environment, the file.

@@ -12,7 +12,8 @@ that signs subject tokens (and answers GitHub's token request), Google's Securit
 - generateAccessToken wants a token with cloud-platform or iam scope, a `scope` list, a lifetime
   up to 3600 s, and the caller granted on the target (through each delegate in turn); a refusal is
   Google's 403 "Permission 'iam.serviceAccounts.getAccessToken' denied on resource (or it may not exist)."
-- Tokens expire after `token_lifetime` seconds when that config is set (else their own lifetime).
+- Tokens expire after `token_lifetime` seconds when that config is set (else their own lifetime);
+  `iam_allow_calls` refuses generateAccessToken after that many calls (a binding removed mid-chat).
 """
 import base64
 import json
@@ -135,6 +136,9 @@ def generate_access_token(state, caller, email, body, now, rfc3339):
     lifetime = int(str(body.get("lifetime", "3600s")).rstrip("s") or 3600)
     if lifetime > state["config"].get("max_lifetime", 3600):
         return 400, {"error": {"code": 400, "message": "The lifetime must be at most 3600s.", "status": "INVALID_ARGUMENT"}}
+    allowed_calls = state["config"].get("iam_allow_calls")
+    if allowed_calls is not None and len(state["iam_calls"]) >= allowed_calls:
+        return denied()  # the binding was removed meanwhile
     chain = [d.rsplit("/", 1)[-1] for d in body.get("delegates") or []] + [email]
     current = members(caller)
     for account in chain:

@@ -436,3 +436,13 @@ def test_key_rotate_create_takes_its_token_through_workload_identity_federation(
     check_rotated(env, google, result)
     assert google.state()["iam_calls"][-1]["target"] == CI_ACCOUNT
     assert "external_account" in result.err
+
+
+def test_a_refresh_refused_mid_chat_is_reported_and_the_chat_goes_on(env, google):
+    keyless(env, google, lifetime=1)
+    google.control(set={"iam_allow_calls": 1})
+    result = env.run("chat", "--model", "echo", "--auth", "google", input="one\ntwo\n", passphrase=False)
+    assert "last=one" in result.out, result
+    assert "roles/iam.workloadIdentityUser" in result.err and CI_ACCOUNT in result.err
+    assert "Traceback" not in result.err and "GoogleError(" not in result.err
+    no_token_in(result.out + result.err, google)
