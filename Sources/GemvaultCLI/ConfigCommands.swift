@@ -241,8 +241,8 @@ enum ConfigCommand {
             return try GoogleRotation.which(call)
         }
         let resolver = try call.context.keyResolver(call)
-        if try resolver.wantsGoogleIdentity() { return try KeylessCommand.which(resolver, call) }
-        let (key, settings) = try resolver.resolve()
+        let (key, settings): (ResolvedKey, Settings)
+        do { (key, settings) = try resolver.resolve() } catch let wanted as GoogleIdentityWanted { return try KeylessCommand.which(resolver, wanted, call) }
         let shadowed = resolver.shadowed(by: key.source, settings: settings)
         var name: String?
         if case .vault(_, let keyName) = key.source { name = keyName }

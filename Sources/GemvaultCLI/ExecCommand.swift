@@ -1,4 +1,6 @@
 import CSystemShims
+import KeyResolution
+import Settings
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -50,8 +52,8 @@ enum ExecCommand {
                              command: call.command)
         }
         let resolver = try context.keyResolver(call)
-        if try resolver.wantsGoogleIdentity() { throw KeylessCommand.execRefusal(variable) }
-        let (key, settings) = try resolver.resolve()
+        let (key, settings): (ResolvedKey, Settings)
+        do { (key, settings) = try resolver.resolve() } catch is GoogleIdentityWanted { throw KeylessCommand.execRefusal(variable) }
         RotationReminder(context: context).remind(key: key, settings: settings)
         var environment = context.environment
         // Nothing may shadow the key, and its TLS sessions must not be logged.

@@ -11,18 +11,19 @@ import TerminalIO
 enum KeylessCommand {
     /// The key (or the identity's stand-in), the settings, and the token source when keyless.
     static func resolve(_ resolver: KeyResolver, _ call: Invocation) throws -> (ResolvedKey, Settings, GoogleIdentityToken?) {
-        guard try resolver.wantsGoogleIdentity() else {
-            do {
-                let (key, settings) = try resolver.resolve()
-                return (key, settings, nil)
-            } catch let error as KeySourceError {
-                guard case .noKey = error, let credential = googleCredentialFile(call.context) else { throw error }
-                let (code, message, hint) = ErrorReport.describe(error)
-                throw CommandFailure(code, message, hint: (hint.map { $0 + "; or, with no key at all, " } ?? "")
-                                     + "use the Google credential \(credential): --auth google (or 'gemvault config set auth google'; Docs/keyless.md)")
-            }
+        let wanted: GoogleIdentityWanted
+        do {
+            let (key, settings) = try resolver.resolve()
+            return (key, settings, nil)
+        } catch let identity as GoogleIdentityWanted {
+            wanted = identity
+        } catch let error as KeySourceError {
+            guard case .noKey = error, let credential = googleCredentialFile(call.context) else { throw error }
+            let (code, message, hint) = ErrorReport.describe(error)
+            throw CommandFailure(code, message, hint: (hint.map { $0 + "; or, with no key at all, " } ?? "")
+                                 + "use the Google credential \(credential): --auth google (or 'gemvault config set auth google'; Docs/keyless.md)")
         }
-        let (key, settings, token) = try resolver.resolveGoogleIdentity()
+        let (key, settings, token) = try resolver.resolveGoogleIdentity(wanted.settings)
         Console.note("no key: using \(key.source.label) for Gemini")
         return (key, settings, token)
     }
@@ -43,9 +44,9 @@ enum KeylessCommand {
     }
 
     /// The chain without fetching anything; `--token` fetches one and says until when it works.
-    static func which(_ resolver: KeyResolver, _ call: Invocation) throws {
+    static func which(_ resolver: KeyResolver, _ wanted: GoogleIdentityWanted, _ call: Invocation) throws {
         if call.flag(.json) { throw UsageError("--json is not offered with auth 'google' yet; the text form names the chain", command: call.command) }
-        let (key, _, identity) = try resolver.resolveGoogleIdentity()
+        let (key, _, identity) = try resolver.resolveGoogleIdentity(wanted.settings)
         var text = "source: \(key.source.label)\n"
         if case .googleIdentity(let principal, _) = key.source { text += "ledger: google:\(principal)\n" }
         if call.flag(.showToken) {

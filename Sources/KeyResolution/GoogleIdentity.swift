@@ -81,19 +81,15 @@ public final class GoogleIdentityToken: AccessTokenSource {
     }
 }
 
+/// `auth` is `google` (from a flag, the environment, config.json or the vault, as the key's walk
+/// found it): no key is looked for; the caller takes the identity with these settings.
+public struct GoogleIdentityWanted: Error {
+    public let settings: Settings
+}
+
 extension KeyResolver {
-    /// Whether this command takes a Google identity instead of a key (`auth` = `google`, from
-    /// `--auth`, the environment, config.json or an unlocked session's vault settings).
-    public func wantsGoogleIdentity() throws -> Bool { try identitySettings()[.auth] == "google" }
-
-    func identitySettings() throws -> Settings {
-        if let vaultSettings = try? vault.sessionSettings() { return try settings(vaultSettings: vaultSettings) }
-        return try settings()
-    }
-
     /// The identity's token source and settings, and the stand-in for a key that names it.
-    public func resolveGoogleIdentity() throws -> (key: ResolvedKey, settings: Settings, token: GoogleIdentityToken) {
-        let settings = try identitySettings()
+    public func resolveGoogleIdentity(_ settings: Settings) throws -> (key: ResolvedKey, settings: Settings, token: GoogleIdentityToken) {
         var credentialSettings = CredentialSettings(tokenCommand: settings[.tokenCommand], commandTimeout: settings[.keyCommandTimeout], environment: environment,
                                                     home: paths.home, timeout: settings[.timeout], allowInsecure: layers.allowInsecureEndpoint, warn: warn)
         credentialSettings.scopes = geminiScopes

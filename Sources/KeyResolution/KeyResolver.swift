@@ -219,6 +219,7 @@ public struct KeyResolver {
         var settings = try self.settings()
         let (sessionSettings, sessionKey) = try askSession(settings)
         if let sessionSettings { settings = try self.settings(vaultSettings: sessionSettings) }
+        if settings[.auth] == "google" { throw GoogleIdentityWanted(settings: settings) }
         if let path = keyFileFlag {
             return (try readKeyFile(path, source: .keyFileFlag(path: path), required: true)!, settings)
         }
@@ -237,6 +238,7 @@ public struct KeyResolver {
         if vault.exists {
             if sessionSettings == nil, !vault.canOpen { throw KeySourceError.vaultNeedsPassphrase(path: vaultPath) }
             settings = try self.settings(vaultSettings: try sessionSettings ?? vault.settings())
+            if settings[.auth] == "google" { throw GoogleIdentityWanted(settings: settings) }
             let name = keyName(settings)
             // Only the one key travels from a session, which records its use.
             let stored: StoredKey?

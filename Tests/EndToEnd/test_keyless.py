@@ -446,3 +446,17 @@ def test_a_refresh_refused_mid_chat_is_reported_and_the_chat_goes_on(env, google
     assert "roles/iam.workloadIdentityUser" in result.err and CI_ACCOUNT in result.err
     assert "Traceback" not in result.err and "GoogleError(" not in result.err
     no_token_in(result.out + result.err, google)
+
+
+def test_auth_google_kept_in_the_vault_counts_through_the_session(env, google):
+    keyless(env, google)
+    env.init()
+    assert env.run("config", "set", "auth", "google").code == 0
+    assert env.run("unlock").code == 0
+    try:
+        result = env.run("ask", "hello", "--model", "ok", passphrase=False)
+        assert result.code == 0, result
+        assert bearer_calls(google)
+        assert env.run("ask", "hello", "--model", "ok", "--auth", "key", passphrase=False).code == 5
+    finally:
+        env.run("lock", passphrase=False)
