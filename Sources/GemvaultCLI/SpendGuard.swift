@@ -95,7 +95,7 @@ final class SpendGuard {
     /// The vault settings that hold one key's own budgets (`key budget`).
     static func budgetSettingNames(_ key: String) -> (daily: String, monthly: String) {
         // A Google identity's name (google:SA@P.iam…) in the letters a setting name takes.
-        let key = key.hasPrefix("google:") ? "google." + key.dropFirst(7).replacing("@", with: "_at_") : key
+        let key = key.hasPrefix("google:") ? "google." + key.dropFirst(7).replacing("@", with: "_at_").replacing("/", with: ".") : key
         return (Setting.budgetDaily.name + "." + key, Setting.budgetMonthly.name + "." + key)
     }
 

@@ -42,7 +42,11 @@ struct ExternalAccount {
     var subjectLabel: String?
 
     /// "GitHub OIDC → sts → gemini-ci@P.iam.gserviceaccount.com", for `key which`.
-    var chain: String { (subjectLabel ?? subject.label) + " → sts → " + (impersonation?.email ?? "the federated principal") }
+    /// Without impersonation the token is the federated principal's, named by its provider.
+    var chain: String {
+        let provider = audience.hasPrefix("//iam.googleapis.com/") ? String(audience.dropFirst("//iam.googleapis.com/".count)) : audience
+        return (subjectLabel ?? subject.label) + " → sts → " + (impersonation?.email ?? provider)
+    }
 
     static func parse(_ split: SecretJSON, path: String) throws(GoogleError) -> ExternalAccount {
         guard let fields = split.decode(Fields.self), let audience = fields.audience, let type = fields.subject_token_type,
