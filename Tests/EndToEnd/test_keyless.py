@@ -460,3 +460,15 @@ def test_auth_google_kept_in_the_vault_counts_through_the_session(env, google):
         assert env.run("ask", "hello", "--model", "ok", "--auth", "key", passphrase=False).code == 5
     finally:
         env.run("lock", passphrase=False)
+
+
+def test_the_metadata_server_token_works_when_it_carries_geminis_scope(env, google):
+    env.vars["GEMVAULT_ENDPOINT"] = google.url
+    env.vars["GCE_METADATA_HOST"] = google.url[len("http://"):]
+    env.vars["HOME"] = env.home
+    narrow = env.run("ask", "hello", "--model", "ok", "--auth", "google", passphrase=False)
+    assert narrow.code == 6 and "generative-language" in narrow.err, narrow
+    google.control(set={"metadata_token_scope": "https://www.googleapis.com/auth/cloud-platform https://www.googleapis.com/auth/generative-language.retriever"})
+    result = env.run("ask", "hello", "--model", "ok", "--auth", "google", passphrase=False)
+    assert result.code == 0, result
+    assert bearer_calls(google)[-1]["identity"].startswith("vm@")
