@@ -65,7 +65,7 @@ let package = Package(
         /// check the signature: libsodium for Ed25519, libcrypto for RSA).
         .target(name: "SSHAgent", dependencies: ["COpenSSL", "VaultCore", "SystemIO"]),
         /// Key sources, their order and provenance (`KeyResolver`), and the doctor's checks.
-        .target(name: "KeyResolution", dependencies: ["Settings", "VaultAccess", "VaultCore", "SystemIO", "GoogleKeys", "GoogleAuth"]),
+        .target(name: "KeyResolution", dependencies: ["Settings", "VaultAccess", "VaultCore", "SystemIO", "GoogleKeys", "GoogleAuth", "GoogleHTTP"]),
         /// The conversation model, its encrypted history, the provider seam (the neutral request,
         /// reply, usage, finish reason, failure kind, capabilities and the `ChatProvider` protocol),
         /// and the check of a structured reply against its JSON Schema.

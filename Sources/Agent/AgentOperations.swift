@@ -21,6 +21,9 @@ extension AgentServer {
             return followKey(request)
         case .setPIN, .unlockWithPIN, .forgetPIN:
             return pinOperation(operation, request)
+        case .putToken, .takeToken:
+            guard document != nil else { return lockedAnswer() }
+            return tokenOperation(operation, request)
         case .lock:
             stopRequested = true
             // Closed before the answer goes: once `lock` returns, every chat can see it.

@@ -48,7 +48,13 @@ public enum AgentProtocol {
         /// The secrets for other tools: one secret's value by name (`keyName`), and what may be
         /// shown of all of them (ToolSecretOperations.swift).
         case toolSecret = 23, toolSecretSummaries = 24
+        /// A Google access token kept for `auth` = `google` (Docs/keyless.md), per credential and
+        /// scope, until five minutes before it expires; never written anywhere.
+        case putToken = 30, takeToken = 31
     }
+
+    /// An access token (STS's are up to 12 KiB) and the name of its credential and scopes.
+    public static let maxTokenRequest = 16 << 10
 
     /// The byte a watch carries when the vault changed (settings, keys): what the chat was told
     /// before is to be asked again.
@@ -63,6 +69,7 @@ public enum AgentProtocol {
         guard let known = Operation(rawValue: operation) else { return nil }
         switch known {
         case .change, .signShare, .agree: return maxChangeRequest
+        case .putToken: return maxTokenRequest
         default: return maxSmallRequest
         }
     }
@@ -129,6 +136,8 @@ public enum AgentProtocol {
         /// A change to a secret for another tool: its kind; the summaries of every secret; the
         /// note of which tools use one.
         case secretChange = 65, toolSecretSummaries = 66, usedBy = 67
+        /// `putToken`, `takeToken`: the credential and scopes a token is for, and when it expires.
+        case cacheKey = 80, expiresAt = 81
     }
 
     public enum ErrorKind: UInt8, Sendable {

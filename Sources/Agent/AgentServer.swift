@@ -72,6 +72,8 @@ public final class AgentServer {
     /// The session's key wrapped under a PIN (`pin set`, `unlock --pin`): kept through an idle
     /// lock, until the absolute limit, a lock, a passphrase change or the last wrong try.
     var pinUnlock: PINWrappedKey?
+    /// Google access tokens by credential and scopes (`TokenCache.swift`), in secret memory.
+    var tokenCache: [String: (token: SecretBytes, expiresAt: Int64)] = [:]
     /// The data key's check when the PIN was set: after a rekey it opens nothing.
     var pinDataKeyCheck: SecretBytes?
     var pinTriesLeft = 0

@@ -17,6 +17,8 @@ public struct ErrorMapper: Sendable {
     public var apiVersion: String
     /// Where to look for the models a key can use: a command, or the chat's `/models`.
     public var modelsAdvice = "run 'gemvault models' to list the models your key can use"
+    /// The request carried a Google identity's access token, not a key (`auth` = `google`).
+    public var identity = false
     /// The option to change when a 400 names a request field (Gemini refuses a field the model lacks).
     public var optionAdvice: [OptionAdvice] = []
 
@@ -76,8 +78,32 @@ public struct ErrorMapper: Sendable {
         return byStatus(code: code, statusName: statusName, message: message, reasons: reasons, shown: shown, envelope: envelope)
     }
 
+    /// The login that grants Gemini's scopes (a plain `application-default login` grants none).
+    public static let scopedLogin = "gcloud auth application-default login --scopes=https://www.googleapis.com/auth/cloud-platform,https://www.googleapis.com/auth/generative-language.retriever"
+
+    /// Step 1 with a token: a missing scope, a user's token without a quota project, a token refused.
+    private func identityRefusal(code: Int, reasons: [GoogleErrorReason], shown: String, envelope: GoogleStatus?) -> GeminiError? {
+        if reasons.contains(.accessTokenScopeInsufficient) {
+            return GeminiError(category: .refused, message: "Gemini refused the access token of \(keyOrigin) \(shown): it lacks the generative-language scope",
+                               hint: "for gcloud's credentials, log in with Gemini's scopes: \(Self.scopedLogin); for a service account, its token is asked with them already",
+                               status: code, cause: .google(.accessTokenScopeInsufficient))
+        }
+        if reasons.contains(.serviceDisabled), envelope?.says(.quotaProject) == true {
+            return GeminiError(category: .refused, message: "Gemini refused the user credential of \(keyOrigin) \(shown): a user's token needs a quota project",
+                               hint: "set one: gemvault config set quota_project PROJECT (or export GOOGLE_CLOUD_QUOTA_PROJECT=PROJECT); you need serviceusage.services.use on it",
+                               status: code, cause: .google(.serviceDisabled))
+        }
+        if code == 401 {
+            return GeminiError(category: .refused, message: "Gemini refused the access token of \(keyOrigin) \(shown)",
+                               hint: "the token may have expired or been revoked; run the command again, and check the credential with: gemvault key which --auth google --token",
+                               status: code, cause: reasons.first.map { GeminiError.Cause.google($0) } ?? .status("UNAUTHENTICATED"))
+        }
+        return nil
+    }
+
     /// Step 1: what Google's `ErrorInfo` reason says of the key (or of the project it belongs to).
     private func keyRefusal(code: Int, reasons: [GoogleErrorReason], shown: String, envelope: GoogleStatus?) -> GeminiError? {
+        if identity { return identityRefusal(code: code, reasons: reasons, shown: shown, envelope: envelope) }
         if let reason = Self.authenticationReason(code: code, reasons: reasons, envelope: envelope) {
             if keyKind == .standard {
                 return GeminiError(category: .refused, message: "the standard API key from \(keyOrigin) was refused \(shown): Google stopped accepting standard keys for the Gemini API in September 2026",

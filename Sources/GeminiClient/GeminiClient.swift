@@ -37,19 +37,43 @@ public struct ClientConfiguration: Sendable {
     }
 }
 
+/// How a request proves who sends it: an API key, or a Google identity's access token
+/// (Docs/keyless.md). Never both in one request: Google refuses the mix.
+public enum GeminiCredential {
+    case apiKey(SecretBytes)
+    case accessToken(any AccessTokenSource)
+}
+
 /// A Gemini REST client. It holds the key only as `SecretBytes` and sends it only in the
-/// `x-goog-api-key` header; it never writes to a terminal.
+/// `x-goog-api-key` header (a token only in `Authorization: Bearer`); it never writes to a terminal.
 public final class GeminiClient {
     public let configuration: ClientConfiguration
     public var errors: ErrorMapper
-    private let apiKey: SecretBytes
+    private let credential: GeminiCredential
     private let transport: any HTTPTransport
 
-    public init(configuration: ClientConfiguration, apiKey: SecretBytes, errors: ErrorMapper, transport: any HTTPTransport = CurlTransport()) {
+    public convenience init(configuration: ClientConfiguration, apiKey: SecretBytes, errors: ErrorMapper, transport: any HTTPTransport = CurlTransport()) {
+        self.init(configuration: configuration, credential: .apiKey(apiKey), errors: errors, transport: transport)
+    }
+
+    public init(configuration: ClientConfiguration, credential: GeminiCredential, errors: ErrorMapper, transport: any HTTPTransport = CurlTransport()) {
         self.configuration = configuration
-        self.apiKey = apiKey
+        self.credential = credential
         self.errors = errors
         self.transport = transport
+    }
+
+    /// The credential's header for the next request, and `x-goog-user-project` for a user's token.
+    func authentication() throws -> (header: HTTPRequest.SecretHeader, headers: [String]) {
+        switch credential {
+        case .apiKey(let key): return (.init(prefix: "x-goog-api-key: ", value: key), [])
+        case .accessToken(let source):
+            let bearer: BearerCredential
+            do { bearer = try source.current() } catch {
+                throw GeminiError(category: error.network ? .network : .refused, message: error.message, hint: error.hint, cause: .status("NO_ACCESS_TOKEN"))
+            }
+            return (GoogleExchange.bearer(bearer.token), bearer.userProject.map { ["x-goog-user-project: " + $0] } ?? [])
+        }
     }
 
     /// Starts loading the network library while the caller resolves the key and settings.
@@ -73,9 +97,10 @@ public final class GeminiClient {
     public static let serviceTierHeader = "x-gemini-service-tier"
 
     /// A request with the key in its header (never in the URL).
-    func httpRequest(_ method: String, _ url: String, body: [UInt8]?) -> HTTPRequest {
-        var request = HTTPRequest(method: method, target: .plain(url), headers: ["Content-Type: application/json", "Accept: */*"],
-                                  secretHeader: .init(prefix: "x-goog-api-key: ", value: apiKey), body: body.map { .plain($0) } ?? .none,
+    func httpRequest(_ method: String, _ url: String, body: [UInt8]?) throws -> HTTPRequest {
+        let (credential, extra) = try authentication()
+        var request = HTTPRequest(method: method, target: .plain(url), headers: ["Content-Type: application/json", "Accept: */*"] + extra,
+                                  secretHeader: credential, body: body.map { .plain($0) } ?? .none,
                                   idleTimeout: configuration.timeout)
         request.capturedHeader = Self.serviceTierHeader
         return request
@@ -104,7 +129,7 @@ public final class GeminiClient {
         return try withRetries(handlers: handlers) { () throws -> Attempt<ChatReply> in
             let attempt = StreamAttempt(errors: errors, handlers: handlers)
             let (outcome, tier) = transport.performCapturing(
-                httpRequest("POST", target, body: body),
+                try httpRequest("POST", target, body: body),
                 onData: { status, bytes in attempt.take(status, bytes) },
                 onTick: {
                     handlers.onTick()
@@ -209,7 +234,8 @@ public final class GeminiClient {
                                                     errors: ErrorMapper? = nil) throws -> (Response, String?) {
         let errors = errors ?? self.errors
         let notJSON = GeminiError(category: .network, message: "the server's answer is not valid JSON", cause: .badJSON)
-        let request = GoogleExchange.JSONRequest(method, .plain(url), credential: .init(prefix: "x-goog-api-key: ", value: apiKey),
+        let (credential, extra) = try authentication()
+        let request = GoogleExchange.JSONRequest(method, .plain(url), headers: extra, credential: credential,
                                                  body: body.map { .plain($0) } ?? .none, capturing: Self.serviceTierHeader, onTick: {
                                                      handlers.onTick()
                                                      return handlers.isCancelled()

@@ -93,10 +93,11 @@ enum ChatCommand {
     /// The same, with where the key came from; the provider is the one `ProviderChoice` picks.
     static func clientWithKey(_ call: Invocation, modelsAdvice: String? = nil) throws -> (any ChatProvider, Settings, ResolvedKey) {
         let resolver = try call.context.keyResolver(call)
-        let (key, settings) = try resolver.resolve()
-        RotationReminder(context: call.context).remind(key: key, settings: settings)
-        let setup = ProviderChoice.Setup(settings: settings, key: key.secret, keyOrigin: key.source.label, keyReplaceHint: key.source.replaceHint,
+        let (key, settings, identity) = try KeylessCommand.resolve(resolver, call)
+        if identity == nil { RotationReminder(context: call.context).remind(key: key, settings: settings) }
+        var setup = ProviderChoice.Setup(settings: settings, key: key.secret, keyOrigin: key.source.label, keyReplaceHint: key.source.replaceHint,
                                          modelsAdvice: modelsAdvice)
+        setup.accessToken = identity
         return (try ProviderChoice.current.build(setup), settings, key)
     }
 

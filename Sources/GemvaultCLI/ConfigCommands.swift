@@ -29,7 +29,7 @@ let configCommands: [CommandSpec] = [
                 run: ConfigCommand.explain),
     CommandSpec(path: ["key", "which"], arguments: "", argumentRange: 0...0,
                 summary: "which source the API key would come from now, and what it shadows",
-                options: [.json] + keySourceOptions + [.google],
+                options: [.json] + keySourceOptions + [.google, .showToken],
                 details: keyOrder, run: ConfigCommand.which),
     CommandSpec(path: ["doctor"], arguments: "", argumentRange: 0...0,
                 summary: "check this machine for the risks of a shared machine",
@@ -266,7 +266,8 @@ enum ConfigCommand {
             return try whichGoogle(call)
         }
         let resolver = try call.context.keyResolver(call)
-        let (key, settings) = try resolver.resolve()
+        let (key, settings): (ResolvedKey, Settings)
+        do { (key, settings) = try resolver.resolve() } catch let wanted as GoogleIdentityWanted { return try KeylessCommand.which(resolver, wanted, call) }
         let shadowed = resolver.shadowed(by: key.source, settings: settings)
         var name: String?
         if case .vault(_, let keyName) = key.source { name = keyName }

@@ -117,6 +117,8 @@ enum ErrorReport {
             return describe(config)
         case let keys as KeySourceError:
             return describe(keys)
+        case is GoogleIdentityWanted:
+            return (.usage, "this command needs an API key, and auth is 'google' (Docs/keyless.md)", "pass --auth key, or unset the auth setting")
         case let malformed as MalformedKeyError:
             return (.noKey, "the key from \(malformed.source) is more than one line, or holds a space or a control character; it was not used (a key is one line, and only a line break may follow it)",
                     malformed.hint)

@@ -1,4 +1,6 @@
 import CSystemShims
+import KeyResolution
+import Settings
 import SystemIO
 import TerminalIO
 import ToolSecrets
@@ -60,7 +62,8 @@ enum ExecCommand {
         var values: [(variable: String, value: SecretBytes)] = []
         if passesKey {
             let resolver = try context.keyResolver(call)
-            let (key, settings) = try resolver.resolve()
+            let (key, settings): (ResolvedKey, Settings)
+            do { (key, settings) = try resolver.resolve() } catch is GoogleIdentityWanted { throw KeylessCommand.execRefusal(variable) }
             RotationReminder(context: context).remind(key: key, settings: settings)
             // Nothing may shadow the key, and its TLS sessions must not be logged.
             environment["GOOGLE_API_KEY"] = nil

@@ -5,7 +5,7 @@ import SystemIO
 enum Guides {
     /// Every guide, in the order the man page lists them (a test compares it with Docs/*.md).
     static let names = ["cli", "configuration", "security", "session", "quick-unlock", "sharing", "fleet", "rotation",
-                        "usage", "tool-secrets", "history-format", "vault-format", "performance", "architecture"]
+                        "keyless", "usage", "tool-secrets", "history-format", "vault-format", "performance", "architecture"]
 
     /// The installed guides' folder for this binary, when it is there.
     static let installedFolder: String? = {

@@ -68,6 +68,9 @@ extension OptionSpec {
     static let newPassphraseFile = OptionSpec(name: "--new-passphrase-file", value: "PATH", help: "read the new passphrase from the first line of a private file")
     static let key = OptionSpec(name: "--key", value: "NAME", help: "vault key to use (default: the '\(Setting.key.name)' setting, then '\(Setting.key.spec.defaultValue!)')",
                                 setting: Setting.key.spec)
+    static let auth = OptionSpec(name: "--auth", value: "MODE", help: "'key' (default) or 'google': no key, a Google identity's access token (setting '\(Setting.auth.name)', Docs/keyless.md)",
+                                 setting: Setting.auth.spec)
+    static let showToken = OptionSpec(name: "--token", value: nil, help: "with auth 'google': fetch an access token and say until when it is valid (never printed)")
     static let keyFile = OptionSpec(name: "--key-file", value: "PATH", help: "read the API key from a private file; wins over every other source")
     static let allowInsecureEndpoint = OptionSpec(name: "--allow-insecure-endpoint", value: nil, help: "allow a plain-http endpoint that is not on loopback")
     static let model = OptionSpec(name: "--model", value: "M", help: "model name (setting '\(Setting.model.name)')", setting: Setting.model.spec)
@@ -87,7 +90,7 @@ extension OptionSpec {
 }
 
 let newPassphraseOptions: [OptionSpec] = [.newPassphraseFd, .newPassphraseFile]
-let keySourceOptions: [OptionSpec] = [.key, .keyFile, .allowInsecureEndpoint]
+let keySourceOptions: [OptionSpec] = [.key, .keyFile, .auth, .allowInsecureEndpoint]
 let generationOptions: [OptionSpec] = [.model, .system, .temperature, .maxOutputTokens, .think, .thinkBudget, .strict, .timeout]
 /// The tools at Google that chat and ask can offer the model.
 let toolOptions: [OptionSpec] = [.search, .urlContext, .code, .store]

@@ -79,6 +79,9 @@ enum Output {
     /// `2026-11-29 20:02 CET` in the local time zone (TZ).
     static func localDate(_ seconds: Int64) -> String { Clock.localDate(seconds) }
 
+    /// `14:32` in the local time zone.
+    static func localTime(_ seconds: Int64) -> String { String(localDate(seconds).split(separator: " ")[1]) }
+
     /// A line cut to `width` terminal columns, with `…` where it was cut.
     static func fitted(_ line: String, width: Int) -> String {
         guard width > 1, DisplayWidth.of(line) > width else { return line }

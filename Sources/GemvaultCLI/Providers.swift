@@ -19,6 +19,8 @@ public struct ProviderChoice: Sendable {
         public var modelsAdvice: String?
         /// Shorter than the settings' own, for a check that must end sooner.
         public var timeout: Double?
+        /// A Google identity's token to send instead of the key (`auth` = `google`).
+        public var accessToken: (any AccessTokenSource)?
     }
 
     public let build: @Sendable (Setup) throws -> any ChatProvider
@@ -47,7 +49,7 @@ public struct ProviderChoice: Sendable {
 
     private static func geminiClient(_ setup: Setup) throws -> GeminiClient {
         let client = try GeminiClient(settings: setup.settings, apiKey: setup.key, keyOrigin: setup.keyOrigin, keyReplaceHint: setup.keyReplaceHint,
-                                      timeout: setup.timeout)
+                                      timeout: setup.timeout, accessToken: setup.accessToken)
         if let advice = setup.modelsAdvice { client.errors.modelsAdvice = advice }
         client.errors.optionAdvice = geminiOptionAdvice
         return client

@@ -85,7 +85,8 @@ enum SpendCommand {
             }
             return (setting, String(amount))
         }
-        guard try context.vault.keySummaries().contains(where: { $0.name == name }) else {
+        let identity = name.hasPrefix("google:") && name.count > 7
+        guard try identity || context.vault.keySummaries().contains(where: { $0.name == name }) else {
             throw CommandFailure(.failure, "there is no key '\(name)' in the vault", hint: "'gemvault key list' shows the keys")
         }
         for (setting, value) in changes { try context.vault.apply(.setting(name: setting, value: value)) }
@@ -95,7 +96,7 @@ enum SpendCommand {
         let prices = try SpendGuard.prices(settings)
         func shown(_ amount: Double?) -> String { amount.map { SpendGuard.money($0, currency: prices.currency) } ?? "none" }
         try Console.out("\(name): daily \(shown(budget.daily)), monthly \(shown(budget.monthly))\n")
-        if !changes.isEmpty { markBudgeted(name, SpendGuard.budgetedNames(vaultSettings).contains(name), context) }
+        if !changes.isEmpty && !identity { markBudgeted(name, SpendGuard.budgetedNames(vaultSettings).contains(name), context) }
         if budget.isSet && prices.price(of: settings[.model]) == nil {
             Console.warning("the model '\(settings[.model])' has no price, so every request of key '\(name)' with it will be refused while the budget is set")
             Console.hint("add its price: gemvault config set prices '\(settings[.model])=INPUT/OUTPUT' (per million tokens), or choose a priced model")

@@ -25,6 +25,7 @@ extension SpendGuard {
         case .systemdCredential(let path): "systemd:" + (path.split(separator: "/").last.map(String.init) ?? path)
         case .keyCommand: "key_command"
         case .secretManager(let secret, _): secret
+        case .googleIdentity(let principal, _): "google:" + principal
         }
     }
 

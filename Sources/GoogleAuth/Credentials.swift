@@ -16,6 +16,9 @@ public enum CredentialSource: Sendable, Equatable {
     case serviceAccountFile(path: String, email: String)
     case authorizedUserFile(path: String)
     case metadataServer(host: String)
+    /// Workload Identity Federation: `chain` reads like "GitHub OIDC → sts → SA".
+    case externalAccount(path: String, chain: String)
+    case impersonatedAccount(path: String, email: String)
 
     public var label: String {
         switch self {
@@ -23,6 +26,8 @@ public enum CredentialSource: Sendable, Equatable {
         case .serviceAccountFile(let path, let email): "service account \(email) from \(path)"
         case .authorizedUserFile(let path): "user credentials from \(path)"
         case .metadataServer(let host): "the metadata server at \(host)"
+        case .externalAccount(let path, let chain): "external_account (\(chain)) from \(path)"
+        case .impersonatedAccount(let path, let email): "impersonated_service_account \(email) from \(path)"
         }
     }
 
@@ -32,6 +37,31 @@ public enum CredentialSource: Sendable, Equatable {
         case .serviceAccountFile: "service-account"
         case .authorizedUserFile: "authorized-user"
         case .metadataServer: "metadata-server"
+        case .externalAccount: "external-account"
+        case .impersonatedAccount: "impersonated-service-account"
+        }
+    }
+
+    /// What `key which` shows for `auth` = `google`: `external_account (GitHub OIDC → sts → SA)`.
+    public var chainLabel: String {
+        switch self {
+        case .externalAccount(_, let chain): "external_account (\(chain))"
+        case .impersonatedAccount(_, let email): "impersonated_service_account (→ \(email))"
+        case .serviceAccountFile(_, let email): "service_account (\(email))"
+        case .authorizedUserFile(let path): "authorized_user (\(path))"
+        case .metadataServer(let host): "metadata server (\(host))"
+        case .tokenCommand(let program): "token_command (\(program))"
+        }
+    }
+
+    /// Who the token speaks for, as the ledger names it (`google:PRINCIPAL`).
+    public var principal: String {
+        switch self {
+        case .tokenCommand: "token_command"
+        case .serviceAccountFile(_, let email), .impersonatedAccount(_, let email): email
+        case .authorizedUserFile: "user"
+        case .metadataServer: "metadata-server"
+        case .externalAccount(_, let chain): chain.components(separatedBy: " → ").last ?? chain
         }
     }
 
@@ -40,7 +70,7 @@ public enum CredentialSource: Sendable, Equatable {
     public var isUserCredential: Bool {
         switch self {
         case .tokenCommand, .authorizedUserFile: true
-        case .serviceAccountFile, .metadataServer: false
+        case .serviceAccountFile, .metadataServer, .externalAccount, .impersonatedAccount: false
         }
     }
 }
@@ -51,6 +81,15 @@ public struct AccessToken {
     public let source: CredentialSource
     /// The credential file's `quota_project_id`, if any.
     public let quotaProject: String?
+    /// When the token stops working (Unix seconds), when the issuer said.
+    public var expiresAt: Int64?
+
+    public init(token: SecretBytes, source: CredentialSource, quotaProject: String?, expiresAt: Int64? = nil) {
+        self.token = token
+        self.source = source
+        self.quotaProject = quotaProject
+        self.expiresAt = expiresAt
+    }
 }
 
 /// What finding a credential needs from the command.
@@ -66,6 +105,14 @@ public struct CredentialSettings {
     public var warn: (String) -> Void
     /// The service the token is for, named when no credential is found.
     public var service = "the API Keys service"
+    /// The scopes asked for (`cloud-platform` for the API Keys service and Secret Manager).
+    public var scopes = [cloudPlatformScope]
+    /// `sts_endpoint` and `iamcredentials_endpoint` when set (the caller checked them);
+    /// nil: the URLs of the credential file, which must be Google's or loopback.
+    public var stsEndpoint: String?
+    public var iamCredentialsEndpoint: String?
+    /// A CI job's federation from settings; it comes after token_command, before any file.
+    public var federation: CIFederation?
 
     public init(tokenCommand: String?, commandTimeout: Double, environment: [String: String], home: String, timeout: Double,
                 allowInsecure: Bool, warn: @escaping (String) -> Void) {
@@ -107,6 +154,7 @@ public struct GoogleCredentials {
         if let command = settings.tokenCommand, !command.isEmpty {
             return .tokenCommand(program: KeyCommand.split(command)?.first ?? "token_command")
         }
+        if let account = try federatedJob() { return account.source }
         if let file = try credentialFile() { return file.source }
         if metadataAnswers() { return .metadataServer(host: metadataHost) }
         throw noCredential
@@ -135,9 +183,20 @@ public struct GoogleCredentials {
             Redaction.register(token)
             return AccessToken(token: token, source: .tokenCommand(program: program), quotaProject: nil)
         }
+        if let account = try federatedJob() { return try account.token(settings: settings, transport: transport) }
         if let file = try credentialFile() { return try file.exchange(settings: settings, transport: transport) }
         if metadataAnswers() { return try metadataToken() }
         throw noCredential
+    }
+
+    /// The CI job's federation, when settings name one and the job offers a subject token.
+    func federatedJob() throws(GoogleError) -> ExternalAccount? {
+        guard let federation = settings.federation else { return nil }
+        guard let account = try federation.account(environment: settings.environment) else {
+            settings.warn("workload_identity_provider is set, but this job offers no OIDC token (no ACTIONS_ID_TOKEN_REQUEST_URL: give the job 'permissions: id-token: write'; or set oidc_token_env); trying the rest of the chain")
+            return nil
+        }
+        return account
     }
 
     // MARK: Credential files
@@ -183,16 +242,21 @@ public struct GoogleCredentials {
 
     func metadataToken() throws(GoogleError) -> AccessToken {
         let base = try metadataBase()
-        let url = base + "/computeMetadata/v1/instance/service-accounts/default/token?scopes=" + PercentEncoding.encode(cloudPlatformScope)
-        let token = try TokenEndpoint.exchange(what: "the metadata server", method: "GET", url: url, headers: ["Metadata-Flavor: Google"], body: .none,
-                                               exchange: GoogleExchange(transport: transport, timeout: settings.timeout))
-        return AccessToken(token: token, source: .metadataServer(host: metadataHost), quotaProject: nil)
+        let url = base + "/computeMetadata/v1/instance/service-accounts/default/token?scopes=" + PercentEncoding.encode(settings.scopes.joined(separator: ","))
+        let minted = try TokenEndpoint.mint(what: "the metadata server", method: "GET", url: url, headers: ["Metadata-Flavor: Google"], body: .none,
+                                            exchange: GoogleExchange(transport: transport, timeout: settings.timeout))
+        return AccessToken(token: minted.token, source: .metadataServer(host: metadataHost), quotaProject: nil, expiresAt: minted.expiresAt)
     }
 }
 
-/// A credential file: a service account's key, or a user's refresh token.
+/// A credential file: a service account's key, a user's refresh token, a Workload Identity
+/// Federation configuration (`external_account`), or an impersonation of a service account.
 struct CredentialFile {
-    enum Kind { case serviceAccount, authorizedUser }
+    indirect enum Kind {
+        case serviceAccount, authorizedUser
+        case externalAccount(ExternalAccount)
+        case impersonated(ImpersonatedAccount)
+    }
 
     struct Fields: Decodable {
         let type: String?
@@ -213,67 +277,46 @@ struct CredentialFile {
         switch kind {
         case .serviceAccount: .serviceAccountFile(path: path, email: fields.client_email ?? "?")
         case .authorizedUser: .authorizedUserFile(path: path)
+        case .externalAccount(let account): .externalAccount(path: path, chain: account.chain)
+        case .impersonated(let account): .impersonatedAccount(path: path, email: account.target.email)
         }
     }
 
-    static let secretFields: Set<String> = ["private_key", "client_secret", "refresh_token"]
+    /// The header values of a `url` credential source count as secrets (GitHub's request token).
+    static let secretFields: Set<String> = ["private_key", "client_secret", "refresh_token", "Authorization", "authorization"]
 
     /// Reads and checks the file: the user's own, in a folder of the user's, writable by
     /// nobody else (it says where a token is fetched); readable by others only with a warning.
     static func load(_ path: String, warn: (String) -> Void) throws(GoogleError) -> CredentialFile? {
-        let (folderPath, name) = TrustedFolder.parent(of: path)
-        let descriptor: FileDescriptor?
-        do throws(TrustedOpenError) {
-            guard let folder = try TrustedFolder.open(folderPath) else { return nil }
-            descriptor = try TrustedFile.open(name, in: folder, requirement: .configuration)
-        } catch {
-            switch error {
-            case .refused(let failure):
-                throw GoogleError(.credentials, "refusing the credential file \(failure.path): it \(failure.problem.description)", hint: failure.problem.fix(for: failure.path))
-            case .failed(let failure):
-                throw GoogleError(.credentials, "cannot read the credential file \(path): \(failure.reason)")
-            }
-        }
-        guard let descriptor else { return nil }
-        if let status = try? descriptor.status(), status.permissions & 0o044 != 0 {
-            warn("the credential file \(path) is readable by group or others (mode \(status.octalMode)); anyone who reads it can act as its account: chmod 600 \(ShellQuote.quote(path))")
-        }
-        let limit = 64 << 10
-        let buffer = SecretBytes(count: limit)
-        var length = 0
-        while length < limit {
-            let n: Int
-            do {
-                n = try buffer.withUnsafeMutableBytes { raw throws(SystemError) in try descriptor.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[length...])) }
-            } catch {
-                throw GoogleError(.credentials, "cannot read the credential file \(path): \(error.reason)")
-            }
-            if n == 0 { break }
-            length += n
-        }
-        guard length < limit else { throw GoogleError(.credentials, "the credential file \(path) is larger than 64 KiB") }
-        buffer.truncate(to: length)
+        guard let buffer = try TrustedRead.file(path, what: "the credential file", warnIfReadable: warn) else { return nil }
         guard let split = SecretJSON.split(buffer, secretFields: secretFields), let fields = split.decode(Fields.self) else {
             throw GoogleError(.credentials, "the credential file \(path) is not a JSON object")
         }
-        let kind: Kind
+        let kind = try kind(of: fields, split, path: path)
+        for secret in split.secrets.values { Redaction.register(secret) }
+        return CredentialFile(path: path, kind: kind, fields: fields, secrets: split.secrets)
+    }
+
+    static func kind(of fields: Fields, _ split: SecretJSON, path: String) throws(GoogleError) -> Kind {
         switch fields.type {
         case "service_account":
             guard fields.client_email != nil, split.secrets["private_key"] != nil else {
                 throw GoogleError(.credentials, "the service account file \(path) lacks client_email or private_key")
             }
-            kind = .serviceAccount
+            return .serviceAccount
         case "authorized_user":
             guard fields.client_id != nil, split.secrets["client_secret"] != nil, split.secrets["refresh_token"] != nil else {
                 throw GoogleError(.credentials, "the user credential file \(path) lacks client_id, client_secret or refresh_token")
             }
-            kind = .authorizedUser
+            return .authorizedUser
+        case "external_account":
+            return .externalAccount(try ExternalAccount.parse(split, path: path))
+        case "impersonated_service_account":
+            return .impersonated(try ImpersonatedAccount.parse(split, path: path))
         case let other:
-            throw GoogleError(.credentials, "the credential file \(path) has type '\(other ?? "none")'; gemvault reads service_account and authorized_user",
+            throw GoogleError(.credentials, "the credential file \(path) has type '\(other ?? "none")'; gemvault reads service_account, authorized_user, external_account and impersonated_service_account",
                               hint: "use token_command (for example 'gcloud auth print-access-token') for other kinds")
         }
-        for secret in split.secrets.values { Redaction.register(secret) }
-        return CredentialFile(path: path, kind: kind, fields: fields, secrets: split.secrets)
     }
 
     func tokenURI(allowInsecure: Bool) throws(GoogleError) -> String {
@@ -293,31 +336,37 @@ struct CredentialFile {
     }
 
     func exchange(settings: CredentialSettings, transport: any HTTPTransport) throws(GoogleError) -> AccessToken {
+        switch kind {
+        case .externalAccount(let account): return try account.token(settings: settings, transport: transport)
+        case .impersonated(let account): return try account.token(settings: settings, transport: transport)
+        case .serviceAccount, .authorizedUser: break
+        }
         let uri = try tokenURI(allowInsecure: settings.allowInsecure)
         let body: SecretBytes
         switch kind {
         case .serviceAccount:
-            let assertion = try jwt(audience: uri)
+            let assertion = try jwt(audience: uri, scopes: settings.scopes)
             body = PercentEncoding.join([.literal("grant_type=" + PercentEncoding.encode("urn:ietf:params:oauth:grant-type:jwt-bearer") + "&assertion="),
                                       .encoded(assertion)])
         case .authorizedUser:
             body = PercentEncoding.join([.literal("grant_type=refresh_token&client_id=" + PercentEncoding.encode(fields.client_id ?? "") + "&client_secret="),
                                       .encoded(secrets["client_secret"]!), .literal("&refresh_token="), .encoded(secrets["refresh_token"]!)])
+        case .externalAccount, .impersonated: preconditionFailure("exchanged above")
         }
-        let token = try TokenEndpoint.exchange(what: "the token endpoint \(uri)", method: "POST", url: uri, headers: [],
-                                               body: .secret(body), exchange: GoogleExchange(transport: transport, timeout: settings.timeout))
-        return AccessToken(token: token, source: source, quotaProject: fields.quota_project_id)
+        let minted = try TokenEndpoint.mint(what: "the token endpoint \(uri)", method: "POST", url: uri, headers: [],
+                                            body: .secret(body), exchange: GoogleExchange(transport: transport, timeout: settings.timeout))
+        return AccessToken(token: minted.token, source: source, quotaProject: fields.quota_project_id, expiresAt: minted.expiresAt)
     }
 
     /// The signed JWT a service account trades for a token (RFC 7523), in secret memory.
-    func jwt(audience: String) throws(GoogleError) -> SecretBytes {
+    func jwt(audience: String, scopes: [String]) throws(GoogleError) -> SecretBytes {
         struct Header: Encodable { let alg = "RS256"; let typ = "JWT"; let kid: String? }
         struct Claims: Encodable { let iss: String; let scope: String; let aud: String; let iat: Int64; let exp: Int64 }
         let now = Int64(time(nil))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let header = try? encoder.encode(Header(kid: fields.private_key_id)),
-              let claims = try? encoder.encode(Claims(iss: fields.client_email ?? "", scope: cloudPlatformScope, aud: audience, iat: now, exp: now + 3600)) else {
+              let claims = try? encoder.encode(Claims(iss: fields.client_email ?? "", scope: scopes.joined(separator: " "), aud: audience, iat: now, exp: now + 3600)) else {
             throw GoogleError(.credentials, "could not write the token request")
         }
         let signingInput = Base64URL.encode(Array(header)) + "." + Base64URL.encode(Array(claims))
@@ -333,45 +382,3 @@ struct CredentialFile {
     }
 }
 
-/// The answer of a token endpoint (OAuth's or the metadata server's): `access_token` in secret memory.
-enum TokenEndpoint {
-    struct Answer: Decodable {
-        let error: String?
-        let error_description: String?
-    }
-
-    /// Connection failures (but a timeout) and 5xx are tried again, three attempts in all, 1 s then 2 s apart.
-    static let retryPolicy = RetryPolicy(maxAttempts: 3, retryOn: [.noAnswer, .serverErrors], backoff: .linear(step: 1))
-
-    static let secretFields: Set<String> = ["access_token", "id_token", "refresh_token"]
-
-    /// The token in the answer to `method` `url`; a body is a form (`grant_type=…`).
-    static func exchange(what: String, method: String, url: String, headers: [String], body: HTTPRequest.Body,
-                         exchange: GoogleExchange) throws(GoogleError) -> SecretBytes {
-        var request = GoogleExchange.JSONRequest(method, .plain(url), headers: headers, body: body, secretFields: secretFields)
-        request.bodyType = "application/x-www-form-urlencoded"
-        let answer = try exchange.call(request, policy: retryPolicy, unanswered: { (error: GoogleExchange.TransportFailure) throws(GoogleError) -> (GoogleError, RetryPolicy.Failure) in
-            (GoogleError(.network, "\(what) did not answer: \(error.message)"), error.timedOut ? .final : .noAnswer)
-        }, malformed: { _ in nil }, refused: { response, _ in
-            (refusal(status: response.status, SecretJSON.split(response.body, secretFields: secretFields), what: what),
-             .status(response.status, serverDelay: response.retryAfter, dailyQuota: false))
-        }, wait: { (delay: Double, _: Int, _: GoogleError) throws(GoogleError) in Clock.sleep(delay) })
-        guard let token = answer.json.secrets["access_token"], token.count > 0 else { throw refusal(status: 200, answer.json, what: what) }
-        Redaction.register(token)
-        // One header-safe line, as every key and token gemvault sends must be.
-        guard let oneLine = token.singleLineCredential() else {
-            throw GoogleError(.refused, "\(what) answered with a malformed access token (more than one line, or a space or a control character)")
-        }
-        return oneLine
-    }
-
-    static func refusal(status: Int, _ json: SecretJSON?, what: String) -> GoogleError {
-        let answer = json?.decode(Answer.self)
-        let detail = [answer?.error, answer?.error_description].compactMap { $0 }.joined(separator: ": ")
-        let category: GoogleError.Category = status >= 500 ? .network : .refused
-        return GoogleError(category, "\(what) refused the credential (HTTP \(status)\(detail.isEmpty ? "" : ", " + Redaction.redact(detail)))",
-                           hint: status == 400 || status == 401
-                             ? "the credential may be revoked or expired; for gcloud's, run 'gcloud auth application-default login' again" : nil,
-                           status: status, reason: answer?.error.map(GoogleReason.oauth))
-    }
-}

@@ -15,6 +15,8 @@ public enum KeySource: Sendable, Equatable {
     case keyCommand(command: String)
     /// `key_secret`: a secret's version, fetched for this command only.
     case secretManager(secret: String, version: UInt64)
+    /// No key: a Google identity's access token (`auth` = `google`, Docs/keyless.md).
+    case googleIdentity(principal: String, chain: String)
 
     public var label: String {
         switch self {
@@ -25,6 +27,7 @@ public enum KeySource: Sendable, Equatable {
         case .keyFile(let path): "key file \(path)"
         case .keyCommand(let command): "key_command (\(command.split(separator: " ").first ?? ""))"
         case .secretManager(let secret, let version): "Secret Manager \(secret), version \(version) (fetched now, held in memory only)"
+        case .googleIdentity(_, let chain): "google: \(chain)"
         }
     }
 
@@ -37,6 +40,7 @@ public enum KeySource: Sendable, Equatable {
         case .keyFile: "key-file"
         case .keyCommand: "key-command"
         case .secretManager: "secret-manager"
+        case .googleIdentity: "google"
         }
     }
 
@@ -49,6 +53,7 @@ public enum KeySource: Sendable, Equatable {
         case .vault(_, let name): "run 'gemvault key rotate \(name)' to store the new key"
         case .keyCommand: "update the secret your key_command reads"
         case .secretManager(let secret, _): "add a version with the new key to \(secret) (gcloud secrets versions add)"
+        case .googleIdentity: "there is no key to replace: fix the Google credential (Docs/keyless.md)"
         }
     }
 }
@@ -217,6 +222,7 @@ public struct KeyResolver {
         var settings = try self.settings()
         let (sessionSettings, sessionKey) = try askSession(settings)
         if let sessionSettings { settings = try self.settings(vaultSettings: sessionSettings) }
+        if settings[.auth] == "google" { throw GoogleIdentityWanted(settings: settings) }
         if let path = keyFileFlag {
             return (try readKeyFile(path, source: .keyFileFlag(path: path), required: true)!, settings)
         }
@@ -235,6 +241,7 @@ public struct KeyResolver {
         if vault.exists {
             if sessionSettings == nil, !vault.canOpen { throw KeySourceError.vaultNeedsPassphrase(path: vaultPath) }
             settings = try self.settings(vaultSettings: try sessionSettings ?? vault.settings())
+            if settings[.auth] == "google" { throw GoogleIdentityWanted(settings: settings) }
             let name = keyName(settings)
             // Only the one key travels from a session, which records its use.
             let stored: StoredKey?

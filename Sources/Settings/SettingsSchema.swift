@@ -7,6 +7,9 @@ public let defaultEndpoint = "https://generativelanguage.googleapis.com"
 /// Google's API Keys service, which `key rotate --create` asks for new keys.
 public let defaultAPIKeysEndpoint = "https://apikeys.googleapis.com"
 public let defaultSecretManagerEndpoint = "https://secretmanager.googleapis.com"
+/// Google's Security Token Service and IAM Credentials, for keyless credentials (Docs/keyless.md).
+public let defaultSTSEndpoint = "https://sts.googleapis.com"
+public let defaultIAMCredentialsEndpoint = "https://iamcredentials.googleapis.com"
 
 /// What values a setting accepts.
 public enum SettingKind: Sendable {
@@ -145,9 +148,9 @@ public struct Setting<Value: Sendable>: Sendable {
     }
 
     /// A setting that may be unset (nil), such as a sampling parameter left to the model.
-    static func optional<T>(_ name: String, _ kind: SettingKind, _ summary: String, mayHoldSecret: Bool = false,
+    static func optional<T>(_ name: String, _ kind: SettingKind, _ summary: String, mayHoldSecret: Bool = false, environment: String? = nil,
                             _ convert: @escaping @Sendable (String) -> T?) -> Setting<T?> {
-        Setting<T?>(spec: SettingSpec(name: name, kind: kind, defaultValue: nil, summary: summary, mayHoldSecret: mayHoldSecret, environmentName: nil),
+        Setting<T?>(spec: SettingSpec(name: name, kind: kind, defaultValue: nil, summary: summary, mayHoldSecret: mayHoldSecret, environmentName: environment),
                     read: { text in text.flatMap(convert) })
     }
 }
@@ -168,6 +171,12 @@ extension Setting where Value == String {
     public static let credentialName = with("credential_name", .keyName, default: "gemini-api-key",
                                             "the systemd credential in $CREDENTIALS_DIRECTORY that holds the key (LoadCredential= of a service)",
                                             environment: "GEMVAULT_CREDENTIAL", text)
+    public static let auth = with("auth", .choice(["key", "google"]), default: "key",
+                                  "how chat, ask and models prove who they are: an API key, or a Google identity's access token (Docs/keyless.md)", text)
+    public static let stsEndpoint = with("sts_endpoint", .endpoint, default: defaultSTSEndpoint,
+                                         "Google's Security Token Service, where a federated identity's token is exchanged (https, or http on loopback)", text)
+    public static let iamcredentialsEndpoint = with("iamcredentials_endpoint", .endpoint, default: defaultIAMCredentialsEndpoint,
+                                                    "Google's IAM Credentials service, where a service account's token is minted (https, or http on loopback)", text)
     public static let apikeysEndpoint = with("apikeys_endpoint", .endpoint, default: defaultAPIKeysEndpoint,
                                              "API Keys service base URL for key rotate --create (https, or http on loopback)", text)
 }
@@ -198,6 +207,12 @@ extension Setting where Value == String? {
     public static let keyCommand = optional("key_command", .line, "command whose stdout is the API key (run without a shell)", mayHoldSecret: true, text)
     public static let tokenCommand = optional("token_command", .line, "command whose stdout is a Google access token for key rotate --create (run without a shell)",
                                               mayHoldSecret: true, text)
+    public static let workloadIdentityProvider = optional("workload_identity_provider", .line,
+                                                          "a CI job's Workload Identity Federation provider (projects/N/locations/global/workloadIdentityPools/P/providers/R), with auth = google and no credential file (Docs/keyless.md)",
+                                                          environment: "GEMVAULT_WIF_PROVIDER", text)
+    public static let serviceAccount = optional("service_account", .line, "the service account a CI job's federated identity acts as (auth = google)",
+                                                environment: "GEMVAULT_SERVICE_ACCOUNT", text)
+    public static let oidcTokenEnv = optional("oidc_token_env", .line, "the CI variable holding the job's OIDC token (GitLab's id_tokens), instead of asking GitHub for one", text)
     public static let keySecret = optional("key_secret", .line, "a Secret Manager secret whose value is the key (gsm://projects/P/secrets/S[/versions/N]), fetched on every use and held in memory only", text)
     public static let quotaProject = optional("quota_project", .line, "Google project billed for API Keys calls made with a user's credentials", text)
     public static let prices = optional("prices", .line,
@@ -261,7 +276,7 @@ public enum SettingsSchema {
         Setting.model.spec, Setting.temperature.spec, Setting.topP.spec, Setting.topK.spec, Setting.maxOutputTokens.spec, Setting.thinking.spec, Setting.showThoughts.spec, Setting.search.spec,
         Setting.store.spec, Setting.systemPrompt.spec, Setting.endpoint.spec, Setting.apiVersion.spec, Setting.timeout.spec, Setting.retries.spec,
         Setting.key.spec, Setting.credentialName.spec, Setting.keyCommand.spec, Setting.keyCommandTimeout.spec, Setting.rotationDays.spec,
-        Setting.apikeysEndpoint.spec, Setting.tokenCommand.spec, Setting.quotaProject.spec, Setting.keySecret.spec, Setting.secretmanagerEndpoint.spec,
+        Setting.apikeysEndpoint.spec, Setting.tokenCommand.spec, Setting.quotaProject.spec, Setting.auth.spec, Setting.workloadIdentityProvider.spec, Setting.serviceAccount.spec, Setting.oidcTokenEnv.spec, Setting.stsEndpoint.spec, Setting.iamcredentialsEndpoint.spec, Setting.keySecret.spec, Setting.secretmanagerEndpoint.spec,
         Setting.secretCacheTTL.spec, Setting.secretMaxStale.spec,
         Setting.sessionIdle.spec, Setting.sessionMax.spec, Setting.pinTries.spec, Setting.history.spec, Setting.color.spec, Setting.chatStyle.spec,
         Setting.prices.spec, Setting.searchFreeQueries.spec, Setting.budgetDaily.spec, Setting.budgetMonthly.spec, Setting.budgetReplyEstimate.spec,

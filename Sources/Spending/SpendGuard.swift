@@ -37,6 +37,8 @@ public final class SpendGuard {
     /// vault holds the same key under a budget), else where it came from.
     public private(set) var keyName: String
     private let isFromVault: Bool
+    /// The key is a Google identity's token (`auth` = `google`), filed as `google:PRINCIPAL`.
+    private let isGoogleIdentity: Bool
     private let key: SecretBytes
     public let prices: PriceTable
     private let ledger: UsageLedger
@@ -93,6 +95,7 @@ public final class SpendGuard {
                 stateHome: String, cacheHome: String, overBudget: Bool, reporter: any SpendReporter) throws {
         self.settings = settings
         isFromVault = fromVault
+        isGoogleIdentity = keyName.hasPrefix("google:")
         self.key = key
         self.keyName = UsageLedger.storedName(keyName)
         prices = try Self.prices(settings)
@@ -108,7 +111,9 @@ public final class SpendGuard {
 
     /// The vault settings that hold one key's own budgets (`key budget`).
     public static func budgetSettingNames(_ key: String) -> (daily: String, monthly: String) {
-        (Setting.budgetDaily.name + "." + key, Setting.budgetMonthly.name + "." + key)
+        // A Google identity's name (google:SA@P.iam…) in the letters a setting name takes.
+        let key = key.hasPrefix("google:") ? "google." + key.dropFirst(7).replacing("@", with: "_at_").replacing("/", with: ".") : key
+        return (Setting.budgetDaily.name + "." + key, Setting.budgetMonthly.name + "." + key)
     }
 
     public static func budget(for key: String, settings: Settings, vaultSettings: [String: String]) -> Budget {
@@ -169,7 +174,8 @@ public final class SpendGuard {
         }
         Self.markVaultWideBudget(vaultSettings, marks)
         if !isFromVault, let name = matchingVaultKey(Self.budgetedNames(vaultSettings)) { keyName = name }
-        let inVault = isFromVault || compared[keyName] == true
+        // A Google identity's budget is the vault's, under its ledger name (`key budget google:…`).
+        let inVault = isFromVault || isGoogleIdentity || compared[keyName] == true
         let budget = Self.budget(for: keyName, settings: settings, vaultSettings: inVault ? vaultSettings : [:])
         if inVault, let meter, budget.isSet != marks.contains(meter.id) { try? marks.set(meter.id, budgeted: budget.isSet) }
         return Lookup(budget: budget, ledgerKeys: ledgerKeys, locked: nil, inVault: inVault)

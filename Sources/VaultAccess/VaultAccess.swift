@@ -394,3 +394,17 @@ public final class UnlockedVault {
         return outcome!
     }
 }
+
+extension VaultAccess {
+    /// A Google access token the unlocked session keeps for `key` (credential and scopes), if any.
+    public func sessionToken(_ key: String) -> (token: SecretBytes, expiresAt: Int64)? {
+        guard !noSession, let agent else { return nil }
+        return (try? agent.takeToken(key)) ?? nil
+    }
+
+    /// Hands a fresh token to the unlocked session; without one it is kept nowhere.
+    public func keepInSession(_ key: String, _ token: SecretBytes, expiresAt: Int64) {
+        guard !noSession, let agent else { return }
+        try? agent.putToken(key, token, expiresAt: expiresAt)
+    }
+}

@@ -58,6 +58,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fake_federation  # noqa: E402
 import fake_gemini  # noqa: E402
 
 SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -80,6 +81,10 @@ STATE = {
     "secrets": {},       # Secret Manager: "projects/NUMBER/secrets/S" -> {"versions": [{"data": base64, "state"}]}
     "sm_denied": [],     # identities without secretmanager.versions.access
     "sm_calls": [],      # Secret Manager calls: [method, path]
+    "providers": {},     # STS: audience -> {"allowed_audiences": [...], "condition": {claim: value}}
+    "grants": {},        # IAM Credentials: service account -> members allowed to mint its tokens
+    "sts_calls": [],     # {"audience", "scope", "options"}
+    "iam_calls": [],     # {"target", "scope", "lifetime", "delegates"}
 }
 
 
@@ -193,6 +198,9 @@ class GoogleHandler(fake_gemini.Handler):
                                                       "consumer": "projects/" + PROJECT_NUMBER})
 
     def authorised(self):
+        bearer = self.headers.get("Authorization", "")
+        if bearer.startswith("Bearer ") and not self.headers.get("x-goog-api-key"):
+            return self.bearer_authorised(bearer[len("Bearer "):])
         key = self.headers.get("x-goog-api-key")
         with LOCK:
             known = [k for k in STATE["keys"].values() if k["keyString"] == key]
@@ -212,6 +220,30 @@ class GoogleHandler(fake_gemini.Handler):
                 return False
             return True
         return super().authorised()
+
+    def bearer_authorised(self, token):
+        """Gemini with an OAuth token (keyless.md §0): a known, unexpired token with a
+        generative-language scope; a user's token only with x-goog-user-project. A request with
+        both a key and a token never gets here: the key path refuses it (401)."""
+        with LOCK:
+            entry = STATE["tokens"].get(token)
+            if entry is not None:
+                STATE.setdefault("gemini_bearer_calls", []).append({"identity": entry["identity"], "user_project": self.headers.get("x-goog-user-project")})
+        if entry is None or entry.get("expires", now() + 1) <= now():
+            self.reply(401, error_body(401, "UNAUTHENTICATED", "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
+                                       "ACCESS_TOKEN_EXPIRED" if entry else None, {"service": "generativelanguage.googleapis.com"}))
+            return False
+        scopes = entry["scope"].split()
+        if not any(scope.startswith("https://www.googleapis.com/auth/generative-language") for scope in scopes):
+            self.reply(403, error_body(403, "PERMISSION_DENIED", "Request had insufficient authentication scopes.", "ACCESS_TOKEN_SCOPE_INSUFFICIENT",
+                                       {"service": "generativelanguage.googleapis.com", "method": self.gemini_method()}))
+            return False
+        if entry["user"] and not self.headers.get("x-goog-user-project"):
+            self.reply(403, error_body(403, "PERMISSION_DENIED", "Your application is authenticating by using local Application Default Credentials. "
+                                       "The generativelanguage.googleapis.com API requires a quota project, which is not set by default.", "SERVICE_DISABLED",
+                                       {"service": "generativelanguage.googleapis.com", "consumer": "projects/764086051850"}))
+            return False
+        return True
 
     # -- plumbing ---------------------------------------------------------------------------
     def record(self, body):
@@ -268,6 +300,13 @@ class GoogleHandler(fake_gemini.Handler):
                 return self.reply(200, {k: v for k, v in STATE.items()})
         if path == "/token" and method == "POST":
             return self.token(parse_qs(raw.decode()))
+        if path == "/v1/token" and method == "POST":
+            with LOCK:
+                return self.reply(*fake_federation.exchange(STATE, parse_qs(raw.decode()), self.issuer(), now()))
+        if path.startswith("/v1/projects/-/serviceAccounts/") and path.endswith(":generateAccessToken") and method == "POST":
+            return self.generate_access_token(path, raw)
+        if path.startswith("/oidc/"):
+            return self.oidc(path, query)
         if path.startswith("/computeMetadata/"):
             return self.metadata(path)
         if path.startswith("/v2/"):
@@ -276,13 +315,18 @@ class GoogleHandler(fake_gemini.Handler):
             return self.secretmanager(method, path)
         self.reply(404, error_body(404, "NOT_FOUND", "no such path"))
 
+    def federation(self):
+        """STS and IAM Credentials, which share /v1/ with Gemini's paths."""
+        path = urlsplit(self.path).path
+        return path == "/v1/token" or path.endswith(":generateAccessToken")
+
     def do_GET(self):
         if self.path.startswith(("/v1beta/", "/v1/", "/v1alpha/")) and not self.path.startswith("/v1/projects/"):
             return fake_gemini.Handler.do_GET(self)
         self.route("GET")
 
     def do_POST(self):
-        if self.path.startswith(("/v1beta/", "/v1/", "/v1alpha/")) and not self.path.startswith("/v1/projects/"):
+        if self.path.startswith(("/v1beta/", "/v1/", "/v1alpha/")) and not self.path.startswith("/v1/projects/") and not self.federation():
             return fake_gemini.Handler.do_POST(self)
         self.route("POST")
 
@@ -330,6 +374,12 @@ class GoogleHandler(fake_gemini.Handler):
                 if "keep" in secret:
                     # Versions past the first `keep` gone (as if never made): `latest` goes back.
                     del versions[secret["keep"]:]
+            STATE["providers"].update(command.get("providers", {}))
+            for account, members in command.get("grants", {}).items():
+                STATE["grants"].setdefault(account, []).extend(members)
+            if "oidc" in command:
+                claims = dict({"iss": self.issuer(), "iat": int(now()), "exp": int(now()) + 600}, **command["oidc"])
+                return self.reply(200, {"ok": True, "oidc": fake_federation.sign(claims)})
             for name in command.get("purge", []):
                 STATE["keys"][name]["purged"] = True
             for key in command.get("keys", []):
@@ -378,20 +428,48 @@ class GoogleHandler(fake_gemini.Handler):
             iat, exp = claims.get("iat", 0), claims.get("exp", 0)
             if not (iat - 300 <= now() <= exp) or exp - iat > 3600:
                 return refuse("Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.")
-            return self.issue(claims["iss"], user=False)
+            return self.issue(claims["iss"], user=False, scope=claims["scope"])
         if grant == "refresh_token":
             with LOCK:
                 user = STATE["users"].get(form.get("refresh_token", [""])[0])
             if not user or user["client_id"] != form.get("client_id", [""])[0] or user["client_secret"] != form.get("client_secret", [""])[0]:
                 return refuse("Token has been expired or revoked.")
-            return self.issue(user.get("email", "user@example.com"), user=True)
+            # A refresh grants the scopes consented at login (keyless.md §2.2).
+            return self.issue(user.get("email", "user@example.com"), user=True, scope=user.get("scope", SCOPE))
         return self.reply(400, {"error": "unsupported_grant_type", "error_description": "Invalid grant_type: " + grant})
 
     def issue(self, identity, user, scope=SCOPE):
         token = "ya29." + secrets.token_urlsafe(40)
         with LOCK:
-            STATE["tokens"][token] = {"token": token, "scope": scope, "user": user, "identity": identity}
-        self.reply(200, {"access_token": token, "expires_in": 3599, "token_type": "Bearer", "scope": scope})
+            lifetime = STATE["config"].get("token_lifetime") or 3599
+            STATE["tokens"][token] = {"token": token, "scope": scope, "user": user, "identity": identity, "expires": now() + lifetime}
+        self.reply(200, {"access_token": token, "expires_in": lifetime, "token_type": "Bearer", "scope": scope})
+
+    # -- Workload Identity Federation (fake_federation.py) ---------------------------------
+    def issuer(self):
+        return self.token_url[:-len("/token")] + "/oidc"
+
+    def oidc(self, path, query):
+        if path == "/oidc/.well-known/openid-configuration":
+            return self.reply(200, {"issuer": self.issuer(), "jwks_uri": self.issuer() + "/jwks", "id_token_signing_alg_values_supported": ["RS256"]})
+        if path == "/oidc/jwks":
+            return self.reply(200, fake_federation.jwks())
+        if path == "/oidc/gha":
+            with LOCK:
+                return self.reply(*fake_federation.github_token(STATE, self.headers.get("Authorization", ""), query.get("audience", [""])[0],
+                                                                self.issuer(), now()))
+        return self.reply(404, {"error": "not found"})
+
+    def generate_access_token(self, path, raw):
+        email = unquote(path[len("/v1/projects/-/serviceAccounts/"):-len(":generateAccessToken")])
+        header = self.headers.get("Authorization", "")
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            return self.reply(400, error_body(400, "INVALID_ARGUMENT", "Invalid JSON payload received."))
+        with LOCK:
+            caller = STATE["tokens"].get(header[len("Bearer "):]) if header.startswith("Bearer ") else None
+            return self.reply(*fake_federation.generate_access_token(STATE, caller, email, body, now(), rfc3339))
 
     def metadata(self, path):
         if self.headers.get("Metadata-Flavor") != "Google":

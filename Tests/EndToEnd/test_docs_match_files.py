@@ -409,13 +409,13 @@ def test_the_man_page_names_every_guide_and_where_it_is_installed():
 
 def test_configuration_md_lists_every_setting_and_its_environment_variable(env):
     """Every setting config explain knows has its row in configuration.md's table and its
-    variable among the environment variables (credential_name's is GEMVAULT_CREDENTIAL)."""
+    variable among the environment variables (credential_name's is GEMVAULT_CREDENTIAL, workload_identity_provider's GEMVAULT_WIF_PROVIDER)."""
     explained = env.run("config", "explain", "--json", passphrase=False)
     names = [setting["name"] for setting in json.loads(explained.out)["settings"]]
     text = document("configuration.md")
     for name in names:
         assert "| `%s` |" % name in text, name
-        variable = "GEMVAULT_CREDENTIAL" if name == "credential_name" else "GEMVAULT_" + name.upper()
+        variable = {"credential_name": "GEMVAULT_CREDENTIAL", "workload_identity_provider": "GEMVAULT_WIF_PROVIDER"}.get(name, "GEMVAULT_" + name.upper())
         assert "`%s`" % variable in text, variable
 
 
