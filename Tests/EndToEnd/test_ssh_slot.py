@@ -31,7 +31,18 @@ class SSHAgent:
         env = dict(os.environ)
         env.update(extra_env or {})
         self.process = subprocess.Popen(["ssh-agent", "-D", "-a", self.socket], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        wait_until(lambda: os.path.exists(self.socket), "ssh-agent's socket")
+        # The socket file appears at bind(), before listen(): wait until a connection is taken.
+        wait_until(self.accepts, "ssh-agent's socket")
+
+    def accepts(self):
+        probe = socket.socket(socket.AF_UNIX)
+        try:
+            probe.connect(self.socket)
+            return True
+        except OSError:
+            return False
+        finally:
+            probe.close()
 
     def add(self, key, *options):
         result = subprocess.run(["ssh-add"] + list(options) + [key], env={"SSH_AUTH_SOCK": self.socket, "PATH": os.environ["PATH"]},
