@@ -74,7 +74,7 @@ let package = Package(
         .target(name: "Spending", dependencies: ["Conversations", "Settings", "VaultCore", "SystemIO"]),
         /// Key rotation: API Keys rotation, rotation through Secret Manager for a fleet (the claim,
         /// the grace and its finish), the journal a killed run leaves, the check of a new key.
-        .target(name: "Rotation", dependencies: ["GoogleAuth", "GoogleHTTP", "GoogleKeys", "Settings", "SystemIO", "VaultAccess", "VaultCore"]),
+        .target(name: "Rotation", dependencies: ["GoogleAuth", "GoogleHTTP", "GoogleKeys", "KeyResolution", "Settings", "SystemIO", "VaultAccess", "VaultCore"]),
         /// The terminal renderers ask, chat and history share: markdown, live replies, bubbles, line breaking.
         .target(name: "Rendering", dependencies: ["CCmark", "CSystemShims", "SystemIO", "TerminalIO"]),
         /// The chat REPL and its slash commands.

@@ -270,8 +270,9 @@ enum ShareCommand {
                                  hint: "make a new key where it was made and run 'gemvault key rotate \(name)' with it (the others get it), or \(keep)")
         }
         let settings = try call.settings(vault: try call.context.vault.settings())
+        let credentials = try GoogleRotation.credentials(call.rotationRequest(), settings)
         do throws(GoogleError) {
-            _ = try GoogleRotation.credentials(call.rotationRequest(), settings).source()
+            _ = try credentials.source()
         } catch {
             throw CommandFailure(.failure, "\(shown) cannot be revoked without rotating '\(name)' at Google: \(error.message); nothing changed", hint: keep)
         }

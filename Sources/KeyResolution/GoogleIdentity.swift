@@ -90,17 +90,9 @@ public struct GoogleIdentityWanted: Error {
 extension KeyResolver {
     /// The identity's token source and settings, and the stand-in for a key that names it.
     public func resolveGoogleIdentity(_ settings: Settings) throws -> (key: ResolvedKey, settings: Settings, token: GoogleIdentityToken) {
-        var credentialSettings = CredentialSettings(tokenCommand: settings[.tokenCommand], commandTimeout: settings[.keyCommandTimeout], environment: environment,
-                                                    home: paths.home, timeout: settings[.timeout], allowInsecure: layers.allowInsecureEndpoint, warn: warn)
+        var credentialSettings = try CredentialSettings(settings, environment: environment, home: paths.home, allowInsecure: layers.allowInsecureEndpoint, warn: warn)
         credentialSettings.scopes = geminiScopes
         credentialSettings.service = "the Gemini API (auth = google)"
-        if settings.resolved(.stsEndpoint).origin != .builtIn { credentialSettings.stsEndpoint = try settings.credentialEndpoint(.stsEndpoint, warn: warn) }
-        if settings.resolved(.iamcredentialsEndpoint).origin != .builtIn {
-            credentialSettings.iamCredentialsEndpoint = try settings.credentialEndpoint(.iamcredentialsEndpoint, warn: warn)
-        }
-        if let provider = settings[.workloadIdentityProvider], !provider.isEmpty {
-            credentialSettings.federation = CIFederation(provider: provider, serviceAccount: settings[.serviceAccount], oidcTokenEnv: settings[.oidcTokenEnv])
-        }
         let quota = settings[.quotaProject] ?? environment["GOOGLE_CLOUD_QUOTA_PROJECT"].flatMap { $0.isEmpty ? nil : $0 }
         let token = GoogleIdentityToken(credentials: GoogleCredentials(credentialSettings), quotaProject: quota, session: vault)
         let source = try token.source()

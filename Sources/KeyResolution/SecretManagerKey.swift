@@ -14,17 +14,17 @@ public enum SecretManagerKey {
                                            message: "'\(text)' is not gsm://projects/PROJECT/secrets/SECRET or …/versions/N", fromFlag: false)
         }
         let endpoint = try settings.credentialEndpoint(.secretmanagerEndpoint, warn: warn)
-        let fetched = try access(reference, settings, endpoint: endpoint, environment: environment, home: home, warn: warn)
+        let credentials = try CredentialSettings(settings, environment: environment, home: home, allowInsecure: false, warn: warn)
+        let fetched = try access(reference, settings, endpoint: endpoint, credentials: credentials)
         return ResolvedKey(secret: fetched.value, source: .secretManager(secret: reference.resource, version: fetched.version), updated: nil)
     }
 
-    /// One fetch of `reference`, with rotation's Google credentials.
+    /// One fetch of `reference`, with the command's Google credentials (`CredentialSettings(settings…)`).
     /// `endpoint`: secretmanager_endpoint as `Settings.credentialEndpoint` allows it.
     /// `newerThan`: the version already taken; a newer answer must be one the secret has.
-    public static func access(_ reference: SecretReference, _ settings: Settings, endpoint: String, environment: [String: String], home: String,
-                              newerThan known: UInt64? = nil, warn: @escaping (String) -> Void) throws(GoogleError) -> FetchedSecret {
-        var credentialSettings = CredentialSettings(tokenCommand: settings[.tokenCommand], commandTimeout: settings[.keyCommandTimeout],
-                                                    environment: environment, home: home, timeout: settings[.timeout], allowInsecure: false, warn: warn)
+    public static func access(_ reference: SecretReference, _ settings: Settings, endpoint: String, credentials credentialSettings: CredentialSettings,
+                              newerThan known: UInt64? = nil) throws(GoogleError) -> FetchedSecret {
+        var credentialSettings = credentialSettings
         credentialSettings.service = "Secret Manager (\(reference.resource))"
         let credentials = GoogleCredentials(credentialSettings)
         let client = SecretManagerClient(endpoint: endpoint, token: try credentials.token(), timeout: settings[.timeout],
@@ -56,8 +56,9 @@ extension KeyResolver {
             throw VaultError.payloadDamaged(path: vaultPath, detail: "the Secret Manager link of '\(stored.name)' is not a gsm:// reference")
         }
         let endpoint = try settings.credentialEndpoint(.secretmanagerEndpoint, warn: warn)
+        let credentials = try CredentialSettings(settings, environment: environment, home: paths.home, allowInsecure: false, warn: warn)
         let attempt = Result { () throws(GoogleError) in
-            try SecretManagerKey.access(reference, settings, endpoint: endpoint, environment: environment, home: paths.home, newerThan: link.version, warn: warn)
+            try SecretManagerKey.access(reference, settings, endpoint: endpoint, credentials: credentials, newerThan: link.version)
         }
         if case .failure(let error) = attempt, error.category == .network || error.category == .credentials {
             let age = now - link.fetched

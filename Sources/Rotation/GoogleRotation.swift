@@ -1,6 +1,7 @@
 import GoogleAuth
 import GoogleHTTP
 import GoogleKeys
+import KeyResolution
 import Settings
 import SystemIO
 import VaultAccess
@@ -85,10 +86,10 @@ public enum GoogleRotation {
     }
 
     /// The Google credential the command would use, its warnings through the command's progress.
-    public static func credentials(_ call: RotationRequest, _ settings: Settings) -> GoogleCredentials {
+    public static func credentials(_ call: RotationRequest, _ settings: Settings) throws -> GoogleCredentials {
         let progress = call.progress
-        return GoogleAccess.credentials(settings, environment: call.environment, home: call.home, allowInsecure: call.flag(.allowInsecureEndpoint),
-                                        warn: { progress.warning($0) })
+        return GoogleCredentials(try CredentialSettings(settings, environment: call.environment, home: call.home,
+                                                        allowInsecure: call.flag(.allowInsecureEndpoint), warn: { progress.warning($0) }))
     }
 
     /// The API Keys client, made when first needed (a young key's `--if-older-than` asks Google

@@ -50,16 +50,6 @@ public struct RotationRequest {
     public func value(_ option: Option) -> String? { given[option] }
 }
 
-/// Google credentials as every command that calls Google makes them from its settings.
-public enum GoogleAccess {
-    public static func credentials(_ settings: Settings, environment: [String: String], home: String, allowInsecure: Bool,
-                                   warn: @escaping (String) -> Void) -> GoogleCredentials {
-        GoogleCredentials(CredentialSettings(tokenCommand: settings[.tokenCommand], commandTimeout: settings[.keyCommandTimeout],
-                                             environment: environment, home: home, timeout: settings[.timeout],
-                                             allowInsecure: allowInsecure, warn: warn))
-    }
-}
-
 extension String {
     /// nil for the empty string.
     var nonEmpty: String? { isEmpty ? nil : self }

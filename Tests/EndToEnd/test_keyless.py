@@ -472,3 +472,38 @@ def test_the_metadata_server_token_works_when_it_carries_geminis_scope(env, goog
     result = env.run("ask", "hello", "--model", "ok", "--auth", "google", passphrase=False)
     assert result.code == 0, result
     assert bearer_calls(google)[-1]["identity"].startswith("vm@")
+
+
+def github_job(env, google):
+    """A GitHub Actions job's environment: its token request URL and bearer, the provider and
+    the service account named by settings, the fake's STS and IAM Credentials; no file."""
+    google.control(providers={AUDIENCE: {"condition": {"repository": REPOSITORY}}}, grants={CI_ACCOUNT: ["repository:" + REPOSITORY]},
+                   set={"github_request_token": "gh-job-request-token",
+                        "github_claims": {"sub": "repo:%s:ref:refs/heads/main" % REPOSITORY, "repository": REPOSITORY}})
+    env.vars.pop("GOOGLE_APPLICATION_CREDENTIALS", None)
+    env.vars.update({"GEMVAULT_WIF_PROVIDER": PROVIDER, "GEMVAULT_SERVICE_ACCOUNT": CI_ACCOUNT,
+                     "GEMVAULT_STS_ENDPOINT": google.url, "GEMVAULT_IAMCREDENTIALS_ENDPOINT": google.url,
+                     "ACTIONS_ID_TOKEN_REQUEST_URL": google.url + "/oidc/gha", "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "gh-job-request-token"})
+
+
+def test_key_rotate_create_in_a_github_job_needs_no_credential_file(env, google):
+    """The rotation's credentials come from the same settings as Gemini's: the job's own OIDC
+    token, exchanged at the STS endpoint the settings name and impersonated at theirs."""
+    from test_rotation import check_rotated, rotate, setup
+    setup(env, google, credential="none")
+    github_job(env, google)
+    result = rotate(env, "--json")
+    check_rotated(env, google, result)
+    assert google.state()["sts_calls"][-1]["audience"] == "//iam.googleapis.com/" + PROVIDER
+    assert google.state()["iam_calls"][-1]["target"] == CI_ACCOUNT
+    assert "gh-job-request-token" not in result.err + result.out
+
+
+def test_key_secret_in_a_github_job_needs_no_credential_file(env, google):
+    """`key_secret` fetches the key from Secret Manager with the job's federated identity."""
+    federation(env, google)
+    github_job(env, google)
+    result = env.run("ask", "hello", "--model", "ok", passphrase=False)
+    assert result.code == 0, result
+    assert google.state()["iam_calls"][-1]["target"] == CI_ACCOUNT
+    assert google.state()["sts_calls"][-1]["audience"] == "//iam.googleapis.com/" + PROVIDER
