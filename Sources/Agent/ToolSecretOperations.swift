@@ -24,6 +24,7 @@ extension AgentServer {
             response.add(.keyValue, secret: secret.value)
             response.add(.created, number: secret.created)
             response.add(.updated, number: secret.updated)
+            if let link = secret.link { NarrowCoding.add(link, to: &response) }
             return response
         }
         if answer.code == 0 { lastActivity = Clock.bootSeconds() }
@@ -41,7 +42,9 @@ extension AgentClient {
         guard let value = response.secret(.keyValue), let created = response.number(.created), let updated = response.number(.updated) else {
             throw .untrusted("the agent's answer has no secret")
         }
-        return ToolSecret(name: name, value: value, created: created, updated: updated)
+        let link = response.text(.linkReference) == nil ? nil : NarrowCoding.link(in: response)
+        if response.text(.linkReference) != nil, link == nil { throw .untrusted("the agent's answer has a malformed link") }
+        return ToolSecret(name: name, value: value, created: created, updated: updated, link: link)
     }
 
     /// What may be shown of every secret: names, masked values, dates, earlier values masked.
@@ -97,8 +100,9 @@ extension NarrowCoding {
     }
 
     // MARK: A change to the secrets: the change kind `toolSecret`, then `secretChange` (1 set,
-    // 2 remove, 3 roll back, 4 rename), the name in `keyName`, the value in `keyValue`, the
-    // time in `now`, a new name in `settingName`, the note of tools in `usedBy`.
+    // 2 remove, 3 roll back, 4 rename, 5 link, 6 refresh a link), the name in `keyName`, the value
+    // in `keyValue`, the time in `now`, a new name in `settingName`, the note of tools in `usedBy`,
+    // a link in the `link…` tags as a key's (and `linkSince` for a refresh).
 
     static func addSecretChange(_ change: ToolSecretChange, to message: inout AgentMessage) {
         message.add(.changeKind, number: Int64(ChangeKind.toolSecret.rawValue))
@@ -120,7 +124,20 @@ extension NarrowCoding {
             message.add(.secretChange, number: 4)
             message.add(.keyName, text: from)
             message.add(.settingName, text: to)
+        case .link(let name, let value, let now, let link):
+            addLinkedSecret(5, name, value, now, link, to: &message)
+        case .refreshLink(let name, let value, let now, let link, let since):
+            addLinkedSecret(6, name, value, now, link, to: &message)
+            message.add(.linkSince, number: since)
         }
+    }
+
+    private static func addLinkedSecret(_ kind: Int64, _ name: String, _ value: SecretBytes, _ now: Int64, _ link: SecretLink, to message: inout AgentMessage) {
+        message.add(.secretChange, number: kind)
+        message.add(.keyName, text: name)
+        message.add(.keyValue, secret: value)
+        message.add(.now, number: now)
+        add(link, to: &message)
     }
 
     static func secretChange(in message: AgentMessage) -> ToolSecretChange? {
@@ -133,6 +150,12 @@ extension NarrowCoding {
         case 2: return .remove(name: name)
         case 3: return now.map { .rollBack(name: name, now: $0) }
         case 4: return message.text(.settingName).map { .rename(from: name, to: $0) }
+        case 5:
+            guard let value = message.secret(.keyValue), let now, let link = link(in: message) else { return nil }
+            return .link(name: name, value: value, now: now, link: link)
+        case 6:
+            guard let value = message.secret(.keyValue), let now, let link = link(in: message), let since = message.number(.linkSince) else { return nil }
+            return .refreshLink(name: name, value: value, now: now, link: link, since: since)
         default: return nil
         }
     }

@@ -1,4 +1,5 @@
 import KeyResolution
+import Settings
 import SystemIO
 import TerminalIO
 import VaultAccess
@@ -7,10 +8,11 @@ import VaultCore
 let secretCommands: [CommandSpec] = [
     CommandSpec(path: ["secret", "set"], arguments: "NAME", argumentRange: 1...1,
                 summary: "store or replace a secret for another tool (hidden prompt, or stdin when it is not a terminal)",
-                options: [.multiline, .fromEnv], details: """
+                options: [.multiline, .fromEnv, .fromSecret], details: """
                 A secret is any printable text of 1 to 65,536 bytes: an MCP server's token, a database password, another provider's key. It is never taken from the command line.
                 A replaced value is kept in the secret's history (5 earlier values). Line breaks are refused unless --multiline allows them (a PEM block).
                 --from-env VAR moves the value of a variable of gemvault's environment into the vault (unset it afterwards).
+                --from gsm://projects/P/secrets/S[/versions/N] links it to Secret Manager: fetched now, and again when its copy is older than secret_cache_ttl; setting it without --from unlinks it.
                 Programs get secrets with 'gemvault exec --secret VAR=NAME -- COMMAND' (Docs/tool-secrets.md).
                 """,
                 run: SecretCommand.set),
@@ -42,6 +44,7 @@ enum SecretCommand {
         let name = call.positionals[0]
         try VaultContents.validateName(name)
         let context = call.context
+        if let from = call.value(.fromSecret) { return try link(call, name: name, from: from) }
         try context.vault.checkBeforePrompt()
         let value = try readValue(call, name: name)
         if let problem = ToolSecret.problem(with: value, multiline: call.flag(.multiline)) {
@@ -51,6 +54,27 @@ enum SecretCommand {
         let outcome = try context.vault.apply(.secret(.set(name: name, value: value, now: Output.now(), usedBy: nil)))
         Console.note("\(outcome.replaced ? "replaced" : "stored") secret '\(name)' (\(value.masked), \(value.count) bytes)")
         if let variable = call.value(.fromEnv) { Console.hint("unset \(variable) where it was set, so no copy stays in plain text") }
+    }
+
+    /// `secret set NAME --from gsm://…` (KeyResolution's LinkedToolSecrets).
+    static func link(_ call: Invocation, name: String, from: String) throws {
+        guard call.value(.fromEnv) == nil else { throw CommandFailure(.usage, "--from and --from-env cannot go together") }
+        let linked = try linked(call.context, call).link(name, from: from, multiline: call.flag(.multiline))
+        let ttl = linked.settings.resolved(.secretCacheTTL).value ?? "5m"
+        Console.note("\(linked.outcome.replaced ? "replaced" : "stored") secret '\(name)' (\(linked.value.masked), \(linked.value.count) bytes) from Secret Manager "
+                     + "\(linked.resource), version \(linked.version); it is fetched again when its copy is older than \(ttl) (secret_cache_ttl)")
+    }
+
+    /// Linked secrets, with this command's settings and messages.
+    static func linked(_ context: Context, _ call: Invocation? = nil) -> LinkedToolSecrets {
+        LinkedToolSecrets(vault: context.vault, resolve: { vault in
+            var layers = try call.map { try context.settingLayers($0) }
+                ?? SettingLayers(configFile: try context.loadConfigFile(), vaultPath: context.vaultPath, environment: context.environment, flags: [:],
+                                 allowInsecureEndpoint: false)
+            layers.vaultSettings = vault
+            layers.vaultPath = context.vaultPath
+            return try Settings.resolve(layers)
+        }, environment: context.environment, home: context.paths.home, warn: { Console.warning($0) }, note: { Console.note($0) })
     }
 
     /// The value: from a variable, or typed (hidden) or piped.
@@ -73,7 +97,7 @@ enum SecretCommand {
             guard context.canOpenVault else { throw KeySourceError.vaultNeedsPassphrase(path: context.vaultPath) }
         })
         guard let secret else { throw VaultError.secretNotFound(name: name) }
-        try Output.writeSecret(secret.value)
+        try Output.writeSecret(try linked(context, call).current(secret))
     }
 
     static func list(_ call: Invocation) throws {

@@ -22,14 +22,15 @@ public enum SecretManagerKey {
     /// `endpoint`: secretmanager_endpoint as `Settings.credentialEndpoint` allows it.
     /// `newerThan`: the version already taken; a newer answer must be one the secret has.
     public static func access(_ reference: SecretReference, _ settings: Settings, endpoint: String, environment: [String: String], home: String,
-                              newerThan known: UInt64? = nil, warn: @escaping (String) -> Void) throws(GoogleError) -> FetchedSecret {
+                              newerThan known: UInt64? = nil, check: FetchedValueCheck = .googleKey,
+                              warn: @escaping (String) -> Void) throws(GoogleError) -> FetchedSecret {
         var credentialSettings = CredentialSettings(tokenCommand: settings[.tokenCommand], commandTimeout: settings[.keyCommandTimeout],
                                                     environment: environment, home: home, timeout: settings[.timeout], allowInsecure: false, warn: warn)
         credentialSettings.service = "Secret Manager (\(reference.resource))"
         let credentials = GoogleCredentials(credentialSettings)
         let client = SecretManagerClient(endpoint: endpoint, token: try credentials.token(), timeout: settings[.timeout],
                                          retries: settings[.retries])
-        let fetched = try client.accessKey(reference)
+        let fetched = try client.access(reference, check: check)
         if let known, reference.version == nil { try client.confirmNewer(fetched, than: known, reference) }
         return fetched
     }

@@ -18,9 +18,12 @@ public struct ToolSecret {
     public let usedBy: String
     /// Newest first, at most `VaultContents.retiredLimit`.
     public let previous: [RetiredSecret]
+    /// The Secret Manager secret it follows (`secret set --from`, payload version 10); nil for none.
+    public let link: SecretLink?
 
     public init(name: String, value: SecretBytes, created: Int64, updated: Int64, lastUsed: Int64 = 0, usedBy: String = "",
-                previous: [RetiredSecret] = []) {
+                previous: [RetiredSecret] = [], link: SecretLink? = nil) {
+        self.link = link
         self.name = name
         self.value = value
         self.created = created
@@ -43,6 +46,11 @@ public struct ToolSecret {
             }
             return nil
         }
+    }
+
+    /// The same secret following `link` (a refresh that found the value unchanged).
+    func with(link: SecretLink) -> ToolSecret {
+        ToolSecret(name: name, value: value, created: created, updated: updated, lastUsed: lastUsed, usedBy: usedBy, previous: previous, link: link)
     }
 
     /// What may be shown of it: for `secret list` and `secret history`.
@@ -95,6 +103,11 @@ public enum ToolSecretChange: Sendable {
     case remove(name: String)
     case rollBack(name: String, now: Int64)
     case rename(from: String, to: String)
+    /// Store or replace a secret with the Secret Manager version it was fetched from (`secret set --from`).
+    case link(name: String, value: SecretBytes, now: Int64, link: SecretLink)
+    /// A linked secret fetched again: taken only while its link is still the one fetched at
+    /// `since` (another command may have refreshed or changed it meanwhile).
+    case refreshLink(name: String, value: SecretBytes, now: Int64, link: SecretLink, since: Int64)
 }
 
 extension VaultContents {
@@ -106,14 +119,20 @@ extension VaultContents {
     func apply(_ change: ToolSecretChange) throws(VaultError) -> VaultChange.Outcome {
         switch change {
         case .set(let name, let value, let now, let usedBy):
-            try Self.validateName(name)
-            if let problem = ToolSecret.problem(with: value, multiline: true) { throw .invalidSecret(name: name, reason: problem) }
-            if let usedBy, usedBy.utf8.count > ToolSecret.maxUsedByBytes { throw .valueTooLarge("the note of which tools use \(name)") }
-            let old = toolSecret(named: name)
-            let retired = old.map { [RetiredSecret(secret: $0.value, retired: now, set: $0.updated)] + $0.previous } ?? []
-            try putToolSecret(ToolSecret(name: name, value: value, created: old?.created ?? now, updated: now, lastUsed: old?.lastUsed ?? 0,
-                                         usedBy: usedBy ?? old?.usedBy ?? "", previous: Array(retired.prefix(Self.retiredLimit))))
-            return VaultChange.Outcome(masked: old?.value.masked, replaced: old != nil)
+            return try setToolSecret(name, value, now: now, usedBy: usedBy, link: nil)
+        case .link(let name, let value, let now, let link):
+            if !link.isWellFormed { throw .valueTooLarge("the Secret Manager reference of \(name)") }
+            return try setToolSecret(name, value, now: now, usedBy: nil, link: link)
+        case .refreshLink(let name, let value, let now, let link, let since):
+            guard let old = toolSecret(named: name) else { throw .secretNotFound(name: name) }
+            guard let current = old.link, current.fetched == since, current.reference == link.reference, link.isWellFormed else {
+                return VaultChange.Outcome(masked: old.value.masked, replaced: false)
+            }
+            guard !old.value.isEqual(to: value) else {
+                try putToolSecret(old.with(link: link))
+                return VaultChange.Outcome(masked: old.value.masked, replaced: false)
+            }
+            return try setToolSecret(name, value, now: now, usedBy: nil, link: link)
         case .remove(let name):
             guard let old = toolSecret(named: name) else { throw .secretNotFound(name: name) }
             toolSecrets.removeAll { $0.name == name }
@@ -123,7 +142,7 @@ extension VaultContents {
             guard let restored = old.previous.first else { throw .noEarlierSecretValue(name: name) }
             let history = [RetiredSecret(secret: old.value, retired: now, set: old.updated)] + old.previous.dropFirst()
             try putToolSecret(ToolSecret(name: name, value: restored.secret, created: old.created, updated: max(old.created, restored.set),
-                                         lastUsed: old.lastUsed, usedBy: old.usedBy, previous: Array(history.prefix(Self.retiredLimit))))
+                                         lastUsed: old.lastUsed, usedBy: old.usedBy, previous: Array(history.prefix(Self.retiredLimit)), link: old.link))
             return VaultChange.Outcome(masked: restored.secret.masked, replaced: true)
         case .rename(let from, let to):
             try Self.validateName(to)
@@ -131,16 +150,28 @@ extension VaultContents {
             guard from == to || toolSecret(named: to) == nil else { throw .secretExists(name: to) }
             toolSecrets.removeAll { $0.name == from }
             try putToolSecret(ToolSecret(name: to, value: old.value, created: old.created, updated: old.updated, lastUsed: old.lastUsed,
-                                         usedBy: old.usedBy, previous: old.previous))
+                                         usedBy: old.usedBy, previous: old.previous, link: old.link))
             return VaultChange.Outcome(masked: old.value.masked, replaced: true)
         }
+    }
+
+    /// Stores `value` as `name`'s current value, the one it replaces into its history.
+    private func setToolSecret(_ name: String, _ value: SecretBytes, now: Int64, usedBy: String?, link: SecretLink?) throws(VaultError) -> VaultChange.Outcome {
+        try Self.validateName(name)
+        if let problem = ToolSecret.problem(with: value, multiline: true) { throw .invalidSecret(name: name, reason: problem) }
+        if let usedBy, usedBy.utf8.count > ToolSecret.maxUsedByBytes { throw .valueTooLarge("the note of which tools use \(name)") }
+        let old = toolSecret(named: name)
+        let retired = old.map { [RetiredSecret(secret: $0.value, retired: now, set: $0.updated)] + $0.previous } ?? []
+        try putToolSecret(ToolSecret(name: name, value: value, created: old?.created ?? now, updated: now, lastUsed: old?.lastUsed ?? 0,
+                                     usedBy: usedBy ?? old?.usedBy ?? "", previous: Array(retired.prefix(Self.retiredLimit)), link: link))
+        return VaultChange.Outcome(masked: old?.value.masked, replaced: old != nil)
     }
 
     /// Notes when secrets were last handed out (the agent's record).
     public func recordToolSecretUse(_ name: String, at time: Int64) {
         guard let old = toolSecret(named: name), time > old.lastUsed else { return }
         try? putToolSecret(ToolSecret(name: name, value: old.value, created: old.created, updated: old.updated, lastUsed: time,
-                                      usedBy: old.usedBy, previous: old.previous))
+                                      usedBy: old.usedBy, previous: old.previous, link: old.link))
     }
 
     /// Inserts or replaces, keeping byte order of names.
@@ -159,10 +190,12 @@ extension VaultContents {
     /// u16 count, then per secret (in byte order of names): name (u16 length), value (u32
     /// length), created, updated and last used (i64 each), which tools use it (u16 length), a
     /// u8 count of earlier values, each a value (u32 length), when it was replaced and when set (i64).
+    /// Version 10 adds to each a u8 (1 when linked to Secret Manager, else 0), then the link:
+    /// the reference (u16 length), the version (u64) and the fetch time (i64).
     func encodedToolSecretsLength() -> Int {
         2 + toolSecrets.map { secret in
             2 + secret.name.utf8.count + 4 + secret.value.count + 24 + 2 + secret.usedBy.utf8.count + 1
-                + secret.previous.map { 4 + $0.secret.count + 16 }.reduce(0, +)
+                + secret.previous.map { 4 + $0.secret.count + 16 }.reduce(0, +) + 1 + (secret.link.map { 2 + $0.reference.utf8.count + 16 } ?? 0)
         }.reduce(0, +)
     }
 
@@ -183,10 +216,16 @@ extension VaultContents {
                 writer.append(old.retired)
                 writer.append(old.set)
             }
+            writer.append(UInt8(secret.link == nil ? 0 : 1))
+            if let link = secret.link {
+                writer.appendField(link.reference)
+                writer.append(link.version)
+                writer.append(link.fetched)
+            }
         }
     }
 
-    static func readToolSecrets(_ reader: inout ByteReader, broken: (String) -> VaultError) throws -> [ToolSecret] {
+    static func readToolSecrets(_ reader: inout ByteReader, version payloadVersion: UInt8, broken: (String) -> VaultError) throws -> [ToolSecret] {
         var secrets: [ToolSecret] = []
         for _ in 0..<Int(try reader.read(UInt16.self)) {
             let name = try reader.readUTF8(Int(try reader.read(UInt16.self)))
@@ -205,9 +244,25 @@ extension VaultContents {
                 guard ToolSecret.problem(with: old, multiline: true) == nil else { throw broken("an earlier value of secret '\(name)' is empty, too long or not text") }
                 previous.append(RetiredSecret(secret: old, retired: try reader.read(Int64.self), set: try reader.read(Int64.self)))
             }
-            secrets.append(ToolSecret(name: name, value: value, created: created, updated: updated, lastUsed: lastUsed, usedBy: usedBy, previous: previous))
+            let link = payloadVersion >= 10 ? try readToolSecretLink(&reader, name: name, broken: broken) : nil
+            secrets.append(ToolSecret(name: name, value: value, created: created, updated: updated, lastUsed: lastUsed, usedBy: usedBy, previous: previous,
+                                      link: link))
         }
         return secrets
+    }
+}
+
+extension VaultContents {
+    static func readToolSecretLink(_ reader: inout ByteReader, name: String, broken: (String) -> VaultError) throws -> SecretLink? {
+        switch try reader.read(UInt8.self) {
+        case 0: return nil
+        case 1:
+            let link = SecretLink(reference: try reader.readUTF8(Int(try reader.read(UInt16.self))), version: try reader.read(UInt64.self),
+                                  fetched: try reader.read(Int64.self))
+            guard link.isWellFormed else { throw broken("the Secret Manager link of secret '\(name)' is malformed") }
+            return link
+        default: throw broken("secret '\(name)' has an unknown link marker")
+        }
     }
 }
 
