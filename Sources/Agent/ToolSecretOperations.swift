@@ -60,7 +60,9 @@ extension AgentClient {
 
 extension NarrowCoding {
     // MARK: Secret summaries: u32 count, then per secret its name, masked value, length (u32),
-    // three dates, the note of its tools, u8 count of earlier values, each masked value and two dates.
+    // three dates, the note of its tools, u8 count of earlier values, each masked value and two
+    // dates; then the serials of its last share sent and imported, and the pinned sender's
+    // signing key (base64) and label, both empty for none.
 
     static func encode(_ summaries: [ToolSecretSummary]) -> [UInt8] {
         var out = ByteWriter()
@@ -77,6 +79,10 @@ extension NarrowCoding {
                 out.i64(earlier.retired)
                 out.i64(earlier.set)
             }
+            out.i64(Int64(bitPattern: secret.sharing.sentSerial))
+            out.i64(Int64(bitPattern: secret.sharing.importedSerial))
+            out.text(secret.sharing.sender.map { Sodium.base64($0.signingKey) } ?? "")
+            out.text(secret.sharing.sender?.label ?? "")
         }
         return out.bytes
     }
@@ -93,8 +99,14 @@ extension NarrowCoding {
                 guard let value = input.text(), let retired = input.i64(), let set = input.i64() else { return nil }
                 earlier.append(.init(masked: value, retired: retired, set: set))
             }
+            guard let sent = input.i64(), let imported = input.i64(), let signingKey = input.text(), let label = input.text() else { return nil }
+            var sharing = ToolSecretSharing(sentSerial: UInt64(bitPattern: sent), importedSerial: UInt64(bitPattern: imported))
+            if !signingKey.isEmpty {
+                guard let key = Sodium.bytes(base64: signingKey), key.count == 32 else { return nil }
+                sharing.sender = ShareSender(signingKey: key, label: label)
+            }
             summaries.append(ToolSecretSummary(name: name, masked: masked, bytes: Int(length), created: created, updated: updated,
-                                               lastUsed: lastUsed, usedBy: usedBy, earlier: earlier))
+                                               lastUsed: lastUsed, usedBy: usedBy, earlier: earlier, sharing: sharing))
         }
         return input.atEnd ? summaries : nil
     }
@@ -129,6 +141,14 @@ extension NarrowCoding {
         case .refreshLink(let name, let value, let now, let link, let since):
             addLinkedSecret(6, name, value, now, link, to: &message)
             message.add(.linkSince, number: since)
+        case .importShared(let name, let value, let now, let sender, let serial):
+            message.add(.secretChange, number: 7)
+            message.add(.keyName, text: name)
+            message.add(.keyValue, secret: value)
+            message.add(.now, number: now)
+            message.add(.identityLabel, text: sender.label)
+            message.add(.signingKey, secret: SecretBytes(copying: sender.signingKey))
+            message.add(.shareSerial, number: Int64(bitPattern: serial))
         }
     }
 
@@ -156,6 +176,11 @@ extension NarrowCoding {
         case 6:
             guard let value = message.secret(.keyValue), let now, let link = link(in: message), let since = message.number(.linkSince) else { return nil }
             return .refreshLink(name: name, value: value, now: now, link: link, since: since)
+        case 7:
+            guard let value = message.secret(.keyValue), let now, let label = message.text(.identityLabel), let key = message.secret(.signingKey),
+                  let serial = message.number(.shareSerial) else { return nil }
+            return .importShared(name: name, value: value, now: now, sender: ShareSender(signingKey: key.withUnsafeBytes { Array($0) }, label: label),
+                                 serial: UInt64(bitPattern: serial))
         default: return nil
         }
     }

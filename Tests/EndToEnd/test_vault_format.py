@@ -310,8 +310,9 @@ def decode_links(payload, offset, key_names, out, payload_version=7):
 def decode_secrets(payload, offset, out, payload_version=9):
     """Payload version 9's secrets for other tools (Docs/vault-format.md): name -> dict of the
     value, dates, note of the tools using it and earlier values (value, replaced, set), and from
-    version 10 its Secret Manager link (reference, version, fetched) or None; returns the offset
-    after them."""
+    version 10 its Secret Manager link (reference, version, fetched) or None, the serial of its
+    last share sent, and the sender pinned by an import (label, signing key, serial) or None;
+    returns the offset after them."""
     def take(n):
         nonlocal offset
         value = payload[offset:offset + n]
@@ -348,6 +349,14 @@ def decode_secrets(payload, offset, out, payload_version=9):
                 assert reference.startswith("gsm://") and len(reference) <= 1024 and all(0x20 < ord(ch) < 0x7f for ch in reference)
                 entry["link"] = (reference, number("<Q"), number("<q"))
                 assert entry["link"][1] >= 1
+            entry["sent_serial"] = number("<Q")
+            entry["sender"] = None
+            marker = number("<B")
+            assert marker in (0, 1) and entry["sent_serial"] < 2 ** 53
+            if marker:
+                label = take(number("<H")).decode("ascii")
+                entry["sender"] = (label, take(32), number("<Q"))
+                assert 1 <= len(label) <= 256 and entry["sender"][2] < 2 ** 53
         out[name.decode()] = entry
     return offset
 

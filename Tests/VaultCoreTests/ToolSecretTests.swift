@@ -110,9 +110,10 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         let encoded = try contents.encoded()
         let length = try encoded.withUnsafeBytes { try Sodium.unpad($0, blockSize: VaultContents.paddingBlock) }
         var bytes = encoded.withUnsafeBytes { Array($0.prefix(length)) }
-        #expect(bytes[0] == 10 && bytes.last == 0)
+        // Version 10 adds a 0 link marker, a 0 sent serial (8 bytes) and a 0 sender marker.
+        #expect(bytes[0] == 10 && bytes.suffix(10).allSatisfy { $0 == 0 })
         bytes[0] = 9
-        bytes.removeLast(1)
+        bytes.removeLast(10)
         let buffer = SecretBytes(count: bytes.count + VaultContents.paddingBlock)
         let total = try buffer.withUnsafeMutableBytes { raw in
             raw.copyBytes(from: bytes)
