@@ -238,7 +238,9 @@ extension VaultContents {
     /// length), created, updated and last used (i64 each), which tools use it (u16 length), a
     /// u8 count of earlier values, each a value (u32 length), when it was replaced and when set (i64).
     /// Version 10 adds to each a u8 (1 when linked to Secret Manager, else 0), then the link:
-    /// the reference (u16 length), the version (u64) and the fetch time (i64).
+    /// the reference (u16 length), the version (u64) and the fetch time (i64); then the serial of
+    /// the last share sent (u64), a u8 (1 when a share was imported), and then the pinned
+    /// sender's label (u16 length), signing key (32 bytes) and the serial imported (u64).
     func encodedToolSecretsLength() -> Int {
         2 + toolSecrets.map { secret in
             2 + secret.name.utf8.count + 4 + secret.value.count + 24 + 2 + secret.usedBy.utf8.count + 1

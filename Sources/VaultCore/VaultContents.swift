@@ -86,7 +86,7 @@ public struct StoredKey {
 /// and `rekey` replace it (`retireConversationKey`), so an old copy of the vault opens nothing
 /// written afterwards; the earlier ones stay here, so every conversation stays readable.
 public final class VaultContents {
-    /// Version 10 adds a secret's Secret Manager link, 9 the secrets for other tools (ToolSecrets.swift),
+    /// Version 10 adds a secret's Secret Manager link and sharing state, 9 the secrets for other tools (ToolSecrets.swift),
     /// 8 a linked key's rotation through Secret Manager, 7 the Secret Manager
     /// links, 6 the sharing identity and each key's sharing state, 5 each value's key at
     /// Google, 4 when each earlier value was set, 3 the earlier conversation keys, 2 each key's
