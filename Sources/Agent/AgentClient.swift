@@ -243,6 +243,20 @@ public struct AgentClient: Sendable {
         return (UInt64(serial), documents)
     }
 
+    /// The next share of the secret `name`, built and signed by the agent (operation 25); nil
+    /// when the vault has no such secret.
+    public func signNextSecretShare(_ name: String, for groups: [[String]]) throws(AgentError) -> (serial: UInt64, documents: [SecretBytes]) {
+        var message = AgentMessage(code: AgentProtocol.Operation.signSecretShare.rawValue)
+        message.add(.keyName, text: name)
+        message.add(.shareRecipients, text: ShareGroups.encode(groups))
+        let response = try request(message)
+        guard let serial = response.number(.shareSerial), serial > 0, let body = response.secret(.shareDocuments),
+              let documents = ShareGroups.split(body), documents.count == groups.count else {
+            throw .untrusted("the agent's answer is malformed")
+        }
+        return (UInt64(serial), documents)
+    }
+
     /// The identity's X25519 agreement with each of one file's ephemeral `shares`, in one
     /// round trip; nil for a low-order share.
     public func agree(_ shares: [[UInt8]]) throws(AgentError) -> [SecretBytes?] {

@@ -38,7 +38,7 @@ extension AgentServer {
             return Self.error(.badRequest, "this agent answers narrow requests only (key, keySummaries, settings, conversationKeys, change)")
         case .toolSecret, .toolSecretSummaries:
             return toolSecretOperation(operation, request)
-        case .key, .keySummaries, .settings, .conversationKeys, .change, .rekey, .settingsAndKey, .identity, .signShare, .agree, .sharingRecords:
+        case .key, .keySummaries, .settings, .conversationKeys, .change, .rekey, .settingsAndKey, .identity, .signShare, .signSecretShare, .agree, .sharingRecords:
             guard document != nil else { return lockedAnswer() }
             let answer = switch operation {
             case .key: key(request)
@@ -47,7 +47,7 @@ extension AgentServer {
             case .settings: narrow { .init(field: .settings, bytes: NarrowCoding.encode($0.contents.settings)) }
             case .conversationKeys: conversationKeys()
             case .change: change(request)
-            case .identity, .signShare, .agree: sharing(operation, request)
+            case .identity, .signShare, .signSecretShare, .agree: sharing(operation, request)
             case .sharingRecords: narrow { .init(field: .sharingRecord, bytes: NarrowCoding.encode($0.contents.sharing)) }
             default: rekey()
             }
@@ -302,6 +302,8 @@ extension AgentServer {
                 response.add(.identityLabel, text: identity.label)
             case .signShare:
                 return try signNextShare(request)
+            case .signSecretShare:
+                return try signNextSecretShare(request)
             default:
                 guard let shares = request.secret(.ephemeralShare), shares.count > 0, shares.count % X25519.keyBytes == 0,
                       shares.count / X25519.keyBytes <= X25519Identity.stanzaLimit else {

@@ -48,6 +48,9 @@ public enum AgentProtocol {
         /// The secrets for other tools: one secret's value by name (`keyName`), and what may be
         /// shown of all of them (ToolSecretOperations.swift).
         case toolSecret = 23, toolSecretSummaries = 24
+        /// The next share of a secret for another tool, built and signed by the agent from its
+        /// vault as `signShare` does for a key (a share of a secret is never a key's).
+        case signSecretShare = 25
         /// A Google access token kept for `auth` = `google` (Docs/keyless.md), per credential and
         /// scope, until five minutes before it expires; never written anywhere.
         case putToken = 30, takeToken = 31
@@ -68,7 +71,7 @@ public enum AgentProtocol {
     public static func maxRequestBody(operation: UInt8) -> Int? {
         guard let known = Operation(rawValue: operation) else { return nil }
         switch known {
-        case .change, .signShare, .agree: return maxChangeRequest
+        case .change, .signShare, .signSecretShare, .agree: return maxChangeRequest
         case .putToken: return maxTokenRequest
         default: return maxSmallRequest
         }

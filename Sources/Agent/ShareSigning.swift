@@ -31,6 +31,33 @@ extension AgentServer {
         return response
     }
 
+    /// Builds and signs the next share of the named secret for other tools (operation 25), as
+    /// operation 16 does for a key: the serial is recorded before the answer.
+    func signNextSecretShare(_ request: AgentMessage) throws -> AgentMessage {
+        guard let name = request.text(.keyName), let text = request.text(.shareRecipients) else {
+            return Self.error(.badRequest, "signSecretShare needs a secret name and its recipients")
+        }
+        let groups = ShareGroups.decode(text)
+        var signed: (serial: UInt64, documents: [SecretShareDocument])?
+        var response = try locked({ document in
+            do {
+                signed = try document.contents.signNextSecretShare(of: name, for: groups, now: Clock.now())
+            } catch VaultError.secretNotFound(let name) {
+                var missing = Self.error(.changeRefused, "no secret named '\(name)' in the vault")
+                NarrowCoding.add(refusal: .secretNotFound(name: name), to: &missing)
+                return missing
+            } catch {
+                return Self.error(.badRequest, "\(error)")
+            }
+            document.contents.recordUse(uses)
+            return nil
+        }, backup: .previous)
+        guard response.code == 0, let signed else { return response }
+        response.add(.shareSerial, number: Int64(signed.serial))
+        response.add(.shareDocuments, secret: ShareGroups.joined(signed.documents.map { $0.encoded() }))
+        return response
+    }
+
     /// The shared secret of `secret` with each 32-byte share, in order; all zero for a low-order one.
     static func agreements(_ secret: SecretBytes, _ shares: SecretBytes) throws -> SecretBytes {
         let count = shares.count / X25519.keyBytes

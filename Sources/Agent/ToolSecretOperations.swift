@@ -24,6 +24,7 @@ extension AgentServer {
             response.add(.keyValue, secret: secret.value)
             response.add(.created, number: secret.created)
             response.add(.updated, number: secret.updated)
+            if let link = secret.link { NarrowCoding.add(link, to: &response) }
             return response
         }
         if answer.code == 0 { lastActivity = Clock.bootSeconds() }
@@ -41,7 +42,9 @@ extension AgentClient {
         guard let value = response.secret(.keyValue), let created = response.number(.created), let updated = response.number(.updated) else {
             throw .untrusted("the agent's answer has no secret")
         }
-        return ToolSecret(name: name, value: value, created: created, updated: updated)
+        let link = response.text(.linkReference) == nil ? nil : NarrowCoding.link(in: response)
+        if response.text(.linkReference) != nil, link == nil { throw .untrusted("the agent's answer has a malformed link") }
+        return ToolSecret(name: name, value: value, created: created, updated: updated, link: link)
     }
 
     /// What may be shown of every secret: names, masked values, dates, earlier values masked.
@@ -57,7 +60,9 @@ extension AgentClient {
 
 extension NarrowCoding {
     // MARK: Secret summaries: u32 count, then per secret its name, masked value, length (u32),
-    // three dates, the note of its tools, u8 count of earlier values, each masked value and two dates.
+    // three dates, the note of its tools, u8 count of earlier values, each masked value and two
+    // dates; then the serials of its last share sent and imported, and the pinned sender's
+    // signing key (base64) and label, both empty for none.
 
     static func encode(_ summaries: [ToolSecretSummary]) -> [UInt8] {
         var out = ByteWriter()
@@ -74,6 +79,10 @@ extension NarrowCoding {
                 out.i64(earlier.retired)
                 out.i64(earlier.set)
             }
+            out.i64(Int64(bitPattern: secret.sharing.sentSerial))
+            out.i64(Int64(bitPattern: secret.sharing.importedSerial))
+            out.text(secret.sharing.sender.map { Sodium.base64($0.signingKey) } ?? "")
+            out.text(secret.sharing.sender?.label ?? "")
         }
         return out.bytes
     }
@@ -90,15 +99,22 @@ extension NarrowCoding {
                 guard let value = input.text(), let retired = input.i64(), let set = input.i64() else { return nil }
                 earlier.append(.init(masked: value, retired: retired, set: set))
             }
+            guard let sent = input.i64(), let imported = input.i64(), let signingKey = input.text(), let label = input.text() else { return nil }
+            var sharing = ToolSecretSharing(sentSerial: UInt64(bitPattern: sent), importedSerial: UInt64(bitPattern: imported))
+            if !signingKey.isEmpty {
+                guard let key = Sodium.bytes(base64: signingKey), key.count == 32 else { return nil }
+                sharing.sender = ShareSender(signingKey: key, label: label)
+            }
             summaries.append(ToolSecretSummary(name: name, masked: masked, bytes: Int(length), created: created, updated: updated,
-                                               lastUsed: lastUsed, usedBy: usedBy, earlier: earlier))
+                                               lastUsed: lastUsed, usedBy: usedBy, earlier: earlier, sharing: sharing))
         }
         return input.atEnd ? summaries : nil
     }
 
     // MARK: A change to the secrets: the change kind `toolSecret`, then `secretChange` (1 set,
-    // 2 remove, 3 roll back, 4 rename), the name in `keyName`, the value in `keyValue`, the
-    // time in `now`, a new name in `settingName`, the note of tools in `usedBy`.
+    // 2 remove, 3 roll back, 4 rename, 5 link, 6 refresh a link), the name in `keyName`, the value
+    // in `keyValue`, the time in `now`, a new name in `settingName`, the note of tools in `usedBy`,
+    // a link in the `link…` tags as a key's (and `linkSince` for a refresh).
 
     static func addSecretChange(_ change: ToolSecretChange, to message: inout AgentMessage) {
         message.add(.changeKind, number: Int64(ChangeKind.toolSecret.rawValue))
@@ -120,7 +136,28 @@ extension NarrowCoding {
             message.add(.secretChange, number: 4)
             message.add(.keyName, text: from)
             message.add(.settingName, text: to)
+        case .link(let name, let value, let now, let link):
+            addLinkedSecret(5, name, value, now, link, to: &message)
+        case .refreshLink(let name, let value, let now, let link, let since):
+            addLinkedSecret(6, name, value, now, link, to: &message)
+            message.add(.linkSince, number: since)
+        case .importShared(let name, let value, let now, let sender, let serial):
+            message.add(.secretChange, number: 7)
+            message.add(.keyName, text: name)
+            message.add(.keyValue, secret: value)
+            message.add(.now, number: now)
+            message.add(.identityLabel, text: sender.label)
+            message.add(.signingKey, secret: SecretBytes(copying: sender.signingKey))
+            message.add(.shareSerial, number: Int64(bitPattern: serial))
         }
+    }
+
+    private static func addLinkedSecret(_ kind: Int64, _ name: String, _ value: SecretBytes, _ now: Int64, _ link: SecretLink, to message: inout AgentMessage) {
+        message.add(.secretChange, number: kind)
+        message.add(.keyName, text: name)
+        message.add(.keyValue, secret: value)
+        message.add(.now, number: now)
+        add(link, to: &message)
     }
 
     static func secretChange(in message: AgentMessage) -> ToolSecretChange? {
@@ -133,6 +170,17 @@ extension NarrowCoding {
         case 2: return .remove(name: name)
         case 3: return now.map { .rollBack(name: name, now: $0) }
         case 4: return message.text(.settingName).map { .rename(from: name, to: $0) }
+        case 5:
+            guard let value = message.secret(.keyValue), let now, let link = link(in: message) else { return nil }
+            return .link(name: name, value: value, now: now, link: link)
+        case 6:
+            guard let value = message.secret(.keyValue), let now, let link = link(in: message), let since = message.number(.linkSince) else { return nil }
+            return .refreshLink(name: name, value: value, now: now, link: link, since: since)
+        case 7:
+            guard let value = message.secret(.keyValue), let now, let label = message.text(.identityLabel), let key = message.secret(.signingKey),
+                  let serial = message.number(.shareSerial) else { return nil }
+            return .importShared(name: name, value: value, now: now, sender: ShareSender(signingKey: key.withUnsafeBytes { Array($0) }, label: label),
+                                 serial: UInt64(bitPattern: serial))
         default: return nil
         }
     }

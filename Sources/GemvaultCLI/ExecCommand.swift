@@ -122,7 +122,7 @@ enum ExecCommand {
                 throw CommandFailure(.failure, "the vault is locked: run 'gemvault unlock'",
                                      hint: "the secrets come from the unlocked session, or from the passphrase typed on a terminal")
             }
-        })
+        }, current: SecretCommand.linked(context).current)
     }
 
     /// Starts the command with `values` built into its environment from secret memory, passes

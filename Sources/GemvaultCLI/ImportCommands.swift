@@ -231,7 +231,7 @@ extension ShareCommand {
 
     /// The share's bytes, and the file's status (nil for standard input, read whatever it is:
     /// a pipe, a file, a terminal) with the same bound.
-    private static func readShare(_ path: String) throws -> (bytes: [UInt8], status: FileStatus?) {
+    static func readShare(_ path: String) throws -> (bytes: [UInt8], status: FileStatus?) {
         if path == "-" {
             do throws(FileDescriptor.ReadFailure) {
                 return (try FileDescriptor.standardInput.readAll(limit: fileLimit), nil)

@@ -1,4 +1,7 @@
+import AgeFormat
 import KeyResolution
+import Sharing
+import Settings
 import SystemIO
 import TerminalIO
 import VaultAccess
@@ -7,10 +10,11 @@ import VaultCore
 let secretCommands: [CommandSpec] = [
     CommandSpec(path: ["secret", "set"], arguments: "NAME", argumentRange: 1...1,
                 summary: "store or replace a secret for another tool (hidden prompt, or stdin when it is not a terminal)",
-                options: [.multiline, .fromEnv], details: """
+                options: [.multiline, .fromEnv, .fromSecret], details: """
                 A secret is any printable text of 1 to 65,536 bytes: an MCP server's token, a database password, another provider's key. It is never taken from the command line.
                 A replaced value is kept in the secret's history (5 earlier values). Line breaks are refused unless --multiline allows them (a PEM block).
                 --from-env VAR moves the value of a variable of gemvault's environment into the vault (unset it afterwards).
+                --from gsm://projects/P/secrets/S[/versions/N] links it to Secret Manager: fetched now, and again when its copy is older than secret_cache_ttl; setting it without --from unlinks it.
                 Programs get secrets with 'gemvault exec --secret VAR=NAME -- COMMAND' (Docs/tool-secrets.md).
                 """,
                 run: SecretCommand.set),
@@ -35,6 +39,22 @@ let secretCommands: [CommandSpec] = [
                 summary: "give a secret another name, with its dates and history",
                 options: [], details: "Refused when NEW is taken. Commands and config files that name the old one (gemvault exec --secret VAR=NAME) must be changed too.",
                 run: SecretCommand.rename),
+    CommandSpec(path: ["secret", "share"], arguments: "NAME", argumentRange: 1...1,
+                summary: "encrypt a secret to recipients as a signed age file",
+                options: [.to, .recipientsFile, .armor, .output, .overwrite, .mode],
+                details: """
+                Recipients as for 'key share'. The output is one age file (stdout, or -o FILE) that every recipient named can open, with 'age -d' too; inside is the secret as a JSON document signed by this vault, marked as a secret's share (never importable as a key), naming its recipients, with a serial of its own per secret name.
+                Unlike a key's share, no recipient or file is recorded: a changed secret is shared again by hand.
+                """,
+                run: SecretCommand.share),
+    CommandSpec(path: ["secret", "import"], arguments: "FILE [NAME]", argumentRange: 1...2,
+                summary: "store a secret shared with you by 'gemvault secret share'",
+                options: [.identityFile, .acceptNewSender, .resetSerial],
+                details: """
+                The file is decrypted with this vault's identity, or with -i, as 'key import' does; FILE may be - for stdin. It must be a secret's share (a key's is refused, and 'key import' refuses a secret's), signed, and written for this vault (or the -i identity).
+                The first import of a name pins its sender's signing key: a later share of that name from another key is refused (exit 4) unless --accept-new-sender, one with a lower serial (a replay) unless --reset-serial. A sender whose label looks like that of another sender you trust, with another key, is refused unless --accept-new-sender. The secret is stored without asking; a replaced value goes into its history.
+                """,
+                run: SecretCommand.importShare),
 ]
 
 enum SecretCommand {
@@ -42,6 +62,7 @@ enum SecretCommand {
         let name = call.positionals[0]
         try VaultContents.validateName(name)
         let context = call.context
+        if let from = call.value(.fromSecret) { return try link(call, name: name, from: from) }
         try context.vault.checkBeforePrompt()
         let value = try readValue(call, name: name)
         if let problem = ToolSecret.problem(with: value, multiline: call.flag(.multiline)) {
@@ -51,6 +72,66 @@ enum SecretCommand {
         let outcome = try context.vault.apply(.secret(.set(name: name, value: value, now: Output.now(), usedBy: nil)))
         Console.note("\(outcome.replaced ? "replaced" : "stored") secret '\(name)' (\(value.masked), \(value.count) bytes)")
         if let variable = call.value(.fromEnv) { Console.hint("unset \(variable) where it was set, so no copy stays in plain text") }
+    }
+
+    /// `secret set NAME --from gsm://…` (KeyResolution's LinkedToolSecrets).
+    static func link(_ call: Invocation, name: String, from: String) throws {
+        guard call.value(.fromEnv) == nil else { throw CommandFailure(.usage, "--from and --from-env cannot go together") }
+        let linked = try linked(call.context, call).link(name, from: from, multiline: call.flag(.multiline))
+        let ttl = linked.settings.resolved(.secretCacheTTL).value ?? "5m"
+        Console.note("\(linked.outcome.replaced ? "replaced" : "stored") secret '\(name)' (\(linked.value.masked), \(linked.value.count) bytes) from Secret Manager "
+                     + "\(linked.resource), version \(linked.version); it is fetched again when its copy is older than \(ttl) (secret_cache_ttl)")
+    }
+
+    /// Linked secrets, with this command's settings and messages.
+    static func linked(_ context: Context, _ call: Invocation? = nil) -> LinkedToolSecrets {
+        LinkedToolSecrets(vault: context.vault, resolve: { vault in
+            var layers = try call.map { try context.settingLayers($0) }
+                ?? SettingLayers(configFile: try context.loadConfigFile(), vaultPath: context.vaultPath, environment: context.environment, flags: [:],
+                                 allowInsecureEndpoint: false)
+            layers.vaultSettings = vault
+            layers.vaultPath = context.vaultPath
+            return try Settings.resolve(layers)
+        }, environment: context.environment, home: context.paths.home, warn: { Console.warning($0) }, note: { Console.note($0) })
+    }
+
+    /// `secret share NAME --to …` (VaultAccess's SecretShares): one file for every recipient named.
+    static func share(_ call: Invocation) throws {
+        let name = call.positionals[0]
+        try VaultContents.validateName(name)
+        let given = try ShareCommand.recipients(call)
+        guard !given.isEmpty else { throw UsageError("name a recipient: --to age1… (or -R FILE)", command: call.command) }
+        let mode = try ShareCommand.fileMode(call)
+        let path = call.value(.output)
+        if path == nil, !call.flag(.armor), Terminal.isTerminal(1) {
+            throw UsageError("refusing to write a binary age file to the terminal", command: call.command, fix: "write it to a file with -o FILE, pipe it, or give --armor for text")
+        }
+        if let path, !call.flag(.overwrite), FileStatus.of(link: path) != nil { throw CommandFailure(.failure, "\(path) exists; nothing was written", hint: "--force replaces it") }
+        let vault = call.context.vault
+        try vault.checkBeforePrompt()
+        _ = try vault.sharingIdentity(defaultLabel: ShareCommand.defaultLabel)
+        let serial = try vault.shareSecret(name, to: given.map(\.text), path: path, armor: call.flag(.armor), mode: mode, replacing: call.flag(.overwrite),
+                                           ConsoleShareOutput())
+        Console.note("shared secret '\(name)' (serial \(serial)) with \(given.count == 1 ? "1 recipient" : "\(given.count) recipients")" + (path.map { ": wrote \($0)" } ?? ""))
+    }
+
+    /// `secret import FILE [NAME]`: opened here, checked and stored by VaultAccess's SecretShares.
+    static func importShare(_ call: Invocation) throws {
+        let path = call.positionals[0]
+        let explicitName = call.positionals.count > 1 ? call.positionals[1] : nil
+        if let explicitName { try VaultContents.validateName(explicitName) }
+        let vault = call.context.vault
+        let contents = try ShareCommand.readShare(path)
+        var identities = try call.values(.identityFile).flatMap(ShareCommand.loadIdentities)
+        if identities.isEmpty {
+            try vault.checkBeforePrompt()
+            identities = [try vault.sharingIdentity(defaultLabel: ShareCommand.defaultLabel).age]
+        }
+        let plaintext = try AgeFile.decrypt(contents.bytes, with: identities)
+        let imported = try vault.importSecretShare(plaintext, openedAs: identities.map(\.recipientText), name: explicitName,
+                                                   acceptNewSender: call.flag(.acceptNewSender), resetSerial: call.flag(.resetSerial))
+        Console.note("\(imported.replaced ? "replaced" : "stored") secret '\(imported.name)' (\(imported.masked)) from \(ShareCommand.visible(imported.sender.label)), "
+                     + "\(SharingIdentity.fingerprint(of: imported.sender.signingKey)), serial \(imported.serial)")
     }
 
     /// The value: from a variable, or typed (hidden) or piped.
@@ -73,7 +154,7 @@ enum SecretCommand {
             guard context.canOpenVault else { throw KeySourceError.vaultNeedsPassphrase(path: context.vaultPath) }
         })
         guard let secret else { throw VaultError.secretNotFound(name: name) }
-        try Output.writeSecret(secret.value)
+        try Output.writeSecret(try linked(context, call).current(secret))
     }
 
     static func list(_ call: Invocation) throws {

@@ -65,6 +65,13 @@ public struct SecretReference: Sendable, Equatable, CustomStringConvertible {
     public var description: String { Self.scheme + resource + (version.map { "/versions/\($0)" } ?? "") }
 }
 
+/// What a fetched value must be: a Google API key (a linked key), or printable text of at most
+/// 65,536 bytes, one line unless `multiline` (a linked secret for another tool).
+public enum FetchedValueCheck: Sendable, Equatable {
+    case googleKey
+    case text(multiline: Bool)
+}
+
 /// A secret's value as Secret Manager gave it, checked.
 public struct FetchedSecret {
     public let value: SecretBytes
@@ -99,6 +106,11 @@ public final class SecretManagerClient {
     /// The version's value (`versions.access`), checked: its CRC-32C, its size, one line that
     /// looks like a key. Google's answer never reaches an ordinary string.
     public func accessKey(_ reference: SecretReference) throws(GoogleError) -> FetchedSecret {
+        try access(reference, check: .googleKey)
+    }
+
+    /// The version's value, checked: its CRC-32C, its size, and what `check` asks of it.
+    public func access(_ reference: SecretReference, check: FetchedValueCheck) throws(GoogleError) -> FetchedSecret {
         struct Answer: Decodable {
             struct Payload: Decodable { let dataCrc32c: String? }
             let name: String?
@@ -128,6 +140,13 @@ public final class SecretManagerClient {
         }
         Redaction.register(value)
         let key = value.trimmingWhitespace()
+        if case .text(let multiline) = check {
+            if let problem = ToolSecret.problem(with: key, multiline: multiline) {
+                throw GoogleError(.badData, "the value of \(named) cannot be a secret: \(problem); the secret was not stored",
+                                  hint: multiline ? nil : "a multi-line value (a PEM block) needs --multiline")
+            }
+            return FetchedSecret(value: key, version: version)
+        }
         guard key.count > 0, key.isHeaderSafe else {
             throw GoogleError(.badData, "the value of \(named) is not one line of key (empty, more than one line, or a space or control character inside); the key was not used",
                               hint: "store the key alone: printf %s \"$KEY\" | gcloud secrets versions add \(reference.secret) --data-file=-")

@@ -23,13 +23,13 @@ public enum SecretManagerKey {
     /// `endpoint`: secretmanager_endpoint as `Settings.credentialEndpoint` allows it.
     /// `newerThan`: the version already taken; a newer answer must be one the secret has.
     public static func access(_ reference: SecretReference, _ settings: Settings, endpoint: String, credentials credentialSettings: CredentialSettings,
-                              newerThan known: UInt64? = nil) throws(GoogleError) -> FetchedSecret {
+                              newerThan known: UInt64? = nil, check: FetchedValueCheck = .googleKey) throws(GoogleError) -> FetchedSecret {
         var credentialSettings = credentialSettings
         credentialSettings.service = "Secret Manager (\(reference.resource))"
         let credentials = GoogleCredentials(credentialSettings)
         let client = SecretManagerClient(endpoint: endpoint, token: try credentials.token(), timeout: settings[.timeout],
                                          retries: settings[.retries])
-        let fetched = try client.accessKey(reference)
+        let fetched = try client.access(reference, check: check)
         if let known, reference.version == nil { try client.confirmNewer(fetched, than: known, reference) }
         return fetched
     }

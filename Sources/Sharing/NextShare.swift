@@ -26,4 +26,23 @@ extension VaultContents {
         guard try takeNextShareSerial(name) == serial else { throw VaultError.cryptoFailure("the share serial moved") }
         return (serial, documents)
     }
+
+    /// The next share of the secret for other tools `name`, as `signNextShare` for a key: built
+    /// from this vault's value, its serial recorded here, one signed document per group.
+    public func signNextSecretShare(of name: String, for groups: [[String]], now: Int64) throws -> (serial: UInt64, documents: [SecretShareDocument]) {
+        guard let identity else { throw SharingError.malformed("the vault has no sharing identity yet") }
+        guard let stored = toolSecret(named: name) else { throw VaultError.secretNotFound(name: name) }
+        guard !groups.isEmpty, groups.count <= Self.shareGroupLimit,
+              groups.allSatisfy({ (1...KeySharing.recipientLimit).contains($0.count) }),
+              groups.joined().allSatisfy({ (try? RecipientList.parse($0, origin: "").text) == $0 }) else {
+            throw SharingError.badRecipient("a share's recipients are missing or malformed")
+        }
+        let signer = try SharingIdentity(identity)
+        let serial = stored.sharing.sentSerial + 1
+        let documents = try groups.map { group throws(SharingError) in
+            try SecretShareDocument.signed(name: name, secret: stored.value, serial: serial, created: now, recipients: group, identity: signer)
+        }
+        guard try takeNextSecretShareSerial(name) == serial else { throw VaultError.cryptoFailure("the share serial moved") }
+        return (serial, documents)
+    }
 }

@@ -134,9 +134,12 @@ public struct ShareDocument {
     /// Reads a share document. Throws `.malformed` for anything a writer does not produce; the
     /// signature is checked by the caller (`isSignatureValid`), which decides what to say.
     public static func parse(_ plaintext: SecretBytes) throws(SharingError) -> ShareDocument {
-        guard let split = SecretJSON.split(plaintext, secretFields: ["key"]), let key = split.secrets["key"], key.count > 0 else {
-            throw .malformed("it is not a gemvault share (no key field)")
+        guard let split = SecretJSON.split(plaintext, secretFields: ["key", "secret"]) else { throw .malformed("it is not a gemvault share (not JSON)") }
+        // A share of a secret for another tool is never taken as a key (SecretShareDocument).
+        guard fieldCount("gemvault_secret_share", in: split.plain) == 0, split.secrets["secret"] == nil else {
+            throw .malformed("it is a share of a secret for another tool, not of a Gemini key")
         }
+        guard let key = split.secrets["key"], key.count > 0 else { throw .malformed("it is not a gemvault share (no key field)") }
         guard key.isHeaderSafe else { throw .malformed("its key is not one line of printable text") }
         guard let wire = split.decode(Wire.self) else { throw .malformed("its fields are missing or of the wrong type") }
         // SecretJSON takes the first "key" at any depth: a share must have exactly one, at the top.

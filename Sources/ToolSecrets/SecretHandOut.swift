@@ -41,16 +41,18 @@ public final class SecretHandOut {
 
     /// Fetches each bound secret (through the session, one request per secret; else from the
     /// vault opened once). `beforePrompt` runs before a passphrase would be asked, and may refuse.
+    /// `current` gives the value to hand out (a secret linked to Secret Manager may be fetched again).
     public func fetch(_ bindings: [SecretBinding], from vault: VaultAccess, runtimeFolder: () throws -> String,
-                      beforePrompt: () throws -> Void) throws {
+                      beforePrompt: () throws -> Void, current: (ToolSecret) throws -> SecretBytes = { $0.value }) throws {
         for binding in bindings {
             guard let secret = try vault.toolSecret(binding.name, beforePrompt: beforePrompt) else { throw VaultError.secretNotFound(name: binding.name) }
+            let value = try current(secret)
             guard binding.asFile else {
-                values.append((binding.variable, secret.value))
+                values.append((binding.variable, value))
                 continue
             }
             if folder == nil { folder = try ScratchFolder.create(in: try runtimeFolder(), prefix: "gemvault-exec") }
-            paths[binding.variable] = try secret.value.withUnsafeBytes { bytes throws(SystemError) in try folder!.write(binding.variable, bytes) }
+            paths[binding.variable] = try value.withUnsafeBytes { bytes throws(SystemError) in try folder!.write(binding.variable, bytes) }
         }
     }
 

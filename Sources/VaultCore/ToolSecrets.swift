@@ -18,9 +18,15 @@ public struct ToolSecret {
     public let usedBy: String
     /// Newest first, at most `VaultContents.retiredLimit`.
     public let previous: [RetiredSecret]
+    /// The Secret Manager secret it follows (`secret set --from`, payload version 10); nil for none.
+    public let link: SecretLink?
+    /// Its shares sent and the sender it was imported from (`secret share`, `secret import`; payload version 10).
+    public let sharing: ToolSecretSharing
 
     public init(name: String, value: SecretBytes, created: Int64, updated: Int64, lastUsed: Int64 = 0, usedBy: String = "",
-                previous: [RetiredSecret] = []) {
+                previous: [RetiredSecret] = [], link: SecretLink? = nil, sharing: ToolSecretSharing = ToolSecretSharing()) {
+        self.link = link
+        self.sharing = sharing
         self.name = name
         self.value = value
         self.created = created
@@ -45,10 +51,16 @@ public struct ToolSecret {
         }
     }
 
+    /// The same secret following `link` (a refresh that found the value unchanged).
+    func with(link: SecretLink) -> ToolSecret {
+        ToolSecret(name: name, value: value, created: created, updated: updated, lastUsed: lastUsed, usedBy: usedBy, previous: previous, link: link,
+                   sharing: sharing)
+    }
+
     /// What may be shown of it: for `secret list` and `secret history`.
     public var summary: ToolSecretSummary {
         ToolSecretSummary(name: name, masked: value.masked, bytes: value.count, created: created, updated: updated, lastUsed: lastUsed,
-                          usedBy: usedBy, earlier: previous.map { .init(masked: $0.secret.masked, retired: $0.retired, set: $0.set) })
+                          usedBy: usedBy, earlier: previous.map { .init(masked: $0.secret.masked, retired: $0.retired, set: $0.set) }, sharing: sharing)
     }
 }
 
@@ -74,8 +86,12 @@ public struct ToolSecretSummary: Sendable, Equatable {
     public let lastUsed: Int64
     public let usedBy: String
     public let earlier: [Earlier]
+    /// Its sharing state (public: serials and the pinned sender's public key).
+    public let sharing: ToolSecretSharing
 
-    public init(name: String, masked: String, bytes: Int, created: Int64, updated: Int64, lastUsed: Int64, usedBy: String, earlier: [Earlier]) {
+    public init(name: String, masked: String, bytes: Int, created: Int64, updated: Int64, lastUsed: Int64, usedBy: String, earlier: [Earlier],
+                sharing: ToolSecretSharing = ToolSecretSharing()) {
+        self.sharing = sharing
         self.name = name
         self.masked = masked
         self.bytes = bytes
@@ -95,6 +111,28 @@ public enum ToolSecretChange: Sendable {
     case remove(name: String)
     case rollBack(name: String, now: Int64)
     case rename(from: String, to: String)
+    /// Store or replace a secret with the Secret Manager version it was fetched from (`secret set --from`).
+    case link(name: String, value: SecretBytes, now: Int64, link: SecretLink)
+    /// A linked secret fetched again: taken only while its link is still the one fetched at
+    /// `since` (another command may have refreshed or changed it meanwhile).
+    case refreshLink(name: String, value: SecretBytes, now: Int64, link: SecretLink, since: Int64)
+    /// A secret imported from a share (`secret import`): its value, its sender pinned for the
+    /// name and the share's serial; a link to Secret Manager ends. The import's checks come first (Sharing).
+    case importShared(name: String, value: SecretBytes, now: Int64, sender: ShareSender, serial: UInt64)
+}
+
+/// A secret's sharing state: the serial of the last share sent from this vault, and (once one
+/// was imported) the sender pinned for its name and the serial of the last share taken.
+public struct ToolSecretSharing: Sendable, Equatable {
+    public var sentSerial: UInt64
+    public var sender: ShareSender?
+    public var importedSerial: UInt64
+
+    public init(sentSerial: UInt64 = 0, sender: ShareSender? = nil, importedSerial: UInt64 = 0) {
+        self.sentSerial = sentSerial
+        self.sender = sender
+        self.importedSerial = importedSerial
+    }
 }
 
 extension VaultContents {
@@ -106,14 +144,28 @@ extension VaultContents {
     func apply(_ change: ToolSecretChange) throws(VaultError) -> VaultChange.Outcome {
         switch change {
         case .set(let name, let value, let now, let usedBy):
-            try Self.validateName(name)
-            if let problem = ToolSecret.problem(with: value, multiline: true) { throw .invalidSecret(name: name, reason: problem) }
-            if let usedBy, usedBy.utf8.count > ToolSecret.maxUsedByBytes { throw .valueTooLarge("the note of which tools use \(name)") }
-            let old = toolSecret(named: name)
-            let retired = old.map { [RetiredSecret(secret: $0.value, retired: now, set: $0.updated)] + $0.previous } ?? []
-            try putToolSecret(ToolSecret(name: name, value: value, created: old?.created ?? now, updated: now, lastUsed: old?.lastUsed ?? 0,
-                                         usedBy: usedBy ?? old?.usedBy ?? "", previous: Array(retired.prefix(Self.retiredLimit))))
-            return VaultChange.Outcome(masked: old?.value.masked, replaced: old != nil)
+            return try setToolSecret(name, value, now: now, usedBy: usedBy, link: nil)
+        case .link(let name, let value, let now, let link):
+            if !link.isWellFormed { throw .valueTooLarge("the Secret Manager reference of \(name)") }
+            return try setToolSecret(name, value, now: now, usedBy: nil, link: link)
+        case .refreshLink(let name, let value, let now, let link, let since):
+            guard let old = toolSecret(named: name) else { throw .secretNotFound(name: name) }
+            guard let current = old.link, current.fetched == since, current.reference == link.reference, link.isWellFormed else {
+                return VaultChange.Outcome(masked: old.value.masked, replaced: false)
+            }
+            guard !old.value.isEqual(to: value) else {
+                try putToolSecret(old.with(link: link))
+                return VaultChange.Outcome(masked: old.value.masked, replaced: false)
+            }
+            return try setToolSecret(name, value, now: now, usedBy: nil, link: link)
+        case .importShared(let name, let value, let now, let sender, let serial):
+            guard (1..<KeySharing.serialLimit).contains(serial), sender.signingKey.count == 32, VaultIdentity.isValidLabel(sender.label) else {
+                throw .valueTooLarge("the share of \(name)")
+            }
+            var sharing = toolSecret(named: name)?.sharing ?? ToolSecretSharing()
+            sharing.sender = sender
+            sharing.importedSerial = serial
+            return try setToolSecret(name, value, now: now, usedBy: nil, link: nil, sharing: sharing)
         case .remove(let name):
             guard let old = toolSecret(named: name) else { throw .secretNotFound(name: name) }
             toolSecrets.removeAll { $0.name == name }
@@ -123,7 +175,8 @@ extension VaultContents {
             guard let restored = old.previous.first else { throw .noEarlierSecretValue(name: name) }
             let history = [RetiredSecret(secret: old.value, retired: now, set: old.updated)] + old.previous.dropFirst()
             try putToolSecret(ToolSecret(name: name, value: restored.secret, created: old.created, updated: max(old.created, restored.set),
-                                         lastUsed: old.lastUsed, usedBy: old.usedBy, previous: Array(history.prefix(Self.retiredLimit))))
+                                         lastUsed: old.lastUsed, usedBy: old.usedBy, previous: Array(history.prefix(Self.retiredLimit)), link: old.link,
+                                         sharing: old.sharing))
             return VaultChange.Outcome(masked: restored.secret.masked, replaced: true)
         case .rename(let from, let to):
             try Self.validateName(to)
@@ -131,16 +184,41 @@ extension VaultContents {
             guard from == to || toolSecret(named: to) == nil else { throw .secretExists(name: to) }
             toolSecrets.removeAll { $0.name == from }
             try putToolSecret(ToolSecret(name: to, value: old.value, created: old.created, updated: old.updated, lastUsed: old.lastUsed,
-                                         usedBy: old.usedBy, previous: old.previous))
+                                         usedBy: old.usedBy, previous: old.previous, link: old.link, sharing: old.sharing))
             return VaultChange.Outcome(masked: old.value.masked, replaced: true)
         }
+    }
+
+    /// Stores `value` as `name`'s current value, the one it replaces into its history.
+    private func setToolSecret(_ name: String, _ value: SecretBytes, now: Int64, usedBy: String?, link: SecretLink?,
+                               sharing: ToolSecretSharing? = nil) throws(VaultError) -> VaultChange.Outcome {
+        try Self.validateName(name)
+        if let problem = ToolSecret.problem(with: value, multiline: true) { throw .invalidSecret(name: name, reason: problem) }
+        if let usedBy, usedBy.utf8.count > ToolSecret.maxUsedByBytes { throw .valueTooLarge("the note of which tools use \(name)") }
+        let old = toolSecret(named: name)
+        let retired = old.map { [RetiredSecret(secret: $0.value, retired: now, set: $0.updated)] + $0.previous } ?? []
+        try putToolSecret(ToolSecret(name: name, value: value, created: old?.created ?? now, updated: now, lastUsed: old?.lastUsed ?? 0,
+                                     usedBy: usedBy ?? old?.usedBy ?? "", previous: Array(retired.prefix(Self.retiredLimit)), link: link,
+                                     sharing: sharing ?? old?.sharing ?? ToolSecretSharing()))
+        return VaultChange.Outcome(masked: old?.value.masked, replaced: old != nil)
+    }
+
+    /// Records the next share of `name` as sent and returns its serial (the signer saves the contents).
+    public func takeNextSecretShareSerial(_ name: String) throws(VaultError) -> UInt64 {
+        guard let old = toolSecret(named: name) else { throw .secretNotFound(name: name) }
+        var sharing = old.sharing
+        guard sharing.sentSerial + 1 < KeySharing.serialLimit else { throw .valueTooLarge("the share serial of \(name)") }
+        sharing.sentSerial += 1
+        try putToolSecret(ToolSecret(name: name, value: old.value, created: old.created, updated: old.updated, lastUsed: old.lastUsed,
+                                     usedBy: old.usedBy, previous: old.previous, link: old.link, sharing: sharing))
+        return sharing.sentSerial
     }
 
     /// Notes when secrets were last handed out (the agent's record).
     public func recordToolSecretUse(_ name: String, at time: Int64) {
         guard let old = toolSecret(named: name), time > old.lastUsed else { return }
         try? putToolSecret(ToolSecret(name: name, value: old.value, created: old.created, updated: old.updated, lastUsed: time,
-                                      usedBy: old.usedBy, previous: old.previous))
+                                      usedBy: old.usedBy, previous: old.previous, link: old.link, sharing: old.sharing))
     }
 
     /// Inserts or replaces, keeping byte order of names.
@@ -159,10 +237,15 @@ extension VaultContents {
     /// u16 count, then per secret (in byte order of names): name (u16 length), value (u32
     /// length), created, updated and last used (i64 each), which tools use it (u16 length), a
     /// u8 count of earlier values, each a value (u32 length), when it was replaced and when set (i64).
+    /// Version 10 adds to each a u8 (1 when linked to Secret Manager, else 0), then the link:
+    /// the reference (u16 length), the version (u64) and the fetch time (i64); then the serial of
+    /// the last share sent (u64), a u8 (1 when a share was imported), and then the pinned
+    /// sender's label (u16 length), signing key (32 bytes) and the serial imported (u64).
     func encodedToolSecretsLength() -> Int {
         2 + toolSecrets.map { secret in
             2 + secret.name.utf8.count + 4 + secret.value.count + 24 + 2 + secret.usedBy.utf8.count + 1
-                + secret.previous.map { 4 + $0.secret.count + 16 }.reduce(0, +)
+                + secret.previous.map { 4 + $0.secret.count + 16 }.reduce(0, +) + 1 + (secret.link.map { 2 + $0.reference.utf8.count + 16 } ?? 0)
+                + 8 + 1 + (secret.sharing.sender.map { 2 + $0.label.utf8.count + 32 + 8 } ?? 0)
         }.reduce(0, +)
     }
 
@@ -183,10 +266,23 @@ extension VaultContents {
                 writer.append(old.retired)
                 writer.append(old.set)
             }
+            writer.append(UInt8(secret.link == nil ? 0 : 1))
+            if let link = secret.link {
+                writer.appendField(link.reference)
+                writer.append(link.version)
+                writer.append(link.fetched)
+            }
+            writer.append(secret.sharing.sentSerial)
+            writer.append(UInt8(secret.sharing.sender == nil ? 0 : 1))
+            if let sender = secret.sharing.sender {
+                writer.appendField(sender.label)
+                sender.signingKey.withUnsafeBytes { writer.append($0) }
+                writer.append(secret.sharing.importedSerial)
+            }
         }
     }
 
-    static func readToolSecrets(_ reader: inout ByteReader, broken: (String) -> VaultError) throws -> [ToolSecret] {
+    static func readToolSecrets(_ reader: inout ByteReader, version payloadVersion: UInt8, broken: (String) -> VaultError) throws -> [ToolSecret] {
         var secrets: [ToolSecret] = []
         for _ in 0..<Int(try reader.read(UInt16.self)) {
             let name = try reader.readUTF8(Int(try reader.read(UInt16.self)))
@@ -205,9 +301,42 @@ extension VaultContents {
                 guard ToolSecret.problem(with: old, multiline: true) == nil else { throw broken("an earlier value of secret '\(name)' is empty, too long or not text") }
                 previous.append(RetiredSecret(secret: old, retired: try reader.read(Int64.self), set: try reader.read(Int64.self)))
             }
-            secrets.append(ToolSecret(name: name, value: value, created: created, updated: updated, lastUsed: lastUsed, usedBy: usedBy, previous: previous))
+            let link = payloadVersion >= 10 ? try readToolSecretLink(&reader, name: name, broken: broken) : nil
+            let sharing = payloadVersion >= 10 ? try readToolSecretSharing(&reader, name: name, broken: broken) : ToolSecretSharing()
+            secrets.append(ToolSecret(name: name, value: value, created: created, updated: updated, lastUsed: lastUsed, usedBy: usedBy, previous: previous,
+                                      link: link, sharing: sharing))
         }
         return secrets
+    }
+}
+
+extension VaultContents {
+    static func readToolSecretLink(_ reader: inout ByteReader, name: String, broken: (String) -> VaultError) throws -> SecretLink? {
+        switch try reader.read(UInt8.self) {
+        case 0: return nil
+        case 1:
+            let link = SecretLink(reference: try reader.readUTF8(Int(try reader.read(UInt16.self))), version: try reader.read(UInt64.self),
+                                  fetched: try reader.read(Int64.self))
+            guard link.isWellFormed else { throw broken("the Secret Manager link of secret '\(name)' is malformed") }
+            return link
+        default: throw broken("secret '\(name)' has an unknown link marker")
+        }
+    }
+
+    static func readToolSecretSharing(_ reader: inout ByteReader, name: String, broken: (String) -> VaultError) throws -> ToolSecretSharing {
+        var sharing = ToolSecretSharing(sentSerial: try reader.read(UInt64.self))
+        switch try reader.read(UInt8.self) {
+        case 0: break
+        case 1:
+            let label = try reader.readUTF8(Int(try reader.read(UInt16.self)))
+            let key = try reader.readBytes(32)
+            guard VaultIdentity.isValidLabel(label) else { throw broken("the sender of secret '\(name)' has a malformed label") }
+            sharing.sender = ShareSender(signingKey: key, label: label)
+            sharing.importedSerial = try reader.read(UInt64.self)
+        default: throw broken("secret '\(name)' has an unknown sender marker")
+        }
+        guard sharing.sentSerial < KeySharing.serialLimit, sharing.importedSerial < KeySharing.serialLimit else { throw broken("a share serial of secret '\(name)' is out of range") }
+        return sharing
     }
 }
 

@@ -139,9 +139,10 @@ def decode_payload(payload, conversation_keys=None, google=None, sharing=None, l
     `sharing` receives the version 6 section: "identity" (agreement secret, signing seed,
     label) or None, and "keys", each key's sharing record by name. `links` receives the Secret
     Manager links (decode_links), and `last_used` each key's last use (payload version 2 on).
-    `secrets` receives the secrets for other tools (payload version 9, decode_secrets)."""
+    `secrets` receives the secrets for other tools (payload version 9, decode_secrets; version
+    10 adds each one's Secret Manager link)."""
     version = payload[0]
-    assert version in (1, 2, 3, 4, 5, 6, 7, 8, 9)
+    assert version in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
     offset = 33
     if conversation_keys is not None:
         conversation_keys.append(payload[1:33])
@@ -224,7 +225,7 @@ def decode_payload(payload, conversation_keys=None, google=None, sharing=None, l
     if version >= 7:
         offset = decode_links(payload, offset, set(keys), {} if links is None else links, version)
     if version >= 9:
-        offset = decode_secrets(payload, offset, {} if secrets is None else secrets)
+        offset = decode_secrets(payload, offset, {} if secrets is None else secrets, version)
     assert offset == len(payload)
     return keys, settings
 
@@ -306,10 +307,12 @@ def decode_links(payload, offset, key_names, out, payload_version=7):
     return offset
 
 
-def decode_secrets(payload, offset, out):
+def decode_secrets(payload, offset, out, payload_version=9):
     """Payload version 9's secrets for other tools (Docs/vault-format.md): name -> dict of the
-    value, dates, note of the tools using it and earlier values (value, replaced, set); returns
-    the offset after them."""
+    value, dates, note of the tools using it and earlier values (value, replaced, set), and from
+    version 10 its Secret Manager link (reference, version, fetched) or None, the serial of its
+    last share sent, and the sender pinned by an import (label, signing key, serial) or None;
+    returns the offset after them."""
     def take(n):
         nonlocal offset
         value = payload[offset:offset + n]
@@ -337,6 +340,23 @@ def decode_secrets(payload, offset, out):
         count = number("<B")
         assert count <= 5
         entry["earlier"] = [(printable(take(number("<I"))), number("<q"), number("<q")) for _ in range(count)]
+        entry["link"] = None
+        if payload_version >= 10:
+            marker = number("<B")
+            assert marker in (0, 1)
+            if marker:
+                reference = take(number("<H")).decode("ascii")
+                assert reference.startswith("gsm://") and len(reference) <= 1024 and all(0x20 < ord(ch) < 0x7f for ch in reference)
+                entry["link"] = (reference, number("<Q"), number("<q"))
+                assert entry["link"][1] >= 1
+            entry["sent_serial"] = number("<Q")
+            entry["sender"] = None
+            marker = number("<B")
+            assert marker in (0, 1) and entry["sent_serial"] < 2 ** 53
+            if marker:
+                label = take(number("<H")).decode("ascii")
+                entry["sender"] = (label, take(32), number("<Q"))
+                assert 1 <= len(label) <= 256 and entry["sender"][2] < 2 ** 53
         out[name.decode()] = entry
     return offset
 
@@ -585,9 +605,10 @@ def test_the_payload_version_8_vector_opens_with_the_cli(env):
     assert expected["links"]["fleet"]["reference"] in listed.out and "fleet" in listed.out
 
 
-def test_secrets_for_other_tools_are_read_from_payload_version_9_as_documented(env):
-    """Issue 43: a vault written today (payload version 9) opens with the document alone, and
-    its secrets for other tools are where the document puts them, history and all."""
+def test_secrets_for_other_tools_are_read_from_payload_version_10_as_documented(env):
+    """Issue 43: a vault written today (payload version 10) opens with the document alone, and
+    its secrets for other tools are where the document puts them, history and all (a linked
+    secret's link: test_secret_manager_secrets.py)."""
     from conftest import PASSPHRASE
     env.init()
     pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"
@@ -598,7 +619,7 @@ def test_secrets_for_other_tools_are_read_from_payload_version_9_as_documented(e
     vault = parse(env.vault_bytes())
     data_key = unwrap(slot_of(vault, [PASSPHRASE_SLOT]), PASSPHRASE.encode())
     payload = unpad(decrypt(vault, data_key))
-    assert payload[0] == 9
+    assert payload[0] == 10
     secrets = {}
     decode_payload(payload, secrets=secrets)
     assert sorted(secrets) == ["github", "tls"]
@@ -606,3 +627,4 @@ def test_secrets_for_other_tools_are_read_from_payload_version_9_as_documented(e
     [(old, replaced, set_at)] = secrets["github"]["earlier"]
     assert old == "ghp_first0123456789abcdefghijklmnopqrstu" and set_at <= replaced
     assert secrets["tls"]["value"] == pem and secrets["tls"]["earlier"] == []
+    assert secrets["github"]["link"] is None and secrets["tls"]["link"] is None

@@ -58,7 +58,7 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         let zeta = try #require(reread.toolSecret(named: "zeta"))
         #expect(text(zeta.value) == "z-value-2" && text(zeta.previous[0].secret) == "z-value" && zeta.usedBy == "tool")
         #expect(reread.key(named: "default") != nil)
-        try reread.encoded().withUnsafeBytes { #expect($0.first == 9) }
+        try reread.encoded().withUnsafeBytes { #expect($0.first == 10) }
     }
 
     /// A version 8 payload (no secrets section) still reads, with no secrets.
@@ -68,7 +68,7 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         let encoded = try contents.encoded()
         let length = try encoded.withUnsafeBytes { try Sodium.unpad($0, blockSize: VaultContents.paddingBlock) }
         var bytes = encoded.withUnsafeBytes { Array($0.prefix(length)) }
-        #expect(bytes[0] == 9 && bytes.suffix(2) == [0, 0])
+        #expect(bytes[0] == 10 && bytes.suffix(2) == [0, 0])
         bytes[0] = 8
         bytes.removeLast(2)
         let buffer = SecretBytes(count: bytes.count + VaultContents.paddingBlock)
@@ -78,5 +78,49 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         }
         let old = try VaultContents.decode(SecretBytes(copying: buffer.withUnsafeBytes { Array($0.prefix(total)) }), path: "test")
         #expect(old.toolSecrets.isEmpty && old.key(named: "default") != nil)
+    }
+
+    /// Payload version 10: a linked secret keeps its link through a save, a rollback and a
+    /// rename; a refresh is taken only from the link it started from; a plain set unlinks.
+    @Test func aLinkedSecretKeepsItsLinkAndARefreshNeedsTheSameStart() throws {
+        let contents = VaultContents()
+        let link = SecretLink(reference: "gsm://projects/p/secrets/token", version: 1, fetched: 10)
+        try VaultChange.secret(.link(name: "gh", value: SecretBytes(utf8: "ghp_one"), now: 10, link: link)).apply(to: contents)
+        var reread = try VaultContents.decode(try contents.encoded(), path: "t")
+        #expect(reread.toolSecret(named: "gh")?.link == link)
+        let newer = SecretLink(reference: link.reference, version: 2, fetched: 20)
+        let stale = try VaultChange.secret(.refreshLink(name: "gh", value: SecretBytes(utf8: "ghp_two"), now: 20, link: newer, since: 9)).apply(to: reread)
+        let kept = try #require(reread.toolSecret(named: "gh"))
+        #expect(!stale.replaced && text(kept.value) == "ghp_one")
+        let taken = try VaultChange.secret(.refreshLink(name: "gh", value: SecretBytes(utf8: "ghp_two"), now: 20, link: newer, since: 10)).apply(to: reread)
+        let refreshed = try #require(reread.toolSecret(named: "gh"))
+        #expect(taken.replaced && text(refreshed.value) == "ghp_two")
+        try VaultChange.secret(.rename(from: "gh", to: "github")).apply(to: reread)
+        reread = try VaultContents.decode(try reread.encoded(), path: "t")
+        let renamed = try #require(reread.toolSecret(named: "github"))
+        #expect(renamed.link == newer && text(renamed.previous[0].secret) == "ghp_one")
+        try VaultChange.secret(.set(name: "github", value: SecretBytes(utf8: "typed"), now: 30, usedBy: nil)).apply(to: reread)
+        #expect(reread.toolSecret(named: "github")?.link == nil)
+    }
+
+    /// A version 9 payload (a secret without a link marker) still reads, unlinked.
+    @Test func aVersionNinePayloadWithASecretStillReads() throws {
+        let contents = VaultContents()
+        try VaultChange.secret(.set(name: "gh", value: SecretBytes(utf8: "ghp_one"), now: 1, usedBy: nil)).apply(to: contents)
+        let encoded = try contents.encoded()
+        let length = try encoded.withUnsafeBytes { try Sodium.unpad($0, blockSize: VaultContents.paddingBlock) }
+        var bytes = encoded.withUnsafeBytes { Array($0.prefix(length)) }
+        // Version 10 adds a 0 link marker, a 0 sent serial (8 bytes) and a 0 sender marker.
+        #expect(bytes[0] == 10 && bytes.suffix(10).allSatisfy { $0 == 0 })
+        bytes[0] = 9
+        bytes.removeLast(10)
+        let buffer = SecretBytes(count: bytes.count + VaultContents.paddingBlock)
+        let total = try buffer.withUnsafeMutableBytes { raw in
+            raw.copyBytes(from: bytes)
+            return try Sodium.pad(raw, unpaddedLength: bytes.count, blockSize: VaultContents.paddingBlock)
+        }
+        let old = try VaultContents.decode(SecretBytes(copying: buffer.withUnsafeBytes { Array($0.prefix(total)) }), path: "test")
+        let secret = try #require(old.toolSecret(named: "gh"))
+        #expect(secret.link == nil && text(secret.value) == "ghp_one")
     }
 }
