@@ -232,21 +232,16 @@ public struct AgentClient: Sendable {
     /// The next share of `name`, built and signed by the agent from its vault, one document
     /// (its JSON) per recipient group; the agent records the serial before it answers.
     public func signNextShare(_ name: String, for groups: [[String]]) throws(AgentError) -> (serial: UInt64, documents: [SecretBytes]) {
-        var message = AgentMessage(code: AgentProtocol.Operation.signShare.rawValue)
-        message.add(.keyName, text: name)
-        message.add(.shareRecipients, text: ShareGroups.encode(groups))
-        let response = try request(message)
-        guard let serial = response.number(.shareSerial), serial > 0, let body = response.secret(.shareDocuments),
-              let documents = ShareGroups.split(body), documents.count == groups.count else {
-            throw .untrusted("the agent's answer is malformed")
-        }
-        return (UInt64(serial), documents)
+        try signNext(.signShare, name, for: groups)
     }
 
-    /// The next share of the secret `name`, built and signed by the agent (operation 25); nil
-    /// when the vault has no such secret.
+    /// The next share of the secret `name`, built and signed by the agent (operation 25).
     public func signNextSecretShare(_ name: String, for groups: [[String]]) throws(AgentError) -> (serial: UInt64, documents: [SecretBytes]) {
-        var message = AgentMessage(code: AgentProtocol.Operation.signSecretShare.rawValue)
+        try signNext(.signSecretShare, name, for: groups)
+    }
+
+    private func signNext(_ operation: AgentProtocol.Operation, _ name: String, for groups: [[String]]) throws(AgentError) -> (serial: UInt64, documents: [SecretBytes]) {
+        var message = AgentMessage(code: operation.rawValue)
         message.add(.keyName, text: name)
         message.add(.shareRecipients, text: ShareGroups.encode(groups))
         let response = try request(message)

@@ -9,43 +9,50 @@ extension AgentServer {
     /// Builds and signs the next share of the named key for the recipient groups, recording
     /// its serial in the vault before answering: a caller chooses neither the key nor the serial.
     func signNextShare(_ request: AgentMessage) throws -> AgentMessage {
-        guard let name = request.text(.keyName), let text = request.text(.shareRecipients) else {
-            return Self.error(.badRequest, "signShare needs a key name and its recipients")
-        }
-        let groups = ShareGroups.decode(text)
-        var signed: (serial: UInt64, documents: [ShareDocument])?
-        var response = try locked({ document in
+        try signNext(request, needs: "signShare needs a key name and its recipients") { document, name, groups in
             do {
-                signed = try document.contents.signNextShare(of: name, for: groups, now: Clock.now())
+                let signed = try document.contents.signNextShare(of: name, for: groups, now: Clock.now())
+                return .signed(signed.serial, signed.documents.map { $0.encoded() })
             } catch VaultError.keyNotFound(let name) {
-                return Self.noSuchKey(name)
-            } catch {
-                return Self.error(.badRequest, "\(error)")
+                return .refused(Self.noSuchKey(name))
             }
-            document.contents.recordUse(uses)
-            return nil
-        }, backup: .previous)
-        guard response.code == 0, let signed else { return response }
-        response.add(.shareSerial, number: Int64(signed.serial))
-        response.add(.shareDocuments, secret: ShareGroups.joined(signed.documents.map { $0.encoded() }))
-        return response
+        }
     }
 
     /// Builds and signs the next share of the named secret for other tools (operation 25), as
     /// operation 16 does for a key: the serial is recorded before the answer.
     func signNextSecretShare(_ request: AgentMessage) throws -> AgentMessage {
-        guard let name = request.text(.keyName), let text = request.text(.shareRecipients) else {
-            return Self.error(.badRequest, "signSecretShare needs a secret name and its recipients")
-        }
-        let groups = ShareGroups.decode(text)
-        var signed: (serial: UInt64, documents: [SecretShareDocument])?
-        var response = try locked({ document in
+        try signNext(request, needs: "signSecretShare needs a secret name and its recipients") { document, name, groups in
             do {
-                signed = try document.contents.signNextSecretShare(of: name, for: groups, now: Clock.now())
+                let signed = try document.contents.signNextSecretShare(of: name, for: groups, now: Clock.now())
+                return .signed(signed.serial, signed.documents.map { $0.encoded() })
             } catch VaultError.secretNotFound(let name) {
                 var missing = Self.error(.changeRefused, "no secret named '\(name)' in the vault")
                 NarrowCoding.add(refusal: .secretNotFound(name: name), to: &missing)
-                return missing
+                return .refused(missing)
+            }
+        }
+    }
+
+    /// What signing gave: the serial and the encoded documents, or the answer refusing it.
+    enum SignedShare {
+        case signed(UInt64, [SecretBytes])
+        case refused(AgentMessage)
+    }
+
+    /// A share signed by the agent: the name and recipients from the request, `sign` under the
+    /// vault's lock (the serial it records is saved before the answer), the serial and documents back.
+    private func signNext(_ request: AgentMessage, needs: String,
+                          sign: (VaultDocument, String, [[String]]) throws -> SignedShare) throws -> AgentMessage {
+        guard let name = request.text(.keyName), let text = request.text(.shareRecipients) else { return Self.error(.badRequest, needs) }
+        let groups = ShareGroups.decode(text)
+        var signed: (serial: UInt64, documents: [SecretBytes])?
+        var response = try locked({ document in
+            do {
+                switch try sign(document, name, groups) {
+                case .signed(let serial, let documents): signed = (serial, documents)
+                case .refused(let refusal): return refusal
+                }
             } catch {
                 return Self.error(.badRequest, "\(error)")
             }
@@ -54,7 +61,7 @@ extension AgentServer {
         }, backup: .previous)
         guard response.code == 0, let signed else { return response }
         response.add(.shareSerial, number: Int64(signed.serial))
-        response.add(.shareDocuments, secret: ShareGroups.joined(signed.documents.map { $0.encoded() }))
+        response.add(.shareDocuments, secret: ShareGroups.joined(signed.documents))
         return response
     }
 

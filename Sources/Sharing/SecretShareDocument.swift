@@ -37,12 +37,7 @@ public struct SecretShareDocument {
         text.append(Self.context)
         text.appendField(name)
         text.appendField(secret: secret)
-        text.appendField(String(serial))
-        text.appendField(String(created))
-        text.appendField(sender.label)
-        text.appendField(bytes: sender.signingKey)
-        text.appendField(String(recipients.count))
-        for recipient in recipients { text.appendField(recipient) }
+        text.appendSignedTail(serial: serial, created: created, sender: sender, recipients: recipients)
         return text.assembled()
     }
 
@@ -55,18 +50,7 @@ public struct SecretShareDocument {
         text.appendJSONString(name)
         text.append(",\"secret\":")
         text.appendJSONString(secret: secret)
-        text.append(",\"serial\":\(serial),\"created\":\(created),\"from\":{\"label\":")
-        text.appendJSONString(sender.label)
-        text.append(",\"signing_key\":")
-        text.appendJSONString(Sodium.base64(sender.signingKey))
-        text.append("},\"recipients\":[")
-        for (index, recipient) in recipients.enumerated() {
-            if index > 0 { text.append(",") }
-            text.appendJSONString(recipient)
-        }
-        text.append("],\"signature\":")
-        text.appendJSONString(Sodium.base64(signature))
-        text.append("}\n")
+        text.appendJSONTail(serial: serial, created: created, sender: sender, recipients: recipients, signature: signature)
         return text.assembled()
     }
 

@@ -116,3 +116,39 @@ enum JSONString {
         return out
     }
 }
+
+extension SecretText {
+    /// The fields every share signs after its own: serial, time, the sender and, when listed,
+    /// the recipients (a count, then each).
+    mutating func appendSignedTail(serial: UInt64, created: Int64, sender: ShareSender, recipients: [String]?) {
+        appendField(String(serial))
+        appendField(String(created))
+        appendField(sender.label)
+        appendField(bytes: sender.signingKey)
+        if let recipients {
+            appendField(String(recipients.count))
+            for recipient in recipients { appendField(recipient) }
+        }
+    }
+
+    /// The JSON every share ends with: serial, time, sender, the recipients when listed, the
+    /// signature, the closing brace and a newline.
+    mutating func appendJSONTail(serial: UInt64, created: Int64, sender: ShareSender, recipients: [String]?, signature: [UInt8]) {
+        append(",\"serial\":\(serial),\"created\":\(created),\"from\":{\"label\":")
+        appendJSONString(sender.label)
+        append(",\"signing_key\":")
+        appendJSONString(Sodium.base64(sender.signingKey))
+        append("}")
+        if let recipients {
+            append(",\"recipients\":[")
+            for (index, recipient) in recipients.enumerated() {
+                if index > 0 { append(",") }
+                appendJSONString(recipient)
+            }
+            append("]")
+        }
+        append(",\"signature\":")
+        appendJSONString(Sodium.base64(signature))
+        append("}\n")
+    }
+}

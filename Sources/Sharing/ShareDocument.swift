@@ -56,14 +56,7 @@ public struct ShareDocument {
         text.appendField(kind.rawValue)
         text.appendField(googleKey?.resource ?? "")
         text.appendField(googleKey?.serviceAccount ?? "")
-        text.appendField(String(serial))
-        text.appendField(String(created))
-        text.appendField(sender.label)
-        text.appendField(bytes: sender.signingKey)
-        if let recipients {
-            text.appendField(String(recipients.count))
-            for recipient in recipients { text.appendField(recipient) }
-        }
+        text.appendSignedTail(serial: serial, created: created, sender: sender, recipients: recipients)
         return text.assembled()
     }
 
@@ -90,22 +83,7 @@ public struct ShareDocument {
         } else {
             text.append("null")
         }
-        text.append(",\"serial\":\(serial),\"created\":\(created),\"from\":{\"label\":")
-        text.appendJSONString(sender.label)
-        text.append(",\"signing_key\":")
-        text.appendJSONString(Sodium.base64(sender.signingKey))
-        text.append("}")
-        if let recipients {
-            text.append(",\"recipients\":[")
-            for (index, recipient) in recipients.enumerated() {
-                if index > 0 { text.append(",") }
-                text.appendJSONString(recipient)
-            }
-            text.append("]")
-        }
-        text.append(",\"signature\":")
-        text.appendJSONString(Sodium.base64(signature))
-        text.append("}\n")
+        text.appendJSONTail(serial: serial, created: created, sender: sender, recipients: recipients, signature: signature)
         return text.assembled()
     }
 
