@@ -61,7 +61,7 @@ enum ExecCommand {
         if passesKey {
             let resolver = try context.keyResolver(call)
             let (key, settings) = try resolver.resolve()
-            RotationReminder(context: context).remind(key: key, settings: settings)
+            context.rotationReminder.remind(key: key, settings: settings, warn: { Console.warning($0) })
             // Nothing may shadow the key, and its TLS sessions must not be logged.
             environment["GOOGLE_API_KEY"] = nil
             values.append((variable, key.secret))
