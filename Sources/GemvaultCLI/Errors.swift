@@ -252,6 +252,7 @@ enum ErrorReport {
         case let refusal as ShareRefusal: (.damaged, refusal.message, refusal.hint)
         case let credential as SystemdCredentialFailure: describe(credential)
         case let start as AgentStartFailure: describe(start)
+        case let exec as ExecBindingError: (.usage, describe(exec), execCommands.first.map { "usage: \($0.usage)" })
         default: nil
         }
     }
@@ -309,6 +310,18 @@ enum ErrorReport {
         case .notSpawned(let reason): (.failure, "could not start the agent: \(reason)", nil)
         case .stoppedAtOnce(let lastError, let log): (.failure, "the agent stopped at once" + (lastError.map { ": \($0)" } ?? ""), "its log is \(log)")
         case .didNotStart(let log): (.failure, "the agent did not start within \(Int(VaultSession.startLimit)) s", "its log is \(log)")
+        }
+    }
+
+    /// `exec`'s --secret, --secret-file or --env refused: a usage mistake (64), `exec`'s usage line the hint.
+    static func describe(_ error: ExecBindingError) -> String {
+        switch error {
+        case .notABinding(let option, let text): "\(option) takes VAR=NAME (a variable name, '=', a secret's name), not '\(EscapeNeutralizer.neutralize(text))'"
+        case .readByTheLoader(let option, let variable): "\(option) \(variable): the dynamic loader or the C library reads \(variable)"
+        case .givenTwice(let variable): "\(variable) is given twice"
+        case .notAVariable(let text): "--env takes a variable name, not '\(text)'"
+        case .keyReadByTheLoader(let variable):
+            "--env \(variable): the dynamic loader or the C library reads \(variable), and would take the key for a file name or a setting (and may print it)"
         }
     }
 
