@@ -28,30 +28,18 @@ let sessionCommands: [CommandSpec] = [
 enum SessionCommand {
     static func unlock(_ call: Invocation) throws {
         let context = call.context
-        let agent = context.vault.session
         // The flags are checked first: a bad value is refused before a passphrase is typed or an
         // agent started, and also while a session runs.
         _ = try duration(call, .idle)
         _ = try duration(call, .max)
-        if let status = try? agent.status(), status.unlocked || (status.pinTriesLeft != nil && (try? context.vault.sessionIsOpen()) == true),
-           let current = status.unlocked ? status : try? agent.status() {
-            Console.note("\(current.vaultPath) is \(status.unlocked ? "already unlocked" : "unlocked again with its PIN") (agent pid \(current.pid)); the running session was left alone\(current.locksAt.map { ", it locks at \(Output.localDate($0))" } ?? "")")
+        let paths = AgentPaths(environment: context.environment, vaultPath: context.vaultPath)
+        switch try context.vault.unlockForNewSession(paths: paths, agentCommand: agentCommand(paths), environment: context.helperEnvironment) {
+        case .running(let current, let reopened):
+            Console.note("\(current.vaultPath) is \(reopened ? "unlocked again with its PIN" : "already unlocked") (agent pid \(current.pid)); the running session was left alone\(current.locksAt.map { ", it locks at \(Output.localDate($0))" } ?? "")")
             if call.flag(.pin) { try PinCommand.setPIN(call) }
-            return
+        case .opened(let unlocked, let spawned):
+            try startSession(call, vault: unlocked, agentSpawned: spawned)
         }
-        // Once the passphrase is read, the agent starts while Argon2 runs (one core each), so the
-        // unlock costs the KDF alone; a wrong passphrase stops it again.
-        var spawned: ChildProcess?
-        let unlocked: UnlockedVault
-        do {
-            unlocked = try context.vault.unlockForSession(whileDeriving: {
-                if spawned == nil, (try? agent.status()) == nil { spawned = try spawnAgent(context) }
-            })
-        } catch {
-            if let spawned, (try? waitForAgent(context, spawned)) != nil { try? agent.lock() }
-            throw error
-        }
-        try startSession(call, vault: unlocked, agentSpawned: spawned)
     }
 
     /// Hands an open vault's key-encryption key to the agent, starting one when none runs
@@ -89,8 +77,12 @@ enum SessionCommand {
     /// Starts `gemvault agent` in its own session, once its socket is known to be reachable (VaultAccess).
     static func spawnAgent(_ context: Context) throws -> ChildProcess {
         let paths = AgentPaths(environment: context.environment, vaultPath: context.vaultPath)
-        return try context.vault.session.spawnAgent(paths, command: [ProcessIdentity.executablePath, "agent", OptionSpec.foreground.name, OptionSpec.vault.name, paths.vaultPath],
-                                                    environment: context.helperEnvironment)
+        return try context.vault.session.spawnAgent(paths, command: agentCommand(paths), environment: context.helperEnvironment)
+    }
+
+    /// The agent for `paths.vaultPath`, in the foreground of the process unlock starts.
+    static func agentCommand(_ paths: AgentPaths) -> [String] {
+        [ProcessIdentity.executablePath, "agent", OptionSpec.foreground.name, OptionSpec.vault.name, paths.vaultPath]
     }
 
     static func waitForAgent(_ context: Context, _ agent: ChildProcess) throws {

@@ -89,3 +89,35 @@ extension VaultSession {
         return line.map { String($0.dropFirst(prefix.count)) }
     }
 }
+
+/// What `unlock` found, or opened for a new session.
+public enum SessionUnlock {
+    /// A session already holds the vault (`reopened`: its PIN opened it again after an idle lock).
+    case running(AgentStatus, reopened: Bool)
+    /// The vault, opened for a new session; the agent started while Argon2 ran, if one was.
+    case opened(UnlockedVault, agent: ChildProcess?)
+}
+
+extension VaultAccess {
+    /// `unlock`'s first half: a running session is left alone (one locked while idle with a PIN
+    /// asks for it); otherwise the vault is opened, and once the passphrase is read the agent
+    /// (`agentCommand`) starts while Argon2 runs (one core each), so the unlock costs the KDF
+    /// alone. A wrong passphrase stops that agent again.
+    public func unlockForNewSession(paths: AgentPaths, agentCommand: [String], environment: [String: String]) throws -> SessionUnlock {
+        let agent = session
+        if let status = try? agent.status(), status.unlocked || (status.pinTriesLeft != nil && (try? sessionIsOpen()) == true),
+           let current = status.unlocked ? status : try? agent.status() {
+            return .running(current, reopened: !status.unlocked)
+        }
+        var spawned: ChildProcess?
+        do {
+            let unlocked = try unlockForSession(whileDeriving: {
+                if spawned == nil, (try? agent.status()) == nil { spawned = try agent.spawnAgent(paths, command: agentCommand, environment: environment) }
+            })
+            return .opened(unlocked, agent: spawned)
+        } catch {
+            if let spawned, (try? agent.waitForAgent(spawned, paths: paths)) != nil { try? agent.lock() }
+            throw error
+        }
+    }
+}
