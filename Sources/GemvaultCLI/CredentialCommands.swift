@@ -24,7 +24,7 @@ enum CredentialCommand {
         try VaultContents.validateName(name)
         let output = call.value(.credentialOutput).map { ProcessIdentity.absolutePath(ProcessIdentity.expandingTilde($0)) }
         let throughSudo = SystemdCredentialEncryption.needsRoot(environment: call.context.environment)
-        if let output { try checkTarget(output, replacing: call.flag(.overwrite)) }
+        if let output { try SystemdCredentialEncryption.checkTarget(output, replacing: call.flag(.overwrite)) }
         let vault = call.context.vault
         do { try vault.checkBeforePrompt() } catch let error as VaultError { throw explainingSudo(error, environment: call.context.environment) }
         let settings = try call.settings(vault: try vault.settings())
@@ -51,19 +51,6 @@ enum CredentialCommand {
         try Console.out(lines)
         Console.note("encrypted '\(name)' as the systemd credential '\(credential)'" + (output.map { " in \($0)" } ?? "")
                      + (throughSudo ? " (systemd-creds ran as root, through sudo)" : ""))
-    }
-
-    /// An existing file is replaced only with --force, and never a link. Through sudo the
-    /// user may not see into the folder: then only --force goes on.
-    private static func checkTarget(_ output: String, replacing: Bool) throws {
-        guard let existing = FileStatus.of(link: output) else {
-            let code = errno
-            if code == ENOENT || replacing { return }
-            throw CommandFailure(.failure, "cannot tell whether \(output) exists: \(SystemError("lstat", path: output, code: code).reason); nothing was written",
-                                 hint: "--force writes it anyway")
-        }
-        if existing.kind == .symbolicLink { throw CommandFailure(.failure, "\(output) is a symbolic link; nothing was written") }
-        if !replacing { throw CommandFailure(.failure, "\(output) exists; nothing was written", hint: "--force replaces it") }
     }
 
     /// Root's systemd-creds wrote the file under umask 077; a sudoers umask_override could loosen it.

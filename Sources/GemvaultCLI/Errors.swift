@@ -293,6 +293,9 @@ enum ErrorReport {
                 + "; nothing was written", sudoHint(sudo, pipe))
         case .signaled(let sudo, let signal, let pipe):
             (.failure, "\(sudo ? "sudo systemd-creds" : "systemd-creds") was stopped by signal \(signal); nothing was written", sudoHint(sudo, pipe))
+        case .targetUnknown(let path, let reason): (.failure, "cannot tell whether \(path) exists: \(reason); nothing was written", "--force writes it anyway")
+        case .targetIsLink(let path): (.failure, "\(path) is a symbolic link; nothing was written", nil)
+        case .targetExists(let path): (.failure, "\(path) exists; nothing was written", "--force replaces it")
         }
     }
 

@@ -18,6 +18,12 @@ public enum SystemdCredentialFailure: Error, Equatable {
     case exited(throughSudo: Bool, status: Int32, said: String, manualPipe: String)
     /// A signal ended it (or its output passed the limit, and it was killed).
     case signaled(throughSudo: Bool, signal: Int32, manualPipe: String)
+    /// `-o FILE`: whether it exists could not be told (`--force` goes on anyway).
+    case targetUnknown(path: String, reason: String)
+    /// `-o FILE` is a symbolic link, never written through.
+    case targetIsLink(path: String)
+    /// `-o FILE` exists, and `--force` was not given.
+    case targetExists(path: String)
 }
 
 extension SystemdCredentialEncryption {
@@ -41,6 +47,18 @@ extension SystemdCredentialEncryption {
             self.throughSudo = throughSudo
             self.manualPipe = manualPipe
         }
+    }
+
+    /// An existing file is replaced only with `replacing` (--force), and never a link. Through
+    /// sudo the user may not see into the folder: then only --force goes on.
+    public static func checkTarget(_ output: String, replacing: Bool) throws(SystemdCredentialFailure) {
+        guard let existing = FileStatus.of(link: output) else {
+            let code = errno
+            if code == ENOENT || replacing { return }
+            throw .targetUnknown(path: output, reason: SystemError("lstat", path: output, code: code).reason)
+        }
+        if existing.kind == .symbolicLink { throw .targetIsLink(path: output) }
+        if !replacing { throw .targetExists(path: output) }
     }
 
     /// Runs systemd-creds with `secret` on its stdin; its stdout, or a `SystemdCredentialFailure`.

@@ -1,3 +1,5 @@
+import Foundation
+import GemvaultTesting
 import Testing
 import VaultCore
 @testable import KeyResolution
@@ -33,5 +35,16 @@ import VaultCore
         #expect(throws: SystemdCredentialFailure.notInstalled) {
             try SystemdCredentialEncryption.encrypt(SecretBytes(utf8: "k"), with: noCreds, environment: ["PATH": "/nonexistent"])
         }
+    }
+
+    @Test func theOutputFileIsReplacedOnlyWithForceAndNeverThroughALink() throws {
+        let folder = TemporaryFolder("credential-target")
+        let absent = folder.appending("new.cred"), present = folder.appending("old.cred"), link = folder.appending("link.cred")
+        try Data("old".utf8).write(to: URL(fileURLWithPath: present))
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: present)
+        try SystemdCredentialEncryption.checkTarget(absent, replacing: false)
+        try SystemdCredentialEncryption.checkTarget(present, replacing: true)
+        #expect(throws: SystemdCredentialFailure.targetExists(path: present)) { try SystemdCredentialEncryption.checkTarget(present, replacing: false) }
+        #expect(throws: SystemdCredentialFailure.targetIsLink(path: link)) { try SystemdCredentialEncryption.checkTarget(link, replacing: true) }
     }
 }
