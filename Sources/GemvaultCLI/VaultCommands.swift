@@ -352,18 +352,11 @@ enum VaultCommand {
     static func rekey(_ call: Invocation) throws {
         let context = call.context
         try context.vault.checkBeforePrompt()
-        if let result = try context.vault.rekeyThroughSession() {
-            // Through the session: no passphrase, and the agent follows the new data key at once.
-            if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
-            noteSSHSlots(result)
-            context.rememberRecipientThroughSession()
-        } else {
-            let result = try context.vault.withUnlocked(.secret(.passphrase)) { current in
-                try current.rekey(newPassphrase: nil, legacyRecoveryCode: { try askForLegacyRecoveryCode(current) })
-            }
-            if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
-            noteSSHSlots(result)
-        }
+        // Through the session: no passphrase, and the agent follows the new data key at once.
+        let (result, throughSession) = try context.vault.rekey(legacyRecoveryCode: askForLegacyRecoveryCode)
+        if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
+        noteSSHSlots(result)
+        if throughSession { context.rememberRecipientThroughSession() }
         Console.note("the vault is under a new data key; old copies of it open nothing written from now on")
     }
 

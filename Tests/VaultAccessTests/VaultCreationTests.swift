@@ -55,4 +55,19 @@ import VaultCore
         #expect(restored.generation > written)
         #expect(try access(path).key("work", markUsed: false) == nil)
     }
+
+    /// `rekey` without a session (moved out of the CLI): the passphrase opens it, the data key
+    /// changes, a format 2 vault's recovery code is kept, and the keys are still there.
+    @Test func aRekeyWithoutASessionUsesThePassphraseAndKeepsTheKeys() throws {
+        let path = scratch.newFolder() + "/vault"
+        _ = try access(path).create(passphrase: SecretBytes(utf8: "a long enough passphrase"), kdf: kdf, identityLabel: "me", replacing: false,
+                                    dateStamp: "x", moveConversations: { _ in })
+        try access(path).apply(.setKey(name: "work", secret: SecretBytes(utf8: "AQ.kept-through-the-rekey-000000000000000000"), now: 10))
+        let before = try VaultFile.parse(try VaultStore(path: path).read(), path: path)
+        let (result, throughSession) = try access(path).rekey(legacyRecoveryCode: { _ in nil })
+        let after = try VaultFile.parse(try VaultStore(path: path).read(), path: path)
+        #expect(!throughSession && result.newRecoveryCode == nil)
+        #expect(after.generation > before.generation && after.encoded() != before.encoded())
+        #expect(try access(path).key("work", markUsed: false)?.name == "work")
+    }
 }
