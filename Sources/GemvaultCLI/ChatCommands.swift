@@ -94,7 +94,7 @@ enum ChatCommand {
     static func clientWithKey(_ call: Invocation, modelsAdvice: String? = nil) throws -> (any ChatProvider, Settings, ResolvedKey) {
         let resolver = try call.context.keyResolver(call)
         let (key, settings, identity) = try KeylessCommand.resolve(resolver, call)
-        if identity == nil { RotationReminder(context: call.context).remind(key: key, settings: settings) }
+        if identity == nil { call.context.rotationReminder.remind(key: key, settings: settings, warn: { Console.warning($0) }) }
         var setup = ProviderChoice.Setup(settings: settings, key: key.secret, keyOrigin: key.source.label, keyReplaceHint: key.source.replaceHint,
                                          modelsAdvice: modelsAdvice)
         setup.accessToken = identity

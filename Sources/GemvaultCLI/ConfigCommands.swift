@@ -303,18 +303,6 @@ enum ConfigCommand {
         }
     }
 
-    /// The vault's keys and kinds for doctor: from a session, or with a passphrase given by
-    /// --passphrase-fd or --passphrase-file; doctor never prompts.
-    static func vaultKeyKinds(_ context: Context) throws -> [(name: String, kind: GoogleKeyKind, link: SecretLink?)]? {
-        guard context.vault.exists else { return [] }
-        if let keys = context.vault.sessionKeySummary() { return keys }
-        guard context.options.flag(.passphraseFd) || context.options.flag(.passphraseFile) else {
-            Console.note("the vault's keys were not checked: no unlocked session (run 'gemvault unlock', or pass --passphrase-file)")
-            return nil
-        }
-        return try context.vault.keySummaries().map { ($0.name, $0.kind, $0.link) }
-    }
-
     struct DoctorReport: Encodable {
         let clean: Bool
         let checks: [String]
@@ -332,17 +320,9 @@ enum ConfigCommand {
 
     static func doctor(_ call: Invocation) throws {
         let context = call.context
-        // Doctor never asks for a passphrase: the vault's settings count when its keys could be read.
-        let keys = try vaultKeyKinds(context)
-        var layers = SettingLayers(configFile: try? ConfigFile.load(path: context.paths.configFile), environment: context.environment,
-                                   allowInsecureEndpoint: true)
-        if keys != nil && context.vault.exists {
-            layers.vaultSettings = try? context.vault.settings()
-            layers.vaultPath = context.vaultPath
-        }
-        let doctor = Doctor(paths: context.paths, vaultPath: context.vaultPath, environment: context.environment,
-                            settings: try? Settings.resolve(layers), coreDumpsDisabled: !ProcessHardening.isDumpable,
-                            vaultKeys: keys)
+        // Doctor never asks for a passphrase (KeyResolution's Doctor.forVault).
+        let doctor = try Doctor.forVault(context.vault, paths: context.paths, environment: context.environment,
+                                         passphraseGiven: CommandUnlockUI.givesPassphrase(context.options), note: { Console.note($0) })
         var findings = doctor.run()
         findings += McpCommand.doctorFindings(call, besides: findings)
         let linked = (doctor.vaultKeys ?? []).compactMap { key in

@@ -71,12 +71,6 @@ struct Context {
         let characters = passphrase.withUnsafeBytes { $0.filter { $0 & 0xC0 != 0x80 }.count }
         return characters < 12 ? "the passphrase is shorter than 12 characters; a longer one resists guessing far better" : nil
     }
-
-    /// `attempt` with the vault's passphrase, retried on a terminal (restore-backup opens
-    /// another file with it).
-    func withPassphrase<T>(_ attempt: (SecretBytes) throws -> T) throws -> T {
-        try vault.withSecret(.passphrase, attempt)
-    }
 }
 
 /// How a command asks for the vault's secrets: the passphrase from --passphrase-fd,

@@ -16,22 +16,6 @@ let credentialCommands: [CommandSpec] = [
 ]
 
 enum CredentialCommand {
-    /// What systemd-creds may print: a credential is the key plus some hundred bytes.
-    static let outputLimit = 1 << 20
-    /// Seconds systemd-creds gets (a TPM may be slow; a stuck one must not hold the command).
-    static let timeout = 60.0
-    /// Added through sudo, whose password prompt gives up after 5 minutes.
-    static let sudoPromptTime = 300.0
-
-    /// How this export runs systemd-creds.
-    struct Encryption {
-        let arguments: [String]
-        /// Run as root through sudo: the host key is root's.
-        let throughSudo: Bool
-        /// The pipe to run by hand when gemvault cannot (for hints).
-        let manualPipe: String
-    }
-
     static func export(_ call: Invocation) throws {
         guard call.flag(.systemdCreds) else {
             throw UsageError("key export writes a systemd credential: give --systemd-creds ('gemvault key get' prints the key itself)", command: call.command)
@@ -40,7 +24,7 @@ enum CredentialCommand {
         try VaultContents.validateName(name)
         let output = call.value(.credentialOutput).map { ProcessIdentity.absolutePath(ProcessIdentity.expandingTilde($0)) }
         let throughSudo = SystemdCredentialEncryption.needsRoot(environment: call.context.environment)
-        if let output { try checkTarget(output, replacing: call.flag(.overwrite)) }
+        if let output { try SystemdCredentialEncryption.checkTarget(output, replacing: call.flag(.overwrite)) }
         let vault = call.context.vault
         do { try vault.checkBeforePrompt() } catch let error as VaultError { throw explainingSudo(error, environment: call.context.environment) }
         let settings = try call.settings(vault: try vault.settings())
@@ -51,10 +35,10 @@ enum CredentialCommand {
         // Through sudo the file is written by root's systemd-creds: the folder (/etc/gemvault) is root's.
         let direct = SystemdCredentialEncryption.arguments(credential: credential, tpm2: call.flag(.tpm2),
                                                            output: throughSudo ? output : nil, pretty: output == nil)
-        let encryption = Encryption(arguments: throughSudo ? SystemdCredentialEncryption.throughSudo(direct) : direct, throughSudo: throughSudo,
+        let encryption = SystemdCredentialEncryption.Run(arguments: throughSudo ? SystemdCredentialEncryption.throughSudo(direct) : direct, throughSudo: throughSudo,
                                     manualPipe: SystemdCredentialEncryption.manualPipe(program: program, name: name, credential: credential,
                                                                                        tpm2: call.flag(.tpm2), output: output))
-        let encrypted = try run(encryption, feeding: value, environment: call.context.helperEnvironment)
+        let encrypted = try SystemdCredentialEncryption.encrypt(value, with: encryption, environment: call.context.helperEnvironment)
         var lines = "# For the [Service] section of the unit that runs gemvault:\n"
         if let output {
             if throughSudo { checkWritten(output) } else { try Output.save(encrypted, to: output, mode: 0o600, replacing: call.flag(.overwrite)) }
@@ -67,19 +51,6 @@ enum CredentialCommand {
         try Console.out(lines)
         Console.note("encrypted '\(name)' as the systemd credential '\(credential)'" + (output.map { " in \($0)" } ?? "")
                      + (throughSudo ? " (systemd-creds ran as root, through sudo)" : ""))
-    }
-
-    /// An existing file is replaced only with --force, and never a link. Through sudo the
-    /// user may not see into the folder: then only --force goes on.
-    private static func checkTarget(_ output: String, replacing: Bool) throws {
-        guard let existing = FileStatus.of(link: output) else {
-            let code = errno
-            if code == ENOENT || replacing { return }
-            throw CommandFailure(.failure, "cannot tell whether \(output) exists: \(SystemError("lstat", path: output, code: code).reason); nothing was written",
-                                 hint: "--force writes it anyway")
-        }
-        if existing.kind == .symbolicLink { throw CommandFailure(.failure, "\(output) is a symbolic link; nothing was written") }
-        if !replacing { throw CommandFailure(.failure, "\(output) exists; nothing was written", hint: "--force replaces it") }
     }
 
     /// Root's systemd-creds wrote the file under umask 077; a sudoers umask_override could loosen it.
@@ -102,72 +73,5 @@ enum CredentialCommand {
         }
         return CommandFailure(.failure, message + " (\(why))",
                               hint: "run 'gemvault key export' as \(user), without sudo: gemvault then runs only systemd-creds as root, through sudo")
-    }
-
-    /// Runs systemd-creds with `secret` on its stdin; its stdout, or a failure with its stderr.
-    private static func run(_ encryption: Encryption, feeding secret: SecretBytes, environment: [String: String]) throws -> [UInt8] {
-        let output = UnsafeMutableRawBufferPointer.allocate(byteCount: outputLimit, alignment: 1)
-        defer { output.deallocate() }
-        // A systemd-creds that hangs (a TPM that never answers) must not hold the command.
-        let limit = timeout + (encryption.throughSudo ? sudoPromptTime : 0)
-        let run = try start(encryption, environment: environment) { () throws(ProcessRunner.Failure) in
-            try secret.withUnsafeBytes { bytes throws(ProcessRunner.Failure) in
-                // sudo stays in the terminal's foreground process group, where it may read the
-                // password; systemd-creds alone gets a group of its own to stop.
-                try ProcessRunner.run(encryption.arguments, environment: environment, input: bytes, output: output, errorLimit: 8192,
-                                      ownProcessGroup: !encryption.throughSudo, deadline: Deadline(after: limit, clock: .standard),
-                                      stop: encryption.throughSudo ? .terminate(grace: 2) : .killGroup)
-            }
-        }
-        switch run.ending {
-        case .timedOut: throw CommandFailure(.failure, "systemd-creds did not finish within \(Int(limit)) s; nothing was written")
-        case .outputTooLarge: try failed(.signaled(SIGKILL), run.errors, encryption)
-        case .finished(let ended):
-            guard ended == .exited(0), run.inputTaken else { try failed(ended, run.errors, encryption) }
-            return Array(UnsafeRawBufferPointer(rebasing: output[0..<run.outputCount]))
-        }
-    }
-
-    /// systemd-creds, or sudo running it, started by `running`; its failures to start (or to
-    /// take the key) worded. sudo passes SIGTERM on to root's systemd-creds, which gemvault may
-    /// not signal itself; sudo is killed if it has not ended within 2 s.
-    private static func start(_ encryption: Encryption, environment: [String: String],
-                              running: () throws(ProcessRunner.Failure) -> ProcessRunner.Outcome) throws -> ProcessRunner.Outcome {
-        if encryption.throughSudo, SystemdCredentialEncryption.inPath("systemd-creds", environment: environment) == nil {
-            throw CommandFailure(.failure, "systemd-creds is not installed; nothing was written", hint: "it comes with systemd 250 or later: on Debian and Ubuntu, 'apt install systemd'")
-        }
-        // Root's systemd-creds writes -o FILE under the union of this umask and sudo's: 0600.
-        let previousMask = umask(0o077)
-        defer { umask(previousMask) }
-        let error: SystemError
-        do throws(ProcessRunner.Failure) {
-            return try running()
-        } catch .input(let failure) {
-            throw CommandFailure(.failure, "could not hand the key to systemd-creds: \(failure.reason)")
-        } catch .start(let failure) {
-            error = failure
-        }
-        switch error {
-        case _ where error.code == ENOENT && encryption.throughSudo:
-            throw CommandFailure(.failure, "systemd-creds needs root to read the host's key (\(SystemdCredentialEncryption.hostKey(environment: environment))), and sudo is not installed; nothing was written",
-                                 hint: "install sudo, or run as root the equivalent of: \(encryption.manualPipe)")
-        case _ where error.code == ENOENT:
-            throw CommandFailure(.failure, "systemd-creds is not installed; nothing was written", hint: "it comes with systemd 250 or later: on Debian and Ubuntu, 'apt install systemd'")
-        default:
-            throw CommandFailure(.failure, "\(encryption.arguments[0]) could not be started: \(error.reason)")
-        }
-    }
-
-    private static func failed(_ ended: ChildProcess.Termination, _ errors: [UInt8], _ encryption: Encryption) throws -> Never {
-        let said = String(decoding: errors, as: UTF8.self).trimmedWhitespace
-        let command = encryption.throughSudo ? "sudo systemd-creds" : "systemd-creds"
-        let hint = encryption.throughSudo ? "if sudo could not run it (no terminal for its password, no rule for you), run: \(encryption.manualPipe)" : nil
-        switch ended {
-        case .exited(let code):
-            throw CommandFailure(.failure, "\(command) failed (status \(code))" + (said.isEmpty ? "" : ": \(EscapeNeutralizer.neutralize(said))") + "; nothing was written",
-                                 hint: hint)
-        case .signaled(let signal):
-            throw CommandFailure(.failure, "\(command) was stopped by signal \(signal); nothing was written", hint: hint)
-        }
     }
 }

@@ -252,6 +252,9 @@ enum ErrorReport {
         case let spending as SpendingError: describe(spending)
         case let linking as SecretLinking.Refusal: describe(linking)
         case let refusal as ShareRefusal: (.damaged, refusal.message, refusal.hint)
+        case let credential as SystemdCredentialFailure: describe(credential)
+        case let start as AgentStartFailure: describe(start)
+        case let exec as ExecBindingError: (.usage, describe(exec), execCommands.first.map { "usage: \($0.usage)" })
         default: nil
         }
     }
@@ -270,6 +273,60 @@ enum ErrorReport {
         switch error {
         case .refused(let message, let hint): (.apiRefused, message, hint)
         case .unusablePrices(let message, let hint): (.usage, message, hint)
+        }
+    }
+
+    /// `key export --systemd-creds`: systemd-creds (or sudo) gave no credential (exit 1).
+    static func describe(_ error: SystemdCredentialFailure) -> (ExitCode, String, String?) {
+        let installHint = "it comes with systemd 250 or later: on Debian and Ubuntu, 'apt install systemd'"
+        func sudoHint(_ throughSudo: Bool, _ pipe: String) -> String? {
+            throughSudo ? "if sudo could not run it (no terminal for its password, no rule for you), run: \(pipe)" : nil
+        }
+        return switch error {
+        case .timedOut(let seconds): (.failure, "systemd-creds did not finish within \(seconds) s; nothing was written", nil)
+        case .notInstalled: (.failure, "systemd-creds is not installed; nothing was written", installHint)
+        case .noSudo(let hostKey, let pipe):
+            (.failure, "systemd-creds needs root to read the host's key (\(hostKey)), and sudo is not installed; nothing was written",
+             "install sudo, or run as root the equivalent of: \(pipe)")
+        case .notStarted(let program, let reason): (.failure, "\(program) could not be started: \(reason)", nil)
+        case .keyNotTaken(let reason): (.failure, "could not hand the key to systemd-creds: \(reason)", nil)
+        case .exited(let sudo, let status, let said, let pipe):
+            (.failure, "\(sudo ? "sudo systemd-creds" : "systemd-creds") failed (status \(status))" + (said.isEmpty ? "" : ": \(EscapeNeutralizer.neutralize(said))")
+                + "; nothing was written", sudoHint(sudo, pipe))
+        case .signaled(let sudo, let signal, let pipe):
+            (.failure, "\(sudo ? "sudo systemd-creds" : "systemd-creds") was stopped by signal \(signal); nothing was written", sudoHint(sudo, pipe))
+        case .targetUnknown(let path, let reason): (.failure, "cannot tell whether \(path) exists: \(reason); nothing was written", "--force writes it anyway")
+        case .targetIsLink(let path): (.failure, "\(path) is a symbolic link; nothing was written", nil)
+        case .targetExists(let path): (.failure, "\(path) exists; nothing was written", "--force replaces it")
+        }
+    }
+
+    /// `unlock` could not start its agent (exit 1).
+    static func describe(_ error: AgentStartFailure) -> (ExitCode, String, String?) {
+        let shorterFolder = "set XDG_RUNTIME_DIR to a shorter folder of your own (mode 0700)"
+        return switch error {
+        case .socketPathTooLong(let path, let folder):
+            (.failure, "the agent's socket would be a path of \(path.utf8.count) bytes, more than the \(SystemError.longestPath) the system takes (\(folder))", shorterFolder)
+        case .folderRefused(let message, let fix, let runtimeFolderSet):
+            (.failure, message, runtimeFolderSet ? fix : "another user may have created it; set XDG_RUNTIME_DIR to a folder of your own (mode 0700), or \(fix)")
+        case .socketNameTooLong(let path):
+            (.failure, "the agent's socket \(path) is \(path.utf8.count) bytes, more than the \(UnixSocket.longestAddress) a socket name holds, and /proc/self/fd is not there to shorten it",
+             shorterFolder)
+        case .notSpawned(let reason): (.failure, "could not start the agent: \(reason)", nil)
+        case .stoppedAtOnce(let lastError, let log): (.failure, "the agent stopped at once" + (lastError.map { ": \($0)" } ?? ""), "its log is \(log)")
+        case .didNotStart(let log): (.failure, "the agent did not start within \(Int(VaultSession.startLimit)) s", "its log is \(log)")
+        }
+    }
+
+    /// `exec`'s --secret, --secret-file or --env refused: a usage mistake (64), `exec`'s usage line the hint.
+    static func describe(_ error: ExecBindingError) -> String {
+        switch error {
+        case .notABinding(let option, let text): "\(option) takes VAR=NAME (a variable name, '=', a secret's name), not '\(EscapeNeutralizer.neutralize(text))'"
+        case .readByTheLoader(let option, let variable): "\(option) \(variable): the dynamic loader or the C library reads \(variable)"
+        case .givenTwice(let variable): "\(variable) is given twice"
+        case .notAVariable(let text): "--env takes a variable name, not '\(text)'"
+        case .keyReadByTheLoader(let variable):
+            "--env \(variable): the dynamic loader or the C library reads \(variable), and would take the key for a file name or a setting (and may print it)"
         }
     }
 

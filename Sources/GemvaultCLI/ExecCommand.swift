@@ -25,21 +25,6 @@ let execCommands: [CommandSpec] = [
 
 enum ExecCommand {
     static let nestingVariable = "GEMVAULT_EXEC"
-    /// The variable the key is put in unless --env names another.
-    static let defaultVariable = "GEMINI_API_KEY"
-
-    /// Besides every LD_ name: what glibc removes from the environment of setuid programs
-    /// (its "unsecure" list), since the loader or libc reads each as a path or an option.
-    /// `LD_PRELOAD=KEY`, for one, makes ld.so print the key in an error on every start.
-    static let loaderVariables: Set<String> = [
-        "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE",
-        "NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR", "TZDIR",
-    ]
-
-    static func isReadByTheLoader(_ variable: String) -> Bool {
-        variable.hasPrefix("LD_") || loaderVariables.contains(variable)
-    }
-
     static func run(_ call: Invocation) throws {
         let context = call.context
         let bindings = try secretBindings(call)
@@ -64,7 +49,7 @@ enum ExecCommand {
             let resolver = try context.keyResolver(call)
             let (key, settings): (ResolvedKey, Settings)
             do { (key, settings) = try resolver.resolve() } catch is GoogleIdentityWanted { throw KeylessCommand.execRefusal(variable) }
-            RotationReminder(context: context).remind(key: key, settings: settings)
+            context.rotationReminder.remind(key: key, settings: settings, warn: { Console.warning($0) })
             // Nothing may shadow the key, and its TLS sessions must not be logged.
             environment["GOOGLE_API_KEY"] = nil
             values.append((variable, key.secret))
@@ -77,35 +62,15 @@ enum ExecCommand {
         throw ExitStatus(code: try spawnAndWait(call.positionals, environment: environment, values: values))
     }
 
-    /// The variable --env names (default GEMINI_API_KEY), checked.
+    /// The variable --env names (default GEMINI_API_KEY), checked (ToolSecrets).
     static func keyVariable(_ call: Invocation) throws -> String {
-        let variable = call.value(.env) ?? defaultVariable
-        guard SecretBinding.isVariableName(variable) else { throw UsageError("--env takes a variable name, not '\(variable)'", command: call.command) }
-        if isReadByTheLoader(variable) {
-            throw UsageError("--env \(variable): the dynamic loader or the C library reads \(variable), and would take the key for a file name or a setting (and may print it)",
-                             command: call.command)
-        }
-        return variable
+        try SecretBinding.keyVariable(call.value(.env))
     }
 
-    /// --secret and --secret-file, each VAR=NAME, no variable twice, none the loader reads.
+    /// --secret and --secret-file, each VAR=NAME, no variable twice, none the loader reads (ToolSecrets).
     static func secretBindings(_ call: Invocation) throws -> [SecretBinding] {
-        let given = call.values(.execSecret).map { ($0, false) } + call.values(.execSecretFile).map { ($0, true) }
-        var bindings: [SecretBinding] = []
-        for (text, asFile) in given {
-            let option = asFile ? OptionSpec.execSecretFile.name : OptionSpec.execSecret.name
-            guard let binding = SecretBinding(parsing: text, asFile: asFile) else {
-                throw UsageError("\(option) takes VAR=NAME (a variable name, '=', a secret's name), not '\(EscapeNeutralizer.neutralize(text))'", command: call.command)
-            }
-            if isReadByTheLoader(binding.variable) {
-                throw UsageError("\(option) \(binding.variable): the dynamic loader or the C library reads \(binding.variable)", command: call.command)
-            }
-            guard !bindings.contains(where: { $0.variable == binding.variable }) else {
-                throw UsageError("\(binding.variable) is given twice", command: call.command)
-            }
-            bindings.append(binding)
-        }
-        return bindings
+        try SecretBinding.bindings(call.values(.execSecret).map { ($0, false, OptionSpec.execSecret.name) }
+                                   + call.values(.execSecretFile).map { ($0, true, OptionSpec.execSecretFile.name) })
     }
 
     /// Each secret from the session (one request each), or from the vault opened once with the

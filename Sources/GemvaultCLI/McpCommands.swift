@@ -37,17 +37,9 @@ enum McpCommand {
 
     /// The files that exist and parse; the others are reported (a named file that is missing is an error).
     static func snapshots(_ call: Invocation) throws -> [MCPConfigSnapshot] {
-        var found: [MCPConfigSnapshot] = []
-        for file in files(call) {
-            do {
-                if let snapshot = try MCPConfigSnapshot.read(file) { found.append(snapshot) }
-                else if call.value(.mcpConfig) != nil { throw CommandFailure(.failure, "there is no file \(file.path)") }
-            } catch let error as MCPConfigSnapshot.ReadError {
-                guard call.value(.mcpConfig) == nil else { throw describe(error) }
-                Console.warning(describe(error).message)
-            }
-        }
-        return found
+        do {
+            return try MCPConfigSnapshot.readAll(files(call), named: call.value(.mcpConfig) != nil, skipped: { Console.warning(describe($0).message) })
+        } catch { throw describe(error) }
     }
 
     /// doctor's checks of MCP config files and of .env files under the current folder.
@@ -65,6 +57,7 @@ enum McpCommand {
         switch error {
         case .unreadable(let path, let reason): CommandFailure(.failure, "cannot read \(path): \(reason)")
         case .malformed(let path, let reason): CommandFailure(.failure, "\(path) is not JSON or JSONC: \(reason); nothing was changed")
+        case .missing(let path): CommandFailure(.failure, "there is no file \(path)")
         }
     }
 
@@ -104,16 +97,8 @@ enum McpCommand {
                                  hint: "'gemvault mcp scan' lists the servers")
         }
         // Which secrets other servers already use: a dry run asks nothing of the vault.
-        var taken: [String: String] = [:]
-        if !call.flag(.dryRun), snapshots.contains(where: { !$0.findings.filter { !$0.remote }.isEmpty }) {
-            for secret in try call.context.vault.toolSecretSummaries() { taken[secret.name] = secret.usedBy }
-        }
-        var plans: [MCPWrapPlan] = []
-        for snapshot in snapshots {
-            let plan = MCPWrapPlan.make(snapshot, only: call.positionals, gemvault: gemvault, name: call.value(.mcpName), taken: taken)
-            for move in plan.moves { taken[move.secretName] = MCPWrapPlan.usedBy(move.server, section: move.section, snapshot) }
-            plans.append(plan)
-        }
+        let taken = call.flag(.dryRun) ? [:] : try MCPWrapPlan.takenNames(for: snapshots, in: call.context.vault)
+        let plans = MCPWrapPlan.makeAll(snapshots, only: call.positionals, gemvault: gemvault, name: call.value(.mcpName), taken: taken)
         if call.value(.mcpName) != nil, plans.reduce(0, { $0 + $1.moves.count }) != 1 {
             throw UsageError("--name names one secret, and this would move \(plans.reduce(0, { $0 + $1.moves.count }))", command: call.command)
         }

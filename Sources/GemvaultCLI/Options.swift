@@ -1,5 +1,6 @@
 import Rotation
 import Settings
+import ToolSecrets
 
 /// An option a command accepts: a flag (`value == nil`) or an option with a value. Each is
 /// one named constant below, used both in the command table's rows and in the lookups
@@ -146,7 +147,7 @@ extension OptionSpec {
     static let google = OptionSpec(name: "--google", value: nil, help: "say which Google credential key rotate --create would use (no token is fetched)")
 
     // exec
-    static let env = OptionSpec(name: "--env", value: "VAR", help: "the variable to set (default \(ExecCommand.defaultVariable))")
+    static let env = OptionSpec(name: "--env", value: "VAR", help: "the variable to set (default \(SecretBinding.defaultKeyVariable))")
     static let forceNested = OptionSpec(name: "--force", value: nil, help: "run even inside another 'gemvault exec'")
     static let execSecret = OptionSpec(name: "--secret", value: "VAR=NAME", help: "put the vault's secret NAME in the variable VAR (repeatable); then the API key only with --key",
                                        repeatable: true)

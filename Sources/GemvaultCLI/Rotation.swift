@@ -129,22 +129,7 @@ extension String {
     var nonEmpty: String? { isEmpty ? nil : self }
 }
 
-/// Once a day per key, chat, ask and exec remind that a vault key is older than rotation_days.
-struct RotationReminder {
-    let context: Context
-
-    func remind(key: ResolvedKey, settings: Settings) {
-        guard case .vault(_, let name) = key.source, let updated = key.updated,
-              case let limit = settings[.rotationDays], limit > 0 else { return }
-        let days = (Output.now() - updated) / 86400
-        guard days >= Int64(limit) else { return }
-        let today = String(Output.isoDate(Output.now()).prefix(10))
-        let record = Sodium.fingerprint(ProcessIdentity.absolutePath(context.vaultPath) + "\u{0}" + name)
-        let folderPath = context.paths.stateHome + "/gemvault/reminders"
-        guard let folder = try? TrustedFolder.create(folderPath) else { return }
-        if let said = try? TrustedFile.open(record, in: folder, requirement: .secret)?.readAll(limit: 64),
-           String(decoding: said, as: UTF8.self) == today { return }
-        Console.warning("key '\(name)' is \(days) days old (rotation_days is \(limit)); replace it with 'gemvault key rotate \(name)' (or 'gemvault key rotate --create \(name)': Docs/rotation.md)")
-        try? folder.replace(record, with: Array(today.utf8), tempPrefix: "." + record + ".tmp.")
-    }
+extension Context {
+    /// Once a day per key, chat, ask and exec remind that a vault key is older than rotation_days (KeyResolution).
+    var rotationReminder: RotationReminder { RotationReminder(vaultPath: vaultPath, stateHome: paths.stateHome) }
 }

@@ -28,30 +28,18 @@ let sessionCommands: [CommandSpec] = [
 enum SessionCommand {
     static func unlock(_ call: Invocation) throws {
         let context = call.context
-        let agent = context.vault.session
         // The flags are checked first: a bad value is refused before a passphrase is typed or an
         // agent started, and also while a session runs.
         _ = try duration(call, .idle)
         _ = try duration(call, .max)
-        if let status = try? agent.status(), status.unlocked || (status.pinTriesLeft != nil && (try? context.vault.sessionIsOpen()) == true),
-           let current = status.unlocked ? status : try? agent.status() {
-            Console.note("\(current.vaultPath) is \(status.unlocked ? "already unlocked" : "unlocked again with its PIN") (agent pid \(current.pid)); the running session was left alone\(current.locksAt.map { ", it locks at \(Output.localDate($0))" } ?? "")")
+        let paths = AgentPaths(environment: context.environment, vaultPath: context.vaultPath)
+        switch try context.vault.unlockForNewSession(paths: paths, agentCommand: agentCommand(paths), environment: context.helperEnvironment) {
+        case .running(let current, let reopened):
+            Console.note("\(current.vaultPath) is \(reopened ? "unlocked again with its PIN" : "already unlocked") (agent pid \(current.pid)); the running session was left alone\(current.locksAt.map { ", it locks at \(Output.localDate($0))" } ?? "")")
             if call.flag(.pin) { try PinCommand.setPIN(call) }
-            return
+        case .opened(let unlocked, let spawned):
+            try startSession(call, vault: unlocked, agentSpawned: spawned)
         }
-        // Once the passphrase is read, the agent starts while Argon2 runs (one core each), so the
-        // unlock costs the KDF alone; a wrong passphrase stops it again.
-        var spawned: ChildProcess?
-        let unlocked: UnlockedVault
-        do {
-            unlocked = try context.vault.unlockForSession(whileDeriving: {
-                if spawned == nil, (try? agent.status()) == nil { spawned = try spawnAgent(context) }
-            })
-        } catch {
-            if let spawned, (try? waitForAgent(context, spawned)) != nil { try? agent.lock() }
-            throw error
-        }
-        try startSession(call, vault: unlocked, agentSpawned: spawned)
     }
 
     /// Hands an open vault's key-encryption key to the agent, starting one when none runs
@@ -86,79 +74,19 @@ enum SessionCommand {
         try waitForAgent(context, try spawnAgent(context))
     }
 
-    /// Starts `gemvault agent` in its own session, once its socket is known to be reachable.
+    /// Starts `gemvault agent` in its own session, once its socket is known to be reachable (VaultAccess).
     static func spawnAgent(_ context: Context) throws -> ChildProcess {
         let paths = AgentPaths(environment: context.environment, vaultPath: context.vaultPath)
-        let shorterFolder = "set XDG_RUNTIME_DIR to a shorter folder of your own (mode 0700)"
-        let folder: TrustedFolder
-        do {
-            guard let opened = try paths.openFolder(create: true) else { throw VaultError.notFound(path: paths.folder) }
-            folder = opened
-        } catch TrustedOpenError.failed(let failure) where failure.isNameTooLong {
-            throw CommandFailure(.failure, "the agent's socket would be a path of \(paths.socketPath.utf8.count) bytes, more than the \(SystemError.longestPath) the system takes (\(paths.folder))",
-                                 hint: shorterFolder)
-        } catch TrustedOpenError.refused(let failure) {
-            throw CommandFailure(.failure, failure.message,
-                                 hint: context.environment["XDG_RUNTIME_DIR"] == nil
-                                    ? "another user may have created it; set XDG_RUNTIME_DIR to a folder of your own (mode 0700), or \(failure.fix)"
-                                    : failure.fix)
-        } catch let error as TrustedOpenError {
-            throw VaultError(error)
-        }
-        // Refused now, rather than by an agent that could not listen while unlock waits for it.
-        do {
-            _ = try UnixSocket.address(of: paths.socketName, in: folder.descriptor, path: paths.socketPath)
-        } catch {
-            throw CommandFailure(.failure, "the agent's socket \(paths.socketPath) is \(paths.socketPath.utf8.count) bytes, more than the \(UnixSocket.longestAddress) a socket name holds, and /proc/self/fd is not there to shorten it",
-                                 hint: shorterFolder)
-        }
-        let log: FileDescriptor
-        do {
-            guard let opened = try TrustedFile.open(paths.logName, in: folder, requirement: .secret, flags: OpenFlags.appendCreate) else {
-                throw VaultError.notFound(path: paths.logPath)
-            }
-            log = opened
-        } catch let error as TrustedOpenError {
-            throw VaultError(error)
-        }
-        var environment = context.helperEnvironment
-        environment["SWIFT_BACKTRACE"] = "enable=no"
-        do {
-            return try ProcessSpawner.spawn([ProcessIdentity.executablePath, "agent", OptionSpec.foreground.name, OptionSpec.vault.name, paths.vaultPath],
-                                            environment: environment, input: .null, output: .null, errors: .file(log), newSession: true)
-        } catch {
-            throw CommandFailure(.failure, "could not start the agent: \(error.reason)")
-        }
+        return try context.vault.session.spawnAgent(paths, command: agentCommand(paths), environment: context.helperEnvironment)
     }
 
-    /// Waits until the agent answers, asking often at first: it is usually up within
-    /// milliseconds. An agent that exits instead is reported at once, with its reason.
+    /// The agent for `paths.vaultPath`, in the foreground of the process unlock starts.
+    static func agentCommand(_ paths: AgentPaths) -> [String] {
+        [ProcessIdentity.executablePath, "agent", OptionSpec.foreground.name, OptionSpec.vault.name, paths.vaultPath]
+    }
+
     static func waitForAgent(_ context: Context, _ agent: ChildProcess) throws {
-        let paths = AgentPaths(environment: context.environment, vaultPath: context.vaultPath)
-        let deadline = Clock.monotonicSeconds() + 5
-        var pause = 0.001
-        while Clock.monotonicSeconds() < deadline {
-            if (try? context.vault.session.status()) != nil { return }
-            if agent.endedYet() != nil {
-                // Another unlock's agent may have won the race and be serving.
-                if (try? context.vault.session.status()) != nil { return }
-                throw CommandFailure(.failure, "the agent stopped at once" + (lastError(inLog: paths).map { ": \($0)" } ?? ""),
-                                     hint: "its log is \(paths.logPath)")
-            }
-            Clock.sleep(pause)
-            pause = min(pause * 2, 0.02)
-        }
-        throw CommandFailure(.failure, "the agent did not start within 5 s", hint: "its log is \(paths.logPath)")
-    }
-
-    /// The last error the agent wrote to its log, without the `gemvault: error: ` prefix.
-    static func lastError(inLog paths: AgentPaths) -> String? {
-        guard let folder = try? paths.openFolder(create: false),
-              let log = try? TrustedFile.open(paths.logName, in: folder, requirement: .secret, flags: OpenFlags.readOnly),
-              let bytes = try? log.readTail(limit: 64 << 10) else { return nil }
-        let prefix = "gemvault: error: "
-        let line = String(decoding: bytes, as: UTF8.self).split(separator: "\n").last { $0.hasPrefix(prefix) }
-        return line.map { String($0.dropFirst(prefix.count)) }
+        try context.vault.session.waitForAgent(agent, paths: AgentPaths(environment: context.environment, vaultPath: context.vaultPath))
     }
 
     static func lock(_ call: Invocation) throws {

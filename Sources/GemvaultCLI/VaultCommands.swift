@@ -122,40 +122,18 @@ enum VaultCommand {
         }
     }
 
-    /// A vault just written, open with the key its passphrase derived, and its recovery code (to show once).
-    struct CreatedVault {
-        let vault: UnlockedVault
-        let recoveryCode: SecretBytes
-        /// Where the vault it replaced was kept, with its conversations.
-        let keptAside: String?
-    }
-
-    /// The steps `init` and the first run share: the new passphrase (twice on a terminal), a
-    /// recovery code, and the file written under the lock. An existing vault is refused, or
-    /// with `replacing` (init --force) kept aside under a dated name.
+    /// The steps `init` and the first run share: the new passphrase (twice on a terminal), then
+    /// the vault written by VaultAccess (a recovery code, the file under the lock; with
+    /// `replacing`, an existing vault kept aside under a dated name with its conversations).
     static func createVault(_ context: Context, passphraseFrom source: SecretSource, kdf preset: KDFParameters.Preset,
                             replacing: Bool) throws -> CreatedVault {
         let passphrase = try context.readNewPassphrase(source, prompt: "New passphrase for \(context.vaultPath): ", confirmPrompt: "Repeat the passphrase: ")
-        let code = RecoveryCode.generate()
-        let document = try VaultDocument.create(path: context.vaultPath, passphrase: passphrase, recoveryCode: code, kdf: preset.parameters)
-        // The sharing identity is born with the vault (older vaults get one on first use).
-        try VaultChange.identity(label: ShareCommand.defaultLabel, relabel: false).apply(to: document.contents)
-        var kept: String?
-        try context.vault.store.withExclusiveLock { session in
-            if try session.read() != nil {
-                guard replacing else { throw VaultError.alreadyExists(path: context.vaultPath) }
-                // Nothing a flag does may lose keys: the old vault stays, under a dated name.
-                kept = try session.keepAside(suffix: ".replaced-" + Output.compactDate(Output.now()))
+        return try context.vault.create(passphrase: passphrase, kdf: preset.parameters, identityLabel: ShareCommand.defaultLabel, replacing: replacing,
+                                        dateStamp: Output.compactDate(Output.now())) { kept in
+            do { try context.history.move(toVaultAt: kept) } catch {
+                Console.warning("the conversations of the replaced vault stay where they were: \(error)")
             }
-            if let kept {
-                do { try context.history.move(toVaultAt: kept) } catch {
-                    Console.warning("the conversations of the replaced vault stay where they were: \(error)")
-                }
-            }
-            try context.vault.save(document, in: session, backup: .previous, newVault: true)
         }
-        context.rememberRecipient(document.contents)
-        return CreatedVault(vault: try context.vault.created(document), recoveryCode: code, keptAside: kept)
     }
 
     /// On a terminal, `init --force` says what it would replace and asks first. Counting the
@@ -374,18 +352,11 @@ enum VaultCommand {
     static func rekey(_ call: Invocation) throws {
         let context = call.context
         try context.vault.checkBeforePrompt()
-        if let result = try context.vault.rekeyThroughSession() {
-            // Through the session: no passphrase, and the agent follows the new data key at once.
-            if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
-            noteSSHSlots(result)
-            context.rememberRecipientThroughSession()
-        } else {
-            let result = try context.vault.withUnlocked(.secret(.passphrase)) { current in
-                try current.rekey(newPassphrase: nil, legacyRecoveryCode: { try askForLegacyRecoveryCode(current) })
-            }
-            if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
-            noteSSHSlots(result)
-        }
+        // Through the session: no passphrase, and the agent follows the new data key at once.
+        let (result, throughSession) = try context.vault.rekey(legacyRecoveryCode: askForLegacyRecoveryCode)
+        if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
+        noteSSHSlots(result)
+        if throughSession { context.rememberRecipientThroughSession() }
         Console.note("the vault is under a new data key; old copies of it open nothing written from now on")
     }
 
@@ -435,23 +406,9 @@ enum VaultCommand {
     }
 
     static func restoreBackup(_ call: Invocation) throws {
-        let context = call.context
-        let store = context.vault.store
-        let policy = context.vault.file.kdfPolicy
-        _ = try VaultFile.parse(try store.readBackup(), path: store.backupPath, policy: policy)
-        var kept: String?
-        var generation: UInt64 = 0
-        try context.withPassphrase { passphrase in try store.withExclusiveLock(onWait: { Console.note($0) }) { session in
-            let backup = try VaultFile.parse(try session.readBackup(), path: store.backupPath, policy: policy)
-            let document = try VaultDocument.open(backup, path: store.backupPath, key: PassphraseKey.unlocking(backup, with: passphrase))
-            // Nothing is lost: the vault being replaced stays beside it, whatever state it is in.
-            if store.exists {
-                kept = try session.keepAside(suffix: ".damaged-" + Output.compactDate(Output.now()))
-            }
-            try context.vault.save(document, in: session, backup: .unchanged)
-            generation = document.file.generation
-        } }
-        if let kept { Console.note("the replaced vault was kept as \(kept)") }
-        Console.note("restored \(store.backupPath) as \(store.path) (now generation \(generation))")
+        let store = call.context.vault.store
+        let restored = try call.context.vault.restoreBackup(dateStamp: Output.compactDate(Output.now()), onWait: { Console.note($0) })
+        if let kept = restored.keptAside { Console.note("the replaced vault was kept as \(kept)") }
+        Console.note("restored \(store.backupPath) as \(store.path) (now generation \(restored.generation))")
     }
 }

@@ -101,6 +101,8 @@ public struct MCPConfigSnapshot: Sendable {
     public enum ReadError: Error, Equatable {
         case unreadable(path: String, reason: String)
         case malformed(path: String, reason: String)
+        /// A file named on purpose (`--config`) is not there.
+        case missing(path: String)
     }
 
     /// Reads the file, or nil when it does not exist. The file must be the user's and not

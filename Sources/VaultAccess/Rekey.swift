@@ -53,6 +53,17 @@ extension UnlockedVault {
 }
 
 extension VaultAccess {
+    /// `rekey`: through the session when one holds the vault, else with the passphrase (its
+    /// key kept for the write); `legacyRecoveryCode` asks for a format 1 vault's code.
+    /// `throughSession` says which way it went.
+    public func rekey(legacyRecoveryCode: (UnlockedVault) throws -> UnlockKey?) throws -> (result: RekeyResult, throughSession: Bool) {
+        if let result = try rekeyThroughSession() { return (result, true) }
+        let result = try withUnlocked(.secret(.passphrase)) { current in
+            try current.rekey(newPassphrase: nil, legacyRecoveryCode: { try legacyRecoveryCode(current) })
+        }
+        return (result, false)
+    }
+
     /// A rekey made by the unlocked session (no passphrase; the agent follows the new data key
     /// at once): the new recovery code when one was needed. nil without a session.
     public func rekeyThroughSession() throws -> RekeyResult? {

@@ -215,4 +215,19 @@ private final class PINTyping: UnlockUI, @unchecked Sendable {
         #expect(typing.asked == 1 && typing.typed == 1)
         #expect(try agent.client.status().pinTriesLeft == 3)
     }
+
+    /// `unlock` (moved out of the CLI): with an agent already listening, none is started and the
+    /// vault is opened for it; once a session holds the vault, a second unlock leaves it alone.
+    @Test func unlockOpensTheVaultForAListeningAgentAndLeavesARunningSessionAlone() throws {
+        let (vault, agent) = try setUp()
+        // An agent answers (locked), so the command that would start one is never run.
+        let first = try access(vault, agent).unlockForNewSession(paths: agent.paths, agentCommand: ["/nonexistent/gemvault"], environment: [:])
+        guard case .opened(let opened, let spawned) = first else { Issue.record("expected the vault opened, got \(first)"); return }
+        #expect(spawned == nil)
+        _ = try access(vault, agent).startSession(with: opened.document, idle: 600, max: 3600)
+        let typing = CountedPassphrase()
+        let second = try access(vault, agent, typing).unlockForNewSession(paths: agent.paths, agentCommand: ["/nonexistent/gemvault"], environment: [:])
+        guard case .running(let status, let reopened) = second else { Issue.record("expected the running session, got \(second)"); return }
+        #expect(status.unlocked && !reopened && typing.asked == 0)
+    }
 }

@@ -1,0 +1,51 @@
+/// Why `exec`'s --secret, --secret-file or --env was refused (a usage mistake, exit 64).
+public enum ExecBindingError: Error, Equatable {
+    /// `option` was given `text`, which is not VAR=NAME.
+    case notABinding(option: String, text: String)
+    /// `option` names a variable the dynamic loader or the C library reads.
+    case readByTheLoader(option: String, variable: String)
+    case givenTwice(variable: String)
+    /// --env was given `text`, which is not a variable name.
+    case notAVariable(text: String)
+    /// --env names a variable the loader reads, which would take the key for a path or a setting.
+    case keyReadByTheLoader(variable: String)
+}
+
+/// Which variables `exec` may set: each binding once, and none the loader or libc reads.
+extension SecretBinding {
+    /// The variable the key is put in unless --env names another.
+    public static let defaultKeyVariable = "GEMINI_API_KEY"
+
+    /// Besides every LD_ name: what glibc removes from the environment of setuid programs
+    /// (its "unsecure" list), since the loader or libc reads each as a path or an option.
+    /// `LD_PRELOAD=KEY`, for one, makes ld.so print the key in an error on every start.
+    public static let loaderVariables: Set<String> = [
+        "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE",
+        "NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR", "TZDIR",
+    ]
+
+    public static func isReadByTheLoader(_ variable: String) -> Bool {
+        variable.hasPrefix("LD_") || loaderVariables.contains(variable)
+    }
+
+    /// The variable --env names (`given`), else GEMINI_API_KEY, checked.
+    public static func keyVariable(_ given: String?) throws(ExecBindingError) -> String {
+        let variable = given ?? defaultKeyVariable
+        guard isVariableName(variable) else { throw .notAVariable(text: variable) }
+        if isReadByTheLoader(variable) { throw .keyReadByTheLoader(variable: variable) }
+        return variable
+    }
+
+    /// --secret's and --secret-file's values (`option` names each), each VAR=NAME, no variable
+    /// twice, none the loader reads.
+    public static func bindings(_ given: [(text: String, asFile: Bool, option: String)]) throws(ExecBindingError) -> [SecretBinding] {
+        var bindings: [SecretBinding] = []
+        for (text, asFile, option) in given {
+            guard let binding = SecretBinding(parsing: text, asFile: asFile) else { throw .notABinding(option: option, text: text) }
+            if isReadByTheLoader(binding.variable) { throw .readByTheLoader(option: option, variable: binding.variable) }
+            guard !bindings.contains(where: { $0.variable == binding.variable }) else { throw .givenTwice(variable: binding.variable) }
+            bindings.append(binding)
+        }
+        return bindings
+    }
+}
