@@ -106,7 +106,7 @@ enum McpCommand {
             for skipped in plan.skipped { Console.note("\(plan.snapshot.file.path): left '\(skipped.server)' as it is: \(skipped.reason)") }
             guard plan.changes else { continue }
             if call.flag(.dryRun) {
-                try Console.out(plan.diff)
+                try Console.out(EscapeNeutralizer.neutralize(plan.diff))
                 continue
             }
             let backup = try plan.apply(vault: call.context.vault, backups: MCPBackups(stateHome: call.context.paths.stateHome), now: Output.now())

@@ -217,6 +217,7 @@ extension OptionSpec {
                                            help: "take a share whose signed recipients do not include this vault (someone passed it on), with a warning")
     static let replaceKey = OptionSpec(name: "--replace", value: nil,
                                        help: "replace a key of that name no sender is pinned for (your own, or one imported unsigned) without a terminal")
+    static let replaceSecret = OptionSpec(name: "--replace", value: nil, help: "take the shared value in place of a secret you set yourself")
     static let resetSerial = OptionSpec(name: "--reset-serial", value: nil,
                                         help: "take a share of the pinned sender with a lower serial than the one imported (asks; key list shows the reset)")
 

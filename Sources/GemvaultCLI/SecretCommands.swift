@@ -49,10 +49,10 @@ let secretCommands: [CommandSpec] = [
                 run: SecretCommand.share),
     CommandSpec(path: ["secret", "import"], arguments: "FILE [NAME]", argumentRange: 1...2,
                 summary: "store a secret shared with you by 'gemvault secret share'",
-                options: [.identityFile, .acceptNewSender, .resetSerial],
+                options: [.identityFile, .acceptNewSender, .resetSerial, .replaceSecret],
                 details: """
                 The file is decrypted with this vault's identity, or with -i, as 'key import' does; FILE may be - for stdin. It must be a secret's share (a key's is refused, and 'key import' refuses a secret's), signed, and written for this vault (or the -i identity).
-                The first import of a name pins its sender's signing key: a later share of that name from another key is refused (exit 4) unless --accept-new-sender, one with a lower serial (a replay) unless --reset-serial. A sender whose label looks like that of another sender you trust, with another key, is refused unless --accept-new-sender. The secret is stored without asking; a replaced value goes into its history.
+                The first import of a name pins its sender's signing key: a later share of that name from another key is refused (exit 4) unless --accept-new-sender, one with a lower serial (a replay) unless --reset-serial. A sender whose label looks like that of another sender you trust, with another key, is refused unless --accept-new-sender. A secret you set yourself (not imported) is replaced only with --replace (exit 4 without it); else the secret is stored without asking, and a replaced value goes into its history.
                 """,
                 run: SecretCommand.importShare),
 ]
@@ -129,7 +129,8 @@ enum SecretCommand {
         }
         let plaintext = try AgeFile.decrypt(contents.bytes, with: identities)
         let imported = try vault.importSecretShare(plaintext, openedAs: identities.map(\.recipientText), name: explicitName,
-                                                   acceptNewSender: call.flag(.acceptNewSender), resetSerial: call.flag(.resetSerial))
+                                                   acceptNewSender: call.flag(.acceptNewSender), resetSerial: call.flag(.resetSerial),
+                                                   replace: call.flag(.replaceSecret))
         Console.note("\(imported.replaced ? "replaced" : "stored") secret '\(imported.name)' (\(imported.masked)) from \(ShareCommand.visible(imported.sender.label)), "
                      + "\(SharingIdentity.fingerprint(of: imported.sender.signingKey)), serial \(imported.serial)")
     }

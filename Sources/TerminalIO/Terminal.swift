@@ -148,7 +148,8 @@ public enum Console {
     /// grep. Redacted before it is broken, so a key is masked whole.
     static func labelled(_ label: String, _ message: String) {
         errWrites.add(1, ordering: .relaxed)
-        let text = Redaction.redact(message)
+        // Names from others' files (an MCP server's, a share's label) reach messages: nothing in them may act on a terminal.
+        let text = EscapeNeutralizer.neutralize(Redaction.redact(message))
         let columns = Int(gv_terminal_columns(STDERR_FILENO))
         guard columns > 0, Terminal.stderrIsTerminal else {
             try? FileDescriptor.standardError.writeAll(label + text + "\n")

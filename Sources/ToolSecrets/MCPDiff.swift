@@ -4,7 +4,7 @@ extension MCPWrapPlan {
     /// What `--dry-run` prints: the changed lines, old with `-` and new with `+`, between the
     /// lines both share, with every secret moved shown masked.
     public var diff: String {
-        let old = Self.lines(snapshot.bytes), new = Self.lines(rewritten)
+        let old = Self.lines(secretsMasked(snapshot.bytes)), new = Self.lines(rewritten)
         var prefix = 0
         while prefix < min(old.count, new.count), old[prefix] == new[prefix] { prefix += 1 }
         var suffix = 0
@@ -17,6 +17,23 @@ extension MCPWrapPlan {
 
     static func lines(_ bytes: [UInt8]) -> [String] {
         String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    }
+
+    /// The file with every secret-shaped string of its servers (environment and headers) replaced,
+    /// by its byte range, with its masked form: however the JSON spells a value (`\/`, `\u…`),
+    /// none reaches the screen.
+    func secretsMasked(_ bytes: [UInt8]) -> [UInt8] {
+        let spans = snapshot.servers.flatMap { server in
+            (server.environment + server.headers).compactMap { member -> (Range<Int>, String)? in
+                guard let text = member.value.text, SecretShape.of(text) != nil else { return nil }
+                return (member.value.span, SecretBytes(utf8: text).masked)
+            }
+        }
+        var masked = bytes
+        for (span, shown) in spans.sorted(by: { $0.0.lowerBound > $1.0.lowerBound }) where span.upperBound <= masked.count {
+            masked.replaceSubrange(span, with: Array(JSONText.string(shown).utf8))
+        }
+        return masked
     }
 
     /// The line with each moved value replaced by its masked form (as JSON text and as it is).

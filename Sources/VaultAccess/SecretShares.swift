@@ -43,7 +43,7 @@ extension VaultAccess {
     /// Checks the opened share (`plaintext`, opened as `mine`) and stores its secret as `name`
     /// (default: the name it was shared as). Refusals are `ShareRefusal`s (exit 4).
     public func importSecretShare(_ plaintext: SecretBytes, openedAs mine: [String], name explicitName: String?, acceptNewSender: Bool,
-                                  resetSerial: Bool) throws -> ImportedSecret {
+                                  resetSerial: Bool, replace: Bool) throws -> ImportedSecret {
         let share = try SecretShareDocument.parse(plaintext)
         guard share.isSignatureValid else {
             throw ShareRefusal("the share's signature does not verify: it was changed after it was made, or it was not signed by the key it names; nothing was stored")
@@ -55,6 +55,10 @@ extension VaultAccess {
         let name = explicitName ?? share.name
         let summaries = try toolSecretSummaries()
         let existing = summaries.first { $0.name == name }
+        if let existing, existing.sharing.sender == nil, !replace {
+            throw ShareRefusal("secret '\(name)' is your own (set here, not imported), and this share from \(SharingIdentity.fingerprint(of: share.sender.signingKey)) (\(share.sender.label)) would replace it; nothing was stored",
+                               hint: "if you mean to take the shared value instead of your own, run the import again with --replace, or import it under another name: gemvault secret import FILE NEWNAME")
+        }
         try Self.checkSecretSender(share, name: name, existing: existing?.sharing, others: summaries.compactMap(\.sharing.sender) + (try sharingRecords()).values.compactMap(ImportChecks.pinnedSender),
                                    acceptNewSender: acceptNewSender, resetSerial: resetSerial)
         let outcome = try apply(.secret(.importShared(name: name, value: share.secret, now: Clock.now(), sender: share.sender, serial: share.serial)))

@@ -262,3 +262,34 @@ def test_doctor_reports_plaintext_secrets_in_mcp_configs_and_dotenv_files_with_t
     left = [line for line in after.splitlines() if line.startswith("[mcp-configs]")]
     # Only the remote servers' headers, which no wrapped command can supply, are still reported.
     assert len(left) == 2 and all("headers Authorization" in line for line in left), after
+
+
+def test_dry_run_masks_secrets_whatever_their_json_escapes(clients, tmp_path):
+    """A value spelled with `\\/` or `\\uXXXX` is masked by its place in the file, not by its text."""
+    env = clients
+    path = os.path.join(str(tmp_path), "escaped.json")
+    with open(path, "w") as handle:
+        handle.write('{"mcpServers": {"l": {"command": "npx", "env": {"T": "ghp_\\u0041SCbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", '
+                     '"U": "xoxb-1234\\/5678-abcdefghijklmnopqrstuv"}}}}\n')
+    os.chmod(path, 0o600)
+    result = env.run("mcp", "wrap", "--dry-run", "--config", path, passphrase=False)
+    assert result.code == 0, result
+    for shown in ("bbbbbbbbbbbbbbbbbbbbbbbb", "abcdefghijklmnop", "5678"):
+        assert shown not in result.out + result.err, result.out
+
+
+def test_a_hostile_server_name_reaches_no_terminal_as_an_escape(clients, tmp_path):
+    """Server names from a cloned repository's config never reach the terminal raw: not in
+    scan, wrap's notes, nor later in `secret list`'s note of the secret's user."""
+    env = clients
+    path = os.path.join(str(tmp_path), "hostile.json")
+    with open(path, "w") as handle:
+        handle.write('{"mcpServers": {"x\\u001b]0;owned\\u0007\\u001b[2J": {"command": "npx", '
+                     '"env": {"T": "ghp_R8x2Kq7LmN4pT9vW3yZ6bC1dF5gH0jS2aQe"}}}}\n')
+    os.chmod(path, 0o600)
+    for args in (("mcp", "scan", "--config", path), ("mcp", "wrap", "--dry-run", "--config", path), ("mcp", "wrap", "--config", path),
+                 ("secret", "list")):
+        result = env.run(*args, passphrase=args[0] == "secret" or args[1:2] == ("wrap",) and "--dry-run" not in args)
+        assert result.code == 0, (args, result)
+        assert "\x1b" not in result.out + result.err and "\x07" not in result.out + result.err, (args, result)
+    assert "^[]0;owned^G^[[2J" in result.out, result.out

@@ -131,3 +131,21 @@ def test_secret_sharing_through_sessions_the_agent_signs(env, tmp_path):
     finally:
         alice.run("lock", passphrase=False)
         bob.run("lock", passphrase=False)
+
+
+def test_a_share_never_replaces_your_own_secret_unasked(env, tmp_path):
+    """Anyone who knows your recipient can send a share: over a secret you set yourself it is
+    refused unless --replace."""
+    bob = second(tmp_path, "bob")
+    assert bob.run("secret", "set", "gh", input=TOKEN + "\n").code == 0
+    bob_id = identity(bob)
+    mallory = second(tmp_path, "mallory")
+    assert mallory.run("secret", "set", "gh", input=NEXT + "\n").code == 0
+    forged = os.path.join(str(tmp_path), "forged.age")
+    assert mallory.run("secret", "share", "gh", "--to", bob_id["recipient"], "-o", forged).code == 0
+    refused = bob.run("secret", "import", forged)
+    assert refused.code == 4 and "your own" in refused.err and "--replace" in refused.err, refused
+    assert bob.run("secret", "get", "gh").out == TOKEN + "\n"
+    taken = bob.run("secret", "import", forged, "--replace")
+    assert taken.code == 0, taken
+    assert bob.run("secret", "get", "gh").out == NEXT + "\n"
