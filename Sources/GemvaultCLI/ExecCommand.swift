@@ -12,7 +12,7 @@ let execCommands: [CommandSpec] = [
                 options: [.env, .forceNested, .execSecret, .execSecretFile] + keySourceOptions,
                 details: """
                 Without --secret, the API key goes in GEMINI_API_KEY (or --env VAR). With --secret VAR=NAME (repeatable), each named secret of the vault goes in its own variable and nothing else from the vault: the API key only when --key asks for it.
-                --secret-file VAR=NAME writes the secret to a new file in a private folder of $XDG_RUNTIME_DIR and puts its path in VAR; gemvault waits for the command and removes the file when it ends, also when it is killed.
+                --secret-file VAR=NAME writes the secret to a new file in a private folder of $XDG_RUNTIME_DIR and puts its path in VAR; gemvault waits for the command and removes the file when it ends, also when the command is killed (a gemvault killed with SIGKILL leaves it to the next --secret-file run, which removes it).
                 With --secret, a locked vault asks for the passphrase on the controlling terminal; without one it fails at once ('the vault is locked'), as an MCP server started by an editor must.
                 GOOGLE_API_KEY is removed when the key is passed, unless --env names it, so it cannot shadow the key. --env and --secret refuse the variables the
                 dynamic loader and the C library read (every LD_ name, GCONV_PATH, TMPDIR and the rest of glibc's list). The command gets only

@@ -50,5 +50,20 @@ public final class ScratchFolder {
         rmdir(path)
     }
 
+    /// Folders `prefix-PID-…` in `parent` left by a run that was killed before it could remove
+    /// them (SIGKILL): this user's, their process gone. Their files are zeroed and removed.
+    public static func sweepOrphans(in parent: String, prefix: String) {
+        for entry in FolderListing.entries(parent) ?? [] where entry.isDirectory && entry.name.hasPrefix(prefix + "-") {
+            guard let pid = entry.name.dropFirst(prefix.count + 1).split(separator: "-").first.flatMap({ pid_t($0) }), pid > 0,
+                  kill(pid, 0) != 0, errno == ESRCH else { continue }
+            let path = parent + "/" + entry.name
+            var info = stat()
+            guard lstat(path, &info) == 0, info.st_uid == getuid(), (info.st_mode & S_IFMT) == S_IFDIR else { continue }
+            let orphan = ScratchFolder(path: path)
+            orphan.names = (FolderListing.entries(path) ?? []).filter { !$0.isDirectory }.map(\.name)
+            orphan.remove()
+        }
+    }
+
     deinit { remove() }
 }

@@ -41,6 +41,10 @@ public struct MCPWrapPlan: Sendable {
                 skipped.append((server.name, "a remote server's headers are sent by the MCP client itself, so no wrapped command can supply them; move them with the client's own secret input, or keep the file private"))
             }
             guard !secrets.isEmpty, !server.isRemote else { continue }
+            if let odd = secrets.first(where: { !SecretBinding.isVariableName($0.key) || SecretBinding.isReadByTheLoader($0.key) }) {
+                skipped.append((server.name, "'\(odd.key)' is not a variable 'gemvault exec --secret' may set (a name of letters, digits and '_', not one the dynamic loader reads), so the wrapped server could not start"))
+                continue
+            }
             guard let command = server.entry["command"], command.text != nil else {
                 skipped.append((server.name, "its command is not a plain string"))
                 continue

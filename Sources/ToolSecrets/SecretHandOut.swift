@@ -1,3 +1,4 @@
+import Glibc
 import SystemIO
 import VaultAccess
 import VaultCore
@@ -51,7 +52,12 @@ public final class SecretHandOut {
                 values.append((binding.variable, value))
                 continue
             }
-            if folder == nil { folder = try ScratchFolder.create(in: try runtimeFolder(), prefix: "gemvault-exec") }
+            if folder == nil {
+                let parent = try runtimeFolder()
+                // A run killed with SIGKILL could not remove its files: the next one does.
+                ScratchFolder.sweepOrphans(in: parent, prefix: "gemvault-exec")
+                folder = try ScratchFolder.create(in: parent, prefix: "gemvault-exec-\(getpid())")
+            }
             paths[binding.variable] = try value.withUnsafeBytes { bytes throws(SystemError) in try folder!.write(binding.variable, bytes) }
         }
     }

@@ -293,3 +293,20 @@ def test_a_hostile_server_name_reaches_no_terminal_as_an_escape(clients, tmp_pat
         assert result.code == 0, (args, result)
         assert "\x1b" not in result.out + result.err and "\x07" not in result.out + result.err, (args, result)
     assert "^[]0;owned^G^[[2J" in result.out, result.out
+
+
+def test_wrap_leaves_a_server_whose_variable_exec_may_not_set(clients, tmp_path):
+    """`MY-TOKEN` is no variable name and `LD_PRELOAD` is the loader's: a wrapped server could
+    never start, so wrap says why and leaves the entry, and its plaintext, where they are."""
+    env = clients
+    path = os.path.join(str(tmp_path), "odd.json")
+    original = ('{"mcpServers": {"dash": {"command": "npx", "env": {"MY-TOKEN": "ghp_R8x2Kq7LmN4pT9vW3yZ6bC1dF5gH0jS2aQe"}},\n'
+                ' "loader": {"command": "npx", "env": {"LD_PRELOAD": "ghp_Z8x2Kq7LmN4pT9vW3yZ6bC1dF5gH0jS2aQe"}}}}\n')
+    with open(path, "w") as handle:
+        handle.write(original)
+    os.chmod(path, 0o600)
+    result = env.run("mcp", "wrap", "--config", path)
+    assert result.code == 0, result
+    assert "left 'dash'" in result.err and "left 'loader'" in result.err and "MY-TOKEN" in result.err, result.err
+    assert read(path).decode() == original
+    assert "mcp.dash" not in env.run("secret", "list").out

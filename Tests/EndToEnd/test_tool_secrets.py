@@ -352,3 +352,20 @@ def test_secret_file_is_removed_when_gemvault_is_told_to_stop(secrets_vault):
     assert proc.wait(timeout=30) == 128 + signal.SIGTERM
     assert not os.path.exists(path) and not os.path.exists(os.path.dirname(path))
 
+
+
+def test_a_secret_file_left_by_a_killed_gemvault_is_removed_by_the_next_run(secrets_vault):
+    """SIGKILL gives gemvault no chance to clean up; the folder carries its pid, and the next
+    --secret-file run zeroes and removes every such folder whose gemvault is gone."""
+    env = secrets_vault
+    proc, path, child = run_with_secret_file(env, WAITING_CHILD)
+    try:
+        assert os.path.dirname(path).startswith(env.vars["XDG_RUNTIME_DIR"] + "/gemvault-exec-%d-" % proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert os.path.exists(path)  # what SIGKILL leaves
+    finally:
+        os.kill(child, signal.SIGKILL)
+    result = run_exec(env, "--secret-file", "TOKEN_FILE=github", "--", "true")
+    assert result.code == 0, result
+    assert not os.path.exists(path) and not os.path.exists(os.path.dirname(path))
