@@ -33,7 +33,12 @@ public struct MCPWrapPlan: Sendable {
         var edits: [(range: Range<Int>, text: String)] = []
         var moves: [Move] = []
         var skipped: [(server: String, reason: String)] = []
+        let twice = Dictionary(grouping: snapshot.servers, by: { [$0.section, $0.name] }).filter { $0.value.count > 1 }.keys
         for server in snapshot.servers where only.isEmpty || only.contains(server.name) {
+            if twice.contains([server.section, server.name]) {
+                skipped.append((server.name, "it is written twice in \(server.section) (each client takes one of them its own way), so its secrets have no one owner; keep one entry and wrap again"))
+                continue
+            }
             let secretPositions = server.environment.indices.filter { server.environment[$0].value.text.flatMap(SecretShape.of) != nil }
             let secrets = secretPositions.map { server.environment[$0] }
             let secretHeaders = server.headers.filter { member in member.value.text.flatMap(SecretShape.of) != nil }

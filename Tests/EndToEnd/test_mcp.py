@@ -310,3 +310,18 @@ def test_wrap_leaves_a_server_whose_variable_exec_may_not_set(clients, tmp_path)
     assert "left 'dash'" in result.err and "left 'loader'" in result.err and "MY-TOKEN" in result.err, result.err
     assert read(path).decode() == original
     assert "mcp.dash" not in env.run("secret", "list").out
+
+
+def test_wrap_leaves_a_server_written_twice(clients, tmp_path):
+    """Two entries of one name would share one secret name, one value lost: both are left."""
+    env = clients
+    path = os.path.join(str(tmp_path), "twice.json")
+    original = ('{"mcpServers": {"gh": {"command": "npx", "env": {"T": "ghp_R8x2Kq7LmN4pT9vW3yZ6bC1dF5gH0jS2aQe"}},\n'
+                ' "gh": {"command": "npx", "env": {"T": "ghp_Z8x2Kq7LmN4pT9vW3yZ6bC1dF5gH0jS2aQe"}}}}\n')
+    with open(path, "w") as handle:
+        handle.write(original)
+    os.chmod(path, 0o600)
+    result = env.run("mcp", "wrap", "--config", path)
+    assert result.code == 0, result
+    assert "left 'gh'" in result.err and "written twice" in result.err, result.err
+    assert read(path).decode() == original
