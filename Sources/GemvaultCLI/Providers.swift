@@ -99,8 +99,8 @@ public struct ProviderChoice: Sendable {
         GeminiKeyChecker(settings: settings, transport: transport)
     }
 
-    /// What to say when a reply came from another model than the one asked for; nil when the
-    /// catalog routes that name there anyway.
+    /// What to say when a reply came from another model than the one asked for (Google routed
+    /// the request); nil when the model that ran is the one asked for.
     static func routingNotice(requested: String, served: String) -> String? {
         ModelCatalog.isRouted(requested: requested, served: served) ? ModelCatalog.routingNotice(requested: requested, served: served) : nil
     }
