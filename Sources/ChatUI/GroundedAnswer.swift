@@ -54,18 +54,21 @@ public enum GroundedAnswer {
         return lines
     }
 
+    /// A Google results page, before its query.
+    static let resultsPage = "https://www.google.com/search?q="
+
     /// The Search Suggestions, each linking to its Google results page.
     private static func searchLines(_ queries: [String], style: Style, hyperlinks: Bool, columns: Int?) -> [String] {
         guard !queries.isEmpty else { return [] }
         if hyperlinks {
-            let searches = queries.map { query in (clean(query), "https://www.google.com/search?q=" + queryEncoded(query)) }
+            let searches = queries.map { query in (clean(query), resultsPage + queryEncoded(query)) }
             return [style.bold("Searches") + " " + searches.map { hyperlink($0.0, to: $0.1) }.joined(separator: style.dim(" · "))]
         }
         // Each query, then its results page on a line of its own, readable as typed.
         var lines = [style.bold("Searches")]
         for query in queries {
             lines += wrapped(" " + clean(query), columns: columns, indent: 1)
-            lines.append("     " + style.dim("https://www.google.com/search?q=" + readableQuery(query)))
+            lines.append("     " + style.dim(resultsPage + readableQuery(query)))
         }
         return lines
     }

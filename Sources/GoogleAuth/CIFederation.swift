@@ -21,7 +21,9 @@ public struct CIFederation: Sendable {
     static let setting = "the workload_identity_provider setting"
 
     /// The audience GitHub's token is asked with, as Google's auth action asks it.
-    var githubAudience: String { "https://iam.googleapis.com/" + provider }
+    var githubAudience: String {
+        "https://iam.googleapis.com/" + provider
+    }
 
     /// The federation as an `external_account` would describe it; nil when this job offers no
     /// subject token (not GitHub with id-token: write, and no oidc_token_env).
