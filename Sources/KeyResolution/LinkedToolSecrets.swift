@@ -48,37 +48,17 @@ public struct LinkedToolSecrets {
     /// data or an older version than the one taken is an error, and the copy stays.
     public func current(_ secret: ToolSecret) throws -> SecretBytes {
         guard let link = secret.link else { return secret.value }
-        let now = Clock.now()
         let settings = try resolve(try vault.settings())
-        if Double(now - link.fetched) < settings[.secretCacheTTL] { return secret.value }
+        if Double(Clock.now() - link.fetched) < settings[.secretCacheTTL] { return secret.value }
         guard let reference = SecretReference(parsing: link.reference) else {
             throw GoogleError(.badData, "the Secret Manager link of secret '\(secret.name)' is not a gsm:// reference")
         }
-        let endpoint = try settings.credentialEndpoint(.secretmanagerEndpoint, warn: warn)
-        let credentials = try CredentialSettings(settings, environment: environment, home: home, allowInsecure: false, warn: warn)
-        let attempt = Result { () throws(GoogleError) in
-            try SecretManagerKey.access(reference, settings, endpoint: endpoint, credentials: credentials, newerThan: link.version, check: .text(multiline: true))
+        let refresh = LinkedRefresh(shown: "secret '\(secret.name)'", name: secret.name, link: link, reference: reference,
+                                    olderVersionHint: "if the newer version was disabled on purpose, link the secret again: gemvault secret set \(secret.name) --from \(SecretReference.scheme + reference.resource)",
+                                    warn: warn, note: note)
+        let refreshed = try refresh.run(settings, environment: environment, home: home, check: .text(multiline: true)) { value, newLink, now in
+            try vault.apply(.secret(.refreshLink(name: secret.name, value: value, now: now, link: newLink, since: link.fetched))).replaced
         }
-        if case .failure(let error) = attempt, error.category == .network || error.category == .credentials {
-            let age = now - link.fetched
-            guard Double(age) <= settings[.secretMaxStale] else {
-                throw KeySourceError.secretUnreachable(name: secret.name, secret: reference.resource, since: link.fetched, detail: error.message)
-            }
-            warn("could not refresh secret '\(secret.name)' from Secret Manager (\(error.message)); using the copy of version \(link.version) fetched \(Clock.elapsedText(age)) ago")
-            return secret.value
-        }
-        let fetched = try attempt.get()
-        guard fetched.version >= link.version else {
-            throw GoogleError(.badData, "Secret Manager answered version \(fetched.version) of \(reference.resource) for secret '\(secret.name)', older than version \(link.version) already taken; the copy was kept",
-                              hint: "if the newer version was disabled on purpose, link the secret again: gemvault secret set \(secret.name) --from \(SecretReference.scheme + reference.resource)")
-        }
-        let refreshed = SecretLink(reference: link.reference, version: fetched.version, fetched: now)
-        do {
-            let outcome = try vault.apply(.secret(.refreshLink(name: secret.name, value: fetched.value, now: now, link: refreshed, since: link.fetched)))
-            if outcome.replaced { note("took version \(fetched.version) of secret '\(secret.name)' from Secret Manager \(reference.resource)") }
-        } catch {
-            warn("fetched version \(fetched.version) of secret '\(secret.name)' from Secret Manager but could not keep it in the vault (\(error)); it is used for this command")
-        }
-        return fetched.value
+        return refreshed?.value ?? secret.value
     }
 }

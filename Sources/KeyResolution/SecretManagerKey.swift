@@ -50,40 +50,17 @@ extension KeyResolver {
     /// error (exit 7); a refusal or bad data is an error at once, and the copy stays.
     public func linkedValue(of stored: StoredKey, _ settings: Settings) throws -> LinkedValue? {
         guard let link = stored.link else { return nil }
-        let now = Clock.now()
-        if Double(now - link.fetched) < settings[.secretCacheTTL] { return LinkedValue(secret: stored.secret, link: link, fromCache: true) }
+        if Double(Clock.now() - link.fetched) < settings[.secretCacheTTL] { return LinkedValue(secret: stored.secret, link: link, fromCache: true) }
         guard let reference = SecretReference(parsing: link.reference) else {
             throw VaultError.payloadDamaged(path: vaultPath, detail: "the Secret Manager link of '\(stored.name)' is not a gsm:// reference")
         }
-        let endpoint = try settings.credentialEndpoint(.secretmanagerEndpoint, warn: warn)
-        let credentials = try CredentialSettings(settings, environment: environment, home: paths.home, allowInsecure: false, warn: warn)
-        let attempt = Result { () throws(GoogleError) in
-            try SecretManagerKey.access(reference, settings, endpoint: endpoint, credentials: credentials, newerThan: link.version)
+        let refresh = LinkedRefresh(shown: "'\(stored.name)'", name: stored.name, link: link, reference: reference,
+                                    olderVersionHint: "if the newer version was disabled on purpose (or the vault took a forged one), link the secret again: gemvault key set \(stored.name) --from \(SecretReference.scheme + reference.resource) --relink",
+                                    warn: warn, note: note)
+        let refreshed = try refresh.run(settings, environment: environment, home: paths.home, check: .googleKey) { value, newLink, now in
+            try vault.apply(.refreshLink(name: stored.name, secret: value, now: now, link: newLink, since: link.fetched)).replaced
         }
-        if case .failure(let error) = attempt, error.category == .network || error.category == .credentials {
-            let age = now - link.fetched
-            guard Double(age) <= settings[.secretMaxStale] else {
-                throw KeySourceError.secretUnreachable(name: stored.name, secret: reference.resource, since: link.fetched, detail: error.message)
-            }
-            warn("could not refresh '\(stored.name)' from Secret Manager (\(error.message)); using the copy of version \(link.version) fetched \(Clock.elapsedText(age)) ago")
-            return LinkedValue(secret: stored.secret, link: link, fromCache: true)
-        }
-        let fetched = try attempt.get()
-        // `latest` going back to an older version is a rollback at Google (or a replayed answer):
-        // refused like a replayed share, the copy kept.
-        guard fetched.version >= link.version else {
-            throw GoogleError(.badData, "Secret Manager answered version \(fetched.version) of \(reference.resource) for '\(stored.name)', older than version \(link.version) already taken; the copy was kept",
-                              hint: "if the newer version was disabled on purpose (or the vault took a forged one), link the secret again: gemvault key set \(stored.name) --from \(SecretReference.scheme + reference.resource) --relink")
-        }
-        let refreshed = SecretLink(reference: link.reference, version: fetched.version, fetched: now)
-        // Keeping the copy is best effort: a vault that cannot be written (a read-only home)
-        // still gets the value just fetched, and says so.
-        do {
-            let outcome = try vault.apply(.refreshLink(name: stored.name, secret: fetched.value, now: now, link: refreshed, since: link.fetched))
-            if outcome.replaced { note("took version \(fetched.version) of '\(stored.name)' from Secret Manager \(reference.resource)") }
-        } catch {
-            warn("fetched version \(fetched.version) of '\(stored.name)' from Secret Manager but could not keep it in the vault (\(error)); it is used for this command")
-        }
-        return LinkedValue(secret: fetched.value, link: refreshed, fromCache: false)
+        guard let refreshed else { return LinkedValue(secret: stored.secret, link: link, fromCache: true) }
+        return LinkedValue(secret: refreshed.value, link: refreshed.link, fromCache: false)
     }
 }
