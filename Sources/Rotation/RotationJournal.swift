@@ -63,12 +63,8 @@ final class RotationJournal {
         do {
             lock = try vault.acquireGuardingLock(Sodium.fingerprint(vaultTag + "\u{0}" + name) + ".lock", in: folder, timeout: Double(longestRun),
                                                  onWait: { progress.note("another rotation of '\(name)' is running (\($0)); waiting for it to end") })
-        } catch .open(let error) {
+        } catch {
             throw VaultError(error)
-        } catch .timedOut(let path, let seconds, let holder) {
-            throw VaultError.lockTimedOut(path: path, seconds: seconds, holder: holder)
-        } catch .failed(let error) {
-            throw VaultError.system(error)
         }
         var intent: Intent?
         let record = (try? lock.record()) ?? []

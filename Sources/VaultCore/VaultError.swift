@@ -71,4 +71,13 @@ extension VaultError {
         case .failed(let system): self = .system(system)
         }
     }
+
+    /// A lock that could not be taken: its file refused, another holder past the time, or a failure.
+    public init(_ error: FileLock.Failure) {
+        switch error {
+        case .open(let error): self.init(error)
+        case .timedOut(let path, let seconds, let holder): self = .lockTimedOut(path: path, seconds: seconds, holder: holder)
+        case .failed(let error): self = .system(error)
+        }
+    }
 }

@@ -117,15 +117,7 @@ public struct VaultStore: Sendable {
         let folder: TrustedFolder
         do { folder = try TrustedFolder.create(directory) } catch { throw VaultError(error) }
         let lock: FileLock
-        do {
-            lock = try FileLock.acquire(name + ".lock", in: folder, timeout: lockTimeout, onWait: onWait)
-        } catch .open(let error) {
-            throw VaultError(error)
-        } catch .timedOut(let path, let seconds, let holder) {
-            throw VaultError.lockTimedOut(path: path, seconds: seconds, holder: holder)
-        } catch .failed(let error) {
-            throw VaultError.system(error)
-        }
+        do { lock = try FileLock.acquire(name + ".lock", in: folder, timeout: lockTimeout, onWait: onWait) } catch { throw VaultError(error) }
         let leftovers = folder.names(withPrefix: tempPrefix) + folder.names(withPrefix: name + ".").filter { $0.hasSuffix(".tmp") }
         for stale in leftovers { folder.remove(stale) }
         return try body(WriteSession(store: self, folder: folder, lock: lock))
