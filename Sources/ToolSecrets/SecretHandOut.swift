@@ -54,9 +54,10 @@ public final class SecretHandOut {
             }
             if folder == nil {
                 let parent = try runtimeFolder()
-                // A run killed with SIGKILL could not remove its files: the next one does.
-                ScratchFolder.sweepOrphans(in: parent, prefix: "gemvault-exec")
                 folder = try ScratchFolder.create(in: parent, prefix: "gemvault-exec-\(getpid())")
+                // A run killed with SIGKILL could not remove its files: the next one does, once
+                // `create` has found the parent private (no other account can swap what is in it).
+                ScratchFolder.sweepOrphans(in: parent, prefix: "gemvault-exec")
             }
             paths[binding.variable] = try value.withUnsafeBytes { bytes throws(SystemError) in try folder!.write(binding.variable, bytes) }
         }
