@@ -11,7 +11,7 @@ public struct AgentPaths: Sendable {
     public init(environment: [String: String], vaultPath: String) {
         if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
             folder = runtime + "/gemvault"
-        } else if let login = Self.loginRuntimeFolder() {
+        } else if let login = CurrentUser.loginRuntimeFolder() {
             // An MCP client may pass a wrapped server only HOME and PATH: it still finds the
             // session a login shell (with XDG_RUNTIME_DIR set) started.
             folder = login + "/gemvault"
@@ -19,14 +19,6 @@ public struct AgentPaths: Sendable {
             folder = "/tmp/gemvault-\(CurrentUser.id)"
         }
         self.vaultPath = ProcessIdentity.absolutePath(vaultPath)
-    }
-
-    /// systemd-logind's runtime folder of the user, when it is there and private.
-    static func loginRuntimeFolder() -> String? {
-        let path = "/run/user/\(CurrentUser.id)"
-        guard let status = FileStatus.of(link: path), status.kind == .directory, status.owner == CurrentUser.id,
-              status.permissions & 0o077 == 0 else { return nil }
-        return path
     }
 
     var baseName: String { "agent-" + Sodium.fingerprint(vaultPath) }

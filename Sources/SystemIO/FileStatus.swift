@@ -75,6 +75,15 @@ public struct FileStatus: Equatable, Sendable {
 public enum CurrentUser {
     public static var id: uid_t { geteuid() }
 
+    /// systemd-logind's runtime folder of the user (`/run/user/<uid>`, a tmpfs), when it is there,
+    /// the user's own and closed to others: where the agent's socket and `exec --secret-file`'s
+    /// files go when `XDG_RUNTIME_DIR` is unset (an MCP client may pass only HOME and PATH).
+    public static func loginRuntimeFolder(_ path: String = "/run/user/\(geteuid())") -> String? {
+        guard let status = FileStatus.of(link: path), status.kind == .directory, status.owner == geteuid(),
+              status.permissions & 0o077 == 0 else { return nil }
+        return path
+    }
+
     /// The account's login name, or its number when the password database has none.
     public static var name: String {
         guard let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name else { return String(geteuid()) }

@@ -77,11 +77,10 @@ extension SecretHandOut {
     }
 
     /// Where `--secret-file` writes: `$XDG_RUNTIME_DIR` (a tmpfs under systemd), else
-    /// `/run/user/<uid>` when the login manager made it; never a folder on disk such as /tmp.
+    /// `/run/user/<uid>` when the login manager made it private; never a folder on disk such as /tmp.
     public static func runtimeFolder(environment: [String: String]) throws(RuntimeFolderError) -> String {
         if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") { return runtime }
-        let login = "/run/user/\(CurrentUser.id)"
-        guard let status = FileStatus.of(link: login), status.kind == .directory, status.owner == CurrentUser.id else { throw .none }
+        guard let login = CurrentUser.loginRuntimeFolder() else { throw .none }
         return login
     }
 }

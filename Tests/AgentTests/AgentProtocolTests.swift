@@ -1,5 +1,6 @@
 import Testing
 @testable import Agent
+import SystemIO
 import VaultCore
 
 @Suite struct AgentProtocolTests {
@@ -34,7 +35,7 @@ import VaultCore
         // Without the variable: the login manager's folder when it made one, else /tmp.
         for environment in [[:], ["XDG_RUNTIME_DIR": "relative"]] {
             let folder = AgentPaths(environment: environment, vaultPath: "/v").folder
-            if let login = AgentPaths.loginRuntimeFolder() { #expect(folder == login + "/gemvault") } else { #expect(folder.hasPrefix("/tmp/gemvault-")) }
+            if let login = CurrentUser.loginRuntimeFolder() { #expect(folder == login + "/gemvault") } else { #expect(folder.hasPrefix("/tmp/gemvault-")) }
         }
     }
 }

@@ -249,3 +249,25 @@ func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) {
         #expect(Poller.ready([(a, .read), (b, .read)], timeout: 0) == [0])
     }
 }
+
+@Suite struct LoginRuntimeFolderTests {
+    let scratch = TemporaryFolder("runtime")
+
+    /// The fallback for a missing XDG_RUNTIME_DIR is taken only when private: a folder open to
+    /// others could hold a socket or a secret file someone else swapped.
+    @Test func onlyAPrivateFolderOfOursIsTaken() throws {
+        let folder = scratch.newFolder()
+        chmod(folder, 0o700)
+        #expect(CurrentUser.loginRuntimeFolder(folder) == folder)
+        for mode: mode_t in [0o750, 0o755, 0o707] {
+            chmod(folder, mode)
+            #expect(CurrentUser.loginRuntimeFolder(folder) == nil, "mode \(String(mode, radix: 8))")
+        }
+        chmod(folder, 0o700)
+        #expect(CurrentUser.loginRuntimeFolder(folder + "/missing") == nil)
+        let link = folder + "-link"
+        symlink(folder, link)
+        defer { unlink(link) }
+        #expect(CurrentUser.loginRuntimeFolder(link) == nil)
+    }
+}
