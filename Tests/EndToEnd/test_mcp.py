@@ -325,3 +325,12 @@ def test_wrap_leaves_a_server_written_twice(clients, tmp_path):
     assert result.code == 0, result
     assert "left 'gh'" in result.err and "written twice" in result.err, result.err
     assert read(path).decode() == original
+
+
+def test_dry_run_masks_the_secrets_it_leaves_in_place_too(clients):
+    """A remote server's header stays in the file; the diff's `+` lines show it masked as well."""
+    env = clients
+    path = env.placed["claude.json"]
+    result = env.run("mcp", "wrap", "--dry-run", "--config", path, passphrase=False)
+    assert result.code == 0, result
+    assert "lin_api_Q2w9" not in result.out + result.err and "E8r7T6y5U4i3" not in result.out, result.out
