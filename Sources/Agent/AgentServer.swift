@@ -391,6 +391,8 @@ public final class AgentServer {
         }
         document = nil
         uses = [:]
+        // Google tokens are the unlocked session's: a PIN that opens it again fetches them anew.
+        tokenCache = [:]
         watchers.closeAll()
         if !keepingPIN { forgetPIN() }
     }

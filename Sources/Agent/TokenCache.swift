@@ -9,7 +9,7 @@ extension AgentServer {
     static let maxTokens = 16
 
     func tokenOperation(_ operation: AgentProtocol.Operation, _ request: AgentMessage) -> AgentMessage {
-        guard let key = request.secret(.cacheKey).map({ $0.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }), !key.isEmpty else {
+        guard let key = request.text(.cacheKey), !key.isEmpty else {
             return Self.error(.badRequest, "a token request names its credential")
         }
         let now = Clock.now()

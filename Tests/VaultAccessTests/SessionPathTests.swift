@@ -203,6 +203,24 @@ private final class PINTyping: UnlockUI, @unchecked Sendable {
         #expect(try agent.client.status().pinTriesLeft == 2)
     }
 
+    /// Google tokens are the unlocked session's: an idle lock (the agent lives on, with its PIN)
+    /// forgets them, so the PIN opens a session that must fetch them again.
+    @Test func anIdleLockForgetsTheSessionsTokens() throws {
+        let (vault, agent) = try setUp()
+        let opened = try access(vault, agent).unlockForSession(whileDeriving: {})
+        _ = try access(vault, agent).startSession(with: opened.document, idle: 1, max: 600)
+        _ = try agent.client.setPIN(SecretBytes(utf8: "4812"), tries: 3)
+        try agent.client.putToken("credential scopes", SecretBytes(utf8: "ya29.session-token"), expiresAt: Clock.now() + 3600)
+        expectSecret(try agent.client.takeToken("credential scopes")?.token, equals: "ya29.session-token")
+        // Not one header-safe line, or too near its expiry: not kept.
+        #expect(throws: AgentError.self) { try agent.client.putToken("other", SecretBytes(utf8: "ya29.a\nb"), expiresAt: Clock.now() + 3600) }
+        #expect(throws: AgentError.self) { try agent.client.putToken("other", SecretBytes(utf8: "ya29.near"), expiresAt: Clock.now() + 200) }
+        Clock.sleep(1.8)
+        #expect(try agent.client.status().unlocked == false)
+        try agent.client.unlockWithPIN(SecretBytes(utf8: "4812"))
+        #expect(try agent.client.takeToken("credential scopes") == nil)
+    }
+
     /// Enter at the PIN prompt goes on to the passphrase, and the PIN stays for later.
     @Test func enterAtThePINPromptAsksForThePassphrase() throws {
         let (vault, agent) = try setUp()
