@@ -278,7 +278,14 @@ public struct KeyResolver {
         // source; when the key may be the vault's, the same request brings it (one round trip).
         let credential = explicitKeyName == nil ? try SystemdCredential.path(environment: environment, name: settings[.credentialName]) : nil
         let hasCredential = credential.map { FileStatus.of(link: $0) != nil } ?? false
-        let wantsVaultKey = keyFileFlag == nil && (explicitKeyName != nil || (environmentKey(warnIfBoth: false) == nil && !hasCredential))
+        // `auth` = `google` from a flag or the environment, which the vault's own settings cannot
+        // override: no key is used, so none is brought from the session.
+        let keyless: Bool
+        switch settings.resolved(.auth).origin {
+        case .flag, .environment: keyless = settings[.auth] == "google"
+        default: keyless = false
+        }
+        let wantsVaultKey = !keyless && keyFileFlag == nil && (explicitKeyName != nil || (environmentKey(warnIfBoth: false) == nil && !hasCredential))
         let sessionKey: (name: String, key: StoredKey?)?
         let sessionSettings: [String: String]?
         if wantsVaultKey {

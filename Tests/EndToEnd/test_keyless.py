@@ -383,6 +383,23 @@ def test_an_unlocked_session_keeps_the_token_for_the_next_commands(env, google):
         env.run("lock", passphrase=False)
 
 
+def test_a_keyless_command_brings_no_vault_key_from_the_session(env, google):
+    """With --auth google the vault's key is never asked for: not brought into the process,
+    its use not recorded."""
+    keyless(env, google)
+    env.init()
+    assert env.run("key", "set", input=FLEET_KEY + "\n").code == 0
+    assert env.run("unlock").code == 0
+    try:
+        result = env.run("ask", "one", "--model", "ok", "--auth", "google", passphrase=False)
+        assert result.code == 0, result
+    finally:
+        env.run("lock", passphrase=False)
+    # The session writes the uses it recorded when it locks.
+    listed = json.loads(env.run("key", "list", "--json").out)["keys"]
+    assert listed and all("last_used" in key and not key["last_used"] for key in listed), listed
+
+
 def test_a_token_near_its_expiry_is_not_kept_in_the_session(env, google):
     # Tokens of 200 s are inside the five-minute margin: each command fetches its own.
     keyless(env, google, lifetime=200)
