@@ -134,18 +134,10 @@ public struct AgentClient: Sendable {
         response.secret(.sharingRecord).flatMap { bytes in KeySharing(encoded: bytes.withUnsafeBytes { Array($0) })?.follow }
     }
 
-    /// The vault's settings and one key together, in one round trip: the key named by the
-    /// vault's `key` setting when `nameFromSettings` and it is set, else `name`. The answer
-    /// names the key looked up; its value is nil when the vault has none by that name.
-    public func settingsAndKey(name: String, nameFromSettings: Bool, markUsed: Bool) throws(AgentError)
-        -> (settings: [String: String], name: String, key: StoredKey?) {
-        let answer = try sessionAnswer(name: name, nameFromSettings: nameFromSettings, markUsed: markUsed, conversationKeys: false)
-        return (answer.settings, answer.name, answer.key)
-    }
-
     /// What a command needs from the session, in one round trip: the vault's settings, one key
-    /// (as `settingsAndKey`), and with `conversationKeys` the conversation keys (nil when not
-    /// asked for, or from an agent that predates them).
+    /// (the one the vault's `key` setting names when `nameFromSettings` and it is set, else
+    /// `name`; its value nil when the vault has none by that name), and with `conversationKeys`
+    /// the conversation keys (nil when not asked for, or from an agent that predates them).
     public func sessionAnswer(name: String, nameFromSettings: Bool, markUsed: Bool, conversationKeys wanted: Bool) throws(AgentError) -> SessionAnswer {
         var message = AgentMessage(code: AgentProtocol.Operation.settingsAndKey.rawValue)
         message.add(.keyName, text: name)

@@ -124,11 +124,6 @@ enum RotationCommand {
     }
 }
 
-extension String {
-    /// nil for the empty string.
-    var nonEmpty: String? { isEmpty ? nil : self }
-}
-
 extension Context {
     /// Once a day per key, chat, ask and exec remind that a vault key is older than rotation_days (KeyResolution).
     var rotationReminder: RotationReminder { RotationReminder(vaultPath: vaultPath, stateHome: paths.stateHome) }

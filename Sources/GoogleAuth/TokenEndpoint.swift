@@ -31,13 +31,7 @@ enum TokenEndpoint {
 
     static let secretFields: Set<String> = ["access_token", "id_token", "refresh_token"]
 
-    /// The token in the answer to `method` `url`; a body is a form (`grant_type=…`).
-    static func exchange(what: String, method: String, url: String, headers: [String], body: HTTPRequest.Body,
-                         exchange: GoogleExchange) throws(GoogleError) -> SecretBytes {
-        try mint(what: what, method: method, url: url, headers: headers, body: body, exchange: exchange).token
-    }
-
-    /// `exchange`, with the token's expiry.
+    /// The token in the answer to `method` `url`, with its expiry; a body is a form (`grant_type=…`).
     static func mint(what: String, method: String, url: String, headers: [String], body: HTTPRequest.Body,
                      exchange: GoogleExchange) throws(GoogleError) -> Minted {
         var request = GoogleExchange.JSONRequest(method, .plain(url), headers: headers, body: body, secretFields: secretFields)

@@ -8,15 +8,14 @@ import VaultCore
 struct KeyCheck {
     static let geminiService = "generativelanguage.googleapis.com"
 
-    typealias Probe = KeyProbe
 
     /// The calls the key may make, cheapest first.
-    let probes: [Probe]
+    let probes: [KeyProbe]
 
     /// Refuses, before anything is made, a key whose restrictions allow no call gemvault can check it with.
     init(restrictions: JSONValue, name: String) throws {
         guard case .array(let targets)? = restrictions["apiTargets"], !targets.isEmpty else {
-            probes = Probe.allCases
+            probes = KeyProbe.allCases
             return
         }
         let services = targets.compactMap { $0["service"]?.stringValue }
@@ -25,11 +24,11 @@ struct KeyCheck {
                               hint: "add \(Self.geminiService) to the key's API restrictions in the Cloud console, or rotate by hand with 'gemvault key rotate \(name)'")
         }
         guard case .array(let methods)? = gemini["methods"], !methods.isEmpty else {
-            probes = Probe.allCases
+            probes = KeyProbe.allCases
             return
         }
         let patterns = methods.compactMap(\.stringValue)
-        probes = Probe.allCases.filter { probe in patterns.contains { Self.matches($0, probe) } }
+        probes = KeyProbe.allCases.filter { probe in patterns.contains { Self.matches($0, probe) } }
         guard !probes.isEmpty else {
             throw GoogleError(.refused, "the key of '\(name)' may call only \(patterns.joined(separator: ", ")) of the Generative Language API, and gemvault checks a new key with ListModels, CountTokens or GenerateContent",
                               hint: "allow one of those methods in the key's API restrictions, or rotate by hand with 'gemvault key rotate \(name)'")
@@ -37,7 +36,7 @@ struct KeyCheck {
     }
 
     /// A method selector: a full or short name, `*` as its last character a wildcard.
-    static func matches(_ pattern: String, _ probe: Probe) -> Bool {
+    static func matches(_ pattern: String, _ probe: KeyProbe) -> Bool {
         let names = [probe.rawValue, probe.shortName, geminiService + "." + probe.shortName]
         if pattern.hasSuffix("*") { return names.contains { $0.hasPrefix(pattern.dropLast()) } }
         return names.contains(pattern)

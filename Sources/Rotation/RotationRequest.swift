@@ -52,5 +52,5 @@ public struct RotationRequest {
 
 extension String {
     /// nil for the empty string.
-    var nonEmpty: String? { isEmpty ? nil : self }
+    public var nonEmpty: String? { isEmpty ? nil : self }
 }

@@ -68,7 +68,6 @@ public enum ProcessSpawner {
     public static func spawn(_ arguments: [String], environment: [String: String], input: Input = .inherit,
                              output: Output = .inherit, errors: Output = .inherit,
                              ownProcessGroup: Bool = false, newSession: Bool = false,
-                             secretVariable: (name: String, value: UnsafeRawBufferPointer)? = nil,
                              secretVariables: [(name: String, value: UnsafeRawBufferPointer)] = []) throws(SystemError) -> ChildProcess {
         precondition(!arguments.isEmpty)
         var inPipe: [Int32] = [-1, -1]
@@ -105,7 +104,7 @@ public enum ProcessSpawner {
         setAttributes(&attributes, ownProcessGroup: ownProcessGroup, newSession: newSession)
 
         let argv = arguments.map { strdup($0) } + [nil]
-        let envp = environmentBlock(environment, secretVariables: (secretVariable.map { [$0] } ?? []) + secretVariables)
+        let envp = environmentBlock(environment, secretVariables: secretVariables)
         defer {
             argv.forEach { free($0) }
             // The environment may carry a key for the child (exec): wipe before freeing.

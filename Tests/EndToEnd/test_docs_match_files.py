@@ -427,6 +427,7 @@ def documented_import_arrows(architecture):
         head = re.match(r"(\S+) ─*▶ ?(.*)", line)
         if head:
             current = head.group(1)
+            assert current not in arrows, "%s is drawn twice" % current
             arrows[current] = set()
             rest = head.group(2)
         elif current and line.startswith(" "):

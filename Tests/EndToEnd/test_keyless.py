@@ -458,8 +458,11 @@ def test_key_rotate_create_takes_its_token_through_workload_identity_federation(
 def test_a_refresh_refused_mid_chat_is_reported_and_the_chat_goes_on(env, google):
     keyless(env, google, lifetime=1)
     google.control(set={"iam_allow_calls": 1})
-    result = env.run("chat", "--model", "echo", "--auth", "google", input="one\ntwo\n", passphrase=False)
+    result = env.run("chat", "--model", "echo", "--auth", "google", input="one\ntwo\n/model\n", passphrase=False)
     assert "last=one" in result.out, result
+    # After the refusal the chat still takes commands and ends as a chat does at end of input.
+    assert "model: echo" in result.err.split("IAM Credentials refused", 1)[1], result.err
+    assert result.code == 0, result
     assert "roles/iam.workloadIdentityUser" in result.err and CI_ACCOUNT in result.err
     assert "Traceback" not in result.err and "GoogleError(" not in result.err
     no_token_in(result.out + result.err, google)

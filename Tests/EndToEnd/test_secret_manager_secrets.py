@@ -117,4 +117,4 @@ def test_a_refused_refresh_is_an_error_and_the_copy_stays(env, google):
     refused = env.run("secret", "get", "gh")
     assert refused.code == 6 and "DISABLED" in refused.err and TOKEN not in refused.out, refused
     listed = env.run("secret", "list")
-    assert TOKEN[:4] + "…" + TOKEN[-4:] in listed.out or TOKEN[:4] in listed.out
+    assert TOKEN[:4] + "…" + TOKEN[-4:] in listed.out and NEXT_TOKEN[-4:] not in listed.out, listed.out

@@ -1,6 +1,7 @@
 import Foundation
 import GemvaultTesting
 import GoogleHTTP
+import SystemIO
 import Testing
 import VaultCore
 @testable import GoogleAuth
@@ -62,15 +63,18 @@ import VaultCore
 
 /// The OAuth token endpoints go through the same JSON call, with a form body.
 @Suite struct TokenEndpointTests {
-    func exchange(_ transport: FakeTransport) throws(GoogleError) -> SecretBytes {
-        try TokenEndpoint.exchange(what: "the token endpoint T", method: "POST", url: "https://oauth.test/token", headers: [],
-                                   body: .plain(Array("grant_type=x".utf8)), exchange: GoogleExchange(transport: transport, timeout: 5))
+    func exchange(_ transport: FakeTransport) throws(GoogleError) -> TokenEndpoint.Minted {
+        try TokenEndpoint.mint(what: "the token endpoint T", method: "POST", url: "https://oauth.test/token", headers: [],
+                               body: .plain(Array("grant_type=x".utf8)), exchange: GoogleExchange(transport: transport, timeout: 5))
     }
 
     @Test func aTokenIsTakenOutOfTheAnswerAndTheRequestIsAForm() throws {
         let transport = FakeTransport([.json(200, #"{"access_token": "ya29.fresh", "expires_in": 3599}"#)])
-        let token = try exchange(transport)
-        #expect(token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } == "ya29.fresh")
+        let before = Clock.now()
+        let minted = try exchange(transport)
+        #expect(minted.token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } == "ya29.fresh")
+        // The session keeps a token until five minutes before this.
+        #expect(minted.expiresAt.map { $0 >= before + 3599 && $0 <= Clock.now() + 3599 } == true)
         #expect(transport.sent.first?.headers == ["Accept: application/json", "Content-Type: application/x-www-form-urlencoded"])
     }
 
