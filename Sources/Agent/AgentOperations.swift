@@ -321,6 +321,13 @@ extension AgentServer {
         return response
     }
 
+    /// A secret for other tools the vault lacks: refused as a change would be (refusal 6).
+    static func noSuchSecret(_ name: String) -> AgentMessage {
+        var response = error(.changeRefused, "no secret named '\(name)' in the vault")
+        NarrowCoding.add(refusal: .secretNotFound(name: name), to: &response)
+        return response
+    }
+
     private func rekey() -> AgentMessage {
         var code: SecretBytes?
         return answering {

@@ -27,9 +27,7 @@ extension AgentServer {
                 let signed = try document.contents.signNextSecretShare(of: name, for: groups, now: Clock.now())
                 return .signed(signed.serial, signed.documents.map { $0.encoded() })
             } catch VaultError.secretNotFound(let name) {
-                var missing = Self.error(.changeRefused, "no secret named '\(name)' in the vault")
-                NarrowCoding.add(refusal: .secretNotFound(name: name), to: &missing)
-                return .refused(missing)
+                return .refused(Self.noSuchSecret(name))
             }
         }
     }

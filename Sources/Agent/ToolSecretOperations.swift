@@ -14,11 +14,7 @@ extension AgentServer {
                 return response
             }
             guard let name = request.text(.keyName) else { return Self.error(.badRequest, "toolSecret needs a secret name") }
-            guard let secret = document.contents.toolSecret(named: name) else {
-                var missing = Self.error(.changeRefused, "no secret named '\(name)' in the vault")
-                NarrowCoding.add(refusal: .secretNotFound(name: name), to: &missing)
-                return missing
-            }
+            guard let secret = document.contents.toolSecret(named: name) else { return Self.noSuchSecret(name) }
             document.contents.recordToolSecretUse(name, at: Clock.now())
             log("handed out secret '\(name)'")
             response.add(.keyValue, secret: secret.value)

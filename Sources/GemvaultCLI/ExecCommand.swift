@@ -56,7 +56,7 @@ enum ExecCommand {
         }
         let handOut = SecretHandOut()
         defer { handOut.removeFiles() }
-        try fetchSecrets(bindings, into: handOut, context)
+        try fetchSecrets(bindings, into: handOut, call)
         values += handOut.values
         for (name, path) in handOut.paths { environment[name] = path }
         throw ExitStatus(code: try spawnAndWait(call.positionals, environment: environment, values: values))
@@ -75,11 +75,12 @@ enum ExecCommand {
 
     /// Each secret from the session (one request each), or from the vault opened once with the
     /// passphrase on the terminal; with neither, the command fails at once.
-    static func fetchSecrets(_ bindings: [SecretBinding], into handOut: SecretHandOut, _ context: Context) throws {
+    static func fetchSecrets(_ bindings: [SecretBinding], into handOut: SecretHandOut, _ call: Invocation) throws {
         guard !bindings.isEmpty else { return }
+        let context = call.context
         try handOut.fetch(bindings, from: context.vault, runtimeFolder: {
             do { return try SecretHandOut.runtimeFolder(environment: context.environment) } catch {
-                throw CommandFailure(.failure, "--secret-file needs a private runtime folder, and XDG_RUNTIME_DIR is not set (nor is there /run/user/\(CurrentUser.id))",
+                throw CommandFailure(.failure, "--secret-file needs a private runtime folder, and XDG_RUNTIME_DIR is not set (nor is /run/user/\(CurrentUser.id) there, private to you)",
                                      hint: "set XDG_RUNTIME_DIR to a private tmpfs folder, or use --secret")
             }
         }, beforePrompt: {
@@ -87,7 +88,7 @@ enum ExecCommand {
                 throw CommandFailure(.failure, "the vault is locked: run 'gemvault unlock'",
                                      hint: "the secrets come from the unlocked session, or from the passphrase typed on a terminal")
             }
-        }, current: SecretCommand.linked(context).current)
+        }, current: SecretCommand.linked(context, call).current)
     }
 
     /// Starts the command with `values` built into its environment from secret memory, passes

@@ -84,11 +84,9 @@ enum SecretCommand {
     }
 
     /// Linked secrets, with this command's settings and messages.
-    static func linked(_ context: Context, _ call: Invocation? = nil) -> LinkedToolSecrets {
+    static func linked(_ context: Context, _ call: Invocation) -> LinkedToolSecrets {
         LinkedToolSecrets(vault: context.vault, resolve: { vault in
-            var layers = try call.map { try context.settingLayers($0) }
-                ?? SettingLayers(configFile: try context.loadConfigFile(), vaultPath: context.vaultPath, environment: context.environment, flags: [:],
-                                 allowInsecureEndpoint: false)
+            var layers = try context.settingLayers(call)
             layers.vaultSettings = vault
             layers.vaultPath = context.vaultPath
             return try Settings.resolve(layers)

@@ -80,8 +80,8 @@ public enum SystemdCredentialEncryption {
     /// The pipe that does by hand what gemvault could not: the key from `key get` into a root
     /// systemd-creds, under umask 077 so the file is 0600.
     public static func manualPipe(program: String, name: String, credential: String, tpm2: Bool, output: String?) -> String {
-        let encrypt = arguments(credential: credential, tpm2: tpm2, output: output, pretty: output == nil).map(shellQuoted)
-        return "(umask 077; \(shellQuoted(program)) key get \(shellQuoted(name)) | sudo \(encrypt.joined(separator: " ")))"
+        let encrypt = arguments(credential: credential, tpm2: tpm2, output: output, pretty: output == nil).map(ShellQuote.quote)
+        return "(umask 077; \(ShellQuote.quote(program)) key get \(ShellQuote.quote(name)) | sudo \(encrypt.joined(separator: " ")))"
     }
 
     /// The program `name` in PATH, as posix_spawnp would find it; nil when there is none.
@@ -94,8 +94,4 @@ public enum SystemdCredentialEncryption {
         return nil
     }
 
-    static func shellQuoted(_ text: String) -> String {
-        let plain = !text.isEmpty && text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_./:=@+,%".contains($0)) }
-        return plain ? text : "'" + text.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
-    }
 }

@@ -205,16 +205,16 @@ extension Setting where Value == ChatStyle {
 extension Setting where Value == String? {
     public static let systemPrompt = optional("system_prompt", .text, "system instruction sent with every conversation", text)
     public static let keyCommand = optional("key_command", .line, "command whose stdout is the API key (run without a shell)", mayHoldSecret: true, text)
-    public static let tokenCommand = optional("token_command", .line, "command whose stdout is a Google access token for key rotate --create (run without a shell)",
+    public static let tokenCommand = optional("token_command", .line, "command whose stdout is a Google access token, first in the credential chain (rotation, Secret Manager, auth = google; run without a shell)",
                                               mayHoldSecret: true, text)
     public static let workloadIdentityProvider = optional("workload_identity_provider", .line,
-                                                          "a CI job's Workload Identity Federation provider (projects/N/locations/global/workloadIdentityPools/P/providers/R), with auth = google and no credential file (Docs/keyless.md)",
+                                                          "a CI job's Workload Identity Federation provider (projects/N/locations/global/workloadIdentityPools/P/providers/R), for auth = google, rotation and Secret Manager (Docs/keyless.md)",
                                                           environment: "GEMVAULT_WIF_PROVIDER", text)
-    public static let serviceAccount = optional("service_account", .line, "the service account a CI job's federated identity acts as (auth = google)",
+    public static let serviceAccount = optional("service_account", .line, "the service account a CI job's federated identity acts as (with workload_identity_provider)",
                                                 environment: "GEMVAULT_SERVICE_ACCOUNT", text)
     public static let oidcTokenEnv = optional("oidc_token_env", .line, "the CI variable holding the job's OIDC token (GitLab's id_tokens), instead of asking GitHub for one", text)
     public static let keySecret = optional("key_secret", .line, "a Secret Manager secret whose value is the key (gsm://projects/P/secrets/S[/versions/N]), fetched on every use and held in memory only", text)
-    public static let quotaProject = optional("quota_project", .line, "Google project billed for API Keys calls made with a user's credentials", text)
+    public static let quotaProject = optional("quota_project", .line, "Google project billed for calls made with a user's credentials (API Keys; Gemini with auth = google)", text)
     public static let prices = optional("prices", .line,
                                         "prices per million tokens: MODEL=INPUT/OUTPUT[/CACHED[/SEARCH]][@FROM..TO] entries separated by commas (currency=EUR for another currency), or the path of a JSON prices file; the built-in table otherwise (gemvault prices shows it)", text)
     public static let thinking = optional("thinking", .choice(["minimal", "low", "medium", "high", "xhigh"]),

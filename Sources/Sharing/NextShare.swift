@@ -9,14 +9,8 @@ extension VaultContents {
     /// and one document per group of recipients, each naming its group and signed by this
     /// vault's identity. The one place a share is signed: the agent signs nothing a caller built.
     public func signNextShare(of name: String, for groups: [[String]], now: Int64) throws -> (serial: UInt64, documents: [ShareDocument]) {
-        guard let identity else { throw SharingError.malformed("the vault has no sharing identity yet") }
         guard let stored = key(named: name) else { throw VaultError.keyNotFound(name: name) }
-        guard !groups.isEmpty, groups.count <= Self.shareGroupLimit,
-              groups.allSatisfy({ (1...KeySharing.recipientLimit).contains($0.count) }),
-              groups.joined().allSatisfy({ (try? RecipientList.parse($0, origin: "").text) == $0 }) else {
-            throw SharingError.badRecipient("a share's recipients are missing or malformed")
-        }
-        let signer = try SharingIdentity(identity)
+        let signer = try shareSigner(for: groups)
         let serial = (sharing[name]?.sentSerial ?? 0) + 1
         let documents = try groups.map { group throws(SharingError) in
             try ShareDocument.signed(name: name, key: stored.secret, googleKey: stored.google, serial: serial, created: now, recipients: group,
@@ -30,19 +24,25 @@ extension VaultContents {
     /// The next share of the secret for other tools `name`, as `signNextShare` for a key: built
     /// from this vault's value, its serial recorded here, one signed document per group.
     public func signNextSecretShare(of name: String, for groups: [[String]], now: Int64) throws -> (serial: UInt64, documents: [SecretShareDocument]) {
-        guard let identity else { throw SharingError.malformed("the vault has no sharing identity yet") }
         guard let stored = toolSecret(named: name) else { throw VaultError.secretNotFound(name: name) }
-        guard !groups.isEmpty, groups.count <= Self.shareGroupLimit,
-              groups.allSatisfy({ (1...KeySharing.recipientLimit).contains($0.count) }),
-              groups.joined().allSatisfy({ (try? RecipientList.parse($0, origin: "").text) == $0 }) else {
-            throw SharingError.badRecipient("a share's recipients are missing or malformed")
-        }
-        let signer = try SharingIdentity(identity)
+        let signer = try shareSigner(for: groups)
         let serial = stored.sharing.sentSerial + 1
         let documents = try groups.map { group throws(SharingError) in
             try SecretShareDocument.signed(name: name, secret: stored.value, serial: serial, created: now, recipients: group, identity: signer)
         }
         guard try takeNextSecretShareSerial(name) == serial else { throw VaultError.cryptoFailure("the share serial moved") }
         return (serial, documents)
+    }
+
+    /// This vault's identity as a share's signer, once the recipient groups are checked: 1 to
+    /// `shareGroupLimit` groups of 1 to `recipientLimit` canonical recipients each.
+    private func shareSigner(for groups: [[String]]) throws -> SharingIdentity {
+        guard let identity else { throw SharingError.malformed("the vault has no sharing identity yet") }
+        guard !groups.isEmpty, groups.count <= Self.shareGroupLimit,
+              groups.allSatisfy({ (1...KeySharing.recipientLimit).contains($0.count) }),
+              groups.joined().allSatisfy({ (try? RecipientList.parse($0, origin: "").text) == $0 }) else {
+            throw SharingError.badRecipient("a share's recipients are missing or malformed")
+        }
+        return try SharingIdentity(identity)
     }
 }

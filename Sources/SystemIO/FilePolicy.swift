@@ -105,11 +105,13 @@ public struct FileCheckFailure: Error, Equatable, Sendable {
     public var fix: String { problem.fix(for: path) }
 }
 
-/// Quotes a path for a shell command that the user may paste.
+/// Quotes a path or a word for a shell command that the user may paste.
 public enum ShellQuote {
+    /// `path` (or any text) as one word a POSIX shell reads as it is: plain when it holds only
+    /// safe characters (never `~` or `*`, which a shell expands), else single-quoted.
     public static func quote(_ path: String) -> String {
         let safe = !path.isEmpty && path.unicodeScalars.allSatisfy {
-            $0.isASCII && ($0.properties.isAlphabetic || "0123456789/._-+".unicodeScalars.contains($0))
+            $0.isASCII && ($0.properties.isAlphabetic || "0123456789/._-+:=@,%".unicodeScalars.contains($0))
         }
         return safe ? path : "'" + path.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
     }

@@ -27,7 +27,7 @@ public enum ToolSecretsDoctor {
             let what = "\(file.path): \(finding.shape.rawValue) in plain text in \(finding.kind) \(finding.variable) of MCP server '\(finding.server)' (\(finding.masked))"
             let fix = finding.remote
                 ? "a remote server's header cannot be wrapped: use \(file.client.rawValue)'s own secret input for it, and keep the file private (chmod 600 \(file.path))"
-                : "gemvault mcp wrap \(shellWord(finding.server)) --config \(shellWord(file.path))"
+                : "gemvault mcp wrap \(ShellQuote.quote(finding.server)) --config \(ShellQuote.quote(file.path))"
             found.append(Finding(check: "mcp-configs", message: what, fix: fix))
         }
         return found
@@ -72,11 +72,5 @@ public enum ToolSecretsDoctor {
         if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first { value = String(value.dropFirst().dropLast()) }
         guard SecretBinding.isVariableName(variable), !value.isEmpty else { return nil }
         return (variable, value)
-    }
-
-    /// A word a shell reads as it is: quoted when it holds anything but safe characters.
-    static func shellWord(_ text: String) -> String {
-        let safe = text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_./~:@+=".contains($0)) }
-        return safe && !text.isEmpty ? text : "'" + text.replacingAll("'", with: "'\\''") + "'"
     }
 }

@@ -40,7 +40,7 @@ import VaultCore
         #expect(ToolSecretsDoctor.assignment("export TOKEN='ghp_abc'") ?? ("", "") == ("TOKEN", "ghp_abc"))
         #expect(ToolSecretsDoctor.assignment("  KEY=\"v\"\r") ?? ("", "") == ("KEY", "v"))
         for line in ["# KEY=value", "KEY=", "not an assignment", "1KEY=x"] { #expect(ToolSecretsDoctor.assignment(Substring(line)) == nil) }
-        #expect(ToolSecretsDoctor.shellWord("github") == "github" && ToolSecretsDoctor.shellWord("my server") == "'my server'")
-        #expect(ToolSecretsDoctor.shellWord("it's") == "'it'\\''s'")
+        #expect(ShellQuote.quote("github") == "github" && ShellQuote.quote("my server") == "'my server'")
+        #expect(ShellQuote.quote("it's") == "'it'\\''s'" && ShellQuote.quote("~/x") == "'~/x'" && ShellQuote.quote("") == "''")
     }
 }
