@@ -1,6 +1,5 @@
 import KeyResolution
 import Settings
-import Glibc
 import SystemIO
 import TerminalIO
 
@@ -16,7 +15,7 @@ enum KeylessCommand {
         } catch let identity as GoogleIdentityWanted {
             wanted = identity
         } catch let error as KeySourceError {
-            guard case .noKey = error, let credential = googleCredentialFile(call.context) else { throw error }
+            guard case .noKey = error, let credential = resolver.offeredGoogleCredential else { throw error }
             let (code, message, hint) = ErrorReport.describe(error)
             throw CommandFailure(code, message, hint: (hint.map { $0 + "; or, with no key at all, " } ?? "")
                                  + "use the Google credential \(credential): --auth google (or 'gemvault config set auth google'; Docs/keyless.md)")
@@ -24,15 +23,6 @@ enum KeylessCommand {
         let (key, settings, token) = try resolver.resolveGoogleIdentity(wanted.settings)
         Console.note("no key: using \(key.source.label) for Gemini")
         return (key, settings, token)
-    }
-
-    /// A Google credential file this machine has (GOOGLE_APPLICATION_CREDENTIALS, gcloud's),
-    /// looked at without reading it: the hint when no key is found.
-    static func googleCredentialFile(_ context: Context) -> String? {
-        if let path = context.environment["GOOGLE_APPLICATION_CREDENTIALS"], !path.isEmpty { return path }
-        let folder = context.environment["CLOUDSDK_CONFIG"].flatMap { $0.isEmpty ? nil : $0 } ?? context.paths.home + "/.config/gcloud"
-        let path = folder + "/application_default_credentials.json"
-        return access(path, F_OK) == 0 ? path : nil
     }
 
     /// exec hands its child a key; with a Google identity there is none to hand.

@@ -31,7 +31,7 @@ enum McpCommand {
     static func files(_ call: Invocation) -> [MCPConfigFile] {
         if let path = call.value(.mcpConfig) { return [MCPConfigFile(path: ProcessIdentity.absolutePath(path), client: .other)] }
         let paths = call.context.paths
-        let here = TrustedFolder.parent(of: ProcessIdentity.absolutePath("probe")).folder
+        let here = ProcessIdentity.workingFolder
         return MCPConfigFile.known(home: paths.home, configHome: paths.configHome, workingFolder: here)
     }
 
@@ -46,7 +46,7 @@ enum McpCommand {
     /// A `.env` line the other checks already reported (a Gemini key under the home) is not reported twice.
     static func doctorFindings(_ call: Invocation, besides reported: [Finding]) -> [Finding] {
         let paths = call.context.paths
-        let here = TrustedFolder.parent(of: ProcessIdentity.absolutePath("probe")).folder
+        let here = ProcessIdentity.workingFolder
         let lines = Set(reported.compactMap { $0.message.split(separator: " ").first.map(String.init) })
         return ToolSecretsDoctor.findings(files: MCPConfigFile.known(home: paths.home, configHome: paths.configHome, workingFolder: here), workingFolder: here)
             .filter { !lines.contains(String($0.message.split(separator: " ").first ?? "")) || $0.check != "dotenv-secrets" }

@@ -137,9 +137,19 @@ public struct GoogleCredentials {
     }
 
     /// The file gcloud's `auth application-default login` writes.
-    var applicationDefaultPath: String {
-        if let folder = settings.environment["CLOUDSDK_CONFIG"], !folder.isEmpty { return folder + "/application_default_credentials.json" }
-        return settings.home + "/.config/gcloud/application_default_credentials.json"
+    var applicationDefaultPath: String { Self.applicationDefaultPath(environment: settings.environment, home: settings.home) }
+
+    public static func applicationDefaultPath(environment: [String: String], home: String) -> String {
+        if let folder = environment["CLOUDSDK_CONFIG"], !folder.isEmpty { return folder + "/application_default_credentials.json" }
+        return home + "/.config/gcloud/application_default_credentials.json"
+    }
+
+    /// The credential file this machine offers (GOOGLE_APPLICATION_CREDENTIALS, else gcloud's),
+    /// looked at without reading it: for the hint when no key is found.
+    public static func credentialFile(environment: [String: String], home: String) -> String? {
+        if let path = environment["GOOGLE_APPLICATION_CREDENTIALS"], !path.isEmpty { return path }
+        let path = applicationDefaultPath(environment: environment, home: home)
+        return access(path, F_OK) == 0 ? path : nil
     }
 
     /// `GCE_METADATA_HOST` (host or host:port), else Google's name for it.

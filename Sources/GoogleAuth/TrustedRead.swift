@@ -28,16 +28,9 @@ enum TrustedRead {
             warn("\(what) \(path) is readable by group or others (mode \(status.octalMode)); anyone who reads it can act as its account: chmod 600 \(ShellQuote.quote(path))")
         }
         let buffer = SecretBytes(count: limit)
-        var length = 0
-        while length < limit {
-            let n: Int
-            do {
-                n = try buffer.withUnsafeMutableBytes { raw throws(SystemError) in try descriptor.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[length...])) }
-            } catch {
-                throw GoogleError(.credentials, "cannot read \(what) \(path): \(error.reason)")
-            }
-            if n == 0 { break }
-            length += n
+        let length: Int
+        do { length = try buffer.withUnsafeMutableBytes { raw throws(SystemError) in try descriptor.readFully(into: raw) } } catch {
+            throw GoogleError(.credentials, "cannot read \(what) \(path): \(error.reason)")
         }
         guard length < limit else { throw GoogleError(.credentials, "\(what) \(path) is larger than 64 KiB") }
         buffer.truncate(to: length)

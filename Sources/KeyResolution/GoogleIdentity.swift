@@ -88,6 +88,10 @@ public struct GoogleIdentityWanted: Error {
 }
 
 extension KeyResolver {
+    /// The Google credential file this machine offers (GOOGLE_APPLICATION_CREDENTIALS, else
+    /// gcloud's), looked at without reading it: for the hint when no key is found.
+    public var offeredGoogleCredential: String? { GoogleCredentials.credentialFile(environment: environment, home: paths.home) }
+
     /// The identity's token source and settings, and the stand-in for a key that names it.
     public func resolveGoogleIdentity(_ settings: Settings) throws -> (key: ResolvedKey, settings: Settings, token: GoogleIdentityToken) {
         var credentialSettings = try CredentialSettings(settings, environment: environment, home: paths.home, allowInsecure: layers.allowInsecureEndpoint, warn: warn)

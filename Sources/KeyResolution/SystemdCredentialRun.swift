@@ -72,7 +72,7 @@ extension SystemdCredentialEncryption {
                 // sudo stays in the terminal's foreground process group, where it may read the
                 // password; systemd-creds alone gets a group of its own to stop.
                 try ProcessRunner.run(encryption.arguments, environment: environment, input: bytes, output: output, errorLimit: 8192,
-                                      ownProcessGroup: !encryption.throughSudo, deadline: Deadline(after: limit, clock: .standard),
+                                      deadline: Deadline(after: limit, clock: .standard),
                                       stop: encryption.throughSudo ? .terminate(grace: 2) : .killGroup)
             }
         }

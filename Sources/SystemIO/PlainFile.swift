@@ -111,6 +111,13 @@ public enum ProcessIdentity {
         return home + path.dropFirst()
     }
 
+    /// The folder this process runs in, resolved (realpath); "." when it cannot be resolved.
+    public static var workingFolder: String {
+        guard let resolved = realpath(".", nil) else { return "." }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
     /// `path` made absolute with its folder resolved (realpath), the file name kept as given;
     /// the path itself when the folder does not exist.
     public static func absolutePath(_ path: String) -> String {

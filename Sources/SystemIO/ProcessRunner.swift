@@ -6,11 +6,12 @@ import Glibc
 /// A helper that runs past the deadline or prints more than the buffer holds is stopped.
 public enum ProcessRunner {
     /// How a helper is stopped early.
-    public enum Stop: Sendable {
-        /// SIGKILL to its process group (it must have been given its own).
+    public enum Stop: Equatable, Sendable {
+        /// SIGKILL to its process group (the helper is given one of its own).
         case killGroup
         /// SIGTERM to it alone, SIGKILL after `grace` seconds: sudo passes SIGTERM on to the root
-        /// program it runs, which gemvault may not signal itself.
+        /// program it runs, which gemvault may not signal itself. It stays in the caller's
+        /// process group (sudo, in the terminal's foreground group, may read the password).
         case terminate(grace: Double)
     }
 
@@ -51,11 +52,11 @@ public enum ProcessRunner {
     /// closed. A helper that closes its stdin first is EPIPE, as gemvault ignores SIGPIPE.
     public static func run(_ arguments: [String], environment: [String: String], input: UnsafeRawBufferPointer? = nil,
                            output: UnsafeMutableRawBufferPointer, errorLimit: Int = 4096, keepErrors: Bool = true,
-                           ownProcessGroup: Bool = true, deadline: Deadline, stop: Stop = .killGroup) throws(Failure) -> Outcome {
+                           deadline: Deadline, stop: Stop = .killGroup) throws(Failure) -> Outcome {
         let child: ChildProcess
         do {
             child = try ProcessSpawner.spawn(arguments, environment: environment, input: input == nil ? .null : .pipe, output: .pipe,
-                                             errors: keepErrors ? .pipe : .null, ownProcessGroup: ownProcessGroup)
+                                             errors: keepErrors ? .pipe : .null, ownProcessGroup: stop == .killGroup)
         } catch {
             throw .start(error)
         }

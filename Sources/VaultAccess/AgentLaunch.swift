@@ -64,9 +64,9 @@ extension VaultSession {
     /// Waits until the agent answers, asking often at first: it is usually up within
     /// milliseconds. An agent that exits instead is reported at once, with its reason.
     public func waitForAgent(_ agent: ChildProcess, paths: AgentPaths) throws {
-        let deadline = Clock.monotonicSeconds() + Self.startLimit
+        let deadline = Deadline(after: Self.startLimit)
         var pause = 0.001
-        while Clock.monotonicSeconds() < deadline {
+        while !deadline.hasPassed {
             if (try? status()) != nil { return }
             if agent.endedYet() != nil {
                 // Another unlock's agent may have won the race and be serving.
