@@ -95,7 +95,7 @@ public struct ErrorMapper: Sendable {
         }
         if code == 401 {
             return GeminiError(category: .refused, message: "Gemini refused the access token of \(keyOrigin) \(shown)",
-                               hint: "the token may have expired or been revoked; run the command again, and check the credential with: gemvault key which --auth google --token",
+                               hint: "the token may have expired or been revoked; an unlocked session keeps its token until five minutes before it expires, so run 'gemvault lock' to forget it, then check the credential with: gemvault key which --auth google --token",
                                status: code, cause: reasons.first.map { GeminiError.Cause.google($0) } ?? .status("UNAUTHENTICATED"))
         }
         return nil

@@ -32,9 +32,25 @@ RULES = [
 ]
 
 
+def without_comment(line):
+    """The line up to a `//` comment; a `//` inside a string literal (a URL) is code."""
+    in_string, index = False, 0
+    while index < len(line):
+        char = line[index]
+        if in_string and char == "\\":
+            index += 2
+            continue
+        if char == '"':
+            in_string = not in_string
+        elif not in_string and line.startswith("//", index):
+            return line[:index]
+        index += 1
+    return line
+
+
 def offending_lines(text):
     for number, line in enumerate(text.splitlines(), 1):
-        code = line.split("//", 1)[0]
+        code = without_comment(line)
         for what, rule in RULES:
             if rule.search(code):
                 yield number, what, line.strip()
@@ -67,8 +83,11 @@ def test_the_rules_catch_the_comparisons_they_replaced():
         'case "SERVICE_DISABLED": self = .serviceDisabled',
         'let reason = GoogleErrorReason("API_KEY_INVALID")',
     ]
+    # After a URL on the same line too, and not in a comment.
+    before.append('let url = "https://example.test/x"; if error.reason == "ABORTED" { retry() }')
     caught = [line for line in before if list(offending_lines(line))]
     assert caught == before
+    assert not list(offending_lines('retry()  // error.reason == "ABORTED" was the old way'))
     assert list(offending_lines('let advice = optionAdvice.first { $0.words.contains(where: (envelope?.message ?? "").lowercased().contains) }'))
     # Typed decisions and printed text pass.
     for fine in ['error.isStatus(.failedPrecondition)', 'reason == .answerLost', 'envelope?.says(.boundKeysForbidden) == true',
