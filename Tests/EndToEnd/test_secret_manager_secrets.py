@@ -118,3 +118,19 @@ def test_a_refused_refresh_is_an_error_and_the_copy_stays(env, google):
     assert refused.code == 6 and "DISABLED" in refused.err and TOKEN not in refused.out, refused
     listed = env.run("secret", "list")
     assert TOKEN[:4] + "…" + TOKEN[-4:] in listed.out and NEXT_TOKEN[-4:] not in listed.out, listed.out
+
+
+def test_an_imported_share_ends_the_secrets_link(env, google, tmp_path):
+    """Docs/sharing.md: a share stored over a linked secret ends its link, so the next read
+    is the shared value, not a refresh from Secret Manager."""
+    from test_sharing import identity, second
+    linked_secret(env, google)
+    alice = second(tmp_path, "alice")
+    assert alice.run("secret", "set", "gh", input=NEXT_TOKEN + "\n").code == 0
+    share = str(tmp_path / "gh.age")
+    assert alice.run("secret", "share", "gh", "--to", identity(env)["recipient"], "-o", share).code == 0
+    imported = env.run("secret", "import", share, "--replace")
+    assert imported.code == 0, imported
+    env.advance_clock(301)
+    google.control(secrets=[{"id": "tool-token", "versions": [TOKEN, TOKEN]}])
+    assert env.run("secret", "get", "gh").out == NEXT_TOKEN + "\n"
