@@ -1,0 +1,58 @@
+public import AgeFormat
+public import VaultCore
+
+/// Identities `AGE-PLUGIN-NAME-1…` handled by the plugin `age-plugin-NAME` (identity-v1): all of
+/// them sent in one run, with every stanza of the file, and the plugin answers with the file key.
+public struct AgePluginIdentity: AgeIdentity {
+    /// NAME, lowercase.
+    public let plugin: String
+    /// The identity lines, in secret memory (a plugin identity may hold key material).
+    let identities: [SecretBytes]
+    /// The recipient the identity is for, when its file says (`# Recipient: age1NAME1…`); empty when unknown.
+    public let recipientText: String
+    let context: AgePluginContext
+
+    /// Parses `AGE-PLUGIN-NAME-1…`; nil for anything else. `recipient` is the recipient its file names, if any.
+    public init?(parsing line: SecretBytes, recipient: String? = nil, context: AgePluginContext = .process) {
+        guard let plugin = AgePluginName.ofIdentity(line) else { return nil }
+        self.plugin = plugin
+        identities = [line]
+        recipientText = recipient.flatMap { AgePluginName.ofRecipient($0) == plugin ? $0.lowercased() : nil } ?? ""
+        self.context = context
+    }
+
+    /// The plugin's default identity (age's `-j NAME`): the plugin finds its key with no identity
+    /// file, as a slot sealed to a YubiKey is opened with the YubiKey present.
+    public static func defaultIdentity(plugin name: String, context: AgePluginContext = .process) throws(AgeError) -> AgePluginIdentity {
+        guard AgePluginName.isValid(name), let identity = AgePluginIdentity(parsing: AgePluginName.defaultIdentity(name), context: context) else {
+            throw AgeError(.plugin, "'\(name)' is not a plugin name (letters, digits, '-', '_', '.', '+')")
+        }
+        return identity
+    }
+
+    public var program: String { AgePluginName.program(plugin) }
+
+    /// identity-v1: phase 1 sends the identities and every stanza as file 0; phase 2 answers the
+    /// plugin until it is done. Nil when the plugin unwraps nothing and reports no error.
+    public func unwrap(_ stanzas: [AgeStanza]) throws(AgeError) -> SecretBytes? {
+        let process = try PluginProcess(plugin: plugin, stateMachine: "identity-v1", environment: context.environment, limits: context.limits)
+        defer { process.close() }
+        for identity in identities { try process.sendIdentity(identity) }
+        for stanza in stanzas {
+            try process.send("recipient-stanza", ["0", stanza.type] + stanza.arguments, body: stanza.body)
+        }
+        try process.send("done")
+        var fileKey: SecretBytes?
+        let errors = try PluginConversation.run(process, user: context.user, foreign: PluginConversation.recipientOnly) { (command) throws(AgeError) in
+            guard command.arguments == ["0"], command.body.count == 16 else {
+                throw process.failure("sent a file-key that is not one 16-byte key for the file it was given")
+            }
+            guard fileKey == nil else { throw process.failure("sent two file keys for one file") }
+            fileKey = command.body.withUnsafeBytes { SecretBytes(copying: $0) }
+            try process.send("ok")
+        }
+        if let fileKey { return fileKey }
+        guard errors.isEmpty else { throw process.failure("could not unwrap the file key: " + errors.joined(separator: "; ")) }
+        return nil
+    }
+}

@@ -1,0 +1,80 @@
+import AgeFormat
+import AgePlugins
+import Glibc
+import Testing
+import VaultCore
+
+/// Plugin names from recipients and identities (age-plugin.md's NAME, never a path), and runs of
+/// small shell plugins that break the protocol: each ends in an error naming the plugin.
+@Suite struct AgePluginNameTests {
+    // A gvtest recipient and identity (made by Tests/EndToEnd/age_plugin_gvtest.py --generate).
+    let recipient = "age1gvtest10v82n0exuux3pv6jcha3699eueptnfsn89tphuj05rz0s6cwwvtsl4cj3k"
+    let identity = "AGE-PLUGIN-GVTEST-1EPD7Y9EGLDQCET9CULSV3P2LU0KDTA7HCF72PSCN8RRGWA6HUEGQ50YFHR"
+
+    @Test func namesComeFromTheBech32PartAndOnlyFromAllowedCharacters() throws {
+        #expect(AgePluginName.ofRecipient(recipient) == "gvtest")
+        #expect(AgePluginName.ofRecipient("age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p") == nil, "a native recipient")
+        #expect(AgePluginName.ofRecipient(recipient.uppercased()) == nil, "a recipient is lowercase")
+        #expect(AgePluginName.ofRecipient(String(recipient.dropLast()) + "q") == nil, "a wrong checksum")
+        #expect(AgePluginName.isValid("yubi.key_2+x-y"))
+        for bad in ["", "a/b", "..x/y", "a b", "é"] { #expect(!AgePluginName.isValid(bad), "\(bad)") }
+        var line = Array(identity.utf8)
+        #expect(AgePluginName.ofIdentity(SecretBytes(taking: &line)) == "gvtest")
+        let made = AgePluginName.defaultIdentity("yubikey")
+        #expect(made.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }.hasPrefix("AGE-PLUGIN-YUBIKEY-1"))
+        #expect(AgePluginName.ofIdentity(made) == "yubikey")
+        #expect(throws: AgeError.self) { try AgePluginIdentity.defaultIdentity(plugin: "../../bin/sh") }
+    }
+
+    @Test func theLimitsComeFromTheEnvironmentWithinTheirBounds() {
+        #expect(AgePluginLimits.from([:]).stepSeconds == AgePluginLimits.defaultStepSeconds)
+        #expect(AgePluginLimits.from(["GEMVAULT_AGE_PLUGIN_TIMEOUT": "0"]).stepSeconds == 1)
+        #expect(AgePluginLimits.from(["GEMVAULT_AGE_PLUGIN_TIMEOUT": "99999"]).stepSeconds == 3600)
+        #expect(AgePluginLimits.from(["GEMVAULT_AGE_PLUGIN_TIMEOUT": "3600"]).runSeconds == 18000)
+    }
+
+    /// A folder with `age-plugin-gvtest` as the shell script `body`.
+    func pluginFolder(_ body: String) throws -> String {
+        var template = Array("/tmp/gv-plugin-XXXXXX".utf8CString)
+        let folder = String(cString: template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!)! })
+        let path = folder + "/age-plugin-gvtest"
+        let file = fopen(path, "w")!
+        fputs("#!/bin/sh\n" + body + "\n", file)
+        fclose(file)
+        chmod(path, 0o755)
+        return folder
+    }
+
+    func wrapError(_ body: String, path: String? = nil) throws -> String {
+        let folder = try pluginFolder(body)
+        let context = AgePluginContext(environment: ["PATH": path ?? "/usr/bin:/bin:" + folder], user: TerminalPluginUser(),
+                                       limits: AgePluginLimits(stepSeconds: 2, runSeconds: 10))
+        let plugin = try #require(AgePluginRecipient(parsing: recipient, context: context))
+        do {
+            _ = try plugin.wrap(SecretBytes.random(count: 16))
+        } catch {
+            #expect(error.kind == .plugin)
+            return error.detail
+        }
+        Issue.record("the plugin run succeeded")
+        return ""
+    }
+
+    @Test func aBrokenPluginEndsInAnErrorNamingIt() throws {
+        // As gemvault does (ProcessHardening): a plugin that ends early is EPIPE, not a signal.
+        signal(SIGPIPE, SIG_IGN)
+        #expect(try wrapError("echo 'no such key' >&2; exit 7").contains("age-plugin-gvtest ended before finishing (exit status 7); it said: no such key"))
+        #expect(try wrapError("sed -n '/^-> done/q'; printf 'hello\\n'").contains("sent a line that is not a command"))
+        #expect(try wrapError("sed -n '/^-> done/q'; printf -- '-> msg\\n%%%%%%\\n'").contains("not canonical base64"))
+        #expect(try wrapError("sed -n '/^-> done/q'; printf -- '-> done\\n\\n'").contains("returned 0 stanzas for 1 recipient"))
+        #expect(try wrapError("exec sleep 30").contains("did not answer within 2 seconds"))
+        #expect(try wrapError("head -c 100000 /dev/zero | tr '\\0' x").contains("sent a line over"))
+    }
+
+    @Test func thePluginIsFoundOnlyInAbsolutePathEntries() throws {
+        let folder = try pluginFolder("exit 0")
+        #expect(chdir(folder) == 0)
+        #expect(try wrapError("exit 0", path: ".:").contains("age-plugin-gvtest was not found on PATH"))
+        #expect(try wrapError("exit 0", path: "").contains("was not found on PATH"))
+    }
+}
