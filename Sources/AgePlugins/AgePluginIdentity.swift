@@ -56,3 +56,24 @@ public struct AgePluginIdentity: AgeIdentity {
         return nil
     }
 }
+
+/// Opening an age file whose identities may be plugins', for whoever holds no identity file but
+/// the hardware: the vault's age unlock slot among them.
+public enum AgePluginUnwrap {
+    /// The plaintext of `file` (an age file, binary or armored), opened by the first of
+    /// `identities` that matches, then by the default identity (age's `-j NAME`) of the plugin of
+    /// each `age1NAME1…` among `recipients`: a file sealed to a YubiKey recipient opens with the
+    /// YubiKey present and no identity file. Native recipients in `recipients` add nothing.
+    public static func decrypt(_ file: [UInt8], identities: [any AgeIdentity], recipients: [String] = [],
+                               context: AgePluginContext = .process) throws(AgeError) -> SecretBytes {
+        var all = identities
+        var plugins: [String] = []
+        for recipient in recipients {
+            guard let plugin = AgePluginName.ofRecipient(recipient), !plugins.contains(plugin) else { continue }
+            plugins.append(plugin)
+            all.append(try AgePluginIdentity.defaultIdentity(plugin: plugin, context: context))
+        }
+        guard !all.isEmpty else { throw AgeError(.noMatch, "no identity was given, and no recipient is a plugin's") }
+        return try AgeFile.decrypt(file, with: all)
+    }
+}

@@ -78,3 +78,66 @@ import VaultCore
         #expect(try wrapError("exit 0", path: "").contains("was not found on PATH"))
     }
 }
+
+/// `AgePluginUnwrap.decrypt` with a plugin's default identity: a file sealed to a plugin recipient
+/// opens with no identity file. The plugin here is a shell script whose `null` stanza carries the
+/// file key in the clear: the protocol is what is tested, not the plugin's crypto.
+@Suite struct AgePluginUnwrapTests {
+    static let nullPlugin = """
+        #!/bin/sh
+        # recipient-v1: the stanza is the file key itself; identity-v1: the stanza's body is the key.
+        log="$(dirname "$0")/seen"
+        mode="$1"; key=""; next=""
+        while read -r line; do
+            echo "$line" >> "$log"
+            case "$next" in key) key="$line"; next="";; esac
+            case "$line" in
+                "-> wrap-file-key") next=key;;
+                "-> recipient-stanza 0 null") next=key;;
+                "-> done") break;;
+            esac
+        done
+        if [ "$mode" = "--age-plugin=recipient-v1" ]; then
+            printf -- '-> recipient-stanza 0 null\\n%s\\n' "$key"; read -r ok; read -r blank
+        else
+            printf -- '-> file-key 0\\n%s\\n' "$key"; read -r ok; read -r blank
+        fi
+        printf -- '-> done\\n\\n'
+        """
+
+    @Test func aFileSealedToAPluginRecipientOpensWithItsDefaultIdentity() throws {
+        signal(SIGPIPE, SIG_IGN)
+        var template = Array("/tmp/gv-plugin-XXXXXX".utf8CString)
+        let folder = String(cString: template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!)! })
+        let file = fopen(folder + "/age-plugin-null", "w")!
+        fputs(Self.nullPlugin + "\n", file)
+        fclose(file)
+        chmod(folder + "/age-plugin-null", 0o755)
+        let context = AgePluginContext(environment: ["PATH": "/usr/bin:/bin:" + folder], user: TerminalPluginUser(),
+                                       limits: AgePluginLimits(stepSeconds: 5, runSeconds: 10))
+        let recipientText = "age1null1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqd3r7mm"
+        let made = try #require(AgePluginRecipient(parsing: recipientText, context: context))
+        var plaintext = Array("the data key".utf8)
+        let sealed = try AgeFile.encrypt(SecretBytes(taking: &plaintext), to: [made])
+        let opened = try AgePluginUnwrap.decrypt(sealed, identities: [], recipients: [recipientText], context: context)
+        #expect(opened.withUnsafeBytes { Array($0) } == Array("the data key".utf8))
+        let seen = String(decoding: try #require(fopen(folder + "/seen", "r")).readAll(), as: UTF8.self)
+        #expect(seen.contains("-> add-identity AGE-PLUGIN-NULL-1"), "the default identity, with no data")
+        #expect(throws: AgeError(.noMatch, "no identity was given, and no recipient is a plugin's")) {
+            try AgePluginUnwrap.decrypt(sealed, identities: [], recipients: ["age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"], context: context)
+        }
+    }
+}
+
+extension UnsafeMutablePointer<FILE> {
+    func readAll() -> [UInt8] {
+        var bytes: [UInt8] = []
+        while true {
+            let character = fgetc(self)
+            if character == EOF { break }
+            bytes.append(UInt8(truncatingIfNeeded: character))
+        }
+        fclose(self)
+        return bytes
+    }
+}
