@@ -20,6 +20,7 @@ enum PluginConversation {
             defer { SecretBytes.wipe(&command.body) }
             switch command.type {
             case "done":
+                process.finished = true
                 return errors
             case "msg":
                 try process.send(user.show(text(command.body), from: process.program) ? "ok" : "fail")

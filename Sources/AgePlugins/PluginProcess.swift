@@ -14,6 +14,10 @@ final class PluginProcess {
     private var pending: [UInt8] = []
     private var errors: [UInt8] = []
     private var closed = false
+    /// Until its stderr ends (a closed stream stays readable: polled no more).
+    private var errorsOpen = true
+    /// Set when the plugin said `done` at the end of phase 2: it is then given a moment to exit.
+    var finished = false
 
     init(plugin name: String, stateMachine: String, environment: [String: String], limits: AgePluginLimits) throws(AgeError) {
         self.name = name
@@ -85,7 +89,7 @@ final class PluginProcess {
             if count > 0 { written += count; continue }
             if count < 0 && errno == EINTR { continue }
             guard count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) else { throw ended() }
-            guard !deadline.hasPassed else { throw failure("did not read its input within \(Int(limits.stepSeconds)) seconds") }
+            guard !deadline.hasPassed else { throw failure("did not read its input within \(Self.seconds(limits.stepSeconds))") }
             drainErrors()
             _ = Poller.ready([(input, .write)], timeout: deadline.slice(atMost: 0.5))
         }
@@ -140,10 +144,10 @@ final class PluginProcess {
         defer { SecretBytes.wipe(&chunk) }
         while true {
             guard !deadline.hasPassed else {
-                throw failure(runDeadline.hasPassed ? "ran past gemvault's bound of \(Int(limits.runSeconds)) seconds for one run"
-                                                    : "did not answer within \(Int(limits.stepSeconds)) seconds")
+                throw failure(runDeadline.hasPassed ? "ran past gemvault's bound of \(Self.seconds(limits.runSeconds)) for one run"
+                                                    : "did not answer within \(Self.seconds(limits.stepSeconds))")
             }
-            let streams = [output] + (child.standardError.map { [$0] } ?? [])
+            let streams = [output] + (errorsOpen ? child.standardError.map { [$0] } ?? [] : [])
             for stream in Poller.readable(streams, timeout: deadline.slice(atMost: 0.5)) {
                 let count = chunk.withUnsafeMutableBytes { (try? stream.read(into: $0)) ?? 0 }
                 if stream === output {
@@ -151,7 +155,7 @@ final class PluginProcess {
                     pending += chunk[0..<count]
                     return
                 }
-                if count > 0, errors.count < limits.errorBytes { errors += chunk[0..<count] }
+                if count <= 0 { errorsOpen = false } else if errors.count < limits.errorBytes { errors += chunk[0..<count] }
             }
         }
     }
@@ -165,11 +169,11 @@ final class PluginProcess {
 
     /// Reads what stderr holds now, without waiting.
     private func drainErrors() {
-        guard let stream = child.standardError else { return }
+        guard errorsOpen, let stream = child.standardError else { return }
         var chunk = [UInt8](repeating: 0, count: 4096)
         while !Poller.readable([stream], timeout: 0).isEmpty {
             let count = chunk.withUnsafeMutableBytes { (try? stream.read(into: $0)) ?? 0 }
-            guard count > 0 else { return }
+            guard count > 0 else { errorsOpen = false; return }
             if errors.count < limits.errorBytes { errors += chunk[0..<count] }
         }
     }
@@ -191,6 +195,8 @@ final class PluginProcess {
         return ""
     }
 
+    static func seconds(_ value: Double) -> String { value == 1 ? "1 second" : "\(Int(value)) seconds" }
+
     private func stepDeadline() -> Deadline {
         let step = Deadline(after: limits.stepSeconds, clock: limits.clock)
         return step.moment < runDeadline.moment ? step : runDeadline
@@ -198,13 +204,13 @@ final class PluginProcess {
 
     // MARK: Ending
 
-    /// Ends the run: stdin closed, a moment for the plugin to exit on its own, then its whole
-    /// process group killed (whatever it started goes too) and the plugin reaped.
+    /// Ends the run: stdin closed, a moment for a plugin that finished to exit on its own, then
+    /// its whole process group killed (whatever it started goes too) and the plugin reaped.
     func close() {
         guard !closed else { return }
         closed = true
         child.closeStandardInput()
-        if let output = child.standardOutput {
+        if finished, let output = child.standardOutput {
             let grace = Deadline(after: 1)
             var chunk = [UInt8](repeating: 0, count: 512)
             while !grace.hasPassed, !Poller.readable([output], timeout: grace.slice(atMost: 0.2)).isEmpty {

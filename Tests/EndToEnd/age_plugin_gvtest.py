@@ -6,7 +6,8 @@ cannot pass. The default identity (`AGE-PLUGIN-GVTEST-1` with no data) takes its
 file GVTEST_DEVICE, standing in for a hardware key.
 
 GVTEST_MODE chooses a misbehaviour: wrong-state, huge, exit, hang, garbage, error, escape, spawn,
-postquantum, grease, pin (asks confirm and request-secret; the PIN is GVTEST_PIN, 123456 by default).
+postquantum, grease, pin (asks confirm, request-public for the serial 65227134, and request-secret
+for the PIN, GVTEST_PIN or 123456).
 GVTEST_LOG, when set, gets every command the plugin read (types and arguments only).
 
 Usage: age-plugin-gvtest --age-plugin=recipient-v1|identity-v1, or --generate."""
@@ -189,6 +190,11 @@ def misbehave(machine):
         answer = ask("confirm", [b64(b"Use the token"), b64(b"Skip")], b"Plug in the gvtest token")
         if answer[:2] != ("ok", ["yes"]):
             ask("error", ["internal"], b"the user skipped the token")
+            write_stanza("done")
+            sys.exit(0)
+        answer = ask("request-public", [], b"Serial of the gvtest token:")
+        if answer[0] != "ok" or answer[2] != b"65227134":
+            ask("error", ["internal"], b"no such token")
             write_stanza("done")
             sys.exit(0)
         answer = ask("request-secret", [], b"PIN for the gvtest token:")
