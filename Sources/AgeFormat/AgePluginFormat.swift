@@ -86,6 +86,10 @@ public protocol AgeBatchRecipient: AgeRecipient {
 }
 
 extension AgeFile {
+    /// The label set a native recipient's stanza carries without saying so (age-plugin.md):
+    /// X25519's and ssh-ed25519's are empty. The one place a native recipient's labels are chosen.
+    static func implicitLabels(of recipient: any AgeRecipient) -> Set<String> { [] }
+
     /// Every recipient's stanzas: native ones one by one, batch ones one call per batch. All must
     /// carry the same label set (age-plugin.md): a plugin that says its stanzas may only go with
     /// `postquantum` ones, or only its own, cannot be mixed with others.
@@ -96,7 +100,7 @@ extension AgeFile {
         for recipient in recipients {
             guard let batch = recipient as? any AgeBatchRecipient else {
                 stanzas.append(try recipient.wrap(fileKey))
-                labelSets.append((recipient.text, []))
+                labelSets.append((recipient.text, implicitLabels(of: recipient)))
                 continue
             }
             if let index = batches.firstIndex(where: { $0.key == batch.batchKey }) { batches[index].members.append(batch) } else { batches.append((batch.batchKey, [batch])) }

@@ -258,3 +258,17 @@ def test_without_a_terminal_the_plugin_requests_fail_and_it_ends_cleanly(shared,
     result = alice.run("key", "share", "lab", "--to", recipient, "-o", out, timeout=NO_HANG, env={"GVTEST_MODE": "pin"})
     assert result.code == 1 and "could not wrap to the recipients: internal: the user skipped the token" in result.err, result
     assert not os.path.exists(out)
+
+
+def test_a_plugin_identity_is_never_taken_as_a_recipients_file(shared, tmp_path):
+    alice, _, id_path, recipient = shared
+    refused = alice.run("key", "share", "lab", "-R", id_path, "-o", os.path.join(str(tmp_path), "lab.age"), timeout=NO_HANG)
+    assert refused.code == 64 and "holds a private key, not a recipient" in refused.err, refused
+    assert not os.path.exists(alice.vars["GVTEST_LOG"]), "the plugin was not run"
+    # A recipients file of plugin recipients is read as any other (the comment labels it).
+    recipients = os.path.join(str(tmp_path), "team.txt")
+    with open(recipients, "w") as handle:
+        handle.write("# bob's yubikey\n%s\n" % recipient)
+    assert alice.run("key", "share", "lab", "-R", recipients, "-o", os.path.join(str(tmp_path), "lab.age"), timeout=NO_HANG).code == 0
+    listed = json.loads(alice.run("key", "share", "lab", "--list", "--json").out)
+    assert [(r["recipient"], r["label"]) for r in listed["recipients"]] == [(recipient, "bob's yubikey")]
