@@ -46,9 +46,11 @@ public enum AgePluginWire {
 
     /// One command's bytes; the caller wipes them when the body is secret.
     public static func encode(_ command: String, _ arguments: [String], body: UnsafeRawBufferPointer) -> [UInt8] {
-        var text = Array((["->", command] + arguments).joined(separator: " ").utf8) + [10]
         var encoded = StrictBase64.encodedBytes(body)
         defer { SecretBytes.wipe(&encoded) }
+        var text = Array((["->", command] + arguments).joined(separator: " ").utf8) + [10]
+        // Room for all of it at once: a growing array would leave copies of a secret body behind.
+        text.reserveCapacity(text.count + encoded.count + encoded.count / bodyColumns + 2)
         var start = 0
         while encoded.count - start >= bodyColumns {
             text += encoded[start..<(start + bodyColumns)] + [10]

@@ -13,17 +13,18 @@ public struct AgePluginIdentity: AgeIdentity {
     let context: AgePluginContext
 
     /// Parses `AGE-PLUGIN-NAME-1…`; nil for anything else. `recipient` is the recipient its file names, if any.
-    public init?(parsing line: SecretBytes, recipient: String? = nil, context: AgePluginContext = .process) {
+    /// Without a `context`, this process's (read only for a plugin identity).
+    public init?(parsing line: SecretBytes, recipient: String? = nil, context: AgePluginContext? = nil) {
         guard let plugin = AgePluginName.ofIdentity(line) else { return nil }
         self.plugin = plugin
         identities = [line]
         recipientText = recipient.flatMap { AgePluginName.ofRecipient($0) == plugin ? $0.lowercased() : nil } ?? ""
-        self.context = context
+        self.context = context ?? .process
     }
 
     /// The plugin's default identity (age's `-j NAME`): the plugin finds its key with no identity
     /// file, as a slot sealed to a YubiKey is opened with the YubiKey present.
-    public static func defaultIdentity(plugin name: String, context: AgePluginContext = .process) throws(AgeError) -> AgePluginIdentity {
+    public static func defaultIdentity(plugin name: String, context: AgePluginContext? = nil) throws(AgeError) -> AgePluginIdentity {
         guard AgePluginName.isValid(name), let identity = AgePluginIdentity(parsing: AgePluginName.defaultIdentity(name), context: context) else {
             throw AgeError(.plugin, "'\(name)' is not a plugin name (letters, digits, '-', '_', '.', '+')")
         }
@@ -65,7 +66,7 @@ public enum AgePluginUnwrap {
     /// each `age1NAME1…` among `recipients`: a file sealed to a YubiKey recipient opens with the
     /// YubiKey present and no identity file. Native recipients in `recipients` add nothing.
     public static func decrypt(_ file: [UInt8], identities: [any AgeIdentity], recipients: [String] = [],
-                               context: AgePluginContext = .process) throws(AgeError) -> SecretBytes {
+                               context: AgePluginContext? = nil) throws(AgeError) -> SecretBytes {
         var all = identities
         var plugins: [String] = []
         for recipient in recipients {

@@ -14,11 +14,12 @@ public struct AgePluginRecipient: AgeBatchRecipient, Equatable {
     private let seenLabels: LabelMemory
 
     /// Parses `age1NAME1…` for a plugin NAME; nil for a native `age1…` or anything else.
-    public init?(parsing text: String, context: AgePluginContext = .process) {
+    /// Without a `context`, this process's (read only for a plugin recipient).
+    public init?(parsing text: String, context: AgePluginContext? = nil) {
         guard let plugin = AgePluginName.ofRecipient(text) else { return nil }
         self.text = text.lowercased()
         self.plugin = plugin
-        self.context = context
+        self.context = context ?? .process
         seenLabels = LabelMemory()
     }
 
