@@ -1,5 +1,6 @@
 import AgeFormat
 import AgePlugins
+import Foundation
 import Glibc
 import Testing
 import VaultCore
@@ -47,6 +48,7 @@ import VaultCore
 
     func wrapError(_ body: String, path: String? = nil) throws -> String {
         let folder = try pluginFolder(body)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
         let context = AgePluginContext(environment: ["PATH": path ?? "/usr/bin:/bin:" + folder], user: TerminalPluginUser(),
                                        limits: AgePluginLimits(stepSeconds: 2, runSeconds: 10))
         let plugin = try #require(AgePluginRecipient(parsing: recipient, context: context))
@@ -73,8 +75,12 @@ import VaultCore
 
     @Test func thePluginIsFoundOnlyInAbsolutePathEntries() throws {
         let folder = try pluginFolder("exit 0")
-        #expect(chdir(folder) == 0)
-        #expect(try wrapError("exit 0", path: ".:").contains("age-plugin-gvtest was not found on PATH"))
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // A relative entry that leads to the plugin from the current folder (no chdir: tests run side by side).
+        let depth = FileManager.default.currentDirectoryPath.split(separator: "/").count
+        let relative = String(repeating: "../", count: depth) + folder.dropFirst()
+        #expect(FileManager.default.isExecutableFile(atPath: relative + "/age-plugin-gvtest"))
+        #expect(try wrapError("exit 0", path: relative).contains("age-plugin-gvtest was not found on PATH"))
         #expect(try wrapError("exit 0", path: "").contains("was not found on PATH"))
     }
 }
@@ -99,20 +105,28 @@ import VaultCore
         done
         if [ "$mode" = "--age-plugin=recipient-v1" ]; then
             printf -- '-> recipient-stanza 0 null\\n%s\\n' "$key"; read -r ok; read -r blank
+            if [ -n "$NULL_LABEL" ]; then printf -- '-> labels %s\\n\\n' "$NULL_LABEL"; read -r ok; read -r blank; fi
         else
             printf -- '-> file-key 0\\n%s\\n' "$key"; read -r ok; read -r blank
         fi
         printf -- '-> done\\n\\n'
         """
 
-    @Test func aFileSealedToAPluginRecipientOpensWithItsDefaultIdentity() throws {
-        signal(SIGPIPE, SIG_IGN)
+    /// A folder holding `age-plugin-null`.
+    static func nullPluginFolder() -> String {
         var template = Array("/tmp/gv-plugin-XXXXXX".utf8CString)
         let folder = String(cString: template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!)! })
         let file = fopen(folder + "/age-plugin-null", "w")!
         fputs(Self.nullPlugin + "\n", file)
         fclose(file)
         chmod(folder + "/age-plugin-null", 0o755)
+        return folder
+    }
+
+    @Test func aFileSealedToAPluginRecipientOpensWithItsDefaultIdentity() throws {
+        signal(SIGPIPE, SIG_IGN)
+        let folder = Self.nullPluginFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
         let context = AgePluginContext(environment: ["PATH": "/usr/bin:/bin:" + folder], user: TerminalPluginUser(),
                                        limits: AgePluginLimits(stepSeconds: 5, runSeconds: 10))
         let recipientText = "age1null1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqd3r7mm"
@@ -125,6 +139,24 @@ import VaultCore
         #expect(seen.contains("-> add-identity AGE-PLUGIN-NULL-1"), "the default identity, with no data")
         #expect(throws: AgeError(.noMatch, "no identity was given, and no recipient is a plugin's")) {
             try AgePluginUnwrap.decrypt(sealed, identities: [], recipients: ["age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"], context: context)
+        }
+    }
+}
+
+extension AgePluginUnwrapTests {
+    /// A plugin recipient is post-quantum once its plugin labels its stanzas so, not before.
+    @Test func thePostquantumLabelMakesThePluginRecipientPostQuantum() throws {
+        signal(SIGPIPE, SIG_IGN)
+        let folder = Self.nullPluginFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for (label, expected) in [("postquantum", true), ("something-else", false)] {
+            let context = AgePluginContext(environment: ["PATH": "/usr/bin:/bin:" + folder, "NULL_LABEL": label], user: TerminalPluginUser(),
+                                           limits: AgePluginLimits(stepSeconds: 5, runSeconds: 10))
+            let recipient = try #require(AgePluginRecipient(parsing: "age1null1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqd3r7mm", context: context))
+            #expect(!recipient.isPostQuantum)
+            var plaintext = Array("x".utf8)
+            _ = try AgeFile.encrypt(SecretBytes(taking: &plaintext), to: [recipient])
+            #expect(recipient.isPostQuantum == expected, "\(label)")
         }
     }
 }
