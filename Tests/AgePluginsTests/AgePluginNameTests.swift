@@ -93,18 +93,21 @@ import VaultCore
         #!/bin/sh
         # recipient-v1: the stanza is the file key itself; identity-v1: the stanza's body is the key.
         log="$(dirname "$0")/seen"
-        mode="$1"; key=""; next=""
+        mode="$1"; key=""; next=""; count=0
         while read -r line; do
             echo "$line" >> "$log"
             case "$next" in key) key="$line"; next="";; esac
             case "$line" in
+                "-> add-recipient "*|"-> add-identity "*) count=$((count + 1));;
                 "-> wrap-file-key") next=key;;
                 "-> recipient-stanza 0 null") next=key;;
                 "-> done") break;;
             esac
         done
         if [ "$mode" = "--age-plugin=recipient-v1" ]; then
-            printf -- '-> recipient-stanza 0 null\\n%s\\n' "$key"; read -r ok; read -r blank
+            while [ "$count" -gt 0 ]; do
+                printf -- '-> recipient-stanza 0 null\\n%s\\n' "$key"; read -r ok; read -r blank; count=$((count - 1))
+            done
             if [ -n "$NULL_LABEL" ]; then printf -- '-> labels %s\\n\\n' "$NULL_LABEL"; read -r ok; read -r blank; fi
         else
             printf -- '-> file-key 0\\n%s\\n' "$key"; read -r ok; read -r blank
@@ -158,6 +161,27 @@ extension AgePluginUnwrapTests {
             _ = try AgeFile.encrypt(SecretBytes(taking: &plaintext), to: [recipient])
             #expect(recipient.isPostQuantum == expected, "\(label)")
         }
+    }
+}
+
+extension AgePluginUnwrapTests {
+    /// An identity given as a recipient goes to the plugin as `add-identity`, beside the
+    /// recipients, in the same run; its text names it without its data.
+    @Test func anIdentityIsWrappedToAsARecipientInTheSameRun() throws {
+        signal(SIGPIPE, SIG_IGN)
+        let folder = Self.nullPluginFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let context = AgePluginContext(environment: ["PATH": "/usr/bin:/bin:" + folder], user: TerminalPluginUser(),
+                                       limits: AgePluginLimits(stepSeconds: 5, runSeconds: 10))
+        let recipient = try #require(AgePluginRecipient(parsing: "age1null1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqd3r7mm", context: context))
+        let identity = try #require(AgePluginRecipient(identity: AgePluginName.defaultIdentity("null"), context: context))
+        #expect(identity.text == "an AGE-PLUGIN-NULL-1… identity")
+        var plaintext = Array("x".utf8)
+        _ = try AgeFile.encrypt(SecretBytes(taking: &plaintext), to: [recipient, identity])
+        let seen = String(decoding: try #require(fopen(folder + "/seen", "r")).readAll(), as: UTF8.self).split(separator: "\n")
+        #expect(seen.filter { $0.hasPrefix("-> add-") } == ["-> add-recipient age1null1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqd3r7mm",
+                                                            "-> add-identity " + AgePluginName.defaultIdentity("null").withUnsafeBytes { String(decoding: $0, as: UTF8.self) }])
+        #expect(seen.filter { $0 == "-> wrap-file-key" }.count == 1, "one run for both")
     }
 }
 
