@@ -171,7 +171,8 @@ final class PluginProcess {
     private func drainErrors() {
         guard errorsOpen, let stream = child.standardError else { return }
         var chunk = [UInt8](repeating: 0, count: 4096)
-        while !Poller.readable([stream], timeout: 0).isEmpty {
+        // A few reads at most: a plugin writing stderr without end cannot hold gemvault here.
+        for _ in 0..<8 where !Poller.readable([stream], timeout: 0).isEmpty {
             let count = chunk.withUnsafeMutableBytes { (try? stream.read(into: $0)) ?? 0 }
             guard count > 0 else { errorsOpen = false; return }
             if errors.count < limits.errorBytes { errors += chunk[0..<count] }
