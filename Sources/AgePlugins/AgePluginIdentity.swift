@@ -75,6 +75,12 @@ public enum AgePluginUnwrap {
             all.append(try AgePluginIdentity.defaultIdentity(plugin: plugin, context: context))
         }
         guard !all.isEmpty else { throw AgeError(.noMatch, "no identity was given, and no recipient is a plugin's") }
-        return try AgeFile.decrypt(file, with: all)
+        return try AgeFile.decrypt(file, with: pluginsLast(all))
+    }
+
+    /// `identities` with the plugins' after the others (each group in its order): a file for a
+    /// native identity opens without starting a plugin, which may ask for a touch or a PIN.
+    public static func pluginsLast(_ identities: [any AgeIdentity]) -> [any AgeIdentity] {
+        identities.filter { !($0 is AgePluginIdentity) } + identities.filter { $0 is AgePluginIdentity }
     }
 }

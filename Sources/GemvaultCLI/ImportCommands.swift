@@ -291,7 +291,7 @@ extension ShareCommand {
             }
         }
         guard !identities.isEmpty else { throw UsageError("\(path) holds no identity") }
-        return identities
+        return AgePluginUnwrap.pluginsLast(identities)
     }
 
     /// The plugin recipient a comment names (`#    Recipient: age1yubikey1…`, as the plugins write

@@ -88,6 +88,14 @@ def test_plugin_and_native_recipients_share_one_file_that_age_reads(shared, tmp_
     assert alice.run("key", "share", "lab", "--to", recipient, "--to", age_recipient, "-o", out, timeout=NO_HANG).code == 0
     assert GOOD_KEY.encode() in age_decrypt(age_path, open(out, "rb").read())
     assert bob.run("key", "import", out, "--yes", "--no-verify", "-i", id_path, timeout=NO_HANG).code == 0
+    # One file holding both identities, the plugin's first: the native one opens the share
+    # without starting the plugin (which could have asked for a touch).
+    both = os.path.join(str(tmp_path), "both.txt")
+    bob.write_private(both, open(id_path).read() + open(age_path).read())
+    os.remove(bob.vars["GVTEST_LOG"])
+    again = bob.run("key", "import", out, "lab2", "--yes", "--no-verify", "-i", both, timeout=NO_HANG)
+    assert again.code == 0, again
+    assert not os.path.exists(bob.vars["GVTEST_LOG"])
 
 
 def test_a_secret_share_goes_to_a_plugin_recipient(shared, tmp_path):
