@@ -8,9 +8,12 @@ public struct AgePluginIdentity: AgeIdentity {
     public let plugin: String
     /// The identity lines, in secret memory (a plugin identity may hold key material).
     let identities: [SecretBytes]
-    /// The recipient the identity is for, when its file says (`# Recipient: age1NAME1…`); empty when unknown.
-    public let recipientText: String
+    /// The recipients the identities are for, when their file says (`# Recipient: age1NAME1…`).
+    public let recipientTexts: [String]
     let context: AgePluginContext
+
+    /// The first identity's recipient; empty when its file does not say.
+    public var recipientText: String { recipientTexts.first ?? "" }
 
     /// Parses `AGE-PLUGIN-NAME-1…`; nil for anything else. `recipient` is the recipient its file names, if any.
     /// Without a `context`, this process's (read only for a plugin identity).
@@ -18,8 +21,15 @@ public struct AgePluginIdentity: AgeIdentity {
         guard let plugin = AgePluginName.ofIdentity(line) else { return nil }
         self.plugin = plugin
         identities = [line]
-        recipientText = recipient.flatMap { AgePluginName.ofRecipient($0) == plugin ? $0.lowercased() : nil } ?? ""
+        recipientTexts = [recipient.flatMap { AgePluginName.ofRecipient($0) == plugin ? $0.lowercased() : nil } ?? ""]
         self.context = context ?? .process
+    }
+
+    fileprivate init(plugin: String, identities: [SecretBytes], recipientTexts: [String], context: AgePluginContext) {
+        self.plugin = plugin
+        self.identities = identities
+        self.recipientTexts = recipientTexts
+        self.context = context
     }
 
     /// The plugin's default identity (age's `-j NAME`): the plugin finds its key with no identity
@@ -75,12 +85,28 @@ public enum AgePluginUnwrap {
             all.append(try AgePluginIdentity.defaultIdentity(plugin: plugin, context: context))
         }
         guard !all.isEmpty else { throw AgeError(.noMatch, "no identity was given, and no recipient is a plugin's") }
-        return try AgeFile.decrypt(file, with: pluginsLast(all))
+        return try AgeFile.decrypt(file, with: forDecryption(all))
     }
 
-    /// `identities` with the plugins' after the others (each group in its order): a file for a
-    /// native identity opens without starting a plugin, which may ask for a touch or a PIN.
-    public static func pluginsLast(_ identities: [any AgeIdentity]) -> [any AgeIdentity] {
-        identities.filter { !($0 is AgePluginIdentity) } + identities.filter { $0 is AgePluginIdentity }
+    /// `identities` as a file is best tried with them: the native ones first (a file for one
+    /// opens without starting a plugin, which may ask for a touch or a PIN), then one identity per
+    /// plugin holding all of its lines, so each plugin runs once and chooses among them itself.
+    public static func forDecryption(_ identities: [any AgeIdentity]) -> [any AgeIdentity] {
+        var plugins: [AgePluginIdentity] = []
+        for case let identity as AgePluginIdentity in identities {
+            if let index = plugins.firstIndex(where: { $0.plugin == identity.plugin }) {
+                let known = plugins[index]
+                plugins[index] = AgePluginIdentity(plugin: known.plugin, identities: known.identities + identity.identities,
+                                                   recipientTexts: known.recipientTexts + identity.recipientTexts, context: known.context)
+            } else {
+                plugins.append(identity)
+            }
+        }
+        return identities.filter { !($0 is AgePluginIdentity) } + plugins
+    }
+
+    /// The recipients `identities` are for, as far as they say: a plugin identity may stand for several.
+    public static func recipients(of identities: [any AgeIdentity]) -> [String] {
+        identities.flatMap { ($0 as? AgePluginIdentity)?.recipientTexts ?? [$0.recipientText] }.filter { !$0.isEmpty }
     }
 }

@@ -88,7 +88,7 @@ extension ShareCommand {
             guard share.isSignatureValid else {
                 throw CommandFailure(.damaged, "the share's signature does not verify: it was changed after it was made, or it was not signed by the key it names; nothing was stored")
             }
-            return (share, share.key, contents.status, identities.map(\.recipientText))
+            return (share, share.key, contents.status, AgePluginUnwrap.recipients(of: identities))
         case .bareKey(let bare):
             return (nil, bare, contents.status, [])
         }
@@ -291,7 +291,7 @@ extension ShareCommand {
             }
         }
         guard !identities.isEmpty else { throw UsageError("\(path) holds no identity") }
-        return AgePluginUnwrap.pluginsLast(identities)
+        return AgePluginUnwrap.forDecryption(identities)
     }
 
     /// The plugin recipient a comment names (`#    Recipient: age1yubikey1…`, as the plugins write

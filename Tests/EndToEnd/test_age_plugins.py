@@ -80,6 +80,16 @@ def test_a_share_to_a_plugin_recipient_is_imported_with_its_plugin_identity(shar
     missed = bob.run("key", "import", out, "--yes", "--no-verify", "-i", other_path, timeout=NO_HANG)
     assert missed.code == 1 and "not encrypted to this vault's identity (or to the -i identities given)" in missed.err, missed
 
+    # Both identities in one file, the wrong one first: one run of the plugin with both, and the
+    # share is taken as written for the second one's recipient.
+    both = os.path.join(str(tmp_path), "both-id.txt")
+    bob.write_private(both, open(other_path).read() + open(id_path).read())
+    os.remove(bob.vars["GVTEST_LOG"])
+    taken = bob.run("key", "import", out, "lab3", "--yes", "--no-verify", "-i", both, timeout=NO_HANG)
+    assert taken.code == 0, taken
+    log = plugin_log(bob)
+    assert log[:2] == ["add-identity AGE-PLUGIN-…"] * 2 and log.count("done") == 1, log
+
 
 def test_plugin_and_native_recipients_share_one_file_that_age_reads(shared, tmp_path):
     alice, bob, id_path, recipient = shared
