@@ -5,7 +5,7 @@ with ChaCha20-Poly1305 under HKDF-SHA-256 of an ephemeral agreement: real crypto
 cannot pass. The default identity (`AGE-PLUGIN-GVTEST-1` with no data) takes its secret from the
 file GVTEST_DEVICE, standing in for a hardware key.
 
-GVTEST_MODE chooses a misbehaviour: wrong-state, huge, exit, hang, garbage, error, escape, spawn,
+GVTEST_MODE chooses a misbehaviour: wrong-state, wrong-key, huge, exit, hang, garbage, error, escape, spawn,
 postquantum, grease, pin (asks confirm, request-public for the serial 65227134, and request-secret
 for the PIN, GVTEST_PIN or 123456).
 GVTEST_LOG, when set, gets every command the plugin read (types and arguments only).
@@ -242,6 +242,8 @@ def identity_v1():
             if file_key is not None:
                 found[index] = file_key
                 break
+    if MODE == "wrong-key":
+        found = {"0": os.urandom(16)}
     for index, file_key in found.items():
         ask("file-key", [index], file_key)
     write_stanza("done")

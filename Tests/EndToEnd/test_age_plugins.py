@@ -192,6 +192,15 @@ def test_a_misbehaving_plugin_ends_the_import_with_an_error_naming_it(shared, tm
     assert bob.run("key", "get", "lab").code != 0
 
 
+def test_a_wrong_file_key_from_the_plugin_fails_the_header_mac(shared, tmp_path):
+    alice, bob, id_path, recipient = shared
+    out = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("key", "share", "lab", "--to", recipient, "-o", out, timeout=NO_HANG).code == 0
+    result = bob.run("key", "import", out, "--yes", "--no-verify", "-i", id_path, timeout=NO_HANG, env={"GVTEST_MODE": "wrong-key"})
+    assert result.code == 4 and "HMAC failure" in result.err and "nothing was stored" in result.err, result
+    assert bob.run("key", "get", "lab").code != 0
+
+
 def test_the_plugin_process_group_is_killed_on_the_way_out(shared, tmp_path):
     alice, _, _, recipient = shared
     pid_file = os.path.join(str(tmp_path), "child.pid")
