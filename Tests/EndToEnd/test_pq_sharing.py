@@ -142,3 +142,16 @@ def test_every_hybrid_age_vector_through_key_import(env, tmp_path, name):
     else:
         assert result.code == 4 and "(%s:" % expected in result.err, result
     assert env.run("key", "get", "vector").code != 0
+
+
+def test_a_session_shares_to_a_hybrid_recipient_too(env, tmp_path):
+    vault_with_key(env)
+    bob = age_pq.HybridIdentity()
+    assert env.run("unlock").code == 0
+    try:
+        out = os.path.join(str(tmp_path), "lab.age")
+        shared = env.run("key", "share", "lab", "--to", bob.recipient, "-o", out, passphrase=False)
+        assert shared.code == 0, shared
+        assert json.loads(age_pq.decrypt(read(out), [bob]))["key"] == GOOD_KEY
+    finally:
+        env.run("lock", passphrase=False)
