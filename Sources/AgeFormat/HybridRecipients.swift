@@ -79,7 +79,7 @@ public struct HybridIdentity: AgeIdentity {
         self = identity
     }
 
-    /// `AGE-SECRET-KEY-PQ-1…`, as age-keygen -pq writes it, in secret memory.
+    /// `AGE-SECRET-KEY-PQ-1…`, as age writes it, in secret memory.
     public var encoded: SecretBytes {
         var text = seed.withUnsafeBytes { raw in
             var bytes = Array(raw)
