@@ -250,7 +250,7 @@ extension ShareCommand {
         }
     }
 
-    /// The identities in an `-i` file: age's identity file (`AGE-SECRET-KEY-1…` lines, `#`
+    /// The identities in an `-i` file: age's identity file (`AGE-SECRET-KEY-1…` and `AGE-SECRET-KEY-PQ-1…` lines, `#`
     /// comments), or an OpenSSH ed25519 private key (its passphrase asked on the terminal).
     static func loadIdentities(_ path: String) throws -> [any AgeIdentity] {
         let text: SecretBytes
@@ -284,8 +284,8 @@ extension ShareCommand {
                     identities.append(plugin)
                     continue
                 }
-                guard let identity = X25519Identity(parsing: line) else {
-                    throw UsageError("\(path) is neither an age identity file (AGE-SECRET-KEY-1… or AGE-PLUGIN-NAME-1… lines) nor an OpenSSH ed25519 private key")
+                guard let identity = IdentityLine.parse(line) else {
+                    throw UsageError("\(path) is neither an age identity file (AGE-SECRET-KEY-1…, AGE-SECRET-KEY-PQ-1… or AGE-PLUGIN-NAME-1… lines) nor an OpenSSH ed25519 private key")
                 }
                 identities.append(identity)
             }
