@@ -79,6 +79,14 @@ public protocol UnlockMethod {
     /// A key for one of `file`'s slots, with what it needs asked through `access` (its UI,
     /// its retries); nil, after a note saying why, to go on to the next method.
     func key(for file: VaultFile, purpose: UnlockPurpose, access: VaultAccess) throws -> UnlockKey?
+    /// Why a method that asks nothing failed for a reason of its own (a damaged slot, a key
+    /// file refused), once it has: thrown again when it is asked again, so a command without
+    /// a terminal reports it rather than the missing passphrase.
+    var failure: (any Error)? { get }
+}
+
+extension UnlockMethod {
+    public var failure: (any Error)? { nil }
 }
 
 /// The ways in, in the order a command tries them.
