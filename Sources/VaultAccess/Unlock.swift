@@ -91,11 +91,12 @@ extension UnlockMethod {
 
 /// The ways in, in the order a command tries them.
 public enum UnlockMethods {
-    /// The ssh-agent's slots (unless a passphrase was given on purpose: `sshAgent` nil), then
-    /// the passphrase, then the recovery code (asked for by name only). An idle-locked
-    /// session's PIN is tried before all of them, on the session's path (`sessionIsOpen`).
-    public static func standard(sshAgent: SSHAgentUnlock?) -> [any UnlockMethod] {
-        (sshAgent.map { [$0] } ?? []) + [SecretUnlock.passphrase, SecretUnlock.recoveryCode]
+    /// The age slots (when an identity is named: `ageIdentity`), the ssh-agent's slots (unless
+    /// a passphrase was given on purpose: `sshAgent` nil), then the passphrase, then the
+    /// recovery code (asked for by name only). An idle-locked session's PIN is tried before
+    /// all of them, on the session's path (`sessionIsOpen`).
+    public static func standard(sshAgent: SSHAgentUnlock?, ageIdentity: AgeIdentityUnlock? = nil) -> [any UnlockMethod] {
+        (ageIdentity.map { [$0] } ?? []) + (sshAgent.map { [$0] } ?? []) + [SecretUnlock.passphrase, SecretUnlock.recoveryCode]
     }
 }
 
