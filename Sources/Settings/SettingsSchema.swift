@@ -284,6 +284,10 @@ public enum SettingsSchema {
         Setting.prices.spec, Setting.searchFreeQueries.spec, Setting.budgetDaily.spec, Setting.budgetMonthly.spec, Setting.budgetReplyEstimate.spec,
     ]
 
+    /// Read before the vault opens (what opens it), so never kept in the vault: config.json,
+    /// the environment or a flag only.
+    public static let outsideTheVault: Set<String> = [Setting.ageIdentity.name]
+
     public static func spec(named name: String) -> SettingSpec? { all.first { $0.name == name } }
     public static var names: [String] { all.map(\.name) }
 }

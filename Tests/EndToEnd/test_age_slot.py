@@ -206,3 +206,13 @@ def test_a_damaged_slot_is_reported_as_damaged(vault):
     rewrite(env, bytes(data))
     listed = no_passphrase(env, "slot", "list")
     assert listed.code == 4 and "key slot 3" in listed.err, listed.err
+
+
+def test_age_identity_is_kept_in_config_json_never_in_the_vault(vault):
+    env = vault
+    identity, recipient = age_keygen(env.age_folder)
+    assert env.run("slot", "add", "age", recipient).code == 0
+    refused = env.run("config", "set", "age_identity", identity)
+    assert refused.code == 64 and "read before the vault opens" in refused.err and "config set --file age_identity" in refused.err, refused.err
+    assert env.run("config", "set", "--file", "age_identity", identity, passphrase=False).code == 0
+    assert no_passphrase(env, "key", "get").out == GOOD_KEY + "\n"
