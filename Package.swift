@@ -43,9 +43,12 @@ let package = Package(
         /// The age v1 file format (age-encryption.org/v1): X25519 and ssh-ed25519 recipients and
         /// identities, the header and its MAC, the STREAM payload, armor. For sharing keys.
         .target(name: "AgeFormat", dependencies: ["VaultCore"]),
+        /// The age plugin client (age-plugin.md): `age-plugin-NAME` found on PATH and run with
+        /// recipient-v1 or identity-v1, its requests answered on the terminal, every step bounded.
+        .target(name: "AgePlugins", dependencies: ["AgeFormat", "SystemIO", "TerminalIO", "VaultCore"]),
         /// Sharing keys: the vault's identity in age and Ed25519 form, the signed share document,
-        /// recipient lists. No terminal or file code.
-        .target(name: "Sharing", dependencies: ["AgeFormat", "VaultCore", "GoogleKeys"]),
+        /// recipient lists (plugin recipients through AgePlugins). No terminal or file code of its own.
+        .target(name: "Sharing", dependencies: ["AgeFormat", "AgePlugins", "VaultCore", "GoogleKeys"]),
         /// The one way to Google over HTTP: the transport (libcurl, or a fake in tests), the one JSON
         /// call, the retry policy, paged lists, the decoder of Google's error envelope and its typed
         /// reasons, percent-encoding and base64url.
@@ -83,7 +86,7 @@ let package = Package(
         /// scanned and rewritten to run their servers through gemvault (`gemvault mcp`).
         .target(name: "ToolSecrets", dependencies: ["VaultAccess", "VaultCore", "SystemIO"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "Settings", "KeyResolution", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP", "AgeFormat", "Sharing", "Spending", "SSHAgent", "Rotation", "ToolSecrets"]),
+        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "Settings", "KeyResolution", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP", "AgeFormat", "AgePlugins", "Sharing", "Spending", "SSHAgent", "Rotation", "ToolSecrets"]),
 
         /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
         .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "Settings", "Rendering", "SSHAgent", "ToolSecrets", "VaultCore"]),
@@ -107,6 +110,7 @@ let package = Package(
         .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "Agent", "AgeFormat", "Sharing", "VaultCore", "SystemIO", "GemvaultTesting"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO", "GemvaultTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "AgeFormatTests", dependencies: ["AgeFormat", "VaultCore", "CZlib", "GemvaultTesting"], exclude: ["Fixtures"]),
+        .testTarget(name: "AgePluginsTests", dependencies: ["AgePlugins", "AgeFormat", "VaultCore"]),
         .testTarget(name: "SharingTests", dependencies: ["Sharing", "AgeFormat", "GoogleKeys", "VaultCore"]),
         .testTarget(name: "TerminalIOTests", dependencies: ["TerminalIO"]),
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "SystemIO"]),

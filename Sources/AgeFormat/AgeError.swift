@@ -15,6 +15,8 @@ public struct AgeError: Error, Equatable, Sendable, CustomStringConvertible {
         case unsupported = "unsupported"
         /// An identity (a passphrase-protected ssh key) needs a passphrase that is missing or wrong.
         case wrongPassphrase = "wrong passphrase"
+        /// An age plugin (`age-plugin-NAME`) is missing, refused, broke its protocol or ran out of time.
+        case plugin = "plugin failure"
     }
 
     public let kind: Kind

@@ -9,8 +9,7 @@ public enum AgeFile {
     public static func encrypt(_ plaintext: SecretBytes, to recipients: [any AgeRecipient], armor: Bool = false) throws(AgeError) -> [UInt8] {
         precondition(!recipients.isEmpty, "an age file needs at least one recipient")
         let fileKey = SecretBytes.random(count: fileKeyBytes)
-        var stanzas: [AgeStanza] = []
-        for recipient in recipients { stanzas.append(try recipient.wrap(fileKey)) }
+        let stanzas = try wrapAll(fileKey, to: recipients)
         let mac = headerMAC(AgeHeader.macInput(of: stanzas), fileKey: fileKey)
         let binary = AgeHeader.serialized(stanzas, mac: mac.withUnsafeBytes { Array($0) }) + (try AgeStream.seal(plaintext, fileKey: fileKey))
         return armor ? AgeArmor.armored(binary) : binary

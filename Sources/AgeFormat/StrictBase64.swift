@@ -1,3 +1,5 @@
+import VaultCore
+
 /// Standard base64 as age's header wants it: canonical, and unpadded (or padded, for armor).
 enum StrictBase64 {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
@@ -8,6 +10,13 @@ enum StrictBase64 {
     }()
 
     static func encode(_ bytes: some Collection<UInt8>, padded: Bool = false) -> String {
+        var output = encodedBytes(bytes, padded: padded)
+        defer { SecretBytes.wipe(&output) }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// `encode` as bytes the caller can wipe (an age plugin's file keys and PINs go through it).
+    static func encodedBytes(_ bytes: some Collection<UInt8>, padded: Bool = false) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity((bytes.count + 2) / 3 * 4)
         var iterator = bytes.makeIterator()
@@ -18,7 +27,7 @@ enum StrictBase64 {
             for index in 0..<characters { output.append(alphabet[Int(group >> UInt32(18 - 6 * index) & 63)]) }
             if padded { output.append(contentsOf: [UInt8](repeating: UInt8(ascii: "="), count: 4 - characters)) }
         }
-        return String(decoding: output, as: UTF8.self)
+        return output
     }
 
     /// The bytes of `text`, or nil unless it is canonical: no stray characters, no set bits past the end,

@@ -365,6 +365,8 @@ enum ErrorReport {
             return (.failure, "\(error.detail); nothing was stored", nil)
         case .wrongPassphrase:
             return (.wrongSecret, "\(error.detail); nothing was stored", nil)
+        case .plugin:
+            return (.failure, EscapeNeutralizer.neutralize(error.detail), "Docs/sharing.md says which plugins gemvault runs and how long it waits for them")
         default:
             return (.damaged, "the share file is damaged (\(error.kind.rawValue): \(error.detail)); nothing was stored", nil)
         }

@@ -1,4 +1,5 @@
 import AgeFormat
+import AgePlugins
 import GoogleKeys
 import Sharing
 import SystemIO
@@ -87,7 +88,7 @@ extension ShareCommand {
             guard share.isSignatureValid else {
                 throw CommandFailure(.damaged, "the share's signature does not verify: it was changed after it was made, or it was not signed by the key it names; nothing was stored")
             }
-            return (share, share.key, contents.status, identities.map(\.recipientText))
+            return (share, share.key, contents.status, AgePluginUnwrap.recipients(of: identities))
         case .bareKey(let bare):
             return (nil, bare, contents.status, [])
         }
@@ -277,20 +278,33 @@ extension ShareCommand {
         }
         var identities: [any AgeIdentity] = []
         var lineStart = 0
+        var namedRecipient: String?
         try text.withUnsafeBytes { raw in
             for index in 0...raw.count where index == raw.count || raw[index] == 10 {
                 let line = SecretBytes(copying: UnsafeRawBufferPointer(rebasing: raw[lineStart..<index])).trimmingWhitespace()
                 lineStart = index + 1
                 let isComment = line.withUnsafeBytes { $0.first == UInt8(ascii: "#") }
+                if isComment { namedRecipient = pluginRecipientComment(line) ?? namedRecipient }
                 if line.count == 0 || isComment { continue }
+                if let plugin = AgePluginIdentity(parsing: line, recipient: namedRecipient) {
+                    identities.append(plugin)
+                    continue
+                }
                 guard let identity = X25519Identity(parsing: line) else {
-                    throw UsageError("\(path) is neither an age identity file (AGE-SECRET-KEY-1… lines) nor an OpenSSH ed25519 private key")
+                    throw UsageError("\(path) is neither an age identity file (AGE-SECRET-KEY-1… or AGE-PLUGIN-NAME-1… lines) nor an OpenSSH ed25519 private key")
                 }
                 identities.append(identity)
             }
         }
         guard !identities.isEmpty else { throw UsageError("\(path) holds no identity") }
-        return identities
+        return AgePluginUnwrap.forDecryption(identities)
+    }
+
+    /// The plugin recipient a comment names (`#    Recipient: age1yubikey1…`, as the plugins write
+    /// above an identity): the recipient a share to it lists, so the import knows it was for you.
+    private static func pluginRecipientComment(_ line: SecretBytes) -> String? {
+        let text = line.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        return text.split(separator: " ").lazy.map(String.init).first { AgePluginName.ofRecipient($0) != nil }
     }
 
     /// An ssh key as an identity; a protected one gets three tries at its passphrase, as ssh gives.

@@ -179,7 +179,7 @@ extension OptionSpec {
 
     // identity, key share, key import
     static let label = OptionSpec(name: "--label", value: "TEXT", help: "the name your shares carry as their sender (default user@host)")
-    static let to = OptionSpec(name: "--to", value: "RECIPIENT", help: "an age1… recipient, an ssh-ed25519 public key line, or a .pub file with one (repeatable)",
+    static let to = OptionSpec(name: "--to", value: "RECIPIENT", help: "an age1… recipient (a plugin's age1NAME1… too), an ssh-ed25519 public key line, or a .pub file with one (repeatable)",
                                repeatable: true)
     static let recipientsFile = OptionSpec(name: "--recipients-file", value: "FILE", help: "age's recipients file: one recipient a line, # comments (repeatable)",
                                            shortName: "-R", repeatable: true)

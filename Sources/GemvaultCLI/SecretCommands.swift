@@ -1,4 +1,5 @@
 import AgeFormat
+import AgePlugins
 import KeyResolution
 import Sharing
 import Settings
@@ -126,7 +127,7 @@ enum SecretCommand {
             identities = [try vault.sharingIdentity(defaultLabel: ShareCommand.defaultLabel).age]
         }
         let plaintext = try AgeFile.decrypt(contents.bytes, with: identities)
-        let imported = try vault.importSecretShare(plaintext, openedAs: identities.map(\.recipientText), name: explicitName,
+        let imported = try vault.importSecretShare(plaintext, openedAs: AgePluginUnwrap.recipients(of: identities), name: explicitName,
                                                    acceptNewSender: call.flag(.acceptNewSender), resetSerial: call.flag(.resetSerial),
                                                    replace: call.flag(.replaceSecret))
         Console.note("\(imported.replaced ? "replaced" : "stored") secret '\(imported.name)' (\(imported.masked)) from \(ShareCommand.visible(imported.sender.label)), "

@@ -22,7 +22,7 @@ let shareCommands: [CommandSpec] = [
                 summary: "encrypt a key to recipients as a signed age file, or list who it was shared with",
                 options: [.to, .recipientsFile, .armor, .output, .overwrite, .mode, .list, .revokeRecipient, .noRotate, .allowInsecureEndpoint, .json],
                 details: """
-                RECIPIENT is an age1… recipient (see 'gemvault identity'; age1…=LABEL names it), an ssh-ed25519 public key line (its comment names it), or a .pub file holding one; -R FILE is age's recipients file (one a line, # comments). A recipient that is none of these is refused, named (exit 64), before anything is written.
+                RECIPIENT is an age1… recipient (see 'gemvault identity'; age1…=LABEL names it), a plugin's age1NAME1… recipient (a YubiKey's, a TPM's: wrapped by age-plugin-NAME from PATH, which may ask for a touch or PIN; Docs/sharing.md), an ssh-ed25519 public key line (its comment names it), or a .pub file holding one; -R FILE is age's recipients file (one a line, # comments). A recipient that is none of these is refused, named (exit 64), before anything is written.
                 The output is a standard age file (armored with --armor) that 'age -d' reads with the recipient's identity or ~/.ssh/id_ed25519; inside is the key as a JSON document signed by this vault, naming the recipients it was written for. -o FILE is one file every recipient named can open (said when there are several); -o FOLDER/ (NAME-LABEL.age) or -o 'PATTERN-{label}.age' writes one file per recipient. Files are written atomically with mode 0644 (--mode 600 keeps them private), never over a link, and replace an existing file only with --force.
                 The vault records each recipient and file: a later share of the key rewrites every recorded file, for the recipients it was written for, with a higher serial. --list shows them.
                 --revoke RECIPIENT (or the label --list shows) drops a recipient, removes the files only they had, and rotates the key at Google (as key rotate --create does; Docs/rotation.md), which shares the new key with the others: a recipient saw the key, so only a new key takes it back. Google may accept the old key for about 25 minutes more. Without a Google credential, or for a key Google did not make or cannot find, it refuses (exit 1, nothing changed) unless --no-rotate, which only drops the recipient.
@@ -32,7 +32,7 @@ let shareCommands: [CommandSpec] = [
                 summary: "store a key shared with you (a gemvault share, or a plain age file holding a key)",
                 options: [.identityFile, .yesStore, .noVerifyImport, .follow, .acceptNewSender, .acceptUnlisted, .replaceKey, .resetSerial, .allowInsecureEndpoint, .json],
                 details: """
-                The file is decrypted with this vault's identity, or with -i (an age identity file, or an ssh-ed25519 private key, whose passphrase is asked on the terminal if it has one). FILE may be - for stdin (a pipe, a file or a terminal; at most 1 MiB).
+                The file is decrypted with this vault's identity, or with -i (an age identity file, whose AGE-PLUGIN-NAME-1… lines age-plugin-NAME opens, or an ssh-ed25519 private key, whose passphrase is asked on the terminal if it has one). FILE may be - for stdin (a pipe, a file or a terminal; at most 1 MiB).
                 Before storing, it shows the key's name, masked value, kind and Google key, and who signed it. On a terminal it asks; without one it needs --yes. The key is checked with Gemini (listing models) unless --no-verify.
                 The first signed import of a name pins its sender's signing key: a later share of that name from another key, or an unsigned one, is refused (exit 4) unless --accept-new-sender; one with a lower serial (a replay) unless --reset-serial, which asks and which key list shows. A name not pinned yet, from a sender whose label is or looks like (spaces, invisible characters, case, look-alike letters aside) that of another signing key you trust, is warned about and asked (without a terminal, refused unless --accept-new-sender). Replacing a key no sender is pinned for (your own, or one imported unsigned) is asked even with --yes; without a terminal it needs --replace.
                 A share names the recipients it was written for: one that does not name this vault (or the -i identity) was passed on by a recipient, and is refused (exit 4) unless --accept-unlisted. A share of format 1 names none: it is taken only for a name already pinned to its signer, and is otherwise refused the same way.
@@ -192,7 +192,7 @@ enum ShareCommand {
         } catch {
             throw SharingError.badRecipient("\(what) \(path): \(error.reason)")
         }
-        let secretMarkers = [Array("PRIVATE KEY".utf8), Array("AGE-SECRET-KEY-".utf8)]
+        let secretMarkers = [Array("PRIVATE KEY".utf8), Array("AGE-SECRET-KEY-".utf8), Array("AGE-PLUGIN-".utf8)]
         if secretMarkers.contains(where: { marker in bytes.indices.contains { bytes[$0...].starts(with: marker) } }) {
             SecretBytes.wipe(&bytes)
             throw SharingError.badRecipient("\(what) \(path): holds a private key, not a recipient; give the public key (the .pub file, or 'gemvault identity')")
