@@ -32,7 +32,8 @@ struct Context {
                             ui: CommandUnlockUI(options: options, vaultPath: vaultPath),
                             methods: UnlockMethods.standard(sshAgent: CommandUnlockUI.givesPassphrase(options) ? nil
                                 : SSHAgentUnlock(agent: Result { () throws(SSHAgentError) in try SSHAgentClient(environment: environment) }),
-                                ageIdentity: AgeIdentityUnlock(load: { try SlotCommand.ageIdentities(options: options, environment: environment, paths: paths) })),
+                                ageIdentity: AgeIdentityUnlock(load: { try SlotCommand.ageIdentities(options: options, environment: environment, paths: paths) },
+                                                               hardwareIdentities: { CommandUnlockUI.givesPassphrase(options) ? [] : SlotCommand.hardwareIdentities(for: $0) })),
                             observe: history.noteVault)
     }
 

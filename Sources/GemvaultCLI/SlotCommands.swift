@@ -1,4 +1,5 @@
 import AgeFormat
+import AgePlugins
 import Settings
 import Sharing
 import SSHAgent
@@ -110,6 +111,16 @@ enum SlotCommand {
             throw CommandFailure(.failure, "cannot read the age identity \(path): \(reason)")
         }
         return AgeIdentitySource(path: path, identities: try ShareCommand.identities(in: SecretBytes(taking: &bytes), path: path))
+    }
+
+    /// The default identity (age's `-j NAME`) of the plugin of each plugin recipient among the
+    /// age slots': a slot sealed to a YubiKey opens with the YubiKey present, no identity file.
+    static func hardwareIdentities(for recipients: [String]) -> [any AgeIdentity] {
+        var plugins: [String] = []
+        for recipient in recipients {
+            if let plugin = AgePluginName.ofRecipient(recipient), !plugins.contains(plugin) { plugins.append(plugin) }
+        }
+        return plugins.compactMap { try? AgePluginIdentity.defaultIdentity(plugin: $0) }
     }
 
     static func addSSH(_ call: Invocation) throws {

@@ -74,3 +74,26 @@ def test_the_plugins_pin_is_asked_through_the_hidden_prompt(vault):
         assert GOOD_KEY in session.text() and "123456" not in session.text() and "Passphrase" not in session.text()
     finally:
         session.close()
+
+
+def test_a_slot_sealed_to_the_plugins_device_opens_with_the_device_present_and_no_identity_file(vault, tmp_path):
+    """age's `-j NAME`: the plugin's default identity finds the key on the device (GVTEST_DEVICE
+    stands in for a YubiKey), so no identity file is named at all."""
+    env = vault
+    device = os.path.join(str(tmp_path), "device")
+    with open(device, "wb") as handle:
+        handle.write(os.urandom(32))
+    env.vars["GVTEST_DEVICE"] = device
+    recipient = subprocess.run([sys.executable, PLUGIN, "--device-recipient"], env=env.vars, check=True, capture_output=True, text=True).stdout.strip()
+    assert env.run("slot", "add", "age", recipient, timeout=NO_HANG).code == 0
+    opened = env.run("key", "get", passphrase=False, timeout=NO_HANG)
+    assert opened.code == 0 and opened.out == GOOD_KEY + "\n", opened.err
+    # The device unplugged: the plugin finds no key, and without a terminal nothing else opens it.
+    os.remove(device)
+    unplugged = env.run("key", "get", passphrase=False, timeout=NO_HANG)
+    assert unplugged.code != 0 and "age" in unplugged.err, unplugged.err
+    # A passphrase given on purpose never starts the plugin.
+    log = env.vars.get("GVTEST_LOG") or os.path.join(str(tmp_path), "plugin.log")
+    env.vars["GVTEST_LOG"] = log
+    assert env.run("key", "get", timeout=NO_HANG).out == GOOD_KEY + "\n"
+    assert not os.path.exists(log)
