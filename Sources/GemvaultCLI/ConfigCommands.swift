@@ -106,6 +106,9 @@ enum ConfigCommand {
         let (name, raw) = (call.positionals[0], call.positionals[1])
         let spec = try checkedSetting(name)
         let layer = call.flag(.file) ? "config.json" : "vault"
+        if !call.flag(.file), SettingsSchema.outsideTheVault.contains(name) {
+            throw UsageError("\(name) is read before the vault opens, so the vault cannot keep it", command: call.command, fix: "gemvault config set --file \(name) VALUE")
+        }
         let value: String
         switch spec.validate(raw) {
         case .success(let valid): value = valid

@@ -31,7 +31,9 @@ struct Context {
                             agentPaths: AgentPaths(environment: environment, vaultPath: vaultPath), useSession: !options.flag(.noSession),
                             ui: CommandUnlockUI(options: options, vaultPath: vaultPath),
                             methods: UnlockMethods.standard(sshAgent: CommandUnlockUI.givesPassphrase(options) ? nil
-                                : SSHAgentUnlock(agent: Result { () throws(SSHAgentError) in try SSHAgentClient(environment: environment) })),
+                                : SSHAgentUnlock(agent: Result { () throws(SSHAgentError) in try SSHAgentClient(environment: environment) }),
+                                ageIdentity: AgeIdentityUnlock(load: { try SlotCommand.ageIdentities(options: options, environment: environment, paths: paths) },
+                                                               hardwareIdentities: { CommandUnlockUI.givesPassphrase(options) ? [] : SlotCommand.hardwareIdentities(for: $0) })),
                             observe: history.noteVault)
     }
 

@@ -1,4 +1,5 @@
 import Glibc
+import Sharing
 import SystemIO
 import TerminalIO
 import VaultCore
@@ -10,6 +11,7 @@ public enum GemvaultMain {
     /// `environment` is read only by the commands that use it: `--version` and help answer without it.
     public static func run(arguments: [String], environment readEnvironment: @autoclosure () -> [String: String]) -> Int32 {
         ProcessHardening.prepareProcess()
+        AgeSlot.register()
         KeyDerivationProgress.install { purpose in
             let line = ProgressLine.start(purpose == .unlocking ? "unlocking…" : "protecting the vault…")
             return { line?.stop() }

@@ -260,6 +260,12 @@ extension ShareCommand {
         } catch {
             throw CommandFailure(.failure, "cannot read the identity \(path): \(error.reason)")
         }
+        return try identities(in: text, path: path)
+    }
+
+    /// The identities in an identity file's text, read from `path` (the one parser of them,
+    /// for `-i` and the vault's age slot alike).
+    static func identities(in text: SecretBytes, path: String) throws -> [any AgeIdentity] {
         if SSHEd25519Identity.isOpenSSHPrivateKey(text) {
             do {
                 return [try openSSHIdentity(text, path: path)]

@@ -1,3 +1,4 @@
+import Sharing
 import SystemIO
 import TerminalIO
 import VaultAccess
@@ -10,7 +11,7 @@ extension VaultCommand {
         let ops_limit: UInt32
         let mem_limit_bytes: UInt64
         @Nullable var preset: String?
-        /// An ssh-agent slot's key fingerprint (its kdf is hkdf-sha256, over the agent's signature).
+        /// An ssh-agent slot's key fingerprint (its kdf is hkdf-sha256, over the agent's signature), an age slot's recipient.
         @Nullable var fingerprint: String?
     }
 
@@ -51,8 +52,10 @@ extension VaultCommand {
         key slots:
 
         """
-        for slot in result.slots {
-            if let fingerprint = slot.fingerprint {
+        for (slot, listing) in zip(result.slots, header.slots.map(\.listing)) {
+            if slot.kind == AgeSlot.name, let fingerprint = slot.fingerprint {
+                text += "  \(slot.kind.padding(to: 11))age file to \(listing.keyType ?? "") \(fingerprint)\n"
+            } else if let fingerprint = slot.fingerprint {
                 text += "  \(slot.kind.padding(to: 11))hkdf-sha256 over the ssh-agent's signature by \(fingerprint)\n"
             } else {
                 text += "  \(slot.kind.padding(to: 11))argon2id13, \(slot.ops_limit) passes, \(slot.mem_limit_bytes >> 20) MiB\(slot.preset.map { " (\($0))" } ?? "")\n"

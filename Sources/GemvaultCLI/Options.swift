@@ -205,6 +205,9 @@ extension OptionSpec {
     // slot, pin
     static let sshKey = OptionSpec(name: "--key", value: "FINGERPRINT|FILE.pub",
                                    help: "the ssh-agent's key for the slot: its SHA256:… fingerprint, or a .pub file with it (needed when the agent holds several)")
+    static let ageIdentity = OptionSpec(name: "--age-identity", value: "FILE",
+                                        help: "open the vault through its age slot with this age identity file (a private file); the age_identity setting otherwise",
+                                        shortName: "-i", setting: Setting.ageIdentity.spec)
     static let yesRecovery = OptionSpec(name: "--yes", value: nil, help: "remove the recovery slot (which leaves no way in if the passphrase is forgotten)")
     static let pin = OptionSpec(name: "--pin", value: nil,
                                 help: "then set a PIN: after an idle lock, the agent opens the vault again for the PIN (until the session's absolute limit)")

@@ -1,3 +1,7 @@
+import AgeFormat
+import AgePlugins
+import Settings
+import Sharing
 import SSHAgent
 import SystemIO
 import TerminalIO
@@ -9,15 +13,15 @@ let slotCommands: [CommandSpec] = [
                 summary: "list the vault's key slots (the ways in): kinds, ssh keys, dates",
                 options: [.json], details: "Needs no passphrase: the slots are in the file's clear header. The ID column is what 'slot rm' takes.",
                 isGroupDefault: true, run: SlotCommand.list),
-    CommandSpec(path: ["slot", "add"], arguments: "ssh", argumentRange: 1...1,
-                summary: "add an ssh-agent slot: a key in $SSH_AUTH_SOCK opens the vault without a passphrase",
+    CommandSpec(path: ["slot", "add"], arguments: "ssh | age RECIPIENT", argumentRange: 1...2,
+                summary: "add an ssh-agent or age slot: a key in $SSH_AUTH_SOCK, or an age identity, opens the vault without a passphrase",
                 options: [.sshKey],
-                details: "The ssh-agent signs a random challenge kept in the slot (Ed25519, or RSA with rsa-sha2-512); HKDF-SHA-256 of the signature makes the key that holds the vault's data key.\nThe key is asked to sign twice first: a key whose signatures differ (ECDSA, a randomising token) is refused. Then the vault is opened (the passphrase is asked) and the slot added.\nFrom then on, any command that needs the vault tries the slot before asking for the passphrase. Docs/quick-unlock.md explains what it protects against.",
+                details: "ssh: the ssh-agent signs a random challenge kept in the slot (Ed25519, or RSA with rsa-sha2-512); HKDF-SHA-256 of the signature makes the key that holds the vault's data key.\nThe key is asked to sign twice first: a key whose signatures differ (ECDSA, a randomising token) is refused. Then the vault is opened (the passphrase is asked) and the slot added.\nage RECIPIENT: the data key is sealed in a small age file to RECIPIENT (age1…, as age-keygen -y prints it, or any recipient 'key share --to' takes); 'unlock -i FILE' or the age_identity setting names the identity that opens it.\nFrom then on, any command that needs the vault tries the slot before asking for the passphrase. Docs/quick-unlock.md explains what each protects against.",
                 run: SlotCommand.add),
     CommandSpec(path: ["slot", "rm"], arguments: "ID", argumentRange: 1...1,
                 summary: "remove a key slot (never the passphrase slot) and put the vault under a new data key",
                 options: [.yesRecovery],
-                details: "ID is the slot's number in 'slot list', or an ssh slot's SHA256:… fingerprint. The passphrase is asked (not an ssh slot): the vault is rekeyed, so the removed way in opens nothing written afterwards.\nThe recovery slot goes only with --yes; the passphrase slot never.",
+                details: "ID is the slot's number in 'slot list', an ssh slot's SHA256:… fingerprint, or an age slot's recipient as 'slot list' shows it. The passphrase is asked (not an ssh slot): the vault is rekeyed, so the removed way in opens nothing written afterwards.\nThe recovery slot goes only with --yes; the passphrase slot never.",
                 run: SlotCommand.remove),
 ]
 
@@ -61,7 +65,7 @@ enum SlotCommand {
 
     /// The kinds `slot add KIND` makes, by the word it takes: each a registered slot kind.
     static var adders: [(word: String, kind: any SlotKind.Type, add: (Invocation) throws -> Void)] {
-        [("ssh", SSHAgentSlot.self, addSSH)]
+        [("ssh", SSHAgentSlot.self, addSSH), ("age", AgeSlot.self, addAge)]
     }
 
     static func add(_ call: Invocation) throws {
@@ -71,6 +75,52 @@ enum SlotCommand {
             throw UsageError("'\(EscapeNeutralizer.neutralize(word))' is not a slot kind gemvault adds; the kind is \(words)", command: call.command)
         }
         try adder.add(call)
+    }
+
+    static func addAge(_ call: Invocation) throws {
+        guard call.positionals.count == 2 else { throw UsageError("slot add age takes the recipient: gemvault slot add age age1…", command: call.command) }
+        let recipient: NamedRecipient
+        do throws(SharingError) { recipient = try RecipientList.parse(call.positionals[1], origin: "the recipient") } catch {
+            if case .badRecipient(let why) = error { throw UsageError(why, command: call.command, fix: "give the recipient age-keygen -y prints for the identity file") }
+            throw error
+        }
+        let context = call.context
+        try context.vault.checkBeforePrompt()
+        let now = Output.now()
+        try context.vault.addAgeSlot(recipient.recipient, now: now)
+        Console.note("added an age slot for \(AgeSlot.recipientType(recipient.text)) \(AgeSlot.short(recipient.text)); 'gemvault unlock -i FILE' or the age_identity setting opens the vault with its identity")
+    }
+
+    /// The identities for the vault's age slots: `-i FILE`, else (unless a passphrase was given
+    /// on purpose) the age_identity setting, from the environment or config.json. The file is
+    /// a private one, checked as a passphrase file is.
+    static func ageIdentities(options: ParsedOptions, environment: [String: String], paths: Paths) throws -> AgeIdentitySource? {
+        var named = options.value(.ageIdentity)
+        if named == nil, !CommandUnlockUI.givesPassphrase(options) {
+            named = try Settings.resolve(SettingLayers(configFile: try ConfigFile.load(path: paths.configFile), environment: environment))[.ageIdentity]
+        }
+        guard let path = named else { return nil }
+        let file: FileDescriptor?
+        do throws(TrustedOpenError) { file = try TrustedFile.openSecret(ProcessIdentity.expandingTilde(path)) } catch { throw VaultError(error) }
+        guard let file else {
+            throw CommandFailure(.failure, "the age identity \(path) does not exist", hint: "name the file age-keygen wrote (-i FILE, or the age_identity setting in config.json)")
+        }
+        var bytes: [UInt8]
+        do throws(FileDescriptor.ReadFailure) { bytes = try file.readAll(limit: 64 << 10) } catch {
+            let reason = switch error { case .failed(let system): system.reason; case .tooLarge(let limit): "it is larger than \(limit >> 10) KiB, more than any identity file" }
+            throw CommandFailure(.failure, "cannot read the age identity \(path): \(reason)")
+        }
+        return AgeIdentitySource(path: path, identities: try ShareCommand.identities(in: SecretBytes(taking: &bytes), path: path))
+    }
+
+    /// The default identity (age's `-j NAME`) of the plugin of each plugin recipient among the
+    /// age slots': a slot sealed to a YubiKey opens with the YubiKey present, no identity file.
+    static func hardwareIdentities(for recipients: [String]) -> [any AgeIdentity] {
+        var plugins: [String] = []
+        for recipient in recipients {
+            if let plugin = AgePluginName.ofRecipient(recipient), !plugins.contains(plugin) { plugins.append(plugin) }
+        }
+        return plugins.compactMap { try? AgePluginIdentity.defaultIdentity(plugin: $0) }
     }
 
     static func addSSH(_ call: Invocation) throws {
@@ -107,12 +157,10 @@ enum SlotCommand {
         let header = try context.vault.header()
         let id = call.positionals[0]
         let found: VaultHeader.Slot?
-        if id.hasPrefix("SHA256:") {
-            found = header.slots.first { $0.listing.fingerprint == id }
-        } else if let number = Int(id), header.slots.indices.contains(number - 1) {
-            found = header.slots[number - 1]
+        if let number = Int(id) {
+            found = header.slots.indices.contains(number - 1) ? header.slots[number - 1] : nil
         } else {
-            found = nil
+            found = header.slots.first { $0.listing.fingerprint == id }
         }
         guard let slot = found else {
             throw CommandFailure(.failure, "the vault has no slot '\(EscapeNeutralizer.neutralize(id))'", hint: "'gemvault slot list' shows the IDs and fingerprints")

@@ -344,9 +344,14 @@ enum VaultCommand {
     }
 
     /// ssh slots are sealed to their public keys, so every rekey keeps them: said, so nobody wonders.
+    /// After a rekey: the slots that took the new data key without their secrets, by kind.
     static func noteSSHSlots(_ result: RekeyResult) {
-        guard result.sshSlotsKept > 0 else { return }
-        Console.note("the vault's \(result.sshSlotsKept == 1 ? "ssh-agent slot holds the new data key and keeps" : "\(result.sshSlotsKept) ssh-agent slots hold the new data key and keep") working")
+        var kinds: [String] = []
+        for kind in result.slotsKept where !kinds.contains(kind) { kinds.append(kind) }
+        for kind in kinds {
+            let count = result.slotsKept.filter { $0 == kind }.count
+            Console.note("the vault's \(count == 1 ? "\(kind) slot holds the new data key and keeps" : "\(count) \(kind) slots hold the new data key and keep") working")
+        }
     }
 
     static func rekey(_ call: Invocation) throws {

@@ -213,6 +213,8 @@ extension Setting where Value == String? {
     public static let serviceAccount = optional("service_account", .line, "the service account a CI job's federated identity acts as (with workload_identity_provider)",
                                                 environment: "GEMVAULT_SERVICE_ACCOUNT", text)
     public static let oidcTokenEnv = optional("oidc_token_env", .line, "the CI variable holding the job's OIDC token (GitLab's id_tokens), instead of asking GitHub for one", text)
+    public static let ageIdentity = optional("age_identity", .line,
+                                             "an age identity file (private) that opens the vault's age slot before any prompt; read before the vault opens, so kept in config.json", text)
     public static let keySecret = optional("key_secret", .line, "a Secret Manager secret whose value is the key (gsm://projects/P/secrets/S[/versions/N]), fetched on every use and held in memory only", text)
     public static let quotaProject = optional("quota_project", .line, "Google project billed for calls made with a user's credentials (API Keys; Gemini with auth = google)", text)
     public static let prices = optional("prices", .line,
@@ -278,9 +280,13 @@ public enum SettingsSchema {
         Setting.key.spec, Setting.credentialName.spec, Setting.keyCommand.spec, Setting.keyCommandTimeout.spec, Setting.rotationDays.spec,
         Setting.apikeysEndpoint.spec, Setting.tokenCommand.spec, Setting.quotaProject.spec, Setting.auth.spec, Setting.workloadIdentityProvider.spec, Setting.serviceAccount.spec, Setting.oidcTokenEnv.spec, Setting.stsEndpoint.spec, Setting.iamcredentialsEndpoint.spec, Setting.keySecret.spec, Setting.secretmanagerEndpoint.spec,
         Setting.secretCacheTTL.spec, Setting.secretMaxStale.spec,
-        Setting.sessionIdle.spec, Setting.sessionMax.spec, Setting.pinTries.spec, Setting.history.spec, Setting.color.spec, Setting.chatStyle.spec,
+        Setting.sessionIdle.spec, Setting.sessionMax.spec, Setting.pinTries.spec, Setting.ageIdentity.spec, Setting.history.spec, Setting.color.spec, Setting.chatStyle.spec,
         Setting.prices.spec, Setting.searchFreeQueries.spec, Setting.budgetDaily.spec, Setting.budgetMonthly.spec, Setting.budgetReplyEstimate.spec,
     ]
+
+    /// Read before the vault opens (what opens it), so never kept in the vault: config.json,
+    /// the environment or a flag only.
+    public static let outsideTheVault: Set<String> = [Setting.ageIdentity.name]
 
     public static func spec(named name: String) -> SettingSpec? { all.first { $0.name == name } }
     public static var names: [String] { all.map(\.name) }

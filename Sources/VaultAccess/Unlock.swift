@@ -79,15 +79,24 @@ public protocol UnlockMethod {
     /// A key for one of `file`'s slots, with what it needs asked through `access` (its UI,
     /// its retries); nil, after a note saying why, to go on to the next method.
     func key(for file: VaultFile, purpose: UnlockPurpose, access: VaultAccess) throws -> UnlockKey?
+    /// Why a method that asks nothing failed for a reason of its own (a damaged slot, a key
+    /// file refused), once it has: thrown again when it is asked again, so a command without
+    /// a terminal reports it rather than the missing passphrase.
+    var failure: (any Error)? { get }
+}
+
+extension UnlockMethod {
+    public var failure: (any Error)? { nil }
 }
 
 /// The ways in, in the order a command tries them.
 public enum UnlockMethods {
-    /// The ssh-agent's slots (unless a passphrase was given on purpose: `sshAgent` nil), then
-    /// the passphrase, then the recovery code (asked for by name only). An idle-locked
-    /// session's PIN is tried before all of them, on the session's path (`sessionIsOpen`).
-    public static func standard(sshAgent: SSHAgentUnlock?) -> [any UnlockMethod] {
-        (sshAgent.map { [$0] } ?? []) + [SecretUnlock.passphrase, SecretUnlock.recoveryCode]
+    /// The age slots (when an identity is named: `ageIdentity`), the ssh-agent's slots (unless
+    /// a passphrase was given on purpose: `sshAgent` nil), then the passphrase, then the
+    /// recovery code (asked for by name only). An idle-locked session's PIN is tried before
+    /// all of them, on the session's path (`sessionIsOpen`).
+    public static func standard(sshAgent: SSHAgentUnlock?, ageIdentity: AgeIdentityUnlock? = nil) -> [any UnlockMethod] {
+        (ageIdentity.map { [$0] } ?? []) + (sshAgent.map { [$0] } ?? []) + [SecretUnlock.passphrase, SecretUnlock.recoveryCode]
     }
 }
 

@@ -185,7 +185,9 @@ public final class VaultAccess {
     /// be had, or a way in that asks nothing (an ssh slot) opens it now (kept for the command).
     public var canOpen: Bool {
         if ui.canAsk || opened != nil || keyToReopen != nil { return true }
-        guard let key = try? key(for: .anyWayIn, prompting: false), let vault = try? unlock(with: key) else { return false }
+        // A method's own failure is reported by the open that follows (the method throws it again).
+        guard let key = try? key(for: .anyWayIn, prompting: false) else { return methods.contains { $0.failure != nil } }
+        guard let vault = try? unlock(with: key) else { return false }
         opened = vault
         return true
     }

@@ -12,6 +12,9 @@ public protocol SlotKind: Sendable {
     /// The name with its article, as messages use it ("an ssh-agent").
     static var nameWithArticle: String { get }
     static var placement: SlotPlacement { get }
+    /// The most bytes one slot of the kind takes in the file, its kind byte included: the
+    /// largest file a vault may be follows from it (`VaultFile.maximumSize`).
+    static var maximumBytes: Int { get }
     /// Reads the rest of a slot, its kind byte read. A short read is reported by the caller.
     static func parse(_ reader: inout SlotReader, _ context: SlotContext) throws -> Self
     /// The slot's bytes after its kind byte.
@@ -28,6 +31,8 @@ public protocol SlotKind: Sendable {
 
 extension SlotKind {
     public static var nameWithArticle: String { "a " + name }
+    /// No larger than an ssh-agent slot, unless the kind says otherwise.
+    public static var maximumBytes: Int { SSHAgentSlot.encodedBytes }
 }
 
 /// Where a kind of slot may stand in a vault's list of slots.

@@ -33,9 +33,9 @@ def test_the_vault_document_states_what_the_binary_writes(api):
     assert api.run("key", "set", input="AQ." + "d" * 50).code == 0
     doc = document("vault-format.md")
     vault = parse(api.vault_bytes())
-    written_formats = re.findall(r"^\| (\d+) \| yes, by every save \(of a vault without an ssh-agent slot\) \|", doc, re.M)
+    written_formats = re.findall(r"^\| (\d+) \| yes, by every save \(of a vault without an ssh-agent or age slot\) \|", doc, re.M)
     assert written_formats == [str(vault["version"])]
-    assert int(stated(r"\| 2 \| yes, by every save \(of a vault without an ssh-agent slot\) \| yes \| (\d+)-byte vault id", doc)) == len(vault["vault_id"])
+    assert int(stated(r"\| 2 \| yes, by every save \(of a vault without an ssh-agent or age slot\) \| yes \| (\d+)-byte vault id", doc)) == len(vault["vault_id"])
     slot_sizes = {int(kind): int(size) for kind, size in re.findall(r"^\| (\d) \| [a-z ]+ slot \| (\d+) \|", doc, re.M)}
     for slot in vault["slots"]:
         assert len(slot["raw"]) == slot_sizes[slot["kind"]]

@@ -24,7 +24,7 @@ DOCUMENT = os.path.join(HERE, "..", "..", "Docs", "vault-format.md")
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 VECTORS = ["v1", "v2", "v3"]
 
-PASSPHRASE_SLOT, LEGACY_RECOVERY_SLOT, RECOVERY_SLOT, SSH_AGENT_SLOT = 1, 2, 3, 4
+PASSPHRASE_SLOT, LEGACY_RECOVERY_SLOT, RECOVERY_SLOT, SSH_AGENT_SLOT, AGE_SLOT = 1, 2, 3, 4, 5
 SLOT_SIZES = {PASSPHRASE_SLOT: 102, LEGACY_RECOVERY_SLOT: 102, RECOVERY_SLOT: 142, SSH_AGENT_SLOT: 186}
 SLOT_AD_PREFIX = b"gemvault slot\x00" + b"GEMVAULT" + b"\x01\x00"
 NAME = re.compile(rb"[A-Za-z0-9._-]{1,128}")
@@ -63,6 +63,21 @@ def parse(data):
             slots.append(dict(kind=kind, algorithm=raw[1], fingerprint=raw[2:34], added=added, challenge=raw[42:74],
                               public_key=raw[74:106], sealed=raw[106:186], raw=raw, offset=offset))
             offset += 186
+            continue
+        if kind == AGE_SLOT:
+            # 13 + R + F bytes: added, the recipient's text, an age file whose payload is the data key.
+            assert version == 3 and index >= 1
+            (added, recipient_length) = struct.unpack_from("<QH", body, offset + 1)
+            assert 1 <= recipient_length <= 4096
+            recipient = body[offset + 11:offset + 11 + recipient_length]
+            assert all(0x20 <= c <= 0x7E for c in recipient)
+            (file_length,) = struct.unpack_from("<H", body, offset + 11 + recipient_length)
+            assert 1 <= file_length <= 8192
+            start = offset + 13 + recipient_length
+            sealed = body[start:start + file_length]
+            assert sealed.startswith(b"age-encryption.org/v1\n")
+            slots.append(dict(kind=kind, added=added, recipient=recipient.decode(), sealed=sealed, raw=body[offset:start + file_length], offset=offset))
+            offset = start + file_length
             continue
         kind, algorithm, ops, mem = struct.unpack_from("<BBIQ", body, offset)
         if index == 0:
@@ -628,3 +643,24 @@ def test_secrets_for_other_tools_are_read_from_payload_version_10_as_documented(
     assert old == "ghp_first0123456789abcdefghijklmnopqrstu" and set_at <= replaced
     assert secrets["tls"]["value"] == pem and secrets["tls"]["earlier"] == []
     assert secrets["github"]["link"] is None and secrets["tls"]["link"] is None
+
+
+def test_an_age_slot_opens_with_debians_age_as_the_document_says(env):
+    """Kind 5 read from the layout alone: the age file in it is one Debian's age opens to the
+    data key, which decrypts the payload."""
+    import subprocess
+    env.init()
+    assert env.run("key", "set", input="AIzaSyAgeSlotKey-0123456789abcdefghijklm\n").code == 0
+    identity = os.path.join(env.root, "identity.txt")
+    subprocess.run(["age-keygen", "-o", identity], check=True, capture_output=True)
+    recipient = subprocess.run(["age-keygen", "-y", identity], check=True, capture_output=True, text=True).stdout.strip()
+    assert env.run("slot", "add", "age", recipient).code == 0
+    vault = parse(env.vault_bytes())
+    assert vault["version"] == 3 and [s["kind"] for s in vault["slots"]] == [PASSPHRASE_SLOT, RECOVERY_SLOT, AGE_SLOT]
+    slot = slot_of(vault, [AGE_SLOT])
+    assert slot["recipient"] == recipient and len(slot["raw"]) == 13 + len(recipient) + len(slot["sealed"])
+    data_key = subprocess.run(["age", "-d", "-i", identity], input=slot["sealed"], check=True, capture_output=True).stdout
+    from conftest import PASSPHRASE
+    assert data_key == unwrap(slot_of(vault, [PASSPHRASE_SLOT]), PASSPHRASE.encode())
+    keys, _ = decode_payload(unpad(decrypt(vault, data_key)))
+    assert keys["default"] == "AIzaSyAgeSlotKey-0123456789abcdefghijklm"

@@ -114,7 +114,7 @@ import Testing
     @Test func everySpellingOfASettingFlagOverridesItsSetting() {
         let expected = ["--model": "model", "--system": "system_prompt", "--temperature": "temperature", "--timeout": "timeout", "--key": "key", "--think": "thinking",
                         "--max-output-tokens": "max_output_tokens",
-                        "--secretmanager-endpoint": "secretmanager_endpoint", "--apikeys-endpoint": "apikeys_endpoint", "--auth": "auth"]
+                        "--secretmanager-endpoint": "secretmanager_endpoint", "--apikeys-endpoint": "apikeys_endpoint", "--auth": "auth", "--age-identity": "age_identity"]
         for spec in commandTable {
             for option in spec.options where option != .sshKey {
                 #expect(option.setting?.name == expected[option.name], "\(spec.name) \(option.name)")

@@ -1,0 +1,144 @@
+public import AgeFormat
+public import VaultCore
+
+/// Kind 5: the data key as the payload of a small binary age file to an age recipient (X25519,
+/// a hybrid or tagged one, a plugin's, ssh-ed25519: whatever `RecipientList` parses), kept with
+/// the recipient's text. Sealing needs no secret, so every rekey writes a new age file to the
+/// recipient and passwd, rekey and recover keep the slot; any identity that opens the file
+/// opens the slot (`AgeSlotKey`).
+///
+/// Layout: kind, added (u64), recipient length (u16), recipient (printable ASCII), age file
+/// length (u16), age file (`age-encryption.org/v1`, binary, its payload the 32-byte data key).
+public struct AgeSlot: SlotKind, Equatable {
+    public static let kindByte: UInt8 = 5
+    public static let name = "age"
+    public static let nameWithArticle = "an age"
+    public static let placement = SlotPlacement.additional(most: KeySlot.maxAdditionalSlots)
+    /// A hybrid recipient is about 2,000 characters; a hybrid stanza's file about 1,700 bytes.
+    static let maxRecipientBytes = 4096
+    static let maxFileBytes = 8192
+    public static let maximumBytes = 1 + 8 + 2 + maxRecipientBytes + 2 + maxFileBytes
+    /// 9999-12-31T23:59:59Z: a slot's date is shown, so it must be one.
+    static let latestDate: Int64 = 253_402_300_799
+    static let fileStart = Array("age-encryption.org/v1\n".utf8)
+    /// A vault's data key (XChaCha20-Poly1305).
+    public static let dataKeyBytes = 32
+
+    /// The recipient as `RecipientList` writes it (`age1…`, `ssh-ed25519 AAAA…`).
+    public let recipient: String
+    /// When the slot was added (Unix seconds).
+    public let added: Int64
+    let sealed: [UInt8]
+
+    /// Makes the kind known to this process's vault parser (at the start of every command).
+    public static func register() { SlotKinds.register(AgeSlot.self) }
+
+    /// A new slot holding `dataKey`, sealed to `recipient`.
+    public static func make(dataKey: SecretBytes, recipient: any AgeRecipient, added: Int64) throws(VaultError) -> AgeSlot {
+        let text = recipient.text
+        guard text.utf8.count <= maxRecipientBytes else { throw .slotRefused("the recipient is longer than the \(maxRecipientBytes) characters an age slot keeps") }
+        let sealed: [UInt8]
+        do { sealed = try AgeFile.encrypt(dataKey, to: [recipient]) } catch {
+            throw .slotRefused("the data key cannot be sealed to \(short(text)): \(error.detail)")
+        }
+        guard sealed.count <= maxFileBytes else { throw .slotRefused("the age file for \(short(text)) is \(sealed.count) bytes, more than the \(maxFileBytes) an age slot keeps") }
+        return AgeSlot(recipient: text, added: added, sealed: sealed)
+    }
+
+    public func resealed(dataKey: SecretBytes) throws(VaultError) -> AgeSlot? {
+        let parsed: NamedRecipient
+        do { parsed = try RecipientList.parse(recipient, origin: "the age slot's recipient") } catch {
+            throw .slotRefused("the age slot for \(Self.short(recipient)) cannot take the new data key: its recipient is not one this gemvault seals to")
+        }
+        return try Self.make(dataKey: dataKey, recipient: parsed.recipient, added: added)
+    }
+
+    public var body: [UInt8] {
+        var writer: [UInt8] = []
+        withUnsafeBytes(of: UInt64(bitPattern: added).littleEndian) { writer += $0 }
+        withUnsafeBytes(of: UInt16(recipient.utf8.count).littleEndian) { writer += $0 }
+        writer += Array(recipient.utf8)
+        withUnsafeBytes(of: UInt16(sealed.count).littleEndian) { writer += $0 }
+        return writer + sealed
+    }
+
+    public var identity: [UInt8] { Array(recipient.utf8) }
+    public var holder: [UInt8] { Array(recipient.utf8) }
+    public var listing: SlotListing { SlotListing(keyType: Self.recipientType(recipient), fingerprint: Self.short(recipient), added: added) }
+
+    /// The recipient's type as age names its stanza (`X25519`, `mlkem768x25519`, `p256tag`,
+    /// `mlkem768p256tag`, `ssh-ed25519`), or `plugin NAME` for `age-plugin-NAME`'s.
+    public static func recipientType(_ text: String) -> String {
+        if text.hasPrefix("ssh-") { return String(text.prefix { $0 != " " }) }
+        let hrp = text.lastIndex(of: "1").map { String(text[..<$0]).lowercased() } ?? ""
+        switch hrp {
+        case "age": return "X25519"
+        case "age1pq": return "mlkem768x25519"
+        case "age1tag": return "p256tag"
+        case "age1tagpq": return "mlkem768p256tag"
+        default: return hrp.hasPrefix("age1") ? "plugin " + hrp.dropFirst(4) : "unknown"
+        }
+    }
+
+    /// The recipient whole when it is short (X25519's 62 characters), else its start and end:
+    /// what `slot list` shows and `slot rm` takes.
+    public static func short(_ text: String) -> String {
+        text.count <= 80 ? text : String(text.prefix(24)) + "…" + String(text.suffix(12))
+    }
+
+    public static func parse(_ reader: inout SlotReader, _ context: SlotContext) throws -> AgeSlot {
+        let added = Int64(bitPattern: try reader.read(UInt64.self))
+        guard (0...latestDate).contains(added) else { throw context.damaged("says it was added at \(added), not a date between 1970 and 9999") }
+        let recipientLength = Int(try reader.read(UInt16.self))
+        guard (1...maxRecipientBytes).contains(recipientLength) else { throw context.damaged("says its recipient is \(recipientLength) bytes long") }
+        let recipient = try reader.readBytes(recipientLength)
+        guard recipient.allSatisfy({ (0x20...0x7E).contains($0) }), recipient.starts(with: Array("age1".utf8)) || recipient.starts(with: Array("ssh-".utf8)) else {
+            throw context.damaged("names a recipient that is not an age1… or ssh- one")
+        }
+        let fileLength = Int(try reader.read(UInt16.self))
+        guard (1...maxFileBytes).contains(fileLength) else { throw context.damaged("says its age file is \(fileLength) bytes long") }
+        let sealed = try reader.readBytes(fileLength)
+        guard sealed.starts(with: fileStart) else { throw context.damaged("holds something that is not an age file") }
+        return AgeSlot(recipient: String(decoding: recipient, as: UTF8.self), added: added, sealed: sealed)
+    }
+}
+
+/// What opens an age slot: the data key an identity took from one slot's age file, kept with
+/// that file, so reading and then writing the vault decrypt it once (one touch of a hardware
+/// key) while the slot is unchanged.
+public struct AgeSlotKey: SlotKey {
+    let sealed: [UInt8]
+    let dataKey: SecretBytes
+    /// The recipient of the slot it opened.
+    public let recipient: String
+
+    /// The key of the first age slot of `file` that one of `identities` opens; nil when none
+    /// does. A file an identity matches that does not decrypt was altered: damaged (exit 4). An
+    /// identity that fails otherwise (a plugin's error) throws its `AgeError`.
+    public static func unlocking(_ file: VaultFile, path: String, with identities: [any AgeIdentity]) throws -> AgeSlotKey? {
+        for (index, slot) in file.slots.enumerated() {
+            guard let slot = slot.as(AgeSlot.self) else { continue }
+            let opened: SecretBytes
+            do { opened = try AgeFile.decrypt(slot.sealed, with: identities) } catch {
+                switch error.kind {
+                case .noMatch: continue
+                case .header, .mac, .payload, .armor:
+                    throw VaultError.slotsDamaged(path: path, detail: "key slot \(index + 1) (age, \(AgeSlot.short(slot.recipient))) does not decrypt: \(error.description)")
+                default: throw error
+                }
+            }
+            guard opened.count == AgeSlot.dataKeyBytes else {
+                throw VaultError.slotsDamaged(path: path, detail: "key slot \(index + 1) (age) holds \(opened.count) bytes, not a data key")
+            }
+            return AgeSlotKey(sealed: slot.sealed, dataKey: opened, recipient: slot.recipient)
+        }
+        return nil
+    }
+
+    public func fits(_ file: VaultFile) -> Bool { file.slots(AgeSlot.self).contains { $0.sealed == sealed } }
+
+    public func open(_ file: VaultFile, path: String) throws(VaultError) -> SlotOpening {
+        guard fits(file) else { throw .wrongPassphrase }
+        return SlotOpening(dataKey: dataKey.withUnsafeBytes { SecretBytes(copying: $0) })
+    }
+}

@@ -1,0 +1,40 @@
+"""The age slot sealed to a hybrid post-quantum recipient (`age1pq1…`, mlkem768x25519): the
+identity made by age_pq.py (an independent reader and writer from the specs), the slot's age
+file opened by it too. Needs the post-quantum recipients (issue 45 item 1) and age_pq.py."""
+import os
+import sys
+
+import pytest
+
+from conftest import GOOD_KEY
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+try:
+    sys.path.insert(0, HERE)
+    import age_pq
+except ImportError as missing:  # the module, or kyber-py, is not in this tree yet
+    age_pq = None
+    reason = "the post-quantum cross-check (age_pq.py and kyber-py) is not here: %s" % missing
+
+pytestmark = pytest.mark.skipif(age_pq is None, reason=age_pq is None and reason or "")
+
+
+def test_a_hybrid_recipients_slot_opens_with_its_identity_and_a_rekey_keeps_it(env):
+    import test_age_slot
+    env.init()
+    assert env.run("key", "set", input=GOOD_KEY).code == 0
+    identity = age_pq.HybridIdentity()
+    path = os.path.join(env.root, "pq-identity.txt")
+    env.write_private(path, identity.text + "\n")
+    added = env.run("slot", "add", "age", identity.recipient)
+    assert added.code == 0 and "mlkem768x25519" in added.err, added.err
+    [slot] = test_age_slot.age_slots(env)
+    assert slot["recipient"] == identity.recipient and age_pq.stanza_types(slot["sealed"]) == ["mlkem768x25519"]
+    data_key = age_pq.decrypt(slot["sealed"], [identity])
+    assert len(data_key) == 32
+    use = {"GEMVAULT_AGE_IDENTITY": path}
+    assert env.run("key", "get", passphrase=False, env=use).out == GOOD_KEY + "\n"
+    assert env.run("rekey").code == 0
+    [again] = test_age_slot.age_slots(env)
+    assert age_pq.decrypt(again["sealed"], [identity]) != data_key
+    assert env.run("key", "get", passphrase=False, env=use).out == GOOD_KEY + "\n"
