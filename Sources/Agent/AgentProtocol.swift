@@ -141,6 +141,11 @@ public enum AgentProtocol {
         case secretChange = 65, toolSecretSummaries = 66, usedBy = 67
         /// `putToken`, `takeToken`: the credential and scopes a token is for, and when it expires.
         case cacheKey = 80, expiresAt = 81
+        /// The hybrid post-quantum identity (Docs/sharing.md): in an `identity` change, 1 to make a
+        /// classic (X25519 only) identity; in `identity`'s answer, the `age1pq1…` recipient's key;
+        /// `decapsulate`: each `mlkem768x25519` stanza's encapsulated key (1120 bytes), and the
+        /// KEM's shared secret for each (32 bytes, in order).
+        case classicIdentity = 90, hybridRecipient = 91, encapsulatedKey = 92, hybridSharedSecret = 93
     }
 
     public enum ErrorKind: UInt8, Sendable {
