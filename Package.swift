@@ -17,7 +17,8 @@ let package = Package(
         .systemLibrary(name: "CEditLine", providers: [.apt(["libedit-dev"])]),
         /// cmark-gfm, to parse the model's markdown (with GitHub's table extension).
         .systemLibrary(name: "CCmark", providers: [.apt(["libcmark-gfm-dev", "libcmark-gfm-extensions-dev"])]),
-        /// OpenSSL's libcrypto, for RS256 only: a service account signs its token request with it.
+        /// OpenSSL's libcrypto: RS256 for a service account's token request, RSA for ssh slots,
+        /// SHA-3/SHAKE and P-256 for age's post-quantum and tagged recipients.
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
         /// zlib, for the unit tests only: some of the C2SP age vectors are stored compressed.
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
@@ -40,9 +41,10 @@ let package = Package(
         .target(name: "TerminalIO", dependencies: ["VaultCore", "SystemIO", "CSystemShims"]),
         /// Paths, the settings schema and layers, config.json, and their errors: low enough for the agent.
         .target(name: "Settings", dependencies: ["VaultCore", "SystemIO"]),
-        /// The age v1 file format (age-encryption.org/v1): X25519 and ssh-ed25519 recipients and
-        /// identities, the header and its MAC, the STREAM payload, armor. For sharing keys.
-        .target(name: "AgeFormat", dependencies: ["VaultCore"]),
+        /// The age v1 file format (age-encryption.org/v1): X25519, ssh-ed25519 and hybrid
+        /// post-quantum (ML-KEM-768 + X25519) recipients and identities, tagged P-256 recipients,
+        /// HPKE, the header and its MAC, the STREAM payload, armor. For sharing keys.
+        .target(name: "AgeFormat", dependencies: ["VaultCore", "COpenSSL"]),
         /// Sharing keys: the vault's identity in age and Ed25519 form, the signed share document,
         /// recipient lists. No terminal or file code.
         .target(name: "Sharing", dependencies: ["AgeFormat", "VaultCore", "GoogleKeys"]),

@@ -4,6 +4,8 @@ public import VaultCore
 public protocol AgeRecipient: Sendable {
     /// The recipient as a user writes it: `age1…`, or an `ssh-ed25519 …` line.
     var text: String { get }
+    /// Whether the recipient resists a quantum computer (a default of false in an extension).
+    var isPostQuantum: Bool { get }
     func wrap(_ fileKey: SecretBytes) throws(AgeError) -> AgeStanza
 }
 

@@ -154,9 +154,19 @@ public enum HMACSHA256 {
 public enum HKDFSHA256 {
     /// `length` bytes (at most 255 blocks) from `secret`, `salt` and `info`.
     public static func derive(secret: SecretBytes, salt: [UInt8], info: [UInt8], length: Int) -> SecretBytes {
-        precondition(length > 0 && length <= 255 * HMACSHA256.bytes)
         // An empty salt means HashLen zero bytes; HMAC pads either to the same block.
-        let pseudorandomKey = HMACSHA256.macWithPublicKey(salt, secret)
+        expand(HMACSHA256.macWithPublicKey(salt, prefix: [], secret), info: info, length: length)
+    }
+
+    /// HKDF-Extract of `prefix ‖ secret` under a public salt (HPKE's labelled extract puts its
+    /// label before the secret).
+    public static func extract(salt: [UInt8], prefix: [UInt8] = [], _ secret: SecretBytes) -> SecretBytes {
+        HMACSHA256.macWithPublicKey(salt, prefix: prefix, secret)
+    }
+
+    /// HKDF-Expand: `length` bytes (at most 255 blocks) of a pseudorandom key.
+    public static func expand(_ pseudorandomKey: SecretBytes, info: [UInt8], length: Int) -> SecretBytes {
+        precondition(length > 0 && length <= 255 * HMACSHA256.bytes)
         let output = SecretBytes(count: length)
         var previous = SecretBytes(count: 0)
         var filled = 0
@@ -179,9 +189,10 @@ public enum HKDFSHA256 {
 
 extension HMACSHA256 {
     /// HKDF's extract step: the salt is the (public) key and the secret the message.
-    static func macWithPublicKey(_ key: [UInt8], _ message: SecretBytes) -> SecretBytes {
+    static func macWithPublicKey(_ key: [UInt8], prefix: [UInt8] = [], _ message: SecretBytes) -> SecretBytes {
         key.withUnsafeBytes { rawKey in
             mac(rawKey: rawKey) { state in
+                if !prefix.isEmpty { _ = crypto_auth_hmacsha256_update(state, prefix, UInt64(prefix.count)) }
                 message.withUnsafeBytes { part in
                     _ = crypto_auth_hmacsha256_update(state, part.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
                 }
