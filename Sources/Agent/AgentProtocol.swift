@@ -54,7 +54,14 @@ public enum AgentProtocol {
         /// A Google access token kept for `auth` = `google` (Docs/keyless.md), per credential and
         /// scope, until five minutes before it expires; never written anywhere.
         case putToken = 30, takeToken = 31
+        /// The hybrid post-quantum identity's decapsulation of every `mlkem768x25519` stanza's
+        /// encapsulated key of one age file, in one request (as `agree` for X25519); the seed never
+        /// leaves the agent. 33 is kept for the hybrid identity too.
+        case decapsulate = 32
     }
+
+    /// A file's encapsulated keys: at most 256 stanzas of 1,120 bytes each, and a field header.
+    public static let maxDecapsulateRequest = 256 * 1120 + 64
 
     /// An access token (STS's are up to 12 KiB) and the name of its credential and scopes.
     public static let maxTokenRequest = 16 << 10
@@ -72,6 +79,7 @@ public enum AgentProtocol {
         guard let known = Operation(rawValue: operation) else { return nil }
         switch known {
         case .change, .signShare, .signSecretShare, .agree: return maxChangeRequest
+        case .decapsulate: return maxDecapsulateRequest
         case .putToken: return maxTokenRequest
         default: return maxSmallRequest
         }

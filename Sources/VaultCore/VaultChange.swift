@@ -87,18 +87,8 @@ public enum VaultChange: Sendable {
             let had = contents.settings[name] != nil
             if let value { try contents.setSetting(name, value: value) } else { _ = contents.removeSetting(name) }
             return Outcome(masked: nil, replaced: had)
-        case .identity(let label, let relabel, let classic):
-            if let existing = contents.identity {
-                if relabel { try contents.setIdentity(existing.relabeled(label)) }
-                return Outcome(masked: nil, replaced: true)
-            }
-            try contents.setIdentity(.generate(label: label, classic: classic))
-            return Outcome(masked: nil, replaced: false)
-        case .upgradeIdentity:
-            guard let existing = contents.identity else { throw .cryptoFailure("the vault has no sharing identity to upgrade") }
-            if existing.hybridSeed != nil { return Outcome(masked: nil, replaced: false) }
-            try contents.setIdentity(existing.upgraded())
-            return Outcome(masked: nil, replaced: true)
+        case .identity, .upgradeIdentity:
+            return try applyIdentity(to: contents)
         case .recordSharing(let name, let record):
             let had = contents.sharing[name] != nil
             try contents.setSharing(name, record)
@@ -135,6 +125,24 @@ public enum VaultChange: Sendable {
             // The next fetch would replace such a value, and a deleted Google key come back.
             if let link = contents.links[name] { throw .linkedKey(name: name, reference: link.reference) }
         default: break
+        }
+    }
+
+    /// The sharing identity made, relabelled, or given its post-quantum part.
+    private func applyIdentity(to contents: VaultContents) throws(VaultError) -> Outcome {
+        switch self {
+        case .identity(let label, let relabel, let classic):
+            if let existing = contents.identity {
+                if relabel { try contents.setIdentity(existing.relabeled(label)) }
+                return Outcome(masked: nil, replaced: true)
+            }
+            try contents.setIdentity(.generate(label: label, classic: classic))
+            return Outcome(masked: nil, replaced: false)
+        default:
+            guard let existing = contents.identity else { throw .cryptoFailure("the vault has no sharing identity to upgrade") }
+            if existing.hybridSeed != nil { return Outcome(masked: nil, replaced: false) }
+            try contents.setIdentity(existing.upgraded())
+            return Outcome(masked: nil, replaced: true)
         }
     }
 
