@@ -389,6 +389,12 @@ class Suite:
         import quick_unlock
         quick_unlock.measure(self, alternate, med, timed, say, record, verdict)
 
+    # -- 9. a share to post-quantum recipients (bench/pq_share.py) ---------------------------
+
+    def share(self):
+        import pq_share
+        pq_share.measure(self, alternate, med, timed, say, record, verdict)
+
     # -- 4. chat latency ---------------------------------------------------------------------
 
     def chat_commands(self):
@@ -802,7 +808,7 @@ def main():
     parser.add_argument("--sizes", default="10,100,1000")
     parser.add_argument("--chat-turns", type=int, default=50)
     parser.add_argument("--agent-keys", type=int, default=1000)
-    parser.add_argument("--only", default="startup,lookup,unlock,chat,memory,growth,render,quick")
+    parser.add_argument("--only", default="startup,lookup,unlock,chat,memory,growth,render,quick,share")
     parser.add_argument("--peak-rss", help="the compiled bench/peak_rss.c, which the memory section measures through")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-sdk", action="store_true")
@@ -819,7 +825,7 @@ def main():
     if not options.binary:
         parser.error("--binary or --builds is needed")
     sections = options.only.split(",")
-    unknown = set(sections) - {"startup", "lookup", "unlock", "chat", "memory", "growth", "render", "quick"}
+    unknown = set(sections) - {"startup", "lookup", "unlock", "chat", "memory", "growth", "render", "quick", "share"}
     if unknown:
         parser.error("unknown section %s" % ", ".join(sorted(unknown)))
     suite = Suite(options)

@@ -249,7 +249,7 @@ extension ShareCommand {
         }
     }
 
-    /// The identities in an `-i` file: age's identity file (`AGE-SECRET-KEY-1…` lines, `#`
+    /// The identities in an `-i` file: age's identity file (`AGE-SECRET-KEY-1…` and `AGE-SECRET-KEY-PQ-1…` lines, `#`
     /// comments), or an OpenSSH ed25519 private key (its passphrase asked on the terminal).
     static func loadIdentities(_ path: String) throws -> [any AgeIdentity] {
         let text: SecretBytes
@@ -277,8 +277,8 @@ extension ShareCommand {
                 lineStart = index + 1
                 let isComment = line.withUnsafeBytes { $0.first == UInt8(ascii: "#") }
                 if line.count == 0 || isComment { continue }
-                guard let identity = X25519Identity(parsing: line) else {
-                    throw UsageError("\(path) is neither an age identity file (AGE-SECRET-KEY-1… lines) nor an OpenSSH ed25519 private key")
+                guard let identity = IdentityLine.parse(line) else {
+                    throw UsageError("\(path) is neither an age identity file (AGE-SECRET-KEY-1… or AGE-SECRET-KEY-PQ-1… lines) nor an OpenSSH ed25519 private key")
                 }
                 identities.append(identity)
             }

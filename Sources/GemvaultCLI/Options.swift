@@ -184,7 +184,7 @@ extension OptionSpec {
     static let upgradeIdentity = OptionSpec(name: "--upgrade", value: nil,
                                             help: "add a post-quantum (age1pq1…) recipient to a classic identity, and re-share the shares that name this vault")
     static let pqOnly = OptionSpec(name: "--pq-only", value: nil, help: "refuse classic recipients: share only to post-quantum ones (age1pq1…)")
-    static let to = OptionSpec(name: "--to", value: "RECIPIENT", help: "an age1… recipient, an ssh-ed25519 public key line, or a .pub file with one (repeatable)",
+    static let to = OptionSpec(name: "--to", value: "RECIPIENT", help: "an age1… recipient (age1pq1… and age1tag1… too), an ssh-ed25519 public key line, or a .pub file with one (repeatable)",
                                repeatable: true)
     static let recipientsFile = OptionSpec(name: "--recipients-file", value: "FILE", help: "age's recipients file: one recipient a line, # comments (repeatable)",
                                            shortName: "-R", repeatable: true)

@@ -15,7 +15,8 @@ public struct NamedRecipient {
     }
 }
 
-/// The recipient syntaxes `key share` takes: age's own (`age1…`), an `ssh-ed25519 …` line, and
+/// The recipient syntaxes `key share` takes: age's own (`age1…`, post-quantum `age1pq1…`, tagged
+/// `age1tag1…` and `age1tagpq1…`), an `ssh-ed25519 …` line, and
 /// age's recipients file (one per line, `#` comments, blank lines).
 public enum RecipientList {
     /// A comment kept as a recipient's label only when it is one a terminal may show.
@@ -33,6 +34,7 @@ public enum RecipientList {
             return NamedRecipient(recipient: recipient.recipient, label: given)
         }
         if let recipient = X25519Recipient(parsing: trimmed) { return NamedRecipient(recipient: recipient, label: "") }
+        if let recipient = postQuantumOrTagged(trimmed) { return NamedRecipient(recipient: recipient, label: "") }
         if trimmed.hasPrefix("ssh-ed25519 "), let recipient = SSHEd25519Recipient(parsing: trimmed) {
             let words = trimmed.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
             return NamedRecipient(recipient: recipient, label: words.count == 3 ? label(String(words[2])) : "")

@@ -124,7 +124,7 @@ def test_bench_suite_runs_in_its_quick_mode(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     for section in ("## 1. Start-up", "## 2. Lookup", "## 3. Unlock", "## 4. Chat latency", "## 5. Memory",
                     "## 6a. Growth of a vault", "## 6b. Growth of a conversation", "## 6c. history list", "## 7. Live render",
-                    "## 7b. Live render", "## Summary"):
+                    "## 7b. Live render", "## 9. Sharing to post-quantum", "## Summary"):
         assert section in proc.stdout
     assert proc.stdout.count("\n| ") >= 15
 
