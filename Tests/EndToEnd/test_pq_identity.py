@@ -2,69 +2,24 @@
 (ML-KEM-768 + X25519, `age1pq1…`) by default, `--classic`, `identity --upgrade` re-sharing the
 shares that named the vault's classic recipient, a mixed share's warning and `--pq-only`, and
 shares to the hybrid recipient opened through a session and without one. The post-quantum
-identity files and recipients here are made from the spec (hpke-pq.md's expandKey) with kyber-py,
-not by gemvault."""
-import hashlib
+identity files and recipients here are made from the spec (hpke-pq.md's expandKey) with kyber-py
+not by gemvault (age_pq.py)."""
 import json
 import os
-import shutil
+import subprocess
 
-import pytest
-
+import age_pq
 from conftest import GOOD_KEY, Env
 
-AGE = shutil.which("age")
-
-CHARSET = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
-
-
-def bech32_encode(hrp, data):
-    """Bech32 (BIP 173) without its length limit, as age uses it."""
-    def polymod(values):
-        generator = [0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3]
-        check = 1
-        for value in values:
-            top = check >> 25
-            check = (check & 0x1FFFFFF) << 5 ^ value
-            for index in range(5):
-                check ^= generator[index] if (top >> index) & 1 else 0
-        return check
-    words, acc, bits = [], 0, 0
-    for byte in data:
-        acc = (acc << 8) | byte
-        bits += 8
-        while bits >= 5:
-            bits -= 5
-            words.append((acc >> bits) & 31)
-    if bits:
-        words.append((acc << (5 - bits)) & 31)
-    low = hrp.lower()
-    expanded = [ord(c) >> 5 for c in low] + [0] + [ord(c) & 31 for c in low]
-    mod = polymod(expanded + words + [0] * 6) ^ 1
-    checksum = [(mod >> 5 * (5 - index)) & 31 for index in range(6)]
-    text = low + "1" + "".join(CHARSET[w] for w in words + checksum)
-    return text.upper() if hrp.isupper() else text
-
-
-def hybrid_public_key(seed):
-    """PrivateKeyToPublicKey of MLKEM768-X25519 (hpke-pq.md): SHAKE256(seed, 96) gives ML-KEM's
-    d || z and the X25519 scalar; the key is ML-KEM's encapsulation key, then the X25519 point."""
-    from kyber_py.ml_kem import ML_KEM_768
-    import nacl.bindings
-    full = hashlib.shake_256(seed).digest(96)
-    encapsulation_key, _ = ML_KEM_768.key_derive(full[:64])
-    return encapsulation_key + nacl.bindings.crypto_scalarmult_base(full[64:96])
-
-
 def pq_identity_file(folder, name="pq-id.txt"):
-    """An `AGE-SECRET-KEY-PQ-1…` identity file as age-keygen -pq writes it, and its recipient."""
-    seed = os.urandom(32)
-    recipient = bech32_encode("age1pq", hybrid_public_key(seed))
+    """An `AGE-SECRET-KEY-PQ-1…` identity file as age-keygen -pq writes it, its recipient, and the
+    identity (age_pq's, written from the spec apart from gemvault)."""
+    held = age_pq.HybridIdentity()
     path = os.path.join(folder, name)
     with open(path, "w") as handle:
-        handle.write("# public key: %s\n%s\n" % (recipient, bech32_encode("AGE-SECRET-KEY-PQ-", seed)))
+        handle.write("# public key: %s\n%s\n" % (held.recipient, held.text))
     os.chmod(path, 0o600)
-    return path, recipient
+    return path, held.recipient, held
 
 
 def identity(env, *options):
@@ -93,7 +48,7 @@ def test_a_new_vault_has_a_hybrid_identity_whose_seed_the_document_describes(env
     # the recipient printed is the one the spec derives from that seed.
     version, sharing = payload_sharing(env)
     assert version == 11 and len(sharing["hybrid_seed"]) == 32
-    assert bech32_encode("age1pq", hybrid_public_key(sharing["hybrid_seed"])) == me["pq_recipient"]
+    assert age_pq.HybridIdentity(sharing["hybrid_seed"]).recipient == me["pq_recipient"]
     text = env.run("identity").out
     assert "pq recipient " + me["pq_recipient"] in text and "recipient    " + me["recipient"] in text
 
@@ -155,3 +110,127 @@ def test_identity_through_a_session_makes_and_upgrades_inside_the_agent(env):
         env.run("lock", passphrase=False)
     # The agent saved it: the vault opened with the passphrase says the same.
     assert identity(env)["pq_recipient"] == json.loads(upgraded.out)["pq_recipient"]
+
+
+def classic_identity_file(folder, name):
+    path = os.path.join(folder, name)
+    subprocess.run(["age-keygen", "-o", path], check=True, capture_output=True)
+    return path, subprocess.run(["age-keygen", "-y", path], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def with_key(env, name="lab"):
+    env.init()
+    assert env.run("key", "set", name, input=GOOD_KEY).code == 0
+    return env
+
+
+def read(path):
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def test_a_share_to_the_hybrid_recipient_opens_with_and_without_a_session(env, tmp_path):
+    alice = with_key(env)
+    bob = Env(tmp_path / "bob")
+    bob.init()
+    bob_id = identity(bob)
+    shared = os.path.join(str(tmp_path), "lab.age")
+    made = alice.run("key", "share", "lab", "--to", bob_id["pq_recipient"], "-o", shared)
+    assert made.code == 0 and "warning" not in made.err, made
+    assert age_pq.stanza_types(read(shared)) == ["mlkem768x25519"]
+    # Without a session: the vault opened with the passphrase decapsulates.
+    imported = bob.run("key", "import", shared, "--yes", "--no-verify")
+    assert imported.code == 0, imported
+    assert bob.run("key", "get", "lab").out.strip() == GOOD_KEY
+    # Through a session: the agent decapsulates (operation 32), no passphrase is read.
+    assert bob.run("key", "rm", "lab").code == 0
+    assert bob.run("unlock").code == 0
+    try:
+        again = bob.run("key", "import", shared, "--yes", "--no-verify", "--reset-serial", passphrase=False)
+        assert again.code == 0, again
+        assert bob.run("key", "get", "lab", passphrase=False).out.strip() == GOOD_KEY
+        # A plain age file written by age_pq (not gemvault) to the hybrid recipient opens too.
+        plain = os.path.join(str(tmp_path), "plain.age")
+        with open(plain, "wb") as handle:
+            handle.write(age_pq.encrypt_to_hybrid(GOOD_KEY.encode(), bob_id["pq_recipient"]))
+        bare = bob.run("key", "import", plain, "other", "--yes", "--no-verify", passphrase=False)
+        assert bare.code == 0, bare
+        assert bob.run("key", "get", "other", passphrase=False).out.strip() == GOOD_KEY
+    finally:
+        bob.run("lock", passphrase=False)
+
+
+def test_a_mixed_share_warns_once_naming_the_classic_recipients(env, tmp_path):
+    alice = with_key(env)
+    folder = str(tmp_path)
+    _, carol = classic_identity_file(folder, "carol.txt")
+    _, dave, _ = pq_identity_file(folder, "dave.txt")
+    ssh = os.path.join(folder, "erin")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "erin@lab", "-f", ssh], check=True)
+    os.mkdir(os.path.join(folder, "mixed"))
+    mixed = alice.run("key", "share", "lab", "--to", dave, "--to", carol + "=carol", "-o", os.path.join(folder, "mixed/"))
+    assert mixed.code == 0, mixed
+    warnings = [line for line in mixed.err.splitlines() if line.startswith("gemvault: warning:")]
+    assert len(warnings) == 1 and "carol (%s)" % carol in warnings[0] and "weak link" in warnings[0], mixed.err
+    assert dave[:40] not in warnings[0]
+    # Classic recipients alone (X25519 and ssh-ed25519) are not warned about. (A share of 'lab'
+    # would be: it goes to dave, recorded, too.)
+    assert alice.run("key", "set", "solo", input=GOOD_KEY).code == 0
+    classic = alice.run("key", "share", "solo", "--to", carol, "--to", ssh + ".pub", "-o", os.path.join(folder, "classic.age"))
+    assert classic.code == 0 and "warning" not in classic.err, classic
+    assert alice.run("secret", "set", "gh", input="ghp_secretvalue-000000000000\n").code == 0
+    secret = alice.run("secret", "share", "gh", "--to", dave, "--to", carol, "-o", os.path.join(folder, "gh.age"))
+    assert secret.code == 0 and secret.err.count("gemvault: warning:") == 1 and carol in secret.err, secret
+
+
+def test_pq_only_refuses_classic_recipients_and_writes_nothing(env, tmp_path):
+    alice = with_key(env)
+    folder = str(tmp_path)
+    _, carol = classic_identity_file(folder, "carol.txt")
+    dave_file, dave, dave_held = pq_identity_file(folder, "dave.txt")
+    out = os.path.join(folder, "lab.age")
+    refused = alice.run("key", "share", "lab", "--pq-only", "--to", dave, "--to", carol, "-o", out)
+    assert refused.code == 64 and carol in refused.err and "classic" in refused.err and not os.path.exists(out), refused
+    assert json.loads(alice.run("key", "share", "lab", "--list", "--json").out)["recipients"] == []
+    taken = alice.run("key", "share", "lab", "--pq-only", "--to", dave, "-o", out)
+    assert taken.code == 0, taken
+    assert json.loads(age_pq.decrypt(read(out), [dave_held]))["key"] == GOOD_KEY
+    # A recorded classic recipient is refused too: the next share would go to it.
+    assert alice.run("key", "share", "lab", "--to", carol, "-o", os.path.join(folder, "carol.age")).code == 0
+    again = alice.run("key", "share", "lab", "--pq-only")
+    assert again.code == 64 and carol in again.err, again
+    assert alice.run("secret", "set", "gh", input="ghp_secretvalue-000000000000\n").code == 0
+    secret = alice.run("secret", "share", "gh", "--pq-only", "--to", carol, "-o", os.path.join(folder, "gh.age"))
+    assert secret.code == 64 and not os.path.exists(os.path.join(folder, "gh.age")), secret
+
+
+def test_upgrade_reshares_a_followed_share_for_the_post_quantum_recipient(env, tmp_path):
+    """Alice's classic vault shared 'lab' in one file to herself and to dave (post-quantum). The
+    upgrade records her post-quantum recipient in its place and shares the file again, through the
+    rotation's path: the file is post-quantum only, dave imports the new serial with his identity
+    file, and alice's vault opens it with its own hybrid identity."""
+    assert env.run("init", "--kdf", "interactive", "--classic").code == 0
+    alice = env
+    assert alice.run("key", "set", "lab", input=GOOD_KEY).code == 0
+    folder = str(tmp_path)
+    dave_file, dave, dave_held = pq_identity_file(folder, "dave.txt")
+    me = identity(alice)
+    team = os.path.join(folder, "team.age")
+    first = alice.run("key", "share", "lab", "--to", me["recipient"] + "=alice", "--to", dave + "=dave", "-o", team)
+    assert first.code == 0 and "alice (%s)" % me["recipient"] in first.err, first  # the mix is warned about
+    assert sorted(age_pq.stanza_types(read(team))) == ["X25519", "mlkem768x25519"]
+    dave_vault = Env(tmp_path / "dave")
+    dave_vault.init()
+    assert dave_vault.run("key", "import", team, "-i", dave_file, "--yes", "--no-verify").code == 0
+    upgraded = alice.run("identity", "--upgrade", "--json")
+    assert upgraded.code == 0, upgraded
+    pq = json.loads(upgraded.out)["pq_recipient"]
+    assert "for this vault's post-quantum recipient (serial 2)" in upgraded.err and "lab" in upgraded.err, upgraded.err
+    assert age_pq.stanza_types(read(team)) == ["mlkem768x25519", "mlkem768x25519"]
+    recorded = json.loads(alice.run("key", "share", "lab", "--list", "--json").out)["recipients"]
+    assert {entry["recipient"] for entry in recorded} == {pq, dave} and {entry["label"] for entry in recorded} == {"alice", "dave"}
+    taken = dave_vault.run("key", "import", team, "-i", dave_file, "--yes", "--no-verify", "--json")
+    assert taken.code == 0 and json.loads(taken.out)["serial"] == 2, taken
+    own = age_pq.HybridIdentity(payload_sharing(alice)[1]["hybrid_seed"])
+    document = json.loads(age_pq.decrypt(read(team), [own]))
+    assert document["serial"] == 2 and document["recipients"] == [pq, dave]
