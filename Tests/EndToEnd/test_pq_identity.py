@@ -234,3 +234,23 @@ def test_upgrade_reshares_a_followed_share_for_the_post_quantum_recipient(env, t
     own = age_pq.HybridIdentity(payload_sharing(alice)[1]["hybrid_seed"])
     document = json.loads(age_pq.decrypt(read(team), [own]))
     assert document["serial"] == 2 and document["recipients"] == [pq, dave]
+
+
+def test_a_followed_share_to_the_hybrid_recipient_is_taken_through_a_session(env, tmp_path):
+    """Following reads each new share with both of the vault's identities: here the agent's
+    decapsulation, for a share written to the post-quantum recipient alone."""
+    alice = with_key(env)
+    bob = Env(tmp_path / "bob")
+    bob.init()
+    shared = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("key", "share", "lab", "--pq-only", "--to", identity(bob)["pq_recipient"], "-o", shared).code == 0
+    assert bob.run("key", "import", shared, "--yes", "--no-verify", "--follow").code == 0
+    assert alice.run("key", "set", "lab", input=GOOD_KEY.replace("A", "B", 1)).code == 0
+    assert alice.run("key", "share", "lab").code == 0
+    assert bob.run("unlock").code == 0
+    try:
+        synced = bob.run("key", "sync", passphrase=False)
+        assert synced.code == 0 and "took serial 2" in synced.out, synced
+        assert bob.run("key", "get", "lab", passphrase=False).out.strip() == GOOD_KEY.replace("A", "B", 1)
+    finally:
+        bob.run("lock", passphrase=False)
