@@ -57,6 +57,11 @@ def test_tagged_recipients_get_shares_a_hardware_identity_opens(env, tmp_path):
         assert json.loads(age_pq.decrypt(data, [holder]))["key"] == GOOD_KEY
     listed = json.loads(env.run("key", "share", "lab", "--list", "--json").out)
     assert [entry["recipient"] for entry in listed["recipients"]] == [classic.recipient, hybrid.recipient]
+    # --to takes a tag as well, labelled.
+    alone = os.path.join(str(tmp_path), "yubikey.age")
+    assert env.run("key", "share", "lab", "--to", classic.recipient + "=yubikey", "-o", alone).code == 0
+    assert age_pq.stanza_types(read(alone)) == ["p256tag"]
+    assert json.loads(age_pq.decrypt(read(alone), [classic]))["recipients"] == [classic.recipient]
 
 
 def test_a_hybrid_file_written_elsewhere_is_imported_with_a_pq_identity_file(env, tmp_path):
