@@ -60,8 +60,9 @@ public enum AgentProtocol {
         case decapsulate = 32
     }
 
-    /// A file's encapsulated keys: at most 256 stanzas of 1,120 bytes each, and a field header.
-    public static let maxDecapsulateRequest = 256 * 1120 + 64
+    /// The encapsulated keys one `decapsulate` carries (1,120 bytes each): 64 fit a change's
+    /// bound, so the agent's request memory stays as it was; a file with more takes more requests.
+    public static let decapsulateBatch = 64
 
     /// An access token (STS's are up to 12 KiB) and the name of its credential and scopes.
     public static let maxTokenRequest = 16 << 10
@@ -78,8 +79,7 @@ public enum AgentProtocol {
     public static func maxRequestBody(operation: UInt8) -> Int? {
         guard let known = Operation(rawValue: operation) else { return nil }
         switch known {
-        case .change, .signShare, .signSecretShare, .agree: return maxChangeRequest
-        case .decapsulate: return maxDecapsulateRequest
+        case .change, .signShare, .signSecretShare, .agree, .decapsulate: return maxChangeRequest
         case .putToken: return maxTokenRequest
         default: return maxSmallRequest
         }

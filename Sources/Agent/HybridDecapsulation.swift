@@ -10,8 +10,8 @@ extension AgentServer {
     static func decapsulations(_ identity: VaultIdentity, _ request: AgentMessage) throws -> AgentMessage {
         guard let seed = identity.hybridSeed else { return error(.failed, "the vault's sharing identity has no post-quantum part ('gemvault identity --upgrade' adds one)") }
         guard let encs = request.secret(.encapsulatedKey), encs.count > 0, encs.count % encapsulatedKeyBytes == 0,
-              encs.count / encapsulatedKeyBytes <= HybridIdentity.stanzaLimit else {
-            return error(.badRequest, "decapsulate needs 1 to \(HybridIdentity.stanzaLimit) encapsulated keys of \(encapsulatedKeyBytes) bytes")
+              encs.count / encapsulatedKeyBytes <= AgentProtocol.decapsulateBatch else {
+            return error(.badRequest, "decapsulate needs 1 to \(AgentProtocol.decapsulateBatch) encapsulated keys of \(encapsulatedKeyBytes) bytes")
         }
         let count = encs.count / encapsulatedKeyBytes
         let split = encs.withUnsafeBytes { raw in
@@ -32,9 +32,18 @@ extension AgentServer {
 }
 
 extension AgentClient {
-    /// The hybrid identity's shared secret for each of one file's encapsulated keys, in one
-    /// round trip (operation 32); nil where the X25519 part is a low-order point.
+    /// The hybrid identity's shared secret for each of one file's encapsulated keys (operation
+    /// 32: one round trip for up to `decapsulateBatch` of them); nil where the X25519 part is a
+    /// low-order point.
     public func decapsulate(_ encs: [[UInt8]]) throws(AgentError) -> [SecretBytes?] {
+        var secrets: [SecretBytes?] = []
+        for start in stride(from: 0, to: encs.count, by: AgentProtocol.decapsulateBatch) {
+            secrets += try decapsulateBatch(Array(encs[start..<min(start + AgentProtocol.decapsulateBatch, encs.count)]))
+        }
+        return secrets
+    }
+
+    private func decapsulateBatch(_ encs: [[UInt8]]) throws(AgentError) -> [SecretBytes?] {
         var message = AgentMessage(code: AgentProtocol.Operation.decapsulate.rawValue)
         var joined = Array(encs.joined())
         message.add(.encapsulatedKey, secret: SecretBytes(taking: &joined))

@@ -68,6 +68,10 @@ import VaultCore
         var short = AgentMessage(code: AgentProtocol.Operation.decapsulate.rawValue)
         short.add(.encapsulatedKey, secret: SecretBytes(count: 1119))
         #expect(try AgentServer.decapsulations(try #require(contents.identity), short).code == 1)
-        #expect(AgentProtocol.maxRequestBody(operation: AgentProtocol.Operation.decapsulate.rawValue) == 256 * 1120 + 64)
+        // A batch fits a change's bound: the agent's request memory is unchanged.
+        #expect(AgentProtocol.decapsulateBatch * 1120 + 64 <= AgentProtocol.maxChangeRequest)
+        var tooMany = AgentMessage(code: AgentProtocol.Operation.decapsulate.rawValue)
+        tooMany.add(.encapsulatedKey, secret: SecretBytes(count: 1120 * (AgentProtocol.decapsulateBatch + 1)))
+        #expect(try AgentServer.decapsulations(try #require(contents.identity), tooMany).code == 1)
     }
 }

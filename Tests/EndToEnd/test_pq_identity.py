@@ -254,3 +254,27 @@ def test_a_followed_share_to_the_hybrid_recipient_is_taken_through_a_session(env
         assert bob.run("key", "get", "lab", passphrase=False).out.strip() == GOOD_KEY.replace("A", "B", 1)
     finally:
         bob.run("lock", passphrase=False)
+
+
+def test_a_file_with_more_hybrid_stanzas_than_one_request_takes_opens_through_the_session(env, tmp_path):
+    """The agent decapsulates at most 64 stanzas a request: bob's stanza, the 70th, is in the second."""
+    alice = with_key(env)
+    bob = Env(tmp_path / "bob")
+    bob.init()
+    others = [age_pq.HybridIdentity().recipient for _ in range(69)]
+    files = []
+    for index in range(3):  # a recipients file holds at most 64 KiB: about 33 post-quantum recipients
+        path = os.path.join(str(tmp_path), "team-%d.txt" % index)
+        with open(path, "w") as handle:
+            handle.write("".join(line + "\n" for line in others[index * 23:(index + 1) * 23]))
+        files += ["-R", path]
+    shared = os.path.join(str(tmp_path), "lab.age")
+    made = alice.run("key", "share", "lab", *files, "--to", identity(bob)["pq_recipient"], "-o", shared)
+    assert made.code == 0, made
+    assert age_pq.stanza_types(read(shared)) == ["mlkem768x25519"] * 70
+    assert bob.run("unlock").code == 0
+    try:
+        taken = bob.run("key", "import", shared, "--yes", "--no-verify", passphrase=False)
+        assert taken.code == 0, taken
+    finally:
+        bob.run("lock", passphrase=False)
