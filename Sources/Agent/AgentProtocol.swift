@@ -60,8 +60,8 @@ public enum AgentProtocol {
         case decapsulate = 32
     }
 
-    /// The encapsulated keys one `decapsulate` carries (1,120 bytes each): 64 fit a change's
-    /// bound, so the agent's request memory stays as it was; a file with more takes more requests.
+    /// The encapsulated keys one `decapsulate` carries (1,120 bytes each): 64 fit a stanza
+    /// request's bound; a file with more takes more requests.
     public static let decapsulateBatch = 64
 
     /// An access token (STS's are up to 12 KiB) and the name of its credential and scopes.
@@ -71,15 +71,23 @@ public enum AgentProtocol {
     /// before is to be asked again.
     public static let watchChanged: UInt8 = 0x43
 
-    /// A change carries at most one key's value (4 KiB) or one setting's or secret's (64 KiB) and names.
-    public static let maxChangeRequest = 80 << 10
+    /// A change carries at most one key's value (4 KiB) or one setting's or secret's (64 KiB) and
+    /// names, or a key's sharing record; a share's request, its recipients. Either names up to 256
+    /// recorded recipients and 256 new ones, and a post-quantum one (`age1pq1…`, `age1tagpq1…`)
+    /// is about 2,000 characters: 80 KiB held only about 40 of them.
+    public static let maxChangeRequest = 1 << 20
+
+    /// One file's stanzas: `agree`'s X25519 shares (256 of 32 bytes), `decapsulate`'s encapsulated
+    /// keys (64 of 1,120 bytes).
+    public static let maxStanzaRequest = 80 << 10
 
     /// The longest body a request for `operation` may announce; nil for an unknown operation.
     /// No request carries a whole vault.
     public static func maxRequestBody(operation: UInt8) -> Int? {
         guard let known = Operation(rawValue: operation) else { return nil }
         switch known {
-        case .change, .signShare, .signSecretShare, .agree, .decapsulate: return maxChangeRequest
+        case .change, .signShare, .signSecretShare: return maxChangeRequest
+        case .agree, .decapsulate: return maxStanzaRequest
         case .putToken: return maxTokenRequest
         default: return maxSmallRequest
         }

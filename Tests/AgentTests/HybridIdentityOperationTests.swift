@@ -68,8 +68,8 @@ import VaultCore
         var short = AgentMessage(code: AgentProtocol.Operation.decapsulate.rawValue)
         short.add(.encapsulatedKey, secret: SecretBytes(count: 1119))
         #expect(try AgentServer.decapsulations(try #require(contents.identity), short).code == 1)
-        // A batch fits a change's bound: the agent's request memory is unchanged.
-        #expect(AgentProtocol.decapsulateBatch * 1120 + 64 <= AgentProtocol.maxChangeRequest)
+        // A batch fits a stanza request's bound, which every connection may hold at once.
+        #expect(AgentProtocol.decapsulateBatch * 1120 + 64 <= AgentProtocol.maxStanzaRequest)
         var tooMany = AgentMessage(code: AgentProtocol.Operation.decapsulate.rawValue)
         tooMany.add(.encapsulatedKey, secret: SecretBytes(count: 1120 * (AgentProtocol.decapsulateBatch + 1)))
         #expect(try AgentServer.decapsulations(try #require(contents.identity), tooMany).code == 1)

@@ -278,3 +278,25 @@ def test_a_file_with_more_hybrid_stanzas_than_one_request_takes_opens_through_th
         assert taken.code == 0, taken
     finally:
         bob.run("lock", passphrase=False)
+
+
+def test_a_share_to_many_post_quantum_recipients_goes_through_a_session(env, tmp_path):
+    """45 post-quantum recipients are about 88 KB of text: more than a change's 80 KiB bound,
+    within a share request's (Docs/session.md)."""
+    alice = with_key(env)
+    held = [age_pq.HybridIdentity() for _ in range(45)]
+    files = []
+    for index in range(2):
+        path = os.path.join(str(tmp_path), "team-%d.txt" % index)
+        with open(path, "w") as handle:
+            handle.write("".join(one.recipient + "\n" for one in held[index * 23:(index + 1) * 23]))
+        files += ["-R", path]
+    shared = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("unlock").code == 0
+    try:
+        made = alice.run("key", "share", "lab", *files, "-o", shared, passphrase=False)
+        assert made.code == 0 and "with 45 recipients" in made.err, made
+    finally:
+        alice.run("lock", passphrase=False)
+    document = json.loads(age_pq.decrypt(read(shared), [held[-1]]))
+    assert document["key"] == GOOD_KEY and len(document["recipients"]) == 45
