@@ -158,10 +158,7 @@ enum ShareCommand {
         guard record.recipients.count <= KeySharing.recipientLimit else {
             throw UsageError("a key can be shared with at most \(KeySharing.recipientLimit) recipients", command: call.command)
         }
-        var seen = Set<String>()
-        try checkStrength(call, try record.recipients.filter { seen.insert($0.recipient).inserted }.map { entry in
-            NamedRecipient(recipient: try RecipientList.parse(entry.recipient, origin: "the recorded recipient").recipient, label: entry.label)
-        })
+        try checkStrength(call, try recorded(record))
         var new = targets.map { NewShareFile(path: $0.path, recipients: $0.recipients.map(\.text), armor: call.flag(.armor), mode: mode, replacing: call.flag(.overwrite)) }
         if toStandardOutput { new.append(NewShareFile(path: nil, recipients: given.map(\.text), armor: call.flag(.armor), mode: mode, replacing: false)) }
         let (serial, written) = try vault.writeShares(name: name, record: record, new: new, ConsoleShareOutput())
@@ -190,11 +187,15 @@ enum ShareCommand {
         guard let value = call.value(.output) else { return [] }
         let path = ProcessIdentity.absolutePath(ProcessIdentity.expandingTilde(value))
         let isFolder = value.hasSuffix("/") || FileStatus.of(path)?.kind == .directory
+        return try ShareFiles.targets(path, isFolder: isFolder, name: name, recipients: given.isEmpty ? try recorded(record) : given)
+    }
+
+    /// Each recipient `record` names, once, parsed, with its label.
+    static func recorded(_ record: KeySharing) throws -> [NamedRecipient] {
         var seen = Set<String>()
-        let everyone = try given.isEmpty ? record.recipients.filter { seen.insert($0.recipient).inserted }.map { entry in
+        return try record.recipients.filter { seen.insert($0.recipient).inserted }.map { entry in
             NamedRecipient(recipient: try RecipientList.parse(entry.recipient, origin: "the recorded recipient").recipient, label: entry.label)
-        } : given
-        return try ShareFiles.targets(path, isFolder: isFolder, name: name, recipients: everyone)
+        }
     }
 
     /// `--to` values and `-R` files, parsed; the first bad one is a usage error naming it.
