@@ -222,12 +222,16 @@ enum ShareCommand {
         return all.filter { seen.insert($0.text).inserted }
     }
 
+    /// The longest recipients file read: a share's 256 recipients, post-quantum ones about 2,000
+    /// characters each, with their comments (64 KiB held only about 33 of them).
+    static let recipientsFileLimit = 1 << 20
+
     /// A recipients file's text. A private key named by mistake (the file beside the .pub) is
     /// wiped and refused before it becomes a String.
     private static func readText(_ path: String, what: String) throws -> String {
         var bytes: [UInt8]
         do throws(InputFile.Failure) {
-            bytes = try InputFile.read(ProcessIdentity.expandingTilde(path), limit: 64 << 10)
+            bytes = try InputFile.read(ProcessIdentity.expandingTilde(path), limit: recipientsFileLimit)
         } catch .notFound {
             throw SharingError.badRecipient("\(what) \(path): not an age1… recipient, an ssh-ed25519 key line, or a file")
         } catch {
