@@ -3,7 +3,11 @@ import VaultCore
 /// Bech32 (BIP 173) as age writes recipients and identities: without BIP 173's 90-character limit.
 enum Bech32 {
     private static let alphabet = Array("qpzry9x8gf2tvdw0s3jn54khce6mua7l".utf8)
-    private static let generator: [UInt32] = [0x3b6a_57b2, 0x2650_8e6d, 0x1ea1_19fa, 0x3d42_33dd, 0x2a14_62b3]
+    /// Each ASCII character's value in `alphabet`, 0xff for none (a post-quantum key is 2,000 characters).
+    private static let values: [UInt8] = (0..<128).map { character in
+        alphabet.firstIndex(of: UInt8(character)).map { UInt8($0) } ?? 0xff
+    }
+    // BIP 173's generator: 0x3b6a57b2, 0x26508e6d, 0x1ea119fa, 0x3d4233dd, 0x2a1462b3 (in `polymod`).
 
     /// BIP 173's checksum over the parts in order (taken apart, so no joined copy of an
     /// identity's characters is made).
@@ -13,7 +17,12 @@ enum Bech32 {
             for value in part {
                 let top = checksum >> 25
                 checksum = (checksum & 0x1ff_ffff) << 5 ^ UInt32(value)
-                for bit in 0..<5 where (top >> UInt32(bit)) & 1 == 1 { checksum ^= generator[bit] }
+                // By mask, not branch: an identity's characters pass through here too.
+                checksum ^= (0 &- (top & 1)) & 0x3b6a_57b2
+                checksum ^= (0 &- (top >> 1 & 1)) & 0x2650_8e6d
+                checksum ^= (0 &- (top >> 2 & 1)) & 0x1ea1_19fa
+                checksum ^= (0 &- (top >> 3 & 1)) & 0x3d42_33dd
+                checksum ^= (0 &- (top >> 4 & 1)) & 0x2a14_62b3
             }
         }
         return checksum
@@ -76,9 +85,11 @@ enum Bech32 {
         guard let separator = lowered.lastIndex(of: UInt8(ascii: "1")), separator >= 1, lowered.count - separator - 1 >= 6 else { return nil }
         var values: [UInt8] = []
         defer { SecretBytes.wipe(&values) }
+        values.reserveCapacity(lowered.count - separator - 1)
         for character in lowered[(separator + 1)...] {
-            guard let value = alphabet.firstIndex(of: character) else { return nil }
-            values.append(UInt8(value))
+            let value = Self.values[Int(character & 0x7f)]
+            guard value != 0xff else { return nil }
+            values.append(value)
         }
         let hrp = Array(lowered[..<separator])
         guard polymod(expanded(hrp), values) == 1 else { return nil }

@@ -38,13 +38,14 @@ struct HybridKEM: Sendable {
         return ExpandedKey(publicKey: encapsulationKey + (try groupPublicKey(scalar)), mlkemKey: decapsulationKey, groupScalar: scalar)
     }
 
-    /// Encaps, or EncapsDerand with `randomness` (Nrandom bytes) for the vectors.
+    /// Encaps, or EncapsDerand with `randomness` for the vectors: 32 bytes for ML-KEM, then the
+    /// group's seed (Nrandom is 32 + Group.Nseed; hpke-pq's P-256 vectors give 3 scalar windows, not 4).
     func encapsulate(to publicKey: [UInt8], randomness: SecretBytes? = nil) throws(PrimitiveError) -> (sharedSecret: SecretBytes, enc: [UInt8]) {
         guard publicKey.count == publicKeyBytes else { throw .invalidInput }
         let mlkemKey = Array(publicKey[0..<MLKEM768.encapsulationKeyBytes])
         let groupKey = Array(publicKey[MLKEM768.encapsulationKeyBytes...])
         let random = randomness ?? SecretBytes.random(count: 32 + groupSeedBytes)
-        guard random.count == 32 + groupSeedBytes else { throw .invalidInput }
+        guard random.count >= 64, random.count <= 32 + groupSeedBytes, random.count % 32 == 0 else { throw .invalidInput }
         let (pqShared, pqCiphertext) = try MLKEM768.encapsulate(to: mlkemKey, message: random.view(0..<32))
         let ephemeral = try groupScalar(from: random.view(32..<random.count))
         let groupCiphertext = try groupPublicKey(ephemeral)

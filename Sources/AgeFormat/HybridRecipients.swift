@@ -17,6 +17,8 @@ extension Labels {
 /// ML-KEM-768's encapsulation key followed by an X25519 point (1,216 bytes).
 public struct HybridRecipient: AgeRecipient, Equatable {
     public let publicKey: [UInt8]
+    /// `age1pq1…`, encoded once: its 1,960 characters are compared and recorded often.
+    public let text: String
     public var isPostQuantum: Bool { true }
 
     /// A key that passes ML-KEM's modulus check; nil otherwise.
@@ -24,6 +26,7 @@ public struct HybridRecipient: AgeRecipient, Equatable {
         guard publicKey.count == HybridKEM.mlkem768x25519.publicKeyBytes,
               MLKEM768.passesModulusCheck(Array(publicKey[0..<MLKEM768.encapsulationKeyBytes])) else { return nil }
         self.publicKey = publicKey
+        self.text = String(decoding: Bech32.encode(hrp: Labels.hybridRecipientHRP, publicKey), as: UTF8.self)
     }
 
     /// Parses `age1pq1…`; nil for anything else.
@@ -31,8 +34,6 @@ public struct HybridRecipient: AgeRecipient, Equatable {
         guard let (hrp, data) = Bech32.decode(Array(text.utf8)), hrp == Labels.hybridRecipientHRP else { return nil }
         self.init(publicKey: data)
     }
-
-    public var text: String { String(decoding: Bech32.encode(hrp: Labels.hybridRecipientHRP, publicKey), as: UTF8.self) }
 
     /// An `mlkem768x25519` stanza: HPKE SealBase of the file key, `enc` as the argument.
     public func wrap(_ fileKey: SecretBytes) throws(AgeError) -> AgeStanza {
@@ -78,7 +79,7 @@ public struct HybridIdentity: AgeIdentity {
         self = identity
     }
 
-    /// `AGE-SECRET-KEY-PQ-1…`, as age-keygen -pq writes it, in secret memory.
+    /// `AGE-SECRET-KEY-PQ-1…`, as age writes it, in secret memory.
     public var encoded: SecretBytes {
         var text = seed.withUnsafeBytes { raw in
             var bytes = Array(raw)

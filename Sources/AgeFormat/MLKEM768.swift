@@ -87,7 +87,9 @@ public enum MLKEM768 {
         j.absorb(ciphertext)
         let rejection = j.finishSecret(count: 32)
         let encapsulationKey = decapsulationKey.withUnsafeBytes { Array($0[publicKeyVectorBytes..<hashOffset]) }
-        let reencrypted = encrypt(encapsulationKey[...], message: message, randomness: kr.view(32..<64), in: workspace)
+        // For a forged ciphertext the re-encryption depends on the secret key: wiped after use.
+        var reencrypted = encrypt(encapsulationKey[...], message: message, randomness: kr.view(32..<64), in: workspace)
+        defer { SecretBytes.wipe(&reencrypted) }
         let mask = equalityMask(ciphertext, reencrypted)
         let sharedSecret = SecretBytes(count: 32)
         sharedSecret.withUnsafeMutableBytes { out in

@@ -52,6 +52,8 @@ public struct P256TagRecipient: AgeRecipient, Equatable {
 /// uncompressed P-256 point (1,249 bytes), for MLKEM768-P256. Encryption only, as for `age1tag1…`.
 public struct MLKEM768P256TagRecipient: AgeRecipient, Equatable {
     public let publicKey: [UInt8]
+    /// `age1tagpq1…`, encoded once (2,015 characters).
+    public let text: String
     public var isPostQuantum: Bool { true }
 
     /// Parses `age1tagpq1…`; nil for anything else, a key that fails ML-KEM's modulus check, or
@@ -63,9 +65,8 @@ public struct MLKEM768P256TagRecipient: AgeRecipient, Equatable {
               data[MLKEM768.encapsulationKeyBytes] == 0x04,
               (try? P256.uncompressed(Array(data[MLKEM768.encapsulationKeyBytes...]))) != nil else { return nil }
         self.publicKey = data
+        self.text = String(decoding: Bech32.encode(hrp: Labels.hybridTagRecipientHRP, data), as: UTF8.self)
     }
-
-    public var text: String { String(decoding: Bech32.encode(hrp: Labels.hybridTagRecipientHRP, publicKey), as: UTF8.self) }
 
     /// A `mlkem768p256tag` stanza: HPKE SealBase with MLKEM768-P256, the tag over the P-256 part only.
     public func wrap(_ fileKey: SecretBytes) throws(AgeError) -> AgeStanza {

@@ -66,11 +66,9 @@ func hex(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { Sodium.hex(
         let key = try kem.expand(seed: vector.secret("skRm"))
         #expect(key.publicKey == vector.bytes("pkRm"))
         #expect(hex(try kem.decapsulate(vector.bytes("enc"), with: key)) == vector.fields["shared_secret"])
-        if kem.group == .x25519 {
-            let (shared, enc) = try kem.encapsulate(to: key.publicKey, randomness: vector.secret("ikmE"))
-            #expect(enc == vector.bytes("enc"))
-            #expect(hex(shared) == vector.fields["shared_secret"])
-        }
+        let (shared, enc) = try kem.encapsulate(to: key.publicKey, randomness: vector.secret("ikmE"))
+        #expect(enc == vector.bytes("enc"))
+        #expect(hex(shared) == vector.fields["shared_secret"])
     }
 
     @Test func ageSuitesKeyScheduleGivesTheVectorsKeyAndNonce() throws {
@@ -90,10 +88,9 @@ func hex(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { Sodium.hex(
     }
 
     @Test func dhkemP256DerivesRFC9180sKeys() throws {
-        let vectors = HPKEVector.load("rfc9180-vectors.json").filter { $0.kem == 0x0010 && $0.fields["mode"] == nil }
-        let all = HPKEVector.load("rfc9180-vectors.json").filter { $0.kem == 0x0010 }
-        #expect(all.count >= 4)
-        for vector in all + vectors {
+        let vectors = HPKEVector.load("rfc9180-vectors.json").filter { $0.kem == 0x0010 }
+        #expect(vectors.count >= 4)
+        for vector in vectors {
             let receiver = DHKEMP256.derivedScalar(vector.bytes("ikmR"))
             #expect(hex(receiver) == vector.fields["skRm"])
             #expect(try P256.multiply(nil, receiver) == vector.bytes("pkRm"))

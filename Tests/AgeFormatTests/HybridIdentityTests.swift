@@ -44,6 +44,20 @@ import VaultCore
         #expect(requests.calls == [2])
     }
 
+    @Test func aFileWithTooManyHybridStanzasIsRefusedBeforeAnyDecapsulation() throws {
+        let stanza = try HybridIdentity.generate().recipient.wrap(SecretBytes.random(count: 16))
+        let calls = CallLog()
+        let delegated = DelegatedHybridIdentity(recipient: HybridIdentity.generate().recipient) { encs throws(PrimitiveError) in
+            calls.add(encs.count)
+            return encs.map { _ in nil }
+        }
+        let error = try #require(throws: AgeError.self) { try delegated.unwrap(Array(repeating: stanza, count: 257)) }
+        #expect(error.kind == .unsupported && calls.calls.isEmpty)
+        let extra = AgeStanza(type: "mlkem768x25519", arguments: stanza.arguments + ["x"], body: stanza.body)
+        let header = try #require(throws: AgeError.self) { try delegated.unwrap([extra]) }
+        #expect(header.kind == .header && calls.calls.isEmpty)
+    }
+
     @Test func malformedTextIsNoIdentityOrRecipient() throws {
         #expect(HybridIdentity(parsing: SecretBytes(utf8: "AGE-SECRET-KEY-1EGTZVFFV20835NWYV6270LXYVK2VKNX2MMDKWYKLMGR48UAWX40Q2P2LM0")) == nil)
         #expect(HybridRecipient(parsing: String(Self.specRecipient.dropLast())) == nil)
