@@ -87,6 +87,10 @@ enum ShareCommand {
             Console.note(upgrade.upgraded ? "added a post-quantum recipient to this vault's identity; give senders the age1pq1… recipient below"
                          + (upgrade.reshared.isEmpty ? "" : " (shared again for it: \(upgrade.reshared.joined(separator: ", ")))")
                          : "this vault's identity is post-quantum already")
+            if !upgrade.followed.isEmpty {
+                Console.note("the shares you follow are written to your age1… recipient until their senders share to the new one: "
+                             + upgrade.followed.map { "\($0.name) (from \(visible($0.sender)))" }.joined(separator: ", "))
+            }
         }
         var identity = try vault.sharingIdentity(defaultLabel: defaultLabel)
         if let label = call.value(.label) {

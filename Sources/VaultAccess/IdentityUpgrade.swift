@@ -10,6 +10,9 @@ extension VaultAccess {
     public struct IdentityUpgrade: Sendable {
         public let upgraded: Bool
         public let reshared: [String]
+        /// The keys this vault follows, by name, with their senders' labels: their shares are
+        /// still written to the classic recipient until each sender is given the new one.
+        public let followed: [(name: String, sender: String)]
     }
 
     /// A classic (X25519 only) identity for a vault that has none; false when it has one already,
@@ -24,14 +27,14 @@ extension VaultAccess {
     /// shares a new value (`reshare`), so no file of this vault stays open to the classic key alone.
     public func upgradeIdentity(defaultLabel: String, _ output: any ShareFileOutput) throws -> IdentityUpgrade {
         let before = try sharingIdentity(defaultLabel: defaultLabel)
-        guard before.pqRecipient == nil else { return IdentityUpgrade(upgraded: false, reshared: []) }
+        guard before.pqRecipient == nil else { return IdentityUpgrade(upgraded: false, reshared: [], followed: []) }
         _ = try apply(.upgradeIdentity)
         guard let postQuantum = try sharingIdentity(defaultLabel: defaultLabel).pqRecipient else {
             throw VaultError.cryptoFailure("the post-quantum identity was not kept")
         }
         var reshared: [String] = []
-        for (name, record) in try sharingRecords().sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) })
-        where record.recipients.contains(where: { $0.recipient == before.recipient }) {
+        let records = try sharingRecords().sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) })
+        for (name, record) in records where record.recipients.contains(where: { $0.recipient == before.recipient }) {
             var upgraded = record
             upgraded.recipients = record.recipients.map { entry in
                 entry.recipient == before.recipient ? ShareRecipient(recipient: postQuantum, label: entry.label, added: entry.added, path: entry.path) : entry
@@ -40,6 +43,10 @@ extension VaultAccess {
             reshare(name: name, what: "'\(name)' for this vault's post-quantum recipient", output)
             reshared.append(name)
         }
-        return IdentityUpgrade(upgraded: true, reshared: reshared)
+        let followed = records.compactMap { name, record -> (name: String, sender: String)? in
+            guard record.follow != nil, case .signed(let sender)? = record.origin else { return nil }
+            return (name, sender.label)
+        }
+        return IdentityUpgrade(upgraded: true, reshared: reshared, followed: followed)
     }
 }

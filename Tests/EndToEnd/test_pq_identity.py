@@ -299,3 +299,16 @@ def test_a_share_to_many_post_quantum_recipients_goes_through_a_session(env, tmp
         alice.run("lock", passphrase=False)
     document = json.loads(age_pq.decrypt(read(shared), [held[-1]]))
     assert document["key"] == GOOD_KEY and len(document["recipients"]) == 45
+
+
+def test_upgrade_names_the_followed_shares_whose_senders_need_the_new_recipient(env, tmp_path):
+    """gemvault cannot re-share what others sent: the upgrade names each followed key's sender."""
+    alice = with_key(env)
+    bob = Env(tmp_path / "bob")
+    assert bob.run("init", "--kdf", "interactive", "--classic").code == 0
+    shared = os.path.join(str(tmp_path), "lab.age")
+    assert alice.run("key", "share", "lab", "--to", identity(bob)["recipient"], "-o", shared).code == 0
+    assert bob.run("key", "import", shared, "--yes", "--no-verify", "--follow").code == 0
+    upgraded = bob.run("identity", "--upgrade")
+    sender = identity(alice)["label"]
+    assert upgraded.code == 0 and "lab (from %s)" % sender in upgraded.err and "until their senders share to the new one" in upgraded.err, upgraded
