@@ -107,7 +107,7 @@ let package = Package(
 
         .testTarget(name: "SystemIOTests", dependencies: ["SystemIO", "GemvaultTesting"]),
         .testTarget(name: "GoogleKeysTests", dependencies: ["GoogleKeys"], exclude: ["Fixtures"]),
-        .testTarget(name: "AgentTests", dependencies: ["Agent", "SystemIO", "VaultCore"]),
+        .testTarget(name: "AgentTests", dependencies: ["Agent", "AgeFormat", "SystemIO", "VaultCore"]),
         .testTarget(name: "SSHAgentTests", dependencies: ["SSHAgent", "VaultCore", "SystemIO"]),
         .testTarget(name: "VaultAccessTests", dependencies: ["VaultAccess", "Agent", "AgeFormat", "Sharing", "VaultCore", "SystemIO", "GemvaultTesting"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "SystemIO", "GemvaultTesting"], exclude: ["Fixtures"]),

@@ -89,20 +89,25 @@ public protocol AgeBatchRecipient: AgeRecipient {
 
 extension AgeFile {
     /// The label set a native recipient's stanza carries without saying so (age-plugin.md):
-    /// X25519's and ssh-ed25519's are empty. The one place a native recipient's labels are chosen.
-    static func implicitLabels(of recipient: any AgeRecipient) -> Set<String> { [] }
+    /// X25519's and ssh-ed25519's are empty, a post-quantum one's is `postquantum`. The one
+    /// place a native recipient's labels are chosen.
+    static func implicitLabels(of recipient: any AgeRecipient) -> Set<String> { recipient.isPostQuantum ? [postQuantumLabel] : [] }
 
-    /// Every recipient's stanzas: native ones one by one, batch ones one call per batch. All must
-    /// carry the same label set (age-plugin.md): a plugin that says its stanzas may only go with
-    /// `postquantum` ones, or only its own, cannot be mixed with others.
+    static let postQuantumLabel = "postquantum"
+
+    /// Every recipient's stanzas: native ones one by one, batch ones one call per batch. A plugin
+    /// that labels its stanzas demands that every other stanza carry the same labels
+    /// (age-plugin.md): a `postquantum` one goes only with `age1pq1…` and other post-quantum
+    /// plugins. Native recipients and unlabelled plugins demand nothing: a classic and
+    /// post-quantum mix of them gets the share's warning instead (Docs/sharing.md).
     static func wrapAll(_ fileKey: SecretBytes, to recipients: [any AgeRecipient]) throws(AgeError) -> [AgeStanza] {
         var stanzas: [AgeStanza] = []
         var batches: [(key: String, members: [any AgeBatchRecipient])] = []
-        var labelSets: [(who: String, labels: Set<String>)] = []
+        var labelSets: [(who: String, labels: Set<String>, demanded: Bool)] = []
         for recipient in recipients {
             guard let batch = recipient as? any AgeBatchRecipient else {
                 stanzas.append(try recipient.wrap(fileKey))
-                labelSets.append((recipient.text, implicitLabels(of: recipient)))
+                labelSets.append((recipient.text, implicitLabels(of: recipient), false))
                 continue
             }
             if let index = batches.firstIndex(where: { $0.key == batch.batchKey }) { batches[index].members.append(batch) } else { batches.append((batch.batchKey, [batch])) }
@@ -110,9 +115,9 @@ extension AgeFile {
         for batch in batches {
             let wrapped = try batch.members[0].wrap(fileKey, together: batch.members)
             stanzas += wrapped.stanzas
-            labelSets.append((batch.key, wrapped.labels))
+            labelSets.append((batch.key, wrapped.labels, !wrapped.labels.isEmpty))
         }
-        if let first = labelSets.first, let other = labelSets.first(where: { $0.labels != first.labels }) {
+        if let first = labelSets.first(where: \.demanded), let other = labelSets.first(where: { $0.labels != first.labels }) {
             let shown = { (set: Set<String>) in set.isEmpty ? "none" : set.sorted().joined(separator: " ") }
             throw AgeError(.plugin, "the recipients cannot share one file: \(first.who) has the labels \(shown(first.labels)) and \(other.who) has \(shown(other.labels))"
                            + " (age-plugin.md: every stanza of a file carries the same labels)")

@@ -199,9 +199,10 @@ public struct AgentClient: Sendable {
         return VaultChange.Outcome(masked: response.text(.masked), replaced: response.number(.replaced) == 1)
     }
 
-    /// The sharing identity's public halves: the X25519 public key, the Ed25519 signing key, the label.
-    /// The agent makes the identity first when the vault has none, labelled `defaultLabel`.
-    public func sharingIdentity(defaultLabel: String) throws(AgentError) -> (agreementKey: [UInt8], signingKey: [UInt8], label: String) {
+    /// The sharing identity's public halves: the X25519 public key, the Ed25519 signing key, the
+    /// hybrid post-quantum public key (nil for a classic identity), the label. The agent makes the
+    /// identity first when the vault has none, labelled `defaultLabel`.
+    public func sharingIdentity(defaultLabel: String) throws(AgentError) -> (agreementKey: [UInt8], signingKey: [UInt8], hybridKey: [UInt8]?, label: String) {
         var message = AgentMessage(code: AgentProtocol.Operation.identity.rawValue)
         message.add(.identityLabel, text: defaultLabel)
         let response = try request(message)
@@ -209,7 +210,7 @@ public struct AgentClient: Sendable {
               let label = response.text(.identityLabel) else {
             throw .untrusted("the agent's answer is malformed")
         }
-        return (agreement.withUnsafeBytes { Array($0) }, signing.withUnsafeBytes { Array($0) }, label)
+        return (agreement.withUnsafeBytes { Array($0) }, signing.withUnsafeBytes { Array($0) }, response.secret(.hybridRecipient)?.withUnsafeBytes { Array($0) }, label)
     }
 
     /// Each key's sharing state, by key name (public: recipients, senders, followed files).
@@ -324,7 +325,7 @@ public struct AgentClient: Sendable {
     /// asked again after a short pause, a few times; a change, which may have been made, is not.
     func request(_ message: AgentMessage) throws(AgentError) -> AgentMessage {
         let asksOnly: Set<UInt8> = [AgentProtocol.Operation.status, .contents, .keyNames, .key, .keySummaries, .settings, .conversationKeys, .lock,
-                                    .settingsAndKey, .identity, .agree, .sharingRecords, .toolSecret, .toolSecretSummaries]
+                                    .settingsAndKey, .identity, .agree, .sharingRecords, .toolSecret, .toolSecretSummaries, .decapsulate]
             .reduce(into: []) { $0.insert($1.rawValue) }
         var pauses = asksOnly.contains(message.code) ? Self.busyBackoff[...] : []
         while true {

@@ -38,7 +38,8 @@ extension AgentServer {
             return Self.error(.badRequest, "this agent answers narrow requests only (key, keySummaries, settings, conversationKeys, change)")
         case .toolSecret, .toolSecretSummaries:
             return toolSecretOperation(operation, request)
-        case .key, .keySummaries, .settings, .conversationKeys, .change, .rekey, .settingsAndKey, .identity, .signShare, .signSecretShare, .agree, .sharingRecords:
+        case .key, .keySummaries, .settings, .conversationKeys, .change, .rekey, .settingsAndKey, .identity, .signShare, .signSecretShare, .agree, .sharingRecords,
+             .decapsulate:
             guard document != nil else { return lockedAnswer() }
             let answer = switch operation {
             case .key: key(request)
@@ -47,7 +48,7 @@ extension AgentServer {
             case .settings: narrow { .init(field: .settings, bytes: NarrowCoding.encode($0.contents.settings)) }
             case .conversationKeys: conversationKeys()
             case .change: change(request)
-            case .identity, .signShare, .signSecretShare, .agree: sharing(operation, request)
+            case .identity, .signShare, .signSecretShare, .agree, .decapsulate: sharing(operation, request)
             case .sharingRecords: narrow { .init(field: .sharingRecord, bytes: NarrowCoding.encode($0.contents.sharing)) }
             default: rekey()
             }
@@ -300,6 +301,9 @@ extension AgentServer {
                 response.add(.recipient, secret: SecretBytes(copying: try X25519.publicKey(of: identity.agreementSecret)))
                 response.add(.signingKey, secret: SecretBytes(copying: try Ed25519.keyPair(seed: identity.signingSeed).publicKey))
                 response.add(.identityLabel, text: identity.label)
+                if let seed = identity.hybridSeed { response.add(.hybridRecipient, secret: SecretBytes(copying: try HybridIdentity(seed: seed).recipient.publicKey)) }
+            case .decapsulate:
+                return try Self.decapsulations(identity, request)
             case .signShare:
                 return try signNextShare(request)
             case .signSecretShare:

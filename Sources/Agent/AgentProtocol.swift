@@ -54,7 +54,15 @@ public enum AgentProtocol {
         /// A Google access token kept for `auth` = `google` (Docs/keyless.md), per credential and
         /// scope, until five minutes before it expires; never written anywhere.
         case putToken = 30, takeToken = 31
+        /// The hybrid post-quantum identity's decapsulation of every `mlkem768x25519` stanza's
+        /// encapsulated key of one age file, in one request (as `agree` for X25519); the seed never
+        /// leaves the agent. 33 is kept for the hybrid identity too.
+        case decapsulate = 32
     }
+
+    /// The encapsulated keys one `decapsulate` carries (1,120 bytes each): 64 fit a stanza
+    /// request's bound; a file with more takes more requests.
+    public static let decapsulateBatch = 64
 
     /// An access token (STS's are up to 12 KiB) and the name of its credential and scopes.
     public static let maxTokenRequest = 16 << 10
@@ -63,15 +71,23 @@ public enum AgentProtocol {
     /// before is to be asked again.
     public static let watchChanged: UInt8 = 0x43
 
-    /// A change carries at most one key's value (4 KiB) or one setting's or secret's (64 KiB) and names.
-    public static let maxChangeRequest = 80 << 10
+    /// A change carries at most one key's value (4 KiB) or one setting's or secret's (64 KiB) and
+    /// names, or a key's sharing record; a share's request, its recipients. Either names up to 256
+    /// recorded recipients and 256 new ones, and a post-quantum one (`age1pq1…`, `age1tagpq1…`)
+    /// is about 2,000 characters: 80 KiB held only about 40 of them.
+    public static let maxChangeRequest = 1 << 20
+
+    /// One file's stanzas: `agree`'s X25519 shares (256 of 32 bytes), `decapsulate`'s encapsulated
+    /// keys (64 of 1,120 bytes).
+    public static let maxStanzaRequest = 80 << 10
 
     /// The longest body a request for `operation` may announce; nil for an unknown operation.
     /// No request carries a whole vault.
     public static func maxRequestBody(operation: UInt8) -> Int? {
         guard let known = Operation(rawValue: operation) else { return nil }
         switch known {
-        case .change, .signShare, .signSecretShare, .agree: return maxChangeRequest
+        case .change, .signShare, .signSecretShare: return maxChangeRequest
+        case .agree, .decapsulate: return maxStanzaRequest
         case .putToken: return maxTokenRequest
         default: return maxSmallRequest
         }
@@ -141,6 +157,11 @@ public enum AgentProtocol {
         case secretChange = 65, toolSecretSummaries = 66, usedBy = 67
         /// `putToken`, `takeToken`: the credential and scopes a token is for, and when it expires.
         case cacheKey = 80, expiresAt = 81
+        /// The hybrid post-quantum identity (Docs/sharing.md): in an `identity` change, 1 to make a
+        /// classic (X25519 only) identity; in `identity`'s answer, the `age1pq1…` recipient's key;
+        /// `decapsulate`: each `mlkem768x25519` stanza's encapsulated key (1120 bytes), and the
+        /// KEM's shared secret for each (32 bytes, in order).
+        case classicIdentity = 90, hybridRecipient = 91, encapsulatedKey = 92, hybridSharedSecret = 93
     }
 
     public enum ErrorKind: UInt8, Sendable {

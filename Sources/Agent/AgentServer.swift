@@ -36,11 +36,12 @@ public final class AgentServer {
         static let request = 2.0
         /// From an answer being ready to the client having taken all of it.
         static let answer = 5.0
-        /// The secret memory all requests being received may hold together. The largest request
-        /// is a change (`maxChangeRequest`); while it grows, the old and the new buffer live side
-        /// by side, under twice its size. So every slot can receive the largest request at once,
-        /// and no flood makes the agent hold more.
-        static let requestMemory = connections * 2 * AgentProtocol.maxChangeRequest
+        /// The secret memory all requests being received may hold together. While a request
+        /// grows, the old and the new buffer live side by side, under twice its size. So every slot
+        /// can receive a request of 80 KiB at once (a change of any value, a file's stanzas); a
+        /// larger change or share (a sharing record naming post-quantum recipients, up to
+        /// `maxChangeRequest`) is taken while room is left, and no flood makes the agent hold more.
+        static let requestMemory = connections * 2 * AgentProtocol.maxStanzaRequest
         /// The memory answers not yet taken may hold together; slow readers of large answers
         /// beyond it are dropped, idlest first.
         static let answerMemory = 2 * AgentProtocol.maxFrame

@@ -134,6 +134,7 @@ enum NarrowCoding {
         case setKey = 1, replaceKey = 2, removeKey = 3, rollBack = 4, setSetting = 5, unsetSetting = 6, rotateKey = 7
         case identity = 8, recordSharing = 9, importKey = 10, linkKey = 11, refreshLink = 12
         case rotateLinkedKey = 13, finishLinkedRotation = 14, rollBackLinked = 15, toolSecret = 16
+        case upgradeIdentity = 17
     }
 
     static func add(_ change: VaultChange, to message: inout AgentMessage) {
@@ -157,10 +158,13 @@ enum NarrowCoding {
             message.add(.changeKind, number: Int64((value == nil ? ChangeKind.unsetSetting : .setSetting).rawValue))
             message.add(.settingName, text: name)
             if let value { message.add(.settingValue, text: value) }
-        case .identity(let label, let relabel):
+        case .identity(let label, let relabel, let classic):
             message.add(.changeKind, number: Int64(ChangeKind.identity.rawValue))
             message.add(.identityLabel, text: label)
             message.add(.relabel, number: relabel ? 1 : 0)
+            if classic { message.add(.classicIdentity, number: 1) }
+        case .upgradeIdentity:
+            message.add(.changeKind, number: Int64(ChangeKind.upgradeIdentity.rawValue))
         case .recordSharing(let name, let record):
             message.add(.changeKind, number: Int64(ChangeKind.recordSharing.rawValue))
             message.add(.keyName, text: name)
@@ -288,8 +292,11 @@ enum NarrowCoding {
             guard (kind == .setSetting) == (value != nil) else { return nil }
             return .setting(name: setting, value: value)
         case .identity:
-            guard let label = message.text(.identityLabel), let relabel = message.number(.relabel), relabel == 0 || relabel == 1 else { return nil }
-            return .identity(label: label, relabel: relabel == 1)
+            guard let label = message.text(.identityLabel), let relabel = message.number(.relabel), relabel == 0 || relabel == 1,
+                  [nil, 1].contains(message.number(.classicIdentity)) else { return nil }
+            return .identity(label: label, relabel: relabel == 1, classic: message.number(.classicIdentity) == 1)
+        case .upgradeIdentity:
+            return .upgradeIdentity
         case .recordSharing:
             guard let name, let record = sharingRecord(in: message) else { return nil }
             return .recordSharing(name: name, record: record)

@@ -351,6 +351,9 @@ enum ErrorReport {
             return describe(age)
         case .signing:
             return (.failure, "the vault's sharing identity could not sign the share", nil)
+        case .notPostQuantum(let classic):
+            return (.usage, "--pq-only: \(classic.joined(separator: ", ")) \(classic.count == 1 ? "is a classic recipient" : "are classic recipients"), not post-quantum; nothing was written",
+                    "ask for their age1pq1… recipient ('gemvault identity' or 'age-keygen -pq' prints one), or share without --pq-only")
         }
     }
 

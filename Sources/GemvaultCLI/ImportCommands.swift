@@ -81,7 +81,7 @@ extension ShareCommand {
         var identities = try call.values(.identityFile).flatMap(loadIdentities)
         if identities.isEmpty {
             try call.context.vault.checkBeforePrompt()
-            identities = [try call.context.vault.sharingIdentity(defaultLabel: defaultLabel).age]
+            identities = try call.context.vault.sharingIdentity(defaultLabel: defaultLabel).ages
         }
         switch try SharePlaintext.read(try AgeFile.decrypt(contents.bytes, with: identities)) {
         case .share(let share):

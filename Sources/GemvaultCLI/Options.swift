@@ -179,6 +179,11 @@ extension OptionSpec {
 
     // identity, key share, key import
     static let label = OptionSpec(name: "--label", value: "TEXT", help: "the name your shares carry as their sender (default user@host)")
+    static let classicIdentity = OptionSpec(name: "--classic", value: nil,
+                                            help: "make the sharing identity X25519 only, without the post-quantum (age1pq1…) recipient (a vault with no identity yet)")
+    static let upgradeIdentity = OptionSpec(name: "--upgrade", value: nil,
+                                            help: "add a post-quantum (age1pq1…) recipient to a classic identity, and re-share the shares that name this vault")
+    static let pqOnly = OptionSpec(name: "--pq-only", value: nil, help: "refuse classic recipients: share only to post-quantum ones (age1pq1…)")
     static let to = OptionSpec(name: "--to", value: "RECIPIENT", help: "an age1… recipient (age1pq1…, age1tag1… and a plugin's age1NAME1… too), an ssh-ed25519 public key line, or a .pub file with one (repeatable)",
                                repeatable: true)
     static let recipientsFile = OptionSpec(name: "--recipients-file", value: "FILE", help: "age's recipients file: one recipient a line, # comments (repeatable)",

@@ -42,9 +42,9 @@ let secretCommands: [CommandSpec] = [
                 run: SecretCommand.rename),
     CommandSpec(path: ["secret", "share"], arguments: "NAME", argumentRange: 1...1,
                 summary: "encrypt a secret to recipients as a signed age file",
-                options: [.to, .recipientsFile, .armor, .output, .overwrite, .mode],
+                options: [.to, .recipientsFile, .armor, .output, .overwrite, .mode, .pqOnly],
                 details: """
-                Recipients as for 'key share'. The output is one age file (stdout, or -o FILE) that every recipient named can open, with 'age -d' too; inside is the secret as a JSON document signed by this vault, marked as a secret's share (never importable as a key), naming its recipients, with a serial of its own per secret name.
+                Recipients as for 'key share' (a mix of post-quantum and classic ones is warned about; --pq-only refuses classic ones). The output is one age file (stdout, or -o FILE) that every recipient named can open, with 'age -d' too; inside is the secret as a JSON document signed by this vault, marked as a secret's share (never importable as a key), naming its recipients, with a serial of its own per secret name.
                 Unlike a key's share, no recipient or file is recorded: a changed secret is shared again by hand.
                 """,
                 run: SecretCommand.share),
@@ -100,6 +100,7 @@ enum SecretCommand {
         try VaultContents.validateName(name)
         let given = try ShareCommand.recipients(call)
         guard !given.isEmpty else { throw UsageError("name a recipient: --to age1… (or -R FILE)", command: call.command) }
+        try ShareCommand.checkStrength(call, given)
         let mode = try ShareCommand.fileMode(call)
         let path = call.value(.output)
         if path == nil, !call.flag(.armor), Terminal.isTerminal(1) {
@@ -124,7 +125,7 @@ enum SecretCommand {
         var identities = try call.values(.identityFile).flatMap(ShareCommand.loadIdentities)
         if identities.isEmpty {
             try vault.checkBeforePrompt()
-            identities = [try vault.sharingIdentity(defaultLabel: ShareCommand.defaultLabel).age]
+            identities = try vault.sharingIdentity(defaultLabel: ShareCommand.defaultLabel).ages
         }
         let plaintext = try AgeFile.decrypt(contents.bytes, with: identities)
         let imported = try vault.importSecretShare(plaintext, openedAs: AgePluginUnwrap.recipients(of: identities), name: explicitName,

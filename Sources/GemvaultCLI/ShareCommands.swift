@@ -11,19 +11,21 @@ import VaultCore
 
 let shareCommands: [CommandSpec] = [
     CommandSpec(path: ["identity"], arguments: "", argumentRange: 0...0,
-                summary: "print this vault's age recipient and signing-key fingerprint, for others to share keys with you",
-                options: [.label, .json],
+                summary: "print this vault's age recipients and signing-key fingerprint, for others to share keys with you",
+                options: [.label, .classicIdentity, .upgradeIdentity, .json],
                 details: """
-                The identity is made with the vault (or on first use): an X25519 key, whose age1… recipient others encrypt shares to, and an Ed25519 key that signs the shares you send. Both secret keys stay in the vault; a session's agent uses them without handing them out.
+                The identity is made with the vault (or on first use): a hybrid post-quantum key (ML-KEM-768 + X25519), whose age1pq1… recipient others encrypt shares to, an X25519 key (its age1… recipient, for senders without post-quantum age), and an Ed25519 key that signs the shares you send. The secret keys stay in the vault; a session's agent uses them without handing them out.
+                --classic makes the identity X25519 only, for a vault that has none yet. --upgrade adds the post-quantum key to a classic identity, and shares again, to it, every share this vault recorded for its own age1… recipient. --json keeps 'recipient' the age1… one; 'pq_recipient' is the age1pq1… one (null for a classic identity), 'recipients' both.
                 --label sets the name your shares carry (default user@host): printable ASCII, single spaces, none at either end, so that it cannot pass for another's on the screen. Docs/sharing.md explains sharing.
                 """,
                 run: ShareCommand.identity),
     CommandSpec(path: ["key", "share"], arguments: "NAME", argumentRange: 1...1,
                 summary: "encrypt a key to recipients as a signed age file, or list who it was shared with",
-                options: [.to, .recipientsFile, .armor, .output, .overwrite, .mode, .list, .revokeRecipient, .noRotate, .allowInsecureEndpoint, .json],
+                options: [.to, .recipientsFile, .armor, .output, .overwrite, .mode, .pqOnly, .list, .revokeRecipient, .noRotate, .allowInsecureEndpoint, .json],
                 details: """
                 RECIPIENT is an age1… recipient (see 'gemvault identity'; age1…=LABEL names it): X25519, post-quantum age1pq1…, a hardware key's age1tag1… or age1tagpq1…, or a plugin's age1NAME1… (a YubiKey's, a TPM's: wrapped by age-plugin-NAME from PATH, which may ask for a touch or PIN; Docs/sharing.md); or an ssh-ed25519 public key line (its comment names it), or a .pub file holding one; -R FILE is age's recipients file (one a line, # comments). A recipient that is none of these is refused, named (exit 64), before anything is written.
                 The output is a standard age file (armored with --armor) that 'age -d' reads with the recipient's identity or ~/.ssh/id_ed25519 (age 1.3 or later for age1pq1…, the hardware's plugin for a tag); inside is the key as a JSON document signed by this vault, naming the recipients it was written for. -o FILE is one file every recipient named can open (said when there are several); -o FOLDER/ (NAME-LABEL.age) or -o 'PATTERN-{label}.age' writes one file per recipient. Files are written atomically with mode 0644 (--mode 600 keeps them private), never over a link, and replace an existing file only with --force.
+                A share to post-quantum (age1pq1…) and classic recipients at once is warned about: the classic ones are the weak link, through which a quantum computer could open it. --pq-only refuses classic recipients, named, among those given or recorded (exit 64, nothing written).
                 The vault records each recipient and file: a later share of the key rewrites every recorded file, for the recipients it was written for, with a higher serial. --list shows them.
                 --revoke RECIPIENT (or the label --list shows) drops a recipient, removes the files only they had, and rotates the key at Google (as key rotate --create does; Docs/rotation.md), which shares the new key with the others: a recipient saw the key, so only a new key takes it back. Google may accept the old key for about 25 minutes more. Without a Google credential, or for a key Google did not make or cannot find, it refuses (exit 1, nothing changed) unless --no-rotate, which only drops the recipient.
                 """,
@@ -60,6 +62,10 @@ enum ShareCommand {
 
     struct IdentityReport: Encodable {
         let recipient: String
+        /// The hybrid post-quantum recipient, null for a classic identity.
+        @Nullable var pq_recipient: String?
+        /// Every recipient, the post-quantum one first.
+        let recipients: [String]
         /// The Ed25519 public key, base64, as shares carry it in `from.signing_key`.
         let signing_key: String
         let fingerprint: String
@@ -69,6 +75,23 @@ enum ShareCommand {
     static func identity(_ call: Invocation) throws {
         let vault = call.context.vault
         try vault.checkBeforePrompt()
+        if call.flag(.classicIdentity) {
+            guard !call.flag(.upgradeIdentity) else { throw UsageError("--classic and --upgrade go apart: --upgrade adds the post-quantum key --classic leaves out", command: call.command) }
+            if try !vault.makeClassicIdentity(label: defaultLabel), try vault.sharingIdentity(defaultLabel: defaultLabel).pqRecipient != nil {
+                throw CommandFailure(.usage, "the vault has a post-quantum identity already; --classic only makes a new one, X25519 only",
+                                     hint: "senders without post-quantum age can still use its age1… recipient")
+            }
+        }
+        if call.flag(.upgradeIdentity) {
+            let upgrade = try vault.upgradeIdentity(defaultLabel: defaultLabel, ConsoleShareOutput())
+            Console.note(upgrade.upgraded ? "added a post-quantum recipient to this vault's identity; give senders the age1pq1… recipient below"
+                         + (upgrade.reshared.isEmpty ? "" : " (shared again for it: \(upgrade.reshared.joined(separator: ", ")))")
+                         : "this vault's identity is post-quantum already")
+            if !upgrade.followed.isEmpty {
+                Console.note("the shares you follow are written to your age1… recipient until their senders share to the new one: "
+                             + upgrade.followed.map { "\($0.name) (from \(visible($0.sender)))" }.joined(separator: ", "))
+            }
+        }
         var identity = try vault.sharingIdentity(defaultLabel: defaultLabel)
         if let label = call.value(.label) {
             guard VaultIdentity.isValidLabel(label) else {
@@ -84,13 +107,19 @@ enum ShareCommand {
                 identity = try vault.sharingIdentity(defaultLabel: defaultLabel)
             }
         }
-        if call.flag(.json) {
-            try Output.json(IdentityReport(recipient: identity.recipient, signing_key: Sodium.base64(identity.signingPublicKey),
-                                           fingerprint: identity.fingerprint, label: identity.label), schema: .identity)
-        } else {
-            try Console.out(EscapeNeutralizer.neutralize(Output.table([["recipient", identity.recipient], ["signing key", identity.fingerprint],
-                                                                       ["label", identity.label]])))
+        try printIdentity(identity, json: call.flag(.json))
+    }
+
+    /// Both recipients while both exist: the post-quantum one first, as senders should use it.
+    private static func printIdentity(_ identity: SharingIdentity, json: Bool) throws {
+        if json {
+            try Output.json(IdentityReport(recipient: identity.recipient, pq_recipient: identity.pqRecipient, recipients: identity.recipients,
+                                           signing_key: Sodium.base64(identity.signingPublicKey), fingerprint: identity.fingerprint, label: identity.label),
+                            schema: .identity)
+            return
         }
+        let recipients = identity.pqRecipient.map { [["pq recipient", $0], ["recipient", identity.recipient]] } ?? [["recipient", identity.recipient]]
+        try Console.out(EscapeNeutralizer.neutralize(Output.table(recipients + [["signing key", identity.fingerprint], ["label", identity.label]])))
     }
 
     // MARK: key share
@@ -104,6 +133,7 @@ enum ShareCommand {
         guard !call.flag(.json) else { throw UsageError("--json goes with --list", command: call.command) }
         // Every recipient is read before anything else: a bad one changes nothing.
         let given = try recipients(call)
+        if call.flag(.pqOnly) { try RecipientStrength.requirePostQuantum(given) }
         let mode = try fileMode(call)
         let vault = call.context.vault
         try vault.checkBeforePrompt()
@@ -132,6 +162,7 @@ enum ShareCommand {
         guard record.recipients.count <= KeySharing.recipientLimit else {
             throw UsageError("a key can be shared with at most \(KeySharing.recipientLimit) recipients", command: call.command)
         }
+        try checkStrength(call, try recorded(record))
         var new = targets.map { NewShareFile(path: $0.path, recipients: $0.recipients.map(\.text), armor: call.flag(.armor), mode: mode, replacing: call.flag(.overwrite)) }
         if toStandardOutput { new.append(NewShareFile(path: nil, recipients: given.map(\.text), armor: call.flag(.armor), mode: mode, replacing: false)) }
         let (serial, written) = try vault.writeShares(name: name, record: record, new: new, ConsoleShareOutput())
@@ -145,16 +176,30 @@ enum ShareCommand {
         }
     }
 
+    /// age's rule for everyone a share goes to: with --pq-only a classic recipient is refused,
+    /// else a mix of post-quantum and classic ones is warned about, once.
+    static func checkStrength(_ call: Invocation, _ recipients: [NamedRecipient]) throws {
+        if call.flag(.pqOnly) {
+            try RecipientStrength.requirePostQuantum(recipients)
+        } else if let warning = RecipientStrength.mixWarning(recipients) {
+            Console.warning(warning)
+        }
+    }
+
     /// The files `-o` names for this share; empty without `-o`. Without `--to`, for everyone recorded.
     static func outputTargets(_ call: Invocation, name: String, given: [NamedRecipient], record: KeySharing) throws -> [ShareFiles.Target] {
         guard let value = call.value(.output) else { return [] }
         let path = ProcessIdentity.absolutePath(ProcessIdentity.expandingTilde(value))
         let isFolder = value.hasSuffix("/") || FileStatus.of(path)?.kind == .directory
+        return try ShareFiles.targets(path, isFolder: isFolder, name: name, recipients: given.isEmpty ? try recorded(record) : given)
+    }
+
+    /// Each recipient `record` names, once, parsed, with its label.
+    static func recorded(_ record: KeySharing) throws -> [NamedRecipient] {
         var seen = Set<String>()
-        let everyone = try given.isEmpty ? record.recipients.filter { seen.insert($0.recipient).inserted }.map { entry in
+        return try record.recipients.filter { seen.insert($0.recipient).inserted }.map { entry in
             NamedRecipient(recipient: try RecipientList.parse(entry.recipient, origin: "the recorded recipient").recipient, label: entry.label)
-        } : given
-        return try ShareFiles.targets(path, isFolder: isFolder, name: name, recipients: everyone)
+        }
     }
 
     /// `--to` values and `-R` files, parsed; the first bad one is a usage error naming it.
@@ -181,12 +226,16 @@ enum ShareCommand {
         return all.filter { seen.insert($0.text).inserted }
     }
 
+    /// The longest recipients file read: a share's 256 recipients, post-quantum ones about 2,000
+    /// characters each, with their comments (64 KiB held only about 33 of them).
+    static let recipientsFileLimit = 1 << 20
+
     /// A recipients file's text. A private key named by mistake (the file beside the .pub) is
     /// wiped and refused before it becomes a String.
     private static func readText(_ path: String, what: String) throws -> String {
         var bytes: [UInt8]
         do throws(InputFile.Failure) {
-            bytes = try InputFile.read(ProcessIdentity.expandingTilde(path), limit: 64 << 10)
+            bytes = try InputFile.read(ProcessIdentity.expandingTilde(path), limit: recipientsFileLimit)
         } catch .notFound {
             throw SharingError.badRecipient("\(what) \(path): not an age1… recipient, an ssh-ed25519 key line, or a file")
         } catch {

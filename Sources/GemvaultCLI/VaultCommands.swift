@@ -12,8 +12,8 @@ import VaultCore
 let vaultCommands: [CommandSpec] = [
     CommandSpec(path: ["init"], arguments: "", argumentRange: 0...0,
                 summary: "create the vault and print its recovery code once",
-                options: [.kdf, .forceReplace, .json],
-                details: "The passphrase is asked twice on the terminal, or read from --passphrase-fd or --passphrase-file.\nThe recovery code goes to stdout once; keep it offline. It opens the vault if the passphrase is lost.",
+                options: [.kdf, .forceReplace, .classicIdentity, .json],
+                details: "The passphrase is asked twice on the terminal, or read from --passphrase-fd or --passphrase-file.\nThe recovery code goes to stdout once; keep it offline. It opens the vault if the passphrase is lost.\nThe vault's sharing identity is made with it: post-quantum (age1pq1… beside age1…) unless --classic (Docs/sharing.md).",
                 run: VaultCommand.initialize),
     CommandSpec(path: ["key", "set"], arguments: "[NAME]", argumentRange: 0...1,
                 summary: "store or replace an API key (hidden prompt, or stdin when it is not a terminal)",
@@ -107,7 +107,8 @@ enum VaultCommand {
         let replacing = call.flag(.forceReplace)
         if context.vault.exists && !replacing { throw VaultError.alreadyExists(path: context.vaultPath) }
         if context.vault.exists { try confirmReplacing(context) }
-        let created = try createVault(context, passphraseFrom: try context.passphraseSource(), kdf: preset, replacing: replacing)
+        let created = try createVault(context, passphraseFrom: try context.passphraseSource(), kdf: preset, replacing: replacing,
+                                      classicIdentity: call.flag(.classicIdentity))
         if let kept = created.keptAside {
             Console.note("the vault it replaces was kept as \(kept), with its conversations (gemvault --vault \(kept) history list)")
         }
@@ -126,9 +127,10 @@ enum VaultCommand {
     /// the vault written by VaultAccess (a recovery code, the file under the lock; with
     /// `replacing`, an existing vault kept aside under a dated name with its conversations).
     static func createVault(_ context: Context, passphraseFrom source: SecretSource, kdf preset: KDFParameters.Preset,
-                            replacing: Bool) throws -> CreatedVault {
+                            replacing: Bool, classicIdentity: Bool = false) throws -> CreatedVault {
         let passphrase = try context.readNewPassphrase(source, prompt: "New passphrase for \(context.vaultPath): ", confirmPrompt: "Repeat the passphrase: ")
-        return try context.vault.create(passphrase: passphrase, kdf: preset.parameters, identityLabel: ShareCommand.defaultLabel, replacing: replacing,
+        return try context.vault.create(passphrase: passphrase, kdf: preset.parameters, identityLabel: ShareCommand.defaultLabel,
+                                        classicIdentity: classicIdentity, replacing: replacing,
                                         dateStamp: Output.compactDate(Output.now())) { kept in
             do { try context.history.move(toVaultAt: kept) } catch {
                 Console.warning("the conversations of the replaced vault stay where they were: \(error)")

@@ -82,7 +82,7 @@ extension VaultAccess {
         let identity = try sharingIdentity(defaultLabel: "gemvault")
         let plaintext: SecretBytes
         do {
-            plaintext = try AgeFile.decrypt(bytes, with: [identity.age])
+            plaintext = try AgeFile.decrypt(bytes, with: identity.ages)
         } catch {
             return .failure(Refusal(reason: "the file is not a share this vault can open (\(error))"))
         }
@@ -99,7 +99,7 @@ extension VaultAccess {
         }
         // A recipient it was written for may have passed it on (to this vault, after a revocation).
         // A format 1 share does not say; from the pinned sender, of this name, it is taken.
-        guard share.isWritten(forAnyOf: [identity.recipient], pinnedSigner: pinned.signingKey) else {
+        guard share.isWritten(forAnyOf: identity.recipients, pinnedSigner: pinned.signingKey) else {
             return .failure(Refusal(reason: "the share was signed for other recipients, not for this vault (someone it was written for passed it on)"))
         }
         guard share.serial >= record.serial else {

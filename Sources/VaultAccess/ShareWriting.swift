@@ -79,17 +79,24 @@ extension VaultAccess {
     /// in their files, before the old key is deleted at Google, so followers have the new key
     /// first. A failure is warned about, never the rotation's end.
     public func reshareAfterRotation(name: String, _ output: any ShareFileOutput) {
+        reshare(name: name, what: "the new value of '\(name)'", output)
+    }
+
+    /// The next share of `name` to every recorded recipient, in their files (after a rotation, or
+    /// `identity --upgrade` changed the recipients recorded); `what` is what the notes say was
+    /// shared. A failure is warned about, never the caller's end.
+    public func reshare(name: String, what: String, _ output: any ShareFileOutput) {
         do {
             guard let record = try sharingRecords()[name], !record.recipients.isEmpty else { return }
             guard !record.files.isEmpty else {
-                output.note("'\(name)' was shared to stdout only: share its new value again by hand ('gemvault key share \(name) --to …')")
+                output.note("'\(name)' was shared to stdout only: share \(what) again by hand ('gemvault key share \(name) --to …')")
                 return
             }
             let (serial, written) = try writeShares(name: name, record: record, new: [], output)
             let files = written.isEmpty ? "no file was written" : "wrote " + written.joined(separator: ", ")
-            output.note("shared the new value of '\(name)' (serial \(serial)) with its \(record.recipientCount) recipient\(record.recipientCount == 1 ? "" : "s"): \(files)")
+            output.note("shared \(what) (serial \(serial)) with its \(record.recipientCount) recipient\(record.recipientCount == 1 ? "" : "s"): \(files)")
         } catch {
-            output.warning("the new value of '\(name)' was not shared with its recipients (\(output.message(error))); 'gemvault key share \(name)' does it")
+            output.warning("\(what) was not shared with its recipients (\(output.message(error))); 'gemvault key share \(name)' does it")
         }
     }
 

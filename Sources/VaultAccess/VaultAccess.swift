@@ -290,10 +290,13 @@ public final class VaultAccess {
     /// opened with the passphrase.
     public func sharingIdentity(defaultLabel: String) throws -> SharingIdentity {
         if let agent, let halves = try throughSession({ agent throws(AgentError) in try agent.sharingIdentity(defaultLabel: defaultLabel) }) {
-            return SharingIdentity(agreementKey: halves.agreementKey, signingKey: halves.signingKey, label: halves.label,
-                                   agree: { shares throws(PrimitiveError) in
-                                       do { return try agent.agree(shares) } catch { throw .lowOrderPoint }
-                                   })
+            return try SharingIdentity(agreementKey: halves.agreementKey, signingKey: halves.signingKey, hybridKey: halves.hybridKey, label: halves.label,
+                                       agree: { shares throws(PrimitiveError) in
+                                           do { return try agent.agree(shares) } catch { throw .lowOrderPoint }
+                                       },
+                                       decapsulate: { encs throws(PrimitiveError) in
+                                           do { return try agent.decapsulate(encs) } catch { throw .lowOrderPoint }
+                                       })
         }
         try checkBeforePrompt()
         let vault = try openedVault()

@@ -19,15 +19,15 @@ public struct RestoredBackup: Equatable {
 
 /// Making a vault, and putting its backup back: what `init`, the first run and `restore-backup` write.
 extension VaultAccess {
-    /// A new vault with `passphrase`, a recovery code and a sharing identity (`identityLabel`),
-    /// written under the lock. An existing vault is refused, or with `replacing` (init --force)
+    /// A new vault with `passphrase`, a recovery code and a sharing identity (`identityLabel`;
+    /// hybrid post-quantum unless `classicIdentity`), written under the lock. An existing vault is refused, or with `replacing` (init --force)
     /// kept aside as `.replaced-STAMP` and its conversations given to `moveConversations`.
-    public func create(passphrase: SecretBytes, kdf: KDFParameters, identityLabel: String, replacing: Bool, dateStamp: String,
-                       moveConversations: (String) -> Void) throws -> CreatedVault {
+    public func create(passphrase: SecretBytes, kdf: KDFParameters, identityLabel: String, classicIdentity: Bool = false, replacing: Bool,
+                       dateStamp: String, moveConversations: (String) -> Void) throws -> CreatedVault {
         let code = RecoveryCode.generate()
         let document = try VaultDocument.create(path: path, passphrase: passphrase, recoveryCode: code, kdf: kdf)
         // The sharing identity is born with the vault (older vaults get one on first use).
-        try VaultChange.identity(label: identityLabel, relabel: false).apply(to: document.contents)
+        try VaultChange.identity(label: identityLabel, relabel: false, classic: classicIdentity).apply(to: document.contents)
         var kept: String?
         try store.withExclusiveLock { session in
             if try session.read() != nil {

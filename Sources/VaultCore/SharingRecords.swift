@@ -1,26 +1,39 @@
-/// This vault's identity for sharing: an age X25519 key (recipients encrypt shares to it) and
-/// an Ed25519 signing key (shares it sends are signed with it). Both secret parts stay in the
-/// payload; only the public halves ever leave it.
+/// This vault's identity for sharing: an age X25519 key (recipients encrypt shares to it), from
+/// payload version 11 a hybrid post-quantum seed beside it (an `age1pq1…` recipient, ML-KEM-768 and
+/// X25519), and an Ed25519 signing key (shares it sends are signed with it). The secret parts stay
+/// in the payload; only the public halves ever leave it.
 public struct VaultIdentity {
     public static let labelLimit = 256
+    /// A hybrid identity is a 32-byte seed (age.md: `AGE-SECRET-KEY-PQ-1…` encodes it).
+    public static let hybridSeedBytes = 32
 
     public let agreementSecret: SecretBytes
     public let signingSeed: SecretBytes
+    /// The hybrid identity's seed; nil for a classic (X25519 only) identity.
+    public let hybridSeed: SecretBytes?
     /// What shares carry as the sender's name (`user@host` unless set).
     public let label: String
 
-    public init(agreementSecret: SecretBytes, signingSeed: SecretBytes, label: String) {
+    public init(agreementSecret: SecretBytes, signingSeed: SecretBytes, hybridSeed: SecretBytes? = nil, label: String) {
         self.agreementSecret = agreementSecret
         self.signingSeed = signingSeed
+        self.hybridSeed = hybridSeed
         self.label = label
     }
 
-    public static func generate(label: String) -> VaultIdentity {
-        VaultIdentity(agreementSecret: .random(count: 32), signingSeed: .random(count: 32), label: label)
+    /// A new identity: hybrid unless `classic`.
+    public static func generate(label: String, classic: Bool = false) -> VaultIdentity {
+        VaultIdentity(agreementSecret: .random(count: 32), signingSeed: .random(count: 32),
+                      hybridSeed: classic ? nil : .random(count: hybridSeedBytes), label: label)
     }
 
     public func relabeled(_ label: String) -> VaultIdentity {
-        VaultIdentity(agreementSecret: agreementSecret, signingSeed: signingSeed, label: label)
+        VaultIdentity(agreementSecret: agreementSecret, signingSeed: signingSeed, hybridSeed: hybridSeed, label: label)
+    }
+
+    /// The same identity with a new hybrid seed beside its X25519 key (`identity --upgrade`).
+    public func upgraded() -> VaultIdentity {
+        VaultIdentity(agreementSecret: agreementSecret, signingSeed: signingSeed, hybridSeed: .random(count: Self.hybridSeedBytes), label: label)
     }
 
     /// Printable text without line breaks, bounded: what a share and `identity` show. Labels
@@ -212,10 +225,11 @@ extension VaultContents {
     static let pathLimit = 4096
 
     /// The payload's sharing section (version 6): the identity, then each key's sharing state.
+    /// The identity's marker is 1 for a classic identity, 2 (version 11) when a hybrid seed follows its two keys.
     func encodedSharing() -> [UInt8] {
         var writer = ByteWriter()
         if let identity {
-            writer.append(UInt8(1))
+            writer.append(UInt8(identity.hybridSeed == nil ? 1 : 2))
             writer.appendField(identity.label)
         } else {
             writer.append(UInt8(0))
@@ -228,8 +242,8 @@ extension VaultContents {
         return writer.bytes
     }
 
-    /// The section's length in the payload: its public bytes and the identity's two secrets.
-    func encodedSharingLength() -> Int { encodedSharing().count + (identity == nil ? 0 : 64) }
+    /// The section's length in the payload: its public bytes and the identity's secrets.
+    func encodedSharingLength() -> Int { encodedSharing().count + (identity.map { 64 + ($0.hybridSeed?.count ?? 0) } ?? 0) }
 
     func writeSharing(_ writer: inout SecretWriter) {
         let section = encodedSharing()
@@ -238,22 +252,26 @@ extension VaultContents {
         if let identity {
             identity.agreementSecret.withUnsafeBytes { writer.append($0) }
             identity.signingSeed.withUnsafeBytes { writer.append($0) }
+            identity.hybridSeed?.withUnsafeBytes { writer.append($0) }
         }
         section[1...].withUnsafeBytes { writer.append($0) }
     }
 
-    static func readSharing(_ reader: inout ByteReader, keyNames: Set<String>, broken: (String) -> VaultError) throws
+    static func readSharing(_ reader: inout ByteReader, version: UInt8, keyNames: Set<String>, broken: (String) -> VaultError) throws
         -> (VaultIdentity?, [String: KeySharing]) {
         var identity: VaultIdentity?
-        switch try reader.read(UInt8.self) {
+        let marker = try reader.read(UInt8.self)
+        switch marker {
         case 0: break
-        case 1:
+        case 1, 2:
+            guard marker == 1 || version >= 11 else { throw broken("the identity marker is neither 0 nor 1") }
             let agreement = try reader.readSecret(32)
             let signing = try reader.readSecret(32)
+            let hybrid = marker == 2 ? try reader.readSecret(VaultIdentity.hybridSeedBytes) : nil
             let label = try reader.readUTF8(Int(try reader.read(UInt16.self)))
             guard VaultIdentity.isValidLabel(label) else { throw broken("the identity's label is empty, too long or has control characters") }
-            identity = VaultIdentity(agreementSecret: agreement, signingSeed: signing, label: label)
-        default: throw broken("the identity marker is neither 0 nor 1")
+            identity = VaultIdentity(agreementSecret: agreement, signingSeed: signing, hybridSeed: hybrid, label: label)
+        default: throw broken(version >= 11 ? "the identity marker is not 0, 1 or 2" : "the identity marker is neither 0 nor 1")
         }
         var sharing: [String: KeySharing] = [:]
         var lastName: String?

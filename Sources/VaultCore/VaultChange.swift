@@ -16,9 +16,13 @@ public enum VaultChange: Sendable {
     case rollBack(name: String, now: Int64)
     /// Set (a value) or unset (nil) a vault setting.
     case setting(name: String, value: String?)
-    /// Makes the sharing identity when the vault has none (labelled `label`), or relabels it
-    /// when `relabel`. Its secrets are made where the change is applied: in a session, inside the agent.
-    case identity(label: String, relabel: Bool)
+    /// Makes the sharing identity when the vault has none (labelled `label`; hybrid post-quantum
+    /// unless `classic`), or relabels it when `relabel`. Its secrets are made where the change is
+    /// applied: in a session, inside the agent.
+    case identity(label: String, relabel: Bool, classic: Bool = false)
+    /// Adds a hybrid post-quantum seed to a classic identity (`identity --upgrade`); refused
+    /// without an identity, nothing changed when it has one already (`replaced` then says so).
+    case upgradeIdentity
     /// Records a key's sharing state: a share written, a recipient dropped, a followed file read.
     case recordSharing(name: String, record: KeySharing)
     /// Stores an imported key and its sharing state together.
@@ -83,13 +87,8 @@ public enum VaultChange: Sendable {
             let had = contents.settings[name] != nil
             if let value { try contents.setSetting(name, value: value) } else { _ = contents.removeSetting(name) }
             return Outcome(masked: nil, replaced: had)
-        case .identity(let label, let relabel):
-            if let existing = contents.identity {
-                if relabel { try contents.setIdentity(existing.relabeled(label)) }
-                return Outcome(masked: nil, replaced: true)
-            }
-            try contents.setIdentity(.generate(label: label))
-            return Outcome(masked: nil, replaced: false)
+        case .identity, .upgradeIdentity:
+            return try applyIdentity(to: contents)
         case .recordSharing(let name, let record):
             let had = contents.sharing[name] != nil
             try contents.setSharing(name, record)
@@ -126,6 +125,24 @@ public enum VaultChange: Sendable {
             // The next fetch would replace such a value, and a deleted Google key come back.
             if let link = contents.links[name] { throw .linkedKey(name: name, reference: link.reference) }
         default: break
+        }
+    }
+
+    /// The sharing identity made, relabelled, or given its post-quantum part.
+    private func applyIdentity(to contents: VaultContents) throws(VaultError) -> Outcome {
+        switch self {
+        case .identity(let label, let relabel, let classic):
+            if let existing = contents.identity {
+                if relabel { try contents.setIdentity(existing.relabeled(label)) }
+                return Outcome(masked: nil, replaced: true)
+            }
+            try contents.setIdentity(.generate(label: label, classic: classic))
+            return Outcome(masked: nil, replaced: false)
+        default:
+            guard let existing = contents.identity else { throw .cryptoFailure("the vault has no sharing identity to upgrade") }
+            if existing.hybridSeed != nil { return Outcome(masked: nil, replaced: false) }
+            try contents.setIdentity(existing.upgraded())
+            return Outcome(masked: nil, replaced: true)
         }
     }
 

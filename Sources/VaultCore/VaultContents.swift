@@ -86,12 +86,12 @@ public struct StoredKey {
 /// and `rekey` replace it (`retireConversationKey`), so an old copy of the vault opens nothing
 /// written afterwards; the earlier ones stay here, so every conversation stays readable.
 public final class VaultContents {
-    /// Version 10 adds a secret's Secret Manager link and sharing state, 9 the secrets for other tools (ToolSecrets.swift),
+    /// Version 11 adds the sharing identity's hybrid post-quantum seed, 10 a secret's Secret Manager link and sharing state, 9 the secrets for other tools (ToolSecrets.swift),
     /// 8 a linked key's rotation through Secret Manager, 7 the Secret Manager
     /// links, 6 the sharing identity and each key's sharing state, 5 each value's key at
     /// Google, 4 when each earlier value was set, 3 the earlier conversation keys, 2 each key's
-    /// last use; 1 to 9 are still read.
-    public static let payloadVersion: UInt8 = 10
+    /// last use; 1 to 10 are still read.
+    public static let payloadVersion: UInt8 = 11
     public static let retiredLimit = 5
     /// Each passphrase change adds one; far more than a vault's lifetime of changes.
     public static let earlierConversationKeyLimit = 1000
@@ -353,7 +353,7 @@ public final class VaultContents {
                 var identity: VaultIdentity?
                 var sharing: [String: KeySharing] = [:]
                 if version >= 6 {
-                    (identity, sharing) = try readSharing(&reader, keyNames: Set(keys.map(\.name)), broken: broken)
+                    (identity, sharing) = try readSharing(&reader, version: version, keyNames: Set(keys.map(\.name)), broken: broken)
                 }
                 let links = version >= 7 ? try readLinks(&reader, version: version, keyNames: Set(keys.map(\.name)), broken: broken) : [:]
                 let toolSecrets = version >= 9 ? try readToolSecrets(&reader, version: version, broken: broken) : []

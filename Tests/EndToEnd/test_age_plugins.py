@@ -241,6 +241,22 @@ def test_postquantum_labels_must_match_every_other_stanza(shared, tmp_path):
     assert bob.run("key", "import", out, "--yes", "--no-verify", "-i", id_path, timeout=NO_HANG).code == 0
 
 
+def test_a_postquantum_plugin_goes_with_a_hybrid_recipient(shared, tmp_path):
+    # The plugin's `postquantum` label is matched by age1pq1…'s own; a classic X25519 beside them
+    # is what the label forbids (the test above), a hybrid recipient is not.
+    import age_pq
+    alice, bob, id_path, recipient = shared
+    hybrid = age_pq.HybridIdentity()
+    out = os.path.join(str(tmp_path), "lab.age")
+    both = alice.run("key", "share", "lab", "--to", recipient, "--to", hybrid.recipient, "-o", out, timeout=NO_HANG,
+                     env={"GVTEST_MODE": "postquantum"})
+    assert both.code == 0, both
+    with open(out, "rb") as f:
+        data = f.read()
+    assert json.loads(age_pq.decrypt(data, [hybrid]))["key"] == GOOD_KEY
+    assert bob.run("key", "import", out, "--yes", "--no-verify", "-i", id_path, timeout=NO_HANG).code == 0
+
+
 def test_the_plugin_pin_is_asked_through_the_hidden_prompt_on_a_terminal(shared, tmp_path):
     from ptyrun import PtySession
     alice, _, _, recipient = shared

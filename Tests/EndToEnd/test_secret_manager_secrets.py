@@ -35,7 +35,7 @@ def test_a_secret_that_is_no_google_key_is_linked_and_the_key_path_still_refuses
     secrets = {}
     fmt.decode_payload(payload, secrets=secrets)
     reference, version, fetched = secrets["gh"]["link"]
-    assert payload[0] == 10 and reference == SECRET and version == 1 and fetched > 0
+    assert payload[0] == 11 and reference == SECRET and version == 1 and fetched > 0
     listed = env.run("secret", "list")
     assert "gh" in listed.out and TOKEN[:4] in listed.out and TOKEN not in listed.out
     # The same value is not a Gemini key: key set --from keeps the key's check.

@@ -426,7 +426,7 @@ def age_every_key(env, days):
     slot = fmt.slot_of(vault, (fmt.PASSPHRASE_SLOT,))
     data_key = fmt.unwrap(slot, PASSPHRASE.encode())
     payload = bytearray(fmt.unpad(fmt.decrypt(vault, data_key)))
-    assert payload[0] == 10  # the keys come first; the sharing section, the links and the secrets at the end are kept as they are
+    assert payload[0] == 11  # the keys come first; the sharing section, the links and the secrets at the end are kept as they are
     offset = 33
 
     def skip_google_key():

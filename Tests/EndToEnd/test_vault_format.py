@@ -157,7 +157,7 @@ def decode_payload(payload, conversation_keys=None, google=None, sharing=None, l
     `secrets` receives the secrets for other tools (payload version 9, decode_secrets; version
     10 adds each one's Secret Manager link)."""
     version = payload[0]
-    assert version in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+    assert version in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
     offset = 33
     if conversation_keys is not None:
         conversation_keys.append(payload[1:33])
@@ -236,7 +236,7 @@ def decode_payload(payload, conversation_keys=None, google=None, sharing=None, l
                 conversation_keys.append(payload[offset:offset + 32])
             offset += 32
     if version >= 6:
-        offset = decode_sharing(payload, offset, set(keys), {} if sharing is None else sharing)
+        offset = decode_sharing(payload, offset, set(keys), {} if sharing is None else sharing, version)
     if version >= 7:
         offset = decode_links(payload, offset, set(keys), {} if links is None else links, version)
     if version >= 9:
@@ -245,8 +245,9 @@ def decode_payload(payload, conversation_keys=None, google=None, sharing=None, l
     return keys, settings
 
 
-def decode_sharing(payload, offset, key_names, out):
-    """Payload version 6's sharing section (Docs/vault-format.md); returns the offset after it."""
+def decode_sharing(payload, offset, key_names, out, payload_version=6):
+    """Payload version 6's sharing section (Docs/vault-format.md); returns the offset after it.
+    From version 11 the identity's marker 2 adds its hybrid post-quantum seed (out["hybrid_seed"])."""
     def take(n):
         nonlocal offset
         value = payload[offset:offset + n]
@@ -261,8 +262,10 @@ def decode_sharing(payload, offset, key_names, out):
         return take(number("<H")).decode()
 
     marker = number("<B")
-    assert marker in (0, 1)
-    out["identity"] = (take(32), take(32), text()) if marker else None
+    assert marker in ((0, 1, 2) if payload_version >= 11 else (0, 1))
+    agreement, signing = (take(32), take(32)) if marker else (None, None)
+    out["hybrid_seed"] = take(32) if marker == 2 else None
+    out["identity"] = (agreement, signing, text()) if marker else None
     if out["identity"]:
         assert 1 <= len(out["identity"][2].encode()) <= 256
     out["keys"], last = {}, None
@@ -621,7 +624,7 @@ def test_the_payload_version_8_vector_opens_with_the_cli(env):
 
 
 def test_secrets_for_other_tools_are_read_from_payload_version_10_as_documented(env):
-    """Issue 43: a vault written today (payload version 10) opens with the document alone, and
+    """Issue 43: a vault written today (payload version 11) opens with the document alone, and
     its secrets for other tools are where the document puts them, history and all (a linked
     secret's link: test_secret_manager_secrets.py)."""
     from conftest import PASSPHRASE
@@ -634,7 +637,7 @@ def test_secrets_for_other_tools_are_read_from_payload_version_10_as_documented(
     vault = parse(env.vault_bytes())
     data_key = unwrap(slot_of(vault, [PASSPHRASE_SLOT]), PASSPHRASE.encode())
     payload = unpad(decrypt(vault, data_key))
-    assert payload[0] == 10
+    assert payload[0] == 11
     secrets = {}
     decode_payload(payload, secrets=secrets)
     assert sorted(secrets) == ["github", "tls"]

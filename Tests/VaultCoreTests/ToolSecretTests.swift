@@ -58,7 +58,7 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         let zeta = try #require(reread.toolSecret(named: "zeta"))
         #expect(text(zeta.value) == "z-value-2" && text(zeta.previous[0].secret) == "z-value" && zeta.usedBy == "tool")
         #expect(reread.key(named: "default") != nil)
-        try reread.encoded().withUnsafeBytes { #expect($0.first == 10) }
+        try reread.encoded().withUnsafeBytes { #expect($0.first == VaultContents.payloadVersion) }
     }
 
     /// A version 8 payload (no secrets section) still reads, with no secrets.
@@ -68,7 +68,7 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         let encoded = try contents.encoded()
         let length = try encoded.withUnsafeBytes { try Sodium.unpad($0, blockSize: VaultContents.paddingBlock) }
         var bytes = encoded.withUnsafeBytes { Array($0.prefix(length)) }
-        #expect(bytes[0] == 10 && bytes.suffix(2) == [0, 0])
+        #expect(bytes[0] == 11 && bytes.suffix(2) == [0, 0])
         bytes[0] = 8
         bytes.removeLast(2)
         let buffer = SecretBytes(count: bytes.count + VaultContents.paddingBlock)
@@ -110,8 +110,9 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         let encoded = try contents.encoded()
         let length = try encoded.withUnsafeBytes { try Sodium.unpad($0, blockSize: VaultContents.paddingBlock) }
         var bytes = encoded.withUnsafeBytes { Array($0.prefix(length)) }
-        // Version 10 adds a 0 link marker, a 0 sent serial (8 bytes) and a 0 sender marker.
-        #expect(bytes[0] == 10 && bytes.suffix(10).allSatisfy { $0 == 0 })
+        // Version 10 adds a 0 link marker, a 0 sent serial (8 bytes) and a 0 sender marker; 11 lays
+        // out a vault without a hybrid identity as 10 does.
+        #expect(bytes[0] == 11 && bytes.suffix(10).allSatisfy { $0 == 0 })
         bytes[0] = 9
         bytes.removeLast(10)
         let buffer = SecretBytes(count: bytes.count + VaultContents.paddingBlock)

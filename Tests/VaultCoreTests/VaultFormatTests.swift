@@ -436,10 +436,10 @@ private func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { St
         try VaultChange.linkKey(name: "lab", secret: SecretBytes(utf8: "AQ.first-value-of-the-linked-key-0123456789"), now: 20, link: link).apply(to: contents)
         let encoded = try contents.encoded()
         let length = try encoded.withUnsafeBytes { try Sodium.unpad($0, blockSize: VaultContents.paddingBlock) }
-        // Version 8 writes one 0 marker after the link, and versions 9 and 10 a secret count of 0
+        // Version 8 writes one 0 marker after the link, and versions 9 to 11 a secret count of 0
         // after it; version 7 has neither.
         var bytes = encoded.withUnsafeBytes { Array($0.prefix(length)) }
-        #expect(bytes[0] == 10 && bytes.suffix(3) == [0, 0, 0])
+        #expect(bytes[0] == 11 && bytes.suffix(3) == [0, 0, 0])
         bytes[0] = 7
         bytes.removeLast(3)
         let buffer = SecretBytes(count: bytes.count + VaultContents.paddingBlock)
