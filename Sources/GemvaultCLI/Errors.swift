@@ -99,7 +99,7 @@ enum ErrorReport {
         case let failure as CommandFailure:
             return (failure.code, failure.message, failure.hint)
         case let usage as UsageError:
-            let hint = usage.fix ?? usage.command.map { "usage: \($0.usage)" } ?? "run 'gemvault --help' for the list of commands"
+            let hint = usage.fix ?? usage.usage.map { "usage: \($0)" } ?? "run 'gemvault --help' for the list of commands"
             return (.usage, usage.message, hint)
         case let output as StandardOutputFailure:
             // Like `cat` in `cat | head -1`: a reader that stopped reading is no failure worth a word.
