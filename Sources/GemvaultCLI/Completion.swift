@@ -53,65 +53,14 @@ struct CompletionEngine {
     /// Only candidates made of plain characters are offered: a model name from a server or
     /// a file name in the history folder must not reach a shell's command line as code.
     func candidates(_ words: [String]) -> [String] {
-        rawCandidates(words).filter { $0.hasPrefix("@") || Self.isPlain($0) }
+        commandLine.completions(words) { placeholder, prefix in values(CompletionKind(placeholder: placeholder), prefix: prefix) }
+            .filter { $0.hasPrefix("@") || Self.isPlain($0) }
     }
 
     static func isPlain(_ word: String) -> Bool {
         !word.isEmpty && word.utf8.allSatisfy { byte in
             (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || "._-/:@+=,".utf8.contains(byte)
         }
-    }
-
-    private func rawCandidates(_ words: [String]) -> [String] {
-        let current = words.last ?? ""
-        if current == "=" { return [] }
-        var before = words.dropLast()
-        // bash splits `--color=al` into `--color`, `=`, `al`.
-        if before.last == "=" { before = before.dropLast() }
-        var commandWords: [String] = []
-        var positionals: [String] = []
-        var spec: CommandSpec?
-        var afterDoubleDash = false
-        var index = before.startIndex
-        while index < before.endIndex {
-            let word = before[index]
-            index += 1
-            if afterDoubleDash { positionals.append(word); continue }
-            if word == "--" { afterDoubleDash = true; continue }
-            if word.hasPrefix("-") {
-                let options = (spec?.options ?? []) + globalOptions
-                if let option = options.first(where: { $0.name == word || $0.shortName == word }), option.value != nil { index += 1 }
-                continue
-            }
-            if spec == nil {
-                commandWords.append(word)
-                spec = commandTable.first { $0.path == commandWords }
-            } else {
-                positionals.append(word)
-            }
-        }
-        if afterDoubleDash, spec?.path == ["exec"] {
-            return positionals.isEmpty ? ["@commands"] : ["@files"]
-        }
-        // The value of an option.
-        if let previous = before.last, previous.hasPrefix("-"), !afterDoubleDash,
-           let option = ((spec?.options ?? []) + globalOptions).first(where: { $0.name == previous || $0.shortName == previous }), let value = option.value {
-            return values(CompletionKind(placeholder: value), prefix: current)
-        }
-        if current.hasPrefix("-") {
-            let names = ((spec?.options ?? []) + globalOptions).map(\.name) + (spec == nil ? ["--version"] : [])
-            return names.filter { $0.hasPrefix(current) }
-        }
-        guard let spec else {
-            let next = commandTable.filter { $0.path.count > commandWords.count && Array($0.path.prefix(commandWords.count)) == commandWords }
-                .map { $0.path[commandWords.count] } + (commandWords.isEmpty ? ["help"] : [])
-            return unique(next).filter { $0.hasPrefix(current) }
-        }
-        let placeholders = spec.arguments.split(separator: " ").map(String.init).filter { $0 != "--" }
-        guard !placeholders.isEmpty else { return [] }
-        let slot = min(positionals.count, placeholders.count - 1)
-        if slot < positionals.count, !placeholders[slot].contains("...") { return [] }
-        return values(CompletionKind(placeholder: placeholders[slot]), prefix: current)
     }
 
     private func values(_ kind: CompletionKind, prefix: String) -> [String] {
@@ -134,11 +83,6 @@ struct CompletionEngine {
     private func sessionKeyNames() -> [String] {
         guard context.vault.exists else { return [] }
         return context.vault.session.keyNames(timeout: 1)
-    }
-
-    private func unique(_ words: [String]) -> [String] {
-        var seen = Set<String>()
-        return words.filter { seen.insert($0).inserted }
     }
 }
 

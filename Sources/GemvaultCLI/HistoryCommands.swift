@@ -56,37 +56,18 @@ extension Context {
         return try HistoryKeys(seeds: try vault.openDocument().contents.conversationKeys)
     }
 
-    /// Whether conversations are kept. Without the vault open, its own `history` setting comes
-    /// from the recipient file, so `history off` holds while the vault is locked.
-    func historyIsOff(_ settings: Settings, recipient: HistoryStore.Recipient?) -> Bool {
-        switch settings.resolved(.history).origin {
-        case .builtIn, .configFile:
-            if let recorded = recipient?.vaultHistory { return HistoryMode(rawValue: recorded) == .off }
-        case .vault, .environment, .flag:
-            break
-        }
-        return settings[.history] == .off
-    }
-
-    /// A recorder for a new conversation, or nil with the reason it is not saved. `resuming`
-    /// goes on with a file whose system instruction in effect is `system`.
+    /// A recorder for a new conversation, or nil with the reason it is not saved (Conversations
+    /// decides). `resuming` goes on with a file whose system instruction in effect is `system`.
     func recorder(_ call: Invocation, settings: Settings, kind: ConversationKind, resuming writer: HistoryWriter? = nil,
                   system: String? = nil) -> (ConversationRecorder?, String?) {
         if call.flag(.noSave) { return (nil, nil) }
-        guard vault.exists else {
-            return (nil, settings[.history] == .off ? nil : "there is no vault, so this conversation is not saved")
+        let fromVaultOrAbove = switch settings.resolved(.history).origin {
+        case .builtIn, .configFile: false
+        case .vault, .environment, .flag: true
         }
-        do {
-            let recipient = try history.recipient()
-            if historyIsOff(settings, recipient: recipient) { return (nil, nil) }
-            guard recipient != nil else { throw HistoryStore.Failure.noRecipient }
-        } catch let failure as HistoryStore.Failure {
-            return (nil, "this conversation is not saved: \(failure.description)")
-        } catch {
-            return (nil, "this conversation is not saved: \(error)")
-        }
-        return (ConversationRecorder(store: history, kind: kind, resuming: writer, system: system, keepAttachments: call.flag(.keepAttachments),
-                                     warn: { Console.warning($0) }), nil)
+        let setting = HistoryStore.HistorySetting(off: settings[.history] == .off, fromVaultOrAbove: fromVaultOrAbove)
+        return history.recorder(setting, vaultExists: vault.exists, kind: kind, resuming: writer, system: system,
+                                keepAttachments: call.flag(.keepAttachments), warn: { Console.warning($0) })
     }
 }
 

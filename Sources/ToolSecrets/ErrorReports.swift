@@ -14,7 +14,7 @@ extension MCPWrapError: ReportableError {
     }
 }
 
-/// `exec`'s --secret, --secret-file or --env refused: a usage mistake (64); the CLI adds `exec`'s usage line.
+/// `exec`'s --secret, --secret-file or --env refused: a usage mistake (64), the CLI adding `exec`'s usage line; or a nested exec (1).
 extension ExecBindingError: ReportableError {
     public var report: FailureReport {
         switch self {
@@ -24,6 +24,10 @@ extension ExecBindingError: ReportableError {
         case .notAVariable(let text): FailureReport(.usage, "--env takes a variable name, not '\(text)'")
         case .keyReadByTheLoader(let variable):
             FailureReport(.usage, "--env \(variable): the dynamic loader or the C library reads \(variable), and would take the key for a file name or a setting (and may print it)")
+        case .envWithoutKey: FailureReport(.usage, "with --secret, the API key is passed only when --key names it: --env goes with --key")
+        case .keyAndSecret(let variable): FailureReport(.usage, "\(variable) would get both the API key and a secret")
+        case .nested:
+            FailureReport(.failure, "already inside 'gemvault exec' (\(ExecPlan.nestingVariable) is set)", hint: "run the command directly, or pass --force to nest on purpose")
         }
     }
 }
