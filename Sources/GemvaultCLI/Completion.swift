@@ -1,3 +1,4 @@
+import CommandLineKit
 import Conversations
 import Settings
 import SystemIO
@@ -67,8 +68,8 @@ struct CompletionEngine {
         let all: [String]
         switch kind {
         case .nothing: return []
-        case .files: return ["@files"]
-        case .commands: return ["@commands"]
+        case .files: return [ShellCompletion.files]
+        case .commands: return [ShellCompletion.commands]
         case .words(let words): all = words
         case .settings: all = SettingsSchema.all.map(\.name)
         case .keys: all = sessionKeyNames()
@@ -116,68 +117,9 @@ enum CompletionCommand {
     }
 
     static func script(_ call: Invocation) throws {
-        switch call.positionals[0] {
-        case "bash": try Console.out(bash)
-        case "zsh": try Console.out(zsh)
-        case "fish": try Console.out(fish)
-        default: throw UsageError("completion takes bash, zsh or fish, not '\(call.positionals[0])'", command: call.command)
+        guard let script = ShellCompletion.script(call.positionals[0], program: "gemvault") else {
+            throw UsageError("completion takes bash, zsh or fish, not '\(call.positionals[0])'", command: call.command)
         }
+        try Console.out(script)
     }
-
-    static let bash = """
-    # gemvault completion for bash: gemvault completion bash > ~/.local/share/bash-completion/completions/gemvault
-    _gemvault() {
-        local current=${COMP_WORDS[COMP_CWORD]} candidate
-        local -a candidates
-        COMPREPLY=()
-        while IFS= read -r candidate; do candidates+=("$candidate"); done \\
-            < <(command gemvault __complete "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null)
-        for candidate in "${candidates[@]}"; do
-            case $candidate in
-                @files) while IFS= read -r candidate; do COMPREPLY+=("$candidate"); done < <(compgen -f -- "$current") ;;
-                @commands) while IFS= read -r candidate; do COMPREPLY+=("$candidate"); done < <(compgen -c -- "$current") ;;
-                *) printf -v candidate %q "$candidate"; COMPREPLY+=("$candidate") ;;
-            esac
-        done
-    }
-    complete -o default -o bashdefault -F _gemvault gemvault
-
-    """
-
-    static let zsh = """
-    #compdef gemvault
-    # gemvault completion for zsh: gemvault completion zsh > ~/.zfunc/_gemvault (with ~/.zfunc on $fpath)
-    _gemvault() {
-        local -a candidates words_before
-        words_before=("${(@)words[2,CURRENT]}")
-        candidates=("${(@f)$(command gemvault __complete "${(@)words_before}" 2>/dev/null)}")
-        if (( ${candidates[(Ie)@files]} )); then _files; return; fi
-        if (( ${candidates[(Ie)@commands]} )); then _command_names; return; fi
-        candidates=(${candidates:#})
-        (( ${#candidates} )) && compadd -a candidates
-    }
-    if [[ $zsh_eval_context[-1] == loadautofunc ]]; then _gemvault "$@"; else compdef _gemvault gemvault; fi
-
-    """
-
-    static let fish = """
-    # gemvault completion for fish: gemvault completion fish > ~/.config/fish/completions/gemvault.fish
-    function __gemvault_complete
-        set -l words (commandline -opc)
-        set -e words[1]
-        set -a words (commandline -ct)
-        for candidate in (command gemvault __complete $words 2>/dev/null)
-            switch $candidate
-                case @files
-                    __fish_complete_path (commandline -ct)
-                case @commands
-                    __fish_complete_command
-                case '*'
-                    echo $candidate
-            end
-        end
-    end
-    complete -c gemvault -f -a '(__gemvault_complete)'
-
-    """
 }

@@ -77,4 +77,18 @@ private let tool = CommandTable<[String]>(
         #expect(Roff.escape("a\\b --x") == "a\\eb \\-\\-x")
         #expect(Roff.escape("wait…") == "wait\\[u2026]")
     }
+
+    @Test func completionAsksTheTableAndItsCallerForValues() {
+        #expect(tool.completions(["k"]) { _, _ in [] } == ["key"])
+        #expect(tool.completions(["key", "get", "--n"]) { _, _ in [] } == ["--name"])
+        #expect(tool.completions(["key", "get", "--name", "w"]) { placeholder, prefix in ["\(placeholder):\(prefix)"] } == ["NAME:w"])
+        #expect(tool.completions(["say", "a", ""]) { placeholder, _ in [placeholder] } == ["TEXT..."])
+    }
+
+    @Test func theShellScriptsAskTheProgramByItsName() {
+        for shell in ["bash", "zsh", "fish"] {
+            #expect(ShellCompletion.script(shell, program: "tool")?.contains("command tool __complete") == true, "\(shell)")
+        }
+        #expect(ShellCompletion.script("tcsh", program: "tool") == nil)
+    }
 }
