@@ -120,7 +120,7 @@ let package = Package(
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),
         .testTarget(name: "SpendingTests", dependencies: ["Spending", "Conversations", "VaultCore", "SystemIO", "Settings", "GemvaultTesting"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "Rendering", "TerminalIO"]),
-        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "CommandLineKit", "AgeFormat", "Sharing", "Spending", "Conversations", "GeminiClient", "Settings", "KeyResolution", "GoogleAuth", "Rotation", "SystemIO", "VaultCore", "GemvaultTesting"], exclude: ["Fixtures"]),
+        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "CommandLineKit", "AgeFormat", "Sharing", "Conversations", "GeminiClient", "Settings", "KeyResolution", "GoogleAuth", "Rotation", "SystemIO", "VaultCore", "GemvaultTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GemvaultTesting", "SystemIO", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "RotationTests", dependencies: ["Rotation", "GeminiClient", "GemvaultTesting", "GoogleAuth", "GoogleHTTP", "Settings", "SystemIO", "VaultAccess", "VaultCore"],
                     exclude: ["Fixtures"]),
