@@ -135,8 +135,7 @@ enum VaultCommand {
         // An empty answer (or none) skips the count.
         if let file, let secret = try? SecretInput.read(from: .terminal, prompt: "Its passphrase, to count the keys it would replace (Enter to skip): ") {
             Redaction.registerPassphrase(secret)
-            if let document = try? VaultDocument.open(file, path: context.vaultPath, key: PassphraseKey.unlocking(file, with: secret)) {
-                let names = document.contents.keys.map(\.name)
+            if let names = context.vault.keyNames(in: file, passphrase: secret) {
                 Console.note("it holds \(names.count) key\(names.count == 1 ? "" : "s")\(names.isEmpty ? "" : ": " + names.joined(separator: ", "))")
             } else {
                 Console.note("that passphrase does not open it, so its keys were not counted")

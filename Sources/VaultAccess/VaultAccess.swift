@@ -274,6 +274,12 @@ public final class VaultAccess {
         return canOpen ? (try settings(), false) : nil
     }
 
+    /// The names of the keys in `file` (a vault about to be replaced: `init --force` counts
+    /// them) opened with `passphrase`, without keeping it open; nil when it does not open.
+    public func keyNames(in file: VaultFile, passphrase: SecretBytes) -> [String]? {
+        (try? VaultDocument.open(file, path: path, key: PassphraseKey.unlocking(file, with: passphrase)))?.contents.keys.map(\.name)
+    }
+
     /// The vault's settings and conversation keys when they come without a prompt: from the
     /// vault this command already opened, or an unlocked session; nil otherwise.
     public func settingsAndConversationKeysWithoutPrompt() throws -> (settings: [String: String], conversationKeys: [SecretBytes])? {
