@@ -87,8 +87,11 @@ let package = Package(
         /// Secrets for other tools handed to programs (`exec --secret`), and MCP clients' config files
         /// scanned and rewritten to run their servers through gemvault (`gemvault mcp`).
         .target(name: "ToolSecrets", dependencies: ["VaultAccess", "VaultCore", "SystemIO"]),
+        /// A command line's machinery, for any table of commands: option and command specs, the
+        /// parser, "did you mean", help, the Markdown reference and the manual's commands.
+        .target(name: "CommandLineKit", dependencies: ["Settings"]),
         /// The command table, the command functions and the one error-to-exit-code map.
-        .target(name: "GemvaultCLI", dependencies: ["SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "Settings", "KeyResolution", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP", "AgeFormat", "AgePlugins", "Sharing", "Spending", "SSHAgent", "Rotation", "ToolSecrets"]),
+        .target(name: "GemvaultCLI", dependencies: ["CommandLineKit", "SystemIO", "VaultCore", "Agent", "Conversations", "Rendering", "TerminalIO", "Settings", "KeyResolution", "GeminiClient", "ChatUI", "CSystemShims", "GoogleKeys", "VaultAccess", "GoogleAuth", "GoogleHTTP", "AgeFormat", "AgePlugins", "Sharing", "Spending", "SSHAgent", "Rotation", "ToolSecrets"]),
 
         /// The parsers that read bytes from others, by harness name, for Fuzz/run and the corpus replay tests.
         .target(name: "FuzzHarnesses", dependencies: ["Agent", "Conversations", "GeminiClient", "Settings", "Rendering", "SSHAgent", "ToolSecrets", "VaultCore"]),
@@ -123,11 +126,12 @@ let package = Package(
         .testTarget(name: "RenderingTests", dependencies: ["Rendering", "TerminalIO"], exclude: ["Fixtures"]),
         .testTarget(name: "SpendingTests", dependencies: ["Spending", "Conversations", "VaultCore", "SystemIO", "Settings", "GemvaultTesting"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "Conversations", "Rendering", "TerminalIO"]),
-        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "AgeFormat", "Sharing", "Spending", "Conversations", "GeminiClient", "Settings", "KeyResolution", "GoogleAuth", "Rotation", "SystemIO", "VaultCore", "GemvaultTesting"], exclude: ["Fixtures"]),
+        .testTarget(name: "GemvaultCLITests", dependencies: ["GemvaultCLI", "CommandLineKit", "AgeFormat", "Sharing", "Conversations", "GeminiClient", "Settings", "KeyResolution", "GoogleAuth", "Rotation", "SystemIO", "VaultCore", "GemvaultTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "GoogleAuthTests", dependencies: ["GoogleAuth", "GoogleHTTP", "GemvaultTesting", "SystemIO", "VaultCore"], exclude: ["Fixtures"]),
         .testTarget(name: "RotationTests", dependencies: ["Rotation", "GeminiClient", "GemvaultTesting", "GoogleAuth", "GoogleHTTP", "Settings", "SystemIO", "VaultAccess", "VaultCore"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "ToolSecretsTests", dependencies: ["ToolSecrets", "VaultCore", "SystemIO"], exclude: ["Fixtures"]),
+        .testTarget(name: "CommandLineKitTests", dependencies: ["CommandLineKit"]),
         .testTarget(name: "FuzzHarnessesTests", dependencies: ["FuzzHarnesses", "Rendering"]),
     ]
 )

@@ -210,7 +210,7 @@ public struct ChatReply: Sendable {
     }
 }
 
-/// What kind of failure a provider reports; the CLI maps each to its exit code once.
+/// What kind of failure a provider reports; each has one outcome, so one exit code.
 public enum ChatErrorKind: Sendable, Equatable {
     /// The API answered and refused (4xx, a blocked prompt, a final quota): exit 6.
     case refused
@@ -221,7 +221,7 @@ public enum ChatErrorKind: Sendable, Equatable {
 }
 
 /// A provider's failure, already worded for a person.
-public protocol ChatFailure: Error, Sendable {
+public protocol ChatFailure: ReportableError, Sendable {
     var kind: ChatErrorKind { get }
     var message: String { get }
     var hint: String? { get }

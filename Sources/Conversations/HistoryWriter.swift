@@ -108,3 +108,36 @@ public final class ConversationRecorder {
         }
     }
 }
+
+extension HistoryStore {
+    /// The history setting as a command resolved it: `off`, and whether it came from the vault
+    /// or a layer above it (the environment, a flag) rather than from the built-in default or
+    /// config.json.
+    public struct HistorySetting: Sendable {
+        public let off: Bool
+        public let fromVaultOrAbove: Bool
+
+        public init(off: Bool, fromVaultOrAbove: Bool) {
+            self.off = off
+            self.fromVaultOrAbove = fromVaultOrAbove
+        }
+    }
+
+    /// A recorder for a new conversation, or nil with the reason it is not saved (no reason
+    /// when that is the setting's choice). Without the vault open, its own `history` setting
+    /// comes from the recipient file, so `history off` holds while the vault is locked.
+    /// `resuming` goes on with a file whose system instruction in effect is `system`.
+    public func recorder(_ setting: HistorySetting, vaultExists: Bool, kind: ConversationKind, resuming writer: HistoryWriter?, system: String?,
+                         keepAttachments: Bool, warn: @escaping (String) -> Void) -> (ConversationRecorder?, String?) {
+        guard vaultExists else { return (nil, setting.off ? nil : "there is no vault, so this conversation is not saved") }
+        do throws(Failure) {
+            let recipient = try recipient()
+            let recorded = setting.fromVaultOrAbove ? nil : recipient?.vaultHistory
+            if recorded.map({ $0 == "off" }) ?? setting.off { return (nil, nil) }
+            guard recipient != nil else { throw .noRecipient }
+        } catch {
+            return (nil, "this conversation is not saved: \(error.description)")
+        }
+        return (ConversationRecorder(store: self, kind: kind, resuming: writer, system: system, keepAttachments: keepAttachments, warn: warn), nil)
+    }
+}

@@ -98,7 +98,7 @@ extension ChatCommand {
 
     /// `ask --json` whose arguments did not parse still gives a script its one object.
     static func reportUsageError(_ error: UsageError, arguments: [String]) throws(StandardOutputFailure) {
-        guard error.command?.path == ["ask"], arguments.contains(OptionSpec.json.name) else { return }
+        guard error.commandPath == ["ask"], arguments.contains(OptionSpec.json.name) else { return }
         var result = AskResult()
         result.error = AskError(error)
         try Output.json(result, schema: .ask)

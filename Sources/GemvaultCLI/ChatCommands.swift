@@ -165,17 +165,6 @@ enum ChatCommand {
     /// The window as it is now, read again for every redraw.
     static func windowSize() -> TerminalSize { Terminal.size ?? .fallback }
 
-
-    /// `--continue`'s conversation: the chat written to most recently (an `ask` is passed over).
-    static func latestChat(_ context: Context, keys: HistoryKeys) throws -> String? {
-        let history = context.history
-        for id in try history.ids().reversed() {
-            // A damaged file is reported when it is the one loaded below, not skipped silently.
-            guard (try? history.loadIntact(id, with: keys).meta?.conversationKind) == .ask else { return id }
-        }
-        return nil
-    }
-
     static func chat(_ call: Invocation) throws {
         let attachments = try attachedFiles(call)
         // A wrong id is found before the key is resolved: it needs no passphrase.
@@ -232,19 +221,12 @@ enum ChatCommand {
         let context = call.context
         let history = context.history
         let keys = try context.historyKeys()
-        guard let id = try resumed ?? latestChat(context, keys: keys) else {
+        guard let id = try resumed ?? history.latestChat(with: keys) else {
             throw CommandFailure(.failure, "there is no saved chat to continue",
                                  hint: "start one with 'gemvault chat'; 'gemvault chat --resume ID' goes on with any conversation 'gemvault history list' shows")
         }
         let transcript = try history.load(id, with: keys)
-        conversation.restore(transcript.turns)
-        // The conversation goes on as it was: its model and system instruction, unless given again.
-        if call.value(.model) == nil, let model = transcript.currentModel, client.isModelName(model) {
-            conversation.model = model
-        }
-        if call.value(.system) == nil, transcript.currentSystem != nil || transcript.meta?.system != nil {
-            conversation.systemPrompt = transcript.systemInEffect
-        }
+        conversation.goOn(with: transcript, modelGiven: call.value(.model) != nil, systemGiven: call.value(.system) != nil, isModelName: client.isModelName)
         let writer = try history.reopen(id, after: transcript)
         Console.note("going on with conversation \(id.prefix(8)) (\(transcript.turns.count) turn\(transcript.turns.count == 1 ? "" : "s"), \(EscapeNeutralizer.neutralize(conversation.model)))")
         return (writer, transcript.systemInEffect)

@@ -1,3 +1,4 @@
+import CommandLineKit
 import Conversations
 import Settings
 import SystemIO
@@ -53,7 +54,8 @@ struct CompletionEngine {
     /// Only candidates made of plain characters are offered: a model name from a server or
     /// a file name in the history folder must not reach a shell's command line as code.
     func candidates(_ words: [String]) -> [String] {
-        rawCandidates(words).filter { $0.hasPrefix("@") || Self.isPlain($0) }
+        commandLine.completions(words) { placeholder, prefix in values(CompletionKind(placeholder: placeholder), prefix: prefix) }
+            .filter { $0.hasPrefix("@") || Self.isPlain($0) }
     }
 
     static func isPlain(_ word: String) -> Bool {
@@ -62,64 +64,12 @@ struct CompletionEngine {
         }
     }
 
-    private func rawCandidates(_ words: [String]) -> [String] {
-        let current = words.last ?? ""
-        if current == "=" { return [] }
-        var before = words.dropLast()
-        // bash splits `--color=al` into `--color`, `=`, `al`.
-        if before.last == "=" { before = before.dropLast() }
-        var commandWords: [String] = []
-        var positionals: [String] = []
-        var spec: CommandSpec?
-        var afterDoubleDash = false
-        var index = before.startIndex
-        while index < before.endIndex {
-            let word = before[index]
-            index += 1
-            if afterDoubleDash { positionals.append(word); continue }
-            if word == "--" { afterDoubleDash = true; continue }
-            if word.hasPrefix("-") {
-                let options = (spec?.options ?? []) + globalOptions
-                if let option = options.first(where: { $0.name == word || $0.shortName == word }), option.value != nil { index += 1 }
-                continue
-            }
-            if spec == nil {
-                commandWords.append(word)
-                spec = commandTable.first { $0.path == commandWords }
-            } else {
-                positionals.append(word)
-            }
-        }
-        if afterDoubleDash, spec?.path == ["exec"] {
-            return positionals.isEmpty ? ["@commands"] : ["@files"]
-        }
-        // The value of an option.
-        if let previous = before.last, previous.hasPrefix("-"), !afterDoubleDash,
-           let option = ((spec?.options ?? []) + globalOptions).first(where: { $0.name == previous || $0.shortName == previous }), let value = option.value {
-            return values(CompletionKind(placeholder: value), prefix: current)
-        }
-        if current.hasPrefix("-") {
-            let names = ((spec?.options ?? []) + globalOptions).map(\.name) + (spec == nil ? ["--version"] : [])
-            return names.filter { $0.hasPrefix(current) }
-        }
-        guard let spec else {
-            let next = commandTable.filter { $0.path.count > commandWords.count && Array($0.path.prefix(commandWords.count)) == commandWords }
-                .map { $0.path[commandWords.count] } + (commandWords.isEmpty ? ["help"] : [])
-            return unique(next).filter { $0.hasPrefix(current) }
-        }
-        let placeholders = spec.arguments.split(separator: " ").map(String.init).filter { $0 != "--" }
-        guard !placeholders.isEmpty else { return [] }
-        let slot = min(positionals.count, placeholders.count - 1)
-        if slot < positionals.count, !placeholders[slot].contains("...") { return [] }
-        return values(CompletionKind(placeholder: placeholders[slot]), prefix: current)
-    }
-
     private func values(_ kind: CompletionKind, prefix: String) -> [String] {
         let all: [String]
         switch kind {
         case .nothing: return []
-        case .files: return ["@files"]
-        case .commands: return ["@commands"]
+        case .files: return [ShellCompletion.files]
+        case .commands: return [ShellCompletion.commands]
         case .words(let words): all = words
         case .settings: all = SettingsSchema.all.map(\.name)
         case .keys: all = sessionKeyNames()
@@ -134,11 +84,6 @@ struct CompletionEngine {
     private func sessionKeyNames() -> [String] {
         guard context.vault.exists else { return [] }
         return context.vault.session.keyNames(timeout: 1)
-    }
-
-    private func unique(_ words: [String]) -> [String] {
-        var seen = Set<String>()
-        return words.filter { seen.insert($0).inserted }
     }
 }
 
@@ -172,68 +117,9 @@ enum CompletionCommand {
     }
 
     static func script(_ call: Invocation) throws {
-        switch call.positionals[0] {
-        case "bash": try Console.out(bash)
-        case "zsh": try Console.out(zsh)
-        case "fish": try Console.out(fish)
-        default: throw UsageError("completion takes bash, zsh or fish, not '\(call.positionals[0])'", command: call.command)
+        guard let script = ShellCompletion.script(call.positionals[0], program: "gemvault") else {
+            throw UsageError("completion takes bash, zsh or fish, not '\(call.positionals[0])'", command: call.command)
         }
+        try Console.out(script)
     }
-
-    static let bash = """
-    # gemvault completion for bash: gemvault completion bash > ~/.local/share/bash-completion/completions/gemvault
-    _gemvault() {
-        local current=${COMP_WORDS[COMP_CWORD]} candidate
-        local -a candidates
-        COMPREPLY=()
-        while IFS= read -r candidate; do candidates+=("$candidate"); done \\
-            < <(command gemvault __complete "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null)
-        for candidate in "${candidates[@]}"; do
-            case $candidate in
-                @files) while IFS= read -r candidate; do COMPREPLY+=("$candidate"); done < <(compgen -f -- "$current") ;;
-                @commands) while IFS= read -r candidate; do COMPREPLY+=("$candidate"); done < <(compgen -c -- "$current") ;;
-                *) printf -v candidate %q "$candidate"; COMPREPLY+=("$candidate") ;;
-            esac
-        done
-    }
-    complete -o default -o bashdefault -F _gemvault gemvault
-
-    """
-
-    static let zsh = """
-    #compdef gemvault
-    # gemvault completion for zsh: gemvault completion zsh > ~/.zfunc/_gemvault (with ~/.zfunc on $fpath)
-    _gemvault() {
-        local -a candidates words_before
-        words_before=("${(@)words[2,CURRENT]}")
-        candidates=("${(@f)$(command gemvault __complete "${(@)words_before}" 2>/dev/null)}")
-        if (( ${candidates[(Ie)@files]} )); then _files; return; fi
-        if (( ${candidates[(Ie)@commands]} )); then _command_names; return; fi
-        candidates=(${candidates:#})
-        (( ${#candidates} )) && compadd -a candidates
-    }
-    if [[ $zsh_eval_context[-1] == loadautofunc ]]; then _gemvault "$@"; else compdef _gemvault gemvault; fi
-
-    """
-
-    static let fish = """
-    # gemvault completion for fish: gemvault completion fish > ~/.config/fish/completions/gemvault.fish
-    function __gemvault_complete
-        set -l words (commandline -opc)
-        set -e words[1]
-        set -a words (commandline -ct)
-        for candidate in (command gemvault __complete $words 2>/dev/null)
-            switch $candidate
-                case @files
-                    __fish_complete_path (commandline -ct)
-                case @commands
-                    __fish_complete_command
-                case '*'
-                    echo $candidate
-            end
-        end
-    end
-    complete -c gemvault -f -a '(__gemvault_complete)'
-
-    """
 }

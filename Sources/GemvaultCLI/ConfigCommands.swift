@@ -124,7 +124,7 @@ enum ConfigCommand {
             try file.save()
         } else {
             try context.vault.apply(.setting(name: name, value: value))
-            if name.hasPrefix("budget_") { SpendGuard.markVaultWideBudget(try context.vault.settings(), BudgetMarks(history: context.history)) }
+            try SpendGuard.vaultSettingChanged(name, BudgetMarks(history: context.history), vaultSettings: context.vault.settings)
         }
         Console.note("\(name) set in the \(layer)")
     }
@@ -155,7 +155,7 @@ enum ConfigCommand {
             if removed { try file.save() }
         } else {
             removed = try context.vault.apply(.setting(name: name, value: nil)).replaced
-            if name.hasPrefix("budget_") { SpendGuard.markVaultWideBudget(try context.vault.settings(), BudgetMarks(history: context.history)) }
+            try SpendGuard.vaultSettingChanged(name, BudgetMarks(history: context.history), vaultSettings: context.vault.settings)
         }
         Console.note(removed ? "\(name) unset" : "\(name) was not set")
     }
@@ -192,15 +192,12 @@ enum ConfigCommand {
             vaultState = "skipped (--no-vault)"
         } else if !context.vault.exists {
             vaultState = "absent"
-        } else if let settings = try context.vault.sessionSettings() {
+        } else if let (settings, fromSession) = try context.vault.settingsIfOpenable() {
             layers.vaultSettings = settings
-            vaultState = "from the unlocked session"
-        } else if !context.canOpenVault {
+            vaultState = fromSession ? "from the unlocked session" : "opened"
+        } else {
             vaultState = "not opened (no terminal and no unlocked session; pass --passphrase-fd or --passphrase-file, or run 'gemvault unlock')"
             Console.warning("the vault was not opened, so its settings are not shown")
-        } else {
-            layers.vaultSettings = try context.vault.settings()
-            vaultState = "opened"
         }
         let settings = try Settings.resolve(layers)
         // Shown, not refused: only the commands that use an endpoint refuse it.
@@ -248,8 +245,7 @@ enum ConfigCommand {
         var layers = try call.context.settingLayers(call)
         // The vault's settings count (token_command, quota_project): through the session, or
         // opened when a passphrase can be had.
-        if call.context.vault.exists, let vaultSettings = try call.context.vault.sessionSettings()
-            ?? (call.context.canOpenVault ? try call.context.vault.settings() : nil) {
+        if call.context.vault.exists, let vaultSettings = try call.context.vault.settingsIfOpenable()?.settings {
             layers.vaultSettings = vaultSettings
             layers.vaultPath = call.context.vaultPath
         }

@@ -63,15 +63,9 @@ struct Context {
     /// the confirmation, while another can still be chosen.
     func readNewPassphrase(_ source: SecretSource, prompt: String, confirmPrompt: String) throws -> SecretBytes {
         let passphrase = try SecretInput.readNew(from: source, prompt: prompt, confirmPrompt: confirmPrompt,
-                                                 weakness: Self.weakness, warn: { Console.warning($0) })
+                                                 weakness: PassphrasePolicy.weakness, warn: { Console.warning($0) })
         Redaction.registerPassphrase(passphrase)
         return passphrase
-    }
-
-    /// Counts characters, not bytes.
-    static func weakness(_ passphrase: SecretBytes) -> String? {
-        let characters = passphrase.withUnsafeBytes { $0.filter { $0 & 0xC0 != 0x80 }.count }
-        return characters < 12 ? "the passphrase is shorter than 12 characters; a longer one resists guessing far better" : nil
     }
 }
 

@@ -1,3 +1,4 @@
+import CommandLineKit
 import Glibc
 import Sharing
 import SystemIO
@@ -17,18 +18,18 @@ public enum GemvaultMain {
             return { line?.stop() }
         }
         do {
-            let parsed = try ArgumentParser.parse(arguments)
+            let parsed = try commandLine.parse(arguments)
             var environment: [String: String] { readEnvironment() }
             switch parsed {
             case .version:
                 try Console.out("gemvault \(gemvaultVersion)\n")
             case .help(let spec):
                 let width = Terminal.columns
-                try Console.out(spec.map { HelpText.command($0, width: width) } ?? HelpText.overview(width: width))
+                try Console.out(spec.map { helpText.command($0, width: width) } ?? helpText.overview(width: width))
             case .groupHelp(let prefix):
-                try Console.out(HelpText.group(prefix, width: Terminal.columns))
+                try Console.out(helpText.group(prefix, width: Terminal.columns))
             case .reference:
-                try Console.out(HelpText.reference())
+                try Console.out(helpText.reference())
             case .manual:
                 try Console.out(ManualPage.render())
             case .complete(let words):
@@ -71,7 +72,7 @@ public enum GemvaultMain {
         // ask's prompt and --system's text are readable by every user in /proc/PID/cmdline: now
         // that they are copied, they are wiped there, rather than shown for the whole request.
         var privateArguments: [PrivateArgument] = []
-        _ = try? ArgumentParser.parse(arguments, privateArguments: &privateArguments)
+        _ = try? commandLine.parse(arguments, privateArguments: &privateArguments)
         for argument in privateArguments { ProcessHardening.wipeArgument(argument.index + 1, from: argument.offset) }
         let keyLogFile = getenv("SSLKEYLOGFILE").map { String(cString: $0) }
         let code = run(arguments: arguments, environment: {

@@ -24,53 +24,27 @@ let execCommands: [CommandSpec] = [
 ]
 
 enum ExecCommand {
-    static let nestingVariable = "GEMVAULT_EXEC"
     static func run(_ call: Invocation) throws {
         let context = call.context
-        let bindings = try secretBindings(call)
-        // A server wrapped with --secret may be started by a program that itself runs under exec.
-        if bindings.isEmpty && context.environment[nestingVariable] != nil && !call.flag(.forceNested) {
-            throw CommandFailure(.failure, "already inside 'gemvault exec' (\(nestingVariable) is set)",
-                                 hint: "run the command directly, or pass --force to nest on purpose")
-        }
-        let passesKey = bindings.isEmpty || call.value(.key) != nil || call.value(.keyFile) != nil
-        if !passesKey && call.value(.env) != nil {
-            throw UsageError("with --secret, the API key is passed only when --key names it: --env goes with --key", command: call.command)
-        }
-        let variable = try keyVariable(call)
-        if passesKey, bindings.contains(where: { $0.variable == variable }) {
-            throw UsageError("\(variable) would get both the API key and a secret", command: call.command)
-        }
-        var environment = context.environment
-        environment["SSLKEYLOGFILE"] = nil
-        environment[nestingVariable] = "1"
+        let plan = try ExecPlan(secrets: call.values(.execSecret).map { ($0, false, OptionSpec.execSecret.name) }
+                                    + call.values(.execSecretFile).map { ($0, true, OptionSpec.execSecretFile.name) },
+                                env: call.value(.env), keyNamed: call.value(.key) != nil || call.value(.keyFile) != nil,
+                                environment: context.environment, forceNested: call.flag(.forceNested))
+        var environment = plan.environment(from: context.environment)
         var values: [(variable: String, value: SecretBytes)] = []
-        if passesKey {
+        if plan.passesKey {
             let resolver = try context.keyResolver(call)
             let (key, settings): (ResolvedKey, Settings)
-            do { (key, settings) = try resolver.resolve() } catch is GoogleIdentityWanted { throw KeylessCommand.execRefusal(variable) }
+            do { (key, settings) = try resolver.resolve() } catch is GoogleIdentityWanted { throw KeylessCommand.execRefusal(plan.keyVariable) }
             context.rotationReminder.remind(key: key, settings: settings, warn: { Console.warning($0) })
-            // Nothing may shadow the key, and its TLS sessions must not be logged.
-            environment["GOOGLE_API_KEY"] = nil
-            values.append((variable, key.secret))
+            values.append((plan.keyVariable, key.secret))
         }
         let handOut = SecretHandOut()
         defer { handOut.removeFiles() }
-        try fetchSecrets(bindings, into: handOut, call)
+        try fetchSecrets(plan.bindings, into: handOut, call)
         values += handOut.values
         for (name, path) in handOut.paths { environment[name] = path }
         throw ExitStatus(code: try spawnAndWait(call.positionals, environment: environment, values: values))
-    }
-
-    /// The variable --env names (default GEMINI_API_KEY), checked (ToolSecrets).
-    static func keyVariable(_ call: Invocation) throws -> String {
-        try SecretBinding.keyVariable(call.value(.env))
-    }
-
-    /// --secret and --secret-file, each VAR=NAME, no variable twice, none the loader reads (ToolSecrets).
-    static func secretBindings(_ call: Invocation) throws -> [SecretBinding] {
-        try SecretBinding.bindings(call.values(.execSecret).map { ($0, false, OptionSpec.execSecret.name) }
-                                   + call.values(.execSecretFile).map { ($0, true, OptionSpec.execSecretFile.name) })
     }
 
     /// Each secret from the session (one request each), or from the vault opened once with the

@@ -13,7 +13,7 @@ import VaultCore
 enum FirstRun {
     static func start(_ context: Context) throws {
         guard Terminal.stdinIsTerminal, Terminal.stdoutIsTerminal else {
-            Console.err(HelpText.overview())
+            Console.err(helpText.overview())
             throw ExitStatus(code: ExitCode.usage.rawValue)
         }
         if context.vault.exists {
@@ -181,7 +181,7 @@ enum FirstRun {
     }
 
     private static func invocation(_ argv: [String], _ context: Context) throws -> Invocation {
-        guard case .run(let spec, let positionals, let options) = try ArgumentParser.parse(argv) else { throw UsageError("no command '\(argv.joined(separator: " "))'") }
+        guard case .run(let spec, let positionals, let options) = try commandLine.parse(argv) else { throw UsageError("no command '\(argv.joined(separator: " "))'") }
         return Invocation(command: spec, positionals: positionals, options: options, context: context)
     }
 

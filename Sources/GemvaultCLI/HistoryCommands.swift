@@ -56,37 +56,18 @@ extension Context {
         return try HistoryKeys(seeds: try vault.openDocument().contents.conversationKeys)
     }
 
-    /// Whether conversations are kept. Without the vault open, its own `history` setting comes
-    /// from the recipient file, so `history off` holds while the vault is locked.
-    func historyIsOff(_ settings: Settings, recipient: HistoryStore.Recipient?) -> Bool {
-        switch settings.resolved(.history).origin {
-        case .builtIn, .configFile:
-            if let recorded = recipient?.vaultHistory { return HistoryMode(rawValue: recorded) == .off }
-        case .vault, .environment, .flag:
-            break
-        }
-        return settings[.history] == .off
-    }
-
-    /// A recorder for a new conversation, or nil with the reason it is not saved. `resuming`
-    /// goes on with a file whose system instruction in effect is `system`.
+    /// A recorder for a new conversation, or nil with the reason it is not saved (Conversations
+    /// decides). `resuming` goes on with a file whose system instruction in effect is `system`.
     func recorder(_ call: Invocation, settings: Settings, kind: ConversationKind, resuming writer: HistoryWriter? = nil,
                   system: String? = nil) -> (ConversationRecorder?, String?) {
         if call.flag(.noSave) { return (nil, nil) }
-        guard vault.exists else {
-            return (nil, settings[.history] == .off ? nil : "there is no vault, so this conversation is not saved")
+        let fromVaultOrAbove = switch settings.resolved(.history).origin {
+        case .builtIn, .configFile: false
+        case .vault, .environment, .flag: true
         }
-        do {
-            let recipient = try history.recipient()
-            if historyIsOff(settings, recipient: recipient) { return (nil, nil) }
-            guard recipient != nil else { throw HistoryStore.Failure.noRecipient }
-        } catch let failure as HistoryStore.Failure {
-            return (nil, "this conversation is not saved: \(failure.description)")
-        } catch {
-            return (nil, "this conversation is not saved: \(error)")
-        }
-        return (ConversationRecorder(store: history, kind: kind, resuming: writer, system: system, keepAttachments: call.flag(.keepAttachments),
-                                     warn: { Console.warning($0) }), nil)
+        let setting = HistoryStore.HistorySetting(off: settings[.history] == .off, fromVaultOrAbove: fromVaultOrAbove)
+        return history.recorder(setting, vaultExists: vault.exists, kind: kind, resuming: writer, system: system,
+                                keepAttachments: call.flag(.keepAttachments), warn: { Console.warning($0) })
     }
 }
 
@@ -164,37 +145,11 @@ enum HistoryCommand {
         if let damage = transcript.damage { throw HistoryStore.Failure.broken(transcript.path, damage) }
     }
 
-    /// What changed before a turn: the model, the system instruction, the files sent with it.
-    static func notes(_ turn: SavedTurn, previousModel: String?) -> [String] {
-        var notes: [String] = []
-        if let name = turn.modelName, name != previousModel { notes.append("model: \(name)") }
-        if let system = turn.system { notes.append(system.isEmpty ? "system instruction removed" : "system instruction: \(system)") }
-        for attachment in turn.attachments ?? [] { notes.append("attached: " + attachment.attachment.label) }
-        return notes.map(EscapeNeutralizer.neutralize)
-    }
-
-    /// Each turn with the notes that go before it.
-    static func annotated(_ transcript: Transcript) -> [(turn: SavedTurn, notes: [String])] {
-        var model = transcript.meta?.model
-        return transcript.turns.map { turn in
-            defer { model = turn.modelName ?? model }
-            return (turn, notes(turn, previousModel: model))
-        }
-    }
-
-    /// A saved reply as a `ChatReply`, for what a grounded answer shows (its marks and sources).
-    static func savedReply(_ turn: SavedTurn) -> ChatReply {
-        var reply = ChatReply(text: turn.model)
-        reply.grounding = turn.grounding
-        reply.urlRetrievals = turn.urlContext ?? []
-        return reply
-    }
-
     static func render(_ transcript: Transcript, _ call: Invocation) -> String {
         if call.flag(.rawHistory) {
             // Unstyled, but a saved reply's escape sequences still must not reach a terminal or a pipe.
-            return annotated(transcript).map { turn, notes in
-                let reply = savedReply(turn)
+            return transcript.annotatedTurns.map { turn, notes in
+                let reply = turn.reply
                 return notes.map { "(\($0))\n" }.joined() + EscapeNeutralizer.neutralize("you › \(turn.user)\ngemini › \(GroundedAnswer.text(reply))\n")
                     + GroundedAnswer.footer(reply, style: Style(enabled: false), hyperlinks: false) + "\n"
             }.joined()
@@ -205,19 +160,19 @@ enum HistoryCommand {
             // by the renderer chat uses; plain text everywhere else.
             let layout = BubbleLayout(width: columns, color: true)
             let markdown = MarkdownRenderer(styled: true)
-            return annotated(transcript).map { turn, notes in
+            return transcript.annotatedTurns.map { turn, notes in
                 let user = notes.map { "(\($0))\n" }.joined() + EscapeNeutralizer.neutralize(turn.user)
-                let saved = savedReply(turn)
+                let saved = turn.reply
                 let reply = markdown.lines(GroundedAnswer.text(saved), width: layout.contentWidth(.model))
                 return layout.exchange(user: user, reply: reply, interrupted: turn.interrupted)
                     .map { $0.encoded(styled: true) }.joined(separator: "\n") + "\n" + GroundedAnswer.footer(saved, style: style, hyperlinks: false)
             }.joined()
         }
         var text = style.dim("conversation \(transcript.id) (\(EscapeNeutralizer.neutralize(transcript.meta?.model ?? "?")))") + "\n\n"
-        for (turn, notes) in annotated(transcript) {
+        for (turn, notes) in transcript.annotatedTurns {
             text += notes.map { style.dim("(\($0))") + "\n" }.joined()
             text += style.bold(style.blue("you ›")) + " " + EscapeNeutralizer.neutralize(turn.user) + "\n"
-            let saved = savedReply(turn)
+            let saved = turn.reply
             let cited = GroundedAnswer.text(saved)
             let reply = style.enabled ? MarkdownRenderer(styled: true).render(cited) : EscapeNeutralizer.neutralize(cited)
             text += style.bold(style.gray("gemini ›")) + " " + reply + (turn.interrupted ? " [interrupted]" : "") + "\n"
@@ -385,7 +340,7 @@ enum HistoryCommand {
             try Output.json(Export(id: transcript.id, meta: transcript.meta, turns: transcript.turns.map(ExportedTurn.init)), schema: .historyExport)
         case .md:
             var text = "# \(transcript.meta?.title ?? "gemvault conversation")\n\n_\(transcript.meta?.model ?? "?"), \(Output.isoDate(transcript.meta?.created ?? 0))_\n\n"
-            for (turn, notes) in annotated(transcript) {
+            for (turn, notes) in transcript.annotatedTurns {
                 text += "## You\n\n" + notes.map { "_(\($0))_\n\n" }.joined() + "\(turn.user)\n\n## Gemini\n\n\(turn.model)\(turn.interrupted ? "\n\n_[interrupted]_" : "")\n\n"
             }
             // Control characters have no place in Markdown, and could drive a terminal.

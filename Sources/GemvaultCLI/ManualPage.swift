@@ -1,21 +1,10 @@
+import CommandLineKit
+
 /// The manual page, Docs/gemvault.1, generated from the command table like `--help`
 /// (`gemvault help --man`). A test fails when the committed page and the table drift apart.
 enum ManualPage {
     static func render() -> String {
-        var page = header()
-        for spec in commandTable {
-            page += ".TP\n.B \(escape("gemvault " + spec.name))" + (spec.arguments.isEmpty ? "" : " " + italic(spec.arguments)) + "\n"
-            page += escape(capitalized(spec.summary)) + ".\n"
-            for line in spec.details.split(separator: "\n") { page += ".IP\n" + escape(String(line)) + "\n" }
-            for option in spec.options { page += optionEntry(option, indented: true) }
-            if let examples = commandExamples[spec.name] {
-                page += ".IP\n.nf\n" + examples.map { escape($0) + "\n" }.joined() + ".fi\n"
-            }
-        }
-        page += ".SH GLOBAL OPTIONS\n"
-        for option in globalOptions { page += optionEntry(option, indented: false) }
-        page += environmentFilesAndSeeAlso()
-        return page
+        header() + helpText.manualCommands() + environmentFilesAndSeeAlso()
     }
 
     /// The page's head: its name, synopsis and description, up to the commands' heading.
@@ -69,7 +58,7 @@ enum ManualPage {
         \\fBdumb\\fR means no colour, spinner or progress line, and no clipboard escape for /copy.
         .TP
         .B PAGER
-        The pager for history output taller than the terminal (default \\fB\(escape(Pager.defaultCommand.joined(separator: " ")))\\fR; empty or \\fBcat\\fR: none).
+        The pager for history output taller than the terminal (default \\fB\(Roff.escape(Pager.defaultCommand.joined(separator: " ")))\\fR; empty or \\fBcat\\fR: none).
         .TP
         .B XDG_DATA_HOME\\fR, \\fBXDG_CONFIG_HOME\\fR, \\fBXDG_STATE_HOME\\fR, \\fBXDG_CACHE_HOME\\fR, \\fBXDG_RUNTIME_DIR
         Where the vault, config.json, history, the model list and the session socket live.
@@ -94,29 +83,5 @@ enum ManualPage {
         \(Guides.names.map { "\\fB\($0).md\\fR" }.joined(separator: ", ")).
 
         """
-    }
-
-    private static func optionEntry(_ option: OptionSpec, indented: Bool) -> String {
-        let name = ".B \(escape((option.shortName.map { $0 + ", " } ?? "") + option.name))" + (option.value.map { " " + italic($0) } ?? "")
-        let entry = ".TP\n\(name)\n\(escape(capitalized(option.help))).\n"
-        return indented ? ".RS\n" + entry + ".RE\n" : entry
-    }
-
-    private static func hex(_ value: UInt32) -> String {
-        let digits = String(value, radix: 16, uppercase: true)
-        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
-    }
-
-    private static func italic(_ text: String) -> String { "\\fI" + escape(text) + "\\fR" }
-
-    private static func capitalized(_ text: String) -> String { text.prefix(1).uppercased() + text.dropFirst() }
-
-    /// roff: backslashes and hyphens escaped, non-ASCII as `\[uXXXX]` (troff reads bytes),
-    /// and no line may start with a control character.
-    static func escape(_ text: String) -> String {
-        let plain = text.replacing("\\", with: "\\e").replacing("-", with: "\\-")
-        var escaped = plain.unicodeScalars.map { $0.isASCII ? String($0) : "\\[u" + hex($0.value) + "]" }.joined()
-        if escaped.hasPrefix(".") || escaped.hasPrefix("'") { escaped = "\\&" + escaped }
-        return escaped
     }
 }

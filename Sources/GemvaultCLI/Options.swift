@@ -2,49 +2,6 @@ import Rotation
 import Settings
 import ToolSecrets
 
-/// An option a command accepts: a flag (`value == nil`) or an option with a value. Each is
-/// one named constant below, used both in the command table's rows and in the lookups
-/// (`call.flag(.json)`), so a lookup names an option the table has.
-struct OptionSpec: Sendable, Equatable {
-    let name: String
-    let value: String?
-    let help: String
-    /// The value may be private text: it is wiped from the process's argv once read.
-    var privateValue = false
-    /// A one-letter spelling, such as `-a` for `--attach`.
-    var shortName: String? = nil
-    /// May be given more than once; `Invocation.values` has every value, in order.
-    var repeatable = false
-    /// The setting it overrides for this command (the flags layer of the settings).
-    var setting: SettingSpec? = nil
-
-    /// `-a, --attach FILE` in help, the reference and the manual.
-    var synopsis: String { (shortName.map { $0 + ", " } ?? "") + name + (value.map { " " + $0 } ?? "") }
-
-    /// Two options with one spelling but different help (`--timeout`, `--force`, `--raw`) are different options.
-    static func == (one: OptionSpec, other: OptionSpec) -> Bool {
-        one.name == other.name && one.value == other.value && one.help == other.help
-    }
-}
-
-/// The options argv gave, by the option they belong to; only the parser makes one from names.
-struct ParsedOptions: Sendable, Equatable {
-    private let byName: [String: String]
-
-    init(byName: [String: String] = [:]) { self.byName = byName }
-
-    static let none = ParsedOptions()
-
-    func flag(_ option: OptionSpec) -> Bool { byName[option.name] != nil }
-    /// The value of an option; for a repeatable one, the last.
-    func value(_ option: OptionSpec) -> String? { values(option).last }
-    /// Every value of a repeatable option, in the order given.
-    func values(_ option: OptionSpec) -> [String] {
-        guard let joined = byName[option.name] else { return [] }
-        return joined.split(separator: ArgumentParser.valueSeparator, omittingEmptySubsequences: false).map(String.init)
-    }
-}
-
 // MARK: Global options
 
 extension OptionSpec {
@@ -55,7 +12,6 @@ extension OptionSpec {
     static let acceptRollback = OptionSpec(name: "--accept-rollback", value: nil, help: "open a vault older than one already seen (an old copy restored on purpose)")
     static let color = OptionSpec(name: "--color", value: "WHEN",
                                   help: "colour: \(Setting.color.spec.defaultValue!) (default), always or never; also the '\(Setting.color.name)' setting, NO_COLOR and TERM=dumb")
-    static let help = OptionSpec(name: "--help", value: nil, help: "show help for the command")
 }
 
 /// Options every command accepts.

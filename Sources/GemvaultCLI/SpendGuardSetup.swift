@@ -11,22 +11,9 @@ import VaultCore
 extension SpendGuard {
     convenience init(context: Context, settings: Settings, key: ResolvedKey, overBudget: Bool) throws {
         let fromVault = if case .vault = key.source { true } else { false }
-        try self.init(keyName: Self.ledgerName(key.source), fromVault: fromVault, key: key.secret, settings: settings,
+        try self.init(keyName: key.source.ledgerName, fromVault: fromVault, key: key.secret, settings: settings,
                       vault: SessionBudgetVault(vault: context.vault), history: context.history, stateHome: context.paths.stateHome,
                       cacheHome: context.paths.cacheHome, overBudget: overBudget, reporter: ConsoleSpendReporter())
-    }
-
-    /// The name a key has in the ledger: its vault name, else where it came from.
-    static func ledgerName(_ source: KeySource) -> String {
-        switch source {
-        case .vault(_, let name): name
-        case .environment(let variable): "$" + variable
-        case .keyFile(let path), .keyFileFlag(let path): "file:" + path
-        case .systemdCredential(let path): "systemd:" + (path.split(separator: "/").last.map(String.init) ?? path)
-        case .keyCommand: "key_command"
-        case .secretManager(let secret, _): secret
-        case .googleIdentity(let principal, _): "google:" + principal
-        }
     }
 
     /// The model a reply is priced and filed as: its modelVersion (the model that ran), else the

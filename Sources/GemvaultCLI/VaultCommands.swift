@@ -67,29 +67,14 @@ let vaultCommands: [CommandSpec] = [
                 options: [.json], details: "", run: VaultCommand.inspect),
 ]
 
-/// What gemvault says about a key's shape when one is typed in: nothing for an auth key.
+/// What gemvault says about a key's shape when one is typed in (GoogleKeys' `KeyShapeNotice`).
 enum KeyKindNotice {
     /// Warns about a standard key or a value of no known shape; returns whether it warned.
     @discardableResult
     static func warn(_ key: SecretBytes, name: String) -> Bool {
-        switch key.googleKeyKind {
-        case .auth:
-            return false
-        case .standard:
-            Console.warning("this is a standard API key (AIza…): Google rejects standard keys for the Gemini API since September 2026")
-            Console.hint("create an auth key in Google AI Studio (https://aistudio.google.com/apikey > Create API key), then run 'gemvault key rotate \(name)' with it")
-        case .other:
-            switch key.cutShortKind {
-            case .auth?:
-                Console.warning("the value looks cut short: it starts like an auth key (AQ.…) but has only \(key.count) characters, and auth keys have about 53")
-                Console.hint("copy the whole key again from https://aistudio.google.com/apikey")
-            case .standard?:
-                Console.warning("the value looks cut short: it starts like a standard key (AIza…) but has only \(key.count) characters of \(GoogleKeyShape.standardLength)")
-                Console.hint("copy the whole key again")
-            default:
-                Console.warning("the value does not look like a Google API key (an auth key starts with AQ., a standard key with AIza)")
-            }
-        }
+        guard let notice = key.withUnsafeBytes({ KeyShapeNotice($0, name: name) }) else { return false }
+        Console.warning(notice.warning)
+        if let hint = notice.hint { Console.hint(hint) }
         return true
     }
 }
@@ -152,8 +137,7 @@ enum VaultCommand {
         // An empty answer (or none) skips the count.
         if let file, let secret = try? SecretInput.read(from: .terminal, prompt: "Its passphrase, to count the keys it would replace (Enter to skip): ") {
             Redaction.registerPassphrase(secret)
-            if let document = try? VaultDocument.open(file, path: context.vaultPath, key: PassphraseKey.unlocking(file, with: secret)) {
-                let names = document.contents.keys.map(\.name)
+            if let names = context.vault.keyNames(in: file, passphrase: secret) {
                 Console.note("it holds \(names.count) key\(names.count == 1 ? "" : "s")\(names.isEmpty ? "" : ": " + names.joined(separator: ", "))")
             } else {
                 Console.note("that passphrase does not open it, so its keys were not counted")

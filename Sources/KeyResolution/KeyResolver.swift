@@ -44,6 +44,19 @@ public enum KeySource: Sendable, Equatable {
         }
     }
 
+    /// The name a key has in the spending ledger: its vault name, else where it came from.
+    public var ledgerName: String {
+        switch self {
+        case .vault(_, let name): name
+        case .environment(let variable): "$" + variable
+        case .keyFile(let path), .keyFileFlag(let path): "file:" + path
+        case .systemdCredential(let path): "systemd:" + (path.split(separator: "/").last.map(String.init) ?? path)
+        case .keyCommand: "key_command"
+        case .secretManager(let secret, _): secret
+        case .googleIdentity(let principal, _): "google:" + principal
+        }
+    }
+
     /// How to replace a key that came from here.
     public var replaceHint: String {
         switch self {

@@ -7,7 +7,7 @@ import VaultCore
 /// `key set NAME --from gsm://…`: the secret's value fetched now, checked, and stored with the
 /// link, so that it is fetched again when its copy is older than secret_cache_ttl.
 public enum SecretLinking {
-    /// Why a key was not linked; GemvaultCLI's Errors.swift words each.
+    /// Why a key was not linked; each words itself (ErrorReports.swift).
     public enum Refusal: Error, Equatable, Sendable {
         /// `--from` is not a gsm:// reference (exit 64).
         case notAReference(String)

@@ -181,6 +181,12 @@ public final class SpendGuard {
         return Lookup(budget: budget, ledgerKeys: ledgerKeys, locked: nil, inVault: inVault)
     }
 
+    /// After `name` changed in the vault: a budget setting notes again whether the vault's own
+    /// settings hold a budget for every key.
+    public static func vaultSettingChanged(_ name: String, _ marks: BudgetMarks, vaultSettings: () throws -> [String: String]) rethrows {
+        if name.hasPrefix("budget_") { markVaultWideBudget(try vaultSettings(), marks) }
+    }
+
     /// Notes whether the vault's own settings hold a budget for every key.
     public static func markVaultWideBudget(_ vaultSettings: [String: String], _ marks: BudgetMarks) {
         let wide = vaultSettings[Setting.budgetDaily.name] != nil || vaultSettings[Setting.budgetMonthly.name] != nil

@@ -9,6 +9,12 @@ public enum ExecBindingError: Error, Equatable {
     case notAVariable(text: String)
     /// --env names a variable the loader reads, which would take the key for a path or a setting.
     case keyReadByTheLoader(variable: String)
+    /// --env with --secret but without --key: no key is passed.
+    case envWithoutKey
+    /// The key's variable is also a secret's.
+    case keyAndSecret(variable: String)
+    /// Inside another `exec` without --secret or --force (exit 1).
+    case nested
 }
 
 /// Which variables `exec` may set: each binding once, and none the loader or libc reads.
@@ -47,5 +53,40 @@ extension SecretBinding {
             bindings.append(binding)
         }
         return bindings
+    }
+}
+
+/// What `exec` hands its command, decided from its options before anything is fetched: the
+/// secrets, and whether the API key goes too and in which variable.
+public struct ExecPlan {
+    /// Set in the command's environment: a program it starts that runs `exec` again is nested.
+    public static let nestingVariable = "GEMVAULT_EXEC"
+
+    public let bindings: [SecretBinding]
+    /// Without --secret, or when --key (or --key-file) names a key.
+    public let passesKey: Bool
+    public let keyVariable: String
+
+    /// `secrets` are --secret's and --secret-file's values (see `SecretBinding.bindings`);
+    /// `environment` is gemvault's own. A server wrapped with --secret may be started by a
+    /// program that itself runs under exec, so only a key-passing exec refuses to nest.
+    public init(secrets: [(text: String, asFile: Bool, option: String)], env: String?, keyNamed: Bool, environment: [String: String],
+                forceNested: Bool) throws(ExecBindingError) {
+        bindings = try SecretBinding.bindings(secrets)
+        if bindings.isEmpty && environment[Self.nestingVariable] != nil && !forceNested { throw .nested }
+        passesKey = bindings.isEmpty || keyNamed
+        if !passesKey && env != nil { throw .envWithoutKey }
+        keyVariable = try SecretBinding.keyVariable(env)
+        if passesKey, bindings.contains(where: { $0.variable == keyVariable }) { throw .keyAndSecret(variable: keyVariable) }
+    }
+
+    /// gemvault's environment as the command gets it: marked as nested, TLS sessions never
+    /// logged, and nothing that could shadow the key when it is passed.
+    public func environment(from environment: [String: String]) -> [String: String] {
+        var environment = environment
+        environment["SSLKEYLOGFILE"] = nil
+        environment[Self.nestingVariable] = "1"
+        if passesKey { environment["GOOGLE_API_KEY"] = nil }
+        return environment
     }
 }

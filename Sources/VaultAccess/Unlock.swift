@@ -156,11 +156,14 @@ public struct UnlockKey {
 }
 
 /// A way in that cannot be made or used from what its holder offers (an ssh-agent without
-/// the key, a key whose signatures differ), with what to do about it: mapped to exit 1 with
-/// its hint, in one place.
-public protocol UnlockFailure: Error {
+/// the key, a key whose signatures differ), with what to do about it: exit 1 with its hint.
+public protocol UnlockFailure: ReportableError {
     var message: String { get }
     var hint: String { get }
+}
+
+extension UnlockFailure {
+    public var report: FailureReport { FailureReport(.failure, message, hint: hint) }
 }
 
 /// An `UnlockFailure` with its words.

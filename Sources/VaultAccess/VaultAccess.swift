@@ -269,6 +269,19 @@ public final class VaultAccess {
         return try openDocument().contents.settings
     }
 
+    /// The vault's own settings without a prompt nobody could answer: from the session, else
+    /// from the vault opened when a passphrase can be had (`canOpen`); nil when neither.
+    public func settingsIfOpenable() throws -> (settings: [String: String], fromSession: Bool)? {
+        if let settings = try sessionSettings() { return (settings, true) }
+        return canOpen ? (try settings(), false) : nil
+    }
+
+    /// The names of the keys in `file` (a vault about to be replaced: `init --force` counts
+    /// them) opened with `passphrase`, without keeping it open; nil when it does not open.
+    public func keyNames(in file: VaultFile, passphrase: SecretBytes) -> [String]? {
+        (try? VaultDocument.open(file, path: path, key: PassphraseKey.unlocking(file, with: passphrase)))?.contents.keys.map(\.name)
+    }
+
     /// The vault's settings and conversation keys when they come without a prompt: from the
     /// vault this command already opened, or an unlocked session; nil otherwise.
     public func settingsAndConversationKeysWithoutPrompt() throws -> (settings: [String: String], conversationKeys: [SecretBytes])? {

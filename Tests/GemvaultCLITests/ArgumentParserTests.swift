@@ -1,3 +1,4 @@
+import CommandLineKit
 import Foundation
 import KeyResolution
 import Settings
@@ -6,7 +7,7 @@ import Testing
 
 @Suite struct ArgumentParserTests {
     @Test func globalOptionsMayComeFirstOrLast() throws {
-        guard case .run(let spec, let positionals, let options) = try ArgumentParser.parse(["--vault", "/v", "key", "get", "work", "--passphrase-fd=3"]) else {
+        guard case .run(let spec, let positionals, let options) = try commandLine.parse(["--vault", "/v", "key", "get", "work", "--passphrase-fd=3"]) else {
             Issue.record("not a run")
             return
         }
@@ -16,7 +17,7 @@ import Testing
     }
 
     @Test func aRepeatableOptionKeepsEveryValueAndItsShortSpellingCounts() throws {
-        guard case .run(let spec, let positionals, let options) = try ArgumentParser.parse(["ask", "-a", "one.png", "hi", "--attach=two.txt", "-a", "three"]) else {
+        guard case .run(let spec, let positionals, let options) = try commandLine.parse(["ask", "-a", "one.png", "hi", "--attach=two.txt", "-a", "three"]) else {
             Issue.record("not a run")
             return
         }
@@ -24,16 +25,14 @@ import Testing
         #expect(call.values(.attach) == ["one.png", "two.txt", "three"] && call.value(.attach) == "three" && positionals == ["hi"])
         #expect(call.values(.model).isEmpty)
         // Not repeatable: the last value wins, as before.
-        guard case .run(_, _, let single) = try ArgumentParser.parse(["ask", "--model", "a", "--model", "b", "hi"]) else { return }
+        guard case .run(_, _, let single) = try commandLine.parse(["ask", "--model", "a", "--model", "b", "hi"]) else { return }
         #expect(single.value(.model) == "b")
     }
 
     @Test func helpIsWrappedOnlyWhenAWidthIsGiven() {
-        let wrapped = HelpText.overview(width: 50)
+        let wrapped = helpText.overview(width: 50)
         #expect(wrapped.split(separator: "\n").allSatisfy { $0.count <= 50 })
-        #expect(HelpText.overview().split(separator: "\n").contains { $0.count > 50 })
-        #expect(HelpText.wrapped("aaa bbb ccc ddd", width: 24, indent: 2) == "aaa bbb ccc ddd")
-        #expect(HelpText.wrapped(words: ["[--model M]", "[--system TEXT]", "[--raw]"], width: 20, indent: 2) == "[--model M]\n  [--system TEXT]\n  [--raw]")
+        #expect(helpText.overview().split(separator: "\n").contains { $0.count > 50 })
     }
 
     @Test func subcommandsOfOneCommandAreTogether() {
@@ -53,46 +52,46 @@ import Testing
     }
 
     @Test func doubleDashEndsOptions() throws {
-        guard case .run(_, let positionals, _) = try ArgumentParser.parse(["ask", "--", "--not-an-option", "x"]) else { return }
+        guard case .run(_, let positionals, _) = try commandLine.parse(["ask", "--", "--not-an-option", "x"]) else { return }
         #expect(positionals == ["--not-an-option", "x"])
     }
 
     @Test func privateTextIsFoundWhereverArgvHasIt() throws {
         var found: [PrivateArgument] = []
         // The leading global option is moved after the command words while parsing; the indices are argv's.
-        _ = try ArgumentParser.parse(["--vault", "/v", "ask", "--system=be terse", "hello", "--model", "m", "--", "--world"],
+        _ = try commandLine.parse(["--vault", "/v", "ask", "--system=be terse", "hello", "--model", "m", "--", "--world"],
                                      privateArguments: &found)
         #expect(found == [PrivateArgument(index: 3, offset: 9), PrivateArgument(index: 4, offset: 0), PrivateArgument(index: 8, offset: 0)])
         found = []
-        _ = try ArgumentParser.parse(["chat", "--system", "be terse", "--model", "m"], privateArguments: &found)
+        _ = try commandLine.parse(["chat", "--system", "be terse", "--model", "m"], privateArguments: &found)
         #expect(found == [PrivateArgument(index: 2, offset: 0)])
         found = []
-        _ = try ArgumentParser.parse(["key", "get", "work", "--vault", "/v"], privateArguments: &found)
+        _ = try commandLine.parse(["key", "get", "work", "--vault", "/v"], privateArguments: &found)
         #expect(found.isEmpty)
     }
 
     @Test func helpAndVersionForms() throws {
-        guard case .help(let spec) = try ArgumentParser.parse(["help", "key", "set"]) else { Issue.record("help"); return }
+        guard case .help(let spec) = try commandLine.parse(["help", "key", "set"]) else { Issue.record("help"); return }
         #expect(spec?.name == "key set")
-        guard case .help(let other) = try ArgumentParser.parse(["config", "explain", "--help"]) else { Issue.record("help"); return }
+        guard case .help(let other) = try commandLine.parse(["config", "explain", "--help"]) else { Issue.record("help"); return }
         #expect(other?.name == "config explain")
-        guard case .groupHelp(let group) = try ArgumentParser.parse(["help", "key"]) else { Issue.record("group"); return }
+        guard case .groupHelp(let group) = try commandLine.parse(["help", "key"]) else { Issue.record("group"); return }
         #expect(group == ["key"])
-        guard case .version = try ArgumentParser.parse(["--version"]) else { Issue.record("version"); return }
+        guard case .version = try commandLine.parse(["--version"]) else { Issue.record("version"); return }
     }
 
     @Test(arguments: [["nope"], ["key"], ["key", "rm"], ["init", "--kdf"], ["key", "list", "--json=yes"], ["ask", "--bogus"]])
     func usageErrors(_ argv: [String]) {
-        #expect(throws: UsageError.self) { try ArgumentParser.parse(argv) }
+        #expect(throws: UsageError.self) { try commandLine.parse(argv) }
     }
 
     @Test func theTableIsConsistent() {
         let names = commandTable.map(\.name)
         #expect(Set(names).count == names.count)
-        let overview = HelpText.overview()
+        let overview = helpText.overview()
         for spec in commandTable {
             #expect(overview.contains(spec.name))
-            #expect(HelpText.command(spec).hasPrefix("Usage: gemvault \(spec.name)"))
+            #expect(helpText.command(spec).hasPrefix("Usage: gemvault \(spec.name)"))
             let optionNames = spec.options.map(\.name)
             #expect(Set(optionNames).count == optionNames.count, "\(spec.name) repeats an option")
         }
@@ -104,7 +103,7 @@ import Testing
         #expect(show.offers(.rawHistory) && !show.offers(.rawReply))
         #expect(ask.offers(.rawReply) && !ask.offers(.rawHistory))
         #expect(ask.offers(.vault) && show.offers(.vault) && !show.offers(.model))
-        guard case .run(let spec, _, let options) = try ArgumentParser.parse(["history", "show", "x", "--raw"]) else { Issue.record("not a run"); return }
+        guard case .run(let spec, _, let options) = try commandLine.parse(["history", "show", "x", "--raw"]) else { Issue.record("not a run"); return }
         #expect(spec.name == "history show" && options.flag(.rawHistory))
     }
 

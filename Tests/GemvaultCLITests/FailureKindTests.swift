@@ -7,8 +7,8 @@ import Testing
 /// provider's own reason, or names the exit code's when there is none.
 @Suite struct FailureKindTests {
     @Test func eachKindHasOneExitCode() {
-        #expect(ExitCode(ChatErrorKind.refused) == .apiRefused && ExitCode(ChatErrorKind.network) == .network)
-        #expect(ExitCode(ChatErrorKind.interrupted) == .interrupted)
+        #expect(ExitCode(ChatErrorKind.refused.outcome) == .apiRefused && ExitCode(ChatErrorKind.network.outcome) == .network)
+        #expect(ExitCode(ChatErrorKind.interrupted.outcome) == .interrupted)
         let (code, message, hint) = ErrorReport.describe(GeminiError(category: .network, message: "no data", hint: "wait", cause: .timeout))
         #expect(code == .network && message == "no data" && hint == "wait")
     }

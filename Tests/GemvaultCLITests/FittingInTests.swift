@@ -1,3 +1,4 @@
+import CommandLineKit
 import Glibc
 import Testing
 @testable import GemvaultCLI
@@ -22,19 +23,13 @@ import Testing
     @Test func theCommittedManPageIsTheOneTheTableGenerates() throws {
         let committed = try #require(Self.read("Docs/gemvault.1"), "Docs/gemvault.1 is missing")
         #expect(committed == ManualPage.render(), "Docs/gemvault.1 drifted: regenerate it with 'gemvault help --man > Docs/gemvault.1'")
-        for spec in commandTable { #expect(committed.contains(".B " + ManualPage.escape("gemvault " + spec.name)), "\(spec.name)") }
-        for option in globalOptions { #expect(committed.contains(ManualPage.escape(option.name))) }
+        for spec in commandTable { #expect(committed.contains(".B " + Roff.escape("gemvault " + spec.name)), "\(spec.name)") }
+        for option in globalOptions { #expect(committed.contains(Roff.escape(option.name))) }
     }
 
     @Test func everyCommandHasAnExample() {
         for spec in commandTable { #expect(!(commandExamples[spec.name] ?? []).isEmpty, "\(spec.name) has no example") }
         #expect(Set(commandExamples.keys).isSubset(of: Set(commandTable.map(\.name))), "an example names no command")
-    }
-
-    @Test func roffControlCharactersAreEscaped() {
-        #expect(ManualPage.escape(".hidden") == "\\&.hidden")
-        #expect(ManualPage.escape("a\\b --x") == "a\\eb \\-\\-x")
-        #expect(ManualPage.escape("wait…") == "wait\\[u2026]")
     }
 
     @Test func everySchemaIsCommittedWithItsVersion() throws {
