@@ -51,7 +51,7 @@ def test_a_plugin_that_fails_falls_back_to_the_passphrase_with_its_reason(vault)
     env = vault
     assert env.run("slot", "add", "age", env.recipient, timeout=NO_HANG).code == 0
     session = PtySession([BIN, "key", "get"], dict(env.vars, GEMVAULT_AGE_IDENTITY=env.identity, GVTEST_MODE="error"))
-    session.expect("age slot is passed over")
+    session.expect(r"key slot 3 \(age, plugin gvtest [^)]*\) is\s+passed over: plugin failure: .*\s+token is locked")
     session.expect("Passphrase for ")
     session.line(PASSPHRASE)
     assert session.wait() == 0
@@ -97,3 +97,55 @@ def test_a_slot_sealed_to_the_plugins_device_opens_with_the_device_present_and_n
     env.vars["GVTEST_LOG"] = log
     assert env.run("key", "get", timeout=NO_HANG).out == GOOD_KEY + "\n"
     assert not os.path.exists(log)
+
+
+def age_keygen(folder):
+    path = os.path.join(folder, "x25519.txt")
+    subprocess.run(["age-keygen", "-o", path], check=True, capture_output=True)
+    os.chmod(path, 0o600)
+    return path, subprocess.run(["age-keygen", "-y", path], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_a_failing_plugin_slot_never_stops_an_identity_file_that_opens_another_slot(vault, tmp_path):
+    """Two age slots, the plugin's first: the file identity goes over every slot before any
+    plugin runs, so a plugin that fails (its device gone, or itself gone) changes nothing, and
+    with the file's slot opened the plugin is never started (no unasked touch or PIN)."""
+    env = vault
+    device = os.path.join(str(tmp_path), "device")
+    with open(device, "wb") as handle:
+        handle.write(os.urandom(32))
+    env.vars["GVTEST_DEVICE"] = device
+    recipient = subprocess.run([sys.executable, PLUGIN, "--device-recipient"], env=env.vars, check=True, capture_output=True, text=True).stdout.strip()
+    assert env.run("slot", "add", "age", recipient, timeout=NO_HANG).code == 0
+    identity, x25519 = age_keygen(str(tmp_path))
+    assert env.run("slot", "add", "age", x25519, timeout=NO_HANG).code == 0
+    del env.vars["GVTEST_DEVICE"]
+    log = os.path.join(str(tmp_path), "plugin.log")
+    env.vars["GVTEST_LOG"] = log
+    unlocked = env.run("unlock", "-i", identity, passphrase=False, timeout=NO_HANG)
+    assert unlocked.code == 0, unlocked.err
+    assert "passed over" not in unlocked.err and not os.path.exists(log), unlocked.err
+    assert env.run("lock", passphrase=False).code == 0
+    # The same through the setting, with the plugin gone from PATH altogether.
+    env.vars["PATH"] = env.vars["PATH"].split(":", 1)[1]
+    opened = env.run("key", "get", passphrase=False, env={"GEMVAULT_AGE_IDENTITY": identity}, timeout=NO_HANG)
+    assert opened.code == 0 and opened.out == GOOD_KEY + "\n", opened.err
+    # With no identity file, the plugin's failure is the note, named by its slot.
+    failed = env.run("key", "get", passphrase=False, timeout=NO_HANG)
+    assert failed.code != 0 and "key slot 3 (age, plugin gvtest" in failed.err and "age-plugin-gvtest" in failed.err, failed.err
+
+
+def test_a_wrong_file_key_from_the_plugin_passes_the_slot_over_and_asks_the_passphrase(vault):
+    """The vault is intact: a plugin's wrong key fails the slot's MAC, which is the slot's
+    failure to open, never damaged key slots or restore-backup."""
+    env = vault
+    assert env.run("slot", "add", "age", env.recipient, timeout=NO_HANG).code == 0
+    session = PtySession([BIN, "key", "get"], dict(env.vars, GEMVAULT_AGE_IDENTITY=env.identity, GVTEST_MODE="wrong-key"))
+    try:
+        session.expect(r"key slot 3 \(age, plugin gvtest [^)]*\) is\s+passed over: HMAC failure", timeout=NO_HANG)
+        session.expect("Passphrase for ", timeout=NO_HANG)
+        session.line(PASSPHRASE)
+        assert session.wait(timeout=NO_HANG) == 0, session.text()
+        assert GOOD_KEY in session.text() and "restore-backup" not in session.text() and "damaged" not in session.text()
+    finally:
+        session.close()
