@@ -46,11 +46,28 @@ public struct AgeSlot: SlotKind, Equatable {
     }
 
     public func resealed(dataKey: SecretBytes) throws(VaultError) -> AgeSlot? {
-        let parsed: NamedRecipient
-        do { parsed = try RecipientList.parse(recipient, origin: "the age slot's recipient") } catch {
+        try Self.make(dataKey: dataKey, recipient: try parsedRecipient(), added: added)
+    }
+
+    /// A rekey's way with the slot: resealed; or, when the recipient cannot be sealed to here (its
+    /// plugin missing or failing), dropped with a warning saying how to add it again, so passwd,
+    /// rekey, recover and slot rm never fail for it.
+    public func resealing(dataKey: SecretBytes) throws(VaultError) -> SlotResealing {
+        let parsed = try parsedRecipient()
+        do { return .kept(try Self.make(dataKey: dataKey, recipient: parsed, added: added)) } catch {
+            guard case .slotRefused(let why) = error else { throw error }
+            let again = recipient.count <= 200 ? recipient : "RECIPIENT (\(Self.short(recipient)))"
+            let said = "the data key cannot be sealed to \(Self.short(recipient)): "
+            return .dropped(warning: "the age slot for \(Self.recipientType(recipient)) \(Self.short(recipient)) is dropped: the new data key cannot be sealed to it here ("
+                + (why.hasPrefix(said) ? String(why.dropFirst(said.count)) : why)
+                + "). The passphrase and the recovery code open the vault as before; 'gemvault slot add age \(again)' adds the slot again where its plugin works")
+        }
+    }
+
+    private func parsedRecipient() throws(VaultError) -> any AgeRecipient {
+        do { return try RecipientList.parse(recipient, origin: "the age slot's recipient").recipient } catch {
             throw .slotRefused("the age slot for \(Self.short(recipient)) cannot take the new data key: its recipient is not one this gemvault seals to")
         }
-        return try Self.make(dataKey: dataKey, recipient: parsed.recipient, added: added)
     }
 
     public var body: [UInt8] {

@@ -1,6 +1,7 @@
 """The age slot opened through an age plugin (age-plugin.md): the test plugin
 age-plugin-gvtest (Tests/EndToEnd/age_plugin_gvtest.py) stands in for age-plugin-yubikey, its
 GVTEST_DEVICE file for the token. Needs the plugin client and the test plugin (issue 45 item 3)."""
+import json
 import os
 import subprocess
 import sys
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.skipif(not os.path.exists(PLUGIN), reason="the test age
 
 @pytest.fixture
 def vault(env, tmp_path):
-    env.init()
+    env.recovery_code = env.init()
     assert env.run("key", "set", input=GOOD_KEY).code == 0
     folder = os.path.join(str(tmp_path), "plugins")
     os.makedirs(folder)
@@ -149,3 +150,41 @@ def test_a_wrong_file_key_from_the_plugin_passes_the_slot_over_and_asks_the_pass
         assert GOOD_KEY in session.text() and "restore-backup" not in session.text() and "damaged" not in session.text()
     finally:
         session.close()
+
+
+def test_a_rekey_drops_a_slot_whose_plugin_is_missing_with_a_warning_and_the_recovery_code_still_works(vault, tmp_path):
+    """Sealing the new data key to a plugin recipient runs the plugin: where it is missing, the
+    rekey drops that slot, says so loudly and how to add it again, and never fails; recover
+    least of all (the recovery code works on its own)."""
+    env = vault
+    with_plugin = env.vars["PATH"]
+    without_plugin = with_plugin.split(":", 1)[1]
+    identity, x25519 = age_keygen(str(tmp_path))
+
+    def slot_kinds():
+        return [s["kind"] for s in json.loads(env.run("slot", "list", "--json", passphrase=False).out)["slots"]]
+
+    def dropped(result):
+        assert result.code == 0, result.err
+        assert "gemvault: warning: the age slot for plugin gvtest " in result.err and " is dropped: " in result.err, result.err
+        assert "age-plugin-gvtest was not found" in result.err and "gemvault slot add age " + env.recipient in result.err, result.err
+        assert slot_kinds() == ["passphrase", "recovery"]
+
+    for command in (["recover", "--new-passphrase-file", env.passfile], ["passwd", "--new-passphrase-file", env.passfile], ["rekey"], ["slot", "rm", x25519]):
+        env.vars["PATH"] = with_plugin
+        assert env.run("slot", "add", "age", env.recipient, timeout=NO_HANG).code == 0
+        if command[0] == "slot":
+            assert env.run("slot", "add", "age", x25519, timeout=NO_HANG).code == 0
+        env.vars["PATH"] = without_plugin
+        result = env.run(*command, input=env.recovery_code + "\n" if command[0] == "recover" else None, timeout=NO_HANG)
+        dropped(result)
+        assert env.run("key", "get", timeout=NO_HANG).out == GOOD_KEY + "\n"
+    # A rekey through the session: the agent drops the slot, and the command says so.
+    env.vars["PATH"] = with_plugin
+    assert env.run("slot", "add", "age", env.recipient, timeout=NO_HANG).code == 0
+    assert env.run("unlock", timeout=NO_HANG).code == 0
+    plugin = os.path.join(with_plugin.split(":", 1)[0], "age-plugin-gvtest")
+    os.rename(plugin, plugin + ".away")
+    through_session = env.run("rekey", passphrase=False, timeout=NO_HANG)
+    assert through_session.code == 0 and "gemvault: warning: the age slot for " in through_session.err and "is dropped" in through_session.err, through_session.err
+    assert slot_kinds() == ["passphrase", "recovery"]
