@@ -51,7 +51,11 @@ public final class AgeIdentityUnlock: UnlockMethod {
         var passedOver: [String] = []
         var offered = false
         do {
-            let loaded = try load()
+            let loaded: AgeIdentitySource?
+            do { loaded = try load() } catch let error as AgeError {
+                access.ui.note("the vault's age slots are passed over: \(error.detail); asking for the passphrase")
+                return nil
+            }
             source = loaded
             let passes: [(AgeSlot) -> [any AgeIdentity]] = [{ _ in loaded?.identities ?? [] }, { self.hardwareIdentities([$0.recipient]) }]
             for pass in passes {
