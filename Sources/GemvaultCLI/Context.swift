@@ -33,7 +33,8 @@ struct Context {
                             methods: UnlockMethods.standard(sshAgent: CommandUnlockUI.givesPassphrase(options) ? nil
                                 : SSHAgentUnlock(agent: Result { () throws(SSHAgentError) in try SSHAgentClient(environment: environment) }),
                                 ageIdentity: AgeIdentityUnlock(load: { try SlotCommand.ageIdentities(options: options, environment: environment, paths: paths) },
-                                                               hardwareIdentities: { CommandUnlockUI.givesPassphrase(options) ? [] : SlotCommand.hardwareIdentities(for: $0) })),
+                                                               hardwareIdentities: { CommandUnlockUI.givesPassphrase(options) ? [] : SlotCommand.hardwareIdentities(for: $0) },
+                                                               named: options.value(.ageIdentity))),
                             observe: history.noteVault)
     }
 

@@ -21,7 +21,7 @@ let slotCommands: [CommandSpec] = [
     CommandSpec(path: ["slot", "rm"], arguments: "ID", argumentRange: 1...1,
                 summary: "remove a key slot (never the passphrase slot) and put the vault under a new data key",
                 options: [.yesRecovery],
-                details: "ID is the slot's number in 'slot list', an ssh slot's SHA256:… fingerprint, or an age slot's recipient as 'slot list' shows it. The passphrase is asked (not an ssh slot): the vault is rekeyed, so the removed way in opens nothing written afterwards.\nThe recovery slot goes only with --yes; the passphrase slot never.",
+                details: "ID is the slot's number in 'slot list', an ssh slot's SHA256:… fingerprint, or an age slot's recipient (whole, or as 'slot list' shortens it). The passphrase is asked (not an ssh slot): the vault is rekeyed, so the removed way in opens nothing written afterwards.\nThe recovery slot goes only with --yes; the passphrase slot never.",
                 run: SlotCommand.remove),
 ]
 
@@ -160,10 +160,12 @@ enum SlotCommand {
         if let number = Int(id) {
             found = header.slots.indices.contains(number - 1) ? header.slots[number - 1] : nil
         } else {
-            found = header.slots.first { $0.listing.fingerprint == id }
+            // An age slot's recipient whole, as 'slot add age' took it, or as 'slot list' shortens it.
+            let recipient = Array(((try? RecipientList.parse(id, origin: "the slot's recipient"))?.text ?? id).utf8)
+            found = header.slots.first { $0.listing.fingerprint == id || ($0.kind == AgeSlot.name && $0.identity == recipient) }
         }
         guard let slot = found else {
-            throw CommandFailure(.failure, "the vault has no slot '\(EscapeNeutralizer.neutralize(id))'", hint: "'gemvault slot list' shows the IDs and fingerprints")
+            throw CommandFailure(.failure, "the vault has no slot '\(AgeSlot.short(EscapeNeutralizer.neutralize(id)))'", hint: "'gemvault slot list' shows the IDs and fingerprints")
         }
         // The rules are checked before the prompt too, so nobody types a passphrase for a refusal.
         if slot.isPassphrase {

@@ -332,12 +332,18 @@ enum VaultCommand {
     /// ssh slots are sealed to their public keys, so every rekey keeps them: said, so nobody wonders.
     /// After a rekey: the slots that took the new data key without their secrets, by kind.
     static func noteSSHSlots(_ result: RekeyResult) {
+        warnOfDroppedSlots(result)
         var kinds: [String] = []
         for kind in result.slotsKept where !kinds.contains(kind) { kinds.append(kind) }
         for kind in kinds {
             let count = result.slotsKept.filter { $0 == kind }.count
             Console.note("the vault's \(count == 1 ? "\(kind) slot holds the new data key and keeps" : "\(count) \(kind) slots hold the new data key and keep") working")
         }
+    }
+
+    /// A slot a rekey could not keep (its age plugin missing here): dropped, and said loudly.
+    static func warnOfDroppedSlots(_ result: RekeyResult) {
+        for warning in result.slotsDropped { Console.warning(warning) }
     }
 
     static func rekey(_ call: Invocation) throws {
@@ -362,6 +368,7 @@ enum VaultCommand {
         let context = call.context
         try context.vault.checkBeforePrompt()
         let result = try context.vault.withUnlocked(.secret(.passphrase)) { try $0.rekey(newPassphrase: nil, replacingRecoveryCode: true) }
+        warnOfDroppedSlots(result)
         // Shown last: a code that cannot be written fails the command, after the session has followed.
         if let code = result.replacementCode {
             if call.flag(.json) {

@@ -46,11 +46,28 @@ public struct AgeSlot: SlotKind, Equatable {
     }
 
     public func resealed(dataKey: SecretBytes) throws(VaultError) -> AgeSlot? {
-        let parsed: NamedRecipient
-        do { parsed = try RecipientList.parse(recipient, origin: "the age slot's recipient") } catch {
+        try Self.make(dataKey: dataKey, recipient: try parsedRecipient(), added: added)
+    }
+
+    /// A rekey's way with the slot: resealed; or, when the recipient cannot be sealed to here (its
+    /// plugin missing or failing), dropped with a warning saying how to add it again, so passwd,
+    /// rekey, recover and slot rm never fail for it.
+    public func resealing(dataKey: SecretBytes) throws(VaultError) -> SlotResealing {
+        let parsed = try parsedRecipient()
+        do { return .kept(try Self.make(dataKey: dataKey, recipient: parsed, added: added)) } catch {
+            guard case .slotRefused(let why) = error else { throw error }
+            let again = recipient.count <= 200 ? recipient : "RECIPIENT (\(Self.short(recipient)))"
+            let said = "the data key cannot be sealed to \(Self.short(recipient)): "
+            return .dropped(warning: "the age slot for \(Self.recipientType(recipient)) \(Self.short(recipient)) is dropped: the new data key cannot be sealed to it here ("
+                + (why.hasPrefix(said) ? String(why.dropFirst(said.count)) : why)
+                + "). The passphrase and the recovery code open the vault as before; 'gemvault slot add age \(again)' adds the slot again where its plugin works")
+        }
+    }
+
+    private func parsedRecipient() throws(VaultError) -> any AgeRecipient {
+        do { return try RecipientList.parse(recipient, origin: "the age slot's recipient").recipient } catch {
             throw .slotRefused("the age slot for \(Self.short(recipient)) cannot take the new data key: its recipient is not one this gemvault seals to")
         }
-        return try Self.make(dataKey: dataKey, recipient: parsed.recipient, added: added)
     }
 
     public var body: [UInt8] {
@@ -103,6 +120,16 @@ public struct AgeSlot: SlotKind, Equatable {
     }
 }
 
+/// What trying identities on the vault's age slots came to.
+public struct AgeSlotsTried {
+    /// The key of the slot that opened; nil when none did.
+    public var key: AgeSlotKey?
+    /// Why each slot an identity matched, or a plugin failed on, was passed over (once each).
+    public var passedOver: [String] = []
+
+    mutating func passOver(_ reason: String) { if !passedOver.contains(reason) { passedOver.append(reason) } }
+}
+
 /// What opens an age slot: the data key an identity took from one slot's age file, kept with
 /// that file, so reading and then writing the vault decrypt it once (one touch of a hardware
 /// key) while the slot is unchanged.
@@ -113,26 +140,40 @@ public struct AgeSlotKey: SlotKey {
     public let recipient: String
 
     /// The key of the first age slot of `file` that one of `identities` opens; nil when none
-    /// does. A file an identity matches that does not decrypt was altered: damaged (exit 4). An
-    /// identity that fails otherwise (a plugin's error) throws its `AgeError`.
-    public static func unlocking(_ file: VaultFile, path: String, with identities: [any AgeIdentity]) throws -> AgeSlotKey? {
+    /// does (`tried` says why each slot an identity matched was passed over).
+    public static func unlocking(_ file: VaultFile, path: String, with identities: [any AgeIdentity]) throws(VaultError) -> AgeSlotKey? {
+        try trying(file, path: path) { _ in identities }.key
+    }
+
+    /// Each age slot of `file` tried with the identities `identities` gives for it, each on its
+    /// own, until one opens. A slot an identity matches but does not open (a MAC failure, a
+    /// plugin's wrong key or error) is passed over with its reason, never damage: the vault is
+    /// intact and its other ways in work. Only an age file that does not parse is damaged (exit 4).
+    public static func trying(_ file: VaultFile, path: String, with identities: (AgeSlot) -> [any AgeIdentity]) throws(VaultError) -> AgeSlotsTried {
+        var tried = AgeSlotsTried()
         for (index, slot) in file.slots.enumerated() {
             guard let slot = slot.as(AgeSlot.self) else { continue }
-            let opened: SecretBytes
-            do { opened = try AgeFile.decrypt(slot.sealed, with: identities) } catch {
-                switch error.kind {
-                case .noMatch: continue
-                case .header, .mac, .payload, .armor:
-                    throw VaultError.slotsDamaged(path: path, detail: "key slot \(index + 1) (age, \(AgeSlot.short(slot.recipient))) does not decrypt: \(error.description)")
-                default: throw error
+            let name = "key slot \(index + 1) (age, \(AgeSlot.recipientType(slot.recipient)) \(AgeSlot.short(slot.recipient)))"
+            for identity in identities(slot) {
+                let opened: SecretBytes
+                do { opened = try AgeFile.decrypt(slot.sealed, with: [identity]) } catch {
+                    switch error.kind {
+                    case .noMatch: continue
+                    case .header, .armor: throw VaultError.slotsDamaged(path: path, detail: "\(name) does not parse: \(error.description)")
+                    default:
+                        tried.passOver("\(name) is passed over: \(error.description)")
+                        continue
+                    }
                 }
+                guard opened.count == AgeSlot.dataKeyBytes else {
+                    tried.passOver("\(name) is passed over: it holds \(opened.count) bytes, not a data key")
+                    continue
+                }
+                tried.key = AgeSlotKey(sealed: slot.sealed, dataKey: opened, recipient: slot.recipient)
+                return tried
             }
-            guard opened.count == AgeSlot.dataKeyBytes else {
-                throw VaultError.slotsDamaged(path: path, detail: "key slot \(index + 1) (age) holds \(opened.count) bytes, not a data key")
-            }
-            return AgeSlotKey(sealed: slot.sealed, dataKey: opened, recipient: slot.recipient)
         }
-        return nil
+        return tried
     }
 
     public func fits(_ file: VaultFile) -> Bool { file.slots(AgeSlot.self).contains { $0.sealed == sealed } }

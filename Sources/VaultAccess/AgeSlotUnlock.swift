@@ -15,19 +15,25 @@ public struct AgeIdentitySource {
 }
 
 /// The age slots' way in: tried first, before the ssh-agent and any prompt, when an age
-/// identity is at hand (`unlock -i`, the age_identity setting); passed over, with a note, when
-/// it opens none of them. The identity file is read only when the vault has an age slot.
+/// identity is at hand (`unlock -i`, the age_identity setting, a plugin's hardware); passed
+/// over, with a note, when it opens none of them. The identity file is read only when the
+/// vault has an age slot. The file's identities go over every age slot first; only when none
+/// opens does a plugin's default identity run (its touch or PIN prompt) for its own slots.
 public final class AgeIdentityUnlock: UnlockMethod {
     let load: () throws -> AgeIdentitySource?
     /// The identities an age plugin offers with its hardware present, for the slots'
     /// recipients (age's `-j NAME`): the seam the plugin client fills; none without it.
     let hardwareIdentities: ([String]) -> [any AgeIdentity]
+    /// The identity file named on the command line (`unlock -i FILE`): a vault with no age
+    /// slot says it is not used, rather than ignore it.
+    let named: String?
     private var tried = false
     public private(set) var failure: (any Error)?
 
-    public init(load: @escaping () throws -> AgeIdentitySource?, hardwareIdentities: @escaping ([String]) -> [any AgeIdentity] = { _ in [] }) {
+    public init(load: @escaping () throws -> AgeIdentitySource?, hardwareIdentities: @escaping ([String]) -> [any AgeIdentity] = { _ in [] }, named: String? = nil) {
         self.load = load
         self.hardwareIdentities = hardwareIdentities
+        self.named = named
     }
 
     public var prompts: Bool { false }
@@ -37,29 +43,44 @@ public final class AgeIdentityUnlock: UnlockMethod {
         if let failure { throw failure }
         if tried { return nil }
         tried = true
-        let slots = file.slots(AgeSlot.self)
-        guard !slots.isEmpty else { return nil }
-        let source: AgeIdentitySource?
-        let opened: AgeSlotKey?
-        let identities: [any AgeIdentity]
-        do {
-            source = try load()
-            identities = (source?.identities ?? []) + hardwareIdentities(slots.map(\.recipient))
-            guard !identities.isEmpty else { return nil }
-            opened = try AgeSlotKey.unlocking(file, path: access.path, with: identities)
-        } catch let error as AgeError {
-            access.ui.note("the vault's age slot is passed over: \(error.detail); asking for the passphrase")
+        guard !file.slots(AgeSlot.self).isEmpty else {
+            if let named { access.ui.note("the vault has no age slot, so the age identity in \(named) opens nothing; 'gemvault slot add age RECIPIENT' adds one") }
             return nil
+        }
+        let source: AgeIdentitySource?
+        var passedOver: [String] = []
+        var offered = false
+        do {
+            let loaded: AgeIdentitySource?
+            do { loaded = try load() } catch let error as AgeError {
+                access.ui.note("the vault's age slots are passed over: \(error.detail); asking for the passphrase")
+                return nil
+            }
+            source = loaded
+            let passes: [(AgeSlot) -> [any AgeIdentity]] = [{ _ in loaded?.identities ?? [] }, { self.hardwareIdentities([$0.recipient]) }]
+            for pass in passes {
+                let tried = try AgeSlotKey.trying(file, path: access.path) { slot in
+                    let identities = pass(slot)
+                    offered = offered || !identities.isEmpty
+                    return identities
+                }
+                if let opened = tried.key { return key(opened, pass: pass, access: access) }
+                passedOver += tried.passedOver.filter { !passedOver.contains($0) }
+            }
         } catch {
             failure = error
             throw error
         }
-        guard let opened else {
-            access.ui.note("\(source.map { "the age identity in \($0.path)" } ?? "the age plugin") opens none of the vault's age slots; asking for the passphrase")
-            return nil
-        }
-        return UnlockKey(opened, deriveAgain: { file in
-            guard let again = try AgeSlotKey.unlocking(file, path: access.path, with: identities) else { throw VaultError.wrongPassphrase }
+        guard offered else { return nil }
+        for reason in passedOver { access.ui.note(reason) }
+        access.ui.note("\(source.map { "the age identity in \($0.path)" } ?? "the age plugin") opens none of the vault's age slots; asking for the passphrase")
+        return nil
+    }
+
+    /// The key a pass opened, opened again with the same identities after another writer changed the slot.
+    private func key(_ opened: AgeSlotKey, pass: @escaping (AgeSlot) -> [any AgeIdentity], access: VaultAccess) -> UnlockKey {
+        UnlockKey(opened, deriveAgain: { file in
+            guard let again = try AgeSlotKey.trying(file, path: access.path, with: pass).key else { throw VaultError.wrongPassphrase }
             return again
         })
     }

@@ -11,6 +11,9 @@ public struct RekeyResult {
     public var slotsKept: [String] = []
     /// The ssh-agent slots among them.
     public var sshSlotsKept: Int { slotsKept.filter { $0 == SSHAgentSlot.name }.count }
+    /// A warning for each slot the rekey dropped, since it could not take the new data key here
+    /// (an age plugin missing): shown loudly, never a failure.
+    public var slotsDropped: [String] = []
 }
 
 extension UnlockedVault {
@@ -30,6 +33,7 @@ extension UnlockedVault {
         var replacement: SecretBytes?
         var kek: SecretBytes?
         var kept: [String] = []
+        var dropped: [String] = []
         try modify(backup: .new) { document in
             try before(document)
             if let code = legacy?.key as? RecoveryKey, document.recoverySlotNeedsItsCode { try? document.keepRecoveryCode(code) }
@@ -37,9 +41,10 @@ extension UnlockedVault {
             newCode = try document.rekey(newPassphraseKey: newKey)
             kek = document.keyEncryptionKey
             kept = document.file.additionalSlots.map(\.kindName)
+            dropped = document.droppedSlots
         }
         if let kek { access.sessionFollows(kek) }
-        return RekeyResult(newRecoveryCode: newCode, replacementCode: replacement, slotsKept: kept)
+        return RekeyResult(newRecoveryCode: newCode, replacementCode: replacement, slotsKept: kept, slotsDropped: dropped)
     }
 
     /// Whether the recovery slot is of format 1 (a build before 0.1.0): its code can follow a
@@ -68,6 +73,7 @@ extension VaultAccess {
     /// at once): the new recovery code when one was needed. nil without a session.
     public func rekeyThroughSession() throws -> RekeyResult? {
         guard try sessionIsOpen(), let agent else { return nil }
+        let before = (try? readFile())?.additionalSlots ?? []
         let code: SecretBytes?
         switch Result(catching: { () throws(AgentError) in try agent.rekey() }) {
         case .success(let made):
@@ -77,7 +83,12 @@ extension VaultAccess {
         case .failure(.wrongKey): return nil
         case .failure(let error): throw error
         }
-        return RekeyResult(newRecoveryCode: code, replacementCode: nil, slotsKept: (try? readFile())?.additionalSlots.map(\.kindName) ?? [])
+        let after = (try? file.readFile())?.additionalSlots ?? []  // read again: readFile keeps the first read
+        // The agent dropped what it could not seal to (an age plugin missing where it runs).
+        let dropped = before.filter { slot in !after.contains { $0.kindName == slot.kindName && $0.identity == slot.identity } }.map { slot in
+            "the \(slot.kindName) slot\(slot.listing.fingerprint.map { " for \($0)" } ?? "") is dropped: the session's rekey could not seal the new data key to it; 'gemvault slot add' adds it again"
+        }
+        return RekeyResult(newRecoveryCode: code, replacementCode: nil, slotsKept: after.map(\.kindName), slotsDropped: dropped)
     }
 
     /// After passwd or recover: a running session follows the new key-encryption key instead

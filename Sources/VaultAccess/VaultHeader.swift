@@ -8,7 +8,7 @@ public struct VaultHeader {
         /// What the kind shows of it: an ssh slot's key and date, an Argon2 slot's parameters.
         public let listing: SlotListing
         /// What finds this slot again under a lock: an ssh slot's challenge, another's salt.
-        let identity: [UInt8]
+        public let identity: [UInt8]
 
         public var opsLimit: UInt32 { listing.kdf?.opsLimit ?? 0 }
         public var memLimit: UInt64 { listing.kdf?.memLimit ?? 0 }

@@ -27,12 +27,28 @@ public protocol SlotKind: Sendable {
     /// The same slot holding `dataKey`; nil for a slot that cannot take one without its
     /// secret (the passphrase and format 1 recovery slots, which the rekey makes anew).
     func resealed(dataKey: SecretBytes) throws(VaultError) -> Self?
+    /// What a rekey does with the slot (one beside the passphrase and recovery slots): kept,
+    /// resealed; or dropped, with a warning, when it cannot take the new data key here though
+    /// nothing is wrong with it (an age plugin missing), so the passphrase and the recovery
+    /// code keep working on their own. By default `resealed`, which must succeed.
+    func resealing(dataKey: SecretBytes) throws(VaultError) -> SlotResealing
+}
+
+/// A slot after a rekey: resealed to the new data key, or dropped with the warning that says so.
+public enum SlotResealing: Sendable {
+    case kept(any SlotKind)
+    case dropped(warning: String)
 }
 
 extension SlotKind {
     public static var nameWithArticle: String { "a " + name }
     /// No larger than an ssh-agent slot, unless the kind says otherwise.
     public static var maximumBytes: Int { SSHAgentSlot.encodedBytes }
+
+    public func resealing(dataKey: SecretBytes) throws(VaultError) -> SlotResealing {
+        guard let resealed = try resealed(dataKey: dataKey) else { throw VaultError.slotRefused("the \(Self.name) slot cannot follow a new data key") }
+        return .kept(resealed)
+    }
 }
 
 /// Where a kind of slot may stand in a vault's list of slots.

@@ -92,6 +92,8 @@ public final class VaultDocument {
     private var passphraseKEK: SecretBytes?
     /// The canonical recovery code, when it was opened with it.
     private var recoveryCode: SecretBytes?
+    /// The warnings of the last rekey about slots it dropped (`SlotResealing.dropped`).
+    public private(set) var droppedSlots: [String] = []
 
     private init(file: VaultFile, path: String, dataKey: SecretBytes, contents: VaultContents) {
         self.file = file
@@ -258,9 +260,12 @@ public final class VaultDocument {
         let replacement = newRecoveryCode.flatMap(RecoveryCode.normalize)
         if let recovery = try rekeyedRecoverySlot(newKey, replacement: replacement, newCode: &newCode) { slots.append(recovery) }
         // Additional slots (ssh-agent) are sealed to their public keys: the new data key needs none of their secrets.
+        var dropped: [String] = []
         for slot in file.additionalSlots {
-            guard let resealed = try slot.resealed(dataKey: newKey) else { throw VaultError.slotRefused("the \(slot.kindName) slot cannot follow a new data key") }
-            slots.append(resealed)
+            switch try slot.value.resealing(dataKey: newKey) {
+            case .kept(let resealed): slots.append(KeySlot(resealed))
+            case .dropped(let warning): dropped.append(warning)
+            }
         }
         // Conversations written from now on must not open with the retired passphrase either.
         try contents.retireConversationKey()
@@ -269,6 +274,7 @@ public final class VaultDocument {
             newRecoveryCode = nil
         }
         file.slots = slots
+        droppedSlots = dropped
         dataKey = newKey
         passphraseKEK = kek
         return newCode

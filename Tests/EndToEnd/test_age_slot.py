@@ -189,23 +189,42 @@ def rewrite(env, data):
         handle.write(body + hashlib.blake2b(body, digest_size=32).digest())
 
 
-def test_a_damaged_slot_is_reported_as_damaged(vault):
+def test_a_slot_that_does_not_verify_is_passed_over_and_one_that_does_not_parse_is_damaged(vault):
     env = vault
     identity, recipient = age_keygen(env.age_folder)
     assert env.run("slot", "add", "age", recipient).code == 0
     [slot] = age_slots(env)
-    data = bytearray(env.vault_bytes())
-    # The last byte of the slot's age file: its payload's tag.
+    original = env.vault_bytes()
+    data = bytearray(original)
+    # The last byte of the slot's age file: its payload's tag. The slot is passed over with its
+    # reason, as any slot its identity does not open; the passphrase then finds the change,
+    # since the payload authenticates every slot's bytes.
     data[slot["end"] - 1] ^= 1
     rewrite(env, bytes(data))
+    passed = env.run("unlock", "-i", identity)
+    assert "key slot 3 (age, X25519 %s) is passed over: payload failure" % recipient in passed.err, passed.err
+    assert passed.code == 4 and "modified after it was written" in passed.err, passed.err
+    # A stanza that is not base64 is an age file that does not parse: damaged key slots (exit 4).
+    data = bytearray(original)
+    data[slot["start"] + 11 + len(recipient) + 2 + len("age-encryption.org/v1\n-> X25519 ") + 5] = ord("!")
+    rewrite(env, bytes(data))
     result = no_passphrase(env, "key", "get", env={"GEMVAULT_AGE_IDENTITY": identity})
-    assert result.code == 4 and "key slot 3 (age" in result.err and "does not decrypt" in result.err, result.err
+    assert result.code == 4 and "key slot 3 (age" in result.err and "does not parse" in result.err, result.err
     # A recipient length past the file is damage at parse time, for any command.
-    data = bytearray(env.vault_bytes())
+    data = bytearray(original)
     struct.pack_into("<H", data, slot["start"] + 9, 5000)
     rewrite(env, bytes(data))
     listed = no_passphrase(env, "slot", "list")
     assert listed.code == 4 and "key slot 3" in listed.err, listed.err
+
+
+def test_unlock_i_on_a_vault_without_an_age_slot_says_the_identity_opens_nothing(vault):
+    env = vault
+    identity, _ = age_keygen(env.age_folder)
+    result = env.run("unlock", "-i", identity)
+    assert result.code == 0, result.err
+    assert "the vault has no age slot, so the age identity in %s opens nothing" % identity in result.err, result.err
+    assert "slot add age" in result.err
 
 
 def test_age_identity_is_kept_in_config_json_never_in_the_vault(vault):

@@ -1,6 +1,7 @@
 """The age slot opened through an age plugin (age-plugin.md): the test plugin
 age-plugin-gvtest (Tests/EndToEnd/age_plugin_gvtest.py) stands in for age-plugin-yubikey, its
 GVTEST_DEVICE file for the token. Needs the plugin client and the test plugin (issue 45 item 3)."""
+import json
 import os
 import subprocess
 import sys
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.skipif(not os.path.exists(PLUGIN), reason="the test age
 
 @pytest.fixture
 def vault(env, tmp_path):
-    env.init()
+    env.recovery_code = env.init()
     assert env.run("key", "set", input=GOOD_KEY).code == 0
     folder = os.path.join(str(tmp_path), "plugins")
     os.makedirs(folder)
@@ -51,7 +52,7 @@ def test_a_plugin_that_fails_falls_back_to_the_passphrase_with_its_reason(vault)
     env = vault
     assert env.run("slot", "add", "age", env.recipient, timeout=NO_HANG).code == 0
     session = PtySession([BIN, "key", "get"], dict(env.vars, GEMVAULT_AGE_IDENTITY=env.identity, GVTEST_MODE="error"))
-    session.expect("age slot is passed over")
+    session.expect(r"key slot 3 \(age, plugin gvtest [^)]*\) is\s+passed over: plugin failure: .*\s+token is locked")
     session.expect("Passphrase for ")
     session.line(PASSPHRASE)
     assert session.wait() == 0
@@ -97,3 +98,93 @@ def test_a_slot_sealed_to_the_plugins_device_opens_with_the_device_present_and_n
     env.vars["GVTEST_LOG"] = log
     assert env.run("key", "get", timeout=NO_HANG).out == GOOD_KEY + "\n"
     assert not os.path.exists(log)
+
+
+def age_keygen(folder):
+    path = os.path.join(folder, "x25519.txt")
+    subprocess.run(["age-keygen", "-o", path], check=True, capture_output=True)
+    os.chmod(path, 0o600)
+    return path, subprocess.run(["age-keygen", "-y", path], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_a_failing_plugin_slot_never_stops_an_identity_file_that_opens_another_slot(vault, tmp_path):
+    """Two age slots, the plugin's first: the file identity goes over every slot before any
+    plugin runs, so a plugin that fails (its device gone, or itself gone) changes nothing, and
+    with the file's slot opened the plugin is never started (no unasked touch or PIN)."""
+    env = vault
+    device = os.path.join(str(tmp_path), "device")
+    with open(device, "wb") as handle:
+        handle.write(os.urandom(32))
+    env.vars["GVTEST_DEVICE"] = device
+    recipient = subprocess.run([sys.executable, PLUGIN, "--device-recipient"], env=env.vars, check=True, capture_output=True, text=True).stdout.strip()
+    assert env.run("slot", "add", "age", recipient, timeout=NO_HANG).code == 0
+    identity, x25519 = age_keygen(str(tmp_path))
+    assert env.run("slot", "add", "age", x25519, timeout=NO_HANG).code == 0
+    del env.vars["GVTEST_DEVICE"]
+    log = os.path.join(str(tmp_path), "plugin.log")
+    env.vars["GVTEST_LOG"] = log
+    unlocked = env.run("unlock", "-i", identity, passphrase=False, timeout=NO_HANG)
+    assert unlocked.code == 0, unlocked.err
+    assert "passed over" not in unlocked.err and not os.path.exists(log), unlocked.err
+    assert env.run("lock", passphrase=False).code == 0
+    # The same through the setting, with the plugin gone from PATH altogether.
+    env.vars["PATH"] = env.vars["PATH"].split(":", 1)[1]
+    opened = env.run("key", "get", passphrase=False, env={"GEMVAULT_AGE_IDENTITY": identity}, timeout=NO_HANG)
+    assert opened.code == 0 and opened.out == GOOD_KEY + "\n", opened.err
+    # With no identity file, the plugin's failure is the note, named by its slot.
+    failed = env.run("key", "get", passphrase=False, timeout=NO_HANG)
+    assert failed.code != 0 and "key slot 3 (age, plugin gvtest" in failed.err and "age-plugin-gvtest" in failed.err, failed.err
+
+
+def test_a_wrong_file_key_from_the_plugin_passes_the_slot_over_and_asks_the_passphrase(vault):
+    """The vault is intact: a plugin's wrong key fails the slot's MAC, which is the slot's
+    failure to open, never damaged key slots or restore-backup."""
+    env = vault
+    assert env.run("slot", "add", "age", env.recipient, timeout=NO_HANG).code == 0
+    session = PtySession([BIN, "key", "get"], dict(env.vars, GEMVAULT_AGE_IDENTITY=env.identity, GVTEST_MODE="wrong-key"))
+    try:
+        session.expect(r"key slot 3 \(age, plugin gvtest [^)]*\) is\s+passed over: HMAC failure", timeout=NO_HANG)
+        session.expect("Passphrase for ", timeout=NO_HANG)
+        session.line(PASSPHRASE)
+        assert session.wait(timeout=NO_HANG) == 0, session.text()
+        assert GOOD_KEY in session.text() and "restore-backup" not in session.text() and "damaged" not in session.text()
+    finally:
+        session.close()
+
+
+def test_a_rekey_drops_a_slot_whose_plugin_is_missing_with_a_warning_and_the_recovery_code_still_works(vault, tmp_path):
+    """Sealing the new data key to a plugin recipient runs the plugin: where it is missing, the
+    rekey drops that slot, says so loudly and how to add it again, and never fails; recover
+    least of all (the recovery code works on its own)."""
+    env = vault
+    with_plugin = env.vars["PATH"]
+    without_plugin = with_plugin.split(":", 1)[1]
+    identity, x25519 = age_keygen(str(tmp_path))
+
+    def slot_kinds():
+        return [s["kind"] for s in json.loads(env.run("slot", "list", "--json", passphrase=False).out)["slots"]]
+
+    def dropped(result):
+        assert result.code == 0, result.err
+        assert "gemvault: warning: the age slot for plugin gvtest " in result.err and " is dropped: " in result.err, result.err
+        assert "age-plugin-gvtest was not found" in result.err and "gemvault slot add age " + env.recipient in result.err, result.err
+        assert slot_kinds() == ["passphrase", "recovery"]
+
+    for command in (["recover", "--new-passphrase-file", env.passfile], ["passwd", "--new-passphrase-file", env.passfile], ["rekey"], ["slot", "rm", x25519]):
+        env.vars["PATH"] = with_plugin
+        assert env.run("slot", "add", "age", env.recipient, timeout=NO_HANG).code == 0
+        if command[0] == "slot":
+            assert env.run("slot", "add", "age", x25519, timeout=NO_HANG).code == 0
+        env.vars["PATH"] = without_plugin
+        result = env.run(*command, input=env.recovery_code + "\n" if command[0] == "recover" else None, timeout=NO_HANG)
+        dropped(result)
+        assert env.run("key", "get", timeout=NO_HANG).out == GOOD_KEY + "\n"
+    # A rekey through the session: the agent drops the slot, and the command says so.
+    env.vars["PATH"] = with_plugin
+    assert env.run("slot", "add", "age", env.recipient, timeout=NO_HANG).code == 0
+    assert env.run("unlock", timeout=NO_HANG).code == 0
+    plugin = os.path.join(with_plugin.split(":", 1)[0], "age-plugin-gvtest")
+    os.rename(plugin, plugin + ".away")
+    through_session = env.run("rekey", passphrase=False, timeout=NO_HANG)
+    assert through_session.code == 0 and "gemvault: warning: the age slot for " in through_session.err and "is dropped" in through_session.err, through_session.err
+    assert slot_kinds() == ["passphrase", "recovery"]

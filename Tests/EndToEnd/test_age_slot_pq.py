@@ -38,3 +38,17 @@ def test_a_hybrid_recipients_slot_opens_with_its_identity_and_a_rekey_keeps_it(e
     [again] = test_age_slot.age_slots(env)
     assert age_pq.decrypt(again["sealed"], [identity]) != data_key
     assert env.run("key", "get", passphrase=False, env=use).out == GOOD_KEY + "\n"
+
+
+def test_slot_rm_takes_the_full_hybrid_recipient_and_a_wrong_one_is_named_short(env):
+    import test_age_slot
+    env.init()
+    identity = age_pq.HybridIdentity()
+    assert env.run("slot", "add", "age", identity.recipient).code == 0
+    other = age_pq.HybridIdentity().recipient
+    missing = env.run("slot", "rm", other)
+    assert missing.code == 1 and "the vault has no slot" in missing.err, missing.err
+    assert other not in missing.err and len(missing.err) < 400, missing.err
+    removed = env.run("slot", "rm", identity.recipient)
+    assert removed.code == 0, removed.err
+    assert test_age_slot.age_slots(env) == []

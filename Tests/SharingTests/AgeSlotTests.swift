@@ -43,17 +43,27 @@ import VaultCore
         #expect(try VaultDocument.open(after, path: "test", key: key).contents.key(named: "default") != nil)
     }
 
-    @Test func aSlotWhoseFileWasChangedIsDamaged() throws {
+    @Test func aSlotThatDoesNotVerifyIsPassedOverAndOneThatDoesNotParseIsDamaged() throws {
         let identity = X25519Identity.generate()
-        var bytes = Array(try vault(sealedTo: identity.recipient).sealed().dropLast(32))
-        let payloadSize = try VaultFile.parse(bytes + Sodium.blake2b256(bytes[...]), path: "test", policy: .testing).payloadSize
+        let original = Array(try vault(sealedTo: identity.recipient).sealed().dropLast(32))
+        let payloadSize = try VaultFile.parse(original + Sodium.blake2b256(original[...]), path: "test", policy: .testing).payloadSize
         // The age file ends the third slot, before the payload's nonce and length; its last byte is its payload's tag.
-        let slotEnd = bytes.count - 24 - 4 - payloadSize
+        let slotEnd = original.count - 24 - 4 - payloadSize
+        var bytes = original
         bytes[slotEnd - 1] ^= 1
+        let changed = try VaultFile.parse(bytes + Sodium.blake2b256(bytes[...]), path: "test", policy: .testing)
+        let tried = try AgeSlotKey.trying(changed, path: "test") { _ in [identity] }
+        #expect(tried.key == nil && tried.passedOver.count == 1 && tried.passedOver[0].hasPrefix("key slot 3 (age, X25519 age1"))
+        #expect(tried.passedOver[0].contains("is passed over: payload failure"))
+        // Another identity does not reach the payload: no match, nothing to say.
+        #expect(try AgeSlotKey.trying(changed, path: "test") { _ in [X25519Identity.generate()] }.passedOver.isEmpty)
+        // A header line that is not base64 does not parse: damaged key slots.
+        let slot = try #require(changed.slots(AgeSlot.self).first)
+        let stanzaArgument = slotEnd - slot.sealed.count + Array("age-encryption.org/v1\n-> X25519 ".utf8).count
+        bytes = original
+        bytes[stanzaArgument + 5] = UInt8(ascii: "!")
         let damaged = try VaultFile.parse(bytes + Sodium.blake2b256(bytes[...]), path: "test", policy: .testing)
         #expect(throws: VaultError.self) { _ = try AgeSlotKey.unlocking(damaged, path: "test", with: [identity]) }
-        // Another identity does not reach the payload: no match, not damage.
-        #expect(try AgeSlotKey.unlocking(damaged, path: "test", with: [X25519Identity.generate()]) == nil)
     }
 
     @Test func recipientTypesAndShortForms() {

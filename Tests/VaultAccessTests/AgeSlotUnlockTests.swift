@@ -67,4 +67,34 @@ private final class Typed: UnlockUI, @unchecked Sendable {
         let plain = try TestVault(in: TemporaryFolder("age-slot-none"), keys: ["default": "AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp"])
         #expect(try access(plain, Typed(), load: { throw Refused() }).key("default", markUsed: false) != nil)
     }
+
+    @Test func aFileIdentityGoesOverEverySlotBeforeAnyPluginRuns() throws {
+        AgeSlot.register()
+        let vault = try TestVault(in: TemporaryFolder("age-slot-passes"), keys: ["default": "AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp"])
+        let first = X25519Identity.generate(), second = X25519Identity.generate()
+        try access(vault, Typed()).addAgeSlot(first.recipient, now: 1_700_000_000)
+        try access(vault, Typed()).addAgeSlot(second.recipient, now: 1_700_000_001)
+        var hardwareAsked: [String] = []
+        func opening(_ ui: Typed, _ identities: [any AgeIdentity]?) -> VaultAccess {
+            let rollback = RollbackGuard(record: vault.generations, vaultPath: vault.store.path, acceptsRollback: false)
+            let age = AgeIdentityUnlock(load: { identities.map { AgeIdentitySource(path: "identity.txt", identities: $0) } },
+                                        hardwareIdentities: { hardwareAsked += $0; return [Failing()] })
+            return VaultAccess(file: VaultFileAccess(store: vault.store, rollback: rollback, warn: { _ in }), agent: nil, ui: ui,
+                               methods: UnlockMethods.standard(sshAgent: nil, ageIdentity: age), observe: { _ in }, warn: { _ in })
+        }
+        let bySecond = Typed()
+        #expect(try opening(bySecond, [second]).key("default", markUsed: false) != nil)
+        #expect(bySecond.asked == 0 && bySecond.notes.isEmpty && hardwareAsked.isEmpty)
+        // None opens: every slot's hardware identity is tried, and each failure is a note before the passphrase.
+        let byNone = Typed()
+        #expect(try opening(byNone, nil).key("default", markUsed: false) != nil)
+        #expect(byNone.asked == 1 && hardwareAsked == [first.recipient.text, second.recipient.text])
+        #expect(byNone.notes.count == 3 && byNone.notes[0].hasPrefix("key slot 3 (age, X25519 ") && byNone.notes[0].hasSuffix("plugin failure: the token is gone"))
+    }
+}
+
+/// A plugin identity whose plugin fails.
+private struct Failing: AgeIdentity {
+    var recipientText: String { "" }
+    func unwrap(_ stanzas: [AgeStanza]) throws(AgeError) -> SecretBytes? { throw AgeError(.plugin, "the token is gone") }
 }
