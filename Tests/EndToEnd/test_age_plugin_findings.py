@@ -1,0 +1,93 @@
+"""Review findings on the age plugin client (issue 45): a plugin another account could have changed
+is refused and never run (Docs/security.md, threat 12)."""
+import os
+import pwd
+import sys
+
+from test_age_plugins import NO_HANG, PLUGIN, install_plugin, plugin_identity
+from test_sharing import vault_with_key
+
+
+def plant(folder, marker, folder_mode=0o755, file_mode=0o755, owner=None):
+    """age-plugin-gvtest in `folder`, with the given modes and owner; it leaves `marker` when run."""
+    os.makedirs(folder, exist_ok=True)
+    os.chmod(folder, folder_mode)
+    path = os.path.join(folder, "age-plugin-gvtest")
+    with open(path, "w") as handle:
+        handle.write("#!/bin/sh\ntouch %s\nexec %s %s \"$@\"\n" % (marker, sys.executable, PLUGIN))
+    os.chmod(path, file_mode)
+    if owner is not None:
+        os.chown(path, owner, -1)
+    return path
+
+
+def test_a_plugin_another_account_could_change_is_refused_and_never_run(env, tmp_path):
+    vault_with_key(env)
+    _, recipient = plugin_identity(env, tmp_path)
+    nobody = pwd.getpwnam("nobody").pw_uid
+    out = os.path.join(str(tmp_path), "lab.age")
+    base_path = env.vars["PATH"]
+    cases = [
+        # The review's repro: a world-writable folder, a world-writable plugin owned by nobody.
+        ("ww", dict(folder_mode=0o777, file_mode=0o777, owner=nobody), "ww is a folder that group or others can write to (mode 0777)"),
+        ("foreign", dict(owner=nobody), "age-plugin-gvtest is a program owned by uid %d, not by you" % nobody),
+        ("writable", dict(file_mode=0o777), "age-plugin-gvtest is writable by group or others (mode 0777)"),
+        ("group", dict(file_mode=0o775), "age-plugin-gvtest is writable by group or others (mode 0775)"),
+        ("groupfolder", dict(folder_mode=0o775), "groupfolder is a folder that group or others can write to (mode 0775)"),
+    ]
+    for name, how, said in cases:
+        folder = os.path.join(str(tmp_path), name)
+        marker = os.path.join(str(tmp_path), name + ".ran")
+        path = plant(folder, marker, **how)
+        env.vars["PATH"] = folder + ":" + base_path
+        result = env.run("key", "share", "lab", "--to", recipient, "-o", out, timeout=NO_HANG)
+        assert result.code == 1, (name, result)
+        assert "gemvault: error: refusing to run the age plugin %s: " % path in result.err and said in result.err, (name, result.err)
+        assert not os.path.exists(marker), "%s: the refused plugin was run" % name
+        assert not os.path.exists(out)
+
+
+def test_a_sticky_shared_folder_and_links_of_the_user_or_root_are_trusted(env, tmp_path):
+    vault_with_key(env)
+    _, recipient = plugin_identity(env, tmp_path)
+    base_path = env.vars["PATH"]
+    # A sticky folder others can write (like /tmp): nobody else can rename or replace the user's plugin there.
+    sticky = os.path.join(str(tmp_path), "sticky")
+    marker = os.path.join(str(tmp_path), "sticky.ran")
+    plant(sticky, marker, folder_mode=0o1777)
+    env.vars["PATH"] = sticky + ":" + base_path
+    out = os.path.join(str(tmp_path), "lab.age")
+    result = env.run("key", "share", "lab", "--to", recipient, "-o", out, timeout=NO_HANG)
+    assert result.code == 0 and os.path.exists(marker), result
+    # A link of the user's to that plugin is followed; one another account owns is not.
+    links = os.path.join(str(tmp_path), "links")
+    os.makedirs(links)
+    os.symlink(os.path.join(sticky, "age-plugin-gvtest"), os.path.join(links, "age-plugin-gvtest"))
+    env.vars["PATH"] = links + ":" + base_path
+    os.unlink(marker)
+    assert env.run("key", "share", "lab", "--to", recipient, "-o", out, "--force", timeout=NO_HANG).code == 0 and os.path.exists(marker)
+    os.lchown(os.path.join(links, "age-plugin-gvtest"), pwd.getpwnam("nobody").pw_uid, -1)
+    os.unlink(marker)
+    planted = env.run("key", "share", "lab", "--to", recipient, "-o", out, "--force", timeout=NO_HANG)
+    assert planted.code == 1 and "is a symbolic link owned by uid" in planted.err and not os.path.exists(marker), planted
+    # A link of the user's to a plugin in a folder others can write is refused for the target's folder.
+    open_folder = os.path.join(str(tmp_path), "open")
+    plant(open_folder, marker, folder_mode=0o777)
+    os.unlink(os.path.join(links, "age-plugin-gvtest"))
+    os.symlink(os.path.join(open_folder, "age-plugin-gvtest"), os.path.join(links, "age-plugin-gvtest"))
+    through = env.run("key", "share", "lab", "--to", recipient, "-o", out, "--force", timeout=NO_HANG)
+    assert through.code == 1 and "open is a folder that group or others can write to" in through.err and not os.path.exists(marker), through
+
+
+def test_the_plugin_checked_is_the_plugin_run(env, tmp_path):
+    # The plugin runs from the descriptor that was checked: it sees /proc/self/fd/3 as its path.
+    vault_with_key(env)
+    _, recipient = plugin_identity(env, tmp_path)
+    folder = install_plugin(env, tmp_path)
+    seen = os.path.join(str(tmp_path), "seen")
+    with open(os.path.join(folder, "age-plugin-gvtest"), "w") as handle:
+        handle.write("#!/bin/sh\necho \"$0\" > %s\nexec %s %s \"$@\"\n" % (seen, sys.executable, PLUGIN))
+    result = env.run("key", "share", "lab", "--to", recipient, "-o", os.path.join(str(tmp_path), "lab.age"), timeout=NO_HANG)
+    assert result.code == 0, result
+    assert open(seen).read().strip() == "/proc/self/fd/3"
+
