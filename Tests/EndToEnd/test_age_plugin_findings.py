@@ -1,5 +1,6 @@
 """Review findings on the age plugin client (issue 45): a plugin another account could have changed
-is refused and never run (Docs/security.md, threat 12)."""
+is refused and never run (Docs/security.md, threat 12); `age1pq1…`, `age1tag1…` and `age1tagpq1…`
+never name a plugin; `--pq-only` judges a plugin recipient by the labels it gives when it wraps."""
 import os
 import pwd
 import sys
@@ -91,3 +92,40 @@ def test_the_plugin_checked_is_the_plugin_run(env, tmp_path):
     assert result.code == 0, result
     assert open(seen).read().strip() == "/proc/self/fd/3"
 
+
+def test_a_malformed_post_quantum_or_tagged_recipient_never_names_a_plugin(env, tmp_path):
+    import age_pq
+    vault_with_key(env)
+    # age-plugin-pq, -tag and -tagpq, ready to be (wrongly) run for age's own prefixes.
+    folder = os.path.join(str(tmp_path), "plugins")
+    marker = os.path.join(str(tmp_path), "ran")
+    for name in ("pq", "tag", "tagpq"):
+        path = plant(folder, marker)
+        os.rename(path, os.path.join(folder, "age-plugin-" + name))
+    env.vars["PATH"] = folder + ":" + env.vars["PATH"]
+
+    def failing_modulus(public):
+        # The first ML-KEM coefficient set to 4095, which is not below q = 3329.
+        return bytes([0xFF, public[1] | 0x0F]) + public[2:]
+    hybrid = age_pq.HybridIdentity()
+    tagged = age_pq.TagIdentity(True)
+    malformed = [
+        ("age1pq1", age_pq.bech32_encode("age1pq", b"\x00" * 100)),
+        ("age1pq1", age_pq.bech32_encode("age1pq", failing_modulus(age_pq.bech32_decode(hybrid.recipient)[1]))),
+        ("age1tag1", age_pq.bech32_encode("age1tag", b"\x02" + b"\x00" * 10)),
+        ("age1tagpq1", age_pq.bech32_encode("age1tagpq", failing_modulus(tagged.public))),
+    ]
+    out = os.path.join(str(tmp_path), "lab.age")
+    for prefix, text in malformed:
+        result = env.run("key", "share", "lab", "--to", text, "-o", out, timeout=NO_HANG)
+        assert result.code == 64 and "not a valid %s… recipient: " % prefix in result.err, (prefix, result)
+        recipients = os.path.join(str(tmp_path), "team.txt")
+        with open(recipients, "w") as handle:
+            handle.write(text + "\n")
+        from_file = env.run("key", "share", "lab", "-R", recipients, "-o", out, timeout=NO_HANG)
+        assert from_file.code == 64 and "line 1: not a valid %s… recipient" % prefix in from_file.err, (prefix, from_file)
+        assert not os.path.exists(marker), "a plugin was run for " + prefix
+        assert not os.path.exists(out)
+    # The well-formed ones are age's own: shared with no plugin.
+    assert env.run("key", "share", "lab", "--to", hybrid.recipient, "--to", tagged.recipient, "-o", out, timeout=NO_HANG).code == 0
+    assert not os.path.exists(marker)
