@@ -1,11 +1,12 @@
 """Review findings on the age plugin client (issue 45): a plugin another account could have changed
 is refused and never run (Docs/security.md, threat 12); `age1pq1…`, `age1tag1…` and `age1tagpq1…`
 never name a plugin; `--pq-only` judges a plugin recipient by the labels it gives when it wraps."""
+import json
 import os
 import pwd
 import sys
 
-from test_age_plugins import NO_HANG, PLUGIN, install_plugin, plugin_identity
+from test_age_plugins import NO_HANG, PLUGIN, install_plugin, plugin_identity, plugin_log, shared  # noqa: F401 (a fixture)
 from test_sharing import vault_with_key
 
 
@@ -129,3 +130,41 @@ def test_a_malformed_post_quantum_or_tagged_recipient_never_names_a_plugin(env, 
     # The well-formed ones are age's own: shared with no plugin.
     assert env.run("key", "share", "lab", "--to", hybrid.recipient, "--to", tagged.recipient, "-o", out, timeout=NO_HANG).code == 0
     assert not os.path.exists(marker)
+
+
+def test_pq_only_judges_a_plugin_recipient_by_the_labels_it_gives_when_it_wraps(shared, tmp_path):
+    import age_pq
+    alice, bob, id_path, recipient = shared
+    out = os.path.join(str(tmp_path), "lab.age")
+    # A plugin that labels its stanzas postquantum is post-quantum: --pq-only shares to it.
+    pq = alice.run("key", "share", "lab", "--to", recipient, "--pq-only", "-o", out, timeout=NO_HANG, env={"GVTEST_MODE": "postquantum"})
+    assert pq.code == 0 and "warning" not in pq.err, pq
+    assert bob.run("key", "import", out, "--yes", "--no-verify", "-i", id_path, timeout=NO_HANG).code == 0
+    # One that does not is refused after it wrapped (it was asked), and nothing is written or recorded.
+    os.unlink(out)
+    os.unlink(alice.vars["GVTEST_LOG"])
+    secret_out = os.path.join(str(tmp_path), "lab2.age")
+    classic = alice.run("key", "share", "lab", "--to", recipient, "--pq-only", "-o", secret_out, timeout=NO_HANG)
+    assert classic.code == 64 and "--pq-only: %s is a classic recipient, not post-quantum; nothing was written" % recipient in classic.err, classic
+    assert any(line.startswith("wrap-file-key") for line in plugin_log(alice)), "the plugin was asked before it was judged"
+    assert not os.path.exists(secret_out)
+    assert [r["path"] for r in json.loads(alice.run("key", "share", "lab", "--list", "--json").out)["recipients"]] == [out]
+    # The mixed warning counts a plugin by its labels too: beside a hybrid recipient, a
+    # postquantum plugin is no weak link, one without the label is.
+    hybrid = age_pq.HybridIdentity().recipient
+    both = os.path.join(str(tmp_path), "both.age")
+    labelled = alice.run("key", "share", "lab", "--to", recipient, "--to", hybrid, "-o", both, "--force", timeout=NO_HANG,
+                         env={"GVTEST_MODE": "postquantum"})
+    assert labelled.code == 0 and "classic recipients mixed" not in labelled.err, labelled
+    unlabelled = alice.run("key", "share", "lab", "--to", recipient, "--to", hybrid, "-o", both, "--force", timeout=NO_HANG)
+    assert unlabelled.code == 0 and "classic recipients mixed" in unlabelled.err and recipient in unlabelled.err.split("weak link:")[1], unlabelled
+
+
+def test_pq_only_for_a_secret_share_waits_for_the_plugins_labels(shared, tmp_path):
+    alice, _, _, recipient = shared
+    assert alice.run("secret", "set", "gh", input="ghp_pluginToken0123456789abcdefghijklmn\n").code == 0
+    out = os.path.join(str(tmp_path), "gh.age")
+    refused = alice.run("secret", "share", "gh", "--to", recipient, "--pq-only", "-o", out, timeout=NO_HANG)
+    assert refused.code == 64 and "is a classic recipient" in refused.err and not os.path.exists(out), refused
+    shared_pq = alice.run("secret", "share", "gh", "--to", recipient, "--pq-only", "-o", out, timeout=NO_HANG, env={"GVTEST_MODE": "postquantum"})
+    assert shared_pq.code == 0 and os.path.exists(out), shared_pq
