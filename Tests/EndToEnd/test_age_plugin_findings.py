@@ -168,3 +168,25 @@ def test_pq_only_for_a_secret_share_waits_for_the_plugins_labels(shared, tmp_pat
     assert refused.code == 64 and "is a classic recipient" in refused.err and not os.path.exists(out), refused
     shared_pq = alice.run("secret", "share", "gh", "--to", recipient, "--pq-only", "-o", out, timeout=NO_HANG, env={"GVTEST_MODE": "postquantum"})
     assert shared_pq.code == 0 and os.path.exists(out), shared_pq
+
+
+def test_the_review_repro_a_vault_opening_command_never_runs_a_planted_plugin(env, tmp_path):
+    """The age slot's default identity runs the plugin on every vault-opening command: one
+    planted where another account could change it is refused and passed over, never run."""
+    import subprocess
+    vault_with_key(env)
+    install_plugin(env, tmp_path)
+    device = os.path.join(str(tmp_path), "device")
+    with open(device, "wb") as handle:
+        handle.write(os.urandom(32))
+    env.vars["GVTEST_DEVICE"] = device
+    recipient = subprocess.run([sys.executable, PLUGIN, "--device-recipient"], env=env.vars, check=True, capture_output=True, text=True).stdout.strip()
+    assert env.run("slot", "add", "age", recipient, timeout=NO_HANG).code == 0
+    assert env.run("key", "list", passphrase=False, timeout=NO_HANG).code == 0, "the slot opens through the trusted plugin"
+    planted = os.path.join(str(tmp_path), "ww")
+    marker = os.path.join(str(tmp_path), "ran-as-root")
+    path = plant(planted, marker, folder_mode=0o777, file_mode=0o777, owner=pwd.getpwnam("nobody").pw_uid)
+    env.vars["PATH"] = planted + ":/usr/bin:/bin"
+    result = env.run("key", "list", passphrase=False, timeout=NO_HANG)
+    assert result.code != 0 and "refusing to run the age plugin %s" % path in result.err, result
+    assert not os.path.exists(marker), "the planted plugin was run"
