@@ -18,8 +18,11 @@ public enum AgePluginName {
     public static func ofRecipient(_ text: String) -> String? {
         guard let (hrp, _) = Bech32.decode(Array(text.utf8)), hrp.hasPrefix("age1"), hrp == hrp.lowercased() else { return nil }
         let name = String(hrp.dropFirst(4))
-        return isValid(name) ? name : nil
+        return isValid(name) && !nativeNames.contains(name) ? name : nil
     }
+
+    /// age's own recipients `age1pq1…`, `age1tag1…` and `age1tagpq1…`: a malformed one names no plugin.
+    static let nativeNames: Set<String> = ["pq", "tag", "tagpq"]
 
     /// The plugin named by an identity `AGE-PLUGIN-NAME-1…` (lowercase), or nil.
     public static func ofIdentity(_ text: SecretBytes) -> String? {

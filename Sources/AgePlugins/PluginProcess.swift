@@ -23,12 +23,12 @@ final class PluginProcess {
         self.name = name
         self.limits = limits
         let program = AgePluginName.program(name)
-        guard let path = Self.find(program, in: environment["PATH"] ?? "") else {
+        guard let path = Self.find(program, in: environment["PATH"] ?? ""), let checked = try Self.open(path) else {
             throw AgeError(.plugin, "\(program) was not found on PATH: install the plugin for '\(name)' recipients and identities")
         }
         do throws(SystemError) {
             child = try ProcessSpawner.spawn([path, "--age-plugin=\(stateMachine)"], environment: environment, input: .pipe, output: .pipe,
-                                             errors: .pipe, ownProcessGroup: true)
+                                             errors: .pipe, ownProcessGroup: true, program: checked)
         } catch {
             throw AgeError(.plugin, "\(program) could not be started: \(error.reason)")
         }
@@ -48,6 +48,21 @@ final class PluginProcess {
             if FileStatus.of(candidate)?.kind == .regular, access(candidate, X_OK) == 0 { return candidate }
         }
         return nil
+    }
+
+    /// The plugin found at `path`, opened and checked on its descriptor (the one then run): it
+    /// is refused, never run, when another account could have changed it (Docs/security.md).
+    static func open(_ path: String) throws(AgeError) -> FileDescriptor? {
+        do throws(TrustedOpenError) {
+            return try TrustedFile.openProgram(path)
+        } catch {
+            switch error {
+            case .refused(let failure):
+                throw AgeError(.plugin, "refusing to run the age plugin \(path): \(failure.path) \(failure.problem.description) (\(failure.fix))")
+            case .failed(let failure):
+                throw AgeError(.plugin, "the age plugin \(path) could not be opened: \(failure.reason)")
+            }
+        }
     }
 
     /// A failure naming the plugin, with the end of what it wrote to stderr (neutralised by the caller's printing).

@@ -224,8 +224,8 @@ int gv_interrupt_termination_signal(void) { return interrupt_signal == SIGTERM |
 void gv_interrupt_clear(void) { interrupt_flag = 0; interrupt_signal = 0; }
 
 #include <spawn.h>
-int gv_spawn_close_above_stdio(posix_spawn_file_actions_t *actions) {
-    return posix_spawn_file_actions_addclosefrom_np(actions, 3);
+int gv_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
 }
 
 #include <stddef.h>

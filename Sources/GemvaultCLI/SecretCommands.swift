@@ -100,7 +100,7 @@ enum SecretCommand {
         try VaultContents.validateName(name)
         let given = try ShareCommand.recipients(call)
         guard !given.isEmpty else { throw UsageError("name a recipient: --to age1… (or -R FILE)", command: call.command) }
-        try ShareCommand.checkStrength(call, given)
+        let strength = try ShareCommand.checkStrength(call, given)
         let mode = try ShareCommand.fileMode(call)
         let path = call.value(.output)
         if path == nil, !call.flag(.armor), Terminal.isTerminal(1) {
@@ -111,7 +111,7 @@ enum SecretCommand {
         try vault.checkBeforePrompt()
         _ = try vault.sharingIdentity(defaultLabel: ShareCommand.defaultLabel)
         let serial = try vault.shareSecret(name, to: given.map(\.text), path: path, armor: call.flag(.armor), mode: mode, replacing: call.flag(.overwrite),
-                                           ConsoleShareOutput())
+                                           strength: strength, ConsoleShareOutput())
         Console.note("shared secret '\(name)' (serial \(serial)) with \(given.count == 1 ? "1 recipient" : "\(given.count) recipients")" + (path.map { ": wrote \($0)" } ?? ""))
     }
 

@@ -162,10 +162,10 @@ enum ShareCommand {
         guard record.recipients.count <= KeySharing.recipientLimit else {
             throw UsageError("a key can be shared with at most \(KeySharing.recipientLimit) recipients", command: call.command)
         }
-        try checkStrength(call, try recorded(record))
+        let strength = try checkStrength(call, try recorded(record))
         var new = targets.map { NewShareFile(path: $0.path, recipients: $0.recipients.map(\.text), armor: call.flag(.armor), mode: mode, replacing: call.flag(.overwrite)) }
         if toStandardOutput { new.append(NewShareFile(path: nil, recipients: given.map(\.text), armor: call.flag(.armor), mode: mode, replacing: false)) }
-        let (serial, written) = try vault.writeShares(name: name, record: record, new: new, ConsoleShareOutput())
+        let (serial, written) = try vault.writeShares(name: name, record: record, new: new, strength: strength, ConsoleShareOutput())
         _ = try vault.apply(.recordSharing(name: name, record: record))
         let everyone = record.recipientCount == 1 ? "1 recipient" : "\(record.recipientCount) recipients"
         Console.note("shared '\(name)' (serial \(serial)) with \(everyone)" + (written.isEmpty ? "" : ": wrote " + written.joined(separator: ", ")))
@@ -176,14 +176,11 @@ enum ShareCommand {
         }
     }
 
-    /// age's rule for everyone a share goes to: with --pq-only a classic recipient is refused,
-    /// else a mix of post-quantum and classic ones is warned about, once.
-    static func checkStrength(_ call: Invocation, _ recipients: [NamedRecipient]) throws {
-        if call.flag(.pqOnly) {
-            try RecipientStrength.requirePostQuantum(recipients)
-        } else if let warning = RecipientStrength.mixWarning(recipients) {
-            Console.warning(warning)
-        }
+    /// age's rule for everyone a share goes to: with --pq-only a classic native recipient is
+    /// refused now; the rest (a plugin's labels, the mixed-recipient warning) once wrapped.
+    static func checkStrength(_ call: Invocation, _ recipients: [NamedRecipient]) throws -> ShareStrength {
+        if call.flag(.pqOnly) { try RecipientStrength.requirePostQuantum(recipients) }
+        return ShareStrength(postQuantumOnly: call.flag(.pqOnly), recipients: recipients)
     }
 
     /// The files `-o` names for this share; empty without `-o`. Without `--to`, for everyone recorded.

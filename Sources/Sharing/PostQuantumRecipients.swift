@@ -3,12 +3,18 @@ public import VaultCore
 
 extension RecipientList {
     /// age's hybrid post-quantum recipient (`age1pq1…`) and the tagged hardware recipients
-    /// (`age1tag1…`, `age1tagpq1…`); nil for any other text.
-    static func postQuantumOrTagged(_ text: String) -> (any AgeRecipient)? {
-        if text.hasPrefix("age1pq1") { return HybridRecipient(parsing: text) }
-        if text.hasPrefix("age1tagpq1") { return MLKEM768P256TagRecipient(parsing: text) }
-        if text.hasPrefix("age1tag1") { return P256TagRecipient(parsing: text) }
-        return nil
+    /// (`age1tag1…`, `age1tagpq1…`); nil for any other text. A malformed one (a wrong length, an
+    /// ML-KEM key failing the modulus check) is refused here: these prefixes are age's own, never
+    /// a plugin's, so `age-plugin-pq` and the like are never looked for.
+    static func postQuantumOrTagged(_ text: String, origin: String) throws(SharingError) -> (any AgeRecipient)? {
+        let kinds: [(prefix: String, key: String, parse: (String) -> (any AgeRecipient)?)] = [
+            ("age1pq1", "ML-KEM-768 + X25519", { HybridRecipient(parsing: $0) }),
+            ("age1tagpq1", "ML-KEM-768 + P-256", { MLKEM768P256TagRecipient(parsing: $0) }),
+            ("age1tag1", "P-256", { P256TagRecipient(parsing: $0) }),
+        ]
+        guard let kind = kinds.first(where: { text.lowercased().hasPrefix($0.prefix) }) else { return nil }
+        if let recipient = kind.parse(text) { return recipient }
+        throw .badRecipient("\(origin): not a valid \(kind.prefix)… recipient: a character is wrong or missing, or it holds no valid \(kind.key) key")
     }
 }
 

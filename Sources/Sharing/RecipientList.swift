@@ -35,7 +35,7 @@ public enum RecipientList {
             return NamedRecipient(recipient: recipient.recipient, label: given)
         }
         if let recipient = X25519Recipient(parsing: trimmed) { return NamedRecipient(recipient: recipient, label: "") }
-        if let recipient = postQuantumOrTagged(trimmed) { return NamedRecipient(recipient: recipient, label: "") }
+        if let recipient = try postQuantumOrTagged(trimmed, origin: origin) { return NamedRecipient(recipient: recipient, label: "") }
         if let plugin = pluginRecipient(trimmed) { return NamedRecipient(recipient: plugin, label: "") }
         if trimmed.hasPrefix("ssh-ed25519 "), let recipient = SSHEd25519Recipient(parsing: trimmed) {
             let words = trimmed.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)

@@ -5,6 +5,9 @@ public enum FileRequirement: Sendable {
     /// Steers what gemvault runs or where it sends the key (config.json): a regular file of the
     /// user's that group and others cannot write. It may stay readable.
     case configuration
+    /// A program gemvault runs that the user did not name by path (an age plugin found on PATH):
+    /// a regular file of the user's or root's that group and others cannot write.
+    case program
 }
 
 /// Why a file or folder was refused.
@@ -16,6 +19,8 @@ public enum FileProblem: Equatable, Sendable {
     case extraHardLink(links: UInt64)
     case notRegular(FileStatus.Kind)
     case foreignOwner(owner: UInt32, mode: String)
+    /// A program owned by neither the user nor root: another account could change what runs.
+    case programForeignOwner(owner: UInt32)
     case openToOthers(mode: String)
     case writableByOthers(mode: String)
     case folderNotDirectory
@@ -32,6 +37,7 @@ public enum FileProblem: Equatable, Sendable {
         case .extraHardLink(let links): "is one of \(links) names of a file of yours, in a folder others can write to, so another account may have linked it there"
         case .notRegular(let kind): "is \(kind.description), not a regular file"
         case .foreignOwner(let owner, _): "is owned by uid \(owner), not by you (uid \(CurrentUser.id))"
+        case .programForeignOwner(let owner): "is a program owned by uid \(owner), not by you (uid \(CurrentUser.id)) or root, so another account could change what runs"
         case .openToOthers(let mode): "is readable or writable by group or others (mode \(mode))"
         case .writableByOthers(let mode): "is writable by group or others (mode \(mode))"
         case .folderNotDirectory: "is not a directory"
@@ -53,6 +59,8 @@ public enum FileProblem: Equatable, Sendable {
             return "point gemvault at a regular file of your own"
         case .foreignOwner:
             return "use a file of your own: gemvault never trusts a file that another user owns"
+        case .programForeignOwner:
+            return "install the program where only you or root can change it (such as ~/.local/bin, or /usr/local/bin as root)"
         case .openToOthers where ProcessIdentity.isPersonal(path):
             return "chmod 600 \(quoted)"
         case .writableByOthers where ProcessIdentity.isPersonal(path):
@@ -73,10 +81,12 @@ public enum FileProblem: Equatable, Sendable {
     public static func check(_ status: FileStatus, _ requirement: FileRequirement) -> FileProblem? {
         if status.kind == .symbolicLink { return .symbolicLink }
         guard status.kind == .regular else { return .notRegular(status.kind) }
-        guard status.owner == CurrentUser.id else { return .foreignOwner(owner: status.owner, mode: status.octalMode) }
+        if requirement == .program, status.owner != CurrentUser.id, status.owner != 0 { return .programForeignOwner(owner: status.owner) }
+        guard status.owner == CurrentUser.id || requirement == .program else { return .foreignOwner(owner: status.owner, mode: status.octalMode) }
         switch requirement {
         case .secret where status.permissions & 0o077 != 0: return .openToOthers(mode: status.octalMode)
-        case .configuration where status.permissions & 0o022 != 0: return .writableByOthers(mode: status.octalMode)
+        case .configuration where status.permissions & 0o022 != 0, .program where status.permissions & 0o022 != 0:
+            return .writableByOthers(mode: status.octalMode)
         default: return nil
         }
     }

@@ -65,11 +65,18 @@ public enum ProcessSpawner {
 
     /// Starts `arguments[0]`, searched in PATH. Signals that gemvault ignores or catches get
     /// their default action back in the child.
+    ///
+    /// With `program` (a file opened and checked by `TrustedFile.openProgram`), that file runs,
+    /// not a name looked up again: it becomes the child's descriptor 3 and is executed through
+    /// /proc/self/fd/3 (fexecve's way, which posix_spawn lacks), so what runs is what was
+    /// checked. `arguments[0]` is then only the name the program sees; a script's interpreter
+    /// is given /proc/self/fd/3 as the script's path, and reads it there.
     public static func spawn(_ arguments: [String], environment: [String: String], input: Input = .inherit,
                              output: Output = .inherit, errors: Output = .inherit,
-                             ownProcessGroup: Bool = false, newSession: Bool = false,
+                             ownProcessGroup: Bool = false, newSession: Bool = false, program: FileDescriptor? = nil,
                              secretVariables: [(name: String, value: UnsafeRawBufferPointer)] = []) throws(SystemError) -> ChildProcess {
         precondition(!arguments.isEmpty)
+        precondition(program.map { $0.raw > 2 } ?? true, "a program's descriptor is above the standard streams")
         var inPipe: [Int32] = [-1, -1]
         var outPipe: [Int32] = [-1, -1]
         var errPipe: [Int32] = [-1, -1]
@@ -82,21 +89,7 @@ public enum ProcessSpawner {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        switch input {
-        case .null: posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        case .pipe: posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
-        case .inherit: break
-        }
-        for (stream, target, pipeEnd) in [(output, Int32(1), outPipe[1]), (errors, Int32(2), errPipe[1])] {
-            switch stream {
-            case .pipe: posix_spawn_file_actions_adddup2(&actions, pipeEnd, target)
-            case .null: posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0)
-            case .file(let file): posix_spawn_file_actions_adddup2(&actions, file.raw, target)
-            case .inherit: break
-            }
-        }
-        // Whatever else is open (a --passphrase-fd, a lock, a socket) stays with gemvault.
-        gv_spawn_close_above_stdio(&actions)
+        addStreams(&actions, input: (input, inPipe[0]), output: (output, outPipe[1]), errors: (errors, errPipe[1]), program: program)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -111,7 +104,8 @@ public enum ProcessSpawner {
             for entry in envp { if let entry { explicit_bzero(entry, strlen(entry)) }; free(entry) }
         }
         var pid: pid_t = 0
-        let spawned = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, envp)
+        let spawned = program == nil ? posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, envp)
+                                     : posix_spawn(&pid, "/proc/self/fd/\(Self.programDescriptor)", &actions, &attributes, argv, envp)
         for fd in [inPipe[0], outPipe[1], errPipe[1]] where fd >= 0 { close(fd) }
         guard spawned == 0 else {
             for fd in [inPipe[1], outPipe[0], errPipe[0]] where fd >= 0 { close(fd) }
@@ -122,6 +116,35 @@ public enum ProcessSpawner {
                             standardOutput: outPipe[0] >= 0 ? FileDescriptor(owning: outPipe[0], path: "\(arguments[0]) stdout") : nil,
                             standardError: errPipe[0] >= 0 ? FileDescriptor(owning: errPipe[0], path: "\(arguments[0]) stderr") : nil)
     }
+
+    /// The child's standard streams (`pipeEnd` is the child's end of a pipe), the checked program
+    /// at descriptor 3 if any, and nothing else: whatever else is open (a --passphrase-fd, a
+    /// lock, a socket) stays with gemvault.
+    private static func addStreams(_ actions: inout posix_spawn_file_actions_t, input: (Input, pipeEnd: Int32), output: (Output, pipeEnd: Int32),
+                                   errors: (Output, pipeEnd: Int32), program: FileDescriptor?) {
+        switch input.0 {
+        case .null: posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        case .pipe: posix_spawn_file_actions_adddup2(&actions, input.pipeEnd, 0)
+        case .inherit: break
+        }
+        for (stream, target, pipeEnd) in [(output.0, Int32(1), output.pipeEnd), (errors.0, Int32(2), errors.pipeEnd)] {
+            switch stream {
+            case .pipe: posix_spawn_file_actions_adddup2(&actions, pipeEnd, target)
+            case .null: posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0)
+            case .file(let file): posix_spawn_file_actions_adddup2(&actions, file.raw, target)
+            case .inherit: break
+            }
+        }
+        if let program {
+            posix_spawn_file_actions_adddup2(&actions, program.raw, programDescriptor)
+            gv_spawn_close_from(&actions, programDescriptor + 1)
+        } else {
+            gv_spawn_close_from(&actions, 3)
+        }
+    }
+
+    /// Where a checked program sits in the child, to be executed from.
+    static let programDescriptor: Int32 = 3
 
     /// Signals back to their default actions, none blocked, and the child's group or session.
     private static func setAttributes(_ attributes: inout posix_spawnattr_t, ownProcessGroup: Bool, newSession: Bool) {

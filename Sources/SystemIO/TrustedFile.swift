@@ -69,6 +69,40 @@ public enum TrustedFile {
         return try adopt(fd, path: folder.path(of: name), requirement: requirement)
     }
 
+    /// A program gemvault runs that the user did not name by path (an age plugin on PATH), opened
+    /// (O_PATH) and checked on that descriptor, for `ProcessSpawner.spawn(program:)` to run it,
+    /// not whatever holds its name later. Its folder is reached by the checked walk (every folder
+    /// the user's or root's, one others can write only if sticky); the program must be a regular
+    /// file of the user's or root's that group and others cannot write (`.program`). A symbolic
+    /// link is followed only when the user or root owns it, and its target is checked the same
+    /// way. Nil when nothing is at `path`.
+    public static func openProgram(_ path: String) throws(TrustedOpenError) -> FileDescriptor? {
+        var path = path
+        for _ in 0..<40 {
+            let (folderPath, name) = TrustedFolder.parent(of: path)
+            guard let folder = try TrustedFolder.openForSaving(folderPath) else { return nil }
+            let fd = retryingOnInterrupt { openat(folder.descriptor.raw, name, GV_O_PATH | O_NOFOLLOW | O_CLOEXEC) }
+            guard fd >= 0 else {
+                let code = errno
+                if code == ENOENT { return nil }
+                throw .failed(SystemError("open", path: folder.path(of: name), code: code))
+            }
+            let program = FileDescriptor(owning: fd, path: folder.path(of: name))
+            let status: FileStatus
+            do { status = try program.status() } catch { throw .failed(error) }
+            guard status.kind == .symbolicLink else {
+                if let problem = FileProblem.check(status, .program) { throw .refused(FileCheckFailure(path: program.path, problem: problem)) }
+                return program
+            }
+            guard status.owner == CurrentUser.id || status.owner == 0 else {
+                throw .refused(FileCheckFailure(path: program.path, problem: .plantedLink(owner: status.owner)))
+            }
+            let target = try TrustedFolder.linkTarget(program)
+            path = target.hasPrefix("/") ? target : folder.path(of: target)
+        }
+        throw .failed(SystemError("open", path: path, code: ELOOP))
+    }
+
     private static func adopt(_ fd: Int32, path: String, requirement: FileRequirement) throws(TrustedOpenError) -> FileDescriptor? {
         guard fd >= 0 else {
             let code = errno
@@ -273,7 +307,7 @@ public final class TrustedFolder {
 
     /// Where a symbolic link points, read through its own descriptor: not whatever holds its
     /// name now.
-    private static func linkTarget(_ link: FileDescriptor) throws(TrustedOpenError) -> String {
+    fileprivate static func linkTarget(_ link: FileDescriptor) throws(TrustedOpenError) -> String {
         var target = [CChar](repeating: 0, count: 4096)
         let length = readlinkat(link.raw, "", &target, target.count - 1)
         guard length > 0 else { throw .failed(SystemError("readlink", path: link.path)) }

@@ -23,10 +23,12 @@ extension VaultAccess {
     /// Signs the next share of `name` for `recipients` and writes it, encrypted to all of them,
     /// to `path` (nil: standard output). Returns its serial.
     public func shareSecret(_ name: String, to recipients: [String], path: String?, armor: Bool, mode: mode_t, replacing: Bool,
-                            _ output: any ShareFileOutput) throws -> UInt64 {
+                            strength: ShareStrength? = nil, _ output: any ShareFileOutput) throws -> UInt64 {
         let signed = try signNextSecretShare(of: name, for: [recipients])
         let ageRecipients = try recipients.map { try RecipientList.parse($0, origin: $0).recipient }
         let encrypted = try AgeFile.encrypt(signed.documents[0], to: ageRecipients, armor: armor)
+        // Judged once wrapped, before anything is written: a plugin's labels are known now.
+        if let strength, let warning = try strength.check(wrapped: ageRecipients) { output.warning(warning) }
         if let path { try output.save(encrypted, to: path, mode: mode, replacing: replacing) } else { try output.standardOutput(encrypted) }
         return signed.serial
     }

@@ -36,39 +36,57 @@ public struct NewShareFile: Sendable {
 /// they had, all with one serial the vault (or its session's agent) signs.
 extension VaultAccess {
     /// Signs the next share of `name` and writes it to `new` and over every file `record` names
-    /// (other than those), each encrypted to and naming its own recipients. Returns the serial
-    /// and the files written.
-    public func writeShares(name: String, record: KeySharing, new: [NewShareFile], _ output: any ShareFileOutput) throws -> (serial: UInt64, written: [String]) {
+    /// (other than those), each encrypted to and naming its own recipients. Every file is wrapped
+    /// before any is written, so `strength` (age's post-quantum rule) judges a plugin recipient
+    /// by the labels it gave: a refusal writes nothing. Returns the serial and the files written.
+    public func writeShares(name: String, record: KeySharing, new: [NewShareFile], strength: ShareStrength? = nil,
+                            _ output: any ShareFileOutput) throws -> (serial: UInt64, written: [String]) {
         let newPaths = Set(new.compactMap(\.path))
         let recorded = record.files.filter { !newPaths.contains($0.path) }
         let signed = try signNextShare(of: name, for: new.map(\.recipients) + recorded.map(\.recipients))
-        var written: [String] = []
-        for (file, plaintext) in zip(new, signed.documents) {
-            let encrypted = try AgeFile.encrypt(plaintext, to: try Self.parsed(file.recipients), armor: file.armor)
-            guard let path = file.path else {
-                try output.standardOutput(encrypted)
-                continue
-            }
-            try output.save(encrypted, to: path, mode: file.mode, replacing: file.replacing)
-            written.append(path)
-        }
+        let newFiles = try zip(new, signed.documents).map { file, plaintext in try Self.wrap(plaintext, to: file.recipients, armor: file.armor) }
         // Files written before are followed by their readers: they get the new serial, in the form they had.
+        var followed: [(path: String, mode: mode_t, file: WrappedShare)] = []
         for (file, plaintext) in zip(recorded, signed.documents.dropFirst(new.count)) {
-            let existing = FileStatus.of(link: file.path)
-            guard existing?.kind == .regular else {
+            guard let existing = FileStatus.of(link: file.path), existing.kind == .regular else {
                 output.warning("\(file.path), where '\(name)' was shared before, is not a regular file now; it was not rewritten")
                 continue
             }
             let armored = (try? InputFile.read(file.path, limit: Self.followedFileLimit)).map(AgeFile.isArmored) ?? false
-            let encrypted = try AgeFile.encrypt(plaintext, to: try Self.parsed(file.recipients), armor: armored)
+            followed.append((file.path, (existing.permissions & 0o777) == 0o600 ? 0o600 : 0o644, try Self.wrap(plaintext, to: file.recipients, armor: armored)))
+        }
+        if let strength, let warning = try strength.check(wrapped: (newFiles + followed.map(\.file)).flatMap(\.recipients)) {
+            output.warning(warning)
+        }
+        var written: [String] = []
+        for (file, wrapped) in zip(new, newFiles) {
+            guard let path = file.path else {
+                try output.standardOutput(wrapped.bytes)
+                continue
+            }
+            try output.save(wrapped.bytes, to: path, mode: file.mode, replacing: file.replacing)
+            written.append(path)
+        }
+        for file in followed {
             do {
-                try output.save(encrypted, to: file.path, mode: (existing!.permissions & 0o777) == 0o600 ? 0o600 : 0o644, replacing: true)
+                try output.save(file.file.bytes, to: file.path, mode: file.mode, replacing: true)
                 written.append(file.path)
             } catch {
                 output.warning(output.message(error) + "; the share there was not updated")
             }
         }
         return (signed.serial, written)
+    }
+
+    /// One share file encrypted, with the recipients as wrapped (a plugin's labels known now).
+    struct WrappedShare {
+        let bytes: [UInt8]
+        let recipients: [any AgeRecipient]
+    }
+
+    static func wrap(_ plaintext: SecretBytes, to recipients: [String], armor: Bool) throws -> WrappedShare {
+        let parsed = try parsed(recipients)
+        return WrappedShare(bytes: try AgeFile.encrypt(plaintext, to: parsed, armor: armor), recipients: parsed)
     }
 
     private static func parsed(_ recipients: [String]) throws -> [any AgeRecipient] {

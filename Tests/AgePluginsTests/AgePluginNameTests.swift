@@ -92,7 +92,7 @@ import VaultCore
     static let nullPlugin = """
         #!/bin/sh
         # recipient-v1: the stanza is the file key itself; identity-v1: the stanza's body is the key.
-        log="$(dirname "$0")/seen"
+        log="FOLDER/seen"
         mode="$1"; key=""; next=""; count=0
         while read -r line; do
             echo "$line" >> "$log"
@@ -120,7 +120,8 @@ import VaultCore
         var template = Array("/tmp/gv-plugin-XXXXXX".utf8CString)
         let folder = String(cString: template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!)! })
         let file = fopen(folder + "/age-plugin-null", "w")!
-        fputs(Self.nullPlugin + "\n", file)
+        // The plugin runs from its checked descriptor ($0 is /proc/self/fd/3): its log's folder is written in.
+        fputs(Self.nullPlugin.replacingOccurrences(of: "FOLDER", with: folder) + "\n", file)
         fclose(file)
         chmod(folder + "/age-plugin-null", 0o755)
         return folder

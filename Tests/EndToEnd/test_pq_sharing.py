@@ -106,7 +106,7 @@ def test_a_mistyped_pq_recipient_is_refused_before_anything_is_written(env, tmp_
     broken = bob.recipient[:-1] + ("q" if bob.recipient[-1] != "q" else "p")
     out = os.path.join(str(tmp_path), "lab.age")
     refused = env.run("key", "share", "lab", "--to", broken, "-o", out)
-    assert refused.code == 64 and "not a valid age recipient" in refused.err
+    assert refused.code == 64 and "not a valid age1pq1… recipient: a character is wrong or missing" in refused.err, refused
     assert not os.path.exists(out)
 
 

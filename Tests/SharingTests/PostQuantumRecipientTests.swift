@@ -15,7 +15,19 @@ import VaultCore
         let list = try RecipientList.parseFile("# carol\n\(hybrid)\n# yubikey\n\(Self.tag)\n", path: "team.txt")
         #expect(list.map(\.label) == ["carol", "yubikey"])
         let broken = try #require(throws: SharingError.self) { try RecipientList.parse(String(hybrid.dropLast()), origin: "--to") }
-        #expect(broken == .badRecipient("--to: not a valid age recipient (a character is wrong or missing)"))
+        #expect(broken == .badRecipient("--to: not a valid age1pq1… recipient: a character is wrong or missing, or it holds no valid ML-KEM-768 + X25519 key"))
+    }
+
+    /// Valid Bech32 with age's own prefixes but a key of the wrong length: refused as what they
+    /// are, never read as the recipient of a plugin called `pq`, `tag` or `tagpq`.
+    @Test func aMalformedPostQuantumOrTaggedRecipientIsNeverAPlugins() throws {
+        for (text, prefix, key) in [("age1pq1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqy408zz", "age1pq1", "ML-KEM-768 + X25519"),
+                                    ("age1tag1qgqqqqqqqqqqqqqqqq0vmlkd", "age1tag1", "P-256"),
+                                    ("age1tagpq1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqpn7f23", "age1tagpq1", "ML-KEM-768 + P-256")] {
+            #expect(AgePluginName.ofRecipient(text) == nil, "\(prefix) names no plugin")
+            let refused = try #require(throws: SharingError.self) { try RecipientList.parse(text, origin: "--to") }
+            #expect(refused == .badRecipient("--to: not a valid \(prefix)… recipient: a character is wrong or missing, or it holds no valid \(key) key"))
+        }
     }
 
     @Test func anIdentityLineIsClassicOrHybrid() throws {

@@ -29,4 +29,19 @@ import VaultCore
         }
         try RecipientStrength.requirePostQuantum([hybrid])
     }
+
+    /// A plugin recipient is judged after the wrap, by its labels: never refused before.
+    @Test func aPluginRecipientWaitsForItsLabels() throws {
+        let plugin = try RecipientList.parse("age1gvtest10v82n0exuux3pv6jcha3699eueptnfsn89tphuj05rz0s6cwwvtsl4cj3k", origin: "--to").recipient
+        let named = NamedRecipient(recipient: plugin, label: "bob's yubikey")
+        try RecipientStrength.requirePostQuantum([hybrid, named])
+        let strength = ShareStrength(postQuantumOnly: true, recipients: [hybrid, named])
+        // Wrapped without the `postquantum` label (this one never ran): classic, named with its label.
+        #expect(throws: SharingError.notPostQuantum(["bob's yubikey (\(plugin.text))"])) {
+            try strength.check(wrapped: [hybrid.recipient, plugin, plugin])
+        }
+        #expect(try strength.check(wrapped: [hybrid.recipient]) == nil)
+        let warning = try ShareStrength(postQuantumOnly: false, recipients: [hybrid, named]).check(wrapped: [hybrid.recipient, plugin])
+        #expect(warning?.contains("bob's yubikey") == true)
+    }
 }

@@ -68,8 +68,8 @@ void gv_edit_signals_end(void);
 char *gv_paste_take(void);
 
 #include <spawn.h>
-/// Makes a spawned child close every descriptor above 2 (posix_spawn_file_actions_addclosefrom_np).
-int gv_spawn_close_above_stdio(posix_spawn_file_actions_t *actions);
+/// Makes a spawned child close every descriptor from `from` up (posix_spawn_file_actions_addclosefrom_np).
+int gv_spawn_close_from(posix_spawn_file_actions_t *actions, int from);
 
 /// O_PATH (Linux), which Swift's Glibc module does not export without _GNU_SOURCE.
 #define GV_O_PATH 010000000
