@@ -323,10 +323,7 @@ public struct AgentClient: Sendable {
     /// (or one it could not take yet) means a busy agent, not a missing one: a question is
     /// asked again after a short pause, a few times; a change, which may have been made, is not.
     func request(_ message: AgentMessage) throws(AgentError) -> AgentMessage {
-        let asksOnly: Set<UInt8> = [AgentProtocol.Operation.status, .contents, .keyNames, .key, .keySummaries, .settings, .conversationKeys, .lock,
-                                    .settingsAndKey, .identity, .agree, .sharingRecords, .toolSecret, .toolSecretSummaries]
-            .reduce(into: []) { $0.insert($1.rawValue) }
-        var pauses = asksOnly.contains(message.code) ? Self.busyBackoff[...] : []
+        var pauses = Self.onlyAsks(message.code) ? Self.busyBackoff[...] : []
         while true {
             do {
                 return try requestOnce(message)
@@ -334,6 +331,18 @@ public struct AgentClient: Sendable {
                 guard let pause = pauses.popFirst() else { throw .busy }
                 Clock.sleep(pause)
             }
+        }
+    }
+
+    /// The questions, which may be asked again. A switch, not a `Set<UInt8>`: a set's first use
+    /// makes the Swift runtime look its type up, which cost more than the rest of the request.
+    static func onlyAsks(_ code: UInt8) -> Bool {
+        switch AgentProtocol.Operation(rawValue: code) {
+        case .status?, .contents?, .keyNames?, .key?, .keySummaries?, .settings?, .conversationKeys?, .lock?, .settingsAndKey?, .identity?, .agree?,
+             .sharingRecords?, .toolSecret?, .toolSecretSummaries?:
+            return true
+        default:
+            return false
         }
     }
 
@@ -369,13 +378,14 @@ public struct AgentClient: Sendable {
         let frame = message.frame()
         // A request the agent refuses part way (busy, no memory) is answered before it closes:
         // after a failed write, that answer is still read.
-        let sent = frame.withUnsafeBytes { bytes in Result { () throws(SystemError) in try connection.writeAll(bytes) } }
+        // A Bool, not a Result: a Result's first use is a runtime type lookup (Docs/performance.md).
+        let sent = frame.withUnsafeBytes { bytes in (try? connection.writeAll(bytes)) != nil }
         let body: SecretBytes
         do {
-            body = try FrameReader.read(connection, deadline: Clock.monotonicSeconds() + (sent.isSuccess ? responseTimeout : 1))
+            body = try FrameReader.read(connection, deadline: Clock.monotonicSeconds() + (sent ? responseTimeout : 1))
         } catch {
             // The agent accepted the connection, so it runs: a drop is its being busy.
-            guard sent.isSuccess else { throw .busy }
+            guard sent else { throw .busy }
             throw error == .timedOut ? .failed("the agent did not answer within \(Int(responseTimeout)) s") : .busy
         }
         guard let response = AgentMessage.parse(body: body) else { throw .untrusted("the agent's answer is malformed") }
@@ -399,12 +409,5 @@ public struct AgentClient: Sendable {
             }
         }
         return (response, connection)
-    }
-}
-
-extension Result {
-    fileprivate var isSuccess: Bool {
-        if case .success = self { return true }
-        return false
     }
 }

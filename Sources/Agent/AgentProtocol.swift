@@ -261,10 +261,9 @@ public enum FrameReader {
         connection.setNonBlocking()
         var assembler = FrameAssembler(kind: .response)
         while true {
+            // Not a Result: its first use is a runtime type lookup (Docs/performance.md).
             let outcome = assembler.take { buffer in
-                let attempt = Result { () throws(SystemError) in try connection.readAvailable(into: buffer) }
-                guard case .success(let count) = attempt else { return 0 }
-                return count
+                do { return try connection.readAvailable(into: buffer) } catch { return 0 }
             }
             switch outcome {
             case .complete(let body): return body
