@@ -41,9 +41,9 @@ enum ExecCommand {
         if passesKey, bindings.contains(where: { $0.variable == variable }) {
             throw UsageError("\(variable) would get both the API key and a secret", command: call.command)
         }
-        var environment = context.environment
-        environment["SSLKEYLOGFILE"] = nil
-        environment[nestingVariable] = "1"
+        // Changes the spawner makes to the environment, not a changed copy of it: a copy's first
+        // use is a runtime type lookup (Docs/performance.md).
+        var changes: [(name: String, value: String?)] = [("SSLKEYLOGFILE", nil), (nestingVariable, "1")]
         var values: [(variable: String, value: SecretBytes)] = []
         if passesKey {
             let resolver = try context.keyResolver(call)
@@ -51,15 +51,15 @@ enum ExecCommand {
             do { (key, settings) = try resolver.resolve() } catch is GoogleIdentityWanted { throw KeylessCommand.execRefusal(variable) }
             context.rotationReminder.remind(key: key, settings: settings, warn: { Console.warning($0) })
             // Nothing may shadow the key, and its TLS sessions must not be logged.
-            environment["GOOGLE_API_KEY"] = nil
+            changes.append(("GOOGLE_API_KEY", nil))
             values.append((variable, key.secret))
         }
         let handOut = SecretHandOut()
         defer { handOut.removeFiles() }
         try fetchSecrets(bindings, into: handOut, call)
         values += handOut.values
-        for (name, path) in handOut.paths { environment[name] = path }
-        throw ExitStatus(code: try spawnAndWait(call.positionals, environment: environment, values: values))
+        for (name, path) in handOut.paths { changes.append((name, path)) }
+        throw ExitStatus(code: try spawnAndWait(call.positionals, environment: context.environment, changes: changes, values: values))
     }
 
     /// The variable --env names (default GEMINI_API_KEY), checked (ToolSecrets).
@@ -93,13 +93,14 @@ enum ExecCommand {
 
     /// Starts the command with `values` built into its environment from secret memory, passes
     /// signals on, and returns its shell status.
-    static func spawnAndWait(_ arguments: [String], environment: [String: String], values: [(variable: String, value: SecretBytes)]) throws -> Int32 {
+    static func spawnAndWait(_ arguments: [String], environment: [String: String], changes: [(name: String, value: String?)],
+                             values: [(variable: String, value: SecretBytes)]) throws -> Int32 {
         let child: ChildProcess
         // Signals are held back until the forwarding knows the child, so none is lost between.
         gv_forward_signals_block()
         do {
             child = try SecretBytes.withAllBytes(values.map(\.value)) { buffers throws(SystemError) in
-                try ProcessSpawner.spawn(arguments, environment: environment,
+                try ProcessSpawner.spawn(arguments, environment: environment, changes: changes,
                                          secretVariables: zip(values, buffers).map { (name: $0.0.variable, value: $0.1) })
             }
         } catch {

@@ -19,7 +19,9 @@ extension SecretBinding {
     /// Besides every LD_ name: what glibc removes from the environment of setuid programs
     /// (its "unsecure" list), since the loader or libc reads each as a path or an option.
     /// `LD_PRELOAD=KEY`, for one, makes ld.so print the key in an error on every start.
-    public static let loaderVariables: Set<String> = [
+    /// A list, not a `Set<String>`: a set's first use makes the Swift runtime look its type up,
+    /// which cost `exec` more than searching thirteen names (Docs/performance.md).
+    public static let loaderVariables: [String] = [
         "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE",
         "NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR", "TZDIR",
     ]
