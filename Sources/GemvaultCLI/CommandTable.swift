@@ -50,15 +50,31 @@ struct CommandSpec: Sendable {
 
 /// The whole command surface, with the subcommands of one command together (all `key …`
 /// where the first one is), in the order help, the reference and the manual show them.
-let commandTable: [CommandSpec] = groupedBySubject(vaultCommands + rotationCommands + shareCommands + credentialCommands + sessionCommands + pinCommands + slotCommands + configCommands + spendCommands + priceCommands + chatCommands
-    + historyCommands + execCommands + secretCommands + mcpCommands + completionCommands)
+let commandTable: [CommandSpec] = groupedBySubject([vaultCommands, rotationCommands, shareCommands, credentialCommands, sessionCommands, pinCommands, slotCommands, configCommands, spendCommands, priceCommands, chatCommands,
+    historyCommands, execCommands, secretCommands, mcpCommands, completionCommands])
 
 /// Stable: each command word's subcommands follow its first one, in their own order.
-func groupedBySubject(_ specs: [CommandSpec]) -> [CommandSpec] {
-    // Forty commands: comparing words costs less than hashing them into a dictionary.
+func groupedBySubject(_ groups: [[CommandSpec]]) -> [CommandSpec] {
+    // Forty commands: comparing words costs less than hashing them into a dictionary. The table
+    // is built at every command's start, so each spec is copied once, into its place (copying
+    // them into a joined list and filtered lists cost a tenth of a `key get`; Docs/performance.md).
     var subjects: [String] = []
-    for spec in specs where !subjects.contains(spec.path[0]) { subjects.append(spec.path[0]) }
-    return subjects.flatMap { subject in specs.filter { $0.path[0] == subject } }
+    var places: [(group: Int, index: Int, subject: Int)] = []
+    for group in groups.indices {
+        for index in groups[group].indices {
+            let word = groups[group][index].path[0]
+            var subject = 0
+            while subject < subjects.count, subjects[subject] != word { subject += 1 }
+            if subject == subjects.count { subjects.append(word) }
+            places.append((group, index, subject))
+        }
+    }
+    var grouped: [CommandSpec] = []
+    grouped.reserveCapacity(places.count)
+    for subject in subjects.indices {
+        for place in places where place.subject == subject { grouped.append(groups[place.group][place.index]) }
+    }
+    return grouped
 }
 
 /// The result of parsing argv against the table.
