@@ -116,7 +116,7 @@ public struct AgentClient: Sendable {
     /// name; `markUsed` records its use (and counts as use of the session).
     public func key(_ name: String, markUsed: Bool) throws(AgentError) -> StoredKey? {
         var message = AgentMessage(code: AgentProtocol.Operation.key.rawValue)
-        message.add(.keyName, text: name)
+        message.add(.keyName, name: name)
         message.add(.markUsed, number: markUsed ? 1 : 0)
         let response: AgentMessage
         do { response = try request(message) } catch .noSuchKey { return nil }
@@ -140,7 +140,7 @@ public struct AgentClient: Sendable {
     /// the conversation keys (nil when not asked for, or from an agent that predates them).
     public func sessionAnswer(name: String, nameFromSettings: Bool, markUsed: Bool, conversationKeys wanted: Bool) throws(AgentError) -> SessionAnswer {
         var message = AgentMessage(code: AgentProtocol.Operation.settingsAndKey.rawValue)
-        message.add(.keyName, text: name)
+        message.add(.keyName, name: name)
         message.add(.keyFromSettings, number: nameFromSettings ? 1 : 0)
         message.add(.markUsed, number: markUsed ? 1 : 0)
         if wanted { message.add(.withConversationKeys, number: 1) }
