@@ -116,7 +116,7 @@ public struct AgentClient: Sendable {
     /// name; `markUsed` records its use (and counts as use of the session).
     public func key(_ name: String, markUsed: Bool) throws(AgentError) -> StoredKey? {
         var message = AgentMessage(code: AgentProtocol.Operation.key.rawValue)
-        message.add(.keyName, text: name)
+        message.add(.keyName, name: name)
         message.add(.markUsed, number: markUsed ? 1 : 0)
         let response: AgentMessage
         do { response = try request(message) } catch .noSuchKey { return nil }
@@ -140,7 +140,7 @@ public struct AgentClient: Sendable {
     /// the conversation keys (nil when not asked for, or from an agent that predates them).
     public func sessionAnswer(name: String, nameFromSettings: Bool, markUsed: Bool, conversationKeys wanted: Bool) throws(AgentError) -> SessionAnswer {
         var message = AgentMessage(code: AgentProtocol.Operation.settingsAndKey.rawValue)
-        message.add(.keyName, text: name)
+        message.add(.keyName, name: name)
         message.add(.keyFromSettings, number: nameFromSettings ? 1 : 0)
         message.add(.markUsed, number: markUsed ? 1 : 0)
         if wanted { message.add(.withConversationKeys, number: 1) }
@@ -324,10 +324,7 @@ public struct AgentClient: Sendable {
     /// (or one it could not take yet) means a busy agent, not a missing one: a question is
     /// asked again after a short pause, a few times; a change, which may have been made, is not.
     func request(_ message: AgentMessage) throws(AgentError) -> AgentMessage {
-        let asksOnly: Set<UInt8> = [AgentProtocol.Operation.status, .contents, .keyNames, .key, .keySummaries, .settings, .conversationKeys, .lock,
-                                    .settingsAndKey, .identity, .agree, .sharingRecords, .toolSecret, .toolSecretSummaries, .decapsulate]
-            .reduce(into: []) { $0.insert($1.rawValue) }
-        var pauses = asksOnly.contains(message.code) ? Self.busyBackoff[...] : []
+        var pauses = Self.onlyAsks(message.code) ? Self.busyBackoff[...] : []
         while true {
             do {
                 return try requestOnce(message)
@@ -335,6 +332,18 @@ public struct AgentClient: Sendable {
                 guard let pause = pauses.popFirst() else { throw .busy }
                 Clock.sleep(pause)
             }
+        }
+    }
+
+    /// The questions, which may be asked again. A switch, not a `Set<UInt8>`: a set's first use
+    /// makes the Swift runtime look its type up, which cost more than the rest of the request.
+    static func onlyAsks(_ code: UInt8) -> Bool {
+        switch AgentProtocol.Operation(rawValue: code) {
+        case .status?, .contents?, .keyNames?, .key?, .keySummaries?, .settings?, .conversationKeys?, .lock?, .settingsAndKey?, .identity?, .agree?,
+             .sharingRecords?, .toolSecret?, .toolSecretSummaries?, .decapsulate?:
+            return true
+        default:
+            return false
         }
     }
 
@@ -370,13 +379,14 @@ public struct AgentClient: Sendable {
         let frame = message.frame()
         // A request the agent refuses part way (busy, no memory) is answered before it closes:
         // after a failed write, that answer is still read.
-        let sent = frame.withUnsafeBytes { bytes in Result { () throws(SystemError) in try connection.writeAll(bytes) } }
+        // A Bool, not a Result: a Result's first use is a runtime type lookup (Docs/performance.md).
+        let sent = frame.withUnsafeBytes { bytes in (try? connection.writeAll(bytes)) != nil }
         let body: SecretBytes
         do {
-            body = try FrameReader.read(connection, deadline: Clock.monotonicSeconds() + (sent.isSuccess ? responseTimeout : 1))
+            body = try FrameReader.read(connection, deadline: Clock.monotonicSeconds() + (sent ? responseTimeout : 1))
         } catch {
             // The agent accepted the connection, so it runs: a drop is its being busy.
-            guard sent.isSuccess else { throw .busy }
+            guard sent else { throw .busy }
             throw error == .timedOut ? .failed("the agent did not answer within \(Int(responseTimeout)) s") : .busy
         }
         guard let response = AgentMessage.parse(body: body) else { throw .untrusted("the agent's answer is malformed") }
@@ -400,12 +410,5 @@ public struct AgentClient: Sendable {
             }
         }
         return (response, connection)
-    }
-}
-
-extension Result {
-    fileprivate var isSuccess: Bool {
-        if case .success = self { return true }
-        return false
     }
 }

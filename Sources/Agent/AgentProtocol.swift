@@ -193,8 +193,15 @@ public struct AgentMessage {
 
     public mutating func add(_ tag: AgentProtocol.Tag, secret: SecretBytes) { fields.append((tag, secret)) }
     public mutating func add(_ tag: AgentProtocol.Tag, text: String) { fields.append((tag, SecretBytes(copying: Array(text.utf8)))) }
+    /// A name (of a key, a secret, a setting), shown by `key list` and logged: never secret, so
+    /// in ordinary memory, as numbers are.
+    public mutating func add(_ tag: AgentProtocol.Tag, name: String) {
+        Array(name.utf8).withUnsafeBytes { fields.append((tag, SecretBytes(plainCopying: $0))) }
+    }
+    /// Numbers (dates, counts, flags) are never secret: in ordinary memory, since secret memory
+    /// costs about ten system calls a field (Docs/performance.md).
     public mutating func add(_ tag: AgentProtocol.Tag, number: Int64) {
-        withUnsafeBytes(of: number.littleEndian) { fields.append((tag, SecretBytes(copying: $0))) }
+        withUnsafeBytes(of: number.littleEndian) { fields.append((tag, SecretBytes(plainCopying: $0))) }
     }
 
     public func secret(_ tag: AgentProtocol.Tag) -> SecretBytes? { fields.first { $0.0 == tag }?.1 }
@@ -282,10 +289,9 @@ public enum FrameReader {
         connection.setNonBlocking()
         var assembler = FrameAssembler(kind: .response)
         while true {
+            // Not a Result: its first use is a runtime type lookup (Docs/performance.md).
             let outcome = assembler.take { buffer in
-                let attempt = Result { () throws(SystemError) in try connection.readAvailable(into: buffer) }
-                guard case .success(let count) = attempt else { return 0 }
-                return count
+                do { return try connection.readAvailable(into: buffer) } catch { return 0 }
             }
             switch outcome {
             case .complete(let body): return body

@@ -32,7 +32,7 @@ extension AgentClient {
     /// One secret's value and dates, or nil when the vault has none by that name.
     public func toolSecret(_ name: String) throws(AgentError) -> ToolSecret? {
         var message = AgentMessage(code: AgentProtocol.Operation.toolSecret.rawValue)
-        message.add(.keyName, text: name)
+        message.add(.keyName, name: name)
         let response: AgentMessage
         do { response = try request(message) } catch .changeRefused(.secretNotFound) { return nil }
         guard let value = response.secret(.keyValue), let created = response.number(.created), let updated = response.number(.updated) else {

@@ -81,7 +81,9 @@ extension CommandTable {
     private func readOptions(_ arguments: [String], from consumed: Int, argvIndex: [Int], spec: CommandSpec<Call>,
                                     privateArguments: inout [PrivateArgument]) throws -> (positionals: [String], options: [String: String])? {
         var positionals: [String] = []
-        var options: [String: String] = [:]
+        // Made with room for every word: a dictionary grown from empty makes the Swift runtime
+        // look its type up, which cost a command with an option more than parsing it (Docs/performance.md).
+        var options = [String: String](minimumCapacity: arguments.count - consumed)
         let allowed = spec.options + globalOptions
         var index = consumed
         var onlyPositionals = false

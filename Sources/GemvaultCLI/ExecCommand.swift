@@ -30,7 +30,9 @@ enum ExecCommand {
                                     + call.values(.execSecretFile).map { ($0, true, OptionSpec.execSecretFile.name) },
                                 env: call.value(.env), keyNamed: call.value(.key) != nil || call.value(.keyFile) != nil,
                                 environment: context.environment, forceNested: call.flag(.forceNested))
-        var environment = plan.environment(from: context.environment)
+        // Changes the spawner makes to the environment, not a changed copy of it: a copy's first
+        // use is a runtime type lookup (Docs/performance.md).
+        var changes = plan.environmentChanges
         var values: [(variable: String, value: SecretBytes)] = []
         if plan.passesKey {
             let resolver = try context.keyResolver(call)
@@ -43,8 +45,8 @@ enum ExecCommand {
         defer { handOut.removeFiles() }
         try fetchSecrets(plan.bindings, into: handOut, call)
         values += handOut.values
-        for (name, path) in handOut.paths { environment[name] = path }
-        throw ExitStatus(code: try spawnAndWait(call.positionals, environment: environment, values: values))
+        for (name, path) in handOut.paths { changes.append((name, path)) }
+        throw ExitStatus(code: try spawnAndWait(call.positionals, environment: context.environment, changes: changes, values: values))
     }
 
     /// Each secret from the session (one request each), or from the vault opened once with the
@@ -67,13 +69,14 @@ enum ExecCommand {
 
     /// Starts the command with `values` built into its environment from secret memory, passes
     /// signals on, and returns its shell status.
-    static func spawnAndWait(_ arguments: [String], environment: [String: String], values: [(variable: String, value: SecretBytes)]) throws -> Int32 {
+    static func spawnAndWait(_ arguments: [String], environment: [String: String], changes: [(name: String, value: String?)],
+                             values: [(variable: String, value: SecretBytes)]) throws -> Int32 {
         let child: ChildProcess
         // Signals are held back until the forwarding knows the child, so none is lost between.
         gv_forward_signals_block()
         do {
             child = try SecretBytes.withAllBytes(values.map(\.value)) { buffers throws(SystemError) in
-                try ProcessSpawner.spawn(arguments, environment: environment,
+                try ProcessSpawner.spawn(arguments, environment: environment, changes: changes,
                                          secretVariables: zip(values, buffers).map { (name: $0.0.variable, value: $0.1) })
             }
         } catch {

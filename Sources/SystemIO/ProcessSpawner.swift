@@ -71,7 +71,10 @@ public enum ProcessSpawner {
     /// /proc/self/fd/3 (fexecve's way, which posix_spawn lacks), so what runs is what was
     /// checked. `arguments[0]` is then only the name the program sees; a script's interpreter
     /// is given /proc/self/fd/3 as the script's path, and reads it there.
-    public static func spawn(_ arguments: [String], environment: [String: String], input: Input = .inherit,
+    ///
+    /// `changes` set (or, with nil, remove) variables of `environment` for the child, the last
+    /// change to a name winning; secret variables win over both.
+    public static func spawn(_ arguments: [String], environment: [String: String], changes: [(name: String, value: String?)] = [], input: Input = .inherit,
                              output: Output = .inherit, errors: Output = .inherit,
                              ownProcessGroup: Bool = false, newSession: Bool = false, program: FileDescriptor? = nil,
                              secretVariables: [(name: String, value: UnsafeRawBufferPointer)] = []) throws(SystemError) -> ChildProcess {
@@ -97,7 +100,7 @@ public enum ProcessSpawner {
         setAttributes(&attributes, ownProcessGroup: ownProcessGroup, newSession: newSession)
 
         let argv = arguments.map { strdup($0) } + [nil]
-        let envp = environmentBlock(environment, secretVariables: secretVariables)
+        let envp = environmentBlock(environment, changes: changes, secretVariables: secretVariables)
         defer {
             argv.forEach { free($0) }
             // The environment may carry a key for the child (exec): wipe before freeing.
@@ -166,10 +169,19 @@ public enum ProcessSpawner {
 
     /// The child's environment as C strings, ending in nil; the secret variables, if any, are
     /// built straight from secret memory. The caller wipes and frees every entry.
-    private static func environmentBlock(_ environment: [String: String],
+    private static func environmentBlock(_ environment: [String: String], changes: [(name: String, value: String?)],
                                          secretVariables: [(name: String, value: UnsafeRawBufferPointer)]) -> [UnsafeMutablePointer<CChar>?] {
-        let secretNames = Set(secretVariables.map(\.name))
-        var envp = environment.filter { !secretNames.contains($0.key) }.map { strdup("\($0.key)=\($0.value)") }
+        // Lists searched, not a Set or a filtered copy of the dictionary: the first use of either
+        // is a runtime type lookup that costs more than building the block (Docs/performance.md).
+        func isSecret(_ name: String) -> Bool { secretVariables.contains { $0.name == name } }
+        var envp: [UnsafeMutablePointer<CChar>?] = []
+        envp.reserveCapacity(environment.count + changes.count + secretVariables.count + 1)
+        for (name, value) in environment where !isSecret(name) && !changes.contains(where: { $0.name == name }) {
+            envp.append(strdup("\(name)=\(value)"))
+        }
+        for (index, change) in changes.enumerated() where !isSecret(change.name) && !changes[(index + 1)...].contains(where: { $0.name == change.name }) {
+            if let value = change.value { envp.append(strdup("\(change.name)=\(value)")) }
+        }
         for secretVariable in secretVariables {
             // NAME=value built straight from secret memory, never as a Swift string; the caller wipes it.
             let name = Array(secretVariable.name.utf8) + [UInt8(ascii: "=")]

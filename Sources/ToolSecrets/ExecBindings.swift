@@ -25,7 +25,9 @@ extension SecretBinding {
     /// Besides every LD_ name: what glibc removes from the environment of setuid programs
     /// (its "unsecure" list), since the loader or libc reads each as a path or an option.
     /// `LD_PRELOAD=KEY`, for one, makes ld.so print the key in an error on every start.
-    public static let loaderVariables: Set<String> = [
+    /// A list, not a `Set<String>`: a set's first use makes the Swift runtime look its type up,
+    /// which cost `exec` more than searching thirteen names (Docs/performance.md).
+    public static let loaderVariables: [String] = [
         "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE",
         "NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR", "TZDIR",
     ]
@@ -80,13 +82,9 @@ public struct ExecPlan {
         if passesKey, bindings.contains(where: { $0.variable == keyVariable }) { throw .keyAndSecret(variable: keyVariable) }
     }
 
-    /// gemvault's environment as the command gets it: marked as nested, TLS sessions never
-    /// logged, and nothing that could shadow the key when it is passed.
-    public func environment(from environment: [String: String]) -> [String: String] {
-        var environment = environment
-        environment["SSLKEYLOGFILE"] = nil
-        environment[Self.nestingVariable] = "1"
-        if passesKey { environment["GOOGLE_API_KEY"] = nil }
-        return environment
+    /// What the command's environment changes from gemvault's (nil removes a variable): marked
+    /// as nested, TLS sessions never logged, and nothing that could shadow the key when it is passed.
+    public var environmentChanges: [(name: String, value: String?)] {
+        [("SSLKEYLOGFILE", nil), (Self.nestingVariable, "1")] + (passesKey ? [("GOOGLE_API_KEY", nil)] : [])
     }
 }

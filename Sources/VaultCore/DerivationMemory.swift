@@ -19,8 +19,10 @@ public enum DerivationMemory {
     }
 
     private struct State {
-        /// The secret regions from `sodium_malloc`, by address: locked again after `munlockall`.
-        var regions: [UInt: Int] = [:]
+        /// The secret regions from `sodium_malloc` (address, bytes): locked again after `munlockall`.
+        /// A list, not a `[UInt: Int]`: a dictionary's first use makes the Swift runtime look its
+        /// type up, which cost every command more than the lookups it serves (Docs/performance.md).
+        var regions: [(address: UInt, count: Int)] = []
         /// Derivations running now with new mappings locked.
         var lockedDerivations = 0
         /// Derivations that ran locked since the process began, for tests.
@@ -92,8 +94,8 @@ public enum DerivationMemory {
             state.lockedDerivations -= 1
             guard state.lockedDerivations == 0 else { return }
             munlockall()
-            for (address, count) in state.regions {
-                _ = mlock(UnsafeRawPointer(bitPattern: address), count)
+            for region in state.regions {
+                _ = mlock(UnsafeRawPointer(bitPattern: region.address), region.count)
             }
         }
     }
@@ -111,14 +113,18 @@ public enum DerivationMemory {
     static func allocate(_ make: () -> UnsafeMutableRawPointer?, count: Int) -> UnsafeMutableRawPointer? {
         state.withLock { state in
             guard let pointer = make() else { return nil }
-            state.regions[UInt(bitPattern: pointer)] = max(count, 1)
+            state.regions.append((UInt(bitPattern: pointer), max(count, 1)))
             return pointer
         }
     }
 
     static func free(_ pointer: UnsafeMutableRawPointer, _ release: (UnsafeMutableRawPointer) -> Void) {
         state.withLock { state in
-            state.regions[UInt(bitPattern: pointer)] = nil
+            // The newest are freed first, as a rule: looked for from the end, its place taken by the last.
+            if let index = state.regions.lastIndex(where: { $0.address == UInt(bitPattern: pointer) }) {
+                state.regions.swapAt(index, state.regions.count - 1)
+                state.regions.removeLast()
+            }
             release(pointer)
         }
     }

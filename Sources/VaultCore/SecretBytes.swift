@@ -13,12 +13,27 @@ public final class SecretBytes: @unchecked Sendable {
     private let owner: SecretBytes?
     /// The secret whose memory this one lives in (itself when it has its own allocation).
     var memoryOwner: SecretBytes { owner ?? self }
+    /// Ordinary memory (`init(plainCopying:)`), not `sodium_malloc`'s.
+    private let isPlain: Bool
 
     /// Zero-filled secret memory of `count` bytes.
     public init(count: Int) {
         self.count = count
         self.pointer = Sodium.allocate(count)
         self.owner = nil
+        self.isPlain = false
+    }
+
+    /// A copy of bytes that are never secret but travel beside secrets (the numbers of an agent
+    /// message), in ordinary memory, wiped and freed as any: `sodium_malloc`'s guarded, locked
+    /// pages take about ten system calls to make and free, which every date in an agent's
+    /// answer paid (Docs/performance.md).
+    public init(plainCopying bytes: UnsafeRawBufferPointer) {
+        self.count = bytes.count
+        self.pointer = UnsafeMutableRawPointer.allocate(byteCount: max(bytes.count, 1), alignment: 16)
+        if bytes.count > 0 { pointer.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+        self.owner = nil
+        self.isPlain = true
     }
 
     /// Zero-filled secret memory of `count` bytes, or nil when there is no memory for it: for
@@ -32,6 +47,7 @@ public final class SecretBytes: @unchecked Sendable {
         self.pointer = pointer
         self.count = count
         self.owner = nil
+        self.isPlain = false
     }
 
     /// `range` of this secret without a copy (and without allocating); it keeps this one alive.
@@ -46,6 +62,7 @@ public final class SecretBytes: @unchecked Sendable {
         self.pointer = parent.pointer + offset
         self.count = count
         self.owner = parent.owner ?? parent
+        self.isPlain = false
     }
 
     /// A copy of `bytes` in secret memory. The caller stays responsible for wiping its source.
@@ -63,7 +80,12 @@ public final class SecretBytes: @unchecked Sendable {
         }
     }
 
-    deinit { if owner == nil { Sodium.free(pointer) } }
+    deinit {
+        guard owner == nil else { return }
+        guard isPlain else { return Sodium.free(pointer) }
+        Sodium.wipe(pointer, count)
+        pointer.deallocate()
+    }
 
     public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeRawBufferPointer(start: pointer, count: count))

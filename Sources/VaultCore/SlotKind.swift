@@ -126,27 +126,29 @@ public struct KeySlot: Equatable, Sendable {
 
 /// The slot kinds this gemvault reads and writes, by kind byte.
 public enum SlotKinds {
-    private struct Kinds: @unchecked Sendable { var byByte: [UInt8: any SlotKind.Type] }
-    private static let registered = Mutex(Kinds(byByte: Dictionary(uniqueKeysWithValues: builtIn.map { ($0.kindByte, $0) })))
+    /// A list, not a `[UInt8: …]`: a handful of kinds, and a dictionary's first use makes the
+    /// Swift runtime look its type up, which cost every unlock more than the search (Docs/performance.md).
+    private struct Kinds: @unchecked Sendable { var list: [any SlotKind.Type] }
+    private static let registered = Mutex(Kinds(list: builtIn))
     static let builtIn: [any SlotKind.Type] = [PassphraseSlot.self, LegacyRecoverySlot.self, RecoverySlot.self, SSHAgentSlot.self]
 
     /// Adds a kind (a test's, or one a build adds). A kind byte is one kind's only.
     public static func register(_ kind: any SlotKind.Type) {
         registered.withLock { kinds in
-            if let known = kinds.byByte[kind.kindByte] {
+            if let known = kinds.list.first(where: { $0.kindByte == kind.kindByte }) {
                 precondition(known == kind, "slot kind byte \(kind.kindByte) is \(known.name)'s already")
                 return
             }
-            kinds.byByte[kind.kindByte] = kind
+            kinds.list.append(kind)
         }
     }
 
-    public static func kind(byte: UInt8) -> (any SlotKind.Type)? { registered.withLock { $0.byByte[byte] } }
+    public static func kind(byte: UInt8) -> (any SlotKind.Type)? { registered.withLock { $0.list.first { $0.kindByte == byte } } }
 
     public static func kind(named name: String) -> (any SlotKind.Type)? { all.first { $0.name == name } }
 
     /// In kind byte order.
-    public static var all: [any SlotKind.Type] { registered.withLock { $0.byByte.values.sorted { $0.kindByte < $1.kindByte } } }
+    public static var all: [any SlotKind.Type] { registered.withLock { $0.list.sorted { $0.kindByte < $1.kindByte } } }
 }
 
 /// What opens one kind of slot, derived from its secret: a passphrase's key, a recovery

@@ -331,7 +331,20 @@ extension Sodium {
 
     /// A short hex fingerprint of a name (BLAKE2b), for file names derived from paths.
     public static func fingerprint(_ text: String, bytes: Int = 8) -> String {
-        blake2b256(Array(text.utf8)[...]).prefix(bytes).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        hex(blake2b256(Array(text.utf8)[...]).prefix(bytes))
+    }
+
+    /// Lowercase hex, written by hand: `map` and `joined` make the Swift runtime look their types
+    /// up on first use, which cost every command more than the work itself (Docs/performance.md).
+    static func hex(_ bytes: ArraySlice<UInt8>) -> String {
+        let digits: StaticString = "0123456789abcdef"
+        var text: [UInt8] = []
+        text.reserveCapacity(2 * bytes.count)
+        for byte in bytes {
+            text.append(digits.utf8Start[Int(byte >> 4)])
+            text.append(digits.utf8Start[Int(byte & 0x0f)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 }
 

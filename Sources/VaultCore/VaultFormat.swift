@@ -52,7 +52,7 @@ public struct VaultFile: Equatable, Sendable {
     /// Size of the ciphertext, tag included.
     public var payloadSize: Int { payloadCiphertext.count }
 
-    public var vaultIDHex: String? { vaultID.map { $0.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() } }
+    public var vaultIDHex: String? { vaultID.map { Sodium.hex($0[...]) } }
 
     /// The slots of one kind, in the file's order.
     public func slots<Kind: SlotKind>(_: Kind.Type) -> [Kind] { slots.compactMap { $0.as(Kind.self) } }

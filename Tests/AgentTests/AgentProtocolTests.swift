@@ -18,6 +18,27 @@ import VaultCore
         frame.withUnsafeBytes { #expect(Array($0.prefix(4)) == Array("GVA1".utf8)) }
     }
 
+    @Test func namesAndNumbersInOrdinaryMemoryTravelAsSecretFieldsDo() throws {
+        var message = AgentMessage(code: AgentProtocol.Operation.key.rawValue)
+        message.add(.keyName, name: "work-key")
+        message.add(.markUsed, number: 1)
+        message.add(.created, number: -5)
+        message.add(.keyValue, secret: SecretBytes(utf8: "AQ.value-in-secret-memory"))
+        #expect(message.text(.keyName) == "work-key" && message.number(.created) == -5)
+        let frame = message.frame()
+        let parsed = try #require(AgentMessage.parse(body: frame.withUnsafeBytes { SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[8...])) }))
+        #expect(parsed.text(.keyName) == "work-key" && parsed.number(.markUsed) == 1 && parsed.number(.created) == -5)
+        #expect(parsed.secret(.keyValue)?.isEqual(to: SecretBytes(utf8: "AQ.value-in-secret-memory")) == true)
+        #expect(parsed.fields.map(\.0) == [.keyName, .markUsed, .created, .keyValue])
+    }
+
+    @Test func onlyQuestionsAreAskedAgainWhenTheAgentIsBusy() {
+        #expect(AgentClient.onlyAsks(AgentProtocol.Operation.key.rawValue) && AgentClient.onlyAsks(AgentProtocol.Operation.toolSecret.rawValue))
+        #expect(AgentClient.onlyAsks(AgentProtocol.Operation.settingsAndKey.rawValue) && AgentClient.onlyAsks(AgentProtocol.Operation.status.rawValue))
+        #expect(!AgentClient.onlyAsks(AgentProtocol.Operation.change.rawValue) && !AgentClient.onlyAsks(AgentProtocol.Operation.unlock.rawValue))
+        #expect(!AgentClient.onlyAsks(AgentProtocol.Operation.putToken.rawValue) && !AgentClient.onlyAsks(250))
+    }
+
     @Test func truncatedOrLyingFieldsAreRefused() {
         // op, then a field that claims 100 bytes but carries 3.
         let lying = SecretBytes(copying: [3, 6, 100, 0, 0, 0, 1, 2, 3])
