@@ -13,7 +13,7 @@ let slotCommands: [CommandSpec] = [
                 summary: "list the vault's key slots (the ways in): kinds, ssh keys, dates",
                 options: [.json], details: "Needs no passphrase: the slots are in the file's clear header. The ID column is what 'slot rm' takes.",
                 isGroupDefault: true, run: SlotCommand.list),
-    CommandSpec(path: ["slot", "add"], arguments: "ssh | age RECIPIENT", argumentRange: 1...2,
+    CommandSpec(path: ["slot", "add"], arguments: "ssh|age [RECIPIENT]", argumentRange: 1...2,
                 summary: "add an ssh-agent or age slot: a key in $SSH_AUTH_SOCK, or an age identity, opens the vault without a passphrase",
                 options: [.sshKey],
                 details: "ssh: the ssh-agent signs a random challenge kept in the slot (Ed25519, or RSA with rsa-sha2-512); HKDF-SHA-256 of the signature makes the key that holds the vault's data key.\nThe key is asked to sign twice first: a key whose signatures differ (ECDSA, a randomising token) is refused. Then the vault is opened (the passphrase is asked) and the slot added.\nage RECIPIENT: the data key is sealed in a small age file to RECIPIENT (age1…, as age-keygen -y prints it, or any recipient 'key share --to' takes); 'unlock -i FILE' or the age_identity setting names the identity that opens it.\nFrom then on, any command that needs the vault tries the slot before asking for the passphrase. Docs/quick-unlock.md explains what each protects against.",
