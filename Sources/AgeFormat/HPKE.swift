@@ -51,6 +51,15 @@ enum HPKE {
         }
     }
 
+    /// A file key sealed to a recipient's KEM key: `encapsulate` makes the shared secret and
+    /// `enc`; a key it refuses is `unusable` (what kind of key the recipient should have been).
+    static func seal(_ fileKey: SecretBytes, kem: UInt16, info: [UInt8], unusable: String,
+                     encapsulate: () throws(PrimitiveError) -> (sharedSecret: SecretBytes, enc: [UInt8])) throws(AgeError) -> (enc: [UInt8], body: [UInt8]) {
+        let encapsulated: (sharedSecret: SecretBytes, enc: [UInt8])
+        do { encapsulated = try encapsulate() } catch { throw AgeError(.header, "the recipient's key is not a usable \(unusable)") }
+        return (encapsulated.enc, try seal(fileKey, kem: kem, sharedSecret: encapsulated.sharedSecret, info: info))
+    }
+
     /// OpenBase's plaintext, or nil when the ciphertext does not open (the stanza is someone else's).
     static func open(_ ciphertext: [UInt8], kem: UInt16, sharedSecret: SecretBytes, info: [UInt8]) -> SecretBytes? {
         let (key, nonce) = keySchedule(kem: kem, sharedSecret: sharedSecret, info: info)

@@ -38,12 +38,10 @@ public struct HybridRecipient: AgeRecipient, Equatable {
     /// An `mlkem768x25519` stanza: HPKE SealBase of the file key, `enc` as the argument.
     public func wrap(_ fileKey: SecretBytes) throws(AgeError) -> AgeStanza {
         let kem = HybridKEM.mlkem768x25519
-        let encapsulated: (sharedSecret: SecretBytes, enc: [UInt8])
-        do { encapsulated = try kem.encapsulate(to: publicKey) } catch {
-            throw AgeError(.header, "the recipient's key is not a usable ML-KEM-768 + X25519 key")
+        let (enc, body) = try HPKE.seal(fileKey, kem: kem.kemID, info: Labels.hybridInfo, unusable: "ML-KEM-768 + X25519 key") { () throws(PrimitiveError) in
+            try kem.encapsulate(to: publicKey)
         }
-        let body = try HPKE.seal(fileKey, kem: kem.kemID, sharedSecret: encapsulated.sharedSecret, info: Labels.hybridInfo)
-        return AgeStanza(type: Labels.hybridStanza, arguments: [StrictBase64.encode(encapsulated.enc)], body: body)
+        return AgeStanza(type: Labels.hybridStanza, arguments: [StrictBase64.encode(enc)], body: body)
     }
 }
 

@@ -38,13 +38,11 @@ public struct P256TagRecipient: AgeRecipient, Equatable {
 
     /// A `p256tag` stanza: HPKE SealBase with DHKEM(P-256), then the tag and `enc` as arguments.
     public func wrap(_ fileKey: SecretBytes) throws(AgeError) -> AgeStanza {
-        let encapsulated: (sharedSecret: SecretBytes, enc: [UInt8])
-        do { encapsulated = try DHKEMP256.encapsulate(to: uncompressed) } catch {
-            throw AgeError(.header, "the recipient's key is not a usable P-256 point")
+        let (enc, body) = try HPKE.seal(fileKey, kem: DHKEMP256.kemID, info: Labels.tagInfo, unusable: "P-256 point") { () throws(PrimitiveError) in
+            try DHKEMP256.encapsulate(to: uncompressed)
         }
-        let body = try HPKE.seal(fileKey, kem: DHKEMP256.kemID, sharedSecret: encapsulated.sharedSecret, info: Labels.tagInfo)
-        let tag = StanzaTag.tag(enc: encapsulated.enc, point: point, label: Labels.tagInfo)
-        return AgeStanza(type: Labels.tagStanza, arguments: [StrictBase64.encode(tag), StrictBase64.encode(encapsulated.enc)], body: body)
+        let tag = StanzaTag.tag(enc: enc, point: point, label: Labels.tagInfo)
+        return AgeStanza(type: Labels.tagStanza, arguments: [StrictBase64.encode(tag), StrictBase64.encode(enc)], body: body)
     }
 }
 
@@ -71,13 +69,11 @@ public struct MLKEM768P256TagRecipient: AgeRecipient, Equatable {
     /// A `mlkem768p256tag` stanza: HPKE SealBase with MLKEM768-P256, the tag over the P-256 part only.
     public func wrap(_ fileKey: SecretBytes) throws(AgeError) -> AgeStanza {
         let kem = HybridKEM.mlkem768p256
-        let encapsulated: (sharedSecret: SecretBytes, enc: [UInt8])
-        do { encapsulated = try kem.encapsulate(to: publicKey) } catch {
-            throw AgeError(.header, "the recipient's key is not a usable ML-KEM-768 + P-256 key")
+        let (enc, body) = try HPKE.seal(fileKey, kem: kem.kemID, info: Labels.hybridTagInfo, unusable: "ML-KEM-768 + P-256 key") { () throws(PrimitiveError) in
+            try kem.encapsulate(to: publicKey)
         }
-        let body = try HPKE.seal(fileKey, kem: kem.kemID, sharedSecret: encapsulated.sharedSecret, info: Labels.hybridTagInfo)
         let point = Array(publicKey[MLKEM768.encapsulationKeyBytes...])
-        let tag = StanzaTag.tag(enc: encapsulated.enc, point: point, label: Labels.hybridTagInfo)
-        return AgeStanza(type: Labels.hybridTagStanza, arguments: [StrictBase64.encode(tag), StrictBase64.encode(encapsulated.enc)], body: body)
+        let tag = StanzaTag.tag(enc: enc, point: point, label: Labels.hybridTagInfo)
+        return AgeStanza(type: Labels.hybridTagStanza, arguments: [StrictBase64.encode(tag), StrictBase64.encode(enc)], body: body)
     }
 }
