@@ -44,7 +44,10 @@ let package = Package(
         /// The age v1 file format (age-encryption.org/v1): X25519, ssh-ed25519 and hybrid
         /// post-quantum (ML-KEM-768 + X25519) recipients and identities, tagged P-256 recipients,
         /// HPKE, the header and its MAC, the STREAM payload, armor. For sharing keys.
-        .target(name: "AgeFormat", dependencies: ["VaultCore", "COpenSSL"]),
+        .target(name: "AgeFormat", dependencies: ["VaultCore", "COpenSSL"],
+                // ML-KEM-768 optimised in debug builds too: its 10,000-test accumulated run takes
+                // about a minute unoptimised, which the suite would pay every time.
+                swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         /// The age plugin client (age-plugin.md): `age-plugin-NAME` found on PATH and run with
         /// recipient-v1 or identity-v1, its requests answered on the terminal, every step bounded.
         .target(name: "AgePlugins", dependencies: ["AgeFormat", "SystemIO", "TerminalIO", "VaultCore"]),
