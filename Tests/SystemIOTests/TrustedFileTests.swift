@@ -271,3 +271,19 @@ func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) {
         #expect(CurrentUser.loginRuntimeFolder(link) == nil)
     }
 }
+
+@Suite struct EndpointURLTests {
+    @Test func asciiAndUnicodeURLsParseByTheSameRules() throws {
+        let upper = try #require(EndpointURL("HTTPS://Generativelanguage.GoogleAPIs.com//"))
+        #expect(upper.scheme == "https" && upper.host == "generativelanguage.googleapis.com")
+        #expect(upper.normalized == "HTTPS://Generativelanguage.GoogleAPIs.com")
+        #expect(try #require(EndpointURL("http://[::1]:8080/v1")).host == "::1")
+        #expect(try #require(EndpointURL("http://127.0.0.1:+80")).host == "127.0.0.1")
+        #expect(try #require(EndpointURL("https://bücher.example/x")).host == "bücher.example")
+        for refused in ["ftp://host", "https://", "https:///path", "https://user@host", "https://host?q", "https://host/#f",
+                        "https://host/a b", "https://host\t", "https://[::1", "https://host:port", "https://host:", "https://:80",
+                        "https://bücher.example/a b", "https://bücher.example:x"] {
+            #expect(EndpointURL(refused) == nil, "\(refused)")
+        }
+    }
+}
