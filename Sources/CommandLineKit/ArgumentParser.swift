@@ -41,7 +41,11 @@ extension CommandTable {
             return .help(spec)
         }
         let words = arguments.prefix { !$0.hasPrefix("-") }
-        var matched = commands.filter({ words.starts(with: $0.path) }).max(by: { $0.path.count < $1.path.count })
+        // The first longest match, by a loop: a generic filter's first use costs 300,000 instructions.
+        var matched: CommandSpec<Call>?
+        for command in commands where words.starts(with: command.path) && command.path.count > (matched?.path.count ?? -1) {
+            matched = command
+        }
         var consumed = matched?.path.count ?? 0
         if matched == nil, words.count == 1, !arguments.contains(OptionSpec.help.name),
            let fallback = commands.first(where: { $0.path.first == words.first && $0.isGroupDefault }) {

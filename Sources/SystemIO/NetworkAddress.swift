@@ -23,6 +23,41 @@ public struct EndpointURL: Sendable, Equatable {
     public let normalized: String
 
     public init?(_ text: String) {
+        // Every setting's endpoint is parsed on each resolve, so ASCII (all of them in practice)
+        // is read byte by byte; walking Characters cost 70,000 instructions a URL.
+        let bytes = Array(text.utf8)
+        guard let parts = bytes.allSatisfy({ $0 < 0x80 }) ? Self.asciiParts(bytes) : Self.characterParts(text) else { return nil }
+        scheme = parts.0
+        host = parts.1
+        normalized = parts.2
+    }
+
+    /// The same rules as `characterParts`, where every Character is one byte: with no control
+    /// character (which both refuse), ASCII has no multi-byte Character.
+    private static func asciiParts(_ bytes: [UInt8]) -> (String, String, String)? {
+        func lower(_ byte: UInt8) -> UInt8 { (65...90).contains(byte) ? byte + 32 : byte }
+        let lowered = bytes.prefix(8).map(lower)
+        let scheme: String
+        if lowered.starts(with: Array("https://".utf8)) { scheme = "https" } else if lowered.starts(with: Array("http://".utf8)) { scheme = "http" } else { return nil }
+        let rest = bytes.dropFirst(scheme.utf8.count + 3)
+        let authority = rest.prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
+        guard !authority.isEmpty, !authority.contains(UInt8(ascii: "@")), !rest.contains(UInt8(ascii: "?")), !rest.contains(UInt8(ascii: "#")),
+              !bytes.contains(where: { $0 <= 0x20 }) else { return nil }
+        var host = authority
+        if host.first == UInt8(ascii: "[") {
+            guard let close = host.firstIndex(of: UInt8(ascii: "]")) else { return nil }
+            host = host[host.index(after: host.startIndex)..<close]
+        } else if let colon = host.lastIndex(of: UInt8(ascii: ":")) {
+            guard Int(String(decoding: host[host.index(after: colon)...], as: UTF8.self)) != nil else { return nil }
+            host = host[..<colon]
+        }
+        guard !host.isEmpty else { return nil }
+        var trimmed = bytes[...]
+        while trimmed.last == UInt8(ascii: "/") { trimmed = trimmed.dropLast() }
+        return (scheme, String(decoding: host.map(lower), as: UTF8.self), String(decoding: trimmed, as: UTF8.self))
+    }
+
+    private static func characterParts(_ text: String) -> (String, String, String)? {
         let lowered = text.lowercased()
         let scheme: String
         if lowered.hasPrefix("https://") { scheme = "https" } else if lowered.hasPrefix("http://") { scheme = "http" } else { return nil }
@@ -39,11 +74,9 @@ public struct EndpointURL: Sendable, Equatable {
             host = String(host[..<colon])
         }
         guard !host.isEmpty else { return nil }
-        self.scheme = scheme
-        self.host = host.lowercased()
         var trimmed = text
         while trimmed.hasSuffix("/") { trimmed.removeLast() }
-        self.normalized = trimmed
+        return (scheme, host.lowercased(), trimmed)
     }
 
     /// Loopback, where plain http cannot be sniffed by another machine: an IP literal in

@@ -148,12 +148,16 @@ public final class SecretBytes: @unchecked Sendable {
 
     /// A copy with leading and trailing ASCII white space (including CR and LF) removed.
     public func trimmingWhitespace() -> SecretBytes {
-        withUnsafeBytes { bytes in
-            func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0a || b == 0x0d }
-            let start = bytes.firstIndex { !isSpace($0) } ?? bytes.count
-            let end = (bytes.lastIndex { !isSpace($0) } ?? -1) + 1
-            return SecretBytes(slicing: self, range: start..<max(start, end))
-        }
+        withUnsafeBytes { bytes in SecretBytes(slicing: self, range: Self.trimmedRange(bytes)) }
+    }
+
+    /// Where `bytes` lie without leading and trailing spaces, tabs, CRs and LFs: a reader can
+    /// look at a line in place and copy only what is secret.
+    public static func trimmedRange(_ bytes: UnsafeRawBufferPointer) -> Range<Int> {
+        func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0a || b == 0x0d }
+        let start = bytes.firstIndex { !isSpace($0) } ?? bytes.count
+        let end = (bytes.lastIndex { !isSpace($0) } ?? -1) + 1
+        return start..<max(start, end)
     }
 }
 

@@ -55,7 +55,12 @@ public struct VaultFile: Equatable, Sendable {
     public var vaultIDHex: String? { vaultID.map { Sodium.hex($0[...]) } }
 
     /// The slots of one kind, in the file's order.
-    public func slots<Kind: SlotKind>(_: Kind.Type) -> [Kind] { slots.compactMap { $0.as(Kind.self) } }
+    public func slots<Kind: SlotKind>(_: Kind.Type) -> [Kind] {
+        // A loop, not compactMap: the generic compactMap looks its types up at run time (240,000 instructions).
+        var found: [Kind] = []
+        for slot in slots { if let kind = slot.as(Kind.self) { found.append(kind) } }
+        return found
+    }
     public var passphraseSlot: PassphraseSlot? { slots(PassphraseSlot.self).first }
     /// The recovery slot, of either kind.
     public var recoverySlot: KeySlot? { slots.first { if case .second = $0.placement { true } else { false } } }

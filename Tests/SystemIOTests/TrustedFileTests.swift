@@ -24,6 +24,22 @@ func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) {
         #expect(try TrustedFile.open(folder + "/absent", requirement: .secret) == nil)
     }
 
+    @Test func readAllKeepsItsLimitAcrossChunks() throws {
+        let folder = scratchFolder()
+        let big = String(repeating: "0123456789abcdef", count: 10_000)  // 160,000 bytes: three reads
+        writeFile(folder + "/big", big)
+        writeFile(folder + "/small", "hello")
+        func read(_ name: String, limit: Int) throws -> [UInt8] {
+            try #require(try TrustedFile.open(folder + "/" + name, requirement: .secret)).readAll(limit: limit)
+        }
+        #expect(try read("big", limit: 200_000) == Array(big.utf8))
+        #expect(try read("big", limit: 160_000) == Array(big.utf8))
+        #expect(throws: FileDescriptor.ReadFailure.tooLarge(limit: 159_999)) { try read("big", limit: 159_999) }
+        #expect(try read("small", limit: 5) == Array("hello".utf8))
+        #expect(throws: FileDescriptor.ReadFailure.tooLarge(limit: 4)) { try read("small", limit: 4) }
+        #expect(throws: FileDescriptor.ReadFailure.tooLarge(limit: 0)) { try read("small", limit: 0) }
+    }
+
     @Test func symlinkIsRefusedOnTheDescriptor() throws {
         let folder = scratchFolder()
         writeFile(folder + "/target", "x")
@@ -269,5 +285,21 @@ func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) {
         symlink(folder, link)
         defer { unlink(link) }
         #expect(CurrentUser.loginRuntimeFolder(link) == nil)
+    }
+}
+
+@Suite struct EndpointURLTests {
+    @Test func asciiAndUnicodeURLsParseByTheSameRules() throws {
+        let upper = try #require(EndpointURL("HTTPS://Generativelanguage.GoogleAPIs.com//"))
+        #expect(upper.scheme == "https" && upper.host == "generativelanguage.googleapis.com")
+        #expect(upper.normalized == "HTTPS://Generativelanguage.GoogleAPIs.com")
+        #expect(try #require(EndpointURL("http://[::1]:8080/v1")).host == "::1")
+        #expect(try #require(EndpointURL("http://127.0.0.1:+80")).host == "127.0.0.1")
+        #expect(try #require(EndpointURL("https://bücher.example/x")).host == "bücher.example")
+        for refused in ["ftp://host", "https://", "https:///path", "https://user@host", "https://host?q", "https://host/#f",
+                        "https://host/a b", "https://host\t", "https://[::1", "https://host:port", "https://host:", "https://:80",
+                        "https://bücher.example/a b", "https://bücher.example:x"] {
+            #expect(EndpointURL(refused) == nil, "\(refused)")
+        }
     }
 }
