@@ -307,8 +307,7 @@ extension ShareCommand {
     /// The plugin recipient a comment names (`#    Recipient: age1yubikey1…`, as the plugins write
     /// above an identity): the recipient a share to it lists, so the import knows it was for you.
     private static func pluginRecipientComment(_ line: UnsafeRawBufferPointer) -> String? {
-        let text = String(decoding: line, as: UTF8.self)
-        return text.split(separator: " ").lazy.map(String.init).first { AgePluginName.ofRecipient($0) != nil }
+        String(decoding: line, as: UTF8.self).split(separator: " ").lazy.map(String.init).first { AgePluginName.ofRecipient($0) != nil }
     }
 
     /// An ssh key as an identity; a protected one gets three tries at its passphrase, as ssh gives.
