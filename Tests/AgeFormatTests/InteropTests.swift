@@ -15,7 +15,7 @@ extension TemporaryFolder {
 
 /// Runs a real program (Debian's `age`, `ssh-keygen`) and returns its exit status and output.
 func run(_ program: String, _ arguments: [String], input: [UInt8] = []) throws -> (status: Int32, output: [UInt8], errors: String) {
-    try #require(FileManager.default.isExecutableFile(atPath: program), "\(program) is needed: .ci/run installs Debian's age and openssh-client")
+    try #require(FileManager.default.isExecutableFile(atPath: program), "\(program) is needed: ./test installs Debian's age and openssh-client (as root)")
     let process = Process()
     process.executableURL = URL(fileURLWithPath: program)
     process.arguments = arguments

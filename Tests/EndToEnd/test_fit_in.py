@@ -323,6 +323,18 @@ def readme_quick_start():
     return [line.split("#")[0].strip() for line in block.splitlines() if line.split("#")[0].strip()]
 
 
+def test_ci_runs_the_readmes_test_command_and_nothing_else():
+    """.ci/run's commands, after moving to the checkout, are exactly the README's "## Tests"
+    block: no variable, option or step a user running the README's command would not have."""
+    with open(os.path.join(ROOT, "README.md")) as handle:
+        section = handle.read().split("## Tests", 1)[1]
+    readme = [line.strip() for line in re.search(r"```sh\n(.*?)```", section, re.S).group(1).splitlines() if line.strip()]
+    with open(os.path.join(ROOT, ".ci", "run")) as handle:
+        lines = [line.strip() for line in handle if line.strip() and not line.strip().startswith("#")]
+    assert lines[0] == "set -euo pipefail" and lines[1] == 'cd "$(dirname "$0")/.."', lines
+    assert lines[2:] == readme, (lines, readme)
+
+
 def test_the_readme_quick_start_works_as_written(env, fake_server):
     """Every line of the README's quick start, literally, in a clean HOME with gemvault on PATH."""
     commands = readme_quick_start()

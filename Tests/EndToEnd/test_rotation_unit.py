@@ -70,7 +70,7 @@ def runtime(env):
 
 def verify(env, folder, names):
     if shutil.which("systemd-analyze") is None:
-        pytest.skip("systemd-analyze is not installed (Debian's systemd package); .ci/run installs it")
+        pytest.skip("systemd-analyze is not installed (Debian's systemd package); ./test installs it as root")
     result = subprocess.run(["systemd-analyze", "verify", "--user"] + [os.path.join(folder, n) for n in names],
                             env={"PATH": "/usr/bin:/bin", "HOME": env.home, "XDG_RUNTIME_DIR": env.vars["XDG_RUNTIME_DIR"]},
                             capture_output=True, text=True, timeout=60)
@@ -104,7 +104,7 @@ def test_the_documented_units_pass_systemd_analyze_verify(env, runtime):
 def test_a_unit_that_names_a_missing_binary_fails_verification(env, runtime):
     """The check above can fail: verify does refuse an ExecStart that does not exist."""
     if shutil.which("systemd-analyze") is None:
-        pytest.skip("systemd-analyze is not installed (Debian's systemd package); .ci/run installs it")
+        pytest.skip("systemd-analyze is not installed (Debian's systemd package); ./test installs it as root")
     folder = write_units(env, documented_units(), "%h/.local/bin/gemvault")
     result = subprocess.run(["systemd-analyze", "verify", "--user", os.path.join(folder, "gemvault-rotate.service")],
                             env={"PATH": "/usr/bin:/bin", "HOME": env.home, "XDG_RUNTIME_DIR": runtime},

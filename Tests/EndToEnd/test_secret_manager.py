@@ -342,7 +342,7 @@ def test_exporting_a_linked_key_for_a_service_takes_its_current_version(env, goo
     creds = shutil.which("systemd-creds")
     if creds is None:
         import pytest
-        pytest.skip("systemd-creds is not installed (.ci/run installs the package systemd)")
+        pytest.skip("systemd-creds is not installed (./test installs the package systemd as root)")
     linked_vault(env, google)
     google.control(keys=[{"id": "next", "keyString": NEXT_KEY}], secrets=[{"id": "gemini-key", "versions": [NEXT_KEY]}])
     env.advance_clock(301)

@@ -10,7 +10,7 @@ import pytest
 from conftest import GOOD_KEY
 from test_sharing import AGE, age_decrypt, age_identity, identity, second, vault_with_key
 
-pytestmark = pytest.mark.skipif(AGE is None, reason="Debian's age is not installed (.ci/run installs it)")
+pytestmark = pytest.mark.skipif(AGE is None, reason="Debian's age is not installed (./test installs it as root)")
 
 TOKEN = "ghp_sharedToken0123456789abcdefghijklmnop"
 NEXT = "ghp_sharedNext01234567890abcdefghijklmnop"

@@ -11,7 +11,7 @@ import pytest
 from conftest import GOOD_KEY, PASSPHRASE, Env, auth_key
 
 AGE = shutil.which("age")
-pytestmark = pytest.mark.skipif(AGE is None, reason="Debian's age is not installed (.ci/run installs it)")
+pytestmark = pytest.mark.skipif(AGE is None, reason="Debian's age is not installed (./test installs it as root)")
 
 
 def vault_with_key(env, name="lab", key=GOOD_KEY):

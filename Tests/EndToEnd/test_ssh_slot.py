@@ -348,7 +348,7 @@ def test_a_hostile_agent_gets_a_clear_reason_and_the_passphrase_prompt(vault, mo
 def test_a_pkcs11_token_key_loaded_with_ssh_add_s_opens_the_vault(vault):
     env = vault
     if not os.path.exists(SOFTHSM) or not shutil.which("softhsm2-util"):
-        pytest.skip("softhsm2 is not installed (.ci/run installs it): no PKCS#11 token to test with")
+        pytest.skip("softhsm2 is not installed (./test installs it as root): no PKCS#11 token to test with")
     tokens = os.path.join(env.ssh_folder, "tokens")
     os.mkdir(tokens, 0o700)
     conf = os.path.join(env.ssh_folder, "softhsm2.conf")

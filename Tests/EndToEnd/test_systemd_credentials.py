@@ -18,7 +18,7 @@ from ptyrun import PtySession
 SYSTEMD_CREDS = shutil.which("systemd-creds")
 CREDENTIAL_KEY = "AQ.Systemd_Credential-0123456789abcdefghijklmnopq"
 ENV_KEY = "AQ.Environment_Key-0123456789abcdefghijklmnopqrsklmn"
-needs_systemd_creds = pytest.mark.skipif(SYSTEMD_CREDS is None, reason="systemd-creds is not installed (.ci/run installs the package systemd)")
+needs_systemd_creds = pytest.mark.skipif(SYSTEMD_CREDS is None, reason="systemd-creds is not installed (./test installs the package systemd as root)")
 
 
 @pytest.fixture
@@ -374,7 +374,7 @@ class Sudoer:
 @pytest.fixture
 def sudoer():
     if SYSTEMD_CREDS is None:
-        pytest.skip("systemd-creds is not installed (.ci/run installs the package systemd)")
+        pytest.skip("systemd-creds is not installed (./test installs the package systemd as root)")
     user = Sudoer()
     try:
         init = user.run("init", "--kdf", "interactive")
