@@ -264,14 +264,21 @@ def test_doctor_reports_plaintext_secrets_in_mcp_configs_and_dotenv_files_with_t
     assert len(left) == 2 and all("headers Authorization" in line for line in left), after
 
 
+def private_config(tmp_path, name, text):
+    """An MCP config file of the test's own, mode 0600, holding `text`."""
+    path = os.path.join(str(tmp_path), name)
+    with open(path, "w") as handle:
+        handle.write(text)
+    os.chmod(path, 0o600)
+    return path
+
+
 def test_dry_run_masks_secrets_whatever_their_json_escapes(clients, tmp_path):
     """A value spelled with `\\/` or `\\uXXXX` is masked by its place in the file, not by its text."""
     env = clients
-    path = os.path.join(str(tmp_path), "escaped.json")
-    with open(path, "w") as handle:
-        handle.write('{"mcpServers": {"l": {"command": "npx", "env": {"T": "ghp_\\u0041SCbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", '
-                     '"U": "xoxb-1234\\/5678-abcdefghijklmnopqrstuv"}}}}\n')
-    os.chmod(path, 0o600)
+    path = private_config(tmp_path, "escaped.json",
+                          '{"mcpServers": {"l": {"command": "npx", "env": {"T": "ghp_\\u0041SCbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", '
+                          '"U": "xoxb-1234\\/5678-abcdefghijklmnopqrstuv"}}}}\n')
     result = env.run("mcp", "wrap", "--dry-run", "--config", path, passphrase=False)
     assert result.code == 0, result
     for shown in ("bbbbbbbbbbbbbbbbbbbbbbbb", "abcdefghijklmnop", "5678"):
@@ -282,11 +289,9 @@ def test_a_hostile_server_name_reaches_no_terminal_as_an_escape(clients, tmp_pat
     """Server names from a cloned repository's config never reach the terminal raw: not in
     scan, wrap's notes, nor later in `secret list`'s note of the secret's user."""
     env = clients
-    path = os.path.join(str(tmp_path), "hostile.json")
-    with open(path, "w") as handle:
-        handle.write('{"mcpServers": {"x\\u001b]0;owned\\u0007\\u001b[2J": {"command": "npx", '
-                     '"env": {"T": "ghp_R8x2Kq7LmN4pT9vW3yZ6bC1dF5gH0jS2aQe"}}}}\n')
-    os.chmod(path, 0o600)
+    path = private_config(tmp_path, "hostile.json",
+                          '{"mcpServers": {"x\\u001b]0;owned\\u0007\\u001b[2J": {"command": "npx", '
+                          '"env": {"T": "ghp_R8x2Kq7LmN4pT9vW3yZ6bC1dF5gH0jS2aQe"}}}}\n')
     for args in (("mcp", "scan", "--config", path), ("mcp", "wrap", "--dry-run", "--config", path), ("mcp", "wrap", "--config", path),
                  ("secret", "list")):
         result = env.run(*args, passphrase=args[0] == "secret" or args[1:2] == ("wrap",) and "--dry-run" not in args)
@@ -299,12 +304,9 @@ def test_wrap_leaves_a_server_whose_variable_exec_may_not_set(clients, tmp_path)
     """`MY-TOKEN` is no variable name and `LD_PRELOAD` is the loader's: a wrapped server could
     never start, so wrap says why and leaves the entry, and its plaintext, where they are."""
     env = clients
-    path = os.path.join(str(tmp_path), "odd.json")
     original = ('{"mcpServers": {"dash": {"command": "npx", "env": {"MY-TOKEN": "ghp_R8x2Kq7LmN4pT9vW3yZ6bC1dF5gH0jS2aQe"}},\n'
                 ' "loader": {"command": "npx", "env": {"LD_PRELOAD": "ghp_Z8x2Kq7LmN4pT9vW3yZ6bC1dF5gH0jS2aQe"}}}}\n')
-    with open(path, "w") as handle:
-        handle.write(original)
-    os.chmod(path, 0o600)
+    path = private_config(tmp_path, "odd.json", original)
     result = env.run("mcp", "wrap", "--config", path)
     assert result.code == 0, result
     assert "left 'dash'" in result.err and "left 'loader'" in result.err and "MY-TOKEN" in result.err, result.err
@@ -315,12 +317,9 @@ def test_wrap_leaves_a_server_whose_variable_exec_may_not_set(clients, tmp_path)
 def test_wrap_leaves_a_server_written_twice(clients, tmp_path):
     """Two entries of one name would share one secret name, one value lost: both are left."""
     env = clients
-    path = os.path.join(str(tmp_path), "twice.json")
     original = ('{"mcpServers": {"gh": {"command": "npx", "env": {"T": "ghp_R8x2Kq7LmN4pT9vW3yZ6bC1dF5gH0jS2aQe"}},\n'
                 ' "gh": {"command": "npx", "env": {"T": "ghp_Z8x2Kq7LmN4pT9vW3yZ6bC1dF5gH0jS2aQe"}}}}\n')
-    with open(path, "w") as handle:
-        handle.write(original)
-    os.chmod(path, 0o600)
+    path = private_config(tmp_path, "twice.json", original)
     result = env.run("mcp", "wrap", "--config", path)
     assert result.code == 0, result
     assert "left 'gh'" in result.err and "written twice" in result.err, result.err
