@@ -6,19 +6,6 @@ import Testing
 import VaultCore
 @testable import VaultAccess
 
-/// The passphrase as a script gives it, counted, with the notes it was told.
-private final class Typed: UnlockUI, @unchecked Sendable {
-    var asked = 0
-    var notes: [String] = []
-    var canAsk: Bool { true }
-    func ask(_ request: SecretRequest) throws -> SecretBytes? {
-        guard request.attempt == 1, request.source == .passphraseOptions else { return nil }
-        asked += 1
-        return SecretBytes(utf8: TestVault.passphrase)
-    }
-    func note(_ text: String) { notes.append(text) }
-}
-
 /// An age slot through VaultAccess: added with the passphrase, opened first by its identity
 /// with no prompt, passed over (with a note) for another identity, kept by a rekey.
 @Suite struct AgeSlotUnlockTests {
