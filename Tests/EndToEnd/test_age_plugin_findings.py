@@ -6,7 +6,7 @@ import os
 import pwd
 import sys
 
-from test_age_plugins import NO_HANG, PLUGIN, install_plugin, plugin_identity, plugin_log, shared  # noqa: F401 (a fixture)
+from test_age_plugins import NO_HANG, PLUGIN, device_slot, install_plugin, plugin_identity, plugin_log, shared  # noqa: F401 (a fixture)
 from test_sharing import vault_with_key
 
 
@@ -173,15 +173,9 @@ def test_pq_only_for_a_secret_share_waits_for_the_plugins_labels(shared, tmp_pat
 def test_the_review_repro_a_vault_opening_command_never_runs_a_planted_plugin(env, tmp_path):
     """The age slot's default identity runs the plugin on every vault-opening command: one
     planted where another account could change it is refused and passed over, never run."""
-    import subprocess
     vault_with_key(env)
     install_plugin(env, tmp_path)
-    device = os.path.join(str(tmp_path), "device")
-    with open(device, "wb") as handle:
-        handle.write(os.urandom(32))
-    env.vars["GVTEST_DEVICE"] = device
-    recipient = subprocess.run([sys.executable, PLUGIN, "--device-recipient"], env=env.vars, check=True, capture_output=True, text=True).stdout.strip()
-    assert env.run("slot", "add", "age", recipient, timeout=NO_HANG).code == 0
+    device_slot(env, tmp_path)
     assert env.run("key", "list", passphrase=False, timeout=NO_HANG).code == 0, "the slot opens through the trusted plugin"
     planted = os.path.join(str(tmp_path), "ww")
     marker = os.path.join(str(tmp_path), "ran-as-root")

@@ -31,6 +31,18 @@ def install_plugin(env, tmp_path):
     return folder
 
 
+def device_slot(env, tmp_path):
+    """An age slot sealed to the plugin's device recipient (GVTEST_DEVICE stands in for a
+    YubiKey, present): the device's path, for a test to unplug it."""
+    device = os.path.join(str(tmp_path), "device")
+    with open(device, "wb") as handle:
+        handle.write(os.urandom(32))
+    env.vars["GVTEST_DEVICE"] = device
+    recipient = subprocess.run([sys.executable, PLUGIN, "--device-recipient"], env=env.vars, check=True, capture_output=True, text=True).stdout.strip()
+    assert env.run("slot", "add", "age", recipient, timeout=NO_HANG).code == 0
+    return device
+
+
 def plugin_identity(env, tmp_path, name="gvtest-id.txt"):
     """A gvtest identity file (as the plugins write one: a `# Recipient:` comment above the
     identity) and its recipient."""

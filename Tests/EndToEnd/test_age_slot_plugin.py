@@ -11,11 +11,7 @@ import pytest
 from conftest import BIN, GOOD_KEY, PASSPHRASE
 from ptyrun import PtySession
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PLUGIN = os.path.join(HERE, "age_plugin_gvtest.py")
-NO_HANG = 40
-
-pytestmark = pytest.mark.skipif(not os.path.exists(PLUGIN), reason="the test age plugin (age_plugin_gvtest.py, from the age plugin client's branch) is not in this tree")
+from test_age_plugins import NO_HANG, PLUGIN, device_slot
 
 
 @pytest.fixture
@@ -81,12 +77,7 @@ def test_a_slot_sealed_to_the_plugins_device_opens_with_the_device_present_and_n
     """age's `-j NAME`: the plugin's default identity finds the key on the device (GVTEST_DEVICE
     stands in for a YubiKey), so no identity file is named at all."""
     env = vault
-    device = os.path.join(str(tmp_path), "device")
-    with open(device, "wb") as handle:
-        handle.write(os.urandom(32))
-    env.vars["GVTEST_DEVICE"] = device
-    recipient = subprocess.run([sys.executable, PLUGIN, "--device-recipient"], env=env.vars, check=True, capture_output=True, text=True).stdout.strip()
-    assert env.run("slot", "add", "age", recipient, timeout=NO_HANG).code == 0
+    device = device_slot(env, tmp_path)
     opened = env.run("key", "get", passphrase=False, timeout=NO_HANG)
     assert opened.code == 0 and opened.out == GOOD_KEY + "\n", opened.err
     # The device unplugged: the plugin finds no key, and without a terminal nothing else opens it.
@@ -112,12 +103,7 @@ def test_a_failing_plugin_slot_never_stops_an_identity_file_that_opens_another_s
     plugin runs, so a plugin that fails (its device gone, or itself gone) changes nothing, and
     with the file's slot opened the plugin is never started (no unasked touch or PIN)."""
     env = vault
-    device = os.path.join(str(tmp_path), "device")
-    with open(device, "wb") as handle:
-        handle.write(os.urandom(32))
-    env.vars["GVTEST_DEVICE"] = device
-    recipient = subprocess.run([sys.executable, PLUGIN, "--device-recipient"], env=env.vars, check=True, capture_output=True, text=True).stdout.strip()
-    assert env.run("slot", "add", "age", recipient, timeout=NO_HANG).code == 0
+    device_slot(env, tmp_path)
     identity, x25519 = age_keygen(str(tmp_path))
     assert env.run("slot", "add", "age", x25519, timeout=NO_HANG).code == 0
     del env.vars["GVTEST_DEVICE"]

@@ -1,22 +1,10 @@
 """The age slot sealed to a hybrid post-quantum recipient (`age1pq1…`, mlkem768x25519): the
 identity made by age_pq.py (an independent reader and writer from the specs), the slot's age
-file opened by it too. Needs the post-quantum recipients (issue 45 item 1) and age_pq.py."""
+file opened by it too."""
 import os
-import sys
 
-import pytest
-
+import age_pq
 from conftest import GOOD_KEY
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-try:
-    sys.path.insert(0, HERE)
-    import age_pq
-except ImportError as missing:  # the module, or kyber-py, is not in this tree yet
-    age_pq = None
-    reason = "the post-quantum cross-check (age_pq.py and kyber-py) is not here: %s" % missing
-
-pytestmark = pytest.mark.skipif(age_pq is None, reason=age_pq is None and reason or "")
 
 
 def test_a_hybrid_recipients_slot_opens_with_its_identity_and_a_rekey_keeps_it(env):
