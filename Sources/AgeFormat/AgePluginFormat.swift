@@ -56,10 +56,12 @@ public enum AgePluginWire {
         text.reserveCapacity(text.count + encoded.count + encoded.count / bodyColumns + 2)
         var start = 0
         while encoded.count - start >= bodyColumns {
-            text += encoded[start..<(start + bodyColumns)] + [10]
+            text += encoded[start..<(start + bodyColumns)]
+            text.append(10)
             start += bodyColumns
         }
-        text += encoded[start...] + [10]
+        text += encoded[start...]
+        text.append(10)
         return text
     }
 

@@ -33,6 +33,9 @@ final class PluginProcess {
             throw AgeError(.plugin, "\(program) could not be started: \(error.reason)")
         }
         runDeadline = Deadline(after: limits.runSeconds, clock: limits.clock)
+        // Room for the longest line and one more read: a buffer that grew would leave copies of
+        // a file key's base64 behind, unwiped.
+        pending.reserveCapacity(max(limits.lineBytes, AgePluginWire.bodyColumns) + Self.readBytes + 1)
         if let input = child.standardInput { _ = fcntl(input.raw, F_SETFL, fcntl(input.raw, F_GETFL) | O_NONBLOCK) }
     }
 
@@ -89,6 +92,7 @@ final class PluginProcess {
     /// `add-identity IDENTITY` built from secret memory: the identity never becomes a String.
     func sendIdentity(_ identity: SecretBytes) throws(AgeError) {
         var bytes = Array("-> add-identity ".utf8)
+        bytes.reserveCapacity(bytes.count + identity.count + 2)
         identity.withUnsafeBytes { bytes += $0 }
         bytes += [10, 10]
         defer { SecretBytes.wipe(&bytes) }
@@ -121,6 +125,8 @@ final class PluginProcess {
         let words = first.dropFirst(3).split(separator: 32, omittingEmptySubsequences: false)
         guard !words.isEmpty, words.allSatisfy(AgePluginWire.isArgument) else { throw failure("sent a command with malformed arguments") }
         var body: [UInt8] = []
+        // Room for the largest body at once: a growing array would leave copies of a file key behind.
+        body.reserveCapacity(limits.bodyBytes + AgePluginWire.bodyColumns)
         while true {
             var bodyLine = try line(limit: AgePluginWire.bodyColumns, deadline: deadline)
             defer { SecretBytes.wipe(&bodyLine) }
@@ -143,8 +149,7 @@ final class PluginProcess {
             if let end = pending.firstIndex(of: 10) {
                 guard end <= limit else { throw failure("sent a line over \(limit) bytes") }
                 let line = Array(pending[..<end])
-                pending.withUnsafeMutableBytes { raw in raw.baseAddress.map { _ = memset($0, 0, end + 1) } }
-                pending.removeFirst(end + 1)
+                dropPending(end + 1)
                 return line
             }
             guard pending.count <= limit else { throw failure("sent a line over \(limit) bytes") }
@@ -152,10 +157,23 @@ final class PluginProcess {
         }
     }
 
+    /// The first `count` bytes of `pending` gone, the rest moved up in place and the bytes it
+    /// leaves zeroed: no copy of a line stays past the end.
+    private func dropPending(_ count: Int) {
+        pending.withUnsafeMutableBytes { raw in
+            guard let base = raw.baseAddress else { return }
+            memmove(base, base + count, raw.count - count)
+            memset(base + raw.count - count, 0, count)
+        }
+        pending.removeLast(count)
+    }
+
+    static let readBytes = 4096
+
     /// More of stdout (and any stderr meanwhile), waiting at most until `deadline`.
     private func fill(deadline: Deadline) throws(AgeError) {
         guard let output = child.standardOutput else { throw failure("has no output") }
-        var chunk = [UInt8](repeating: 0, count: 4096)
+        var chunk = [UInt8](repeating: 0, count: Self.readBytes)
         defer { SecretBytes.wipe(&chunk) }
         while true {
             guard !deadline.hasPassed else {
