@@ -17,6 +17,9 @@ public struct AgeError: Error, Equatable, Sendable, CustomStringConvertible {
         case wrongPassphrase = "wrong passphrase"
         /// An age plugin (`age-plugin-NAME`) is missing, refused, broke its protocol or ran out of time.
         case plugin = "plugin failure"
+        /// An identity held elsewhere (the session's agent) could not be asked: nothing is known
+        /// of the file, which is not damaged for it.
+        case holderUnavailable = "identity holder unavailable"
     }
 
     public let kind: Kind

@@ -11,6 +11,7 @@ extension AgeError: ReportableError {
         case .unsupported: FailureReport(.failure, "\(detail); nothing was stored")
         case .wrongPassphrase: FailureReport(.wrongSecret, "\(detail); nothing was stored")
         // Neutralised where every error is printed: a plugin's words are its own.
+        case .holderUnavailable: FailureReport(.failure, "\(detail); nothing was stored")
         case .plugin: FailureReport(.failure, detail, hint: "Docs/sharing.md says which plugins gemvault runs and how long it waits for them")
         default: FailureReport(.damaged, "the share file is damaged (\(kind.rawValue): \(detail)); nothing was stored")
         }

@@ -157,7 +157,7 @@ public struct X25519Identity: AgeIdentity {
     /// The X25519 stanzas' unwrapping, with the agreements done by `agree` (here, or in the
     /// agent: all of one file's in one request). `agree` answers nil for a low-order share.
     static func unwrap(_ stanzas: [AgeStanza], recipient: X25519Recipient,
-                       agree: ([[UInt8]]) throws(PrimitiveError) -> [SecretBytes?]) throws(AgeError) -> SecretBytes? {
+                       agree: ([[UInt8]]) throws(AgeError) -> [SecretBytes?]) throws(AgeError) -> SecretBytes? {
         let x25519 = stanzas.filter { $0.type == "X25519" }
         guard x25519.count <= stanzaLimit else {
             throw AgeError(.unsupported, "the file has \(x25519.count) X25519 recipients; gemvault tries at most \(stanzaLimit)")
@@ -169,8 +169,7 @@ public struct X25519Identity: AgeIdentity {
             shares.append(try StanzaSeal.point(stanza.arguments[0], "X25519"))
             try StanzaSeal.checkBody(stanza, "X25519")
         }
-        let agreed: [SecretBytes?]
-        do { agreed = try agree(shares) } catch { throw AgeError(.header, "the X25519 share is a low-order point") }
+        let agreed = try agree(shares)
         guard agreed.count == shares.count else { throw AgeError(.header, "the agreement answered for \(agreed.count) of \(shares.count) shares") }
         for (index, stanza) in x25519.enumerated() {
             guard let shared = agreed[index] else { throw AgeError(.header, "the X25519 share is a low-order point") }
@@ -186,9 +185,9 @@ public struct X25519Identity: AgeIdentity {
 /// with a file's stanza shares are asked for (all in one request), never the secret.
 public struct DelegatedX25519Identity: AgeIdentity {
     public let recipient: X25519Recipient
-    private let agree: @Sendable ([[UInt8]]) throws(PrimitiveError) -> [SecretBytes?]
+    private let agree: @Sendable ([[UInt8]]) throws(AgeError) -> [SecretBytes?]
 
-    public init(recipient: X25519Recipient, agree: @escaping @Sendable ([[UInt8]]) throws(PrimitiveError) -> [SecretBytes?]) {
+    public init(recipient: X25519Recipient, agree: @escaping @Sendable ([[UInt8]]) throws(AgeError) -> [SecretBytes?]) {
         self.recipient = recipient
         self.agree = agree
     }

@@ -100,7 +100,9 @@ public struct HybridIdentity: AgeIdentity {
     }
 
     public func unwrap(_ stanzas: [AgeStanza]) throws(AgeError) -> SecretBytes? {
-        try Self.unwrap(stanzas) { encs throws(PrimitiveError) in try decapsulate(encs) }
+        try Self.unwrap(stanzas) { encs throws(AgeError) in
+            do { return try decapsulate(encs) } catch { throw AgeError(.header, "the mlkem768x25519 stanza's enc could not be decapsulated") }
+        }
     }
 
     /// The most `mlkem768x25519` stanzas tried in one file, as for X25519.
@@ -108,7 +110,7 @@ public struct HybridIdentity: AgeIdentity {
 
     /// The `mlkem768x25519` stanzas' unwrapping (age.md), the decapsulations done by `decapsulate`
     /// (here, or all of one file's in one request to the agent).
-    static func unwrap(_ stanzas: [AgeStanza], decapsulate: ([[UInt8]]) throws(PrimitiveError) -> [SecretBytes?]) throws(AgeError) -> SecretBytes? {
+    static func unwrap(_ stanzas: [AgeStanza], decapsulate: ([[UInt8]]) throws(AgeError) -> [SecretBytes?]) throws(AgeError) -> SecretBytes? {
         let hybrid = stanzas.filter { $0.type == Labels.hybridStanza }
         guard hybrid.count <= stanzaLimit else {
             throw AgeError(.unsupported, "the file has \(hybrid.count) mlkem768x25519 recipients; gemvault tries at most \(stanzaLimit)")
@@ -123,8 +125,7 @@ public struct HybridIdentity: AgeIdentity {
             try StanzaSeal.checkBody(stanza, "mlkem768x25519")
             encs.append(enc)
         }
-        let secrets: [SecretBytes?]
-        do { secrets = try decapsulate(encs) } catch { throw AgeError(.header, "the mlkem768x25519 stanza's enc could not be decapsulated") }
+        let secrets = try decapsulate(encs)
         guard secrets.count == encs.count else { throw AgeError(.header, "the decapsulation answered for \(secrets.count) of \(encs.count) stanzas") }
         for (index, stanza) in hybrid.enumerated() {
             guard let shared = secrets[index] else { throw AgeError(.header, "the X25519 part of the mlkem768x25519 enc is a low-order point") }
@@ -140,9 +141,9 @@ public struct HybridIdentity: AgeIdentity {
 /// of a file's `enc`s are asked for (all in one request), never the seed.
 public struct DelegatedHybridIdentity: AgeIdentity {
     public let recipient: HybridRecipient
-    private let decapsulate: @Sendable ([[UInt8]]) throws(PrimitiveError) -> [SecretBytes?]
+    private let decapsulate: @Sendable ([[UInt8]]) throws(AgeError) -> [SecretBytes?]
 
-    public init(recipient: HybridRecipient, decapsulate: @escaping @Sendable ([[UInt8]]) throws(PrimitiveError) -> [SecretBytes?]) {
+    public init(recipient: HybridRecipient, decapsulate: @escaping @Sendable ([[UInt8]]) throws(AgeError) -> [SecretBytes?]) {
         self.recipient = recipient
         self.decapsulate = decapsulate
     }

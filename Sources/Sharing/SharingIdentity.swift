@@ -54,8 +54,8 @@ public struct SharingIdentity: Sendable {
     /// The identity held by a session agent: its public halves, and the agreement and
     /// decapsulation it may be asked for. A hybrid key the agent sent that is not one is refused.
     public init(agreementKey: [UInt8], signingKey: [UInt8], hybridKey: [UInt8]?, label: String,
-                agree: @escaping @Sendable ([[UInt8]]) throws(PrimitiveError) -> [SecretBytes?],
-                decapsulate: @escaping @Sendable ([[UInt8]]) throws(PrimitiveError) -> [SecretBytes?]) throws(SharingError) {
+                agree: @escaping @Sendable ([[UInt8]]) throws(AgeError) -> [SecretBytes?],
+                decapsulate: @escaping @Sendable ([[UInt8]]) throws(AgeError) -> [SecretBytes?]) throws(SharingError) {
         recipientKey = X25519Recipient(publicKey: agreementKey)
         age = DelegatedX25519Identity(recipient: recipientKey, agree: agree)
         if let hybridKey {

@@ -1,3 +1,4 @@
+import AgeFormat
 import Agent
 import Sharing
 import SSHAgent
@@ -298,17 +299,23 @@ public final class VaultAccess {
 
     // MARK: Sharing
 
+    /// The session's agent, holding the sharing identity, could not be asked: said as its own
+    /// error, never as a damaged file or a low-order point.
+    static func holderUnavailable(_ error: any Error) -> AgeError {
+        AgeError(.holderUnavailable, "the session's agent could not open the share: " + ((error as? any ReportableError)?.report.message ?? "\(error)"))
+    }
+
     /// The vault's sharing identity, made on first use (labelled `defaultLabel`): through the
     /// session, whose agent keeps the secrets (it agrees, and signs only shares it builds); else from the vault
     /// opened with the passphrase.
     public func sharingIdentity(defaultLabel: String) throws -> SharingIdentity {
         if let agent, let halves = try throughSession({ agent throws(AgentError) in try agent.sharingIdentity(defaultLabel: defaultLabel) }) {
             return try SharingIdentity(agreementKey: halves.agreementKey, signingKey: halves.signingKey, hybridKey: halves.hybridKey, label: halves.label,
-                                       agree: { shares throws(PrimitiveError) in
-                                           do { return try agent.agree(shares) } catch { throw .lowOrderPoint }
+                                       agree: { shares throws(AgeError) in
+                                           do { return try agent.agree(shares) } catch { throw Self.holderUnavailable(error) }
                                        },
-                                       decapsulate: { encs throws(PrimitiveError) in
-                                           do { return try agent.decapsulate(encs) } catch { throw .lowOrderPoint }
+                                       decapsulate: { encs throws(AgeError) in
+                                           do { return try agent.decapsulate(encs) } catch { throw Self.holderUnavailable(error) }
                                        })
         }
         try checkBeforePrompt()

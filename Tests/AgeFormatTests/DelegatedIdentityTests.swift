@@ -19,6 +19,20 @@ import VaultCore
         }
     }
 
+    /// The holder (the session's agent) failing is said as such, for X25519 and hybrid alike:
+    /// neither a damaged header nor a low-order point.
+    @Test func aHolderThatCannotBeAskedIsNotADamagedFile() throws {
+        let gone = AgeError(.holderUnavailable, "the session's agent could not open the share: no unlocked session")
+        let x25519 = X25519Identity.generate()
+        let hybrid = HybridIdentity.generate()
+        let file = try AgeFile.encrypt(SecretBytes(utf8: "a key"), to: [x25519.recipient, hybrid.recipient])
+        let identities: [any AgeIdentity] = [DelegatedX25519Identity(recipient: x25519.recipient) { _ throws(AgeError) in throw gone },
+                                             DelegatedHybridIdentity(recipient: hybrid.recipient) { _ throws(AgeError) in throw gone }]
+        for identity in identities {
+            #expect(throws: gone) { try AgeFile.decrypt(file, with: [identity]) }
+        }
+    }
+
     @Test func aFileForManyRecipientsCostsOneAgreementRequest() throws {
         let held = X25519Identity.generate()
         let others = (0..<20).map { _ in X25519Identity.generate().recipient }

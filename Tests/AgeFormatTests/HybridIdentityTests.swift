@@ -35,9 +35,9 @@ import VaultCore
         let holder = HybridIdentity.generate()
         let file = try AgeFile.encrypt(SecretBytes(utf8: "k"), to: [HybridIdentity.generate().recipient, holder.recipient])
         let requests = CallLog()
-        let delegated = DelegatedHybridIdentity(recipient: holder.recipient) { encs throws(PrimitiveError) in
+        let delegated = DelegatedHybridIdentity(recipient: holder.recipient) { encs throws(AgeError) in
             requests.add(encs.count)
-            return try holder.decapsulate(encs)
+            do { return try holder.decapsulate(encs) } catch { throw AgeError(.holderUnavailable, "\(error)") }
         }
         let opened = try AgeFile.decrypt(file, with: [delegated])
         #expect(opened.withUnsafeBytes { Array($0) } == Array("k".utf8))
@@ -47,7 +47,7 @@ import VaultCore
     @Test func aFileWithTooManyHybridStanzasIsRefusedBeforeAnyDecapsulation() throws {
         let stanza = try HybridIdentity.generate().recipient.wrap(SecretBytes.random(count: 16))
         let calls = CallLog()
-        let delegated = DelegatedHybridIdentity(recipient: HybridIdentity.generate().recipient) { encs throws(PrimitiveError) in
+        let delegated = DelegatedHybridIdentity(recipient: HybridIdentity.generate().recipient) { encs throws(AgeError) in
             calls.add(encs.count)
             return encs.map { _ in nil }
         }

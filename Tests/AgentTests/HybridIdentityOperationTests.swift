@@ -44,14 +44,14 @@ import VaultCore
         let held = try HybridIdentity(seed: seed)
         let fileKey = SecretBytes.random(count: 16)
         let stanzas = [try held.recipient.wrap(fileKey), try HybridIdentity.generate().recipient.wrap(SecretBytes.random(count: 16))]
-        let delegated = DelegatedHybridIdentity(recipient: held.recipient) { encs throws(PrimitiveError) in
+        let delegated = DelegatedHybridIdentity(recipient: held.recipient) { encs throws(AgeError) in
             var request = AgentMessage(code: AgentProtocol.Operation.decapsulate.rawValue)
             var joined = Array(encs.joined())
             request.add(.encapsulatedKey, secret: SecretBytes(taking: &joined))
             // The agent's vault holds the identity; only the seed matters to operation 32.
             let inAgent = VaultIdentity(agreementSecret: .random(count: 32), signingSeed: .random(count: 32), hybridSeed: seed, label: "bob@lab")
             guard let answer = try? AgentServer.decapsulations(inAgent, request), answer.code == 0,
-                  let shared = answer.secret(.hybridSharedSecret), shared.count == 32 * encs.count else { throw .invalidInput }
+                  let shared = answer.secret(.hybridSharedSecret), shared.count == 32 * encs.count else { throw AgeError(.holderUnavailable, "the agent did not answer") }
             return (0..<encs.count).map { shared.view($0 * 32..<($0 + 1) * 32) }
         }
         let opened = try #require(try delegated.unwrap(stanzas.reversed()))

@@ -63,7 +63,9 @@ import VaultCore
         bytes = original
         bytes[stanzaArgument + 5] = UInt8(ascii: "!")
         let damaged = try VaultFile.parse(bytes + Sodium.blake2b256(bytes[...]), path: "test", policy: .testing)
-        #expect(throws: VaultError.self) { _ = try AgeSlotKey.unlocking(damaged, path: "test", with: [identity]) }
+        let error = try #require(throws: VaultError.self) { _ = try AgeSlotKey.unlocking(damaged, path: "test", with: [identity]) }
+        guard case .slotsDamaged(_, let detail) = error else { Issue.record("not a damaged slot: \(error)"); return }
+        #expect(detail.contains("does not parse"), "\(detail)")
     }
 
     @Test func recipientTypesAndShortForms() {
