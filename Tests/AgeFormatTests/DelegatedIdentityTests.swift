@@ -31,6 +31,8 @@ import VaultCore
         for identity in identities {
             #expect(throws: gone) { try AgeFile.decrypt(file, with: [identity]) }
         }
+        // Exit 1 with the agent's words, not exit 4's "the share file is damaged".
+        #expect(gone.report.outcome == .failure && gone.report.message.hasPrefix("the session's agent could not open the share"))
     }
 
     @Test func aFileForManyRecipientsCostsOneAgreementRequest() throws {
