@@ -88,9 +88,9 @@ struct CommandFailure: Error {
 enum ErrorReport {
     static func report(_ error: Error) -> ExitCode {
         let (code, message, hint) = describe(error)
-        // Messages quote server text, file names and settings: none of it may drive the terminal.
-        if !message.isEmpty { Console.error(EscapeNeutralizer.neutralize(message)) }
-        if let hint { Console.hint(EscapeNeutralizer.neutralize(hint)) }
+        // Messages quote server text, file names and settings: Console neutralises them.
+        if !message.isEmpty { Console.error(message) }
+        if let hint { Console.hint(hint) }
         return code
     }
 
