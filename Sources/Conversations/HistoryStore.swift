@@ -89,7 +89,10 @@ public struct HistoryStore: Sendable {
         public let vaultHistory: String?
     }
 
-    static let historyChoices: [String?] = ["off", nil, "on"]
+    /// The vault's `history` setting when it is off (Settings' `HistoryMode.off`, which this
+    /// module cannot see): the recipient file keeps it so it holds while the vault is locked.
+    static let historyOff = "off"
+    static let historyChoices: [String?] = [historyOff, nil, "on"]
 
     /// What a vault opened or saved holds for its history (VaultAccess's observer): the current
     /// conversation key's public half and the vault's `history` setting, so conversations are

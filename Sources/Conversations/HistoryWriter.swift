@@ -133,7 +133,7 @@ extension HistoryStore {
         do throws(Failure) {
             let recipient = try recipient()
             let recorded = setting.fromVaultOrAbove ? nil : recipient?.vaultHistory
-            if recorded.map({ $0 == "off" }) ?? setting.off { return (nil, nil) }
+            if recorded.map({ $0 == Self.historyOff }) ?? setting.off { return (nil, nil) }
             guard recipient != nil else { throw .noRecipient }
         } catch {
             return (nil, "this conversation is not saved: \(error.description)")

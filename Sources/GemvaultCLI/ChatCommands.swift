@@ -228,7 +228,7 @@ enum ChatCommand {
         let transcript = try history.load(id, with: keys)
         conversation.goOn(with: transcript, modelGiven: call.value(.model) != nil, systemGiven: call.value(.system) != nil, isModelName: client.isModelName)
         let writer = try history.reopen(id, after: transcript)
-        Console.note("going on with conversation \(id.prefix(8)) (\(transcript.turns.count) turn\(transcript.turns.count == 1 ? "" : "s"), \(EscapeNeutralizer.neutralize(conversation.model)))")
+        Console.note("going on with conversation \(id.prefix(8)) (\(transcript.turns.count) turn\(transcript.turns.count == 1 ? "" : "s"), \(conversation.model))")
         return (writer, transcript.systemInEffect)
     }
 

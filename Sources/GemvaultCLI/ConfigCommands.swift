@@ -72,7 +72,7 @@ extension Context {
     /// The config file, with a warning for each unknown key.
     func loadConfigFile() throws -> ConfigFile {
         let file = try ConfigFile.load(path: paths.configFile)
-        for key in file.unknownKeys { Console.warning("\(paths.configFile): unknown setting '\(EscapeNeutralizer.neutralize(key))' is ignored") }
+        for key in file.unknownKeys { Console.warning("\(paths.configFile): unknown setting '\(key)' is ignored") }
         return file
     }
 

@@ -1,7 +1,4 @@
-import KeyResolution
-import Rotation
 import TerminalIO
-import ToolSecrets
 import VaultCore
 
 /// The exit codes every command shares (Docs/cli.md).
@@ -88,9 +85,9 @@ struct CommandFailure: Error {
 enum ErrorReport {
     static func report(_ error: Error) -> ExitCode {
         let (code, message, hint) = describe(error)
-        // Messages quote server text, file names and settings: none of it may drive the terminal.
-        if !message.isEmpty { Console.error(EscapeNeutralizer.neutralize(message)) }
-        if let hint { Console.hint(EscapeNeutralizer.neutralize(hint)) }
+        // Messages quote server text, file names and settings: Console neutralises them.
+        if !message.isEmpty { Console.error(message) }
+        if let hint { Console.hint(hint) }
         return code
     }
 
@@ -107,20 +104,11 @@ enum ErrorReport {
             return (.failure, "cannot write to standard output: \(output.reason)", nil)
         case let reportable as any ReportableError:
             let report = reportable.report
-            return (ExitCode(report.outcome), report.message, report.hint ?? usageLine(of: error))
+            // A workflow's usage mistake that names no fix gets the usage line of the command that made it.
+            let usage = report.commandPath.flatMap { path in commandTable.first { $0.path == path } }.map { "usage: \($0.usage)" }
+            return (ExitCode(report.outcome), report.message, report.hint ?? usage)
         default:
             return (.failure, "\(error)", nil)
         }
-    }
-
-    /// A workflow's usage mistake that names no fix gets the usage line of the command that made it.
-    private static func usageLine(of error: Error) -> String? {
-        let command: CommandSpec? = switch error {
-        case RotationError.usage: rotationCommands.first
-        case is ExecBindingError: execCommands.first
-        case SecretLinking.Refusal.notAReference: vaultCommands.first { $0.path == ["key", "set"] }
-        default: nil
-        }
-        return command.map { "usage: \($0.usage)" }
     }
 }

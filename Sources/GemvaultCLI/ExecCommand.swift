@@ -82,7 +82,7 @@ enum ExecCommand {
         } catch {
             gv_forward_signals_unblock()
             // As env(1) and shells do: 127 when the command is not found, 126 when it cannot run.
-            Console.error("cannot run '\(EscapeNeutralizer.neutralize(arguments[0]))': \(error.reason)")
+            Console.error("cannot run '\(arguments[0])': \(error.reason)")
             return error.code == 2 ? 127 : 126
         }
         gv_forward_signals_to(child.pid)

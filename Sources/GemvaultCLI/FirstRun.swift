@@ -111,8 +111,8 @@ enum FirstRun {
                 Console.note("the API accepted the key")
                 return key
             } catch let error as any ChatFailure where error.kind == .refused {
-                Console.warning("the check failed: \(EscapeNeutralizer.neutralize(error.message))")
-                if let hint = error.hint { Console.hint(EscapeNeutralizer.neutralize(hint)) }
+                Console.warning("the check failed: \(error.message)")
+                if let hint = error.hint { Console.hint(hint) }
                 guard TerminalQuestion.offer("Type the key again?") else {
                     throw CommandFailure(.apiRefused, "set-up stopped: key '\(name)' is stored, but the Gemini API refused it",
                                          hint: "'gemvault key rotate \(name)' replaces it with a key that works; then 'gemvault' starts a chat")

@@ -221,7 +221,7 @@ enum HistoryCommand {
             return
         }
         guard !results.isEmpty else {
-            Console.note("no saved conversation holds '\(EscapeNeutralizer.neutralize(query))'")
+            Console.note("no saved conversation holds '\(query)'")
             return
         }
         let style = context.style(nil, fd: FileDescriptor.standardOutput.raw)

@@ -28,7 +28,7 @@ enum Pager {
         do {
             pager = try ProcessSpawner.spawn(argv, environment: environment, input: .pipe)
         } catch {
-            Console.warning("the pager '\(EscapeNeutralizer.neutralize(argv.joined(separator: " ")))' could not start (\(error.reason)); printing directly")
+            Console.warning("the pager '\(argv.joined(separator: " "))' could not start (\(error.reason)); printing directly")
             try Console.out(text)
             return
         }

@@ -75,15 +75,20 @@ enum ShareCommand {
     static func identity(_ call: Invocation) throws {
         let vault = call.context.vault
         try vault.checkBeforePrompt()
+        // What --classic or --upgrade leaves, so it is not read again.
+        var made: SharingIdentity?
         if call.flag(.classicIdentity) {
             guard !call.flag(.upgradeIdentity) else { throw UsageError("--classic and --upgrade go apart: --upgrade adds the post-quantum key --classic leaves out", command: call.command) }
-            if try !vault.makeClassicIdentity(label: defaultLabel), try vault.sharingIdentity(defaultLabel: defaultLabel).pqRecipient != nil {
+            let classic = try vault.makeClassicIdentity(label: defaultLabel)
+            if !classic.made, classic.identity.pqRecipient != nil {
                 throw CommandFailure(.usage, "the vault has a post-quantum identity already; --classic only makes a new one, X25519 only",
                                      hint: "senders without post-quantum age can still use its age1… recipient")
             }
+            made = classic.identity
         }
         if call.flag(.upgradeIdentity) {
             let upgrade = try vault.upgradeIdentity(defaultLabel: defaultLabel, ConsoleShareOutput())
+            made = upgrade.identity
             Console.note(upgrade.upgraded ? "added a post-quantum recipient to this vault's identity; give senders the age1pq1… recipient below"
                          + (upgrade.reshared.isEmpty ? "" : " (shared again for it: \(upgrade.reshared.joined(separator: ", ")))")
                          : "this vault's identity is post-quantum already")
@@ -92,7 +97,7 @@ enum ShareCommand {
                              + upgrade.followed.map { "\($0.name) (from \(visible($0.sender)))" }.joined(separator: ", "))
             }
         }
-        var identity = try vault.sharingIdentity(defaultLabel: defaultLabel)
+        var identity = try made ?? vault.sharingIdentity(defaultLabel: defaultLabel)
         if let label = call.value(.label) {
             guard VaultIdentity.isValidLabel(label) else {
                 throw UsageError("--label takes 1 to \(VaultIdentity.labelLimit) bytes of text without control characters", command: call.command)
@@ -140,11 +145,12 @@ enum ShareCommand {
         _ = try vault.sharingIdentity(defaultLabel: defaultLabel)
         guard try vault.key(name, markUsed: false) != nil else { throw VaultError.keyNotFound(name: name) }
         var record = try vault.sharingRecords()[name] ?? KeySharing()
-        guard !given.isEmpty || !record.recipients.isEmpty else {
+        let earlier = try recorded(record)
+        guard !given.isEmpty || !earlier.isEmpty else {
             throw UsageError("'\(name)' has not been shared yet, and no recipient was named", command: call.command,
                              fix: "name one: gemvault key share \(name) --to age1… (or -R FILE); 'gemvault identity' prints a vault's recipient")
         }
-        let targets = try outputTargets(call, name: name, given: given, record: record)
+        let targets = try outputTargets(call, name: name, given: given, earlier: earlier)
         // Without recipients and -o, the share goes again to everyone recorded, in the files recorded.
         let toStandardOutput = targets.isEmpty && !given.isEmpty
         if toStandardOutput, !call.flag(.armor), Terminal.isTerminal(1) {
@@ -162,7 +168,7 @@ enum ShareCommand {
         guard record.recipients.count <= KeySharing.recipientLimit else {
             throw UsageError("a key can be shared with at most \(KeySharing.recipientLimit) recipients", command: call.command)
         }
-        let strength = try checkStrength(call, try recorded(record))
+        let strength = try checkStrength(call, try recorded(record, parsed: given + earlier), checkedAlready: given)
         var new = targets.map { NewShareFile(path: $0.path, recipients: $0.recipients.map(\.text), armor: call.flag(.armor), mode: mode, replacing: call.flag(.overwrite)) }
         if toStandardOutput { new.append(NewShareFile(path: nil, recipients: given.map(\.text), armor: call.flag(.armor), mode: mode, replacing: false)) }
         let (serial, written) = try vault.writeShares(name: name, record: record, new: new, strength: strength, ConsoleShareOutput())
@@ -177,25 +183,30 @@ enum ShareCommand {
     }
 
     /// age's rule for everyone a share goes to: with --pq-only a classic native recipient is
-    /// refused now; the rest (a plugin's labels, the mixed-recipient warning) once wrapped.
-    static func checkStrength(_ call: Invocation, _ recipients: [NamedRecipient]) throws -> ShareStrength {
-        if call.flag(.pqOnly) { try RecipientStrength.requirePostQuantum(recipients) }
+    /// refused now (but for those `checkedAlready`); the rest (a plugin's labels, the
+    /// mixed-recipient warning) once wrapped.
+    static func checkStrength(_ call: Invocation, _ recipients: [NamedRecipient], checkedAlready: [NamedRecipient] = []) throws -> ShareStrength {
+        if call.flag(.pqOnly) {
+            let checked = Set(checkedAlready.map(\.text))
+            try RecipientStrength.requirePostQuantum(recipients.filter { !checked.contains($0.text) })
+        }
         return ShareStrength(postQuantumOnly: call.flag(.pqOnly), recipients: recipients)
     }
 
     /// The files `-o` names for this share; empty without `-o`. Without `--to`, for everyone recorded.
-    static func outputTargets(_ call: Invocation, name: String, given: [NamedRecipient], record: KeySharing) throws -> [ShareFiles.Target] {
+    static func outputTargets(_ call: Invocation, name: String, given: [NamedRecipient], earlier: [NamedRecipient]) throws -> [ShareFiles.Target] {
         guard let value = call.value(.output) else { return [] }
         let path = ProcessIdentity.absolutePath(ProcessIdentity.expandingTilde(value))
         let isFolder = value.hasSuffix("/") || FileStatus.of(path)?.kind == .directory
-        return try ShareFiles.targets(path, isFolder: isFolder, name: name, recipients: given.isEmpty ? try recorded(record) : given)
+        return try ShareFiles.targets(path, isFolder: isFolder, name: name, recipients: given.isEmpty ? earlier : given)
     }
 
-    /// Each recipient `record` names, once, parsed, with its label.
-    static func recorded(_ record: KeySharing) throws -> [NamedRecipient] {
+    /// Each recipient `record` names, once, with its label: taken from `parsed` by its text, else parsed.
+    static func recorded(_ record: KeySharing, parsed: [NamedRecipient] = []) throws -> [NamedRecipient] {
+        let known = Dictionary(parsed.map { ($0.text, $0.recipient) }, uniquingKeysWith: { first, _ in first })
         var seen = Set<String>()
         return try record.recipients.filter { seen.insert($0.recipient).inserted }.map { entry in
-            NamedRecipient(recipient: try RecipientList.parse(entry.recipient, origin: "the recorded recipient").recipient, label: entry.label)
+            NamedRecipient(recipient: try known[entry.recipient] ?? RecipientList.parse(entry.recipient, origin: "the recorded recipient").recipient, label: entry.label)
         }
     }
 

@@ -66,11 +66,13 @@ extension SystemdCredentialFailure: ReportableError {
     }
 }
 
-/// `--from` that is not a reference is `key set`'s usage mistake: the CLI adds its usage line.
+/// `--from` that is not a reference is `key set`'s usage mistake: the CLI adds its usage line
+/// (also when `secret set --from` made it).
 extension SecretLinking.Refusal: ReportableError {
     public var report: FailureReport {
         switch self {
-        case .notAReference(let text): FailureReport(.usage, "--from takes gsm://projects/PROJECT/secrets/SECRET or …/versions/N, not '\(text)'")
+        case .notAReference(let text):
+            FailureReport(.usage, "--from takes gsm://projects/PROJECT/secrets/SECRET or …/versions/N, not '\(text)'", commandPath: ["key", "set"])
         case .olderVersion(let name, let taken, let answered, let resource, let reference):
             FailureReport(.failure, "'\(name)' took version \(taken) of \(resource), and Secret Manager now answers version \(answered), older; nothing was changed",
                           hint: "when that is right (version \(taken) was forged, or disabled on purpose): gemvault key set \(name) --from \(reference) --relink")

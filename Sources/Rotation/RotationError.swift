@@ -21,7 +21,7 @@ public enum RotationError: Error, Equatable, Sendable {
 extension RotationError: ReportableError {
     public var report: FailureReport {
         switch self {
-        case .usage(let message, let fix): FailureReport(.usage, message, hint: fix)
+        case .usage(let message, let fix): FailureReport(.usage, message, hint: fix, commandPath: ["key", "rotate"])
         case .failed(let message, let hint): FailureReport(.failure, message, hint: hint)
         case .unreachable(let message, let hint): FailureReport(.network, message, hint: hint)
         }

@@ -49,8 +49,3 @@ public struct RotationRequest {
     public func flag(_ option: Option) -> Bool { given[option] != nil }
     public func value(_ option: Option) -> String? { given[option] }
 }
-
-extension String {
-    /// nil for the empty string.
-    public var nonEmpty: String? { isEmpty ? nil : self }
-}

@@ -118,9 +118,10 @@ public struct FileCheckFailure: Error, Equatable, Sendable {
 /// Quotes a path or a word for a shell command that the user may paste.
 public enum ShellQuote {
     /// `path` (or any text) as one word a POSIX shell reads as it is: plain when it holds only
-    /// safe characters (never `~` or `*`, which a shell expands), else single-quoted.
+    /// safe characters (never `~` or `*`, which a shell expands, nor a leading `=`, which zsh
+    /// expands to a command's path), else single-quoted.
     public static func quote(_ path: String) -> String {
-        let safe = !path.isEmpty && path.unicodeScalars.allSatisfy {
+        let safe = !path.isEmpty && !path.hasPrefix("=") && path.unicodeScalars.allSatisfy {
             $0.isASCII && ($0.properties.isAlphabetic || "0123456789/._-+:=@,%".unicodeScalars.contains($0))
         }
         return safe ? path : "'" + path.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"

@@ -23,18 +23,16 @@ public struct EndpointURL: Sendable, Equatable {
     public let normalized: String
 
     public init?(_ text: String) {
-        // Every setting's endpoint is parsed on each resolve, so ASCII (all of them in practice)
-        // is read byte by byte; walking Characters cost 70,000 instructions a URL.
-        let bytes = Array(text.utf8)
-        guard let parts = bytes.allSatisfy({ $0 < 0x80 }) ? Self.asciiParts(bytes) : Self.characterParts(text) else { return nil }
+        guard let parts = Self.parts(Array(text.utf8)) else { return nil }
         scheme = parts.0
         host = parts.1
         normalized = parts.2
     }
 
-    /// The same rules as `characterParts`, where every Character is one byte: with no control
-    /// character (which both refuse), ASCII has no multi-byte Character.
-    private static func asciiParts(_ bytes: [UInt8]) -> (String, String, String)? {
+    /// Read byte by byte (every setting's endpoint is parsed on each resolve; walking Characters
+    /// cost 70,000 instructions a URL): right for any text, since no byte of a multi-byte UTF-8
+    /// character is ASCII, so every delimiter looked for is one.
+    private static func parts(_ bytes: [UInt8]) -> (String, String, String)? {
         func lower(_ byte: UInt8) -> UInt8 { (65...90).contains(byte) ? byte + 32 : byte }
         let lowered = bytes.prefix(8).map(lower)
         let scheme: String
@@ -54,29 +52,9 @@ public struct EndpointURL: Sendable, Equatable {
         guard !host.isEmpty else { return nil }
         var trimmed = bytes[...]
         while trimmed.last == UInt8(ascii: "/") { trimmed = trimmed.dropLast() }
-        return (scheme, String(decoding: host.map(lower), as: UTF8.self), String(decoding: trimmed, as: UTF8.self))
-    }
-
-    private static func characterParts(_ text: String) -> (String, String, String)? {
-        let lowered = text.lowercased()
-        let scheme: String
-        if lowered.hasPrefix("https://") { scheme = "https" } else if lowered.hasPrefix("http://") { scheme = "http" } else { return nil }
-        let rest = text.dropFirst(scheme.count + 3)
-        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        guard !authority.isEmpty, !authority.contains("@"), !rest.contains("?"), !rest.contains("#"),
-              !text.contains(where: { $0 == " " || $0.asciiValue.map { $0 < 0x20 } == true }) else { return nil }
-        var host = String(authority)
-        if host.hasPrefix("[") {
-            guard let close = host.firstIndex(of: "]") else { return nil }
-            host = String(host[host.index(after: host.startIndex)..<close])
-        } else if let colon = host.lastIndex(of: ":") {
-            guard Int(host[host.index(after: colon)...]) != nil else { return nil }
-            host = String(host[..<colon])
-        }
-        guard !host.isEmpty else { return nil }
-        var trimmed = text
-        while trimmed.hasSuffix("/") { trimmed.removeLast() }
-        return (scheme, host.lowercased(), trimmed)
+        // Lowered byte by byte when ASCII (nearly always); a non-ASCII name by Unicode's rules.
+        let lowerHost = host.allSatisfy { $0 < 0x80 } ? String(decoding: host.map(lower), as: UTF8.self) : String(decoding: host, as: UTF8.self).lowercased()
+        return (scheme, lowerHost, String(decoding: trimmed, as: UTF8.self))
     }
 
     /// Loopback, where plain http cannot be sniffed by another machine: an IP literal in

@@ -145,4 +145,7 @@ extension String {
         let end = scalars.lastIndex(where: { !$0.properties.isWhitespace })!
         return String(scalars[start...end])
     }
+
+    /// nil for the empty string.
+    public var nonEmpty: String? { isEmpty ? nil : self }
 }

@@ -339,11 +339,12 @@ public final class TrustedFolder {
         }
     }
 
-    /// The folder that holds `path`.
+    /// The folder that holds `path`. Found in its bytes: every vault access asks, and a path's
+    /// separator is a byte (a `/` before a combining mark is one too, to the kernel).
     public static func parent(of path: String) -> (folder: String, name: String) {
-        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return (".", path) }
         let folder = slash == path.startIndex ? "/" : String(path[..<slash])
-        return (folder, String(path[path.index(after: slash)...]))
+        return (folder, String(path[path.utf8.index(after: slash)...]))
     }
 
     // MARK: Names inside the folder

@@ -16,16 +16,18 @@ extension MCPWrapError: ReportableError {
 
 /// `exec`'s --secret, --secret-file or --env refused: a usage mistake (64), the CLI adding `exec`'s usage line; or a nested exec (1).
 extension ExecBindingError: ReportableError {
+    private static func usageMistake(_ message: String) -> FailureReport { FailureReport(.usage, message, commandPath: ["exec"]) }
+
     public var report: FailureReport {
         switch self {
-        case .notABinding(let option, let text): FailureReport(.usage, "\(option) takes VAR=NAME (a variable name, '=', a secret's name), not '\(text)'")
-        case .readByTheLoader(let option, let variable): FailureReport(.usage, "\(option) \(variable): the dynamic loader or the C library reads \(variable)")
-        case .givenTwice(let variable): FailureReport(.usage, "\(variable) is given twice")
-        case .notAVariable(let text): FailureReport(.usage, "--env takes a variable name, not '\(text)'")
+        case .notABinding(let option, let text): Self.usageMistake("\(option) takes VAR=NAME (a variable name, '=', a secret's name), not '\(text)'")
+        case .readByTheLoader(let option, let variable): Self.usageMistake("\(option) \(variable): the dynamic loader or the C library reads \(variable)")
+        case .givenTwice(let variable): Self.usageMistake("\(variable) is given twice")
+        case .notAVariable(let text): Self.usageMistake("--env takes a variable name, not '\(text)'")
         case .keyReadByTheLoader(let variable):
-            FailureReport(.usage, "--env \(variable): the dynamic loader or the C library reads \(variable), and would take the key for a file name or a setting (and may print it)")
-        case .envWithoutKey: FailureReport(.usage, "with --secret, the API key is passed only when --key names it: --env goes with --key")
-        case .keyAndSecret(let variable): FailureReport(.usage, "\(variable) would get both the API key and a secret")
+            Self.usageMistake("--env \(variable): the dynamic loader or the C library reads \(variable), and would take the key for a file name or a setting (and may print it)")
+        case .envWithoutKey: Self.usageMistake("with --secret, the API key is passed only when --key names it: --env goes with --key")
+        case .keyAndSecret(let variable): Self.usageMistake("\(variable) would get both the API key and a secret")
         case .nested:
             FailureReport(.failure, "already inside 'gemvault exec' (\(ExecPlan.nestingVariable) is set)", hint: "run the command directly, or pass --force to nest on purpose")
         }

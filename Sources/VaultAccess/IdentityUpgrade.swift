@@ -13,12 +13,15 @@ extension VaultAccess {
         /// The keys this vault follows, by name, with their senders' labels: their shares are
         /// still written to the classic recipient until each sender is given the new one.
         public let followed: [(name: String, sender: String)]
+        /// The identity as it is now (upgraded or not).
+        public let identity: SharingIdentity
     }
 
-    /// A classic (X25519 only) identity for a vault that has none; false when it has one already,
-    /// which is kept as it is.
-    public func makeClassicIdentity(label: String) throws -> Bool {
-        try !apply(.identity(label: label, relabel: false, classic: true)).replaced
+    /// A classic (X25519 only) identity for a vault that has none (`made` false when it has one
+    /// already, which is kept as it is), and the vault's identity after.
+    public func makeClassicIdentity(label: String) throws -> (made: Bool, identity: SharingIdentity) {
+        let made = try !apply(.identity(label: label, relabel: false, classic: true)).replaced
+        return (made, try sharingIdentity(defaultLabel: label))
     }
 
     /// Adds the hybrid post-quantum part to a classic identity (a vault without one gets a hybrid
@@ -27,9 +30,10 @@ extension VaultAccess {
     /// shares a new value (`reshare`), so no file of this vault stays open to the classic key alone.
     public func upgradeIdentity(defaultLabel: String, _ output: any ShareFileOutput) throws -> IdentityUpgrade {
         let before = try sharingIdentity(defaultLabel: defaultLabel)
-        guard before.pqRecipient == nil else { return IdentityUpgrade(upgraded: false, reshared: [], followed: []) }
+        guard before.pqRecipient == nil else { return IdentityUpgrade(upgraded: false, reshared: [], followed: [], identity: before) }
         _ = try apply(.upgradeIdentity)
-        guard let postQuantum = try sharingIdentity(defaultLabel: defaultLabel).pqRecipient else {
+        let after = try sharingIdentity(defaultLabel: defaultLabel)
+        guard let postQuantum = after.pqRecipient else {
             throw VaultError.cryptoFailure("the post-quantum identity was not kept")
         }
         var reshared: [String] = []
@@ -47,6 +51,6 @@ extension VaultAccess {
             guard record.follow != nil, case .signed(let sender)? = record.origin else { return nil }
             return (name, sender.label)
         }
-        return IdentityUpgrade(upgraded: true, reshared: reshared, followed: followed)
+        return IdentityUpgrade(upgraded: true, reshared: reshared, followed: followed, identity: after)
     }
 }

@@ -16,11 +16,15 @@ public struct FailureReport: Sendable, Equatable {
     public let outcome: FailureOutcome
     public let message: String
     public let hint: String?
+    /// The command whose usage mistake this is (`["key", "rotate"]`), as a `UsageError` names it:
+    /// without a hint, the CLI shows that command's usage line.
+    public let commandPath: [String]?
 
-    public init(_ outcome: FailureOutcome, _ message: String, hint: String? = nil) {
+    public init(_ outcome: FailureOutcome, _ message: String, hint: String? = nil, commandPath: [String]? = nil) {
         self.outcome = outcome
         self.message = message
         self.hint = hint
+        self.commandPath = commandPath
     }
 }
 

@@ -12,9 +12,6 @@ public protocol SlotKind: Sendable {
     /// The name with its article, as messages use it ("an ssh-agent").
     static var nameWithArticle: String { get }
     static var placement: SlotPlacement { get }
-    /// The most bytes one slot of the kind takes in the file, its kind byte included: the
-    /// largest file a vault may be follows from it (`VaultFile.maximumSize`).
-    static var maximumBytes: Int { get }
     /// Reads the rest of a slot, its kind byte read. A short read is reported by the caller.
     static func parse(_ reader: inout SlotReader, _ context: SlotContext) throws -> Self
     /// The slot's bytes after its kind byte.
@@ -42,8 +39,6 @@ public enum SlotResealing: Sendable {
 
 extension SlotKind {
     public static var nameWithArticle: String { "a " + name }
-    /// No larger than an ssh-agent slot, unless the kind says otherwise.
-    public static var maximumBytes: Int { SSHAgentSlot.encodedBytes }
 
     public func resealing(dataKey: SecretBytes) throws(VaultError) -> SlotResealing {
         guard let resealed = try resealed(dataKey: dataKey) else { throw VaultError.slotRefused("the \(Self.name) slot cannot follow a new data key") }
@@ -122,6 +117,10 @@ public struct KeySlot: Equatable, Sendable {
 
     /// At most this many slots beside the passphrase and recovery slots (format 3).
     public static let maxAdditionalSlots = 8
+    /// The most bytes one of them may take, its kind byte included, whatever its kind: the
+    /// largest, an age slot, takes 12,301 (`AgeSlot.maximumBytes`). `VaultFile.maximumSize`
+    /// follows from it, so a kind larger than this needs the bound raised.
+    public static let maxAdditionalSlotBytes = 16 << 10
 }
 
 /// The slot kinds this gemvault reads and writes, by kind byte.

@@ -12,13 +12,10 @@ public struct VaultFile: Equatable, Sendable {
     /// The smallest file that can be structurally valid: format 1, one slot, a bare tag as payload.
     /// (Writers pad the payload to 512 bytes, so their files are larger.)
     public static let minimumSize = 8 + 2 + 8 + 1 + 102 + 24 + 4 + 16 + 32
-    /// The largest: a format 3 header with every slot of the largest additional kind
-    /// registered (`SlotKind.maximumBytes`), the largest payload, the checksum.
-    public static var maximumSize: Int {
-        var largest = 0
-        for kind in SlotKinds.all { if case .additional = kind.placement { largest = max(largest, kind.maximumBytes) } }
-        return 8 + 2 + 16 + 8 + 1 + 102 + 142 + KeySlot.maxAdditionalSlots * largest + 24 + 4 + maxPayload + 32
-    }
+    /// The largest: a format 3 header with every additional slot at its bound
+    /// (`KeySlot.maxAdditionalSlotBytes`), the largest payload, the checksum. A constant: every
+    /// vault read is bounded by it.
+    public static let maximumSize = 8 + 2 + 16 + 8 + 1 + 102 + 142 + KeySlot.maxAdditionalSlots * KeySlot.maxAdditionalSlotBytes + 24 + 4 + maxPayload + 32
 
     public var formatVersion: UInt16 = currentVersion
     /// Random, fixed for the life of the vault; nil in format 1 files until they are rewritten.

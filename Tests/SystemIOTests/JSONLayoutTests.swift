@@ -12,12 +12,13 @@ import Testing
     }
 
     @Test func bidiControlsAreEscapedAndTheirNeighboursAreNot() {
-        let bidi: [UInt32] = [0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069]
+        let bidi: [UInt32] = [0x061c, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069]
         let raw = String(String.UnicodeScalarView(bidi.map { Unicode.Scalar($0)! }))
-        // Neighbours in the same UTF-8 blocks stay as they are: ZWJ, en dash, the narrow space, the word joiner.
-        let kept = "\u{200d}\u{2013}\u{202f}\u{2060}\u{2070}"
+        // Neighbours in the same UTF-8 blocks stay as they are: the Arabic semicolon and question
+        // mark, ZWJ, en dash, the narrow space, the word joiner.
+        let kept = "\u{061b}\u{061f}\u{200d}\u{2013}\u{202f}\u{2060}\u{2070}"
         let escaped = String(decoding: JSONLayout.escapingInvisibleControls(Array(("{\"t\":\"" + raw + kept + "\"}").utf8)), as: UTF8.self)
-        #expect(escaped == "{\"t\":\"" + bidi.map { "\\u" + String($0, radix: 16) }.joined() + kept + "\"}")
+        #expect(escaped == "{\"t\":\"" + bidi.map { "\\u" + ($0 < 0x1000 ? "0" : "") + String($0, radix: 16) }.joined() + kept + "\"}")
     }
 
     @Test func onlyTheSpaceBeforeAKeysColonGoes() {

@@ -94,6 +94,20 @@ func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) {
         #expect(ShellQuote.quote("/tmp/it's") == "'/tmp/it'\\''s'")
     }
 
+    @Test func aWordStartingWithAnEqualsSignIsQuotedForZsh() {
+        // zsh reads `=ls` as the path of ls; an `=` further in is plain.
+        #expect(ShellQuote.quote("=ls") == "'=ls'")
+        #expect(ShellQuote.quote("a=b") == "a=b")
+    }
+
+    @Test func aPathsParentIsFoundAtItsLastSlash() {
+        #expect(TrustedFolder.parent(of: "vault") == (".", "vault"))
+        #expect(TrustedFolder.parent(of: "/vault") == ("/", "vault"))
+        #expect(TrustedFolder.parent(of: "/home/é/.gemvault/vault") == ("/home/é/.gemvault", "vault"))
+        // A combining mark after the slash makes one Character of them; the slash still separates.
+        #expect(TrustedFolder.parent(of: "/tmp/\u{301}x") == ("/tmp", "\u{301}x"))
+    }
+
     @Test func savePrivateWritesANewFileSoOldReadersSeeNothingNew() throws {
         let folder = scratchFolder()
         writeFile(folder + "/notes.md", "old text that is longer", mode: 0o644)
@@ -296,6 +310,8 @@ func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) {
         #expect(try #require(EndpointURL("http://[::1]:8080/v1")).host == "::1")
         #expect(try #require(EndpointURL("http://127.0.0.1:+80")).host == "127.0.0.1")
         #expect(try #require(EndpointURL("https://bücher.example/x")).host == "bücher.example")
+        #expect(try #require(EndpointURL("https://BÜCHER.Example:8443/x")).host == "bücher.example")
+        #expect(try #require(EndpointURL("https://bücher.example/ü/")).normalized == "https://bücher.example/ü")
         for refused in ["ftp://host", "https://", "https:///path", "https://user@host", "https://host?q", "https://host/#f",
                         "https://host/a b", "https://host\t", "https://[::1", "https://host:port", "https://host:", "https://:80",
                         "https://bücher.example/a b", "https://bücher.example:x"] {
