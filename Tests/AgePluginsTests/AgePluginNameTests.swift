@@ -165,27 +165,6 @@ extension AgePluginUnwrapTests {
     }
 }
 
-extension AgePluginUnwrapTests {
-    /// An identity given as a recipient goes to the plugin as `add-identity`, beside the
-    /// recipients, in the same run; its text names it without its data.
-    @Test func anIdentityIsWrappedToAsARecipientInTheSameRun() throws {
-        signal(SIGPIPE, SIG_IGN)
-        let folder = Self.nullPluginFolder()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let context = AgePluginContext(environment: ["PATH": "/usr/bin:/bin:" + folder], user: TerminalPluginUser(),
-                                       limits: AgePluginLimits(stepSeconds: 5, runSeconds: 10))
-        let recipient = try #require(AgePluginRecipient(parsing: "age1null1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqd3r7mm", context: context))
-        let identity = try #require(AgePluginRecipient(identity: AgePluginName.defaultIdentity("null"), context: context))
-        #expect(identity.text == "an AGE-PLUGIN-NULL-1… identity")
-        var plaintext = Array("x".utf8)
-        _ = try AgeFile.encrypt(SecretBytes(taking: &plaintext), to: [recipient, identity])
-        let seen = String(decoding: try #require(fopen(folder + "/seen", "r")).readAll(), as: UTF8.self).split(separator: "\n")
-        #expect(seen.filter { $0.hasPrefix("-> add-") } == ["-> add-recipient age1null1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqd3r7mm",
-                                                            "-> add-identity " + AgePluginName.defaultIdentity("null").withUnsafeBytes { String(decoding: $0, as: UTF8.self) }])
-        #expect(seen.filter { $0 == "-> wrap-file-key" }.count == 1, "one run for both")
-    }
-}
-
 extension UnsafeMutablePointer<FILE> {
     func readAll() -> [UInt8] {
         var bytes: [UInt8] = []
