@@ -110,6 +110,9 @@ public struct HybridIdentity: AgeIdentity {
         }
     }
 
+    /// The size of an `mlkem768x25519` stanza's `enc`: ML-KEM-768's ciphertext and an X25519 point.
+    public static let encapsulatedKeyBytes = HybridKEM.mlkem768x25519.encBytes
+
     /// The most `mlkem768x25519` stanzas tried in one file, as for X25519.
     public static let stanzaLimit = X25519Identity.stanzaLimit
 
@@ -124,8 +127,8 @@ public struct HybridIdentity: AgeIdentity {
         var encs: [[UInt8]] = []
         for stanza in hybrid {
             guard stanza.arguments.count == 1 else { throw AgeError(.header, "the mlkem768x25519 stanza has \(stanza.arguments.count) arguments, not 1") }
-            guard let enc = StrictBase64.decode(Array(stanza.arguments[0].utf8)), enc.count == HybridKEM.mlkem768x25519.encBytes else {
-                throw AgeError(.header, "the mlkem768x25519 stanza's enc is not 1120 bytes of canonical base64")
+            guard let enc = StrictBase64.decode(Array(stanza.arguments[0].utf8)), enc.count == encapsulatedKeyBytes else {
+                throw AgeError(.header, "the mlkem768x25519 stanza's enc is not \(encapsulatedKeyBytes) bytes of canonical base64")
             }
             try StanzaSeal.checkBody(stanza, "mlkem768x25519")
             encs.append(enc)

@@ -86,8 +86,9 @@ public struct AgePluginContext: Sendable {
         self.limits = limits ?? AgePluginLimits.from(environment)
     }
 
-    /// This process's environment and terminal.
-    public static var process: AgePluginContext { AgePluginContext(environment: ProcessHardening.environment) }
+    /// This process's environment and terminal, read once (gemvault changes its environment only
+    /// in `prepareProcess`, before any recipient is parsed).
+    public static let process = AgePluginContext(environment: ProcessHardening.environment)
 }
 
 /// The labels a plugin gave its stanzas, learnt when it wraps.

@@ -65,16 +65,16 @@ import VaultCore
         let contents = VaultContents()
         try VaultChange.identity(label: "carol@lab", relabel: false, classic: true).apply(to: contents)
         var request = AgentMessage(code: AgentProtocol.Operation.decapsulate.rawValue)
-        request.add(.encapsulatedKey, secret: SecretBytes(count: 1120))
+        request.add(.encapsulatedKey, secret: SecretBytes(count: HybridIdentity.encapsulatedKeyBytes))
         #expect(try AgentServer.decapsulations(try Self.expanded(contents), request).code == 1)
         try VaultChange.upgradeIdentity.apply(to: contents)
         var short = AgentMessage(code: AgentProtocol.Operation.decapsulate.rawValue)
-        short.add(.encapsulatedKey, secret: SecretBytes(count: 1119))
+        short.add(.encapsulatedKey, secret: SecretBytes(count: HybridIdentity.encapsulatedKeyBytes - 1))
         #expect(try AgentServer.decapsulations(try Self.expanded(contents), short).code == 1)
         // A batch fits a stanza request's bound, which every connection may hold at once.
-        #expect(AgentProtocol.decapsulateBatch * 1120 + 64 <= AgentProtocol.maxStanzaRequest)
+        #expect(AgentProtocol.decapsulateBatch * HybridIdentity.encapsulatedKeyBytes + 64 <= AgentProtocol.maxStanzaRequest)
         var tooMany = AgentMessage(code: AgentProtocol.Operation.decapsulate.rawValue)
-        tooMany.add(.encapsulatedKey, secret: SecretBytes(count: 1120 * (AgentProtocol.decapsulateBatch + 1)))
+        tooMany.add(.encapsulatedKey, secret: SecretBytes(count: HybridIdentity.encapsulatedKeyBytes * (AgentProtocol.decapsulateBatch + 1)))
         #expect(try AgentServer.decapsulations(try Self.expanded(contents), tooMany).code == 1)
     }
 }
