@@ -21,8 +21,8 @@ public enum AgePluginName {
         return isValid(name) && !nativeNames.contains(name) ? name : nil
     }
 
-    /// age's own recipients `age1pq1…`, `age1tag1…` and `age1tagpq1…`: a malformed one names no plugin.
-    static let nativeNames: Set<String> = ["pq", "tag", "tagpq"]
+    /// age's own recipients (`NativeRecipientKind`): a malformed one names no plugin.
+    static let nativeNames = Set(NativeRecipientKind.all.map { String($0.hrp.dropFirst(4)) })
 
     /// The plugin named by an identity `AGE-PLUGIN-NAME-1…` (lowercase), or nil.
     public static func ofIdentity(_ text: SecretBytes) -> String? {

@@ -74,14 +74,16 @@ enum DHKEMP256 {
     static let encBytes = 65
     private static let suite = Array("KEM".utf8) + HPKE.i2osp(Int(kemID), 2)
 
-    /// Encap with a fresh ephemeral key, or with `ephemeral` (a scalar) for the vectors.
+    /// Encap to an uncompressed point (`0x04 ‖ x ‖ y`, 65 bytes, as the context needs it) with a
+    /// fresh ephemeral key, or with `ephemeral` (a scalar) for the vectors.
     static func encapsulate(to recipient: [UInt8], ephemeral: SecretBytes? = nil) throws(PrimitiveError) -> (sharedSecret: SecretBytes, enc: [UInt8]) {
+        guard recipient.count == P256.uncompressedBytes, recipient[0] == 0x04 else { throw .invalidInput }
         let scalar = ephemeral ?? P256.randomScalar()
         let enc = try P256.multiply(nil, scalar)
+        // Checks the point is on the curve.
         let dh = try P256.sharedX(recipient, scalar)
-        let recipientUncompressed = try P256.uncompressed(recipient)
         let prk = HPKE.labeledExtract(suite: suite, salt: [], label: "eae_prk", dh)
-        let shared = HPKE.labeledExpand(suite: suite, prk, label: "shared_secret", info: enc + recipientUncompressed, length: 32)
+        let shared = HPKE.labeledExpand(suite: suite, prk, label: "shared_secret", info: enc + recipient, length: 32)
         return (shared, enc)
     }
 

@@ -17,17 +17,22 @@ extension Labels {
 /// ML-KEM-768's encapsulation key followed by an X25519 point (1,216 bytes).
 public struct HybridRecipient: AgeRecipient, Equatable {
     public let publicKey: [UInt8]
-    /// `age1pq1…`, encoded once: its 1,960 characters are compared and recorded often.
-    public let text: String
     public var isPostQuantum: Bool { true }
 
     /// A key that passes ML-KEM's modulus check; nil otherwise.
     public init?(publicKey: [UInt8]) {
         guard publicKey.count == HybridKEM.mlkem768x25519.publicKeyBytes,
               MLKEM768.passesModulusCheck(Array(publicKey[0..<MLKEM768.encapsulationKeyBytes])) else { return nil }
-        self.publicKey = publicKey
-        self.text = String(decoding: Bech32.encode(hrp: Labels.hybridRecipientHRP, publicKey), as: UTF8.self)
+        self.init(derived: publicKey)
     }
+
+    /// A key just expanded from a seed: right by construction, so not checked again.
+    init(derived publicKey: [UInt8]) {
+        self.publicKey = publicKey
+    }
+
+    /// `age1pq1…` (1,960 characters), encoded when asked: a holder that only decapsulates never needs it.
+    public var text: String { String(decoding: Bech32.encode(hrp: Labels.hybridRecipientHRP, publicKey), as: UTF8.self) }
 
     /// Parses `age1pq1…`; nil for anything else.
     public init?(parsing text: String) {
@@ -52,12 +57,12 @@ public struct HybridIdentity: AgeIdentity {
     private let expanded: HybridKEM.ExpandedKey
 
     public init(seed: SecretBytes) throws(AgeError) {
-        guard let expanded = try? HybridKEM.mlkem768x25519.expand(seed: seed), let recipient = HybridRecipient(publicKey: expanded.publicKey) else {
+        guard let expanded = try? HybridKEM.mlkem768x25519.expand(seed: seed) else {
             throw AgeError(.header, "a hybrid identity is a 32-byte seed")
         }
         self.seed = seed
         self.expanded = expanded
-        self.recipient = recipient
+        recipient = HybridRecipient(derived: expanded.publicKey)
     }
 
     /// A new random identity.
@@ -105,6 +110,9 @@ public struct HybridIdentity: AgeIdentity {
         }
     }
 
+    /// The size of an `mlkem768x25519` stanza's `enc`: ML-KEM-768's ciphertext and an X25519 point.
+    public static let encapsulatedKeyBytes = HybridKEM.mlkem768x25519.encBytes
+
     /// The most `mlkem768x25519` stanzas tried in one file, as for X25519.
     public static let stanzaLimit = X25519Identity.stanzaLimit
 
@@ -119,8 +127,8 @@ public struct HybridIdentity: AgeIdentity {
         var encs: [[UInt8]] = []
         for stanza in hybrid {
             guard stanza.arguments.count == 1 else { throw AgeError(.header, "the mlkem768x25519 stanza has \(stanza.arguments.count) arguments, not 1") }
-            guard let enc = StrictBase64.decode(Array(stanza.arguments[0].utf8)), enc.count == HybridKEM.mlkem768x25519.encBytes else {
-                throw AgeError(.header, "the mlkem768x25519 stanza's enc is not 1120 bytes of canonical base64")
+            guard let enc = StrictBase64.decode(Array(stanza.arguments[0].utf8)), enc.count == encapsulatedKeyBytes else {
+                throw AgeError(.header, "the mlkem768x25519 stanza's enc is not \(encapsulatedKeyBytes) bytes of canonical base64")
             }
             try StanzaSeal.checkBody(stanza, "mlkem768x25519")
             encs.append(enc)

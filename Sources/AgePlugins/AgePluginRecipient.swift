@@ -3,7 +3,7 @@ import Synchronization
 import SystemIO
 public import VaultCore
 
-/// A recipient `age1NAME1…` (or an identity given as one) handled by the plugin
+/// A recipient `age1NAME1…` handled by the plugin
 /// `age-plugin-NAME` (recipient-v1): all of one plugin's recipients in a file are wrapped in one run of it.
 public struct AgePluginRecipient: AgeBatchRecipient, Equatable {
     /// The recipient in lowercase, as age writes it.
@@ -12,8 +12,6 @@ public struct AgePluginRecipient: AgeBatchRecipient, Equatable {
     public let plugin: String
     let context: AgePluginContext
     private let seenLabels: LabelMemory
-    /// An identity wrapped to as a recipient (age-plugin.md's `add-identity`), nil for `age1NAME1…`.
-    let identity: SecretBytes?
 
     /// Parses `age1NAME1…` for a plugin NAME; nil for a native `age1…` or anything else.
     /// Without a `context`, this process's (read only for a plugin recipient).
@@ -23,25 +21,9 @@ public struct AgePluginRecipient: AgeBatchRecipient, Equatable {
         self.plugin = plugin
         self.context = context ?? .process
         seenLabels = LabelMemory()
-        identity = nil
     }
 
-    /// A plugin identity `AGE-PLUGIN-NAME-1…` as a recipient: the plugin wraps to the key it
-    /// points at (`add-identity`), as `age -e -i` does. `text` then names it without its data,
-    /// so no identity reaches a share's list of recipients or an error.
-    public init?(identity line: SecretBytes, context: AgePluginContext? = nil) {
-        guard let plugin = AgePluginName.ofIdentity(line) else { return nil }
-        text = "an AGE-PLUGIN-\(plugin.uppercased())-1… identity"
-        self.plugin = plugin
-        self.context = context ?? .process
-        seenLabels = LabelMemory()
-        identity = line
-    }
-
-    public static func == (left: AgePluginRecipient, right: AgePluginRecipient) -> Bool {
-        guard let one = left.identity, let other = right.identity else { return left.identity == nil && right.identity == nil && left.text == right.text }
-        return one.isEqual(to: other)
-    }
+    public static func == (left: AgePluginRecipient, right: AgePluginRecipient) -> Bool { left.text == right.text }
 
     public var batchKey: String { AgePluginName.program(plugin) }
 
@@ -64,9 +46,7 @@ public struct AgePluginRecipient: AgeBatchRecipient, Equatable {
         }
         let process = try PluginProcess(plugin: plugin, stateMachine: "recipient-v1", environment: context.environment, limits: context.limits)
         defer { process.close() }
-        for member in members {
-            if let identity = member.identity { try process.sendIdentity(identity) } else { try process.send("add-recipient", [member.text]) }
-        }
+        for member in members { try process.send("add-recipient", [member.text]) }
         try fileKey.withUnsafeBytes { (raw) throws(AgeError) in try process.send("wrap-file-key", body: raw) }
         try process.send("extension-labels")
         try process.send("done")
@@ -106,8 +86,9 @@ public struct AgePluginContext: Sendable {
         self.limits = limits ?? AgePluginLimits.from(environment)
     }
 
-    /// This process's environment and terminal.
-    public static var process: AgePluginContext { AgePluginContext(environment: ProcessHardening.environment) }
+    /// This process's environment and terminal, read once (gemvault changes its environment only
+    /// in `prepareProcess`, before any recipient is parsed).
+    public static let process = AgePluginContext(environment: ProcessHardening.environment)
 }
 
 /// The labels a plugin gave its stanzas, learnt when it wraps.

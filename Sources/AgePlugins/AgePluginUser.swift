@@ -1,4 +1,3 @@
-import Glibc
 import SystemIO
 public import VaultCore
 import TerminalIO
@@ -46,28 +45,10 @@ public struct TerminalPluginUser: AgePluginUser {
         try? SecretInput.read(from: .terminal, prompt: "\(program): \(EscapeNeutralizer.neutralize(message)) ")
     }
 
-    /// One line typed on the controlling terminal (echoed), at most 1,024 bytes; nil without one.
+    /// One line typed on the controlling terminal (echoed), trimmed; nil without a terminal, at
+    /// the end of input, or for an empty line (the client's `fail`).
     private func readVisibleLine(prompt: String) -> String? {
-        guard let fd = ControllingTerminal.descriptor else { return nil }
-        let terminal = FileDescriptor(borrowing: fd, path: "the terminal")
-        guard (try? terminal.writeAll(prompt)) != nil else { return nil }
-        var line: [UInt8] = []
-        var byte: UInt8 = 0
-        while line.count < 1024 {
-            let count = withUnsafeMutableBytes(of: &byte) { (try? terminal.read(into: $0)) ?? 0 }
-            if count <= 0 { return line.isEmpty ? nil : String(decoding: line, as: UTF8.self) }
-            if byte == 10 { break }
-            if byte != 13 { line.append(byte) }
-        }
-        return String(decoding: line, as: UTF8.self).trimmingCharacters(in: " \t")
-    }
-}
-
-extension String {
-    func trimmingCharacters(in set: String) -> String {
-        let characters = Set(set)
-        let start = firstIndex { !characters.contains($0) } ?? endIndex
-        let end = lastIndex { !characters.contains($0) }.map { index(after: $0) } ?? start
-        return String(self[start..<Swift.max(start, end)])
+        guard let answer = TerminalQuestion.ask(prompt)?.trimmedWhitespace, !answer.isEmpty else { return nil }
+        return answer
     }
 }

@@ -84,9 +84,8 @@ final class PluginProcess {
     }
 
     func send(_ command: String, _ arguments: [String] = [], body: [UInt8]) throws(AgeError) {
-        var bytes = AgePluginWire.encode(command, arguments, body: body)
-        defer { SecretBytes.wipe(&bytes) }
-        try write(bytes)
+        // Array's withUnsafeBytes rethrows untyped: the typed error travels in a Result.
+        try body.withUnsafeBytes { raw in Result { () throws(AgeError) in try send(command, arguments, body: raw) } }.get()
     }
 
     /// `add-identity IDENTITY` built from secret memory: the identity never becomes a String.

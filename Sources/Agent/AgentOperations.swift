@@ -301,9 +301,9 @@ extension AgentServer {
                 response.add(.recipient, secret: SecretBytes(copying: try X25519.publicKey(of: identity.agreementSecret)))
                 response.add(.signingKey, secret: SecretBytes(copying: try Ed25519.keyPair(seed: identity.signingSeed).publicKey))
                 response.add(.identityLabel, text: identity.label)
-                if let seed = identity.hybridSeed { response.add(.hybridRecipient, secret: SecretBytes(copying: try HybridIdentity(seed: seed).recipient.publicKey)) }
+                if let hybrid = try hybridIdentity(of: identity) { response.add(.hybridRecipient, secret: SecretBytes(copying: hybrid.recipient.publicKey)) }
             case .decapsulate:
-                return try Self.decapsulations(identity, request)
+                return try Self.decapsulations(try hybridIdentity(of: identity), request)
             case .signShare:
                 return try signNextShare(request)
             case .signSecretShare:

@@ -1,3 +1,4 @@
+import AgeFormat
 import CSystemShims
 import GoogleKeys
 import Settings
@@ -75,6 +76,8 @@ public final class AgentServer {
     var pinUnlock: PINWrappedKey?
     /// Google access tokens by credential and scopes (`TokenCache.swift`), in secret memory.
     var tokenCache: [String: (token: SecretBytes, expiresAt: Int64)] = [:]
+    /// The vault's hybrid identity expanded (`HybridDecapsulation.swift`), while unlocked.
+    var heldHybridIdentity: HybridIdentity?
     /// The data key's check when the PIN was set: after a rekey it opens nothing.
     var pinDataKeyCheck: SecretBytes?
     var pinTriesLeft = 0
@@ -394,6 +397,7 @@ public final class AgentServer {
         uses = [:]
         // Google tokens are the unlocked session's: a PIN that opens it again fetches them anew.
         tokenCache = [:]
+        heldHybridIdentity = nil
         watchers.closeAll()
         if !keepingPIN { forgetPIN() }
     }

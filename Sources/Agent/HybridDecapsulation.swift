@@ -5,10 +5,19 @@ import VaultCore
 /// does X25519's. The client sends one file's encapsulated keys; the agent answers the KEM's
 /// shared secret for each, and the seed stays in the agent.
 extension AgentServer {
-    static let encapsulatedKeyBytes = 1120
+    /// The vault's hybrid identity, expanded once (an ML-KEM key generation) and held while the
+    /// session is unlocked: `wipe` drops it, and a vault whose seed changed expands anew.
+    func hybridIdentity(of identity: VaultIdentity) throws -> HybridIdentity? {
+        guard let seed = identity.hybridSeed else { return nil }
+        if let held = heldHybridIdentity, held.seed.isEqual(to: seed) { return held }
+        let expanded = try HybridIdentity(seed: seed)
+        heldHybridIdentity = expanded
+        return expanded
+    }
 
-    static func decapsulations(_ identity: VaultIdentity, _ request: AgentMessage) throws -> AgentMessage {
-        guard let seed = identity.hybridSeed else { return error(.failed, "the vault's sharing identity has no post-quantum part ('gemvault identity --upgrade' adds one)") }
+    static func decapsulations(_ hybrid: HybridIdentity?, _ request: AgentMessage) throws -> AgentMessage {
+        guard let hybrid else { return error(.failed, "the vault's sharing identity has no post-quantum part ('gemvault identity --upgrade' adds one)") }
+        let encapsulatedKeyBytes = HybridIdentity.encapsulatedKeyBytes
         guard let encs = request.secret(.encapsulatedKey), encs.count > 0, encs.count % encapsulatedKeyBytes == 0,
               encs.count / encapsulatedKeyBytes <= AgentProtocol.decapsulateBatch else {
             return error(.badRequest, "decapsulate needs 1 to \(AgentProtocol.decapsulateBatch) encapsulated keys of \(encapsulatedKeyBytes) bytes")
@@ -17,7 +26,7 @@ extension AgentServer {
         let split = encs.withUnsafeBytes { raw in
             (0..<count).map { Array(raw[$0 * encapsulatedKeyBytes..<($0 + 1) * encapsulatedKeyBytes]) }
         }
-        let secrets = try HybridIdentity(seed: seed).decapsulate(split)
+        let secrets = try hybrid.decapsulate(split)
         // All zero for a low-order X25519 share, as `agree` answers.
         let out = SecretBytes(count: 32 * count)
         out.withUnsafeMutableBytes { target in

@@ -90,10 +90,7 @@ public struct AgeSlot: SlotKind, Equatable {
         let hrp = text.lastIndex(of: "1").map { String(text[..<$0]).lowercased() } ?? ""
         switch hrp {
         case "age": return "X25519"
-        case "age1pq": return "mlkem768x25519"
-        case "age1tag": return "p256tag"
-        case "age1tagpq": return "mlkem768p256tag"
-        default: return hrp.hasPrefix("age1") ? "plugin " + hrp.dropFirst(4) : "unknown"
+        default: return NativeRecipientKind.named(hrp)?.stanzaType ?? (hrp.hasPrefix("age1") ? "plugin " + hrp.dropFirst(4) : "unknown")
         }
     }
 

@@ -14,7 +14,7 @@ extension VaultContents {
         let serial = (sharing[name]?.sentSerial ?? 0) + 1
         let documents = try groups.map { group throws(SharingError) in
             try ShareDocument.signed(name: name, key: stored.secret, googleKey: stored.google, serial: serial, created: now, recipients: group,
-                                     identity: signer)
+                                     signer: signer)
         }
         // Recorded once every document is signed: a failure leaves the contents as they were.
         guard try takeNextShareSerial(name) == serial else { throw VaultError.cryptoFailure("the share serial moved") }
@@ -28,21 +28,21 @@ extension VaultContents {
         let signer = try shareSigner(for: groups)
         let serial = stored.sharing.sentSerial + 1
         let documents = try groups.map { group throws(SharingError) in
-            try SecretShareDocument.signed(name: name, secret: stored.value, serial: serial, created: now, recipients: group, identity: signer)
+            try SecretShareDocument.signed(name: name, secret: stored.value, serial: serial, created: now, recipients: group, signer: signer)
         }
         guard try takeNextSecretShareSerial(name) == serial else { throw VaultError.cryptoFailure("the share serial moved") }
         return (serial, documents)
     }
 
-    /// This vault's identity as a share's signer, once the recipient groups are checked: 1 to
+    /// This vault's signing key and label, once the recipient groups are checked: 1 to
     /// `shareGroupLimit` groups of 1 to `recipientLimit` canonical recipients each.
-    private func shareSigner(for groups: [[String]]) throws -> SharingIdentity {
+    private func shareSigner(for groups: [[String]]) throws -> ShareSigner {
         guard let identity else { throw SharingError.malformed("the vault has no sharing identity yet") }
         guard !groups.isEmpty, groups.count <= Self.shareGroupLimit,
               groups.allSatisfy({ (1...KeySharing.recipientLimit).contains($0.count) }),
               groups.joined().allSatisfy({ (try? RecipientList.parse($0, origin: "").text) == $0 }) else {
             throw SharingError.badRecipient("a share's recipients are missing or malformed")
         }
-        return try SharingIdentity(identity)
+        return try ShareSigner(identity)
     }
 }

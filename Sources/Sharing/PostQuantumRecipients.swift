@@ -7,14 +7,9 @@ extension RecipientList {
     /// ML-KEM key failing the modulus check) is refused here: these prefixes are age's own, never
     /// a plugin's, so `age-plugin-pq` and the like are never looked for.
     static func postQuantumOrTagged(_ text: String, origin: String) throws(SharingError) -> (any AgeRecipient)? {
-        let kinds: [(prefix: String, key: String, parse: (String) -> (any AgeRecipient)?)] = [
-            ("age1pq1", "ML-KEM-768 + X25519", { HybridRecipient(parsing: $0) }),
-            ("age1tagpq1", "ML-KEM-768 + P-256", { MLKEM768P256TagRecipient(parsing: $0) }),
-            ("age1tag1", "P-256", { P256TagRecipient(parsing: $0) }),
-        ]
-        guard let kind = kinds.first(where: { text.lowercased().hasPrefix($0.prefix) }) else { return nil }
+        guard let kind = NativeRecipientKind.of(text) else { return nil }
         if let recipient = kind.parse(text) { return recipient }
-        throw .badRecipient("\(origin): not a valid \(kind.prefix)… recipient: a character is wrong or missing, or it holds no valid \(kind.key) key")
+        throw .badRecipient("\(origin): not a valid \(kind.hrp)1… recipient: a character is wrong or missing, or it holds no valid \(kind.key) key")
     }
 }
 

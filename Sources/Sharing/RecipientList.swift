@@ -36,7 +36,8 @@ public enum RecipientList {
         }
         if let recipient = X25519Recipient(parsing: trimmed) { return NamedRecipient(recipient: recipient, label: "") }
         if let recipient = try postQuantumOrTagged(trimmed, origin: origin) { return NamedRecipient(recipient: recipient, label: "") }
-        if let plugin = pluginRecipient(trimmed) { return NamedRecipient(recipient: plugin, label: "") }
+        // `age1NAME1…`: the plugin `age-plugin-NAME` wraps to it (found on PATH when a share is written).
+        if let plugin = AgePluginRecipient(parsing: trimmed) { return NamedRecipient(recipient: plugin, label: "") }
         if trimmed.hasPrefix("ssh-ed25519 "), let recipient = SSHEd25519Recipient(parsing: trimmed) {
             let words = trimmed.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
             return NamedRecipient(recipient: recipient, label: words.count == 3 ? label(String(words[2])) : "")
@@ -44,11 +45,6 @@ public enum RecipientList {
         if trimmed.hasPrefix("ssh-") { throw .badRecipient("\(origin): only ssh-ed25519 keys can receive a share, not \(trimmed.prefix { $0 != " " })") }
         if trimmed.hasPrefix("age1") { throw .badRecipient("\(origin): not a valid age recipient (a character is wrong or missing)") }
         throw .badRecipient("\(origin): not an age1… recipient or an ssh-ed25519 public key")
-    }
-
-    /// `age1NAME1…`: a recipient the plugin `age-plugin-NAME` wraps to (found on PATH when a share is written).
-    static func pluginRecipient(_ text: String) -> AgePluginRecipient? {
-        AgePluginRecipient(parsing: text)
     }
 
     /// Every recipient of a recipients file's text; the first bad line stops it, named by number.

@@ -19,13 +19,13 @@ public struct SecretShareDocument {
     public let recipients: [String]
     public let signature: [UInt8]
 
-    /// A share of `secret` for `recipients`, signed by `identity`.
+    /// A share of `secret` for `recipients`, signed by `signer`.
     public static func signed(name: String, secret: SecretBytes, serial: UInt64, created: Int64, recipients: [String],
-                              identity: SharingIdentity) throws(SharingError) -> SecretShareDocument {
-        let sender = ShareSender(signingKey: identity.signingPublicKey, label: identity.label)
+                              signer: ShareSigner) throws(SharingError) -> SecretShareDocument {
+        let sender = ShareSender(signingKey: signer.signingPublicKey, label: signer.label)
         let unsigned = SecretShareDocument(name: name, secret: secret, serial: serial, created: created, sender: sender, recipients: recipients, signature: [])
         return SecretShareDocument(name: name, secret: secret, serial: serial, created: created, sender: sender, recipients: recipients,
-                                   signature: try identity.sign(unsigned.signedBytes))
+                                   signature: try signer.sign(unsigned.signedBytes))
     }
 
     /// Whether one of `mine` is among the recipients it was signed for.

@@ -25,13 +25,13 @@ public struct ShareDocument {
     public let recipients: [String]?
     public let signature: [UInt8]
 
-    /// A share of `key` for `recipients`, signed by `identity`.
+    /// A share of `key` for `recipients`, signed by `signer`.
     public static func signed(name: String, key: SecretBytes, googleKey: GoogleKeyRecord?, serial: UInt64, created: Int64, recipients: [String],
-                              identity: SharingIdentity) throws(SharingError) -> ShareDocument {
-        let sender = ShareSender(signingKey: identity.signingPublicKey, label: identity.label)
+                              signer: ShareSigner) throws(SharingError) -> ShareDocument {
+        let sender = ShareSender(signingKey: signer.signingPublicKey, label: signer.label)
         let unsigned = ShareDocument(version: formatVersion, name: name, key: key, kind: key.googleKeyKind, googleKey: googleKey, serial: serial,
                                      created: created, sender: sender, recipients: recipients, signature: [])
-        let signature = try identity.sign(unsigned.signedBytes)
+        let signature = try signer.sign(unsigned.signedBytes)
         return ShareDocument(version: formatVersion, name: name, key: key, kind: unsigned.kind, googleKey: googleKey, serial: serial, created: created,
                              sender: sender, recipients: recipients, signature: signature)
     }

@@ -28,16 +28,15 @@ public struct SharingIdentity: Sendable {
     public let label: String
     public let signingPublicKey: [UInt8]
     /// Nil for the agent's identity: the agent signs only shares it builds (`VaultContents.signNextShare`).
-    private let signer: (@Sendable (SecretBytes) throws -> [UInt8])?
+    public let signer: ShareSigner?
 
     /// The identity of a vault opened in this process.
     public init(_ identity: VaultIdentity) throws(SharingError) {
         let age: X25519Identity
-        let pair: (publicKey: [UInt8], secretKey: SecretBytes)
         let hybrid: HybridIdentity?
+        let signer = try ShareSigner(identity)
         do {
             age = try X25519Identity(secret: identity.agreementSecret)
-            pair = try Ed25519.keyPair(seed: identity.signingSeed)
             hybrid = try identity.hybridSeed.map { seed throws(AgeError) in try HybridIdentity(seed: seed) }
         } catch {
             throw .signing
@@ -47,8 +46,8 @@ public struct SharingIdentity: Sendable {
         self.hybrid = hybrid
         hybridRecipient = hybrid?.recipient
         label = identity.label
-        signingPublicKey = pair.publicKey
-        signer = { message in try Ed25519.sign(message, secretKey: pair.secretKey) }
+        signingPublicKey = signer.signingPublicKey
+        self.signer = signer
     }
 
     /// The identity held by a session agent: its public halves, and the agreement and
@@ -91,9 +90,25 @@ public struct SharingIdentity: Sendable {
         while base64.last == "=" { base64.removeLast() }
         return "SHA256:" + base64
     }
+}
+
+/// A vault's signing key and label, all a share's signer needs: built without the age identities
+/// (the hybrid one's expansion costs an ML-KEM key generation).
+public struct ShareSigner: Sendable {
+    public let label: String
+    public let signingPublicKey: [UInt8]
+    private let secretKey: SecretBytes
+
+    public init(_ identity: VaultIdentity) throws(SharingError) {
+        do {
+            (signingPublicKey, secretKey) = try Ed25519.keyPair(seed: identity.signingSeed)
+        } catch {
+            throw .signing
+        }
+        label = identity.label
+    }
 
     func sign(_ message: SecretBytes) throws(SharingError) -> [UInt8] {
-        guard let signer else { throw .signing }
-        do { return try signer(message) } catch { throw .signing }
+        do { return try Ed25519.sign(message, secretKey: secretKey) } catch { throw .signing }
     }
 }

@@ -46,11 +46,10 @@ import VaultCore
         return folder
     }
 
-    func wrapError(_ body: String, path: String? = nil) throws -> String {
+    func wrapError(_ body: String, path: String? = nil, limits: AgePluginLimits = AgePluginLimits(stepSeconds: 2, runSeconds: 10)) throws -> String {
         let folder = try pluginFolder(body)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let context = AgePluginContext(environment: ["PATH": path ?? "/usr/bin:/bin:" + folder], user: TerminalPluginUser(),
-                                       limits: AgePluginLimits(stepSeconds: 2, runSeconds: 10))
+        let context = AgePluginContext(environment: ["PATH": path ?? "/usr/bin:/bin:" + folder], user: TerminalPluginUser(), limits: limits)
         let plugin = try #require(AgePluginRecipient(parsing: recipient, context: context))
         do {
             _ = try plugin.wrap(SecretBytes.random(count: 16))
@@ -71,6 +70,18 @@ import VaultCore
         #expect(try wrapError("sed -n '/^-> done/q'; printf -- '-> done\\n\\n'").contains("returned 0 stanzas for 1 recipient"))
         #expect(try wrapError("exec sleep 30").contains("did not answer within 2 seconds"))
         #expect(try wrapError("head -c 100000 /dev/zero | tr '\\0' x").contains("sent a line over"))
+    }
+
+    /// Docs/sharing.md's "Bounds": a run that outlasts its whole-run bound (each step within its
+    /// own), and a plugin that keeps sending commands, end in errors saying which bound.
+    @Test func aPluginPastItsBoundsEndsInAnErrorNamingTheBound() throws {
+        signal(SIGPIPE, SIG_IGN)
+        let slow = try wrapError("sed -n '/^-> done/q'; exec sleep 30", limits: AgePluginLimits(stepSeconds: 5, runSeconds: 1))
+        #expect(slow.contains("age-plugin-gvtest ran past gemvault's bound of 1 second for one run"), "\(slow)")
+        var chatty = AgePluginLimits(stepSeconds: 5, runSeconds: 10)
+        chatty.commandLimit = 3
+        let endless = try wrapError("sed -n '/^-> done/q'; while :; do printf -- '-> msg\\n\\n'; done", limits: chatty)
+        #expect(endless.contains("age-plugin-gvtest sent more than 3 commands without finishing"), "\(endless)")
     }
 
     @Test func thePluginIsFoundOnlyInAbsolutePathEntries() throws {
@@ -162,27 +173,6 @@ extension AgePluginUnwrapTests {
             _ = try AgeFile.encrypt(SecretBytes(taking: &plaintext), to: [recipient])
             #expect(recipient.isPostQuantum == expected, "\(label)")
         }
-    }
-}
-
-extension AgePluginUnwrapTests {
-    /// An identity given as a recipient goes to the plugin as `add-identity`, beside the
-    /// recipients, in the same run; its text names it without its data.
-    @Test func anIdentityIsWrappedToAsARecipientInTheSameRun() throws {
-        signal(SIGPIPE, SIG_IGN)
-        let folder = Self.nullPluginFolder()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let context = AgePluginContext(environment: ["PATH": "/usr/bin:/bin:" + folder], user: TerminalPluginUser(),
-                                       limits: AgePluginLimits(stepSeconds: 5, runSeconds: 10))
-        let recipient = try #require(AgePluginRecipient(parsing: "age1null1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqd3r7mm", context: context))
-        let identity = try #require(AgePluginRecipient(identity: AgePluginName.defaultIdentity("null"), context: context))
-        #expect(identity.text == "an AGE-PLUGIN-NULL-1… identity")
-        var plaintext = Array("x".utf8)
-        _ = try AgeFile.encrypt(SecretBytes(taking: &plaintext), to: [recipient, identity])
-        let seen = String(decoding: try #require(fopen(folder + "/seen", "r")).readAll(), as: UTF8.self).split(separator: "\n")
-        #expect(seen.filter { $0.hasPrefix("-> add-") } == ["-> add-recipient age1null1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqd3r7mm",
-                                                            "-> add-identity " + AgePluginName.defaultIdentity("null").withUnsafeBytes { String(decoding: $0, as: UTF8.self) }])
-        #expect(seen.filter { $0 == "-> wrap-file-key" }.count == 1, "one run for both")
     }
 }
 

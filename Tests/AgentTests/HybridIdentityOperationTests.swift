@@ -48,9 +48,8 @@ import VaultCore
             var request = AgentMessage(code: AgentProtocol.Operation.decapsulate.rawValue)
             var joined = Array(encs.joined())
             request.add(.encapsulatedKey, secret: SecretBytes(taking: &joined))
-            // The agent's vault holds the identity; only the seed matters to operation 32.
-            let inAgent = VaultIdentity(agreementSecret: .random(count: 32), signingSeed: .random(count: 32), hybridSeed: seed, label: "bob@lab")
-            guard let answer = try? AgentServer.decapsulations(inAgent, request), answer.code == 0,
+            // The agent holds the identity expanded from the seed.
+            guard let answer = try? AgentServer.decapsulations(try HybridIdentity(seed: seed), request), answer.code == 0,
                   let shared = answer.secret(.hybridSharedSecret), shared.count == 32 * encs.count else { throw AgeError(.holderUnavailable, "the agent did not answer") }
             return (0..<encs.count).map { shared.view($0 * 32..<($0 + 1) * 32) }
         }
@@ -58,20 +57,24 @@ import VaultCore
         #expect(opened.isEqual(to: fileKey))
     }
 
+    private static func expanded(_ contents: VaultContents) throws -> HybridIdentity? {
+        try #require(contents.identity).hybridSeed.map { seed throws(AgeError) in try HybridIdentity(seed: seed) }
+    }
+
     @Test func decapsulateRefusesAClassicIdentityAndMalformedRequests() throws {
         let contents = VaultContents()
         try VaultChange.identity(label: "carol@lab", relabel: false, classic: true).apply(to: contents)
         var request = AgentMessage(code: AgentProtocol.Operation.decapsulate.rawValue)
-        request.add(.encapsulatedKey, secret: SecretBytes(count: 1120))
-        #expect(try AgentServer.decapsulations(try #require(contents.identity), request).code == 1)
+        request.add(.encapsulatedKey, secret: SecretBytes(count: HybridIdentity.encapsulatedKeyBytes))
+        #expect(try AgentServer.decapsulations(try Self.expanded(contents), request).code == 1)
         try VaultChange.upgradeIdentity.apply(to: contents)
         var short = AgentMessage(code: AgentProtocol.Operation.decapsulate.rawValue)
-        short.add(.encapsulatedKey, secret: SecretBytes(count: 1119))
-        #expect(try AgentServer.decapsulations(try #require(contents.identity), short).code == 1)
+        short.add(.encapsulatedKey, secret: SecretBytes(count: HybridIdentity.encapsulatedKeyBytes - 1))
+        #expect(try AgentServer.decapsulations(try Self.expanded(contents), short).code == 1)
         // A batch fits a stanza request's bound, which every connection may hold at once.
-        #expect(AgentProtocol.decapsulateBatch * 1120 + 64 <= AgentProtocol.maxStanzaRequest)
+        #expect(AgentProtocol.decapsulateBatch * HybridIdentity.encapsulatedKeyBytes + 64 <= AgentProtocol.maxStanzaRequest)
         var tooMany = AgentMessage(code: AgentProtocol.Operation.decapsulate.rawValue)
-        tooMany.add(.encapsulatedKey, secret: SecretBytes(count: 1120 * (AgentProtocol.decapsulateBatch + 1)))
-        #expect(try AgentServer.decapsulations(try #require(contents.identity), tooMany).code == 1)
+        tooMany.add(.encapsulatedKey, secret: SecretBytes(count: HybridIdentity.encapsulatedKeyBytes * (AgentProtocol.decapsulateBatch + 1)))
+        #expect(try AgentServer.decapsulations(try Self.expanded(contents), tooMany).code == 1)
     }
 }

@@ -12,7 +12,7 @@ import VaultCore
     static func share(from identity: SharingIdentity, value: String = token, serial: UInt64 = 1,
                       for recipients: [String] = [ShareDocumentTests.bob.recipient.text]) throws -> SecretShareDocument {
         try SecretShareDocument.signed(name: "mcp.github.TOKEN", secret: SecretBytes(utf8: value), serial: serial, created: 1_764_900_000,
-                                       recipients: recipients, identity: identity)
+                                       recipients: recipients, signer: try #require(identity.signer))
     }
 
     @Test func aSignedSecretShareSurvivesAgeAndVerifies() throws {

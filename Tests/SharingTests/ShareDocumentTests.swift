@@ -17,7 +17,7 @@ func text(_ secret: SecretBytes) -> String { secret.withUnsafeBytes { String(dec
 
     static func share(from identity: SharingIdentity, serial: UInt64 = 1, for recipients: [String] = [bob.recipient.text]) throws -> ShareDocument {
         try ShareDocument.signed(name: "lab", key: SecretBytes(utf8: key), googleKey: google, serial: serial, created: 1_764_900_000, recipients: recipients,
-                                 identity: identity)
+                                 signer: try #require(identity.signer))
     }
 
     @Test func aSignedShareSurvivesAgeAndVerifies() throws {
