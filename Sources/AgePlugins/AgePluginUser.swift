@@ -38,17 +38,17 @@ public struct TerminalPluginUser: AgePluginUser {
     }
 
     public func requestPublic(_ message: String, from program: String) -> String? {
-        readVisibleLine(prompt: "\(program): \(EscapeNeutralizer.neutralize(message)) ")
+        readVisibleLine(prompt: "\(program): \(EscapeNeutralizer.neutralize(message)) ").flatMap { $0.isEmpty ? nil : $0 }
     }
 
     public func requestSecret(_ message: String, from program: String) -> SecretBytes? {
         try? SecretInput.read(from: .terminal, prompt: "\(program): \(EscapeNeutralizer.neutralize(message)) ")
     }
 
-    /// One line typed on the controlling terminal (echoed), trimmed; nil without a terminal, at
-    /// the end of input, or for an empty line (the client's `fail`).
+    /// One line typed on the controlling terminal (echoed), trimmed; nil without a terminal.
+    /// Empty for Enter alone and at the end of input: `confirm` asks again (three times at
+    /// most), `requestPublic` answers `fail`.
     private func readVisibleLine(prompt: String) -> String? {
-        guard let answer = TerminalQuestion.ask(prompt)?.trimmedWhitespace, !answer.isEmpty else { return nil }
-        return answer
+        TerminalQuestion.ask(prompt)?.trimmedWhitespace
     }
 }
