@@ -176,7 +176,7 @@ enum SlotCommand {
         }
         try context.vault.checkBeforePrompt()
         let result = try context.vault.removeSlot(slot, allowRecovery: call.flag(.yesRecovery))
-        VaultCommand.noteSSHSlots(result)
+        VaultCommand.noteKeptSlots(result)
         Console.note("removed the \(slot.kind) slot\(slot.listing.fingerprint.map { " for \($0)" } ?? ""); the vault is under a new data key, so that way in opens nothing written from now on")
         if slot.isRecovery {
             Console.note("the vault has no recovery slot now; 'gemvault recovery-code' makes a new one")
