@@ -105,12 +105,16 @@ enum SlotCommand {
         guard let file else {
             throw CommandFailure(.failure, "the age identity \(path) does not exist", hint: "name the file age-keygen wrote (-i FILE, or the age_identity setting in config.json)")
         }
-        var bytes: [UInt8]
-        do throws(FileDescriptor.ReadFailure) { bytes = try file.readAll(limit: 64 << 10) } catch {
-            let reason = switch error { case .failed(let system): system.reason; case .tooLarge(let limit): "it is larger than \(limit >> 10) KiB, more than any identity file" }
-            throw CommandFailure(.failure, "cannot read the age identity \(path): \(reason)")
+        // Read straight into locked memory, as the key file is: the file is a secret key.
+        let limit = 64 << 10
+        let buffer = SecretBytes(count: limit + 1)
+        let length: Int
+        do { length = try buffer.withUnsafeMutableBytes { raw throws(SystemError) in try file.readFully(into: raw) } } catch {
+            throw CommandFailure(.failure, "cannot read the age identity \(path): \(error.reason)")
         }
-        return AgeIdentitySource(path: path, identities: try ShareCommand.identities(in: SecretBytes(taking: &bytes), path: path))
+        guard length <= limit else { throw CommandFailure(.failure, "cannot read the age identity \(path): it is larger than \(limit >> 10) KiB, more than any identity file") }
+        buffer.truncate(to: length)
+        return AgeIdentitySource(path: path, identities: try ShareCommand.identities(in: buffer, path: path))
     }
 
     /// The default identity (age's `-j NAME`) of the plugin of each plugin recipient among the
