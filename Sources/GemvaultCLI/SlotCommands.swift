@@ -96,9 +96,7 @@ enum SlotCommand {
     /// a private one, checked as a passphrase file is.
     static func ageIdentities(options: ParsedOptions, environment: [String: String], paths: Paths) throws -> AgeIdentitySource? {
         var named = options.value(.ageIdentity)
-        if named == nil, !CommandUnlockUI.givesPassphrase(options) {
-            named = try Settings.resolve(SettingLayers(configFile: try ConfigFile.load(path: paths.configFile), environment: environment))[.ageIdentity]
-        }
+        if named == nil, !CommandUnlockUI.givesPassphrase(options) { named = try ageIdentitySetting(environment: environment, paths: paths) }
         guard let path = named else { return nil }
         let file: FileDescriptor?
         do throws(TrustedOpenError) { file = try TrustedFile.openSecret(ProcessIdentity.expandingTilde(path)) } catch { throw VaultError(error) }
@@ -115,6 +113,23 @@ enum SlotCommand {
         guard length <= limit else { throw CommandFailure(.failure, "cannot read the age identity \(path): it is larger than \(limit >> 10) KiB, more than any identity file") }
         buffer.truncate(to: length)
         return AgeIdentitySource(path: path, identities: try ShareCommand.identities(in: buffer, path: path))
+    }
+
+    /// The age_identity setting alone (the environment, else config.json), each layer checked
+    /// as Settings.resolve checks it, without resolving every other setting a second time.
+    static func ageIdentitySetting(environment: [String: String], paths: Paths) throws -> String? {
+        let spec = Setting.ageIdentity.spec
+        var candidates: [(raw: String, layer: String)] = []
+        if let value = try ConfigFile.load(path: paths.configFile).values[spec.name] { candidates.append((value, "config.json")) }
+        if let value = environment[spec.environmentVariable], !value.isEmpty { candidates.append((value, spec.environmentVariable)) }
+        var named: String?
+        for candidate in candidates {
+            switch spec.validate(candidate.raw) {
+            case .success(let value): named = value
+            case .failure(let problem): throw ConfigError.invalidValue(layer: candidate.layer, setting: spec.name, message: problem.message, fromFlag: false)
+            }
+        }
+        return named
     }
 
     /// The default identity (age's `-j NAME`) of the plugin of each plugin recipient among the
