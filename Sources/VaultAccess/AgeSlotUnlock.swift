@@ -87,10 +87,13 @@ public final class AgeIdentityUnlock: UnlockMethod {
 }
 
 extension VaultAccess {
-    /// Adds an age slot sealed to `recipient`. It is sealed to once before anything is asked,
-    /// so a recipient that cannot be sealed to (its plugin missing) costs no typing.
+    /// Adds an age slot sealed to `recipient`. A plugin's recipient is sealed to once before
+    /// anything is asked, so one that cannot be (its plugin missing) costs no typing; any other
+    /// recipient always can be, and its plugin-less sealing is not done twice.
     public func addAgeSlot(_ recipient: any AgeRecipient, now: Int64) throws {
-        _ = try AgeSlot.make(dataKey: SecretBytes.random(count: AgeSlot.dataKeyBytes), recipient: recipient, added: now)
+        if AgePluginName.ofRecipient(recipient.text) != nil {
+            _ = try AgeSlot.make(dataKey: SecretBytes.random(count: AgeSlot.dataKeyBytes), recipient: recipient, added: now)
+        }
         try addSlot { dataKey in try AgeSlot.make(dataKey: dataKey, recipient: recipient, added: now) }
     }
 }
