@@ -84,10 +84,18 @@ def test_a_slot_sealed_to_the_plugins_device_opens_with_the_device_present_and_n
     os.remove(device)
     unplugged = env.run("key", "get", passphrase=False, timeout=NO_HANG)
     assert unplugged.code != 0 and "age" in unplugged.err, unplugged.err
-    # A passphrase given on purpose never starts the plugin.
+    # A passphrase given on purpose (a file, a descriptor) never starts the plugin.
     log = env.vars.get("GVTEST_LOG") or os.path.join(str(tmp_path), "plugin.log")
     env.vars["GVTEST_LOG"] = log
     assert env.run("key", "get", timeout=NO_HANG).out == GOOD_KEY + "\n"
+    read, write = os.pipe()
+    os.write(write, (PASSPHRASE + "\n").encode())
+    os.close(write)
+    try:
+        by_fd = env.run("key", "get", "--passphrase-fd", str(read), pass_fds=(read,), timeout=NO_HANG)
+    finally:
+        os.close(read)
+    assert by_fd.code == 0 and by_fd.out == GOOD_KEY + "\n", by_fd.err
     assert not os.path.exists(log)
 
 
