@@ -10,8 +10,8 @@ import VaultCore
 
 let slotCommands: [CommandSpec] = [
     CommandSpec(path: ["slot", "list"], arguments: "", argumentRange: 0...0,
-                summary: "list the vault's key slots (the ways in): kinds, ssh keys, dates",
-                options: [.json], details: "Needs no passphrase: the slots are in the file's clear header. The ID column is what 'slot rm' takes.",
+                summary: "list the vault's key slots (the ways in): kinds, ssh keys, age recipients, dates",
+                options: [.json], details: "Needs no passphrase: the slots are in the file's clear header. 'slot rm' takes the ID column's number, or the KEY column's ssh fingerprint (SHA256:…) or age recipient, as shown there (a long recipient shortened to its first 24 characters, …, its last 12).",
                 isGroupDefault: true, run: SlotCommand.list),
     CommandSpec(path: ["slot", "add"], arguments: "ssh|age [RECIPIENT]", argumentRange: 1...2,
                 summary: "add an ssh-agent or age slot: a key in $SSH_AUTH_SOCK, or an age identity, opens the vault without a passphrase",
