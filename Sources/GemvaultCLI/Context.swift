@@ -1,6 +1,7 @@
 import Agent
 import Conversations
 import Settings
+import Sharing
 import SSHAgent
 import SystemIO
 import TerminalIO
@@ -33,7 +34,7 @@ struct Context {
                             methods: UnlockMethods.standard(sshAgent: CommandUnlockUI.givesPassphrase(options) ? nil
                                 : SSHAgentUnlock(agent: Result { () throws(SSHAgentError) in try SSHAgentClient(environment: environment) }),
                                 ageIdentity: AgeIdentityUnlock(load: { try SlotCommand.ageIdentities(options: options, environment: environment, paths: paths) },
-                                                               hardwareIdentities: { CommandUnlockUI.givesPassphrase(options) ? [] : SlotCommand.hardwareIdentities(for: $0) },
+                                                               hardwareIdentities: { CommandUnlockUI.givesPassphrase(options) ? [] : AgePluginDefaults.identities(for: $0) },
                                                                named: options.value(.ageIdentity))),
                             observe: history.noteVault)
     }

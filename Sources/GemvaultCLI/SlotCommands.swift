@@ -1,5 +1,4 @@
 import AgeFormat
-import AgePlugins
 import Settings
 import Sharing
 import SSHAgent
@@ -98,21 +97,7 @@ enum SlotCommand {
         var named = options.value(.ageIdentity)
         if named == nil, !CommandUnlockUI.givesPassphrase(options) { named = try ageIdentitySetting(environment: environment, paths: paths) }
         guard let path = named else { return nil }
-        let file: FileDescriptor?
-        do throws(TrustedOpenError) { file = try TrustedFile.openSecret(ProcessIdentity.expandingTilde(path)) } catch { throw VaultError(error) }
-        guard let file else {
-            throw CommandFailure(.failure, "the age identity \(path) does not exist", hint: "name the file age-keygen wrote (-i FILE, or the age_identity setting in config.json)")
-        }
-        // Read straight into locked memory, as the key file is: the file is a secret key.
-        let limit = 64 << 10
-        let buffer = SecretBytes(count: limit + 1)
-        let length: Int
-        do { length = try buffer.withUnsafeMutableBytes { raw throws(SystemError) in try file.readFully(into: raw) } } catch {
-            throw CommandFailure(.failure, "cannot read the age identity \(path): \(error.reason)")
-        }
-        guard length <= limit else { throw CommandFailure(.failure, "cannot read the age identity \(path): it is larger than \(limit >> 10) KiB, more than any identity file") }
-        buffer.truncate(to: length)
-        return AgeIdentitySource(path: path, identities: try ShareCommand.identities(in: buffer, path: path))
+        return try AgeIdentitySource.reading(path) { attempt in try ShareCommand.sshKeyPassphrase(path: path, attempt: attempt) }
     }
 
     /// The age_identity setting alone (the environment, else config.json), each layer checked
@@ -130,16 +115,6 @@ enum SlotCommand {
             }
         }
         return named
-    }
-
-    /// The default identity (age's `-j NAME`) of the plugin of each plugin recipient among the
-    /// age slots': a slot sealed to a YubiKey opens with the YubiKey present, no identity file.
-    static func hardwareIdentities(for recipients: [String]) -> [any AgeIdentity] {
-        var plugins: [String] = []
-        for recipient in recipients {
-            if let plugin = AgePluginName.ofRecipient(recipient), !plugins.contains(plugin) { plugins.append(plugin) }
-        }
-        return plugins.compactMap { try? AgePluginIdentity.defaultIdentity(plugin: $0) }
     }
 
     static func addSSH(_ call: Invocation) throws {
