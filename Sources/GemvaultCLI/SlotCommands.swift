@@ -93,19 +93,19 @@ enum SlotCommand {
     /// The identities for the vault's age slots: `-i FILE`, else (unless a passphrase was given
     /// on purpose) the age_identity setting, from the environment or config.json. The file is
     /// a private one, checked as a passphrase file is.
-    static func ageIdentities(options: ParsedOptions, environment: [String: String], paths: Paths) throws -> AgeIdentitySource? {
+    static func ageIdentities(options: ParsedOptions, environment: [String: String], configFile: () throws -> ConfigFile) throws -> AgeIdentitySource? {
         var named = options.value(.ageIdentity)
-        if named == nil, !CommandUnlockUI.givesPassphrase(options) { named = try ageIdentitySetting(environment: environment, paths: paths) }
+        if named == nil, !CommandUnlockUI.givesPassphrase(options) { named = try ageIdentitySetting(environment: environment, configFile: configFile) }
         guard let path = named else { return nil }
         return try AgeIdentitySource.reading(path) { attempt in try ShareCommand.sshKeyPassphrase(path: path, attempt: attempt) }
     }
 
-    /// The age_identity setting alone (the environment, else config.json), each layer checked
-    /// as Settings.resolve checks it, without resolving every other setting a second time.
-    static func ageIdentitySetting(environment: [String: String], paths: Paths) throws -> String? {
+    /// The age_identity setting alone (the environment, else config.json as the command loaded
+    /// it), each layer checked as Settings.resolve checks it, without resolving every setting.
+    static func ageIdentitySetting(environment: [String: String], configFile: () throws -> ConfigFile) throws -> String? {
         let spec = Setting.ageIdentity.spec
         var candidates: [(raw: String, layer: String)] = []
-        if let value = try ConfigFile.load(path: paths.configFile).values[spec.name] { candidates.append((value, "config.json")) }
+        if let value = try configFile().values[spec.name] { candidates.append((value, "config.json")) }
         if let value = environment[spec.environmentVariable], !value.isEmpty { candidates.append((value, spec.environmentVariable)) }
         var named: String?
         for candidate in candidates {
