@@ -260,9 +260,11 @@ public struct AgentClient: Sendable {
         }
     }
 
-    /// Puts the vault under a new data key; returns a new recovery code when one was needed.
-    public func rekey() throws(AgentError) -> SecretBytes? {
-        try request(AgentMessage(code: AgentProtocol.Operation.rekey.rawValue)).secret(.recoveryCode)
+    /// Puts the vault under a new data key; returns a new recovery code when one was needed,
+    /// the kinds of the other slots that hold the new key, and a warning for each slot dropped.
+    public func rekey() throws(AgentError) -> (recoveryCode: SecretBytes?, slotsKept: [String], slotsDropped: [String]) {
+        let answer = try request(AgentMessage(code: AgentProtocol.Operation.rekey.rawValue))
+        return (answer.secret(.recoveryCode), answer.texts(.slotKept), answer.texts(.slotDropped))
     }
 
     /// After passwd or recover: the vault now opens with `kek`; the session follows it and

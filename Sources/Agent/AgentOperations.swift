@@ -334,13 +334,19 @@ extension AgentServer {
 
     private func rekey() -> AgentMessage {
         var code: SecretBytes?
+        var kept: [String] = []
+        var dropped: [String] = []
         return answering {
             var response = try locked({ document in
                 code = try document.rekey()
+                kept = document.file.additionalSlots.map(\.kindName)
+                dropped = document.droppedSlots
                 return nil
             }, backup: .new)
             if response.code == 0 { forgetPIN() }
             if let code { response.add(.recoveryCode, secret: code) }
+            for kind in kept { response.add(.slotKept, name: kind) }
+            for warning in dropped { response.add(.slotDropped, name: warning) }
             return response
         }
     }

@@ -155,6 +155,9 @@ public enum AgentProtocol {
         /// A change to a secret for another tool: its kind; the summaries of every secret; the
         /// note of which tools use one.
         case secretChange = 65, toolSecretSummaries = 66, usedBy = 67
+        /// `rekey`'s answer: the kind of each slot beside the passphrase and recovery slots that
+        /// holds the new data key, and the warning for each slot it dropped (one field each).
+        case slotKept = 68, slotDropped = 69
         /// `putToken`, `takeToken`: the credential and scopes a token is for, and when it expires.
         case cacheKey = 80, expiresAt = 81
         /// The hybrid post-quantum identity (Docs/sharing.md): in an `identity` change, 1 to make a
@@ -207,6 +210,10 @@ public struct AgentMessage {
     public func secret(_ tag: AgentProtocol.Tag) -> SecretBytes? { fields.first { $0.0 == tag }?.1 }
     public func text(_ tag: AgentProtocol.Tag) -> String? {
         secret(tag).map { value in value.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
+    }
+    /// Every field of `tag`, in order, as text.
+    public func texts(_ tag: AgentProtocol.Tag) -> [String] {
+        fields.filter { $0.0 == tag }.map { field in field.1.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
     }
     public func number(_ tag: AgentProtocol.Tag) -> Int64? {
         guard let value = secret(tag), value.count == 8 else { return nil }

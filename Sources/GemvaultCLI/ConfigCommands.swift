@@ -71,7 +71,7 @@ extension Invocation {
 extension Context {
     /// The config file, with a warning for each unknown key.
     func loadConfigFile() throws -> ConfigFile {
-        let file = try ConfigFile.load(path: paths.configFile)
+        let file = try configFiles.file()
         for key in file.unknownKeys { Console.warning("\(paths.configFile): unknown setting '\(key)' is ignored") }
         return file
     }

@@ -1,6 +1,7 @@
 import Agent
 import Conversations
 import Settings
+import Sharing
 import SSHAgent
 import SystemIO
 import TerminalIO
@@ -16,12 +17,17 @@ struct Context {
     let options: ParsedOptions
     /// How this command reaches the vault: the one home for it (the VaultAccess module).
     let vault: VaultAccess
+    /// config.json, read once a command: by the settings, and by the vault's opening for the
+    /// age_identity setting, whichever comes first.
+    let configFiles: ConfigFileCache
 
     init(environment: [String: String], options: ParsedOptions) {
         self.environment = environment
         self.paths = Paths(environment: environment)
         self.options = options
         let paths = self.paths
+        let configFiles = ConfigFileCache(path: paths.configFile)
+        self.configFiles = configFiles
         let vaultPath = paths.vault(flag: options.value(.vault))
         // Conversations can be sealed, or not saved, without an unlock: the history store notes
         // the recipient whenever the vault is opened or saved.
@@ -32,8 +38,8 @@ struct Context {
                             ui: CommandUnlockUI(options: options, vaultPath: vaultPath),
                             methods: UnlockMethods.standard(sshAgent: CommandUnlockUI.givesPassphrase(options) ? nil
                                 : SSHAgentUnlock(agent: Result { () throws(SSHAgentError) in try SSHAgentClient(environment: environment) }),
-                                ageIdentity: AgeIdentityUnlock(load: { try SlotCommand.ageIdentities(options: options, environment: environment, paths: paths) },
-                                                               hardwareIdentities: { CommandUnlockUI.givesPassphrase(options) ? [] : SlotCommand.hardwareIdentities(for: $0) },
+                                ageIdentity: AgeIdentityUnlock(load: { try SlotCommand.ageIdentities(options: options, environment: environment, configFile: configFiles.file) },
+                                                               hardwareIdentities: { CommandUnlockUI.givesPassphrase(options) ? [] : AgePluginDefaults.identities(for: $0) },
                                                                named: options.value(.ageIdentity))),
                             observe: history.noteVault)
     }
@@ -116,5 +122,20 @@ extension SecretSource {
         }
         if let path = options.value(fileOption) { return .file(path) }
         return .terminal
+    }
+}
+
+/// config.json as loaded the first time a command asked for it.
+final class ConfigFileCache {
+    let path: String
+    private var loaded: ConfigFile?
+
+    init(path: String) { self.path = path }
+
+    func file() throws -> ConfigFile {
+        if let loaded { return loaded }
+        let file = try ConfigFile.load(path: path)
+        loaded = file
+        return file
     }
 }

@@ -153,8 +153,8 @@ extension ShareCommand {
     /// answers it, but a look-alike needs --accept-new-sender and such a replacement --replace.
     private static func confirm(_ call: Invocation, name: String, resetting: Bool, lookAlike: ShareSender?, replacingUnpinned: Bool) throws {
         if let lookAlike {
-            Console.warning(EscapeNeutralizer.neutralize("the label '\(visible(lookAlike.label))' belongs to another signing key you trust (\(SharingIdentity.fingerprint(of: lookAlike.signingKey))), "
-                                                         + "or looks like it: this share may come from someone posing as them"))
+            Console.warning("the label '\(visible(lookAlike.label))' belongs to another signing key you trust (\(SharingIdentity.fingerprint(of: lookAlike.signingKey))), "
+                            + "or looks like it: this share may come from someone posing as them")
         }
         let unacceptedLookAlike = lookAlike != nil && !call.flag(.acceptNewSender)
         let unaskedReplace = replacingUnpinned && !call.flag(.replaceKey)
@@ -263,69 +263,18 @@ extension ShareCommand {
         return try identities(in: text, path: path)
     }
 
-    /// The identities in an identity file's text, read from `path` (the one parser of them,
-    /// for `-i` and the vault's age slot alike).
+    /// The identities in an identity file's text, read from `path` (IdentityFile parses them).
     static func identities(in text: SecretBytes, path: String) throws -> [any AgeIdentity] {
-        if SSHEd25519Identity.isOpenSSHPrivateKey(text) {
-            do {
-                return [try openSSHIdentity(text, path: path)]
-            } catch let error as AgeError where error.kind == .header {
-                // The key file is what is damaged, not the share.
-                throw CommandFailure(.damaged, "the ssh key \(path) is damaged (\(error.detail)); nothing was stored")
-            } catch let error as AgeError where error.kind == .unsupported {
-                throw CommandFailure(.failure, "the ssh key \(path) cannot be used: \(error.detail); nothing was stored")
-            }
-        }
-        var identities: [any AgeIdentity] = []
-        var lineStart = 0
-        var namedRecipient: String?
-        try text.withUnsafeBytes { raw in
-            for index in 0...raw.count where index == raw.count || raw[index] == 10 {
-                // Trimmed in place, and only an identity line copied: each secret copy is a guarded
-                // mapping (ten system calls), and comments and blank lines hold nothing secret.
-                let whole = UnsafeRawBufferPointer(rebasing: raw[lineStart..<index])
-                let trimmed = UnsafeRawBufferPointer(rebasing: whole[SecretBytes.trimmedRange(whole)])
-                lineStart = index + 1
-                let isComment = trimmed.first == UInt8(ascii: "#")
-                if isComment { namedRecipient = pluginRecipientComment(trimmed) ?? namedRecipient }
-                if trimmed.isEmpty || isComment { continue }
-                let line = SecretBytes(copying: trimmed)
-                if let plugin = AgePluginIdentity(parsing: line, recipient: namedRecipient) {
-                    identities.append(plugin)
-                    continue
-                }
-                guard let identity = IdentityLine.parse(line) else {
-                    throw UsageError("\(path) is neither an age identity file (AGE-SECRET-KEY-1…, AGE-SECRET-KEY-PQ-1… or AGE-PLUGIN-NAME-1… lines) nor an OpenSSH ed25519 private key")
-                }
-                identities.append(identity)
-            }
-        }
-        guard !identities.isEmpty else { throw UsageError("\(path) holds no identity") }
-        return AgePluginUnwrap.forDecryption(identities)
+        try IdentityFile.identities(in: text, path: path) { attempt in try sshKeyPassphrase(path: path, attempt: attempt) }
     }
 
-    /// The plugin recipient a comment names (`#    Recipient: age1yubikey1…`, as the plugins write
-    /// above an identity): the recipient a share to it lists, so the import knows it was for you.
-    private static func pluginRecipientComment(_ line: UnsafeRawBufferPointer) -> String? {
-        String(decoding: line, as: UTF8.self).split(separator: " ").lazy.map(String.init).first { AgePluginName.ofRecipient($0) != nil }
-    }
-
-    /// An ssh key as an identity; a protected one gets three tries at its passphrase, as ssh gives.
-    private static func openSSHIdentity(_ text: SecretBytes, path: String) throws -> SSHEd25519Identity {
-        guard try SSHEd25519Identity.needsPassphrase(text) else { return try SSHEd25519Identity(openSSHPrivateKey: text) }
+    /// A protected ssh key's passphrase, asked on the terminal (three tries, as ssh gives).
+    static func sshKeyPassphrase(path: String, attempt: Int) throws -> SecretBytes {
         guard SecretInput.hasTerminal else {
             throw CommandFailure(.failure, "the ssh key \(path) is protected by a passphrase, and there is no terminal to ask it on; nothing was stored",
                                  hint: "run the command on a terminal, or give an age identity file with -i")
         }
-        for attempt in 1...3 {
-            let passphrase = try SecretInput.read(from: .terminal, prompt: "Passphrase for the ssh key \(path): ")
-            let opened = Result { () throws(AgeError) in try SSHEd25519Identity(openSSHPrivateKey: text, passphrase: passphrase) }
-            if case .failure(let error) = opened, error.kind == .wrongPassphrase {
-                if attempt < 3 { Console.warning("wrong passphrase for the ssh key; try again") }
-                continue
-            }
-            return try opened.get()
-        }
-        throw CommandFailure(.wrongSecret, "wrong passphrase for the ssh key \(path); nothing was stored")
+        if attempt > 1 { Console.warning("wrong passphrase for the ssh key; try again") }
+        return try SecretInput.read(from: .terminal, prompt: "Passphrase for the ssh key \(path): ")
     }
 }

@@ -10,7 +10,7 @@ let sessionCommands: [CommandSpec] = [
     CommandSpec(path: ["unlock"], arguments: "", argumentRange: 0...0,
                 summary: "unlock the vault once for a session: later commands need no passphrase",
                 options: [.idle, .max, .pin, .ageIdentity],
-                details: "Starts a background agent holding the vault in locked memory, or hands the key to one already running (agent --foreground).\nA second unlock leaves a running session alone; one locked while idle with a PIN asks for the PIN. A vault with an age slot opens without a prompt for the identity -i FILE or the age_identity setting names; one with an ssh-agent slot whose key SSH_AUTH_SOCK holds, likewise.\nWith --pin, a PIN is asked twice afterwards (Docs/quick-unlock.md). Docs/session.md explains the session.",
+                details: "Starts a background agent holding the vault in locked memory, or hands the key to one already running (agent --foreground).\nA second unlock leaves a running session alone; one locked while idle with a PIN asks for the PIN. A vault with an age slot opens without a prompt for the identity -i FILE or the age_identity setting names, or, for a slot sealed to an age plugin's recipient (a YubiKey's), with no identity file, through the plugin's default identity when its hardware is present; one with an ssh-agent slot whose key SSH_AUTH_SOCK holds, likewise.\nWith --pin, a PIN is asked twice afterwards (Docs/quick-unlock.md). Docs/session.md explains the session.",
                 run: SessionCommand.unlock),
     CommandSpec(path: ["lock"], arguments: "", argumentRange: 0...0,
                 summary: "make the agent wipe the vault from memory and exit",

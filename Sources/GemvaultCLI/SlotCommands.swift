@@ -1,5 +1,4 @@
 import AgeFormat
-import AgePlugins
 import Settings
 import Sharing
 import SSHAgent
@@ -10,8 +9,8 @@ import VaultCore
 
 let slotCommands: [CommandSpec] = [
     CommandSpec(path: ["slot", "list"], arguments: "", argumentRange: 0...0,
-                summary: "list the vault's key slots (the ways in): kinds, ssh keys, dates",
-                options: [.json], details: "Needs no passphrase: the slots are in the file's clear header. The ID column is what 'slot rm' takes.",
+                summary: "list the vault's key slots (the ways in): kinds, ssh keys, age recipients, dates",
+                options: [.json], details: "Needs no passphrase: the slots are in the file's clear header. 'slot rm' takes the ID column's number, or the KEY column's ssh fingerprint (SHA256:…) or age recipient, as shown there (a long recipient shortened to its first 24 characters, …, its last 12).",
                 isGroupDefault: true, run: SlotCommand.list),
     CommandSpec(path: ["slot", "add"], arguments: "ssh|age [RECIPIENT]", argumentRange: 1...2,
                 summary: "add an ssh-agent or age slot: a key in $SSH_AUTH_SOCK, or an age identity, opens the vault without a passphrase",
@@ -94,33 +93,28 @@ enum SlotCommand {
     /// The identities for the vault's age slots: `-i FILE`, else (unless a passphrase was given
     /// on purpose) the age_identity setting, from the environment or config.json. The file is
     /// a private one, checked as a passphrase file is.
-    static func ageIdentities(options: ParsedOptions, environment: [String: String], paths: Paths) throws -> AgeIdentitySource? {
+    static func ageIdentities(options: ParsedOptions, environment: [String: String], configFile: () throws -> ConfigFile) throws -> AgeIdentitySource? {
         var named = options.value(.ageIdentity)
-        if named == nil, !CommandUnlockUI.givesPassphrase(options) {
-            named = try Settings.resolve(SettingLayers(configFile: try ConfigFile.load(path: paths.configFile), environment: environment))[.ageIdentity]
-        }
+        if named == nil, !CommandUnlockUI.givesPassphrase(options) { named = try ageIdentitySetting(environment: environment, configFile: configFile) }
         guard let path = named else { return nil }
-        let file: FileDescriptor?
-        do throws(TrustedOpenError) { file = try TrustedFile.openSecret(ProcessIdentity.expandingTilde(path)) } catch { throw VaultError(error) }
-        guard let file else {
-            throw CommandFailure(.failure, "the age identity \(path) does not exist", hint: "name the file age-keygen wrote (-i FILE, or the age_identity setting in config.json)")
-        }
-        var bytes: [UInt8]
-        do throws(FileDescriptor.ReadFailure) { bytes = try file.readAll(limit: 64 << 10) } catch {
-            let reason = switch error { case .failed(let system): system.reason; case .tooLarge(let limit): "it is larger than \(limit >> 10) KiB, more than any identity file" }
-            throw CommandFailure(.failure, "cannot read the age identity \(path): \(reason)")
-        }
-        return AgeIdentitySource(path: path, identities: try ShareCommand.identities(in: SecretBytes(taking: &bytes), path: path))
+        return try AgeIdentitySource.reading(path) { attempt in try ShareCommand.sshKeyPassphrase(path: path, attempt: attempt) }
     }
 
-    /// The default identity (age's `-j NAME`) of the plugin of each plugin recipient among the
-    /// age slots': a slot sealed to a YubiKey opens with the YubiKey present, no identity file.
-    static func hardwareIdentities(for recipients: [String]) -> [any AgeIdentity] {
-        var plugins: [String] = []
-        for recipient in recipients {
-            if let plugin = AgePluginName.ofRecipient(recipient), !plugins.contains(plugin) { plugins.append(plugin) }
+    /// The age_identity setting alone (the environment, else config.json as the command loaded
+    /// it), each layer checked as Settings.resolve checks it, without resolving every setting.
+    static func ageIdentitySetting(environment: [String: String], configFile: () throws -> ConfigFile) throws -> String? {
+        let spec = Setting.ageIdentity.spec
+        var candidates: [(raw: String, layer: String)] = []
+        if let value = try configFile().values[spec.name] { candidates.append((value, "config.json")) }
+        if let value = environment[spec.environmentVariable], !value.isEmpty { candidates.append((value, spec.environmentVariable)) }
+        var named: String?
+        for candidate in candidates {
+            switch spec.validate(candidate.raw) {
+            case .success(let value): named = value
+            case .failure(let problem): throw ConfigError.invalidValue(layer: candidate.layer, setting: spec.name, message: problem.message, fromFlag: false)
+            }
         }
-        return plugins.compactMap { try? AgePluginIdentity.defaultIdentity(plugin: $0) }
+        return named
     }
 
     static func addSSH(_ call: Invocation) throws {
@@ -133,7 +127,7 @@ enum SlotCommand {
         }
         let identity = try SSHSlotUnlock.chooseKey(choice, agent: agent)
         let key = try context.vault.addSSHSlot(for: identity, agent: agent, now: Output.now())
-        Console.note("added an ssh-agent slot for \(identity.keyType) \(key.fingerprintText)\(identity.comment.isEmpty ? "" : " (\(EscapeNeutralizer.neutralize(identity.comment)))"); commands now open the vault without a passphrase while SSH_AUTH_SOCK holds that key")
+        Console.note("added an ssh-agent slot for \(identity.keyType) \(key.fingerprintText)\(identity.comment.isEmpty ? "" : " (\(identity.comment))"); commands now open the vault without a passphrase while SSH_AUTH_SOCK holds that key")
     }
 
     /// `--key`: a SHA256:… fingerprint, or a public key file.
@@ -176,7 +170,7 @@ enum SlotCommand {
         }
         try context.vault.checkBeforePrompt()
         let result = try context.vault.removeSlot(slot, allowRecovery: call.flag(.yesRecovery))
-        VaultCommand.noteSSHSlots(result)
+        VaultCommand.noteKeptSlots(result)
         Console.note("removed the \(slot.kind) slot\(slot.listing.fingerprint.map { " for \($0)" } ?? ""); the vault is under a new data key, so that way in opens nothing written from now on")
         if slot.isRecovery {
             Console.note("the vault has no recovery slot now; 'gemvault recovery-code' makes a new one")

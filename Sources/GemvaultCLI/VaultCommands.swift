@@ -314,7 +314,7 @@ enum VaultCommand {
         let new = try readNewPassphrase(call)
         let result = try current.rekey(newPassphrase: new, legacyRecoveryCode: { try askForLegacyRecoveryCode(current) })
         if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
-        noteSSHSlots(result)
+        noteKeptSlots(result)
         Console.note("passphrase changed and the vault is under a new data key; the old passphrase opens nothing written from now on\(result.newRecoveryCode != nil ? "" : ". The recovery code still works")")
     }
 
@@ -325,13 +325,12 @@ enum VaultCommand {
         let new = try readNewPassphrase(call)
         let result = try code.rekey(newPassphrase: new)
         if let newCode = result.newRecoveryCode { showNewRecoveryCode(newCode) }
-        noteSSHSlots(result)
+        noteKeptSlots(result)
         Console.note("new passphrase set and the vault is under a new data key; the recovery code stays the same")
     }
 
-    /// ssh slots are sealed to their public keys, so every rekey keeps them: said, so nobody wonders.
     /// After a rekey: the slots that took the new data key without their secrets, by kind.
-    static func noteSSHSlots(_ result: RekeyResult) {
+    static func noteKeptSlots(_ result: RekeyResult) {
         warnOfDroppedSlots(result)
         var kinds: [String] = []
         for kind in result.slotsKept where !kinds.contains(kind) { kinds.append(kind) }
@@ -352,7 +351,7 @@ enum VaultCommand {
         // Through the session: no passphrase, and the agent follows the new data key at once.
         let (result, throughSession) = try context.vault.rekey(legacyRecoveryCode: askForLegacyRecoveryCode)
         if let code = result.newRecoveryCode { showNewRecoveryCode(code) }
-        noteSSHSlots(result)
+        noteKeptSlots(result)
         if throughSession { context.rememberRecipientThroughSession() }
         Console.note("the vault is under a new data key; old copies of it open nothing written from now on")
     }

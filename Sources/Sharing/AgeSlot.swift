@@ -37,12 +37,16 @@ public struct AgeSlot: SlotKind, Equatable {
     public static func make(dataKey: SecretBytes, recipient: any AgeRecipient, added: Int64) throws(VaultError) -> AgeSlot {
         let text = recipient.text
         guard text.utf8.count <= maxRecipientBytes else { throw .slotRefused("the recipient is longer than the \(maxRecipientBytes) characters an age slot keeps") }
-        let sealed: [UInt8]
-        do { sealed = try AgeFile.encrypt(dataKey, to: [recipient]) } catch {
+        do { return try sealing(dataKey, to: recipient, added: added) } catch {
             throw .slotRefused("the data key cannot be sealed to \(short(text)): \(error.detail)")
         }
-        guard sealed.count <= maxFileBytes else { throw .slotRefused("the age file for \(short(text)) is \(sealed.count) bytes, more than the \(maxFileBytes) an age slot keeps") }
-        return AgeSlot(recipient: text, added: added, sealed: sealed)
+    }
+
+    /// The sealing part of `make`, its failure the bare AgeError (a rekey's warning says it in its own words).
+    static func sealing(_ dataKey: SecretBytes, to recipient: any AgeRecipient, added: Int64) throws(AgeError) -> AgeSlot {
+        let sealed = try AgeFile.encrypt(dataKey, to: [recipient])
+        guard sealed.count <= maxFileBytes else { throw AgeError(.unsupported, "the age file is \(sealed.count) bytes, more than the \(maxFileBytes) an age slot keeps") }
+        return AgeSlot(recipient: recipient.text, added: added, sealed: sealed)
     }
 
     public func resealed(dataKey: SecretBytes) throws(VaultError) -> AgeSlot? {
@@ -54,13 +58,10 @@ public struct AgeSlot: SlotKind, Equatable {
     /// rekey, recover and slot rm never fail for it.
     public func resealing(dataKey: SecretBytes) throws(VaultError) -> SlotResealing {
         let parsed = try parsedRecipient()
-        do { return .kept(try Self.make(dataKey: dataKey, recipient: parsed, added: added)) } catch {
-            guard case .slotRefused(let why) = error else { throw error }
+        do { return .kept(try Self.sealing(dataKey, to: parsed, added: added)) } catch {
             let again = recipient.count <= 200 ? recipient : "RECIPIENT (\(Self.short(recipient)))"
-            let said = "the data key cannot be sealed to \(Self.short(recipient)): "
             return .dropped(warning: "the age slot for \(Self.recipientType(recipient)) \(Self.short(recipient)) is dropped: the new data key cannot be sealed to it here ("
-                + (why.hasPrefix(said) ? String(why.dropFirst(said.count)) : why)
-                + "). The passphrase and the recovery code open the vault as before; 'gemvault slot add age \(again)' adds the slot again where its plugin works")
+                + error.detail + "). The passphrase and the recovery code open the vault as before; 'gemvault slot add age \(again)' adds the slot again where its plugin works")
         }
     }
 
@@ -135,12 +136,6 @@ public struct AgeSlotKey: SlotKey {
     let dataKey: SecretBytes
     /// The recipient of the slot it opened.
     public let recipient: String
-
-    /// The key of the first age slot of `file` that one of `identities` opens; nil when none
-    /// does (`tried` says why each slot an identity matched was passed over).
-    public static func unlocking(_ file: VaultFile, path: String, with identities: [any AgeIdentity]) throws(VaultError) -> AgeSlotKey? {
-        try trying(file, path: path) { _ in identities }.key
-    }
 
     /// Each age slot of `file` tried with the identities `identities` gives for it, each on its
     /// own, until one opens. A slot an identity matches but does not open (a MAC failure, a

@@ -29,10 +29,11 @@ public enum RecipientStrength {
         guard classic.isEmpty else { throw .notPostQuantum(names(classic)) }
     }
 
-    /// Each recipient as a person reads it: its label and its key (the start of a long one).
+    /// Each recipient as a person reads it: its label and its key (a long one shortened as an
+    /// age slot's is, `AgeSlot.short`: one rule for every message).
     static func names(_ recipients: [NamedRecipient]) -> [String] {
         recipients.map { recipient in
-            let key = recipient.text.count > 100 ? String(recipient.text.prefix(40)) + "…" : recipient.text
+            let key = AgeSlot.short(recipient.text)
             return recipient.label.isEmpty ? key : "\(recipient.label) (\(key))"
         }
     }

@@ -1,5 +1,6 @@
 import AgeFormat
 import Sharing
+import SystemIO
 import VaultCore
 
 /// The age identities a command has for the vault's age slots, and where they came from.
@@ -11,6 +12,38 @@ public struct AgeIdentitySource {
     public init(path: String, identities: [any AgeIdentity]) {
         self.path = path
         self.identities = identities
+    }
+
+    /// The identities in the private identity file `path` (checked as a passphrase file is),
+    /// read straight into locked memory, as the key file is: it holds secret keys.
+    /// `sshPassphrase` asks a protected ssh key's passphrase (`IdentityFile`).
+    public static func reading(_ path: String, sshPassphrase: (Int) throws -> SecretBytes) throws -> AgeIdentitySource {
+        let file: FileDescriptor?
+        do throws(TrustedOpenError) { file = try TrustedFile.openSecret(ProcessIdentity.expandingTilde(path)) } catch { throw VaultError(error) }
+        guard let file else { throw Unreadable.missing(path: path) }
+        let limit = 64 << 10
+        let buffer = SecretBytes(count: limit + 1)
+        let length: Int
+        do { length = try buffer.withUnsafeMutableBytes { raw throws(SystemError) in try file.readFully(into: raw) } } catch {
+            throw Unreadable.failed(path: path, reason: error.reason)
+        }
+        guard length <= limit else { throw Unreadable.failed(path: path, reason: "it is larger than \(limit >> 10) KiB, more than any identity file") }
+        buffer.truncate(to: length)
+        return AgeIdentitySource(path: path, identities: try IdentityFile.identities(in: buffer, path: path, sshPassphrase: sshPassphrase))
+    }
+
+    /// An identity file that is not there, or cannot be read.
+    public enum Unreadable: Error, Equatable, ReportableError {
+        case missing(path: String)
+        case failed(path: String, reason: String)
+
+        public var report: FailureReport {
+            switch self {
+            case .missing(let path):
+                FailureReport(.failure, "the age identity \(path) does not exist", hint: "name the file age-keygen wrote (-i FILE, or the age_identity setting in config.json)")
+            case .failed(let path, let reason): FailureReport(.failure, "cannot read the age identity \(path): \(reason)")
+            }
+        }
     }
 }
 
@@ -87,10 +120,13 @@ public final class AgeIdentityUnlock: UnlockMethod {
 }
 
 extension VaultAccess {
-    /// Adds an age slot sealed to `recipient`. It is sealed to once before anything is asked,
-    /// so a recipient that cannot be sealed to (its plugin missing) costs no typing.
+    /// Adds an age slot sealed to `recipient`. A plugin's recipient is sealed to once before
+    /// anything is asked, so one that cannot be (its plugin missing) costs no typing; any other
+    /// recipient always can be, and its plugin-less sealing is not done twice.
     public func addAgeSlot(_ recipient: any AgeRecipient, now: Int64) throws {
-        _ = try AgeSlot.make(dataKey: SecretBytes.random(count: AgeSlot.dataKeyBytes), recipient: recipient, added: now)
+        if AgePluginName.ofRecipient(recipient.text) != nil {
+            _ = try AgeSlot.make(dataKey: SecretBytes.random(count: AgeSlot.dataKeyBytes), recipient: recipient, added: now)
+        }
         try addSlot { dataKey in try AgeSlot.make(dataKey: dataKey, recipient: recipient, added: now) }
     }
 }

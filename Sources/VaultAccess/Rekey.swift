@@ -73,22 +73,18 @@ extension VaultAccess {
     /// at once): the new recovery code when one was needed. nil without a session.
     public func rekeyThroughSession() throws -> RekeyResult? {
         guard try sessionIsOpen(), let agent else { return nil }
-        let before = (try? readFile())?.additionalSlots ?? []
-        let code: SecretBytes?
+        let made: (recoveryCode: SecretBytes?, slotsKept: [String], slotsDropped: [String])
         switch Result(catching: { () throws(AgentError) in try agent.rekey() }) {
-        case .success(let made):
-            code = made
+        case .success(let answer):
+            made = answer
             kept = nil
         // A session an ssh slot opened holds no passphrase key to rewrap: the passphrase is asked.
         case .failure(.wrongKey): return nil
         case .failure(let error): throw error
         }
-        let after = (try? file.readFile())?.additionalSlots ?? []  // read again: readFile keeps the first read
-        // The agent dropped what it could not seal to (an age plugin missing where it runs).
-        let dropped = before.filter { slot in !after.contains { $0.kindName == slot.kindName && $0.identity == slot.identity } }.map { slot in
-            "the \(slot.kindName) slot\(slot.listing.fingerprint.map { " for \($0)" } ?? "") is dropped: the session's rekey could not seal the new data key to it; 'gemvault slot add' adds it again"
-        }
-        return RekeyResult(newRecoveryCode: code, replacementCode: nil, slotsKept: after.map(\.kindName), slotsDropped: dropped)
+        // The agent says what it kept and dropped (an age plugin missing where it runs), in the
+        // same words as a rekey here.
+        return RekeyResult(newRecoveryCode: made.recoveryCode, replacementCode: nil, slotsKept: made.slotsKept, slotsDropped: made.slotsDropped)
     }
 
     /// After passwd or recover: a running session follows the new key-encryption key instead

@@ -235,3 +235,47 @@ def test_age_identity_is_kept_in_config_json_never_in_the_vault(vault):
     assert refused.code == 64 and "read before the vault opens" in refused.err and "config set --file age_identity" in refused.err, refused.err
     assert env.run("config", "set", "--file", "age_identity", identity, passphrase=False).code == 0
     assert no_passphrase(env, "key", "get").out == GOOD_KEY + "\n"
+
+
+def test_the_age_identity_setting_is_silent_and_unread_on_a_vault_without_an_age_slot(vault):
+    """No age slot: nothing for the setting to open, so its file (missing, or readable by the
+    group) is never read nor reported; the same setting on a vault with a slot is refused."""
+    env = vault
+    identity, recipient = age_keygen(env.age_folder)
+    os.chmod(identity, 0o640)
+    set_age_identity(env, identity)
+    missing = {"GEMVAULT_AGE_IDENTITY": os.path.join(env.age_folder, "missing.txt")}
+    for extra in ({}, missing):
+        session = PtySession([BIN, "key", "get"], dict(env.vars, **extra))
+        session.expect("Passphrase for ")
+        session.line(PASSPHRASE)
+        assert session.wait() == 0, session.text()
+        text = session.text()
+        assert GOOD_KEY in text and "identity" not in text and "warning" not in text and "error" not in text, text
+    assert env.run("slot", "add", "age", recipient).code == 0
+    refused = no_passphrase(env, "key", "get")
+    assert refused.code == 1 and "readable or writable by group or others" in refused.err, refused.err
+    gone = no_passphrase(env, "key", "get", env=missing)
+    assert gone.code == 1 and "does not exist" in gone.err, gone.err
+
+
+def test_a_passphrase_given_on_purpose_never_reads_the_age_identity_setting(vault):
+    """--passphrase-file and --passphrase-fd: the passphrase opens the vault, and the setting's
+    file (here missing, or readable by the group) is not needed nor read."""
+    env = vault
+    identity, recipient = age_keygen(env.age_folder)
+    assert env.run("slot", "add", "age", recipient).code == 0
+    os.chmod(identity, 0o640)
+    set_age_identity(env, identity)
+    missing = {"GEMVAULT_AGE_IDENTITY": os.path.join(env.age_folder, "missing.txt")}
+    for extra in ({}, missing):
+        by_file = env.run("key", "get", env=extra)
+        assert by_file.code == 0 and by_file.out == GOOD_KEY + "\n" and by_file.err == "", by_file.err
+        read, write = os.pipe()
+        os.write(write, (PASSPHRASE + "\n").encode())
+        os.close(write)
+        try:
+            by_fd = env.run("key", "get", "--passphrase-fd", str(read), env=extra, pass_fds=(read,))
+        finally:
+            os.close(read)
+        assert by_fd.code == 0 and by_fd.out == GOOD_KEY + "\n" and by_fd.err == "", by_fd.err

@@ -40,3 +40,20 @@ def test_slot_rm_takes_the_full_hybrid_recipient_and_a_wrong_one_is_named_short(
     removed = env.run("slot", "rm", identity.recipient)
     assert removed.code == 0, removed.err
     assert test_age_slot.age_slots(env) == []
+
+
+def test_slot_rm_takes_the_recipient_as_slot_list_shortens_it(env):
+    """A long recipient is shown short (its first 24 characters, …, its last 12): that form,
+    copied from 'slot list', names the slot for 'slot rm'."""
+    import test_age_slot
+    env.init()
+    kept = age_pq.HybridIdentity().recipient
+    identity = age_pq.HybridIdentity()
+    assert env.run("slot", "add", "age", kept).code == 0
+    assert env.run("slot", "add", "age", identity.recipient).code == 0
+    short = identity.recipient[:24] + "…" + identity.recipient[-12:]
+    listed = env.run("slot", "list", passphrase=False)
+    assert listed.code == 0 and short in listed.out and identity.recipient not in listed.out, listed.out
+    removed = env.run("slot", "rm", short)
+    assert removed.code == 0, removed.err
+    assert [slot["recipient"] for slot in test_age_slot.age_slots(env)] == [kept]

@@ -24,9 +24,9 @@ import VaultCore
         let slot = try #require(file.slots(AgeSlot.self).first)
         #expect(slot.recipient == identity.recipient.text && slot.added == 1_700_000_000)
         #expect(slot.listing == SlotListing(keyType: "X25519", fingerprint: identity.recipient.text, added: 1_700_000_000))
-        let key = try #require(try AgeSlotKey.unlocking(file, path: "test", with: [identity]))
+        let key = try #require(try AgeSlotKey.trying(file, path: "test") { _ in [identity] }.key)
         #expect(try VaultDocument.open(file, path: "test", key: key).contents.key(named: "default") != nil)
-        #expect(try AgeSlotKey.unlocking(file, path: "test", with: [X25519Identity.generate()]) == nil)
+        #expect(try AgeSlotKey.trying(file, path: "test") { _ in [X25519Identity.generate()] }.key == nil)
     }
 
     @Test func aRekeySealsTheNewDataKeyWithoutTheIdentity() throws {
@@ -37,9 +37,9 @@ import VaultCore
         let after = try VaultFile.parse(try document.sealed(), path: "test", policy: .testing)
         #expect(after.slots(AgeSlot.self).first?.sealed != before.slots(AgeSlot.self).first?.sealed)
         // The key taken before the rekey no longer fits; the identity opens the new slot.
-        let old = try #require(try AgeSlotKey.unlocking(before, path: "test", with: [identity]))
+        let old = try #require(try AgeSlotKey.trying(before, path: "test") { _ in [identity] }.key)
         #expect(!old.fits(after))
-        let key = try #require(try AgeSlotKey.unlocking(after, path: "test", with: [identity]))
+        let key = try #require(try AgeSlotKey.trying(after, path: "test") { _ in [identity] }.key)
         #expect(try VaultDocument.open(after, path: "test", key: key).contents.key(named: "default") != nil)
     }
 
@@ -63,7 +63,7 @@ import VaultCore
         bytes = original
         bytes[stanzaArgument + 5] = UInt8(ascii: "!")
         let damaged = try VaultFile.parse(bytes + Sodium.blake2b256(bytes[...]), path: "test", policy: .testing)
-        let error = try #require(throws: VaultError.self) { _ = try AgeSlotKey.unlocking(damaged, path: "test", with: [identity]) }
+        let error = try #require(throws: VaultError.self) { _ = try AgeSlotKey.trying(damaged, path: "test") { _ in [identity] }.key }
         guard case .slotsDamaged(_, let detail) = error else { Issue.record("not a damaged slot: \(error)"); return }
         #expect(detail.contains("does not parse"), "\(detail)")
     }

@@ -47,9 +47,12 @@ import VaultCore
         try access(vault, Typed()).addAgeSlot(X25519Identity.generate().recipient, now: 1_700_000_000)
         struct Refused: Error {}
         let failing = Typed()
-        let opening = access(vault, failing, load: { throw Refused() })
+        var loads = 0
+        let opening = access(vault, failing, load: { loads += 1; throw Refused() })
         #expect(throws: Refused.self) { _ = try opening.key("default", markUsed: false) }
-        #expect(failing.asked == 0)
+        // Asked again in the same command: the same failure, the file not read a second time.
+        #expect(throws: Refused.self) { _ = try opening.key("default", markUsed: false) }
+        #expect(loads == 1 && failing.asked == 0)
         // A vault without an age slot never reads the identity file.
         let plain = try TestVault(in: TemporaryFolder("age-slot-none"), keys: ["default": "AQ.Ab8RN6Lq0c3xT1mVw7yZk2PaH5sJd9fGuE4bQiRtYnXoCzMhKp"])
         #expect(try access(plain, Typed(), load: { throw Refused() }).key("default", markUsed: false) != nil)
